@@ -1,0 +1,87 @@
+// Builds every bundle with esbuild: the extension (CommonJS, `vscode` external), the trainer
+// library and CLI (Node, native modules external), the webview apps (browser) and the test
+// bundles that run inside VS Code. `--watch` rebuilds on change.
+import * as esbuild from 'esbuild';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+const watch = process.argv.includes('--watch');
+const production = process.argv.includes('--production');
+
+/** Every file under `dir` (relative to the root) whose name ends with one of `suffixes`. */
+function filesUnder(dir, suffixes) {
+  const abs = path.join(root, dir);
+  if (!fs.existsSync(abs)) return [];
+  return fs
+    .readdirSync(abs, { recursive: true })
+    .map((f) => path.join(dir, f))
+    .filter((f) => suffixes.some((s) => f.endsWith(s)));
+}
+
+const common = {
+  absWorkingDir: root,
+  bundle: true,
+  sourcemap: true,
+  sourcesContent: false,
+  minify: production,
+  logLevel: 'warning',
+  outdir: 'dist',
+  target: 'node20',
+};
+
+/** onnxruntime-node and webgpu carry native binaries and must stay real files at run time. */
+const nativeModules = ['onnxruntime-node', 'webgpu'];
+
+const testEntries = Object.fromEntries(
+  [...filesUnder('test/vscode', ['.ts']), ...filesUnder('test/desktop', ['.ts'])].map((f) => [f.replace(/\.ts$/, ''), f]),
+);
+
+const builds = [
+  {
+    ...common,
+    entryPoints: { 'extension/extension': 'extension/extension.ts' },
+    platform: 'node',
+    format: 'cjs',
+    external: ['vscode'],
+  },
+  {
+    ...common,
+    entryPoints: { 'trainer/cli': 'trainer/cli/main.ts', 'trainer/index': 'trainer/index.ts' },
+    platform: 'node',
+    format: 'cjs',
+    external: nativeModules,
+  },
+  {
+    ...common,
+    entryPoints: Object.fromEntries(
+      fs
+        .readdirSync(path.join(root, 'webview'), { withFileTypes: true })
+        .filter((d) => d.isDirectory() && fs.existsSync(path.join(root, 'webview', d.name, 'main.ts')))
+        .map((d) => [`webview/${d.name}`, `webview/${d.name}/main.ts`]),
+    ),
+    platform: 'browser',
+    format: 'iife',
+    target: 'chrome120',
+  },
+  {
+    ...common,
+    entryPoints: testEntries,
+    platform: 'node',
+    format: 'cjs',
+    external: ['vscode', 'mocha', '@vscode/test-electron', ...nativeModules],
+  },
+];
+
+if (watch) {
+  for (const options of builds) {
+    const ctx = await esbuild.context({ ...options, logLevel: 'info' });
+    await ctx.watch();
+  }
+  console.log('[watch] watching for changes');
+} else {
+  const started = Date.now();
+  await Promise.all(builds.map((options) => esbuild.build(options)));
+  fs.chmodSync(path.join(root, 'dist/trainer/cli.js'), 0o755);
+  console.log(`built dist/ in ${Date.now() - started} ms`);
+}

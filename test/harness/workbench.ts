@@ -1,0 +1,93 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Browser, FrameLocator, Page } from 'playwright-core';
+import { launchBrowser } from './browser';
+import { codeServerBinary, createProfile, installExtension, startCodeServer, type RunningCodeServer } from './codeServer';
+import { repoRoot, testOutputDir } from './paths';
+
+/**
+ * A real VS Code workbench for end-to-end tests: code-server with the packaged .vsix installed
+ * into a fresh profile, opened in headless Chromium on a copy of a fixture workspace.
+ */
+export interface Workbench {
+  page: Page;
+  server: RunningCodeServer;
+  workspace: string;
+  close(): Promise<void>;
+}
+
+/** The .vsix `npm run package` made for this platform; packaged on demand when missing. */
+export function packagedVsix(): string {
+  const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { name: string; version: string };
+  const vsix = path.join(repoRoot, 'dist', `${manifest.name}-${process.platform}-${process.arch}-${manifest.version}.vsix`);
+  if (!fs.existsSync(vsix)) throw new Error(`${vsix} is missing: run npm run package first (npm test does)`);
+  return vsix;
+}
+
+export async function openWorkbench(name: string, fixtureWorkspace = 'test/fixtures/workspace'): Promise<Workbench> {
+  const bin = codeServerBinary();
+  const profile = createProfile(path.join(testOutputDir, 'code-server', name), { 'workbench.colorTheme': 'Default Dark Modern' });
+  installExtension(bin, profile, packagedVsix());
+  const workspace = path.join(testOutputDir, 'workspaces', name);
+  fs.rmSync(workspace, { recursive: true, force: true });
+  fs.cpSync(path.join(repoRoot, fixtureWorkspace), workspace, { recursive: true });
+  const server = await startCodeServer(bin, profile, workspace);
+  let browser: Browser | undefined;
+  try {
+    browser = await launchBrowser();
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${server.url}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+    await page.locator('.statusbar').waitFor({ timeout: 60_000 });
+    const b = browser;
+    return {
+      page,
+      server,
+      workspace,
+      async close() {
+        await b.close();
+        await server.stop();
+      },
+    };
+  } catch (error) {
+    await browser?.close();
+    await server.stop();
+    throw error;
+  }
+}
+
+/**
+ * Run a command from the command palette by its title. Contributed commands appear only once
+ * the extension host has registered the extension, so the palette is reopened until it shows.
+ */
+export async function runCommand(page: Page, title: string, timeoutMs = 90_000): Promise<void> {
+  const input = page.locator('.quick-input-widget input');
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await page.keyboard.press('F1');
+    await input.waitFor({ timeout: 15_000 });
+    await input.fill(`>${title}`);
+    try {
+      await row.waitFor({ timeout: 2000 });
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`command "${title}" never appeared in the command palette: ${error}`);
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(500);
+    }
+  }
+  await page.keyboard.press('Enter');
+}
+
+/** The content document of the webview panel whose title is `title`. */
+export function webviewFrame(page: Page): FrameLocator {
+  return page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+}
+
+export async function screenshot(page: Page, file: string): Promise<string> {
+  const out = path.join(testOutputDir, 'screenshots', file);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  await page.screenshot({ path: out });
+  return out;
+}

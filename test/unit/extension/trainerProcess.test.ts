@@ -1,0 +1,74 @@
+import { describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { resolveTrainerRuntime, runTrainer, TrainerProcessError, type TrainerRuntime } from '../../../extension/trainerProcess';
+
+const fixtures = path.resolve(__dirname, '../../fixtures/trainers');
+const node: TrainerRuntime = { command: process.execPath, env: process.env, description: 'the test runner\'s Node' };
+
+async function failure(promise: Promise<unknown>): Promise<TrainerProcessError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof TrainerProcessError, `expected a TrainerProcessError, got ${error}`);
+    return error;
+  }
+  assert.fail('expected the trainer request to fail');
+}
+
+describe('resolveTrainerRuntime', () => {
+  it('uses VS Code\'s own runtime as Node when no path is configured', () => {
+    const runtime = resolveTrainerRuntime('', { PATH: '/bin' });
+    assert.equal(runtime.command, process.execPath);
+    assert.equal(runtime.env.ELECTRON_RUN_AS_NODE, '1');
+    assert.equal(runtime.env.PATH, '/bin');
+  });
+
+  it('uses the configured Node, trimmed, and says so', () => {
+    const runtime = resolveTrainerRuntime('  /opt/node/bin/node ', {});
+    assert.equal(runtime.command, '/opt/node/bin/node');
+    assert.match(runtime.description, /rolloutStudio\.trainer\.nodePath/);
+  });
+});
+
+describe('runTrainer', () => {
+  it('names the missing executable and the setting to fix', async () => {
+    const error = await failure(
+      runTrainer({ runtime: { ...node, command: '/no/such/node', description: 'the configured /no/such/node' }, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [] }),
+    );
+    assert.match(error.title, /Could not start the trainer with the configured \/no\/such\/node/);
+    assert.match(error.detail, /ENOENT/);
+    assert.match(error.detail, /rolloutStudio\.trainer\.nodePath/);
+  });
+
+  it('says the trainer bundle is missing instead of spawning', async () => {
+    const error = await failure(runTrainer({ runtime: node, cliPath: '/nowhere/cli.js', args: [] }));
+    assert.match(error.title, /missing from the extension/);
+    assert.match(error.detail, /\/nowhere\/cli\.js/);
+  });
+
+  it('rejects a message that breaks the protocol and names the field', async () => {
+    const error = await failure(runTrainer({ runtime: node, cliPath: path.join(fixtures, 'invalid-message-trainer.js'), args: [] }));
+    assert.match(error.title, /does not understand/);
+    assert.match(error.detail, /report\.runtime: Invalid input/);
+  });
+
+  it('passes the trainer\'s own fatal error on', async () => {
+    const error = await failure(runTrainer({ runtime: node, cliPath: path.join(fixtures, 'fatal-trainer.js'), args: [] }));
+    assert.equal(error.title, 'The trainer failed.');
+    assert.equal(error.detail, 'config.ts: model.path: expected a folder');
+  });
+
+  it('reports the exit code and the last lines of stderr of a trainer that dies', async () => {
+    const error = await failure(runTrainer({ runtime: { ...node, command: path.join(fixtures, 'crashing-node.sh') }, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [] }));
+    assert.match(error.title, /exited with code 3/);
+    assert.match(error.detail, /simulated crash: out of memory/);
+  });
+
+  it('stops a trainer that does not answer in time', async () => {
+    const started = Date.now();
+    const error = await failure(runTrainer({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [], timeoutMs: 300 }));
+    assert.match(error.title, /did not answer in time/);
+    assert.ok(Date.now() - started < 10_000);
+  });
+});

@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+import { PROTOCOL_VERSION } from '../protocol';
+import { envCommand, envUsage } from './commands/env';
+import { hasParent, sendToParent } from './ipc';
+import { UsageError } from './usage';
+
+const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage: string }> = {
+  env: { run: envCommand, usage: envUsage },
+};
+
+const usage = `Usage: rollout-studio <command> [options]
+
+Commands:
+${Object.values(commands)
+  .map((c) => '  ' + c.usage.split('\n')[0])
+  .join('\n')}
+
+Run "rollout-studio <command> --help" for a command's options.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h') {
+    process.stdout.write(usage + '\n');
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  if (!command) throw new UsageError(`unknown command "${name}"`);
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(command.usage + '\n');
+    return 0;
+  }
+  return command.run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+    if (hasParent()) process.disconnect();
+  },
+  async (error: unknown) => {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`rollout-studio: ${(error as Error).message}\n\n${usage}\n`);
+      process.exitCode = 2;
+    } else {
+      const err = error as Error;
+      process.stderr.write(`rollout-studio: ${err.stack ?? String(err)}\n`);
+      if (hasParent()) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'fatal', message: err.message ?? String(err), stack: err.stack }).catch(() => {});
+      process.exitCode = 1;
+    }
+    if (hasParent()) process.disconnect();
+  },
+);
