@@ -1,0 +1,3 @@
+export { RunStoreWriter } from './writer';
+export { RunStoreReader, listRuns } from './reader';
+export { readJsonl, appendJsonl, writeFileAtomic } from './jsonl';

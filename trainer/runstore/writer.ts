@@ -1,0 +1,69 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { MetricsRecord, RunRecord, stepFileName, TrajectoryRecord } from '../protocol/runStore';
+import { parseWith } from '../protocol/parse';
+import { appendJsonl, writeFileAtomic } from './jsonl';
+
+/**
+ * Writes one run directory. Every record is validated before it is written, so a reader
+ * never meets a record the schemas reject; every write is flushed before the call returns.
+ */
+export class RunStoreWriter {
+  private run: RunRecord;
+
+  private constructor(
+    readonly dir: string,
+    run: RunRecord,
+  ) {
+    this.run = run;
+  }
+
+  /** Create `dir` (which must not hold a run yet) and write run.json. */
+  static create(dir: string, run: RunRecord): RunStoreWriter {
+    if (fs.existsSync(path.join(dir, 'run.json'))) throw new Error(`${dir} already holds a run; choose another run directory or resume it`);
+    fs.mkdirSync(path.join(dir, 'rollouts'), { recursive: true });
+    fs.mkdirSync(path.join(dir, 'checkpoints'), { recursive: true });
+    const writer = new RunStoreWriter(dir, parseWith(RunRecord, run, 'run record'));
+    writer.writeRun();
+    return writer;
+  }
+
+  /** Continue writing an existing run (resume): status goes back to running. */
+  static reopen(dir: string, run: RunRecord): RunStoreWriter {
+    const writer = new RunStoreWriter(dir, parseWith(RunRecord, { ...run, status: 'running', endedAt: undefined, error: undefined }, 'run record'));
+    writer.writeRun();
+    return writer;
+  }
+
+  get record(): RunRecord {
+    return this.run;
+  }
+
+  update(patch: Partial<RunRecord>): void {
+    this.run = parseWith(RunRecord, { ...this.run, ...patch }, 'run record');
+    this.writeRun();
+  }
+
+  appendMetrics(record: MetricsRecord): void {
+    appendJsonl(path.join(this.dir, 'metrics.jsonl'), [parseWith(MetricsRecord, record, `metrics of step ${record.step}`)]);
+  }
+
+  /** Append trajectories to the step's file (one call per step, or several as they finish). */
+  appendTrajectories(step: number, trajectories: readonly TrajectoryRecord[]): void {
+    const checked = trajectories.map((t) => parseWith(TrajectoryRecord, t, `trajectory ${t.index} of step ${step}`));
+    appendJsonl(path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`), checked);
+  }
+
+  /** Mark the step complete: its records are all written. */
+  completeStep(step: number, checkpoint?: string): void {
+    this.update({ lastStep: step, ...(checkpoint ? { lastCheckpoint: checkpoint } : {}) });
+  }
+
+  finish(status: 'finished' | 'failed' | 'stopped', error?: RunRecord['error']): void {
+    this.update({ status, endedAt: new Date().toISOString(), ...(error ? { error } : {}) });
+  }
+
+  private writeRun(): void {
+    writeFileAtomic(path.join(this.dir, 'run.json'), JSON.stringify(this.run, null, 2) + '\n');
+  }
+}
