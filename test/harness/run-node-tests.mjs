@@ -8,12 +8,15 @@ import * as path from 'node:path';
 const root = path.resolve(import.meta.dirname, '..', '..');
 const dirs = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const passThrough = process.argv.slice(2).filter((a) => a.startsWith('--'));
+// Each argument is a folder (every *.test.ts under it) or one test file.
 const files = dirs.flatMap((dir) =>
-  fs
-    .readdirSync(path.join(root, dir), { recursive: true })
-    .filter((f) => f.endsWith('.test.ts'))
-    .map((f) => path.join(dir, f))
-    .sort(),
+  fs.statSync(path.join(root, dir)).isFile()
+    ? [dir]
+    : fs
+        .readdirSync(path.join(root, dir), { recursive: true })
+        .filter((f) => f.endsWith('.test.ts'))
+        .map((f) => path.join(dir, f))
+        .sort(),
 );
 if (files.length === 0) {
   console.error(`no *.test.ts files under ${dirs.join(', ')}`);

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { EnvironmentReport, ProviderCheck } from '../protocol';
 import { probeInChildProcess } from './childProbe';
-import { loadOnnxRuntime, nativeBinaryDir } from './onnxruntime';
+import { loadOnnxRuntime, nativeBinaryDir } from '../engine/runtime/onnxruntime';
 import { runProviderCheck } from './providerCheck';
 
 /** What decides where and how fast training can run on this machine, checked for real. */

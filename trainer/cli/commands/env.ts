@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ExecutionProviderName, PROTOCOL_VERSION, type ProviderCheck, type TrainerMessage } from '../../protocol';
-import { loadOnnxRuntime } from '../../environment/onnxruntime';
+import { loadOnnxRuntime } from '../../engine/runtime/onnxruntime';
 import { describeWebGpuAdapter, runProviderCheck } from '../../environment/providerCheck';
 import { collectEnvironmentReport, formatEnvironmentReport } from '../../environment/report';
 import { UsageError } from '../usage';

@@ -1,0 +1,34 @@
+import { describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import { createDevice } from '../../../trainer/engine/device/device';
+import { addTrainStep, DEFAULT_ADAMW } from '../../../trainer/engine/optimizer';
+import { TrainStepRunner } from '../../../trainer/engine/training';
+import { seeded } from '../../helpers/engine';
+import { buildTinyLm, initTinyLm, lmBatch, type TinyLmConfig } from '../../helpers/tinyLm';
+
+const text = 'the quick brown fox jumps over the lazy dog. pack my box with five dozen liquor jugs.';
+
+describe('training a tiny language model', () => {
+  it('memorises a short text: the loss falls by 100x within 300 steps', async (t) => {
+    const chars = [...new Set(text)].sort();
+    const tokens = [...text].map((ch) => chars.indexOf(ch));
+    const config: TinyLmConfig = { vocab: chars.length, hidden: 32, layers: 2, heads: 4, kvHeads: 2, ffn: 64 };
+    const { graph, loss, params } = buildTinyLm(config);
+    const init = initTinyLm(config, seeded(1));
+    addTrainStep(graph, loss, params.map((tensor, i) => ({ tensor, decay: init[i].decay })), { ...DEFAULT_ADAMW, weightDecay: 0 });
+    const device = createDevice('cpu');
+    try {
+      const runner = await TrainStepRunner.create(device, graph, { trainable: init });
+      const batch = lmBatch([tokens]);
+      const first = await runner.step(batch, 1e-2);
+      let last = first;
+      for (let s = 1; s < 300 && last.loss > first.loss / 100; s++) last = await runner.step(batch, 1e-2);
+      const summary = `loss ${first.loss.toFixed(3)} → ${last.loss.toFixed(5)} after ${runner.steps} steps`;
+      t.diagnostic(summary);
+      assert.ok(last.loss < first.loss / 100, summary);
+      assert.ok(last.applied && Number.isFinite(last.gradNorm));
+    } finally {
+      await device.close();
+    }
+  });
+});

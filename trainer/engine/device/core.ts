@@ -1,0 +1,176 @@
+import type * as ort from 'onnxruntime-node';
+import { Graph } from '../graph';
+import type { DType } from '../dtype';
+import { serializeGraph } from '../serialize';
+import { createSession, onnxruntime, type ProviderName } from '../runtime/session';
+import { fromOrtTensor, toOrtTensor, type HostTensor } from '../runtime/tensors';
+import { isStateRef, type DeviceApi, type Feed, type LoadRequest, type OutputTarget } from './protocol';
+
+interface LoadedSession {
+  session: ort.InferenceSession;
+  key: string;
+  users: number;
+}
+
+/**
+ * The device as seen from the thread that owns onnxruntime: sessions, cached by model hash,
+ * and named state tensors (parameters, optimizer moments, accumulators) that stay where the
+ * provider keeps them — host memory on the CPU, GPU buffers on WebGPU — between runs.
+ */
+export class DeviceCore implements DeviceApi {
+  private readonly sessions = new Map<number, LoadedSession>();
+  private readonly byKey = new Map<string, number>();
+  private readonly state = new Map<string, ort.Tensor>();
+  private readonly readers = new Map<string, ort.InferenceSession>();
+  private nextId = 1;
+
+  constructor(readonly provider: ProviderName) {}
+
+  async load(request: LoadRequest): Promise<number> {
+    const resident = this.provider === 'webgpu' ? [...(request.residentOutputs ?? [])].sort() : [];
+    const key = JSON.stringify([request.model.hash, request.settings, resident]);
+    const existing = this.byKey.get(key);
+    if (existing !== undefined) {
+      this.sessions.get(existing)!.users++;
+      return existing;
+    }
+    const outputLocations = resident.length ? Object.fromEntries(resident.map((name) => [name, 'gpu-buffer' as const])) : undefined;
+    const session = await createSession(request.model, { ...request.settings, provider: this.provider, ...(outputLocations ? { outputLocations } : {}) });
+    const id = this.nextId++;
+    this.sessions.set(id, { session, key, users: 1 });
+    this.byKey.set(key, id);
+    return id;
+  }
+
+  async run(sessionId: number, feeds: Record<string, Feed>, outputs: Record<string, OutputTarget>): Promise<Record<string, HostTensor>> {
+    const loaded = this.sessions.get(sessionId);
+    if (!loaded) throw new Error(`session ${sessionId} is not loaded (released already?)`);
+    const ortFeeds: Record<string, ort.Tensor> = {};
+    for (const [name, feed] of Object.entries(feeds)) {
+      if (isStateRef(feed)) {
+        const tensor = this.state.get(feed.state);
+        if (!tensor) throw new Error(`feed ${name}: no state named "${feed.state}" on the device`);
+        ortFeeds[name] = tensor;
+      } else ortFeeds[name] = toOrtTensor(feed);
+    }
+    const result = await loaded.session.run(ortFeeds, Object.keys(outputs));
+    const returned: Record<string, HostTensor> = {};
+    const replaced: ort.Tensor[] = [];
+    for (const [name, target] of Object.entries(outputs)) {
+      const tensor = result[name];
+      if (!tensor) throw new Error(`the session has no output named "${name}"`);
+      if (isStateRef(target)) {
+        const prior = this.state.get(target.state);
+        if (prior && prior !== tensor) replaced.push(prior);
+        this.state.set(target.state, tensor);
+      } else returned[name] = await this.download(tensor);
+    }
+    // Dispose replaced GPU buffers only after the run that read them has finished.
+    for (const t of replaced) if (t.location === 'gpu-buffer' && ![...this.state.values()].includes(t)) t.dispose();
+    return returned;
+  }
+
+  async setState(values: Record<string, HostTensor>): Promise<void> {
+    for (const [name, value] of Object.entries(values)) {
+      const prior = this.state.get(name);
+      const tensor = toOrtTensor(value);
+      // On WebGPU, upload once so runs read it from the device.
+      this.state.set(name, this.provider === 'webgpu' ? await this.upload(tensor) : tensor);
+      if (prior?.location === 'gpu-buffer') prior.dispose();
+    }
+  }
+
+  async getState(names: readonly string[]): Promise<Record<string, HostTensor>> {
+    const out: Record<string, HostTensor> = {};
+    for (const name of names) {
+      const tensor = this.state.get(name);
+      if (!tensor) throw new Error(`no state named "${name}" on the device`);
+      out[name] = await this.download(tensor);
+    }
+    return out;
+  }
+
+  async copyState(pairs: Record<string, string>): Promise<void> {
+    for (const [from, to] of Object.entries(pairs)) {
+      const [value] = Object.values(await this.getState([from]));
+      await this.setState({ [to]: value });
+    }
+  }
+
+  async deleteState(names: readonly string[]): Promise<void> {
+    for (const name of names) {
+      const tensor = this.state.get(name);
+      this.state.delete(name);
+      if (tensor?.location === 'gpu-buffer') tensor.dispose();
+    }
+  }
+
+  async stateNames(): Promise<string[]> {
+    return [...this.state.keys()];
+  }
+
+  async stateInfo(names: readonly string[]): Promise<Record<string, { location: string; dtype: string; shape: number[] }>> {
+    const info: Record<string, { location: string; dtype: string; shape: number[] }> = {};
+    for (const name of names) {
+      const t = this.state.get(name);
+      if (!t) throw new Error(`no state named "${name}" on the device`);
+      info[name] = { location: t.location, dtype: t.type, shape: [...t.dims] };
+    }
+    return info;
+  }
+
+  async release(sessionId: number): Promise<void> {
+    const loaded = this.sessions.get(sessionId);
+    if (!loaded) return;
+    if (--loaded.users > 0) return;
+    this.sessions.delete(sessionId);
+    this.byKey.delete(loaded.key);
+    await loaded.session.release();
+  }
+
+  async close(): Promise<void> {
+    for (const id of [...this.sessions.keys()]) {
+      const loaded = this.sessions.get(id)!;
+      loaded.users = 1;
+      await this.release(id);
+    }
+    await this.deleteState([...this.state.keys()]);
+    for (const reader of this.readers.values()) await reader.release();
+    this.readers.clear();
+  }
+
+  /**
+   * A tensor's values on the host. GPU buffers are read through a small Identity session whose
+   * output lives on the CPU: calling getData() on a gpu-buffer tensor aborts onnxruntime-node 1.30.
+   */
+  private async download(tensor: ort.Tensor): Promise<HostTensor> {
+    if (tensor.location !== 'gpu-buffer') return fromOrtTensor(tensor);
+    const reader = await this.passThrough(tensor.type as DType, tensor.dims.length, 'cpu');
+    const out = await reader.run({ x: tensor });
+    return fromOrtTensor(out.y);
+  }
+
+  private async upload(tensor: ort.Tensor): Promise<ort.Tensor> {
+    const writer = await this.passThrough(tensor.type as DType, tensor.dims.length, 'gpu-buffer');
+    const out = await writer.run({ x: tensor });
+    return out.y;
+  }
+
+  private async passThrough(dtype: DType, rank: number, location: 'cpu' | 'gpu-buffer'): Promise<ort.InferenceSession> {
+    const key = `${dtype}/${rank}/${location}`;
+    let session = this.readers.get(key);
+    if (!session) {
+      const g = new Graph(`pass_through_${dtype}_${rank}`);
+      const x = g.input('x', dtype, Array.from({ length: rank }, (_, i) => `d${i}`));
+      g.output(x, 'y');
+      session = await createSession(serializeGraph(g), { provider: this.provider, optimization: 'disabled', outputLocations: { y: location } });
+      this.readers.set(key, session);
+    }
+    return session;
+  }
+}
+
+/** onnxruntime-node, loaded in this thread (used by the worker entry to fail early with a clear message). */
+export function ensureOnnxRuntime(): void {
+  onnxruntime();
+}

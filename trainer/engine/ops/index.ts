@@ -1,0 +1,8 @@
+/** Every op the engine builds graphs from; each checks shapes and dtypes when it is called. */
+export * from './elementwise';
+export * from './linalg';
+export * from './reduce';
+export * from './shape';
+export * from './indexing';
+export * from './nn';
+export type { Operand } from './common';

@@ -1,0 +1,37 @@
+import type { Tensor } from '../graph';
+import { normalizeAxis, type Dim } from '../shape';
+import { fail } from './common';
+
+type ReduceOp = 'ReduceSum' | 'ReduceMean' | 'ReduceMax' | 'ReduceMin' | 'ReduceSumSquare' | 'ReduceProd';
+
+/** Normalised, sorted, de-duplicated axes; undefined means all axes. */
+export function reduceAxes(x: Tensor, axes: readonly number[] | undefined, op: string): number[] {
+  if (axes === undefined) return x.shape.map((_, i) => i);
+  try {
+    return [...new Set(axes.map((a) => normalizeAxis(a, x.rank)))].sort((a, b) => a - b);
+  } catch (error) {
+    return fail(op, x.graph, (error as Error).message, x);
+  }
+}
+
+export function reducedShape(shape: readonly Dim[], axes: readonly number[], keepdims: boolean): Dim[] {
+  const out: Dim[] = [];
+  shape.forEach((d, i) => {
+    if (!axes.includes(i)) out.push(d);
+    else if (keepdims) out.push(1);
+  });
+  return out;
+}
+
+function reduce(op: ReduceOp, x: Tensor, axes: readonly number[] | undefined, keepdims: boolean): Tensor {
+  const normalized = reduceAxes(x, axes, op);
+  if (op !== 'ReduceMax' && op !== 'ReduceMin' && x.dtype === 'bool') fail(op, x.graph, 'cannot reduce a bool tensor', x);
+  const g = x.graph;
+  return g.addNode(op, [x, g.int64s(normalized)], [{ dtype: x.dtype, shape: reducedShape(x.shape, normalized, keepdims) }], { keepdims: keepdims ? 1 : 0 })[0];
+}
+
+export const reduceSum = (x: Tensor, axes?: readonly number[], keepdims = false) => reduce('ReduceSum', x, axes, keepdims);
+export const reduceMean = (x: Tensor, axes?: readonly number[], keepdims = false) => reduce('ReduceMean', x, axes, keepdims);
+export const reduceMax = (x: Tensor, axes?: readonly number[], keepdims = false) => reduce('ReduceMax', x, axes, keepdims);
+export const reduceMin = (x: Tensor, axes?: readonly number[], keepdims = false) => reduce('ReduceMin', x, axes, keepdims);
+export const reduceSumSquare = (x: Tensor, axes?: readonly number[], keepdims = false) => reduce('ReduceSumSquare', x, axes, keepdims);

@@ -1,0 +1,39 @@
+import type * as ort from 'onnxruntime-node';
+import { ORT_TYPE, type DType, type HostArray } from '../dtype';
+import { onnxruntime } from './session';
+
+/** A host-side tensor value: dtype, shape and data, as feeds and results travel. */
+export interface HostTensor {
+  dtype: DType;
+  shape: readonly number[];
+  data: HostArray;
+}
+
+export function toOrtTensor(value: HostTensor): ort.Tensor {
+  const runtime = onnxruntime();
+  return new runtime.Tensor(ORT_TYPE[value.dtype] as 'float32', value.data as Float32Array, value.shape as number[]);
+}
+
+const FROM_ORT: Record<string, DType> = {
+  float32: 'float32',
+  float64: 'float64',
+  float16: 'float16',
+  bfloat16: 'bfloat16',
+  int64: 'int64',
+  int32: 'int32',
+  int8: 'int8',
+  uint8: 'uint8',
+  bool: 'bool',
+};
+
+export function fromOrtTensor(tensor: ort.Tensor): HostTensor {
+  const dtype = FROM_ORT[tensor.type];
+  if (!dtype) throw new Error(`unsupported output type ${tensor.type}`);
+  return { dtype, shape: [...tensor.dims], data: tensor.data as HostArray };
+}
+
+export function hostTensor(dtype: DType, shape: readonly number[], data: HostArray): HostTensor {
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (data.length !== count) throw new Error(`a ${dtype} tensor of shape [${shape.join(', ')}] needs ${count} values, got ${data.length}`);
+  return { dtype, shape, data };
+}
