@@ -1,0 +1,24 @@
+/**
+ * Estimators of KL(π‖π_ref) per sampled token from log-probs (Schulman's k1, k2, k3), for
+ * KL in the reward. The same estimators exist as graph ops for KL as a loss (losses.ts).
+ */
+export type KlEstimator = 'k1' | 'k2' | 'k3';
+
+export function klEstimate(logprob: number, refLogprob: number, estimator: KlEstimator): number {
+  const logRatio = logprob - refLogprob;
+  switch (estimator) {
+    case 'k1':
+      return logRatio;
+    case 'k2':
+      return 0.5 * logRatio * logRatio;
+    case 'k3':
+      return Math.exp(-logRatio) + logRatio - 1;
+  }
+}
+
+/** Subtract β·KL from the rewards of every policy token (KL in the reward, PPO / REINFORCE++ style). */
+export function applyKlPenalty(rewards: Float64Array, mask: Uint8Array, logprobs: Float32Array, refLogprobs: Float32Array, beta: number, estimator: KlEstimator): Float64Array {
+  const out = Float64Array.from(rewards);
+  for (let i = 0; i < out.length; i++) if (mask[i]) out[i] -= beta * klEstimate(logprobs[i], refLogprobs[i], estimator);
+  return out;
+}
