@@ -26,8 +26,8 @@ export interface CreateModelOptions {
   tieEmbeddings?: boolean;
   dtype?: 'float32' | 'bfloat16';
   seed?: number;
-  /** A folder with tokenizer.json and tokenizer_config.json. */
-  tokenizerDir: string;
+  /** A folder with tokenizer.json and tokenizer_config.json, or that tokenizer already loaded. */
+  tokenizer: string | Tokenizer;
   outDir: string;
   /** Embedding rows; default the tokenizer's size, which this must not be below. */
   vocabSize?: number;
@@ -70,10 +70,10 @@ export function createModel(options: CreateModelOptions): CreatedModel {
   const headDim = options.headDim ?? hidden / heads;
   if (headDim % 2 !== 0) throw new ModelConfigError(`create-model: head dimension ${headDim} must be even (rotary embeddings rotate pairs)`);
 
-  const tokenizer = Tokenizer.load(options.tokenizerDir);
+  const tokenizer = typeof options.tokenizer === 'string' ? Tokenizer.load(options.tokenizer) : options.tokenizer;
   let vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   if (vocabSize < tokenizer.vocabSize) {
-    throw new ModelConfigError(`create-model: vocabSize ${vocabSize} is smaller than the tokenizer's ${tokenizer.vocabSize} tokens (${path.join(options.tokenizerDir, 'tokenizer.json')})`);
+    throw new ModelConfigError(`create-model: vocabSize ${vocabSize} is smaller than the tokenizer's ${tokenizer.vocabSize} tokens (${path.join(tokenizer.dir, 'tokenizer.json')})`);
   }
   if (options.vocabMultiple) vocabSize = Math.ceil(vocabSize / options.vocabMultiple) * options.vocabMultiple;
 
@@ -97,7 +97,7 @@ export function createModel(options: CreateModelOptions): CreatedModel {
 
   const copied: string[] = [];
   for (const name of TOKENIZER_FILES) {
-    const source = path.join(options.tokenizerDir, name);
+    const source = path.join(tokenizer.dir, name);
     if (!fs.existsSync(source)) continue;
     fs.copyFileSync(source, path.join(outDir, name));
     copied.push(name);

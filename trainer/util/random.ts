@@ -97,18 +97,45 @@ export class Random {
     return Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
   }
 
-  /** Fills `out` with normal(mean, std) draws, using both values of each Box-Muller pair. */
+  /**
+   * Fills `out` with normal(mean, std) draws: Box-Muller on two 32-bit uniforms per pair,
+   * using both values of the pair. The generator is inlined over local state because this
+   * initialises whole checkpoints (half a billion values for a 0.5B model); 32-bit uniforms
+   * still reach 6.6 standard deviations.
+   */
   fillNormal(out: Float32Array | Float64Array, mean = 0, std = 1): void {
-    let i = 0;
-    for (; i + 1 < out.length; i += 2) {
-      const u1 = 1 - this.nextFloat();
-      const u2 = this.nextFloat();
-      const r = Math.sqrt(-2 * Math.log(u1));
-      const angle = 2 * Math.PI * u2;
-      out[i] = mean + std * r * Math.cos(angle);
-      out[i + 1] = mean + std * r * Math.sin(angle);
+    let s0 = this.s0;
+    let s1 = this.s1;
+    let s2 = this.s2;
+    let s3 = this.s3;
+    const scale = 2 ** -32;
+    const n = out.length;
+    for (let i = 0; i < n; i += 2) {
+      const a = Math.imul(rotl(Math.imul(s1, 5), 7), 9) >>> 0;
+      let t = s1 << 9;
+      s2 ^= s0;
+      s3 ^= s1;
+      s1 ^= s2;
+      s0 ^= s3;
+      s2 ^= t;
+      s3 = rotl(s3, 11);
+      const b = Math.imul(rotl(Math.imul(s1, 5), 7), 9) >>> 0;
+      t = s1 << 9;
+      s2 ^= s0;
+      s3 ^= s1;
+      s1 ^= s2;
+      s0 ^= s3;
+      s2 ^= t;
+      s3 = rotl(s3, 11);
+      const radius = std * Math.sqrt(-2 * Math.log((a + 1) * scale)); // (0, 1]: log stays finite
+      const angle = 2 * Math.PI * b * scale;
+      out[i] = mean + radius * Math.cos(angle);
+      if (i + 1 < n) out[i + 1] = mean + radius * Math.sin(angle);
     }
-    if (i < out.length) out[i] = mean + std * this.normal();
+    this.s0 = s0;
+    this.s1 = s1;
+    this.s2 = s2;
+    this.s3 = s3;
   }
 
   /** Shuffles `items` in place (Fisher-Yates) and returns it. */

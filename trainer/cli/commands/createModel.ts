@@ -81,7 +81,7 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     heads: positive('heads'),
     kvHeads: positive('kv-heads'),
     intermediate: positive('intermediate'),
-    tokenizerDir: required('tokenizer', values.tokenizer),
+    tokenizer: required('tokenizer', values.tokenizer),
     outDir: required('out', values.out),
     seed: integer('seed', values.seed) ?? 0,
     headDim: integer('head-dim', values['head-dim']),
