@@ -11,6 +11,12 @@ import type { Tokenizer } from './tokenizer';
  * appending tool results (and the next generation prompt) to the exact tokens the policy saw
  * and produced, without re-tokenising any of them.
  *
+ * The assistant message in the history is only the template's view of that turn: it may be
+ * rendered differently from the tokens the policy generated (JSON spacing, say) without harm,
+ * because those tokens are kept as they are and only the text after the turn's end-of-turn
+ * token is tokenised. What must not change is the rendering of everything up to that token
+ * once more messages follow; that is what the prefix check asserts.
+ *
  * Why append instead of re-rendering: re-tokenising a whole conversation can give different
  * ids for text the policy produced (a generated `" hel" "lo"` re-encodes as `" hello"`), and
  * some templates rewrite earlier turns. Either way the trained sequence would no longer be the
@@ -215,7 +221,12 @@ export class ChatTemplate {
     variables['messages'] = messages;
     if (options.tools && options.tools.length > 0) variables['tools'] = options.tools;
     variables['add_generation_prompt'] = options.addGenerationPrompt ?? false;
-    Object.assign(variables, options.kwargs);
+    for (const [key, value] of Object.entries(options.kwargs ?? {})) {
+      if (key === 'messages' || key === 'tools' || key === 'add_generation_prompt') {
+        throw new ChatTemplateError(`chat template kwargs: "${key}" is set by the renderer itself; pass it as its own option`);
+      }
+      variables[key] = value;
+    }
     try {
       return template.render(variables);
     } catch (error) {

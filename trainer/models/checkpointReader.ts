@@ -33,15 +33,18 @@ export class CheckpointReader {
     private readonly owner: Map<string, SafetensorsFile>,
   ) {}
 
-  /** Opens the checkpoint in `dir`, a single file or shards with their index. */
+  /**
+   * Opens the checkpoint in `dir`: the single file when there is one (transformers looks for it
+   * first), else the shards listed by its index.
+   */
   static open(dir: string, fileName = 'model.safetensors'): CheckpointReader {
     const single = path.join(dir, fileName);
     const indexFile = `${single}.index.json`;
-    if (fs.existsSync(indexFile)) return CheckpointReader.openSharded(dir, indexFile);
     if (fs.existsSync(single)) {
       const file = SafetensorsFile.open(single);
       return new CheckpointReader(dir, [single], [file], new Map([...file.header.tensors.keys()].map((n) => [n, file])));
     }
+    if (fs.existsSync(indexFile)) return CheckpointReader.openSharded(dir, indexFile);
     if (!fs.existsSync(dir)) throw new CheckpointError(`${dir}: model folder not found`);
     const present = fs.readdirSync(dir).filter((f) => /\.(bin|pt|pth|safetensors|gguf|h5|msgpack)$/.test(f));
     const hint = present.some((f) => /\.(bin|pt|pth)$/.test(f))

@@ -30,6 +30,7 @@ export {
   type TokenizedHistory,
   type TokenizedText,
 } from './chatTemplate';
+export { openModelFolder, type ModelFolder } from './modelFolder';
 export { createModel, type CreateModelOptions, type CreatedModel } from './createModel';
 export {
   bfloat16ToFloat32Bits,

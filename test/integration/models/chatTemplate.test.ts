@@ -239,6 +239,7 @@ describe('ChatTemplate (real Qwen3 template)', () => {
     const raising = new ChatTemplate(tokenizer, { default: "{{ raise_exception('Conversation roles must alternate') }}" }, 'test raising template');
     assert.throws(() => raising.render([{ role: 'user', content: 'x' }]), /^ChatTemplateError: test raising template: chat template "default" failed to render: Conversation roles must alternate$/);
     assert.throws(() => new ChatTemplate(tokenizer, { default: '' }, 'x', 'hello'), /end-of-turn token "hello" is not an added token/);
+    assert.throws(() => qwen3.render([{ role: 'user', content: 'x' }], { kwargs: { messages: [] } }), /kwargs: "messages" is set by the renderer itself/);
   });
 
   it('picks the tool_use template when tools are given and the tokenizer has one', () => {

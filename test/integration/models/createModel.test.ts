@@ -11,6 +11,7 @@ import {
   loadGenerationConfig,
   loadModelConfig,
   ModelConfigError,
+  openModelFolder,
   SafetensorsFile,
   Tokenizer,
   validateCheckpoint,
@@ -147,6 +148,24 @@ describe('createModel (real Qwen3 tokenizer)', () => {
     fs.writeFileSync(path.join(options.outDir, 'notes.txt'), 'mine');
     assert.throws(() => createModel(options), /is not empty/);
     assert.equal(fs.readFileSync(path.join(options.outDir, 'notes.txt'), 'utf8'), 'mine');
+  });
+
+  it('opens as a whole model folder, and refuses an embedding smaller than the tokenizer', () => {
+    const options = tiny({ family: 'qwen3', tieEmbeddings: true });
+    createModel(options);
+    const folder = openModelFolder(options.outDir, { tokenizer });
+    try {
+      assert.equal(folder.config.family, 'qwen3');
+      assert.deepEqual(folder.generationConfig?.eosTokenIds, [151645]);
+      assert.equal(folder.chatTemplate?.endOfTurnId, 151645);
+      assert.deepEqual(folder.ignoredTensors, []);
+      assert.equal(folder.checkpoint.read('model.norm.weight', [16]).length, 16);
+    } finally {
+      folder.close();
+    }
+    const configFile = path.join(options.outDir, 'config.json');
+    fs.writeFileSync(configFile, JSON.stringify({ ...JSON.parse(fs.readFileSync(configFile, 'utf8')), vocab_size: 151000 }));
+    assert.throws(() => openModelFolder(options.outDir, { tokenizer }), /config\.json: vocab_size is 151000 but .*tokenizer\.json has ids up to 151668; those tokens would have no embedding row/);
   });
 
   describe('rollout-studio create-model', () => {
