@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { PROTOCOL_VERSION } from '../protocol';
+import { createModelCommand, createModelUsage } from './commands/createModel';
 import { envCommand, envUsage } from './commands/env';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 
 const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage: string }> = {
   env: { run: envCommand, usage: envUsage },
+  'create-model': { run: createModelCommand, usage: createModelUsage },
 };
 
 const usage = `Usage: rollout-studio <command> [options]

@@ -1,0 +1,56 @@
+import * as path from 'node:path';
+import { ChatTemplate } from './chatTemplate';
+import { CheckpointReader } from './checkpointReader';
+import { loadModelConfig, type ModelConfig } from './config';
+import { ModelConfigError } from './errors';
+import { loadGenerationConfig, type GenerationConfig } from './generationConfig';
+import { Tokenizer } from './tokenizer';
+import { validateCheckpoint, type CheckpointProblems } from './weights';
+
+/**
+ * A Hugging Face model folder opened as a whole, with the checks that need more than one of
+ * its files: the weights fit config.json, and every token id the tokenizer or the generation
+ * config can produce has a row in the embedding. No tensor data is read here.
+ */
+export interface ModelFolder {
+  dir: string;
+  config: ModelConfig;
+  generationConfig: GenerationConfig | undefined;
+  tokenizer: Tokenizer;
+  /** Undefined for a base model without a chat template. */
+  chatTemplate: ChatTemplate | undefined;
+  /** Open until `close()`. */
+  checkpoint: CheckpointReader;
+  /** Tensors present but not used (see `validateCheckpoint`). */
+  ignoredTensors: CheckpointProblems['ignored'];
+  close(): void;
+}
+
+export function openModelFolder(dir: string, options: { tokenizer?: Tokenizer } = {}): ModelFolder {
+  const config = loadModelConfig(dir);
+  const generationConfig = loadGenerationConfig(dir);
+  const tokenizer = options.tokenizer ?? Tokenizer.load(dir);
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new ModelConfigError(
+      `${config.configPath}: vocab_size is ${config.vocabSize} but ${path.join(tokenizer.dir, 'tokenizer.json')} has ids up to ${tokenizer.vocabSize - 1}; ` +
+        'those tokens would have no embedding row',
+    );
+  }
+  const stopIds = [
+    ...config.eosTokenIds.map((id) => ({ id, file: config.configPath })),
+    ...(generationConfig?.eosTokenIds ?? []).map((id) => ({ id, file: generationConfig!.file })),
+  ];
+  for (const { id, file } of stopIds) {
+    if (id >= config.vocabSize) throw new ModelConfigError(`${file}: eos_token_id ${id} is outside the vocabulary (vocab_size ${config.vocabSize})`);
+  }
+  const chatTemplate = tokenizer.chatTemplates ? ChatTemplate.fromTokenizer(tokenizer) : undefined;
+  const checkpoint = CheckpointReader.open(dir);
+  let ignoredTensors: CheckpointProblems['ignored'];
+  try {
+    ignoredTensors = validateCheckpoint(checkpoint, config).ignored;
+  } catch (error) {
+    checkpoint.close();
+    throw error;
+  }
+  return { dir, config, generationConfig, tokenizer, chatTemplate, checkpoint, ignoredTensors, close: () => checkpoint.close() };
+}
