@@ -235,10 +235,7 @@ export const VJP_RULES: Record<string, VjpRule> = {
   },
   Min: (n, [dy], needs) => extremumPairGrad(n, dy!, needs, 'Less'),
   Max: (n, [dy], needs) => extremumPairGrad(n, dy!, needs, 'Greater'),
-  Trilu: (n, [dy]) => {
-    const k = constantInts(n.inputs[1]);
-    return [op.trilu(dy!, n.int('upper', 1) === 1, k?.[0] ?? 0), undefined];
-  },
+  Trilu: (n, [dy]) => [op.trilu(dy!, n.int('upper', 1) === 1, n.inputs[1] ?? 0), undefined],
 };
 
 /** ReduceMax/ReduceMin: the gradient goes to the extreme elements, split evenly among ties. */

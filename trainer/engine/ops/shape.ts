@@ -198,10 +198,11 @@ export function range(start: Tensor, limit: Tensor, delta: Tensor, length?: Dim)
 }
 
 /** Upper (or lower) triangle of the last two axes, shifted by diagonal offset k (ONNX Trilu). */
-export function trilu(x: Tensor, upper: boolean, k = 0): Tensor {
+export function trilu(x: Tensor, upper: boolean, k: number | Tensor = 0): Tensor {
   const g = x.graph;
   if (x.rank < 2) fail('Trilu', g, 'needs rank >= 2', x);
-  const inputs = k === 0 ? [x] : [x, g.constant([k], 'int64', [])];
+  if (typeof k !== 'number' && (k.dtype !== 'int64' || k.rank !== 0)) fail('Trilu', g, 'the diagonal offset must be an int64 scalar', k);
+  const inputs = k === 0 ? [x] : [x, typeof k === 'number' ? g.constant([k], 'int64', []) : k];
   return g.addNode('Trilu', inputs, [{ dtype: x.dtype, shape: x.shape }], { upper: upper ? 1 : 0 })[0];
 }
 

@@ -1,0 +1,184 @@
+import type { Graph, Tensor } from '../engine/graph';
+import * as op from '../engine/ops';
+import { ropeInverseFrequencies, type ModelConfig } from './config';
+import { MASKED_SCORE } from './layers/attention';
+import { linear } from './layers/linear';
+import { rmsNorm } from './layers/norm';
+import { applyRotary, rotaryTables, type RotaryTables } from './layers/rotary';
+import { loraScale, loraTensorNames, type LoraConfig } from './lora';
+
+/**
+ * The decoder of every supported family (Qwen2/2.5, Qwen3, Llama incl. SmolLM2) as graph
+ * nodes, parameterised by the normalised config: grouped-query attention, rotary embeddings
+ * with the family's scaling, RMSNorm, SwiGLU, optional q/k/v (and o, MLP) biases, Qwen3's
+ * per-head q/k norms, tied or separate LM head. Weights are graph inputs named by their
+ * Hugging Face names, fed from device state, so every graph of a run shares one copy.
+ */
+export type ComputeDtype = 'float32' | 'float64';
+
+export interface DecoderOptions {
+  dtype: ComputeDtype;
+  /** LoRA adapters: adds inputs for A and B of each targeted projection, and a `lora_scale` input (0 turns them off: the reference policy). */
+  lora?: LoraConfig;
+}
+
+/** Weights as graph inputs, created on first use; remembers which names the graph reads. */
+export class WeightInputs {
+  readonly used = new Map<string, Tensor>();
+  constructor(
+    private readonly g: Graph,
+    private readonly dtype: ComputeDtype,
+  ) {}
+
+  get(name: string, shape: readonly number[]): Tensor {
+    let t = this.used.get(name);
+    if (!t) {
+      t = this.g.input(name, this.dtype, shape);
+      this.used.set(name, t);
+    }
+    return t;
+  }
+}
+
+/** Runtime inputs every decoder graph takes: token ids, rotary positions and the padding mask. */
+export interface DecoderInputs {
+  ids: Tensor;
+  positions: Tensor;
+  /** [B, keys]: 1 for real tokens; `keys` is past + new tokens when a KV cache is used. */
+  keyMask: Tensor;
+}
+
+/** Cached keys and values of one layer, [B, kvHeads, P, headDim]. */
+export interface LayerCache {
+  key: Tensor;
+  value: Tensor;
+}
+
+export interface DecoderOutputs {
+  hidden: Tensor;
+  /** Present keys/values per layer (past + new), when a cache was passed in. */
+  present?: LayerCache[];
+}
+
+function adaptedLinear(x: Tensor, module: string, out: number, inputs: number, bias: boolean, w: WeightInputs, ctx: DecoderContext): Tensor {
+  const g = x.graph;
+  let y = linear(x, w.get(`${module}.weight`, [out, inputs]), bias ? w.get(`${module}.bias`, [out]) : undefined);
+  const target = module.split('.').pop()!;
+  if (ctx.lora && ctx.lora.targets.includes(target as never)) {
+    const names = loraTensorNames(module);
+    const a = w.get(names.a, [ctx.lora.rank, inputs]);
+    const b = w.get(names.b, [out, ctx.lora.rank]);
+    const delta = g.withScope('lora', () => linear(linear(x, a), b));
+    y = op.add(y, op.mul(delta, ctx.loraScale!));
+  }
+  return y;
+}
+
+interface DecoderContext {
+  config: ModelConfig;
+  dtype: ComputeDtype;
+  lora?: LoraConfig;
+  loraScale?: Tensor;
+}
+
+/** [B, T, heads·hd] → [B, heads, T, hd] */
+function splitHeads(t: Tensor, heads: number, headDim: number): Tensor {
+  const [B, T] = t.shape;
+  return op.transpose(op.reshape(t, [B, T, heads, headDim]), [0, 2, 1, 3]);
+}
+
+/**
+ * Attention for new queries over past + new keys. `allowed` is a bool [B, 1, 1, T, P+T]
+ * (query-group axis broadcast). Keys and values are shared per group by broadcasting in MatMul.
+ */
+function attention(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext, rotary: RotaryTables, allowed: Tensor, past?: LayerCache): { out: Tensor; present?: LayerCache } {
+  const g = x.graph;
+  const c = ctx.config;
+  const hd = c.headDim;
+  const group = c.numHeads / c.numKvHeads;
+  const [B, T] = x.shape;
+  let q = splitHeads(g.withScope('q_proj', () => adaptedLinear(x, `${layer}.q_proj`, c.numHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numHeads, hd);
+  let k = splitHeads(g.withScope('k_proj', () => adaptedLinear(x, `${layer}.k_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
+  let v = splitHeads(g.withScope('v_proj', () => adaptedLinear(x, `${layer}.v_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
+  if (c.qkNorm) {
+    q = g.withScope('q_norm', () => rmsNorm(q, w.get(`${layer}.q_norm.weight`, [hd]), c.rmsNormEps));
+    k = g.withScope('k_norm', () => rmsNorm(k, w.get(`${layer}.k_norm.weight`, [hd]), c.rmsNormEps));
+  }
+  q = applyRotary(q, rotary);
+  k = applyRotary(k, rotary);
+  let present: LayerCache | undefined;
+  if (past) {
+    k = op.concat([past.key, k], 2);
+    v = op.concat([past.value, v], 2);
+    present = { key: k, value: v };
+  }
+  const context = g.withScope('scores', () => {
+    const qg = op.reshape(op.mul(q, 1 / Math.sqrt(hd)), [B, c.numKvHeads, group, -1, hd]);
+    const scores = op.where(allowed, op.matmul(qg, op.transpose(op.unsqueeze(k, [2]), [0, 1, 2, 4, 3])), MASKED_SCORE);
+    return op.matmul(op.softmax(scores, -1), op.unsqueeze(v, [2])); // [B, kv, group, T, hd]
+  });
+  const merged = op.reshape(op.transpose(op.reshape(context, [B, c.numHeads, T, hd]), [0, 2, 1, 3]), [B, T, c.numHeads * hd]);
+  const out = g.withScope('o_proj', () => adaptedLinear(merged, `${layer}.o_proj`, c.hiddenSize, c.numHeads * hd, c.oProjBias, w, ctx));
+  return { out, present };
+}
+
+function mlp(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext): Tensor {
+  const g = x.graph;
+  const c = ctx.config;
+  const gate = g.withScope('gate_proj', () => adaptedLinear(x, `${layer}.gate_proj`, c.intermediateSize, c.hiddenSize, c.mlpBias, w, ctx));
+  const up = g.withScope('up_proj', () => adaptedLinear(x, `${layer}.up_proj`, c.intermediateSize, c.hiddenSize, c.mlpBias, w, ctx));
+  const hidden = op.mul(op.mul(gate, op.sigmoid(gate)), up);
+  return g.withScope('down_proj', () => adaptedLinear(hidden, `${layer}.down_proj`, c.hiddenSize, c.intermediateSize, c.mlpBias, w, ctx));
+}
+
+/**
+ * Which keys each new query may see: key j (of P past + T new) is visible from new query i
+ * when j ≤ P + i and key j is a real token. Bool [B, 1, 1, T, P+T].
+ */
+export function visibleKeys(keyMask: Tensor, newTokens: Tensor): Tensor {
+  const g = keyMask.graph;
+  return g.withScope('attention_mask', () => {
+    const total = op.shapeOf(keyMask, 1, 2); // P + T
+    const fresh = op.shapeOf(newTokens, 1, 2); // T
+    const past = op.sub(total, fresh);
+    const ones = op.expand(g.scalar(1, 'int32'), op.concat([fresh, total], 0), [newTokens.shape[1], keyMask.shape[1]]);
+    const causal = op.cast(op.trilu(ones, false, op.reshape(past, [])), 'bool');
+    const real = op.cast(op.unsqueeze(keyMask, [1, 2, 3]), 'bool');
+    return op.and(causal, real);
+  });
+}
+
+/**
+ * The transformer trunk: embeddings → layers → final norm. Returns the normed hidden states
+ * [B, T, hidden] (and the present caches when `past` is given).
+ */
+export function decoderTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, inputs: DecoderInputs, options: DecoderOptions, past?: LayerCache[]): DecoderOutputs {
+  const ctx: DecoderContext = { config, dtype: options.dtype, lora: options.lora };
+  if (options.lora) ctx.loraScale = g.input('lora_scale', options.dtype, []);
+  const rotary = rotaryTables(inputs.positions, Float64Array.from(ropeInverseFrequencies(config), (f) => Math.fround(f)), options.dtype);
+  const allowed = visibleKeys(inputs.keyMask, inputs.ids);
+  let h = g.withScope('embed_tokens', () => op.gather(weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]), inputs.ids, 0));
+  const present: LayerCache[] = [];
+  for (let i = 0; i < config.numLayers; i++) {
+    const layer = `model.layers.${i}`;
+    h = g.withScope(`layers.${i}`, () => {
+      const normed = g.withScope('input_layernorm', () => rmsNorm(h, weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps));
+      const attn = g.withScope('self_attn', () => attention(normed, `${layer}.self_attn`, weights, ctx, rotary, allowed, past?.[i]));
+      if (attn.present) present.push(attn.present);
+      const residual = op.add(h, attn.out);
+      const normed2 = g.withScope('post_attention_layernorm', () => rmsNorm(residual, weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps));
+      return op.add(residual, g.withScope('mlp', () => mlp(normed2, `${layer}.mlp`, weights, ctx)));
+    });
+  }
+  const hidden = g.withScope('norm', () => rmsNorm(h, weights.get('model.norm.weight', [config.hiddenSize]), config.rmsNormEps));
+  return { hidden, ...(past ? { present } : {}) };
+}
+
+/** The LM head weight: `lm_head.weight`, or the embedding when the config ties them. */
+export function lmHeadWeight(config: ModelConfig, weights: WeightInputs): Tensor {
+  return config.tieWordEmbeddings
+    ? weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize])
+    : weights.get('lm_head.weight', [config.vocabSize, config.hiddenSize]);
+}
+
+export { loraScale };

@@ -1,0 +1,67 @@
+import { Graph, type Tensor } from '../engine/graph';
+import * as op from '../engine/ops';
+import type { ModelConfig } from './config';
+import { decoderTrunk, lmHeadWeight, WeightInputs, type ComputeDtype } from './decoder';
+import { linear } from './layers/linear';
+import type { LoraConfig } from './lora';
+
+/**
+ * The scoring graph: per-token log-probs of given token sequences under the policy
+ * log softmax(logits · inv_temperature), and optionally the entropy of that distribution and a
+ * critic value, for the tokens listed in `score_tokens` only. The LM head and the softmax over
+ * the vocabulary run for those positions and nowhere else: prompt, template and tool-result
+ * tokens (most of an agent trajectory) never materialise a vocabulary-sized row.
+ *
+ * Inputs: ids, positions, key_mask [B, T]; score_tokens int64 [N] — flat indices b·T + j of
+ * the tokens to score (j ≥ 1: token j is predicted from position j − 1); inv_temperature [].
+ * Outputs are [B, T], aligned with the tokens, zero where not scored.
+ */
+export interface ScoringGraphOptions {
+  dtype: ComputeDtype;
+  lora?: LoraConfig;
+  entropy?: boolean;
+  /** Add a scalar value head (PPO's critic): inputs `v_head.summary.weight` [1, hidden] and `.bias` [1]. */
+  valueHead?: boolean;
+}
+
+export interface ScoringGraph {
+  graph: Graph;
+  weights: WeightInputs;
+  logprobs: Tensor;
+  entropy?: Tensor;
+  values?: Tensor;
+  inputs: { ids: Tensor; positions: Tensor; keyMask: Tensor; scoreTokens: Tensor; invTemperature: Tensor };
+}
+
+export const VALUE_HEAD = { weight: 'v_head.summary.weight', bias: 'v_head.summary.bias' } as const;
+
+export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOptions, name = 'score'): ScoringGraph {
+  const g = new Graph(name);
+  const dtype = options.dtype;
+  const ids = g.input('ids', 'int64', ['B', 'T']);
+  const positions = g.input('positions', 'int64', ['B', 'T']);
+  const keyMask = g.input('key_mask', 'int64', ['B', 'T']);
+  const scoreTokens = g.input('score_tokens', 'int64', ['N']);
+  const invTemperature = g.input('inv_temperature', dtype, []);
+  const weights = new WeightInputs(g, dtype);
+  const { hidden } = decoderTrunk(g, config, weights, { ids, positions, keyMask }, { dtype, lora: options.lora });
+
+  const out = g.withScope('score', () => {
+    const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]
+    const predicting = op.sub(scoreTokens, g.constant([1], 'int64', []));
+    const h = op.gather(flatHidden, predicting, 0); // [N, H]
+    const logits = op.mul(linear(h, lmHeadWeight(config, weights)), invTemperature); // [N, V]
+    const logProbs = op.logSoftmax(logits, -1);
+    const targets = op.gather(op.reshape(ids, [-1]), scoreTokens, 0); // [N]
+    const picked = op.squeeze(op.gatherElements(logProbs, op.unsqueeze(targets, [-1]), 1), [-1]);
+    const place = (perToken: Tensor) => op.reshapeTo(op.scatterND(op.fullLike(op.reshape(ids, [-1]), 0, dtype), op.unsqueeze(scoreTokens, [-1]), perToken), op.shapeOf(ids), ['B', 'T']);
+    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor } = { logprobs: place(picked) };
+    if (options.entropy) result.entropy = place(op.neg(op.reduceSum(op.mul(op.exp(logProbs), logProbs), [-1])));
+    if (options.valueHead) {
+      const v = linear(h, weights.get(VALUE_HEAD.weight, [1, config.hiddenSize]), weights.get(VALUE_HEAD.bias, [1]));
+      result.values = place(op.squeeze(v, [-1]));
+    }
+    return result;
+  });
+  return { graph: g, weights, ...out, inputs: { ids, positions, keyMask, scoreTokens, invTemperature } };
+}
