@@ -67,7 +67,7 @@ export function referenceLogProbs(config: ModelConfig, w: Weights, ids: number[]
       const q = proj(x, `${p}.self_attn.q_proj`, c.numHeads * hd, H, c.qkvBias);
       const k = proj(x, `${p}.self_attn.k_proj`, c.numKvHeads * hd, H, c.qkvBias);
       const v = proj(x, `${p}.self_attn.v_proj`, c.numKvHeads * hd, H, c.qkvBias);
-      const heads = (y: Float64Array, n: number) => Array.from({ length: n }, (_, i) => y.slice(i * hd, (i + 1) * hd));
+      const heads = (y: Float64Array, n: number): Float64Array<ArrayBufferLike>[] => Array.from({ length: n }, (_, i) => y.slice(i * hd, (i + 1) * hd));
       let qh = heads(q, c.numHeads);
       let kh = heads(k, c.numKvHeads);
       if (c.qkNorm) {
