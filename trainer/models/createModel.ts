@@ -53,7 +53,7 @@ export interface CreatedModel {
 
 const INITIALIZER_RANGE = 0.02;
 /** Files that travel with the tokenizer when present. */
-const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json'];
+export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json'];
 
 function requirePositiveInt(name: string, value: number | undefined): void {
   if (value !== undefined && (!Number.isInteger(value) || value <= 0)) throw new ModelConfigError(`create-model: ${name} must be a positive integer, got ${value}`);

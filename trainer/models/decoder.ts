@@ -5,7 +5,7 @@ import { MASKED_SCORE } from './layers/attention';
 import { linear } from './layers/linear';
 import { rmsNorm } from './layers/norm';
 import { applyRotary, rotaryTables, type RotaryTables } from './layers/rotary';
-import { loraScale, loraTensorNames, type LoraConfig } from './lora';
+import { loraTensorNames, type LoraConfig } from './lora';
 
 /**
  * The decoder of every supported family (Qwen2/2.5, Qwen3, Llama incl. SmolLM2) as graph
@@ -44,20 +44,32 @@ export class WeightInputs {
 export interface DecoderInputs {
   ids: Tensor;
   positions: Tensor;
-  /** [B, keys]: 1 for real tokens; `keys` is past + new tokens when a KV cache is used. */
+  /** [B, T]: 1 for real tokens (used by the default attention core). */
   keyMask: Tensor;
 }
 
-/** Cached keys and values of one layer, [B, kvHeads, P, headDim]. */
-export interface LayerCache {
-  key: Tensor;
-  value: Tensor;
+/**
+ * How a layer's queries meet keys and values. Given the layer index and q [B, kv, group, T, hd]
+ * (already scaled by 1/√hd), k and v [B, kv, T, hd] (rotated), return the attention output
+ * [B, kv, group, T, hd]. The plain core attends causally within the sequence; the generation
+ * graph's core also attends to cached keys and values.
+ */
+export type AttentionCore = (layer: number, q: Tensor, k: Tensor, v: Tensor) => Tensor;
+
+/** Softmax-weighted values for scores [B, kv, group, T, K] against values [B, kv, K, hd]. */
+export function attend(scores: Tensor, v: Tensor): Tensor {
+  return op.matmul(op.softmax(scores, -1), op.unsqueeze(v, [2]));
 }
 
-export interface DecoderOutputs {
-  hidden: Tensor;
-  /** Present keys/values per layer (past + new), when a cache was passed in. */
-  present?: LayerCache[];
+/** q·kᵀ per key/value group: q [B, kv, group, T, hd], k [B, kv, K, hd] → [B, kv, group, T, K]. */
+export function groupScores(q: Tensor, k: Tensor): Tensor {
+  return op.matmul(q, op.transpose(op.unsqueeze(k, [2]), [0, 1, 2, 4, 3]));
+}
+
+/** Causal attention within the sequence, padding keys masked (the training and scoring graphs). */
+export function causalCore(keyMask: Tensor, ids: Tensor): AttentionCore {
+  const allowed = visibleKeys(keyMask, ids);
+  return (_layer, q, k, v) => attend(op.where(allowed, groupScores(q, k), MASKED_SCORE), v);
 }
 
 function adaptedLinear(x: Tensor, module: string, out: number, inputs: number, bias: boolean, w: WeightInputs, ctx: DecoderContext): Tensor {
@@ -87,11 +99,7 @@ function splitHeads(t: Tensor, heads: number, headDim: number): Tensor {
   return op.transpose(op.reshape(t, [B, T, heads, headDim]), [0, 2, 1, 3]);
 }
 
-/**
- * Attention for new queries over past + new keys. `allowed` is a bool [B, 1, 1, T, P+T]
- * (query-group axis broadcast). Keys and values are shared per group by broadcasting in MatMul.
- */
-function attention(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext, rotary: RotaryTables, allowed: Tensor, past?: LayerCache): { out: Tensor; present?: LayerCache } {
+function attention(x: Tensor, layerIndex: number, layer: string, w: WeightInputs, ctx: DecoderContext, rotary: RotaryTables, core: AttentionCore): Tensor {
   const g = x.graph;
   const c = ctx.config;
   const hd = c.headDim;
@@ -99,27 +107,17 @@ function attention(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContex
   const [B, T] = x.shape;
   let q = splitHeads(g.withScope('q_proj', () => adaptedLinear(x, `${layer}.q_proj`, c.numHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numHeads, hd);
   let k = splitHeads(g.withScope('k_proj', () => adaptedLinear(x, `${layer}.k_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
-  let v = splitHeads(g.withScope('v_proj', () => adaptedLinear(x, `${layer}.v_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
+  const v = splitHeads(g.withScope('v_proj', () => adaptedLinear(x, `${layer}.v_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
   if (c.qkNorm) {
     q = g.withScope('q_norm', () => rmsNorm(q, w.get(`${layer}.q_norm.weight`, [hd]), c.rmsNormEps));
     k = g.withScope('k_norm', () => rmsNorm(k, w.get(`${layer}.k_norm.weight`, [hd]), c.rmsNormEps));
   }
   q = applyRotary(q, rotary);
   k = applyRotary(k, rotary);
-  let present: LayerCache | undefined;
-  if (past) {
-    k = op.concat([past.key, k], 2);
-    v = op.concat([past.value, v], 2);
-    present = { key: k, value: v };
-  }
-  const context = g.withScope('scores', () => {
-    const qg = op.reshape(op.mul(q, 1 / Math.sqrt(hd)), [B, c.numKvHeads, group, -1, hd]);
-    const scores = op.where(allowed, op.matmul(qg, op.transpose(op.unsqueeze(k, [2]), [0, 1, 2, 4, 3])), MASKED_SCORE);
-    return op.matmul(op.softmax(scores, -1), op.unsqueeze(v, [2])); // [B, kv, group, T, hd]
-  });
+  const qg = op.reshape(op.mul(q, 1 / Math.sqrt(hd)), [B, c.numKvHeads, group, -1, hd]);
+  const context = g.withScope('scores', () => core(layerIndex, qg, k, v)); // [B, kv, group, T, hd]
   const merged = op.reshape(op.transpose(op.reshape(context, [B, c.numHeads, T, hd]), [0, 2, 1, 3]), [B, T, c.numHeads * hd]);
-  const out = g.withScope('o_proj', () => adaptedLinear(merged, `${layer}.o_proj`, c.hiddenSize, c.numHeads * hd, c.oProjBias, w, ctx));
-  return { out, present };
+  return g.withScope('o_proj', () => adaptedLinear(merged, `${layer}.o_proj`, c.hiddenSize, c.numHeads * hd, c.oProjBias, w, ctx));
 }
 
 function mlp(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext): Tensor {
@@ -132,7 +130,7 @@ function mlp(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext): Te
 }
 
 /**
- * Which keys each new query may see: key j (of P past + T new) is visible from new query i
+ * Which keys each new query may see: key j (of P earlier + T new) is visible from new query i
  * when j ≤ P + i and key j is a real token. Bool [B, 1, 1, T, P+T].
  */
 export function visibleKeys(keyMask: Tensor, newTokens: Tensor): Tensor {
@@ -149,29 +147,26 @@ export function visibleKeys(keyMask: Tensor, newTokens: Tensor): Tensor {
 }
 
 /**
- * The transformer trunk: embeddings → layers → final norm. Returns the normed hidden states
- * [B, T, hidden] (and the present caches when `past` is given).
+ * The transformer trunk: embeddings → layers → final norm, returning the normed hidden states
+ * [B, T, hidden]. `core` decides what the queries attend to (default: causal within the batch).
  */
-export function decoderTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, inputs: DecoderInputs, options: DecoderOptions, past?: LayerCache[]): DecoderOutputs {
+export function decoderTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, inputs: DecoderInputs, options: DecoderOptions, core?: AttentionCore): Tensor {
   const ctx: DecoderContext = { config, dtype: options.dtype, lora: options.lora };
   if (options.lora) ctx.loraScale = g.input('lora_scale', options.dtype, []);
   const rotary = rotaryTables(inputs.positions, Float64Array.from(ropeInverseFrequencies(config), (f) => Math.fround(f)), options.dtype);
-  const allowed = visibleKeys(inputs.keyMask, inputs.ids);
+  const attentionCore = core ?? causalCore(inputs.keyMask, inputs.ids);
   let h = g.withScope('embed_tokens', () => op.gather(weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]), inputs.ids, 0));
-  const present: LayerCache[] = [];
   for (let i = 0; i < config.numLayers; i++) {
     const layer = `model.layers.${i}`;
     h = g.withScope(`layers.${i}`, () => {
       const normed = g.withScope('input_layernorm', () => rmsNorm(h, weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps));
-      const attn = g.withScope('self_attn', () => attention(normed, `${layer}.self_attn`, weights, ctx, rotary, allowed, past?.[i]));
-      if (attn.present) present.push(attn.present);
-      const residual = op.add(h, attn.out);
+      const attn = g.withScope('self_attn', () => attention(normed, i, `${layer}.self_attn`, weights, ctx, rotary, attentionCore));
+      const residual = op.add(h, attn);
       const normed2 = g.withScope('post_attention_layernorm', () => rmsNorm(residual, weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps));
       return op.add(residual, g.withScope('mlp', () => mlp(normed2, `${layer}.mlp`, weights, ctx)));
     });
   }
-  const hidden = g.withScope('norm', () => rmsNorm(h, weights.get('model.norm.weight', [config.hiddenSize]), config.rmsNormEps));
-  return { hidden, ...(past ? { present } : {}) };
+  return g.withScope('norm', () => rmsNorm(h, weights.get('model.norm.weight', [config.hiddenSize]), config.rmsNormEps));
 }
 
 /** The LM head weight: `lm_head.weight`, or the embedding when the config ties them. */
@@ -181,4 +176,3 @@ export function lmHeadWeight(config: ModelConfig, weights: WeightInputs): Tensor
     : weights.get('lm_head.weight', [config.vocabSize, config.hiddenSize]);
 }
 
-export { loraScale };

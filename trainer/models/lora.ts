@@ -59,3 +59,20 @@ export function loraModules(config: ModelConfig, lora: LoraConfig): LoraModule[]
 export function loraScale(lora: LoraConfig): number {
   return lora.alpha / lora.rank;
 }
+
+/**
+ * Fresh adapter weights as PEFT initialises them: A ~ U(−1/√in, 1/√in) (Kaiming-uniform with
+ * a = √5), B = 0 — so the adapted model starts exactly equal to the base model.
+ */
+export function initLoraWeights(modules: readonly LoraModule[], lora: LoraConfig, random: { nextFloat(): number }): Record<string, { shape: number[]; data: Float32Array }> {
+  const out: Record<string, { shape: number[]; data: Float32Array }> = {};
+  for (const m of modules) {
+    const names = loraTensorNames(m.module);
+    const bound = 1 / Math.sqrt(m.inFeatures);
+    const a = new Float32Array(lora.rank * m.inFeatures);
+    for (let i = 0; i < a.length; i++) a[i] = (random.nextFloat() * 2 - 1) * bound;
+    out[names.a] = { shape: [lora.rank, m.inFeatures], data: a };
+    out[names.b] = { shape: [m.outFeatures, lora.rank], data: new Float32Array(m.outFeatures * lora.rank) };
+  }
+  return out;
+}

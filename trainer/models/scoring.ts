@@ -44,7 +44,7 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
   const scoreTokens = g.input('score_tokens', 'int64', ['N']);
   const invTemperature = g.input('inv_temperature', dtype, []);
   const weights = new WeightInputs(g, dtype);
-  const { hidden } = decoderTrunk(g, config, weights, { ids, positions, keyMask }, { dtype, lora: options.lora });
+  const hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask }, { dtype, lora: options.lora });
 
   const out = g.withScope('score', () => {
     const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]

@@ -27,18 +27,19 @@ export interface TensorGradCheck {
 }
 
 export async function gradCheck(
-  build: (g: Graph) => { loss: Tensor; wrt: Tensor[] },
+  build: (g: Graph) => { loss: Tensor; wrt: Tensor[]; graph?: Graph },
   feeds: Record<string, HostTensor>,
   options: GradCheckOptions = {},
 ): Promise<TensorGradCheck[]> {
   const maxElements = options.maxElementsPerTensor ?? 24;
   const h = options.step ?? 1e-6;
 
-  const forward = new Graph('gradcheck_forward');
-  const f = build(forward);
+  // `build` may construct its own graph (a model builder does) and return it.
+  const f = build(new Graph('gradcheck_forward'));
+  const forward = f.graph ?? f.loss.graph;
   forward.output(f.loss, 'loss');
-  const withGrad = new Graph('gradcheck_backward');
-  const b = build(withGrad);
+  const b = build(new Graph('gradcheck_backward'));
+  const withGrad = b.graph ?? b.loss.graph;
   withGrad.output(b.loss, 'loss');
   const grads = grad(b.loss, b.wrt);
   grads.forEach((dt, i) => withGrad.output(dt, `grad_${i}`));
@@ -50,7 +51,8 @@ export async function gradCheck(
   const forwardSession = await createSession(forwardModel, settings);
   const backwardSession = await createSession(backwardModel, settings);
   try {
-    const toOrt = (values: Record<string, HostTensor>) => Object.fromEntries(Object.entries(values).map(([k, v]) => [k, toOrtTensor(v)]));
+    const inputNames = new Set(withGrad.inputs.map((t) => t.name));
+    const toOrt = (values: Record<string, HostTensor>) => Object.fromEntries(Object.entries(values).filter(([k]) => inputNames.has(k)).map(([k, v]) => [k, toOrtTensor(v)]));
     const analyticOut = await backwardSession.run(toOrt(feeds));
     const results: TensorGradCheck[] = [];
     for (let t = 0; t < b.wrt.length; t++) {

@@ -1,0 +1,84 @@
+import type { Device, StateRef } from '../engine/device/device';
+import type { HostTensor } from '../engine/runtime/tensors';
+import { Random } from '../util/random';
+import type { WeightInputs } from './decoder';
+import { readModelWeights } from './loadWeights';
+import { initLoraWeights, loraModules, loraScale, type LoraConfig } from './lora';
+import { openModelFolder, type ModelFolder } from './modelFolder';
+import { VALUE_HEAD } from './scoring';
+
+export interface ModelRuntimeOptions {
+  lora?: LoraConfig;
+  /** Add a value head (PPO's critic), initialised small. */
+  valueHead?: boolean;
+  /** Seeds adapter and value-head initialisation. */
+  seed?: number;
+}
+
+/**
+ * A model loaded onto a device: its folder (config, tokenizer, chat template) and its weights
+ * as device state under their Hugging Face names — read once, shared by every graph of the
+ * run (scoring, training, generation, the reference policy).
+ */
+export class ModelRuntime {
+  private constructor(
+    readonly device: Device,
+    readonly folder: ModelFolder,
+    readonly options: ModelRuntimeOptions,
+    /** Names of the frozen base weights on the device. */
+    readonly baseWeights: readonly string[],
+    /** Names of adapter / value-head tensors (trainable with LoRA). */
+    readonly extraWeights: readonly string[],
+  ) {}
+
+  static async load(device: Device, dir: string, options: ModelRuntimeOptions = {}): Promise<ModelRuntime> {
+    const folder = openModelFolder(dir);
+    try {
+      const weights = readModelWeights(folder.checkpoint, folder.config);
+      const extra: Record<string, HostTensor> = {};
+      const random = Random.fromSeed(options.seed ?? 0);
+      if (options.lora) {
+        for (const [name, t] of Object.entries(initLoraWeights(loraModules(folder.config, options.lora), options.lora, random))) extra[name] = { dtype: 'float32', ...t };
+      }
+      if (options.valueHead) {
+        const w = new Float32Array(folder.config.hiddenSize);
+        random.fillNormal(w, 0, 1 / Math.sqrt(folder.config.hiddenSize + 1));
+        extra[VALUE_HEAD.weight] = { dtype: 'float32', shape: [1, folder.config.hiddenSize], data: w };
+        extra[VALUE_HEAD.bias] = { dtype: 'float32', shape: [1], data: new Float32Array(1) };
+      }
+      await device.setState({ ...weights, ...extra });
+      return new ModelRuntime(device, folder, options, Object.keys(weights), Object.keys(extra));
+    } catch (error) {
+      folder.close();
+      throw error;
+    }
+  }
+
+  get config() {
+    return this.folder.config;
+  }
+  get tokenizer() {
+    return this.folder.tokenizer;
+  }
+
+  /** State references for every weight a graph reads (its WeightInputs), checking they exist. */
+  weightFeeds(weights: WeightInputs): Record<string, StateRef> {
+    const feeds: Record<string, StateRef> = {};
+    const known = new Set([...this.baseWeights, ...this.extraWeights]);
+    for (const name of weights.used.keys()) {
+      if (!known.has(name)) throw new Error(`the graph reads ${name}, which this model does not have (LoRA or value head not loaded?)`);
+      feeds[name] = { state: name };
+    }
+    return feeds;
+  }
+
+  /** The `lora_scale` feed: alpha/rank for the policy, 0 for the reference (base) model. */
+  loraScaleFeed(adapters: boolean): Record<string, HostTensor> {
+    if (!this.options.lora) return {};
+    return { lora_scale: { dtype: 'float32', shape: [], data: Float32Array.of(adapters ? loraScale(this.options.lora) : 0) } };
+  }
+
+  close(): void {
+    this.folder.close();
+  }
+}
