@@ -32,6 +32,8 @@ const common = {
 
 /** onnxruntime-node and webgpu carry native binaries and must stay real files at run time. */
 const nativeModules = ['onnxruntime-node', 'webgpu'];
+/** Resolved only when running from TypeScript sources (tests, development), never in a bundle. */
+const sourceOnly = ['tsx', 'tsx/cjs'];
 
 const testEntries = Object.fromEntries(
   [...filesUnder('test/vscode', ['.ts']), ...filesUnder('test/desktop', ['.ts'])].map((f) => [f.replace(/\.ts$/, ''), f]),
@@ -47,10 +49,11 @@ const builds = [
   },
   {
     ...common,
-    entryPoints: { 'trainer/cli': 'trainer/cli/main.ts', 'trainer/index': 'trainer/index.ts' },
+    // The device worker runs onnxruntime in its own thread; it sits next to the other trainer bundles.
+    entryPoints: { 'trainer/cli': 'trainer/cli/main.ts', 'trainer/index': 'trainer/index.ts', 'trainer/device-worker': 'trainer/engine/device/worker.ts' },
     platform: 'node',
     format: 'cjs',
-    external: nativeModules,
+    external: [...nativeModules, ...sourceOnly],
   },
   {
     ...common,

@@ -2,12 +2,14 @@
 import { PROTOCOL_VERSION } from '../protocol';
 import { createModelCommand, createModelUsage } from './commands/createModel';
 import { envCommand, envUsage } from './commands/env';
+import { chatCommand, chatUsage } from './commands/chat';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 
 const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage: string }> = {
   env: { run: envCommand, usage: envUsage },
   'create-model': { run: createModelCommand, usage: createModelUsage },
+  chat: { run: chatCommand, usage: chatUsage },
 };
 
 const usage = `Usage: rollout-studio <command> [options]

@@ -24,6 +24,8 @@ export interface TurnOptions extends SamplingOptions {
   stopTokenIds: readonly number[];
   /** Strings that end the turn once the decoded turn text contains them (the tokens up to and including the one completing the string are kept). */
   stopStrings?: readonly string[];
+  /** Called with each sampled token as it is produced (streaming to a terminal or a panel). */
+  onToken?: (sequence: number, token: number) => void;
 }
 
 export interface TurnRequest {

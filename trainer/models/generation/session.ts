@@ -215,6 +215,7 @@ export class GenerationSession implements PolicySession {
         turn.tokens.push(token);
         turn.logprobs.push(step.logprobs[b]);
         turn.entropies.push(step.entropies[b]);
+        options.onToken?.(b, token);
         let finished: GeneratedTurn['finish'] | undefined;
         if (stopIds.has(token)) finished = 'stop_token';
         else if (options.stopStrings?.length && this.endsWithStopString(turn.tokens, options.stopStrings)) finished = 'stop_string';
