@@ -46,7 +46,14 @@ export class TrainStepRunner {
   static async create(
     device: Device,
     graph: Graph,
-    init: { trainable: readonly ParameterInit[]; constants?: Record<string, HostTensor>; optimization?: GraphOptimization },
+    init: {
+      trainable: readonly ParameterInit[];
+      /** Inputs fed from the device as they are (frozen weights): uploaded from these values… */
+      constants?: Record<string, HostTensor>;
+      /** …or already resident on the device under these names. */
+      resident?: readonly string[];
+      optimization?: GraphOptimization;
+    },
   ): Promise<TrainStepRunner> {
     const trainable = init.trainable.map((p) => p.name);
     const resident = trainable.flatMap((p) => [nextName(p), nextName(momentName(p, 'm')), nextName(momentName(p, 'v'))]);
@@ -61,7 +68,7 @@ export class TrainStepRunner {
       }
       await device.setState(state);
       const dtype = init.trainable[0]?.value.dtype === 'float64' ? 'float64' : 'float32';
-      return new TrainStepRunner(device, session, trainable, Object.keys(init.constants ?? {}), dtype);
+      return new TrainStepRunner(device, session, trainable, [...Object.keys(init.constants ?? {}), ...(init.resident ?? [])], dtype);
     } finally {
       disposeSerialized(model);
     }
