@@ -159,6 +159,12 @@ export const VJP_RULES: Record<string, VjpRule> = {
   ReduceSum: (n, [dy]) => [expandReduced(n, dy!)],
   ReduceMean: (n, [dy]) => [op.div(expandReduced(n, dy!), reducedCount(n))],
   ReduceSumSquare: (n, [dy]) => [op.mul(op.mul(expandReduced(n, dy!), n.inputs[0]!), 2)],
+  ReduceLogSumExp: (n, [dy]) => {
+    // d lse / dx = softmax(x) = exp(x − lse)
+    const keep = n.int('keepdims', 1) === 1;
+    const lse = keep ? n.outputs[0] : op.unsqueeze(n.outputs[0], reduceAxesOf(n));
+    return [op.mul(expandReduced(n, dy!), op.exp(op.sub(n.inputs[0]!, lse)))];
+  },
   ReduceMax: (n, [dy]) => [extremumGrad(n, dy!)],
   ReduceMin: (n, [dy]) => [extremumGrad(n, dy!)],
   Gather: (n, [dy]) => {

@@ -51,12 +51,17 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
     const predicting = op.sub(scoreTokens, g.constant([1], 'int64', []));
     const h = op.gather(flatHidden, predicting, 0); // [N, H]
     const logits = op.mul(linear(h, lmHeadWeight(config, weights)), invTemperature); // [N, V]
-    const logProbs = op.logSoftmax(logits, -1);
+    // log p(target) = logit(target) − logsumexp(logits): no [N, V] log-probability matrix.
+    const lse = op.reduceLogSumExp(logits, [-1], true); // [N, 1]
     const targets = op.gather(op.reshape(ids, [-1]), scoreTokens, 0); // [N]
-    const picked = op.squeeze(op.gatherElements(logProbs, op.unsqueeze(targets, [-1]), 1), [-1]);
+    const picked = op.squeeze(op.sub(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), lse), [-1]);
     const place = (perToken: Tensor) => op.reshapeTo(op.scatterND(op.fullLike(op.reshape(ids, [-1]), 0, dtype), op.unsqueeze(scoreTokens, [-1]), perToken), op.shapeOf(ids), ['B', 'T']);
     const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor } = { logprobs: place(picked) };
-    if (options.entropy) result.entropy = place(op.neg(op.reduceSum(op.mul(op.exp(logProbs), logProbs), [-1])));
+    if (options.entropy) {
+      // H = lse − Σ softmax · logits
+      const probs = op.exp(op.sub(logits, lse));
+      result.entropy = place(op.squeeze(op.sub(lse, op.reduceSum(op.mul(probs, logits), [-1], true)), [-1]));
+    }
     if (options.valueHead) {
       const v = linear(h, weights.get(VALUE_HEAD.weight, [1, config.hiddenSize]), weights.get(VALUE_HEAD.bias, [1]));
       result.values = place(op.squeeze(v, [-1]));

@@ -2,7 +2,7 @@ import type { Tensor } from '../graph';
 import { normalizeAxis, type Dim } from '../shape';
 import { fail } from './common';
 
-type ReduceOp = 'ReduceSum' | 'ReduceMean' | 'ReduceMax' | 'ReduceMin' | 'ReduceSumSquare' | 'ReduceProd';
+type ReduceOp = 'ReduceSum' | 'ReduceMean' | 'ReduceMax' | 'ReduceMin' | 'ReduceSumSquare' | 'ReduceProd' | 'ReduceLogSumExp';
 
 /** Normalised, sorted, de-duplicated axes; undefined means all axes. */
 export function reduceAxes(x: Tensor, axes: readonly number[] | undefined, op: string): number[] {
@@ -56,3 +56,6 @@ export function topK(x: Tensor, k: number): { values: Tensor; indices: Tensor } 
   const [values, indices] = g.addNode('TopK', [x, g.int64s([k])], [{ dtype: x.dtype, shape }, { dtype: 'int64', shape }], { axis: -1, largest: 1, sorted: 1 });
   return { values, indices };
 }
+
+/** log Σ exp(x) along `axes`, as one onnxruntime kernel (no softmax-sized intermediate). */
+export const reduceLogSumExp = (x: Tensor, axes?: readonly number[], keepdims = false) => reduce('ReduceLogSumExp', x, axes, keepdims);

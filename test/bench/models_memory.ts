@@ -1,0 +1,46 @@
+/**
+ * Peak resident memory (VmHWM) of loading a model and of LoRA-training it one step, in a fresh
+ * process: `node --import tsx test/bench/models_memory.ts MODEL_DIR` prints {"load": bytes, "train": bytes}.
+ */
+import * as fs from 'node:fs';
+import { createDevice } from '../../trainer/engine/device/device';
+import * as op from '../../trainer/engine/ops';
+import { addTrainStep } from '../../trainer/engine/optimizer';
+import { packForScoring } from '../../trainer/models/batch';
+import { ModelRuntime } from '../../trainer/models/runtime';
+import { buildScoringGraph } from '../../trainer/models/scoring';
+import { TrainStepRunner } from '../../trainer/engine/training';
+import { Random } from '../../trainer/util/random';
+
+function peak(): number {
+  const status = fs.readFileSync('/proc/self/status', 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) * 1024;
+}
+
+async function main(): Promise<void> {
+  const dir = process.argv[2];
+  const lora = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] as const };
+  const device = createDevice('cpu', { worker: false });
+  const model = await ModelRuntime.load(device, dir, { lora: { ...lora, targets: [...lora.targets] } });
+  const load = peak();
+  const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora: model.options.lora });
+  const loss = op.neg(op.div(op.reduceSum(scoring.logprobs), op.cast(op.size(scoring.inputs.scoreTokens), 'float32')));
+  const trainable = model.extraWeights.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: true }));
+  addTrainStep(scoring.graph, loss, trainable);
+  const values = await device.getState(model.extraWeights);
+  const runner = await TrainStepRunner.create(device, scoring.graph, {
+    trainable: model.extraWeights.map((name) => ({ name, value: values[name], decay: true })),
+    resident: model.baseWeights,
+  });
+  const random = Random.fromSeed(3);
+  const packed = packForScoring(Array.from({ length: 4 }, () => Array.from({ length: 256 }, () => random.nextInt(150000))));
+  await runner.step({ ...packed.feeds, ...model.loraScaleFeed(true), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, 1e-4);
+  console.log(JSON.stringify({ load, train: peak() }));
+  model.close();
+  await device.close();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
