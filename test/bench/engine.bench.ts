@@ -13,12 +13,10 @@ import * as path from 'node:path';
 import { createDevice } from '../../trainer/engine/device/device';
 import { Graph } from '../../trainer/engine/graph';
 import * as op from '../../trainer/engine/ops';
-import { addTrainStep } from '../../trainer/engine/optimizer';
 import { serializeGraph } from '../../trainer/engine/serialize';
 import { defaultThreads } from '../../trainer/engine/runtime/session';
-import { TrainStepRunner } from '../../trainer/engine/training';
 import { seeded } from '../helpers/engine';
-import { buildTinyLm, initTinyLm, lmBatch, type TinyLmConfig } from '../helpers/tinyLm';
+import { buildTinyLm, initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../helpers/tinyLm';
 
 const REFERENCE = { vocab: 4096, hidden: 256, layers: 4, heads: 4, ffn: 1024, seq: 256, batch: 8 };
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
@@ -80,10 +78,8 @@ async function ours(threads: number): Promise<{ forward: number; trainStep: numb
     loss = Number((await device.run(fwdSession, feeds, { loss: 'return' })).loss.data[0]);
   });
   await device.close();
-  const train = buildTinyLm(config, 'train');
-  addTrainStep(train.graph, train.loss, train.params.map((tensor, i) => ({ tensor, decay: init[i].decay })));
   const trainDevice = createDevice('cpu', { worker: false });
-  const runner = await TrainStepRunner.create(trainDevice, train.graph, { trainable: init });
+  const runner = await tinyLmOptimizer(trainDevice, config, init);
   const trainStep = await timed(() => runner.step(batch, 1e-4));
   await trainDevice.close();
   return { forward, trainStep, loss };

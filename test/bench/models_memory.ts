@@ -5,11 +5,11 @@
 import * as fs from 'node:fs';
 import { createDevice } from '../../trainer/engine/device/device';
 import * as op from '../../trainer/engine/ops';
-import { addTrainStep } from '../../trainer/engine/optimizer';
+import { DEFAULT_ADAMW } from '../../trainer/engine/optimizer';
+import { OptimizerRuntime } from '../../trainer/engine/optimizerRuntime';
 import { packForScoring } from '../../trainer/models/batch';
 import { ModelRuntime } from '../../trainer/models/runtime';
 import { buildScoringGraph } from '../../trainer/models/scoring';
-import { TrainStepRunner } from '../../trainer/engine/training';
 import { Random } from '../../trainer/util/random';
 
 function peak(): number {
@@ -23,14 +23,15 @@ async function main(): Promise<void> {
   const device = createDevice('cpu', { worker: false });
   const model = await ModelRuntime.load(device, dir, { lora: { ...lora, targets: [...lora.targets] } });
   const load = peak();
-  const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora: model.options.lora });
-  const loss = op.neg(op.div(op.reduceSum(scoring.logprobs), op.cast(op.size(scoring.inputs.scoreTokens), 'float32')));
-  const trainable = model.extraWeights.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: true }));
-  addTrainStep(scoring.graph, loss, trainable);
-  const values = await device.getState(model.extraWeights);
-  const runner = await TrainStepRunner.create(device, scoring.graph, {
-    trainable: model.extraWeights.map((name) => ({ name, value: values[name], decay: true })),
+  const runner = await OptimizerRuntime.create(device, {
+    build: () => {
+      const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora: model.options.lora });
+      const loss = op.neg(op.div(op.reduceSum(scoring.logprobs), op.cast(op.size(scoring.inputs.scoreTokens), 'float32')));
+      return { graph: scoring.graph, loss, params: model.extraWeights.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: true })) };
+    },
+    adamw: DEFAULT_ADAMW,
     resident: model.baseWeights,
+    accumulate: false,
   });
   const random = Random.fromSeed(3);
   const packed = packForScoring(Array.from({ length: 4 }, () => Array.from({ length: 256 }, () => random.nextInt(150000))));

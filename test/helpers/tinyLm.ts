@@ -5,7 +5,9 @@
 import { Graph, type Tensor } from '../../trainer/engine/graph';
 import * as op from '../../trainer/engine/ops';
 import type { HostTensor } from '../../trainer/engine/runtime/tensors';
-import type { ParameterInit } from '../../trainer/engine/training';
+import type { Device } from '../../trainer/engine/device/device';
+import { DEFAULT_ADAMW, type AdamWConfig } from '../../trainer/engine/optimizer';
+import { OptimizerRuntime } from '../../trainer/engine/optimizerRuntime';
 import { causalMask } from '../../trainer/models/layers/attention';
 import { decoderBlock } from '../../trainer/models/layers/decoderBlock';
 import { linear } from '../../trainer/models/layers/linear';
@@ -82,6 +84,27 @@ export function buildTinyLm(c: TinyLmConfig, name = 'tiny_lm'): { graph: Graph; 
     return op.neg(op.div(op.reduceSum(op.mul(picked, lossMask)), op.maximum(op.reduceSum(lossMask), 1)));
   });
   return { graph: g, loss, params: Object.keys(shapes).map((n) => p[n]) };
+}
+
+export interface ParameterInit {
+  name: string;
+  value: HostTensor;
+  decay: boolean;
+}
+
+/** An OptimizerRuntime training the tiny LM from `init`. */
+export function tinyLmOptimizer(device: Device, config: TinyLmConfig, init: ParameterInit[], options: { adamw?: AdamWConfig; accumulate?: boolean; optimization?: 'basic' | 'all' } = {}): Promise<OptimizerRuntime> {
+  return OptimizerRuntime.create(device, {
+    build: () => {
+      const { graph, loss, params } = buildTinyLm(config);
+      return { graph, loss, params: params.map((tensor, i) => ({ tensor, decay: init[i].decay })) };
+    },
+    adamw: options.adamw ?? DEFAULT_ADAMW,
+    initial: Object.fromEntries(init.map((p) => [p.name, p.value])),
+    resident: [],
+    accumulate: options.accumulate ?? false,
+    optimization: options.optimization,
+  });
 }
 
 export function initTinyLm(c: TinyLmConfig, random: () => number): ParameterInit[] {

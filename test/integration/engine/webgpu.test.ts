@@ -6,11 +6,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { createDevice } from '../../../trainer/engine/device/device';
-import { addTrainStep } from '../../../trainer/engine/optimizer';
-import { TrainStepRunner } from '../../../trainer/engine/training';
 import { momentName } from '../../../trainer/engine/optimizer';
 import { seeded } from '../../helpers/engine';
-import { buildTinyLm, initTinyLm, lmBatch, type TinyLmConfig } from '../../helpers/tinyLm';
+import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
 
 const config: TinyLmConfig = { vocab: 17, hidden: 32, layers: 1, heads: 4, kvHeads: 2, ffn: 48 };
 const STEPS = 4;
@@ -28,11 +26,9 @@ describe('WebGPU provider', () => {
     const batch = lmBatch(Array.from({ length: 2 }, () => Array.from({ length: 10 }, () => Math.floor(r() * config.vocab))));
     const runs: Record<string, { losses: number[]; norms: number[]; params: Record<string, { data: unknown }> }> = {};
     for (const provider of ['cpu', 'webgpu'] as const) {
-      const { graph, loss, params } = buildTinyLm(config);
-      addTrainStep(graph, loss, params.map((tensor, i) => ({ tensor, decay: init[i].decay })));
       const device = createDevice(provider);
       try {
-        const runner = await TrainStepRunner.create(device, graph, { trainable: init });
+        const runner = await tinyLmOptimizer(device, config, init);
         const losses: number[] = [];
         const norms: number[] = [];
         for (let s = 0; s < STEPS; s++) {

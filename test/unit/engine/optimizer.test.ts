@@ -1,12 +1,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { createDevice } from '../../../trainer/engine/device/device';
-import { addGradientAccumulation, addTrainStep, buildApplyGraph, DEFAULT_ADAMW, gradName, momentName, nextName, type AdamWConfig } from '../../../trainer/engine/optimizer';
+import { buildApplyGraph, DEFAULT_ADAMW, gradName, momentName, nextName, type AdamWConfig } from '../../../trainer/engine/optimizer';
 import { serializeGraph } from '../../../trainer/engine/serialize';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
-import { TrainStepRunner } from '../../../trainer/engine/training';
 import { seeded } from '../../helpers/engine';
-import { buildTinyLm, initTinyLm, lmBatch, type TinyLmConfig } from '../../helpers/tinyLm';
+import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
 
 /** AdamW exactly as PyTorch's torch.optim.AdamW steps it, in float64 JavaScript. */
 function referenceAdamW(p: Float64Array, m: Float64Array, v: Float64Array, gradient: Float64Array, t: number, lr: number, c: AdamWConfig, decay: boolean): void {
@@ -91,58 +90,33 @@ describe('AdamW in the graph', () => {
     const init = initTinyLm(config, seeded(3));
     const r = seeded(4);
     const sequences = Array.from({ length: 4 }, () => Array.from({ length: 9 }, () => Math.floor(r() * 13)));
-    const adam = { ...DEFAULT_ADAMW, maxGradNorm: 0.5 };
+    const adamw = { ...DEFAULT_ADAMW, maxGradNorm: 0.5 };
+
+    const fusedDevice = createDevice('cpu', { worker: false });
+    const fused = await tinyLmOptimizer(fusedDevice, config, init, { adamw, optimization: 'basic' });
+    const whole = await fused.step(lmBatch(sequences, 'float64'), 3e-3);
+    const expected = await fused.parameters();
+    await fusedDevice.close();
+
     const device = createDevice('cpu', { worker: false });
-
-    const fused = buildTinyLm(config, 'fused');
-    addTrainStep(fused.graph, fused.loss, fused.params.map((tensor, i) => ({ tensor, decay: init[i].decay })), adam);
-    const runner = await TrainStepRunner.create(device, fused.graph, { trainable: init, optimization: 'basic' });
-    const whole = await runner.step(lmBatch(sequences, 'float64'), 3e-3);
-    const expected = await runner.parameters();
-    await runner.release();
-
-    const accumulate = buildTinyLm(config, 'accumulate');
-    addGradientAccumulation(accumulate.graph, accumulate.loss, accumulate.params.map((tensor, i) => ({ tensor, decay: init[i].decay })));
-    const apply = buildApplyGraph(init.map((p) => ({ name: p.name, shape: p.value.shape, decay: p.decay })), adam, 'float64');
-    const accSession = await device.load({ model: serializeGraph(accumulate.graph), settings: { optimization: 'basic' } });
-    const applySession = await device.load({ model: serializeGraph(apply), settings: { optimization: 'basic' } });
-    const state: Record<string, HostTensor> = {};
-    for (const p of init) {
-      state[`acc/${p.name}`] = p.value;
-      for (const n of [momentName(p.name, 'm'), momentName(p.name, 'v'), gradName(p.name)]) state[`acc/${n}`] = { ...p.value, data: new Float64Array(p.value.data.length) };
-    }
-    await device.setState(state);
+    const accumulating = await tinyLmOptimizer(device, config, init, { adamw, accumulate: true, optimization: 'basic' });
     const losses: number[] = [];
-    for (const half of [sequences.slice(0, 2), sequences.slice(2)]) {
-      const feeds: Record<string, HostTensor | { state: string }> = { ...lmBatch(half, 'float64') };
-      const outputs: Record<string, 'return' | { state: string }> = { loss: 'return' };
-      for (const p of init) {
-        feeds[p.name] = { state: `acc/${p.name}` };
-        feeds[gradName(p.name)] = { state: `acc/${gradName(p.name)}` };
-        outputs[nextName(gradName(p.name))] = { state: `acc/${gradName(p.name)}` };
-      }
-      losses.push(Number((await device.run(accSession, feeds, outputs)).loss.data[0]));
-    }
-    const feeds: Record<string, HostTensor | { state: string }> = { step: scalar(1), lr: scalar(3e-3), grad_scale: scalar(0.5) };
-    const outputs: Record<string, 'return' | { state: string }> = { grad_norm: 'return', update_applied: 'return' };
-    for (const p of init) {
-      for (const n of [p.name, momentName(p.name, 'm'), momentName(p.name, 'v'), gradName(p.name)]) {
-        feeds[n] = { state: `acc/${n}` };
-        outputs[nextName(n)] = { state: `acc/${n}` };
-      }
-    }
-    const applied = await device.run(applySession, feeds, outputs);
+    for (const half of [sequences.slice(0, 2), sequences.slice(2)]) losses.push((await accumulating.accumulate(lmBatch(half, 'float64'))).loss);
+    // Each micro-batch's loss is its own mean, so the step's gradient is their average.
+    const applied = await accumulating.apply(3e-3, 0.5);
     assert.ok(Math.abs((losses[0] + losses[1]) / 2 - whole.loss) < 1e-12, 'the mean of the micro-batch losses is the batch loss');
-    assert.ok(Math.abs(Number(applied.grad_norm.data[0]) - whole.gradNorm) < 1e-10, `grad norm ${applied.grad_norm.data[0]} vs ${whole.gradNorm}`);
-    const got = await device.getState(init.map((p) => `acc/${p.name}`));
+    assert.ok(applied.applied);
+    assert.ok(Math.abs(applied.gradNorm - whole.gradNorm) < 1e-10, `grad norm ${applied.gradNorm} vs ${whole.gradNorm}`);
+    const got = await accumulating.parameters();
     for (const p of init) {
       const a = expected[p.name].data as Float64Array;
-      const b = got[`acc/${p.name}`].data as Float64Array;
+      const b = got[p.name].data as Float64Array;
       const err = Math.max(...Array.from(a, (x, i) => Math.abs(x - b[i])));
       assert.ok(err < 1e-12, `${p.name}: accumulated update differs by ${err}`);
     }
-    const zeroed = await device.getState([`acc/${gradName(init[0].name)}`]);
-    assert.ok(Array.from(zeroed[`acc/${gradName(init[0].name)}`].data as Float64Array).every((x) => x === 0), 'accumulators are zeroed by apply');
+    const accumulators = await device.getState([gradName(init[0].name)]);
+    assert.ok(Array.from(accumulators[gradName(init[0].name)].data as Float64Array).every((x) => x === 0), 'apply zeroes the accumulators');
+    assert.equal(accumulating.steps, 1);
     await device.close();
   });
 
@@ -152,10 +126,8 @@ describe('AdamW in the graph', () => {
     const batch = lmBatch([[1, 2, 3, 4, 5, 6, 7, 8], [8, 7, 6, 5, 4, 3, 2, 1]]);
     const results = [];
     for (const worker of [false, true]) {
-      const { graph, loss, params } = buildTinyLm(config);
-      addTrainStep(graph, loss, params.map((tensor, i) => ({ tensor, decay: init[i].decay })));
       const device = createDevice('cpu', { worker });
-      const runner = await TrainStepRunner.create(device, graph, { trainable: init });
+      const runner = await tinyLmOptimizer(device, config, init);
       for (let s = 0; s < 3; s++) await runner.step(batch, 1e-2);
       results.push(await runner.parameters());
       await device.close();

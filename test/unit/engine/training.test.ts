@@ -1,10 +1,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { createDevice } from '../../../trainer/engine/device/device';
-import { addTrainStep, DEFAULT_ADAMW } from '../../../trainer/engine/optimizer';
-import { TrainStepRunner } from '../../../trainer/engine/training';
+import { DEFAULT_ADAMW } from '../../../trainer/engine/optimizer';
 import { seeded } from '../../helpers/engine';
-import { buildTinyLm, initTinyLm, lmBatch, type TinyLmConfig } from '../../helpers/tinyLm';
+import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
 
 const text = 'the quick brown fox jumps over the lazy dog. pack my box with five dozen liquor jugs.';
 
@@ -13,12 +12,10 @@ describe('training a tiny language model', () => {
     const chars = [...new Set(text)].sort();
     const tokens = [...text].map((ch) => chars.indexOf(ch));
     const config: TinyLmConfig = { vocab: chars.length, hidden: 32, layers: 2, heads: 4, kvHeads: 2, ffn: 64 };
-    const { graph, loss, params } = buildTinyLm(config);
     const init = initTinyLm(config, seeded(1));
-    addTrainStep(graph, loss, params.map((tensor, i) => ({ tensor, decay: init[i].decay })), { ...DEFAULT_ADAMW, weightDecay: 0 });
     const device = createDevice('cpu');
     try {
-      const runner = await TrainStepRunner.create(device, graph, { trainable: init });
+      const runner = await tinyLmOptimizer(device, config, init, { adamw: { ...DEFAULT_ADAMW, weightDecay: 0 } });
       const batch = lmBatch([tokens]);
       const first = await runner.step(batch, 1e-2);
       let last = first;

@@ -1,0 +1,210 @@
+import type { Device, Feed, OutputTarget } from './device/device';
+import type { Graph, Tensor } from './graph';
+import { addGradientAccumulation, addTrainStep, buildApplyGraph, gradName, momentName, nextName, type AdamWConfig, type TrainableParameter } from './optimizer';
+import { disposeSerialized, serializeGraph } from './serialize';
+import type { GraphOptimization } from './runtime/session';
+import type { HostTensor } from './runtime/tensors';
+
+/**
+ * Runs AdamW training on a Device. Trainable parameters, their moments and (when gradients
+ * are accumulated) their accumulators live on the device as state; a step sends only the
+ * batch and two scalars and gets back the loss, the gradient norm, whether the update was
+ * applied, and any metric outputs the loss graph declares.
+ *
+ * One micro-batch per step uses a fused graph (forward, backward, clipping and AdamW in one
+ * run). Several micro-batches per step use an accumulate graph per micro-batch and an apply
+ * graph once per step; the loss must then be normalised over the whole step (pass the totals
+ * as inputs) so the accumulated gradient is exactly the full batch's.
+ */
+export interface LossGraph {
+  graph: Graph;
+  loss: Tensor;
+  /** Trainable parameters: graph inputs whose names are their state names. */
+  params: TrainableParameter[];
+  /** Metric tensors (scalars) to output, by name. */
+  metrics?: Record<string, Tensor>;
+}
+
+export interface OptimizerRuntimeOptions {
+  /** Builds a fresh loss graph each call (called once per graph variant). */
+  build: () => LossGraph;
+  adamw: AdamWConfig;
+  /** Initial values of the trainable parameters (omit ones already on the device). */
+  initial?: Record<string, HostTensor>;
+  /** Non-trainable graph inputs already on the device (frozen weights), fed by state. */
+  resident: readonly string[];
+  /** Use accumulate + apply graphs (several micro-batches per step). */
+  accumulate: boolean;
+  optimization?: GraphOptimization;
+}
+
+export interface OptimizerStep {
+  loss: number;
+  gradNorm: number;
+  applied: boolean;
+  metrics: Record<string, number>;
+}
+
+type FloatDtype = 'float32' | 'float64';
+
+function scalar(dtype: FloatDtype, v: number): HostTensor {
+  return { dtype, shape: [], data: dtype === 'float64' ? Float64Array.of(v) : Float32Array.of(v) };
+}
+
+function zeros(dtype: FloatDtype, shape: readonly number[]): HostTensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return { dtype, shape, data: dtype === 'float64' ? new Float64Array(n) : new Float32Array(n) };
+}
+
+export class OptimizerRuntime {
+  private stepCount = 0;
+  private pendingMicroBatches = 0;
+  private readonly metricNames: string[];
+
+  private constructor(
+    private readonly device: Device,
+    private readonly options: OptimizerRuntimeOptions,
+    private readonly params: ReadonlyArray<{ name: string; shape: number[]; decay: boolean }>,
+    private readonly sessions: { fused?: number; accumulate?: number; apply?: number },
+    metricNames: string[],
+    private readonly dtype: FloatDtype,
+  ) {
+    this.metricNames = metricNames;
+  }
+
+  static async create(device: Device, options: OptimizerRuntimeOptions): Promise<OptimizerRuntime> {
+    const loss = options.build();
+    const dtype: FloatDtype = loss.loss.dtype === 'float64' ? 'float64' : 'float32';
+    const params = loss.params.map((p) => ({ name: p.tensor.name, shape: p.tensor.shape.map(Number), decay: p.decay }));
+    const metricNames = Object.keys(loss.metrics ?? {});
+    for (const [name, t] of Object.entries(loss.metrics ?? {})) loss.graph.output(t, name);
+    const sessions: { fused?: number; accumulate?: number; apply?: number } = {};
+    const load = async (graph: Graph, resident: string[]) => {
+      const model = serializeGraph(graph);
+      try {
+        return await device.load({ model, settings: { optimization: options.optimization ?? 'all' }, residentOutputs: resident });
+      } finally {
+        disposeSerialized(model);
+      }
+    };
+    const names = params.map((p) => p.name);
+    if (options.accumulate) {
+      addGradientAccumulation(loss.graph, loss.loss, loss.params);
+      sessions.accumulate = await load(loss.graph, names.map((n) => nextName(gradName(n))));
+      const apply = buildApplyGraph(params, options.adamw, dtype);
+      sessions.apply = await load(apply, names.flatMap((n) => [nextName(n), nextName(momentName(n, 'm')), nextName(momentName(n, 'v')), nextName(gradName(n))]));
+    } else {
+      addTrainStep(loss.graph, loss.loss, loss.params, options.adamw);
+      sessions.fused = await load(loss.graph, names.flatMap((n) => [nextName(n), nextName(momentName(n, 'm')), nextName(momentName(n, 'v'))]));
+    }
+    const state: Record<string, HostTensor> = { ...(options.initial ?? {}) };
+    for (const p of params) {
+      state[momentName(p.name, 'm')] = zeros(dtype, p.shape);
+      state[momentName(p.name, 'v')] = zeros(dtype, p.shape);
+      if (options.accumulate) state[gradName(p.name)] = zeros(dtype, p.shape);
+    }
+    await device.setState(state);
+    return new OptimizerRuntime(device, options, params, sessions, metricNames, dtype);
+  }
+
+  /** Optimizer steps applied so far (AdamW's t). */
+  get steps(): number {
+    return this.stepCount;
+  }
+
+  private commonFeeds(batch: Record<string, HostTensor>): Record<string, Feed> {
+    const feeds: Record<string, Feed> = { ...batch };
+    for (const name of this.options.resident) feeds[name] = { state: name };
+    for (const p of this.params) feeds[p.name] = { state: p.name };
+    return feeds;
+  }
+
+  private metricsOf(out: Record<string, HostTensor>): Record<string, number> {
+    return Object.fromEntries(this.metricNames.map((n) => [n, Number(out[n].data[0])]));
+  }
+
+  /** One fused step: forward, backward and update on one batch. */
+  async step(batch: Record<string, HostTensor>, lr: number): Promise<OptimizerStep> {
+    if (this.sessions.fused === undefined) throw new Error('this optimizer accumulates gradients: call accumulate() per micro-batch, then apply()');
+    const feeds = this.commonFeeds(batch);
+    feeds.step = scalar(this.dtype, this.stepCount + 1);
+    feeds.lr = scalar(this.dtype, lr);
+    const outputs: Record<string, OutputTarget> = { loss: 'return', grad_norm: 'return', update_applied: 'return' };
+    for (const n of this.metricNames) outputs[n] = 'return';
+    for (const p of this.params) {
+      for (const n of [momentName(p.name, 'm'), momentName(p.name, 'v')]) feeds[n] = { state: n };
+      for (const n of [p.name, momentName(p.name, 'm'), momentName(p.name, 'v')]) outputs[nextName(n)] = { state: n };
+    }
+    const out = await this.device.run(this.sessions.fused, feeds, outputs);
+    const applied = Number(out.update_applied.data[0]) === 1;
+    if (applied) this.stepCount++;
+    return { loss: Number(out.loss.data[0]), gradNorm: Number(out.grad_norm.data[0]), applied, metrics: this.metricsOf(out) };
+  }
+
+  /** Forward and backward on one micro-batch, adding its gradient to the accumulators. */
+  async accumulate(batch: Record<string, HostTensor>): Promise<{ loss: number; metrics: Record<string, number> }> {
+    if (this.sessions.accumulate === undefined) throw new Error('this optimizer does not accumulate: call step()');
+    const feeds = this.commonFeeds(batch);
+    const outputs: Record<string, OutputTarget> = { loss: 'return' };
+    for (const n of this.metricNames) outputs[n] = 'return';
+    for (const p of this.params) {
+      feeds[gradName(p.name)] = { state: gradName(p.name) };
+      outputs[nextName(gradName(p.name))] = { state: gradName(p.name) };
+    }
+    const out = await this.device.run(this.sessions.accumulate, feeds, outputs);
+    this.pendingMicroBatches++;
+    return { loss: Number(out.loss.data[0]), metrics: this.metricsOf(out) };
+  }
+
+  /**
+   * Apply the accumulated gradient (scaled by `gradScale`, 1 when the loss is already
+   * normalised over the whole step) and zero the accumulators.
+   */
+  async apply(lr: number, gradScale = 1): Promise<{ gradNorm: number; applied: boolean }> {
+    if (this.sessions.apply === undefined) throw new Error('this optimizer does not accumulate: call step()');
+    if (this.pendingMicroBatches === 0) throw new Error('apply() without an accumulated micro-batch');
+    const feeds: Record<string, Feed> = { step: scalar(this.dtype, this.stepCount + 1), lr: scalar(this.dtype, lr), grad_scale: scalar(this.dtype, gradScale) };
+    const outputs: Record<string, OutputTarget> = { grad_norm: 'return', update_applied: 'return' };
+    for (const p of this.params) {
+      for (const n of [p.name, momentName(p.name, 'm'), momentName(p.name, 'v'), gradName(p.name)]) {
+        feeds[n] = { state: n };
+        outputs[nextName(n)] = { state: n };
+      }
+    }
+    const out = await this.device.run(this.sessions.apply, feeds, outputs);
+    this.pendingMicroBatches = 0;
+    const applied = Number(out.update_applied.data[0]) === 1;
+    if (applied) this.stepCount++;
+    return { gradNorm: Number(out.grad_norm.data[0]), applied };
+  }
+
+  /** Parameter names, in order. */
+  get parameterNames(): string[] {
+    return this.params.map((p) => p.name);
+  }
+
+  parameters(): Promise<Record<string, HostTensor>> {
+    return this.device.getState(this.params.map((p) => p.name));
+  }
+
+  /** Parameters, both moments and the step count, for a checkpoint. */
+  async state(): Promise<{ step: number; tensors: Record<string, HostTensor> }> {
+    const names = this.params.flatMap((p) => [p.name, momentName(p.name, 'm'), momentName(p.name, 'v')]);
+    return { step: this.stepCount, tensors: await this.device.getState(names) };
+  }
+
+  /** Restore what `state()` returned (resume). */
+  async restore(saved: { step: number; tensors: Record<string, HostTensor> }): Promise<void> {
+    for (const p of this.params) {
+      for (const n of [p.name, momentName(p.name, 'm'), momentName(p.name, 'v')]) {
+        if (!saved.tensors[n]) throw new Error(`optimizer state: ${n} is missing`);
+      }
+    }
+    await this.device.setState(saved.tensors);
+    this.stepCount = saved.step;
+  }
+
+  async release(): Promise<void> {
+    for (const id of Object.values(this.sessions)) if (id !== undefined) await this.device.release(id);
+  }
+}
