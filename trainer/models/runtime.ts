@@ -7,6 +7,9 @@ import { initLoraWeights, loraModules, loraScale, type LoraConfig } from './lora
 import { openModelFolder, type ModelFolder } from './modelFolder';
 import { VALUE_HEAD } from './scoring';
 
+/** State-name prefix of the frozen reference copy of the weights. */
+export const REFERENCE_PREFIX = 'reference/';
+
 export interface ModelRuntimeOptions {
   lora?: LoraConfig;
   /** Add a value head (PPO's critic), initialised small. */
@@ -61,15 +64,27 @@ export class ModelRuntime {
     return this.folder.tokenizer;
   }
 
-  /** State references for every weight a graph reads (its WeightInputs), checking they exist. */
-  weightFeeds(weights: WeightInputs): Record<string, StateRef> {
+  /**
+   * State references for every weight a graph reads (its WeightInputs), checking they exist.
+   * With `frozenCopy`, base weights come from the reference copy (see `keepReferenceCopy`).
+   */
+  weightFeeds(weights: WeightInputs, options: { frozenCopy?: boolean } = {}): Record<string, StateRef> {
     const feeds: Record<string, StateRef> = {};
+    const base = new Set(this.baseWeights);
     const known = new Set([...this.baseWeights, ...this.extraWeights]);
     for (const name of weights.used.keys()) {
       if (!known.has(name)) throw new Error(`the graph reads ${name}, which this model does not have (LoRA or value head not loaded?)`);
-      feeds[name] = { state: name };
+      feeds[name] = { state: options.frozenCopy && base.has(name) ? `${REFERENCE_PREFIX}${name}` : name };
     }
     return feeds;
+  }
+
+  /**
+   * Copy the base weights to a frozen reference (full fine-tuning changes them in place; the
+   * KL term needs the policy it started from). With LoRA none is needed: lora_scale 0 is the base.
+   */
+  async keepReferenceCopy(): Promise<void> {
+    await this.device.copyState(Object.fromEntries(this.baseWeights.map((n) => [n, `${REFERENCE_PREFIX}${n}`])));
   }
 
   /** The `lora_scale` feed: alpha/rank for the policy, 0 for the reference (base) model. */

@@ -1,0 +1,123 @@
+import { describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import { gradCheck } from '../../../trainer/engine/check/gradcheck';
+import { Graph } from '../../../trainer/engine/graph';
+import { runGraphOnce } from '../../../trainer/engine/runtime/run';
+import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
+import { klTerm, policyLoss, valueLoss, type PolicyLossConfig } from '../../../trainer/rl/losses';
+import { klEstimate } from '../../../trainer/rl/kl';
+import { assertGradients, seeded } from '../../helpers/engine';
+
+const B = 3;
+const T = 5;
+const r = seeded(21);
+const arr = (f: (i: number) => number) => Float64Array.from({ length: B * T }, (_, i) => f(i));
+const data = {
+  logprobs: arr(() => -Math.abs(r() * 2)),
+  oldLogprobs: arr(() => -Math.abs(r() * 2)),
+  advantages: arr(() => (r() - 0.5) * 3),
+  mask: arr((i) => (i % T === 0 || (i >= 2 * T && i % T > 2) ? 0 : 1)),
+  ref: arr(() => -Math.abs(r() * 2)),
+};
+const t = (values: Float64Array): HostTensor => ({ dtype: 'float64', shape: [B, T], data: values });
+
+/** The objective, term by term, in plain JavaScript. */
+function reference(c: PolicyLossConfig): number {
+  const perToken = (i: number) => {
+    const ratio = Math.exp(data.logprobs[i] - data.oldLogprobs[i]);
+    const a = data.advantages[i];
+    let pg = -Math.min(ratio * a, Math.min(Math.max(ratio, 1 - c.clipLow), 1 + c.clipHigh) * a);
+    if (c.dualClip !== undefined && a < 0) pg = Math.min(pg, -c.dualClip * a);
+    return pg + c.klCoef * klEstimate(data.logprobs[i], data.ref[i], c.klEstimator);
+  };
+  if (c.aggregation === 'token-mean') {
+    let sum = 0;
+    let n = 0;
+    for (let i = 0; i < B * T; i++) if (data.mask[i]) (sum += perToken(i)), n++;
+    return sum / n;
+  }
+  let total = 0;
+  let sequences = 0;
+  for (let b = 0; b < B; b++) {
+    let sum = 0;
+    let n = 0;
+    for (let k = 0; k < T; k++) if (data.mask[b * T + k]) (sum += perToken(b * T + k)), n++;
+    if (n) (total += sum / n), sequences++;
+  }
+  return total / sequences;
+}
+
+function build(g: Graph, c: PolicyLossConfig) {
+  const inputs = {
+    logprobs: g.input('logprobs', 'float64', ['B', 'T']),
+    oldLogprobs: g.input('old', 'float64', ['B', 'T']),
+    advantages: g.input('adv', 'float64', ['B', 'T']),
+    mask: g.input('mask', 'float64', ['B', 'T']),
+    refLogprobs: g.input('ref', 'float64', ['B', 'T']),
+  };
+  return { out: policyLoss(inputs, c), inputs };
+}
+
+const feeds = { logprobs: t(data.logprobs), old: t(data.oldLogprobs), adv: t(data.advantages), mask: t(data.mask), ref: t(data.ref) };
+const base: PolicyLossConfig = { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3', entropyCoef: 0 };
+const variants: Array<[string, PolicyLossConfig]> = [
+  ['token-mean, asymmetric clip', base],
+  ['sequence-mean of token-means', { ...base, aggregation: 'seq-mean-token-mean' }],
+  ['dual clip', { ...base, dualClip: 3 }],
+  ['KL loss k1', { ...base, klCoef: 0.1, klEstimator: 'k1' }],
+  ['KL loss k2', { ...base, klCoef: 0.1, klEstimator: 'k2' }],
+  ['KL loss k3 with dual clip, sequence-mean', { ...base, klCoef: 0.05, klEstimator: 'k3', dualClip: 2.5, aggregation: 'seq-mean-token-mean' }],
+];
+
+describe('policy loss', () => {
+  for (const [name, config] of variants) {
+    it(`${name}: equals the term-by-term reference and its gradient checks`, async () => {
+      const g = new Graph('loss');
+      const { out } = build(g, config);
+      g.output(out.loss, 'loss');
+      g.output(out.clipFraction, 'clip');
+      const result = await runGraphOnce(g, feeds, { provider: 'cpu', optimization: 'basic' });
+      const expected = reference(config);
+      assert.ok(Math.abs(Number(result.loss.data[0]) - expected) < 1e-12, `loss ${result.loss.data[0]} vs ${expected}`);
+      assert.ok(Number(result.clip.data[0]) > 0, 'some ratios are clipped in this data');
+      const checks = await gradCheck((graph) => {
+        const built = build(graph, config);
+        return { loss: built.out.loss, wrt: [built.inputs.logprobs] };
+      }, feeds);
+      assertGradients(checks);
+    });
+  }
+
+  it('KL estimators k1, k2, k3 agree between the graph and JavaScript', async () => {
+    for (const estimator of ['k1', 'k2', 'k3'] as const) {
+      const g = new Graph('kl');
+      g.output(klTerm(g.input('logprobs', 'float64', [B, T]), g.input('ref', 'float64', [B, T]), estimator), 'kl');
+      const out = (await runGraphOnce(g, { logprobs: feeds.logprobs, ref: feeds.ref }, { provider: 'cpu', optimization: 'basic' })).kl.data as Float64Array;
+      out.forEach((v, i) => assert.ok(Math.abs(v - klEstimate(data.logprobs[i], data.ref[i], estimator)) < 1e-12));
+      if (estimator === 'k3') assert.ok(Array.from(out).every((v) => v >= 0), 'k3 is non-negative');
+    }
+  });
+
+  it('the value loss clips as PPO does', async () => {
+    const g = new Graph('value');
+    const v = g.input('v', 'float64', [B, T]);
+    const old = g.input('old', 'float64', [B, T]);
+    const ret = g.input('ret', 'float64', [B, T]);
+    const mask = g.input('mask', 'float64', [B, T]);
+    g.output(valueLoss(v, old, ret, mask, { clip: 0.2, aggregation: 'token-mean' }), 'loss');
+    const values = arr(() => r() * 2);
+    const olds = arr(() => r() * 2);
+    const returns = arr(() => r() * 2);
+    const out = Number((await runGraphOnce(g, { v: t(values), old: t(olds), ret: t(returns), mask: t(data.mask) }, { provider: 'cpu', optimization: 'basic' })).loss.data[0]);
+    let sum = 0;
+    let n = 0;
+    for (let i = 0; i < B * T; i++) {
+      if (!data.mask[i]) continue;
+      const clipped = olds[i] + Math.min(Math.max(values[i] - olds[i], -0.2), 0.2);
+      sum += Math.max((values[i] - returns[i]) ** 2, (clipped - returns[i]) ** 2);
+      n++;
+    }
+    assert.ok(Math.abs(out - (0.5 * sum) / n) < 1e-12);
+  });
+});
+

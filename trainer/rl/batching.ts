@@ -1,0 +1,70 @@
+import type { HostTensor } from '../engine/runtime/tensors';
+import { packForScoring } from '../models/batch';
+
+/** One trajectory as the update sees it: its exact tokens and per-token training data. */
+export interface TrainingSequence {
+  ids: readonly number[];
+  /** 1 on tokens the policy generated. */
+  mask: Uint8Array;
+  /** Sampling log-probs (the "old" policy), 0 where mask is 0. */
+  logprobs: Float32Array;
+  advantages: Float32Array;
+  /** PPO: returns and the critic's values when the rollout was scored. */
+  returns?: Float32Array;
+  values?: Float32Array;
+  /** KL as a loss: the reference policy's log-probs. */
+  refLogprobs?: Float32Array;
+}
+
+function perToken(sequences: readonly TrainingSequence[], T: number, pick: (s: TrainingSequence) => ArrayLike<number> | undefined, name: string): HostTensor {
+  const data = new Float32Array(sequences.length * T);
+  sequences.forEach((s, b) => {
+    const values = pick(s);
+    if (!values) throw new Error(`sequence ${b} has no ${name}`);
+    for (let t = 0; t < s.ids.length; t++) data[b * T + t] = s.mask[t] ? values[t] : 0;
+  });
+  return { dtype: 'float32', shape: [sequences.length, T], data };
+}
+
+export interface StepTotals {
+  tokens: number;
+  sequences: number;
+}
+
+/** Policy tokens and sequences that have any, over the sequences of one optimizer step. */
+export function stepTotals(sequences: readonly TrainingSequence[]): StepTotals {
+  let tokens = 0;
+  let withTokens = 0;
+  for (const s of sequences) {
+    const n = s.mask.reduce((a, m) => a + m, 0);
+    tokens += n;
+    if (n > 0) withTokens++;
+  }
+  return { tokens: Math.max(tokens, 1), sequences: Math.max(withTokens, 1) };
+}
+
+/** The feeds of the policy-update graph for one micro-batch. */
+export function policyBatchFeeds(
+  sequences: readonly TrainingSequence[],
+  totals: StepTotals,
+  options: { invTemperature: number; policyWeight: number; value: boolean; ref: boolean; padId: number },
+): Record<string, HostTensor> {
+  const packed = packForScoring(sequences.map((s) => s.ids), sequences.map((s) => s.mask), options.padId);
+  const T = packed.length;
+  const feeds: Record<string, HostTensor> = {
+    ...packed.feeds,
+    inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(options.invTemperature) },
+    old_logprobs: perToken(sequences, T, (s) => s.logprobs, 'sampling log-probs'),
+    advantages: perToken(sequences, T, (s) => s.advantages, 'advantages'),
+    loss_mask: perToken(sequences, T, (s) => s.mask, 'mask'),
+    token_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.tokens) },
+    sequence_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.sequences) },
+    policy_weight: { dtype: 'float32', shape: [], data: Float32Array.of(options.policyWeight) },
+  };
+  if (options.ref) feeds.ref_logprobs = perToken(sequences, T, (s) => s.refLogprobs, 'reference log-probs');
+  if (options.value) {
+    feeds.returns = perToken(sequences, T, (s) => s.returns, 'returns');
+    feeds.old_values = perToken(sequences, T, (s) => s.values, 'values');
+  }
+  return feeds;
+}

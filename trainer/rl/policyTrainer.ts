@@ -1,0 +1,186 @@
+import type { Device } from '../engine/device/device';
+import type { AdamWConfig } from '../engine/optimizer';
+import { OptimizerRuntime } from '../engine/optimizerRuntime';
+import { serializeGraph } from '../engine/serialize';
+import { packForScoring } from '../models/batch';
+import type { ModelRuntime } from '../models/runtime';
+import { buildScoringGraph, VALUE_HEAD } from '../models/scoring';
+import type { Random } from '../util/random';
+import { policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
+import type { PolicyLossConfig, ValueLossConfig } from './losses';
+import { buildPolicyLossGraph } from './policyGraph';
+
+export interface PolicyTrainerOptions {
+  policy: PolicyLossConfig;
+  value?: ValueLossConfig & { coef: number };
+  adamw: AdamWConfig;
+  /** Sampling temperature: the policy is softmax(logits / temperature) in training too. */
+  temperature: number;
+  /** Optimizer steps per rollout batch (PPO's mini-batches) and passes over it (epochs). */
+  miniBatches: number;
+  epochs: number;
+  /** Sequences per forward/backward pass; a mini-batch larger than this accumulates gradients. */
+  microBatchSize: number;
+  /** Full fine-tuning (every base weight trains) instead of LoRA adapters. */
+  fullFineTuning: boolean;
+}
+
+export interface UpdateMetrics {
+  loss: number;
+  policyLoss: number;
+  clipFraction: number;
+  approxKl: number;
+  gradNorm: number;
+  klLoss?: number;
+  entropy?: number;
+  valueLoss?: number;
+  /** Optimizer steps taken and skipped (non-finite loss or gradient). */
+  steps: number;
+  skipped: number;
+}
+
+/**
+ * The policy (and critic) update of one RL step over a batch of scored trajectories, plus the
+ * extra forward passes some algorithms need first: reference log-probs (KL) and critic values
+ * (PPO). Parameters and optimizer state stay on the device across steps.
+ */
+export class PolicyTrainer {
+  private scoringSession: number | undefined;
+  private scoringWeights: ReturnType<typeof buildScoringGraph>['weights'] | undefined;
+
+  private constructor(
+    private readonly model: ModelRuntime,
+    private readonly options: PolicyTrainerOptions,
+    readonly optimizer: OptimizerRuntime,
+    readonly trainable: readonly string[],
+  ) {}
+
+  static async create(model: ModelRuntime, options: PolicyTrainerOptions): Promise<PolicyTrainer> {
+    const lora = model.options.lora;
+    if (!lora && !options.fullFineTuning) throw new Error('the model has no LoRA adapters: load it with a LoRA config or train it fully (fullFineTuning)');
+    if (options.value && !model.options.valueHead) throw new Error('PPO needs a value head: load the model with valueHead');
+    const trainable = options.fullFineTuning ? [...model.baseWeights, ...model.extraWeights] : [...model.extraWeights];
+    const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n) || n === VALUE_HEAD.bias));
+    if (options.fullFineTuning && options.policy.klCoef > 0) await model.keepReferenceCopy();
+    const resident = options.fullFineTuning ? [] : [...model.baseWeights];
+    const optimizer = await OptimizerRuntime.create(model.device, {
+      build: () =>
+        buildPolicyLossGraph(model.config, {
+          lora,
+          trainable,
+          noDecay,
+          policy: options.policy,
+          value: options.value,
+          entropy: options.policy.entropyCoef > 0,
+        }),
+      adamw: options.adamw,
+      resident,
+      accumulate: true,
+    });
+    return new PolicyTrainer(model, options, optimizer, trainable);
+  }
+
+  private get device(): Device {
+    return this.model.device;
+  }
+
+  private async scoring(): Promise<{ id: number; weights: NonNullable<PolicyTrainer['scoringWeights']> }> {
+    if (this.scoringSession === undefined) {
+      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead });
+      graph.graph.output(graph.logprobs, 'logprobs');
+      if (graph.values) graph.graph.output(graph.values, 'values');
+      this.scoringSession = await this.device.load({ model: serializeGraph(graph.graph), settings: {} });
+      this.scoringWeights = graph.weights;
+    }
+    return { id: this.scoringSession, weights: this.scoringWeights! };
+  }
+
+  /**
+   * Per-token log-probs under the reference policy (the base model: adapters off, or the frozen
+   * copy when fully fine-tuning) and, when the model has a value head, the critic's values —
+   * for the policy's tokens of each sequence, in micro-batches.
+   */
+  async scoreReferenceAndValues(sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask'>>, want: { reference: boolean; values: boolean }): Promise<{ reference?: Float32Array[]; values?: Float32Array[] }> {
+    const { id, weights } = await this.scoring();
+    const out: { reference?: Float32Array[]; values?: Float32Array[] } = {};
+    if (want.reference) out.reference = [];
+    if (want.values) out.values = [];
+    const size = this.options.microBatchSize;
+    for (let start = 0; start < sequences.length; start += size) {
+      const chunk = sequences.slice(start, start + size);
+      const packed = packForScoring(chunk.map((s) => s.ids), chunk.map((s) => s.mask));
+      const base = { ...packed.feeds, inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1 / this.options.temperature) } };
+      const unpack = (data: Float32Array) => chunk.map((s, b) => data.slice(b * packed.length, b * packed.length + s.ids.length));
+      if (want.reference) {
+        const ref = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights, { frozenCopy: this.options.fullFineTuning }), ...this.model.loraScaleFeed(false) }, { logprobs: 'return' });
+        out.reference!.push(...unpack(ref.logprobs.data as Float32Array));
+      }
+      if (want.values) {
+        const v = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights), ...this.model.loraScaleFeed(true) }, { values: 'return' });
+        out.values!.push(...unpack(v.values.data as Float32Array));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * PPO-style update: `epochs` passes over the batch, each shuffled and split into `miniBatches`
+   * optimizer steps, each step accumulated over micro-batches. `policyWeight` 0 trains only the
+   * critic (warm-up).
+   */
+  async update(sequences: readonly TrainingSequence[], lr: number, random: Random, policyWeight = 1): Promise<UpdateMetrics> {
+    const sums = { loss: 0, policyLoss: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, klLoss: 0, entropy: 0, valueLoss: 0 };
+    let steps = 0;
+    let skipped = 0;
+    const order = sequences.map((_, i) => i);
+    for (let epoch = 0; epoch < this.options.epochs; epoch++) {
+      random.shuffle(order);
+      const perStep = Math.ceil(order.length / this.options.miniBatches);
+      for (let start = 0; start < order.length; start += perStep) {
+        const stepSequences = order.slice(start, start + perStep).map((i) => sequences[i]);
+        const totals = stepTotals(stepSequences);
+        let loss = 0;
+        const metrics: Record<string, number> = {};
+        for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
+          const micro = stepSequences.slice(m, m + this.options.microBatchSize);
+          const feeds = {
+            ...policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, policyWeight, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0 }),
+            ...this.model.loraScaleFeed(true),
+          };
+          const out = await this.optimizer.accumulate(feeds);
+          loss += out.loss;
+          for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;
+        }
+        const applied = await this.optimizer.apply(lr);
+        steps++;
+        if (!applied.applied) skipped++;
+        sums.loss += loss;
+        sums.gradNorm += applied.gradNorm;
+        sums.policyLoss += metrics.policy_loss ?? 0;
+        sums.clipFraction += metrics.clip_fraction ?? 0;
+        sums.approxKl += metrics.approx_kl ?? 0;
+        sums.klLoss += metrics.kl_loss ?? 0;
+        sums.entropy += metrics.entropy ?? 0;
+        sums.valueLoss += metrics.value_loss ?? 0;
+      }
+    }
+    const mean = (x: number) => x / Math.max(steps, 1);
+    return {
+      loss: mean(sums.loss),
+      policyLoss: mean(sums.policyLoss),
+      clipFraction: mean(sums.clipFraction),
+      approxKl: mean(sums.approxKl),
+      gradNorm: mean(sums.gradNorm),
+      ...(this.options.policy.klCoef > 0 ? { klLoss: mean(sums.klLoss) } : {}),
+      ...(this.options.policy.entropyCoef > 0 ? { entropy: mean(sums.entropy) } : {}),
+      ...(this.options.value ? { valueLoss: mean(sums.valueLoss) } : {}),
+      steps,
+      skipped,
+    };
+  }
+
+  async release(): Promise<void> {
+    await this.optimizer.release();
+    if (this.scoringSession !== undefined) await this.device.release(this.scoringSession);
+  }
+}
