@@ -193,3 +193,27 @@ export type TrajectoryRecord = z.infer<typeof TrajectoryRecord>;
 export function stepFileName(step: number): string {
   return `step-${String(step).padStart(6, '0')}`;
 }
+
+/** `checkpoints/step-NNNNNN/trainer_state.json`: what resuming needs beyond the weights. */
+export const TrainerState = z.object({
+  protocol: z.literal(PROTOCOL_VERSION),
+  /** The RL step this checkpoint ends (0 after the warm start). */
+  step: z.number().int().nonnegative(),
+  /** AdamW's step count t. */
+  optimizerSteps: z.number().int().nonnegative(),
+  /** The trainer's random generator (update shuffling) where it stopped. */
+  random: z.tuple([z.number().int(), z.number().int(), z.number().int(), z.number().int()]),
+  /** Position in the training data: passes completed and rows consumed in the current pass. */
+  data: z.object({ epoch: z.number().int().nonnegative(), position: z.number().int().nonnegative() }),
+  /** What the weights in this folder are. */
+  weights: z.enum(['full', 'lora']),
+  /** Non-finite updates in a row when the checkpoint was taken. */
+  consecutiveNonFinite: z.number().int().nonnegative(),
+  /** Hash of the resolved config, to refuse resuming with a different one. */
+  configHash: z.string(),
+});
+export type TrainerState = z.infer<typeof TrainerState>;
+
+export function checkpointDirName(step: number): string {
+  return `checkpoints/${stepFileName(step)}`;
+}
