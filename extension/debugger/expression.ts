@@ -273,7 +273,7 @@ class Parser {
 }
 
 function describe(token: Token): string {
-  return token.type === 'end' ? 'the end of the expression' : `"${token.text}"`;
+  return token.type === 'end' ? 'end of expression' : `"${token.text}"`;
 }
 
 // ── evaluation ─────────────────────────────────────────────────────────────────────────────
