@@ -108,6 +108,8 @@ export class RolloutDebugSession extends DebugSession {
       this.sendEvent(new TerminatedEvent());
       return;
     }
+    const run = this.target.run();
+    this.output(`${this.target.mode === 'replay' ? 'Replaying' : 'Training'} ${run.name} (${run.id}, ${run.status}) from ${this.target.runDirectory}${args.stopOnEntry ? ', stopping at the first turn' : ''}`, 'console');
     this.target.start(args.stopOnEntry ?? false);
   }
 

@@ -121,6 +121,15 @@ describe('Debugger: replaying a recorded run', () => {
     });
   });
 
+  it('replays the newest run on F5 without a launch.json, and resolves relative run directories', () => {
+    const provider = new RolloutConfigurationProvider();
+    const resolved = provider.resolveDebugConfiguration(folder, { type: '', request: '', name: '' });
+    assert.equal(resolved?.runDirectory, runDir);
+    assert.equal(resolved?.stopOnEntry, true);
+    const relative = provider.resolveDebugConfigurationWithSubstitutedVariables(folder, { type: 'rollout', request: 'launch', name: 'r', runDirectory: '.rollout/runs/replay-it' });
+    assert.equal(relative.runDirectory, runDir);
+  });
+
   it('opens a transcript without a session from the run directory', async () => {
     const uri = vscode.Uri.parse(transcriptUri({ runDirectory: runDir, step: 2, index: 1 }));
     const document = await vscode.workspace.openTextDocument(uri);
