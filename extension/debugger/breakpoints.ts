@@ -7,7 +7,8 @@
  * rollout asks `check` at every stop point.
  */
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { compileExpression, compileTemplate, display, type CompiledExpression, type CompiledTemplate } from './expression';
+import { compileExpression, display, type CompiledExpression } from './expression';
+import { compileTemplate, type CompiledTemplate } from './logTemplate';
 import { describePoint, type StopPoint } from './timeline';
 import { CONTEXT_NAMES, type ExceptionFact, type ExceptionFilterId, type PointFacts, type TurnContext } from './turnContext';
 

@@ -6,6 +6,7 @@
  * (register.ts), tests run it over a socket (standalone.ts).
  */
 import {
+  ContinuedEvent,
   DebugSession,
   InitializedEvent,
   OutputEvent,
@@ -22,8 +23,9 @@ import { parseWith } from '../../trainer/protocol/parse';
 import { RolloutLaunchArguments, TranscriptRequestArguments } from '../../trainer/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/protocol/runStore';
 import { renderTranscript, type RenderedTranscript } from '../../trainer/transcript/render';
-import { BreakpointSet, EXCEPTION_FILTERS, type LinePoint } from './breakpoints';
+import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
 import { compileExpression } from './expression';
+import { callFrameName, endFrameName, linePoints, threadName, turnFrameName } from './frames';
 import { summarizeRun } from './runSummary';
 import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './target';
 import { createTarget } from './targets';
@@ -286,6 +288,8 @@ export class RolloutDebugSession extends DebugSession {
     if (this.target.running) return this.fail(response, 'the replay is already moving; pause it first');
     const position = this.trajectoryOf(threadId)?.position ?? this.lastStop?.trajectory ?? 0;
     this.sendResponse(response);
+    // Every trajectory moves with a step (the batch runs together); only `continue`'s response can say so.
+    if (kind !== 'continue') this.sendEvent(new ContinuedEvent(threadId, true));
     this.forgetStop();
     this.target.resume(kind, position);
   }
@@ -387,48 +391,8 @@ function transcriptOf(target: RolloutTarget, step: number, index: number): strin
   return renderTranscript(trajectory).text;
 }
 
-/** The transcript lines that stand for the trajectory's stop points, in order. */
-function linePoints(trajectory: TrajectoryRecord): LinePoint[] {
-  const { turnLines, callLines, endLine } = renderTranscript(trajectory);
-  const points: LinePoint[] = [];
-  turnLines.forEach((line, turn) => {
-    points.push({ phase: 'turn', turn, call: -1, line });
-    for (const c of callLines.filter((c) => c.turn === turn)) points.push({ phase: 'call', turn, call: c.call, line: c.line });
-    for (const c of callLines.filter((c) => c.turn === turn)) points.push({ phase: 'result', turn, call: c.call, line: c.resultLine });
-  });
-  points.push({ phase: 'end', turn: trajectory.turns.length, call: -1, line: endLine });
-  return points.sort((a, b) => a.line - b.line);
-}
 
 function sameDirectory(a: string, b: string): boolean {
   const norm = (p: string) => p.replace(/\\/g, '/').replace(/\/+$/, '');
   return norm(a) === norm(b);
-}
-
-function shorten(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
-}
-
-/** `#3 q-00100 1/1 — In which city is the organisation that Ada Brenner…` */
-export function threadName(t: TrajectoryRecord): string {
-  return `#${t.index} ${t.rowId} ${t.group}/${t.sample} — ${shorten(t.prompt, 48)}`;
-}
-
-function turnFrameName(t: TrajectoryRecord, index: number): string {
-  const turn = t.turns[index];
-  return `${turn.role} (turn ${index})${turn.finish ? ` · ${turn.finish}` : ''}`;
-}
-
-function callFrameName(t: TrajectoryRecord, point: StopPoint): string {
-  const call = t.turns[point.turn].toolCalls!.find((c) => c.index === point.call)!;
-  const args = call.arguments === undefined ? '' : shorten(JSON.stringify(call.arguments), 60);
-  const head = `${call.name ?? '<unparsed call>'}(${args})`;
-  if (point.phase === 'call') return `${head} · before it runs`;
-  if (call.error) return `${head} → error: ${call.error.kind}`;
-  return `${head} → ${Math.round(call.latencyMs)} ms${call.processReward !== undefined ? ` · process reward ${call.processReward >= 0 ? '+' : ''}${call.processReward.toFixed(2)}` : ''}`;
-}
-
-function endFrameName(t: TrajectoryRecord): string {
-  return `end · ${t.finishReason} · total ${t.rewards.total.toFixed(2)}${t.advantage !== undefined ? ` · advantage ${t.advantage >= 0 ? '+' : ''}${t.advantage.toFixed(2)}` : ''}`;
 }

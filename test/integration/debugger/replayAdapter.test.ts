@@ -13,11 +13,11 @@ import * as path from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { ToolCallRecord, TrajectoryRecord } from '../../../trainer/protocol';
-import { RunStoreReader } from '../../../trainer/runstore';
+import { RunStoreReader, RunStoreWriter } from '../../../trainer/runstore';
 import { renderTranscript } from '../../../trainer/transcript/render';
 import { serveAdapter, type AdapterServer } from '../../../extension/debugger/standalone';
 import { transcriptUri } from '../../../extension/debugger/transcriptUri';
-import { writeRecordedRun } from '../../fixtures/recordedRun';
+import { buildTrajectory, writeRecordedRun } from '../../fixtures/recordedRun';
 
 const STEPS = 3;
 const BATCH = 4;
@@ -370,6 +370,50 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       assert.equal(error.get('kind')?.value, '"parse"', 'a parse failure is known before the call runs');
     } finally {
       await parsed.dc.stop();
+    }
+  });
+
+  it('stops on a turn cut by its token budget and on a step whose loss was not finite', async () => {
+    // A one-step run edited by hand: trajectory #1 ends in a turn stopped at the per-turn budget,
+    // and the update was skipped because the loss was NaN.
+    const dir = path.join(path.dirname(runDir), 'run-nan');
+    let seed = 5;
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const trajectories = [0, 1].map((i) => buildTrajectory(1, i, 2, random));
+    const cut = trajectories[1];
+    const last = cut.turns[cut.turns.length - 1];
+    Object.assign(last, { finish: 'length' });
+    Object.assign(cut, { finishReason: 'max_turn_tokens', answer: undefined });
+    const writer = RunStoreWriter.create(dir, { ...reader.run(), id: 'run-nan', status: 'running', totalSteps: 1 });
+    writer.appendTrajectories(1, trajectories);
+    writer.appendMetrics({ step: 1, time: '2026-11-30T09:00:41Z', kind: 'train', values: { 'reward/mean': 0.5, 'loss/total': null }, nonFinite: ['loss/total'], skipped: { reason: 'the loss was NaN' } });
+    writer.completeStep(1);
+    writer.finish('failed', { message: 'loss became NaN', step: 1 });
+
+    const truncated = await start({ runDirectory: dir }, { exceptions: { filters: ['truncated'] } });
+    try {
+      assert.equal(truncated.stop.body.reason, 'exception');
+      const frame = await topFrame(truncated.dc, truncated.stop.body.threadId!);
+      assert.equal(frame.name, `assistant (turn ${last.index}) · length`);
+      assert.equal(frame.line, renderTranscript(cut).turnLines[last.index] + 1);
+      assert.equal((await truncated.dc.exceptionInfoRequest({ threadId: truncated.stop.body.threadId! })).body.exceptionId, 'max_turn_tokens');
+    } finally {
+      await truncated.dc.stop();
+    }
+
+    const nan = await start({ runDirectory: dir }, { exceptions: { filters: ['nonFiniteLoss'] } });
+    try {
+      assert.equal(nan.stop.body.reason, 'exception');
+      assert.equal(nan.stop.body.text, 'Step 1: loss/total not finite — the loss was NaN');
+      const info = await nan.dc.exceptionInfoRequest({ threadId: nan.stop.body.threadId! });
+      assert.equal(info.body.exceptionId, 'non-finite loss');
+      // At the update every trajectory has ended; the console reads the step's metrics.
+      for (const thread of (await nan.dc.threadsRequest()).body.threads) assert.match((await topFrame(nan.dc, thread.id)).name, /^end · /);
+      assert.equal(await evaluate(nan.dc, 'metrics["loss/total"]'), 'null');
+      assert.equal(await evaluate(nan.dc, 'phase'), '"update"');
+      assert.equal((await resume(nan.dc, 'continue', nan.stop.body.threadId!)).body.description, 'End of the run (step 1, failed): step back or reverse-continue to go back');
+    } finally {
+      await nan.dc.stop();
     }
   });
 

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { compileExpression, compileTemplate } from '../../../extension/debugger/expression';
+import { compileExpression } from '../../../extension/debugger/expression';
+import { compileTemplate } from '../../../extension/debugger/logTemplate';
 
 const context = {
   turn: 4,
