@@ -128,8 +128,7 @@ export class RolloutDebugSession extends DebugSession {
   /**
    * Line breakpoints (and logpoints) in a transcript stop at that trajectory's turn, call or
    * end. Breakpoints in other files belong to other debuggers (a child Node session for tool
-   * code): say so. Breakpoints can arrive before launch, when no run is open yet; they are
-   * mapped once it is (VS Code sends them again when a transcript opens).
+   * code): say so. The run is open by the time they arrive: `initialized` follows the launch.
    */
   protected override setBreakPointsRequest(response: DebugProtocol.SetBreakpointsResponse, args: DebugProtocol.SetBreakpointsArguments): void {
     const requested = args.breakpoints ?? [];
