@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { registerDebugger } from './debugger/register';
 import { EnvironmentPanel } from './environmentPanel';
 
 export function activate(context: vscode.ExtensionContext): void {
@@ -7,6 +8,7 @@ export function activate(context: vscode.ExtensionContext): void {
     log,
     vscode.commands.registerCommand('rolloutStudio.checkEnvironment', () => EnvironmentPanel.show(context.extensionUri, log)),
   );
+  registerDebugger(context);
 }
 
 export function deactivate(): void {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npm test: every suite, on a fresh machine of CI's kind. Installs what the suites need when
 # it is missing (apt packages and the code-server test editor, via test/setup/ensure-deps.sh),
-# builds and packages the extension, then runs unit, integration, extension (inside
+# builds and packages the extension, then runs unit, integration, grammar, extension (inside
 # code-server) and end-to-end (Chromium) tests. Stops at the first failing stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +27,9 @@ node test/harness/run-node-tests.mjs test/unit; done_stage
 
 stage "integration tests"
 node test/harness/run-node-tests.mjs test/integration; done_stage
+
+stage "grammar tests (vscode-tmgrammar-test)"
+npm run -s test:grammar; done_stage
 
 stage "extension tests inside VS Code (code-server)"
 npx tsx test/harness/runExtensionTests.ts; done_stage

@@ -5,3 +5,4 @@ export * from './parse';
 export * from './runStore';
 export * from './tokens';
 export * from './chat';
+export * from './debugger';

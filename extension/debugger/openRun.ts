@@ -1,0 +1,51 @@
+/**
+ * "Rollout Studio: Open Run…": pick a run directory (or get one from the explorer's context
+ * menu on run.json) and replay it under the debugger, stopped at its first turn. And the
+ * `${command:rolloutStudio.pickRun}` variable launch configurations use to ask for a run.
+ */
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { RunStoreReader } from '../../trainer/runstore/reader';
+import { recordedRuns, replayConfiguration, RUNS_FOLDER } from './configurationProvider';
+
+export async function openRun(target?: vscode.Uri): Promise<boolean> {
+  let dir = target?.fsPath;
+  if (dir && path.basename(dir) === 'run.json') dir = path.dirname(dir);
+  if (!dir) {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const picked = await vscode.window.showOpenDialog({
+      title: 'Open Run: choose a run directory (it holds run.json)',
+      openLabel: 'Replay Run',
+      canSelectFiles: false,
+      canSelectFolders: true,
+      canSelectMany: false,
+      defaultUri: folder && vscode.Uri.joinPath(folder.uri, ...RUNS_FOLDER.split(path.sep)),
+    });
+    if (!picked?.length) return false;
+    dir = picked[0].fsPath;
+  }
+  let name: string;
+  try {
+    const run = new RunStoreReader(dir).run();
+    name = `${run.name} (${run.id})`;
+  } catch (error) {
+    void vscode.window.showErrorMessage(`Cannot replay ${dir}: ${(error as Error).message}`);
+    return false;
+  }
+  const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(dir)) ?? vscode.workspace.workspaceFolders?.[0];
+  return vscode.debug.startDebugging(folder, replayConfiguration(name, dir));
+}
+
+/** For `"runDirectory": "${command:rolloutStudio.pickRun}"`: a quick pick of the workspace's runs. */
+export async function pickRun(): Promise<string | undefined> {
+  const runs = (vscode.workspace.workspaceFolders ?? []).flatMap((folder) => recordedRuns(folder));
+  if (runs.length === 0) {
+    void vscode.window.showErrorMessage(`No recorded runs under ${RUNS_FOLDER} in this workspace.`);
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(
+    runs.map((run) => ({ label: run.name, description: run.dir, dir: run.dir })),
+    { title: 'Replay which run?', placeHolder: 'Recorded runs, newest first' },
+  );
+  return picked?.dir;
+}

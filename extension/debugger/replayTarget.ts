@@ -1,0 +1,251 @@
+/**
+ * Replay: a recorded run walked like a live one. One cursor moves along the run's timeline
+ * (steps in order, each step's trajectories interleaved by turn, see timeline.ts); every
+ * trajectory's position follows from it, so all threads stop together. Stepping a thread
+ * moves the cursor to that thread's next point and lets the others run along, as a live
+ * batch would; only that thread's breakpoints can interrupt a step. `continue` and
+ * `reverseContinue` check every breakpoint at every point, across steps, and stop at the end
+ * (or start) of the run so the user can turn around there.
+ */
+import type { BreakpointSet } from './breakpoints';
+import type { RunSource, StepData } from './recordedRun';
+import type { ResumeKind, RolloutTarget, StopReason, TargetListener, TargetStop, TargetView } from './target';
+import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
+import { pointFacts, turnContext } from './turnContext';
+
+interface Cursor {
+  /** Index into the run's step list. */
+  ordinal: number;
+  /** Index into that step's timeline. */
+  index: number;
+}
+
+/** What a walk does at each point: stop there (a TargetStop), or go on (undefined). */
+type Visitor = (data: StepData, index: number) => TargetStop | undefined;
+
+export class ReplayTarget implements RolloutTarget {
+  readonly mode = 'replay';
+  readonly supportsStepBack = true;
+  private steps: number[];
+  private cursor?: Cursor;
+  private busy = false;
+  private pauseRequested = false;
+  private disposed = false;
+  private readonly reportedErrors = new Set<string>();
+
+  constructor(
+    private readonly source: RunSource,
+    private readonly breakpoints: BreakpointSet,
+    private readonly listener: TargetListener,
+  ) {
+    this.steps = source.steps();
+    if (this.steps.length === 0) throw new Error(`${source.directory} has no recorded steps yet: rollouts/ holds no step-NNNNNN.jsonl file`);
+  }
+
+  get runDirectory(): string {
+    return this.source.directory;
+  }
+
+  get running(): boolean {
+    return this.busy;
+  }
+
+  run() {
+    return this.source.run();
+  }
+
+  view(): TargetView | undefined {
+    return this.cursor && this.viewAt(this.cursor);
+  }
+
+  findTrajectory(step: number, index: number) {
+    if (!this.source.steps().includes(step)) return undefined;
+    return this.source.load(step).trajectories.find((t) => t.index === index);
+  }
+
+  start(stopOnEntry: boolean): void {
+    if (stopOnEntry) {
+      this.execute(async () => {
+        this.moveTo({ ordinal: 0, index: 0 });
+        return this.stopAt('entry', 0, `Paused at the first turn of step ${this.steps[0]}`);
+      });
+    } else {
+      this.execute(() => this.walkForward({ ordinal: 0, index: -1 }, (data, index) => this.checkBreakpoints(data, index)));
+    }
+  }
+
+  resume(kind: ResumeKind, trajectory: number): void {
+    const cursor = this.cursor ?? { ordinal: 0, index: 0 };
+    const data = this.source.load(this.steps[cursor.ordinal]);
+    const shown = shownIndices(data.timeline, cursor.index, data.trajectories.length)[trajectory] ?? cursor.index;
+    const atEnd = data.timeline[shown]?.phase === 'end';
+    switch (kind) {
+      case 'continue':
+        return this.execute(() => this.walkForward(cursor, (d, i) => this.checkBreakpoints(d, i)));
+      case 'reverseContinue':
+        return this.execute(() => this.walkBackward(cursor, (d, i) => this.checkBreakpoints(d, i)));
+      case 'next':
+      case 'stepIn':
+      case 'stepOut': {
+        // At a trajectory's end, `stepOut` has nowhere further out to go: it steps on like `next`.
+        const target = kind === 'stepIn' ? () => true : kind === 'stepOut' && !atEnd ? (p: StopPoint) => p.phase === 'end' : isTurnBoundary;
+        return this.execute(() => this.walkForward({ ordinal: cursor.ordinal, index: Math.max(cursor.index, shown) }, this.stepVisitor(trajectory, target)));
+      }
+      case 'stepBack':
+        return this.execute(() => this.walkBackward({ ordinal: cursor.ordinal, index: Math.min(cursor.index, shown) }, this.stepVisitor(trajectory, isTurnBoundary)));
+    }
+  }
+
+  pause(): void {
+    if (this.busy) this.pauseRequested = true;
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.pauseRequested = true;
+  }
+
+  /** Stop at `trajectory`'s next point matching `isTarget`; its own breakpoints may stop it first. */
+  private stepVisitor(trajectory: number, isTarget: (point: StopPoint) => boolean): Visitor {
+    return (data, index) => {
+      if (trajectory >= data.trajectories.length) return this.stopAt('step', 0, `Step ${data.step} has no trajectory #${trajectory}`);
+      const point = data.timeline[index];
+      if (point.trajectory !== trajectory) return undefined;
+      if (isTarget(point)) return this.stopAt('step', trajectory, `Step ${data.step}, #${data.trajectories[trajectory].index}: ${describePoint(point)}`);
+      return this.checkBreakpoints(data, index);
+    };
+  }
+
+  private checkBreakpoints(data: StepData, index: number): TargetStop | undefined {
+    if (this.breakpoints.isEmpty) return undefined;
+    const point = data.timeline[index];
+    const trajectory = point.trajectory >= 0 ? data.trajectories[point.trajectory] : undefined;
+    const location = trajectory ? { step: data.step, index: trajectory.index, point } : undefined;
+    const result = this.breakpoints.check(pointFacts(trajectory, point, data.metrics), () => turnContext(data.step, trajectory, point, data.metrics), location);
+    for (const log of result.logs) this.listener.output(log, 'console');
+    for (const error of result.errors) {
+      if (this.reportedErrors.has(error)) continue;
+      this.reportedErrors.add(error);
+      this.listener.output(`${error} (treated as false)`, 'stderr');
+    }
+    if (!result.stop) return undefined;
+    const { reason, description, hitBreakpointIds, exception } = result.stop;
+    return { reason, description, trajectory: Math.max(0, point.trajectory), hitBreakpointIds, exception };
+  }
+
+  private async walkForward(from: Cursor, visit: Visitor): Promise<TargetStop> {
+    let { ordinal, index } = from;
+    index++;
+    for (;;) {
+      const data = this.source.load(this.steps[ordinal]);
+      for (; index < data.timeline.length; index++) {
+        const stop = visit(data, index);
+        if (stop) return this.moveTo({ ordinal, index }), stop;
+      }
+      // A run that is still being written may have grown since the replay began.
+      if (ordinal + 1 >= this.steps.length) this.steps = this.source.steps();
+      if (ordinal + 1 >= this.steps.length) {
+        this.moveTo({ ordinal, index: data.timeline.length - 1 });
+        const status = this.source.run().status;
+        return this.stopAt('end', 0, `End of the run (step ${data.step}, ${status}): step back or reverse-continue to go back`);
+      }
+      ordinal++;
+      index = 0;
+      if (await this.interrupted()) return this.moveTo({ ordinal, index }), this.stopAt('pause', 0, `Paused at the start of step ${this.steps[ordinal]}`);
+    }
+  }
+
+  private async walkBackward(from: Cursor, visit: Visitor): Promise<TargetStop> {
+    let { ordinal, index } = from;
+    index--;
+    for (;;) {
+      const data = this.source.load(this.steps[ordinal]);
+      if (index >= data.timeline.length) index = data.timeline.length - 1;
+      for (; index >= 0; index--) {
+        const stop = visit(data, index);
+        if (stop) return this.moveTo({ ordinal, index }), stop;
+      }
+      if (ordinal === 0) {
+        this.moveTo({ ordinal: 0, index: 0 });
+        return this.stopAt('start', 0, `Start of the run (step ${data.step}): continue or step to go forward`);
+      }
+      ordinal--;
+      index = Number.MAX_SAFE_INTEGER;
+      if (await this.interrupted()) {
+        const last = this.source.load(this.steps[ordinal]).timeline.length - 1;
+        return this.moveTo({ ordinal, index: last }), this.stopAt('pause', 0, `Paused at the end of step ${this.steps[ordinal]}`);
+      }
+    }
+  }
+
+  /** Let requests in between steps (pause, disconnect); true when they asked to stop. */
+  private async interrupted(): Promise<boolean> {
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.pauseRequested;
+  }
+
+  private execute(walk: () => Promise<TargetStop>): void {
+    if (this.busy) {
+      this.listener.output('The replay is already moving; pause it first.', 'stderr');
+      return;
+    }
+    this.busy = true;
+    this.pauseRequested = false;
+    walk().then(
+      (stop) => {
+        this.busy = false;
+        if (!this.disposed) this.listener.stopped(stop);
+      },
+      (error: Error) => {
+        this.busy = false;
+        if (this.disposed) return;
+        // A step file that does not validate stops the replay where it was, saying which file and line.
+        this.listener.output(`Replay cannot go on: ${error.message}`, 'stderr');
+        this.listener.stopped({ reason: 'pause', description: `Replay cannot go on: ${error.message}`, trajectory: 0 });
+      },
+    );
+  }
+
+  private stopAt(reason: StopReason, trajectory: number, description: string): TargetStop {
+    return { reason, trajectory, description };
+  }
+
+  private moveTo(cursor: Cursor): void {
+    const previous = this.cursor && this.viewAt(this.cursor);
+    this.cursor = cursor;
+    const next = this.viewAt(cursor);
+    if (!previous || previous.step !== next.step) {
+      const data = this.source.load(next.step);
+      if (data.tornLastLine) this.listener.output(`Step ${next.step}: the last trajectory was cut short by a crash and is left out.`, 'important');
+      this.listener.stepChanged(previous, next);
+    }
+  }
+
+  private viewAt(cursor: Cursor): TargetView {
+    const data = this.source.load(this.steps[cursor.ordinal]);
+    const shown = shownIndices(data.timeline, cursor.index, data.trajectories.length);
+    return {
+      step: data.step,
+      trajectories: data.trajectories,
+      metrics: data.metrics,
+      positions: shown.map((i) => data.timeline[i]),
+      point: data.timeline[cursor.index],
+    };
+  }
+}
+
+/**
+ * For each trajectory, the timeline index of the point it shows with the cursor at `cursor`:
+ * its last point at or before the cursor, or its first point when it has not started yet.
+ */
+export function shownIndices(timeline: readonly StopPoint[], cursor: number, trajectories: number): number[] {
+  const shown = new Array<number>(trajectories).fill(-1);
+  const first = new Array<number>(trajectories).fill(-1);
+  for (let i = 0; i < timeline.length; i++) {
+    const t = timeline[i].trajectory;
+    if (t < 0) continue;
+    if (first[t] < 0) first[t] = i;
+    if (i <= cursor) shown[t] = i;
+  }
+  return shown.map((i, t) => (i >= 0 ? i : first[t]));
+}

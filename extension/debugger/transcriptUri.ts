@@ -1,0 +1,55 @@
+/**
+ * The `rollout:` URIs of transcripts: the run directory, then the step and the trajectory, so
+ * a URI alone says what to show (and a hover over a stack frame reads like a path):
+ *
+ *   rollout:/work/ws/.rollout/runs/2026-11-30-a/step-000001/trajectory-3.rollout.txt
+ *
+ * Stack frames carry it as their source path (VS Code treats a path with a scheme as a URI);
+ * the extension's TextDocumentContentProvider serves it. No vscode import: the adapter core
+ * builds these outside VS Code too.
+ */
+import { stepFileName } from '../../trainer/protocol/runStore';
+
+export const TRANSCRIPT_SCHEME = 'rollout';
+
+export interface TranscriptAddress {
+  runDirectory: string;
+  step: number;
+  /** The trajectory's `index` in its step. */
+  index: number;
+}
+
+export function transcriptFileName(step: number, index: number): string {
+  return `${stepFileName(step)}/trajectory-${index}.rollout.txt`;
+}
+
+export function transcriptUri({ runDirectory, step, index }: TranscriptAddress): string {
+  let dir = runDirectory.replace(/\\/g, '/');
+  if (!dir.startsWith('/')) dir = `/${dir}`; // c:/runs/a → /c:/runs/a
+  const encoded = dir
+    .split('/')
+    .map((segment) => encodeURIComponent(segment))
+    .join('/');
+  return `${TRANSCRIPT_SCHEME}:${encoded.replace(/\/$/, '')}/${transcriptFileName(step, index)}`;
+}
+
+/** The address in a URI's decoded path (`vscode.Uri.path`); undefined when it is not a transcript. */
+export function parseTranscriptPath(path: string): TranscriptAddress | undefined {
+  const match = /^(.*)\/step-(\d{6,})\/trajectory-(\d+)\.rollout\.txt$/.exec(path);
+  if (!match) return undefined;
+  let runDirectory = match[1];
+  if (/^\/[A-Za-z]:\//.test(runDirectory)) runDirectory = runDirectory.slice(1); // a Windows drive
+  return { runDirectory, step: Number(match[2]), index: Number(match[3]) };
+}
+
+/** The same, from the URI's text (as DAP carries it): scheme checked, percent-escapes decoded. */
+export function parseTranscriptUri(uri: string): TranscriptAddress | undefined {
+  const prefix = `${TRANSCRIPT_SCHEME}:`;
+  if (!uri.startsWith(prefix)) return undefined;
+  const path = uri.slice(prefix.length).replace(/^\/\/[^/]*/, '').split(/[?#]/)[0];
+  try {
+    return parseTranscriptPath(decodeURIComponent(path));
+  } catch {
+    return undefined;
+  }
+}

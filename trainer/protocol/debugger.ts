@@ -1,0 +1,41 @@
+import { z } from 'zod';
+
+/**
+ * What the `rollout` debugger accepts in launch.json (mirrored, with descriptions, in
+ * package.json's `contributes.debuggers[].configurationAttributes`) and the custom requests
+ * its adapter answers. VS Code adds fields of its own (`__sessionId`, `__configurationTarget`,
+ * …), so unknown fields pass through.
+ */
+export const RolloutLaunchArguments = z
+  .looseObject({
+    type: z.literal('rollout').optional(),
+    request: z.literal('launch').optional(),
+    name: z.string().optional(),
+    /** Replay: a recorded run directory (`.rollout/runs/<id>`). */
+    runDirectory: z.string().min(1, 'expected the path of a run directory').optional(),
+    /** Live training: the training config file the trainer runs. */
+    config: z.string().min(1, 'expected the path of a training config file').optional(),
+    /** Live training: where the trainer runs its graphs. */
+    device: z.enum(['auto', 'cpu', 'webgpu', 'cuda']).optional(),
+    /** Run without stopping: no breakpoints, no pauses. */
+    noDebug: z.boolean().optional(),
+    /** Stop at the first turn instead of running to the first breakpoint. */
+    stopOnEntry: z.boolean().optional(),
+  })
+  .refine((args) => args.runDirectory !== undefined || args.config !== undefined, {
+    message: 'set "runDirectory" to replay a recorded run, or "config" to train',
+    path: ['runDirectory'],
+  });
+export type RolloutLaunchArguments = z.infer<typeof RolloutLaunchArguments>;
+
+/** Custom request `rolloutTranscript`: the transcript of one trajectory, as the adapter renders it. */
+export const TranscriptRequestArguments = z.object({
+  runDirectory: z.string(),
+  step: z.number().int().nonnegative(),
+  /** The trajectory's `index` in its step. */
+  index: z.number().int().nonnegative(),
+});
+export type TranscriptRequestArguments = z.infer<typeof TranscriptRequestArguments>;
+
+export const TranscriptResponseBody = z.object({ text: z.string() });
+export type TranscriptResponseBody = z.infer<typeof TranscriptResponseBody>;
