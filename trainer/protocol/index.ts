@@ -6,3 +6,4 @@ export * from './runStore';
 export * from './tokens';
 export * from './chat';
 export * from './debugger';
+export * from './live';

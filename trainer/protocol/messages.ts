@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PROTOCOL_VERSION } from './version';
 import { EnvironmentReport } from './environment';
+import { TrainingEvent } from './live';
 
 /**
  * Messages the trainer process sends to whoever launched it (the extension, over Node's IPC
@@ -15,6 +16,7 @@ export const TrainerMessage = z.discriminatedUnion('type', [
     message: z.string(),
     stack: z.string().optional(),
   }),
+  ...TrainingEvent.options,
 ]);
 export type TrainerMessage = z.infer<typeof TrainerMessage>;
 
