@@ -4,3 +4,4 @@ export * from './messages';
 export * from './parse';
 export * from './runStore';
 export * from './tokens';
+export * from './panels';
