@@ -233,7 +233,7 @@ function bodyClass(theme: Theme): string {
  * webview and returns the controller; the webview's messages (those already sent, like
  * `ready`, first) go to its `receive`. Messages it rejects are kept in `app.hostErrors`.
  */
-export function connect<C extends { receive(message: unknown): void }>(app: WebviewApp, create: (post: (message: never) => void) => C): C {
+export function connect<C extends { receive(message: unknown): void }>(app: WebviewApp, create: (post: (message: unknown) => void) => C): C {
   const controller = create((message) => void app.send(message));
   app.onMessage((message) => {
     try {

@@ -8,7 +8,6 @@
  */
 import {
   provideVSCodeDesignSystem,
-  vsCodeBadge,
   vsCodeButton,
   vsCodeDataGrid,
   vsCodeDataGridCell,
@@ -17,10 +16,10 @@ import {
   vsCodeDropdown,
   vsCodeOption,
   vsCodeProgressRing,
-  vsCodeTag,
   vsCodeTextField,
   vsCodeCheckbox,
 } from '@vscode/webview-ui-toolkit';
+import './components.css';
 
 let registered = false;
 
@@ -29,7 +28,6 @@ export function registerComponents(): void {
   if (registered) return;
   registered = true;
   provideVSCodeDesignSystem().register(
-    vsCodeBadge(),
     vsCodeButton(),
     vsCodeCheckbox(),
     vsCodeDataGrid(),
@@ -39,7 +37,6 @@ export function registerComponents(): void {
     vsCodeDropdown(),
     vsCodeOption(),
     vsCodeProgressRing(),
-    vsCodeTag(),
     vsCodeTextField(),
   );
 }
@@ -54,8 +51,14 @@ export function button(label: string, onClick: () => void, appearance: ButtonApp
   return el;
 }
 
+/**
+ * A tag (a small label). Drawn by us, not by the toolkit's vscode-tag / vscode-badge: their
+ * template binds an inline `style` attribute, which the panels' CSP refuses
+ * ("Applying inline style violates … style-src"), whether or not it is empty.
+ */
 export function tag(text: string): HTMLElement {
-  const el = document.createElement('vscode-tag');
+  const el = document.createElement('span');
+  el.className = 'rs-tag';
   el.textContent = text;
   return el;
 }
@@ -167,8 +170,10 @@ export function checkbox(options: { id?: string; label: string; checked: boolean
   };
 }
 
+/** A count badge; drawn by us for the same reason as `tag`. */
 export function badge(text: string): HTMLElement {
-  const el = document.createElement('vscode-badge');
+  const el = document.createElement('span');
+  el.className = 'rs-badge';
   el.textContent = text;
   return el;
 }

@@ -47,21 +47,21 @@ export class MetricsChart {
     this.element.dataset.lastStep = data.x.length ? String(data.x[data.x.length - 1]) : '';
     this.element.dataset.skipped = String(data.skipped.length);
     this.element.dataset.bands = String(data.bands.length);
-  }
-
-  /** The stroke colour each line was drawn with, by label (for tests of theming). */
-  strokes(): Record<string, string> {
-    const out: Record<string, string> = {};
-    this.plot?.series.slice(1).forEach((s) => {
-      if (typeof s.label === 'string' && typeof s.stroke === 'function') out[s.label] = String(s.stroke(this.plot!, 0));
-    });
-    return out;
+    // The colour each line is drawn in, from the theme (tests check that a theme change recolours).
+    this.element.dataset.colours = lines.map((s) => this.colourOf(data, theme, s)).join('|');
   }
 
   destroy(): void {
     this.resize.disconnect();
     this.plot?.destroy();
     this.plot = undefined;
+  }
+
+  /** One colour per metric when one run is shown; one per run when runs are compared (metrics then differ by dash). */
+  private colourOf(data: ChartData, theme: ChartTheme, series: SeriesData): string {
+    const runs = new Set(data.series.map((s) => s.run)).size;
+    const index = runs > 1 ? series.run : [...new Set(data.series.map((s) => s.metric))].indexOf(series.metric);
+    return theme.palette[index % theme.palette.length];
   }
 
   private fit(): void {
@@ -72,7 +72,7 @@ export class MetricsChart {
   private options(data: ChartData, theme: ChartTheme): uPlot.Options {
     const runs = new Set(data.series.map((s) => s.run)).size;
     const metricOrder = [...new Set(data.series.map((s) => s.metric))];
-    const colourOf = (s: SeriesData) => theme.palette[(runs > 1 ? s.run : metricOrder.indexOf(s.metric)) % theme.palette.length];
+    const colourOf = (s: SeriesData) => this.colourOf(data, theme, s);
     const axis: uPlot.Axis = {
       stroke: theme.foreground,
       grid: { stroke: theme.grid, width: 1 },

@@ -12,7 +12,7 @@ import {
   TrajectoriesToWebview,
 } from '../../../trainer/protocol';
 import { latestTrainMetrics, runStatusText } from '../../../extension/panels/runStatusText';
-import type { RunRecord } from '../../../trainer/protocol';
+import type { MetricsRecord, RunRecord } from '../../../trainer/protocol';
 
 describe('panel messages', () => {
   it('accept what the panels send and name the field of what they must not', () => {
@@ -64,9 +64,9 @@ describe('live-run status text', () => {
   };
 
   it('shows step, mean reward and tokens per second of the newest training record', () => {
-    const records = [
-      { step: 12, time: 't', kind: 'train' as const, values: { 'reward/mean': 0.61234, 'throughput/rollout_tokens_per_s': 381.6 } },
-      { step: 12, time: 't', kind: 'eval' as const, values: { 'reward/mean': 0.9 } },
+    const records: MetricsRecord[] = [
+      { step: 12, time: 't', kind: 'train', values: { 'reward/mean': 0.61234, 'throughput/rollout_tokens_per_s': 381.6 } },
+      { step: 12, time: 't', kind: 'eval', values: { 'reward/mean': 0.9 } },
     ];
     assert.equal(latestTrainMetrics(records), records[0]);
     assert.equal(runStatusText(run, latestTrainMetrics(records)).text, '$(pulse) step 12/50 · reward 0.612 · 382 tok/s');
