@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # npm test: every suite, on a fresh machine of CI's kind. Installs what the suites need when
 # it is missing (apt packages and the code-server test editor, via test/setup/ensure-deps.sh),
-# builds and packages the extension, then runs unit, webview (built panels in Chromium),
-# integration, extension (inside
-# code-server) and end-to-end (Chromium) tests. Stops at the first failing stage.
+# builds and packages the extension, then runs unit, webview (the built panels in Chromium),
+# integration, extension (inside code-server) and end-to-end (Chromium) tests. Stops at the first failing stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
