@@ -5,20 +5,17 @@ import type { MetricsColumns, MetricsRecord } from '../../trainer/protocol';
  * webview receives (see MetricsColumns). A metric missing from a record is null in its row.
  */
 export function toMetricsColumns(records: readonly MetricsRecord[]): MetricsColumns {
-  const columns: MetricsColumns = { steps: [], kinds: [], skipped: [], values: {} };
-  records.forEach((record, row) => {
-    columns.steps.push(record.step);
-    columns.kinds.push(record.kind);
-    columns.skipped.push(record.skipped?.reason ?? null);
-    for (const [name, value] of Object.entries(record.values)) {
-      let column = columns.values[name];
-      if (!column) {
-        column = new Array<number | null>(row).fill(null);
-        columns.values[name] = column;
-      }
-      column.push(value);
+  const n = records.length;
+  const columns: MetricsColumns = { steps: new Array(n), kinds: new Array(n), skipped: new Array(n), values: {} };
+  for (let row = 0; row < n; row++) {
+    const record = records[row];
+    columns.steps[row] = record.step;
+    columns.kinds[row] = record.kind;
+    columns.skipped[row] = record.skipped?.reason ?? null;
+    for (const name in record.values) {
+      const column = (columns.values[name] ??= new Array<number | null>(n).fill(null));
+      column[row] = record.values[name];
     }
-    for (const column of Object.values(columns.values)) if (column.length === row) column.push(null);
-  });
+  }
   return columns;
 }

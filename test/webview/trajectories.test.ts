@@ -98,10 +98,15 @@ describe('Trajectories webview', () => {
 
     await page.locator('.vt-head[data-column="reward"]').click();
     assert.equal(await page.locator('.vt-head[data-column="reward"]').getAttribute('aria-sort'), 'descending');
-    const byReward = [...rows].sort((a, b) => b.reward - a.reward || a.index - b.index).map((r) => r.index);
-    assert.deepEqual(await shownKeys(), byReward);
+    // The rows in the DOM are the first ones of the sorted order (the rest are not rendered).
+    const startsWith = async (expected: number[]) => {
+      const shown = await shownKeys();
+      assert.ok(shown.length >= 20, `${shown.length} rows rendered`);
+      assert.deepEqual(shown, expected.slice(0, shown.length));
+    };
+    await startsWith([...rows].sort((a, b) => b.reward - a.reward || a.index - b.index).map((r) => r.index));
     await page.locator('.vt-head[data-column="reward"]').click();
-    assert.deepEqual(await shownKeys(), [...byReward].reverse().sort((a, b) => rows[a].reward - rows[b].reward || a - b));
+    await startsWith([...rows].sort((a, b) => a.reward - b.reward || a.index - b.index).map((r) => r.index));
 
     await page.locator('#reward-min input').fill('1');
     const atLeastOne = rows.filter((r) => r.reward >= 1).length;

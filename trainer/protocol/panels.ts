@@ -22,6 +22,14 @@ export const RunSummary = z.object({
 });
 export type RunSummary = z.infer<typeof RunSummary>;
 
+/**
+ * A trajectory record read for its table row: everything but the per-token arrays, which are
+ * most of its bytes and most of its validation time. The whole record is validated when its
+ * detail opens.
+ */
+export const TrajectoryRecordWithoutTokens = TrajectoryRecord.omit({ tokens: true });
+export type TrajectoryRecordWithoutTokens = z.infer<typeof TrajectoryRecordWithoutTokens>;
+
 /** One trajectory as a table row: the numbers the table sorts and filters on, no token data. */
 export const TrajectoryRow = z.object({
   step: z.number().int().nonnegative(),

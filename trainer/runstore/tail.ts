@@ -17,6 +17,8 @@ export interface TailRead<T> {
   errors: string[];
   /** True when the file shrank or was replaced: everything read before is void. */
   restarted: boolean;
+  /** True when the read stopped at its byte budget with more complete lines left to read. */
+  more: boolean;
 }
 
 const CHUNK_BYTES = 4 << 20;
@@ -43,8 +45,13 @@ export class JsonlTail<T extends z.ZodType> {
     return this.offset;
   }
 
-  read(): TailRead<z.infer<T>> {
-    const result: TailRead<z.infer<T>> = { records: [], locations: [], errors: [], restarted: false };
+  /**
+   * The records appended since the last read. `maxBytes` bounds the work of one call (it stops
+   * after the first chunk that reaches it, at a line end): a large file can then be read a
+   * part at a time, between other work.
+   */
+  read(maxBytes = Number.POSITIVE_INFINITY): TailRead<z.infer<T>> {
+    const result: TailRead<z.infer<T>> = { records: [], locations: [], errors: [], restarted: false, more: false };
     let fd: number;
     try {
       fd = fs.openSync(this.file, 'r');
@@ -64,8 +71,13 @@ export class JsonlTail<T extends z.ZodType> {
       let pending = Buffer.alloc(0);
       let pendingStart = this.offset;
       let position = this.offset;
+      const budgetEnd = this.offset + maxBytes;
       while (position < stat.size) {
-        const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, stat.size - position));
+        if (pendingStart >= budgetEnd) {
+          result.more = true;
+          break;
+        }
+        const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, maxBytes, stat.size - position));
         const got = fs.readSync(fd, chunk, 0, chunk.length, position);
         if (got === 0) break;
         position += got;
@@ -86,13 +98,17 @@ export class JsonlTail<T extends z.ZodType> {
     }
   }
 
-  /** Read one record again from where an earlier `read()` found it. */
-  readAt(location: LineLocation): z.infer<T> {
+  /**
+   * Read one record again from where an earlier `read()` found it, validated with `schema`
+   * (by default the tail's own; a reader that follows with a partial schema reads the whole
+   * record this way).
+   */
+  readAt<S extends z.ZodType = T>(location: LineLocation, schema?: S): z.infer<S> {
     const fd = fs.openSync(this.file, 'r');
     try {
       const buffer = Buffer.alloc(location.length);
       fs.readSync(fd, buffer, 0, location.length, location.offset);
-      return this.parse(buffer, location.line);
+      return this.parse(buffer, location.line, schema ?? this.schema) as z.infer<S>;
     } finally {
       fs.closeSync(fd);
     }
@@ -101,14 +117,14 @@ export class JsonlTail<T extends z.ZodType> {
   private take(bytes: Buffer, offset: number, result: TailRead<z.infer<T>>): void {
     if (bytes.length === 0 || /^\s*$/.test(bytes.toString('utf8'))) return;
     try {
-      result.records.push(this.parse(bytes, this.line));
+      result.records.push(this.parse(bytes, this.line) as z.infer<T>);
       result.locations.push({ offset, length: bytes.length, line: this.line });
     } catch (error) {
       result.errors.push((error as Error).message);
     }
   }
 
-  private parse(bytes: Buffer, line: number): z.infer<T> {
+  private parse(bytes: Buffer, line: number, schema: z.ZodType = this.schema): unknown {
     const where = `${this.file} line ${line}`;
     let value: unknown;
     try {
@@ -116,6 +132,6 @@ export class JsonlTail<T extends z.ZodType> {
     } catch (error) {
       throw new Error(`${where}: not valid JSON (${(error as Error).message})`);
     }
-    return parseWith(this.schema, value, where);
+    return parseWith(schema, value, where);
   }
 }

@@ -12,8 +12,10 @@ const DASHES: number[][] = [[], [6, 3], [2, 2], [8, 3, 2, 3]];
 /**
  * One chart of the Metrics panel, drawn by uPlot. Data updates reuse the plot (setData); a new
  * set of series or a new theme builds it again. Skipped updates are marked by a dashed vertical
- * line at their step. The element carries what it shows as data attributes (series labels,
- * points, skipped steps) for tests and accessibility tools.
+ * line at their step. A chart out of view keeps its newest data and draws it when it scrolls
+ * into view: drawing 10,000 points is the expensive part of an update, and most charts are
+ * off screen. The element carries what it shows as data attributes (series labels, points,
+ * skipped steps, colours) for tests and accessibility tools.
  */
 export class MetricsChart {
   readonly element: HTMLElement;
@@ -22,14 +24,39 @@ export class MetricsChart {
   private signature = '';
   private theme: ChartTheme | undefined;
   private readonly resize = new ResizeObserver(() => this.fit());
+  private readonly visibility: IntersectionObserver;
+  private visible = false;
+  private pending: { data: ChartData; theme: ChartTheme } | undefined;
 
   constructor(readonly group: ChartGroup) {
     this.body = h('div', { class: 'chart-body' });
     this.element = h('section', { class: 'chart', 'data-group': group.id }, h('h3', {}, group.title), this.body);
     this.resize.observe(this.body);
+    this.visibility = new IntersectionObserver(
+      (entries) => {
+        this.visible = entries[entries.length - 1].isIntersecting;
+        if (this.visible && this.pending) this.draw(this.pending.data, this.pending.theme);
+      },
+      { rootMargin: '300px 0px' },
+    );
+    this.visibility.observe(this.element);
   }
 
   update(data: ChartData, theme: ChartTheme): void {
+    const lines = data.series.filter((s) => s.role === 'line');
+    this.element.dataset.series = lines.map((s) => s.label).join('|');
+    this.element.dataset.points = String(data.x.length);
+    this.element.dataset.lastStep = data.x.length ? String(data.x[data.x.length - 1]) : '';
+    this.element.dataset.skipped = String(data.skipped.length);
+    this.element.dataset.bands = String(data.bands.length);
+    // The colour each line is drawn in, from the theme (tests check that a theme change recolours).
+    this.element.dataset.colours = lines.map((s) => this.colourOf(data, theme, s)).join('|');
+    if (this.visible || !this.plot) this.draw(data, theme);
+    else this.pending = { data, theme };
+  }
+
+  private draw(data: ChartData, theme: ChartTheme): void {
+    this.pending = undefined;
     const signature = JSON.stringify([data.series.map((s) => [s.label, s.role]), data.bands]);
     const aligned = [data.x, ...data.series.map((s) => s.values)] as uPlot.AlignedData;
     if (!this.plot || signature !== this.signature || theme !== this.theme) {
@@ -41,18 +68,11 @@ export class MetricsChart {
     } else {
       this.plot.setData(aligned);
     }
-    const lines = data.series.filter((s) => s.role === 'line');
-    this.element.dataset.series = lines.map((s) => s.label).join('|');
-    this.element.dataset.points = String(data.x.length);
-    this.element.dataset.lastStep = data.x.length ? String(data.x[data.x.length - 1]) : '';
-    this.element.dataset.skipped = String(data.skipped.length);
-    this.element.dataset.bands = String(data.bands.length);
-    // The colour each line is drawn in, from the theme (tests check that a theme change recolours).
-    this.element.dataset.colours = lines.map((s) => this.colourOf(data, theme, s)).join('|');
   }
 
   destroy(): void {
     this.resize.disconnect();
+    this.visibility.disconnect();
     this.plot?.destroy();
     this.plot = undefined;
   }

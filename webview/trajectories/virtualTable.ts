@@ -22,13 +22,16 @@ export interface VirtualTableOptions<Row, Key extends string> {
   onSort(column: Key): void;
 }
 
-const OVERSCAN = 8;
+const OVERSCAN = 4;
 
 /**
  * A table that renders only the rows in view (plus a few either side), so 5,000 rows cost what
  * 50 do. Rows are a fixed height; a spacer gives the scroll range; scrolling re-renders in the
  * next animation frame. The columns' widths live in the stylesheet (grid-template-columns on
- * `.vt-row`), so nothing sets inline styles but the window's offset.
+ * `.vt-row`), so nothing sets inline styles but the window's offset. Laying out a row's text is
+ * the expensive part, so the table never rebuilds rows in view that did not change (an append
+ * beyond the end of the view costs nothing), and it reads the viewport's size and scroll
+ * position from events instead of asking the layout (which would force one).
  */
 export class VirtualTable<Row, Key extends string> {
   readonly element: HTMLElement;
@@ -39,8 +42,10 @@ export class VirtualTable<Row, Key extends string> {
   private rows: readonly Row[] = [];
   private selectedKey: number | undefined;
   private frame = 0;
-  private rendered = { first: -1, last: -1, version: -1 };
-  private version = 0;
+  /** What is on screen: the row objects in view and the selection they were drawn with. */
+  private rendered: { rows: readonly Row[]; first: number; selected: number | undefined } = { rows: [], first: -1, selected: undefined };
+  private viewportHeight = 0;
+  private scrollTop = 0;
 
   constructor(private readonly options: VirtualTableOptions<Row, Key>) {
     this.header = h('div', { class: 'vt-row vt-header', role: 'row' });
@@ -48,14 +53,20 @@ export class VirtualTable<Row, Key extends string> {
     this.spacer = h('div', { class: 'vt-spacer' }, this.window);
     this.viewport = h('div', { class: 'vt-viewport', tabindex: '0' }, this.spacer);
     this.element = h('div', { class: 'vt', role: 'grid', 'aria-rowcount': '0' }, this.header, this.viewport);
-    this.viewport.addEventListener('scroll', () => this.schedule());
+    this.viewport.addEventListener('scroll', () => {
+      this.scrollTop = this.viewport.scrollTop;
+      this.schedule();
+    });
     this.viewport.addEventListener('keydown', (event) => this.onKey(event));
     this.window.addEventListener('click', (event) => {
       const rowElement = (event.target as Element).closest<HTMLElement>('.vt-row');
       const position = rowElement ? Number(rowElement.dataset.position) : NaN;
       if (Number.isInteger(position) && this.rows[position]) this.options.onSelect(this.rows[position]);
     });
-    new ResizeObserver(() => this.schedule()).observe(this.viewport);
+    new ResizeObserver((entries) => {
+      this.viewportHeight = entries[entries.length - 1].contentRect.height;
+      this.schedule();
+    }).observe(this.viewport);
   }
 
   setHeader(sortColumn: Key, direction: 'asc' | 'desc'): void {
@@ -86,7 +97,6 @@ export class VirtualTable<Row, Key extends string> {
 
   setRows(rows: readonly Row[]): void {
     this.rows = rows;
-    this.version++;
     this.element.setAttribute('aria-rowcount', String(rows.length));
     this.spacer.style.height = `${rows.length * this.options.rowHeight}px`;
     this.render();
@@ -94,7 +104,6 @@ export class VirtualTable<Row, Key extends string> {
 
   select(key: number | undefined, reveal = false): void {
     this.selectedKey = key;
-    this.version++;
     if (reveal && key !== undefined) {
       const position = this.rows.findIndex((r) => this.options.keyOf(r) === key);
       if (position >= 0) this.scrollIntoView(position);
@@ -105,8 +114,11 @@ export class VirtualTable<Row, Key extends string> {
   private scrollIntoView(position: number): void {
     const top = position * this.options.rowHeight;
     const bottom = top + this.options.rowHeight;
-    if (top < this.viewport.scrollTop) this.viewport.scrollTop = top;
-    else if (bottom > this.viewport.scrollTop + this.viewport.clientHeight) this.viewport.scrollTop = bottom - this.viewport.clientHeight;
+    const height = this.viewportHeight || this.viewport.clientHeight;
+    if (top < this.scrollTop) this.scrollTop = top;
+    else if (bottom > this.scrollTop + height) this.scrollTop = bottom - height;
+    else return;
+    this.viewport.scrollTop = this.scrollTop;
   }
 
   private schedule(): void {
@@ -119,16 +131,16 @@ export class VirtualTable<Row, Key extends string> {
 
   private render(): void {
     const { rowHeight } = this.options;
-    // Before the first layout the viewport has no height: render one screenful anyway.
-    const height = this.viewport.clientHeight || 800;
-    const first = Math.max(0, Math.floor(this.viewport.scrollTop / rowHeight) - OVERSCAN);
-    const last = Math.min(this.rows.length, Math.ceil((this.viewport.scrollTop + height) / rowHeight) + OVERSCAN);
-    if (first === this.rendered.first && last === this.rendered.last && this.version === this.rendered.version) return;
-    this.rendered = { first, last, version: this.version };
+    // Before the first resize observation the height is unknown: render a screenful anyway.
+    const height = this.viewportHeight || 1000;
+    const first = Math.max(0, Math.floor(this.scrollTop / rowHeight) - OVERSCAN);
+    const last = Math.min(this.rows.length, Math.ceil((this.scrollTop + height) / rowHeight) + OVERSCAN);
+    const inView = this.rows.slice(first, last);
+    const previous = this.rendered;
+    if (first === previous.first && this.selectedKey === previous.selected && inView.length === previous.rows.length && inView.every((row, i) => row === previous.rows[i])) return;
+    this.rendered = { rows: inView, first, selected: this.selectedKey };
     this.window.style.transform = `translateY(${first * rowHeight}px)`;
-    const elements: HTMLElement[] = [];
-    for (let position = first; position < last; position++) elements.push(this.renderRow(this.rows[position], position));
-    this.window.replaceChildren(...elements);
+    this.window.replaceChildren(...inView.map((row, i) => this.renderRow(row, first + i)));
   }
 
   private renderRow(row: Row, position: number): HTMLElement {

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, stepFileName, TrajectoryRecord, type RunRecord, type TrajectoryRow } from '../../../trainer/protocol';
+import { MetricsRecord, stepFileName, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/protocol';
 import { JsonlTail, RunStoreReader, type LineLocation } from '../../../trainer/runstore';
 import { UpdateEmitter, type RunSource, type RunUpdate } from './runSource';
 import { summarizeTrajectory } from './summarize';
@@ -15,14 +15,23 @@ export interface RunDirectorySourceOptions {
   watch?: boolean;
   /** Steps whose rows stay in memory besides the followed ones; older ones are read again on demand. */
   cachedSteps?: number;
+  /**
+   * Bytes of a step's file read at once. A larger step is read a part at a time, yielding to
+   * the event loop in between, its later rows arriving as `rows` updates: opening a step of
+   * thousands of trajectories never blocks the extension host for long.
+   */
+  readBudgetBytes?: number;
 }
 
 /** A step's rows, and where each trajectory's line is so its full record can be read on demand. */
 interface LoadedStep {
-  tail: JsonlTail<typeof TrajectoryRecord>;
+  /** Rows need no token data, so the file is followed without it; a detail reads its line again in full. */
+  tail: JsonlTail<typeof TrajectoryRecordWithoutTokens>;
   rows: TrajectoryRow[];
   locations: Map<number, LineLocation>;
   followers: number;
+  /** Set while the rest of the file is read in the background; resolves when it is all read. */
+  loading: Promise<void> | undefined;
 }
 
 const MAX_KEPT_ERRORS = 20;
@@ -52,6 +61,7 @@ export class RunDirectorySource implements RunSource {
   private rolloutsWatched = false;
   private lastError: string | undefined;
   private readonly cachedSteps: number;
+  private readonly readBudget: number;
 
   constructor(
     readonly dir: string,
@@ -63,6 +73,7 @@ export class RunDirectorySource implements RunSource {
     this.stepsStamp = stamp(path.join(dir, 'rollouts'));
     this.stepList = this.reader.steps();
     this.cachedSteps = options.cachedSteps ?? 4;
+    this.readBudget = options.readBudgetBytes ?? 2 << 20;
     this.metricsTail = new JsonlTail(path.join(dir, 'metrics.jsonl'), MetricsRecord);
     const metrics = this.metricsTail.read();
     this.metricsRecords.push(...metrics.records);
@@ -108,10 +119,15 @@ export class RunDirectorySource implements RunSource {
     };
   }
 
+  /** Resolves when the step's file has been read to its end (a large one is read in parts). */
+  async whenRead(step: number): Promise<void> {
+    for (let loading = this.load(step).loading; loading; loading = this.loaded.get(step)?.loading) await loading;
+  }
+
   trajectory(step: number, index: number): TrajectoryRecord | undefined {
     const loaded = this.load(step);
     const location = loaded.locations.get(index);
-    return location ? loaded.tail.readAt(location) : undefined;
+    return location ? loaded.tail.readAt(location, TrajectoryRecord) : undefined;
   }
 
   onUpdate(listener: (update: RunUpdate) => void): () => void {
@@ -125,7 +141,7 @@ export class RunDirectorySource implements RunSource {
       this.refreshRun();
       this.refreshSteps();
       this.refreshMetrics();
-      for (const [step, loaded] of this.loaded) this.refreshStep(step, loaded);
+      for (const [step, loaded] of this.loaded) if (!loaded.loading) this.refreshStep(step, loaded);
       this.lastError = undefined;
     } catch (error) {
       const message = (error as Error).message;
@@ -153,16 +169,30 @@ export class RunDirectorySource implements RunSource {
       this.loaded.set(step, loaded);
       return loaded;
     }
-    loaded = {
-      tail: new JsonlTail(path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`), TrajectoryRecord),
+    const fresh: LoadedStep = {
+      tail: new JsonlTail(path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`), TrajectoryRecordWithoutTokens),
       rows: [],
       locations: new Map(),
       followers: 0,
+      loading: undefined,
     };
-    this.readStep(loaded);
-    this.loaded.set(step, loaded);
+    const { more } = this.readStep(fresh, this.readBudget);
+    if (more) fresh.loading = this.readRest(step, fresh);
+    this.loaded.set(step, fresh);
     this.evict();
-    return loaded;
+    return fresh;
+  }
+
+  /** Read the rest of a large step a part at a time, reporting each part's rows. */
+  private async readRest(step: number, loaded: LoadedStep): Promise<void> {
+    for (;;) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (this.disposed || this.loaded.get(step) !== loaded) break;
+      const { rows, restarted, more } = this.readStep(loaded, this.readBudget, (e) => this.reportError(e));
+      if (rows.length || restarted) this.emitter.emit({ type: 'rows', step, rows, ...(restarted ? { reset: true } : {}) });
+      if (!more) break;
+    }
+    loaded.loading = undefined;
   }
 
   private evict(): void {
@@ -174,8 +204,8 @@ export class RunDirectorySource implements RunSource {
   }
 
   /** Append what the step's file gained; returns the new rows. */
-  private readStep(loaded: LoadedStep, report: (message: string) => void = (e) => this.keepError(e)): { rows: TrajectoryRow[]; restarted: boolean } {
-    const read = loaded.tail.read();
+  private readStep(loaded: LoadedStep, budget = Number.POSITIVE_INFINITY, report: (message: string) => void = (e) => this.keepError(e)): { rows: TrajectoryRow[]; restarted: boolean; more: boolean } {
+    const read = loaded.tail.read(budget);
     if (read.restarted) {
       loaded.rows = [];
       loaded.locations.clear();
@@ -183,8 +213,8 @@ export class RunDirectorySource implements RunSource {
     read.errors.forEach(report);
     const rows = read.records.map(summarizeTrajectory);
     read.records.forEach((record, i) => loaded.locations.set(record.index, read.locations[i]));
-    loaded.rows.push(...rows);
-    return { rows, restarted: read.restarted };
+    for (const row of rows) loaded.rows.push(row);
+    return { rows, restarted: read.restarted, more: read.more };
   }
 
   private refreshRun(): void {
@@ -218,7 +248,7 @@ export class RunDirectorySource implements RunSource {
   }
 
   private refreshStep(step: number, loaded: LoadedStep): void {
-    const { rows, restarted } = this.readStep(loaded, (e) => this.reportError(e));
+    const { rows, restarted } = this.readStep(loaded, Number.POSITIVE_INFINITY, (e) => this.reportError(e));
     if (rows.length || restarted) this.emitter.emit({ type: 'rows', step, rows, ...(restarted ? { reset: true } : {}) });
   }
 

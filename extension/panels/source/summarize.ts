@@ -1,7 +1,7 @@
-import type { RunRecord, RunSummary, TrajectoryRecord, TrajectoryRow } from '../../../trainer/protocol';
+import type { RunRecord, RunSummary, TrajectoryRecordWithoutTokens, TrajectoryRow } from '../../../trainer/protocol';
 
 /** A trajectory record reduced to its table row: counts and rewards, no text beyond prompt and answer. */
-export function summarizeTrajectory(record: TrajectoryRecord): TrajectoryRow {
+export function summarizeTrajectory(record: TrajectoryRecordWithoutTokens): TrajectoryRow {
   const calls = record.turns.flatMap((turn) => turn.toolCalls ?? []);
   const tools: string[] = [];
   const errorKinds: TrajectoryRow['errorKinds'] = [];

@@ -119,6 +119,25 @@ describe('RunDirectorySource', () => {
     source.dispose();
   });
 
+  it('reads a large step a part at a time, the later rows arriving as updates', async () => {
+    const dir = recordedRun({ steps: 1, batch: 40 });
+    const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false, readBudgetBytes: 20_000 });
+    const updates: RunUpdate[] = [];
+    source.onUpdate((u) => updates.push(u));
+    const first = source.rows(1).length;
+    assert.ok(first > 0 && first < 40, `${first} rows in the first part`);
+    await source.whenRead(1);
+    const later = updates.filter((u) => u.type === 'rows').flatMap((u) => (u as { rows: Array<{ index: number }> }).rows.map((r) => r.index));
+    assert.ok(updates.filter((u) => u.type === 'rows').length >= 2, 'several parts');
+    assert.equal(first + later.length, 40);
+    assert.deepEqual(
+      source.rows(1).map((r) => r.index),
+      Array.from({ length: 40 }, (_, i) => i),
+    );
+    assert.equal(source.trajectory(1, 39)?.index, 39);
+    source.dispose();
+  });
+
   it('notices appends by itself (watching, polling)', async () => {
     const dir = recordedRun({ steps: 1, batch: 2, status: 'running' });
     const source = new RunDirectorySource(dir, { pollIntervalMs: 200 });

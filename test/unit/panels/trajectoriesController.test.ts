@@ -9,9 +9,10 @@ import { buildTrajectory, writeRecordedRun } from '../../fixtures/recordedRun';
 import { RunStoreReader, RunStoreWriter } from '../../../trainer/runstore';
 import { TrajectoriesToWebview, type OpenRunInDebuggerArgs, type StepSelection } from '../../../trainer/protocol';
 
-function setup(options: { steps: number; batch: number; status?: 'running' | 'finished'; step?: StepSelection; debugger?: (args: OpenRunInDebuggerArgs) => Promise<void> }) {
+function setup(options: { steps: number; batch: number; status?: 'running' | 'finished'; step?: StepSelection; debugger?: (args: OpenRunInDebuggerArgs) => Promise<void>; readBudgetBytes?: number }) {
   const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-t'), { steps: options.steps, batch: options.batch, groupSize: 4, seed: 5, status: options.status ?? 'finished' });
-  const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
+  // The whole step at once, so message chunking is what these tests see.
+  const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false, readBudgetBytes: options.readBudgetBytes ?? Number.POSITIVE_INFINITY });
   const posted: TrajectoriesToWebview[] = [];
   const controller = new TrajectoriesController(
     source,
@@ -49,6 +50,22 @@ describe('TrajectoriesController', () => {
         [true, ROWS_PER_MESSAGE],
         [false, 20],
       ],
+    );
+  });
+
+  it('sends a step read in parts as its first part, then the others as they are read', async () => {
+    const { posted, controller, source } = setup({ steps: 1, batch: 60, readBudgetBytes: 50_000 });
+    controller.receive({ type: 'ready' });
+    await source.whenRead(1);
+    const rows = rowsOf(posted);
+    assert.ok(rows.length >= 2);
+    assert.deepEqual(
+      rows.map((m) => m.reset),
+      [true, ...rows.slice(1).map(() => false)],
+    );
+    assert.deepEqual(
+      rows.flatMap((m) => m.rows.map((r) => r.index)),
+      Array.from({ length: 60 }, (_, i) => i),
     );
   });
 

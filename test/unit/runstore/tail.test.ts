@@ -66,6 +66,20 @@ describe('JsonlTail', () => {
     assert.deepEqual(read.records, [{ n: 7 }]);
   });
 
+  it('reads a part at a time when given a byte budget, always whole lines', () => {
+    const file = tmpFile();
+    fs.writeFileSync(file, Array.from({ length: 10 }, (_, n) => `{"n":${n}}\n`).join(''));
+    const tail = new JsonlTail(file, Row);
+    const parts: number[][] = [];
+    for (let read = tail.read(20); ; read = tail.read(20)) {
+      parts.push(read.records.map((r) => r.n));
+      if (!read.more) break;
+    }
+    assert.ok(parts.length >= 2, `${parts.length} parts`);
+    assert.deepEqual(parts.flat(), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert.equal(new JsonlTail(file, Row).read(3).records.length, 1, 'a budget smaller than a line still reads that line');
+  });
+
   it('reads lines longer than its read chunk', () => {
     const file = tmpFile();
     const Long = z.object({ s: z.string() });
