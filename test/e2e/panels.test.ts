@@ -29,7 +29,7 @@ describe('Rollout Studio panels on a recorded run, in a real VS Code', () => {
   });
   after(() => workbench?.close());
 
-  it('lists the run in the Rollout Runs view', async () => {
+  it('lists the run in the Rollout Runs view, and opens both panels when it is clicked', async () => {
     const { page } = workbench;
     const view = page.locator('.pane-header', { hasText: 'Rollout Runs' });
     await view.waitFor({ timeout: 60_000 });
@@ -37,6 +37,13 @@ describe('Rollout Studio panels on a recorded run, in a real VS Code', () => {
     const item = page.locator('.monaco-list-row', { hasText: 'multihop-search (recorded fixture)' });
     await item.waitFor({ timeout: 30_000 });
     assert.match((await item.textContent()) ?? '', /run-e2e · finished · step 8\/8/);
+    // Clicking a run opens both of its panels, side by side.
+    await item.click();
+    const trajectories = await panelFrame(page, 'trajectories');
+    const metrics = await panelFrame(page, 'metrics');
+    await trajectories.locator('#row-count', { hasText: '24 trajectories' }).waitFor({ timeout: 60_000 });
+    await metrics.locator('.chart[data-group="reward"] canvas').waitFor({ timeout: 60_000 });
+    await runCommand(page, 'View: Close All Editors');
   });
 
   it('Open Trajectories shows the newest step’s trajectories, a trajectory’s detail and tokens', async () => {
