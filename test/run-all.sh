@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # npm test: every suite, on a fresh machine of CI's kind. Installs what the suites need when
 # it is missing (apt packages and the code-server test editor, via test/setup/ensure-deps.sh),
-# builds and packages the extension, then runs unit, integration, grammar, extension (inside
-# code-server) and end-to-end (Chromium) tests. Stops at the first failing stage.
+# builds and packages the extension, then runs unit, webview (the built panels in Chromium),
+# integration, grammar, extension (inside code-server) and end-to-end (Chromium) tests. Stops
+# at the first failing stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,9 @@ done_stage
 
 stage "unit tests"
 node test/harness/run-node-tests.mjs test/unit; done_stage
+
+stage "webview tests (built panels in Chromium)"
+node test/harness/run-node-tests.mjs test/webview; done_stage
 
 stage "integration tests"
 node test/harness/run-node-tests.mjs test/integration; done_stage

@@ -1,15 +1,26 @@
 /**
- * "Rollout Studio: Open Run…": pick a run directory (or get one from the explorer's context
- * menu on run.json) and replay it under the debugger, stopped at its first turn. And the
+ * "Rollout Studio: Replay Run in Debugger…": pick a run directory (or get one from the
+ * explorer's context menu on run.json, or from the Trajectories panel's "Open in Debugger")
+ * and replay it under the debugger, stopped at its first turn. And the
  * `${command:rolloutStudio.pickRun}` variable launch configurations use to ask for a run.
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { OpenRunInDebuggerArgs } from '../../trainer/protocol/panels';
 import { RunStoreReader } from '../../trainer/runstore/reader';
 import { recordedRuns, replayConfiguration, RUNS_FOLDER } from './configurationProvider';
 
-export async function openRun(target?: vscode.Uri): Promise<boolean> {
-  let dir = target?.fsPath;
+export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<boolean> {
+  let dir: string | undefined;
+  if (target instanceof vscode.Uri) dir = target.fsPath;
+  else if (target !== undefined) {
+    const args = OpenRunInDebuggerArgs.safeParse(target);
+    if (!args.success) {
+      void vscode.window.showErrorMessage(`Replay Run in Debugger: expected a run directory, got ${JSON.stringify(target)}`);
+      return false;
+    }
+    dir = args.data.runDirectory;
+  }
   if (dir && path.basename(dir) === 'run.json') dir = path.dirname(dir);
   if (!dir) {
     const folder = vscode.workspace.workspaceFolders?.[0];

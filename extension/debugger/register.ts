@@ -5,7 +5,7 @@
  */
 import * as vscode from 'vscode';
 import { RolloutConfigurationProvider } from './configurationProvider';
-import { openRun, pickRun } from './openRun';
+import { openRunInDebugger, pickRun } from './openRun';
 import { RolloutDebugSession } from './session';
 import { TranscriptDocuments } from './transcriptDocuments';
 import { TRANSCRIPT_SCHEME } from './transcriptUri';
@@ -21,7 +21,7 @@ export function registerDebugger(context: vscode.ExtensionContext): void {
     vscode.debug.registerDebugConfigurationProvider('rollout', configurations, vscode.DebugConfigurationProviderTriggerKind.Dynamic),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, documents),
     documents.trackSessions(),
-    vscode.commands.registerCommand('rolloutStudio.openRun', openRun),
+    vscode.commands.registerCommand('rolloutStudio.openRunInDebugger', openRunInDebugger),
     vscode.commands.registerCommand('rolloutStudio.pickRun', pickRun),
   );
 }

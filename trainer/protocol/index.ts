@@ -7,3 +7,4 @@ export * from './tokens';
 export * from './chat';
 export * from './debugger';
 export * from './live';
+export * from './panels';

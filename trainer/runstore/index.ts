@@ -1,3 +1,4 @@
 export { RunStoreWriter } from './writer';
 export { RunStoreReader, listRuns } from './reader';
 export { readJsonl, appendJsonl, writeFileAtomic } from './jsonl';
+export { JsonlTail, type LineLocation, type TailRead } from './tail';

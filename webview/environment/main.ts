@@ -1,6 +1,8 @@
-import { EnvironmentPanelToWebview, parseWith, type EnvironmentReport, type ProviderCheck } from '../../trainer/protocol';
+import '../zodConfig';
+import { EnvironmentPanelToWebview, type EnvironmentReport, type ProviderCheck } from '../../trainer/protocol';
 import { button, divider, progressRing, registerComponents, tag } from '../components/toolkit';
 import { h } from '../dom';
+import { receive } from '../protocol';
 import { vscodeApi } from '../vscodeApi';
 import './environment.css';
 
@@ -80,7 +82,7 @@ function render(message: EnvironmentPanelToWebview): void {
 
 window.addEventListener('message', (event: MessageEvent) => {
   try {
-    render(parseWith(EnvironmentPanelToWebview, event.data, 'message from the extension'));
+    render(receive(EnvironmentPanelToWebview, event.data));
   } catch (error) {
     root.replaceChildren(h('p', { id: 'status', class: 'failed' }, String(error)));
   }

@@ -59,7 +59,7 @@ describe('Debugger: replaying a recorded run', () => {
   });
 
   it('contributes the rollout debugger, the transcript language and Open Run…', async () => {
-    assert.ok((await vscode.commands.getCommands(true)).includes('rolloutStudio.openRun'));
+    assert.ok((await vscode.commands.getCommands(true)).includes('rolloutStudio.openRunInDebugger'));
     assert.ok((await vscode.languages.getLanguages()).includes('rollout-transcript'));
   });
 
@@ -104,7 +104,7 @@ describe('Debugger: replaying a recorded run', () => {
 
   it('Open Run… replays the run it is given, stopped at the first turn', async () => {
     const stopped = nextStop();
-    assert.equal(await vscode.commands.executeCommand('rolloutStudio.openRun', vscode.Uri.file(path.join(runDir, 'run.json'))), true);
+    assert.equal(await vscode.commands.executeCommand('rolloutStudio.openRunInDebugger', vscode.Uri.file(path.join(runDir, 'run.json'))), true);
     const event = await stopped;
     assert.equal(event.body.reason, 'entry');
     assert.match(vscode.debug.activeDebugSession?.name ?? '', /^Replay multihop-search \(recorded fixture\) \(replay-it\)$/);

@@ -1,0 +1,70 @@
+import * as vscode from 'vscode';
+import type { RunSourceLease, RunSources } from './source/registry';
+import { latestTrainMetrics, runStatusText } from './runStatusText';
+import type { RunEntry } from './workspaceRuns';
+
+/**
+ * The status-bar item of a live run: step, mean reward and rollout tokens per second of the
+ * newest run whose status is `running`, updated from its run source as records arrive, hidden
+ * when no run is live. Clicking it opens the run's panels.
+ */
+export class RunStatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('rolloutStudio.liveRun', vscode.StatusBarAlignment.Left, 20);
+  private lease: RunSourceLease | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(private readonly sources: RunSources) {
+    this.item.name = 'Rollout Studio: live run';
+  }
+
+  /** The text shown now, or undefined while hidden. */
+  get text(): string | undefined {
+    return this.lease ? this.item.text : undefined;
+  }
+
+  /** The run shown, if any. */
+  get runDir(): string | undefined {
+    return this.lease?.source.dir;
+  }
+
+  /** Follow the newest running run among `runs` (newest first), or hide. */
+  track(runs: readonly RunEntry[]): void {
+    const live = runs.find((r) => r.run?.status === 'running');
+    if (live?.dir === this.lease?.source.dir) return;
+    this.stop();
+    if (!live) return;
+    try {
+      this.lease = this.sources.acquire(live.dir);
+    } catch {
+      return; // unreadable right now; the next refresh of the runs tries again
+    }
+    this.unsubscribe = this.lease.source.onUpdate((update) => {
+      if (update.type === 'run' && update.run.status !== 'running') this.stop();
+      else if (update.type === 'run' || update.type === 'metrics') this.render();
+    });
+    this.render();
+  }
+
+  dispose(): void {
+    this.stop();
+    this.item.dispose();
+  }
+
+  private render(): void {
+    if (!this.lease) return;
+    const { source } = this.lease;
+    const { text, tooltip } = runStatusText(source.run(), latestTrainMetrics(source.metrics()));
+    this.item.text = text;
+    this.item.tooltip = tooltip;
+    this.item.command = { command: 'rolloutStudio.openRun', title: 'Open Run', arguments: [source.dir] };
+    this.item.show();
+  }
+
+  private stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.lease?.release();
+    this.lease = undefined;
+    this.item.hide();
+  }
+}

@@ -1,0 +1,80 @@
+import { describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import {
+  MetricsPanelState,
+  MetricsToHost,
+  MetricsToWebview,
+  OpenRunInDebuggerArgs,
+  parseWith,
+  resolveStepSelection,
+  TrajectoriesPanelState,
+  TrajectoriesToHost,
+  TrajectoriesToWebview,
+} from '../../../trainer/protocol';
+import { latestTrainMetrics, runStatusText } from '../../../extension/panels/runStatusText';
+import type { MetricsRecord, RunRecord } from '../../../trainer/protocol';
+
+describe('panel messages', () => {
+  it('accept what the panels send and name the field of what they must not', () => {
+    assert.deepEqual(parseWith(TrajectoriesToHost, { type: 'showStep', step: 'follow' }, 'm'), { type: 'showStep', step: 'follow' });
+    assert.throws(() => parseWith(TrajectoriesToHost, { type: 'openTrajectory', step: 1 }, 'message from the Trajectories panel'), /message from the Trajectories panel: index: /);
+    assert.throws(() => parseWith(TrajectoriesToWebview, { type: 'rows', step: 1, selection: 'follow', reset: true, rows: [{ index: 0 }] }, 'm'), /m: rows\.0\.step/);
+    assert.throws(() => parseWith(MetricsToWebview, { type: 'metrics', runDir: '/r', reset: true, columns: { steps: [1], kinds: ['test'], skipped: [null], values: {} } }, 'm'), /columns\.kinds\.0/);
+    assert.throws(() => parseWith(MetricsToHost, { type: 'exportCsv', fileName: '', csv: '' }, 'm'), /fileName/);
+    assert.throws(() => parseWith(OpenRunInDebuggerArgs, { runDirectory: '/r', step: 1 }, 'Open in Debugger'), /Open in Debugger: trajectory/);
+  });
+
+  it('validate the state a panel keeps across a reload', () => {
+    const state = {
+      runDir: '/w/.rollout/runs/r1',
+      step: 3,
+      filters: { text: '', rewardMin: null, rewardMax: 1, errors: 'with', tool: 'search', finishReason: '' },
+      sort: { column: 'reward', direction: 'desc' },
+      selected: 4,
+      colourBy: 'entropy',
+    };
+    assert.deepEqual(TrajectoriesPanelState.parse(state), state);
+    assert.equal(TrajectoriesPanelState.safeParse({ ...state, sort: { column: 'size', direction: 'desc' } }).success, false);
+    assert.equal(MetricsPanelState.safeParse({ runDirs: [], smoothing: 0, band: 'std' }).success, false, 'a Metrics panel shows at least its own run');
+    assert.equal(MetricsPanelState.safeParse({ runDirs: ['/r'], smoothing: 1.5, band: 'std' }).success, false);
+  });
+
+  it('resolve a step selection: the newest step when following, else the pinned one', () => {
+    assert.equal(resolveStepSelection('follow', [1, 2, 7]), 7);
+    assert.equal(resolveStepSelection('follow', []), undefined);
+    assert.equal(resolveStepSelection(2, [1, 2, 7]), 2);
+  });
+});
+
+describe('live-run status text', () => {
+  const run: RunRecord = {
+    protocol: 1,
+    id: 'r1',
+    name: 'search agent',
+    status: 'running',
+    createdAt: '2026-01-01T00:00:00Z',
+    algorithm: 'grpo',
+    device: 'cpu',
+    seed: 1,
+    totalSteps: 50,
+    lastStep: 11,
+    model: { path: 'm', family: 'qwen3', parameters: 1, trainableParameters: 1 },
+    versions: { rolloutStudio: '0.1.0', node: '20' },
+    config: {},
+  };
+
+  it('shows step, mean reward and tokens per second of the newest training record', () => {
+    const records: MetricsRecord[] = [
+      { step: 12, time: 't', kind: 'train', values: { 'reward/mean': 0.61234, 'throughput/rollout_tokens_per_s': 381.6 } },
+      { step: 12, time: 't', kind: 'eval', values: { 'reward/mean': 0.9 } },
+    ];
+    assert.equal(latestTrainMetrics(records), records[0]);
+    assert.equal(runStatusText(run, latestTrainMetrics(records)).text, '$(pulse) step 12/50 · reward 0.612 · 382 tok/s');
+  });
+
+  it('falls back to run.json’s last step before any metrics', () => {
+    const { text, tooltip } = runStatusText(run, undefined);
+    assert.equal(text, '$(pulse) step 11/50');
+    assert.match(tooltip, /no metrics recorded yet/);
+  });
+});

@@ -1,0 +1,147 @@
+import { describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
+import { ROWS_PER_MESSAGE, TrajectoriesController } from '../../../extension/panels/trajectoriesController';
+import { buildTrajectory, writeRecordedRun } from '../../fixtures/recordedRun';
+import { RunStoreReader, RunStoreWriter } from '../../../trainer/runstore';
+import { TrajectoriesToWebview, type OpenRunInDebuggerArgs, type StepSelection } from '../../../trainer/protocol';
+
+function setup(options: { steps: number; batch: number; status?: 'running' | 'finished'; step?: StepSelection; debugger?: (args: OpenRunInDebuggerArgs) => Promise<void>; readBudgetBytes?: number }) {
+  const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-t'), { steps: options.steps, batch: options.batch, groupSize: 4, seed: 5, status: options.status ?? 'finished' });
+  // The whole step at once, so message chunking is what these tests see.
+  const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false, readBudgetBytes: options.readBudgetBytes ?? Number.POSITIVE_INFINITY });
+  const posted: TrajectoriesToWebview[] = [];
+  const controller = new TrajectoriesController(
+    source,
+    (m) => posted.push(TrajectoriesToWebview.parse(m)),
+    { openInDebugger: options.debugger ?? (async () => undefined) },
+    options.step ?? 'follow',
+  );
+  return { dir, source, posted, controller };
+}
+
+const rowsOf = (posted: TrajectoriesToWebview[]) => posted.filter((m): m is Extract<TrajectoriesToWebview, { type: 'rows' }> => m.type === 'rows');
+
+describe('TrajectoriesController', () => {
+  it('sends nothing before the webview is ready, then the run and the newest step’s rows', () => {
+    const { posted, controller, source } = setup({ steps: 3, batch: 6 });
+    source.refresh();
+    assert.equal(posted.length, 0);
+    controller.receive({ type: 'ready' });
+    assert.equal(posted[0].type, 'run');
+    const rows = rowsOf(posted);
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].step, 3);
+    assert.equal(rows[0].reset, true);
+    assert.equal(rows[0].selection, 'follow');
+    assert.equal(rows[0].rows.length, 6);
+  });
+
+  it('sends a large step in chunks, the first one resetting', () => {
+    const { posted, controller } = setup({ steps: 1, batch: ROWS_PER_MESSAGE + 20 });
+    controller.receive({ type: 'ready' });
+    const rows = rowsOf(posted);
+    assert.deepEqual(
+      rows.map((m) => [m.reset, m.rows.length]),
+      [
+        [true, ROWS_PER_MESSAGE],
+        [false, 20],
+      ],
+    );
+  });
+
+  it('sends a step read in parts as its first part, then the others as they are read', async () => {
+    const { posted, controller, source } = setup({ steps: 1, batch: 60, readBudgetBytes: 50_000 });
+    controller.receive({ type: 'ready' });
+    await source.whenRead(1);
+    const rows = rowsOf(posted);
+    assert.ok(rows.length >= 2);
+    assert.deepEqual(
+      rows.map((m) => m.reset),
+      [true, ...rows.slice(1).map(() => false)],
+    );
+    assert.deepEqual(
+      rows.flatMap((m) => m.rows.map((r) => r.index)),
+      Array.from({ length: 60 }, (_, i) => i),
+    );
+  });
+
+  it('follows the newest step as the run grows, and stays on a pinned step', () => {
+    const { dir, posted, controller, source } = setup({ steps: 2, batch: 4, status: 'running' });
+    controller.receive({ type: 'ready' });
+    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    let seed = 1;
+    const rng = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    writer.appendTrajectories(3, [buildTrajectory(3, 0, 4, rng)]);
+    posted.length = 0;
+    source.refresh();
+    assert.deepEqual(
+      rowsOf(posted).map((m) => [m.step, m.reset, m.rows.length]),
+      [[3, true, 1]],
+      'following: the new step is shown',
+    );
+    posted.length = 0;
+    writer.appendTrajectories(3, [buildTrajectory(3, 1, 4, rng)]);
+    source.refresh();
+    assert.deepEqual(
+      rowsOf(posted).map((m) => [m.step, m.reset, m.rows.map((r) => r.index)]),
+      [[3, false, [1]]],
+      'rows of the shown step are appended, not re-sent',
+    );
+
+    controller.receive({ type: 'showStep', step: 1 });
+    assert.equal(controller.shown, 1);
+    posted.length = 0;
+    writer.appendTrajectories(4, [buildTrajectory(4, 0, 4, rng)]);
+    source.refresh();
+    assert.deepEqual(rowsOf(posted), [], 'pinned: a new step does not move the table');
+    assert.equal(posted.filter((m) => m.type === 'run').length, 1, 'the step list still updates');
+
+    controller.receive({ type: 'showStep', step: 'follow' });
+    assert.equal(controller.shown, 4);
+  });
+
+  it('says so when no step has trajectories yet', () => {
+    const { posted, controller } = setup({ steps: 0, batch: 4, status: 'running' });
+    controller.receive({ type: 'ready' });
+    assert.deepEqual(posted.at(-1), { type: 'noSteps', selection: 'follow' });
+  });
+
+  it('sends a trajectory in full only when its detail is asked for', () => {
+    const { dir, posted, controller } = setup({ steps: 2, batch: 4 });
+    controller.receive({ type: 'ready' });
+    assert.ok(!JSON.stringify(posted).includes('"pieces"'), 'rows carry no token data');
+    controller.receive({ type: 'openTrajectory', step: 1, index: 2 });
+    const detail = posted.at(-1)!;
+    assert.equal(detail.type, 'trajectory');
+    assert.deepEqual(detail.type === 'trajectory' && detail.record, new RunStoreReader(dir).trajectories(1).records[2]);
+    controller.receive({ type: 'openTrajectory', step: 1, index: 40 });
+    assert.deepEqual(posted.at(-1), { type: 'notice', level: 'error', message: 'Step 1 has no trajectory 40.' });
+  });
+
+  it('asks the debugger to open the trajectory, and shows why when it cannot', async () => {
+    const calls: OpenRunInDebuggerArgs[] = [];
+    const { dir, posted, controller } = setup({
+      steps: 1,
+      batch: 2,
+      debugger: async (args) => {
+        calls.push(args);
+        throw new Error('no replay debugger here');
+      },
+    });
+    controller.receive({ type: 'ready' });
+    controller.receive({ type: 'openInDebugger', step: 1, index: 1 });
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(calls, [{ runDirectory: dir, step: 1, trajectory: 1 }]);
+    assert.deepEqual(posted.at(-1), { type: 'notice', level: 'error', message: 'no replay debugger here' });
+  });
+
+  it('rejects a malformed message, naming the field', () => {
+    const { controller } = setup({ steps: 1, batch: 2 });
+    assert.throws(() => controller.receive({ type: 'showStep', step: -1 }), /message from the Trajectories panel: step/);
+    assert.throws(() => controller.receive({ type: 'delete' }), /message from the Trajectories panel: type/);
+  });
+});

@@ -1,0 +1,112 @@
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { RolloutStudioApi } from '../../../extension/extension';
+import { RunStoreReader, RunStoreWriter } from '../../../trainer/runstore';
+import { writeRecordedRun } from '../../fixtures/recordedRun';
+
+const EXTENSION_ID = 'rollout-studio.rollout-studio';
+
+async function api(): Promise<RolloutStudioApi> {
+  const extension = vscode.extensions.getExtension<RolloutStudioApi>(EXTENSION_ID);
+  assert.ok(extension, `${EXTENSION_ID} is not installed in this VS Code`);
+  return extension.isActive ? extension.exports : extension.activate();
+}
+
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function webviewTabs(viewType: string): vscode.Tab[] {
+  return vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith(viewType));
+}
+
+describe('Panels on recorded runs', () => {
+  const workspace = vscode.workspace.workspaceFolders![0].uri.fsPath;
+  const runs = path.join(workspace, '.rollout', 'runs');
+  let finished: string;
+  let live: string;
+
+  before(async () => {
+    fs.rmSync(runs, { recursive: true, force: true });
+    finished = writeRecordedRun(path.join(runs, 'run-finished'), { steps: 3, batch: 8, groupSize: 4, seed: 1 });
+    // Created a moment later, so it is the newest run.
+    await new Promise((r) => setTimeout(r, 20));
+    live = writeRecordedRun(path.join(runs, 'run-live'), { steps: 2, batch: 8, groupSize: 4, seed: 2, status: 'running' });
+    const record = JSON.parse(fs.readFileSync(path.join(live, 'run.json'), 'utf8'));
+    record.createdAt = new Date(Date.parse(record.createdAt) + 60_000).toISOString();
+    fs.writeFileSync(path.join(live, 'run.json'), JSON.stringify(record));
+    await api();
+  });
+
+  afterEach(() => vscode.commands.executeCommand('workbench.action.closeAllEditors'));
+
+  it('contributes its commands and lists the workspace’s runs, newest first', async () => {
+    const commands = await vscode.commands.getCommands(true);
+    for (const id of ['rolloutStudio.openTrajectories', 'rolloutStudio.openMetrics', 'rolloutStudio.openRun', 'rolloutStudio.refreshRuns']) assert.ok(commands.includes(id), id);
+    const listed = (await api()).panels.refreshRuns();
+    assert.deepEqual(
+      listed.map((e) => [path.basename(e.dir), e.run?.status]),
+      [
+        ['run-live', 'running'],
+        ['run-finished', 'finished'],
+      ],
+    );
+  });
+
+  it('Open Trajectories opens the newest run and the webview asks for its newest step', async () => {
+    const opened = await vscode.commands.executeCommand<string>('rolloutStudio.openTrajectories');
+    assert.equal(opened, live);
+    const { panels } = await api();
+    const panel = await until('the Trajectories webview to load and show a step', () => panels.trajectoriesPanels().find((p) => p.runDir === live && p.shown !== undefined));
+    assert.equal(panel.selection, 'follow');
+    assert.equal(panel.shown, 2);
+    assert.equal(webviewTabs('rolloutStudio.trajectories').length, 1);
+    assert.equal(webviewTabs('rolloutStudio.trajectories')[0].label, 'Trajectories · run-live');
+  });
+
+  it('opens a run at a pinned step, and Open Metrics on a chosen run', async () => {
+    await vscode.commands.executeCommand('rolloutStudio.openRun', { runDirectory: finished, step: 1 });
+    const { panels } = await api();
+    const trajectories = await until('the pinned Trajectories panel', () => panels.trajectoriesPanels().find((p) => p.runDir === finished && p.shown === 1));
+    assert.equal(trajectories.selection, 1);
+    assert.deepEqual(
+      panels.metricsPanels().map((p) => p.runDirs),
+      [[finished]],
+    );
+    assert.equal(webviewTabs('rolloutStudio.metrics').length, 1);
+  });
+
+  it('shows the live run in the status bar and updates it as records are appended', async () => {
+    const { panels } = await api();
+    const shown = await until('the status-bar item of the running run', () => panels.statusBar().text);
+    assert.equal(panels.statusBar().runDir, live);
+    assert.match(shown, /^\$\(pulse\) step 2\/2 · reward \d\.\d{3} · \d+ tok\/s$/);
+    const writer = RunStoreWriter.reopen(live, new RunStoreReader(live).run());
+    writer.update({ totalSteps: 5 });
+    writer.appendMetrics({ step: 3, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.777, 'throughput/rollout_tokens_per_s': 512.4 } });
+    await until('the status bar to show step 3', () => panels.statusBar().text === '$(pulse) step 3/5 · reward 0.777 · 512 tok/s');
+    writer.finish('finished');
+    await until('the status bar to hide when the run ends', () => panels.statusBar().text === undefined);
+  });
+
+  it('says there is no run to open when the runs folder is empty, and names a run it cannot read', async () => {
+    const config = vscode.workspace.getConfiguration('rolloutStudio');
+    await config.update('runs.directory', 'no-runs-here', vscode.ConfigurationTarget.Workspace);
+    try {
+      assert.equal(await vscode.commands.executeCommand('rolloutStudio.openTrajectories'), undefined);
+      assert.equal(await vscode.commands.executeCommand('rolloutStudio.openMetrics'), undefined);
+    } finally {
+      await config.update('runs.directory', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+    assert.equal(await vscode.commands.executeCommand('rolloutStudio.openTrajectories', path.join(workspace, 'not-a-run')), undefined);
+    assert.equal(webviewTabs('rolloutStudio.trajectories').length, 0);
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * The built Metrics webview (dist/webview/metrics.js) in Chromium, fed by the real host-side
+ * controller reading recorded runs: one uPlot chart per metric group, the reward band, eval
+ * series, skipped updates, live appends, comparison with another run, smoothing, CSV export,
+ * theme colours and the state kept across a reload.
+ */
+import { after, before, describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { MetricsController } from '../../extension/panels/metricsController';
+import { RunDirectorySource } from '../../extension/panels/source/runDirectorySource';
+import { RunSources } from '../../extension/panels/source/registry';
+import { summarizeRun } from '../../extension/panels/source/summarize';
+import { appendJsonl, listRuns, RunStoreReader, RunStoreWriter } from '../../trainer/runstore';
+import type { MetricsPanelState, MetricsRecord } from '../../trainer/protocol';
+import { writeRecordedRun } from '../fixtures/recordedRun';
+import { launchBrowser } from '../harness/browser';
+import { connect, openWebviewApp, THEMES, type WebviewApp } from '../harness/webviewApp';
+
+let browser: Browser;
+const cleanups: Array<() => void> = [];
+
+/** Two recorded runs in one runs folder; run A also has evaluations and a skipped update. */
+function recordedRuns() {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-dom-'));
+  const a = writeRecordedRun(path.join(root, 'run-a'), { steps: 10, batch: 8, groupSize: 4, seed: 21, status: 'running' });
+  const b = writeRecordedRun(path.join(root, 'run-b'), { steps: 7, batch: 8, groupSize: 4, seed: 22 });
+  const time = new Date().toISOString();
+  appendJsonl(path.join(a, 'metrics.jsonl'), [
+    { step: 5, time, kind: 'eval', values: { 'reward/mean': 0.8, 'score/exact_match': 0.6 } },
+    { step: 10, time, kind: 'eval', values: { 'reward/mean': 0.9, 'score/exact_match': 0.7 } },
+    { step: 11, time, kind: 'train', values: { 'reward/mean': 0.7, 'loss/total': null, 'grad/norm': null }, nonFinite: ['loss/total', 'grad/norm'], skipped: { reason: 'non-finite gradient' } },
+  ] satisfies MetricsRecord[]);
+  return { root, a, b };
+}
+
+async function open(root: string, runDirs: string[], state?: MetricsPanelState) {
+  const sources = new RunSources((dir) => new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false }));
+  cleanups.push(() => sources.dispose());
+  const saved: Array<{ fileName: string; csv: string }> = [];
+  const app = await openWebviewApp(browser, 'metrics', { state, viewport: { width: 1400, height: 1000 } });
+  const controller = connect(
+    app,
+    (post) =>
+      new MetricsController(
+        {
+          acquire: (dir) => sources.acquire(dir),
+          availableRuns: () => listRuns(root).map((r) => summarizeRun(r.dir, r.run!)),
+          saveCsv: async (fileName, csv) => {
+            saved.push({ fileName, csv });
+            return path.join(root, fileName);
+          },
+        },
+        post,
+        runDirs,
+      ),
+  );
+  const refresh = (dir: string) => {
+    const lease = sources.acquire(dir);
+    (lease.source as RunDirectorySource).refresh();
+    lease.release();
+  };
+  return { app, page: app.page, controller, saved, refresh };
+}
+
+function chart(page: Page, group: string) {
+  return page.locator(`.chart[data-group="${group}"]`);
+}
+
+async function seriesOf(page: Page, group: string): Promise<string[]> {
+  return ((await chart(page, group).getAttribute('data-series')) ?? '').split('|').filter(Boolean);
+}
+
+function assertClean(app: WebviewApp): void {
+  assert.deepEqual(app.violations, [], 'no CSP violations and no network');
+  assert.deepEqual(app.consoleErrors, [], 'no console errors');
+  assert.deepEqual(app.hostErrors, [], 'every message the webview sent was valid');
+}
+
+before(async () => {
+  browser = await launchBrowser();
+});
+after(async () => {
+  cleanups.forEach((c) => c());
+  await browser?.close();
+});
+
+describe('Metrics webview', () => {
+  it('draws a chart per metric group with the reward band, eval series and skipped updates', async () => {
+    const { root, a } = recordedRuns();
+    const { app, page } = await open(root, [a]);
+    await chart(page, 'reward').locator('canvas').waitFor();
+    const groups = await page.locator('.chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group));
+    assert.deepEqual(groups, ['reward', 'score', 'kl', 'entropy', 'loss', 'clip', 'grad', 'lr', 'length', 'tool-calls', 'tool-errors', 'throughput', 'time']);
+    assert.deepEqual(await seriesOf(page, 'reward'), ['reward/mean', 'reward/outcome_mean', 'reward/process_mean', 'reward/mean (eval)']);
+    assert.deepEqual(await seriesOf(page, 'time'), ['time/reward_s', 'time/rollout_s', 'time/step_s', 'time/update_s']);
+    assert.equal(await chart(page, 'reward').getAttribute('data-bands'), '1');
+    assert.equal(await chart(page, 'reward').getAttribute('data-points'), '11');
+    assert.equal(await chart(page, 'loss').getAttribute('data-skipped'), '1');
+    assert.match((await page.locator('#summary').textContent()) ?? '', /11 training steps · 2 evaluations · last step 11 · skipped updates .*11 \(non-finite gradient\)/);
+    assert.equal(await chart(page, 'reward').locator('.u-legend .u-series').count(), 1 + 4 + 2, 'step, four lines, two band edges');
+    assert.equal(await chart(page, 'reward').locator('.u-legend .u-series.band-edge').count(), 2);
+    assert.equal(await page.locator('#run-status').textContent(), 'running');
+    assertClean(app);
+  });
+
+  it('grows as records are appended', async () => {
+    const { root, a } = recordedRuns();
+    const { app, page, refresh } = await open(root, [a]);
+    await chart(page, 'reward').locator('canvas').waitFor();
+    const writer = RunStoreWriter.reopen(a, new RunStoreReader(a).run());
+    writer.appendMetrics({ step: 12, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 1.1, 'kl/mean': 0.03, 'custom/thing': 4 } });
+    refresh(a);
+    await page.locator('.chart[data-group="reward"][data-last-step="12"]').waitFor();
+    assert.equal(await chart(page, 'reward').getAttribute('data-points'), '12');
+    await chart(page, 'other-custom').waitFor();
+    assert.deepEqual(await seriesOf(page, 'other-custom'), ['custom/thing'], 'a metric never seen before gets its own chart');
+    writer.finish('finished');
+    refresh(a);
+    await page.locator('#run-status', { hasText: 'finished' }).waitFor();
+    assertClean(app);
+  });
+
+  it('overlays another run chosen in the run picker, and removes it again', async () => {
+    const { root, a, b } = recordedRuns();
+    const { app, page, controller } = await open(root, [a]);
+    await chart(page, 'kl').locator('canvas').waitFor();
+    await page.locator('#runs-summary').click();
+    const other = page.locator(`#run-list vscode-checkbox[data-run-dir="${b}"]`);
+    await other.click();
+    await page.locator('.chart[data-group="kl"][data-series="run-a · kl/mean|run-b · kl/mean"]').waitFor();
+    assert.deepEqual(controller.runDirs, [a, b]);
+    assert.equal(await page.locator('#runs-summary').textContent(), 'Comparing 2 runs');
+    const colours = ((await chart(page, 'kl').getAttribute('data-colours')) ?? '').split('|');
+    assert.notEqual(colours[0], colours[1], 'compared runs have different colours');
+    assert.equal(await page.locator(`#run-list vscode-checkbox[data-run-dir="${a}"]`).getAttribute('disabled'), '', 'the panel’s own run stays');
+    await page.locator(`#run-list vscode-checkbox[data-run-dir="${b}"]`).click();
+    await page.locator('.chart[data-group="kl"][data-series="kl/mean"]').waitFor();
+    assert.deepEqual(((await app.state()) as MetricsPanelState).runDirs, [a]);
+    assertClean(app);
+  });
+
+  it('smooths the lines and exports the shown data, smoothed columns included, as CSV', async () => {
+    const { root, a } = recordedRuns();
+    const { app, page, saved } = await open(root, [a]);
+    await chart(page, 'reward').locator('canvas').waitFor();
+    await page.locator('#smoothing').fill('0.6');
+    await page.locator('#smoothing-value', { hasText: '0.60' }).waitFor();
+    assert.equal(((await app.state()) as MetricsPanelState).smoothing, 0.6);
+    await page.locator('#export-csv').click();
+    await page.locator('.notice.info', { hasText: 'Saved' }).waitFor();
+    assert.equal(saved.length, 1);
+    assert.equal(saved[0].fileName, 'run-a-metrics.csv');
+    const lines = saved[0].csv.trim().split('\n');
+    const header = lines[0].split(',');
+    assert.deepEqual(header.slice(0, 5), ['run', 'run_id', 'kind', 'step', 'skipped']);
+    assert.ok(header.includes('reward/mean') && header.includes('reward/mean (EMA 0.60)'));
+    assert.equal(lines.length, 1 + 13, 'one line per recorded row: 11 train, 2 eval');
+    const rewardColumn = header.indexOf('reward/mean');
+    const recorded = new RunStoreReader(a).metrics().records;
+    assert.equal(Number(lines[1].split(',')[rewardColumn]), recorded[0].values['reward/mean']);
+    assertClean(app);
+  });
+
+  it('takes its colours from the theme and changes them with it', async () => {
+    const { root, a } = recordedRuns();
+    const { app, page } = await open(root, [a]);
+    await chart(page, 'throughput').locator('canvas').waitFor();
+    const colours = async () => ((await chart(page, 'throughput').getAttribute('data-colours')) ?? '').split('|');
+    assert.deepEqual(await colours(), [THEMES.dark['charts-blue'], THEMES.dark['charts-orange']]);
+    await app.setTheme('light');
+    await page.locator(`.chart[data-group="throughput"][data-colours="${THEMES.light['charts-blue']}|${THEMES.light['charts-orange']}"]`).waitFor();
+    await app.setTheme('high-contrast');
+    await page.locator(`.chart[data-group="throughput"][data-colours="${THEMES['high-contrast']['charts-blue']}|${THEMES['high-contrast']['charts-orange']}"]`).waitFor();
+    assertClean(app);
+  });
+
+  it('comes back from its saved state: compared runs, smoothing and band', async () => {
+    const { root, a, b } = recordedRuns();
+    const state: MetricsPanelState = { runDirs: [a, b], smoothing: 0.5, band: 'std' };
+    const { app, page } = await open(root, state.runDirs, state);
+    await page.locator('.chart[data-group="reward"][data-bands="2"]').waitFor();
+    assert.equal(await page.locator('#smoothing').inputValue(), '0.5');
+    assert.equal(await page.locator('#band').getAttribute('current-value'), 'std');
+    assert.ok((await seriesOf(page, 'reward')).some((s) => s.startsWith('run-b · ')));
+    const legend = (await chart(page, 'reward').locator('.u-legend').textContent()) ?? '';
+    assert.match(legend, /±std upper/, 'the band is mean ± std');
+    assertClean(app);
+  });
+});

@@ -1,0 +1,197 @@
+import { z } from 'zod';
+import { Algorithm, RunStatus, ToolErrorKind, TrajectoryRecord } from './runStore';
+
+/**
+ * Messages between the extension host and the Trajectories and Metrics webviews, both
+ * directions, and the state each webview keeps across a window reload. The host builds the
+ * same messages whether its data comes from a run directory on disk or, later, from a live
+ * trainer; the webviews validate every message on receipt.
+ */
+
+/** What a panel shows about a run: enough to title it and to say whether it is still live. */
+export const RunSummary = z.object({
+  dir: z.string().min(1),
+  id: z.string(),
+  name: z.string(),
+  status: RunStatus,
+  algorithm: Algorithm,
+  createdAt: z.string(),
+  totalSteps: z.number().int().nonnegative(),
+  lastStep: z.number().int().nonnegative().optional(),
+  error: z.string().optional(),
+});
+export type RunSummary = z.infer<typeof RunSummary>;
+
+/**
+ * A trajectory record read for its table row: everything but the per-token arrays, which are
+ * most of its bytes and most of its validation time. The whole record is validated when its
+ * detail opens.
+ */
+export const TrajectoryRecordWithoutTokens = TrajectoryRecord.omit({ tokens: true });
+export type TrajectoryRecordWithoutTokens = z.infer<typeof TrajectoryRecordWithoutTokens>;
+
+/** One trajectory as a table row: the numbers the table sorts and filters on, no token data. */
+export const TrajectoryRow = z.object({
+  step: z.number().int().nonnegative(),
+  index: z.number().int().nonnegative(),
+  group: z.number().int().nonnegative(),
+  sample: z.number().int().nonnegative(),
+  rowId: z.string(),
+  prompt: z.string(),
+  answer: z.string().optional(),
+  reward: z.number(),
+  outcome: z.number(),
+  process: z.number(),
+  advantage: z.number().optional(),
+  turns: z.number().int().nonnegative(),
+  toolCalls: z.number().int().nonnegative(),
+  errors: z.number().int().nonnegative(),
+  /** Names of the tools called (distinct, in order of first call); unparsed calls have none. */
+  tools: z.array(z.string()),
+  errorKinds: z.array(ToolErrorKind),
+  responseLength: z.number().int().nonnegative(),
+  totalLength: z.number().int().nonnegative(),
+  finishReason: TrajectoryRecord.shape.finishReason,
+});
+export type TrajectoryRow = z.infer<typeof TrajectoryRow>;
+
+/** Columns the trajectory table sorts by. */
+export const TrajectoryColumn = z.enum([
+  'index',
+  'prompt',
+  'reward',
+  'outcome',
+  'process',
+  'advantage',
+  'turns',
+  'toolCalls',
+  'errors',
+  'responseLength',
+  'finishReason',
+]);
+export type TrajectoryColumn = z.infer<typeof TrajectoryColumn>;
+
+export const SortOrder = z.object({ column: TrajectoryColumn, direction: z.enum(['asc', 'desc']) });
+export type SortOrder = z.infer<typeof SortOrder>;
+
+export const TrajectoryFilters = z.object({
+  /** Case-insensitive substring of the prompt, the answer or the row id. */
+  text: z.string(),
+  rewardMin: z.number().nullable(),
+  rewardMax: z.number().nullable(),
+  errors: z.enum(['any', 'with', 'without']),
+  /** A tool name the trajectory called; empty for any. */
+  tool: z.string(),
+  /** A finish reason; empty for any. */
+  finishReason: z.string(),
+});
+export type TrajectoryFilters = z.infer<typeof TrajectoryFilters>;
+
+/** The newest step, following the run as it grows, or one step pinned. */
+export const StepSelection = z.union([z.literal('follow'), z.number().int().nonnegative()]);
+export type StepSelection = z.infer<typeof StepSelection>;
+
+export const TokenColouring = z.enum(['advantage', 'logprob', 'entropy']);
+export type TokenColouring = z.infer<typeof TokenColouring>;
+
+/** Kept by the Trajectories webview (vscode.setState) and handed back to the host's serializer. */
+export const TrajectoriesPanelState = z.object({
+  runDir: z.string().min(1),
+  step: StepSelection,
+  filters: TrajectoryFilters,
+  sort: SortOrder,
+  /** The trajectory whose detail is open, by its index in the step. */
+  selected: z.number().int().nonnegative().nullable(),
+  colourBy: TokenColouring,
+});
+export type TrajectoriesPanelState = z.infer<typeof TrajectoriesPanelState>;
+
+export const TrajectoriesToWebview = z.discriminatedUnion('type', [
+  /** The run and its steps with trajectories; sent on ready and whenever either changes. */
+  z.object({ type: z.literal('run'), run: RunSummary, steps: z.array(z.number().int().nonnegative()) }),
+  /**
+   * Rows of `step`. `reset` starts the step afresh (a new step is shown); otherwise the rows
+   * are appended to what was sent before (trajectories still arriving, or a large step sent in
+   * chunks). `selection` is what the host shows: following the newest step, or pinned.
+   */
+  z.object({ type: z.literal('rows'), step: z.number().int().nonnegative(), selection: StepSelection, reset: z.boolean(), rows: z.array(TrajectoryRow) }),
+  /** No step has trajectories yet. */
+  z.object({ type: z.literal('noSteps'), selection: StepSelection }),
+  /** One trajectory in full, tokens included: sent only when its detail opens. */
+  z.object({ type: z.literal('trajectory'), record: TrajectoryRecord }),
+  z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
+]);
+export type TrajectoriesToWebview = z.infer<typeof TrajectoriesToWebview>;
+
+export const TrajectoriesToHost = z.discriminatedUnion('type', [
+  /** The script runs (first time, or again after the panel was hidden): send everything. */
+  z.object({ type: z.literal('ready') }),
+  z.object({ type: z.literal('showStep'), step: StepSelection }),
+  z.object({ type: z.literal('openTrajectory'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
+  z.object({ type: z.literal('openInDebugger'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
+]);
+export type TrajectoriesToHost = z.infer<typeof TrajectoriesToHost>;
+
+/**
+ * Metrics travel as columns (one array per metric, aligned with `steps`): a 10,000-step run
+ * is a few arrays of numbers instead of 10,000 objects, cheap to post and to validate, and the
+ * shape charts want.
+ */
+export const MetricsColumns = z.object({
+  steps: z.array(z.number().int().nonnegative()),
+  kinds: z.array(z.enum(['train', 'eval', 'sft'])),
+  /** Why the update of that row's step was skipped (non-finite loss or gradient), or null. */
+  skipped: z.array(z.string().nullable()),
+  /** Metric name → one value per row; null where the metric was not recorded or not finite. */
+  values: z.record(z.string(), z.array(z.number().nullable())),
+});
+export type MetricsColumns = z.infer<typeof MetricsColumns>;
+
+export const BandMode = z.enum(['minmax', 'std']);
+export type BandMode = z.infer<typeof BandMode>;
+
+/** Kept by the Metrics webview and handed back to the host's serializer. */
+export const MetricsPanelState = z.object({
+  /** Runs shown, the first one is the panel's own run; the rest are overlaid for comparison. */
+  runDirs: z.array(z.string().min(1)).min(1),
+  /** EMA weight in [0, 1); 0 shows the raw values. */
+  smoothing: z.number().min(0).max(0.99),
+  band: BandMode,
+});
+export type MetricsPanelState = z.infer<typeof MetricsPanelState>;
+
+export const MetricsToWebview = z.discriminatedUnion('type', [
+  /** Runs of the workspace that can be overlaid, and the ones shown. */
+  z.object({ type: z.literal('runs'), available: z.array(RunSummary), shown: z.array(z.string()) }),
+  /** A shown run's summary changed (status, last step). */
+  z.object({ type: z.literal('run'), run: RunSummary }),
+  /** Metrics of one run: all of them when `reset`, else rows appended since the last message. */
+  z.object({ type: z.literal('metrics'), runDir: z.string(), reset: z.boolean(), columns: MetricsColumns }),
+  z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
+]);
+export type MetricsToWebview = z.infer<typeof MetricsToWebview>;
+
+export const MetricsToHost = z.discriminatedUnion('type', [
+  /** The script runs (first time, or again after the panel was hidden): send everything. */
+  z.object({ type: z.literal('ready') }),
+  z.object({ type: z.literal('showRuns'), runDirs: z.array(z.string().min(1)).min(1) }),
+  z.object({ type: z.literal('exportCsv'), fileName: z.string().min(1), csv: z.string() }),
+]);
+export type MetricsToHost = z.infer<typeof MetricsToHost>;
+
+/**
+ * Arguments of the command `rolloutStudio.openRunInDebugger` (contributed by the debugger):
+ * open `runDirectory` in replay at trajectory `trajectory` of step `step`.
+ */
+export const OpenRunInDebuggerArgs = z.object({
+  runDirectory: z.string().min(1),
+  step: z.number().int().nonnegative(),
+  trajectory: z.number().int().nonnegative(),
+});
+export type OpenRunInDebuggerArgs = z.infer<typeof OpenRunInDebuggerArgs>;
+
+/** The step a selection shows among `steps` (ascending): the newest when following. */
+export function resolveStepSelection(selection: StepSelection, steps: readonly number[]): number | undefined {
+  if (selection === 'follow') return steps.length ? steps[steps.length - 1] : undefined;
+  return selection;
+}

@@ -1,0 +1,68 @@
+/**
+ * Which metrics share a chart. The metric names with a fixed meaning (METRICS in
+ * trainer/protocol/runStore.ts) have their charts in a fixed order; any other recorded metric
+ * gets a chart too, grouped by its prefix (`reward/format`, `reward/f1` → "reward/…").
+ */
+export interface ChartGroup {
+  id: string;
+  title: string;
+  /** Metrics drawn as lines, in legend order. */
+  metrics: string[];
+  /** The reward chart shades the spread of `reward/mean`: between min and max, or ±std. */
+  band?: { mean: string; min: string; max: string; std: string };
+}
+
+interface KnownGroup {
+  id: string;
+  title: string;
+  exact?: string[];
+  prefix?: string;
+  band?: ChartGroup['band'];
+}
+
+const REWARD_BAND = { mean: 'reward/mean', min: 'reward/min', max: 'reward/max', std: 'reward/std' };
+
+const KNOWN: KnownGroup[] = [
+  { id: 'reward', title: 'Reward (mean, spread)', exact: ['reward/mean', 'reward/outcome_mean', 'reward/process_mean'], band: REWARD_BAND },
+  { id: 'score', title: 'Task score', prefix: 'score/' },
+  { id: 'kl', title: 'KL to the reference policy', prefix: 'kl/' },
+  { id: 'entropy', title: 'Entropy', prefix: 'entropy/' },
+  { id: 'loss', title: 'Policy, value and total loss', exact: ['loss/policy', 'loss/value', 'loss/total'] },
+  { id: 'loss-terms', title: 'Other loss terms', prefix: 'loss/' },
+  { id: 'clip', title: 'Clip fraction', prefix: 'clip/' },
+  { id: 'grad', title: 'Gradient norm', prefix: 'grad/' },
+  { id: 'lr', title: 'Learning rate', exact: ['lr'] },
+  { id: 'length', title: 'Response length (tokens)', prefix: 'length/' },
+  { id: 'tool-calls', title: 'Tool calls per trajectory', exact: ['tools/calls_per_trajectory'] },
+  { id: 'tool-errors', title: 'Tool error rate', exact: ['tools/error_rate'] },
+  { id: 'throughput', title: 'Throughput (tokens/s)', prefix: 'throughput/' },
+  { id: 'time', title: 'Time per phase (s)', prefix: 'time/' },
+];
+
+/** The charts for these metric names, known groups first in their fixed order, then the others by name. */
+export function groupMetrics(names: Iterable<string>): ChartGroup[] {
+  const all = new Set(names);
+  const remaining = new Set(all);
+  // The spread of the reward is drawn as the band around its mean, not as lines of its own.
+  if (all.has(REWARD_BAND.mean)) for (const edge of [REWARD_BAND.min, REWARD_BAND.max, REWARD_BAND.std]) remaining.delete(edge);
+  const groups: ChartGroup[] = [];
+  for (const known of KNOWN) {
+    const metrics = (known.exact ?? []).filter((m) => remaining.has(m));
+    if (known.prefix) metrics.push(...[...remaining].filter((m) => m.startsWith(known.prefix!) && !metrics.includes(m)).sort());
+    const hasBand = known.band && all.has(known.band.mean) && ((all.has(known.band.min) && all.has(known.band.max)) || all.has(known.band.std));
+    if (metrics.length === 0) continue;
+    metrics.forEach((m) => remaining.delete(m));
+    groups.push({ id: known.id, title: known.title, metrics, ...(hasBand ? { band: known.band } : {}) });
+  }
+  const byPrefix = new Map<string, string[]>();
+  for (const name of [...remaining].sort()) {
+    const slash = name.indexOf('/');
+    const prefix = slash > 0 ? name.slice(0, slash) : name;
+    byPrefix.set(prefix, [...(byPrefix.get(prefix) ?? []), name]);
+  }
+  for (const [prefix, metrics] of byPrefix) {
+    const title = metrics.length === 1 && metrics[0] === prefix ? prefix : `${prefix}/…`;
+    groups.push({ id: `other-${prefix}`, title, metrics });
+  }
+  return groups;
+}

@@ -1,0 +1,91 @@
+import type { TokenColouring, ToolCallRecord, TrajectoryRecord, TurnRecord } from '../../trainer/protocol';
+import { button, tag } from '../components/toolkit';
+import { h } from '../dom';
+import { formatNumber } from '../format';
+import { decodeTokens } from './tokenColours';
+import { tokenView } from './tokenView';
+
+export interface DetailActions {
+  openInDebugger(step: number, index: number): void;
+  colourBy(by: TokenColouring): void;
+  close(): void;
+}
+
+/** One trajectory: rewards, each turn with its tool calls, and its tokens. */
+export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, actions: DetailActions): HTMLElement {
+  const components = Object.entries(record.rewards.components);
+  let tokens: HTMLElement;
+  try {
+    tokens = tokenView(decodeTokens(record.tokens), colourBy, actions.colourBy);
+  } catch (error) {
+    tokens = h('p', { class: 'notice error' }, `The token data of this trajectory cannot be shown: ${(error as Error).message}`);
+  }
+  return h(
+    'div',
+    { class: 'detail-body', 'data-step': String(record.step), 'data-index': String(record.index) },
+    h(
+      'header',
+      { class: 'detail-header' },
+      h('h2', {}, `Trajectory ${record.index}`),
+      h('span', { class: 'muted' }, `step ${record.step} · group ${record.group}, sample ${record.sample} · row ${record.rowId}`),
+      h('span', { class: 'spacer' }),
+      button('Open in Debugger', () => actions.openInDebugger(record.step, record.index)),
+      button('Close', () => actions.close(), 'secondary'),
+    ),
+    h('p', { class: 'prompt' }, record.prompt),
+    h(
+      'dl',
+      { class: 'rewards', id: 'rewards' },
+      ...pair('Outcome reward', formatNumber(record.rewards.outcome), 'outcome'),
+      ...pair('Process reward', formatNumber(record.rewards.process), 'process'),
+      ...pair('Total reward', formatNumber(record.rewards.total), 'total'),
+      ...pair('Advantage', formatNumber(record.advantage), 'advantage'),
+      ...components.flatMap(([name, value]) => pair(name, formatNumber(value), `component-${name}`)),
+      ...pair('Finish', record.finishReason, 'finish'),
+      ...pair('Answer', record.answer ?? '—', 'answer'),
+      ...pair('Tokens', `${record.lengths.response} generated of ${record.lengths.total} (prompt ${record.lengths.prompt})`, 'lengths'),
+    ),
+    h('section', { class: 'turns' }, h('h3', {}, `Turns (${record.turns.length})`), ...record.turns.map(turnView)),
+    tokens,
+  );
+}
+
+function pair(term: string, value: string, key: string): HTMLElement[] {
+  return [h('dt', {}, term), h('dd', { 'data-field': key }, value)];
+}
+
+function turnView(turn: TurnRecord): HTMLElement {
+  const facts: string[] = [`tokens ${turn.tokenStart}–${turn.tokenEnd}`];
+  if (turn.finish) facts.push(`finish: ${turn.finish}`);
+  if (turn.logprob) facts.push(`log-prob mean ${turn.logprob.mean.toFixed(3)}, min ${turn.logprob.min.toFixed(3)}`);
+  if (turn.entropy) facts.push(`entropy mean ${turn.entropy.mean.toFixed(3)}`);
+  return h(
+    'article',
+    { class: `turn role-${turn.role}`, 'data-turn': String(turn.index) },
+    h('header', {}, h('span', { class: 'role' }, turn.role), h('span', { class: 'muted' }, facts.join(' · '))),
+    h('pre', { class: 'turn-text' }, turn.text),
+    ...(turn.toolCalls ?? []).map(toolCallView),
+  );
+}
+
+function toolCallView(call: ToolCallRecord): HTMLElement {
+  const facts = [`${formatNumber(call.latencyMs, 1)} ms`, `process reward ${formatNumber(call.processReward)}`];
+  if (call.truncated) facts.push('result truncated');
+  return h(
+    'div',
+    { class: `tool-call${call.error ? ' failed' : ''}`, 'data-error-kind': call.error?.kind },
+    h('header', {}, h('span', { class: 'tool-name' }, call.name ?? '(unparsed call)'), call.error ? tag(call.error.kind) : undefined, h('span', { class: 'muted' }, facts.join(' · '))),
+    h('div', { class: 'label' }, call.arguments !== undefined ? 'Arguments' : 'Raw call'),
+    h('pre', { class: 'tool-args' }, call.arguments !== undefined ? JSON.stringify(call.arguments, null, 2) : call.raw),
+    call.error
+      ? h(
+          'div',
+          { class: 'tool-error' },
+          h('div', { class: 'label' }, `Error (${call.error.kind})`),
+          h('pre', { class: 'error-message' }, call.error.message),
+          h('div', { class: 'label' }, 'Observation shown to the policy'),
+          h('pre', { class: 'observation' }, call.observation),
+        )
+      : h('div', { class: 'tool-result' }, h('div', { class: 'label' }, 'Result'), h('pre', { class: 'observation' }, call.observation)),
+  );
+}

@@ -1,0 +1,200 @@
+import '../zodConfig';
+import {
+  TrajectoriesPanelState,
+  TrajectoriesToWebview,
+  type RunSummary,
+  type SortOrder,
+  type StepSelection,
+  type TokenColouring,
+  type TrajectoriesToHost,
+  type TrajectoryColumn,
+  type TrajectoryFilters,
+  type TrajectoryRecord,
+  type TrajectoryRow,
+} from '../../trainer/protocol';
+import { registerComponents } from '../components/toolkit';
+import { h } from '../dom';
+import { noticeArea } from '../notices';
+import { receive } from '../protocol';
+import { vscodeApi } from '../vscodeApi';
+import { COLUMNS } from './columns';
+import { trajectoryDetail } from './detail';
+import { filtersBar } from './filtersBar';
+import { DEFAULT_SORT, NO_FILTERS, toggleSort, toolNames, visibleRows } from './rows';
+import { stepBar } from './stepBar';
+import { VirtualTable } from './virtualTable';
+import './trajectories.css';
+
+registerComponents();
+const vscode = vscodeApi<TrajectoriesPanelState>();
+const post = (message: TrajectoriesToHost) => vscode.postMessage(message);
+const restored = TrajectoriesPanelState.safeParse(vscode.getState());
+
+/** Everything the panel shows; the host owns the run, this owns how it is looked at. */
+const model = {
+  run: undefined as RunSummary | undefined,
+  steps: [] as number[],
+  selection: (restored.success ? restored.data.step : 'follow') as StepSelection,
+  shownStep: undefined as number | undefined,
+  rows: [] as TrajectoryRow[],
+  filters: (restored.success ? restored.data.filters : NO_FILTERS) as TrajectoryFilters,
+  sort: (restored.success ? restored.data.sort : DEFAULT_SORT) as SortOrder,
+  selected: (restored.success ? restored.data.selected : null) as number | null,
+  colourBy: (restored.success ? restored.data.colourBy : 'advantage') as TokenColouring,
+  detail: undefined as TrajectoryRecord | undefined,
+  /** Until the first rows arrive, a restored selection is kept for the restored step. */
+  restoring: restored.success,
+};
+
+function saveState(): void {
+  if (!model.run) return;
+  vscode.setState({ runDir: model.run.dir, step: model.selection, filters: model.filters, sort: model.sort, selected: model.selected, colourBy: model.colourBy });
+}
+
+const root = document.getElementById('app')!;
+const title = h('h1', { id: 'run-title' }, 'Trajectories');
+const status = h('span', { class: 'run-status', id: 'run-status' });
+const notices = noticeArea();
+const steps = stepBar((selection) => {
+  model.selection = selection;
+  post({ type: 'showStep', step: selection });
+  steps.update(model.steps, model.selection, model.shownStep);
+  saveState();
+});
+const filters = filtersBar(model.filters, (next) => {
+  model.filters = next;
+  refreshTable();
+  saveState();
+});
+const table = new VirtualTable<TrajectoryRow, TrajectoryColumn>({
+  columns: COLUMNS,
+  rowHeight: 24,
+  keyOf: (row) => row.index,
+  onSelect: (row) => select(row.index),
+  onSort: (column) => {
+    model.sort = toggleSort(model.sort, column);
+    table.setHeader(model.sort.column, model.sort.direction);
+    refreshTable();
+    saveState();
+  },
+});
+const empty = h('p', { class: 'empty', id: 'empty' });
+const detail = h('aside', { class: 'detail-pane', id: 'detail', 'aria-label': 'Trajectory detail' });
+root.classList.add('trajectories');
+root.append(
+  h('header', { class: 'run-header' }, title, status),
+  notices.element,
+  steps.element,
+  filters.element,
+  h('div', { class: 'split' }, h('div', { class: 'table-pane' }, table.element, empty), detail),
+);
+table.setHeader(model.sort.column, model.sort.direction);
+
+function refreshTable(): void {
+  const shown = visibleRows(model.rows, model.filters, model.sort);
+  table.setRows(shown);
+  filters.setCount(shown.length, model.rows.length);
+  filters.setTools(toolNames(model.rows));
+  empty.textContent =
+    model.shownStep === undefined ? 'No trajectories yet: this run has not finished a rollout.' : model.rows.length === 0 ? `Step ${model.shownStep} has no trajectories yet.` : shown.length === 0 ? 'No trajectory matches the filters.' : '';
+  empty.hidden = empty.textContent === '';
+}
+
+function select(index: number | null): void {
+  model.selected = index;
+  model.detail = undefined;
+  table.select(index ?? undefined, true);
+  renderDetail();
+  if (index !== null && model.shownStep !== undefined) post({ type: 'openTrajectory', step: model.shownStep, index });
+  saveState();
+}
+
+function renderDetail(): void {
+  root.classList.toggle('with-detail', model.selected !== null);
+  if (model.selected === null) {
+    detail.replaceChildren();
+    return;
+  }
+  if (!model.detail) {
+    detail.replaceChildren(h('p', { class: 'muted' }, `Loading trajectory ${model.selected}…`));
+    return;
+  }
+  detail.replaceChildren(
+    trajectoryDetail(model.detail, model.colourBy, {
+      openInDebugger: (step, index) => post({ type: 'openInDebugger', step, index }),
+      colourBy: (by) => {
+        model.colourBy = by;
+        renderDetail();
+        saveState();
+      },
+      close: () => select(null),
+    }),
+  );
+}
+
+function onRows(step: number, rows: readonly TrajectoryRow[], reset: boolean): void {
+  if (reset) {
+    const stepChanged = model.shownStep !== step;
+    model.shownStep = step;
+    model.rows = [...rows];
+    if (stepChanged && !model.restoring && model.selected !== null) {
+      model.selected = null;
+      model.detail = undefined;
+      table.select(undefined);
+      renderDetail();
+    }
+    if (model.restoring && model.selected !== null) select(model.selected);
+    model.restoring = false;
+    steps.update(model.steps, model.selection, model.shownStep);
+  } else if (step === model.shownStep) {
+    for (const row of rows) model.rows.push(row);
+  }
+  refreshTable();
+}
+
+function render(message: TrajectoriesToWebview): void {
+  switch (message.type) {
+    case 'run':
+      model.run = message.run;
+      model.steps = message.steps;
+      title.textContent = `Trajectories · ${message.run.name}`;
+      title.title = message.run.dir;
+      status.textContent = message.run.status;
+      status.dataset.status = message.run.status;
+      steps.update(model.steps, model.selection, model.shownStep);
+      saveState();
+      break;
+    case 'rows':
+      model.selection = message.selection;
+      onRows(message.step, message.rows, message.reset);
+      saveState();
+      break;
+    case 'noSteps':
+      model.selection = message.selection;
+      model.shownStep = undefined;
+      model.rows = [];
+      model.restoring = false;
+      steps.update(model.steps, model.selection, undefined);
+      refreshTable();
+      break;
+    case 'trajectory':
+      if (message.record.step === model.shownStep && message.record.index === model.selected) {
+        model.detail = message.record;
+        renderDetail();
+      }
+      break;
+    case 'notice':
+      notices.show(message.level, message.message);
+      break;
+  }
+}
+
+window.addEventListener('message', (event: MessageEvent) => {
+  try {
+    render(receive(TrajectoriesToWebview, event.data));
+  } catch (error) {
+    notices.show('error', String(error));
+  }
+});
+refreshTable();
+post({ type: 'ready' });
