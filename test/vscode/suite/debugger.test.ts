@@ -58,7 +58,7 @@ describe('Debugger: replaying a recorded run', () => {
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
   });
 
-  it('contributes the rollout debugger, the transcript language and Open Run…', async () => {
+  it('contributes the rollout debugger, the transcript language and Replay Run in Debugger…', async () => {
     assert.ok((await vscode.commands.getCommands(true)).includes('rolloutStudio.openRunInDebugger'));
     assert.ok((await vscode.languages.getLanguages()).includes('rollout-transcript'));
   });
@@ -102,7 +102,7 @@ describe('Debugger: replaying a recorded run', () => {
     assert.equal((await stepped).body.reason, 'step');
   });
 
-  it('Open Run… replays the run it is given, stopped at the first turn', async () => {
+  it('Replay Run in Debugger… replays the run it is given, stopped at the first turn', async () => {
     const stopped = nextStop();
     assert.equal(await vscode.commands.executeCommand('rolloutStudio.openRunInDebugger', vscode.Uri.file(path.join(runDir, 'run.json'))), true);
     const event = await stopped;
