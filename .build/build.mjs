@@ -32,6 +32,8 @@ const common = {
 
 /** onnxruntime-node and webgpu carry native binaries and must stay real files at run time. */
 const nativeModules = ['onnxruntime-node', 'webgpu'];
+/** esbuild compiles the user's tools and configs at run time; its JS API finds its native binary itself and cannot be bundled. */
+const trainerRuntimePackages = ['esbuild'];
 
 const testEntries = Object.fromEntries(
   [...filesUnder('test/vscode', ['.ts']), ...filesUnder('test/desktop', ['.ts'])].map((f) => [f.replace(/\.ts$/, ''), f]),
@@ -50,7 +52,7 @@ const builds = [
     entryPoints: { 'trainer/cli': 'trainer/cli/main.ts', 'trainer/index': 'trainer/index.ts' },
     platform: 'node',
     format: 'cjs',
-    external: nativeModules,
+    external: [...nativeModules, ...trainerRuntimePackages],
   },
   {
     ...common,
