@@ -2,7 +2,6 @@ import * as esbuild from 'esbuild';
 import Module from 'node:module';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as rolloutStudio from '../index';
 import { UserCodeError } from './errors';
 import { Tool } from './tool';
 
@@ -23,6 +22,15 @@ import { Tool } from './tool';
  */
 
 export const PACKAGE_NAME = 'rollout-studio';
+
+/**
+ * This trainer's public API object (trainer/index.ts), looked up when a user module asks for it.
+ * Not a static import: index.ts re-exports this module, and a namespace imported during that
+ * cycle can be a snapshot taken before index.ts finished (it is under CommonJS transforms).
+ */
+function publicApi(): unknown {
+  return require('../index');
+}
 
 const PACKAGE_IMPORT = /^rollout-studio(\/.*)?$/;
 
@@ -97,7 +105,7 @@ export async function loadUserModule(file: string): Promise<Record<string, unkno
   const requireFromUserFolder = mod.require.bind(mod);
   // Node's `require` inside the module calls `mod.require`, so this is where 'rollout-studio' is answered.
   mod.require = ((id: string) => {
-    if (id === PACKAGE_NAME) return rolloutStudio;
+    if (id === PACKAGE_NAME) return publicApi();
     if (PACKAGE_IMPORT.test(id)) throw new UserCodeError(`${absolute}: import from '${PACKAGE_NAME}' itself, not from '${id}'`);
     return requireFromUserFolder(id);
   }) as NodeJS.Require;

@@ -291,7 +291,7 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     assert.deepEqual(events, ['turn 0:2 tool_call', 'before 0 calculator', 'released', 'after 0 calculator 9', 'turn 0:4 eos', 'end 0 answered']);
   });
 
-  it('splits a messages row's prompt into its turns, an earlier assistant turn included', async () => {
+  it("splits a messages row's prompt into its turns, an earlier assistant turn included", async () => {
     const messages: ChatMessage[] = [
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Hi' },
