@@ -37,6 +37,8 @@ describe('arithmetic (the calculator grammar)', () => {
       ['process.exit(1)', /unexpected character "\." at position 8/],
       ['process', /unknown name "process" at position 1/],
       ['constructor', /unknown name "constructor"/],
+      ['toString(1)', /unknown name "tostring"/],
+      ['__proto__', /unknown name "__proto__"/],
       ['1; 2', /unexpected character ";" at position 2/],
       ['sqrt(1, 2)', /sqrt takes 1 argument\(s\), got 2/],
       ['10 ^ 400', /the result is not a finite number \(Infinity\)/],

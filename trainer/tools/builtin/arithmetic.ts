@@ -165,8 +165,9 @@ class Parser {
       return value;
     }
     if (t.type === 'name') {
-      if (t.value in CONSTANTS && !this.isOp('(')) return CONSTANTS[t.value];
-      const fn = FUNCTIONS[t.value];
+      // Own properties only: "constructor" or "toString" must not reach Object.prototype.
+      if (Object.hasOwn(CONSTANTS, t.value) && !this.isOp('(')) return CONSTANTS[t.value];
+      const fn = Object.hasOwn(FUNCTIONS, t.value) ? FUNCTIONS[t.value] : undefined;
       if (!fn) throw new ArithmeticError(`unknown name "${t.value}" at position ${t.at + 1} (functions: ${Object.keys(FUNCTIONS).join(', ')}; constants: pi, e)`, t.at);
       this.expect('(');
       const args = [this.expression()];
