@@ -126,6 +126,8 @@ setImmediate(() => {
 });
 `;
 
+const STARTUP_LIMIT_MS = 15_000;
+
 /** Runs `code` in a fresh sandbox; rejects with a SandboxError (syntax error, thrown value, timeout, crash) carrying the script's own message. */
 export function runJavaScript(code: string, options: JavaScriptRunOptions): Promise<JavaScriptRun> {
   const limit = options.maxOutputChars ?? 8000;
@@ -147,8 +149,13 @@ export function runJavaScript(code: string, options: JavaScriptRunOptions): Prom
       void worker.terminate();
       outcome();
     };
-    // Covers what the vm timeout cannot: endless promise jobs, and the worker's start-up.
-    const timer = setTimeout(() => settle(() => reject(new SandboxError(timedOut))), options.timeoutMs + 500);
+    // Covers what the vm timeout cannot (endless promise jobs). Counted from the worker's start,
+    // because starting a thread can take long on a busy machine; the start itself gets its own limit.
+    let timer = setTimeout(() => settle(() => reject(new SandboxError(`the sandbox did not start within ${STARTUP_LIMIT_MS} ms`))), STARTUP_LIMIT_MS);
+    worker.once('online', () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => settle(() => reject(new SandboxError(timedOut))), options.timeoutMs + 250);
+    });
     worker.on('message', (message: { ok: boolean; output?: string; message?: string }) =>
       settle(() => (message.ok ? resolve({ output: message.output ?? '' }) : reject(new SandboxError(message.message === 'timeout' ? timedOut : (message.message ?? 'the code failed'))))),
     );
