@@ -12,6 +12,7 @@ import type { RolloutObserver } from './observer';
 import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest } from './policy';
 import { renderPrompt, taskText, type RenderedPrompt } from './prompt';
 import { TextOffsets } from './textOffsets';
+import { checkTrajectory } from './validate';
 import type { FinishReason, ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
 import { defaultTruncationMarker, truncateToTokens, type TruncationMarker } from './truncate';
 
@@ -212,10 +213,16 @@ export class AgentLoop {
 
   /** Rolls out every episode; returns the trajectories in episode order. */
   async run<Row extends DatasetRow>(episodes: readonly Episode<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+    // The samples of a group share their row: render and check each row once.
+    const prompts = new Map<DatasetRow, RenderedPrompt>();
     const states = episodes.map((episode, i) => {
-      const prompt = this.renderPrompt(episode.row);
-      const problem = this.rowProblem(episode.row, prompt);
-      if (problem) throw new BudgetError(problem);
+      let prompt = prompts.get(episode.row);
+      if (!prompt) {
+        prompt = this.renderPrompt(episode.row);
+        const problem = this.rowProblem(episode.row, prompt);
+        if (problem) throw new BudgetError(problem);
+        prompts.set(episode.row, prompt);
+      }
       return new TrajectoryState(i, episode, prompt);
     });
     if (states.length === 0) return [];
@@ -235,6 +242,7 @@ export class AgentLoop {
     } finally {
       await session.close();
     }
+    for (const state of states) checkTrajectory(state.trajectory);
     return states.map((s) => s.trajectory);
   }
 

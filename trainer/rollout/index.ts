@@ -14,4 +14,5 @@ export { renderPrompt, taskText, type PromptOptions, type RenderedPrompt } from 
 export { toTrajectoryRecord, type RecordOptions, type RecordRewards } from './record';
 export { TextOffsets } from './textOffsets';
 export { finalContent, lastPolicyToken, type FinishReason, type HistoryRewriteNote, type ToolCallResult, type Trajectory, type TrajectoryTurn, type TurnFinish } from './trajectory';
+export { checkTrajectory, TrajectoryInvariantError } from './validate';
 export { defaultTruncationMarker, truncateToTokens, type TruncatedText, type TruncationMarker } from './truncate';

@@ -47,7 +47,7 @@ export function toTrajectoryRecord(trajectory: Trajectory, rewards: RecordReward
       tokenStart: turn.tokenStart,
       tokenEnd: turn.tokenEnd,
     };
-    if (turn.role !== 'assistant') return record;
+    if (turn.assistantTurn === undefined) return record; // prompt and tool turns (an assistant message in the prompt included)
     if (turn.finish) record.finish = turn.finish;
     const logprobs = trajectory.logprobs.slice(turn.tokenStart, turn.tokenEnd);
     const entropies = trajectory.entropies.slice(turn.tokenStart, turn.tokenEnd);
