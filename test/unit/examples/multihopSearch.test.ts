@@ -12,6 +12,7 @@ import { generateDataset, generateDemonstrations, generateQuestions, QUESTION_TE
 import { MultihopFields, type MultihopRow } from '../../../examples/multihop-search/rows';
 import { rewards } from '../../../examples/multihop-search/rewards';
 import { KnowledgeBaseSearch, knowledgeBase, search, tools } from '../../../examples/multihop-search/tools';
+import { rolloutMultihopExample } from '../../helpers/multihopRollout';
 import { qwen3, ScriptedPolicy } from '../../helpers/scriptedPolicy';
 
 const EXAMPLE = path.resolve(__dirname, '../../../examples/multihop-search');
@@ -121,6 +122,39 @@ describe('examples/multihop-search', () => {
       assert.equal(scored.components['exact_match'], 1);
       assert.deepEqual(scored.calls.map((c) => c.components['tool:search']), [1, 0, 1, 1]);
       assert.ok(Math.abs(scored.total - (1 + 0.3)) < 1e-12);
+    });
+  });
+
+  it('runs through the integration hook: groups of samples, scored, recorded and placed', async () => {
+    const { tokenizer, template } = qwen3();
+    // Sample 0 of each group follows the chain; sample 1 guesses without searching.
+    const seed = 4;
+    const questions = generateQuestions(knowledgeBase, splitPeople(knowledgeBase, seed).heldout, { seed, count: 3, prefix: 'heldout' });
+    const policy = new ScriptedPolicy(
+      tokenizer,
+      (sequence, turn) => {
+        const question = questions[sequence >> 1];
+        if (sequence % 2 === 1) return '<answer>Nowhere</answer>';
+        const names = question.neededDocs.map((id) => knowledgeBase.byId.get(id)!.name);
+        return turn < names.length ? `<tool_call>\n{"name": "search", "arguments": {"query": "${names[turn]}"}}\n</tool_call>` : `<answer>${question.answer}</answer>`;
+      },
+      template.endOfTurnId,
+    );
+    const run = await rolloutMultihopExample(policy, { template, questions: 3, groupSize: 2, seed, budget: { maxTurns: 4, maxNewTokensPerTurn: 48, maxTotalTokens: 1024, maxToolResultTokens: 160 } });
+    assert.deepEqual(run.rows.map((r) => r.messages.at(-1)!.content), questions.map((q) => q.prompt));
+    assert.deepEqual(run.records.map((r) => [r.group, r.sample, r.rewards.components['exact_match']]), [
+      [0, 0, 1],
+      [0, 1, 0],
+      [1, 0, 1],
+      [1, 1, 0],
+      [2, 0, 1],
+      [2, 1, 0],
+    ]);
+    run.trajectories.forEach((_t, i) => {
+      const calls = run.rewards.trajectories[i].calls;
+      assert.equal(calls.length, i % 2 ? 0 : run.rows[i >> 1].hops);
+      assert.ok(calls.every((c) => c.components['tool:search'] === 1), 'each search of the chain finds a new needed document');
+      assert.ok(Math.abs(run.samples[i].rewards.reduce((a, b) => a + b, 0) - run.rewards.trajectories[i].total) < 1e-12);
     });
   });
 
