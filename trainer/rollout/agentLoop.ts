@@ -6,14 +6,15 @@ import { ToolRunner, type ToolCallRequest, type ToolLogLine } from '../tools/run
 import type { ToolSet } from '../tools/toolSet';
 import { BudgetError, checkBudget, type LengthBudget } from './budget';
 import { defaultErrorObservation, type ErrorObservation } from './errorObservation';
-import type { ParsedToolCall, ToolCallFormat } from './formats/format';
+import type { ToolCallFormat } from './formats/format';
 import { HermesFormat } from './formats/hermes';
 import type { RolloutObserver } from './observer';
 import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest } from './policy';
-import { renderPrompt, taskText, type RenderedPrompt } from './prompt';
+import { renderPrompt, type RenderedPrompt } from './prompt';
 import { TextOffsets } from './textOffsets';
 import { checkTrajectory } from './validate';
-import type { FinishReason, ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
+import { TrajectoryState, type PendingCallState } from './trajectoryState';
+import type { ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
 import { defaultTruncationMarker, truncateToTokens, type TruncationMarker } from './truncate';
 
 /**
@@ -78,65 +79,6 @@ export class PolicyContractError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'PolicyContractError';
-  }
-}
-
-interface PendingCallState {
-  parsed: ParsedToolCall;
-  index: number;
-  tokenEnd: number;
-}
-
-/** The loop's bookkeeping for one trajectory. */
-class TrajectoryState<Row extends DatasetRow> {
-  readonly trajectory: Trajectory<Row>;
-  /** Tokens already in `trajectory.ids` that the policy has not been sent yet. */
-  pending: number[];
-  done = false;
-  assistantTurns = 0;
-  calls: PendingCallState[] = [];
-  /** The turn's token limit this round, and whether the total budget (not the per-turn one) set it. */
-  turnLimit = 0;
-  limitedByTotal = false;
-  lastTurn: TrajectoryTurn | undefined;
-
-  constructor(index: number, episode: Episode<Row>, prompt: RenderedPrompt) {
-    this.trajectory = {
-      index,
-      rowId: episode.row.id,
-      group: episode.group,
-      sample: episode.sample,
-      row: episode.row,
-      prompt: taskText(prompt.messages),
-      messages: [...prompt.messages],
-      ids: [...prompt.ids],
-      mask: prompt.ids.map(() => 0),
-      logprobs: prompt.ids.map(() => 0),
-      entropies: prompt.ids.map(() => 0),
-      promptLength: prompt.ids.length,
-      turns: prompt.turns.map((t) => ({ ...t })),
-      calls: [],
-      finishReason: 'answered',
-      historyRewrites: [],
-    };
-    this.pending = [...prompt.ids];
-  }
-
-  appendContext(ids: readonly number[]): void {
-    const t = this.trajectory;
-    for (const id of ids) {
-      t.ids.push(id);
-      t.mask.push(0);
-      t.logprobs.push(0);
-      t.entropies.push(0);
-    }
-    this.pending.push(...ids);
-  }
-
-  finish(reason: FinishReason, error?: string): void {
-    this.done = true;
-    this.trajectory.finishReason = reason;
-    if (error !== undefined) this.trajectory.error = error;
   }
 }
 
