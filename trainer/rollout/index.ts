@@ -6,6 +6,7 @@ export type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnOptions
 export { AgentLoop, PolicyContractError, type AgentLoopOptions, type Episode, type RunOptions } from './agentLoop';
 export { BudgetError, LengthBudget, checkBudget } from './budget';
 export { defaultErrorObservation, type ErrorObservation, type ObservedError } from './errorObservation';
+export { DemonstrationError, tokenizeDemonstration, type DemonstrationOptions, type DemonstrationTokens } from './demonstration';
 export { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './formats/format';
 export { HermesFormat, type HermesFormatOptions } from './formats/hermes';
 export { CodeBlockFormat, type CodeBlockFormatOptions } from './formats/codeBlock';

@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadJsonlDataset } from '../../../trainer/data';
-import { AgentLoop, HermesFormat } from '../../../trainer/rollout';
+import { AgentLoop, HermesFormat, tokenizeDemonstration } from '../../../trainer/rollout';
 import { scoreTrajectories } from '../../../trainer/rewards';
 import { loadTools, Tool, ToolSet } from '../../../trainer/tools';
 import { buildKnowledgeBase, KB_OPTIONS } from '../../../examples/multihop-search/kb';
@@ -102,6 +102,34 @@ describe('examples/multihop-search', () => {
       });
       assert.ok(Math.abs(counts.skip / demos.length - 0.2) < 0.08, JSON.stringify(counts));
       assert.ok(Math.abs(counts.botch / demos.length - 0.25) < 0.08, JSON.stringify(counts));
+    });
+
+    it('tokenizes demonstrations exactly as the loop lays out a rollout that writes the same turns', async () => {
+      const { tokenizer, template } = qwen3();
+      const toolSet = new ToolSet(tools);
+      const demos = generateDemonstrations(knowledgeBase, questions, { seed: 3, skip: 0, botch: 0 });
+      for (const kwargs of [undefined, { enable_thinking: false }]) {
+        for (const hops of [1, 2, 3]) {
+          const i = questions.findIndex((q) => q.hops === hops);
+          const demo = tokenizeDemonstration(template, demos[i].messages, { tools: toolSet.specs(), ...(kwargs ? { kwargs } : {}) });
+          // The assistant turns as the policy would have written them: the mask-1 runs, without their end-of-turn token.
+          const turns: string[] = [];
+          for (let t = 0; t < demo.ids.length; t++) {
+            if (!demo.mask[t] || demo.mask[t - 1]) continue;
+            let e = t;
+            while (demo.mask[e]) e++;
+            turns.push(tokenizer.decode(demo.ids.slice(t, e - 1)));
+          }
+          assert.equal(turns.length, hops + 1);
+          const policy = new ScriptedPolicy(tokenizer, (_s, turn) => turns[turn], template.endOfTurnId);
+          const loop = new AgentLoop({ policy, template, tools: toolSet, budget: { maxTurns: 5, maxNewTokensPerTurn: 64, maxTotalTokens: 2048, maxToolResultTokens: 200 }, sampling: { temperature: 1, topK: 0, topP: 1 }, ...(kwargs ? { templateKwargs: kwargs } : {}) });
+          const [t] = await loop.run([{ row: loadRows([questions[i]])[0], group: 0, sample: 0 }], { seed: 1 });
+          assert.deepEqual(t.ids, demo.ids, `${hops} hops, ${kwargs ? 'thinking off' : 'thinking on'}`);
+          assert.deepEqual(t.mask, [...demo.mask]);
+          if (kwargs) assert.equal(t.historyRewrites.length, hops, 'Qwen3 rewrote history after every call turn; both kept the tokens');
+        }
+      }
+      assert.throws(() => tokenizeDemonstration(template, demos[0].messages.slice(0, -1), { origin: 'sft.jsonl:1' }), /sft\.jsonl:1: the last message must be the assistant's/);
     });
 
     it('rolls out a demonstrated search path to exact match 1 with one process reward per newly found document', async () => {
