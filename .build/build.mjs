@@ -34,6 +34,8 @@ const common = {
 const nativeModules = ['onnxruntime-node', 'webgpu'];
 /** Resolved only when running from TypeScript sources (tests, development), never in a bundle. */
 const sourceOnly = ['tsx', 'tsx/cjs'];
+/** esbuild compiles the user's tools and configs at run time; its JS API finds its native binary itself and cannot be bundled. */
+const trainerRuntimePackages = ['esbuild'];
 
 const testEntries = Object.fromEntries(
   [...filesUnder('test/vscode', ['.ts']), ...filesUnder('test/desktop', ['.ts'])].map((f) => [f.replace(/\.ts$/, ''), f]),
@@ -53,7 +55,7 @@ const builds = [
     entryPoints: { 'trainer/cli': 'trainer/cli/main.ts', 'trainer/index': 'trainer/index.ts', 'trainer/device-worker': 'trainer/engine/device/worker.ts' },
     platform: 'node',
     format: 'cjs',
-    external: [...nativeModules, ...sourceOnly],
+    external: [...nativeModules, ...sourceOnly, ...trainerRuntimePackages],
   },
   {
     ...common,

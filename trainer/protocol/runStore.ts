@@ -119,6 +119,10 @@ export const ToolCallRecord = z.object({
   latencyMs: z.number().nonnegative(),
   /** The call's process reward, before normalisation; undefined when none was computed. */
   processReward: z.number().optional(),
+  /** Each named part of the process reward, unweighted (`tool:search`, `error_penalty`, a user function's name). */
+  rewardComponents: z.record(z.string(), z.number()).optional(),
+  /** Lines the tool logged while it ran (`info: …`, `warn: …`, `error: …`). */
+  logs: z.array(z.string()).optional(),
   /** Token index (into the trajectory's ids) of the call's last token: where its process reward lands. */
   tokenEnd: z.number().int().nonnegative(),
 });
@@ -156,6 +160,14 @@ export const TrajectoryRecord = z.object({
   prompt: z.string(),
   turns: z.array(TurnRecord),
   finishReason: z.enum(['answered', 'max_turns', 'max_total_tokens', 'max_turn_tokens', 'error']),
+  /** With finishReason `error`: why the trajectory could not go on. */
+  error: z.string().optional(),
+  /**
+   * Where the chat template rendered earlier turns differently once tool results followed
+   * (Qwen3 drops an earlier turn's empty thinking block). The policy's tokens were kept; this
+   * says it happened, after which turn, and shows the two renderings around the difference.
+   */
+  historyRewrites: z.array(z.object({ afterTurn: z.number().int().nonnegative(), index: z.number().int().nonnegative(), before: z.string(), after: z.string() })).optional(),
   /** The final answer the outcome reward judged, when one was extracted. */
   answer: z.string().optional(),
   rewards: z.object({
@@ -165,6 +177,11 @@ export const TrajectoryRecord = z.object({
     total: z.number(),
     /** Each named reward function's value (`exact_match`, `format`, …). */
     components: z.record(z.string(), z.number()),
+    /**
+     * What each call's process reward was multiplied by to enter the return: the process weight,
+     * divided (Agent-R1 normalisation) by the batch's largest absolute process reward-to-go.
+     */
+    processScale: z.number().optional(),
   }),
   /** The trajectory's advantage when it is one number (GRPO, RLOO, REINFORCE++ baseline). */
   advantage: z.number().optional(),

@@ -1,0 +1,19 @@
+/** The dataset rows of the multi-hop example: the fields its rewards and its search tool read. */
+import { z, type DatasetRow } from 'rollout-studio';
+
+export const MultihopFields = z.object({
+  /** The entity name the question asks for. */
+  answer: z.string().min(1),
+  /** Searches needed: 1 to 3. */
+  hops: z.int().min(1).max(3),
+  /** Ids of the documents that together answer the question, in the order they are needed. */
+  neededDocs: z.array(z.string()).min(1),
+  /** Which question template it came from (`employer_city`, …). */
+  type: z.string(),
+});
+
+export type MultihopRow = DatasetRow<z.output<typeof MultihopFields>>;
+
+export const SYSTEM_PROMPT =
+  'Answer the question with the search tool. Search for one name at a time and follow what the documents say. ' +
+  'When you know the answer, reply with <answer>the name</answer>.';

@@ -1,0 +1,366 @@
+import type { ChatTemplate } from '../models/chatTemplate';
+import type { ChatMessage, ToolSpec } from '../protocol/chat';
+import { describeRow, type DatasetRow } from '../data/row';
+import { observationText } from '../tools/result';
+import { ToolRunner, type ToolCallRequest, type ToolLogLine } from '../tools/runner';
+import type { ToolSet } from '../tools/toolSet';
+import { BudgetError, checkBudget, type LengthBudget } from './budget';
+import { defaultErrorObservation, type ErrorObservation } from './errorObservation';
+import type { ToolCallFormat } from './formats/format';
+import { HermesFormat } from './formats/hermes';
+import type { RolloutObserver } from './observer';
+import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest } from './policy';
+import { renderPrompt, type RenderedPrompt } from './prompt';
+import { TextOffsets } from './textOffsets';
+import { checkTrajectory } from './validate';
+import { TrajectoryState, type PendingCallState } from './trajectoryState';
+import type { ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
+import { defaultTruncationMarker, truncateToTokens, type TruncationMarker } from './truncate';
+
+/**
+ * The agent loop: a policy plus tools turned into token-exact multi-turn trajectories, for a
+ * whole batch at once, turn by turn.
+ *
+ * Each round: every unfinished trajectory generates one turn (one `generate` call for all of
+ * them); the calls in those turns are parsed by the tool-call format and run together (across
+ * the batch, each tool within its own concurrency limit and timeout); each trajectory's results
+ * are rendered by the model's chat template as tool messages and appended — exactly the tokens
+ * the template puts after the turn's end-of-turn token — and the next round starts.
+ *
+ * Token rules:
+ * - Tokens the policy sampled are kept as they are, stop token included (mask 1). Nothing is ever
+ *   re-tokenised from text.
+ * - When a turn stopped on something other than the end-of-turn token (a format's call-end
+ *   marker, a stop string, EOS), the loop appends the end-of-turn token itself before the tool
+ *   results, as template text (mask 0).
+ * - Templates that rewrite earlier turns once more messages follow (Qwen3 drops an earlier
+ *   turn's empty `<think></think>`) are handled with `onHistoryRewrite: 'keep-tokens'`: the
+ *   policy's tokens stay the truth, only what the template puts after the end-of-turn token is
+ *   appended, and the rewrite is recorded on the trajectory (`historyRewrites`).
+ *
+ * Failures of calls are observations (see ToolRunner); failures of the template to append end
+ * that trajectory with `error`; failures of the policy (a broken contract) are exceptions.
+ */
+
+export interface AgentLoopOptions {
+  policy: Policy;
+  template: ChatTemplate;
+  tools: ToolSet;
+  budget: LengthBudget;
+  sampling: SamplingOptions;
+  /** How calls are written (default: Hermes/Qwen `<tool_call>` JSON). */
+  format?: ToolCallFormat;
+  /** Prepended to rows without a system message. */
+  systemPrompt?: string;
+  /** Extra chat-template variables, e.g. `{ enable_thinking: false }` for Qwen3. */
+  templateKwargs?: Record<string, unknown>;
+  errorObservation?: ErrorObservation;
+  truncationMarker?: TruncationMarker;
+  observer?: RolloutObserver;
+  onToolLog?: (line: ToolLogLine) => void;
+}
+
+/** One rollout to do: a dataset row, its group (GRPO / RLOO compare within a group) and its sample number in the group. */
+export interface Episode<Row extends DatasetRow = DatasetRow> {
+  row: Row;
+  group: number;
+  sample: number;
+}
+
+export interface RunOptions {
+  /** Seeds the policy session's sampling. */
+  seed: number;
+  /** Stops the rollout (between rounds, and running tool calls via their signals). */
+  signal?: AbortSignal;
+}
+
+/** The policy broke the `PolicySession.generate` contract; a bug on the model side, not an observation. */
+export class PolicyContractError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PolicyContractError';
+  }
+}
+
+export class AgentLoop {
+  readonly budget: LengthBudget;
+  readonly format: ToolCallFormat;
+  private readonly specs: ToolSpec[];
+  private readonly endTokenIds: Set<number>;
+  private readonly stopTokenIds: number[];
+  private readonly stopStrings: string[];
+  private readonly errorObservation: ErrorObservation;
+  private readonly truncationMarker: TruncationMarker;
+
+  constructor(private readonly options: AgentLoopOptions) {
+    this.budget = checkBudget(options.budget);
+    this.format = options.format ?? new HermesFormat();
+    this.specs = options.tools.specs();
+    const tokenizer = options.template.tokenizer;
+    // A turn is over at the template's end-of-turn token and at any EOS the model may emit.
+    this.endTokenIds = new Set([options.template.endOfTurnId, ...tokenizer.eosTokenIds]);
+    const formatStops = this.format.stopConditions(tokenizer);
+    this.stopTokenIds = [...new Set([...this.endTokenIds, ...formatStops.tokenIds])];
+    this.stopStrings = formatStops.strings;
+    this.errorObservation = options.errorObservation ?? defaultErrorObservation;
+    this.truncationMarker = options.truncationMarker ?? defaultTruncationMarker;
+    // The marker must fit a tool result with room to spare; find out now, not mid-run.
+    const markerTokens = tokenizer.encode(this.truncationMarker(123_456)).length;
+    if (markerTokens >= this.budget.maxToolResultTokens) {
+      throw new BudgetError(`budget.maxToolResultTokens (${this.budget.maxToolResultTokens}) must exceed the ${markerTokens} tokens of the truncation marker`);
+    }
+  }
+
+  /** The tools as the chat template receives them. */
+  toolSpecs(): ToolSpec[] {
+    return this.specs;
+  }
+
+  /** Renders one row's prompt (system prompt, tools, template kwargs applied). */
+  renderPrompt(row: DatasetRow): RenderedPrompt {
+    return renderPrompt(row, { template: this.options.template, tools: this.specs, systemPrompt: this.options.systemPrompt, templateKwargs: this.options.templateKwargs });
+  }
+
+  /**
+   * Checks rows against the budget and the tools before any rollout: each prompt must leave
+   * room for one full turn, and `toolArgs` may only name tools that exist. Reports up to ten
+   * offending rows by file and line.
+   */
+  checkRows(rows: readonly DatasetRow[]): void {
+    const problems: string[] = [];
+    for (const row of rows) {
+      const problem = this.rowProblem(row);
+      if (problem) problems.push(problem);
+    }
+    if (problems.length) {
+      const shown = problems.slice(0, 10).join('\n  ');
+      throw new BudgetError(`${problems.length} dataset row(s) do not fit the rollout:\n  ${shown}${problems.length > 10 ? `\n  … and ${problems.length - 10} more` : ''}`);
+    }
+  }
+
+  private rowProblem(row: DatasetRow, prompt?: RenderedPrompt): string | undefined {
+    for (const tool of Object.keys(row.toolArgs ?? {})) {
+      if (!this.options.tools.get(tool)) return `${describeRow(row)}: toolArgs names the tool "${tool}", which is not one of the tools (${this.options.tools.names.join(', ') || 'none'})`;
+    }
+    const length = (prompt ?? this.renderPrompt(row)).ids.length;
+    const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
+    if (length + maxNewTokensPerTurn > maxTotalTokens) {
+      return (
+        `${describeRow(row)}: the prompt is ${length} tokens; with budget.maxNewTokensPerTurn ${maxNewTokensPerTurn} it needs ` +
+        `${length + maxNewTokensPerTurn} tokens, more than budget.maxTotalTokens ${maxTotalTokens}`
+      );
+    }
+    return undefined;
+  }
+
+  /** Rolls out every episode; returns the trajectories in episode order. */
+  async run<Row extends DatasetRow>(episodes: readonly Episode<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+    // The samples of a group share their row: render and check each row once.
+    const prompts = new Map<DatasetRow, RenderedPrompt>();
+    const states = episodes.map((episode, i) => {
+      let prompt = prompts.get(episode.row);
+      if (!prompt) {
+        prompt = this.renderPrompt(episode.row);
+        const problem = this.rowProblem(episode.row, prompt);
+        if (problem) throw new BudgetError(problem);
+        prompts.set(episode.row, prompt);
+      }
+      return new TrajectoryState(i, episode, prompt);
+    });
+    if (states.length === 0) return [];
+    const runner = new ToolRunner(this.options.tools, { signal: run.signal, onLog: this.options.onToolLog });
+    const session = await this.options.policy.startSession(states.length, run.seed);
+    try {
+      for (;;) {
+        run.signal?.throwIfAborted();
+        const active = states.filter((s) => !s.done);
+        if (active.length === 0) break;
+        await this.generateRound(session, active);
+        const calling = active.filter((s) => s.calls.length > 0);
+        await this.toolRound(runner, calling);
+        for (const state of calling) this.appendResults(state);
+        for (const state of active) if (state.done) await this.options.observer?.trajectoryFinished?.(state.trajectory);
+      }
+    } finally {
+      await session.close();
+    }
+    for (const state of states) checkTrajectory(state.trajectory);
+    return states.map((s) => s.trajectory);
+  }
+
+  private async generateRound<Row extends DatasetRow>(session: PolicySession, active: TrajectoryState<Row>[]): Promise<void> {
+    const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
+    // Sequences near the total budget get a smaller limit; TurnOptions has one limit per call, so group by it.
+    const byLimit = new Map<number, TrajectoryState<Row>[]>();
+    for (const state of active) {
+      const room = maxTotalTokens - state.trajectory.ids.length;
+      state.turnLimit = Math.min(maxNewTokensPerTurn, room);
+      state.limitedByTotal = room < maxNewTokensPerTurn;
+      const group = byLimit.get(state.turnLimit) ?? [];
+      group.push(state);
+      byLimit.set(state.turnLimit, group);
+    }
+    for (const [limit, group] of [...byLimit].sort((a, b) => b[0] - a[0])) {
+      const requests: TurnRequest[] = group.map((s) => ({ sequence: s.trajectory.index, append: s.pending }));
+      const generated = await session.generate(requests, {
+        ...this.options.sampling,
+        maxNewTokens: limit,
+        stopTokenIds: this.stopTokenIds,
+        ...(this.stopStrings.length ? { stopStrings: this.stopStrings } : {}),
+      });
+      const bySequence = new Map(generated.map((g) => [g.sequence, g]));
+      if (bySequence.size !== generated.length || generated.length !== group.length) {
+        throw new PolicyContractError(`generate returned ${generated.length} turns for ${group.length} requested sequences (sequences: ${generated.map((g) => g.sequence).join(', ')})`);
+      }
+      for (const state of group) {
+        const turn = bySequence.get(state.trajectory.index);
+        if (!turn) throw new PolicyContractError(`generate returned no turn for sequence ${state.trajectory.index}`);
+        state.pending = [];
+        this.recordTurn(state, turn, limit);
+        await this.options.observer?.turnGenerated?.(state.trajectory, state.lastTurn!);
+      }
+    }
+  }
+
+  private recordTurn<Row extends DatasetRow>(state: TrajectoryState<Row>, generated: GeneratedTurn, limit: number): void {
+    const { tokens, logprobs, entropies, finish } = generated;
+    const where = `sequence ${state.trajectory.index}`;
+    if (tokens.length === 0) throw new PolicyContractError(`${where}: generate returned an empty turn`);
+    if (logprobs.length !== tokens.length || entropies.length !== tokens.length) {
+      throw new PolicyContractError(`${where}: ${tokens.length} tokens but ${logprobs.length} log-probs and ${entropies.length} entropies`);
+    }
+    if (tokens.length > limit) throw new PolicyContractError(`${where}: ${tokens.length} tokens generated with maxNewTokens ${limit}`);
+    const last = tokens[tokens.length - 1];
+    if (finish === 'stop_token' && !this.stopTokenIds.includes(last)) {
+      throw new PolicyContractError(`${where}: finish "stop_token" but the last token ${last} is not a stop token`);
+    }
+
+    const t = state.trajectory;
+    const start = t.ids.length;
+    for (let i = 0; i < tokens.length; i++) {
+      t.ids.push(tokens[i]);
+      t.mask.push(1);
+      t.logprobs.push(logprobs[i]);
+      t.entropies.push(entropies[i]);
+    }
+    // The text calls are parsed from: without an end-of-turn/EOS stop token, but with a format's
+    // own stop marker (a `</tool_call>` stop token is part of the call).
+    const endsTurn = finish === 'stop_token' && this.endTokenIds.has(last);
+    const textIds = endsTurn ? tokens.slice(0, -1) : tokens;
+    const content = this.options.template.tokenizer.decode(textIds);
+    const turn: TrajectoryTurn = { index: t.turns.length, role: 'assistant', tokenStart: start, tokenEnd: t.ids.length, assistantTurn: state.assistantTurns, content };
+    t.turns.push(turn);
+    state.lastTurn = turn;
+    state.assistantTurns++;
+    state.calls = [];
+
+    if (finish === 'length') {
+      // A cut turn: its calls may be half-written, and no template can append after it.
+      turn.finish = 'length';
+      t.messages.push({ role: 'assistant', content });
+      state.finish(state.limitedByTotal ? 'max_total_tokens' : 'max_turn_tokens');
+      return;
+    }
+    const parsed = this.format.parse(content);
+    t.messages.push(this.format.assistantMessage(content, parsed));
+    if (parsed.length === 0) {
+      turn.finish = endsTurn ? 'eos' : 'stop';
+      state.finish('answered');
+      return;
+    }
+    turn.finish = 'tool_call';
+    const offsets = new TextOffsets(this.options.template.tokenizer, textIds);
+    state.calls = parsed.map((call, index) => ({ parsed: call, index, tokenEnd: start + offsets.tokenAt(Math.max(call.start, call.end - 1)) }));
+  }
+
+  private async toolRound<Row extends DatasetRow>(runner: ToolRunner, calling: TrajectoryState<Row>[]): Promise<void> {
+    const requests: ToolCallRequest[] = [];
+    const owners: { state: TrajectoryState<Row>; call: PendingCallState }[] = [];
+    const announced: Promise<void>[] = [];
+    for (const state of calling) {
+      for (const call of state.calls) {
+        const { name, arguments: args, parseError } = call.parsed;
+        if (parseError !== undefined || name === undefined) continue;
+        const turn = state.lastTurn!.assistantTurn!;
+        requests.push({ name, arguments: args, trajectory: state.trajectory, turn, callIndex: call.index, row: state.trajectory.row });
+        owners.push({ state, call });
+        const hook = this.options.observer?.beforeToolCall;
+        if (hook) announced.push(Promise.resolve(hook.call(this.options.observer, state.trajectory, { turn, index: call.index, name, arguments: args })));
+      }
+    }
+    await Promise.all(announced);
+    const outcomes = await runner.run(requests);
+    const outcomeOf = new Map(owners.map((owner, i) => [owner.call, outcomes[i]]));
+
+    const tokenizer = this.options.template.tokenizer;
+    for (const state of calling) {
+      const turn = state.lastTurn!;
+      turn.calls = [];
+      for (const call of state.calls) {
+        const outcome = outcomeOf.get(call);
+        const { parsed } = call;
+        const error = outcome ? outcome.error : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
+        const shown = error ? this.errorObservation({ ...error, ...(parsed.name !== undefined ? { tool: parsed.name } : {}) }) : observationText(outcome!.result!);
+        const { text, truncated } = truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
+        const result: ToolCallResult = {
+          turn: turn.assistantTurn!,
+          turnIndex: turn.index,
+          index: call.index,
+          ...(parsed.name !== undefined ? { name: parsed.name } : {}),
+          ...(outcome ? { arguments: outcome.arguments } : parsed.arguments !== undefined ? { arguments: parsed.arguments } : {}),
+          raw: parsed.raw,
+          observation: text,
+          truncated,
+          ...(error ? { error } : {}),
+          ...(outcome?.result ? { result: outcome.result } : {}),
+          latencyMs: outcome?.latencyMs ?? 0,
+          tokenEnd: call.tokenEnd,
+          logs: outcome?.logs ?? [],
+        };
+        turn.calls.push(result);
+        state.trajectory.calls.push(result);
+        await this.options.observer?.toolCallFinished?.(state.trajectory, result);
+      }
+    }
+  }
+
+  /** Appends the turn's tool results (and the next generation prompt), or ends the trajectory. */
+  private appendResults<Row extends DatasetRow>(state: TrajectoryState<Row>): void {
+    const t = state.trajectory;
+    const turn = state.lastTurn!;
+    if (state.assistantTurns >= this.budget.maxTurns) {
+      state.finish('max_turns');
+      return;
+    }
+    const template = this.options.template;
+    const toolMessages: ChatMessage[] = (turn.calls ?? []).map((call) => ({
+      role: 'tool',
+      content: call.observation,
+      ...(call.name !== undefined ? { name: call.name } : {}),
+    }));
+    const lastToken = t.ids[t.ids.length - 1];
+    const closing = lastToken === template.endOfTurnId ? [] : [template.endOfTurnId];
+    let appended;
+    try {
+      appended = template.appendTokens({ messages: t.messages, ids: closing.length ? [...t.ids, ...closing] : t.ids }, toolMessages, {
+        tools: this.specs,
+        kwargs: this.options.templateKwargs,
+        onHistoryRewrite: 'keep-tokens',
+      });
+    } catch (error) {
+      state.finish('error', `after turn ${turn.index}: ${(error as Error).message}`);
+      return;
+    }
+    if (appended.historyRewrite) t.historyRewrites.push({ afterTurn: turn.index, ...appended.historyRewrite });
+    const added = [...closing, ...appended.ids];
+    // Room for at least one generated token, or there is no point in showing the results.
+    if (t.ids.length + added.length + 1 > this.budget.maxTotalTokens) {
+      state.finish('max_total_tokens');
+      return;
+    }
+    const start = t.ids.length;
+    state.appendContext(added);
+    t.messages.push(...toolMessages);
+    t.turns.push({ index: t.turns.length, role: 'tool', tokenStart: start, tokenEnd: t.ids.length });
+  }
+}

@@ -1,0 +1,50 @@
+/** Thrown into a tool's signal when its time is up; the runner reports it as `timeout`. */
+export class ToolTimeoutError extends Error {
+  constructor(readonly toolName: string, readonly timeoutMs: number) {
+    super(`${toolName} did not finish within ${timeoutMs} ms`);
+    this.name = 'ToolTimeoutError';
+  }
+}
+
+export type DeadlineOutcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/**
+ * Runs `work` with a signal that aborts after `timeoutMs` (or when `parent` aborts). The
+ * outcome comes back at the deadline even if the work ignores its signal: a tool that hangs
+ * must not hang the batch. (Such a tool keeps running in the background; tools should honour
+ * the signal.)
+ */
+export async function withDeadline<T>(
+  toolName: string,
+  timeoutMs: number,
+  parent: AbortSignal | undefined,
+  work: (signal: AbortSignal) => T | Promise<T>,
+): Promise<DeadlineOutcome<T>> {
+  const controller = new AbortController();
+  const timeout = new ToolTimeoutError(toolName, timeoutMs);
+  let timer: NodeJS.Timeout | undefined;
+  const onParentAbort = () => controller.abort(parent?.reason);
+  if (parent?.aborted) controller.abort(parent.reason);
+  else parent?.addEventListener('abort', onParentAbort, { once: true });
+  const deadline = new Promise<DeadlineOutcome<T>>((resolve) => {
+    const fail = () => resolve({ ok: false, error: controller.signal.reason });
+    if (controller.signal.aborted) return fail();
+    controller.signal.addEventListener('abort', fail, { once: true });
+    if (Number.isFinite(timeoutMs)) timer = setTimeout(() => controller.abort(timeout), timeoutMs);
+  });
+  const run = (async (): Promise<DeadlineOutcome<T>> => {
+    try {
+      return { ok: true, value: await work(controller.signal) };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  })();
+  try {
+    return await Promise.race([run, deadline]);
+  } finally {
+    clearTimeout(timer);
+    parent?.removeEventListener('abort', onParentAbort);
+    // Late settlements of `run` are ignored; make sure a late rejection is not "unhandled".
+    run.catch(() => {});
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * What a tool returns: the observation the policy will see. Text today; the content list is a
+ * union so that images (the vision issue) join it as `{ type: 'image', … }` without changing
+ * a single existing tool. `data` is for the program, never shown to the policy: a search tool
+ * puts the ids of the documents it returned there, and its process reward reads them.
+ */
+
+export interface TextContent {
+  type: 'text';
+  text: string;
+}
+
+/** One part of an observation. Only text exists yet. */
+export type ToolContent = TextContent;
+
+export interface ToolResult<Data = unknown> {
+  content: ToolContent[];
+  data?: Data;
+}
+
+/** `execute` may return plain text, or a result with content parts and data. */
+export type ToolOutput<Data = unknown> = string | ToolResult<Data>;
+
+export function textResult<Data>(text: string, data?: Data): ToolResult<Data> {
+  return data === undefined ? { content: [{ type: 'text', text }] } : { content: [{ type: 'text', text }], data };
+}
+
+/**
+ * Checks what a tool returned (it is user code: anything can come back) and brings it to the
+ * `ToolResult` shape. Throws a TypeError saying what was expected; the runner records it as the
+ * call's `threw` error.
+ */
+export function normalizeToolOutput(toolName: string, output: unknown): ToolResult {
+  if (typeof output === 'string') return textResult(output);
+  const shape = 'a string or { content: [{ type: "text", text }], data? }';
+  if (typeof output !== 'object' || output === null || !Array.isArray((output as ToolResult).content)) {
+    throw new TypeError(`tool "${toolName}" returned ${describeValue(output)}; expected ${shape}`);
+  }
+  const content = (output as ToolResult).content;
+  content.forEach((part, i) => {
+    if (typeof part !== 'object' || part === null || (part as { type?: unknown }).type !== 'text' || typeof (part as TextContent).text !== 'string') {
+      throw new TypeError(`tool "${toolName}" returned content[${i}] = ${describeValue(part)}; expected { type: "text", text: string }`);
+    }
+  });
+  return output as ToolResult;
+}
+
+/** The observation text of a result: its text parts, one after another. */
+export function observationText(result: ToolResult): string {
+  return result.content.map((part) => part.text).join('\n');
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return `an object with keys ${JSON.stringify(Object.keys(value))}`;
+  return `a ${typeof value} (${String(value).slice(0, 40)})`;
+}

@@ -1,0 +1,205 @@
+import { describeIssues } from '../protocol/parse';
+import type { ToolErrorKind } from '../protocol/runStore';
+import type { ToolContext, ToolLogger, TrajectoryView } from './context';
+import { ToolTimeoutError, withDeadline, type DeadlineOutcome } from './deadline';
+import { normalizeToolOutput, type ToolResult } from './result';
+import { Semaphore } from './semaphore';
+import type { Tool, ToolInvocation } from './tool';
+import type { ToolSet } from './toolSet';
+
+/** A parsed call to run: the tool's name and the arguments as the policy wrote them (not yet validated). */
+export interface ToolCallRequest {
+  name: string;
+  arguments: unknown;
+  trajectory: TrajectoryView;
+  turn: number;
+  callIndex: number;
+  row: object & { toolArgs?: Record<string, Record<string, unknown>> };
+}
+
+export interface ToolCallError {
+  kind: ToolErrorKind;
+  /** For the record: the full text (a thrown error's stack included). */
+  message: string;
+}
+
+export interface ToolRunOutcome {
+  /** Validated arguments when validation passed, else what the policy wrote. */
+  arguments: unknown;
+  result?: ToolResult;
+  error?: ToolCallError;
+  /** Time spent executing (waiting for a concurrency slot not included); 0 when it never ran. */
+  latencyMs: number;
+  /** What the tool logged, as `level: message` lines. */
+  logs: string[];
+}
+
+export interface ToolLogLine {
+  tool: string;
+  trajectory: number;
+  turn: number;
+  level: 'info' | 'warn' | 'error';
+  message: string;
+}
+
+export interface ToolRunnerOptions {
+  /** Aborts every running call (the rollout was stopped). */
+  signal?: AbortSignal;
+  /** Receives every line a tool logs. */
+  onLog?: (line: ToolLogLine) => void;
+}
+
+/** "Error: boom\n    at …" for an Error, its string form for anything else thrown. */
+export function describeThrown(error: unknown): string {
+  if (error instanceof Error) return error.stack && error.stack.includes(error.message) ? error.stack : `${error.name}: ${error.message}`;
+  return `thrown value: ${typeof error === 'string' ? error : JSON.stringify(error) ?? String(error)}`;
+}
+
+function failure(error: unknown): ToolCallError {
+  if (error instanceof ToolTimeoutError) return { kind: 'timeout', message: error.message };
+  return { kind: 'threw', message: describeThrown(error) };
+}
+
+/**
+ * Runs a round of tool calls — from every trajectory of the batch at once — and turns every
+ * failure into an outcome rather than an exception: unknown tool, arguments failing the schema,
+ * a throw, a timeout, or output of the wrong shape. Calls run concurrently, each tool limited to
+ * its own `concurrency`; tools with `executeBatch` get their calls in batches.
+ */
+export class ToolRunner {
+  private readonly slots = new Map<Tool, Semaphore>();
+
+  constructor(
+    private readonly tools: ToolSet,
+    private readonly options: ToolRunnerOptions = {},
+  ) {
+    for (const tool of tools.tools) this.slots.set(tool, new Semaphore(tool.concurrency));
+  }
+
+  async run(requests: readonly ToolCallRequest[]): Promise<ToolRunOutcome[]> {
+    const outcomes = new Array<ToolRunOutcome>(requests.length);
+    const batched = new Map<Tool, { position: number; invocation: ToolInvocation<unknown, object>; logs: string[] }[]>();
+    const single: Promise<void>[] = [];
+
+    const checked = await Promise.all(requests.map((request) => this.check(request)));
+    checked.forEach((check, position) => {
+      if ('error' in check) {
+        outcomes[position] = { arguments: requests[position].arguments, error: check.error, latencyMs: 0, logs: [] };
+        return;
+      }
+      const { tool, args } = check;
+      const logs: string[] = [];
+      const ctx = this.context(tool, requests[position], logs);
+      if (tool.executeBatch) {
+        const list = batched.get(tool) ?? [];
+        list.push({ position, invocation: { args, ctx }, logs });
+        batched.set(tool, list);
+      } else {
+        single.push(
+          this.runOne(tool, args, ctx).then((outcome) => {
+            outcomes[position] = { arguments: args, ...outcome, logs };
+          }),
+        );
+      }
+    });
+
+    const batches: Promise<void>[] = [];
+    for (const [tool, calls] of batched) {
+      for (let start = 0; start < calls.length; start += tool.maxBatchSize) {
+        const chunk = calls.slice(start, start + tool.maxBatchSize);
+        batches.push(
+          this.runBatch(tool, chunk.map((c) => c.invocation)).then((results) => {
+            chunk.forEach((c, k) => {
+              outcomes[c.position] = { arguments: c.invocation.args, ...results[k], logs: c.logs };
+            });
+          }),
+        );
+      }
+    }
+    await Promise.all([...single, ...batches]);
+    return outcomes;
+  }
+
+  /** The tool by name, and the arguments validated by its schema (async refinements allowed). */
+  private async check(request: ToolCallRequest): Promise<{ tool: Tool; args: unknown } | { error: ToolCallError }> {
+    const tool = this.tools.get(request.name);
+    if (!tool) {
+      const names = this.tools.names;
+      return { error: { kind: 'unknown_tool', message: `there is no tool named "${request.name}"; the tools are: ${names.length ? names.join(', ') : '(none)'}` } };
+    }
+    let parsed;
+    try {
+      parsed = await tool.parameters.safeParseAsync(request.arguments);
+    } catch (error) {
+      // A refinement in the user's schema threw: a bug in the tool, not in the call.
+      return { error: { kind: 'threw', message: `validating the arguments of ${tool.name} threw: ${describeThrown(error)}` } };
+    }
+    if (!parsed.success) {
+      return { error: { kind: 'invalid_arguments', message: `arguments of ${tool.name} do not match its schema: ${describeIssues(parsed.error.issues)}` } };
+    }
+    return { tool, args: parsed.data };
+  }
+
+  private context(tool: Tool, request: ToolCallRequest, logs: string[]): ToolContext<object> {
+    const emit = (level: ToolLogLine['level']) => (message: string) => {
+      const text = String(message);
+      logs.push(`${level}: ${text}`);
+      this.options.onLog?.({ tool: tool.name, trajectory: request.trajectory.index, turn: request.turn, level, message: text });
+    };
+    const log: ToolLogger = { info: emit('info'), warn: emit('warn'), error: emit('error') };
+    // The signal is replaced per execution (see runOne / runBatch); this one is never aborted.
+    return {
+      trajectory: request.trajectory,
+      turn: request.turn,
+      callIndex: request.callIndex,
+      row: request.row,
+      rowArgs: request.row.toolArgs?.[tool.name],
+      signal: new AbortController().signal,
+      log,
+    };
+  }
+
+  private async runOne(tool: Tool, args: unknown, ctx: ToolContext<object>): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>> {
+    const release = await this.slots.get(tool)!.acquire();
+    const started = performance.now();
+    let outcome: DeadlineOutcome<ToolResult>;
+    try {
+      outcome = await withDeadline(tool.name, tool.timeoutMs, this.options.signal, async (signal) =>
+        normalizeToolOutput(tool.name, await tool.execute(args as never, { ...ctx, signal } as never)),
+      );
+    } finally {
+      release();
+    }
+    const latencyMs = performance.now() - started;
+    return outcome.ok ? { result: outcome.value, latencyMs } : { error: failure(outcome.error), latencyMs };
+  }
+
+  private async runBatch(tool: Tool, invocations: ToolInvocation<unknown, object>[]): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>[]> {
+    const release = await this.slots.get(tool)!.acquire();
+    const started = performance.now();
+    let outcome: DeadlineOutcome<readonly unknown[]>;
+    try {
+      outcome = await withDeadline(tool.name, tool.timeoutMs, this.options.signal, async (signal) => {
+        const outputs = await tool.executeBatch!(invocations.map((c) => ({ args: c.args as never, ctx: { ...c.ctx, signal } as never })));
+        if (!Array.isArray(outputs) || outputs.length !== invocations.length) {
+          throw new TypeError(
+            `tool "${tool.name}": executeBatch returned ${Array.isArray(outputs) ? `${outputs.length} outputs` : typeof outputs} for ${invocations.length} calls; return one output (or Error) per call, in order`,
+          );
+        }
+        return outputs;
+      });
+    } finally {
+      release();
+    }
+    const latencyMs = performance.now() - started;
+    if (!outcome.ok) return invocations.map(() => ({ error: failure(outcome.error), latencyMs }));
+    return outcome.value.map((output) => {
+      if (output instanceof Error) return { error: failure(output), latencyMs };
+      try {
+        return { result: normalizeToolOutput(tool.name, output), latencyMs };
+      } catch (error) {
+        return { error: failure(error), latencyMs };
+      }
+    });
+  }
+}
