@@ -21,14 +21,16 @@ execFileSync(process.execPath, [path.join(root, '.build/build.mjs'), '--producti
 
 const ortBinaries = `node_modules/onnxruntime-node/bin/napi-v6/${platform}/${arch}`;
 const dawnBinaries = `node_modules/webgpu/dist/${platform === 'darwin' ? 'darwin-universal' : target}`;
-for (const dir of [ortBinaries, dawnBinaries]) {
+// esbuild (compiles the user's tools and configs) finds its binary in @esbuild/<platform>-<arch>.
+const esbuildBinaries = `node_modules/@esbuild/${target}`;
+for (const dir of [ortBinaries, dawnBinaries, esbuildBinaries]) {
   if (!fs.existsSync(path.join(root, dir))) {
     console.error(`package-vsix: ${dir} is missing; run npm install first`);
     process.exit(1);
   }
 }
 const ignoreFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-vsix-')), '.vscodeignore');
-const rules = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8') + `\n!${ortBinaries}/**\n!${dawnBinaries}/**\n`;
+const rules = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8') + `\n!${ortBinaries}/**\n!${dawnBinaries}/**\n!${esbuildBinaries}/**\n`;
 fs.writeFileSync(ignoreFile, rules);
 
 const out = path.join(root, 'dist', `${manifest.name}-${target}-${manifest.version}.vsix`);

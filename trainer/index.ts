@@ -19,3 +19,4 @@ export { JavaScriptTool, SandboxError, runJavaScript, type JavaScriptRun, type J
 export * from './rollout';
 export * from './rewards';
 export * from './data';
+export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './run/config';

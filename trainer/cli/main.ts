@@ -3,10 +3,13 @@ import { PROTOCOL_VERSION } from '../protocol';
 import { createModelCommand, createModelUsage } from './commands/createModel';
 import { envCommand, envUsage } from './commands/env';
 import { chatCommand, chatUsage } from './commands/chat';
+import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/train';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 
 const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage: string }> = {
+  train: { run: trainCommand, usage: trainUsage },
+  eval: { run: evalCommand, usage: evalUsage },
   env: { run: envCommand, usage: envUsage },
   'create-model': { run: createModelCommand, usage: createModelUsage },
   chat: { run: chatCommand, usage: chatUsage },

@@ -32,7 +32,13 @@ export class ModelRuntime {
     readonly baseWeights: readonly string[],
     /** Names of adapter / value-head tensors (trainable with LoRA). */
     readonly extraWeights: readonly string[],
+    private readonly shapes: ReadonlyMap<string, readonly number[]>,
   ) {}
+
+  /** Total elements of the named weights. */
+  parameterCount(names: readonly string[]): number {
+    return names.reduce((n, name) => n + (this.shapes.get(name)?.reduce((a, b) => a * b, 1) ?? 0), 0);
+  }
 
   static async load(device: Device, dir: string, options: ModelRuntimeOptions = {}): Promise<ModelRuntime> {
     const folder = openModelFolder(dir);
@@ -50,7 +56,8 @@ export class ModelRuntime {
         extra[VALUE_HEAD.bias] = { dtype: 'float32', shape: [1], data: new Float32Array(1) };
       }
       await device.setState({ ...weights, ...extra });
-      return new ModelRuntime(device, folder, options, Object.keys(weights), Object.keys(extra));
+      const shapes = new Map(Object.entries({ ...weights, ...extra }).map(([name, t]) => [name, t.shape]));
+      return new ModelRuntime(device, folder, options, Object.keys(weights), Object.keys(extra), shapes);
     } catch (error) {
       folder.close();
       throw error;

@@ -23,6 +23,8 @@ export interface PolicyTrainerOptions {
   microBatchSize: number;
   /** Full fine-tuning (every base weight trains) instead of LoRA adapters. */
   fullFineTuning: boolean;
+  /** Reference log-probs will be asked for (KL in the loss or in the reward). */
+  reference?: boolean;
 }
 
 export interface UpdateMetrics {
@@ -61,7 +63,7 @@ export class PolicyTrainer {
     if (options.value && !model.options.valueHead) throw new Error('PPO needs a value head: load the model with valueHead');
     const trainable = options.fullFineTuning ? [...model.baseWeights, ...model.extraWeights] : [...model.extraWeights];
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n) || n === VALUE_HEAD.bias));
-    if (options.fullFineTuning && options.policy.klCoef > 0) await model.keepReferenceCopy();
+    if (options.fullFineTuning && (options.reference || options.policy.klCoef > 0)) await model.keepReferenceCopy();
     const resident = options.fullFineTuning ? [] : [...model.baseWeights];
     const optimizer = await OptimizerRuntime.create(model.device, {
       build: () =>

@@ -1,4 +1,8 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { truncateBpeTokenizer } from '../../models/truncateTokenizer';
 import { createModel } from '../../models/createModel';
 import type { ModelFamily } from '../../models/config';
 import { ModelConfigError, TokenizerError } from '../../models/errors';
@@ -23,6 +27,7 @@ the tokenizer's files, generation_config.json), for tests, examples and benchmar
   --vocab N           embedding rows (default: the tokenizer's size; never less)
   --vocab-multiple N  round the vocabulary up to a multiple of N
   --init I            hf (default: biases 0, norms 1) or varied (random biases and norm scales)
+  --tokenizer-merges N  keep only the tokenizer's first N BPE merges (a smaller vocabulary for CPU training)
   --force             write into a folder that already has files`;
 
 function integer(flag: string, value: string | undefined): number | undefined {
@@ -31,6 +36,18 @@ function integer(flag: string, value: string | undefined): number | undefined {
   const n = Number(value);
   if (!Number.isSafeInteger(n)) throw new UsageError(`--${flag}: ${value} is too large`);
   return n;
+}
+
+/** The tokenizer folder to use: the given one, or a copy cut to its first `merges` merges. */
+function truncatedIfAsked(dir: string, merges: number | undefined): string {
+  if (merges === undefined) return dir;
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-tokenizer-'));
+  try {
+    truncateBpeTokenizer(dir, merges, out);
+  } catch (error) {
+    throw new UsageError(`--tokenizer-merges: ${(error as Error).message}`);
+  }
+  return out;
 }
 
 function required(flag: string, value: string | undefined): string {
@@ -63,6 +80,7 @@ export async function createModelCommand(argv: string[]): Promise<number> {
       vocab: { type: 'string' },
       'vocab-multiple': { type: 'string' },
       init: { type: 'string' },
+      'tokenizer-merges': { type: 'string' },
       force: { type: 'boolean', default: false },
     },
     strict: true,
@@ -81,7 +99,7 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     heads: positive('heads'),
     kvHeads: positive('kv-heads'),
     intermediate: positive('intermediate'),
-    tokenizer: required('tokenizer', values.tokenizer),
+    tokenizer: truncatedIfAsked(required('tokenizer', values.tokenizer), integer('tokenizer-merges', values['tokenizer-merges'])),
     outDir: required('out', values.out),
     seed: integer('seed', values.seed) ?? 0,
     headDim: integer('head-dim', values['head-dim']),

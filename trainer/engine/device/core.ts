@@ -85,7 +85,9 @@ export class DeviceCore implements DeviceApi {
     for (const name of names) {
       const tensor = this.state.get(name);
       if (!tensor) throw new Error(`no state named "${name}" on the device`);
-      out[name] = await this.download(tensor);
+      const value = await this.download(tensor);
+      // A copy: the caller may keep or transfer it, and the state must stay intact.
+      out[name] = tensor.location === 'gpu-buffer' ? value : { ...value, data: value.data.slice() as typeof value.data };
     }
     return out;
   }
