@@ -58,7 +58,7 @@ export interface KnowledgeBaseOptions {
 }
 
 /** The knowledge base the example's search tool serves and its datasets are generated from. */
-export const KB_OPTIONS: KnowledgeBaseOptions = { seed: 20251130, countries: 8, cities: 20, organisations: 24, people: 80 };
+export const KB_OPTIONS: KnowledgeBaseOptions = { seed: 20251130, countries: 8, cities: 24, organisations: 40, people: 400 };
 
 const ONSETS = ['b', 'br', 'c', 'd', 'dr', 'f', 'g', 'gr', 'h', 'k', 'l', 'm', 'n', 'p', 'qu', 'r', 's', 'st', 't', 'tr', 'v', 'w', 'z'];
 const VOWELS = ['a', 'e', 'i', 'o', 'u', 'a', 'e', 'o', 'ai', 'ou'];

@@ -1,7 +1,7 @@
 import type { Graph, Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
 import { ropeInverseFrequencies, type ModelConfig } from './config';
-import { MASKED_SCORE } from './layers/attention';
+import { groupScores, maskBias, mixValues } from './layers/attention';
 import { linear } from './layers/linear';
 import { rmsNorm } from './layers/norm';
 import { applyRotary, rotaryTables, type RotaryTables } from './layers/rotary';
@@ -56,20 +56,10 @@ export interface DecoderInputs {
  */
 export type AttentionCore = (layer: number, q: Tensor, k: Tensor, v: Tensor) => Tensor;
 
-/** Softmax-weighted values for scores [B, kv, group, T, K] against values [B, kv, K, hd]. */
-export function attend(scores: Tensor, v: Tensor): Tensor {
-  return op.matmul(op.softmax(scores, -1), op.unsqueeze(v, [2]));
-}
-
-/** q·kᵀ per key/value group: q [B, kv, group, T, hd], k [B, kv, K, hd] → [B, kv, group, T, K]. */
-export function groupScores(q: Tensor, k: Tensor): Tensor {
-  return op.matmul(q, op.transpose(op.unsqueeze(k, [2]), [0, 1, 2, 4, 3]));
-}
-
 /** Causal attention within the sequence, padding keys masked (the training and scoring graphs). */
-export function causalCore(keyMask: Tensor, ids: Tensor): AttentionCore {
-  const allowed = visibleKeys(keyMask, ids);
-  return (_layer, q, k, v) => attend(op.where(allowed, groupScores(q, k), MASKED_SCORE), v);
+export function causalCore(keyMask: Tensor, ids: Tensor, dtype: ComputeDtype): AttentionCore {
+  const bias = maskBias(visibleKeys(keyMask, ids), dtype);
+  return (_layer, q, k, v) => mixValues(op.softmax(op.add(groupScores(q, k), bias), -1), v);
 }
 
 function adaptedLinear(x: Tensor, module: string, out: number, inputs: number, bias: boolean, w: WeightInputs, ctx: DecoderContext): Tensor {
@@ -154,7 +144,7 @@ export function decoderTrunk(g: Graph, config: ModelConfig, weights: WeightInput
   const ctx: DecoderContext = { config, dtype: options.dtype, lora: options.lora };
   if (options.lora) ctx.loraScale = g.input('lora_scale', options.dtype, []);
   const rotary = rotaryTables(inputs.positions, Float64Array.from(ropeInverseFrequencies(config), (f) => Math.fround(f)), options.dtype);
-  const attentionCore = core ?? causalCore(inputs.keyMask, inputs.ids);
+  const attentionCore = core ?? causalCore(inputs.keyMask, inputs.ids, options.dtype);
   let h = g.withScope('embed_tokens', () => op.gather(weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]), inputs.ids, 0));
   for (let i = 0; i < config.numLayers; i++) {
     const layer = `model.layers.${i}`;

@@ -53,7 +53,7 @@ describe('examples/multihop-search', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'multihop-'));
     try {
       const written = generateDataset({ out: dir, seed: 1, train: 120, heldout: 40, sft: 60, skip: 0.2, botch: 0.2 });
-      assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { corpus: 132, train: 120, heldout: 40, sft: 60 });
+      assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { corpus: 472, train: 120, heldout: 40, sft: 60 });
       const trainRows = loadJsonlDataset(written.train.file, { fields: MultihopFields }).rows;
       const heldoutRows = loadJsonlDataset(written.heldout.file, { fields: MultihopFields }).rows;
       const people = (rows: MultihopRow[]) => new Set(rows.map((r) => r.neededDocs[0]));

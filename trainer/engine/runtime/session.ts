@@ -45,6 +45,8 @@ export async function createSession(model: SerializedModel, settings: SessionSet
     executionMode: 'sequential',
     logSeverityLevel: 3,
     ...(settings.outputLocations ? { preferredOutputLocation: settings.outputLocations } : {}),
+    // Performance work: ROLLOUT_ORT_PROFILE=/tmp/prefix writes onnxruntime's per-kernel profile of every session.
+    ...(process.env.ROLLOUT_ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.ROLLOUT_ORT_PROFILE } : {}),
   };
   try {
     return model.kind === 'bytes' ? await runtime.InferenceSession.create(model.bytes, options) : await runtime.InferenceSession.create(model.path, options);

@@ -1,8 +1,8 @@
 import { Graph, type Tensor } from '../../engine/graph';
 import * as op from '../../engine/ops';
 import type { ModelConfig } from '../config';
-import { decoderTrunk, groupScores, lmHeadWeight, visibleKeys, WeightInputs, type AttentionCore } from '../decoder';
-import { MASKED_SCORE } from '../layers/attention';
+import { decoderTrunk, lmHeadWeight, visibleKeys, WeightInputs, type AttentionCore } from '../decoder';
+import { groupScores, maskBias, mixValues } from '../layers/attention';
 import { linear } from '../layers/linear';
 import type { LoraConfig } from '../lora';
 
@@ -56,17 +56,13 @@ export function buildGenerationGraph(config: ModelConfig, options: GenerationGra
     recentKey: g.input(cacheName('recent', 'key', l), dtype, ['B', kv, 'Pr', hd]),
     recentValue: g.input(cacheName('recent', 'value', l), dtype, ['B', kv, 'Pr', hd]),
   }));
-  const baseAllowed = op.cast(op.unsqueeze(baseMask, [1, 2, 3]), 'bool'); // [B,1,1,1,Pb]
-  const recentAllowed = op.cast(op.unsqueeze(recentMask, [1, 2, 3]), 'bool');
-  const newAllowed = visibleKeys(newMask, ids); // [B,1,1,S,S]
+  const baseBias = maskBias(op.cast(op.unsqueeze(baseMask, [1, 2, 3]), 'bool'), dtype); // [B,1,1,1,Pb]
+  const recentBias = maskBias(op.cast(op.unsqueeze(recentMask, [1, 2, 3]), 'bool'), dtype);
+  const newBias = maskBias(visibleKeys(newMask, ids), dtype); // [B,1,1,S,S]
 
   const core: AttentionCore = (layer, q, k, v) => {
     const c = cache[layer];
-    const blocks = [
-      op.where(baseAllowed, groupScores(q, c.baseKey), MASKED_SCORE),
-      op.where(recentAllowed, groupScores(q, c.recentKey), MASKED_SCORE),
-      op.where(newAllowed, groupScores(q, k), MASKED_SCORE),
-    ];
+    const blocks = [op.add(groupScores(q, c.baseKey), baseBias), op.add(groupScores(q, c.recentKey), recentBias), op.add(groupScores(q, k), newBias)];
     const probs = op.softmax(op.concat(blocks, -1), -1);
     const [pBase, pRecent, pNew] = op.splitBy(
       probs,
@@ -74,10 +70,9 @@ export function buildGenerationGraph(config: ModelConfig, options: GenerationGra
       blocks.map((b) => b.shape),
       -1,
     );
-    const mix = (p: Tensor, values: Tensor) => op.matmul(p, op.unsqueeze(values, [2]));
     g.output(op.concat([c.recentKey, k], 2), `${cacheName('recent', 'key', layer)}.next`);
     g.output(op.concat([c.recentValue, v], 2), `${cacheName('recent', 'value', layer)}.next`);
-    return op.add(op.add(mix(pBase, c.baseValue), mix(pRecent, c.recentValue)), mix(pNew, v));
+    return op.add(op.add(mixValues(pBase, c.baseValue), mixValues(pRecent, c.recentValue)), mixValues(pNew, v));
   };
 
 
