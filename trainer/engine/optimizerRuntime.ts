@@ -26,8 +26,13 @@ export interface LossGraph {
 }
 
 export interface OptimizerRuntimeOptions {
-  /** Builds a fresh loss graph each call (called once per graph variant). */
-  build: () => LossGraph;
+  /**
+   * Builds a fresh loss graph for a variant (called once per variant). Variants compute the same
+   * loss over the same parameters in different layouts (e.g. with and without a shared prefix).
+   */
+  build: (variant: string) => LossGraph;
+  /** The graph variants micro-batches may use (accumulating optimizers only); default one, "default". */
+  variants?: readonly string[];
   adamw: AdamWConfig;
   /** Initial values of the trainable parameters (omit ones already on the device). */
   initial?: Record<string, HostTensor>;
@@ -65,7 +70,7 @@ export class OptimizerRuntime {
     private readonly device: Device,
     private readonly options: OptimizerRuntimeOptions,
     private readonly params: ReadonlyArray<{ name: string; shape: number[]; decay: boolean }>,
-    private readonly sessions: { fused?: number; accumulate?: number; apply?: number },
+    private readonly sessions: { fused?: number; accumulate?: Map<string, number>; apply?: number },
     metricNames: string[],
     private readonly dtype: FloatDtype,
   ) {
@@ -73,12 +78,14 @@ export class OptimizerRuntime {
   }
 
   static async create(device: Device, options: OptimizerRuntimeOptions): Promise<OptimizerRuntime> {
-    const loss = options.build();
+    const variants = options.variants ?? ['default'];
+    if (!options.accumulate && variants.length > 1) throw new Error('graph variants need an accumulating optimizer');
+    const loss = options.build(variants[0]);
     const dtype: FloatDtype = loss.loss.dtype === 'float64' ? 'float64' : 'float32';
     const params = loss.params.map((p) => ({ name: p.tensor.name, shape: p.tensor.shape.map(Number), decay: p.decay }));
     const metricNames = Object.keys(loss.metrics ?? {});
     for (const [name, t] of Object.entries(loss.metrics ?? {})) loss.graph.output(t, name);
-    const sessions: { fused?: number; accumulate?: number; apply?: number } = {};
+    const sessions: { fused?: number; accumulate?: Map<string, number>; apply?: number } = {};
     const load = async (graph: Graph, resident: string[]) => {
       const model = serializeGraph(graph);
       try {
@@ -89,8 +96,17 @@ export class OptimizerRuntime {
     };
     const names = params.map((p) => p.name);
     if (options.accumulate) {
-      addGradientAccumulation(loss.graph, loss.loss, loss.params);
-      sessions.accumulate = await load(loss.graph, names.map((n) => nextName(gradName(n))));
+      sessions.accumulate = new Map();
+      for (const [i, variant] of variants.entries()) {
+        const graph = i === 0 ? loss : options.build(variant);
+        if (i > 0) {
+          for (const [name, t] of Object.entries(graph.metrics ?? {})) graph.graph.output(t, name);
+          const got = graph.params.map((p) => p.tensor.name).join(',');
+          if (got !== names.join(',')) throw new Error(`graph variant "${variant}" trains other parameters than "${variants[0]}"`);
+        }
+        addGradientAccumulation(graph.graph, graph.loss, graph.params);
+        sessions.accumulate.set(variant, await load(graph.graph, names.map((n) => nextName(gradName(n)))));
+      }
       const apply = buildApplyGraph(params, options.adamw, dtype);
       sessions.apply = await load(apply, names.flatMap((n) => [nextName(n), nextName(momentName(n, 'm')), nextName(momentName(n, 'v')), nextName(gradName(n))]));
     } else {
@@ -141,9 +157,11 @@ export class OptimizerRuntime {
     return { loss: Number(out.loss.data[0]), gradNorm: Number(out.grad_norm.data[0]), applied, metrics: this.metricsOf(out) };
   }
 
-  /** Forward and backward on one micro-batch, adding its gradient to the accumulators. */
-  async accumulate(batch: Record<string, HostTensor>): Promise<{ loss: number; metrics: Record<string, number> }> {
+  /** Forward and backward on one micro-batch (with the graph `variant`), adding its gradient to the accumulators. */
+  async accumulate(batch: Record<string, HostTensor>, variant = this.options.variants?.[0] ?? 'default'): Promise<{ loss: number; metrics: Record<string, number> }> {
     if (this.sessions.accumulate === undefined) throw new Error('this optimizer does not accumulate: call step()');
+    const session = this.sessions.accumulate.get(variant);
+    if (session === undefined) throw new Error(`no graph variant "${variant}"`);
     const feeds = this.commonFeeds(batch);
     const outputs: Record<string, OutputTarget> = { loss: 'return' };
     for (const n of this.metricNames) outputs[n] = 'return';
@@ -151,7 +169,7 @@ export class OptimizerRuntime {
       feeds[gradName(p.name)] = { state: gradName(p.name) };
       outputs[nextName(gradName(p.name))] = { state: gradName(p.name) };
     }
-    const out = await this.device.run(this.sessions.accumulate, feeds, outputs);
+    const out = await this.device.run(session, feeds, outputs);
     this.pendingMicroBatches++;
     return { loss: Number(out.loss.data[0]), metrics: this.metricsOf(out) };
   }
@@ -205,6 +223,6 @@ export class OptimizerRuntime {
   }
 
   async release(): Promise<void> {
-    for (const id of Object.values(this.sessions)) if (id !== undefined) await this.device.release(id);
+    for (const id of [this.sessions.fused, this.sessions.apply, ...(this.sessions.accumulate?.values() ?? [])]) if (id !== undefined) await this.device.release(id);
   }
 }

@@ -89,12 +89,20 @@ function splitHeads(t: Tensor, heads: number, headDim: number): Tensor {
   return op.transpose(op.reshape(t, [B, T, heads, headDim]), [0, 2, 1, 3]);
 }
 
-function attention(x: Tensor, layerIndex: number, layer: string, w: WeightInputs, ctx: DecoderContext, rotary: RotaryTables, core: AttentionCore): Tensor {
+interface Projected {
+  /** Queries scaled by 1/√hd, viewed per key/value group: [B, kv, group, T, hd]. */
+  q: Tensor;
+  /** Rotated keys and values: [B, kv, T, hd]. */
+  k: Tensor;
+  v: Tensor;
+}
+
+function project(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext, rotary: RotaryTables): Projected {
   const g = x.graph;
   const c = ctx.config;
   const hd = c.headDim;
   const group = c.numHeads / c.numKvHeads;
-  const [B, T] = x.shape;
+  const [B] = x.shape;
   let q = splitHeads(g.withScope('q_proj', () => adaptedLinear(x, `${layer}.q_proj`, c.numHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numHeads, hd);
   let k = splitHeads(g.withScope('k_proj', () => adaptedLinear(x, `${layer}.k_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
   const v = splitHeads(g.withScope('v_proj', () => adaptedLinear(x, `${layer}.v_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
@@ -104,8 +112,15 @@ function attention(x: Tensor, layerIndex: number, layer: string, w: WeightInputs
   }
   q = applyRotary(q, rotary);
   k = applyRotary(k, rotary);
-  const qg = op.reshape(op.mul(q, 1 / Math.sqrt(hd)), [B, c.numKvHeads, group, -1, hd]);
-  const context = g.withScope('scores', () => core(layerIndex, qg, k, v)); // [B, kv, group, T, hd]
+  return { q: op.reshape(op.mul(q, 1 / Math.sqrt(hd)), [B, c.numKvHeads, group, -1, hd]), k, v };
+}
+
+/** Attention output [B, kv, group, T, hd] back to [B, T, hidden] through o_proj. */
+function outputProjection(context: Tensor, x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext): Tensor {
+  const g = x.graph;
+  const c = ctx.config;
+  const hd = c.headDim;
+  const [B, T] = x.shape;
   const merged = op.reshape(op.transpose(op.reshape(context, [B, c.numHeads, T, hd]), [0, 2, 1, 3]), [B, T, c.numHeads * hd]);
   return g.withScope('o_proj', () => adaptedLinear(merged, `${layer}.o_proj`, c.hiddenSize, c.numHeads * hd, c.oProjBias, w, ctx));
 }
@@ -137,26 +152,70 @@ export function visibleKeys(keyMask: Tensor, newTokens: Tensor): Tensor {
 }
 
 /**
- * The transformer trunk: embeddings → layers → final norm, returning the normed hidden states
- * [B, T, hidden]. `core` decides what the queries attend to (default: causal within the batch).
+ * How the token segments of a graph attend, layer by layer: given each segment's projections,
+ * return each segment's attention output [B, kv, group, T, hd]. A single segment with causal
+ * attention is the usual case; the shared-prefix training graph has two (sharedPrefixCore).
  */
-export function decoderTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, inputs: DecoderInputs, options: DecoderOptions, core?: AttentionCore): Tensor {
+export type SegmentCore = (layer: number, segments: readonly Projected[]) => Tensor[];
+
+/**
+ * The transformer trunk over one or more token segments that share the weights: embeddings →
+ * layers → final norm, returning each segment's normed hidden states [B, T, hidden]. Position-wise
+ * work (projections, norms, MLP) runs per segment; `core` decides what attends to what.
+ */
+export function decoderSegments(g: Graph, config: ModelConfig, weights: WeightInputs, segments: readonly DecoderInputs[], options: DecoderOptions, core: SegmentCore): Tensor[] {
   const ctx: DecoderContext = { config, dtype: options.dtype, lora: options.lora };
   if (options.lora) ctx.loraScale = g.input('lora_scale', options.dtype, []);
-  const rotary = rotaryTables(inputs.positions, Float64Array.from(ropeInverseFrequencies(config), (f) => Math.fround(f)), options.dtype);
-  const attentionCore = core ?? causalCore(inputs.keyMask, inputs.ids, options.dtype);
-  let h = g.withScope('embed_tokens', () => op.gather(weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]), inputs.ids, 0));
+  const frequencies = Float64Array.from(ropeInverseFrequencies(config), (f) => Math.fround(f));
+  const rotary = segments.map((s) => rotaryTables(s.positions, frequencies, options.dtype));
+  const embedding = weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]);
+  let hs = segments.map((s) => g.withScope('embed_tokens', () => op.gather(embedding, s.ids, 0)));
   for (let i = 0; i < config.numLayers; i++) {
     const layer = `model.layers.${i}`;
-    h = g.withScope(`layers.${i}`, () => {
-      const normed = g.withScope('input_layernorm', () => rmsNorm(h, weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps));
-      const attn = g.withScope('self_attn', () => attention(normed, i, `${layer}.self_attn`, weights, ctx, rotary, attentionCore));
-      const residual = op.add(h, attn);
-      const normed2 = g.withScope('post_attention_layernorm', () => rmsNorm(residual, weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps));
-      return op.add(residual, g.withScope('mlp', () => mlp(normed2, `${layer}.mlp`, weights, ctx)));
+    hs = g.withScope(`layers.${i}`, () => {
+      const normed = hs.map((h) => g.withScope('input_layernorm', () => rmsNorm(h, weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps)));
+      const attended = g.withScope('self_attn', () => {
+        const projected = normed.map((x, s) => project(x, `${layer}.self_attn`, weights, ctx, rotary[s]));
+        const contexts = g.withScope('scores', () => core(i, projected));
+        return contexts.map((context, s) => outputProjection(context, normed[s], `${layer}.self_attn`, weights, ctx));
+      });
+      return hs.map((h, s) => {
+        const residual = op.add(h, attended[s]);
+        const normed2 = g.withScope('post_attention_layernorm', () => rmsNorm(residual, weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps));
+        return op.add(residual, g.withScope('mlp', () => mlp(normed2, `${layer}.mlp`, weights, ctx)));
+      });
     });
   }
-  return g.withScope('norm', () => rmsNorm(h, weights.get('model.norm.weight', [config.hiddenSize]), config.rmsNormEps));
+  return hs.map((h) => g.withScope('norm', () => rmsNorm(h, weights.get('model.norm.weight', [config.hiddenSize]), config.rmsNormEps)));
+}
+
+/**
+ * The trunk over one batch of sequences: normed hidden states [B, T, hidden]. `core` decides
+ * what the queries attend to (default: causal within each sequence, padding masked).
+ */
+export function decoderTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, inputs: DecoderInputs, options: DecoderOptions, core?: AttentionCore): Tensor {
+  const single = core ?? causalCore(inputs.keyMask, inputs.ids, options.dtype);
+  return decoderSegments(g, config, weights, [inputs], options, (layer, [s]) => [single(layer, s.q, s.k, s.v)])[0];
+}
+
+/**
+ * Attention for a batch whose sequences all begin with the same tokens (the system prompt, the
+ * tools' schemas, often the question): the shared prefix [1, P] runs once, causally; each
+ * suffix [B, S] attends to the prefix's keys (broadcast over the batch, never copied) and
+ * causally to its own. Gradients from every suffix flow into the one prefix computation, so the
+ * result equals running every full sequence separately, at a fraction of the cost.
+ */
+export function sharedPrefixCore(prefix: DecoderInputs, suffix: DecoderInputs, dtype: ComputeDtype): SegmentCore {
+  const prefixBias = maskBias(visibleKeys(prefix.keyMask, prefix.ids), dtype); // [1,1,1,P,P]
+  const suffixBias = maskBias(visibleKeys(suffix.keyMask, suffix.ids), dtype); // [B,1,1,S,S]
+  return (_layer, [p, s]) => {
+    const prefixContext = mixValues(op.softmax(op.add(groupScores(p.q, p.k), prefixBias), -1), p.v);
+    const toPrefix = groupScores(s.q, p.k); // [B, kv, group, S, P]
+    const toSelf = op.add(groupScores(s.q, s.k), suffixBias); // [B, kv, group, S, S]
+    const probabilities = op.softmax(op.concat([toPrefix, toSelf], -1), -1);
+    const [pPrefix, pSelf] = op.splitBy(probabilities, op.concat([op.shapeOf(p.k, 2, 3), op.shapeOf(s.k, 2, 3)], 0), [toPrefix.shape, toSelf.shape], -1);
+    return [prefixContext, op.add(mixValues(pPrefix, p.v), mixValues(pSelf, s.v))];
+  };
 }
 
 /** The LM head weight: `lm_head.weight`, or the embedding when the config ties them. */

@@ -1,7 +1,7 @@
 import { Graph, type Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
 import type { ModelConfig } from './config';
-import { decoderTrunk, lmHeadWeight, WeightInputs, type ComputeDtype } from './decoder';
+import { decoderSegments, decoderTrunk, lmHeadWeight, sharedPrefixCore, WeightInputs, type ComputeDtype } from './decoder';
 import { linear } from './layers/linear';
 import type { LoraConfig } from './lora';
 
@@ -22,6 +22,12 @@ export interface ScoringGraphOptions {
   entropy?: boolean;
   /** Add a scalar value head (PPO's critic): inputs `v_head.summary.weight` [1, hidden] and `.bias` [1]. */
   valueHead?: boolean;
+  /**
+   * The batch's sequences begin with a common prefix given once as `prefix_ids` and
+   * `prefix_positions` [1, P]; `ids` etc. hold what follows it (see packForScoring). Scored
+   * tokens are in the suffixes, never the first token of one.
+   */
+  sharedPrefix?: boolean;
 }
 
 export interface ScoringGraph {
@@ -44,7 +50,13 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
   const scoreTokens = g.input('score_tokens', 'int64', ['N']);
   const invTemperature = g.input('inv_temperature', dtype, []);
   const weights = new WeightInputs(g, dtype);
-  const hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask }, { dtype, lora: options.lora });
+  let hidden: Tensor;
+  if (options.sharedPrefix) {
+    const prefixIds = g.input('prefix_ids', 'int64', [1, 'P']);
+    const prefix = { ids: prefixIds, positions: g.input('prefix_positions', 'int64', [1, 'P']), keyMask: op.fullLike(prefixIds, 1) };
+    const suffix = { ids, positions, keyMask };
+    hidden = decoderSegments(g, config, weights, [prefix, suffix], { dtype, lora: options.lora }, sharedPrefixCore(prefix, suffix, dtype))[1];
+  } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask }, { dtype, lora: options.lora });
 
   const out = g.withScope('score', () => {
     const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]

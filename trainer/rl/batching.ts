@@ -1,5 +1,5 @@
 import type { HostTensor } from '../engine/runtime/tensors';
-import { packForScoring } from '../models/batch';
+import { packWithSharedPrefix, type PackedBatch } from '../models/batch';
 
 /** One trajectory as the update sees it: its exact tokens and per-token training data. */
 export interface TrainingSequence {
@@ -16,12 +16,14 @@ export interface TrainingSequence {
   refLogprobs?: Float32Array;
 }
 
-function perToken(sequences: readonly TrainingSequence[], T: number, pick: (s: TrainingSequence) => ArrayLike<number> | undefined, name: string): HostTensor {
+/** A per-token array laid out like the packed rows: row position t is sequence position prefix + t. */
+function perToken(sequences: readonly TrainingSequence[], packed: PackedBatch, pick: (s: TrainingSequence) => ArrayLike<number> | undefined, name: string): HostTensor {
+  const T = packed.length;
   const data = new Float32Array(sequences.length * T);
   sequences.forEach((s, b) => {
     const values = pick(s);
     if (!values) throw new Error(`sequence ${b} has no ${name}`);
-    for (let t = 0; t < s.ids.length; t++) data[b * T + t] = s.mask[t] ? values[t] : 0;
+    for (let t = packed.prefix; t < s.ids.length; t++) data[b * T + t - packed.prefix] = s.mask[t] ? values[t] : 0;
   });
   return { dtype: 'float32', shape: [sequences.length, T], data };
 }
@@ -43,14 +45,17 @@ export function stepTotals(sequences: readonly TrainingSequence[]): StepTotals {
   return { tokens: Math.max(tokens, 1), sequences: Math.max(withTokens, 1) };
 }
 
-/** The feeds of the policy-update graph for one micro-batch. */
+/**
+ * The feeds of the policy-update graph for one micro-batch, packed with their shared prefix
+ * given once when they have one (`shared` says which graph variant to run).
+ */
 export function policyBatchFeeds(
   sequences: readonly TrainingSequence[],
   totals: StepTotals,
   options: { invTemperature: number; policyWeight: number; value: boolean; ref: boolean; padId: number },
-): Record<string, HostTensor> {
-  const packed = packForScoring(sequences.map((s) => s.ids), sequences.map((s) => s.mask), options.padId);
-  const T = packed.length;
+): { feeds: Record<string, HostTensor>; shared: boolean } {
+  const packed = packWithSharedPrefix(sequences.map((s) => s.ids), sequences.map((s) => s.mask), options.padId);
+  const T = packed;
   const feeds: Record<string, HostTensor> = {
     ...packed.feeds,
     inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(options.invTemperature) },
@@ -66,5 +71,5 @@ export function policyBatchFeeds(
     feeds.returns = perToken(sequences, T, (s) => s.returns, 'returns');
     feeds.old_values = perToken(sequences, T, (s) => s.values, 'values');
   }
-  return feeds;
+  return { feeds, shared: packed.prefix > 0 };
 }

@@ -26,10 +26,12 @@ export interface PolicyGraphOptions {
   value?: ValueLossConfig & { coef: number };
   /** Compute the policy's entropy in the graph (needed when entropyCoef > 0). */
   entropy: boolean;
+  /** The batch shares a prefix given once (see buildScoringGraph). */
+  sharedPrefix?: boolean;
 }
 
 export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOptions): LossGraph {
-  const scoring = buildScoringGraph(config, { dtype: 'float32', lora: options.lora, entropy: options.entropy, valueHead: !!options.value }, 'policy_update');
+  const scoring = buildScoringGraph(config, { dtype: 'float32', lora: options.lora, entropy: options.entropy, valueHead: !!options.value, sharedPrefix: options.sharedPrefix }, 'policy_update');
   const g = scoring.graph;
   const perToken = (name: string) => g.input(name, 'float32', ['B', 'T']);
   const oldLogprobs = perToken('old_logprobs');

@@ -2,7 +2,7 @@ import type { Device } from '../engine/device/device';
 import type { AdamWConfig } from '../engine/optimizer';
 import { OptimizerRuntime } from '../engine/optimizerRuntime';
 import { serializeGraph } from '../engine/serialize';
-import { packForScoring } from '../models/batch';
+import { packWithSharedPrefix } from '../models/batch';
 import type { ModelRuntime } from '../models/runtime';
 import { buildScoringGraph, VALUE_HEAD } from '../models/scoring';
 import type { Random } from '../util/random';
@@ -47,8 +47,7 @@ export interface UpdateMetrics {
  * (PPO). Parameters and optimizer state stay on the device across steps.
  */
 export class PolicyTrainer {
-  private scoringSession: number | undefined;
-  private scoringWeights: ReturnType<typeof buildScoringGraph>['weights'] | undefined;
+  private readonly scoringSessions = new Map<boolean, { id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }>();
 
   private constructor(
     private readonly model: ModelRuntime,
@@ -66,8 +65,12 @@ export class PolicyTrainer {
     if (options.fullFineTuning && (options.reference || options.policy.klCoef > 0)) await model.keepReferenceCopy();
     const resident = options.fullFineTuning ? [] : [...model.baseWeights];
     const optimizer = await OptimizerRuntime.create(model.device, {
-      build: () =>
+      // Trajectories begin with the same system prompt (and a group with the same question):
+      // the shared-prefix graph runs the common prefix once per micro-batch.
+      variants: ['shared', 'plain'],
+      build: (variant) =>
         buildPolicyLossGraph(model.config, {
+          sharedPrefix: variant === 'shared',
           lora,
           trainable,
           noDecay,
@@ -86,15 +89,16 @@ export class PolicyTrainer {
     return this.model.device;
   }
 
-  private async scoring(): Promise<{ id: number; weights: NonNullable<PolicyTrainer['scoringWeights']> }> {
-    if (this.scoringSession === undefined) {
-      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead });
+  private async scoring(sharedPrefix: boolean): Promise<{ id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }> {
+    let loaded = this.scoringSessions.get(sharedPrefix);
+    if (!loaded) {
+      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead, sharedPrefix });
       graph.graph.output(graph.logprobs, 'logprobs');
       if (graph.values) graph.graph.output(graph.values, 'values');
-      this.scoringSession = await this.device.load({ model: serializeGraph(graph.graph), settings: {} });
-      this.scoringWeights = graph.weights;
+      loaded = { id: await this.device.load({ model: serializeGraph(graph.graph), settings: {} }), weights: graph.weights };
+      this.scoringSessions.set(sharedPrefix, loaded);
     }
-    return { id: this.scoringSession, weights: this.scoringWeights! };
+    return loaded;
   }
 
   /**
@@ -103,16 +107,22 @@ export class PolicyTrainer {
    * for the policy's tokens of each sequence, in micro-batches.
    */
   async scoreReferenceAndValues(sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask'>>, want: { reference: boolean; values: boolean }): Promise<{ reference?: Float32Array[]; values?: Float32Array[] }> {
-    const { id, weights } = await this.scoring();
     const out: { reference?: Float32Array[]; values?: Float32Array[] } = {};
     if (want.reference) out.reference = [];
     if (want.values) out.values = [];
     const size = this.options.microBatchSize;
     for (let start = 0; start < sequences.length; start += size) {
       const chunk = sequences.slice(start, start + size);
-      const packed = packForScoring(chunk.map((s) => s.ids), chunk.map((s) => s.mask));
+      const packed = packWithSharedPrefix(chunk.map((s) => s.ids), chunk.map((s) => s.mask));
+      const { id, weights } = await this.scoring(packed.prefix > 0);
       const base = { ...packed.feeds, inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1 / this.options.temperature) } };
-      const unpack = (data: Float32Array) => chunk.map((s, b) => data.slice(b * packed.length, b * packed.length + s.ids.length));
+      // Back to sequence coordinates: the prefix (never policy tokens) is zero.
+      const unpack = (data: Float32Array) =>
+        chunk.map((s, b) => {
+          const full = new Float32Array(s.ids.length);
+          full.set(data.subarray(b * packed.length, b * packed.length + s.ids.length - packed.prefix), packed.prefix);
+          return full;
+        });
       if (want.reference) {
         const ref = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights, { frozenCopy: this.options.fullFineTuning }), ...this.model.loraScaleFeed(false) }, { logprobs: 'return' });
         out.reference!.push(...unpack(ref.logprobs.data as Float32Array));
@@ -139,17 +149,15 @@ export class PolicyTrainer {
       random.shuffle(order);
       const perStep = Math.ceil(order.length / this.options.miniBatches);
       for (let start = 0; start < order.length; start += perStep) {
-        const stepSequences = order.slice(start, start + perStep).map((i) => sequences[i]);
+        // Micro-batches of similar lengths pad less; the step's gradient is the same in any order.
+        const stepSequences = order.slice(start, start + perStep).map((i) => sequences[i]).sort((a, b) => a.ids.length - b.ids.length);
         const totals = stepTotals(stepSequences);
         let loss = 0;
         const metrics: Record<string, number> = {};
         for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
           const micro = stepSequences.slice(m, m + this.options.microBatchSize);
-          const feeds = {
-            ...policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, policyWeight, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0 }),
-            ...this.model.loraScaleFeed(true),
-          };
-          const out = await this.optimizer.accumulate(feeds);
+          const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, policyWeight, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0 });
+          const out = await this.optimizer.accumulate({ ...packed.feeds, ...this.model.loraScaleFeed(true) }, packed.shared ? 'shared' : 'plain');
           loss += out.loss;
           for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;
         }
@@ -183,6 +191,6 @@ export class PolicyTrainer {
 
   async release(): Promise<void> {
     await this.optimizer.release();
-    if (this.scoringSession !== undefined) await this.device.release(this.scoringSession);
+    for (const { id } of this.scoringSessions.values()) await this.device.release(id);
   }
 }

@@ -2,7 +2,7 @@ import * as op from '../engine/ops';
 import type { AdamWConfig } from '../engine/optimizer';
 import { OptimizerRuntime } from '../engine/optimizerRuntime';
 import type { HostTensor } from '../engine/runtime/tensors';
-import { packForScoring } from '../models/batch';
+import { packWithSharedPrefix } from '../models/batch';
 import type { ModelRuntime } from '../models/runtime';
 import { buildScoringGraph } from '../models/scoring';
 import type { Random } from '../util/random';
@@ -39,8 +39,10 @@ export class SftTrainer {
     if (trainable.length === 0) throw new Error('nothing to train: load the model with LoRA adapters, or train it fully');
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n)));
     const optimizer = await OptimizerRuntime.create(model.device, {
-      build: () => {
-        const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora: model.options.lora }, 'sft');
+      // Demonstrations begin with the same system prompt: the shared-prefix graph runs it once per micro-batch.
+      variants: ['shared', 'plain'],
+      build: (variant) => {
+        const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora: model.options.lora, sharedPrefix: variant === 'shared' }, `sft_${variant}`);
         const g = scoring.graph;
         const tokenTotal = g.input('token_total', 'float32', []);
         const loss = op.neg(op.div(op.reduceSum(scoring.logprobs), tokenTotal));
@@ -61,19 +63,20 @@ export class SftTrainer {
     const order = random.shuffle(sequences.map((_, i) => i));
     const losses: number[] = [];
     for (let start = 0; start < order.length; start += this.options.batchSize) {
-      const batch = order.slice(start, start + this.options.batchSize).map((i) => sequences[i]);
+      // Micro-batches of similar lengths pad less; the step's gradient is the same in any order.
+      const batch = order.slice(start, start + this.options.batchSize).map((i) => sequences[i]).sort((a, b) => a.ids.length - b.ids.length);
       const tokens = Math.max(1, batch.reduce((a, s) => a + s.mask.reduce((x, m) => x + m, 0), 0));
       let loss = 0;
       for (let m = 0; m < batch.length; m += this.options.microBatchSize) {
         const micro = batch.slice(m, m + this.options.microBatchSize);
-        const packed = packForScoring(micro.map((s) => s.ids), micro.map((s) => s.mask));
+        const packed = packWithSharedPrefix(micro.map((s) => s.ids), micro.map((s) => s.mask));
         const feeds: Record<string, HostTensor> = {
           ...packed.feeds,
           ...this.model.loraScaleFeed(true),
           inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
           token_total: { dtype: 'float32', shape: [], data: Float32Array.of(tokens) },
         };
-        loss += (await this.optimizer.accumulate(feeds)).loss;
+        loss += (await this.optimizer.accumulate(feeds, packed.prefix > 0 ? 'shared' : 'plain')).loss;
       }
       await this.optimizer.apply(lr(this.optimizer.steps));
       losses.push(loss);
