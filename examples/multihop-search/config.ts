@@ -23,7 +23,7 @@ export default defineConfig({
     systemPrompt: SYSTEM_PROMPT,
     templateKwargs: { enable_thinking: false },
   },
-  optimization: { lr: 1e-3, maxGradNorm: 1, microBatchSize: 16 },
+  optimization: { lr: 1e-4, maxGradNorm: 1, microBatchSize: 8 },
   steps: 30,
   seed: 1,
   evaluation: { temperature: 0 },

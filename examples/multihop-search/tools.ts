@@ -25,7 +25,7 @@ export const knowledgeBase = buildKnowledgeBase();
 
 export const search = new KnowledgeBaseSearch(knowledgeBase.documents, {
   description: 'Search the knowledge base about people, organisations, cities and countries. Returns the best matching documents.',
-  topK: 3,
+  topK: 1,
 });
 
 export const tools = [search];

@@ -26,5 +26,6 @@ export function scalarAdvantage(advantages: Float32Array, mask: ArrayLike<number
     if (first === undefined) first = advantages[i];
     else if (Math.abs(advantages[i] - first) > 1e-6) return undefined;
   }
-  return first;
+  // A non-finite advantage stays in the per-token array (float32 holds it); JSON cannot.
+  return first !== undefined && Number.isFinite(first) ? first : undefined;
 }
