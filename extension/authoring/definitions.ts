@@ -1,6 +1,6 @@
 import * as ts from 'typescript';
 import type { RewardKind, ToolSelector } from '../../trainer/protocol/authoring';
-import { EXPORT_PATH_PATTERN } from '../../trainer/protocol/authoring';
+import { EXPORT_PATH_PATTERN } from '../../trainer/protocol/names';
 
 /**
  * Finds, in one TypeScript source, what the code lenses go above: tools (Tool subclasses,
@@ -107,6 +107,13 @@ function unwrap(node: ts.Node): ts.Node {
   return current;
 }
 
+/** An expression without the parentheses, `as`, `satisfies` and `!` around it. */
+function inner(node: ts.Expression): ts.Expression {
+  let current = node;
+  while (ts.isParenthesizedExpression(current) || ts.isAsExpression(current) || ts.isSatisfiesExpression(current) || ts.isNonNullExpression(current)) current = current.expression;
+  return current;
+}
+
 /** Where a value's lens goes: its statement when it is a variable's value or the default export, else the value itself. */
 function lensAnchor(node: ts.Node): ts.Node {
   const outer = unwrap(node);
@@ -205,7 +212,7 @@ class SourceDefinitions {
     const callee = packageName(node.expression, this.imports);
     if (callee === 'defineTool') {
       const path = this.exportPath(node);
-      const definition = node.arguments[0];
+      const definition = node.arguments[0] && inner(node.arguments[0]);
       const nameProperty =
         definition && ts.isObjectLiteralExpression(definition)
           ? definition.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'name')
@@ -220,10 +227,11 @@ class SourceDefinitions {
     } else if (callee === 'defineConfig') {
       const path = this.exportPath(node);
       if (path === 'default' || path === 'config') this.found.push({ kind: 'config', at: this.position(lensAnchor(node)), label: path });
-      const argument = node.arguments[0];
+      const argument = node.arguments[0] && inner(node.arguments[0]);
       if (argument && ts.isObjectLiteralExpression(argument)) {
         const rewards = argument.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'rewards');
-        if (rewards && ts.isObjectLiteralExpression(rewards.initializer)) this.visitRewardConfig(rewards.initializer, rewards);
+        const literal = rewards && inner(rewards.initializer);
+        if (literal && ts.isObjectLiteralExpression(literal)) this.visitRewardConfig(literal, rewards);
       }
     }
   }
@@ -256,7 +264,7 @@ class SourceDefinitions {
     const typeNode = node.type ?? (ts.isSatisfiesExpression(node.initializer) ? node.initializer.type : undefined);
     const typeName = typeNode && ts.isTypeReferenceNode(typeNode) ? packageName(typeNode.typeName, this.imports) : undefined;
     const kind = typeName ? REWARD_TYPES[typeName] : undefined;
-    const initializer = ts.isSatisfiesExpression(node.initializer) ? node.initializer.expression : node.initializer;
+    const initializer = inner(node.initializer);
     if (kind === 'config' && ts.isObjectLiteralExpression(initializer)) {
       this.visitRewardConfig(initializer, node.parent.parent);
     } else if (kind) {

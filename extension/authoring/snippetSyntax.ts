@@ -143,19 +143,6 @@ export interface ResolveOptions {
   variables?: Readonly<Record<string, string>>;
 }
 
-/** The placeholder indexes a body uses (ascending), for callers that fill some of them. */
-export function placeholderIndexes(body: string | readonly string[]): number[] {
-  const found = new Set<number>();
-  const walk = (nodes: readonly SnippetNode[]) => {
-    for (const node of nodes) {
-      if (node.type === 'placeholder' || node.type === 'choice') found.add(node.index);
-      if ((node.type === 'placeholder' || node.type === 'variable') && node.children) walk(node.children);
-    }
-  };
-  walk(parseSnippet(body));
-  return [...found].sort((a, b) => a - b);
-}
-
 /** The text the editor would insert with every placeholder at its default (or at `values`). */
 export function resolveSnippet(body: string | readonly string[], options: ResolveOptions = {}): string {
   const nodes = parseSnippet(body);

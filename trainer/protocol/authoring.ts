@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EXPORT_PATH_PATTERN } from './names';
 import { ToolErrorKind } from './runStore';
 import { PROTOCOL_VERSION } from './version';
 
@@ -10,15 +11,8 @@ import { PROTOCOL_VERSION } from './version';
 
 const v = { protocol: z.literal(PROTOCOL_VERSION) };
 
-/** How the policy calls a tool: the Tool API's name rule (also what New Tool accepts). */
-export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-export const TOOL_NAME_RULE = '1 to 64 letters, digits, "_" or "-"';
+export { EXPORT_PATH_PATTERN, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './names';
 
-/**
- * A value inside a user module's exports, written the way it is reached in code:
- * `search`, `tools[0]`, `rewards.outcome[0]`.
- */
-export const EXPORT_PATH_PATTERN = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*|\[\d+\])*$/;
 export const ExportPath = z.string().regex(EXPORT_PATH_PATTERN, 'expected an export path such as "search", "tools[0]" or "rewards.outcome[0]"');
 
 /** Which tool of a module: by the name the policy calls it, by its class, or by where it is exported. */
