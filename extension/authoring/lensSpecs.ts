@@ -52,6 +52,11 @@ export interface LensSpec {
   do: LensAction;
 }
 
+/** What a training lens says when its command is not registered in this build. */
+export function missingTrainingCommandMessage(title: string, commandId: string, config: string): string {
+  return `${title} is not available in this build of Rollout Studio (no command "${commandId}" is registered). Train from a terminal instead: npx rollout-studio train ${config}`;
+}
+
 function notReachable(what: string, label: string): string {
   return `${what} ${label} is not reachable from the module's exports, so the trainer cannot find it. Export it (export const … = …) or put it in an exported list, then use the lens again.`;
 }

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import type { AuthoringContext } from './authoringContext';
 import { AuthoringCodeLensProvider } from './codeLenses';
 import { evaluateRewardCommand, type EvaluateOptions } from './evaluateCommand';
-import { AUTHORING_COMMANDS, TRAINING_COMMANDS } from './lensSpecs';
+import { AUTHORING_COMMANDS, missingTrainingCommandMessage } from './lensSpecs';
 import { NEW_FILE_KINDS, newFileCommand, type NewFileOptions } from './newFileCommands';
 import { ResultDocuments } from './resultDocuments';
 import { runToolCommand, type RunToolOptions } from './toolCommands';
@@ -15,21 +15,22 @@ import { runToolCommand, type RunToolOptions } from './toolCommands';
  * contributed by package.json alone.)
  */
 
-/** Start Training / Debug Training come from another module; a lens must say so clearly when the command is not there. */
-async function runTrainingCommand(commandId: unknown, config: unknown): Promise<unknown> {
-  const known = Object.values(TRAINING_COMMANDS).find((c) => c.id === commandId);
-  if (!known) throw new Error(`${AUTHORING_COMMANDS.runTrainingCommand}: unknown training command ${JSON.stringify(commandId)}`);
-  const file = config instanceof vscode.Uri ? config.fsPath : String(config);
-  if (!(await vscode.commands.getCommands(true)).includes(known.id)) {
+/**
+ * Start Training / Debug Training belong to another module and are called by id. A lens must not
+ * fail with VS Code's bare "command not found": when the command is not registered, say what is
+ * missing and how to train anyway. Returns the command's result, or undefined when it is missing.
+ */
+async function runTrainingCommand(commandId: unknown, config: unknown, title?: unknown): Promise<unknown> {
+  if (typeof commandId !== 'string' || !(config instanceof vscode.Uri)) throw new Error(`${AUTHORING_COMMANDS.runTrainingCommand}: expected a command id and a config URI`);
+  if (!(await vscode.commands.getCommands(true)).includes(commandId)) {
     const copy = 'Copy CLI Command';
-    const choice = await vscode.window.showErrorMessage(
-      `${known.title} is not available in this build of Rollout Studio (no command "${known.id}" is registered). Train from a terminal instead: rollout-studio train ${vscode.workspace.asRelativePath(file)}`,
-      copy,
-    );
-    if (choice === copy) await vscode.env.clipboard.writeText(`npx rollout-studio train "${file}"`);
+    // Not awaited: the command is done once the message is up; the button acts whenever it is pressed.
+    void vscode.window.showErrorMessage(missingTrainingCommandMessage(typeof title === 'string' ? title : commandId, commandId, vscode.workspace.asRelativePath(config)), copy).then((choice) => {
+      if (choice === copy) void vscode.env.clipboard.writeText(`npx rollout-studio train "${config.fsPath}"`);
+    });
     return undefined;
   }
-  return vscode.commands.executeCommand(known.id, config instanceof vscode.Uri ? config : vscode.Uri.file(file));
+  return vscode.commands.executeCommand(commandId, config);
 }
 
 /** From the palette: nothing; from the explorer's context menu: the folder (or file) clicked; from code: options. */

@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findDefinitions, type Definition } from '../../../extension/authoring/definitions';
-import { AUTHORING_COMMANDS, lensSpecs } from '../../../extension/authoring/lensSpecs';
+import { AUTHORING_COMMANDS, lensSpecs, missingTrainingCommandMessage } from '../../../extension/authoring/lensSpecs';
 import { resolveSnippet } from '../../../extension/authoring/snippetSyntax';
 import { snippetByPrefix } from '../../../extension/authoring/templates';
 
@@ -111,6 +111,10 @@ describe('code lens commands', () => {
         ['$(play) Start Training', { action: 'training', command: { id: 'rolloutStudio.startTraining', title: 'Start Training' }, file }],
         ['$(debug-alt) Debug Training', { action: 'training', command: { id: 'rolloutStudio.debugTraining', title: 'Debug Training' }, file }],
       ],
+    );
+    assert.equal(
+      missingTrainingCommandMessage('Start Training', 'rolloutStudio.startTraining', 'agent/config.ts'),
+      'Start Training is not available in this build of Rollout Studio (no command "rolloutStudio.startTraining" is registered). Train from a terminal instead: npx rollout-studio train agent/config.ts',
     );
   });
 

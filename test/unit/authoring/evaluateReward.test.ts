@@ -7,31 +7,17 @@ import * as path from 'node:path';
 import { evaluateReward, type RecordedSamples } from '../../../trainer/authoring/evaluateReward';
 import { formatRewardEvaluation } from '../../../trainer/authoring/reportText';
 import { loadJsonlDataset } from '../../../trainer/data/dataset';
-import { RewardEvaluation, type TrajectoryRecord } from '../../../trainer/protocol';
+import { RewardEvaluation } from '../../../trainer/protocol';
 import { RunStoreReader } from '../../../trainer/runstore';
 import { loadUserModule } from '../../../trainer/tools/loader';
 import { ToolSet } from '../../../trainer/tools/toolSet';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
+import { rowsForRecordedRun as rowsFor } from '../../fixtures/recordedRows';
 import { MultihopFields } from '../../../examples/multihop-search/rows';
 import { tools as multihopTools } from '../../../examples/multihop-search/tools';
 
 const root = path.resolve(__dirname, '../../..');
 const multihopRewards = path.join(root, 'examples/multihop-search/rewards.ts');
-
-/**
- * Dataset rows for the recorded fixture's trajectories: the row's gold answer is what a
- * trajectory that scored exact_match 1 answered; a row no sample got right gets an answer none
- * of them gave. So re-scoring exact match must reproduce the recorded exact_match everywhere.
- */
-function rowsFor(records: readonly TrajectoryRecord[]): object[] {
-  const gold = new Map<string, { prompt: string; answer: string }>();
-  for (const r of records) {
-    const known = gold.get(r.rowId);
-    if (r.rewards.components['exact_match'] === 1) gold.set(r.rowId, { prompt: r.prompt, answer: r.answer! });
-    else if (!known) gold.set(r.rowId, { prompt: r.prompt, answer: 'Nowhere At All' });
-  }
-  return [...gold].map(([id, { prompt, answer }]) => ({ id, prompt, answer, hops: 2, neededDocs: ['person-0', 'org-0'], type: 'employer_city' }));
-}
 
 describe('Evaluate on Samples in the trainer', () => {
   let dir: string;
