@@ -228,6 +228,9 @@ export async function evaluateReward(exports: Record<string, unknown>, input: Ev
     }
     if (kind !== 'outcome' && kind !== 'function') notes.push('recorded calls keep the observation the policy saw, not the tool\'s result data: rewards that read call.result.data see none');
   }
+  if (kind === 'config' && (value as RewardConfig).combine === 'agent-r1') {
+    notes.push('combine "agent-r1" divides process rewards by the largest reward-to-go of the batch; here each trajectory is scored alone, so its process part is normalised by its own');
+  }
   if (kind === 'config' && tools.tools.length === 0 && (value as RewardConfig).toolRewards !== false) {
     notes.push('the tools\' own reward hooks were not evaluated: no tools were given (evaluate with a training config)');
   }

@@ -100,6 +100,7 @@ describe('Evaluate on Samples in the trainer', () => {
         "  name: 'picky',",
         "  score: (call, ctx) => { if (ctx.trajectory.index === 1) throw new Error('no opinion on trajectory 1'); return 1; },",
         '};',
+        "export const normalised = { outcome: [], process: [found], combine: 'agent-r1' as const };",
       ].join('\n'),
     );
     const exports = await loadUserModule(file);
@@ -118,6 +119,9 @@ describe('Evaluate on Samples in the trainer', () => {
     assert.deepEqual(picky.samples[1].scores, {});
     assert.equal(picky.samples[0].error, undefined);
     assert.match(formatRewardEvaluation(picky), /Errors\n─+\nrecorded run-a step 2 #1: process reward "picky"/);
+    const normalised = await evaluateReward(exports, { file, exportPath: 'normalised', data: data(), recorded, samples: 2 });
+    assert.equal(normalised.kind, 'config');
+    assert.ok(normalised.notes.some((n) => /agent-r1.*each trajectory is scored alone/.test(n)), normalised.notes.join('\n'));
   });
 
   it('says which recorded trajectories it skipped, and names the missing part of an export path', async () => {
