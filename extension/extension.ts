@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { registerAuthoring } from './authoring/register';
 import { registerDebugger } from './debugger/register';
 import { EnvironmentPanel } from './environmentPanel';
 import { registerPanels, type PanelsApi } from './panels/register';
@@ -15,6 +16,7 @@ export function activate(context: vscode.ExtensionContext): RolloutStudioApi {
     vscode.commands.registerCommand('rolloutStudio.checkEnvironment', () => EnvironmentPanel.show(context.extensionUri, log)),
   );
   registerDebugger(context);
+  registerAuthoring(context, log);
   return { panels: registerPanels(context, log) };
 }
 

@@ -4,6 +4,8 @@ import { createModelCommand, createModelUsage } from './commands/createModel';
 import { envCommand, envUsage } from './commands/env';
 import { chatCommand, chatUsage } from './commands/chat';
 import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/train';
+import { evalRewardCommand, evalRewardUsage } from './commands/evalReward';
+import { runToolCommand, runToolUsage } from './commands/runTool';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 
@@ -13,6 +15,8 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   env: { run: envCommand, usage: envUsage },
   'create-model': { run: createModelCommand, usage: createModelUsage },
   chat: { run: chatCommand, usage: chatUsage },
+  'run-tool': { run: runToolCommand, usage: runToolUsage },
+  'eval-reward': { run: evalRewardCommand, usage: evalRewardUsage },
 };
 
 const usage = `Usage: rollout-studio <command> [options]

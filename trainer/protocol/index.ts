@@ -8,3 +8,4 @@ export * from './chat';
 export * from './debugger';
 export * from './live';
 export * from './panels';
+export * from './authoring';

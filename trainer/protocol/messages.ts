@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PROTOCOL_VERSION } from './version';
 import { EnvironmentReport } from './environment';
 import { TrainingEvent } from './live';
+import { AuthoringEvent } from './authoring';
 
 /**
  * Messages the trainer process sends to whoever launched it (the extension, over Node's IPC
@@ -17,6 +18,7 @@ export const TrainerMessage = z.discriminatedUnion('type', [
     stack: z.string().optional(),
   }),
   ...TrainingEvent.options,
+  ...AuthoringEvent.options,
 ]);
 export type TrainerMessage = z.infer<typeof TrainerMessage>;
 

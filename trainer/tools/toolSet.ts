@@ -1,9 +1,8 @@
+import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../protocol/authoring';
 import type { ToolSpec } from '../protocol/chat';
 import { ToolDefinitionError } from './errors';
 import { isZodObjectSchema } from './schema';
 import { Tool } from './tool';
-
-const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * The tools of a run, checked once up front: every definition error (a bad name, a missing
@@ -53,8 +52,8 @@ function checkTool(tool: unknown, position: number): asserts tool is Tool {
     );
   }
   const label = typeof tool.name === 'string' && tool.name ? `tool "${tool.name}" (${className(tool)})` : `tools[${position}] (${className(tool)})`;
-  if (typeof tool.name !== 'string' || !NAME.test(tool.name)) {
-    throw new ToolDefinitionError(`${label}: name ${JSON.stringify(tool.name)} is not valid; use 1 to 64 letters, digits, "_" or "-"`);
+  if (typeof tool.name !== 'string' || !TOOL_NAME_PATTERN.test(tool.name)) {
+    throw new ToolDefinitionError(`${label}: name ${JSON.stringify(tool.name)} is not valid; use ${TOOL_NAME_RULE}`);
   }
   if (typeof tool.description !== 'string' || tool.description.trim() === '') {
     throw new ToolDefinitionError(`${label}: description must be a non-empty string (the model reads it to decide when to call the tool)`);

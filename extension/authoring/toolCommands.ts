@@ -1,0 +1,100 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { ToolRunReport } from '../../trainer/protocol';
+import { formatToolRun } from '../../trainer/authoring/reportText';
+import { askArguments } from './argumentBox';
+import { argumentSkeleton, parseArgumentText } from './argumentText';
+import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from './authoringContext';
+import { attachDebugger, type AttachedDebugger } from './debugAttach';
+import type { ToolTarget } from './lensSpecs';
+import { ToolSession } from './toolSession';
+
+/**
+ * Run Tool… and Debug Tool. Both start a trainer process that loads the tool (ToolSession), ask
+ * for the arguments in a box that checks them against the tool's schema as they are typed, run
+ * the call through the trainer's ToolRunner, and show the report (observation, data, error,
+ * latency, logs) in a read-only document. Debug Tool opens the process's inspector and attaches
+ * VS Code's JavaScript debugger before the call, so breakpoints in the tool's source hit.
+ */
+
+export interface RunToolOptions {
+  /** The arguments as JSON text, instead of asking (programmatic use, tests). */
+  args?: string;
+}
+
+const REMEMBERED_ARGS = 'rolloutStudio.toolArguments';
+
+function rememberKey(target: ToolTarget): string {
+  return `${target.file}#${JSON.stringify(target.selector)}`;
+}
+
+function isToolTarget(value: unknown): value is ToolTarget {
+  const t = value as ToolTarget | undefined;
+  return typeof t === 'object' && t !== null && typeof t.file === 'string' && typeof t.selector === 'object' && t.selector !== null;
+}
+
+export async function runToolCommand(context: AuthoringContext, target: unknown, options: RunToolOptions = {}, debug = false): Promise<ToolRunReport | undefined> {
+  const what = debug ? 'Debug Tool' : 'Run Tool';
+  if (!isToolTarget(target)) {
+    void vscode.window.showInformationMessage(`${what} runs from the code lens above a tool (a Tool subclass, a defineTool call or an exported tool instance).`);
+    return undefined;
+  }
+  await saveIfDirty(target.file);
+  const { runtime, cliPath } = trainerLaunch(context);
+  let session: ToolSession;
+  try {
+    session = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Loading ${target.label}…` }, () =>
+      ToolSession.start({
+        runtime,
+        cliPath,
+        file: target.file,
+        selector: target.selector,
+        inspect: debug,
+        cwd: vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file),
+        onOutput: (text) => context.log.append(text),
+      }),
+    );
+  } catch (error) {
+    showFailure(context, what, error);
+    return undefined;
+  }
+
+  let attached: AttachedDebugger | undefined;
+  try {
+    if (debug) {
+      if (!session.inspectorUrl) throw new Error('the trainer process did not open its inspector');
+      attached = await attachDebugger(session.inspectorUrl, `${what}: ${session.tool.name}`, vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file)));
+    }
+    let args: unknown;
+    let argsText: string;
+    if (options.args !== undefined) {
+      const parsed = parseArgumentText(options.args);
+      if (!parsed.ok) throw new Error(`the arguments are not valid JSON: ${parsed.message}`);
+      args = parsed.value;
+      argsText = options.args;
+    } else {
+      const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {})[rememberKey(target)];
+      const answer = await askArguments({
+        title: `${what}: ${session.tool.name}`,
+        prompt: `Arguments as JSON. ${session.tool.description}`.slice(0, 300),
+        initial: remembered ?? JSON.stringify(argumentSkeleton(session.tool.parameters)),
+        session,
+        ...(attached ? { cancel: attached.onDidEnd } : {}),
+      });
+      if (!answer) return undefined;
+      args = answer.value;
+      argsText = answer.text;
+    }
+    const report = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Running ${session.tool.name}…` }, () => session.run(args));
+    const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {});
+    await context.extension.workspaceState.update(REMEMBERED_ARGS, { ...remembered, [rememberKey(target)]: argsText });
+    await context.results.show(`${session.tool.name} · ${what}.txt`, formatToolRun(report, vscode.workspace.asRelativePath(target.file)));
+    return report;
+  } catch (error) {
+    showFailure(context, what, error);
+    return undefined;
+  } finally {
+    await attached?.stop();
+    session.close();
+  }
+}

@@ -1,0 +1,108 @@
+import { after, before, describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { repoRoot } from '../harness/paths';
+import { openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
+
+/** Quick Open (the palette without its ">"): type the file's path, open the match. */
+async function openFile(page: Page, relative: string): Promise<void> {
+  const input = page.locator('.quick-input-widget input');
+  await page.keyboard.press('F1');
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(relative);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(relative) }).first().waitFor({ timeout: 30_000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.tab.active', { hasText: path.basename(relative) }).waitFor({ timeout: 30_000 });
+}
+
+/** The text of the active editor as Monaco renders it (spaces come as no-break spaces). */
+async function editorText(page: Page): Promise<string> {
+  const text = await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().innerText();
+  return text.replace(/\u00a0/g, ' ');
+}
+
+/** Waits until the active editor (or any editor) shows `text`. */
+async function shows(page: Page, text: string, where: 'active' | 'any' = 'active'): Promise<void> {
+  await page.waitForFunction(
+    ([wanted, selector]) => [...document.querySelectorAll(selector)].some((v) => (v.textContent ?? '').replace(/\u00a0/g, ' ').includes(wanted)),
+    [text, where === 'active' ? '.editor-group-container.active .view-lines' : '.view-lines'] as const,
+    { timeout: 30_000 },
+  );
+}
+
+describe('Authoring in a real VS Code: a snippet, and Run Tool… from a code lens', () => {
+  let workbench: Workbench;
+  before(async () => {
+    workbench = await openWorkbench('e2e-authoring');
+    const { workspace } = workbench;
+    // The example's search tool with what it imports; snippets first in the suggestions.
+    fs.mkdirSync(path.join(workspace, 'multihop'), { recursive: true });
+    for (const file of ['tools.ts', 'kb.ts', 'rows.ts']) fs.copyFileSync(path.join(repoRoot, 'examples/multihop-search', file), path.join(workspace, 'multihop', file));
+    fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
+    fs.writeFileSync(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'editor.snippetSuggestions': 'top' }));
+    fs.writeFileSync(path.join(workspace, 'lookup.ts'), '');
+    // As if the package were installed: the editor resolves 'rollout-studio' to this repository's trainer.
+    fs.writeFileSync(
+      path.join(workspace, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'ESNext', moduleResolution: 'Bundler', skipLibCheck: true, noEmit: true, types: [], paths: { 'rollout-studio': [path.join(repoRoot, 'trainer/index.ts')] } } }),
+    );
+  });
+  after(() => workbench?.close());
+
+  it('expands the tool snippet in a new file: type the prefix, accept the suggestion', async () => {
+    const { page } = workbench;
+    await openFile(page, 'lookup.ts');
+    await page.locator('.editor-group-container.active .monaco-editor textarea').first().focus();
+    await page.keyboard.type('tool');
+    const suggestion = page.locator('.suggest-widget .monaco-list-row', { hasText: 'tool' }).first();
+    await suggestion.waitFor({ timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    await shows(page, 'LookupTool');
+    const text = await editorText(page);
+    assert.match(text, /import \{ Tool, z, type ToolContext \} from 'rollout-studio';/);
+    assert.match(text, /export class LookupTool extends Tool<typeof LookupArgs> \{/);
+    assert.match(text, /export const lookup = new LookupTool\(\);/);
+    // The first placeholder is selected for typing: the class name's stem, mirrored everywhere.
+    await page.keyboard.type('Glossary');
+    await shows(page, 'GlossaryTool extends Tool<typeof GlossaryArgs>');
+    await page.keyboard.press('Escape');
+  });
+
+  it('Run Tool… from the search tool\'s code lens: the argument box checks the schema, the result opens beside', async () => {
+    const { page } = workbench;
+    await openFile(page, 'multihop/tools.ts');
+    const lens = page.locator('.codelens-decoration a', { hasText: 'Run Tool…' });
+    await lens.waitFor({ timeout: 90_000 });
+    assert.equal(await page.locator('.codelens-decoration a', { hasText: 'Debug Tool' }).count(), 1);
+    await lens.click();
+
+    // The box starts from the schema's required fields; an empty query fails the tool's .min(1).
+    const input = page.locator('.quick-input-widget input');
+    await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Run Tool: search' }).waitFor({ timeout: 60_000 });
+    assert.equal(await input.inputValue(), '{"query":""}');
+    const message = page.locator('.quick-input-widget .quick-input-message');
+    await message.filter({ hasText: 'query: Too small' }).waitFor({ timeout: 30_000 });
+    await input.fill('{"query": 3}');
+    await message.filter({ hasText: 'query: Invalid input: expected string, received number' }).waitFor({ timeout: 30_000 });
+    await input.fill('{"query": "born in"');
+    await message.filter({ hasText: 'Not valid JSON' }).waitFor({ timeout: 30_000 });
+    await input.fill('{"query": "born in"}');
+    await page.waitForFunction(() => !/Does not match|Not valid JSON/.test(document.querySelector('.quick-input-widget .quick-input-message')?.textContent ?? ''), undefined, { timeout: 30_000 });
+    await page.keyboard.press('Enter');
+
+    const tab = page.locator('.tab', { hasText: 'search · Run Tool.txt' });
+    await tab.waitFor({ timeout: 60_000 });
+    await shows(page, 'Observation (what the policy sees)', 'any');
+    const result = [...(await page.locator('.view-lines').allInnerTexts())].map((t) => t.replace(/\u00a0/g, ' ')).find((t) => t.includes('Observation'))!;
+    assert.match(result, /search \(KnowledgeBaseSearch\) from multihop\/tools\.ts/);
+    assert.match(result, /\[1\] .+ born in /);
+    assert.match(result, /"documentIds": \[/);
+    // Room for the source with its lenses and the result beside it.
+    await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
+    await page.waitForTimeout(500);
+    const file = await screenshot(page, 'authoring.png');
+    console.log(`screenshot: ${file}`);
+  });
+});
