@@ -61,8 +61,11 @@ describe('Rollout Studio panels on a recorded run, in a real VS Code', () => {
     const file = await screenshot(page, 'trajectories.png');
     console.log(`screenshot: ${file}`);
 
+    // Open in Debugger replays the run under the debugger: the debug toolbar appears.
     await view.locator('vscode-button', { hasText: 'Open in Debugger' }).click();
-    await view.locator('.notice.error', { hasText: 'rolloutStudio.openRunInDebugger' }).waitFor({ timeout: 15_000 });
+    await page.locator('.debug-toolbar').waitFor({ timeout: 30_000 });
+    await runCommand(page, 'Debug: Stop');
+    await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: 30_000 });
   });
 
   it('Open Metrics draws the run’s charts', async () => {
