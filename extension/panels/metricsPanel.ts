@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { MetricsPanelState } from '../../trainer/protocol';
 import { unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
 import { MetricsController, type MetricsHost } from './metricsController';
+import { loadWebview } from './loadWebview';
 import type { PanelContext } from './panelContext';
 import { workspaceRunSummaries } from './workspaceRuns';
 
@@ -37,7 +38,7 @@ export class MetricsPanel {
       this.controller.dispose();
       MetricsPanel.panels.delete(this);
     });
-    panel.webview.html = webviewHtml(panel.webview, context.extensionUri, 'metrics', title);
+    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'metrics', title), (line) => context.log.appendLine(line));
     MetricsPanel.panels.add(this);
   }
 

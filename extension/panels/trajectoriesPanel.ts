@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { OpenRunInDebuggerArgs, parseWith, TrajectoriesPanelState, type StepSelection } from '../../trainer/protocol';
 import { unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
+import { loadWebview } from './loadWebview';
 import type { PanelContext } from './panelContext';
 import type { RunSourceLease } from './source/registry';
 import { TrajectoriesController } from './trajectoriesController';
@@ -37,7 +38,7 @@ export class TrajectoriesPanel {
       this.lease.release();
       TrajectoriesPanel.panels.delete(this.runDir);
     });
-    panel.webview.html = webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title);
+    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line));
     TrajectoriesPanel.panels.set(this.runDir, this);
   }
 

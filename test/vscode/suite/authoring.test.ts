@@ -17,12 +17,12 @@ async function activate(): Promise<void> {
   if (!extension.isActive) await extension.activate();
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+async function until<T>(what: string | (() => string), probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -176,8 +176,11 @@ describe('Authoring: snippets, New… commands, code lenses, Run Tool, Evaluate 
       ].join('\n'),
     );
     const stops: { session: vscode.DebugSession; threadId: number }[] = [];
+    const started = new Map<string, string>();
+    const ended = new Set<string>();
+    const terminations = vscode.debug.onDidTerminateDebugSession((session) => ended.add(session.id));
     const tracker = vscode.debug.registerDebugAdapterTrackerFactory('*', {
-      createDebugAdapterTracker: (session) => ({
+      createDebugAdapterTracker: (session) => (started.set(session.id, session.name), {
         onDidSendMessage: (message: { type?: string; event?: string; body?: { threadId?: number; reason?: string } }) => {
           if (message.type === 'event' && message.event === 'stopped' && message.body?.reason !== 'entry') stops.push({ session, threadId: message.body?.threadId ?? 0 });
         },
@@ -197,10 +200,13 @@ describe('Authoring: snippets, New… commands, code lenses, Run Tool, Evaluate 
       await stop.session.customRequest('continue', { threadId: stop.threadId });
       const report = await running;
       assert.equal(report.observation, 'abab');
-      await until('the debug session to end', () => vscode.debug.activeDebugSession === undefined);
+      // Nothing is left behind: every session the command started (js-debug's parent and child) ends.
+      const left = () => [...started].filter(([id]) => !ended.has(id)).map(([, name]) => name);
+      await until(() => `every debug session to end (open: ${JSON.stringify(left())})`, () => left().length === 0, 60_000);
     } finally {
       vscode.debug.removeBreakpoints([breakpoint]);
       tracker.dispose();
+      terminations.dispose();
     }
   });
 

@@ -14,12 +14,12 @@ async function api(): Promise<RolloutStudioApi> {
   return extension.isActive ? extension.exports : extension.activate();
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 30_000): Promise<T> {
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 30_000, state?: () => unknown): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = probe();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${state ? `; state: ${JSON.stringify(state())}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -75,7 +75,7 @@ describe('Panels on recorded runs', () => {
   it('opens a run at a pinned step, and Open Metrics on a chosen run', async () => {
     await vscode.commands.executeCommand('rolloutStudio.openRun', { runDirectory: finished, step: 1 });
     const { panels } = await api();
-    const trajectories = await until('the pinned Trajectories panel', () => panels.trajectoriesPanels().find((p) => p.runDir === finished && p.shown === 1));
+    const trajectories = await until(`the pinned Trajectories panel`, () => panels.trajectoriesPanels().find((p) => p.runDir === finished && p.shown === 1), 30_000, () => panels.trajectoriesPanels());
     assert.equal(trajectories.selection, 1);
     assert.deepEqual(
       panels.metricsPanels().map((p) => p.runDirs),
