@@ -48,7 +48,10 @@ export const TrainingEvent = z.discriminatedUnion('type', [
   z.object({ ...v, type: z.literal('log'), level: z.enum(['info', 'warn', 'error']), message: z.string() }),
   /**
    * A stop point, held until `debug.release` with the same id arrives. The snapshot has the
-   * trajectories of the step as they stand (turns so far; per-token arrays may be empty).
+   * trajectories of the step as they stand: during the rollout, records marked `inFlight`
+   * (turns so far, calls not run yet marked `pending`, rewards not computed yet, per-token
+   * arrays other than the mask empty); at the `update` point — after the step's update, once
+   * its records are written — the step's scored records and its metrics.
    */
   z.object({ ...v, type: z.literal('debug.hold'), id: z.number().int().nonnegative(), point: LivePoint, trajectories: z.array(TrajectoryRecord), metrics: MetricsRecord.optional() }),
 ]);
