@@ -63,8 +63,12 @@ export async function trainCommand(argv: string[]): Promise<number> {
           break;
       }
     });
-    // The extension going away (window closed) ends the run cleanly.
-    process.on('disconnect', () => control.stop());
+    // The extension going away (window closed or reloaded) ends the run cleanly. Its ends of
+    // stdout and stderr are gone too: a late write must not fail the run (EPIPE) before it is marked stopped.
+    process.on('disconnect', () => {
+      for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+      control.stop();
+    });
     if (!process.connected) control.stop();
     control.onHold = (id, point, trajectories, metrics) => send({ protocol: PROTOCOL_VERSION, type: 'debug.hold', id, point, trajectories, ...(metrics ? { metrics } : {}) });
   }
