@@ -26,7 +26,7 @@ import {
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { parseWith } from '../../trainer/protocol/parse';
-import { RolloutLaunchArguments, TranscriptRequestArguments, type TrainingStatusBody } from '../../trainer/protocol/debugger';
+import { RolloutLaunchArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type ToolDebuggerEventBody, type TrainingStatusBody } from '../../trainer/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/protocol/runStore';
 import { renderTranscript, type RenderedTranscript } from '../../trainer/transcript/render';
 import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
@@ -36,7 +36,7 @@ import { summarizeRun } from './runSummary';
 import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './target';
 import { createTarget, type LiveTrainingHost } from './targets';
 import type { StopPoint } from './timeline';
-import { parseTranscriptUri, transcriptUri } from './transcriptUri';
+import { parseTranscriptUri, transcriptUri, TRANSCRIPTS_CHANGED_EVENT } from './transcriptUri';
 import { CONTEXT_NAMES, turnContext } from './turnContext';
 import { VariableStore, type FrameSubject } from './variables';
 
@@ -54,9 +54,6 @@ export interface SessionHost {
   live?: LiveTrainingHost;
 }
 
-/** Custom event sent before a live stop: transcripts of that step changed (open `rollout:` documents should be read again). */
-export const TRANSCRIPTS_CHANGED_EVENT = 'rolloutTranscriptsChanged';
-
 export class RolloutDebugSession extends DebugSession {
   private target?: RolloutTarget;
   private readonly breakpoints = new BreakpointSet();
@@ -69,7 +66,7 @@ export class RolloutDebugSession extends DebugSession {
   private configured!: () => void;
   private readonly configurationDone = new Promise<void>((resolve) => (this.configured = resolve));
   /** What the client said it can do (initialize). */
-  private client = { progress: false, childSessions: false };
+  private client = { progress: false };
   /** The progress shown now (one phase of one step at a time). */
   private openProgress: string | undefined;
   private ended = false;
@@ -82,7 +79,7 @@ export class RolloutDebugSession extends DebugSession {
   }
 
   protected override initializeRequest(response: DebugProtocol.InitializeResponse, args: DebugProtocol.InitializeRequestArguments): void {
-    this.client = { progress: args.supportsProgressReporting === true, childSessions: args.supportsStartDebuggingRequest === true };
+    this.client = { progress: args.supportsProgressReporting === true };
     response.body = {
       ...response.body,
       supportsConfigurationDoneRequest: true,
@@ -116,7 +113,7 @@ export class RolloutDebugSession extends DebugSession {
       return this.fail(response, (error as Error).message);
     }
     try {
-      this.target = createTarget(args, { breakpoints: this.breakpoints, listener: this.listener(), live: this.host.live, childSessions: this.client.childSessions });
+      this.target = createTarget(args, { breakpoints: this.breakpoints, listener: this.listener(), live: this.host.live });
     } catch (error) {
       return this.fail(response, (error as Error).message);
     }
@@ -315,6 +312,12 @@ export class RolloutDebugSession extends DebugSession {
       response.body = body;
       return this.sendResponse(response);
     }
+    if (command === TOOL_DEBUGGER_FAILED_REQUEST) {
+      const message = typeof (raw as { message?: unknown })?.message === 'string' ? (raw as { message: string }).message : 'no reason given';
+      this.output(`Could not attach a Node debug session to the trainer: ${message}. Stopping the training (it waits for a debugger before it starts).`, 'stderr');
+      this.target?.terminate?.();
+      return this.sendResponse(response);
+    }
     if (command !== 'rolloutTranscript') return this.fail(response, `unknown request "${command}"`);
     try {
       const args = parseWith(TranscriptRequestArguments, raw, 'rolloutTranscript request');
@@ -398,27 +401,16 @@ export class RolloutDebugSession extends DebugSession {
   }
 
   /**
-   * Live with `debugTools`: ask the client for a child Node debug session attached to the
-   * trainer (DAP's `startDebugging` reverse request), so breakpoints in tool code hit. A client
-   * that cannot start one gets the port to attach to in the console (LiveTarget says so).
+   * Live with `debugTools`: ask the host for a child Node debug session attached to the
+   * trainer, so breakpoints in tool code hit. (DAP's `startDebugging` reverse request cannot do
+   * it: VS Code starts children of the parent's own debug type.) The extension answers the
+   * event with vscode.debug.startDebugging; a host that does not gets the port to attach to in
+   * the console (LiveTarget says so).
    */
   private attachToolDebugger(inspector: { url: string; port: number; skipFiles: string[] }): void {
-    if (!this.client.childSessions) return;
-    const configuration = {
-      type: 'pwa-node',
-      request: 'attach',
-      name: 'Tool code (trainer)',
-      address: '127.0.0.1',
-      port: inspector.port,
-      // The trainer waits for the debugger (--inspect-brk); run once the breakpoints are set.
-      continueOnAttach: true,
-      skipFiles: ['<node_internals>/**', ...inspector.skipFiles.map((dir) => `${dir.replace(/\\/g, '/')}/**`)],
-    };
-    this.sendRequest('startDebugging', { request: 'attach', configuration }, 30_000, (response) => {
-      if (response.success) return;
-      this.output(`Could not attach a Node debug session to the trainer: ${response.message ?? 'no answer'}. Stopping the training (it waits for a debugger).`, 'stderr');
-      this.target?.terminate?.();
-    });
+    if (!this.host.live?.toolDebugger) return;
+    const body: ToolDebuggerEventBody = { address: '127.0.0.1', port: inspector.port, skipFiles: inspector.skipFiles };
+    this.sendEvent(new Event(TOOL_DEBUGGER_EVENT, body));
   }
 
   private end(): void {

@@ -19,14 +19,14 @@ export interface LiveTrainingHost {
   /** Where live trainings are published (the panels follow them). */
   trainings?: LiveTrainings;
   stopTimeoutMs?: number;
+  /** The host attaches a Node debugger to the trainer when the session asks (VS Code: toolDebugger.ts), so `debugTools` waits for it. */
+  toolDebugger?: boolean;
 }
 
 export interface TargetContext {
   breakpoints: BreakpointSet;
   listener: TargetListener;
   live?: LiveTrainingHost;
-  /** The client starts child debug sessions (DAP `startDebugging`). */
-  childSessions: boolean;
 }
 
 export function createTarget(args: RolloutLaunchArguments, context: TargetContext): RolloutTarget {
@@ -40,7 +40,7 @@ export function createTarget(args: RolloutLaunchArguments, context: TargetContex
         ...(args.device ? { device: args.device } : {}),
         noDebug: args.noDebug ?? false,
         debugTools: args.debugTools ?? false,
-        childSessions: context.childSessions,
+        childSessions: context.live.toolDebugger ?? false,
         launch: context.live.launch,
         ...(context.live.trainings ? { trainings: context.live.trainings } : {}),
         ...(context.live.stopTimeoutMs ? { stopTimeoutMs: context.live.stopTimeoutMs } : {}),
