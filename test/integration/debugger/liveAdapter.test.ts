@@ -298,6 +298,22 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
     }
   });
 
+  it('a config the trainer refuses ends the session with its error, naming the field', async () => {
+    const broken = path.join(workspace, 'broken.config.ts');
+    fs.writeFileSync(broken, fs.readFileSync(config, 'utf8').replace(/\n  steps: \d+,/, '\n  steps: -1,'));
+    const session = await launch({ config: broken });
+    try {
+      const exited = (await first(session, (e) => e.event === 'exited')) as DebugProtocol.ExitedEvent;
+      await first(session, (e) => e.event === 'terminated');
+      assert.equal(exited.body.exitCode, 1);
+      const said = session.outputs.join('');
+      assert.match(said, /The trainer failed: .*broken\.config\.ts: steps: /, said);
+      assert.equal(session.events.filter((e) => e.event === 'stopped').length, 0);
+    } finally {
+      await session.dc.stop();
+    }
+  });
+
   it('pause stops at the next turn boundary of a training run without breakpoints', async () => {
     const session = await launch({});
     const { dc } = session;

@@ -143,11 +143,23 @@ describe('Training live in the editor', function () {
     assert.equal(editor.document.languageId, 'rollout-transcript');
     assert.equal(editor.document.lineAt(stack.stackFrames[0].line - 1).text, '<tool_call>');
 
-    const status = (await session.customRequest('rolloutTraining')) as { pid: number; runDirectory: string };
+    const first = (await session.customRequest('rolloutTraining')) as { pid: number; runDirectory: string };
+    assert.ok(alive(first.pid));
+    assert.equal(trainings.get(first.runDirectory)?.pid, first.pid);
+
+    // The toolbar's restart: this trainer stops (its run marked stopped), a new run starts and stops at the breakpoint again.
+    const again = nextStop();
+    await vscode.commands.executeCommand('workbench.action.debug.restart');
+    const restarted = await again;
+    assert.equal(restarted.event.body.reason, 'function breakpoint');
+    assert.equal(alive(first.pid), false, 'the first trainer has exited before the new one started');
+    assert.equal(new RunStoreReader(first.runDirectory).run().status, 'stopped');
+    const status = (await restarted.session.customRequest('rolloutTraining')) as { pid: number; runDirectory: string };
+    assert.notEqual(status.runDirectory, first.runDirectory);
     assert.ok(alive(status.pid));
-    assert.equal(trainings.get(status.runDirectory)?.pid, status.pid);
+
     assert.equal(await vscode.commands.executeCommand('rolloutStudio.stopTraining'), true);
-    await until('the session to end', () => ended.has(session.id));
+    await until('the session to end', () => ended.has(restarted.session.id));
     await until('the trainer process to exit', () => !alive(status.pid), 20_000);
     assert.equal(new RunStoreReader(status.runDirectory).run().status, 'stopped');
   });
