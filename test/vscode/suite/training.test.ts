@@ -139,7 +139,13 @@ describe('Training live in the editor', function () {
     const stack = (await session.customRequest('stackTrace', { threadId: event.body.threadId })) as DebugProtocol.StackTraceResponse['body'];
     assert.match(stack.stackFrames[0].name, /^search\(\{"query":"Nulu"\}\) · before it runs$/);
     assert.deepEqual(stack.stackFrames.slice(1).map((f) => f.name), ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']);
-    const editor = await until('the transcript editor', () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout'));
+    const transcriptUri = vscode.Uri.parse(stack.stackFrames[0].source!.path!);
+    const editor = await until('the transcript editor', () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout'), 30_000).catch(async (error: Error) => {
+      // Say what the workbench shows instead, and whether the transcript can be opened at all.
+      const tabs = vscode.window.tabGroups.all.map((g) => g.tabs.map((t) => t.label).join(', ')).join(' | ');
+      const opened = await Promise.race([vscode.workspace.openTextDocument(transcriptUri).then((d) => `opens (${d.lineCount} lines)`, (e: Error) => `fails: ${e.message}`), new Promise<string>((r) => setTimeout(() => r('does not answer in 10 s'), 10_000))]);
+      throw new Error(`${error.message}; tabs: ${tabs}; the transcript ${transcriptUri.toString()} ${opened}`);
+    });
     assert.equal(editor.document.languageId, 'rollout-transcript');
     assert.equal(editor.document.lineAt(stack.stackFrames[0].line - 1).text, '<tool_call>');
 
