@@ -2,11 +2,15 @@ import * as vscode from 'vscode';
 import { registerAuthoring } from './authoring/register';
 import { registerDebugger } from './debugger/register';
 import { EnvironmentPanel } from './environmentPanel';
+import { registerTrainingCommands } from './live/commands';
+import { LiveTrainings } from './live/liveTrainings';
 import { registerPanels, type PanelsApi } from './panels/register';
 
 /** What activate returns (extension.exports): used by the extension tests. */
 export interface RolloutStudioApi {
   panels: PanelsApi;
+  /** Trainings running in this window (started from the debugger or the training commands). */
+  trainings: LiveTrainings;
 }
 
 export function activate(context: vscode.ExtensionContext): RolloutStudioApi {
@@ -15,9 +19,11 @@ export function activate(context: vscode.ExtensionContext): RolloutStudioApi {
     log,
     vscode.commands.registerCommand('rolloutStudio.checkEnvironment', () => EnvironmentPanel.show(context.extensionUri, log)),
   );
-  registerDebugger(context);
+  const trainings = new LiveTrainings();
+  registerDebugger(context, trainings);
+  registerTrainingCommands(context);
   registerAuthoring(context, log);
-  return { panels: registerPanels(context, log) };
+  return { panels: registerPanels(context, log, trainings), trainings };
 }
 
 export function deactivate(): void {}

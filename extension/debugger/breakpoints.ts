@@ -195,6 +195,11 @@ export class BreakpointSet {
     return this.tools.length === 0 && this.filters.size === 0 && this.lines.size === 0;
   }
 
+  /** What is set, by kind: live training asks the trainer to hold only where one of them can fire. */
+  summary(): { tools: boolean; filters: ExceptionFilterId[]; lines: boolean } {
+    return { tools: this.tools.length > 0, filters: [...this.filters.keys()], lines: this.lines.size > 0 };
+  }
+
   /**
    * Evaluate every breakpoint that applies at a point. `context` is built only when a
    * breakpoint applies, since most points match none.

@@ -1,30 +1,41 @@
 /**
- * Launch configurations for the `rollout` debugger: the workspace's recorded runs under
- * `.rollout/runs` offered as replay configurations (in "Run and Debug" and when launch.json is
- * created), F5 without a launch.json replaying the newest run, and relative run directories
- * resolved against the workspace folder. Live training configurations join when the trainer
- * does.
+ * Launch configurations for the `rollout` debugger: the workspace's training configs offered
+ * as live configurations and its recorded runs under `.rollout/runs` as replay configurations
+ * (in "Run and Debug" and when launch.json is created); F5 without a launch.json debugs the
+ * training config open in the editor, else replays the newest run; relative paths are resolved
+ * against the workspace folder.
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { listRuns } from '../../trainer/runstore/reader';
+import { isTrainingConfigSource } from '../live/configSource';
+import { findTrainingConfigs } from '../live/trainingConfigs';
 
 export const RUNS_FOLDER = path.join('.rollout', 'runs');
 
 export class RolloutConfigurationProvider implements vscode.DebugConfigurationProvider {
-  provideDebugConfigurations(folder: vscode.WorkspaceFolder | undefined): vscode.DebugConfiguration[] {
+  async provideDebugConfigurations(folder: vscode.WorkspaceFolder | undefined): Promise<vscode.DebugConfiguration[]> {
     if (!folder) return [];
-    return recordedRuns(folder)
+    const inFolder = (uri: vscode.Uri) => vscode.workspace.getWorkspaceFolder(uri)?.uri.toString() === folder.uri.toString();
+    const relative = (file: string) => `\${workspaceFolder}/${path.relative(folder.uri.fsPath, file).split(path.sep).join('/')}`;
+    const trainings = (await findTrainingConfigs())
+      .filter(inFolder)
       .slice(0, 10)
-      .map(({ dir, name }) => replayConfiguration(name, `\${workspaceFolder}/${path.relative(folder.uri.fsPath, dir).split(path.sep).join('/')}`));
+      .map((uri) => trainingLaunch(path.basename(uri.fsPath), relative(uri.fsPath)));
+    const replays = recordedRuns(folder)
+      .slice(0, 10)
+      .map(({ dir, name }) => replayConfiguration(name, relative(dir)));
+    return [...trainings, ...replays];
   }
 
   resolveDebugConfiguration(folder: vscode.WorkspaceFolder | undefined, config: vscode.DebugConfiguration): vscode.DebugConfiguration | undefined {
     if (config.type || config.request || config.name) return { ...config, type: 'rollout', request: config.request ?? 'launch', name: config.name ?? 'Rollout Studio' };
-    // F5 with no launch.json: replay the newest recorded run.
+    // F5 with no launch.json: debug the training config in the editor, else replay the newest recorded run.
+    const document = vscode.window.activeTextEditor?.document;
+    if (document && document.uri.scheme === 'file' && isTrainingConfigSource(document.fileName, document.getText())) return trainingLaunch(path.basename(document.fileName), document.fileName);
     const newest = folder ? recordedRuns(folder)[0] : undefined;
     if (!newest) {
-      void vscode.window.showErrorMessage(`No recorded runs under ${RUNS_FOLDER} in this workspace. Train first, or use "Rollout Studio: Open Run…" to pick a run directory.`);
+      void vscode.window.showErrorMessage(`No training config open and no recorded runs under ${RUNS_FOLDER} in this workspace. Open a training config (it does export default defineConfig({ … })), or use "Rollout Studio: Open Run…" to pick a run directory.`);
       return undefined;
     }
     return replayConfiguration(newest.name, newest.dir);
@@ -41,6 +52,11 @@ export class RolloutConfigurationProvider implements vscode.DebugConfigurationPr
 
 export function replayConfiguration(runName: string, runDirectory: string): vscode.DebugConfiguration {
   return { type: 'rollout', request: 'launch', name: `Replay ${runName}`, runDirectory, stopOnEntry: true };
+}
+
+/** Debug training of a config (breakpoints live). */
+export function trainingLaunch(name: string, config: string): vscode.DebugConfiguration {
+  return { type: 'rollout', request: 'launch', name: `Debug training: ${name}`, config };
 }
 
 /** Readable runs of a workspace folder, newest first. */

@@ -46,5 +46,6 @@ export function callFrameName(t: TrajectoryRecord, point: StopPoint): string {
 }
 
 export function endFrameName(t: TrajectoryRecord): string {
+  if (t.inFlight) return `end · ${t.finishReason} · rewards pending`;
   return `end · ${t.finishReason} · total ${t.rewards.total.toFixed(2)}${t.advantage !== undefined ? ` · advantage ${t.advantage >= 0 ? '+' : ''}${t.advantage.toFixed(2)}` : ''}`;
 }

@@ -6,8 +6,11 @@
  * (register.ts), tests run it over a socket (standalone.ts).
  */
 import {
+  CapabilitiesEvent,
   ContinuedEvent,
   DebugSession,
+  Event,
+  ExitedEvent,
   InitializedEvent,
   OutputEvent,
   Source,
@@ -17,10 +20,13 @@ import {
   Thread,
   ThreadEvent,
   Handles,
+  ProgressEndEvent,
+  ProgressStartEvent,
+  ProgressUpdateEvent,
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { parseWith } from '../../trainer/protocol/parse';
-import { RolloutLaunchArguments, TranscriptRequestArguments } from '../../trainer/protocol/debugger';
+import { RolloutLaunchArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type ToolDebuggerEventBody, type TrainingStatusBody } from '../../trainer/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/protocol/runStore';
 import { renderTranscript, type RenderedTranscript } from '../../trainer/transcript/render';
 import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
@@ -28,9 +34,9 @@ import { compileExpression } from './expression';
 import { callFrameName, endFrameName, linePoints, threadName, turnFrameName } from './frames';
 import { summarizeRun } from './runSummary';
 import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './target';
-import { createTarget } from './targets';
+import { createTarget, type LiveTrainingHost } from './targets';
 import type { StopPoint } from './timeline';
-import { parseTranscriptUri, transcriptUri } from './transcriptUri';
+import { parseTranscriptUri, transcriptUri, TRANSCRIPTS_CHANGED_EVENT } from './transcriptUri';
 import { CONTEXT_NAMES, turnContext } from './turnContext';
 import { VariableStore, type FrameSubject } from './variables';
 
@@ -40,6 +46,12 @@ interface FrameRef {
   kind: 'turn' | 'call' | 'end';
   turn: number;
   call: number;
+}
+
+/** What the host of the adapter provides beyond DAP. */
+export interface SessionHost {
+  /** Live training (launch with `config`): how to start the trainer, where to publish it. */
+  live?: LiveTrainingHost;
 }
 
 export class RolloutDebugSession extends DebugSession {
@@ -53,15 +65,21 @@ export class RolloutDebugSession extends DebugSession {
   private lastStop?: TargetStop;
   private configured!: () => void;
   private readonly configurationDone = new Promise<void>((resolve) => (this.configured = resolve));
+  /** What the client said it can do (initialize). */
+  private client = { progress: false };
+  /** The progress shown now (one phase of one step at a time). */
+  private openProgress: string | undefined;
+  private ended = false;
 
-  constructor() {
+  constructor(private readonly host: SessionHost = {}) {
     super();
     // Transcript tables are 0-based; DebugSession converts to the client's convention.
     this.setDebuggerLinesStartAt1(false);
     this.setDebuggerColumnsStartAt1(false);
   }
 
-  protected override initializeRequest(response: DebugProtocol.InitializeResponse): void {
+  protected override initializeRequest(response: DebugProtocol.InitializeResponse, args: DebugProtocol.InitializeRequestArguments): void {
+    this.client = { progress: args.supportsProgressReporting === true };
     response.body = {
       ...response.body,
       supportsConfigurationDoneRequest: true,
@@ -95,10 +113,12 @@ export class RolloutDebugSession extends DebugSession {
       return this.fail(response, (error as Error).message);
     }
     try {
-      this.target = createTarget(args, this.breakpoints, this.listener());
+      this.target = createTarget(args, { breakpoints: this.breakpoints, listener: this.listener(), live: this.host.live });
     } catch (error) {
       return this.fail(response, (error as Error).message);
     }
+    // Live training moves forwards only (the initialize answer assumed a replay).
+    if (!this.target.supportsStepBack) this.sendEvent(new CapabilitiesEvent({ supportsStepBack: false }));
     // Ready for breakpoints now that the run is open (transcript breakpoints need its
     // trajectories); they arrive between `initialized` and `configurationDone`.
     this.sendEvent(new InitializedEvent());
@@ -111,18 +131,20 @@ export class RolloutDebugSession extends DebugSession {
       return;
     }
     const run = this.target.run();
-    this.output(`${this.target.mode === 'replay' ? 'Replaying' : 'Training'} ${run.name} (${run.id}, ${run.status}) from ${this.target.runDirectory}${args.stopOnEntry ? ', stopping at the first turn' : ''}`, 'console');
+    if (run) this.output(`Replaying ${run.name} (${run.id}, ${run.status}) from ${this.target.runDirectory}${args.stopOnEntry ? ', stopping at the first turn' : ''}`, 'console');
     this.target.start(args.stopOnEntry ?? false);
   }
 
   protected override setFunctionBreakPointsRequest(response: DebugProtocol.SetFunctionBreakpointsResponse, args: DebugProtocol.SetFunctionBreakpointsArguments): void {
     response.body = { breakpoints: this.breakpoints.setFunctionBreakpoints(args.breakpoints) };
     this.sendResponse(response);
+    this.target?.breakpointsChanged?.();
   }
 
   protected override setExceptionBreakPointsRequest(response: DebugProtocol.SetExceptionBreakpointsResponse, args: DebugProtocol.SetExceptionBreakpointsArguments): void {
     response.body = { breakpoints: this.breakpoints.setExceptionBreakpoints(args) };
     this.sendResponse(response);
+    this.target?.breakpointsChanged?.();
   }
 
   /**
@@ -137,7 +159,7 @@ export class RolloutDebugSession extends DebugSession {
     if (!address) {
       response.body = { breakpoints: unverified('The rollout debugger stops on tools (function breakpoints), failures (exception filters) and transcript lines, not on lines of this file.') };
     } else if (this.target && !sameDirectory(address.runDirectory, this.target.runDirectory)) {
-      response.body = { breakpoints: unverified(`This transcript belongs to ${address.runDirectory}; this session replays ${this.target.runDirectory}.`) };
+      response.body = { breakpoints: unverified(`This transcript belongs to ${address.runDirectory}; this session ${this.target.mode === 'live' ? 'trains' : 'replays'} ${this.target.runDirectory || 'a run not created yet'}.`) };
     } else {
       const trajectory = this.target?.findTrajectory(address.step, address.index);
       const points = trajectory ? linePoints(trajectory) : [];
@@ -146,6 +168,7 @@ export class RolloutDebugSession extends DebugSession {
       response.body = { breakpoints: answers.map((a) => ({ ...a, ...(a.line !== undefined ? { line: this.convertDebuggerLineToClient(a.line) } : {}), source: args.source })) };
     }
     this.sendResponse(response);
+    this.target?.breakpointsChanged?.();
   }
 
   protected override threadsRequest(response: DebugProtocol.ThreadsResponse): void {
@@ -195,7 +218,7 @@ export class RolloutDebugSession extends DebugSession {
 
   protected override evaluateRequest(response: DebugProtocol.EvaluateResponse, args: DebugProtocol.EvaluateArguments): void {
     const context = this.contextFor(args.frameId);
-    if (!context) return this.fail(response, 'nothing to evaluate against yet: the replay has not stopped');
+    if (!context) return this.fail(response, `nothing to evaluate against yet: the ${this.target?.mode === 'live' ? 'training' : 'replay'} has not stopped`);
     try {
       const value = compileExpression(args.expression).evaluate(context);
       response.body = this.variables.evaluated(value, args.expression);
@@ -220,7 +243,7 @@ export class RolloutDebugSession extends DebugSession {
 
   protected override exceptionInfoRequest(response: DebugProtocol.ExceptionInfoResponse): void {
     const exception = this.lastStop?.exception;
-    if (!exception) return this.fail(response, 'the replay did not stop on a failure');
+    if (!exception) return this.fail(response, 'the rollout did not stop on a failure');
     response.body = { exceptionId: exception.id, description: exception.description, breakMode: 'always', details: { message: exception.description, stackTrace: exception.details } };
     this.sendResponse(response);
   }
@@ -243,10 +266,12 @@ export class RolloutDebugSession extends DebugSession {
   }
 
   protected override stepBackRequest(response: DebugProtocol.StepBackResponse, args: DebugProtocol.StepBackArguments): void {
+    if (this.target && !this.target.supportsStepBack) return this.fail(response, NO_GOING_BACK);
     this.resume(response, 'stepBack', args.threadId);
   }
 
   protected override reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse, args: DebugProtocol.ReverseContinueArguments): void {
+    if (this.target && !this.target.supportsStepBack) return this.fail(response, NO_GOING_BACK);
     this.resume(response, 'reverseContinue', args.threadId);
   }
 
@@ -256,22 +281,47 @@ export class RolloutDebugSession extends DebugSession {
   }
 
   protected override terminateRequest(response: DebugProtocol.TerminateResponse): void {
-    this.target?.dispose();
+    if (this.target?.terminate && !this.ended) {
+      // Live: the trainer stops cleanly; `terminated` follows when it has exited.
+      this.target.terminate();
+      this.sendResponse(response);
+      return;
+    }
+    void this.target?.dispose();
     this.sendResponse(response);
-    this.sendEvent(new TerminatedEvent());
+    this.end();
   }
 
-  protected override disconnectRequest(response: DebugProtocol.DisconnectResponse): void {
-    // Replay holds no process and writes nothing: letting go of the target is all there is.
-    this.target?.dispose();
+  protected override async disconnectRequest(response: DebugProtocol.DisconnectResponse): Promise<void> {
+    // Replay holds no process and writes nothing: letting go is all there is. Live, the trainer
+    // is stopped (killed if it does not stop in time) before the answer, so a restart never
+    // overlaps two trainers.
+    await this.target?.dispose();
     this.sendResponse(response);
   }
 
   protected override customRequest(command: string, response: DebugProtocol.Response, raw: unknown): void {
+    if (command === 'rolloutTraining') {
+      const run = this.target?.run();
+      const body: TrainingStatusBody = {
+        mode: this.target?.mode ?? 'replay',
+        runDirectory: this.target?.runDirectory ?? '',
+        ...(this.target?.pid !== undefined ? { pid: this.target.pid } : {}),
+        ...(run ? { status: run.status, ...(run.lastStep !== undefined ? { lastStep: run.lastStep } : {}) } : {}),
+      };
+      response.body = body;
+      return this.sendResponse(response);
+    }
+    if (command === TOOL_DEBUGGER_FAILED_REQUEST) {
+      const message = typeof (raw as { message?: unknown })?.message === 'string' ? (raw as { message: string }).message : 'no reason given';
+      this.output(`Could not attach a Node debug session to the trainer: ${message}. Stopping the training (it waits for a debugger before it starts).`, 'stderr');
+      this.target?.terminate?.();
+      return this.sendResponse(response);
+    }
     if (command !== 'rolloutTranscript') return this.fail(response, `unknown request "${command}"`);
     try {
       const args = parseWith(TranscriptRequestArguments, raw, 'rolloutTranscript request');
-      if (!this.target || !sameDirectory(args.runDirectory, this.target.runDirectory)) throw new Error(`this session replays ${this.target?.runDirectory ?? 'nothing yet'}, not ${args.runDirectory}`);
+      if (!this.target || !sameDirectory(args.runDirectory, this.target.runDirectory)) throw new Error(`this session shows ${this.target?.runDirectory || 'nothing yet'}, not ${args.runDirectory}`);
       const text = transcriptOf(this.target, args.step, args.index);
       response.body = { text };
       this.sendResponse(response);
@@ -284,7 +334,7 @@ export class RolloutDebugSession extends DebugSession {
 
   private resume(response: DebugProtocol.Response, kind: ResumeKind, threadId: number): void {
     if (!this.target) return this.fail(response, 'nothing is running yet: launch first');
-    if (this.target.running) return this.fail(response, 'the replay is already moving; pause it first');
+    if (this.target.running) return this.fail(response, `the ${this.target.mode === 'live' ? 'training is running' : 'replay is already moving'}; pause it first`);
     const position = this.trajectoryOf(threadId)?.position ?? this.lastStop?.trajectory ?? 0;
     this.sendResponse(response);
     // Every trajectory moves with a step (the batch runs together); only `continue`'s response can say so.
@@ -298,6 +348,9 @@ export class RolloutDebugSession extends DebugSession {
       stopped: (stop) => {
         this.lastStop = stop;
         const view = this.target?.view();
+        // Live trajectories grow between stops: render their transcripts afresh, and let open ones be read again.
+        this.transcripts.clear();
+        if (this.target?.mode === 'live' && view) this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target.runDirectory, step: view.step }));
         const trajectory = view?.trajectories[stop.trajectory];
         const event = new StoppedEvent(stop.reason, view && trajectory ? this.threadId(view.step, trajectory.index) : undefined) as DebugProtocol.StoppedEvent;
         event.body.description = stop.description;
@@ -307,12 +360,63 @@ export class RolloutDebugSession extends DebugSession {
         this.sendEvent(event);
       },
       output: (text, category) => this.output(text, category),
+      progress: (progress) => this.progress(progress),
+      ended: ({ exitCode }) => {
+        if (this.openProgress) this.sendEvent(new ProgressEndEvent(this.openProgress));
+        this.openProgress = undefined;
+        this.sendEvent(new ExitedEvent(exitCode));
+        this.end();
+      },
+      inspector: (inspector) => this.attachToolDebugger(inspector),
       stepChanged: (previous, next) => {
         this.transcripts.clear();
         for (const t of previous?.trajectories ?? []) this.sendEvent(new ThreadEvent('exited', this.threadId(previous!.step, t.index)));
         for (const t of next.trajectories) this.sendEvent(new ThreadEvent('started', this.threadId(next.step, t.index)));
       },
     };
+  }
+
+  /** DAP progress for the phase in flight; a new phase ends the previous one. */
+  private progress(progress: { id: string; title: string; message: string; percentage: number; done: boolean }): void {
+    if (!this.client.progress) return;
+    if (this.openProgress !== progress.id) {
+      if (this.openProgress) this.sendEvent(new ProgressEndEvent(this.openProgress));
+      this.openProgress = undefined;
+      if (progress.done) return; // a phase seen only at its end (or reported twice) shows nothing
+      this.openProgress = progress.id;
+      const start = new ProgressStartEvent(progress.id, progress.title, progress.message) as DebugProtocol.ProgressStartEvent;
+      start.body.percentage = progress.percentage;
+      start.body.cancellable = false;
+      this.sendEvent(start);
+      return;
+    }
+    if (progress.done) {
+      this.sendEvent(new ProgressEndEvent(progress.id, progress.message));
+      this.openProgress = undefined;
+      return;
+    }
+    const update = new ProgressUpdateEvent(progress.id, progress.message) as DebugProtocol.ProgressUpdateEvent;
+    update.body.percentage = progress.percentage;
+    this.sendEvent(update);
+  }
+
+  /**
+   * Live with `debugTools`: ask the host for a child Node debug session attached to the
+   * trainer, so breakpoints in tool code hit. (DAP's `startDebugging` reverse request cannot do
+   * it: VS Code starts children of the parent's own debug type.) The extension answers the
+   * event with vscode.debug.startDebugging; a host that does not gets the port to attach to in
+   * the console (LiveTarget says so).
+   */
+  private attachToolDebugger(inspector: { url: string; port: number; skipFiles: string[] }): void {
+    if (!this.host.live?.toolDebugger) return;
+    const body: ToolDebuggerEventBody = { address: '127.0.0.1', port: inspector.port, skipFiles: inspector.skipFiles };
+    this.sendEvent(new Event(TOOL_DEBUGGER_EVENT, body));
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.sendEvent(new TerminatedEvent());
   }
 
   private forgetStop(): void {
@@ -381,6 +485,8 @@ export class RolloutDebugSession extends DebugSession {
     this.sendErrorResponse(response, { id: 1, format: message, showUser: true, variables: {} });
   }
 }
+
+const NO_GOING_BACK = 'Live training only moves forwards: replay the run (Rollout Studio: Replay Run in Debugger…) to step back through it.';
 
 function transcriptOf(target: RolloutTarget, step: number, index: number): string {
   const view = target.view();

@@ -5,20 +5,20 @@
  */
 import * as net from 'node:net';
 import { DebugSession } from '@vscode/debugadapter';
-import { RolloutDebugSession } from './session';
+import { RolloutDebugSession, type SessionHost } from './session';
 
 export interface AdapterServer {
   port: number;
   close(): Promise<void>;
 }
 
-/** Serve one adapter session per connection on 127.0.0.1 (`port` 0: any free port). */
-export function serveAdapter(port = 0): Promise<AdapterServer> {
+/** Serve one adapter session per connection on 127.0.0.1 (`port` 0: any free port); `host` enables live training. */
+export function serveAdapter(port = 0, host: SessionHost = {}): Promise<AdapterServer> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
-    const session = new RolloutDebugSession();
+    const session = new RolloutDebugSession(host);
     session.setRunAsServer(true);
     session.start(socket, socket);
   });
@@ -37,4 +37,11 @@ export function serveAdapter(port = 0): Promise<AdapterServer> {
   });
 }
 
-if (require.main === module) DebugSession.run(RolloutDebugSession);
+/** Over stdin/stdout: replay only (no trainer is configured). */
+class ReplayOnlySession extends RolloutDebugSession {
+  constructor() {
+    super({});
+  }
+}
+
+if (require.main === module) DebugSession.run(ReplayOnlySession);

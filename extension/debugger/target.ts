@@ -4,10 +4,10 @@
  * to this interface, so where trajectories come from is not its business:
  *
  * - replay (replayTarget.ts): a recorded run directory, walked forwards and backwards;
- * - live (to come with the trainer): the trainer process, driven over its IPC channel with
- *   control messages — `resume(kind)` becomes continue/step messages, `pause()` a pause
- *   request honoured at the next turn boundary, breakpoint changes are sent along, and the
- *   trainer reports each stop point it holds at so `BreakpointSet.check` can decide.
+ * - live (liveTarget.ts): the trainer process, driven over its IPC channel — it announces each
+ *   stop point it holds at, `BreakpointSet.check` decides, and `resume` / `pause` become
+ *   releases and holding configurations (`debug.configure`); breakpoint changes reconfigure
+ *   holding. Live training also ends by itself and reports progress.
  */
 import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/protocol/runStore';
 import type { StopPoint } from './timeline';
@@ -44,13 +44,21 @@ export interface TargetListener {
   output(text: string, category: 'console' | 'stderr' | 'important'): void;
   /** The step in flight changed: its trajectories (threads) were replaced. */
   stepChanged(previous: TargetView | undefined, next: TargetView): void;
+  /** Live: a phase's progress (`id` names the phase of a step; `done` ends it). */
+  progress?(progress: { id: string; title: string; message: string; percentage: number; done: boolean }): void;
+  /** Live: the trainer has exited; the session ends. */
+  ended?(outcome: { exitCode: number; message: string }): void;
+  /** Live with `debugTools`: the trainer's Node inspector is listening (attach a Node debugger to it). */
+  inspector?(inspector: { url: string; port: number; skipFiles: string[] }): void;
 }
 
 export interface RolloutTarget {
   readonly mode: 'replay' | 'live';
   readonly supportsStepBack: boolean;
+  /** Live: empty until the trainer has created its run. */
   readonly runDirectory: string;
-  run(): RunRecord;
+  /** Live: undefined until the trainer has created its run. */
+  run(): RunRecord | undefined;
   /** The rollout at the last stop; undefined before the first one. */
   view(): TargetView | undefined;
   /** Any trajectory of the run by step and index (for transcripts of documents still open). */
@@ -62,5 +70,12 @@ export interface RolloutTarget {
   /** Stop as soon as possible (a `stopped` event with reason `pause` follows). */
   pause(): void;
   readonly running: boolean;
-  dispose(): void;
+  /** Live: the trainer's process id while it runs. */
+  readonly pid?: number;
+  /** Live: breakpoints changed, so holding may have to change. */
+  breakpointsChanged?(): void;
+  /** Live: end the training cleanly; `ended` follows once the trainer has exited. */
+  terminate?(): void;
+  /** Let go; live, this stops the trainer and resolves once it has exited. */
+  dispose(): void | Promise<void>;
 }

@@ -10,16 +10,32 @@ import { parseWith } from '../../trainer/protocol/parse';
 import { TranscriptResponseBody } from '../../trainer/protocol/debugger';
 import { RunStoreReader } from '../../trainer/runstore/reader';
 import { renderTranscript } from '../../trainer/transcript/render';
-import { parseTranscriptPath } from './transcriptUri';
+import { parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT } from './transcriptUri';
 
 export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
   private readonly sessions = new Set<vscode.DebugSession>();
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
 
-  /** Follow rollout debug sessions, the first place to ask for a transcript. */
+  /**
+   * Follow rollout debug sessions, the first place to ask for a transcript. Live, a trajectory
+   * grows between stops: before each stop the session says which step changed, and the open
+   * transcripts of that step are read again.
+   */
   trackSessions(): vscode.Disposable {
     return vscode.Disposable.from(
+      this.changed,
       vscode.debug.onDidStartDebugSession((session) => session.type === 'rollout' && this.sessions.add(session)),
       vscode.debug.onDidTerminateDebugSession((session) => this.sessions.delete(session)),
+      vscode.debug.onDidReceiveDebugSessionCustomEvent((event) => {
+        if (event.session.type !== 'rollout' || event.event !== TRANSCRIPTS_CHANGED_EVENT) return;
+        const { runDirectory, step } = event.body as { runDirectory: string; step: number };
+        for (const document of vscode.workspace.textDocuments) {
+          if (document.uri.scheme !== TRANSCRIPT_SCHEME) continue;
+          const address = parseTranscriptPath(document.uri.path);
+          if (address && address.step === step && address.runDirectory === runDirectory) this.changed.fire(document.uri);
+        }
+      }),
     );
   }
 

@@ -12,6 +12,9 @@ import { stepFileName } from '../../trainer/protocol/runStore';
 
 export const TRANSCRIPT_SCHEME = 'rollout';
 
+/** Custom DAP event sent before a live stop: that step's transcripts changed (open ones are read again). */
+export const TRANSCRIPTS_CHANGED_EVENT = 'rolloutTranscriptsChanged';
+
 export interface TranscriptAddress {
   runDirectory: string;
   step: number;

@@ -61,7 +61,8 @@ export function callIsDone(turn: number, call: number, point: StopPoint): boolea
 
 /** A call as visible at `point`: its result fields only once it has run. */
 export function callView(call: ToolCallRecord, turn: number, point: StopPoint): Record<string, unknown> {
-  const done = callIsDone(turn, call.index, point);
+  // A live snapshot marks calls that have not run yet: in a turn with several calls they all run together.
+  const done = callIsDone(turn, call.index, point) && !call.pending;
   const visibleError = call.error && (done || PRE_EXECUTION_ERRORS.includes(call.error.kind)) ? call.error : undefined;
   return {
     index: call.index,
@@ -94,6 +95,8 @@ export function turnContext(step: number, trajectory: TrajectoryRecord | undefin
   const calls = (turn?.toolCalls ?? []).map((c) => callView(c, turn.index, visibleAt));
   const call = point.call >= 0 ? calls.find((c) => c.index === point.call) : undefined;
   const done = trajectory.turns.flatMap((t) => (t.toolCalls ?? []).filter((c) => callIsDone(t.index, c.index, visibleAt)));
+  // Live, during the rollout: rewards and the advantage do not exist yet (undefined, so `reward < 0` is false).
+  const scored = !trajectory.inFlight;
   Object.assign(context, {
     index: trajectory.index,
     row: trajectory.rowId,
@@ -111,16 +114,20 @@ export function turnContext(step: number, trajectory: TrajectoryRecord | undefin
     calls,
     tool: call?.name,
     error: (call?.error as { kind: string } | undefined)?.kind,
-    reward: trajectory.rewards.total,
-    outcome: trajectory.rewards.outcome,
-    process: trajectory.rewards.process,
-    processSoFar: done.reduce((sum, c) => sum + (c.processReward ?? 0), 0),
-    total: trajectory.rewards.total,
-    advantage: trajectory.advantage,
-    components: { ...trajectory.rewards.components },
-    rewards: { ...trajectory.rewards, components: { ...trajectory.rewards.components }, advantage: trajectory.advantage },
-    finishReason: trajectory.finishReason,
-    answer: trajectory.answer,
+    ...(scored
+      ? {
+          reward: trajectory.rewards.total,
+          outcome: trajectory.rewards.outcome,
+          process: trajectory.rewards.process,
+          processSoFar: done.reduce((sum, c) => sum + (c.processReward ?? 0), 0),
+          total: trajectory.rewards.total,
+          advantage: trajectory.advantage,
+          components: { ...trajectory.rewards.components },
+          rewards: { ...trajectory.rewards, components: { ...trajectory.rewards.components }, advantage: trajectory.advantage },
+          answer: trajectory.answer,
+        }
+      : {}),
+    finishReason: !trajectory.inFlight || trajectory.inFlight.ended ? trajectory.finishReason : undefined,
     turns: trajectory.turns.length,
   });
   return context;

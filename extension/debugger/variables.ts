@@ -99,6 +99,12 @@ export class VariableStore {
   }
 
   private rewards({ trajectory, visibleAt }: FrameSubject): Record<string, unknown> {
+    if (trajectory.inFlight) {
+      return {
+        status: 'pending: rewards and the advantage are computed when the whole batch has finished its rollout',
+        finishReason: trajectory.inFlight.ended ? trajectory.finishReason : 'in progress',
+      };
+    }
     const done = trajectory.turns.flatMap((t) => (t.toolCalls ?? []).filter((c) => callIsDone(t.index, c.index, visibleAt)));
     return prune({
       outcome: trajectory.rewards.outcome,

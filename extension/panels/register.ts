@@ -4,6 +4,8 @@ import { MetricsPanel } from './metricsPanel';
 import type { PanelContext } from './panelContext';
 import { RunStatusBar } from './runStatusBar';
 import { RunsTreeProvider } from './runsView';
+import type { LiveTrainings } from '../live/liveTrainings';
+import { LiveRunSource } from './source/liveRunSource';
 import { RunDirectorySource } from './source/runDirectorySource';
 import { RunSources } from './source/registry';
 import { TrajectoriesPanel } from './trajectoriesPanel';
@@ -11,8 +13,8 @@ import { runsRoots, type RunEntry } from './workspaceRuns';
 
 /** What the panels expose to the extension's API (and through it to the extension tests). */
 export interface PanelsApi {
-  /** The live-run status-bar item: its text while shown, and the run it shows. */
-  statusBar(): { text: string | undefined; runDir: string | undefined };
+  /** The live-run status-bar item: its text while shown, the run it shows, and whether a training in this window drives it. */
+  statusBar(): { text: string | undefined; runDir: string | undefined; live: boolean };
   trajectoriesPanels(): Array<{ runDir: string; selection: StepSelection; shown: number | undefined }>;
   metricsPanels(): Array<{ runDirs: string[] }>;
   /** The runs the Rollout Runs view lists, after listing them again. */
@@ -48,17 +50,23 @@ async function pickRun(entries: readonly RunEntry[]): Promise<string | undefined
 /**
  * Everything of the Trajectories and Metrics panels: their commands, the Rollout Runs view,
  * the live-run status-bar item and the serializers that bring panels back after a reload.
+ * A run that a training in this window is writing is followed through the trainer's events
+ * (`trainings`); any other run through its files.
  */
-export function registerPanels(context: vscode.ExtensionContext, log: vscode.OutputChannel): PanelsApi {
-  const sources = new RunSources((dir) => new RunDirectorySource(dir));
+export function registerPanels(context: vscode.ExtensionContext, log: vscode.OutputChannel, trainings?: LiveTrainings): PanelsApi {
+  const sources = new RunSources((dir) => {
+    const live = trainings?.get(dir);
+    return live?.active ? new LiveRunSource(dir, live) : new RunDirectorySource(dir);
+  });
   const panels: PanelContext = { extensionUri: context.extensionUri, sources, log };
   const runs = new RunsTreeProvider();
   const tree = vscode.window.createTreeView('rolloutStudio.runs', { treeDataProvider: runs });
   const statusBar = new RunStatusBar(sources);
 
+  const trainingDirs = () => (trainings?.all() ?? []).map((t) => t.runDirectory);
   const refresh = (): RunEntry[] => {
     const entries = runs.refresh();
-    statusBar.track(entries);
+    statusBar.track(entries, trainingDirs());
     MetricsPanel.runsChanged();
     return entries;
   };
@@ -142,10 +150,13 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
       refresh();
     }),
   );
-  statusBar.track(runs.runs);
+  statusBar.track(runs.runs, trainingDirs());
+  // A training started here shows in the status bar and the Runs view at once, not at the next file event.
+  const stopFollowing = trainings?.onChange(() => refresh());
+  if (stopFollowing) context.subscriptions.push({ dispose: stopFollowing });
 
   return {
-    statusBar: () => ({ text: statusBar.text, runDir: statusBar.runDir }),
+    statusBar: () => ({ text: statusBar.text, runDir: statusBar.runDir, live: statusBar.live }),
     trajectoriesPanels: () => TrajectoriesPanel.all().map((p) => ({ runDir: p.runDir, selection: p.step.selection, shown: p.step.shown })),
     metricsPanels: () => MetricsPanel.all().map((p) => ({ runDirs: [...p.runDirs] })),
     refreshRuns: refresh,

@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { RunSourceLease, RunSources } from './source/registry';
 import { latestTrainMetrics, runStatusText } from './runStatusText';
@@ -5,8 +6,9 @@ import type { RunEntry } from './workspaceRuns';
 
 /**
  * The status-bar item of a live run: step, mean reward and rollout tokens per second of the
- * newest run whose status is `running`, updated from its run source as records arrive, hidden
- * when no run is live. Clicking it opens the run's panels.
+ * newest run whose status is `running`, updated from its run source as records arrive (for a
+ * training running in this editor, its LiveRunSource: also the phase in flight), hidden when no
+ * run is live. Clicking it opens the run's panels.
  */
 export class RunStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('rolloutStudio.liveRun', vscode.StatusBarAlignment.Left, 20);
@@ -27,20 +29,29 @@ export class RunStatusBar implements vscode.Disposable {
     return this.lease?.source.dir;
   }
 
-  /** Follow the newest running run among `runs` (newest first), or hide. */
-  track(runs: readonly RunEntry[]): void {
-    const live = runs.find((r) => r.run?.status === 'running');
-    if (live?.dir === this.lease?.source.dir) return;
+  /** Whether the run shown is a training in this window, followed through its live events. */
+  get live(): boolean {
+    return this.lease?.source.progress !== undefined;
+  }
+
+  /**
+   * Follow the newest training running in this window (`trainingDirs`, oldest first: wherever
+   * its config writes), else the newest run among `runs` (newest first) whose status is running,
+   * or hide.
+   */
+  track(runs: readonly RunEntry[], trainingDirs: readonly string[] = []): void {
+    const live = trainingDirs.at(-1) ?? runs.find((r) => r.run?.status === 'running')?.dir;
+    if (live !== undefined && this.lease && path.resolve(live) === path.resolve(this.lease.source.dir)) return;
     this.stop();
     if (!live) return;
     try {
-      this.lease = this.sources.acquire(live.dir);
+      this.lease = this.sources.acquire(live);
     } catch {
       return; // unreadable right now; the next refresh of the runs tries again
     }
     this.unsubscribe = this.lease.source.onUpdate((update) => {
       if (update.type === 'run' && update.run.status !== 'running') this.stop();
-      else if (update.type === 'run' || update.type === 'metrics') this.render();
+      else if (update.type === 'run' || update.type === 'metrics' || update.type === 'progress') this.render();
     });
     this.render();
   }
@@ -53,7 +64,7 @@ export class RunStatusBar implements vscode.Disposable {
   private render(): void {
     if (!this.lease) return;
     const { source } = this.lease;
-    const { text, tooltip } = runStatusText(source.run(), latestTrainMetrics(source.metrics()));
+    const { text, tooltip } = runStatusText(source.run(), latestTrainMetrics(source.metrics()), source.progress?.());
     this.item.text = text;
     this.item.tooltip = tooltip;
     this.item.command = { command: 'rolloutStudio.openRun', title: 'Open Run', arguments: [source.dir] };

@@ -109,6 +109,7 @@ export class TrajectoriesController {
         this.post({ type: 'notice', level: 'error', message: update.message });
         break;
       case 'metrics':
+      case 'progress':
         break;
     }
   }

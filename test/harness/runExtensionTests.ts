@@ -5,12 +5,14 @@
  * extensionTestsPath); when the suite ends the workbench calls window.codeAutomationExit.
  *
  *   npx tsx test/harness/runExtensionTests.ts      (after npm run build)
+ *   ROLLOUT_TEST_GREP='Training live' npx tsx test/harness/runExtensionTests.ts   (only matching tests)
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { launchBrowser } from './browser';
 import { codeServerBinary, createProfile, startCodeServer } from './codeServer';
 import { repoRoot, testOutputDir } from './paths';
+import { writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 
 const TIMEOUT_MS = Number(process.env.EXTENSION_TESTS_TIMEOUT_MS ?? 15 * 60_000);
 
@@ -22,10 +24,13 @@ async function main(): Promise<number> {
   const workspace = path.join(testOutputDir, 'workspaces', 'extension-tests');
   fs.rmSync(workspace, { recursive: true, force: true });
   fs.cpSync(path.join(repoRoot, 'test/fixtures/workspace'), workspace, { recursive: true });
+  // A training config to train live (training.test.ts): the warm-started tiny agent, built here
+  // in plain Node because the extension host never loads onnxruntime.
+  await writeTinyAgentWorkspace(workspace);
   const resultLog = path.join(testOutputDir, 'extension-tests.log');
   fs.rmSync(resultLog, { force: true });
 
-  const server = await startCodeServer(bin, profile, workspace, { ROLLOUT_TEST_LOG: resultLog, ROLLOUT_TEST_WORKSPACE: workspace });
+  const server = await startCodeServer(bin, profile, workspace, { ROLLOUT_TEST_LOG: resultLog, ROLLOUT_TEST_WORKSPACE: workspace, ...(process.env.ROLLOUT_TEST_GREP ? { ROLLOUT_TEST_GREP: process.env.ROLLOUT_TEST_GREP } : {}) });
   const browser = await launchBrowser();
   let printed = 0;
   const flushLog = () => {

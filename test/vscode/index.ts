@@ -13,7 +13,9 @@ export function run(): Promise<void> {
     console.log(line);
     if (logFile) fs.appendFileSync(logFile, line + '\n');
   };
-  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 120_000, reporter: 'spec', ...(process.env.ROLLOUT_TEST_GREP ? { grep: process.env.ROLLOUT_TEST_GREP } : {}) });
+  // ROLLOUT_TEST_GREP runs only the tests whose titles match (for working on one suite).
+  const grep = process.env.ROLLOUT_TEST_GREP;
+  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 120_000, reporter: 'spec', ...(grep ? { grep } : {}) });
   const suiteDir = path.join(__dirname, 'suite');
   for (const file of fs.readdirSync(suiteDir).sort()) if (file.endsWith('.test.js')) mocha.addFile(path.join(suiteDir, file));
   return new Promise((resolve, reject) => {

@@ -21,6 +21,8 @@ export const RolloutLaunchArguments = z
     noDebug: z.boolean().optional(),
     /** Stop at the first turn instead of running to the first breakpoint. */
     stopOnEntry: z.boolean().optional(),
+    /** Live training: start the trainer with the Node inspector and attach a Node debug session, so breakpoints in tool code hit. */
+    debugTools: z.boolean().optional(),
   })
   .refine((args) => args.runDirectory !== undefined || args.config !== undefined, {
     message: 'set "runDirectory" to replay a recorded run, or "config" to train',
@@ -39,3 +41,31 @@ export type TranscriptRequestArguments = z.infer<typeof TranscriptRequestArgumen
 
 export const TranscriptResponseBody = z.object({ text: z.string() });
 export type TranscriptResponseBody = z.infer<typeof TranscriptResponseBody>;
+
+/**
+ * Custom event: a live trainer started with `debugTools` listens with the Node inspector; the
+ * extension attaches a child Node debug session to it. If that fails, it says so with the custom
+ * request `rolloutToolDebuggerFailed` ({ message }), and the training is stopped (it waits for a
+ * debugger before it starts).
+ */
+export const TOOL_DEBUGGER_EVENT = 'rolloutToolDebugger';
+export const TOOL_DEBUGGER_FAILED_REQUEST = 'rolloutToolDebuggerFailed';
+export const ToolDebuggerEventBody = z.object({
+  address: z.string(),
+  port: z.number().int().positive(),
+  /** Folders the Node debugger should not step into (the trainer's own bundle). */
+  skipFiles: z.array(z.string()),
+});
+export type ToolDebuggerEventBody = z.infer<typeof ToolDebuggerEventBody>;
+
+/** Custom request `rolloutTraining`: what the session runs, for commands (Stop Training) and tests. */
+export const TrainingStatusBody = z.object({
+  mode: z.enum(['replay', 'live']),
+  /** Empty while a live trainer has not created its run yet. */
+  runDirectory: z.string(),
+  /** Live: the trainer's process id while it runs. */
+  pid: z.number().int().optional(),
+  status: z.enum(['running', 'finished', 'failed', 'stopped']).optional(),
+  lastStep: z.number().int().optional(),
+});
+export type TrainingStatusBody = z.infer<typeof TrainingStatusBody>;

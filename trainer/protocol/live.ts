@@ -48,7 +48,10 @@ export const TrainingEvent = z.discriminatedUnion('type', [
   z.object({ ...v, type: z.literal('log'), level: z.enum(['info', 'warn', 'error']), message: z.string() }),
   /**
    * A stop point, held until `debug.release` with the same id arrives. The snapshot has the
-   * trajectories of the step as they stand (turns so far; per-token arrays may be empty).
+   * trajectories of the step as they stand: during the rollout, records marked `inFlight`
+   * (turns so far, calls not run yet marked `pending`, rewards not computed yet, per-token
+   * arrays other than the mask empty); at the `update` point — after the step's update, once
+   * its records are written — the step's scored records and its metrics.
    */
   z.object({ ...v, type: z.literal('debug.hold'), id: z.number().int().nonnegative(), point: LivePoint, trajectories: z.array(TrajectoryRecord), metrics: MetricsRecord.optional() }),
 ]);
@@ -65,3 +68,10 @@ export const ControlMessage = z.discriminatedUnion('type', [
   z.object({ ...v, type: z.literal('debug.release'), id: z.number().int().nonnegative() }),
 ]);
 export type ControlMessage = z.infer<typeof ControlMessage>;
+
+const TRAINING_EVENT_TYPES: ReadonlySet<string> = new Set(TrainingEvent.options.map((o) => o.shape.type.value));
+
+/** Whether a trainer message is one of a training's events (not the environment report or a tool run's). */
+export function isTrainingEvent(message: { type: string }): message is TrainingEvent {
+  return TRAINING_EVENT_TYPES.has(message.type);
+}

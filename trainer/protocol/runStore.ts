@@ -125,6 +125,11 @@ export const ToolCallRecord = z.object({
   logs: z.array(z.string()).optional(),
   /** Token index (into the trajectory's ids) of the call's last token: where its process reward lands. */
   tokenEnd: z.number().int().nonnegative(),
+  /**
+   * Live snapshots only (a debugger hold), never in the run store: the call is parsed and
+   * announced but has not run yet, so `observation` is empty and `latencyMs` 0.
+   */
+  pending: z.literal(true).optional(),
 });
 export type ToolCallRecord = z.infer<typeof ToolCallRecord>;
 
@@ -204,6 +209,14 @@ export const TrajectoryRecord = z.object({
     entropies: Base64Array.optional(),
     advantages: Base64Array.optional(),
   }),
+  /**
+   * Live snapshots only (a debugger hold during the rollout), never in the run store: the
+   * trajectory is still being rolled out, or waits for its batch to be scored. Until then its
+   * `rewards` are zeros, its calls have no process reward and it has no advantage — show them
+   * as pending, not as values. `ended`: it has reached its end (before that `finishReason` is
+   * not final). Per-token arrays other than `mask` are left empty in snapshots.
+   */
+  inFlight: z.object({ ended: z.boolean() }).optional(),
 });
 export type TrajectoryRecord = z.infer<typeof TrajectoryRecord>;
 

@@ -7,11 +7,15 @@ import { groups, policyPositions, rewardToGo, trajectoryReturn, type Advantages,
  * - PPO (GAE): process rewards are ordinary per-token rewards in the TD errors.
  * - REINFORCE++: the advantage is the per-token reward-to-go, whitened over the batch, so a
  *   call's reward credits the tokens before it and not the tokens after.
- * - GRPO and RLOO: the baseline is computed from whole-trajectory returns within the group
- *   (as in the outcome-only algorithms), and applied to the per-token reward-to-go:
- *   A_t = (G_t − baseline) / scale. With outcome rewards only, G_t is the same for every
- *   token and this is exactly GRPO / RLOO; with process rewards, tokens that precede a
- *   rewarded call get that call's reward as extra credit.
+ * - GRPO and RLOO: the baseline is computed from whole-trajectory returns R within the group
+ *   (as in the outcome-only algorithms), and the per-token reward-to-go G_t adds the credit
+ *   of where in the trajectory a reward was earned: A_t = (R − baseline) / scale + (G_t − R).
+ *   With outcome rewards only, G_t = R for every token and this is exactly GRPO / RLOO; with
+ *   process rewards, tokens that precede a rewarded call get that call's reward as extra
+ *   credit over the tokens after it. Only the group-relative part is divided by the group's
+ *   standard deviation: dividing G_t − baseline by it would blow the within-trajectory part
+ *   up without bound when the group's returns tie (std 0) but its rewards sit at different
+ *   tokens (a 0.1 penalty on a call became an advantage of 10⁵ on the tokens after it).
  */
 
 const EPS = 1e-6;
@@ -40,10 +44,11 @@ export function grpoAdvantages(samples: readonly RlSample[], options: GrpoOption
     const returns = members.map((i) => trajectoryReturn(samples[i]));
     const { mean, std } = meanStd(returns);
     const scale = options.scaleByStd ? std + EPS : 1;
-    for (const i of members) {
+    members.forEach((i, k) => {
       const g = rewardToGo(samples[i]);
-      advantages[i] = fill(samples[i], (t) => (g[t] - mean) / scale);
-    }
+      const relative = (returns[k] - mean) / scale;
+      advantages[i] = fill(samples[i], (t) => relative + (g[t] - returns[k]));
+    });
   }
   return { advantages };
 }

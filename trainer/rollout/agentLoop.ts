@@ -168,6 +168,7 @@ export class AgentLoop {
       return new TrajectoryState(i, episode, prompt);
     });
     if (states.length === 0) return [];
+    this.options.observer?.rolloutStarted?.(states.map((s) => s.trajectory));
     const runner = new ToolRunner(this.options.tools, { signal: run.signal, onLog: this.options.onToolLog });
     const session = await this.options.policy.startSession(states.length, run.seed);
     try {
@@ -285,7 +286,10 @@ export class AgentLoop {
         requests.push({ name, arguments: args, trajectory: state.trajectory, turn, callIndex: call.index, row: state.trajectory.row });
         owners.push({ state, call });
         const hook = this.options.observer?.beforeToolCall;
-        if (hook) announced.push(Promise.resolve(hook.call(this.options.observer, state.trajectory, { turn, index: call.index, name, arguments: args })));
+        if (hook) {
+          const pending = { turn, turnIndex: state.lastTurn!.index, index: call.index, name, arguments: args, raw: call.parsed.raw, tokenEnd: call.tokenEnd };
+          announced.push(Promise.resolve(hook.call(this.options.observer, state.trajectory, pending)));
+        }
       }
     }
     await Promise.all(announced);

@@ -1,7 +1,7 @@
 import type { Tokenizer } from '../models/tokenizer';
 import { encodeFloat32, encodeInt32, encodeUint8 } from '../protocol/tokens';
 import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../protocol/runStore';
-import type { Trajectory } from './trajectory';
+import type { ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
 
 /** The rewards of one trajectory as the record needs them (rewards/ produces this shape). */
 export interface RecordRewards {
@@ -40,40 +40,8 @@ export function toTrajectoryRecord(trajectory: Trajectory, rewards: RecordReward
   }
   const callPosition = new Map(trajectory.calls.map((call, i) => [call, i]));
   const turns: TurnRecord[] = trajectory.turns.map((turn) => {
-    const record: TurnRecord = {
-      index: turn.index,
-      role: turn.role,
-      text: tokenizer.decode(trajectory.ids.slice(turn.tokenStart, turn.tokenEnd)),
-      tokenStart: turn.tokenStart,
-      tokenEnd: turn.tokenEnd,
-    };
-    if (turn.assistantTurn === undefined) return record; // prompt and tool turns (an assistant message in the prompt included)
-    if (turn.finish) record.finish = turn.finish;
-    const logprobs = trajectory.logprobs.slice(turn.tokenStart, turn.tokenEnd);
-    const entropies = trajectory.entropies.slice(turn.tokenStart, turn.tokenEnd);
-    if (logprobs.length) {
-      record.logprob = { mean: mean(logprobs), min: Math.min(...logprobs) };
-      record.entropy = { mean: mean(entropies) };
-    }
-    if (turn.calls?.length) {
-      record.toolCalls = turn.calls.map((call): ToolCallRecord => {
-        const reward = rewards.calls[callPosition.get(call)!];
-        return {
-          index: call.index,
-          ...(call.name !== undefined ? { name: call.name } : {}),
-          ...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
-          raw: call.raw,
-          observation: call.observation,
-          truncated: call.truncated,
-          ...(call.error ? { error: call.error } : {}),
-          latencyMs: call.latencyMs,
-          ...(reward.processReward !== undefined ? { processReward: reward.processReward } : {}),
-          ...(Object.keys(reward.components).length ? { rewardComponents: reward.components } : {}),
-          ...(call.logs.length ? { logs: call.logs } : {}),
-          tokenEnd: call.tokenEnd,
-        };
-      });
-    }
+    const record = turnRecord(trajectory, turn, tokenizer);
+    if (turn.assistantTurn !== undefined && turn.calls?.length) record.toolCalls = turn.calls.map((call) => callRecord(call, rewards.calls[callPosition.get(call)!]));
     return record;
   });
   const response = trajectory.mask.reduce((a, m) => a + m, 0);
@@ -106,6 +74,47 @@ export function toTrajectoryRecord(trajectory: Trajectory, rewards: RecordReward
       entropies: encodeFloat32(trajectory.entropies),
       ...(options.advantages ? { advantages: encodeFloat32(options.advantages) } : {}),
     },
+  };
+}
+
+/**
+ * One turn's record without its calls: decoded text, token range and, for a generated turn,
+ * how it finished and its log-prob and entropy statistics. Live snapshots build it too.
+ */
+export function turnRecord(trajectory: Trajectory, turn: TrajectoryTurn, tokenizer: Tokenizer): TurnRecord {
+  const record: TurnRecord = {
+    index: turn.index,
+    role: turn.role,
+    text: tokenizer.decode(trajectory.ids.slice(turn.tokenStart, turn.tokenEnd)),
+    tokenStart: turn.tokenStart,
+    tokenEnd: turn.tokenEnd,
+  };
+  if (turn.assistantTurn === undefined) return record; // prompt and tool turns (an assistant message in the prompt included)
+  if (turn.finish) record.finish = turn.finish;
+  const logprobs = trajectory.logprobs.slice(turn.tokenStart, turn.tokenEnd);
+  const entropies = trajectory.entropies.slice(turn.tokenStart, turn.tokenEnd);
+  if (logprobs.length) {
+    record.logprob = { mean: mean(logprobs), min: Math.min(...logprobs) };
+    record.entropy = { mean: mean(entropies) };
+  }
+  return record;
+}
+
+/** A finished call's record; `reward` is its process reward once the batch is scored. */
+export function callRecord(call: ToolCallResult, reward?: { processReward?: number; components: Record<string, number> }): ToolCallRecord {
+  return {
+    index: call.index,
+    ...(call.name !== undefined ? { name: call.name } : {}),
+    ...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
+    raw: call.raw,
+    observation: call.observation,
+    truncated: call.truncated,
+    ...(call.error ? { error: call.error } : {}),
+    latencyMs: call.latencyMs,
+    ...(reward?.processReward !== undefined ? { processReward: reward.processReward } : {}),
+    ...(reward && Object.keys(reward.components).length ? { rewardComponents: reward.components } : {}),
+    ...(call.logs.length ? { logs: call.logs } : {}),
+    tokenEnd: call.tokenEnd,
   };
 }
 

@@ -13,12 +13,18 @@ export class RunControl {
   private holdKinds: ReadonlySet<LivePoint['kind']> | undefined;
   private nextHold = 0;
   private readonly held = new Map<number, () => void>();
+  private readonly stopper = new AbortController();
 
   /** Called when a point is held: send it to the debugger (the run waits for `release`). */
   onHold: ((id: number, point: LivePoint, trajectories: TrajectoryRecord[], metrics?: MetricsRecord) => void) | undefined;
 
   get stopping(): boolean {
     return this.stopRequested;
+  }
+
+  /** Aborted by `stop`: ends a rollout in progress (its step is not recorded). */
+  get signal(): AbortSignal {
+    return this.stopper.signal;
   }
 
   pause(): void {
@@ -33,6 +39,7 @@ export class RunControl {
   stop(): void {
     this.stopRequested = true;
     this.paused = false;
+    this.stopper.abort();
     this.wake();
     // A stop also releases every hold, so the run can wind down.
     for (const release of this.held.values()) release();

@@ -16,6 +16,7 @@ import { PolicyTrainer } from '../rl/policyTrainer';
 import { SftTrainer } from '../rl/sft';
 import { AgentLoop, type Episode } from '../rollout/agentLoop';
 import { toTrajectoryRecord } from '../rollout/record';
+import type { RolloutObserver } from '../rollout/observer';
 import type { Trajectory } from '../rollout/trajectory';
 import { tokenizeDemonstration } from '../rollout/demonstration';
 import { ChatMessage } from '../protocol/chat';
@@ -28,6 +29,7 @@ import { loadCheckpoint, pruneCheckpoints, saveCheckpoint } from './checkpoint';
 import { hashable, type LoadedConfig, type TrainingConfig } from './config';
 import { RunControl } from './control';
 import { DataCursor } from './dataCursor';
+import { LiveSnapshot } from './liveSnapshot';
 import { finiteValues, rolloutMetrics } from './metrics';
 import { learningRate } from './schedule';
 import { z } from 'zod';
@@ -101,7 +103,8 @@ export class TrainingRun {
   private readonly steps: number;
   private readonly emit: EventSink;
   private readonly log: (line: string) => void;
-  private snapshot: { step: number; trajectories: Trajectory[] } | undefined;
+  /** The step's rollout as it stands, for the debugger's holds (set while a rollout runs). */
+  private live: LiveSnapshot | undefined;
 
   constructor(
     private readonly loaded: LoadedConfig,
@@ -137,6 +140,7 @@ export class TrainingRun {
         if (this.control.stopping) break;
         const outcome = await this.step(step);
         if (outcome === 'failed') return { runDir: this.writer.dir, run: this.writer.record, evalBefore };
+        if (outcome === 'stopped') break;
         if (this.evalData && this.config.evaluation.every > 0 && step % this.config.evaluation.every === 0 && step < this.steps) await this.evaluate(step);
       }
       const last = this.writer.record.lastStep ?? 0;
@@ -335,15 +339,23 @@ export class TrainingRun {
     return result;
   }
 
-  private async step(step: number): Promise<'ok' | 'failed'> {
+  private async step(step: number): Promise<'ok' | 'failed' | 'stopped'> {
     const c = this.config;
     const t0 = performance.now();
     const rows = this.cursor.take(c.rollout.promptsPerStep).map((i) => this.train.rows[i]);
     const episodes: Episode[] = rows.flatMap((row, g) => Array.from({ length: c.algorithm.groupSize }, (_, k) => ({ row, group: g, sample: k })));
     this.progress(step, 'rollout', 0, episodes.length);
-    this.snapshot = { step, trajectories: [] };
-    const trajectories = await this.loop.run(episodes, { seed: seedFor(c.seed, step, 1) });
-    this.snapshot = undefined;
+    this.live = new LiveSnapshot(step, this.model.tokenizer);
+    let trajectories: Trajectory[];
+    try {
+      trajectories = await this.loop.run(episodes, { seed: seedFor(c.seed, step, 1), signal: this.control.signal });
+    } catch (error) {
+      // A stop aborts the rollout: the step in flight is dropped, the steps before it stay complete.
+      if (this.control.stopping) return 'stopped';
+      throw error;
+    } finally {
+      this.live = undefined;
+    }
     const generated = trajectories.reduce((n, t) => n + t.mask.reduce((a, m) => a + m, 0), 0);
     const t1 = performance.now();
     this.progress(step, 'rollout', episodes.length, episodes.length, generated / ((t1 - t0) / 1000));
@@ -385,7 +397,6 @@ export class TrainingRun {
     const schedule = { lr: c.optimization.lr, warmupSteps: c.optimization.warmupSteps, schedule: c.optimization.schedule, minLrRatio: c.optimization.minLrRatio };
     const lr = learningRate(schedule, step - 1, this.steps);
     const policyWeight = c.algorithm.name === 'ppo' && step <= c.algorithm.criticWarmupSteps ? 0 : 1;
-    await this.control.point({ step, trajectory: 0, kind: 'update' }, () => ({ trajectories: [] }));
     const update = await this.trainer!.update(batch, lr, this.random, policyWeight);
     const t3 = performance.now();
     const trained = batch.reduce((n, s) => n + s.ids.length, 0) * c.algorithm.epochs;
@@ -453,6 +464,8 @@ export class TrainingRun {
     if (due && !allSkipped) await this.checkpoint(step);
     else this.writer.completeStep(step);
     this.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+    // The debugger's `update` point: the step is done and recorded; it sees the scored records and the metrics.
+    await this.control.point({ step, trajectory: 0, kind: 'update' }, () => ({ trajectories: records.map((r) => ({ ...r, tokens: { ids: '', pieces: [], mask: r.tokens.mask, logprobs: '' } })), metrics: record }));
     return 'ok';
   }
 
@@ -470,15 +483,29 @@ export class TrainingRun {
     this.progress(step, 'checkpoint', 1, 1);
   }
 
-  /** Hooks into the agent loop: pause at turn boundaries, and hold at stop points for the debugger. */
-  private observer() {
-    const snapshot = () => ({ trajectories: [] as TrajectoryRecord[] });
-    const step = () => this.snapshot?.step ?? 0;
+  /** Hooks into the agent loop: pause at turn boundaries, hold at stop points for the debugger, report rollout progress. */
+  private observer(): RolloutObserver {
+    const snapshot = () => ({ trajectories: this.live?.records() ?? [] });
+    const step = () => this.live?.step ?? 0;
     return {
-      turnGenerated: async (trajectory: Trajectory, turn: { index: number }) => this.control.point({ step: step(), trajectory: trajectory.index, kind: 'turn', turn: turn.index }, snapshot),
-      beforeToolCall: async (trajectory: Trajectory, call: { turn: number; index: number }) => this.control.point({ step: step(), trajectory: trajectory.index, kind: 'call', turn: call.turn, call: call.index }, snapshot),
-      toolCallFinished: async (trajectory: Trajectory, call: { turnIndex: number; index: number }) => this.control.point({ step: step(), trajectory: trajectory.index, kind: 'result', turn: call.turnIndex, call: call.index }, snapshot),
-      trajectoryFinished: async (trajectory: Trajectory) => this.control.point({ step: step(), trajectory: trajectory.index, kind: 'end' }, snapshot),
+      rolloutStarted: (trajectories) => this.live?.rolloutStarted(trajectories),
+      turnGenerated: async (trajectory, turn) => this.control.point({ step: step(), trajectory: trajectory.index, kind: 'turn', turn: turn.index }, snapshot),
+      beforeToolCall: async (trajectory, call) => {
+        this.live?.callAnnounced(trajectory.index, call);
+        await this.control.point({ step: step(), trajectory: trajectory.index, kind: 'call', turn: call.turnIndex, call: call.index }, snapshot);
+      },
+      toolCallFinished: async (trajectory, call) => {
+        this.live?.callFinished(trajectory.index, call);
+        await this.control.point({ step: step(), trajectory: trajectory.index, kind: 'result', turn: call.turnIndex, call: call.index }, snapshot);
+      },
+      trajectoryFinished: async (trajectory) => {
+        this.live?.trajectoryEnded(trajectory.index);
+        if (this.live) {
+          const { ended, total } = this.live.progress;
+          this.progress(this.live.step, 'rollout', ended, total, this.live.tokensPerSecond());
+        }
+        await this.control.point({ step: step(), trajectory: trajectory.index, kind: 'end' }, snapshot);
+      },
     };
   }
 

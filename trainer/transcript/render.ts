@@ -65,7 +65,7 @@ export function renderTranscript(trajectory: TrajectoryRecord, options: RenderOp
   const t = trajectory;
   lines.push(`═══ step ${t.step} · #${t.index} · row ${t.rowId} · group ${t.group} / sample ${t.sample} ═══`);
   lines.push(`prompt: ${oneLine(t.prompt)}`);
-  lines.push(`finish: ${t.finishReason}${t.answer !== undefined ? ` · answer: ${oneLine(t.answer)}` : ''}`);
+  lines.push(`finish: ${finishText(t)}${t.answer !== undefined ? ` · answer: ${oneLine(t.answer)}` : ''}`);
   lines.push(`rewards: ${rewardSummary(t, fixed, signed)}`);
   const components = Object.entries(t.rewards.components);
   if (components.length) lines.push(`components: ${components.map(([name, value]) => `${name} ${fixed(value)}`).join(' · ')}`);
@@ -87,7 +87,7 @@ export function renderTranscript(trajectory: TrajectoryRecord, options: RenderOp
   lines.push('');
   lines.push('── end ──');
   const endLine = lines.length;
-  lines.push(`⟨${t.finishReason} · ${rewardSummary(t, fixed, signed)}⟩`);
+  lines.push(`⟨${finishText(t)} · ${t.inFlight ? 'rewards pending' : rewardSummary(t, fixed, signed)}⟩`);
   return { text: lines.join('\n') + '\n', turnLines, callLines, endLine };
 }
 
@@ -103,6 +103,7 @@ export function turnHeader(turn: TurnRecord, fixed: (x: number) => string): stri
 /** `⟨call 0 search · process reward +0.20 · 12 ms⟩` or `⟨call 0 search · error: timeout — … · 5003 ms⟩` */
 export function callAnnotation(call: ToolCallRecord, signed: (x: number) => string): string {
   const parts = [`call ${call.index}${call.name !== undefined ? ` ${call.name}` : ''}`];
+  if (call.pending) return `⟨${parts[0]} · not run yet⟩`;
   if (call.error) parts.push(`error: ${call.error.kind} — ${firstLine(call.error.message)}`);
   if (call.processReward !== undefined) parts.push(`process reward ${signed(call.processReward)}`);
   if (call.truncated) parts.push('result truncated');
@@ -110,7 +111,13 @@ export function callAnnotation(call: ToolCallRecord, signed: (x: number) => stri
   return `⟨${parts.join(' · ')}⟩`;
 }
 
+/** A live trajectory still being rolled out has no final finish reason yet. */
+function finishText(t: TrajectoryRecord): string {
+  return t.inFlight && !t.inFlight.ended ? 'in progress' : t.finishReason;
+}
+
 function rewardSummary(t: TrajectoryRecord, fixed: (x: number) => string, signed: (x: number) => string): string {
+  if (t.inFlight) return 'pending (scored when the whole batch has finished its rollout)';
   const parts = [`outcome ${fixed(t.rewards.outcome)}`, `process ${fixed(t.rewards.process)}`, `total ${fixed(t.rewards.total)}`];
   if (t.advantage !== undefined) parts.push(`advantage ${signed(t.advantage)}`);
   return parts.join(' · ');

@@ -2,9 +2,9 @@ import type { MetricsRecord, RunRecord, TrajectoryRecord, TrajectoryRow } from '
 
 /**
  * What a run looks like to the panels and the status bar, wherever its data comes from: a run
- * directory on disk followed as it grows (RunDirectorySource), or, once training runs inside
- * the editor, the trainer's live messages. Both give the same reads and the same updates, so
- * the panels never know which one they show.
+ * directory on disk followed as it grows (RunDirectorySource), or a training running inside the
+ * editor, followed through the trainer's live messages (LiveRunSource). Both give the same reads
+ * and the same updates, so the panels never know which one they show.
  */
 export interface RunSource {
   /** The run directory: the run's identity, also for a live run (it writes there too). */
@@ -23,7 +23,18 @@ export interface RunSource {
   /** Problems met reading the run so far (records that did not validate), newest last. */
   errors(): readonly string[];
   onUpdate(listener: (update: RunUpdate) => void): () => void;
+  /** A run trained in this editor: the phase in progress, which the files do not hold. */
+  progress?(): LiveProgress | undefined;
   dispose(): void;
+}
+
+/** The phase a live training is in (the trainer's latest progress event). */
+export interface LiveProgress {
+  step: number;
+  phase: 'load' | 'sft' | 'rollout' | 'reward' | 'update' | 'eval' | 'checkpoint';
+  done: number;
+  total: number;
+  tokensPerSecond?: number;
 }
 
 /** What changed. Appends carry only what is new; `run` and `steps` carry the whole new value. */
@@ -34,7 +45,9 @@ export type RunUpdate =
   | { type: 'metrics'; records: MetricsRecord[]; reset?: boolean }
   | { type: 'rows'; step: number; rows: TrajectoryRow[]; reset?: boolean }
   /** Data that could not be read (a record that does not validate): shown, never fatal. */
-  | { type: 'error'; message: string };
+  | { type: 'error'; message: string }
+  /** A live training moved on within a phase (see `RunSource.progress`). */
+  | { type: 'progress'; progress: LiveProgress };
 
 /** A minimal listener list, so sources work in plain Node (tests) as well as in VS Code. */
 export class UpdateEmitter {

@@ -548,7 +548,9 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       await dc.initializeRequest();
       await assert.rejects(dc.launchRequest({ runDirectory: path.join(runDir, 'missing') } as DebugProtocol.LaunchRequestArguments), /missing\/run\.json: not found — .* is not a Rollout Studio run directory/);
       await assert.rejects(dc.launchRequest({ name: 'nothing to launch' } as DebugProtocol.LaunchRequestArguments), /launch configuration: runDirectory: set "runDirectory" to replay a recorded run, or "config" to train/);
-      await assert.rejects(dc.launchRequest({ config: 'train.json' } as DebugProtocol.LaunchRequestArguments), /"config": training under the debugger needs the trainer/);
+      // This server has no trainer to run (live training is tested in liveAdapter.test.ts).
+      await assert.rejects(dc.launchRequest({ config: 'train.config.ts' } as DebugProtocol.LaunchRequestArguments), /"config": this debug adapter was started without a trainer to run/);
+      await assert.rejects(dc.launchRequest({ config: 'train.config.ts', runDirectory: runDir } as DebugProtocol.LaunchRequestArguments), /set either "config" \(train live\) or "runDirectory"/);
     } finally {
       await dc.stop();
     }

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { resolveTrainerRuntime, runTrainer, TrainerProcessError, type TrainerRuntime } from '../../../extension/trainerProcess';
+import { resolveTrainerRuntime, runTrainer, TrainerProcess, TrainerProcessError, type TrainerRuntime } from '../../../extension/trainerProcess';
 
 const fixtures = path.resolve(__dirname, '../../fixtures/trainers');
 const node: TrainerRuntime = { command: process.execPath, env: process.env, description: 'the test runner\'s Node' };
@@ -70,5 +70,39 @@ describe('runTrainer', () => {
     const error = await failure(runTrainer({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [], timeoutMs: 300 }));
     assert.match(error.title, /did not answer in time/);
     assert.ok(Date.now() - started < 10_000);
+  });
+});
+
+describe('TrainerProcess', () => {
+  it('kills a trainer that does not stop within the timeout, and says it was killed', async () => {
+    const trainer = TrainerProcess.start({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js') }, { args: [] });
+    assert.ok(trainer.pid !== undefined && trainer.running);
+    const started = Date.now();
+    const exit = await trainer.stop(300);
+    assert.equal(exit.killed, true);
+    assert.equal(exit.signal, 'SIGKILL');
+    assert.equal(exit.error, undefined, 'a kill the extension asked for is not a trainer failure');
+    assert.equal(trainer.running, false);
+    assert.ok(Date.now() - started < 10_000);
+    assert.equal(trainer.send({ protocol: 1, type: 'stop' }), false, 'nothing is sent to a trainer that has exited');
+  });
+
+  it('hands each validated message over, and a fatal one as the exit error', async () => {
+    const messages: string[] = [];
+    const trainer = TrainerProcess.start({ runtime: node, cliPath: path.join(fixtures, 'fatal-trainer.js') }, { args: [], onMessage: (m) => messages.push(m.type) });
+    const exit = await trainer.exited;
+    assert.deepEqual(messages, ['fatal']);
+    assert.equal(exit.error?.detail, 'config.ts: model.path: expected a folder');
+  });
+
+  it('reads the inspector port the trainer prints when started with the Node inspector', async () => {
+    let inspector: { url: string; port: number } | undefined;
+    const trainer = TrainerProcess.start({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js') }, { args: [], inspect: true, onInspector: (i) => (inspector = i) });
+    const deadline = Date.now() + 10_000;
+    while (!inspector && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await trainer.stop(200);
+    assert.ok(inspector, 'no inspector URL was read from stderr');
+    assert.ok(inspector.port > 0);
+    assert.match(inspector.url, new RegExp(`^ws://127\\.0\\.0\\.1:${inspector.port}/`));
   });
 });

@@ -60,6 +60,22 @@ describe('advantage estimators', () => {
     close(advantages[1][1], -0.6);
   });
 
+  it('GRPO with process rewards: the group std scales the group-relative part only, so tied returns cannot blow up', () => {
+    // Both samples fail one call (−0.1 at token 2, the outcome 0 at token 5): their returns tie, std 0.
+    const tied = [sample(0, 6, [1, 2, 4, 5], { 2: -0.1, 5: 0 }), sample(0, 6, [1, 2, 4, 5], { 2: -0.1, 5: 0 })];
+    const { advantages } = grpoAdvantages(tied, { scaleByStd: true });
+    close(advantages[0][1], 0);
+    close(advantages[0][2], 0);
+    close(advantages[0][4], 0.1); // after the penalised call: its reward-to-go is 0.1 above the return
+    close(advantages[1][5], 0.1);
+    // Returns 1.2 and 0 (std 0.8485): the relative part is scaled, the within-trajectory part is not.
+    const std = Math.sqrt(2 * 0.36);
+    const mixed = grpoAdvantages([sample(0, 6, [1, 2, 4, 5], { 2: 0.2, 5: 1 }), sample(0, 6, [1, 2, 4, 5], { 5: 0 })], { scaleByStd: true }).advantages;
+    close(mixed[0][1], 0.6 / (std + 1e-6));
+    close(mixed[0][4], 0.6 / (std + 1e-6) - 0.2);
+    close(mixed[1][1], -0.6 / (std + 1e-6));
+  });
+
   it('REINFORCE++: discounted reward-to-go whitened over all policy tokens of the batch', () => {
     const samples = [sample(0, 5, [1, 2, 4], { 2: 0.5, 4: 1 }), sample(1, 4, [1, 3], { 3: -1 })];
     const gamma = 0.9;

@@ -110,8 +110,8 @@ describe('Debugger: replaying a recorded run', () => {
     assert.match(vscode.debug.activeDebugSession?.name ?? '', /^Replay multihop-search \(recorded fixture\) \(replay-it\)$/);
   });
 
-  it('offers the workspace runs as replay configurations', () => {
-    const configurations = new RolloutConfigurationProvider().provideDebugConfigurations(folder);
+  it('offers the workspace runs as replay configurations', async () => {
+    const configurations = await new RolloutConfigurationProvider().provideDebugConfigurations(folder);
     assert.deepEqual(configurations.find((c) => c.runDirectory === '${workspaceFolder}/.rollout/runs/replay-it'), {
       type: 'rollout',
       request: 'launch',

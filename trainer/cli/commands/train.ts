@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainingEvent } from '../../protocol';
+import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainerMessage, type TrainingEvent } from '../../protocol';
 import { loadConfig } from '../../run/config';
 import { RunControl } from '../../run/control';
 import { evaluateCheckpoint } from '../../run/evaluate';
@@ -34,16 +34,15 @@ export async function trainCommand(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError('expected exactly one config file');
   const steps = values.steps === undefined ? undefined : Number(values.steps);
   if (steps !== undefined && (!Number.isInteger(steps) || steps < 1)) throw new UsageError(`--steps: expected a positive integer, got "${values.steps}"`);
-  const loaded = await loadConfig(positionals[0]);
-  const device = await resolveDevice(values.device ?? loaded.config.device);
   const control = new RunControl();
   const ipc = values.ipc && hasParent();
-  const progress = ipc ? undefined : new ProgressLine(process.stderr);
-  const events = (event: TrainingEvent) => {
-    if (ipc) void sendToParent(event).catch(() => control.stop());
-    else if (event.type === 'progress') progress!.update(event);
+  // Once the extension is gone (its window closed or reloaded) there is nobody to tell: the run
+  // stops (see 'disconnect' below) and what it still reports is dropped instead of failing it.
+  const send = (message: TrainerMessage) => {
+    if (hasParent()) void sendToParent(message).catch(() => control.stop());
   };
   if (ipc) {
+    // Listening before the config loads: a stop or a disconnect during loading is not missed.
     process.on('message', (raw) => {
       const message = parseWith(ControlMessage, raw, 'control message from the extension');
       switch (message.type) {
@@ -64,10 +63,22 @@ export async function trainCommand(argv: string[]): Promise<number> {
           break;
       }
     });
-    // The extension going away (window closed) ends the run cleanly.
-    process.on('disconnect', () => control.stop());
-    control.onHold = (id, point, trajectories, metrics) => void sendToParent({ protocol: PROTOCOL_VERSION, type: 'debug.hold', id, point, trajectories, ...(metrics ? { metrics } : {}) });
+    // The extension going away (window closed or reloaded) ends the run cleanly. Its ends of
+    // stdout and stderr are gone too: a late write must not fail the run (EPIPE) before it is marked stopped.
+    process.on('disconnect', () => {
+      for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+      control.stop();
+    });
+    if (!process.connected) control.stop();
+    control.onHold = (id, point, trajectories, metrics) => send({ protocol: PROTOCOL_VERSION, type: 'debug.hold', id, point, trajectories, ...(metrics ? { metrics } : {}) });
   }
+  const loaded = await loadConfig(positionals[0]);
+  const device = await resolveDevice(values.device ?? loaded.config.device);
+  const progress = ipc ? undefined : new ProgressLine(process.stderr);
+  const events = (event: TrainingEvent) => {
+    if (ipc) send(event);
+    else if (event.type === 'progress') progress!.update(event);
+  };
   let interrupts = 0;
   process.on('SIGINT', () => {
     if (++interrupts > 1) process.exit(130);
@@ -83,7 +94,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
     control,
     log: (line) => {
       progress?.clear();
-      if (ipc) void sendToParent({ protocol: PROTOCOL_VERSION, type: 'log', level: 'info', message: line });
+      if (ipc) send({ protocol: PROTOCOL_VERSION, type: 'log', level: 'info', message: line });
       else process.stdout.write(line + '\n');
     },
   });

@@ -1,0 +1,39 @@
+/**
+ * Debugging the user's own tool code during a live training (`"debugTools": true`): when a
+ * rollout session says its trainer's Node inspector is listening, attach VS Code's JavaScript
+ * debugger (js-debug, built in) to it as a child of that session. The user's tools are
+ * compiled by esbuild with inline source maps (trainer/tools/loader.ts), so breakpoints set
+ * in their .ts files bind. The trainer waits for the debugger (--inspect-brk) and js-debug
+ * lets it run once the breakpoints are in (`continueOnAttach`).
+ */
+import * as vscode from 'vscode';
+import { parseWith } from '../../trainer/protocol/parse';
+import { TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, ToolDebuggerEventBody } from '../../trainer/protocol/debugger';
+
+export function registerToolDebugger(): vscode.Disposable {
+  return vscode.debug.onDidReceiveDebugSessionCustomEvent(async (event) => {
+    if (event.session.type !== 'rollout' || event.event !== TOOL_DEBUGGER_EVENT) return;
+    const session = event.session;
+    let started = false;
+    let reason = 'VS Code did not start the Node debug session';
+    try {
+      const body = parseWith(ToolDebuggerEventBody, event.body, `${TOOL_DEBUGGER_EVENT} event`);
+      started = await vscode.debug.startDebugging(
+        session.workspaceFolder,
+        {
+          type: 'pwa-node',
+          request: 'attach',
+          name: `Tool code · ${session.name}`,
+          address: body.address,
+          port: body.port,
+          continueOnAttach: true,
+          skipFiles: ['<node_internals>/**', ...body.skipFiles.map((dir) => `${dir.replace(/\\/g, '/')}/**`)],
+        },
+        { parentSession: session, lifecycleManagedByParent: true, compact: true },
+      );
+    } catch (error) {
+      reason = (error as Error).message;
+    }
+    if (!started) await session.customRequest(TOOL_DEBUGGER_FAILED_REQUEST, { message: reason }).then(undefined, () => undefined);
+  });
+}

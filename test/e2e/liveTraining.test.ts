@@ -1,0 +1,209 @@
+/**
+ * Live training in a real VS Code (code-server + Chromium, the packaged .vsix installed): debug
+ * a training from launch.json and stop on the tool breakpoint (turns in CALL STACK, the call's
+ * arguments in VARIABLES); Start Training and watch the Trajectories and Metrics panels fill as
+ * the run goes; reload the window mid-training and find no trainer left behind.
+ */
+import { after, before, describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Frame, Page } from 'playwright-core';
+import { repoRoot, testOutputDir } from '../harness/paths';
+import { openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import { TINY_QUERY, writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
+import { processAlive, readRun, runsOf } from '../helpers/liveTraining';
+
+const STEPS = 6;
+
+/** The fixture workspace plus the tiny agent (STEPS steps) and a launch.json that debugs it. */
+async function workspaceWithTinyAgent(): Promise<string> {
+  const dir = path.join(testOutputDir, 'fixtures', 'live-training');
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.cpSync(path.join(repoRoot, 'test/fixtures/workspace'), dir, { recursive: true });
+  await writeTinyAgentWorkspace(dir, { steps: STEPS });
+  fs.mkdirSync(path.join(dir, '.vscode'));
+  const launch = { version: '0.2.0', configurations: [{ type: 'rollout', request: 'launch', name: 'Debug the tiny agent', config: '${workspaceFolder}/tiny.config.ts' }] };
+  fs.writeFileSync(path.join(dir, '.vscode', 'launch.json'), JSON.stringify(launch, null, 2));
+  return dir;
+}
+
+async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Trainer processes training this config (found by their command line). */
+function trainersOf(config: string): number[] {
+  return fs.readdirSync('/proc').flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return [];
+    try {
+      const argv = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      return argv.includes('train') && argv.includes(config) ? [Number(entry)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The content frame of the open webview panel whose app is `app`. */
+async function panelFrame(page: Page, app: 'trajectories' | 'metrics', timeoutMs = 60_000): Promise<Frame> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.locator(`main#app.${app}`).count()) return frame;
+      } catch {
+        // a frame that went away while we looked
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`no ${app} webview appeared within ${timeoutMs} ms`);
+    await page.waitForTimeout(250);
+  }
+}
+
+/** Through the BREAKPOINTS view's input, as a user would (the input can lose focus while the workbench settles: retry). */
+async function addFunctionBreakpoint(page: Page, name: string): Promise<void> {
+  const added = page.locator('.debug-breakpoints .monaco-list-row', { hasText: name }).first();
+  for (let attempt = 1; ; attempt++) {
+    await runCommand(page, 'Add Function Breakpoint');
+    try {
+      const input = page.locator('.debug-breakpoints input[placeholder="Function to break on"]');
+      await input.waitFor({ timeout: 10_000 });
+      await input.fill(name);
+      await input.press('Enter');
+      await added.waitFor({ timeout: 5000 });
+      return;
+    } catch (error) {
+      if (attempt === 3) throw new Error(`could not add the function breakpoint "${name}": ${error}`);
+    }
+  }
+}
+
+describe('Live training in a real VS Code', () => {
+  let workbench: Workbench;
+  let config: string;
+  before(async () => {
+    const fixture = await workspaceWithTinyAgent();
+    workbench = await openWorkbench('e2e-live-training', path.relative(repoRoot, fixture));
+    config = path.join(workbench.workspace, 'tiny.config.ts');
+  });
+  after(() => workbench?.close());
+
+  /** On failure: a screenshot and the debug console, then the error. */
+  async function explained(name: string, body: () => Promise<void>): Promise<void> {
+    try {
+      await body();
+    } catch (error) {
+      console.log(`screenshot of the failure: ${await screenshot(workbench.page, `${name}-failure.png`)}`);
+      console.log(`debug console:\n${(await workbench.page.locator('.repl .monaco-list-row').allTextContents()).join('\n')}`);
+      throw error;
+    }
+  }
+
+  it('debugs a training from launch.json: stops before `search`, turns in CALL STACK, the arguments in VARIABLES', () =>
+    explained('debugger-live', async () => {
+      const { page } = workbench;
+      await runCommand(page, 'View: Show Run and Debug');
+      await page.locator('.start-debug-action-item', { hasText: 'Debug the tiny agent' }).waitFor({ timeout: 90_000 });
+      await addFunctionBreakpoint(page, 'search');
+      await page.locator('.pane-header', { hasText: 'Watch' }).click();
+      await page.locator('.start-debug-action-item .codicon-debug-start').click();
+
+      // CALL STACK: the stopped trajectory's pending call, then its turns.
+      const callStack = page.locator('.debug-call-stack');
+      const pendingCall = callStack.locator('.monaco-list-row', { hasText: 'before it runs' });
+      await pendingCall.waitFor({ timeout: 120_000 });
+      assert.match((await pendingCall.textContent()) ?? '', new RegExp(`search\\(\\{"query":"${TINY_QUERY}"\\}\\) · before it runs`));
+      for (const turn of ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']) {
+        await callStack.locator('.monaco-list-row', { hasText: turn }).first().waitFor({ timeout: 15_000 });
+      }
+      // The threads are the step's trajectories.
+      assert.ok((await callStack.locator('.monaco-list-row', { hasText: /#\d train-\d{4}/ }).count()) >= 1);
+
+      // The editor shows the live transcript at the call.
+      await page.locator('.tab', { hasText: /trajectory-\d\.rollout\.txt/ }).waitFor({ timeout: 30_000 });
+      await page.locator('.monaco-editor .view-line', { hasText: '<tool_call>' }).first().waitFor({ timeout: 15_000 });
+
+      // VARIABLES: the Tool call scope; its arguments hold the query.
+      const variables = page.locator('.debug-variables');
+      const argumentsRow = variables.locator('.monaco-list-row', { hasText: 'arguments' }).first();
+      await argumentsRow.waitFor({ timeout: 30_000 });
+      await argumentsRow.click();
+      const queryRow = variables.locator('.monaco-list-row', { hasText: 'query' }).first();
+      await queryRow.waitFor({ timeout: 15_000 });
+      assert.match((await queryRow.textContent()) ?? '', new RegExp(`query:\\s*"${TINY_QUERY}"`));
+      await page.waitForTimeout(500);
+      console.log(`screenshot: ${await screenshot(page, 'debugger-live.png')}`);
+
+      // Stop Training: the trainer stops cleanly and the run says so.
+      const [trainer] = trainersOf(config);
+      assert.ok(trainer, 'the trainer process is running');
+      await runCommand(page, 'Rollout Studio: Stop Training');
+      await until('the trainer to exit', () => !processAlive(trainer), 60_000);
+      assert.equal(readRun(runsOf(workbench.workspace).at(-1)!).status, 'stopped');
+      await runCommand(page, 'Remove All Breakpoints');
+      await runCommand(page, 'View: Close All Editors');
+    }));
+
+  it('Start Training: the status bar follows the run, and its panels fill with trajectories and growing charts', () =>
+    explained('live-panels', async () => {
+      const { page } = workbench;
+      const before = runsOf(workbench.workspace).length;
+      await runCommand(page, 'Rollout Studio: Start Training');
+      const runDir = await until('the run directory', () => runsOf(workbench.workspace).length > before && runsOf(workbench.workspace).at(-1));
+
+      // The status-bar item shows the live run; clicking it opens both panels.
+      const item = page.locator('.statusbar-item', { hasText: /step [–\d]+\/6/ });
+      await item.first().waitFor({ timeout: 60_000 });
+      await item.first().click();
+      const metrics = await panelFrame(page, 'metrics');
+      const reward = metrics.locator('.chart[data-group="reward"]');
+      await reward.waitFor({ timeout: 60_000 });
+      const points = async () => Number((await reward.getAttribute('data-points')) ?? 0);
+      const first = await until('the first point of the reward chart', async () => (await points()) >= 1 && points());
+      assert.ok(first < STEPS, `the panel opened while the run was training (${first} of ${STEPS} steps shown)`);
+      await until('the reward chart to grow', async () => (await points()) > first, 90_000);
+
+      // Both panels opened together; a webview renders once its tab has been shown.
+      await page.locator('.tab', { hasText: 'Trajectories ·' }).first().click();
+      const trajectories = await panelFrame(page, 'trajectories');
+      await trajectories.locator('#row-count', { hasText: '4 trajectories' }).waitFor({ timeout: 60_000 });
+      const rows = trajectories.locator('.vt-window .vt-row');
+      assert.ok((await rows.count()) >= 1);
+      const tools = await trajectories.locator('.vt-window .vt-row .vt-cell[data-column="toolCalls"]').allTextContents();
+      assert.ok(tools.some((n) => Number(n) > 0), `rows with tool calls: ${tools.join(', ')}`);
+      const rewards = await trajectories.locator('.vt-window .vt-row .vt-cell[data-column="reward"]').allTextContents();
+      assert.ok(rewards.length >= 1 && rewards.every((r) => /^-?\d+\.\d+$/.test(r.trim())), `rewards: ${rewards.join(', ')}`);
+      await page.waitForTimeout(300);
+      console.log(`screenshot: ${await screenshot(page, 'live-panels.png')}`);
+
+      await until('the run to finish', () => readRun(runDir).status === 'finished', 120_000);
+      await until('the chart to show every step', async () => (await points()) === STEPS, 30_000);
+      await runCommand(page, 'View: Close All Editors');
+    }));
+
+  it('a window reload mid-training leaves no trainer behind, and the run is marked stopped', () =>
+    explained('live-reload', async () => {
+      const { page } = workbench;
+      const before = runsOf(workbench.workspace).length;
+      await addFunctionBreakpoint(page, 'search');
+      await runCommand(page, 'Rollout Studio: Debug Training');
+      // Held at the breakpoint: the trainer waits for the debugger that is about to go away.
+      await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'before it runs' }).waitFor({ timeout: 120_000 });
+      const runDir = runsOf(workbench.workspace).at(-1)!;
+      assert.equal(runsOf(workbench.workspace).length, before + 1);
+      const [trainer] = trainersOf(config);
+      assert.ok(trainer, 'the trainer process is running');
+      await page.reload();
+      await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+      await until('the trainer to exit after the reload', () => !processAlive(trainer), 90_000);
+      assert.equal(readRun(runDir).status, 'stopped');
+      assert.deepEqual(trainersOf(config), []);
+    }));
+});

@@ -1,0 +1,336 @@
+/**
+ * The rollout debug adapter training live: a real DAP client (@vscode/debugadapter-testsupport's
+ * DebugClient) against the real trainer (its CLI from source, with IPC, exactly as the
+ * extension starts it) on the tiny agent — a 2-layer model warm-started to call the
+ * multihop-search example's `search` tool. Expectations come from the run store the trainer
+ * writes, never from the adapter's code.
+ */
+import { after, before, describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { DebugClient } from '@vscode/debugadapter-testsupport';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import { RunStoreReader } from '../../../trainer/runstore';
+import { serveAdapter, type AdapterServer } from '../../../extension/debugger/standalone';
+import { TINY_QUERY, writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
+import { processAlive, processGone, readRun, runsOf, sourceTrainerLaunch } from '../../helpers/liveTraining';
+
+const BATCH = 4; // 2 prompts × 2 samples, 2 steps (the fixture's defaults)
+
+let server: AdapterServer;
+let workspace: string;
+let config: string;
+
+interface Session {
+  dc: DebugClient;
+  outputs: string[];
+  events: DebugProtocol.Event[];
+}
+
+/**
+ * Connect as VS Code does (progress reporting on), set breakpoints between `initialized` and
+ * `configurationDone`, launch the config. Resolves once the launch has been answered.
+ */
+async function launch(
+  args: Record<string, unknown>,
+  breakpoints: { functions?: DebugProtocol.FunctionBreakpoint[]; exceptions?: DebugProtocol.SetExceptionBreakpointsArguments } = {},
+): Promise<Session> {
+  const dc = new DebugClient('node', 'unused', 'rollout');
+  dc.defaultTimeout = 60_000;
+  await dc.start(server.port);
+  const outputs: string[] = [];
+  const events: DebugProtocol.Event[] = [];
+  dc.on('output', (event: DebugProtocol.OutputEvent) => outputs.push(event.body.output));
+  for (const name of ['stopped', 'terminated', 'exited', 'progressStart', 'progressUpdate', 'progressEnd', 'capabilities', 'thread']) dc.on(name, (event: DebugProtocol.Event) => events.push(event));
+  await dc.initializeRequest({ adapterID: 'rollout', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path', supportsProgressReporting: true });
+  await Promise.all([
+    dc.waitForEvent('initialized').then(async () => {
+      if (breakpoints.functions) await dc.setFunctionBreakpointsRequest({ breakpoints: breakpoints.functions });
+      if (breakpoints.exceptions) await dc.setExceptionBreakpointsRequest(breakpoints.exceptions);
+      await dc.configurationDoneRequest();
+    }),
+    dc.launchRequest({ config, ...args } as DebugProtocol.LaunchRequestArguments),
+  ]);
+  return { dc, outputs, events };
+}
+
+/** The next event named `name` after those already seen. */
+async function next(session: Session, name: string, timeoutMs = 60_000): Promise<DebugProtocol.Event> {
+  const seen = session.events.filter((e) => e.event === name).length;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = session.events.filter((e) => e.event === name)[seen];
+    if (found) return found;
+    if (Date.now() > deadline) throw new Error(`no "${name}" event within ${timeoutMs} ms; console:\n${session.outputs.join('')}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The first event (seen or to come) that `matches`. */
+async function first(session: Session, matches: (event: DebugProtocol.Event) => boolean, timeoutMs = 60_000): Promise<DebugProtocol.Event> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = session.events.find(matches);
+    if (found) return found;
+    if (Date.now() > deadline) throw new Error(`no matching event within ${timeoutMs} ms; console:\n${session.outputs.join('')}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function resume(session: Session, request: 'continue' | 'next' | 'stepIn' | 'stepOut', threadId: number): Promise<DebugProtocol.StoppedEvent> {
+  const stopped = next(session, 'stopped');
+  await session.dc[`${request}Request`]({ threadId });
+  return (await stopped) as DebugProtocol.StoppedEvent;
+}
+
+async function frames(dc: DebugClient, threadId: number): Promise<DebugProtocol.StackFrame[]> {
+  return (await dc.stackTraceRequest({ threadId })).body.stackFrames;
+}
+
+async function variablesOf(dc: DebugClient, reference: number): Promise<Map<string, DebugProtocol.Variable>> {
+  return new Map((await dc.variablesRequest({ variablesReference: reference })).body.variables.map((v) => [v.name, v]));
+}
+
+async function scopeVariables(dc: DebugClient, frameId: number, scope: string): Promise<Map<string, DebugProtocol.Variable>> {
+  const scopes = (await dc.scopesRequest({ frameId })).body.scopes;
+  const found = scopes.find((s) => s.name === scope);
+  assert.ok(found, `no scope "${scope}" among ${scopes.map((s) => s.name).join(', ')}`);
+  return variablesOf(dc, found.variablesReference);
+}
+
+async function evaluate(dc: DebugClient, expression: string, frameId?: number): Promise<string> {
+  return (await dc.evaluateRequest({ expression, frameId, context: 'repl' })).body.result;
+}
+
+async function status(dc: DebugClient): Promise<{ runDirectory: string; pid?: number; status?: string }> {
+  return (await dc.customRequest('rolloutTraining')).body;
+}
+
+/** The run directory a session trains, once the trainer has created it. */
+async function runDirectoryOf(session: Session): Promise<string> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const { runDirectory } = await status(session.dc);
+    if (runDirectory) return runDirectory;
+    if (Date.now() > deadline) throw new Error(`the trainer created no run; console:\n${session.outputs.join('')}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Every completed step of the run reads back: its trajectories and its metrics validate. */
+function assertRunStoreIntact(runDirectory: string, lastStep: number): void {
+  const reader = new RunStoreReader(runDirectory);
+  const run = reader.run();
+  assert.equal(run.lastStep, lastStep);
+  for (const step of reader.steps()) {
+    const { records, tornLastLine } = reader.trajectories(step);
+    assert.equal(tornLastLine, false, `step ${step} ends in a torn line`);
+    assert.equal(records.length, BATCH, `step ${step} has ${records.length} trajectories`);
+  }
+  assert.deepEqual(reader.steps(), Array.from({ length: lastStep }, (_, i) => i + 1), 'only completed steps have rollouts');
+  const trainMetrics = reader.metrics().records.filter((m) => m.kind === 'train').map((m) => m.step);
+  assert.deepEqual(trainMetrics, Array.from({ length: lastStep }, (_, i) => i + 1));
+}
+
+describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, () => {
+  before(async () => {
+    workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'live-adapter-'));
+    config = await writeTinyAgentWorkspace(workspace);
+    server = await serveAdapter(0, { live: { launch: sourceTrainerLaunch(), stopTimeoutMs: 20_000 } });
+  });
+  after(async () => {
+    await server?.close();
+    fs.rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it('stops before `search` with trajectories as threads, turns as frames and the arguments; steps in, next and out', async () => {
+    const session = await launch({}, { functions: [{ name: 'search' }] });
+    const { dc } = session;
+    try {
+      const stop = (await next(session, 'stopped')) as DebugProtocol.StoppedEvent;
+      assert.equal(stop.body.reason, 'function breakpoint');
+      assert.equal(stop.body.allThreadsStopped, true);
+      assert.equal(stop.body.description, `Paused before search({"query":"${TINY_QUERY}"})`);
+      const capabilities = session.events.find((e) => e.event === 'capabilities') as DebugProtocol.CapabilitiesEvent | undefined;
+      assert.equal(capabilities?.body.capabilities.supportsStepBack, false, 'live training says it cannot step back');
+
+      const threads = (await dc.threadsRequest()).body.threads;
+      assert.equal(threads.length, BATCH);
+      const threadId = stop.body.threadId!;
+      const thread = threads.find((t) => t.id === threadId)!;
+      assert.match(thread.name, /^#\d+ train-\d{4} \d\/\d — /);
+
+      // Innermost the pending call, then its turn and the prompt's turns.
+      const stack = await frames(dc, threadId);
+      assert.equal(stack[0].name, `search({"query":"${TINY_QUERY}"}) · before it runs`);
+      assert.deepEqual(stack.slice(1).map((f) => f.name), ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']);
+      const runDirectory = await runDirectoryOf(session);
+      assert.match(stack[0].source?.path ?? '', new RegExp(`^rollout:${runDirectory}/step-000001/trajectory-\\d\\.rollout\\.txt$`));
+      const transcript = (await dc.customRequest('rolloutTranscript', { runDirectory, step: 1, index: Number(/#(\d+)/.exec(thread.name)![1]) })).body.text as string;
+      assert.equal(transcript.split('\n')[stack[0].line - 1], '<tool_call>');
+      assert.match(transcript, /^rewards: pending/m);
+      assert.match(transcript, /⟨call 0 search · not run yet⟩/);
+
+      // The call's arguments; no result yet; rewards do not exist yet.
+      const call = await scopeVariables(dc, stack[0].id, 'Tool call');
+      assert.equal(call.get('name')?.value, '"search"');
+      assert.equal(call.get('state')?.value, '"pending"');
+      assert.equal(call.has('observation'), false);
+      const args = await variablesOf(dc, call.get('arguments')!.variablesReference);
+      assert.equal(args.get('query')?.value, JSON.stringify(TINY_QUERY));
+      const rewards = await scopeVariables(dc, stack[0].id, 'Rewards');
+      assert.match(rewards.get('status')?.value ?? '', /^"pending/);
+      assert.equal(rewards.has('outcome'), false);
+      const turn = await scopeVariables(dc, stack[0].id, 'Turn');
+      assert.equal(turn.get('role')?.value, '"assistant"');
+      const tokens = await variablesOf(dc, turn.get('tokens')!.variablesReference);
+      assert.equal(tokens.get('generated')?.value, tokens.get('count')?.value, 'every token of an assistant turn was generated');
+
+      // Conditions evaluate over the live turn context.
+      assert.equal(await evaluate(dc, 'call.name === "search" && turn == 2', stack[0].id), 'true');
+      assert.equal(await evaluate(dc, 'reward', stack[0].id), 'undefined');
+      assert.equal(await evaluate(dc, 'call.arguments.query', stack[0].id), JSON.stringify(TINY_QUERY));
+
+      // Step in: the call's result (it has run now).
+      let event = await resume(session, 'stepIn', threadId);
+      assert.equal(event.body.reason, 'step');
+      assert.equal(event.body.threadId, threadId);
+      let top = (await frames(dc, threadId))[0];
+      assert.match(top.name, /^search\(\{"query":"Nulu"\}\) → \d+ ms$/);
+      const result = await scopeVariables(dc, top.id, 'Tool call');
+      assert.equal(result.get('state')?.value, '"done"');
+      assert.match(result.get('observation')?.value ?? '', /Nulu/);
+
+      // Next: the trajectory's next turn.
+      event = await resume(session, 'next', threadId);
+      assert.equal(event.body.reason, 'step');
+      top = (await frames(dc, threadId))[0];
+      assert.match(top.name, /^assistant \(turn 4\)/);
+
+      // Step out: the trajectory's end.
+      event = await resume(session, 'stepOut', threadId);
+      assert.equal(event.body.reason, 'step');
+      top = (await frames(dc, threadId))[0];
+      assert.match(top.name, /^end · (answered|max_turns|max_total_tokens|max_turn_tokens|error) · rewards pending$/);
+
+      await assert.rejects(dc.stepBackRequest({ threadId }), /only moves forwards/);
+
+      // Without breakpoints, continue runs the training to its end.
+      await dc.setFunctionBreakpointsRequest({ breakpoints: [] });
+      const terminated = next(session, 'terminated');
+      await dc.continueRequest({ threadId });
+      await terminated;
+      const run = readRun(runDirectory);
+      assert.equal(run.status, 'finished');
+      assert.equal(run.lastStep, 2);
+      assertRunStoreIntact(runDirectory, 2);
+      const progress = session.events.filter((e) => e.event === 'progressStart').map((e) => (e as DebugProtocol.ProgressStartEvent).body.title);
+      assert.ok(progress.includes('Rollout · step 2/2') && progress.includes('Update · step 2/2'), `progress: ${progress.join(', ')}`);
+    } finally {
+      await dc.stop();
+    }
+  });
+
+  it('a conditional breakpoint that never matches never stops: the training runs to its end', async () => {
+    const session = await launch({}, { functions: [{ name: 'search', condition: 'turn > 99' }] });
+    try {
+      await next(session, 'terminated');
+      assert.equal(session.events.filter((e) => e.event === 'stopped').length, 0);
+      const runDirectory = runsOf(workspace).at(-1)!;
+      assert.equal(readRun(runDirectory).status, 'finished');
+      // The trainer did hold before each call and the condition was checked there: every search call of the run.
+      const calls = new RunStoreReader(runDirectory).steps().flatMap((s) => new RunStoreReader(runDirectory).trajectories(s).records.flatMap((t) => t.turns.flatMap((u) => u.toolCalls ?? [])));
+      assert.ok(calls.some((c) => c.name === 'search'), 'the run made search calls the condition was checked on');
+    } finally {
+      await session.dc.stop();
+    }
+  });
+
+  it('stops on a tool-call parse failure (exception filter) at its result', async () => {
+    const session = await launch({}, { exceptions: { filters: ['toolCallParse'] } });
+    const { dc } = session;
+    try {
+      const stop = (await next(session, 'stopped')) as DebugProtocol.StoppedEvent;
+      assert.equal(stop.body.reason, 'exception');
+      const info = await dc.exceptionInfoRequest({ threadId: stop.body.threadId! });
+      assert.equal(info.body.exceptionId, 'parse');
+      const top = (await frames(dc, stop.body.threadId!))[0];
+      assert.match(top.name, /→ error: parse$/);
+    } finally {
+      await dc.disconnectRequest({});
+      await dc.stop();
+    }
+  });
+
+  it('stop while held in the rollout: the trainer exits, run.json says stopped, completed steps intact', async () => {
+    // Stop at step 2's first point: step 1 is complete, step 2 is in flight.
+    const session = await launch({}, { functions: [{ name: 'search', condition: 'step == 2' }] });
+    const { dc } = session;
+    try {
+      await next(session, 'stopped');
+      const { pid, runDirectory } = await status(dc);
+      assert.ok(pid && processAlive(pid));
+      await dc.disconnectRequest({});
+      await processGone(pid, 5_000);
+      assert.equal(readRun(runDirectory).status, 'stopped');
+      assertRunStoreIntact(runDirectory, 1);
+    } finally {
+      await dc.stop();
+    }
+  });
+
+  it('stop during the update: the update finishes, the step is recorded, the run is stopped', async () => {
+    const session = await launch({ noDebug: true });
+    const { dc } = session;
+    try {
+      await first(session, (e) => e.event === 'progressStart' && (e as DebugProtocol.ProgressStartEvent).body.title === 'Update · step 1/2');
+      const { pid, runDirectory } = await status(dc);
+      await dc.disconnectRequest({});
+      await processGone(pid!, 5_000);
+      const run = readRun(runDirectory);
+      assert.equal(run.status, 'stopped');
+      assertRunStoreIntact(runDirectory, run.lastStep!);
+      assert.ok(run.lastStep === 1, `the update in flight completed its step (last step ${run.lastStep})`);
+    } finally {
+      await dc.stop();
+    }
+  });
+
+  it('a config the trainer refuses ends the session with its error, naming the field', async () => {
+    const broken = path.join(workspace, 'broken.config.ts');
+    fs.writeFileSync(broken, fs.readFileSync(config, 'utf8').replace(/\n  steps: \d+,/, '\n  steps: -1,'));
+    const session = await launch({ config: broken });
+    try {
+      const exited = (await first(session, (e) => e.event === 'exited')) as DebugProtocol.ExitedEvent;
+      await first(session, (e) => e.event === 'terminated');
+      assert.equal(exited.body.exitCode, 1);
+      const said = session.outputs.join('');
+      assert.match(said, /The trainer failed: .*broken\.config\.ts: steps: /, said);
+      assert.equal(session.events.filter((e) => e.event === 'stopped').length, 0);
+    } finally {
+      await session.dc.stop();
+    }
+  });
+
+  it('pause stops at the next turn boundary of a training run without breakpoints', async () => {
+    const session = await launch({});
+    const { dc } = session;
+    try {
+      await next(session, 'progressStart');
+      const stopped = next(session, 'stopped');
+      await dc.pauseRequest({ threadId: 0 });
+      const stop = (await stopped) as DebugProtocol.StoppedEvent;
+      assert.equal(stop.body.reason, 'pause');
+      const top = (await frames(dc, stop.body.threadId!))[0];
+      assert.match(top.name, /^(assistant \(turn \d+\)|end · )/);
+      const terminated = next(session, 'terminated');
+      await dc.continueRequest({ threadId: stop.body.threadId! });
+      await terminated;
+      assert.equal(readRun((await status(dc)).runDirectory).status, 'finished');
+    } finally {
+      await dc.stop();
+    }
+  });
+});

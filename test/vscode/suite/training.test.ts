@@ -1,0 +1,221 @@
+/**
+ * Training live inside real VS Code: Start Training and Debug Training on the tiny agent the
+ * harness put in the workspace (tiny.config.ts, a warm-started 2-layer model that calls the
+ * multihop-search example's `search` tool), the status bar and the Runs view following the
+ * run, Stop Training, and a breakpoint in the user's own tool code hit through a child Node
+ * debug session (js-debug, built into VS Code).
+ */
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import type { RolloutStudioApi } from '../../../extension/extension';
+import { RunStoreReader } from '../../../trainer/runstore';
+
+const EXTENSION_ID = 'rollout-studio.rollout-studio';
+
+async function api(): Promise<RolloutStudioApi> {
+  const extension = vscode.extensions.getExtension<RolloutStudioApi>(EXTENSION_ID)!;
+  return extension.isActive ? extension.exports : extension.activate();
+}
+
+async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface SeenStop {
+  session: vscode.DebugSession;
+  event: DebugProtocol.StoppedEvent;
+}
+
+describe('Training live in the editor', function () {
+  this.timeout(180_000);
+  const folder = () => vscode.workspace.workspaceFolders![0];
+  const workspace = () => folder().uri.fsPath;
+  const config = () => path.join(workspace(), 'tiny.config.ts');
+  const stops: SeenStop[] = [];
+  /** What the sessions printed (debug console) and the requests they were sent: shown when a test fails. */
+  const transcript: string[] = [];
+  const sessions = new Map<string, vscode.DebugSession>();
+  const ended = new Set<string>();
+  let tracker: vscode.Disposable;
+
+  function nextStop(type = 'rollout'): Promise<SeenStop> {
+    const seen = stops.length;
+    return until(`a stopped event from a ${type} session`, () => stops.slice(seen).find((s) => s.session.type === type));
+  }
+
+  before(async () => {
+    assert.ok(fs.existsSync(config()), `${config()} is missing: the harness writes it (runExtensionTests.ts)`);
+    await api();
+    tracker = vscode.Disposable.from(
+      vscode.debug.registerDebugAdapterTrackerFactory('*', {
+        createDebugAdapterTracker: (session) => ({
+          onDidSendMessage: (message: DebugProtocol.ProtocolMessage) => {
+            if (message.type === 'event' && (message as DebugProtocol.Event).event === 'stopped') stops.push({ session, event: message as DebugProtocol.StoppedEvent });
+            if (message.type === 'event' && (message as DebugProtocol.Event).event === 'output') transcript.push(`[${session.type}] ${(message as DebugProtocol.OutputEvent).body.output.trimEnd()}`);
+            if (message.type === 'request') transcript.push(`[${session.type}] reverse request ${JSON.stringify(message).slice(0, 400)}`);
+            if (message.type === 'response' && !(message as DebugProtocol.Response).success) transcript.push(`[${session.type}] failed ${JSON.stringify(message).slice(0, 400)}`);
+          },
+          onWillReceiveMessage: (message: DebugProtocol.ProtocolMessage) => {
+            if (message.type === 'request' && ['initialize', 'launch', 'attach', 'setBreakpoints', 'source'].includes((message as DebugProtocol.Request).command)) transcript.push(`[${session.type}] ← ${JSON.stringify(message).slice(0, 400)}`);
+          },
+          onError: (error: Error) => transcript.push(`[${session.type}] error ${error.message}`),
+        }),
+      }),
+      vscode.debug.onDidStartDebugSession((s) => sessions.set(s.id, s)),
+      vscode.debug.onDidTerminateDebugSession((s) => ended.add(s.id)),
+    );
+  });
+
+  after(() => tracker?.dispose());
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed' && process.env.ROLLOUT_TEST_LOG) fs.appendFileSync(process.env.ROLLOUT_TEST_LOG, `        debug sessions said:\n${transcript.map((l) => `          ${l}`).join('\n')}\n`);
+    transcript.length = 0;
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+    await vscode.debug.stopDebugging();
+    await until('every debug session to end', () => [...sessions.keys()].every((id) => ended.has(id)));
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  it('Start Training runs the config to the end; the status bar follows it live and the Runs view lists it', async () => {
+    const { panels, trainings } = await api();
+    assert.equal(await vscode.commands.executeCommand('rolloutStudio.startTraining'), true);
+    const training = await until('the training to start', () => trainings.all()[0]);
+    assert.equal(training.config, config());
+    const session = await until('its debug session', () => [...sessions.values()].find((s) => s.type === 'rollout' && !ended.has(s.id)));
+    assert.equal(session.configuration.noDebug, true, 'Start Training runs without debugging');
+
+    // The status bar shows the run while it trains, driven by the trainer's events.
+    const shown = await until('the status bar to show the live run', () => {
+      const bar = panels.statusBar();
+      return bar.live && bar.runDir === training.runDirectory && bar.text;
+    });
+    assert.match(shown, /^\$\(pulse\) step [–\d]\/2/);
+    const during = new Set<string>();
+    await until('the run to end', () => {
+      const text = panels.statusBar().text;
+      if (text) during.add(text);
+      return ended.has(session.id);
+    });
+    assert.ok([...during].some((t) => /reward -?\d\.\d{3}/.test(t)), `the status bar showed a reward: ${[...during].join(' | ')}`);
+    assert.ok([...during].some((t) => /\d+ tok\/s/.test(t)), `the status bar showed tokens per second: ${[...during].join(' | ')}`);
+
+    const run = new RunStoreReader(training.runDirectory).run();
+    assert.equal(run.status, 'finished');
+    assert.equal(run.lastStep, 2);
+    const listed = panels.refreshRuns().find((e) => e.dir === training.runDirectory);
+    assert.equal(listed?.run?.status, 'finished');
+    await until('the status bar to let the run go', () => panels.statusBar().runDir !== training.runDirectory);
+    assert.equal(trainings.all().length, 0);
+  });
+
+  it('Debug Training stops before the search tool runs; Stop Training ends the trainer and marks the run stopped', async () => {
+    const { trainings } = await api();
+    vscode.debug.addBreakpoints([new vscode.FunctionBreakpoint('search')]);
+    const stopped = nextStop();
+    assert.equal(await vscode.commands.executeCommand('rolloutStudio.debugTraining'), true);
+    const { session, event } = await stopped;
+    assert.equal(event.body.reason, 'function breakpoint');
+    assert.equal(session.configuration.noDebug, undefined);
+
+    const stack = (await session.customRequest('stackTrace', { threadId: event.body.threadId })) as DebugProtocol.StackTraceResponse['body'];
+    assert.match(stack.stackFrames[0].name, /^search\(\{"query":"Nulu"\}\) · before it runs$/);
+    assert.deepEqual(stack.stackFrames.slice(1).map((f) => f.name), ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']);
+    const transcriptUri = vscode.Uri.parse(stack.stackFrames[0].source!.path!);
+    const editor = await until('the transcript editor', () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout'), 30_000).catch(async (error: Error) => {
+      // Say what the workbench shows instead, and whether the transcript can be opened at all.
+      const tabs = vscode.window.tabGroups.all.map((g) => g.tabs.map((t) => t.label).join(', ')).join(' | ');
+      const opened = await Promise.race([vscode.workspace.openTextDocument(transcriptUri).then((d) => `opens (${d.lineCount} lines)`, (e: Error) => `fails: ${e.message}`), new Promise<string>((r) => setTimeout(() => r('does not answer in 10 s'), 10_000))]);
+      throw new Error(`${error.message}; tabs: ${tabs}; the transcript ${transcriptUri.toString()} ${opened}`);
+    });
+    assert.equal(editor.document.languageId, 'rollout-transcript');
+    assert.equal(editor.document.lineAt(stack.stackFrames[0].line - 1).text, '<tool_call>');
+
+    const first = (await session.customRequest('rolloutTraining')) as { pid: number; runDirectory: string };
+    assert.ok(alive(first.pid));
+    assert.equal(trainings.get(first.runDirectory)?.pid, first.pid);
+
+    // The toolbar's restart: this trainer stops (its run marked stopped), a new run starts and stops at the breakpoint again.
+    const again = nextStop();
+    await vscode.commands.executeCommand('workbench.action.debug.restart');
+    const restarted = await again;
+    assert.equal(restarted.event.body.reason, 'function breakpoint');
+    assert.equal(alive(first.pid), false, 'the first trainer has exited before the new one started');
+    assert.equal(new RunStoreReader(first.runDirectory).run().status, 'stopped');
+    const status = (await restarted.session.customRequest('rolloutTraining')) as { pid: number; runDirectory: string };
+    assert.notEqual(status.runDirectory, first.runDirectory);
+    assert.ok(alive(status.pid));
+
+    assert.equal(await vscode.commands.executeCommand('rolloutStudio.stopTraining'), true);
+    await until('the session to end', () => ended.has(restarted.session.id));
+    await until('the trainer process to exit', () => !alive(status.pid), 20_000);
+    assert.equal(new RunStoreReader(status.runDirectory).run().status, 'stopped');
+  });
+
+  it('debugTools: a breakpoint in the user’s own tool code (TypeScript) hits during a real rollout', async () => {
+    // A tool module of the user's: the example's search, with a line of its own to stop on.
+    const tiny = fs.readFileSync(config(), 'utf8');
+    const example = /from "([^"]+)\/rewards"/.exec(tiny)![1];
+    const toolsFile = path.join(workspace(), 'tracedTools.ts');
+    fs.writeFileSync(
+      toolsFile,
+      [
+        `import { knowledgeBase, KnowledgeBaseSearch, search } from ${JSON.stringify(`${example}/tools`)};`,
+        '',
+        'class TracedSearch extends KnowledgeBaseSearch {',
+        '  override execute(args: { query: string }) {',
+        '    const query = args.query.trim();',
+        '    return super.execute({ query });',
+        '  }',
+        '}',
+        '',
+        'export const tools = [new TracedSearch(knowledgeBase.documents, { description: search.description, topK: 3 })];',
+        '',
+      ].join('\n'),
+    );
+    const traced = path.join(workspace(), 'traced.config.ts');
+    fs.writeFileSync(traced, tiny.replace(/import \{ tools \} from "[^"]+";/, 'import { tools } from "./tracedTools";').replace(/name: "[^"]+"/, 'name: "traced"'));
+    const line = fs.readFileSync(toolsFile, 'utf8').split('\n').findIndex((l) => l.includes('args.query.trim()'));
+    vscode.debug.addBreakpoints([new vscode.SourceBreakpoint(new vscode.Location(vscode.Uri.file(toolsFile), new vscode.Position(line, 0)))]);
+
+    const stopped = nextStop('pwa-node');
+    assert.equal(await vscode.debug.startDebugging(folder(), { type: 'rollout', request: 'launch', name: 'Debug tools', config: traced, debugTools: true }), true);
+    const { session, event } = await stopped;
+    assert.equal(event.body.reason, 'breakpoint');
+    const parent = [...sessions.values()].find((s) => s.type === 'rollout' && s.name === 'Debug tools')!;
+    let root: vscode.DebugSession | undefined = session;
+    while (root?.parentSession && root.type !== 'rollout') root = root.parentSession;
+    assert.equal(root?.id, parent.id, 'the Node session is a child of the rollout session');
+
+    const stack = (await session.customRequest('stackTrace', { threadId: event.body.threadId })) as DebugProtocol.StackTraceResponse['body'];
+    const top = stack.stackFrames[0];
+    // Paths reach an extension as URIs of the remote (code-server) when they are not local.
+    const source = top.source?.path ?? '';
+    assert.equal(/^[a-z-]+:\/\//.test(source) ? vscode.Uri.parse(source).path : source, toolsFile, `stopped in ${source}`);
+    assert.equal(top.line, line + 1, 'the breakpoint bound to the TypeScript line (inline source map)');
+    const scopes = (await session.customRequest('scopes', { frameId: top.id })) as DebugProtocol.ScopesResponse['body'];
+    const locals = (await session.customRequest('variables', { variablesReference: scopes.scopes[0].variablesReference })) as DebugProtocol.VariablesResponse['body'];
+    const args = locals.variables.find((v) => v.name === 'args');
+    assert.match(args?.value ?? '', /query: 'Nulu'|Nulu/);
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+    await session.customRequest('continue', { threadId: event.body.threadId });
+  });
+});
