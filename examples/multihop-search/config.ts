@@ -1,7 +1,8 @@
 /**
  * Training config of the multi-hop search example: a supervised warm start on imperfect
  * demonstrations, then GRPO with the search tool, evaluated on held-out questions before and
- * after RL. `npm run demo` creates the model and the data, then runs this.
+ * after RL. `npm run demo` creates the model and the data, then runs this (see README.md for
+ * what it shows today).
  */
 import { defineConfig } from 'rollout-studio';
 import { rewards } from './rewards';
@@ -14,7 +15,7 @@ export default defineConfig({
   data: { train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: MultihopFields },
   tools,
   rewards,
-  sft: { data: 'data/sft.jsonl', epochs: 6, lr: 3e-3, batchSize: 16, warmupSteps: 10 },
+  sft: { data: 'data/sft.jsonl', epochs: 3, lr: 3e-3, batchSize: 8, warmupSteps: 10 },
   algorithm: { name: 'grpo', groupSize: 8, clipLow: 0.2, clipHigh: 0.28 },
   rollout: {
     promptsPerStep: 8,
@@ -24,7 +25,7 @@ export default defineConfig({
     templateKwargs: { enable_thinking: false },
   },
   optimization: { lr: 1e-4, maxGradNorm: 1, microBatchSize: 8 },
-  steps: 30,
+  steps: 12,
   seed: 1,
   evaluation: { temperature: 0 },
   output: { checkpointEvery: 10, keepCheckpoints: 2 },

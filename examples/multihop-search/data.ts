@@ -122,8 +122,18 @@ export interface DemonstrationRow {
   messages: ChatMessage[];
 }
 
-function searchTurns(queries: readonly string[]): ChatMessage[] {
-  return queries.flatMap((query): ChatMessage[] => [
+/**
+ * The query for a name: "about <name>". The word before the name keeps the name the same token
+ * as in the question and the documents (a name after a space); `{"query": "<name>"}` would start
+ * it after a quote, a different token the model would have to learn to map to.
+ */
+export const queryFor = (name: string) => `about ${name}`;
+
+/** The final reply; the space keeps the name the token it is everywhere else (see queryFor). */
+export const answerReply = (name: string) => `<answer> ${name}</answer>`;
+
+function searchTurns(names: readonly string[]): ChatMessage[] {
+  return names.map(queryFor).flatMap((query): ChatMessage[] => [
     { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: search.name, arguments: { query } } }] },
     { role: 'tool', name: search.name, content: search.format(search.search(query)) },
   ]);
@@ -166,7 +176,7 @@ export function generateDemonstrations(kb: KnowledgeBase, questions: readonly Qu
       id: `sft-${String(i).padStart(4, '0')}`,
       kind,
       questionId: question.id,
-      messages: [{ role: 'system', content: question.system }, { role: 'user', content: question.prompt }, ...turns, { role: 'assistant', content: `<answer>${answer}</answer>` }],
+      messages: [{ role: 'system', content: question.system }, { role: 'user', content: question.prompt }, ...turns, { role: 'assistant', content: answerReply(answer) }],
     };
   });
 }
@@ -181,7 +191,7 @@ export interface GenerateOptions {
   botch: number;
 }
 
-export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, train: 300, heldout: 96, sft: 240, skip: 0.2, botch: 0.2 };
+export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, train: 198, heldout: 66, sft: 600, skip: 0.55, botch: 0.15 };
 
 /** Writes the four files into `out`; returns their paths and counts. */
 export function generateDataset(options: GenerateOptions): Record<string, { file: string; rows: number }> {
@@ -189,8 +199,9 @@ export function generateDataset(options: GenerateOptions): Record<string, { file
   const people = splitPeople(kb, options.seed);
   const train = generateQuestions(kb, people.train, { seed: options.seed + 1, count: options.train, prefix: 'train' });
   const heldout = generateQuestions(kb, people.heldout, { seed: options.seed + 2, count: options.heldout, prefix: 'heldout' });
-  if (options.sft > train.length) throw new RangeError(`--sft ${options.sft}: demonstrations are made from training questions, and there are ${train.length}`);
-  const sft = generateDemonstrations(kb, train.slice(0, options.sft), { seed: options.seed + 3, skip: options.skip, botch: options.botch });
+  // More demonstrations than questions cycle through the questions, each drawn anew (correct, skip or botch).
+  const demonstrated = Array.from({ length: options.sft }, (_, i) => train[i % train.length]);
+  const sft = generateDemonstrations(kb, demonstrated, { seed: options.seed + 3, skip: options.skip, botch: options.botch });
   const files = { corpus: kb.documents, train, heldout, sft };
   return Object.fromEntries(
     Object.entries(files).map(([name, rows]) => {

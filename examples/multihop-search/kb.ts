@@ -58,59 +58,61 @@ export interface KnowledgeBaseOptions {
 }
 
 /** The knowledge base the example's search tool serves and its datasets are generated from. */
-export const KB_OPTIONS: KnowledgeBaseOptions = { seed: 20251130, countries: 8, cities: 24, organisations: 40, people: 400 };
+export const KB_OPTIONS: KnowledgeBaseOptions = { seed: 20251130, countries: 8, cities: 24, organisations: 40, people: 44 };
 
-const ONSETS = ['b', 'br', 'c', 'd', 'dr', 'f', 'g', 'gr', 'h', 'k', 'l', 'm', 'n', 'p', 'qu', 'r', 's', 'st', 't', 'tr', 'v', 'w', 'z'];
-const VOWELS = ['a', 'e', 'i', 'o', 'u', 'a', 'e', 'o', 'ai', 'ou'];
-const CODAS = ['', '', '', 'n', 'r', 'l', 's', 'th', 'nd', 'rk', 'm'];
+/*
+ * Every name is one common English word that the tiny model's tokenizer (Qwen3's, cut to 16,000
+ * merges by `npm run demo`) reads as a single token after a space. A model of three million
+ * parameters learns to copy one token from a search result into its next query within minutes
+ * of training; copying a name of three tokens needs an induction circuit it does not form in
+ * that time. The world is still fictional: the words are used as names of made-up things, and
+ * their relations are random, so no fact here can be known without searching.
+ * (test/unit/examples/multihopKnowledgeBase.test.ts checks the single-token property.)
+ */
+const PERSON_NAMES = [
+  'Adam', 'Alex', 'Andrew', 'Bill', 'Carol', 'Charles', 'Chris', 'Daniel', 'David', 'Eric', 'Frank',
+  'George', 'Greg', 'Harry', 'Jack', 'James', 'Jeff', 'John', 'Joseph', 'Louis', 'Mark', 'Martin',
+  'Mary', 'Matt', 'Michael', 'Mike', 'Nick', 'Paul', 'Peter', 'Richard', 'Robert', 'Ryan', 'Scott',
+  'Steve', 'Thomas', 'William', 'Jackson', 'Johnson', 'Jones', 'Smith', 'Williams', 'Brown', 'Jose', 'Stan',
+];
+const CITY_NAMES = [
+  'Stone', 'River', 'Valley', 'Lake', 'Hill', 'Brook', 'Field', 'Wood', 'Mount', 'Rock', 'Spring', 'Sand',
+  'Island', 'Beach', 'Coast', 'Park', 'Mill', 'Port', 'Point', 'Fort', 'Camp', 'Tree', 'Water', 'Square',
+];
+const COUNTRY_NAMES = ['North', 'South', 'East', 'West', 'Silver', 'Gold', 'Green', 'White'];
+const ORGANISATION_NAMES = [
+  'Dragon', 'Magic', 'Fire', 'Energy', 'Power', 'Ball', 'Block', 'Board', 'Book', 'Card', 'Cloud', 'Code',
+  'Core', 'Cross', 'Data', 'Digital', 'Drive', 'Engine', 'Force', 'Future', 'Global', 'Graph', 'Grid',
+  'Guard', 'Machine', 'Master', 'Matrix', 'Media', 'Model', 'Music', 'Network', 'Quest', 'Radio', 'Science',
+  'Secret', 'Smart', 'Sound', 'Space', 'Speed', 'Steel', 'Stream', 'Super', 'Vector', 'Video', 'World',
+];
 const PROFESSIONS = ['chemist', 'painter', 'engineer', 'historian', 'pilot', 'architect', 'botanist', 'composer', 'surgeon', 'cartographer'];
-const ORG_KINDS = [
-  ['Labs', 'research laboratory'],
-  ['Works', 'manufacturing company'],
-  ['Institute', 'research institute'],
-  ['Guild', 'craft guild'],
-  ['Bank', 'bank'],
-  ['Press', 'publishing house'],
-  ['Foundry', 'metal foundry'],
-  ['Observatory', 'observatory'],
-] as const;
+const ORG_KINDS = ['research laboratory', 'manufacturing company', 'research institute', 'craft guild', 'bank', 'publishing house', 'metal foundry', 'observatory'];
 const FEATURES = ['its harbour', 'its glassworks', 'its old bridges', 'its salt flats', 'its clock tower', 'its vineyards', 'its river markets', 'its libraries'];
-
-function capitalise(word: string): string {
-  return word[0].toUpperCase() + word.slice(1);
-}
 
 /** "a chemist", "an engineer". */
 function withArticle(word: string): string {
   return /^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`;
 }
 
-/** A made-up word of 2–3 syllables, never one already used. */
-function inventName(random: Random, used: Set<string>, syllables: [number, number] = [2, 3]): string {
-  for (;;) {
-    const count = syllables[0] + random.nextInt(syllables[1] - syllables[0] + 1);
-    let word = '';
-    for (let i = 0; i < count; i++) {
-      word += ONSETS[random.nextInt(ONSETS.length)] + VOWELS[random.nextInt(VOWELS.length)];
-      if (i === count - 1) word += CODAS[random.nextInt(CODAS.length)];
-    }
-    const name = capitalise(word);
-    if (!used.has(name.toLowerCase())) {
-      used.add(name.toLowerCase());
-      return name;
-    }
-  }
+/** The first `count` names of a seeded shuffle of `names`. */
+function drawNames(random: Random, names: readonly string[], count: number, what: string): string[] {
+  if (count > names.length) throw new RangeError(`${count} ${what} asked for; there are ${names.length} names for them`);
+  return random.shuffle([...names]).slice(0, count);
 }
 
 export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): KnowledgeBase {
   const random = Random.fromSeed(options.seed);
-  const used = new Set<string>();
+  const countryNames = drawNames(random, COUNTRY_NAMES, options.countries, 'countries');
+  const cityNames = drawNames(random, CITY_NAMES, options.cities, 'cities');
+  const organisationNames = drawNames(random, ORGANISATION_NAMES, options.organisations, 'organisations');
+  const personNames = drawNames(random, PERSON_NAMES, options.people, 'people');
   const pick = <T>(items: readonly T[]): T => items[random.nextInt(items.length)];
 
-  const countries: Country[] = Array.from({ length: options.countries }, (_, i) => ({ id: `country-${i}`, name: inventName(random, used, [2, 2]) + 'ia', capital: '' }));
+  const countries: Country[] = Array.from({ length: options.countries }, (_, i) => ({ id: `country-${i}`, name: countryNames[i], capital: '' }));
   const cities: City[] = Array.from({ length: options.cities }, (_, i) => ({
     id: `city-${i}`,
-    name: inventName(random, used, [2, 2]),
+    name: cityNames[i],
     // Every country gets a city first, so every country has a capital.
     country: countries[i < countries.length ? i : random.nextInt(countries.length)].id,
     feature: pick(FEATURES),
@@ -119,17 +121,16 @@ export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): 
 
   const people: Person[] = Array.from({ length: options.people }, (_, i) => ({
     id: `person-${i}`,
-    name: `${inventName(random, used, [2, 2])} ${inventName(random, used, [2, 2])}`,
+    name: personNames[i],
     profession: pick(PROFESSIONS),
     birthCity: cities[random.nextInt(cities.length)].id,
     organisation: '',
   }));
   const organisations: Organisation[] = Array.from({ length: options.organisations }, (_, i) => {
-    const [suffix, kind] = pick(ORG_KINDS);
     return {
       id: `org-${i}`,
-      name: `${inventName(random, used, [2, 2])} ${suffix}`,
-      kind,
+      name: organisationNames[i],
+      kind: pick(ORG_KINDS),
       city: cities[random.nextInt(cities.length)].id,
       founder: people[random.nextInt(people.length)].id,
       founded: 1850 + random.nextInt(170),

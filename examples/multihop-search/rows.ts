@@ -15,5 +15,5 @@ export const MultihopFields = z.object({
 export type MultihopRow = DatasetRow<z.output<typeof MultihopFields>>;
 
 export const SYSTEM_PROMPT =
-  'Answer the question with the search tool. Search for one name at a time and follow what the documents say. ' +
-  'When you know the answer, reply with <answer>the name</answer>.';
+  'Answer the question with the search tool. Search about one name at a time, as in {"query": "about Paris"}, and follow what the documents say. ' +
+  'When you know the answer, reply with <answer> the name</answer>.';

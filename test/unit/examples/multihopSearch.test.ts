@@ -8,10 +8,13 @@ import { AgentLoop, HermesFormat, tokenizeDemonstration } from '../../../trainer
 import { scoreTrajectories } from '../../../trainer/rewards';
 import { loadTools, Tool, ToolSet } from '../../../trainer/tools';
 import { buildKnowledgeBase, KB_OPTIONS } from '../../../examples/multihop-search/kb';
-import { generateDataset, generateDemonstrations, generateQuestions, QUESTION_TEMPLATES, splitPeople, type QuestionRow } from '../../../examples/multihop-search/data';
+import { answerReply, generateDataset, generateDemonstrations, generateQuestions, queryFor, QUESTION_TEMPLATES, splitPeople, type QuestionRow } from '../../../examples/multihop-search/data';
 import { MultihopFields, type MultihopRow } from '../../../examples/multihop-search/rows';
 import { rewards } from '../../../examples/multihop-search/rewards';
 import { KnowledgeBaseSearch, knowledgeBase, search, tools } from '../../../examples/multihop-search/tools';
+import { DEMO_TOKENIZER_MERGES, QWEN3_TOKENIZER } from '../../../examples/multihop-search/demo';
+import { Tokenizer } from '../../../trainer/models/tokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
 import { rolloutMultihopExample } from '../../helpers/multihopRollout';
 import { qwen3, ScriptedPolicy } from '../../helpers/scriptedPolicy';
 
@@ -27,6 +30,20 @@ describe('examples/multihop-search', () => {
     assert.notDeepEqual(buildKnowledgeBase({ ...KB_OPTIONS, seed: 7 }).documents, knowledgeBase.documents);
   });
 
+  it('names every entity with one token of the demo model\'s tokenizer, after a space as in questions, documents and queries', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'multihop-tokenizer-'));
+    try {
+      truncateBpeTokenizer(QWEN3_TOKENIZER, DEMO_TOKENIZER_MERGES, dir);
+      const tokenizer = Tokenizer.load(dir);
+      const long = [...knowledgeBase.byId.values()].map((e) => e.name).filter((name) => tokenizer.encode(` ${name}`).length !== 1);
+      assert.deepEqual(long, []);
+      // The check can fail: a made-up name is several tokens.
+      assert.ok(tokenizer.encode(' Northford').length > 1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('makes every question answerable by searching the names along its chain, each found first', () => {
     const all = generateQuestions(knowledgeBase, knowledgeBase.people, { seed: 1, count: knowledgeBase.people.length * QUESTION_TEMPLATES.length, prefix: 'all' });
     const byId = new Map(knowledgeBase.documents.map((d) => [d.id, d]));
@@ -35,7 +52,7 @@ describe('examples/multihop-search', () => {
       assert.ok(question.prompt.includes(knowledgeBase.byId.get(question.neededDocs[0])!.name), question.prompt);
       question.neededDocs.forEach((id, k) => {
         const name = knowledgeBase.byId.get(id)!.name;
-        assert.equal(search.search(name)[0].id, id, `searching "${name}" finds its own document first`);
+        assert.equal(search.search(queryFor(name))[0].id, id, `searching "${queryFor(name)}" finds its own document first`);
         const next = question.neededDocs[k + 1];
         const text = byId.get(id)!.text;
         if (next) assert.ok(text.includes(knowledgeBase.byId.get(next)!.name), `${id} leads to ${next}`);
@@ -52,8 +69,9 @@ describe('examples/multihop-search', () => {
     assert.equal(new Set([...train, ...heldout].map((p) => p.id)).size, knowledgeBase.people.length);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'multihop-'));
     try {
-      const written = generateDataset({ out: dir, seed: 1, train: 120, heldout: 40, sft: 60, skip: 0.2, botch: 0.2 });
-      assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { corpus: 472, train: 120, heldout: 40, sft: 60 });
+      // More demonstrations than training questions: they cycle through the questions.
+      const written = generateDataset({ out: dir, seed: 1, train: 120, heldout: 40, sft: 300, skip: 0.2, botch: 0.2 });
+      assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { corpus: 116, train: 120, heldout: 40, sft: 300 });
       const trainRows = loadJsonlDataset(written.train.file, { fields: MultihopFields }).rows;
       const heldoutRows = loadJsonlDataset(written.heldout.file, { fields: MultihopFields }).rows;
       const people = (rows: MultihopRow[]) => new Set(rows.map((r) => r.neededDocs[0]));
@@ -62,7 +80,7 @@ describe('examples/multihop-search', () => {
       assert.equal(trainRows[0].messages[0].role, 'system');
       // Same seed, same files.
       const again = fs.mkdtempSync(path.join(os.tmpdir(), 'multihop-'));
-      generateDataset({ out: again, seed: 1, train: 120, heldout: 40, sft: 60, skip: 0.2, botch: 0.2 });
+      generateDataset({ out: again, seed: 1, train: 120, heldout: 40, sft: 300, skip: 0.2, botch: 0.2 });
       for (const name of ['train', 'heldout', 'sft']) assert.equal(fs.readFileSync(path.join(again, `${name}.jsonl`), 'utf8'), fs.readFileSync(path.join(dir, `${name}.jsonl`), 'utf8'));
       fs.rmSync(again, { recursive: true });
     } finally {
@@ -73,7 +91,7 @@ describe('examples/multihop-search', () => {
   describe('with the real Qwen3 template and the agent loop', () => {
     let questions: QuestionRow[];
     before(() => {
-      questions = generateQuestions(knowledgeBase, splitPeople(knowledgeBase, 1).train, { seed: 2, count: 200, prefix: 'train' });
+      questions = generateQuestions(knowledgeBase, splitPeople(knowledgeBase, 1).train, { seed: 2, count: 198, prefix: 'train' });
     });
 
     it('writes demonstrations that render through the chat template, imperfect in the asked proportions', () => {
@@ -91,7 +109,8 @@ describe('examples/multihop-search', () => {
         const parsed = assistantTurns.flatMap((turn) => hermes.parse(turn)).map((c) => c.arguments);
         assert.deepEqual(parsed, written);
         const final = demo.messages.at(-1)!.content;
-        const answered = /<answer>(.*)<\/answer>/.exec(final)![1];
+        const answered = /<answer> (.*)<\/answer>/.exec(final)![1];
+        assert.equal(final, answerReply(answered));
         if (demo.kind === 'correct') {
           assert.equal(answered, question.answer);
           assert.equal(written.length, question.hops);
@@ -138,7 +157,7 @@ describe('examples/multihop-search', () => {
       const names = question.neededDocs.map((id) => knowledgeBase.byId.get(id)!.name);
       const call = (query: string) => `<tool_call>\n{"name": "search", "arguments": {"query": "${query}"}}\n</tool_call>`;
       // Searches the first name twice (the repeat earns nothing), then follows the chain.
-      const turns = [call(names[0]), call(names[0]), call(names[1]), call(names[2]), `<answer>${question.answer}</answer>`];
+      const turns = [call(queryFor(names[0])), call(queryFor(names[0])), call(queryFor(names[1])), call(queryFor(names[2])), answerReply(question.answer)];
       const policy = new ScriptedPolicy(tokenizer, (_s, turn) => turns[turn], template.endOfTurnId);
       const toolSet = new ToolSet(tools);
       const loop = new AgentLoop({ policy, template, tools: toolSet, budget: { maxTurns: 6, maxNewTokensPerTurn: 64, maxTotalTokens: 2048, maxToolResultTokens: 200 }, sampling: { temperature: 1, topK: 0, topP: 1 } });

@@ -137,7 +137,7 @@ describe('Training live in the editor', function () {
     assert.equal(session.configuration.noDebug, undefined);
 
     const stack = (await session.customRequest('stackTrace', { threadId: event.body.threadId })) as DebugProtocol.StackTraceResponse['body'];
-    assert.match(stack.stackFrames[0].name, /^search\(\{"query":"Nulu"\}\) · before it runs$/);
+    assert.match(stack.stackFrames[0].name, /^search\(\{"query":"Paul"\}\) · before it runs$/);
     assert.deepEqual(stack.stackFrames.slice(1).map((f) => f.name), ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']);
     const transcriptUri = vscode.Uri.parse(stack.stackFrames[0].source!.path!);
     const editor = await until('the transcript editor', () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout'), 30_000).catch(async (error: Error) => {
@@ -214,7 +214,7 @@ describe('Training live in the editor', function () {
     const scopes = (await session.customRequest('scopes', { frameId: top.id })) as DebugProtocol.ScopesResponse['body'];
     const locals = (await session.customRequest('variables', { variablesReference: scopes.scopes[0].variablesReference })) as DebugProtocol.VariablesResponse['body'];
     const args = locals.variables.find((v) => v.name === 'args');
-    assert.match(args?.value ?? '', /query: 'Nulu'|Nulu/);
+    assert.match(args?.value ?? '', /Paul/);
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
     await session.customRequest('continue', { threadId: event.body.threadId });
   });
