@@ -1,8 +1,7 @@
 /**
  * Training config of the multi-hop search example: a supervised warm start on imperfect
  * demonstrations, then GRPO with the search tool, evaluated on held-out questions before and
- * after RL. `npm run demo` creates the model and the data, then runs this (see README.md for
- * what it shows today).
+ * after RL. `npm run demo` creates the model and the data, then runs this (see README.md).
  */
 import { defineConfig } from 'rollout-studio';
 import { rewards } from './rewards';
