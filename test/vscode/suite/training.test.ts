@@ -97,7 +97,7 @@ describe('Training live in the editor', function () {
 
   it('Start Training runs the config to the end; the status bar follows it live and the Runs view lists it', async () => {
     const { panels, trainings } = await api();
-    assert.equal(await vscode.commands.executeCommand('rolloutStudio.startTraining'), true);
+    assert.equal(await vscode.commands.executeCommand('rolloutStudio.startTraining', vscode.Uri.file(config())), true); // named: the authoring suite leaves other configs in the workspace, and with several the command asks
     const training = await until('the training to start', () => trainings.all()[0]);
     assert.equal(training.config, config());
     const session = await until('its debug session', () => [...sessions.values()].find((s) => s.type === 'rollout' && !ended.has(s.id)));
@@ -131,7 +131,7 @@ describe('Training live in the editor', function () {
     const { trainings } = await api();
     vscode.debug.addBreakpoints([new vscode.FunctionBreakpoint('search')]);
     const stopped = nextStop();
-    assert.equal(await vscode.commands.executeCommand('rolloutStudio.debugTraining'), true);
+    assert.equal(await vscode.commands.executeCommand('rolloutStudio.debugTraining', vscode.Uri.file(config())), true);
     const { session, event } = await stopped;
     assert.equal(event.body.reason, 'function breakpoint');
     assert.equal(session.configuration.noDebug, undefined);
