@@ -4,18 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { repoRoot } from '../harness/paths';
-import { openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
-
-/** Quick Open (the palette without its ">"): type the file's path, open the match. */
-async function openFile(page: Page, relative: string): Promise<void> {
-  const input = page.locator('.quick-input-widget input');
-  await page.keyboard.press('F1');
-  await input.waitFor({ timeout: 15_000 });
-  await input.fill(relative);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(relative) }).first().waitFor({ timeout: 30_000 });
-  await page.keyboard.press('Enter');
-  await page.locator('.tab.active', { hasText: path.basename(relative) }).waitFor({ timeout: 30_000 });
-}
+import { openFile, openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
 
 /** The text of the active editor as Monaco renders it (spaces come as no-break spaces). */
 async function editorText(page: Page): Promise<string> {

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame, Page } from 'playwright-core';
 import { repoRoot, testOutputDir } from '../harness/paths';
-import { openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import { openFile, openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
 import { TINY_QUERY, writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 import { processAlive, readRun, runsOf } from '../helpers/liveTraining';
 
@@ -151,11 +151,15 @@ describe('Live training in a real VS Code', () => {
       await runCommand(page, 'View: Close All Editors');
     }));
 
-  it('Start Training: the status bar follows the run, and its panels fill with trajectories and growing charts', () =>
+  it('Start Training from the config\'s code lens: the status bar follows the run, and its panels fill with trajectories and growing charts', () =>
     explained('live-panels', async () => {
       const { page } = workbench;
       const before = runsOf(workbench.workspace).length;
-      await runCommand(page, 'Rollout Studio: Start Training');
+      // From the config's code lens, as a user who has the config open would.
+      await openFile(page, 'tiny.config.ts');
+      const lens = page.locator('.codelens-decoration a', { hasText: 'Start Training' });
+      await lens.waitFor({ timeout: 90_000 });
+      await lens.click();
       const runDir = await until('the run directory', () => runsOf(workbench.workspace).length > before && runsOf(workbench.workspace).at(-1));
 
       // The status-bar item shows the live run; clicking it opens both panels.

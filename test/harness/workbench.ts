@@ -80,6 +80,17 @@ export async function runCommand(page: Page, title: string, timeoutMs = 90_000):
   await page.keyboard.press('Enter');
 }
 
+/** Quick Open (the palette without its ">"): type the file's path, open the match. */
+export async function openFile(page: Page, relative: string): Promise<void> {
+  const input = page.locator('.quick-input-widget input');
+  await page.keyboard.press('F1');
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(relative);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(relative) }).first().waitFor({ timeout: 30_000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.tab.active', { hasText: path.basename(relative) }).waitFor({ timeout: 30_000 });
+}
+
 /** The content document of the webview panel whose title is `title`. */
 export function webviewFrame(page: Page): FrameLocator {
   return page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
