@@ -158,7 +158,10 @@ describe('Training live in the editor', function () {
 
     // The toolbar's restart: this trainer stops (its run marked stopped), a new run starts and stops at the breakpoint again.
     const again = nextStop();
-    await vscode.commands.executeCommand('workbench.action.debug.restart');
+    // With the session as its context, as the toolbar of that session passes it: without one the
+    // command acts on the focused session, and on a loaded machine VS Code has not always focused
+    // this one at the stop (it then started the launch configuration selected in the view).
+    await vscode.commands.executeCommand('workbench.action.debug.restart', undefined, { sessionId: session.id });
     const restarted = await again;
     assert.equal(restarted.event.body.reason, 'function breakpoint');
     assert.equal(alive(first.pid), false, 'the first trainer has exited before the new one started');
