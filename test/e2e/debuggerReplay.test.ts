@@ -76,8 +76,9 @@ describe('Debugger: replay a recorded run from launch.json, in a real VS Code', 
     await page.locator('.start-debug-action-item', { hasText: 'Replay the demo run' }).waitFor({ timeout: 90_000 });
 
     await addFunctionBreakpoint(page, 'search');
-    // Room for the call stack: the WATCH view is not needed here.
+    // Room for the call stack: the WATCH and BREAKPOINTS views are not needed from here on.
     await page.locator('.pane-header', { hasText: 'Watch' }).click();
+    await page.locator('.pane-header', { hasText: 'Breakpoints' }).click();
 
     // The Run view's start button runs the selected launch configuration. (The palette's
     // "Debug: Start Debugging" also matches js-debug's "…and Stop on Entry".)
@@ -88,8 +89,19 @@ describe('Debugger: replay a recorded run from launch.json, in a real VS Code', 
     const pendingCall = callStack.locator('.monaco-list-row', { hasText: 'before it runs' });
     await pendingCall.waitFor({ timeout: 90_000 });
     assert.match((await pendingCall.textContent()) ?? '', new RegExp(`search\\(\\{"query":"${query}"\\}\\) · before it runs`));
+    // The list renders only the rows in view: scroll it while a frame is below the fold.
     for (const turn of [`assistant (turn ${firstSearch.turn}) · tool_call`, 'user (turn 1)', 'system (turn 0)']) {
-      await callStack.locator('.monaco-list-row', { hasText: turn }).first().waitFor({ timeout: 15_000 });
+      const row = callStack.locator('.monaco-list-row', { hasText: turn }).first();
+      for (let tries = 0; ; tries++) {
+        try {
+          await row.waitFor({ timeout: 3000 });
+          break;
+        } catch (error) {
+          if (tries === 5) throw error;
+          await callStack.hover();
+          await page.mouse.wheel(0, 66);
+        }
+      }
     }
 
     // The editor shows the transcript at the call.
