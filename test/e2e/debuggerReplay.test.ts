@@ -3,8 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { repoRoot, testOutputDir } from '../harness/paths';
-import type { Page } from 'playwright-core';
-import { openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import { addFunctionBreakpoint, openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
 import { writeRecordedRun } from '../fixtures/recordedRun';
 import { RunStoreReader } from '../../trainer/runstore';
 
@@ -21,27 +20,6 @@ function workspaceWithRecordedRun(): string {
   };
   fs.writeFileSync(path.join(dir, '.vscode', 'launch.json'), JSON.stringify(launch, null, 2));
   return dir;
-}
-
-/**
- * Through the BREAKPOINTS view's input, as a user would. The input closes when it loses focus,
- * which a workbench still settling can cause: try again then.
- */
-async function addFunctionBreakpoint(page: Page, name: string): Promise<void> {
-  const added = page.locator('.debug-breakpoints .monaco-list-row', { hasText: name });
-  for (let attempt = 1; ; attempt++) {
-    await runCommand(page, 'Add Function Breakpoint');
-    try {
-      const input = page.locator('.debug-breakpoints input[placeholder="Function to break on"]');
-      await input.waitFor({ timeout: 10_000 });
-      await input.fill(name);
-      await input.press('Enter');
-      await added.waitFor({ timeout: 5000 });
-      return;
-    } catch (error) {
-      if (attempt === 3) throw new Error(`could not add the function breakpoint "${name}": ${error}`);
-    }
-  }
 }
 
 describe('Debugger: replay a recorded run from launch.json, in a real VS Code', () => {

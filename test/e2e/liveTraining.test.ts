@@ -8,9 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Frame, Page } from 'playwright-core';
 import { repoRoot, testOutputDir } from '../harness/paths';
-import { openFile, openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import { addFunctionBreakpoint, openFile, openWorkbench, panelFrame, runCommand, screenshot, type Workbench } from '../harness/workbench';
 import { TINY_QUERY, writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 import { processAlive, readRun, runsOf } from '../helpers/liveTraining';
 
@@ -49,40 +48,6 @@ function trainersOf(config: string): number[] {
       return [];
     }
   });
-}
-
-/** The content frame of the open webview panel whose app is `app`. */
-async function panelFrame(page: Page, app: 'trajectories' | 'metrics', timeoutMs = 60_000): Promise<Frame> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    for (const frame of page.frames()) {
-      try {
-        if (await frame.locator(`main#app.${app}`).count()) return frame;
-      } catch {
-        // a frame that went away while we looked
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`no ${app} webview appeared within ${timeoutMs} ms`);
-    await page.waitForTimeout(250);
-  }
-}
-
-/** Through the BREAKPOINTS view's input, as a user would (the input can lose focus while the workbench settles: retry). */
-async function addFunctionBreakpoint(page: Page, name: string): Promise<void> {
-  const added = page.locator('.debug-breakpoints .monaco-list-row', { hasText: name }).first();
-  for (let attempt = 1; ; attempt++) {
-    await runCommand(page, 'Add Function Breakpoint');
-    try {
-      const input = page.locator('.debug-breakpoints input[placeholder="Function to break on"]');
-      await input.waitFor({ timeout: 10_000 });
-      await input.fill(name);
-      await input.press('Enter');
-      await added.waitFor({ timeout: 5000 });
-      return;
-    } catch (error) {
-      if (attempt === 3) throw new Error(`could not add the function breakpoint "${name}": ${error}`);
-    }
-  }
 }
 
 describe('Live training in a real VS Code', () => {

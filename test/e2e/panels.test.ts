@@ -1,25 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import type { Frame, Page } from 'playwright-core';
 import { writeRecordedRun } from '../fixtures/recordedRun';
-import { openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
-
-/** The content frame of the open webview panel whose app is `app` (several panels may be open). */
-async function panelFrame(page: Page, app: 'trajectories' | 'metrics', timeoutMs = 60_000): Promise<Frame> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    for (const frame of page.frames()) {
-      try {
-        if (await frame.locator(`main#app.${app}`).count()) return frame;
-      } catch {
-        // a frame that went away while we looked
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`no ${app} webview appeared within ${timeoutMs} ms`);
-    await page.waitForTimeout(250);
-  }
-}
+import { openWorkbench, panelFrame, runCommand, screenshot, type Workbench } from '../harness/workbench';
 
 describe('Rollout Studio panels on a recorded run, in a real VS Code', () => {
   let workbench: Workbench;

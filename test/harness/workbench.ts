@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Browser, FrameLocator, Page } from 'playwright-core';
+import type { Browser, Frame, FrameLocator, Page } from 'playwright-core';
 import { launchBrowser } from './browser';
 import { codeServerBinary, createProfile, installExtension, startCodeServer, type RunningCodeServer } from './codeServer';
 import { repoRoot, testOutputDir } from './paths';
@@ -101,4 +101,38 @@ export async function screenshot(page: Page, file: string): Promise<string> {
   fs.mkdirSync(path.dirname(out), { recursive: true });
   await page.screenshot({ path: out });
   return out;
+}
+
+/** The content frame of the open webview panel whose app is `app` (several panels may be open). */
+export async function panelFrame(page: Page, app: 'trajectories' | 'metrics', timeoutMs = 60_000): Promise<Frame> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.locator(`main#app.${app}`).count()) return frame;
+      } catch {
+        // a frame that went away while we looked
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`no ${app} webview appeared within ${timeoutMs} ms`);
+    await page.waitForTimeout(250);
+  }
+}
+
+/** Through the BREAKPOINTS view's input, as a user would (the input can lose focus while the workbench settles: retry). */
+export async function addFunctionBreakpoint(page: Page, name: string): Promise<void> {
+  const added = page.locator('.debug-breakpoints .monaco-list-row', { hasText: name }).first();
+  for (let attempt = 1; ; attempt++) {
+    await runCommand(page, 'Add Function Breakpoint');
+    try {
+      const input = page.locator('.debug-breakpoints input[placeholder="Function to break on"]');
+      await input.waitFor({ timeout: 10_000 });
+      await input.fill(name);
+      await input.press('Enter');
+      await added.waitFor({ timeout: 5000 });
+      return;
+    } catch (error) {
+      if (attempt === 3) throw new Error(`could not add the function breakpoint "${name}": ${error}`);
+    }
+  }
 }
