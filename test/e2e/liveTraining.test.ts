@@ -9,7 +9,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { repoRoot, testOutputDir } from '../harness/paths';
-import { addFunctionBreakpoint, openFile, openWorkbench, panelFrame, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import { addFunctionBreakpoint, openFile, openWorkbench, readPanel, runCommand, screenshot, type Workbench } from '../harness/workbench';
 import { TINY_QUERY, writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 import { processAlive, readRun, runsOf } from '../helpers/liveTraining';
 
@@ -131,23 +131,24 @@ describe('Live training in a real VS Code', () => {
       const item = page.locator('.statusbar-item', { hasText: /step [–\d]+\/6/ });
       await item.first().waitFor({ timeout: 60_000 });
       await item.first().click();
-      const metrics = await panelFrame(page, 'metrics');
-      const reward = metrics.locator('.chart[data-group="reward"]');
-      await reward.waitFor({ timeout: 60_000 });
-      const points = async () => Number((await reward.getAttribute('data-points')) ?? 0);
+      // The reward chart's points, read afresh each time: the panel's page may be rebuilt under us.
+      const reward = '.chart[data-group="reward"]';
+      const points = () => readPanel(page, 'metrics', async (frame) => Number((await frame.locator(reward).getAttribute('data-points', { timeout: 5000 })) ?? 0), 60_000);
+      await readPanel(page, 'metrics', (frame) => frame.locator(reward).waitFor({ timeout: 60_000 }));
       const first = await until('the first point of the reward chart', async () => (await points()) >= 1 && points());
       assert.ok(first < STEPS, `the panel opened while the run was training (${first} of ${STEPS} steps shown)`);
       await until('the reward chart to grow', async () => (await points()) > first, 90_000);
 
       // Both panels opened together; a webview renders once its tab has been shown.
       await page.locator('.tab', { hasText: 'Trajectories ·' }).first().click();
-      const trajectories = await panelFrame(page, 'trajectories');
-      await trajectories.locator('#row-count', { hasText: '4 trajectories' }).waitFor({ timeout: 60_000 });
-      const rows = trajectories.locator('.vt-window .vt-row');
-      assert.ok((await rows.count()) >= 1);
-      const tools = await trajectories.locator('.vt-window .vt-row .vt-cell[data-column="toolCalls"]').allTextContents();
+      await readPanel(page, 'trajectories', (frame) => frame.locator('#row-count', { hasText: '4 trajectories' }).waitFor({ timeout: 60_000 }));
+      const { rowCount, tools, rewards } = await readPanel(page, 'trajectories', async (frame) => ({
+        rowCount: await frame.locator('.vt-window .vt-row').count(),
+        tools: await frame.locator('.vt-window .vt-row .vt-cell[data-column="toolCalls"]').allTextContents(),
+        rewards: await frame.locator('.vt-window .vt-row .vt-cell[data-column="reward"]').allTextContents(),
+      }));
+      assert.ok(rowCount >= 1);
       assert.ok(tools.some((n) => Number(n) > 0), `rows with tool calls: ${tools.join(', ')}`);
-      const rewards = await trajectories.locator('.vt-window .vt-row .vt-cell[data-column="reward"]').allTextContents();
       assert.ok(rewards.length >= 1 && rewards.every((r) => /^-?\d+\.\d+$/.test(r.trim())), `rewards: ${rewards.join(', ')}`);
       await page.waitForTimeout(300);
       console.log(`screenshot: ${await screenshot(page, 'live-panels.png')}`);

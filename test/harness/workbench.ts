@@ -136,3 +136,21 @@ export async function addFunctionBreakpoint(page: Page, name: string): Promise<v
     }
   }
 }
+
+/**
+ * Read something from a panel, finding its frame again whenever the frame goes away under the
+ * read: VS Code discards a hidden webview's page and rebuilds it when shown, and our panels
+ * reload a page that did not start in time, so a frame found a moment ago may be gone.
+ */
+export async function readPanel<T>(page: Page, app: 'trajectories' | 'metrics', read: (frame: Frame) => Promise<T>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const frame = await panelFrame(page, app, Math.max(1000, deadline - Date.now()));
+    try {
+      return await read(frame);
+    } catch (error) {
+      const gone = frame.isDetached() || /detached|Target closed|Execution context was destroyed/i.test(String(error));
+      if (!gone || Date.now() > deadline) throw error;
+    }
+  }
+}

@@ -1,0 +1,76 @@
+import { describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import type * as vscode from 'vscode';
+import { loadWebview } from '../../../extension/panels/loadWebview';
+
+/** The parts of a WebviewPanel loadWebview touches; the test says when the page speaks. */
+function fakePanel() {
+  const messageListeners = new Set<() => void>();
+  const disposeListeners = new Set<() => void>();
+  const loads: string[] = [];
+  const panel = {
+    title: 'Metrics · run',
+    visible: true,
+    webview: {
+      set html(value: string) {
+        loads.push(value);
+      },
+      onDidReceiveMessage: (listener: () => void) => (messageListeners.add(listener), { dispose: () => messageListeners.delete(listener) }),
+    },
+    onDidDispose: (listener: () => void) => (disposeListeners.add(listener), { dispose: () => disposeListeners.delete(listener) }),
+  };
+  return {
+    panel: panel as unknown as vscode.WebviewPanel,
+    state: panel,
+    loads,
+    speak: () => [...messageListeners].forEach((l) => l()),
+    dispose: () => [...disposeListeners].forEach((l) => l()),
+    listening: () => messageListeners.size,
+  };
+}
+
+describe('loadWebview', () => {
+  it('loads once and never again when the page says ready in time', (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const fake = fakePanel();
+    loadWebview(fake.panel, () => 'page', () => {});
+    t.mock.timers.tick(2000);
+    fake.speak();
+    t.mock.timers.tick(60_000);
+    assert.equal(fake.loads.length, 1);
+    assert.equal(fake.listening(), 0, 'stops listening once heard');
+  });
+
+  it('reloads a silent page with doubling patience, and gives up after the last reload', (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const fake = fakePanel();
+    const log: string[] = [];
+    loadWebview(fake.panel, () => `page ${fake.loads.length}`, (line) => log.push(line), 1000, 3);
+    const loadsAt = (ms: number) => (t.mock.timers.tick(ms), fake.loads.length);
+    assert.equal(fake.loads.length, 1);
+    assert.equal(loadsAt(999), 1);
+    assert.equal(loadsAt(1), 2); // after 1 s
+    assert.equal(loadsAt(1999), 2);
+    assert.equal(loadsAt(1), 3); // 2 s later
+    assert.equal(loadsAt(4000), 4); // 4 s later: the third and last reload
+    assert.equal(loadsAt(100_000), 4);
+    assert.match(log[0], /Metrics · run: the page did not start within 1000 ms/);
+    assert.match(log[2], /within 4000 ms/);
+  });
+
+  it('does not reload while the panel is hidden, nor after it is closed', (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const fake = fakePanel();
+    fake.state.visible = false;
+    loadWebview(fake.panel, () => 'page', () => {}, 1000, 3);
+    t.mock.timers.tick(10_000);
+    assert.equal(fake.loads.length, 1, 'a hidden webview loads when shown; no reload meanwhile');
+    fake.state.visible = true;
+    t.mock.timers.tick(1000);
+    assert.equal(fake.loads.length, 2);
+    fake.dispose();
+    t.mock.timers.tick(100_000);
+    assert.equal(fake.loads.length, 2);
+    assert.equal(fake.listening(), 0);
+  });
+});
