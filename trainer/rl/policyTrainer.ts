@@ -103,13 +103,17 @@ export class PolicyTrainer {
 
   /**
    * Per-token log-probs under the reference policy (the base model: adapters off, or the frozen
-   * copy when fully fine-tuning) and, when the model has a value head, the critic's values —
-   * for the policy's tokens of each sequence, in micro-batches.
+   * copy when fully fine-tuning), under the current policy, and, when the model has a value head,
+   * the critic's values — for the masked tokens of each sequence, in micro-batches.
    */
-  async scoreReferenceAndValues(sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask'>>, want: { reference: boolean; values: boolean }): Promise<{ reference?: Float32Array[]; values?: Float32Array[] }> {
-    const out: { reference?: Float32Array[]; values?: Float32Array[] } = {};
+  async scoreReferenceAndValues(
+    sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask'>>,
+    want: { reference: boolean; values: boolean; policy?: boolean },
+  ): Promise<{ reference?: Float32Array[]; values?: Float32Array[]; policy?: Float32Array[] }> {
+    const out: { reference?: Float32Array[]; values?: Float32Array[]; policy?: Float32Array[] } = {};
     if (want.reference) out.reference = [];
     if (want.values) out.values = [];
+    if (want.policy) out.policy = [];
     const size = this.options.microBatchSize;
     for (let start = 0; start < sequences.length; start += size) {
       const chunk = sequences.slice(start, start + size);
@@ -127,9 +131,11 @@ export class PolicyTrainer {
         const ref = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights, { frozenCopy: this.options.fullFineTuning }), ...this.model.loraScaleFeed(false) }, { logprobs: 'return' });
         out.reference!.push(...unpack(ref.logprobs.data as Float32Array));
       }
-      if (want.values) {
-        const v = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights), ...this.model.loraScaleFeed(true) }, { values: 'return' });
-        out.values!.push(...unpack(v.values.data as Float32Array));
+      if (want.values || want.policy) {
+        const outputs = { ...(want.values ? { values: 'return' as const } : {}), ...(want.policy ? { logprobs: 'return' as const } : {}) };
+        const current = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights), ...this.model.loraScaleFeed(true) }, outputs);
+        if (want.values) out.values!.push(...unpack(current.values.data as Float32Array));
+        if (want.policy) out.policy!.push(...unpack(current.logprobs.data as Float32Array));
       }
     }
     return out;

@@ -64,6 +64,12 @@ export const AlgorithmSection = z.strictObject({
     .default({ coef: 0, estimator: 'k3', mode: 'loss' }),
   entropyCoef: z.number().min(0).default(0),
   aggregation: z.enum(['token-mean', 'seq-mean-token-mean']).default('token-mean'),
+  /**
+   * Which tokens the policy loss trains on: `generated` (the default, and the right choice) only
+   * the tokens the policy sampled; `response` everything after the prompt — tool results and
+   * template text too — which is Agent-R1's "loss mask off" ablation, for comparison only.
+   */
+  lossMask: z.enum(['generated', 'response']).default('generated'),
   /** Passes over each rollout batch, and optimizer steps per pass. */
   epochs: positiveInt.default(1),
   miniBatches: positiveInt.default(1),
@@ -104,8 +110,13 @@ export const OptimizationSection = z.strictObject({
 });
 
 export const SftSection = z.strictObject({
-  /** JSONL of demonstrations: rows with `messages` (calls as assistant `tool_calls`, results as `tool` messages). */
-  data: z.string().min(1),
+  /**
+   * JSONL of demonstrations: rows with `messages` (calls as assistant `tool_calls`, results as
+   * `tool` messages). A list of files is a curriculum: trained in order, each for `epochs`
+   * passes (shuffled within itself) before the next — e.g. a skill such as reading a name back,
+   * then the task.
+   */
+  data: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
   epochs: positiveInt.default(1),
   lr: z.number().positive().default(1e-4),
   batchSize: positiveInt.default(16),

@@ -13,7 +13,7 @@ import { toRlSample } from '../rewards/placement';
 import { applyKlPenalty } from '../rl/kl';
 import type { TrainingSequence } from '../rl/batching';
 import { PolicyTrainer } from '../rl/policyTrainer';
-import { SftTrainer } from '../rl/sft';
+import { SftTrainer, type SftSequence } from '../rl/sft';
 import { AgentLoop, type Episode } from '../rollout/agentLoop';
 import { toTrajectoryRecord } from '../rollout/record';
 import type { RolloutObserver } from '../rollout/observer';
@@ -274,12 +274,10 @@ export class TrainingRun {
     if (!resuming && !this.options.resume) await this.checkpoint(0);
   }
 
-  /** Supervised warm start on the demonstrations; metrics recorded with kind `sft`. */
-  private async warmStart(): Promise<void> {
-    const sft = this.config.sft!;
-    const file = this.loaded.resolve(sft.data);
+  /** A demonstrations file as token sequences, each laid out as the agent loop would; errors name the file and line. */
+  private readDemonstrations(file: string): SftSequence[] {
     const rows = fs.readFileSync(file, 'utf8').split('\n').map((line, i) => ({ line, number: i + 1 })).filter((l) => l.line.trim());
-    const sequences = rows.map(({ line, number }) => {
+    return rows.map(({ line, number }) => {
       let value: unknown;
       try {
         value = JSON.parse(line);
@@ -291,6 +289,12 @@ export class TrainingRun {
       const tokens = tokenizeDemonstration(this.template, parsed.data.messages, { tools: this.tools.specs(), ...(this.config.rollout.templateKwargs ? { kwargs: this.config.rollout.templateKwargs } : {}), origin: `${file} line ${number}` });
       return { ids: tokens.ids, mask: Uint8Array.from(tokens.mask) };
     });
+  }
+
+  /** Supervised warm start on the demonstrations (a list of files: in order); metrics recorded with kind `sft`. */
+  private async warmStart(): Promise<void> {
+    const sft = this.config.sft!;
+    const stages = (typeof sft.data === 'string' ? [sft.data] : sft.data).map((file) => this.readDemonstrations(this.loaded.resolve(file)));
     const full = this.config.model.lora === false;
     const trainer = await SftTrainer.create(this.model, {
       adamw: { beta1: this.config.optimization.beta1, beta2: this.config.optimization.beta2, eps: this.config.optimization.eps, weightDecay: this.config.optimization.weightDecay, maxGradNorm: this.config.optimization.maxGradNorm },
@@ -298,18 +302,20 @@ export class TrainingRun {
       microBatchSize: this.config.optimization.microBatchSize,
       fullFineTuning: full,
     });
-    const stepsPerEpoch = Math.ceil(sequences.length / sft.batchSize);
-    const total = stepsPerEpoch * sft.epochs;
+    // One learning-rate schedule over the whole curriculum; step numbers run on across files and epochs.
+    const total = stages.reduce((n, sequences) => n + Math.ceil(sequences.length / sft.batchSize) * sft.epochs, 0);
     const schedule = { lr: sft.lr, warmupSteps: sft.warmupSteps, schedule: 'cosine' as const, minLrRatio: 0.1 };
     try {
-      for (let epoch = 0; epoch < sft.epochs && !this.control.stopping; epoch++) {
-        await trainer.epoch(sequences, (s) => learningRate(schedule, s, total), this.random, (s, loss) => {
-          this.progress(0, 'sft', s, total);
-          const record: MetricsRecord = { step: s, time: new Date().toISOString(), kind: 'sft', ...finiteValues({ 'loss/sft': loss, lr: learningRate(schedule, s - 1, total) }) };
-          this.writer.appendMetrics(record);
-          this.emit({ protocol: PROTOCOL_VERSION, type: 'metrics', record });
-          if (s % Math.max(1, Math.floor(total / 10)) === 0 || s === total) this.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
-        });
+      for (const sequences of stages) {
+        for (let epoch = 0; epoch < sft.epochs && !this.control.stopping; epoch++) {
+          await trainer.epoch(sequences, (s) => learningRate(schedule, s, total), this.random, (s, loss) => {
+            this.progress(0, 'sft', s, total);
+            const record: MetricsRecord = { step: s, time: new Date().toISOString(), kind: 'sft', ...finiteValues({ 'loss/sft': loss, lr: learningRate(schedule, s - 1, total) }) };
+            this.writer.appendMetrics(record);
+            this.emit({ protocol: PROTOCOL_VERSION, type: 'metrics', record });
+            if (s % Math.max(1, Math.floor(total / 10)) === 0 || s === total) this.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
+          });
+        }
       }
     } finally {
       await trainer.release();
@@ -366,9 +372,12 @@ export class TrainingRun {
     const t2 = performance.now();
 
     this.progress(step, 'update', 0, 1);
-    const sequences = trajectories.map((t) => ({ ids: t.ids, mask: Uint8Array.from(t.mask) }));
+    // The loss mask: the generated tokens, or (the ablation) every token after the prompt.
+    const wholeResponse = c.algorithm.lossMask === 'response';
+    const sequences = trajectories.map((t) => ({ ids: t.ids, mask: wholeResponse ? Uint8Array.from(t.ids, (_, k) => (k >= t.promptLength ? 1 : 0)) : Uint8Array.from(t.mask) }));
+    if (wholeResponse) samples.forEach((s, i) => (s.mask = sequences[i].mask));
     const needReference = c.algorithm.kl.coef > 0;
-    const extra = await this.trainer!.scoreReferenceAndValues(sequences, { reference: needReference, values: c.algorithm.name === 'ppo' });
+    const extra = await this.trainer!.scoreReferenceAndValues(sequences, { reference: needReference, values: c.algorithm.name === 'ppo', policy: wholeResponse });
     let klMean: number | undefined;
     if (extra.reference) {
       let sum = 0;
@@ -389,7 +398,8 @@ export class TrainingRun {
     const batch: TrainingSequence[] = trajectories.map((t, i) => ({
       ids: t.ids,
       mask: sequences[i].mask,
-      logprobs: Float32Array.from(t.logprobs),
+      // Tokens the policy did not sample have no sampling log-prob: the current policy's stands in (ratio 1 at the first pass).
+      logprobs: wholeResponse ? Float32Array.from(t.logprobs, (lp, k) => (t.mask[k] ? lp : extra.policy![i][k])) : Float32Array.from(t.logprobs),
       advantages: advantages.advantages[i],
       ...(advantages.returns ? { returns: advantages.returns[i], values: extra.values![i] } : {}),
       ...(extra.reference ? { refLogprobs: extra.reference[i] } : {}),
@@ -424,6 +434,8 @@ export class TrainingRun {
       'kl/approx_update': update.approxKl,
       'grad/norm': update.gradNorm,
       lr,
+      // Tokens the policy loss covers (the loss mask's ones): the generated tokens, or every response token in the ablation.
+      'tokens/in_loss': batch.reduce((n, s) => n + s.mask.reduce((a, m) => a + m, 0), 0),
       'throughput/rollout_tokens_per_s': generated / ((t1 - t0) / 1000),
       'throughput/update_tokens_per_s': trained / ((t3 - t2) / 1000),
       'time/rollout_s': (t1 - t0) / 1000,
