@@ -14,7 +14,8 @@ export default defineConfig({
   data: { train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: MultihopFields },
   tools,
   rewards,
-  sft: { data: 'data/sft.jsonl', epochs: 3, lr: 3e-3, batchSize: 8, warmupSteps: 10 },
+  // A curriculum: reading names back first, then the task's imperfect demonstrations (see data.ts).
+  sft: { data: ['data/reading.jsonl', 'data/sft.jsonl'], epochs: 1, lr: 1e-3, batchSize: 8, warmupSteps: 10 },
   algorithm: { name: 'grpo', groupSize: 8, clipLow: 0.2, clipHigh: 0.28 },
   rollout: {
     promptsPerStep: 8,

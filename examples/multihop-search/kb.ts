@@ -1,13 +1,15 @@
 /**
  * A fictional knowledge base, generated from a seed: countries, cities, organisations and
- * people, each described by one short document that names its relations. Every name is made up
- * from syllables, so a model cannot know the answers and has to search for them — the point of
- * the benchmark (a CPU-sized version of the multi-hop QA tasks Agent-R1 trains on).
+ * people, and one short document per fact ("The owner of Dragon is Mark."). The relations are
+ * random, so a model cannot know the answers and has to search for them — the point of the
+ * benchmark (a CPU-sized version of the multi-hop QA tasks Agent-R1 trains on).
  *
- *   person        born in a city, works for an organisation, has a profession
- *   organisation  headquartered in a city, founded in a year by a person
- *   city          lies in a country, known for something
- *   country       has a capital city
+ *   person        home (the city they come from), company (an organisation), job
+ *   organisation  location (a city), owner (a person), year (founded)
+ *   city          country
+ *
+ * Each relation is one word that the demo's tokenizer reads as one token, with or without a
+ * space before it, so every query `<relation> of <name>` has the same shape.
  */
 import { Random, type SearchDocument } from 'rollout-studio';
 
@@ -43,14 +45,17 @@ export interface KnowledgeBase {
   cities: City[];
   organisations: Organisation[];
   people: Person[];
-  /** One document per entity; its id is the entity's id. */
+  /** One document per fact; its id is `factId(entity, relation)`. */
   documents: SearchDocument[];
   /** Any entity by id. */
   byId: Map<string, Country | City | Organisation | Person>;
 }
 
 export interface KnowledgeBaseOptions {
+  /** Draws the names (which words name which entities) and the relations between them. */
   seed: number;
+  /** Redraws the relations only, keeping the names `seed` drew: another world with the same cast. */
+  relationSeed?: number;
   countries: number;
   cities: number;
   organisations: number;
@@ -58,16 +63,18 @@ export interface KnowledgeBaseOptions {
 }
 
 /** The knowledge base the example's search tool serves and its datasets are generated from. */
-export const KB_OPTIONS: KnowledgeBaseOptions = { seed: 20251130, countries: 8, cities: 24, organisations: 40, people: 44 };
+export const KB_OPTIONS: KnowledgeBaseOptions = { seed: 20251130, countries: 5, cities: 10, organisations: 10, people: 20 };
 
 /*
  * Every name is one common English word that the tiny model's tokenizer (Qwen3's, cut to 16,000
- * merges by `npm run demo`) reads as a single token after a space. A model of three million
- * parameters learns to copy one token from a search result into its next query within minutes
- * of training; copying a name of three tokens needs an induction circuit it does not form in
- * that time. The world is still fictional: the words are used as names of made-up things, and
- * their relations are random, so no fact here can be known without searching.
- * (test/unit/examples/multihopKnowledgeBase.test.ts checks the single-token property.)
+ * merges by `npm run demo`) reads as a single token after a space, and every question, query and
+ * fact puts the name it is about last: "… the company of Mark?", {"query": "company of Mark"},
+ * "The company of Mark is Dragon." So the name an agent must write next is always the most
+ * recent name it has read — a copy a model of three million parameters learns in minutes,
+ * where finding a name in the middle of a paragraph needs circuits it does not form in that
+ * time. The world is still fictional: the words are names of made-up things and their
+ * relations are random, so no fact here can be known without searching.
+ * (test/unit/examples/multihopSearch.test.ts checks the single-token property.)
  */
 const PERSON_NAMES = [
   'Adam', 'Alex', 'Andrew', 'Bill', 'Carol', 'Charles', 'Chris', 'Daniel', 'David', 'Eric', 'Frank',
@@ -88,11 +95,21 @@ const ORGANISATION_NAMES = [
 ];
 const PROFESSIONS = ['chemist', 'painter', 'engineer', 'historian', 'pilot', 'architect', 'botanist', 'composer', 'surgeon', 'cartographer'];
 const ORG_KINDS = ['research laboratory', 'manufacturing company', 'research institute', 'craft guild', 'bank', 'publishing house', 'metal foundry', 'observatory'];
-const FEATURES = ['its harbour', 'its glassworks', 'its old bridges', 'its salt flats', 'its clock tower', 'its vineyards', 'its river markets', 'its libraries'];
+const FEATURES = ['a harbour', 'a glassworks', 'an old bridge', 'a salt flat', 'a clock tower', 'a vineyard', 'a river market', 'a library'];
 
-/** "a chemist", "an engineer". */
-function withArticle(word: string): string {
-  return /^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`;
+/** The relations a fact document can state, as the words its sentence and a query use. */
+export const RELATIONS = ['home', 'company', 'job', 'location', 'owner', 'year', 'country'] as const;
+export type Relation = (typeof RELATIONS)[number];
+
+/** The id of the document stating `relation` of the entity `id`: `person-3/home`. */
+export const factId = (id: string, relation: Relation) => `${id}/${relation}`;
+
+/**
+ * One fact, one document: "The company of Mark is Dragon." The value comes last, so the name a
+ * search brings up is always the last word of its result (see the note on names below).
+ */
+function fact(entity: { id: string; name: string }, relation: Relation, value: string): SearchDocument {
+  return { id: factId(entity.id, relation), title: entity.name, text: `The ${relation} of ${entity.name} is ${value}.` };
 }
 
 /** The first `count` names of a seeded shuffle of `names`. */
@@ -102,11 +119,12 @@ function drawNames(random: Random, names: readonly string[], count: number, what
 }
 
 export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): KnowledgeBase {
-  const random = Random.fromSeed(options.seed);
+  let random = Random.fromSeed(options.seed);
   const countryNames = drawNames(random, COUNTRY_NAMES, options.countries, 'countries');
   const cityNames = drawNames(random, CITY_NAMES, options.cities, 'cities');
   const organisationNames = drawNames(random, ORGANISATION_NAMES, options.organisations, 'organisations');
   const personNames = drawNames(random, PERSON_NAMES, options.people, 'people');
+  if (options.relationSeed !== undefined) random = Random.fromSeed(options.relationSeed);
   const pick = <T>(items: readonly T[]): T => items[random.nextInt(items.length)];
 
   const countries: Country[] = Array.from({ length: options.countries }, (_, i) => ({ id: `country-${i}`, name: countryNames[i], capital: '' }));
@@ -141,18 +159,9 @@ export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): 
   const byId = new Map<string, Country | City | Organisation | Person>([...countries, ...cities, ...organisations, ...people].map((e) => [e.id, e]));
   const name = (id: string) => byId.get(id)!.name;
   const documents: SearchDocument[] = [
-    ...people.map((p) => ({
-      id: p.id,
-      title: p.name,
-      text: `${p.name} is ${withArticle(p.profession)} born in ${name(p.birthCity)}. ${p.name} works for ${name(p.organisation)}.`,
-    })),
-    ...organisations.map((o) => ({
-      id: o.id,
-      title: o.name,
-      text: `${o.name} is ${withArticle(o.kind)} headquartered in ${name(o.city)}. It was founded in ${o.founded} by ${name(o.founder)}.`,
-    })),
-    ...cities.map((c) => ({ id: c.id, title: c.name, text: `${c.name} is a city in ${name(c.country)}, known for ${c.feature}.` })),
-    ...countries.map((c) => ({ id: c.id, title: c.name, text: `${c.name} is a country whose capital is ${name(c.capital)}.` })),
+    ...people.flatMap((p) => [fact(p, 'home', name(p.birthCity)), fact(p, 'company', name(p.organisation)), fact(p, 'job', p.profession)]),
+    ...organisations.flatMap((o) => [fact(o, 'location', name(o.city)), fact(o, 'owner', name(o.founder)), fact(o, 'year', String(o.founded))]),
+    ...cities.map((c) => fact(c, 'country', name(c.country))),
   ];
   return { countries, cities, organisations, people, documents, byId };
 }

@@ -15,5 +15,5 @@ export const MultihopFields = z.object({
 export type MultihopRow = DatasetRow<z.output<typeof MultihopFields>>;
 
 export const SYSTEM_PROMPT =
-  'Answer the question with the search tool. Search about one name at a time, as in {"query": "about Paris"}, and follow what the documents say. ' +
+  'Answer the question with the search tool. Search one fact at a time, as in {"query": "capital of France"}, starting from the last name in the question, and follow what the facts say. ' +
   'When you know the answer, reply with <answer> the name</answer>.';

@@ -198,10 +198,10 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
       assert.equal(event.body.reason, 'step');
       assert.equal(event.body.threadId, threadId);
       let top = (await frames(dc, threadId))[0];
-      assert.match(top.name, /^search\(\{"query":"Paul"\}\) → \d+ ms$/);
+      assert.match(top.name, /^search\(\{"query":"William"\}\) → \d+ ms$/);
       const result = await scopeVariables(dc, top.id, 'Tool call');
       assert.equal(result.get('state')?.value, '"done"');
-      assert.match(result.get('observation')?.value ?? '', /Paul/);
+      assert.match(result.get('observation')?.value ?? '', /William/);
 
       // Next: the trajectory's next turn.
       event = await resume(session, 'next', threadId);

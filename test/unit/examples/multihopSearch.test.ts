@@ -7,11 +7,22 @@ import { loadJsonlDataset } from '../../../trainer/data';
 import { AgentLoop, HermesFormat, tokenizeDemonstration } from '../../../trainer/rollout';
 import { scoreTrajectories } from '../../../trainer/rewards';
 import { loadTools, Tool, ToolSet } from '../../../trainer/tools';
-import { buildKnowledgeBase, KB_OPTIONS } from '../../../examples/multihop-search/kb';
-import { answerReply, generateDataset, generateDemonstrations, generateQuestions, queryFor, QUESTION_TEMPLATES, splitPeople, type QuestionRow } from '../../../examples/multihop-search/data';
+import { buildKnowledgeBase, KB_OPTIONS, RELATIONS, type Relation } from '../../../examples/multihop-search/kb';
+import {
+  answerReply,
+  generateDataset,
+  generateDemonstrations,
+  generateQuestions,
+  generateReadingDemonstrations,
+  generateWorldDemonstrations,
+  queryFor,
+  QUESTION_TEMPLATES,
+  splitPeople,
+  type QuestionRow,
+} from '../../../examples/multihop-search/data';
 import { MultihopFields, type MultihopRow } from '../../../examples/multihop-search/rows';
 import { rewards } from '../../../examples/multihop-search/rewards';
-import { KnowledgeBaseSearch, knowledgeBase, search, tools } from '../../../examples/multihop-search/tools';
+import { KnowledgeBaseSearch, knowledgeBase, search, searchOver, tools } from '../../../examples/multihop-search/tools';
 import { DEMO_TOKENIZER_MERGES, QWEN3_TOKENIZER } from '../../../examples/multihop-search/demo';
 import { Tokenizer } from '../../../trainer/models/tokenizer';
 import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
@@ -26,8 +37,13 @@ describe('examples/multihop-search', () => {
     assert.deepEqual(again.documents, knowledgeBase.documents);
     const names = [...knowledgeBase.byId.values()].map((e) => e.name.toLowerCase());
     assert.equal(new Set(names).size, names.length);
-    assert.equal(knowledgeBase.documents.length, KB_OPTIONS.countries + KB_OPTIONS.cities + KB_OPTIONS.organisations + KB_OPTIONS.people);
+    // One document per fact: three per person and organisation, one per city.
+    assert.equal(knowledgeBase.documents.length, 3 * KB_OPTIONS.people + 3 * KB_OPTIONS.organisations + KB_OPTIONS.cities);
     assert.notDeepEqual(buildKnowledgeBase({ ...KB_OPTIONS, seed: 7 }).documents, knowledgeBase.documents);
+    // Another relation seed: the same cast of names, related differently.
+    const world = buildKnowledgeBase({ ...KB_OPTIONS, relationSeed: 7 });
+    assert.deepEqual([...world.byId.values()].map((e) => e.name), [...knowledgeBase.byId.values()].map((e) => e.name));
+    assert.notDeepEqual(world.documents.map((d) => d.text), knowledgeBase.documents.map((d) => d.text));
   });
 
   it('names every entity with one token of the demo model\'s tokenizer, after a space as in questions, documents and queries', () => {
@@ -46,17 +62,19 @@ describe('examples/multihop-search', () => {
 
   it('makes every question answerable by searching the names along its chain, each found first', () => {
     const all = generateQuestions(knowledgeBase, knowledgeBase.people, { seed: 1, count: knowledgeBase.people.length * QUESTION_TEMPLATES.length, prefix: 'all' });
-    const byId = new Map(knowledgeBase.documents.map((d) => [d.id, d]));
     const hops = new Map<number, number>();
     for (const question of all) {
-      assert.ok(question.prompt.includes(knowledgeBase.byId.get(question.neededDocs[0])!.name), question.prompt);
+      const [first] = question.neededDocs.map(hopOf);
+      assert.ok(question.prompt.endsWith(` ${knowledgeBase.byId.get(first.entity)!.name}?`), `the question ends with its person: ${question.prompt}`);
       question.neededDocs.forEach((id, k) => {
-        const name = knowledgeBase.byId.get(id)!.name;
-        assert.equal(search.search(queryFor(name))[0].id, id, `searching "${queryFor(name)}" finds its own document first`);
+        const { entity, relation } = hopOf(id);
+        const query = queryFor(relation, knowledgeBase.byId.get(entity)!.name);
+        const [hit] = search.search(query);
+        assert.equal(hit.id, id, `searching "${query}" finds its own fact first`);
+        // What the search returns ends with the next name to look up, or the answer.
         const next = question.neededDocs[k + 1];
-        const text = byId.get(id)!.text;
-        if (next) assert.ok(text.includes(knowledgeBase.byId.get(next)!.name), `${id} leads to ${next}`);
-        else assert.ok(text.includes(question.answer), `${id} holds the answer ${question.answer}`);
+        const last = /(\S+)\.$/.exec(search.format([hit]))![1];
+        assert.equal(last, next ? knowledgeBase.byId.get(hopOf(next).entity)!.name : question.answer, `${id} leads on`);
       });
       hops.set(question.hops, (hops.get(question.hops) ?? 0) + 1);
     }
@@ -70,18 +88,18 @@ describe('examples/multihop-search', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'multihop-'));
     try {
       // More demonstrations than training questions: they cycle through the questions.
-      const written = generateDataset({ out: dir, seed: 1, train: 120, heldout: 40, sft: 300, skip: 0.2, botch: 0.2 });
-      assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { corpus: 116, train: 120, heldout: 40, sft: 300 });
+      const written = generateDataset({ out: dir, seed: 1, train: 60, heldout: 20, sft: 300, reading: 50, skip: 0.2, botch: 0.2 });
+      assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { corpus: 100, train: 60, heldout: 20, reading: 50, sft: 300 });
       const trainRows = loadJsonlDataset(written.train.file, { fields: MultihopFields }).rows;
       const heldoutRows = loadJsonlDataset(written.heldout.file, { fields: MultihopFields }).rows;
-      const people = (rows: MultihopRow[]) => new Set(rows.map((r) => r.neededDocs[0]));
+      const people = (rows: MultihopRow[]) => new Set(rows.map((r) => hopOf(r.neededDocs[0]).entity));
       const overlap = [...people(trainRows)].filter((p) => people(heldoutRows).has(p));
       assert.deepEqual(overlap, []);
       assert.equal(trainRows[0].messages[0].role, 'system');
       // Same seed, same files.
       const again = fs.mkdtempSync(path.join(os.tmpdir(), 'multihop-'));
-      generateDataset({ out: again, seed: 1, train: 120, heldout: 40, sft: 300, skip: 0.2, botch: 0.2 });
-      for (const name of ['train', 'heldout', 'sft']) assert.equal(fs.readFileSync(path.join(again, `${name}.jsonl`), 'utf8'), fs.readFileSync(path.join(dir, `${name}.jsonl`), 'utf8'));
+      generateDataset({ out: again, seed: 1, train: 60, heldout: 20, sft: 300, reading: 50, skip: 0.2, botch: 0.2 });
+      for (const name of ['train', 'heldout', 'reading', 'sft']) assert.equal(fs.readFileSync(path.join(again, `${name}.jsonl`), 'utf8'), fs.readFileSync(path.join(dir, `${name}.jsonl`), 'utf8'));
       fs.rmSync(again, { recursive: true });
     } finally {
       fs.rmSync(dir, { recursive: true });
@@ -91,13 +109,13 @@ describe('examples/multihop-search', () => {
   describe('with the real Qwen3 template and the agent loop', () => {
     let questions: QuestionRow[];
     before(() => {
-      questions = generateQuestions(knowledgeBase, splitPeople(knowledgeBase, 1).train, { seed: 2, count: 198, prefix: 'train' });
+      questions = generateQuestions(knowledgeBase, splitPeople(knowledgeBase, 1).train, { seed: 2, count: 90, prefix: 'train' });
     });
 
     it('writes demonstrations that render through the chat template, imperfect in the asked proportions', () => {
       const { template } = qwen3();
       const demos = generateDemonstrations(knowledgeBase, questions, { seed: 3, skip: 0.2, botch: 0.25 });
-      const counts = { correct: 0, skip: 0, botch: 0 };
+      const counts = { correct: 0, skip: 0, botch: 0, reading: 0 };
       const hermes = new HermesFormat();
       demos.forEach((demo, i) => {
         counts[demo.kind]++;
@@ -154,10 +172,10 @@ describe('examples/multihop-search', () => {
     it('rolls out a demonstrated search path to exact match 1 with one process reward per newly found document', async () => {
       const { tokenizer, template } = qwen3();
       const question = questions.find((q) => q.hops === 3)!;
-      const names = question.neededDocs.map((id) => knowledgeBase.byId.get(id)!.name);
+      const queries = question.neededDocs.map(hopOf).map((h) => queryFor(h.relation, knowledgeBase.byId.get(h.entity)!.name));
       const call = (query: string) => `<tool_call>\n{"name": "search", "arguments": {"query": "${query}"}}\n</tool_call>`;
-      // Searches the first name twice (the repeat earns nothing), then follows the chain.
-      const turns = [call(queryFor(names[0])), call(queryFor(names[0])), call(queryFor(names[1])), call(queryFor(names[2])), answerReply(question.answer)];
+      // Searches the first fact twice (the repeat earns nothing), then follows the chain.
+      const turns = [call(queries[0]), call(queries[0]), call(queries[1]), call(queries[2]), answerReply(question.answer)];
       const policy = new ScriptedPolicy(tokenizer, (_s, turn) => turns[turn], template.endOfTurnId);
       const toolSet = new ToolSet(tools);
       const loop = new AgentLoop({ policy, template, tools: toolSet, budget: { maxTurns: 6, maxNewTokensPerTurn: 64, maxTotalTokens: 2048, maxToolResultTokens: 200 }, sampling: { temperature: 1, topK: 0, topP: 1 } });
@@ -182,8 +200,8 @@ describe('examples/multihop-search', () => {
       (sequence, turn) => {
         const question = questions[sequence >> 1];
         if (sequence % 2 === 1) return '<answer>Nowhere</answer>';
-        const names = question.neededDocs.map((id) => knowledgeBase.byId.get(id)!.name);
-        return turn < names.length ? `<tool_call>\n{"name": "search", "arguments": {"query": "${names[turn]}"}}\n</tool_call>` : `<answer>${question.answer}</answer>`;
+        const queries = question.neededDocs.map(hopOf).map((h) => queryFor(h.relation, knowledgeBase.byId.get(h.entity)!.name));
+        return turn < queries.length ? `<tool_call>\n{"name": "search", "arguments": {"query": "${queries[turn]}"}}\n</tool_call>` : `<answer>${question.answer}</answer>`;
       },
       template.endOfTurnId,
     );
@@ -205,6 +223,42 @@ describe('examples/multihop-search', () => {
     });
   });
 
+  it('draws each task demonstration from a world of its own, with what that world\'s search returns', () => {
+    const demos = generateWorldDemonstrations(40, { seed: 5, skip: 0, botch: 0 });
+    assert.equal(new Set(demos.map((d) => d.messages[1].content)).size > 30, true, 'questions vary');
+    let differ = 0;
+    for (const demo of demos) {
+      const calls = demo.messages.flatMap((m) => (m.role === 'assistant' && m.tool_calls ? [String((m.tool_calls[0].function.arguments as { query: string }).query)] : []));
+      const results = demo.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+      assert.equal(calls.length, results.length);
+      assert.ok(calls.length >= 1 && calls.length <= 3);
+      // Each result ends with the name the next query (or the answer) uses.
+      results.forEach((result, k) => {
+        const last = /(\S+)\.$/.exec(result)![1];
+        const next = k + 1 < calls.length ? calls[k + 1] : demo.messages.at(-1)!.content;
+        assert.ok(next.endsWith(` ${last}`) || next === answerReply(last), `${result} → ${next}`);
+      });
+      // The world is not the one RL trains in: the real knowledge base's search answers the same query otherwise (for most).
+      if (search.format(search.search(calls[0])) !== results[0]) differ++;
+    }
+    assert.ok(differ > 30, `${differ} of 40 first results differ from the real world's`);
+    // searchOver serves any world the same way the example's tool does.
+    assert.equal(searchOver(knowledgeBase).format(searchOver(knowledgeBase).search('company of Paul')), search.format(search.search('company of Paul')));
+  });
+
+  it('writes reading demonstrations that answer with the name the question ends with, every name one token after a space', () => {
+    const reading = generateReadingDemonstrations(200, { seed: 1 });
+    const names = new Set([...knowledgeBase.byId.values()].map((e) => e.name));
+    const seen = new Set<string>();
+    for (const demo of reading) {
+      const name = /^Who is (\S+)\?$/.exec(demo.messages[1].content)![1];
+      assert.ok(names.has(name));
+      assert.equal(demo.messages[2].content, answerReply(name));
+      seen.add(name);
+    }
+    assert.ok(seen.size > names.size * 0.9, `${seen.size} of ${names.size} names read`);
+  });
+
   it("loads its tools through the trainer's loader, as a user's workspace would", async () => {
     const loaded = await loadTools(path.join(EXAMPLE, 'tools.ts'));
     assert.equal(loaded.length, 1);
@@ -224,4 +278,12 @@ function loadRows(questions: QuestionRow[]): MultihopRow[] {
   } finally {
     fs.rmSync(dir, { recursive: true });
   }
+}
+
+/** A needed document's id as the entity and the relation it states: `person-3/company`. */
+function hopOf(id: string): { entity: string; relation: Relation } {
+  const cut = id.lastIndexOf('/');
+  const relation = id.slice(cut + 1) as Relation;
+  assert.ok(cut > 0 && RELATIONS.includes(relation), `a fact id: ${id}`);
+  return { entity: id.slice(0, cut), relation };
 }

@@ -137,7 +137,7 @@ describe('Training live in the editor', function () {
     assert.equal(session.configuration.noDebug, undefined);
 
     const stack = (await session.customRequest('stackTrace', { threadId: event.body.threadId })) as DebugProtocol.StackTraceResponse['body'];
-    assert.match(stack.stackFrames[0].name, /^search\(\{"query":"Paul"\}\) · before it runs$/);
+    assert.match(stack.stackFrames[0].name, /^search\(\{"query":"William"\}\) · before it runs$/);
     assert.deepEqual(stack.stackFrames.slice(1).map((f) => f.name), ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']);
     const transcriptUri = vscode.Uri.parse(stack.stackFrames[0].source!.path!);
     // VS Code opens the top frame's source at a stop, usually within a second; on a loaded CI
@@ -220,7 +220,7 @@ describe('Training live in the editor', function () {
     const scopes = (await session.customRequest('scopes', { frameId: top.id })) as DebugProtocol.ScopesResponse['body'];
     const locals = (await session.customRequest('variables', { variablesReference: scopes.scopes[0].variablesReference })) as DebugProtocol.VariablesResponse['body'];
     const args = locals.variables.find((v) => v.name === 'args');
-    assert.match(args?.value ?? '', /Paul/);
+    assert.match(args?.value ?? '', /William/);
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
     await session.customRequest('continue', { threadId: event.body.threadId });
   });
