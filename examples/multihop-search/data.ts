@@ -182,9 +182,9 @@ function wrongAnswer(kb: KnowledgeBase, kind: AnswerKind, right: string, random:
 export function generateDemonstrations(
   kb: KnowledgeBase,
   questions: readonly QuestionRow[],
-  options: { seed: number; skip: number; botch: number; tool?: KnowledgeBaseSearch; idOffset?: number },
+  options: { seed: number; skip: number; botch: number; idOffset?: number },
 ): DemonstrationRow[] {
-  const tool = options.tool ?? (kb === knowledgeBase ? search : searchOver(kb));
+  const tool = kb === knowledgeBase ? search : searchOver(kb);
   if (options.skip < 0 || options.botch < 0 || options.skip + options.botch > 1) throw new RangeError('skip and botch are fractions that add up to at most 1');
   const random = Random.fromSeed(options.seed);
   const templates = new Map(QUESTION_TEMPLATES.map((t) => [t.type, t]));
@@ -271,7 +271,7 @@ export interface GenerateOptions {
 
 export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, train: 90, heldout: 30, sft: 8000, reading: 2400, skip: 0.55, botch: 0.15 };
 
-/** Writes the four files into `out`; returns their paths and counts. */
+/** Writes the five files into `out`; returns their paths and counts. */
 export function generateDataset(options: GenerateOptions): Record<string, { file: string; rows: number }> {
   const kb = knowledgeBase;
   const people = splitPeople(kb, options.seed);

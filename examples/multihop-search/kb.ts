@@ -95,7 +95,7 @@ const ORGANISATION_NAMES = [
 ];
 const PROFESSIONS = ['chemist', 'painter', 'engineer', 'historian', 'pilot', 'architect', 'botanist', 'composer', 'surgeon', 'cartographer'];
 const ORG_KINDS = ['research laboratory', 'manufacturing company', 'research institute', 'craft guild', 'bank', 'publishing house', 'metal foundry', 'observatory'];
-const FEATURES = ['a harbour', 'a glassworks', 'an old bridge', 'a salt flat', 'a clock tower', 'a vineyard', 'a river market', 'a library'];
+const FEATURES = ['its harbour', 'its glassworks', 'its old bridges', 'its salt flats', 'its clock tower', 'its vineyards', 'its river markets', 'its libraries'];
 
 /** The relations a fact document can state, as the words its sentence and a query use. */
 export const RELATIONS = ['home', 'company', 'job', 'location', 'owner', 'year', 'country'] as const;
@@ -127,6 +127,8 @@ export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): 
   if (options.relationSeed !== undefined) random = Random.fromSeed(options.relationSeed);
   const pick = <T>(items: readonly T[]): T => items[random.nextInt(items.length)];
 
+  // A city's feature, an organisation's kind and a country's capital are still drawn (so a seed
+  // keeps giving the same world) but no fact states them: they are not part of any question.
   const countries: Country[] = Array.from({ length: options.countries }, (_, i) => ({ id: `country-${i}`, name: countryNames[i], capital: '' }));
   const cities: City[] = Array.from({ length: options.cities }, (_, i) => ({
     id: `city-${i}`,

@@ -1,8 +1,8 @@
 /**
  * The `search` tool of the multi-hop example: the built-in BM25 search over the generated
- * knowledge base (one fact per document; a result is the fact's sentence), plus a process reward — a search earns credit when it brings up a document
- * the question needs that no earlier search of the trajectory had found (so repeating a good
- * search earns nothing).
+ * knowledge base (one fact per document; a result is the fact's sentence), plus a process
+ * reward — a search earns credit when it brings up a document the question needs that no
+ * earlier search of the trajectory had found (so repeating a good search earns nothing).
  */
 import { SearchTool, type RewardContext, type SearchData, type SearchHit, type ToolCallOutcome } from 'rollout-studio';
 import { buildKnowledgeBase, type KnowledgeBase } from './kb';

@@ -9,15 +9,12 @@ import type * as vscode from 'vscode';
  * machine, a trainer loading its model beside it) is not reloaded again and again.
  */
 export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log: (line: string) => void, firstWaitMs = 3000, reloads = 4): void {
-  let heard = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const listener = panel.webview.onDidReceiveMessage(() => {
-    heard = true;
-    stop();
-  });
+  // The first message means the page runs: no more checks.
+  const listener = panel.webview.onDidReceiveMessage(() => stop());
   const check = (waitMs: number, left: number) => {
     timer = setTimeout(() => {
-      if (heard || left === 0) return stop();
+      if (left === 0) return stop();
       // A hidden webview does not load until it is shown: look again later, same patience.
       if (!panel.visible) return check(waitMs, left);
       log(`${panel.title}: the page did not start within ${waitMs} ms; loading it again`);
