@@ -7,6 +7,7 @@ import { loadWebview } from '../../../extension/panels/loadWebview';
 function fakePanel() {
   const messageListeners = new Set<() => void>();
   const disposeListeners = new Set<() => void>();
+  const viewStateListeners = new Set<(e: { webviewPanel: { visible: boolean } }) => void>();
   const loads: string[] = [];
   const panel = {
     title: 'Metrics · run',
@@ -18,6 +19,7 @@ function fakePanel() {
       onDidReceiveMessage: (listener: () => void) => (messageListeners.add(listener), { dispose: () => messageListeners.delete(listener) }),
     },
     onDidDispose: (listener: () => void) => (disposeListeners.add(listener), { dispose: () => disposeListeners.delete(listener) }),
+    onDidChangeViewState: (listener: (e: { webviewPanel: { visible: boolean } }) => void) => (viewStateListeners.add(listener), { dispose: () => viewStateListeners.delete(listener) }),
   };
   return {
     panel: panel as unknown as vscode.WebviewPanel,
@@ -25,7 +27,11 @@ function fakePanel() {
     loads,
     speak: () => [...messageListeners].forEach((l) => l()),
     dispose: () => [...disposeListeners].forEach((l) => l()),
-    listening: () => messageListeners.size,
+    listening: () => messageListeners.size + viewStateListeners.size,
+    show: () => {
+      panel.visible = true;
+      [...viewStateListeners].forEach((l) => l({ webviewPanel: panel }));
+    },
   };
 }
 
@@ -41,32 +47,39 @@ describe('loadWebview', () => {
     assert.equal(fake.listening(), 0, 'stops listening once heard');
   });
 
-  it('reloads a silent page with doubling patience, and gives up after the last reload', (t) => {
+  it('reloads a silent page with doubling patience, then at the capped pace for as long as it stays silent', (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const fake = fakePanel();
     const log: string[] = [];
-    loadWebview(fake.panel, () => `page ${fake.loads.length}`, (line) => log.push(line), 1000, 3);
+    loadWebview(fake.panel, () => `page ${fake.loads.length}`, (line) => log.push(line), 1000, 4000);
     const loadsAt = (ms: number) => (t.mock.timers.tick(ms), fake.loads.length);
     assert.equal(fake.loads.length, 1);
     assert.equal(loadsAt(999), 1);
     assert.equal(loadsAt(1), 2); // after 1 s
     assert.equal(loadsAt(1999), 2);
     assert.equal(loadsAt(1), 3); // 2 s later
-    assert.equal(loadsAt(4000), 4); // 4 s later: the third and last reload
-    assert.equal(loadsAt(100_000), 4);
+    assert.equal(loadsAt(4000), 4); // 4 s later: the cap
+    assert.equal(loadsAt(4000), 5); // and at the cap from then on
+    for (let k = 0; k < 10; k++) loadsAt(4000);
+    assert.equal(fake.loads.length, 15);
     assert.match(log[0], /Metrics · run: the page did not start within 1000 ms/);
     assert.match(log[2], /within 4000 ms/);
+    fake.speak();
+    for (let k = 0; k < 10; k++) loadsAt(4000);
+    assert.equal(fake.loads.length, 15, 'a page that speaks is left alone');
   });
 
-  it('does not reload while the panel is hidden, nor after it is closed', (t) => {
+  it('does not reload while the panel is hidden, checks soon after it is shown, and stops when it is closed', (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const fake = fakePanel();
     fake.state.visible = false;
-    loadWebview(fake.panel, () => 'page', () => {}, 1000, 3);
+    loadWebview(fake.panel, () => 'page', () => {}, 1000, 4000);
     t.mock.timers.tick(10_000);
     assert.equal(fake.loads.length, 1, 'a hidden webview loads when shown; no reload meanwhile');
-    fake.state.visible = true;
-    t.mock.timers.tick(1000);
+    fake.show();
+    t.mock.timers.tick(999);
+    assert.equal(fake.loads.length, 1, 'shown: the page gets the first patience again');
+    t.mock.timers.tick(1);
     assert.equal(fake.loads.length, 2);
     fake.dispose();
     t.mock.timers.tick(100_000);
