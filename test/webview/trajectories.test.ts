@@ -8,7 +8,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { RunDirectorySource } from '../../extension/panels/source/runDirectorySource';
 import { TrajectoriesController } from '../../extension/panels/trajectoriesController';
 import { RunStoreReader, RunStoreWriter } from '../../trainer/runstore';
@@ -43,6 +43,21 @@ async function open(dir: string, options: { state?: TrajectoriesPanelState; step
   return { app, source, controller, page: app.page };
 }
 
+/**
+ * The step box's value once it has settled on `expected` (or what it shows after 2 s): the
+ * toolkit's text field renders its value a frame after the rows it belongs to.
+ */
+async function stepShown(page: Page, expected: string): Promise<string> {
+  const input = page.locator('#step input');
+  const deadline = Date.now() + 2000;
+  let value = await input.inputValue();
+  while (value !== expected && Date.now() < deadline) {
+    await page.waitForTimeout(50);
+    value = await input.inputValue();
+  }
+  return value;
+}
+
 function assertClean(app: WebviewApp): void {
   assert.deepEqual(app.violations, [], 'no CSP violations and no network');
   assert.deepEqual(app.consoleErrors, [], 'no console errors');
@@ -65,7 +80,7 @@ describe('Trajectories webview', () => {
     const dir = recordedRun({ steps: 3, batch: 24 });
     const { app, page, source } = await open(dir);
     await page.locator('#row-count', { hasText: '24 trajectories' }).waitFor();
-    assert.equal(await page.locator('#step input').inputValue(), '3');
+    assert.equal(await stepShown(page, '3'), '3');
     assert.equal(await page.locator('#run-title').textContent(), 'Trajectories · multihop-search (recorded fixture)');
     assert.equal(await page.locator('.vt').getAttribute('aria-rowcount'), '24');
     const rows = source.rows(3);
@@ -208,21 +223,21 @@ describe('Trajectories webview', () => {
     writer.appendTrajectories(3, [buildTrajectory(3, 0, 4, rng), buildTrajectory(3, 1, 4, rng)]);
     source.refresh();
     await page.locator('#row-count', { hasText: '2 trajectories' }).waitFor();
-    assert.equal(await page.locator('#step input').inputValue(), '3');
+    assert.equal(await stepShown(page, '3'), '3');
     assert.equal(await page.locator('#step-range').textContent(), 'of 1–3 (3 steps)');
 
     await page.locator('#step-previous').click();
     await page.locator('#row-count', { hasText: '9 trajectories' }).waitFor();
-    assert.equal(await page.locator('#step input').inputValue(), '2');
+    assert.equal(await stepShown(page, '2'), '2');
     assert.equal(await page.locator('#follow').getAttribute('aria-checked'), 'false');
     writer.appendTrajectories(4, [buildTrajectory(4, 0, 4, rng)]);
     source.refresh();
     await page.locator('#step-range', { hasText: 'of 1–4 (4 steps)' }).waitFor();
-    assert.equal(await page.locator('#step input').inputValue(), '2', 'a pinned step stays');
+    assert.equal(await stepShown(page, '2'), '2', 'a pinned step stays');
 
     await page.locator('#follow').click();
     await page.locator('#row-count', { hasText: '1 trajectories' }).waitFor();
-    assert.equal(await page.locator('#step input').inputValue(), '4');
+    assert.equal(await stepShown(page, '4'), '4');
     assertClean(app);
   });
 
@@ -249,7 +264,7 @@ describe('Trajectories webview', () => {
     const { app, page, source } = await open(dir, { state, theme: 'light' });
     const answered = source.rows(2).filter((r) => r.finishReason === 'answered').length;
     await page.locator('#row-count', { hasText: `${answered} of 16 trajectories` }).waitFor();
-    assert.equal(await page.locator('#step input').inputValue(), '2');
+    assert.equal(await stepShown(page, '2'), '2');
     assert.equal(await page.locator('.vt-head[data-column="advantage"]').getAttribute('aria-sort'), 'descending');
     await page.locator('#detail .detail-body[data-index="5"] .tokens[data-colour-by="entropy"]').waitFor();
     assert.equal(await page.locator('.vt-window .vt-row[data-key="5"]').getAttribute('aria-selected'), 'true');
