@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ControlMessage, parseWith, PROTOCOL_VERSION, ProtocolError, TrainerMessage } from '../trainer/protocol';
+import { ControlMessage, parseWith, PROTOCOL_VERSION, ProtocolError, TrainerMessage, WAIT_FOR_DEBUGGER_ENV } from '../trainer/protocol';
 
 /**
  * Starting the trainer process and talking to it. The extension never loads onnxruntime
@@ -59,7 +59,11 @@ export interface TrainerProcessOptions {
   cwd?: string;
   /**
    * Start with the Node inspector on a free local port (`--inspect=127.0.0.1:0`), or with
-   * `'break'` waiting for a debugger before running anything (`--inspect-brk`).
+   * `'break'` also waiting for a debugger before running anything. Not `--inspect-brk`: its
+   * pause at the bundle's first statement, met while js-debug is still evaluating its setup
+   * expressions, crashed Node 20's V8 about one time in two in our tests (a fatal CHECK in
+   * ScopeIterator, SIGTRAP). The trainer instead blocks in `inspector.waitForDebugger()`
+   * until the debugger says run (trainer/cli/waitForDebugger.ts), with nothing to pause at.
    */
   inspect?: boolean | 'break';
   /** Each validated message, as it arrives (a `fatal` one too). */
@@ -94,10 +98,10 @@ export class TrainerProcess {
 
   private constructor(launch: TrainerLaunch, options: TrainerProcessOptions) {
     const { runtime, cliPath } = launch;
-    const inspect = options.inspect === 'break' ? ['--inspect-brk=127.0.0.1:0'] : options.inspect ? ['--inspect=127.0.0.1:0'] : [];
+    const inspect = options.inspect ? ['--inspect=127.0.0.1:0'] : [];
     this.child = spawn(runtime.command, [...inspect, ...(launch.execArgv ?? []), cliPath, ...options.args], {
       cwd: options.cwd ?? path.dirname(cliPath),
-      env: runtime.env,
+      env: options.inspect === 'break' ? { ...runtime.env, [WAIT_FOR_DEBUGGER_ENV]: '1' } : runtime.env,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     let inspectorSeen = false;

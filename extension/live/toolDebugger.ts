@@ -3,7 +3,8 @@
  * rollout session says its trainer's Node inspector is listening, attach VS Code's JavaScript
  * debugger (js-debug, built in) to it as a child of that session. The user's tools are
  * compiled by esbuild with inline source maps (trainer/tools/loader.ts), so breakpoints set
- * in their .ts files bind. The trainer waits for the debugger (--inspect-brk) and js-debug
+ * in their .ts files bind. The trainer waits for the debugger (inspector.waitForDebugger(), see
+ * trainerProcess.ts for why not --inspect-brk) and js-debug
  * lets it run once the breakpoints are in (`continueOnAttach`).
  */
 import * as vscode from 'vscode';

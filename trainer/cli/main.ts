@@ -8,6 +8,7 @@ import { evalRewardCommand, evalRewardUsage } from './commands/evalReward';
 import { runToolCommand, runToolUsage } from './commands/runTool';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
+import { waitForDebuggerIfAsked } from './waitForDebugger';
 
 const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage: string }> = {
   train: { run: trainCommand, usage: trainUsage },
@@ -29,6 +30,7 @@ ${Object.values(commands)
 Run "rollout-studio <command> --help" for a command's options.`;
 
 async function main(argv: string[]): Promise<number> {
+  waitForDebuggerIfAsked();
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h') {
     process.stdout.write(usage + '\n');

@@ -69,3 +69,11 @@ export const TrainingStatusBody = z.object({
   lastStep: z.number().int().optional(),
 });
 export type TrainingStatusBody = z.infer<typeof TrainingStatusBody>;
+
+/**
+ * Set (to "1") in the environment of a trainer started with the Node inspector that must wait
+ * for a debugger before running anything (live training with `debugTools`); the trainer then
+ * blocks in `inspector.waitForDebugger()`. See extension/trainerProcess.ts for why this and not
+ * `--inspect-brk`.
+ */
+export const WAIT_FOR_DEBUGGER_ENV = 'ROLLOUT_STUDIO_WAIT_FOR_DEBUGGER';
