@@ -50,7 +50,9 @@ export class RolloutConfigurationProvider implements vscode.DebugConfigurationPr
   }
 }
 
-export function replayConfiguration(runName: string, runDirectory: string): vscode.DebugConfiguration {
+/** Replay `runDirectory`, stopped at its first turn, or at the first turn of trajectory `startAt`. */
+export function replayConfiguration(runName: string, runDirectory: string, startAt?: { step: number; trajectory: number }): vscode.DebugConfiguration {
+  if (startAt) return { type: 'rollout', request: 'launch', name: `Replay ${runName} · step ${startAt.step} #${startAt.trajectory}`, runDirectory, startAt };
   return { type: 'rollout', request: 'launch', name: `Replay ${runName}`, runDirectory, stopOnEntry: true };
 }
 

@@ -1,7 +1,8 @@
 /**
  * "Rollout Studio: Replay Run in Debugger…": pick a run directory (or get one from the
- * explorer's context menu on run.json, or from the Trajectories panel's "Open in Debugger")
- * and replay it under the debugger, stopped at its first turn. And the
+ * explorer's context menu on run.json) and replay it under the debugger, stopped at its first
+ * turn; from the Trajectories panel's "Open in Debugger", stopped at the first turn of the
+ * trajectory it shows (its step and index come with the run directory). And the
  * `${command:rolloutStudio.pickRun}` variable launch configurations use to ask for a run.
  */
 import * as path from 'node:path';
@@ -12,6 +13,7 @@ import { recordedRuns, replayConfiguration, RUNS_FOLDER } from './configurationP
 
 export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<boolean> {
   let dir: string | undefined;
+  let startAt: { step: number; trajectory: number } | undefined;
   if (target instanceof vscode.Uri) dir = target.fsPath;
   else if (target !== undefined) {
     const args = OpenRunInDebuggerArgs.safeParse(target);
@@ -20,6 +22,7 @@ export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<
       return false;
     }
     dir = args.data.runDirectory;
+    startAt = { step: args.data.step, trajectory: args.data.trajectory };
   }
   if (dir && path.basename(dir) === 'run.json') dir = path.dirname(dir);
   if (!dir) {
@@ -44,7 +47,7 @@ export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<
     return false;
   }
   const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(dir)) ?? vscode.workspace.workspaceFolders?.[0];
-  return vscode.debug.startDebugging(folder, replayConfiguration(name, dir));
+  return vscode.debug.startDebugging(folder, replayConfiguration(name, dir, startAt));
 }
 
 /** For `"runDirectory": "${command:rolloutStudio.pickRun}"`: a quick pick of the workspace's runs. */

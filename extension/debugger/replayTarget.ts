@@ -20,6 +20,12 @@ interface Cursor {
   index: number;
 }
 
+/** A trajectory to begin the replay at: its step and its `index` in that step. */
+export interface ReplayStart {
+  step: number;
+  trajectory: number;
+}
+
 /** What a walk does at each point: stop there (a TargetStop), or go on (undefined). */
 type Visitor = (data: StepData, index: number) => TargetStop | undefined;
 
@@ -37,9 +43,11 @@ export class ReplayTarget implements RolloutTarget {
     private readonly source: RunSource,
     private readonly breakpoints: BreakpointSet,
     private readonly listener: TargetListener,
+    private readonly startAt?: ReplayStart,
   ) {
     this.steps = source.steps();
     if (this.steps.length === 0) throw new Error(`${source.directory} has no recorded steps yet: rollouts/ holds no step-NNNNNN.jsonl file`);
+    if (startAt) this.startCursor(startAt); // a step or trajectory that is not there fails the launch, named
   }
 
   get runDirectory(): string {
@@ -64,7 +72,16 @@ export class ReplayTarget implements RolloutTarget {
   }
 
   start(stopOnEntry: boolean): void {
-    if (stopOnEntry) {
+    const at = this.startAt;
+    if (at) {
+      // Asked for one trajectory (Open in Debugger): stop at its first turn, its thread the one shown.
+      this.execute(async () => {
+        const cursor = this.startCursor(at);
+        this.moveTo(cursor);
+        const position = this.source.load(at.step).timeline[cursor.index].trajectory;
+        return this.stopAt('entry', position, `Paused at the first turn of #${at.trajectory}, step ${at.step}`);
+      });
+    } else if (stopOnEntry) {
       this.execute(async () => {
         this.moveTo({ ordinal: 0, index: 0 });
         return this.stopAt('entry', 0, `Paused at the first turn of step ${this.steps[0]}`);
@@ -103,6 +120,22 @@ export class ReplayTarget implements RolloutTarget {
   dispose(): void {
     this.disposed = true;
     this.pauseRequested = true;
+  }
+
+  /** The cursor at the first point of trajectory `index` of `step`; throws naming what is not recorded. */
+  private startCursor({ step, trajectory }: ReplayStart): Cursor {
+    const ordinal = this.steps.indexOf(step);
+    if (ordinal < 0) {
+      const range = this.steps.length === 1 ? `${this.steps[0]}` : `${this.steps[0]}–${this.steps[this.steps.length - 1]}`;
+      throw new Error(`startAt.step: step ${step} is not recorded in ${this.source.directory} (recorded steps: ${range})`);
+    }
+    const data = this.source.load(step);
+    const position = data.trajectories.findIndex((t) => t.index === trajectory);
+    if (position < 0) {
+      const indices = data.trajectories.map((t) => `#${t.index}`).join(', ');
+      throw new Error(`startAt.trajectory: step ${step} has no trajectory #${trajectory} (it has ${indices || 'none'})`);
+    }
+    return { ordinal, index: data.timeline.findIndex((point) => point.trajectory === position) };
   }
 
   /** Stop at `trajectory`'s next point matching `isTarget`; its own breakpoints may stop it first. */

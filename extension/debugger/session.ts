@@ -131,7 +131,8 @@ export class RolloutDebugSession extends DebugSession {
       return;
     }
     const run = this.target.run();
-    if (run) this.output(`Replaying ${run.name} (${run.id}, ${run.status}) from ${this.target.runDirectory}${args.stopOnEntry ? ', stopping at the first turn' : ''}`, 'console');
+    const stopping = args.startAt ? `, stopping at #${args.startAt.trajectory} of step ${args.startAt.step}` : args.stopOnEntry ? ', stopping at the first turn' : '';
+    if (run) this.output(`Replaying ${run.name} (${run.id}, ${run.status}) from ${this.target.runDirectory}${stopping}`, 'console');
     this.target.start(args.stopOnEntry ?? false);
   }
 

@@ -51,5 +51,5 @@ export function createTarget(args: RolloutLaunchArguments, context: TargetContex
   }
   const run = new RecordedRun(path.resolve(args.runDirectory!));
   run.run(); // validates run.json now, so a wrong directory fails the launch with the file and field named
-  return new ReplayTarget(run, breakpoints, listener);
+  return new ReplayTarget(run, breakpoints, listener, args.startAt);
 }

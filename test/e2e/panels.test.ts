@@ -44,9 +44,14 @@ describe('Rollout Studio panels on a recorded run, in a real VS Code', () => {
     const file = await screenshot(page, 'trajectories.png');
     console.log(`screenshot: ${file}`);
 
-    // Open in Debugger replays the run under the debugger: the debug toolbar appears.
+    // Open in Debugger replays the run stopped at this trajectory: the debug toolbar appears and
+    // the editor shows the trajectory's transcript (the stopped frame's source).
+    const index = await view.locator('#detail .detail-body').getAttribute('data-index');
+    assert.match(index ?? '', /^\d+$/);
     await view.locator('vscode-button', { hasText: 'Open in Debugger' }).click();
     await page.locator('.debug-toolbar').waitFor({ timeout: 30_000 });
+    await page.locator('.tab', { hasText: `trajectory-${index}.rollout.txt` }).waitFor({ timeout: 30_000 });
+    await page.locator('.monaco-editor .view-line', { hasText: `═══ step 8 · #${index} · row` }).first().waitFor({ timeout: 15_000 });
     // The toolbar's own Stop: typing "Debug: Stop" in the palette can land on another command.
     await page.locator('.debug-toolbar .codicon-debug-stop').click();
     await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: 30_000 });

@@ -21,12 +21,24 @@ export const RolloutLaunchArguments = z
     noDebug: z.boolean().optional(),
     /** Stop at the first turn instead of running to the first breakpoint. */
     stopOnEntry: z.boolean().optional(),
+    /** Replay: begin stopped at this trajectory's first turn (Trajectories panel: Open in Debugger). */
+    startAt: z
+      .object({
+        step: z.number().int().nonnegative(),
+        /** The trajectory's `index` in its step (the "#N" of its thread and of the panel's row). */
+        trajectory: z.number().int().nonnegative(),
+      })
+      .optional(),
     /** Live training: start the trainer with the Node inspector and attach a Node debug session, so breakpoints in tool code hit. */
     debugTools: z.boolean().optional(),
   })
   .refine((args) => args.runDirectory !== undefined || args.config !== undefined, {
     message: 'set "runDirectory" to replay a recorded run, or "config" to train',
     path: ['runDirectory'],
+  })
+  .refine((args) => args.startAt === undefined || args.config === undefined, {
+    message: 'a live training starts at its first step; "startAt" is for replaying a recorded run ("runDirectory")',
+    path: ['startAt'],
   });
 export type RolloutLaunchArguments = z.infer<typeof RolloutLaunchArguments>;
 

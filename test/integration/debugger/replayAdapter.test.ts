@@ -541,6 +541,44 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     }
   });
 
+  it('starts at the trajectory it is asked for (Open in Debugger): its first turn, its thread stopped', async () => {
+    const wanted = reader.trajectories(2).records[2];
+    const { dc, stop, outputs } = await start({ startAt: { step: 2, trajectory: wanted.index } });
+    try {
+      assert.equal(stop.body.reason, 'entry');
+      assert.equal(stop.body.description, `Paused at the first turn of #${wanted.index}, step 2`);
+      const threads = (await dc.threadsRequest()).body.threads;
+      assert.deepEqual(
+        threads.map((t) => Number(/^#(\d+) /.exec(t.name)![1])),
+        reader.trajectories(2).records.map((t) => t.index),
+        'the threads are step 2\'s trajectories',
+      );
+      assert.match(threads.find((t) => t.id === stop.body.threadId)!.name, new RegExp(`^#${wanted.index} ${wanted.rowId} `));
+      assert.equal((await topFrame(dc, stop.body.threadId!)).name, `${wanted.turns[0].role} (turn 0)`);
+      assert.match(outputs.join(''), new RegExp(`stopping at #${wanted.index} of step 2`));
+      // Stepping goes on from there: the same trajectory's next turn.
+      const next = await resume(dc, 'next', stop.body.threadId!);
+      assert.equal(next.body.threadId, stop.body.threadId);
+      assert.equal((await topFrame(dc, stop.body.threadId!)).name.split(' · ')[0], `${wanted.turns[1].role} (turn 1)`);
+    } finally {
+      await dc.stop();
+    }
+
+    const dc2 = new DebugClient('node', 'unused', 'rollout');
+    await dc2.start(server.port);
+    try {
+      await dc2.initializeRequest();
+      const launch = (startAt: unknown, more: Record<string, unknown> = { runDirectory: runDir }) => dc2.launchRequest({ ...more, startAt } as DebugProtocol.LaunchRequestArguments);
+      await assert.rejects(launch({ step: 9, trajectory: 0 }), /startAt\.step: step 9 is not recorded in .*run-7 \(recorded steps: 1–3\)/);
+      const indices = reader.trajectories(2).records.map((t) => `#${t.index}`).join(', ');
+      await assert.rejects(launch({ step: 2, trajectory: 99 }), new RegExp(`startAt\\.trajectory: step 2 has no trajectory #99 \\(it has ${indices}\\)`));
+      await assert.rejects(launch({ step: 2 }), /launch configuration: startAt\.trajectory: /);
+      await assert.rejects(launch({ step: 1, trajectory: 0 }, { config: 'train.config.ts' }), /startAt: a live training starts at its first step/);
+    } finally {
+      await dc2.stop();
+    }
+  });
+
   it('fails a launch with a message that names the problem', async () => {
     const dc = new DebugClient('node', 'unused', 'rollout');
     await dc.start(server.port);

@@ -110,6 +110,21 @@ describe('Debugger: replaying a recorded run', () => {
     assert.match(vscode.debug.activeDebugSession?.name ?? '', /^Replay multihop-search \(recorded fixture\) \(replay-it\)$/);
   });
 
+  it('Open in Debugger (a trajectory of the Trajectories panel) replays stopped at that trajectory\'s first turn', async () => {
+    const wanted = new RunStoreReader(runDir).trajectories(2).records[3];
+    const stopped = nextStop();
+    assert.equal(await vscode.commands.executeCommand('rolloutStudio.openRunInDebugger', { runDirectory: runDir, step: 2, trajectory: wanted.index }), true);
+    const event = await stopped;
+    assert.equal(event.body.reason, 'entry');
+    const session = vscode.debug.activeDebugSession!;
+    assert.equal(session.name, `Replay multihop-search (recorded fixture) (replay-it) · step 2 #${wanted.index}`);
+    const threads = (await session.customRequest('threads')) as DebugProtocol.ThreadsResponse['body'];
+    assert.match(threads.threads.find((t) => t.id === event.body.threadId)!.name, new RegExp(`^#${wanted.index} ${wanted.rowId} `));
+    // VS Code shows that trajectory's transcript.
+    const editor = await waitFor('the transcript editor', () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout'));
+    assert.match(editor.document.getText(), new RegExp(`^═══ step 2 · #${wanted.index} · row ${wanted.rowId}`));
+  });
+
   it('offers the workspace runs as replay configurations', async () => {
     const configurations = await new RolloutConfigurationProvider().provideDebugConfigurations(folder);
     assert.deepEqual(configurations.find((c) => c.runDirectory === '${workspaceFolder}/.rollout/runs/replay-it'), {
