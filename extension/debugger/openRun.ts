@@ -10,6 +10,7 @@ import * as vscode from 'vscode';
 import { OpenRunInDebuggerArgs } from '../../trainer/protocol/panels';
 import { RunStoreReader } from '../../trainer/runstore/reader';
 import { recordedRuns, replayConfiguration, RUNS_FOLDER } from './configurationProvider';
+import { transcriptUri } from './transcriptUri';
 
 export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<boolean> {
   let dir: string | undefined;
@@ -47,7 +48,14 @@ export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<
     return false;
   }
   const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(dir)) ?? vscode.workspace.workspaceFolders?.[0];
-  return vscode.debug.startDebugging(folder, replayConfiguration(name, dir, startAt));
+  const started = await vscode.debug.startDebugging(folder, replayConfiguration(name, dir, startAt));
+  // VS Code reveals a stop's source only in the session it focuses, and it does not always focus
+  // a new session while another is still being torn down: show the asked-for trajectory anyway.
+  if (started && startAt) {
+    const uri = vscode.Uri.parse(transcriptUri({ runDirectory: dir, step: startAt.step, index: startAt.trajectory }));
+    await vscode.window.showTextDocument(uri, { preview: true }).then(undefined, () => undefined);
+  }
+  return started;
 }
 
 /** For `"runDirectory": "${command:rolloutStudio.pickRun}"`: a quick pick of the workspace's runs. */

@@ -24,6 +24,7 @@ describe('Debugger: replaying a recorded run', () => {
   let runDir: string;
   const stops: DebugProtocol.StoppedEvent[] = [];
   const running = new Set<string>();
+  const started: vscode.DebugSession[] = [];
   let tracker: vscode.Disposable;
 
   /** The next `stopped` event any rollout session sends. */
@@ -45,7 +46,10 @@ describe('Debugger: replaying a recorded run', () => {
           },
         }),
       }),
-      vscode.debug.onDidStartDebugSession((session) => running.add(session.id)),
+      vscode.debug.onDidStartDebugSession((session) => {
+        running.add(session.id);
+        started.push(session);
+      }),
       vscode.debug.onDidTerminateDebugSession((session) => running.delete(session.id)),
     );
   });
@@ -116,13 +120,17 @@ describe('Debugger: replaying a recorded run', () => {
     assert.equal(await vscode.commands.executeCommand('rolloutStudio.openRunInDebugger', { runDirectory: runDir, step: 2, trajectory: wanted.index }), true);
     const event = await stopped;
     assert.equal(event.body.reason, 'entry');
-    const session = vscode.debug.activeDebugSession!;
-    assert.equal(session.name, `Replay multihop-search (recorded fixture) (replay-it) · step 2 #${wanted.index}`);
+    // Named for the trajectory. (Found among the started sessions: VS Code does not always make a
+    // new session the active one while the previous test's is being torn down.)
+    const name = `Replay multihop-search (recorded fixture) (replay-it) · step 2 #${wanted.index}`;
+    const session = await waitFor(`a session named "${name}"`, () => started.find((s) => s.name === name));
     const threads = (await session.customRequest('threads')) as DebugProtocol.ThreadsResponse['body'];
     assert.match(threads.threads.find((t) => t.id === event.body.threadId)!.name, new RegExp(`^#${wanted.index} ${wanted.rowId} `));
-    // VS Code shows that trajectory's transcript.
-    const editor = await waitFor('the transcript editor', () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout'));
-    assert.match(editor.document.getText(), new RegExp(`^═══ step 2 · #${wanted.index} · row ${wanted.rowId}`));
+    // VS Code shows that trajectory's transcript (the stopped frame's source).
+    const header = new RegExp(`^═══ step 2 · #${wanted.index} · row ${wanted.rowId} `);
+    await waitFor(`the transcript of #${wanted.index} in an editor`, () =>
+      vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout' && header.test(e.document.getText())),
+    );
   });
 
   it('offers the workspace runs as replay configurations', async () => {
