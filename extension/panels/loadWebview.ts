@@ -1,24 +1,54 @@
 import type * as vscode from 'vscode';
 
+/** How many times a panel whose page never starts is recreated before reloads alone go on. */
+export const MAX_RECREATIONS = 3;
+
+export interface LoadWebviewOptions {
+  /** How long a new page may stay silent before it is loaded again. */
+  firstWaitMs?: number;
+  /** The longest wait between reloads (each waits twice as long as the one before). */
+  maxWaitMs?: number;
+  /**
+   * Replace the panel with a new one — a new frame — after `reloadsBeforeRecreate` reloads that
+   * did not help. The caller disposes this panel and opens its twin in the same place.
+   */
+  recreate?: () => void;
+  reloadsBeforeRecreate?: number;
+}
+
 /**
  * Give a panel its page, and give it again while the page stays silent. Every page says
- * `ready` as its script starts; in code-server a webview created while another panel opens
- * beside it sometimes never runs its script (about one time in five in our tests), which
- * would leave a blank panel for good. Setting the HTML anew reloads the page. Each reload
- * waits twice as long as the one before, up to `maxWaitMs`, so a page that is merely slow to
- * start (a busy machine, a trainer loading its model beside it) is not reloaded again and
- * again; a page that stays silent is retried at that pace for as long as it is shown — one
- * that had four reloads over 45 s and stayed blank was seen in a fresh-clone test run — and
- * checked again soon after it is shown again.
+ * `ready` as its script starts.
+ *
+ * In a browser-hosted VS Code (code-server) every webview is served from one origin and each
+ * registers the webview service worker with its own id, so webviews that start together
+ * replace each other's worker ("Found unexpected service worker controller" in their
+ * consoles). The page content sent during that exchange can be lost: about one start in two
+ * when Trajectories and Metrics open together in our tests. Setting the HTML anew once the
+ * exchange is over loads the page; each reload waits twice as long as the one before, up to
+ * `maxWaitMs`, so a page that is merely slow (a busy machine, a trainer loading its model
+ * beside it) is not reloaded again and again. Rarely the frame itself stays broken — a page
+ * stayed blank through four reloads over 45 s in one test run — so after
+ * `reloadsBeforeRecreate` reloads the panel is recreated (a new frame) when the caller says
+ * how; otherwise reloads go on at the capped pace for as long as the panel is shown. A hidden
+ * webview does not load until it is shown: it is checked again soon after it is shown.
  */
-export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log: (line: string) => void, firstWaitMs = 3000, maxWaitMs = 12_000): void {
+export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log: (line: string) => void, options: LoadWebviewOptions = {}): void {
+  const { firstWaitMs = 3000, maxWaitMs = 12_000, recreate, reloadsBeforeRecreate = 1 } = options;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  // A hidden webview does not load until it is shown: the view-state listener takes over.
+  let reloads = 0;
   const schedule = (ms: number) => {
     clearTimeout(timer);
-    timer = setTimeout(() => panel.visible && reload(ms), ms);
+    timer = setTimeout(() => panel.visible && retry(ms), ms);
   };
-  const reload = (waited: number) => {
+  const retry = (waited: number) => {
+    if (recreate && reloads >= reloadsBeforeRecreate) {
+      log(`${panel.title}: the page did not start after ${reloads} reloads; opening the panel again in a new frame`);
+      stop();
+      recreate();
+      return;
+    }
+    reloads++;
     log(`${panel.title}: the page did not start within ${waited} ms; loading it again`);
     panel.webview.html = html();
     schedule(Math.min(waited * 2, maxWaitMs));

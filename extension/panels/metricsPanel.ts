@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import { MetricsPanelState } from '../../trainer/protocol';
 import { unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
 import { MetricsController, type MetricsHost } from './metricsController';
-import { loadWebview } from './loadWebview';
+import { loadWebview, MAX_RECREATIONS } from './loadWebview';
 import type { PanelContext } from './panelContext';
 import { workspaceRunSummaries } from './workspaceRuns';
 
@@ -19,6 +19,7 @@ export class MetricsPanel {
     context: PanelContext,
     runDirs: readonly string[],
     title: string,
+    recreations = 0,
   ) {
     panel.title = title;
     const host: MetricsHost = {
@@ -38,7 +39,21 @@ export class MetricsPanel {
       this.controller.dispose();
       MetricsPanel.panels.delete(this);
     });
-    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'metrics', title), (line) => context.log.appendLine(line));
+    // A frame whose page never starts is replaced by a new panel in the same place, with the same runs.
+    const recreate = () => {
+      const column = panel.viewColumn ?? vscode.ViewColumn.Active;
+      const dirs = this.controller.runDirs;
+      panel.dispose();
+      try {
+        const twin = vscode.window.createWebviewPanel(MetricsPanel.viewType, title, { viewColumn: column, preserveFocus: true }, webviewOptions(context.extensionUri));
+        new MetricsPanel(twin, context, dirs, title, recreations + 1);
+      } catch (error) {
+        context.log.appendLine(`${title}: could not open the panel again: ${(error as Error).message}`);
+      }
+    };
+    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'metrics', title), (line) => context.log.appendLine(line), {
+      ...(recreations < MAX_RECREATIONS ? { recreate } : {}),
+    });
     MetricsPanel.panels.add(this);
   }
 

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { OpenRunInDebuggerArgs, parseWith, TrajectoriesPanelState, type StepSelection } from '../../trainer/protocol';
 import { unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
-import { loadWebview } from './loadWebview';
+import { loadWebview, MAX_RECREATIONS } from './loadWebview';
 import type { PanelContext } from './panelContext';
 import type { RunSourceLease } from './source/registry';
 import { TrajectoriesController } from './trajectoriesController';
@@ -22,6 +22,7 @@ export class TrajectoriesPanel {
     private readonly lease: RunSourceLease,
     context: PanelContext,
     step: StepSelection,
+    recreations = 0,
   ) {
     const run = lease.source.run();
     panel.title = `Trajectories · ${run.id}`;
@@ -38,7 +39,23 @@ export class TrajectoriesPanel {
       this.lease.release();
       TrajectoriesPanel.panels.delete(this.runDir);
     });
-    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line));
+    // A frame whose page never starts is replaced by a new panel in the same place, with the same step.
+    const recreate = () => {
+      const column = panel.viewColumn ?? vscode.ViewColumn.Active;
+      const selection = this.controller.step;
+      const runDir = this.runDir;
+      panel.dispose();
+      try {
+        const twinLease = context.sources.acquire(runDir);
+        const twin = vscode.window.createWebviewPanel(TrajectoriesPanel.viewType, 'Trajectories', { viewColumn: column, preserveFocus: true }, webviewOptions(context.extensionUri));
+        new TrajectoriesPanel(twin, twinLease, context, selection, recreations + 1);
+      } catch (error) {
+        context.log.appendLine(`Trajectories · ${path.basename(runDir)}: could not open the panel again: ${(error as Error).message}`);
+      }
+    };
+    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line), {
+      ...(recreations < MAX_RECREATIONS ? { recreate } : {}),
+    });
     TrajectoriesPanel.panels.set(this.runDir, this);
   }
 

@@ -51,7 +51,7 @@ describe('loadWebview', () => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const fake = fakePanel();
     const log: string[] = [];
-    loadWebview(fake.panel, () => `page ${fake.loads.length}`, (line) => log.push(line), 1000, 4000);
+    loadWebview(fake.panel, () => `page ${fake.loads.length}`, (line) => log.push(line), { firstWaitMs: 1000, maxWaitMs: 4000 });
     const loadsAt = (ms: number) => (t.mock.timers.tick(ms), fake.loads.length);
     assert.equal(fake.loads.length, 1);
     assert.equal(loadsAt(999), 1);
@@ -73,7 +73,7 @@ describe('loadWebview', () => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const fake = fakePanel();
     fake.state.visible = false;
-    loadWebview(fake.panel, () => 'page', () => {}, 1000, 4000);
+    loadWebview(fake.panel, () => 'page', () => {}, { firstWaitMs: 1000, maxWaitMs: 4000 });
     t.mock.timers.tick(10_000);
     assert.equal(fake.loads.length, 1, 'a hidden webview loads when shown; no reload meanwhile');
     fake.show();
@@ -85,5 +85,24 @@ describe('loadWebview', () => {
     t.mock.timers.tick(100_000);
     assert.equal(fake.loads.length, 2);
     assert.equal(fake.listening(), 0);
+  });
+
+  it('recreates the panel (a new frame) when reloads did not help, and then leaves it to the new panel', (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const fake = fakePanel();
+    const log: string[] = [];
+    let recreated = 0;
+    loadWebview(fake.panel, () => 'page', (line) => log.push(line), { firstWaitMs: 1000, maxWaitMs: 4000, reloadsBeforeRecreate: 2, recreate: () => recreated++ });
+    t.mock.timers.tick(1000);
+    t.mock.timers.tick(2000); // two reloads
+    assert.deepEqual([fake.loads.length, recreated], [3, 0]);
+    t.mock.timers.tick(3999);
+    assert.equal(recreated, 0);
+    t.mock.timers.tick(1);
+    assert.deepEqual([fake.loads.length, recreated], [3, 1], 'the third check recreates instead of reloading');
+    assert.match(log.at(-1)!, /Metrics · run: the page did not start after 2 reloads; opening the panel again in a new frame/);
+    assert.equal(fake.listening(), 0, 'the old panel is left alone');
+    t.mock.timers.tick(100_000);
+    assert.deepEqual([fake.loads.length, recreated], [3, 1]);
   });
 });
