@@ -32,8 +32,11 @@ export interface LoadWebviewOptions {
  * `reloadsBeforeRecreate` reloads the panel is recreated (a new frame) when the caller says
  * how; otherwise reloads go on at the capped pace for as long as the panel is shown. A hidden
  * webview does not load until it is shown: it is checked again soon after it is shown.
+ *
+ * Resolves when the page has started, or when this panel is closed or handed over to its
+ * recreated twin: whoever opens a second panel waits for it (see Open Run in register.ts).
  */
-export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log: (line: string) => void, options: LoadWebviewOptions = {}): void {
+export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log: (line: string) => void, options: LoadWebviewOptions = {}): Promise<void> {
   const { firstWaitMs = 3000, maxWaitMs = 12_000, recreate, reloadsBeforeRecreate = 1 } = options;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let reloads = 0;
@@ -59,12 +62,16 @@ export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log:
   });
   // The first message means the page runs: no more checks.
   const listener = panel.webview.onDidReceiveMessage(() => stop());
+  let settled!: () => void;
+  const started = new Promise<void>((resolve) => (settled = resolve));
   const stop = () => {
     clearTimeout(timer);
     listener.dispose();
     shown.dispose();
+    settled();
   };
   panel.onDidDispose(stop);
   panel.webview.html = html();
   schedule(firstWaitMs);
+  return started;
 }

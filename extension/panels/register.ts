@@ -127,10 +127,13 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
     vscode.commands.registerCommand('rolloutStudio.openRun', async (arg?: unknown) => {
       const run = arg === undefined ? await pickRun(runs.refresh()) : arg;
       if (run === undefined) return undefined;
-      return open(run, ({ dir, step }) => {
-        TrajectoriesPanel.show(panels, dir, step, vscode.ViewColumn.Active);
-        MetricsPanel.show(panels, dir, vscode.ViewColumn.Beside);
-      });
+      let trajectories: TrajectoriesPanel | undefined;
+      if (!open(run, ({ dir, step }) => (trajectories = TrajectoriesPanel.show(panels, dir, step, vscode.ViewColumn.Active)))) return undefined;
+      // Metrics opens once the Trajectories page has started (at most 4 s): in a browser-hosted
+      // VS Code two webview frames created together fight over the webview service worker and
+      // one of them loses its page for a reload or two (extension/panels/loadWebview.ts).
+      await Promise.race([trajectories!.started, new Promise((resolve) => setTimeout(resolve, 4000))]);
+      return open(run, ({ dir }) => MetricsPanel.show(panels, dir, vscode.ViewColumn.Beside));
     }),
     vscode.commands.registerCommand('rolloutStudio.refreshRuns', () => refresh().length),
     vscode.window.registerWebviewPanelSerializer(TrajectoriesPanel.viewType, {

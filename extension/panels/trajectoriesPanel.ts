@@ -16,6 +16,8 @@ export class TrajectoriesPanel {
   private static readonly panels = new Map<string, TrajectoriesPanel>();
 
   private readonly controller: TrajectoriesController;
+  /** Settles when the page has started (or the panel was closed or recreated). */
+  readonly started: Promise<void>;
 
   private constructor(
     readonly panel: vscode.WebviewPanel,
@@ -53,7 +55,7 @@ export class TrajectoriesPanel {
         context.log.appendLine(`Trajectories · ${path.basename(runDir)}: could not open the panel again: ${(error as Error).message}`);
       }
     };
-    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line), {
+    this.started = loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line), {
       ...(recreations < MAX_RECREATIONS ? { recreate } : {}),
     });
     TrajectoriesPanel.panels.set(this.runDir, this);

@@ -105,4 +105,20 @@ describe('loadWebview', () => {
     t.mock.timers.tick(100_000);
     assert.deepEqual([fake.loads.length, recreated], [3, 1]);
   });
+
+  it('says when the page has started, and settles too when the panel is closed first', async () => {
+    const speaking = fakePanel();
+    let started = false;
+    void loadWebview(speaking.panel, () => 'page', () => {}).then(() => (started = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(started, false, 'not before the page speaks');
+    speaking.speak();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(started, true);
+
+    const closed = fakePanel();
+    const settled = loadWebview(closed.panel, () => 'page', () => {});
+    closed.dispose();
+    await settled; // would hang (and time the test out) if a closed panel never settled
+  });
 });

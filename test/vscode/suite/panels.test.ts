@@ -81,7 +81,8 @@ describe('Panels on recorded runs', () => {
       panels.metricsPanels().map((p) => p.runDirs),
       [[finished]],
     );
-    assert.equal(webviewTabs('rolloutStudio.metrics').length, 1);
+    // The tab model follows panel creation asynchronously (Metrics opens once Trajectories has started).
+    await until('one Metrics tab', () => webviewTabs('rolloutStudio.metrics').length === 1, 10_000, () => webviewTabs('rolloutStudio.metrics').map((t) => t.label));
   });
 
   it('shows the live run in the status bar and updates it as records are appended', async () => {
