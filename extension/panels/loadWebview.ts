@@ -46,7 +46,7 @@ export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log:
   };
   const retry = (waited: number) => {
     if (recreate && reloads >= reloadsBeforeRecreate) {
-      log(`${panel.title}: the page did not start after ${reloads} reloads; opening the panel again in a new frame`);
+      log(`${panel.title}: the page did not start after ${reloads} reload${reloads === 1 ? '' : 's'}; opening the panel again in a new frame`);
       stop();
       recreate();
       return;
