@@ -29,3 +29,22 @@ export function unavailableHtml(title: string, message: string): string {
   const escape = (t: string) => t.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
   return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'"><title>${escape(title)}</title></head><body><h1>${escape(title)}</h1><p>${escape(message)}</p></body></html>`;
 }
+
+/**
+ * Close `panel` and open a new panel of the same kind and title in its column, without taking
+ * focus; `host` gives the new panel its page and logic. A failure is logged, and leaves no
+ * empty panel behind.
+ */
+export function reopenInPlace(panel: vscode.WebviewPanel, extensionUri: vscode.Uri, log: (line: string) => void, host: (twin: vscode.WebviewPanel) => void): void {
+  const viewColumn = panel.viewColumn ?? vscode.ViewColumn.Active;
+  const { viewType, title } = panel;
+  panel.dispose();
+  let twin: vscode.WebviewPanel | undefined;
+  try {
+    twin = vscode.window.createWebviewPanel(viewType, title, { viewColumn, preserveFocus: true }, webviewOptions(extensionUri));
+    host(twin);
+  } catch (error) {
+    twin?.dispose();
+    log(`${title}: could not open the panel again: ${(error as Error).message}`);
+  }
+}

@@ -38,6 +38,8 @@ export class ReplayTarget implements RolloutTarget {
   private pauseRequested = false;
   private disposed = false;
   private readonly reportedErrors = new Set<string>();
+  /** With `startAt`: where the replay begins (checked when the target is made). */
+  private readonly entry?: Cursor;
 
   constructor(
     private readonly source: RunSource,
@@ -47,7 +49,7 @@ export class ReplayTarget implements RolloutTarget {
   ) {
     this.steps = source.steps();
     if (this.steps.length === 0) throw new Error(`${source.directory} has no recorded steps yet: rollouts/ holds no step-NNNNNN.jsonl file`);
-    if (startAt) this.startCursor(startAt); // a step or trajectory that is not there fails the launch, named
+    if (startAt) this.entry = this.startCursor(startAt); // a step or trajectory that is not there fails the launch, named
   }
 
   get runDirectory(): string {
@@ -72,13 +74,12 @@ export class ReplayTarget implements RolloutTarget {
   }
 
   start(stopOnEntry: boolean): void {
-    const at = this.startAt;
-    if (at) {
+    const { startAt: at, entry } = this;
+    if (at && entry) {
       // Asked for one trajectory (Open in Debugger): stop at its first turn, its thread the one shown.
       this.execute(async () => {
-        const cursor = this.startCursor(at);
-        this.moveTo(cursor);
-        const position = this.source.load(at.step).timeline[cursor.index].trajectory;
+        this.moveTo(entry);
+        const position = this.source.load(at.step).timeline[entry.index].trajectory;
         return this.stopAt('entry', position, `Paused at the first turn of #${at.trajectory}, step ${at.step}`);
       });
     } else if (stopOnEntry) {

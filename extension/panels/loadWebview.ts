@@ -1,7 +1,7 @@
 import type * as vscode from 'vscode';
 
 /** How many times a panel whose page never starts is recreated before reloads alone go on. */
-export const MAX_RECREATIONS = 3;
+const MAX_RECREATIONS = 3;
 
 export interface LoadWebviewOptions {
   /** How long a new page may stay silent before it is loaded again. */
@@ -14,6 +14,8 @@ export interface LoadWebviewOptions {
    */
   recreate?: () => void;
   reloadsBeforeRecreate?: number;
+  /** How many times this panel's predecessors were recreated: none after MAX_RECREATIONS. */
+  recreations?: number;
 }
 
 /**
@@ -37,7 +39,8 @@ export interface LoadWebviewOptions {
  * recreated twin: whoever opens a second panel waits for it (see Open Run in register.ts).
  */
 export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log: (line: string) => void, options: LoadWebviewOptions = {}): Promise<void> {
-  const { firstWaitMs = 3000, maxWaitMs = 12_000, recreate, reloadsBeforeRecreate = 1 } = options;
+  const { firstWaitMs = 3000, maxWaitMs = 12_000, reloadsBeforeRecreate = 1, recreations = 0 } = options;
+  const recreate = recreations < MAX_RECREATIONS ? options.recreate : undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let reloads = 0;
   const schedule = (ms: number) => {

@@ -1,9 +1,9 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { MetricsPanelState } from '../../trainer/protocol';
-import { unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
+import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
 import { MetricsController, type MetricsHost } from './metricsController';
-import { loadWebview, MAX_RECREATIONS } from './loadWebview';
+import { loadWebview } from './loadWebview';
 import type { PanelContext } from './panelContext';
 import { workspaceRunSummaries } from './workspaceRuns';
 
@@ -41,19 +41,10 @@ export class MetricsPanel {
     });
     // A frame whose page never starts is replaced by a new panel in the same place, with the same runs.
     const recreate = () => {
-      const column = panel.viewColumn ?? vscode.ViewColumn.Active;
       const dirs = this.controller.runDirs;
-      panel.dispose();
-      try {
-        const twin = vscode.window.createWebviewPanel(MetricsPanel.viewType, title, { viewColumn: column, preserveFocus: true }, webviewOptions(context.extensionUri));
-        new MetricsPanel(twin, context, dirs, title, recreations + 1);
-      } catch (error) {
-        context.log.appendLine(`${title}: could not open the panel again: ${(error as Error).message}`);
-      }
+      reopenInPlace(panel, context.extensionUri, (line) => context.log.appendLine(line), (twin) => new MetricsPanel(twin, context, dirs, title, recreations + 1));
     };
-    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'metrics', title), (line) => context.log.appendLine(line), {
-      ...(recreations < MAX_RECREATIONS ? { recreate } : {}),
-    });
+    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'metrics', title), (line) => context.log.appendLine(line), { recreate, recreations });
     MetricsPanel.panels.add(this);
   }
 

@@ -1,8 +1,8 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { OpenRunInDebuggerArgs, parseWith, TrajectoriesPanelState, type StepSelection } from '../../trainer/protocol';
-import { unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
-import { loadWebview, MAX_RECREATIONS } from './loadWebview';
+import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
+import { loadWebview } from './loadWebview';
 import type { PanelContext } from './panelContext';
 import type { RunSourceLease } from './source/registry';
 import { TrajectoriesController } from './trajectoriesController';
@@ -43,21 +43,11 @@ export class TrajectoriesPanel {
     });
     // A frame whose page never starts is replaced by a new panel in the same place, with the same step.
     const recreate = () => {
-      const column = panel.viewColumn ?? vscode.ViewColumn.Active;
+      const { runDir } = this;
       const selection = this.controller.step;
-      const runDir = this.runDir;
-      panel.dispose();
-      try {
-        const twinLease = context.sources.acquire(runDir);
-        const twin = vscode.window.createWebviewPanel(TrajectoriesPanel.viewType, 'Trajectories', { viewColumn: column, preserveFocus: true }, webviewOptions(context.extensionUri));
-        new TrajectoriesPanel(twin, twinLease, context, selection, recreations + 1);
-      } catch (error) {
-        context.log.appendLine(`Trajectories · ${path.basename(runDir)}: could not open the panel again: ${(error as Error).message}`);
-      }
+      reopenInPlace(panel, context.extensionUri, (line) => context.log.appendLine(line), (twin) => new TrajectoriesPanel(twin, context.sources.acquire(runDir), context, selection, recreations + 1));
     };
-    this.started = loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line), {
-      ...(recreations < MAX_RECREATIONS ? { recreate } : {}),
-    });
+    this.started = loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line), { recreate, recreations });
     TrajectoriesPanel.panels.set(this.runDir, this);
   }
 
