@@ -1,0 +1,31 @@
+import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../rl/advantages';
+import type { Advantages, RlSample } from '../rl/samples';
+import type { TrainingConfig } from './trainingConfig';
+
+/** The configured algorithm's advantages for a scored batch (PPO's samples carry critic values). */
+export function computeAdvantages(config: TrainingConfig['algorithm'], samples: readonly RlSample[]): Advantages {
+  switch (config.name) {
+    case 'grpo':
+      return grpoAdvantages(samples, { scaleByStd: config.scaleByStd });
+    case 'rloo':
+      return rlooAdvantages(samples);
+    case 'reinforce++':
+      return reinforcePlusPlusAdvantages(samples, { gamma: config.gamma, baseline: false });
+    case 'reinforce++-baseline':
+      return reinforcePlusPlusAdvantages(samples, { gamma: config.gamma, baseline: true });
+    case 'ppo':
+      return gaeAdvantages(samples, { gamma: config.gamma, lambda: config.lambda, whiten: true });
+  }
+}
+
+/** The trajectory's advantage as one number, when every policy token got the same one. */
+export function scalarAdvantage(advantages: Float32Array, mask: ArrayLike<number>): number | undefined {
+  let first: number | undefined;
+  for (let i = 0; i < advantages.length; i++) {
+    if (!mask[i]) continue;
+    if (first === undefined) first = advantages[i];
+    else if (Math.abs(advantages[i] - first) > 1e-6) return undefined;
+  }
+  // A non-finite advantage stays in the per-token array (float32 holds it); JSON cannot.
+  return first !== undefined && Number.isFinite(first) ? first : undefined;
+}
