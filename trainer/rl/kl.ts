@@ -22,3 +22,20 @@ export function applyKlPenalty(rewards: Float64Array, mask: Uint8Array, logprobs
   for (let i = 0; i < out.length; i++) if (mask[i]) out[i] -= beta * klEstimate(logprobs[i], refLogprobs[i], estimator);
   return out;
 }
+
+/**
+ * The mean per-token log-ratio log π − log π_ref over every policy token of the batch (the k1
+ * estimate of KL(π‖π_ref)): what `kl/mean` reports, whatever estimator the penalty uses.
+ */
+export function meanKl(logprobs: ReadonlyArray<ArrayLike<number>>, refLogprobs: ReadonlyArray<ArrayLike<number>>, masks: ReadonlyArray<ArrayLike<number>>): number {
+  let sum = 0;
+  let n = 0;
+  masks.forEach((mask, i) => {
+    for (let k = 0; k < mask.length; k++) {
+      if (!mask[k]) continue;
+      sum += logprobs[i][k] - refLogprobs[i][k];
+      n++;
+    }
+  });
+  return n ? sum / n : 0;
+}

@@ -24,7 +24,7 @@ import { RunStoreReader, RunStoreWriter } from '../shared/runstore';
 import { writeFileAtomic } from '../shared/runstore/jsonl';
 import { ToolSet } from '../tools/toolSet';
 import { Random } from '../util/random';
-import { computeAdvantages, scalarAdvantage } from './algorithms';
+import { computeAdvantages, scalarAdvantage } from '../rl/advantageEstimators';
 import { loadCheckpoint, pruneCheckpoints, saveCheckpoint } from './checkpoint';
 import { hashable, type LoadedConfig, type TrainingConfig } from './trainingConfig';
 import { RunControl } from './runControl';

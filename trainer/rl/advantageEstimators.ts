@@ -1,9 +1,18 @@
-import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../rl/advantages';
-import type { Advantages, RlSample } from '../rl/samples';
-import type { TrainingConfig } from './trainingConfig';
+import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from './advantages';
+import type { Advantages, RlSample } from './samples';
+
+/** What picks and parameterises an advantage estimator (the training config's `algorithm` section has these fields). */
+export interface EstimatorSettings {
+  name: 'grpo' | 'rloo' | 'reinforce++' | 'reinforce++-baseline' | 'ppo';
+  /** GRPO: divide by the group's standard deviation (false: Dr. GRPO). */
+  scaleByStd: boolean;
+  gamma: number;
+  /** GAE's λ (PPO). */
+  lambda: number;
+}
 
 /** The configured algorithm's advantages for a scored batch (PPO's samples carry critic values). */
-export function computeAdvantages(config: TrainingConfig['algorithm'], samples: readonly RlSample[]): Advantages {
+export function computeAdvantages(config: EstimatorSettings, samples: readonly RlSample[]): Advantages {
   switch (config.name) {
     case 'grpo':
       return grpoAdvantages(samples, { scaleByStd: config.scaleByStd });

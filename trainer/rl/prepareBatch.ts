@@ -1,0 +1,78 @@
+import type { Trajectory } from '../rollout/trajectory';
+import { computeAdvantages, type EstimatorSettings } from './advantageEstimators';
+import type { TrainingSequence } from './batching';
+import { applyKlPenalty, meanKl, type KlEstimator } from './kl';
+import type { Advantages, RlSample } from './samples';
+
+/**
+ * From scored trajectories to what the update trains on: the loss mask, the KL to the reference
+ * policy (reported, and subtracted from the rewards when configured so), the critic's values,
+ * the advantages, and the per-token training sequences. Pure: the log-probs and values the
+ * model computes for the batch come in as `scores`.
+ */
+
+export interface BatchSettings {
+  /** `generated`: the tokens the policy sampled; `response`: every token after the prompt (an ablation). */
+  lossMask: 'generated' | 'response';
+  kl: { coef: number; estimator: KlEstimator; mode: 'loss' | 'reward' };
+  estimator: EstimatorSettings;
+}
+
+/** Per-token log-probs and values the model computed for the batch (PolicyTrainer.scoreReferenceAndValues). */
+export interface BatchScores {
+  /** The reference policy's log-probs (when a KL term is configured). */
+  reference?: Float32Array[];
+  /** The critic's values (PPO). */
+  values?: Float32Array[];
+  /** The current policy's log-probs (the `response` loss mask: tokens the policy did not sample have no sampling log-prob). */
+  policy?: Float32Array[];
+}
+
+export interface PreparedBatch {
+  sequences: TrainingSequence[];
+  advantages: Advantages;
+  /** Mean log π − log π_ref over the generated tokens, when a reference was scored. */
+  klMean?: number;
+}
+
+/** The loss mask of each trajectory: its generated tokens, or (the ablation) every token after the prompt. */
+export function lossMasks(trajectories: readonly Trajectory<object>[], lossMask: BatchSettings['lossMask']): Uint8Array[] {
+  return trajectories.map((t) => (lossMask === 'response' ? Uint8Array.from(t.ids, (_, k) => (k >= t.promptLength ? 1 : 0)) : Uint8Array.from(t.mask)));
+}
+
+/** What the model must score for this batch before `prepareBatch`. */
+export function scoresNeeded(settings: BatchSettings): { reference: boolean; values: boolean; policy: boolean } {
+  return { reference: settings.kl.coef > 0, values: settings.estimator.name === 'ppo', policy: settings.lossMask === 'response' };
+}
+
+export function prepareBatch(trajectories: readonly Trajectory<object>[], samples: RlSample[], masks: readonly Uint8Array[], scores: BatchScores, settings: BatchSettings): PreparedBatch {
+  if (settings.lossMask === 'response') samples.forEach((s, i) => (s.mask = masks[i]));
+  let klMean: number | undefined;
+  if (scores.reference) {
+    const reference = scores.reference;
+    klMean = meanKl(trajectories.map((t) => t.logprobs), reference, trajectories.map((t) => t.mask));
+    if (settings.kl.mode === 'reward') {
+      samples.forEach((s, i) => (s.rewards = applyKlPenalty(s.rewards, s.mask, Float32Array.from(trajectories[i].logprobs), reference[i], settings.kl.coef, settings.kl.estimator)));
+    }
+  }
+  if (scores.values) samples.forEach((s, i) => (s.values = scores.values![i]));
+  const advantages = computeAdvantages(settings.estimator, samples);
+  const sequences: TrainingSequence[] = trajectories.map((t, i) => ({
+    ids: t.ids,
+    mask: masks[i],
+    logprobs: samplingLogprobs(t, scores.policy?.[i]),
+    advantages: advantages.advantages[i],
+    ...(advantages.returns ? { returns: advantages.returns[i], values: scores.values![i] } : {}),
+    ...(scores.reference ? { refLogprobs: scores.reference[i] } : {}),
+  }));
+  return { sequences, advantages, ...(klMean !== undefined ? { klMean } : {}) };
+}
+
+/**
+ * The "old" log-probs of the ratio: the sampling log-probs. Tokens the policy did not sample
+ * (the `response` loss mask) have none; the current policy's stand in, so their ratio starts at 1.
+ */
+function samplingLogprobs(trajectory: Trajectory<object>, current: Float32Array | undefined): Float32Array {
+  if (!current) return Float32Array.from(trajectory.logprobs);
+  return Float32Array.from(trajectory.logprobs, (lp, k) => (trajectory.mask[k] ? lp : current[k]));
+}
