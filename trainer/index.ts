@@ -20,3 +20,5 @@ export * from './rollout';
 export * from './rewards';
 export * from './data';
 export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './run/config';
+/** Hugging Face Hub checkpoints: `pullModel('Qwen/Qwen3-0.6B')` into the Hugging Face cache; `resolveModelPath` for a folder or a repo id. */
+export { HubError, hubSettings, pullModel, resolveModelPath, type PullProgress, type PullResult } from './models/hub';
