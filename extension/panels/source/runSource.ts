@@ -31,7 +31,7 @@ export interface RunSource {
 /** The phase a live training is in (the trainer's latest progress event). */
 export interface LiveProgress {
   step: number;
-  phase: 'load' | 'sft' | 'rollout' | 'reward' | 'update' | 'eval' | 'checkpoint';
+  phase: 'download' | 'load' | 'sft' | 'rollout' | 'reward' | 'update' | 'eval' | 'checkpoint';
   done: number;
   total: number;
   tokensPerSecond?: number;

@@ -1,4 +1,5 @@
 import { HubApiError } from '@huggingface/hub';
+import { formatBytes } from '../../util/formatBytes';
 import type { HubSettings } from './settings';
 
 /**
@@ -6,7 +7,11 @@ import type { HubSettings } from './settings';
  * revision, the cache folder, the environment variable to set. Printed without a stack trace.
  */
 export class HubError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** `repo-not-found`: the Hub has no such repo (or hides a private one): the name may have been meant as a folder. */
+    readonly reason?: 'repo-not-found',
+  ) {
     super(message);
     this.name = 'HubError';
   }
@@ -72,6 +77,7 @@ export function httpFailureError(failure: HubHttpFailure, context: HubRequestCon
     return new HubError(
       `${repo} was not found on ${settings.endpoint}${failure.status === 401 ? ' or is private' : ''}: check the repo id (org/name, as in its page's URL). ` +
         `If it is private or gated, ${tokenState}: set HF_TOKEN to an access token that can read it and accept its licence on ${repoPage(context)}${server}`,
+      'repo-not-found',
     );
   }
   if (failure.status === 403) {
@@ -130,15 +136,4 @@ export function failureOfApiError(error: HubApiError, errorCodes: ReadonlyMap<st
 
 export function isHubApiError(error: unknown): error is HubApiError {
   return error instanceof HubApiError;
-}
-
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
-    unit++;
-  }
-  return unit === 0 ? `${value} B` : `${value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2)} ${units[unit]}`;
 }

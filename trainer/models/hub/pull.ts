@@ -3,9 +3,10 @@ import * as path from 'node:path';
 import { listFiles, modelInfo } from '@huggingface/hub';
 import { isCommitHash, RepoCache } from './cacheLayout';
 import { BlobHttpError, downloadBlob } from './downloadBlob';
-import { cacheWriteError, failureOfApiError, formatBytes, httpFailureError, HubError, isHubApiError, networkError, networkErrorCode, type HubRequestContext } from './hubErrors';
+import { cacheWriteError, failureOfApiError, httpFailureError, HubError, isHubApiError, networkError, networkErrorCode, type HubRequestContext } from './hubErrors';
 import { missingFromSnapshot, selectModelFiles, shardsFromIndex, WEIGHTS_INDEX, type ModelFileSet, type RepoFile } from './modelFiles';
 import { hubSettings, type HubSettings } from './settings';
+import { formatBytes } from '../../util/formatBytes';
 
 /**
  * `rollout-studio pull`: a model from the Hugging Face Hub into the Hugging Face cache, only

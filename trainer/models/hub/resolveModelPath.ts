@@ -82,12 +82,19 @@ export async function resolveModelPath(spec: string, options: ResolveModelOption
       return builtIn();
     }
     case 'hub': {
-      const result = await pullModel(source.repo, {
-        ...(options.revision !== undefined ? { revision: options.revision } : {}),
-        ...(options.files ? { files: options.files } : {}),
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
+      let result: PullResult;
+      try {
+        result = await pullModel(source.repo, {
+          ...(options.revision !== undefined ? { revision: options.revision } : {}),
+          ...(options.files ? { files: options.files } : {}),
+          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+      } catch (error) {
+        // "models/tiny" may have been meant as a folder that is not there: say so too.
+        if (error instanceof HubError && error.reason === 'repo-not-found') throw new HubError(`${field}${error.message}. (Nor is there a folder ${path.resolve(options.baseDir, spec)}.)`, error.reason);
+        throw error;
+      }
       options.onPulled?.(result);
       return result.snapshotDir;
     }
