@@ -47,7 +47,10 @@ export function networkErrorCode(error: unknown): string | undefined {
     const errors = (e as { errors?: unknown[] }).errors;
     if (Array.isArray(errors)) for (const inner of errors) if (networkErrorCode(inner)) return networkErrorCode(inner);
   }
-  if (error instanceof TypeError && /fetch failed|terminated|other side closed/i.test(error.message)) return 'connection failed';
+  if (error instanceof TypeError && /fetch failed|terminated|other side closed/i.test(error.message)) {
+    const cause = (error as { cause?: { message?: unknown } }).cause?.message;
+    return typeof cause === 'string' && cause ? `connection failed: ${cause}` : 'connection failed';
+  }
   return undefined;
 }
 
