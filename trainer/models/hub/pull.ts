@@ -219,7 +219,9 @@ function checkFreeSpace(cache: RepoCache, files: { size: number; etag: string }[
 /** Any failure of a Hub request as a HubError that names the repo and what to do. */
 function explain(error: unknown, context: HubRequestContext, cache: RepoCache, errorCodes: ReadonlyMap<string, string>): unknown {
   if (error instanceof HubError) return error;
-  if ((error as Error)?.name === 'AbortError') return error;
+  if ((error as Error)?.name === 'AbortError') {
+    return new HubError(`stopped while ${context.file ? `downloading ${context.file} of` : 'looking up'} ${context.repo}; what was downloaded is kept, and the next pull resumes it`);
+  }
   if (isHubApiError(error)) return httpFailureError(failureOfApiError(error, errorCodes), context);
   if (error instanceof BlobHttpError) return httpFailureError(error.failure, context);
   if (error instanceof TypeError && /access token must start with 'hf_'/.test(error.message)) {
