@@ -76,6 +76,8 @@ export class HubServer {
   readonly requests: RecordedRequest[] = [];
   /** Cut the next transfer of this LFS file (by path) after this many bytes, once. */
   cutAfter: { file: string; bytes: number } | undefined;
+  /** Send this file in pieces of this many bytes, 20 ms apart (a slow network). */
+  trickle: { file: string; bytes: number } | undefined;
   private server!: http.Server;
 
   constructor(readonly repos: Map<string, HubRepo>) {}
@@ -192,6 +194,19 @@ export class HubServer {
       this.cutAfter = undefined;
       // Send part of the body, then drop the connection as a failing network would.
       res.write(body.subarray(0, cut.bytes), () => setTimeout(() => res.socket?.destroy(), 20));
+      return;
+    }
+    const trickle = this.trickle;
+    if (trickle && trickle.file === file.path) {
+      let at = 0;
+      const next = () => {
+        if (res.destroyed) return;
+        const piece = body.subarray(at, at + trickle.bytes);
+        at += piece.length;
+        if (at >= body.length) res.end(piece);
+        else res.write(piece, () => setTimeout(next, 20));
+      };
+      next();
       return;
     }
     res.end(body);

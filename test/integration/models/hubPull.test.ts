@@ -152,6 +152,30 @@ describe('pulling a model from the Hub', () => {
     assert.ok(result.downloadedBytes < modelFiles.filter((f) => NEEDED.includes(f.path)).reduce((s, f) => s + f.content.length, 0));
   });
 
+  it('a pull stopped by the user keeps what arrived, and the next pull resumes it', async () => {
+    const weights = modelFiles.find((f) => f.path === 'model.safetensors')!;
+    server.trickle = { file: 'model.safetensors', bytes: 4096 };
+    const stopper = new AbortController();
+    const stopped = await rejects(
+      pullModel(REPO, {
+        signal: stopper.signal,
+        onProgress: (p) => {
+          if (p.file === 'model.safetensors' && p.done > p.total - weights.content.length) stopper.abort();
+        },
+      }),
+    );
+    assert.ok(stopped instanceof HubError);
+    assert.match(stopped.message, /^stopped while downloading model\.safetensors of test-org\/tiny-qwen3; what was downloaded is kept, and the next pull resumes it$/);
+    const incomplete = path.join(cacheDir, 'models--test-org--tiny-qwen3', 'blobs', `${sha256(weights.content)}.incomplete`);
+    const kept = fs.statSync(incomplete).size;
+    assert.ok(kept > 0 && kept < weights.content.length, `kept ${kept} of ${weights.content.length} bytes`);
+    server.requests.length = 0;
+    server.trickle = undefined;
+    const result = await pullModel(REPO);
+    assert.deepEqual(server.fileRequests().filter((r) => r.url.startsWith('/cdn/')).map((r) => r.range), [`bytes=${kept}-`]);
+    assert.deepEqual(fs.readFileSync(path.join(result.snapshotDir, 'model.safetensors')), weights.content);
+  });
+
   it('a partial file that does not match the Hub\'s hash is deleted with a clear error', async () => {
     const weights = modelFiles.find((f) => f.path === 'model.safetensors')!;
     const blobs = path.join(cacheDir, 'models--test-org--tiny-qwen3', 'blobs');
