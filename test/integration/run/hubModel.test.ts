@@ -84,6 +84,21 @@ describe('a Hub repo as the model of a training config', () => {
     assert.match(bad.stderr, /"not-a-repo" is not a Hugging Face repo id: expected org\/name/);
   });
 
+  it('a LoRA adapter published on the Hub is evaluated over the config\'s base model from the Hub', async () => {
+    const config = fixture.writeConfig('lora.config.ts', { model: `{ path: '${REPO}', lora: { rank: 4, alpha: 8 } }`, sft: '', steps: '1', evaluation: '{ samples: 2 }', output: "{ runsDir: 'runs', checkpointEvery: 1, keepCheckpoints: 1 }" });
+    const runDir = path.join(fixture.dir, 'runs', 'lora');
+    await new TrainingRun(await loadConfig(config), { inProcessDevice: true, runDir }).run();
+    const checkpoint = path.join(runDir, 'checkpoints', 'step-000001');
+    assert.ok(fs.existsSync(path.join(checkpoint, 'adapter_config.json')), fs.readdirSync(checkpoint).join(', '));
+    const adapterCommit = fakeCommit('tiny-adapter');
+    repos.set('test-org/tiny-adapter', { refs: { main: adapterCommit }, commits: { [adapterCommit]: filesFromFolder(checkpoint, { 'README.md': '# a LoRA adapter\n' }) } });
+    const scored = await evaluateCheckpoint(await loadConfig(config), 'test-org/tiny-adapter', { samples: 2 });
+    assert.equal(scored.rows, 2);
+    const snapshot = path.join(cacheDir, 'models--test-org--tiny-adapter', 'snapshots', adapterCommit);
+    assert.ok(fs.existsSync(path.join(checkpoint, 'trainer_state.json')));
+    assert.deepEqual(fs.readdirSync(snapshot).sort(), ['adapter_config.json', 'adapter_model.safetensors', 'tokenizer.json', 'tokenizer_config.json'], 'the adapter and its tokenizer, not the trainer state or the README');
+  });
+
   it('with the Hub gone and HF_HUB_OFFLINE=1, the cached model trains a step and is scored', async () => {
     const endpoint = server.endpoint;
     await server.close();
