@@ -110,8 +110,11 @@ describe('pulling a model from the Hub', () => {
   });
 
   it('a sharded checkpoint downloads its index and the shards it lists, not other safetensors files', async () => {
-    const result = await pullModel('test-org/sharded');
+    const finished: number[] = [];
+    const result = await pullModel('test-org/sharded', { onProgress: (p) => p.finished && finished.push(p.total) });
     const shards = shardedFiles.filter((f) => /^model-\d+-of-\d+\.safetensors$/.test(f.path)).map((f) => f.path);
+    const sizeOf = (names: string[]) => shardedFiles.filter((f) => names.includes(f.path)).reduce((sum, f) => sum + f.content.length, 0);
+    assert.deepEqual(finished, [sizeOf([...shards, 'config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'])], 'one progress sequence for everything after the index');
     assert.ok(shards.length >= 2, `the fixture is sharded (${shards.join(', ')})`);
     assert.deepEqual(fs.readdirSync(result.snapshotDir).sort(), ['config.json', 'generation_config.json', 'model.safetensors.index.json', ...shards, 'tokenizer.json', 'tokenizer_config.json'].sort());
     assert.ok(!server.fileRequests().some((r) => r.url.includes('consolidated')));

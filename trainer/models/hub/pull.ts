@@ -115,7 +115,7 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
 
   const downloaded: string[] = [];
   let downloadedBytes = 0;
-  const fetchFiles = async (names: string[]) => {
+  const fetchFiles = async (names: string[], reportProgress: boolean) => {
     const wanted = names.map((name) => {
       const file = listed.get(name);
       if (!file) throw new HubError(`${repo}: ${WEIGHTS_INDEX} lists ${name}, which is not in revision "${revision}" (commit ${commit})`);
@@ -135,7 +135,7 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
     }
     let before = 0;
     const report = (file: string | undefined, index: number, done: number, finished: boolean) =>
-      options.onProgress?.({ repo, file, fileIndex: index, fileCount: toDownload.length, done, total, finished });
+      reportProgress && options.onProgress?.({ repo, file, fileIndex: index, fileCount: toDownload.length, done, total, finished });
     for (const [i, f] of toDownload.entries()) {
       report(f.path, i + 1, before, false);
       const resumedFrom = fs.existsSync(cache.incompletePath(f.etag)) ? fs.statSync(cache.incompletePath(f.etag)).size : 0;
@@ -162,19 +162,18 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
     if (toDownload.length) report(undefined, toDownload.length, total, true);
   };
 
-  await fetchFiles(selection.files);
   let files = selection.files;
   if (selection.needsIndex) {
+    // The index (a few kB) names the shards: fetched first, so that one pass with one progress bar covers everything else.
+    await fetchFiles([WEIGHTS_INDEX], false);
     const indexFile = cache.snapshotFile(commit, WEIGHTS_INDEX);
-    let shards: string[];
     try {
-      shards = shardsFromIndex(indexFile, fs.readFileSync(indexFile, 'utf8'));
+      files = [...files, ...shardsFromIndex(indexFile, fs.readFileSync(indexFile, 'utf8'))];
     } catch (error) {
       throw new HubError(`${repo}: ${(error as Error).message}`);
     }
-    await fetchFiles(shards);
-    files = [...files, ...shards];
   }
+  await fetchFiles(files, true);
   return { repo, revision, commit, snapshotDir: cache.snapshotDir(commit), files, downloaded, downloadedBytes, offline: false };
 }
 
