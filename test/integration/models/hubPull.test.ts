@@ -287,6 +287,14 @@ describe('Hub failures name the repo and what to do', () => {
   it('a name that is neither a folder nor a repo id', async () => {
     const error = await rejects(resolveModelPath('not a repo', { baseDir: work, field: 'model.path' }));
     assert.match(error.message, /^model\.path: "not a repo" is neither a folder \(there is nothing at .*not a repo\) nor a Hugging Face repo id \(org\/name/);
+    // org/name that is neither: the Hub is asked, and the message also says no such folder exists.
+    const notFound = await rejects(resolveModelPath('runs/step-1', { baseDir: work, field: '--checkpoint' }));
+    assert.match(notFound.message, /^--checkpoint: runs\/step-1 was not found on .*\. \(Nor is there a folder .*\/runs\/step-1\.\)$/s);
+    const gone = await new HubServer(new Map()).start();
+    process.env['HF_ENDPOINT'] = gone.endpoint;
+    await gone.close();
+    const unreachable = await rejects(resolveModelPath('runs/step-1', { baseDir: work, field: '--checkpoint' }));
+    assert.match(unreachable.message, /^--checkpoint: cannot reach .* to look up runs\/step-1: connection refused .*\. \(Nor is there a folder .*\/runs\/step-1\.\)$/s);
     const revision = await rejects(resolveModelPath('model', { baseDir: work, revision: 'main', field: 'model.path' }));
     assert.match(revision.message, /model\.path: a revision \("main"\) applies to a Hugging Face repo id, and "model" is the folder/);
   });

@@ -9,8 +9,11 @@ import type { HubSettings } from './settings';
 export class HubError extends Error {
   constructor(
     message: string,
-    /** `repo-not-found`: the Hub has no such repo (or hides a private one): the name may have been meant as a folder. */
-    readonly reason?: 'repo-not-found',
+    /**
+     * `repo-not-found`: the Hub has no such repo (or hides a private one); `unreachable`: the Hub
+     * did not answer. Either way a name like `runs/abc` may have been meant as a folder.
+     */
+    readonly reason?: 'repo-not-found' | 'unreachable',
   ) {
     super(message);
     this.name = 'HubError';
@@ -112,7 +115,7 @@ export function networkError(code: string, context: HubRequestContext): HubError
     ? ` The cache has revision "${context.revision}" of ${context.repo} (commit ${context.cachedCommit.slice(0, 12)}): set HF_HUB_OFFLINE=1 to use it.`
     : ` Offline? Set HF_HUB_OFFLINE=1 to use the Hugging Face cache (${context.settings.cacheDir}); it does not have ${context.repo} yet, so download it once where the network works (rollout-studio pull ${context.repo}).`;
   const proxy = context.settings.endpoint === 'https://huggingface.co' ? '' : ' (set by HF_ENDPOINT)';
-  return new HubError(`cannot reach ${context.settings.endpoint}${proxy} to ${context.file ? `download ${context.file} of` : 'look up'} ${context.repo}: ${reason}.${cached}`);
+  return new HubError(`cannot reach ${context.settings.endpoint}${proxy} to ${context.file ? `download ${context.file} of` : 'look up'} ${context.repo}: ${reason}.${cached}`, 'unreachable');
 }
 
 /** Writing to the cache failed: a full disk names the folder to clean or move. */

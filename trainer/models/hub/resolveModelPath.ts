@@ -92,7 +92,7 @@ export async function resolveModelPath(spec: string, options: ResolveModelOption
         });
       } catch (error) {
         // "models/tiny" may have been meant as a folder that is not there: say so too.
-        if (error instanceof HubError && error.reason === 'repo-not-found') throw new HubError(`${field}${error.message}. (Nor is there a folder ${path.resolve(options.baseDir, spec)}.)`, error.reason);
+        if (error instanceof HubError && error.reason) throw new HubError(`${field}${error.message.replace(/\.$/, '')}. (Nor is there a folder ${path.resolve(options.baseDir, spec)}.)`, error.reason);
         throw error;
       }
       options.onPulled?.(result);
