@@ -1,4 +1,4 @@
-import type { TrainingEvent } from '../protocol';
+import type { TrainingEvent } from '../shared/protocol';
 import { formatBytes } from '../util/formatBytes';
 
 /** One line at the bottom of a terminal showing the phase in progress (redrawn in place on a TTY). */

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { hubSettings, isRepoId, pullModel } from '../../models/hub';
-import { describePull } from '../../run/modelSource';
+import { describePull } from '../../training/modelSource';
 import { DownloadProgressBar } from '../downloadProgress';
 import { UsageError } from '../usage';
 
