@@ -19,6 +19,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isTrainingEvent, PROTOCOL_VERSION, type MetricsRecord, type RunRecord, type TrainerMessage, type TrainingEvent, type TrajectoryRecord } from '../../trainer/shared/protocol';
 import { RunStoreReader } from '../../trainer/shared/runstore/reader';
+import { formatBytes } from '../../trainer/shared/formatBytes';
 import { TrainerProcess, type TrainerExit, type TrainerLaunch } from '../trainerProcess';
 import type { LiveTraining, LiveTrainings } from '../live/liveTrainings';
 import { markRunStopped } from '../live/stoppedRun';
@@ -53,7 +54,7 @@ type Intent =
   | { kind: 'pause' }
   | { kind: 'step'; how: 'next' | 'stepIn' | 'stepOut'; trajectory: number };
 
-const PHASE_TITLES: Record<string, string> = { load: 'Loading the model', sft: 'Warm start (SFT)', rollout: 'Rollout', reward: 'Rewards', update: 'Update', eval: 'Evaluation', checkpoint: 'Checkpoint' };
+const PHASE_TITLES: Record<string, string> = { download: 'Downloading the model', load: 'Loading the model', sft: 'Warm start (SFT)', rollout: 'Rollout', reward: 'Rewards', update: 'Update', eval: 'Evaluation', checkpoint: 'Checkpoint' };
 const PHASE_UNITS: Record<string, string> = { sft: 'steps', rollout: 'trajectories', reward: 'trajectories', eval: 'rows' };
 
 export class LiveTarget implements RolloutTarget {
@@ -278,10 +279,17 @@ export class LiveTarget implements RolloutTarget {
     const title = `${PHASE_TITLES[event.phase]}${stepped ? ` · step ${event.step}${total ? `/${total}` : ''}` : ''}`;
     const unit = PHASE_UNITS[event.phase];
     const rate = event.tokensPerSecond !== undefined ? ` · ${Math.round(event.tokensPerSecond)} tok/s` : '';
+    // VS Code shows DAP progress as a notification (after half a second) and in the Run and Debug view.
+    const amount =
+      event.phase === 'download'
+        ? `${event.detail ? `${event.detail}: ` : ''}${formatBytes(event.done)} of ${formatBytes(event.total)}`
+        : unit
+          ? `${event.done}/${event.total} ${unit}`
+          : `${Math.round((100 * event.done) / Math.max(1, event.total))}%`;
     this.listener.progress?.({
       id: `${event.step}:${event.phase}`,
       title,
-      message: `${unit ? `${event.done}/${event.total} ${unit}` : `${Math.round((100 * event.done) / Math.max(1, event.total))}%`}${rate}`,
+      message: `${amount}${rate}`,
       percentage: event.total > 0 ? Math.min(100, (100 * event.done) / event.total) : 0,
       done: event.done >= event.total,
     });

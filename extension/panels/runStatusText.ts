@@ -11,7 +11,7 @@ function round(value: number | null | undefined, digits: number): string | undef
   return value === null || value === undefined ? undefined : value.toFixed(digits);
 }
 
-const PHASES: Record<LiveProgress['phase'], string> = { load: 'loading', sft: 'warm start', rollout: 'rollout', reward: 'rewards', update: 'update', eval: 'evaluation', checkpoint: 'checkpoint' };
+const PHASES: Record<LiveProgress['phase'], string> = { download: 'downloading the model', load: 'loading', sft: 'warm start', rollout: 'rollout', reward: 'rewards', update: 'update', eval: 'evaluation', checkpoint: 'checkpoint' };
 
 /**
  * What the status bar shows for a live run: step of total, mean reward, rollout tokens per

@@ -6,6 +6,7 @@ import { chatCommand, chatUsage } from './commands/chatCommand';
 import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/trainCommand';
 import { evalRewardCommand, evalRewardUsage } from './commands/evalRewardCommand';
 import { runToolCommand, runToolUsage } from './commands/runToolCommand';
+import { pullCommand, pullUsage } from './commands/pullCommand';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 import { waitForDebuggerIfAsked } from './waitForDebugger';
@@ -14,6 +15,7 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   train: { run: trainCommand, usage: trainUsage },
   eval: { run: evalCommand, usage: evalUsage },
   env: { run: envCommand, usage: envUsage },
+  pull: { run: pullCommand, usage: pullUsage },
   'create-model': { run: createModelCommand, usage: createModelUsage },
   chat: { run: chatCommand, usage: chatUsage },
   'run-tool': { run: runToolCommand, usage: runToolUsage },
@@ -56,7 +58,8 @@ main(process.argv.slice(2)).then(
       process.exitCode = 2;
     } else {
       const err = error as Error;
-      process.stderr.write(`rollout-studio: ${err.stack ?? String(err)}\n`);
+      // A Hub failure already says what to do; its stack trace would only bury that.
+      process.stderr.write(`rollout-studio: ${err.name === 'HubError' ? err.message : (err.stack ?? String(err))}\n`);
       if (hasParent()) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'fatal', message: err.message ?? String(err), stack: err.stack }).catch(() => {});
       process.exitCode = 1;
     }

@@ -4,7 +4,7 @@ import { Random } from '../util/random';
 import { ARCHITECTURES, loadModelConfig, type ModelConfig, type ModelFamily } from './modelConfig';
 import { ModelConfigError } from './modelErrors';
 import { writeShardedSafetensors, type ShardedWriteResult } from './safetensorsWriter';
-import { Tokenizer } from './tokenizer';
+import { TOKENIZER_FILES, Tokenizer } from './tokenizer';
 import { expectedTensors, type ExpectedTensor } from './weights';
 
 /**
@@ -52,8 +52,6 @@ export interface CreatedModel {
 }
 
 const INITIALIZER_RANGE = 0.02;
-/** Files that travel with the tokenizer when present. */
-export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json'];
 
 function requirePositiveInt(name: string, value: number | undefined): void {
   if (value !== undefined && (!Number.isInteger(value) || value <= 0)) throw new ModelConfigError(`create-model: ${name} must be a positive integer, got ${value}`);

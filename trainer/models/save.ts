@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { CheckpointReader } from './checkpointReader';
 import type { ModelConfig } from './modelConfig';
-import { TOKENIZER_FILES } from './createModel';
+import { TOKENIZER_FILES } from './tokenizer';
 import { CheckpointError } from './modelErrors';
 import { readJsonFile } from './jsonFile';
 import { LoraConfig, loraModules, loraScale, loraTensorNames, LORA_TARGETS } from './lora';

@@ -6,6 +6,9 @@ import { TokenizerError } from './modelErrors';
 import { loadGenerationConfig, type GenerationConfig } from './generationConfig';
 import { readJsonFile } from './jsonFile';
 
+/** The tokenizer's files in a model folder (copied with it, downloaded with it) when present. */
+export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json'] as const;
+
 /**
  * A model folder's tokenizer: `tokenizer.json` run by `@huggingface/tokenizers`, with the
  * special tokens, stop ids and chat template(s) from `tokenizer_config.json` (and

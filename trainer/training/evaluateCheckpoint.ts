@@ -12,6 +12,9 @@ import { AgentLoop } from '../rollout/agentLoop';
 import { ToolSet } from '../tools/toolSet';
 import type { LoadedConfig } from './trainingConfig';
 import { rolloutMetrics } from './rolloutMetrics';
+import { downloadProgressReporter, resolveConfigModel } from './modelSource';
+import { resolveModelPath } from '../models/hub/index';
+import type { TrainingEvent } from '../shared/protocol';
 
 export interface CheckpointEvaluation {
   rows: number;
@@ -28,18 +31,20 @@ export interface CheckpointEvaluation {
 export async function evaluateCheckpoint(
   loaded: LoadedConfig,
   checkpoint: string,
-  options: { device?: ExecutionProviderName; data?: string; samples?: number; temperature?: number; log?: (line: string) => void } = {},
+  options: { device?: ExecutionProviderName; data?: string; samples?: number; temperature?: number; log?: (line: string) => void; events?: (event: TrainingEvent) => void } = {},
 ): Promise<CheckpointEvaluation> {
   const c = loaded.config;
+  const report = { ...(options.log ? { log: options.log } : {}), ...(options.events ? { events: options.events } : {}) };
+  // The checkpoint may be a Hub repo too (a fine-tuned model or a PEFT adapter someone published).
+  const checkpointDir = await resolveModelPath(checkpoint, { baseDir: process.cwd(), field: '--checkpoint', onProgress: downloadProgressReporter(report) });
+  const isAdapter = fs.existsSync(path.join(checkpointDir, 'adapter_config.json'));
+  const modelDir = isAdapter ? await resolveConfigModel(loaded, report) : checkpointDir;
   const device = createDevice(options.device ?? (c.device === 'auto' ? 'cpu' : c.device));
-  const adapterConfig = path.join(checkpoint, 'adapter_config.json');
-  const isAdapter = fs.existsSync(adapterConfig);
-  const modelDir = isAdapter ? loaded.resolve(c.model.path) : checkpoint;
   let model: ModelRuntime | undefined;
   try {
     if (isAdapter) {
       const { loadModelConfig } = await import('../models/modelConfig');
-      const adapter = readLoraAdapter(checkpoint, loadModelConfig(modelDir));
+      const adapter = readLoraAdapter(checkpointDir, loadModelConfig(modelDir));
       model = await ModelRuntime.load(device, modelDir, { lora: adapter.lora });
       const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
       for (const m of loraModules(model.config, adapter.lora)) {

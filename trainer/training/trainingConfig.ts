@@ -18,8 +18,14 @@ const positiveInt = z.number().int().positive();
 const fraction = z.number().min(0).max(1);
 
 export const ModelSection = z.strictObject({
-  /** A Hugging Face model folder (config.json, *.safetensors, tokenizer.json, tokenizer_config.json). */
+  /**
+   * A Hugging Face model folder (config.json, *.safetensors, tokenizer.json, tokenizer_config.json),
+   * relative to the config's folder; or, when no such folder exists, a Hub repo id such as
+   * `Qwen/Qwen3-0.6B`, downloaded into the Hugging Face cache on first use (models/hub).
+   */
   path: z.string().min(1),
+  /** A Hub repo's branch, tag or commit hash (default `main`); only with a repo id. */
+  revision: z.string().min(1).optional(),
   /**
    * LoRA adapters (default), or `false` to train every weight (small models). PPO adds a value
    * head either way.

@@ -31,6 +31,7 @@ import { RunControl } from './runControl';
 import { DataCursor } from './dataCursor';
 import { LiveSnapshot } from './liveSnapshot';
 import { finiteValues, rolloutMetrics } from './rolloutMetrics';
+import { resolveConfigModel } from './modelSource';
 import { learningRate } from './schedule';
 import { z } from 'zod';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
@@ -85,6 +86,8 @@ function seedFor(seed: number, step: number, salt: number): number {
  */
 export class TrainingRun {
   private device!: Device;
+  /** The model folder: `model.path` next to the config, or a Hub repo's snapshot in the Hugging Face cache. */
+  private modelDir!: string;
   private model!: ModelRuntime;
   private template!: ChatTemplate;
   private tools!: ToolSet;
@@ -162,11 +165,12 @@ export class TrainingRun {
     const c = this.config;
     const provider = this.options.device ?? (c.device === 'auto' ? 'cpu' : c.device);
     this.device = createDevice(provider, { worker: !this.options.inProcessDevice });
+    this.modelDir = await resolveConfigModel(this.loaded, { events: this.emit, log: this.log, signal: this.control.signal });
     this.progress(0, 'load', 0, 1);
     const lora = c.model.lora === false ? undefined : c.model.lora;
-    this.model = await ModelRuntime.load(this.device, this.loaded.resolve(c.model.path), { lora, valueHead: c.algorithm.name === 'ppo', seed: c.seed });
+    this.model = await ModelRuntime.load(this.device, this.modelDir, { lora, valueHead: c.algorithm.name === 'ppo', seed: c.seed });
     const template = this.model.folder.chatTemplate;
-    if (!template) throw new Error(`${this.loaded.resolve(c.model.path)}: the tokenizer has no chat template; agents need one`);
+    if (!template) throw new Error(`${this.modelDir}: the tokenizer has no chat template; agents need one`);
     this.template = template;
     this.tools = new ToolSet(c.tools);
     this.train = loadJsonlDataset(this.loaded.resolve(c.data.train), { fields: c.data.fields });
@@ -217,7 +221,7 @@ export class TrainingRun {
     const parameters = this.model.parameterCount(this.model.baseWeights);
     const extra = this.model.parameterCount(this.model.extraWeights);
     return {
-      path: this.loaded.resolve(c.model.path),
+      path: this.modelDir,
       family: this.model.config.family,
       parameters,
       trainableParameters: c.model.lora === false ? parameters + extra : extra,

@@ -8,12 +8,15 @@ import { loraTensorNames, loraModules } from '../../models/lora';
 import type { ChatMessage } from '../../shared/protocol/chatMessages';
 import { UsageError } from '../usage';
 import { resolveDevice } from '../resolveDevice';
+import { DownloadProgressBar } from '../downloadProgress';
+import { resolveModelPath } from '../../models/hub';
 
 export const chatUsage = `rollout-studio chat --model DIR [--adapter DIR] [options]
 
 An interactive chat with a model (or a checkpoint), tokens streamed as they are sampled.
-  --model DIR          a Hugging Face model folder
-  --adapter DIR        a LoRA adapter folder (PEFT format) to apply
+  --model DIR          a Hugging Face model folder, or a Hub repo id (org/name, pulled into the Hugging Face cache)
+  --revision R         the Hub repo's branch, tag or commit (default main)
+  --adapter DIR        a LoRA adapter folder (PEFT format) to apply, or a Hub repo id
   --system TEXT        a system message
   --temperature T      sampling temperature (default: generation_config.json, else 0.7; 0 = greedy)
   --top-p P            nucleus sampling (default: generation_config.json, else 1)
@@ -28,6 +31,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     args: argv,
     options: {
       model: { type: 'string' },
+      revision: { type: 'string' },
       adapter: { type: 'string' },
       system: { type: 'string' },
       temperature: { type: 'string' },
@@ -46,16 +50,20 @@ export async function chatCommand(argv: string[]): Promise<number> {
     if (!Number.isFinite(n) || !check(n)) throw new UsageError(`--${name}: ${JSON.stringify(raw)} is not valid`);
     return n;
   };
+  const bar = new DownloadProgressBar(process.stderr);
+  const modelDir = await resolveModelPath(values.model, { baseDir: process.cwd(), field: '--model', ...(values.revision ? { revision: values.revision } : {}), onProgress: (p) => bar.update(p) });
+  const adapterDir = values.adapter ? await resolveModelPath(values.adapter, { baseDir: process.cwd(), field: '--adapter', onProgress: (p) => bar.update(p) }) : undefined;
+  bar.clear();
   const device = createDevice(await resolveDevice(values.device!));
   let lora;
   let adapterTensors;
-  if (values.adapter) {
+  if (adapterDir) {
     const { loadModelConfig } = await import('../../models/modelConfig');
-    const adapter = readLoraAdapter(values.adapter, loadModelConfig(values.model));
+    const adapter = readLoraAdapter(adapterDir, loadModelConfig(modelDir));
     lora = adapter.lora;
     adapterTensors = adapter.tensors;
   }
-  const model = await ModelRuntime.load(device, values.model, lora ? { lora } : {});
+  const model = await ModelRuntime.load(device, modelDir, lora ? { lora } : {});
   try {
     if (adapterTensors && lora) {
       const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
@@ -80,7 +88,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     const seed = number('seed', values.seed, 0, (n) => Number.isInteger(n) && n >= 0);
     const rl = readline.createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY });
     const lines = rl[Symbol.asyncIterator]();
-    process.stdout.write(`${model.config.architecture} from ${values.model}${values.adapter ? ` + adapter ${values.adapter}` : ''}. /reset starts over, /exit quits.\n`);
+    process.stdout.write(`${model.config.architecture} from ${modelDir}${adapterDir ? ` + adapter ${adapterDir}` : ''}. /reset starts over, /exit quits.\n`);
     let session = await policy.startSession(1, seed);
     let messages: ChatMessage[] = values.system ? [{ role: 'system', content: values.system }] : [];
     let ids: number[] = [];

@@ -7,6 +7,8 @@ import { createModel } from '../../models/createModel';
 import type { ModelFamily } from '../../models/modelConfig';
 import { ModelConfigError, TokenizerError } from '../../models/modelErrors';
 import { UsageError } from '../usage';
+import { DownloadProgressBar } from '../downloadProgress';
+import { resolveModelPath } from '../../models/hub';
 
 export const createModelUsage = `rollout-studio create-model --family qwen2|qwen3|llama --layers N --hidden N --heads N --kv-heads N --intermediate N --tokenizer DIR --out DIR [options]
 
@@ -18,7 +20,8 @@ the tokenizer's files, generation_config.json), for tests, examples and benchmar
   --heads N           attention heads
   --kv-heads N        key/value heads (grouped-query attention when fewer than --heads)
   --intermediate N    MLP intermediate size
-  --tokenizer DIR     folder with tokenizer.json and tokenizer_config.json
+  --tokenizer DIR     folder with tokenizer.json and tokenizer_config.json, or a Hub repo id
+                      (org/name: its tokenizer files are pulled into the Hugging Face cache, not its weights)
   --out DIR           the new model folder (must be empty unless --force)
   --seed N            random seed (default 0)
   --head-dim N        head dimension (default hidden / heads)
@@ -48,6 +51,16 @@ function truncatedIfAsked(dir: string, merges: number | undefined): string {
     throw new UsageError(`--tokenizer-merges: ${(error as Error).message}`);
   }
   return out;
+}
+
+/** The tokenizer folder: as given, or a Hub repo's tokenizer files in the Hugging Face cache. */
+async function tokenizerFolder(spec: string): Promise<string> {
+  const bar = new DownloadProgressBar(process.stderr);
+  try {
+    return await resolveModelPath(spec, { baseDir: process.cwd(), field: '--tokenizer', files: 'tokenizer', onProgress: (p) => bar.update(p) });
+  } finally {
+    bar.clear();
+  }
 }
 
 function required(flag: string, value: string | undefined): string {
@@ -99,7 +112,7 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     heads: positive('heads'),
     kvHeads: positive('kv-heads'),
     intermediate: positive('intermediate'),
-    tokenizer: truncatedIfAsked(required('tokenizer', values.tokenizer), integer('tokenizer-merges', values['tokenizer-merges'])),
+    tokenizer: truncatedIfAsked(await tokenizerFolder(required('tokenizer', values.tokenizer)), integer('tokenizer-merges', values['tokenizer-merges'])),
     outDir: required('out', values.out),
     seed: integer('seed', values.seed) ?? 0,
     headDim: integer('head-dim', values['head-dim']),

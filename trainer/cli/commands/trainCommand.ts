@@ -11,7 +11,8 @@ import { loadConfig } from "../../usercode/loadConfig";
 
 export const trainUsage = `rollout-studio train <config.ts> [options]
 
-Trains an agent as the config describes, recording the run in its run store.
+Trains an agent as the config describes, recording the run in its run store. A Hub repo id
+as model.path is downloaded into the Hugging Face cache first (see rollout-studio pull).
   --steps N          RL steps (default: the config's)
   --device NAME      cpu, webgpu, cuda or auto (default: the config's)
   --run-dir DIR      where to write the run (default: <runsDir>/<time>-<name>)
@@ -109,7 +110,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
 export const evalUsage = `rollout-studio eval <config.ts> --checkpoint DIR [options]
 
 Rolls out the evaluation rows with a checkpoint and scores them with the config's rewards.
-  --checkpoint DIR   a checkpoint folder (full model or LoRA adapter)
+  --checkpoint DIR   a checkpoint folder (full model or LoRA adapter), or a Hub repo id (org/name)
   --data FILE        evaluation rows (default: the config's evaluation.data or data.eval)
   --samples N        evaluate the first N rows
   --temperature T    sampling temperature (default: the config's evaluation.temperature, 0 = greedy)
@@ -128,12 +129,21 @@ export async function evalCommand(argv: string[]): Promise<number> {
   const loaded = await loadConfig(positionals[0]);
   const samples = values.samples === undefined ? undefined : Number(values.samples);
   const temperature = values.temperature === undefined ? undefined : Number(values.temperature);
+  const progress = new ProgressLine(process.stderr);
   const result = await evaluateCheckpoint(loaded, values.checkpoint, {
     device: await resolveDevice(values.device ?? loaded.config.device),
+    events: (event) => {
+      if (event.type === 'progress') progress.update(event);
+    },
+    log: (line) => {
+      progress.clear();
+      process.stderr.write(line + '\n');
+    },
     ...(values.data ? { data: values.data } : {}),
     ...(samples !== undefined ? { samples } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
   });
+  progress.clear();
   if (values.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   else {
     process.stdout.write(`${result.rows} rows: ${result.exactMatch !== undefined ? `exact match ${(result.exactMatch * 100).toFixed(1)}%, ` : ''}mean reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory\n`);

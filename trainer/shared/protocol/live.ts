@@ -13,7 +13,8 @@ import { PROTOCOL_VERSION } from './protocolVersion';
 
 const v = { protocol: z.literal(PROTOCOL_VERSION) };
 
-export const TrainingPhase = z.enum(['load', 'sft', 'rollout', 'reward', 'update', 'eval', 'checkpoint']);
+/** `download`: the model is being pulled from the Hugging Face Hub (done/total in bytes, before the run starts). */
+export const TrainingPhase = z.enum(['download', 'load', 'sft', 'rollout', 'reward', 'update', 'eval', 'checkpoint']);
 export type TrainingPhase = z.infer<typeof TrainingPhase>;
 
 /** Where in the rollout a held point is. */
@@ -40,6 +41,8 @@ export const TrainingEvent = z.discriminatedUnion('type', [
     total: z.number().nonnegative(),
     /** Throughput where it applies (generated tokens/s in rollout, trained tokens/s in update). */
     tokensPerSecond: z.number().nonnegative().optional(),
+    /** What the phase is working on, in words (download: the repo and the file). */
+    detail: z.string().optional(),
   }),
   z.object({ ...v, type: z.literal('metrics'), record: MetricsRecord }),
   /** The step's trajectories are complete in the run store. */
