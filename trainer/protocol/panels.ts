@@ -19,6 +19,8 @@ export const RunSummary = z.object({
   totalSteps: z.number().int().nonnegative(),
   lastStep: z.number().int().nonnegative().optional(),
   error: z.string().optional(),
+  /** The run's task metric (see runMetric): charted and reported by this name. */
+  metric: z.string().optional(),
 });
 export type RunSummary = z.infer<typeof RunSummary>;
 

@@ -46,8 +46,24 @@ export const RunRecord = z.object({
   config: z.record(z.string(), z.unknown()),
   /** Where the config came from (the user's file), for "open config" and restart. */
   configPath: z.string().optional(),
+  /**
+   * The task metric: the name of the outcome reward whose mean is recorded as `score/<metric>`
+   * (the config's `metric`, by default its first outcome reward). Runs recorded before it
+   * existed have none; their score, if any, is `score/exact_match`.
+   */
+  metric: z.string().min(1).optional(),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
+
+/** The metrics key a task metric's value is recorded under. */
+export function scoreKey(metric: string): string {
+  return `score/${metric}`;
+}
+
+/** A run's task metric: its `metric`, or `exact_match` for runs recorded before runs named one (their only score was `score/exact_match`). */
+export function runMetric(run: Pick<RunRecord, 'metric'>): string {
+  return run.metric ?? 'exact_match';
+}
 
 /**
  * Metric names with a fixed meaning, so panels can chart them without guessing. A run may
@@ -61,7 +77,7 @@ export const METRICS = {
   'reward/max': 'largest total reward',
   'reward/outcome_mean': 'mean outcome reward',
   'reward/process_mean': 'mean sum of process rewards per trajectory',
-  'score/exact_match': 'fraction of trajectories whose answer matches exactly',
+  'score/exact_match': 'the task metric of a run whose metric is exact_match: the fraction of trajectories whose answer matches exactly (any other task metric is recorded as score/<its name>)',
   'kl/mean': 'mean per-token KL to the reference policy',
   'entropy/mean': 'mean per-token entropy of the policy',
   'loss/policy': 'policy-gradient loss',

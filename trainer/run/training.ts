@@ -32,6 +32,7 @@ import { DataCursor } from './dataCursor';
 import { LiveSnapshot } from './liveSnapshot';
 import { finiteValues, rolloutMetrics } from './metrics';
 import { learningRate } from './schedule';
+import { formatScore, scoreKey, taskMetric } from './taskMetric';
 import { z } from 'zod';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
 
@@ -54,7 +55,9 @@ export interface TrainOptions {
 }
 
 export interface EvaluationResult {
-  exactMatch: number;
+  /** The task metric's name (see taskMetric.ts) and its mean over the rows; undefined without outcome rewards. */
+  metric: string | undefined;
+  score: number | undefined;
   reward: number;
   toolCallsPerTrajectory: number;
   rows: number;
@@ -206,6 +209,7 @@ export class TrainingRun {
         versions: { rolloutStudio: ROLLOUT_STUDIO_VERSION, node: process.versions.node },
         config: { ...hashable(c), configHash: this.loaded.hash },
         configPath: this.loaded.file,
+        ...(taskMetric(c) !== undefined ? { metric: taskMetric(c) } : {}),
       });
     }
     this.emit({ protocol: PROTOCOL_VERSION, type: 'run.started', runDirectory: this.writer.dir, run: this.writer.record });
@@ -330,9 +334,11 @@ export class TrainingRun {
     this.progress(step, 'eval', 0, episodes.length);
     const trajectories = await this.evalLoop.run(episodes, { seed: seedFor(this.config.seed, step, 17) });
     const rewards = await scoreTrajectories(trajectories, this.config.rewards, this.tools);
-    const metrics = rolloutMetrics(trajectories, rewards);
+    const metric = taskMetric(this.config);
+    const metrics = rolloutMetrics(trajectories, rewards, metric);
     const result: EvaluationResult = {
-      exactMatch: metrics['score/exact_match'] ?? 0,
+      metric,
+      score: metric === undefined ? undefined : metrics[scoreKey(metric)],
       reward: metrics['reward/mean'],
       toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'],
       rows: rows.length,
@@ -341,7 +347,8 @@ export class TrainingRun {
     this.writer.appendMetrics(record);
     this.emit({ protocol: PROTOCOL_VERSION, type: 'metrics', record });
     this.progress(step, 'eval', episodes.length, episodes.length);
-    this.log(`eval at step ${step}: exact match ${(result.exactMatch * 100).toFixed(1)}% over ${rows.length} rows, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory`);
+    const score = result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : '';
+    this.log(`eval at step ${step} over ${rows.length} rows: ${score}reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory`);
     return result;
   }
 
@@ -426,8 +433,9 @@ export class TrainingRun {
 
     const allSkipped = update.steps > 0 && update.skipped === update.steps;
     this.consecutiveNonFinite = allSkipped ? this.consecutiveNonFinite + 1 : 0;
+    const metric = taskMetric(c);
     const values: Record<string, number> = {
-      ...rolloutMetrics(trajectories, rewards),
+      ...rolloutMetrics(trajectories, rewards, metric),
       'loss/total': update.loss,
       'loss/policy': update.policyLoss,
       'clip/fraction': update.clipFraction,
@@ -459,7 +467,7 @@ export class TrainingRun {
     this.progress(step, 'update', 1, 1, trained / ((t3 - t2) / 1000));
     this.log(
       `step ${step}/${this.steps}: reward ${values['reward/mean'].toFixed(3)}` +
-        (values['score/exact_match'] !== undefined ? `, exact match ${(values['score/exact_match'] * 100).toFixed(1)}%` : '') +
+        (metric !== undefined && values[scoreKey(metric)] !== undefined ? `, ${formatScore(metric, values[scoreKey(metric)])}` : '') +
         `, ${values['tools/calls_per_trajectory'].toFixed(2)} calls/trajectory, loss ${update.loss.toFixed(4)}, ${(values['time/step_s']).toFixed(1)} s` +
         (update.skipped ? ` — ${update.skipped} non-finite update(s) skipped` : ''),
     );

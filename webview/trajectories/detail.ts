@@ -12,7 +12,8 @@ export interface DetailActions {
 }
 
 /** One trajectory: rewards, each turn with its tool calls, and its tokens. */
-export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, actions: DetailActions): HTMLElement {
+/** `metric`: the run's task metric, whose component is labelled as such. */
+export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, actions: DetailActions, metric?: string): HTMLElement {
   const components = Object.entries(record.rewards.components);
   let tokens: HTMLElement;
   try {
@@ -40,7 +41,7 @@ export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColour
       ...pair('Process reward', formatNumber(record.rewards.process), 'process'),
       ...pair('Total reward', formatNumber(record.rewards.total), 'total'),
       ...pair('Advantage', formatNumber(record.advantage), 'advantage'),
-      ...components.flatMap(([name, value]) => pair(name, formatNumber(value), `component-${name}`)),
+      ...components.flatMap(([name, value]) => pair(name === metric ? `${name} (task metric)` : name, formatNumber(value), `component-${name}`)),
       ...pair('Finish', record.finishReason, 'finish'),
       ...pair('Answer', record.answer ?? '—', 'answer'),
       ...pair('Tokens', `${record.lengths.response} generated of ${record.lengths.total} (prompt ${record.lengths.prompt})`, 'lengths'),

@@ -128,7 +128,7 @@ function renderDetail(): void {
         saveState();
       },
       close: () => select(null),
-    }),
+    }, model.run?.metric),
   );
 }
 

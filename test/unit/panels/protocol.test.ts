@@ -72,6 +72,14 @@ describe('live-run status text', () => {
     assert.equal(runStatusText(run, latestTrainMetrics(records)).text, '$(pulse) step 12/50 · reward 0.612 · 382 tok/s');
   });
 
+  it('names the run’s task metric with its value; a run from before runs named one reads score/exact_match', () => {
+    const records: MetricsRecord[] = [{ step: 3, time: 't', kind: 'train', values: { 'reward/mean': 0.5, 'score/within_1pct': 0.25, 'score/exact_match': 0.75 } }];
+    const named = runStatusText({ ...run, metric: 'within_1pct' }, latestTrainMetrics(records));
+    assert.equal(named.text, '$(pulse) step 3/50 · reward 0.500 · within_1pct 0.250');
+    assert.match(named.tooltip, /^task metric: within_1pct /m);
+    assert.equal(runStatusText(run, latestTrainMetrics(records)).text, '$(pulse) step 3/50 · reward 0.500 · exact_match 0.750');
+  });
+
   it('falls back to run.json’s last step before any metrics', () => {
     const { text, tooltip } = runStatusText(run, undefined);
     assert.equal(text, '$(pulse) step 11/50');

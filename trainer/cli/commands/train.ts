@@ -3,6 +3,7 @@ import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainerMessage, type 
 import { loadConfig } from '../../run/config';
 import { RunControl } from '../../run/control';
 import { evaluateCheckpoint } from '../../run/evaluate';
+import { formatScore } from '../../run/taskMetric';
 import { TrainingRun } from '../../run/training';
 import { resolveDevice } from '../device';
 import { hasParent, sendToParent } from '../ipc';
@@ -100,8 +101,9 @@ export async function trainCommand(argv: string[]): Promise<number> {
   });
   const result = await run.run();
   progress?.clear();
-  if (result.evalBefore && result.evalAfter) {
-    process.stdout.write(`held-out exact match: ${(result.evalBefore.exactMatch * 100).toFixed(1)}% before RL → ${(result.evalAfter.exactMatch * 100).toFixed(1)}% after\n`);
+  const { evalBefore: before, evalAfter: after } = result;
+  if (before?.metric !== undefined && before.score !== undefined && after?.score !== undefined) {
+    process.stdout.write(`held-out ${before.metric}: ${before.score.toFixed(3)} before RL → ${after.score.toFixed(3)} after\n`);
   }
   return result.run.status === 'failed' ? 1 : 0;
 }
@@ -136,7 +138,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   });
   if (values.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   else {
-    process.stdout.write(`${result.rows} rows: ${result.exactMatch !== undefined ? `exact match ${(result.exactMatch * 100).toFixed(1)}%, ` : ''}mean reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory\n`);
+    process.stdout.write(`${result.rows} rows: ${result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : ''}mean reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory\n`);
   }
   return 0;
 }
