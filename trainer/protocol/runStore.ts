@@ -8,6 +8,8 @@ import { PROTOCOL_VERSION } from './version';
  *   run.json                    RunRecord (rewritten atomically when the status changes)
  *   metrics.jsonl               one MetricsRecord per step (and per evaluation)
  *   rollouts/step-NNNNNN.jsonl  one TrajectoryRecord per trajectory of that step
+ *   evals/step-NNNNNN.jsonl     one TrajectoryRecord per held-out row of the evaluation after
+ *                               step NNNNNN (000000: before RL), written whole when it ends
  *   checkpoints/step-NNNNNN/    a Hugging Face folder plus trainer_state.json
  */
 
@@ -238,6 +240,18 @@ export type TrajectoryRecord = z.infer<typeof TrajectoryRecord>;
 
 export function stepFileName(step: number): string {
   return `step-${String(step).padStart(6, '0')}`;
+}
+
+/**
+ * Where a run's trajectories live, relative to the run directory: a training step's rollouts,
+ * or an evaluation's. An evaluation's records carry the step it followed as their `step`, the
+ * row's position in the held-out data as `index` and `group`, and no advantage.
+ */
+export const TrajectorySet = z.enum(['train', 'eval']);
+export type TrajectorySet = z.infer<typeof TrajectorySet>;
+
+export function trajectoryFile(set: TrajectorySet, step: number): string {
+  return `${set === 'train' ? 'rollouts' : 'evals'}/${stepFileName(step)}.jsonl`;
 }
 
 /** `checkpoints/step-NNNNNN/trainer_state.json`: what resuming needs beyond the weights. */

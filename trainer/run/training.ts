@@ -7,7 +7,7 @@ import { ModelRuntime } from '../models/runtime';
 import type { ChatTemplate } from '../models/chatTemplate';
 import { loadJsonlDataset, type Dataset } from '../data/dataset';
 import type { DatasetRow } from '../data/row';
-import { PROTOCOL_VERSION, type MetricsRecord, type RunRecord, type TrajectoryRecord, type TrainingEvent } from '../protocol';
+import { PROTOCOL_VERSION, trajectoryFile, type MetricsRecord, type RunRecord, type TrajectoryRecord, type TrainingEvent } from '../protocol';
 import { scoreTrajectories } from '../rewards/score';
 import { toRlSample } from '../rewards/placement';
 import { applyKlPenalty } from '../rl/kl';
@@ -334,6 +334,7 @@ export class TrainingRun {
     this.progress(step, 'eval', 0, episodes.length);
     const trajectories = await this.evalLoop.run(episodes, { seed: seedFor(this.config.seed, step, 17) });
     const rewards = await scoreTrajectories(trajectories, this.config.rewards, this.tools);
+    this.writer.writeEvaluation(step, trajectories.map((t, i) => toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer: this.model.tokenizer })));
     const metric = taskMetric(this.config);
     const metrics = rolloutMetrics(trajectories, rewards, metric);
     const result: EvaluationResult = {
@@ -539,7 +540,8 @@ export class TrainingRun {
 /** Drop the records of steps after `step` (a resume recomputes them). */
 function truncateRunStore(dir: string, step: number): void {
   const reader = new RunStoreReader(dir);
-  for (const s of reader.steps()) if (s > step) fs.rmSync(path.join(dir, 'rollouts', `step-${String(s).padStart(6, '0')}.jsonl`));
+  for (const s of reader.steps()) if (s > step) fs.rmSync(path.join(dir, trajectoryFile('train', s)));
+  for (const s of reader.evaluations()) if (s > step) fs.rmSync(path.join(dir, trajectoryFile('eval', s)));
   const metricsFile = path.join(dir, 'metrics.jsonl');
   if (fs.existsSync(metricsFile)) {
     const kept = reader.metrics().records.filter((r) => (r.kind === 'sft' ? true : r.step <= step));
