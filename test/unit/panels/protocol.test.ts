@@ -39,10 +39,11 @@ describe('panel messages', () => {
     assert.equal(MetricsPanelState.safeParse({ runDirs: ['/r'], smoothing: 1.5, band: 'std' }).success, false);
   });
 
-  it('resolve a step selection: the newest step when following, else the pinned one', () => {
-    assert.equal(resolveStepSelection('follow', [1, 2, 7]), 7);
+  it('resolve a step selection: the newest step when following, else the pinned one, or the evaluation asked for', () => {
+    assert.deepEqual(resolveStepSelection('follow', [1, 2, 7]), { set: 'train', step: 7 });
     assert.equal(resolveStepSelection('follow', []), undefined);
-    assert.equal(resolveStepSelection(2, [1, 2, 7]), 2);
+    assert.deepEqual(resolveStepSelection(2, [1, 2, 7]), { set: 'train', step: 2 });
+    assert.deepEqual(resolveStepSelection({ evaluation: 0 }, [1, 2, 7]), { set: 'eval', step: 0 });
   });
 });
 
