@@ -6,6 +6,7 @@ import { ModelPolicy } from '../models/generation/session';
 import { ModelRuntime } from '../models/runtime';
 import type { ChatTemplate } from '../models/chatTemplate';
 import { loadJsonlDataset, type Dataset } from '../data/dataset';
+import { loadDemonstrations } from '../data/demonstrations';
 import type { DatasetRow } from '../data/row';
 import { PROTOCOL_VERSION, trajectoryFile, type MetricsRecord, type RunRecord, type TrajectoryRecord, type TrainingEvent } from '../protocol';
 import { scoreTrajectories } from '../rewards/score';
@@ -19,7 +20,6 @@ import { toTrajectoryRecord } from '../rollout/record';
 import type { RolloutObserver } from '../rollout/observer';
 import type { Trajectory } from '../rollout/trajectory';
 import { tokenizeDemonstration } from '../rollout/demonstration';
-import { ChatMessage } from '../protocol/chat';
 import { RunStoreReader, RunStoreWriter } from '../runstore';
 import { writeFileAtomic } from '../runstore/jsonl';
 import { ToolSet } from '../tools/toolSet';
@@ -33,7 +33,6 @@ import { LiveSnapshot } from './liveSnapshot';
 import { finiteValues, rolloutMetrics } from './metrics';
 import { learningRate } from './schedule';
 import { formatScore, scoreKey, taskMetric } from './taskMetric';
-import { z } from 'zod';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
 
 export type EventSink = (event: TrainingEvent) => void;
@@ -69,8 +68,6 @@ export interface TrainResult {
   evalBefore?: EvaluationResult;
   evalAfter?: EvaluationResult;
 }
-
-const DemonstrationRow = z.looseObject({ messages: z.array(ChatMessage).min(2) });
 
 function runId(name: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
@@ -278,19 +275,11 @@ export class TrainingRun {
     if (!resuming && !this.options.resume) await this.checkpoint(0);
   }
 
-  /** A demonstrations file as token sequences, each laid out as the agent loop would; errors name the file and line. */
-  private readDemonstrations(file: string): SftSequence[] {
-    const rows = fs.readFileSync(file, 'utf8').split('\n').map((line, i) => ({ line, number: i + 1 })).filter((l) => l.line.trim());
-    return rows.map(({ line, number }) => {
-      let value: unknown;
-      try {
-        value = JSON.parse(line);
-      } catch (error) {
-        throw new Error(`${file} line ${number}: not valid JSON (${(error as Error).message})`);
-      }
-      const parsed = DemonstrationRow.safeParse(value);
-      if (!parsed.success) throw new Error(`${file} line ${number}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-      const tokens = tokenizeDemonstration(this.template, parsed.data.messages, { tools: this.tools.specs(), ...(this.config.rollout.templateKwargs ? { kwargs: this.config.rollout.templateKwargs } : {}), origin: `${file} line ${number}` });
+  /** A demonstrations file as token sequences, each laid out as the agent loop would; errors name the file, line and field. */
+  private async readDemonstrations(file: string): Promise<SftSequence[]> {
+    const demonstrations = await loadDemonstrations(file, { tools: this.tools });
+    return demonstrations.map(({ messages, source }) => {
+      const tokens = tokenizeDemonstration(this.template, messages, { tools: this.tools.specs(), ...(this.config.rollout.templateKwargs ? { kwargs: this.config.rollout.templateKwargs } : {}), origin: `${source.file}:${source.line}` });
       return { ids: tokens.ids, mask: Uint8Array.from(tokens.mask) };
     });
   }
@@ -298,7 +287,8 @@ export class TrainingRun {
   /** Supervised warm start on the demonstrations (a list of files: in order); metrics recorded with kind `sft`. */
   private async warmStart(): Promise<void> {
     const sft = this.config.sft!;
-    const stages = (typeof sft.data === 'string' ? [sft.data] : sft.data).map((file) => this.readDemonstrations(this.loaded.resolve(file)));
+    const stages: SftSequence[][] = [];
+    for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) stages.push(await this.readDemonstrations(this.loaded.resolve(file)));
     const full = this.config.model.lora === false;
     const trainer = await SftTrainer.create(this.model, {
       adamw: { beta1: this.config.optimization.beta1, beta2: this.config.optimization.beta2, eps: this.config.optimization.eps, weightDecay: this.config.optimization.weightDecay, maxGradNorm: this.config.optimization.maxGradNorm },
