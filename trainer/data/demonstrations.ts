@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { z } from 'zod';
-import { Demonstration } from '../protocol/demonstration';
-import type { ChatMessage } from '../protocol/chat';
+import { Demonstration } from '../shared/protocol/demonstration';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
 import { DatasetError } from './dataset';
 import type { RowSource } from './row';
 

@@ -1,9 +1,9 @@
 import type { z } from 'zod';
 import { datasetFromRows } from '../data/dataset';
 import { describeRow, type DatasetRow } from '../data/row';
-import type { ChatMessage } from '../protocol/chat';
-import { Demonstration } from '../protocol/demonstration';
-import { parseWith } from '../protocol/parse';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
+import { Demonstration } from '../shared/protocol/demonstration';
+import { parseWith } from '../shared/protocol/parse';
 import type { CallView, TrajectoryView } from '../tools/context';
 import type { ToolResult } from '../tools/result';
 import { ToolRunner, type ToolCallError } from '../tools/runner';

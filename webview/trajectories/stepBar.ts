@@ -1,4 +1,4 @@
-import type { ShownSet, StepSelection } from '../../trainer/protocol';
+import type { ShownSet, StepSelection } from '../../trainer/shared/protocol';
 import { button, checkbox, dropdown, textField } from '../components/toolkit';
 import { h } from '../dom';
 import { adjacentStep, nearestStep } from './rows';

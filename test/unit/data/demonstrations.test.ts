@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { loadDemonstrations } from '../../../trainer/data';
-import { Demonstration } from '../../../trainer/protocol';
+import { Demonstration } from '../../../trainer/shared/protocol';
 import { defineTool, ToolSet } from '../../../trainer/tools';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'demonstrations-'));

@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { Demonstration } from '../../../trainer/protocol';
+import { Demonstration } from '../../../trainer/shared/protocol';
 import { defaultErrorObservation, demonstrate, DemonstrationScriptError } from '../../../trainer/rollout';
 import { CalculatorTool } from '../../../trainer/tools/builtin/calculator';
 import { defineTool, observationText, ToolRunner, ToolSet } from '../../../trainer/tools';

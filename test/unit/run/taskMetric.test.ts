@@ -7,9 +7,9 @@ import * as assert from 'node:assert/strict';
 import { datasetFromRows } from '../../../trainer/data';
 import { outcomeReward, scoreTrajectories } from '../../../trainer/rewards';
 import type { Trajectory } from '../../../trainer/rollout';
-import { parseConfig } from '../../../trainer/run/config';
-import { rolloutMetrics } from '../../../trainer/run/metrics';
-import { formatScore, taskMetric } from '../../../trainer/run/taskMetric';
+import { parseConfig } from '../../../trainer/training/trainingConfig';
+import { rolloutMetrics } from '../../../trainer/training/rolloutMetrics';
+import { formatScore, taskMetric } from '../../../trainer/training/taskMetric';
 import { ToolSet } from '../../../trainer/tools';
 
 const within = outcomeReward('within_1pct', (_t, row) => (Number((row as unknown as { answer: string }).answer) > 10 ? 1 : 0));
