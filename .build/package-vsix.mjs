@@ -34,11 +34,27 @@ const rules = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8') + `\n!${
 fs.writeFileSync(ignoreFile, rules);
 
 const out = path.join(root, 'dist', `${manifest.name}-${target}-${manifest.version}.vsix`);
-execFileSync(
-  process.execPath,
-  [path.join(root, 'node_modules/@vscode/vsce/vsce'), 'package', '--target', target, '--ignoreFile', ignoreFile, '--out', out, '--skip-license'],
-  { stdio: 'inherit', cwd: root },
-);
+// package.json's `files` says what the npm tarball holds (the trainer, its types, the examples);
+// vsce refuses to package when a manifest has `files` and an ignore file is given too, and the
+// .vsix needs the ignore file (its node_modules rules are per platform). So vsce runs while
+// package.json has no `files`, and the original text is put back however vsce ends (an
+// interrupt included: this process ignores it while vsce, which gets it too, exits).
+const manifestFile = path.join(root, 'package.json');
+const manifestText = fs.readFileSync(manifestFile, 'utf8');
+const { files: _npmFiles, ...vsixManifest } = manifest;
+const ignoreInterrupt = () => undefined;
+process.on('SIGINT', ignoreInterrupt);
+fs.writeFileSync(manifestFile, JSON.stringify(vsixManifest, null, 2) + '\n');
+try {
+  execFileSync(
+    process.execPath,
+    [path.join(root, 'node_modules/@vscode/vsce/vsce'), 'package', '--target', target, '--ignoreFile', ignoreFile, '--out', out, '--skip-license'],
+    { stdio: 'inherit', cwd: root },
+  );
+} finally {
+  fs.writeFileSync(manifestFile, manifestText);
+  process.off('SIGINT', ignoreInterrupt);
+}
 fs.rmSync(path.dirname(ignoreFile), { recursive: true, force: true });
 const size = fs.statSync(out).size;
 console.log(`packaged ${path.relative(root, out)} (${(size / 2 ** 20).toFixed(1)} MiB)`);

@@ -60,7 +60,7 @@ export function prepareModel(fresh: boolean): void {
   }
 }
 
-const percent = (r: EvaluationResult | undefined) => (r ? (100 * r.exactMatch).toFixed(1) : 'n/a');
+const percent = (r: EvaluationResult | undefined) => (r?.score !== undefined ? (100 * r.score).toFixed(1) : 'n/a'); // the task metric: exact_match, the config's first outcome reward
 
 async function main(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { steps: { type: 'string' }, fresh: { type: 'boolean', default: false } } });

@@ -3,6 +3,7 @@ import {
   resolveStepSelection,
   TrajectoriesToHost,
   type OpenRunInDebuggerArgs,
+  type ShownSet,
   type StepSelection,
   type TrajectoriesToWebview,
   type TrajectoryRow,
@@ -23,11 +24,12 @@ export const ROWS_PER_MESSAGE = 1000;
  * updates into messages for the webview, and the webview's requests into reads. The step shown
  * follows the newest step or stays pinned, as the webview asks; rows of the shown step are
  * sent once and then appended as they arrive; a trajectory's full record (its tokens) is sent
- * only when its detail opens.
+ * only when its detail opens. The held-out evaluations sit beside the training steps: the
+ * webview may ask for one instead (written whole, an evaluation's rows are sent once).
  */
 export class TrajectoriesController {
   private selection: StepSelection;
-  private shownStep: number | undefined;
+  private shownSet: ShownSet | undefined;
   private releaseStep: (() => void) | undefined;
   private ready = false;
   private readonly unsubscribe: () => void;
@@ -46,9 +48,14 @@ export class TrajectoriesController {
     return this.selection;
   }
 
-  /** The step whose rows the webview has, when it has one. */
+  /** The training step whose rows the webview has, when it shows one. */
   get shown(): number | undefined {
-    return this.shownStep;
+    return this.shownSet?.set === 'train' ? this.shownSet.step : undefined;
+  }
+
+  /** The step of the evaluation whose rows the webview has, when it shows one. */
+  get shownEvaluation(): number | undefined {
+    return this.shownSet?.set === 'eval' ? this.shownSet.step : undefined;
   }
 
   /** Show `step` (pinned) or follow the newest step, at the host's request; the webview is told. */
@@ -72,9 +79,10 @@ export class TrajectoriesController {
         this.show(resolveStepSelection(this.selection, this.source.steps()));
         break;
       case 'openTrajectory': {
-        const record = this.source.trajectory(message.step, message.index);
-        if (record) this.post({ type: 'trajectory', record });
-        else this.post({ type: 'notice', level: 'error', message: `Step ${message.step} has no trajectory ${message.index}.` });
+        const evaluation = message.set === 'eval';
+        const record = evaluation ? this.source.evaluationTrajectory(message.step, message.index) : this.source.trajectory(message.step, message.index);
+        if (record) this.post({ type: 'trajectory', set: message.set, record });
+        else this.post({ type: 'notice', level: 'error', message: `${evaluation ? 'The evaluation after step' : 'Step'} ${message.step} has no trajectory ${message.index}.` });
         break;
       }
       case 'openInDebugger':
@@ -98,12 +106,16 @@ export class TrajectoriesController {
         break;
       case 'steps': {
         this.postRun();
-        const target = resolveStepSelection(this.selection, update.steps);
-        if (target !== this.shownStep) this.show(target);
+        this.show(resolveStepSelection(this.selection, update.steps));
         break;
       }
+      case 'evaluations':
+        this.postRun();
+        // An evaluation asked for before it was written shows once it is.
+        if (this.shownSet === undefined) this.show(resolveStepSelection(this.selection, this.source.steps()));
+        break;
       case 'rows':
-        if (update.step === this.shownStep) this.postRows(update.step, update.rows, update.reset ?? false);
+        if (this.shownSet?.set === 'train' && update.step === this.shownSet.step) this.postRows(this.shownSet, update.rows, update.reset ?? false);
         break;
       case 'error':
         this.post({ type: 'notice', level: 'error', message: update.message });
@@ -114,30 +126,36 @@ export class TrajectoriesController {
     }
   }
 
-  private show(step: number | undefined, force = false): void {
-    if (step === this.shownStep && !force) return;
+  private show(target: ShownSet | undefined, force = false): void {
+    // An evaluation that is not recorded (yet) shows as nothing, like a run without steps.
+    const shown = target?.set === 'eval' && !this.source.evaluations().includes(target.step) ? undefined : target;
+    if (shown?.set === this.shownSet?.set && shown?.step === this.shownSet?.step && !force) return;
     this.releaseStep?.();
     this.releaseStep = undefined;
-    this.shownStep = step;
-    if (step === undefined) {
+    this.shownSet = shown;
+    if (shown === undefined) {
       this.post({ type: 'noSteps', selection: this.selection });
       return;
     }
-    this.releaseStep = this.source.follow(step);
-    this.postRows(step, this.source.rows(step), true);
+    if (shown.set === 'eval') {
+      this.postRows(shown, this.source.evaluationRows(shown.step), true);
+      return;
+    }
+    this.releaseStep = this.source.follow(shown.step);
+    this.postRows(shown, this.source.rows(shown.step), true);
   }
 
-  private postRows(step: number, rows: readonly TrajectoryRow[], reset: boolean): void {
+  private postRows({ set, step }: ShownSet, rows: readonly TrajectoryRow[], reset: boolean): void {
     if (rows.length === 0) {
-      if (reset) this.post({ type: 'rows', step, selection: this.selection, reset, rows: [] });
+      if (reset) this.post({ type: 'rows', set, step, selection: this.selection, reset, rows: [] });
       return;
     }
     for (let i = 0; i < rows.length; i += ROWS_PER_MESSAGE) {
-      this.post({ type: 'rows', step, selection: this.selection, reset: reset && i === 0, rows: rows.slice(i, i + ROWS_PER_MESSAGE) });
+      this.post({ type: 'rows', set, step, selection: this.selection, reset: reset && i === 0, rows: rows.slice(i, i + ROWS_PER_MESSAGE) });
     }
   }
 
   private postRun(): void {
-    this.post({ type: 'run', run: runSummaryOf(this.source.dir, this.source.run()), steps: this.source.steps() });
+    this.post({ type: 'run', run: runSummaryOf(this.source.dir, this.source.run()), steps: this.source.steps(), evaluations: this.source.evaluations() });
   }
 }

@@ -163,7 +163,7 @@ async function benchTrajectories(root: string): Promise<void> {
     const appends: number[] = [];
     for (let i = 0; i < REPEATS; i++) {
       const row = { ...rows[i], index: TRAJECTORIES + i };
-      const message: TrajectoriesToWebview = { type: 'rows', step: 1, selection: 'follow', reset: false, rows: [row] };
+      const message: TrajectoriesToWebview = { type: 'rows', set: 'train', step: 1, selection: 'follow', reset: false, rows: [row] };
       appends.push(await measure(page, [message], `document.getElementById('row-count')?.textContent === '${TRAJECTORIES + i + 1} trajectories'`));
     }
     result('trajectories_append_update_ms', median(appends));

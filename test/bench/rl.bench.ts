@@ -123,7 +123,7 @@ async function main(argv: string[]): Promise<void> {
   const warm = await train(warmLoaded, warmDir);
   const warmModel = path.join(warmDir, 'checkpoints', 'step-000000');
   if (!fs.existsSync(path.join(warmModel, 'config.json'))) throw new Error(`the warm start left no step-0 checkpoint in ${warmModel}`);
-  const emBefore = warm.before!.exactMatch;
+  const emBefore = warm.before!.score!;
 
   const rows: Row[] = [];
   for (const variant of VARIANTS) {
@@ -137,7 +137,7 @@ async function main(argv: string[]): Promise<void> {
     variant.change(c);
     const runDir = path.join(OUT, variant.name.replace(/[^a-z0-9+]+/gi, '-'));
     const run = await train(loaded, runDir);
-    rows.push({ variant: variant.name, emBefore: run.before!.exactMatch, emAfter: run.after!.exactMatch, toolCallsAfter: run.after!.toolCallsPerTrajectory, ...phases(runDir) });
+    rows.push({ variant: variant.name, emBefore: run.before!.score!, emAfter: run.after!.score!, toolCallsAfter: run.after!.toolCallsPerTrajectory, ...phases(runDir) });
   }
 
   const c = (await loadConfig(EXAMPLE_CONFIG)).config;

@@ -26,7 +26,7 @@ describe('Rollout Studio: Check Environment, from the command palette of a real 
     // CUDA is not installed by default: the user sees why and what to run.
     const cuda = view.locator('.provider[data-provider="cuda"]');
     assert.equal(await cuda.locator('.state').textContent(), 'unavailable');
-    assert.match((await cuda.locator('.reason').textContent()) ?? '', /npm install --onnxruntime-node-install=cuda12/);
+    assert.match((await cuda.locator('.reason').textContent()) ?? '', /libonnxruntime_providers_cuda\.so .* are not in .*ONNXRUNTIME_NODE_INSTALL=cuda12 node \S+\/onnxruntime-node\/script\/install\.js/);
 
     await page.waitForTimeout(500);
     const file = await screenshot(page, 'check-environment.png');

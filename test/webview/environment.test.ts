@@ -23,7 +23,7 @@ const report: EnvironmentReport = {
   providers: {
     cpu: { name: 'cpu', available: true, maxAbsError: 1e-7, elapsedMs: 12 },
     webgpu: { name: 'webgpu', available: true, adapter: { vendor: 'mesa', architecture: 'llvmpipe', device: 'lavapipe', description: 'software' } },
-    cuda: { name: 'cuda', available: false, reason: 'Install the CUDA provider: npm install --onnxruntime-node-install=cuda12' },
+    cuda: { name: 'cuda', available: false, reason: 'Download the CUDA provider: ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js' },
   },
 };
 

@@ -157,7 +157,7 @@ describe('Trajectories webview', () => {
     await page.locator(`.vt-window .vt-row[data-key="${record.index}"]`).click();
     const detail = page.locator(`#detail .detail-body[data-index="${record.index}"]`);
     await detail.waitFor();
-    assert.ok(app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'openTrajectory', step: 2, index: record.index })));
+    assert.ok(app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'openTrajectory', set: 'train', step: 2, index: record.index })));
     assert.equal(await detail.locator('[data-field="outcome"]').textContent(), String(record.rewards.outcome));
     assert.equal(await detail.locator('[data-field="total"]').textContent(), Number.isInteger(record.rewards.total) ? String(record.rewards.total) : record.rewards.total.toFixed(3));
     assert.equal(await detail.locator('[data-field="advantage"]').textContent(), record.advantage!.toFixed(3));
@@ -238,6 +238,32 @@ describe('Trajectories webview', () => {
     await page.locator('#follow').click();
     await page.locator('#row-count', { hasText: '1 trajectories' }).waitFor();
     assert.equal(await stepShown(page, '4'), '4');
+    assertClean(app);
+  });
+
+  it('shows the held-out evaluations beside the training steps, with the task metric named', async () => {
+    const dir = recordedRun({ steps: 2, batch: 8 });
+    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const evaluation = (step: number, rows: number) => Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
+    writer.writeEvaluation(0, evaluation(0, 5));
+    writer.writeEvaluation(2, evaluation(2, 3));
+    const { app, page } = await open(dir);
+    await page.locator('#row-count', { hasText: '8 trajectories' }).waitFor();
+    await page.locator('#evaluation').click();
+    assert.deepEqual(await page.locator('#evaluation vscode-option').allTextContents(), ['Training steps', 'Evaluation before RL', 'Evaluation after step 2']);
+    await page.locator('#evaluation vscode-option', { hasText: 'Evaluation before RL' }).click();
+    await page.locator('#row-count', { hasText: '5 trajectories' }).waitFor();
+    assert.equal(await page.locator('#follow').getAttribute('aria-checked'), 'false');
+    await page.locator('.vt-window .vt-row[data-key="3"]').click();
+    const detail = page.locator('#detail .detail-body[data-index="3"]');
+    await detail.waitFor();
+    assert.match((await detail.locator('header').first().textContent()) ?? '', /evaluation before RL/);
+    assert.equal(await detail.locator('vscode-button', { hasText: 'Open in Debugger' }).count(), 0, 'replay steps through training steps only');
+    assert.equal(await detail.locator('dt', { hasText: 'exact_match (task metric)' }).count(), 1);
+    assert.deepEqual(((await app.state()) as TrajectoriesPanelState).step, { evaluation: 0 });
+    await page.locator('#follow').click();
+    await page.locator('#row-count', { hasText: '8 trajectories' }).waitFor();
+    assert.equal(await stepShown(page, '2'), '2');
     assertClean(app);
   });
 

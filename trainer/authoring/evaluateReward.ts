@@ -141,6 +141,21 @@ function scorerFor(value: unknown, kind: RewardKind, where: string, exportPath: 
   }
 }
 
+/**
+ * The text a gold-answer reference trajectory answers with: the row's first gold answer as the
+ * answer rewards read it (strings, numbers, booleans), or any other JSON value of `answer` or
+ * `answers` as JSON — a user's reward may well parse it. Undefined when the row has neither field.
+ */
+export function goldAnswerText(row: DatasetRow): string | undefined {
+  const value = row['answers'] ?? row['answer'];
+  if (value === undefined) return undefined;
+  try {
+    return defaultGroundTruth(row)[0];
+  } catch {
+    return JSON.stringify(value);
+  }
+}
+
 async function scoreSample(scorer: Scorer, trajectory: Trajectory<DatasetRow>, base: Omit<RewardSample, 'scores'>): Promise<RewardSample> {
   const answer = scorer.answer(trajectory as Trajectory<object>);
   const sample: RewardSample = { ...base, ...(answer !== undefined ? { answer } : {}), scores: {} };
@@ -192,12 +207,8 @@ export async function evaluateReward(exports: Record<string, unknown>, input: Ev
   else {
     let withoutAnswer = 0;
     for (const row of rows.slice(0, input.samples)) {
-      let gold: string | undefined;
-      try {
-        gold = defaultGroundTruth(row)[0];
-      } catch {
-        withoutAnswer++;
-      }
+      const gold = goldAnswerText(row);
+      if (gold === undefined) withoutAnswer++;
       const label = rowLabel(row);
       if (gold !== undefined) {
         samples.push(await scoreSample(scorer, referenceTrajectory(row, `<answer>${gold}</answer>`, samples.length), { source: 'gold', label, rowId: row.id }));

@@ -54,21 +54,31 @@ async function checkCuda(packageDir: string, backends: Backends): Promise<Provid
   if (!backends.some((b) => b.name === 'cuda') || process.platform !== 'linux' || process.arch !== 'x64') {
     return { name: 'cuda', available: false, reason: 'onnxruntime-node provides CUDA on Linux x64 only.', ...driver };
   }
-  const libraryPath = path.join(nativeBinaryDir(packageDir), 'libonnxruntime_providers_cuda.so');
-  const providerLibrary = { installed: fs.existsSync(libraryPath), path: libraryPath };
+  const binDir = nativeBinaryDir(packageDir);
+  const missing = CUDA_PROVIDER_FILES.filter((file) => !fs.existsSync(path.join(binDir, file)));
+  const providerLibrary = { installed: missing.length === 0, path: path.join(binDir, CUDA_PROVIDER_FILES[0]), ...(missing.length ? { missing } : {}) };
   if (!providerLibrary.installed) {
     return {
       name: 'cuda',
       available: false,
       reason:
-        'onnxruntime-node was installed without its CUDA provider (Rollout Studio skips that download by default). ' +
-        'On a Linux x64 machine with CUDA 12 and cuDNN 9, reinstall with: npm install --onnxruntime-node-install=cuda12' +
-        (nvidiaDriver ? '.' : '. No NVIDIA driver is loaded on this machine either.'),
+        `onnxruntime-node's CUDA provider is not installed here: ${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not in ${binDir}. ` +
+        'onnxruntime-node downloads it from NuGet in its install script, which was skipped (ONNXRUNTIME_NODE_INSTALL=skip, or an allowScripts entry) or could not reach the network. ' +
+        `With CUDA 12 and cuDNN 9, download it now: ${cudaInstallCommand(packageDir)}` +
+        (nvidiaDriver ? '' : ' (no NVIDIA driver is loaded on this machine, though)'),
       providerLibrary,
       ...driver,
     };
   }
   return { ...(await probeInChildProcess('cuda')), providerLibrary, ...driver };
+}
+
+/** What onnxruntime-node's install script puts in its bin folder for CUDA on Linux x64; the provider needs both. */
+const CUDA_PROVIDER_FILES = ['libonnxruntime_providers_cuda.so', 'libonnxruntime_providers_shared.so'];
+
+/** The command that runs onnxruntime-node's install script for the CUDA 12 provider, for the copy installed at `packageDir`. */
+export function cudaInstallCommand(packageDir: string): string {
+  return `ONNXRUNTIME_NODE_INSTALL=cuda12 node ${path.join(packageDir, 'script', 'install.js')}`;
 }
 
 /** The loaded NVIDIA kernel driver's version, from /proc; undefined when none is loaded. */
@@ -101,7 +111,10 @@ export function formatEnvironmentReport(report: EnvironmentReport): string {
     lines.push(`  ${check.name.padEnd(8)} ${mark}${check.available ? timing : ''}`);
     if (check.adapter) lines.push(`           adapter: ${check.adapter.vendor} / ${check.adapter.architecture} / ${check.adapter.device}${check.adapter.description ? ` — ${check.adapter.description}` : ''}`);
     if (check.nvidiaDriver) lines.push(`           NVIDIA driver: ${check.nvidiaDriver}`);
-    if (check.providerLibrary) lines.push(`           provider library: ${check.providerLibrary.installed ? 'installed' : 'not installed'} (${check.providerLibrary.path})`);
+    if (check.providerLibrary) {
+      const library = check.providerLibrary;
+      lines.push(`           provider library: ${library.installed ? `installed (${library.path})` : `not installed (missing: ${(library.missing ?? [path.basename(library.path)]).join(', ')})`}`);
+    }
     if (!check.available && check.reason) lines.push(`           why: ${check.reason}`);
     if (!check.available && check.error) lines.push(...check.error.split('\n').slice(0, 4).map((l) => `           error: ${l}`));
   }

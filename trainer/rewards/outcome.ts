@@ -13,18 +13,32 @@ export interface AnswerRewardOptions<Row extends object> {
   weight?: number;
   /** Where the predicted answer comes from (default: the last `<answer>…</answer>`). */
   answer?: AnswerExtractor;
-  /** Where the gold answers come from (default: the row's `answers` (strings) or `answer` (a string)). */
+  /** Where the gold answers come from (default: the row's `answers` or `answer`: strings, numbers or booleans). */
   groundTruth?: GroundTruth<Row>;
 }
 
-/** The row's `answers` or `answer` field, checked. */
+/** A gold answer that compares as text: a string, or a number or boolean written as JSON writes it (`5`, `-0.25`, `true`). */
+function scalarText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') return String(value);
+  return undefined;
+}
+
+/** The row's `answers` or `answer` field as texts: a string, number or boolean, or a non-empty list of them. */
 export function defaultGroundTruth(row: object): readonly string[] {
   const fields = row as Record<string, unknown>;
   const value = fields['answers'] ?? fields['answer'];
-  if (typeof value === 'string') return [value];
-  if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string')) return value as string[];
+  const single = scalarText(value);
+  if (single !== undefined) return [single];
+  if (Array.isArray(value) && value.length > 0) {
+    const texts = value.map(scalarText);
+    if (texts.every((t) => t !== undefined)) return texts as string[];
+  }
   const where = 'id' in row && 'source' in row ? describeRow(row as DatasetRow) : 'a row';
-  throw new RewardError(`${where}: the answer rewards read the ground truth from "answer" (a string) or "answers" (non-empty list of strings); this row has ${value === undefined ? 'neither' : JSON.stringify(value)}`);
+  throw new RewardError(
+    `${where}: the answer rewards read the ground truth from "answer" (a string, number or boolean) or "answers" (a non-empty list of them); this row has ${value === undefined ? 'neither' : JSON.stringify(value)}` +
+      (value === undefined ? '' : ' (compare other values with your own reward, or pass groundTruth)'),
+  );
 }
 
 function golds<Row extends object>(row: Row, groundTruth: GroundTruth<Row> | undefined): readonly string[] {

@@ -1,7 +1,6 @@
 import type { ChatTemplate } from '../models/chatTemplate';
 import type { ChatMessage, ToolSpec } from '../shared/protocol/chatMessages';
 import { describeRow, type DatasetRow } from '../data/row';
-import { observationText } from '../tools/result';
 import { ToolRunner, type ToolCallRequest, type ToolLogLine } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { BudgetError, checkBudget, type LengthBudget } from './budget';
@@ -12,6 +11,7 @@ import type { RolloutObserver } from './observer';
 import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest } from '../models/generation/policy';
 import { renderPrompt, type RenderedPrompt } from './prompt';
 import { TextOffsets } from './textOffsets';
+import { renderObservation } from './observation';
 import { checkTrajectory } from './validate';
 import { TrajectoryState, type PendingCallState } from './trajectoryState';
 import type { Episode, ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
@@ -297,7 +297,7 @@ export class AgentLoop {
         const outcome = outcomeOf.get(call);
         const { parsed } = call;
         const error = outcome ? outcome.error : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
-        const shown = error ? this.errorObservation({ ...error, ...(parsed.name !== undefined ? { tool: parsed.name } : {}) }) : observationText(outcome!.result!);
+        const shown = renderObservation(error ? { error } : outcome!, parsed.name, this.errorObservation);
         const { text, truncated } = truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
         const result: ToolCallResult = {
           turn: turn.assistantTurn!,

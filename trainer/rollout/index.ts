@@ -6,7 +6,9 @@ export type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnOptions
 export { AgentLoop, PolicyContractError, type AgentLoopOptions, type RunOptions } from './agentLoop';
 export { BudgetError, LengthBudget, checkBudget } from './budget';
 export { defaultErrorObservation, type ErrorObservation, type ObservedError } from './errorObservation';
-export { DemonstrationError, tokenizeDemonstration, type DemonstrationOptions, type DemonstrationTokens } from './demonstration';
+export { DemonstrationError, tokenizeDemonstration, type DemonstrationOptions, type DemonstrationTokens } from './tokenizeDemonstration';
+export { demonstrate, DemonstrationScriptError, type DemonstrateOptions, type DemonstratedCall, type DemonstrationRow, type DemonstrationScript, type ScriptedCall, type ScriptedSolver } from './demonstrate';
+export { renderObservation } from './observation';
 export { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './formats/toolCallFormat';
 export { HermesFormat, type HermesFormatOptions } from './formats/hermes';
 export { CodeBlockFormat, type CodeBlockFormatOptions } from './formats/codeBlock';

@@ -9,23 +9,19 @@ export class ToolTimeoutError extends Error {
 export type DeadlineOutcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
 /**
- * Runs `work` with a signal that aborts after `timeoutMs` (or when `parent` aborts). The
- * outcome comes back at the deadline even if the work ignores its signal: a tool that hangs
- * must not hang the batch. (Such a tool keeps running in the background; tools should honour
- * the signal.)
+ * Runs `work` with `controller`'s signal, which this aborts after `timeoutMs`; whoever owns the
+ * controller may abort it earlier (the rollout was stopped). The outcome comes back when the
+ * signal aborts even if the work ignores it: a tool that hangs must not hang the batch. (Such a
+ * tool keeps running in the background; tools should honour the signal.)
  */
 export async function withDeadline<T>(
   toolName: string,
   timeoutMs: number,
-  parent: AbortSignal | undefined,
+  controller: AbortController,
   work: (signal: AbortSignal) => T | Promise<T>,
 ): Promise<DeadlineOutcome<T>> {
-  const controller = new AbortController();
   const timeout = new ToolTimeoutError(toolName, timeoutMs);
   let timer: NodeJS.Timeout | undefined;
-  const onParentAbort = () => controller.abort(parent?.reason);
-  if (parent?.aborted) controller.abort(parent.reason);
-  else parent?.addEventListener('abort', onParentAbort, { once: true });
   const deadline = new Promise<DeadlineOutcome<T>>((resolve) => {
     const fail = () => resolve({ ok: false, error: controller.signal.reason });
     if (controller.signal.aborted) return fail();
@@ -43,7 +39,6 @@ export async function withDeadline<T>(
     return await Promise.race([run, deadline]);
   } finally {
     clearTimeout(timer);
-    parent?.removeEventListener('abort', onParentAbort);
     // Late settlements of `run` are ignored; make sure a late rejection is not "unhandled".
     run.catch(() => {});
   }

@@ -1,6 +1,7 @@
 import { describeIssues } from '../shared/protocol/parse';
 import type { ToolErrorKind } from '../shared/protocol/runStore';
 import type { ToolContext, ToolLogger, TrajectoryView } from './context';
+import { CallSignals } from './callSignals';
 import { ToolTimeoutError, withDeadline, type DeadlineOutcome } from './deadline';
 import { normalizeToolOutput, type ToolResult } from './result';
 import { Semaphore } from './semaphore';
@@ -80,6 +81,7 @@ export class ToolRunner {
     const outcomes = new Array<ToolRunOutcome>(requests.length);
     const batched = new Map<Tool, { position: number; invocation: ToolInvocation<unknown, object>; logs: string[] }[]>();
     const single: Promise<void>[] = [];
+    const signals = new CallSignals(this.options.signal);
 
     const checked = await Promise.all(requests.map((request) => this.check(request)));
     checked.forEach((check, position) => {
@@ -96,7 +98,7 @@ export class ToolRunner {
         batched.set(tool, list);
       } else {
         single.push(
-          this.runOne(tool, args, ctx).then((outcome) => {
+          this.runOne(tool, args, ctx, signals).then((outcome) => {
             outcomes[position] = { arguments: args, ...outcome, logs };
           }),
         );
@@ -108,7 +110,7 @@ export class ToolRunner {
       for (let start = 0; start < calls.length; start += tool.maxBatchSize) {
         const chunk = calls.slice(start, start + tool.maxBatchSize);
         batches.push(
-          this.runBatch(tool, chunk.map((c) => c.invocation)).then((results) => {
+          this.runBatch(tool, chunk.map((c) => c.invocation), signals).then((results) => {
             chunk.forEach((c, k) => {
               outcomes[c.position] = { arguments: c.invocation.args, ...results[k], logs: c.logs };
             });
@@ -116,7 +118,11 @@ export class ToolRunner {
         );
       }
     }
-    await Promise.all([...single, ...batches]);
+    try {
+      await Promise.all([...single, ...batches]);
+    } finally {
+      signals.close();
+    }
     return outcomes;
   }
 
@@ -159,27 +165,30 @@ export class ToolRunner {
     };
   }
 
-  private async runOne(tool: Tool, args: unknown, ctx: ToolContext<object>): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>> {
+  private async runOne(tool: Tool, args: unknown, ctx: ToolContext<object>, signals: CallSignals): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>> {
     const release = await this.slots.get(tool)!.acquire();
     const started = performance.now();
+    const controller = signals.open();
     let outcome: DeadlineOutcome<ToolResult>;
     try {
-      outcome = await withDeadline(tool.name, tool.timeoutMs, this.options.signal, async (signal) =>
+      outcome = await withDeadline(tool.name, tool.timeoutMs, controller, async (signal) =>
         normalizeToolOutput(tool.name, await tool.execute(args as never, { ...ctx, signal } as never)),
       );
     } finally {
+      signals.release(controller);
       release();
     }
     const latencyMs = performance.now() - started;
     return outcome.ok ? { result: outcome.value, latencyMs } : { error: failure(outcome.error), latencyMs };
   }
 
-  private async runBatch(tool: Tool, invocations: ToolInvocation<unknown, object>[]): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>[]> {
+  private async runBatch(tool: Tool, invocations: ToolInvocation<unknown, object>[], signals: CallSignals): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>[]> {
     const release = await this.slots.get(tool)!.acquire();
     const started = performance.now();
+    const controller = signals.open();
     let outcome: DeadlineOutcome<readonly unknown[]>;
     try {
-      outcome = await withDeadline(tool.name, tool.timeoutMs, this.options.signal, async (signal) => {
+      outcome = await withDeadline(tool.name, tool.timeoutMs, controller, async (signal) => {
         const outputs = await tool.executeBatch!(invocations.map((c) => ({ args: c.args as never, ctx: { ...c.ctx, signal } as never })));
         if (!Array.isArray(outputs) || outputs.length !== invocations.length) {
           throw new TypeError(
@@ -189,6 +198,7 @@ export class ToolRunner {
         return outputs;
       });
     } finally {
+      signals.release(controller);
       release();
     }
     const latencyMs = performance.now() - started;

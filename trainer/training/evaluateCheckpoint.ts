@@ -15,10 +15,13 @@ import { rolloutMetrics } from './rolloutMetrics';
 import { downloadProgressReporter, resolveConfigModel } from './modelSource';
 import { resolveModelPath } from '../models/hub/index';
 import type { TrainingEvent } from '../shared/protocol';
+import { scoreKey, taskMetric } from './taskMetric';
 
 export interface CheckpointEvaluation {
   rows: number;
-  exactMatch: number | undefined;
+  /** The task metric's name (see taskMetric.ts) and its mean over the rows. */
+  metric: string | undefined;
+  score: number | undefined;
   reward: number;
   toolCallsPerTrajectory: number;
   metrics: Record<string, number>;
@@ -72,8 +75,9 @@ export async function evaluateCheckpoint(
     loop.checkRows(rows);
     const trajectories = await loop.run(rows.map((row, i) => ({ row, group: i, sample: 0 })), { seed: c.seed });
     const rewards = await scoreTrajectories(trajectories, c.rewards, tools);
-    const metrics = rolloutMetrics(trajectories, rewards);
-    return { rows: rows.length, exactMatch: metrics['score/exact_match'], reward: metrics['reward/mean'], toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'], metrics };
+    const metric = taskMetric(c);
+    const metrics = rolloutMetrics(trajectories, rewards, metric);
+    return { rows: rows.length, metric, score: metric === undefined ? undefined : metrics[scoreKey(metric)], reward: metrics['reward/mean'], toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'], metrics };
   } finally {
     model?.close();
     await device.close();

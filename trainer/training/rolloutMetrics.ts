@@ -1,8 +1,12 @@
 import type { BatchRewards } from '../rewards/score';
 import type { Trajectory } from '../rollout/trajectory';
+import { scoreKey } from './taskMetric';
 
-/** Batch statistics of a rollout, under the names of METRICS (trainer/shared/protocol/runStore.ts). */
-export function rolloutMetrics(trajectories: readonly Trajectory[], rewards: BatchRewards): Record<string, number> {
+/**
+ * Batch statistics of a rollout, under the names of METRICS (trainer/shared/protocol/runStore.ts);
+ * with a task metric (an outcome reward's name, see taskMetric.ts), its mean as `score/<name>`.
+ */
+export function rolloutMetrics(trajectories: readonly Trajectory[], rewards: BatchRewards, metric?: string): Record<string, number> {
   const totals = rewards.trajectories.map((r) => r.total);
   const n = Math.max(1, trajectories.length);
   const mean = totals.reduce((a, b) => a + b, 0) / n;
@@ -30,12 +34,12 @@ export function rolloutMetrics(trajectories: readonly Trajectory[], rewards: Bat
     'tools/calls_per_trajectory': calls.length / n,
     'tools/error_rate': calls.length ? calls.filter((c) => c.error).length / calls.length : 0,
   };
-  // Each outcome reward's mean, and the task score: exact match when there is one.
+  // Each reward's mean, and the task metric's under its own key.
   const names = new Set(rewards.trajectories.flatMap((r) => Object.keys(r.components)));
   for (const name of names) {
     const value = rewards.trajectories.reduce((a, r) => a + (r.components[name] ?? 0), 0) / n;
     out[`reward/${name}`] = value;
-    if (name === 'exact_match') out['score/exact_match'] = value;
+    if (name === metric) out[scoreKey(name)] = value;
   }
   return out;
 }

@@ -149,6 +149,11 @@ export const TrainingConfigSchema = z.strictObject({
   }),
   tools: z.array(z.custom<Tool>((v) => v instanceof Tool, 'expected an instance of a Tool subclass (new MyTool(…))')).default([]),
   rewards: z.custom<RewardConfig>((v) => typeof v === 'object' && v !== null && Array.isArray((v as RewardConfig).outcome), 'expected { outcome: [...], process?, combine?, … }'),
+  /**
+   * The task metric, by the name of an outcome reward (default: the first one): its mean is
+   * recorded as `score/<name>` and reported by `train`, `eval`, the status bar and the panels.
+   */
+  metric: z.string().min(1).optional(),
   algorithm: AlgorithmSection,
   rollout: RolloutSection.default(RolloutSection.parse({})),
   optimization: OptimizationSection.default(OptimizationSection.parse({})),
@@ -204,6 +209,10 @@ export function parseConfig(value: unknown, file: string): TrainingConfig {
     checkRewardConfig(config.rewards);
   } catch (error) {
     throw new ConfigError(`${file}: ${(error as Error).message}`);
+  }
+  if (config.metric !== undefined && !config.rewards.outcome.some((r) => r.name === config.metric)) {
+    const names = config.rewards.outcome.map((r) => `"${r.name}"`).join(', ');
+    throw new ConfigError(`${file}: metric: "${config.metric}" is not the name of an outcome reward; expected one of ${names || '(none: rewards.outcome is empty)'}`);
   }
   if (config.algorithm.name === 'grpo' || config.algorithm.name === 'rloo') {
     if (config.algorithm.groupSize < 2) throw new ConfigError(`${file}: algorithm.groupSize: ${config.algorithm.name} compares samples within a group; expected at least 2, got ${config.algorithm.groupSize}`);

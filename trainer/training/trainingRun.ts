@@ -6,8 +6,9 @@ import { ModelPolicy } from '../models/generation/generationSession';
 import { ModelRuntime } from '../models/runtime';
 import type { ChatTemplate } from '../models/chatTemplate';
 import { loadJsonlDataset, type Dataset } from '../data/dataset';
+import { loadDemonstrations } from '../data/demonstrations';
 import type { DatasetRow } from '../data/row';
-import { PROTOCOL_VERSION, type MetricsRecord, type RunRecord, type TrajectoryRecord, type TrainingEvent } from '../shared/protocol';
+import { PROTOCOL_VERSION, trajectoryFile, type MetricsRecord, type RunRecord, type TrajectoryRecord, type TrainingEvent } from '../shared/protocol';
 import { scoreTrajectories } from '../rewards/score';
 import { toRlSample } from '../rl/rewardPlacement';
 import { applyKlPenalty } from '../rl/kl';
@@ -18,8 +19,7 @@ import { AgentLoop } from '../rollout/agentLoop';
 import { toTrajectoryRecord } from '../rollout/record';
 import type { RolloutObserver } from '../rollout/observer';
 import type { Trajectory, Episode } from '../rollout/trajectory';
-import { tokenizeDemonstration } from '../rollout/demonstration';
-import { ChatMessage } from '../shared/protocol/chatMessages';
+import { tokenizeDemonstration } from '../rollout/tokenizeDemonstration';
 import { RunStoreReader, RunStoreWriter } from '../shared/runstore';
 import { writeFileAtomic } from '../shared/runstore/jsonl';
 import { ToolSet } from '../tools/toolSet';
@@ -33,7 +33,7 @@ import { LiveSnapshot } from './liveSnapshot';
 import { finiteValues, rolloutMetrics } from './rolloutMetrics';
 import { resolveConfigModel } from './modelSource';
 import { learningRate } from './schedule';
-import { z } from 'zod';
+import { formatScore, scoreKey, taskMetric } from './taskMetric';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
 
 export type EventSink = (event: TrainingEvent) => void;
@@ -55,7 +55,9 @@ export interface TrainOptions {
 }
 
 export interface EvaluationResult {
-  exactMatch: number;
+  /** The task metric's name (see taskMetric.ts) and its mean over the rows; undefined without outcome rewards. */
+  metric: string | undefined;
+  score: number | undefined;
   reward: number;
   toolCallsPerTrajectory: number;
   rows: number;
@@ -67,8 +69,6 @@ export interface TrainResult {
   evalBefore?: EvaluationResult;
   evalAfter?: EvaluationResult;
 }
-
-const DemonstrationRow = z.looseObject({ messages: z.array(ChatMessage).min(2) });
 
 function runId(name: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
@@ -210,6 +210,7 @@ export class TrainingRun {
         versions: { rolloutStudio: ROLLOUT_STUDIO_VERSION, node: process.versions.node },
         config: { ...hashable(c), configHash: this.loaded.hash },
         configPath: this.loaded.file,
+        ...(taskMetric(c) !== undefined ? { metric: taskMetric(c) } : {}),
       });
     }
     this.emit({ protocol: PROTOCOL_VERSION, type: 'run.started', runDirectory: this.writer.dir, run: this.writer.record });
@@ -278,19 +279,11 @@ export class TrainingRun {
     if (!resuming && !this.options.resume) await this.checkpoint(0);
   }
 
-  /** A demonstrations file as token sequences, each laid out as the agent loop would; errors name the file and line. */
-  private readDemonstrations(file: string): SftSequence[] {
-    const rows = fs.readFileSync(file, 'utf8').split('\n').map((line, i) => ({ line, number: i + 1 })).filter((l) => l.line.trim());
-    return rows.map(({ line, number }) => {
-      let value: unknown;
-      try {
-        value = JSON.parse(line);
-      } catch (error) {
-        throw new Error(`${file} line ${number}: not valid JSON (${(error as Error).message})`);
-      }
-      const parsed = DemonstrationRow.safeParse(value);
-      if (!parsed.success) throw new Error(`${file} line ${number}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-      const tokens = tokenizeDemonstration(this.template, parsed.data.messages, { tools: this.tools.specs(), ...(this.config.rollout.templateKwargs ? { kwargs: this.config.rollout.templateKwargs } : {}), origin: `${file} line ${number}` });
+  /** A demonstrations file as token sequences, each laid out as the agent loop would; errors name the file, line and field. */
+  private async readDemonstrations(file: string): Promise<SftSequence[]> {
+    const demonstrations = await loadDemonstrations(file, { tools: this.tools });
+    return demonstrations.map(({ messages, source }) => {
+      const tokens = tokenizeDemonstration(this.template, messages, { tools: this.tools.specs(), ...(this.config.rollout.templateKwargs ? { kwargs: this.config.rollout.templateKwargs } : {}), origin: `${source.file}:${source.line}` });
       return { ids: tokens.ids, mask: Uint8Array.from(tokens.mask) };
     });
   }
@@ -298,7 +291,8 @@ export class TrainingRun {
   /** Supervised warm start on the demonstrations (a list of files: in order); metrics recorded with kind `sft`. */
   private async warmStart(): Promise<void> {
     const sft = this.config.sft!;
-    const stages = (typeof sft.data === 'string' ? [sft.data] : sft.data).map((file) => this.readDemonstrations(this.loaded.resolve(file)));
+    const stages: SftSequence[][] = [];
+    for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) stages.push(await this.readDemonstrations(this.loaded.resolve(file)));
     const full = this.config.model.lora === false;
     const trainer = await SftTrainer.create(this.model, {
       adamw: { beta1: this.config.optimization.beta1, beta2: this.config.optimization.beta2, eps: this.config.optimization.eps, weightDecay: this.config.optimization.weightDecay, maxGradNorm: this.config.optimization.maxGradNorm },
@@ -334,9 +328,12 @@ export class TrainingRun {
     this.progress(step, 'eval', 0, episodes.length);
     const trajectories = await this.evalLoop.run(episodes, { seed: seedFor(this.config.seed, step, 17) });
     const rewards = await scoreTrajectories(trajectories, this.config.rewards, this.tools);
-    const metrics = rolloutMetrics(trajectories, rewards);
+    this.writer.writeEvaluation(step, trajectories.map((t, i) => toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer: this.model.tokenizer })));
+    const metric = taskMetric(this.config);
+    const metrics = rolloutMetrics(trajectories, rewards, metric);
     const result: EvaluationResult = {
-      exactMatch: metrics['score/exact_match'] ?? 0,
+      metric,
+      score: metric === undefined ? undefined : metrics[scoreKey(metric)],
       reward: metrics['reward/mean'],
       toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'],
       rows: rows.length,
@@ -345,7 +342,8 @@ export class TrainingRun {
     this.writer.appendMetrics(record);
     this.emit({ protocol: PROTOCOL_VERSION, type: 'metrics', record });
     this.progress(step, 'eval', episodes.length, episodes.length);
-    this.log(`eval at step ${step}: exact match ${(result.exactMatch * 100).toFixed(1)}% over ${rows.length} rows, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory`);
+    const score = result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : '';
+    this.log(`eval at step ${step} over ${rows.length} rows: ${score}reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory`);
     return result;
   }
 
@@ -430,8 +428,9 @@ export class TrainingRun {
 
     const allSkipped = update.steps > 0 && update.skipped === update.steps;
     this.consecutiveNonFinite = allSkipped ? this.consecutiveNonFinite + 1 : 0;
+    const metric = taskMetric(c);
     const values: Record<string, number> = {
-      ...rolloutMetrics(trajectories, rewards),
+      ...rolloutMetrics(trajectories, rewards, metric),
       'loss/total': update.loss,
       'loss/policy': update.policyLoss,
       'clip/fraction': update.clipFraction,
@@ -463,7 +462,7 @@ export class TrainingRun {
     this.progress(step, 'update', 1, 1, trained / ((t3 - t2) / 1000));
     this.log(
       `step ${step}/${this.steps}: reward ${values['reward/mean'].toFixed(3)}` +
-        (values['score/exact_match'] !== undefined ? `, exact match ${(values['score/exact_match'] * 100).toFixed(1)}%` : '') +
+        (metric !== undefined && values[scoreKey(metric)] !== undefined ? `, ${formatScore(metric, values[scoreKey(metric)])}` : '') +
         `, ${values['tools/calls_per_trajectory'].toFixed(2)} calls/trajectory, loss ${update.loss.toFixed(4)}, ${(values['time/step_s']).toFixed(1)} s` +
         (update.skipped ? ` — ${update.skipped} non-finite update(s) skipped` : ''),
     );
@@ -535,7 +534,8 @@ export class TrainingRun {
 /** Drop the records of steps after `step` (a resume recomputes them). */
 function truncateRunStore(dir: string, step: number): void {
   const reader = new RunStoreReader(dir);
-  for (const s of reader.steps()) if (s > step) fs.rmSync(path.join(dir, 'rollouts', `step-${String(s).padStart(6, '0')}.jsonl`));
+  for (const s of reader.steps()) if (s > step) fs.rmSync(path.join(dir, trajectoryFile('train', s)));
+  for (const s of reader.evaluations()) if (s > step) fs.rmSync(path.join(dir, trajectoryFile('eval', s)));
   const metricsFile = path.join(dir, 'metrics.jsonl');
   if (fs.existsSync(metricsFile)) {
     const kept = reader.metrics().records.filter((r) => (r.kind === 'sft' ? true : r.step <= step));

@@ -80,6 +80,17 @@ export async function compileUserModule(file: string): Promise<string> {
   return result.outputFiles[0].text;
 }
 
+/**
+ * Every user module this process loaded, kept alive for as long as the process runs. Node keeps
+ * a CommonJS module's source map in a weak map keyed by its Module object: once nothing
+ * references the Module (only its exports are used), a garbage collection drops the map, and
+ * from then on stack traces from the user's code point at the bundle
+ * (`config.ts.rollout-studio.cjs:57`) instead of the user's `.ts` line. A training runs long
+ * enough for that to happen before its tools first throw. A process loads a handful of files
+ * (a config and what it imports is one bundle), so keeping them costs little.
+ */
+const loadedModules: Module[] = [];
+
 type InternalModule = Module & {
   _compile(code: string, filename: string): void;
   paths: string[];
@@ -108,6 +119,7 @@ export async function loadUserModule(file: string): Promise<Record<string, unkno
     if (PACKAGE_IMPORT.test(id)) throw new UserCodeError(`${absolute}: import from '${PACKAGE_NAME}' itself, not from '${id}'`);
     return requireFromUserFolder(id);
   }) as NodeJS.Require;
+  loadedModules.push(mod);
   try {
     mod._compile(code, filename);
   } catch (error) {

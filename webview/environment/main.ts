@@ -34,7 +34,10 @@ function providerCard(check: ProviderCheck): HTMLElement {
     details.push(h('p', { class: 'accuracy' }, `Check graph matches the float64 reference to ${check.maxAbsError.toExponential(1)}.`));
   }
   if (check.nvidiaDriver) details.push(h('p', {}, `NVIDIA driver ${check.nvidiaDriver}`));
-  if (check.providerLibrary) details.push(h('p', { class: 'library' }, `Provider library ${check.providerLibrary.installed ? 'installed' : 'not installed'}: `, h('code', {}, check.providerLibrary.path)));
+  if (check.providerLibrary) {
+    const library = check.providerLibrary;
+    details.push(h('p', { class: 'library' }, library.installed ? 'Provider library installed: ' : `Provider library not installed (missing ${(library.missing ?? []).join(', ') || 'it'}): `, h('code', {}, library.path)));
+  }
   if (!check.available && check.reason) details.push(h('p', { class: 'reason' }, check.reason));
   if (check.error) details.push(h('pre', { class: 'error' }, check.error));
   const timing = check.available && check.elapsedMs !== undefined ? `checked in ${Math.round(check.elapsedMs)} ms` : undefined;

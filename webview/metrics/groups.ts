@@ -39,8 +39,11 @@ const KNOWN: KnownGroup[] = [
   { id: 'time', title: 'Time per phase (s)', prefix: 'time/' },
 ];
 
-/** The charts for these metric names, known groups first in their fixed order, then the others by name. */
-export function groupMetrics(names: Iterable<string>): ChartGroup[] {
+/**
+ * The charts for these metric names, known groups first in their fixed order, then the others
+ * by name. With the run's task metric, its chart is titled by it and shows it first.
+ */
+export function groupMetrics(names: Iterable<string>, metric?: string): ChartGroup[] {
   const all = new Set(names);
   const remaining = new Set(all);
   // The spread of the reward is drawn as the band around its mean, not as lines of its own.
@@ -49,10 +52,12 @@ export function groupMetrics(names: Iterable<string>): ChartGroup[] {
   for (const known of KNOWN) {
     const metrics = (known.exact ?? []).filter((m) => remaining.has(m));
     if (known.prefix) metrics.push(...[...remaining].filter((m) => m.startsWith(known.prefix!) && !metrics.includes(m)).sort());
+    const headline = known.id === 'score' && metric !== undefined && metrics.includes(`score/${metric}`) ? `score/${metric}` : undefined;
+    if (headline) metrics.sort((a, b) => Number(b === headline) - Number(a === headline));
     const hasBand = known.band && all.has(known.band.mean) && ((all.has(known.band.min) && all.has(known.band.max)) || all.has(known.band.std));
     if (metrics.length === 0) continue;
     metrics.forEach((m) => remaining.delete(m));
-    groups.push({ id: known.id, title: known.title, metrics, ...(hasBand ? { band: known.band } : {}) });
+    groups.push({ id: known.id, title: headline ? `Task metric: ${metric}` : known.title, metrics, ...(hasBand ? { band: known.band } : {}) });
   }
   const byPrefix = new Map<string, string[]>();
   for (const name of [...remaining].sort()) {

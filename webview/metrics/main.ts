@@ -110,7 +110,7 @@ function renderCharts(): void {
   const runs = shownRuns();
   const names = new Set<string>();
   for (const run of runs) for (const name of run.values.keys()) names.add(name);
-  const groups = groupMetrics(names);
+  const groups = groupMetrics(names, runs[0]?.run.metric);
   const wanted = new Set(groups.map((g) => g.id));
   for (const [id, chart] of charts) {
     if (!wanted.has(id)) {

@@ -12,7 +12,11 @@ export interface DetailActions {
 }
 
 /** One trajectory: rewards, each turn with its tool calls, and its tokens. */
-export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, actions: DetailActions): HTMLElement {
+/**
+ * `metric`: the run's task metric, whose component is labelled as such. `evaluation`: the record
+ * is a held-out evaluation's (no advantage, and the replay debugger steps through training steps only).
+ */
+export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, actions: DetailActions, metric?: string, evaluation = false): HTMLElement {
   const components = Object.entries(record.rewards.components);
   let tokens: HTMLElement;
   try {
@@ -27,9 +31,9 @@ export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColour
       'header',
       { class: 'detail-header' },
       h('h2', {}, `Trajectory ${record.index}`),
-      h('span', { class: 'muted' }, `step ${record.step} · group ${record.group}, sample ${record.sample} · row ${record.rowId}`),
+      h('span', { class: 'muted' }, evaluation ? `${record.step === 0 ? 'evaluation before RL' : `evaluation after step ${record.step}`} · row ${record.rowId}` : `step ${record.step} · group ${record.group}, sample ${record.sample} · row ${record.rowId}`),
       h('span', { class: 'spacer' }),
-      button('Open in Debugger', () => actions.openInDebugger(record.step, record.index)),
+      evaluation ? undefined : button('Open in Debugger', () => actions.openInDebugger(record.step, record.index)),
       button('Close', () => actions.close(), 'secondary'),
     ),
     h('p', { class: 'prompt' }, record.prompt),
@@ -40,7 +44,7 @@ export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColour
       ...pair('Process reward', formatMetricValue(record.rewards.process), 'process'),
       ...pair('Total reward', formatMetricValue(record.rewards.total), 'total'),
       ...pair('Advantage', formatMetricValue(record.advantage), 'advantage'),
-      ...components.flatMap(([name, value]) => pair(name, formatMetricValue(value), `component-${name}`)),
+      ...components.flatMap(([name, value]) => pair(name === metric ? `${name} (task metric)` : name, formatMetricValue(value), `component-${name}`)),
       ...pair('Finish', record.finishReason, 'finish'),
       ...pair('Answer', record.answer ?? '—', 'answer'),
       ...pair('Tokens', `${record.lengths.response} generated of ${record.lengths.total} (prompt ${record.lengths.prompt})`, 'lengths'),

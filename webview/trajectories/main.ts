@@ -3,6 +3,7 @@ import {
   TrajectoriesPanelState,
   TrajectoriesToWebview,
   type RunSummary,
+  type ShownSet,
   type SortOrder,
   type StepSelection,
   type TokenColouring,
@@ -21,7 +22,7 @@ import { COLUMNS } from './columns';
 import { trajectoryDetail } from './detail';
 import { filtersBar } from './filtersBar';
 import { DEFAULT_SORT, NO_FILTERS, toggleSort, toolNames, visibleRows } from './rows';
-import { stepBar } from './stepBar';
+import { evaluationLabel, stepBar } from './stepBar';
 import { VirtualTable } from './virtualTable';
 import './trajectories.css';
 
@@ -34,8 +35,10 @@ const restored = TrajectoriesPanelState.safeParse(vscode.getState());
 const model = {
   run: undefined as RunSummary | undefined,
   steps: [] as number[],
+  evaluations: [] as number[],
   selection: (restored.success ? restored.data.step : 'follow') as StepSelection,
-  shownStep: undefined as number | undefined,
+  /** The training step or evaluation whose rows the table holds. */
+  shown: undefined as ShownSet | undefined,
   rows: [] as TrajectoryRow[],
   filters: (restored.success ? restored.data.filters : NO_FILTERS) as TrajectoryFilters,
   sort: (restored.success ? restored.data.sort : DEFAULT_SORT) as SortOrder,
@@ -58,7 +61,7 @@ const notices = noticeArea();
 const steps = stepBar((selection) => {
   model.selection = selection;
   post({ type: 'showStep', step: selection });
-  steps.update(model.steps, model.selection, model.shownStep);
+  steps.update(model.steps, model.evaluations, model.selection, model.shown);
   saveState();
 });
 const filters = filtersBar(model.filters, (next) => {
@@ -95,8 +98,17 @@ function refreshTable(): void {
   table.setRows(shown);
   filters.setCount(shown.length, model.rows.length);
   filters.setTools(toolNames(model.rows));
+  const what = model.shown?.set === 'eval' ? evaluationLabel(model.shown.step) : `Step ${model.shown?.step}`;
   empty.textContent =
-    model.shownStep === undefined ? 'No trajectories yet: this run has not finished a rollout.' : model.rows.length === 0 ? `Step ${model.shownStep} has no trajectories yet.` : shown.length === 0 ? 'No trajectory matches the filters.' : '';
+    model.shown === undefined
+      ? typeof model.selection === 'object'
+        ? `${evaluationLabel(model.selection.evaluation)}: not recorded (yet).`
+        : 'No trajectories yet: this run has not finished a rollout.'
+      : model.rows.length === 0
+        ? `${what} has no trajectories yet.`
+        : shown.length === 0
+          ? 'No trajectory matches the filters.'
+          : '';
   empty.hidden = empty.textContent === '';
 }
 
@@ -105,7 +117,7 @@ function select(index: number | null): void {
   model.detail = undefined;
   table.select(index ?? undefined, true);
   renderDetail();
-  if (index !== null && model.shownStep !== undefined) post({ type: 'openTrajectory', step: model.shownStep, index });
+  if (index !== null && model.shown !== undefined) post({ type: 'openTrajectory', set: model.shown.set, step: model.shown.step, index });
   saveState();
 }
 
@@ -128,14 +140,15 @@ function renderDetail(): void {
         saveState();
       },
       close: () => select(null),
-    }),
+    }, model.run?.metric, model.shown?.set === 'eval'),
   );
 }
 
-function onRows(step: number, rows: readonly TrajectoryRow[], reset: boolean): void {
+function onRows(shown: ShownSet, rows: readonly TrajectoryRow[], reset: boolean): void {
+  const same = model.shown?.set === shown.set && model.shown.step === shown.step;
   if (reset) {
-    const stepChanged = model.shownStep !== step;
-    model.shownStep = step;
+    const stepChanged = !same;
+    model.shown = shown;
     model.rows = [...rows];
     if (stepChanged && !model.restoring && model.selected !== null) {
       model.selected = null;
@@ -145,8 +158,8 @@ function onRows(step: number, rows: readonly TrajectoryRow[], reset: boolean): v
     }
     if (model.restoring && model.selected !== null) select(model.selected);
     model.restoring = false;
-    steps.update(model.steps, model.selection, model.shownStep);
-  } else if (step === model.shownStep) {
+    steps.update(model.steps, model.evaluations, model.selection, model.shown);
+  } else if (same) {
     for (const row of rows) model.rows.push(row);
   }
   refreshTable();
@@ -157,28 +170,29 @@ function render(message: TrajectoriesToWebview): void {
     case 'run':
       model.run = message.run;
       model.steps = message.steps;
+      model.evaluations = message.evaluations;
       title.textContent = `Trajectories · ${message.run.name}`;
       title.title = message.run.dir;
       status.textContent = message.run.status;
       status.dataset.status = message.run.status;
-      steps.update(model.steps, model.selection, model.shownStep);
+      steps.update(model.steps, model.evaluations, model.selection, model.shown);
       saveState();
       break;
     case 'rows':
       model.selection = message.selection;
-      onRows(message.step, message.rows, message.reset);
+      onRows({ set: message.set, step: message.step }, message.rows, message.reset);
       saveState();
       break;
     case 'noSteps':
       model.selection = message.selection;
-      model.shownStep = undefined;
+      model.shown = undefined;
       model.rows = [];
       model.restoring = false;
-      steps.update(model.steps, model.selection, undefined);
+      steps.update(model.steps, model.evaluations, model.selection, undefined);
       refreshTable();
       break;
     case 'trajectory':
-      if (message.record.step === model.shownStep && message.record.index === model.selected) {
+      if (message.set === model.shown?.set && message.record.step === model.shown.step && message.record.index === model.selected) {
         model.detail = message.record;
         renderDetail();
       }

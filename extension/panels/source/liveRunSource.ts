@@ -48,6 +48,18 @@ export class LiveRunSource implements RunSource {
     return this.files.trajectory(step, index);
   }
 
+  evaluations(): number[] {
+    return this.files.evaluations();
+  }
+
+  evaluationRows(step: number) {
+    return this.files.evaluationRows(step);
+  }
+
+  evaluationTrajectory(step: number, index: number) {
+    return this.files.evaluationTrajectory(step, index);
+  }
+
   errors(): readonly string[] {
     return this.files.errors();
   }

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, stepFileName, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/shared/protocol';
+import { MetricsRecord, stepFileName, trajectoryFile, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/shared/protocol';
 import { JsonlTail, RunStoreReader, type LineLocation } from '../../../trainer/shared/runstore';
 import { UpdateEmitter, type RunSource, type RunUpdate } from './runSource';
 import { summarizeTrajectory } from './summarize';
@@ -36,6 +36,13 @@ interface LoadedStep {
 
 const MAX_KEPT_ERRORS = 20;
 
+/** An evaluation read whole (they are a few hundred held-out rows at most), with the file's stamp when read. */
+interface LoadedEvaluation {
+  stamp: string;
+  records: TrajectoryRecord[];
+  rows: TrajectoryRow[];
+}
+
 /**
  * A run directory on disk, followed as it grows. Reads only what was appended since the last
  * look (metrics.jsonl and the rollouts files of the steps being shown), keeps trajectories as
@@ -53,6 +60,9 @@ export class RunDirectorySource implements RunSource {
   private runStamp: string;
   private stepList: number[];
   private stepsStamp: string;
+  private evaluationList: number[];
+  private evaluationsStamp: string;
+  private readonly loadedEvaluations = new Map<number, LoadedEvaluation>();
   private watchers: fs.FSWatcher[] = [];
   private timer: NodeJS.Timeout | undefined;
   private refreshQueued: NodeJS.Timeout | undefined;
@@ -72,6 +82,8 @@ export class RunDirectorySource implements RunSource {
     this.runStamp = stamp(path.join(dir, 'run.json'));
     this.stepsStamp = stamp(path.join(dir, 'rollouts'));
     this.stepList = this.reader.steps();
+    this.evaluationsStamp = stamp(path.join(dir, 'evals'));
+    this.evaluationList = this.reader.evaluations();
     this.cachedSteps = options.cachedSteps ?? 4;
     this.readBudget = options.readBudgetBytes ?? 2 << 20;
     this.metricsTail = new JsonlTail(path.join(dir, 'metrics.jsonl'), MetricsRecord);
@@ -130,6 +142,18 @@ export class RunDirectorySource implements RunSource {
     return location ? loaded.tail.readAt(location, TrajectoryRecord) : undefined;
   }
 
+  evaluations(): number[] {
+    return this.evaluationList;
+  }
+
+  evaluationRows(step: number): readonly TrajectoryRow[] {
+    return this.loadEvaluation(step)?.rows ?? [];
+  }
+
+  evaluationTrajectory(step: number, index: number): TrajectoryRecord | undefined {
+    return this.loadEvaluation(step)?.records.find((r) => r.index === index);
+  }
+
   onUpdate(listener: (update: RunUpdate) => void): () => void {
     return this.emitter.on(listener);
   }
@@ -140,6 +164,7 @@ export class RunDirectorySource implements RunSource {
     try {
       this.refreshRun();
       this.refreshSteps();
+      this.refreshEvaluations();
       this.refreshMetrics();
       for (const [step, loaded] of this.loaded) if (!loaded.loading) this.refreshStep(step, loaded);
       this.lastError = undefined;
@@ -159,6 +184,26 @@ export class RunDirectorySource implements RunSource {
     if (this.refreshQueued) clearTimeout(this.refreshQueued);
     this.emitter.clear();
     this.loaded.clear();
+    this.loadedEvaluations.clear();
+  }
+
+  /** The evaluation's records, read again when its file changed; undefined (and reported) when it cannot be read. */
+  private loadEvaluation(step: number): LoadedEvaluation | undefined {
+    const file = path.join(this.dir, trajectoryFile('eval', step));
+    const now = stamp(file);
+    const cached = this.loadedEvaluations.get(step);
+    if (cached && cached.stamp === now) return cached;
+    try {
+      const records = this.reader.evaluationTrajectories(step).records;
+      const loaded = { stamp: now, records, rows: records.map(summarizeTrajectory) };
+      this.loadedEvaluations.set(step, loaded);
+      // Only the evaluations recently looked at stay in memory.
+      for (const key of [...this.loadedEvaluations.keys()].slice(0, -2)) this.loadedEvaluations.delete(key);
+      return loaded;
+    } catch (error) {
+      this.reportError((error as Error).message);
+      return undefined;
+    }
   }
 
   private load(step: number): LoadedStep {
@@ -236,6 +281,16 @@ export class RunDirectorySource implements RunSource {
     this.stepList = steps;
     if (!this.rolloutsWatched && this.watching) this.watchRollouts();
     this.emitter.emit({ type: 'steps', steps });
+  }
+
+  private refreshEvaluations(): void {
+    const next = stamp(path.join(this.dir, 'evals'));
+    if (next === this.evaluationsStamp) return;
+    this.evaluationsStamp = next;
+    const evaluations = this.reader.evaluations();
+    if (evaluations.length === this.evaluationList.length && evaluations.every((s, i) => s === this.evaluationList[i])) return;
+    this.evaluationList = evaluations;
+    this.emitter.emit({ type: 'evaluations', evaluations });
   }
 
   private refreshMetrics(): void {

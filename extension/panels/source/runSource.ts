@@ -20,6 +20,12 @@ export interface RunSource {
   follow(step: number): () => void;
   /** One trajectory in full (turns, tool calls, tokens), or undefined when the step has no such index. */
   trajectory(step: number, index: number): TrajectoryRecord | undefined;
+  /** Steps after which a held-out evaluation's trajectories were recorded (0: before RL), ascending. */
+  evaluations(): number[];
+  /** The evaluation's trajectories as table rows (an evaluation is written whole, so there is nothing to follow). */
+  evaluationRows(step: number): readonly TrajectoryRow[];
+  /** One of the evaluation's trajectories in full, or undefined when it has no such index. */
+  evaluationTrajectory(step: number, index: number): TrajectoryRecord | undefined;
   /** Problems met reading the run so far (records that did not validate), newest last. */
   errors(): readonly string[];
   onUpdate(listener: (update: RunUpdate) => void): () => void;
@@ -41,6 +47,7 @@ export interface LiveProgress {
 export type RunUpdate =
   | { type: 'run'; run: RunRecord }
   | { type: 'steps'; steps: number[] }
+  | { type: 'evaluations'; evaluations: number[] }
   /** `reset`: the records replace all earlier ones (the file was replaced). */
   | { type: 'metrics'; records: MetricsRecord[]; reset?: boolean }
   | { type: 'rows'; step: number; rows: TrajectoryRow[]; reset?: boolean }

@@ -1,4 +1,4 @@
-import type { RunRecord, RunSummary, TrajectoryRecordWithoutTokens, TrajectoryRow } from '../../../trainer/shared/protocol';
+import { runMetric, type RunRecord, type RunSummary, type TrajectoryRecordWithoutTokens, type TrajectoryRow } from '../../../trainer/shared/protocol';
 
 /** A trajectory record reduced to its table row: counts and rewards, no text beyond prompt and answer. */
 export function summarizeTrajectory(record: TrajectoryRecordWithoutTokens): TrajectoryRow {
@@ -47,5 +47,6 @@ export function runSummaryOf(dir: string, run: RunRecord): RunSummary {
     totalSteps: run.totalSteps,
     ...(run.lastStep !== undefined ? { lastStep: run.lastStep } : {}),
     ...(run.error ? { error: run.error.message } : {}),
+    metric: runMetric(run),
   };
 }

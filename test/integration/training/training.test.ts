@@ -45,6 +45,19 @@ describe('a training run', () => {
       }
     }
     assert.deepEqual(reader.steps(), [1, 2, 3]);
+    // The task metric: the config names none, so it is its first outcome reward.
+    assert.equal(run.metric, 'exact_match');
+    for (const m of metrics.filter((m) => m.kind !== 'sft')) assert.equal(typeof m.values['score/exact_match'], 'number', `${m.kind} ${m.step}: score/exact_match`);
+    assert.equal(result.evalAfter!.metric, 'exact_match');
+    assert.equal(result.evalAfter!.score, metrics.find((m) => m.kind === 'eval' && m.step === 3)!.values['score/exact_match']);
+    // Each evaluation's trajectories, one per held-out row, beside the training steps.
+    assert.deepEqual(reader.evaluations(), [0, 3]);
+    for (const step of [0, 3]) {
+      const evaluated = reader.evaluationTrajectories(step).records;
+      assert.deepEqual(evaluated.map((t) => [t.step, t.index, t.advantage]), Array.from({ length: 6 }, (_, i) => [step, i, undefined]));
+      const recorded = evaluated.reduce((a, t) => a + (t.rewards.components['exact_match'] ?? 0), 0) / evaluated.length;
+      assert.equal(recorded, metrics.find((m) => m.kind === 'eval' && m.step === step)!.values['score/exact_match'], 'the recorded evaluation is the one scored');
+    }
     const trajectories = reader.trajectories(2).records;
     assert.equal(trajectories.length, 8, '2 prompts × groups of 4');
     assert.ok(trajectories.every((t) => t.tokens.pieces.length === t.lengths.total));

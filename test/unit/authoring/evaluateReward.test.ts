@@ -139,6 +139,32 @@ describe('Evaluate on Samples in the trainer', () => {
   });
 });
 
+describe('Evaluate on Samples with gold answers of any JSON type', () => {
+  it('answers a numeric, boolean or object gold answer as its JSON text, and notes only rows that have no answer at all', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-eval-json-'));
+    try {
+      const file = path.join(dir, 'rewards.ts');
+      fs.writeFileSync(
+        file,
+        `import { answerTag, outcomeReward } from 'rollout-studio';
+export const same = outcomeReward('same', (trajectory, row) => (answerTag(trajectory) === JSON.stringify((row as Record<string, unknown>).answer) ? 1 : 0));
+`,
+      );
+      const dataFile = path.join(dir, 'rows.jsonl');
+      const rows = [{ prompt: 'a', answer: 5 }, { prompt: 'b', answer: -2.5 }, { prompt: 'c', answer: true }, { prompt: 'd', answer: { total: 7 } }, { prompt: 'e', answer: [1, 2] }, { prompt: 'f' }];
+      fs.writeFileSync(dataFile, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      const dataset = loadJsonlDataset(dataFile);
+      const evaluation = await evaluateReward(await loadUserModule(file), { file, exportPath: 'same', data: { file: dataset.origin, rows: dataset.rows }, samples: 10 });
+      const gold = evaluation.samples.filter((s) => s.source === 'gold');
+      assert.deepEqual(gold.map((s) => s.answer), ['5', '-2.5', 'true', '{"total":7}', '1']);
+      assert.deepEqual(gold.map((s) => s.scores['same']), [1, 1, 1, 1, 0], 'a list of answers is answered with its first one');
+      assert.deepEqual(evaluation.notes, ['1 row has no "answer" or "answers" field: no gold-answer trajectory was made for it']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('rollout-studio eval-reward', () => {
   it('scores the multi-hop RewardConfig with the example config\'s row fields and tools, on rows and a recorded run', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-eval-cli-'));

@@ -36,6 +36,9 @@ function typeCheck(files: Record<string, string>): Record<string, string[]> {
   const readFile = host.readFile.bind(host);
   host.getSourceFile = (file, language, onError, create) => (virtual.has(file) ? ts.createSourceFile(file, virtual.get(file)!, language) : getSourceFile(file, language, onError, create));
   host.fileExists = (file) => virtual.has(file) || fileExists(file);
+  // The virtual files import one another ('./tools'): their folder exists for module resolution.
+  const directoryExists = host.directoryExists?.bind(host);
+  host.directoryExists = (dir) => path.resolve(dir) === virtualDir || (directoryExists ? directoryExists(dir) : ts.sys.directoryExists(dir));
   host.readFile = (file) => virtual.get(file) ?? readFile(file);
   const program = ts.createProgram([...virtual.keys()], options, host);
   const result: Record<string, string[]> = {};
@@ -67,9 +70,9 @@ function insideToolClass(method: string): string {
 }
 
 describe('snippets', () => {
-  it('has the five snippets of the design (and the reward hook), each with a description', () => {
+  it('has the five snippets of the design (and the reward hook and demonstrations), each with a description', () => {
     const prefixes = Object.values(SNIPPETS).map((s) => s.prefix).sort();
-    assert.deepEqual(prefixes, ['dataset', 'processreward', 'reward', 'rewardhook', 'rolloutconfig', 'tool']);
+    assert.deepEqual(prefixes, ['dataset', 'demonstration', 'processreward', 'reward', 'rewardhook', 'rolloutconfig', 'tool']);
     for (const snippet of Object.values(SNIPPETS)) assert.ok(snippet.description.length > 20, snippet.prefix);
   });
 
@@ -82,6 +85,10 @@ describe('snippets', () => {
       'rewardhook.ts': insideToolClass(expand('rewardhook')),
       'rolloutconfig.ts': expand('rolloutconfig'),
       'dataset.ts': expand('dataset'),
+      // The demonstrations snippet imports the tool and the rows from the files the other snippets write, by their default names.
+      'tools.ts': expand('tool'),
+      'data.ts': expand('dataset'),
+      'demonstrations.ts': expand('demonstration'),
       'new-tool.ts': toolTemplate('web-search'),
       'new-reward.ts': rewardTemplate('exact_answer'),
       'new-config.ts': configTemplate('calculator-grpo'),

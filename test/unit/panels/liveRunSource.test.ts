@@ -45,7 +45,7 @@ describe('LiveRunSource', () => {
     assert.deepEqual(source.progress(), { step: 2, phase: 'rollout', done: 1, total: 4, tokensPerSecond: 321 });
     assert.equal(updates.at(-1)?.type, 'progress');
     const text = runStatusText(source.run(), latestTrainMetrics(source.metrics()), source.progress()).text;
-    assert.match(text, /^\$\(pulse\) step 2\/1 · rollout 1\/4 · reward -?\d\.\d{3} · 321 tok\/s$/);
+    assert.match(text, /^\$\(pulse\) step 2\/1 · rollout 1\/4 · reward -?\d\.\d{3} · exact_match \d\.\d{3} · 321 tok\/s$/);
 
     // The trainer writes step 2, then says so: nothing is read before that (no watcher, no poll).
     const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());

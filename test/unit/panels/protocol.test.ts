@@ -39,10 +39,11 @@ describe('panel messages', () => {
     assert.equal(MetricsPanelState.safeParse({ runDirs: ['/r'], smoothing: 1.5, band: 'std' }).success, false);
   });
 
-  it('resolve a step selection: the newest step when following, else the pinned one', () => {
-    assert.equal(resolveStepSelection('follow', [1, 2, 7]), 7);
+  it('resolve a step selection: the newest step when following, else the pinned one, or the evaluation asked for', () => {
+    assert.deepEqual(resolveStepSelection('follow', [1, 2, 7]), { set: 'train', step: 7 });
     assert.equal(resolveStepSelection('follow', []), undefined);
-    assert.equal(resolveStepSelection(2, [1, 2, 7]), 2);
+    assert.deepEqual(resolveStepSelection(2, [1, 2, 7]), { set: 'train', step: 2 });
+    assert.deepEqual(resolveStepSelection({ evaluation: 0 }, [1, 2, 7]), { set: 'eval', step: 0 });
   });
 });
 
@@ -70,6 +71,14 @@ describe('live-run status text', () => {
     ];
     assert.equal(latestTrainMetrics(records), records[0]);
     assert.equal(runStatusText(run, latestTrainMetrics(records)).text, '$(pulse) step 12/50 · reward 0.612 · 382 tok/s');
+  });
+
+  it('names the run’s task metric with its value; a run from before runs named one reads score/exact_match', () => {
+    const records: MetricsRecord[] = [{ step: 3, time: 't', kind: 'train', values: { 'reward/mean': 0.5, 'score/within_1pct': 0.25, 'score/exact_match': 0.75 } }];
+    const named = runStatusText({ ...run, metric: 'within_1pct' }, latestTrainMetrics(records));
+    assert.equal(named.text, '$(pulse) step 3/50 · reward 0.500 · within_1pct 0.250');
+    assert.match(named.tooltip, /^task metric: within_1pct /m);
+    assert.equal(runStatusText(run, latestTrainMetrics(records)).text, '$(pulse) step 3/50 · reward 0.500 · exact_match 0.750');
   });
 
   it('falls back to run.json’s last step before any metrics', () => {

@@ -104,6 +104,55 @@ describe('TrajectoriesController', () => {
     assert.equal(controller.shown, 4);
   });
 
+  it('shows a held-out evaluation beside the training steps, when asked and once it is recorded', () => {
+    const { dir, posted, controller, source } = setup({ steps: 2, batch: 4, status: 'running' });
+    let seed = 3;
+    const rng = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const evaluation = (step: number, rows: number) => Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
+    writer.writeEvaluation(0, evaluation(0, 3));
+    source.refresh();
+    controller.receive({ type: 'ready' });
+    const run = posted.find((m) => m.type === 'run');
+    assert.deepEqual(run?.type === 'run' && [run.steps, run.evaluations], [[1, 2], [0]]);
+
+    posted.length = 0;
+    controller.receive({ type: 'showStep', step: { evaluation: 0 } });
+    assert.deepEqual(
+      rowsOf(posted).map((m) => [m.set, m.step, m.reset, m.rows.map((r) => r.index)]),
+      [['eval', 0, true, [0, 1, 2]]],
+    );
+    assert.equal(controller.shownEvaluation, 0);
+    assert.equal(controller.shown, undefined, 'no training step is shown');
+    controller.receive({ type: 'openTrajectory', set: 'eval', step: 0, index: 1 });
+    const detail = posted.at(-1)!;
+    assert.deepEqual(detail.type === 'trajectory' && [detail.set, detail.record], ['eval', new RunStoreReader(dir).evaluationTrajectories(0).records[1]]);
+    controller.receive({ type: 'openTrajectory', set: 'eval', step: 0, index: 9 });
+    assert.deepEqual(posted.at(-1), { type: 'notice', level: 'error', message: 'The evaluation after step 0 has no trajectory 9.' });
+
+    // New training steps do not move an evaluation off the screen.
+    posted.length = 0;
+    writer.appendTrajectories(3, [buildTrajectory(3, 0, 4, rng)]);
+    source.refresh();
+    assert.deepEqual(rowsOf(posted), []);
+
+    // The evaluation after step 3 is asked for before it is written: nothing, then its rows.
+    controller.receive({ type: 'showStep', step: { evaluation: 3 } });
+    assert.deepEqual(posted.at(-1), { type: 'noSteps', selection: { evaluation: 3 } });
+    posted.length = 0;
+    writer.writeEvaluation(3, evaluation(3, 2));
+    source.refresh();
+    assert.deepEqual(
+      posted.map((m) => (m.type === 'rows' ? [m.type, m.set, m.step, m.rows.length] : m.type === 'run' ? [m.type, m.evaluations] : [m.type])),
+      [
+        ['run', [0, 3]],
+        ['rows', 'eval', 3, 2],
+      ],
+    );
+    controller.receive({ type: 'showStep', step: 'follow' });
+    assert.equal(controller.shown, 3);
+  });
+
   it('says so when no step has trajectories yet', () => {
     const { posted, controller } = setup({ steps: 0, batch: 4, status: 'running' });
     controller.receive({ type: 'ready' });

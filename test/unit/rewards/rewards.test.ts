@@ -88,9 +88,22 @@ describe('answer normalisation and matching (SQuAD rules)', () => {
     assert.equal(await format.score(trajectory(0, rows[0], 'PG', 'x'), rows[0]), 0);
   });
 
+  it('reads numbers and booleans as gold answers, as JSON writes them', async () => {
+    const rows = rowsOf([
+      { id: 'n', prompt: 'q', answer: 5 },
+      { id: 'f', prompt: 'q', answer: -0.25 },
+      { id: 'b', prompt: 'q', answer: true },
+      { id: 'l', prompt: 'q', answers: [12, 'twelve'] },
+    ]);
+    const score = (row: DatasetRow, answer: string) => exactMatch().score(trajectory(0, row, 'PG', `<answer>${answer}</answer>`), row);
+    assert.deepEqual(await Promise.all([score(rows[0], '5'), score(rows[0], '6'), score(rows[1], '-0.25'), score(rows[2], 'true'), score(rows[3], 'twelve'), score(rows[3], '12')]), [1, 0, 1, 1, 1, 1]);
+  });
+
   it('names the row when the ground truth is missing', async () => {
     const [row] = rowsOf([{ id: 'q-7', prompt: 'q', gold: 'x' }]);
-    await assert.rejects(async () => exactMatch().score(trajectory(0, row, 'PG', '<answer>x</answer>'), row), /rewards\.jsonl:1 \(row q-7\): the answer rewards read the ground truth from "answer" \(a string\) or "answers" \(non-empty list of strings\); this row has neither/);
+    await assert.rejects(async () => exactMatch().score(trajectory(0, row, 'PG', '<answer>x</answer>'), row), /rewards\.jsonl:1 \(row q-7\): the answer rewards read the ground truth from "answer" \(a string, number or boolean\) or "answers" \(a non-empty list of them\); this row has neither$/);
+    const [objectRow] = rowsOf([{ id: 'q-8', prompt: 'q', answer: { value: 5 } }]);
+    await assert.rejects(async () => exactMatch().score(trajectory(0, objectRow, 'PG', '<answer>5</answer>'), objectRow), /\(row q-8\): .* this row has \{"value":5\} \(compare other values with your own reward, or pass groundTruth\)/);
     const custom = exactMatch<DatasetRow<{ gold: string }>>({ groundTruth: (r) => r.gold });
     assert.equal(await custom.score(trajectory(0, row, 'PG', '<answer>x</answer>') as never, row as never), 1);
   });

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { z } from 'zod';
 import { datasetFromRows } from '../../../trainer/data';
 import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type ToolLogLine, type TrajectoryView } from '../../../trainer/tools';
@@ -179,5 +180,43 @@ describe('ToolRunner', () => {
     const [outcome] = await pending;
     assert.equal(outcome.error?.kind, 'threw');
     assert.match(outcome.error!.message, /^Error: rollout stopped/);
+  });
+
+  it('ties a round of 24 concurrent calls to the stop signal with one listener: no MaxListenersExceededWarning, every call still aborted', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const controller = new AbortController();
+      let listenersDuringRound = -1;
+      let started = 0;
+      const waits = defineTool({
+        name: 'waits',
+        description: 'Waits for abort.',
+        parameters: z.object({}),
+        concurrency: 24,
+        execute: (_a, ctx) =>
+          new Promise((_, reject) => {
+            ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+            if (++started === 24) {
+              listenersDuringRound = getEventListeners(controller.signal, 'abort').length;
+              controller.abort(new Error('rollout stopped'));
+            }
+          }),
+      });
+      const runner = new ToolRunner(new ToolSet([waits]), { signal: controller.signal });
+      const outcomes = await runner.run(Array.from({ length: 24 }, (_, i) => request('waits', {}, i)));
+      assert.equal(listenersDuringRound, 1, 'one listener on the stop signal for the whole round');
+      assert.deepEqual(new Set(outcomes.map((o) => o.error?.message.split('\n')[0])), new Set(['Error: rollout stopped']));
+      // A round that finishes normally leaves nothing on the signal either.
+      const calm = new AbortController();
+      const echo = defineTool({ name: 'echo', description: 'Echoes.', parameters: z.object({}), concurrency: 24, execute: async () => 'ok' });
+      await new ToolRunner(new ToolSet([echo]), { signal: calm.signal }).run(Array.from({ length: 24 }, (_, i) => request('echo', {}, i)));
+      assert.equal(getEventListeners(calm.signal, 'abort').length, 0);
+      await sleep(10); // warnings are emitted on a later tick
+      assert.deepEqual(warnings.map((w) => w.name), []);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });

@@ -2,6 +2,8 @@ import { describe, it, before, after } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
 import { datasetFromRows } from '../../../trainer/data/index';
 import * as rolloutStudio from '../../../trainer/index';
 import { Tool, ToolRunner, ToolSet, UserCodeError } from '../../../trainer/tools/index';
@@ -84,6 +86,21 @@ describe('loading user TypeScript (esbuild at load time)', () => {
     assert.equal(failed.error?.kind, 'threw');
     // `throw new Error(...)` is on line 17 of tools.ts, column 13.
     assert.match(failed.error!.message, /^Error: no fact about bob\n\s+at FactTool\.execute \((.*)\)/);
+    const frame = /at FactTool\.execute \((.*)\)/.exec(failed.error!.message)![1];
+    assert.equal(frame, `${path.join(dir, 'tools.ts')}:17:13`);
+  });
+
+  it("keeps the stack at the user's .ts line after garbage collection (as during training: Node keeps a module's source map only while its Module object lives)", async () => {
+    const tools = await loadTools(path.join(dir, 'tools.ts'));
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    gc();
+    const row = datasetFromRows('x', [{ prompt: 'x' }]).rows[0];
+    const [failed] = await new ToolRunner(new ToolSet(tools)).run([
+      { name: 'fact', arguments: { name: 'bob' }, trajectory: { index: 0, rowId: 'x', group: 0, sample: 0, messages: [], calls: [] }, turn: 0, callIndex: 0, row },
+    ]);
     const frame = /at FactTool\.execute \((.*)\)/.exec(failed.error!.message)![1];
     assert.equal(frame, `${path.join(dir, 'tools.ts')}:17:13`);
   });

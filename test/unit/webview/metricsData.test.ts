@@ -37,6 +37,12 @@ describe('metric groups', () => {
     assert.equal(groups.find((g) => g.id === 'other-myscore')!.title, 'myscore/…');
   });
 
+  it("titles the score chart by the run's task metric and draws it first", () => {
+    const score = groupMetrics(['reward/mean', 'score/exact_match', 'score/within_1pct'], 'within_1pct').find((g) => g.id === 'score')!;
+    assert.deepEqual([score.title, score.metrics], ['Task metric: within_1pct', ['score/within_1pct', 'score/exact_match']]);
+    assert.equal(groupMetrics(['score/exact_match']).find((g) => g.id === 'score')!.title, 'Task score', 'without a metric');
+  });
+
   it('keeps the reward spread as lines when there is no mean to put a band around', () => {
     assert.deepEqual(
       groupMetrics(['reward/min', 'reward/max']).map((g) => g.metrics),

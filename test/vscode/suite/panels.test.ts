@@ -89,7 +89,7 @@ describe('Panels on recorded runs', () => {
     const { panels } = await api();
     const shown = await until('the status-bar item of the running run', () => panels.statusBar().text);
     assert.equal(panels.statusBar().runDir, live);
-    assert.match(shown, /^\$\(pulse\) step 2\/2 · reward \d\.\d{3} · \d+ tok\/s$/);
+    assert.match(shown, /^\$\(pulse\) step 2\/2 · reward \d\.\d{3} · exact_match \d\.\d{3} · \d+ tok\/s$/);
     const writer = RunStoreWriter.reopen(live, new RunStoreReader(live).run());
     writer.update({ totalSteps: 5 });
     writer.appendMetrics({ step: 3, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.777, 'throughput/rollout_tokens_per_s': 512.4 } });

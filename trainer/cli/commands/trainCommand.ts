@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainerMessage, type TrainingEvent } from '../../shared/protocol';
 import { RunControl } from '../../training/runControl';
 import { evaluateCheckpoint } from '../../training/evaluateCheckpoint';
+import { formatScore } from '../../training/taskMetric';
 import { TrainingRun } from '../../training/trainingRun';
 import { resolveDevice } from '../resolveDevice';
 import { hasParent, sendToParent } from '../ipc';
@@ -101,8 +102,9 @@ export async function trainCommand(argv: string[]): Promise<number> {
   });
   const result = await run.run();
   progress?.clear();
-  if (result.evalBefore && result.evalAfter) {
-    process.stdout.write(`held-out exact match: ${(result.evalBefore.exactMatch * 100).toFixed(1)}% before RL → ${(result.evalAfter.exactMatch * 100).toFixed(1)}% after\n`);
+  const { evalBefore: before, evalAfter: after } = result;
+  if (before?.metric !== undefined && before.score !== undefined && after?.score !== undefined) {
+    process.stdout.write(`held-out ${before.metric}: ${before.score.toFixed(3)} before RL → ${after.score.toFixed(3)} after\n`);
   }
   return result.run.status === 'failed' ? 1 : 0;
 }
@@ -146,7 +148,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   progress.clear();
   if (values.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   else {
-    process.stdout.write(`${result.rows} rows: ${result.exactMatch !== undefined ? `exact match ${(result.exactMatch * 100).toFixed(1)}%, ` : ''}mean reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory\n`);
+    process.stdout.write(`${result.rows} rows: ${result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : ''}mean reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory\n`);
   }
   return 0;
 }

@@ -23,7 +23,7 @@ export function explainProviderError(provider: ExecutionProviderName, message: s
       return 'No usable NVIDIA driver or GPU was found. Install the NVIDIA driver for your GPU (CUDA 12 needs driver 525 or newer).';
     }
     if (/providers_shared|providers_cuda|Failed to load shared library/i.test(message)) {
-      return 'onnxruntime-node\'s CUDA provider libraries are not installed. Reinstall with: npm install --onnxruntime-node-install=cuda12';
+      return 'onnxruntime-node\'s CUDA provider libraries are not installed (they are downloaded by its install script, not shipped with it); `rollout-studio env` says which files are missing and the command that downloads them.';
     }
     return 'Creating a CUDA session failed; see the error below.';
   }

@@ -27,8 +27,12 @@ export const ProviderCheck = z.object({
   elapsedMs: z.number().nonnegative().optional(),
   /** WebGPU only: the adapter Dawn selected. */
   adapter: WebGpuAdapterInfo.optional(),
-  /** CUDA only: whether onnxruntime-node's CUDA provider libraries are installed, and where. */
-  providerLibrary: z.object({ installed: z.boolean(), path: z.string() }).optional(),
+  /**
+   * CUDA only: whether onnxruntime-node's CUDA provider libraries are in its bin folder (they
+   * come from its install script's download, not with the npm package), where the provider
+   * library is or would be, and which files are missing.
+   */
+  providerLibrary: z.object({ installed: z.boolean(), path: z.string(), missing: z.array(z.string()).optional() }).optional(),
   /** CUDA only: the NVIDIA kernel driver version, when a driver is loaded. */
   nvidiaDriver: z.string().optional(),
 });

@@ -5,6 +5,7 @@ export * from './parse';
 export * from './runStore';
 export * from './tokens';
 export * from './chatMessages';
+export * from './demonstration';
 export * from './debugger';
 export * from './live';
 export * from './panels';

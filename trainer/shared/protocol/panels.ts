@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Algorithm, RunStatus, ToolErrorKind, TrajectoryRecord } from './runStore';
+import { Algorithm, RunStatus, ToolErrorKind, TrajectoryRecord, TrajectorySet } from './runStore';
 
 /**
  * Messages between the extension host and the Trajectories and Metrics webviews, both
@@ -19,6 +19,8 @@ export const RunSummary = z.object({
   totalSteps: z.number().int().nonnegative(),
   lastStep: z.number().int().nonnegative().optional(),
   error: z.string().optional(),
+  /** The run's task metric (see runMetric): charted and reported by this name. */
+  metric: z.string().optional(),
 });
 export type RunSummary = z.infer<typeof RunSummary>;
 
@@ -87,9 +89,19 @@ export const TrajectoryFilters = z.object({
 });
 export type TrajectoryFilters = z.infer<typeof TrajectoryFilters>;
 
-/** The newest step, following the run as it grows, or one step pinned. */
-export const StepSelection = z.union([z.literal('follow'), z.number().int().nonnegative()]);
+/**
+ * What the Trajectories panel shows: the newest training step, following the run as it grows;
+ * one training step pinned; or the held-out evaluation after a step (`{ evaluation: 0 }` is the
+ * one before RL).
+ */
+export const StepSelection = z.union([z.literal('follow'), z.number().int().nonnegative(), z.strictObject({ evaluation: z.number().int().nonnegative() })]);
 export type StepSelection = z.infer<typeof StepSelection>;
+
+/** One set of a run's trajectories: a training step's rollouts, or the evaluation after a step. */
+export interface ShownSet {
+  set: TrajectorySet;
+  step: number;
+}
 
 export const TokenColouring = z.enum(['advantage', 'logprob', 'entropy']);
 export type TokenColouring = z.infer<typeof TokenColouring>;
@@ -107,18 +119,18 @@ export const TrajectoriesPanelState = z.object({
 export type TrajectoriesPanelState = z.infer<typeof TrajectoriesPanelState>;
 
 export const TrajectoriesToWebview = z.discriminatedUnion('type', [
-  /** The run and its steps with trajectories; sent on ready and whenever either changes. */
-  z.object({ type: z.literal('run'), run: RunSummary, steps: z.array(z.number().int().nonnegative()) }),
+  /** The run, its steps with trajectories and its recorded evaluations; sent on ready and whenever one changes. */
+  z.object({ type: z.literal('run'), run: RunSummary, steps: z.array(z.number().int().nonnegative()), evaluations: z.array(z.number().int().nonnegative()).default([]) }),
   /**
    * Rows of `step`. `reset` starts the step afresh (a new step is shown); otherwise the rows
    * are appended to what was sent before (trajectories still arriving, or a large step sent in
    * chunks). `selection` is what the host shows: following the newest step, or pinned.
    */
-  z.object({ type: z.literal('rows'), step: z.number().int().nonnegative(), selection: StepSelection, reset: z.boolean(), rows: z.array(TrajectoryRow) }),
+  z.object({ type: z.literal('rows'), set: TrajectorySet.default('train'), step: z.number().int().nonnegative(), selection: StepSelection, reset: z.boolean(), rows: z.array(TrajectoryRow) }),
   /** No step has trajectories yet. */
   z.object({ type: z.literal('noSteps'), selection: StepSelection }),
   /** One trajectory in full, tokens included: sent only when its detail opens. */
-  z.object({ type: z.literal('trajectory'), record: TrajectoryRecord }),
+  z.object({ type: z.literal('trajectory'), set: TrajectorySet.default('train'), record: TrajectoryRecord }),
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
 ]);
 export type TrajectoriesToWebview = z.infer<typeof TrajectoriesToWebview>;
@@ -127,7 +139,7 @@ export const TrajectoriesToHost = z.discriminatedUnion('type', [
   /** The script runs (first time, or again after the panel was hidden): send everything. */
   z.object({ type: z.literal('ready') }),
   z.object({ type: z.literal('showStep'), step: StepSelection }),
-  z.object({ type: z.literal('openTrajectory'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
+  z.object({ type: z.literal('openTrajectory'), set: TrajectorySet.default('train'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
   z.object({ type: z.literal('openInDebugger'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
 ]);
 export type TrajectoriesToHost = z.infer<typeof TrajectoriesToHost>;
@@ -190,8 +202,9 @@ export const OpenRunInDebuggerArgs = z.object({
 });
 export type OpenRunInDebuggerArgs = z.infer<typeof OpenRunInDebuggerArgs>;
 
-/** The step a selection shows among `steps` (ascending): the newest when following. */
-export function resolveStepSelection(selection: StepSelection, steps: readonly number[]): number | undefined {
-  if (selection === 'follow') return steps.length ? steps[steps.length - 1] : undefined;
-  return selection;
+/** What a selection shows, given the training `steps` (ascending): the newest step when following. */
+export function resolveStepSelection(selection: StepSelection, steps: readonly number[]): ShownSet | undefined {
+  if (selection === 'follow') return steps.length ? { set: 'train', step: steps[steps.length - 1] } : undefined;
+  if (typeof selection === 'number') return { set: 'train', step: selection };
+  return { set: 'eval', step: selection.evaluation };
 }

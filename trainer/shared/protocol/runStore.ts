@@ -8,6 +8,8 @@ import { PROTOCOL_VERSION } from './protocolVersion';
  *   run.json                    RunRecord (rewritten atomically when the status changes)
  *   metrics.jsonl               one MetricsRecord per step (and per evaluation)
  *   rollouts/step-NNNNNN.jsonl  one TrajectoryRecord per trajectory of that step
+ *   evals/step-NNNNNN.jsonl     one TrajectoryRecord per held-out row of the evaluation after
+ *                               step NNNNNN (000000: before RL), written whole when it ends
  *   checkpoints/step-NNNNNN/    a Hugging Face folder plus trainer_state.json
  */
 
@@ -46,8 +48,24 @@ export const RunRecord = z.object({
   config: z.record(z.string(), z.unknown()),
   /** Where the config came from (the user's file), for "open config" and restart. */
   configPath: z.string().optional(),
+  /**
+   * The task metric: the name of the outcome reward whose mean is recorded as `score/<metric>`
+   * (the config's `metric`, by default its first outcome reward). Runs recorded before it
+   * existed have none; their score, if any, is `score/exact_match`.
+   */
+  metric: z.string().min(1).optional(),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
+
+/** The metrics key a task metric's value is recorded under. */
+export function scoreKey(metric: string): string {
+  return `score/${metric}`;
+}
+
+/** A run's task metric: its `metric`, or `exact_match` for runs recorded before runs named one (their only score was `score/exact_match`). */
+export function runMetric(run: Pick<RunRecord, 'metric'>): string {
+  return run.metric ?? 'exact_match';
+}
 
 /**
  * Metric names with a fixed meaning, so panels can chart them without guessing. A run may
@@ -61,7 +79,7 @@ export const METRICS = {
   'reward/max': 'largest total reward',
   'reward/outcome_mean': 'mean outcome reward',
   'reward/process_mean': 'mean sum of process rewards per trajectory',
-  'score/exact_match': 'fraction of trajectories whose answer matches exactly',
+  'score/exact_match': 'the task metric of a run whose metric is exact_match: the fraction of trajectories whose answer matches exactly (any other task metric is recorded as score/<its name>)',
   'kl/mean': 'mean per-token KL to the reference policy',
   'entropy/mean': 'mean per-token entropy of the policy',
   'loss/policy': 'policy-gradient loss',
@@ -222,6 +240,18 @@ export type TrajectoryRecord = z.infer<typeof TrajectoryRecord>;
 
 export function stepFileName(step: number): string {
   return `step-${String(step).padStart(6, '0')}`;
+}
+
+/**
+ * Where a run's trajectories live, relative to the run directory: a training step's rollouts,
+ * or an evaluation's. An evaluation's records carry the step it followed as their `step`, the
+ * row's position in the held-out data as `index` and `group`, and no advantage.
+ */
+export const TrajectorySet = z.enum(['train', 'eval']);
+export type TrajectorySet = z.infer<typeof TrajectorySet>;
+
+export function trajectoryFile(set: TrajectorySet, step: number): string {
+  return `${set === 'train' ? 'rollouts' : 'evals'}/${stepFileName(step)}.jsonl`;
 }
 
 /** `checkpoints/step-NNNNNN/trainer_state.json`: what resuming needs beyond the weights. */

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, RunRecord, stepFileName, TrajectoryRecord } from '../protocol/runStore';
+import { MetricsRecord, RunRecord, trajectoryFile, TrajectoryRecord, type TrajectorySet } from '../protocol/runStore';
 import { parseWith, ProtocolError } from '../protocol/parse';
 import { readJsonl } from './jsonl';
 
@@ -30,7 +30,25 @@ export class RunStoreReader {
 
   /** Steps that have a rollouts file, ascending. */
   steps(): number[] {
-    const dir = path.join(this.dir, 'rollouts');
+    return this.stepsOf('train');
+  }
+
+  trajectories(step: number): { records: TrajectoryRecord[]; tornLastLine: boolean } {
+    return readJsonl(path.join(this.dir, trajectoryFile('train', step)), TrajectoryRecord);
+  }
+
+  /** Steps after which an evaluation's trajectories were recorded (0: before RL), ascending. */
+  evaluations(): number[] {
+    return this.stepsOf('eval');
+  }
+
+  /** The trajectories of the evaluation after `step`, one per held-out row. */
+  evaluationTrajectories(step: number): { records: TrajectoryRecord[]; tornLastLine: boolean } {
+    return readJsonl(path.join(this.dir, trajectoryFile('eval', step)), TrajectoryRecord);
+  }
+
+  private stepsOf(set: TrajectorySet): number[] {
+    const dir = path.join(this.dir, path.dirname(trajectoryFile(set, 0)));
     if (!fs.existsSync(dir)) return [];
     return fs
       .readdirSync(dir)
@@ -38,10 +56,6 @@ export class RunStoreReader {
       .filter((s): s is string => s !== undefined)
       .map(Number)
       .sort((a, b) => a - b);
-  }
-
-  trajectories(step: number): { records: TrajectoryRecord[]; tornLastLine: boolean } {
-    return readJsonl(path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`), TrajectoryRecord);
   }
 
   /** Checkpoint folders (relative paths), oldest first. */

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, RunRecord, stepFileName, TrajectoryRecord } from '../protocol/runStore';
+import { MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
 import { parseWith } from '../protocol/parse';
 import { appendJsonl, writeFileAtomic } from './jsonl';
 
@@ -52,6 +52,17 @@ export class RunStoreWriter {
   appendTrajectories(step: number, trajectories: readonly TrajectoryRecord[]): void {
     const checked = trajectories.map((t) => parseWith(TrajectoryRecord, t, `trajectory ${t.index} of step ${step}`));
     appendJsonl(path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`), checked);
+  }
+
+  /**
+   * The trajectories of the evaluation after `step` (0: before RL), written whole and at once:
+   * a reader sees all of them or none, and an evaluation repeated after a resume replaces them.
+   */
+  writeEvaluation(step: number, trajectories: readonly TrajectoryRecord[]): void {
+    const checked = trajectories.map((t) => parseWith(TrajectoryRecord, t, `evaluation trajectory ${t.index} of step ${step}`));
+    const file = path.join(this.dir, trajectoryFile('eval', step));
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    writeFileAtomic(file, checked.map((t) => JSON.stringify(t) + '\n').join(''));
   }
 
   /** Mark the step complete: its records are all written. */

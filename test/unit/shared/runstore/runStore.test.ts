@@ -73,6 +73,23 @@ describe('run store', () => {
     assert.deepEqual(reader.metrics().records[0].nonFinite, ['loss/total']);
   });
 
+  it("keeps each evaluation's trajectories apart from the training steps; a repeated evaluation replaces its file", () => {
+    const dir = tmpDir();
+    const writer = RunStoreWriter.create(dir, runRecord('run-e'));
+    writer.appendTrajectories(1, [trajectory(1, 0)]);
+    writer.writeEvaluation(0, [trajectory(0, 0), trajectory(0, 1), trajectory(0, 2)]);
+    writer.writeEvaluation(1, [trajectory(1, 0), trajectory(1, 1)]);
+    writer.writeEvaluation(1, [trajectory(1, 0)]);
+    const reader = new RunStoreReader(dir);
+    assert.deepEqual(reader.steps(), [1]);
+    assert.deepEqual(reader.evaluations(), [0, 1]);
+    assert.deepEqual(reader.evaluationTrajectories(0).records.map((t) => t.index), [0, 1, 2]);
+    assert.deepEqual(reader.evaluationTrajectories(1).records.map((t) => t.index), [0]);
+    assert.ok(fs.existsSync(path.join(dir, 'evals', 'step-000000.jsonl')));
+    assert.throws(() => writer.writeEvaluation(2, [{ ...trajectory(2, 0), finishReason: 'bored' as never }]), /evaluation trajectory 0 of step 2: finishReason/);
+    assert.deepEqual(reader.evaluations(), [0, 1], 'nothing written for a record that does not validate');
+  });
+
   it('drops a torn last line (a crash mid-write) and reports it', () => {
     const dir = path.join(tmpDir(), 'run-b');
     const writer = RunStoreWriter.create(dir, runRecord('run-b'));
