@@ -20,3 +20,4 @@ export * from './rollout';
 export * from './rewards';
 export * from './data';
 export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './run/config';
+export { McpServerError, McpTool, McpToolError, type McpServerConfigInput } from './mcp';

@@ -10,6 +10,7 @@ import type { ToolCallFormat } from '../rollout/formats/format';
 import { Tool } from '../tools/tool';
 import { ToolSet } from '../tools/toolSet';
 import { loadUserModule } from '../tools/loader';
+import { McpServersConfig, recordableServers } from '../mcp/config';
 
 /**
  * The training config: a TypeScript file whose default export is `defineConfig({...})`. Every
@@ -145,6 +146,8 @@ export const TrainingConfigSchema = z.strictObject({
     fields: z.custom<z.ZodObject>((v) => v instanceof z.ZodObject, 'expected a zod object schema').optional(),
   }),
   tools: z.array(z.custom<Tool>((v) => v instanceof Tool, 'expected an instance of a Tool subclass (new MyTool(…))')).default([]),
+  /** MCP servers whose tools join `tools` for the run (started with it, stopped after it); see trainer/mcp/config.ts. */
+  mcpServers: McpServersConfig.default({}),
   rewards: z.custom<RewardConfig>((v) => typeof v === 'object' && v !== null && Array.isArray((v as RewardConfig).outcome), 'expected { outcome: [...], process?, combine?, … }'),
   algorithm: AlgorithmSection,
   rollout: RolloutSection.default(RolloutSection.parse({})),
@@ -228,6 +231,7 @@ export function hashable(config: TrainingConfig): Record<string, unknown> {
   return {
     ...config,
     tools: config.tools.map((t) => t.name),
+    mcpServers: recordableServers(config.mcpServers),
     rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum' },
     data: { train: config.data.train, eval: config.data.eval },
     rollout: { ...config.rollout, format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },

@@ -10,6 +10,7 @@ import { readLoraAdapter } from '../models/save';
 import { scoreTrajectories } from '../rewards/score';
 import { AgentLoop } from '../rollout/agentLoop';
 import { ToolSet } from '../tools/toolSet';
+import { McpServers } from '../mcp/servers';
 import type { LoadedConfig } from './config';
 import { rolloutMetrics } from './metrics';
 
@@ -36,6 +37,7 @@ export async function evaluateCheckpoint(
   const isAdapter = fs.existsSync(adapterConfig);
   const modelDir = isAdapter ? loaded.resolve(c.model.path) : checkpoint;
   let model: ModelRuntime | undefined;
+  let mcp: McpServers | undefined;
   try {
     if (isAdapter) {
       const { loadModelConfig } = await import('../models/config');
@@ -52,7 +54,8 @@ export async function evaluateCheckpoint(
     const file = options.data ?? c.evaluation.data ?? c.data.eval;
     if (!file) throw new Error(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
     const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
-    const tools = new ToolSet(c.tools);
+    mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
+    const tools = new ToolSet([...c.tools, ...mcp.tools]);
     const loop = new AgentLoop({
       policy: new ModelPolicy(model),
       template,
@@ -70,6 +73,7 @@ export async function evaluateCheckpoint(
     const metrics = rolloutMetrics(trajectories, rewards);
     return { rows: rows.length, exactMatch: metrics['score/exact_match'], reward: metrics['reward/mean'], toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'], metrics };
   } finally {
+    await mcp?.close();
     model?.close();
     await device.close();
   }

@@ -23,6 +23,7 @@ import { ChatMessage } from '../protocol/chat';
 import { RunStoreReader, RunStoreWriter } from '../runstore';
 import { writeFileAtomic } from '../runstore/jsonl';
 import { ToolSet } from '../tools/toolSet';
+import { McpServers } from '../mcp/servers';
 import { Random } from '../util/random';
 import { computeAdvantages, scalarAdvantage } from './algorithms';
 import { loadCheckpoint, pruneCheckpoints, saveCheckpoint } from './checkpoint';
@@ -88,6 +89,8 @@ export class TrainingRun {
   private model!: ModelRuntime;
   private template!: ChatTemplate;
   private tools!: ToolSet;
+  /** The config's MCP servers, started in setup and stopped in dispose. */
+  private mcp: McpServers | undefined;
   private loop!: AgentLoop;
   /** The same loop with the evaluation's sampling (greedy by default) and no debugger hooks. */
   private evalLoop!: AgentLoop;
@@ -126,7 +129,13 @@ export class TrainingRun {
 
   async run(): Promise<TrainResult> {
     const started = Date.now();
-    await this.setup();
+    try {
+      await this.setup();
+    } catch (error) {
+      // The MCP servers are child processes: a run that never started must not leave them behind.
+      await this.mcp?.close();
+      throw error;
+    }
     let evalBefore: EvaluationResult | undefined;
     let evalAfter: EvaluationResult | undefined;
     try {
@@ -168,7 +177,8 @@ export class TrainingRun {
     const template = this.model.folder.chatTemplate;
     if (!template) throw new Error(`${this.loaded.resolve(c.model.path)}: the tokenizer has no chat template; agents need one`);
     this.template = template;
-    this.tools = new ToolSet(c.tools);
+    this.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(this.loaded.file), log: this.log });
+    this.tools = new ToolSet([...c.tools, ...this.mcp.tools]);
     this.train = loadJsonlDataset(this.loaded.resolve(c.data.train), { fields: c.data.fields });
     const evalFile = c.evaluation.data ?? c.data.eval;
     this.evalData = evalFile ? loadJsonlDataset(this.loaded.resolve(evalFile), { fields: c.data.fields }) : undefined;
@@ -522,6 +532,7 @@ export class TrainingRun {
   }
 
   private async dispose(): Promise<void> {
+    await this.mcp?.close();
     await this.trainer?.release().catch(() => undefined);
     this.model?.close();
     await this.device?.close();
