@@ -19,7 +19,7 @@ const SEARCH_SERVER = path.join(ROOT, 'test/fixtures/mcp/searchServer.mjs');
 const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 
 function request(name: string, args: unknown): ToolCallRequest {
-  return { name, arguments: args, trajectory: { index: 0, rowId: 'r', group: 0, sample: 0, messages: [], calls: [] }, turn: 0, callIndex: 0, row: { id: 'r' } };
+  return { name, arguments: args, trajectory: { index: 0, rowId: 'r', group: 0, sample: 0, messages: [], calls: [] }, turn: 0, callIndex: 0, row: {} };
 }
 
 async function call(runner: ToolRunner, name: string, args: unknown = {}) {
