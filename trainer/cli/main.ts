@@ -6,6 +6,7 @@ import { chatCommand, chatUsage } from './commands/chat';
 import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/train';
 import { evalRewardCommand, evalRewardUsage } from './commands/evalReward';
 import { runToolCommand, runToolUsage } from './commands/runTool';
+import { serveToolsCommand, serveToolsUsage } from './commands/serveTools';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 import { waitForDebuggerIfAsked } from './waitForDebugger';
@@ -18,6 +19,7 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   chat: { run: chatCommand, usage: chatUsage },
   'run-tool': { run: runToolCommand, usage: runToolUsage },
   'eval-reward': { run: evalRewardCommand, usage: evalRewardUsage },
+  'serve-tools': { run: serveToolsCommand, usage: serveToolsUsage },
 };
 
 const usage = `Usage: rollout-studio <command> [options]

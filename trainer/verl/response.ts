@@ -1,0 +1,33 @@
+import type { ChatMessage } from '../protocol/chat';
+
+/**
+ * verl hands a reward function, and dumps per step, the response as text: the token ids after
+ * the prompt decoded with `skip_special_tokens=True` (verl/workers/reward_manager/naive.py,
+ * ray_trainer.py `_log_rollout_data`). With its tool agent loop that text holds every turn: the
+ * policy's turns and, between them, the tool results the chat template appended — for the Qwen
+ * family (Hermes calls) `<|im_start|>user\n<tool_response>\n…\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
+ * which loses its special tokens and reads `user\n<tool_response>\n…\n</tool_response>\nassistant\n`
+ * (verl/experimental/agent_loop/tool_agent_loop.py, `_handle_processing_tools_state`).
+ *
+ * `splitVerlResponse` turns it back into chat messages: assistant turns (their text as the policy
+ * wrote it, calls included, for the tool-call format to read) and one tool message per
+ * `<tool_response>`. A tool result that itself contains `</tool_response>` would be cut there;
+ * the text gives no way to tell.
+ */
+
+const TOOL_BLOCK = /\n?user\n((?:<tool_response>\n[\s\S]*?\n<\/tool_response>\n?)+)assistant\n/g;
+const TOOL_RESPONSE = /<tool_response>\n([\s\S]*?)\n<\/tool_response>/g;
+
+export function splitVerlResponse(text: string): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  let at = 0;
+  for (const block of text.matchAll(TOOL_BLOCK)) {
+    messages.push({ role: 'assistant', content: text.slice(at, block.index) });
+    for (const response of block[1].matchAll(TOOL_RESPONSE)) messages.push({ role: 'tool', content: response[1] });
+    at = block.index + block[0].length;
+  }
+  // The last turn: what the policy wrote after the last results (nothing when the budget ended it there).
+  const tail = text.slice(at);
+  if (tail.length > 0 || messages.length === 0) messages.push({ role: 'assistant', content: tail });
+  return messages;
+}
