@@ -59,8 +59,8 @@ async function connect(token = 'secret-token'): Promise<Client> {
   return client;
 }
 
-function text(result: { content?: unknown }): string {
-  return (result.content as { type: string; text: string }[]).map((c) => c.text).join('\n');
+function text(result: object): string {
+  return ((result as { content: { type: string; text: string }[] }).content).map((c) => c.text).join('\n');
 }
 
 describe('serve-tools over MCP', () => {
