@@ -7,6 +7,7 @@ import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/tra
 import { evalRewardCommand, evalRewardUsage } from './commands/evalReward';
 import { runToolCommand, runToolUsage } from './commands/runTool';
 import { serveToolsCommand, serveToolsUsage } from './commands/serveTools';
+import { exportCommand, exportUsage } from './commands/exportVerl';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 import { waitForDebuggerIfAsked } from './waitForDebugger';
@@ -20,6 +21,7 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   'run-tool': { run: runToolCommand, usage: runToolUsage },
   'eval-reward': { run: evalRewardCommand, usage: evalRewardUsage },
   'serve-tools': { run: serveToolsCommand, usage: serveToolsUsage },
+  export: { run: exportCommand, usage: exportUsage },
 };
 
 const usage = `Usage: rollout-studio <command> [options]
