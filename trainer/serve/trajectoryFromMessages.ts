@@ -52,8 +52,17 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
       turns.push({ index, role: message.role, tokenStart: 0, tokenEnd: 0 });
     }
   }
+  // A last turn no tool result follows was cut (the budget) or its calls were never run: a call
+  // there that cannot be read is half-written, not a call — as in our loop (a cut turn has no
+  // calls) and in verl's (its parser extracts none, and the episode ends).
+  const lastTurn = turns[turns.length - 1];
+  if (lastTurn?.role === 'assistant' && lastTurn.calls?.some((c) => c.error?.kind === 'parse')) {
+    lastTurn.calls = lastTurn.calls.filter((c) => c.error?.kind !== 'parse').map((c, k) => ({ ...c, index: k }));
+    calls.splice(calls.length - (calls.filter((c) => c.turnIndex === lastTurn.index).length), Infinity, ...lastTurn.calls);
+    if (lastTurn.calls.length === 0) lastTurn.finish = 'length';
+  }
   const last = generated[generated.length - 1];
-  const answered = last?.role === 'assistant' && (turns[turns.length - 1].calls?.length ?? 0) === 0;
+  const answered = last?.role === 'assistant' && lastTurn.finish === 'eos';
   return {
     index: options.index ?? 0,
     rowId: row.id,

@@ -130,6 +130,7 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
   skip('nonFinite.maxConsecutive', config.nonFinite.maxConsecutive, 'verl has no skip-and-count of non-finite updates');
   skip('rewards (per-call placement)', 'process rewards on their calls\' tokens', "verl puts a trajectory's whole reward on its last token (the reward managers' reward_tensor[i, length - 1]); process rewards reach verl summed into the total");
   if (config.rewards.combine === 'agent-r1') skip('rewards.combine', 'agent-r1', 'normalised over the batch the reward manager scores at once: the launch script uses the batch reward manager, so that is the whole step, as here');
+  skip('rollout.budget.maxTurns (the last turn\'s calls)', b.maxTurns, "our loop runs the calls of the last allowed turn and rewards them; verl's tool agent ends the episode there without running them, so the reward endpoint sees them unanswered");
   skip('toolArgs (per-row tool arguments)', 'rows\' toolArgs', "verl's MCP tools send only the call's arguments; served tools see no row (ctx.row is empty, ctx.rowArgs undefined)");
   return { mapped, unmapped };
 }
