@@ -8,6 +8,7 @@ import { evalRewardCommand, evalRewardUsage } from './commands/evalReward';
 import { runToolCommand, runToolUsage } from './commands/runTool';
 import { serveToolsCommand, serveToolsUsage } from './commands/serveTools';
 import { exportCommand, exportUsage } from './commands/exportVerl';
+import { importCommand, importUsage } from './commands/importVerl';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 import { waitForDebuggerIfAsked } from './waitForDebugger';
@@ -22,6 +23,7 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   'eval-reward': { run: evalRewardCommand, usage: evalRewardUsage },
   'serve-tools': { run: serveToolsCommand, usage: serveToolsUsage },
   export: { run: exportCommand, usage: exportUsage },
+  import: { run: importCommand, usage: importUsage },
 };
 
 const usage = `Usage: rollout-studio <command> [options]

@@ -16,6 +16,7 @@ import type { ChatMessage } from '../protocol/chat';
  */
 
 const TOOL_BLOCK = /\n?user\n((?:<tool_response>\n[\s\S]*?\n<\/tool_response>\n?)+)assistant\n/g;
+const EMPTY_TURN = /^(?:<think>\s*<\/think>)?\s*$/;
 const TOOL_RESPONSE = /<tool_response>\n([\s\S]*?)\n<\/tool_response>/g;
 
 export function splitVerlResponse(text: string): ChatMessage[] {
@@ -26,8 +27,9 @@ export function splitVerlResponse(text: string): ChatMessage[] {
     for (const response of block[1].matchAll(TOOL_RESPONSE)) messages.push({ role: 'tool', content: response[1] });
     at = block.index + block[0].length;
   }
-  // The last turn: what the policy wrote after the last results (nothing when the budget ended it there).
+  // The last turn: what the policy wrote after the last results. Nothing, or only the empty
+  // thinking block Qwen3's generation prompt adds (template text), means it wrote nothing there.
   const tail = text.slice(at);
-  if (tail.length > 0 || messages.length === 0) messages.push({ role: 'assistant', content: tail });
+  if (!EMPTY_TURN.test(tail) || messages.length === 0) messages.push({ role: 'assistant', content: tail });
   return messages;
 }

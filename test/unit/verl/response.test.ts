@@ -29,7 +29,7 @@ describe('verl responses as messages', () => {
   it('keeps a response without tools as one turn, and ends without an empty turn after the last results', () => {
     assert.deepEqual(splitVerlResponse('<answer>y</answer>'), [{ role: 'assistant', content: '<answer>y</answer>' }]);
     assert.deepEqual(splitVerlResponse(''), [{ role: 'assistant', content: '' }]);
-    assert.deepEqual(splitVerlResponse('c<tool_call>x</tool_call>user\n<tool_response>\nr\n</tool_response>\nassistant\n'), [
+    assert.deepEqual(splitVerlResponse('c<tool_call>x</tool_call>user\n<tool_response>\nr\n</tool_response>\nassistant\n<think>\n\n</think>\n\n'), [
       { role: 'assistant', content: 'c<tool_call>x</tool_call>' },
       { role: 'tool', content: 'r' },
     ]);
