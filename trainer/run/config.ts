@@ -228,10 +228,12 @@ export async function loadConfig(file: string): Promise<LoadedConfig> {
 
 /** The config's plain values (tools and rewards by name), for hashing and for run.json. */
 export function hashable(config: TrainingConfig): Record<string, unknown> {
+  // Without MCP servers the record (and so the hash: resume) is what it was before they existed.
+  const { mcpServers, ...rest } = config;
   return {
-    ...config,
+    ...rest,
     tools: config.tools.map((t) => t.name),
-    mcpServers: recordableServers(config.mcpServers),
+    ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
     rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum' },
     data: { train: config.data.train, eval: config.data.eval },
     rollout: { ...config.rollout, format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },
