@@ -5,6 +5,7 @@ import { readErrorObservation } from '../rollout/readErrorObservation';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../rollout/trajectory';
 import { textResult } from '../tools/result';
 import type { ToolSet } from '../tools/toolSet';
+import { turnCalls } from '../verl/response';
 
 /**
  * A trajectory rebuilt from chat messages alone — what another trainer (verl) can tell us of a
@@ -24,10 +25,10 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
   const calls: ToolCallResult[] = [];
   let assistantTurns = 0;
   let pending: ToolCallResult[] = [];
-  for (const message of generated) {
+  generated.forEach((message, m) => {
     const index = turns.length;
     if (message.role === 'assistant') {
-      const turnCalls = callsOf(message, options.format).map((parsed, k): ToolCallResult => ({
+      const turnCalls = callsOf(message, options.format, m === generated.length - 1).map((parsed, k): ToolCallResult => ({
         turn: assistantTurns,
         index: k,
         ...(parsed.name !== undefined ? { name: parsed.name } : {}),
@@ -41,7 +42,9 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
         tokenEnd: 0,
         logs: [],
       }));
-      turns.push({ index, role: 'assistant', tokenStart: 0, tokenEnd: 0, finish: turnCalls.length ? 'tool_call' : 'eos', assistantTurn: assistantTurns++, content: message.content, calls: turnCalls });
+      // A last turn whose unreadable call was dropped (turnCalls) was cut by the budget.
+      const cut = m === generated.length - 1 && turnCalls.length === 0 && options.format.parse(message.content).length > 0;
+      turns.push({ index, role: 'assistant', tokenStart: 0, tokenEnd: 0, finish: cut ? 'length' : turnCalls.length ? 'tool_call' : 'eos', assistantTurn: assistantTurns++, content: message.content, calls: turnCalls });
       calls.push(...turnCalls);
       pending = [...turnCalls];
     } else if (message.role === 'tool') {
@@ -51,18 +54,10 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
     } else {
       turns.push({ index, role: message.role, tokenStart: 0, tokenEnd: 0 });
     }
-  }
-  // A last turn no tool result follows was cut (the budget) or its calls were never run: a call
-  // there that cannot be read is half-written, not a call — as in our loop (a cut turn has no
-  // calls) and in verl's (its parser extracts none, and the episode ends).
+  });
   const lastTurn = turns[turns.length - 1];
-  if (lastTurn?.role === 'assistant' && lastTurn.calls?.some((c) => c.error?.kind === 'parse')) {
-    lastTurn.calls = lastTurn.calls.filter((c) => c.error?.kind !== 'parse').map((c, k) => ({ ...c, index: k }));
-    calls.splice(calls.length - (calls.filter((c) => c.turnIndex === lastTurn.index).length), Infinity, ...lastTurn.calls);
-    if (lastTurn.calls.length === 0) lastTurn.finish = 'length';
-  }
   const last = generated[generated.length - 1];
-  const answered = last?.role === 'assistant' && lastTurn.finish === 'eos';
+  const finishReason = last?.role === 'assistant' && lastTurn.finish === 'eos' ? 'answered' : lastTurn.finish === 'length' ? 'max_total_tokens' : 'max_turns';
   return {
     index: options.index ?? 0,
     rowId: row.id,
@@ -78,7 +73,7 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
     promptLength: 0,
     turns,
     calls,
-    finishReason: answered ? 'answered' : 'max_turns',
+    finishReason,
     historyRewrites: [],
   };
 }
@@ -90,7 +85,7 @@ interface ReadCall {
   parseError?: string;
 }
 
-function callsOf(message: Extract<ChatMessage, { role: 'assistant' }>, format: ToolCallFormat): ReadCall[] {
+function callsOf(message: Extract<ChatMessage, { role: 'assistant' }>, format: ToolCallFormat, last: boolean): ReadCall[] {
   if (message.tool_calls?.length) {
     return message.tool_calls.map((c) => {
       let args: unknown = c.function.arguments;
@@ -104,7 +99,7 @@ function callsOf(message: Extract<ChatMessage, { role: 'assistant' }>, format: T
       return { name: c.function.name, arguments: args, raw: JSON.stringify({ name: c.function.name, arguments: c.function.arguments }) };
     });
   }
-  return format.parse(message.content).map(({ name, arguments: args, raw, parseError }) => ({ ...(name !== undefined ? { name } : {}), ...(args !== undefined ? { arguments: args } : {}), raw, ...(parseError !== undefined ? { parseError } : {}) }));
+  return turnCalls(format, message.content, last).map(({ name, arguments: args, raw, parseError }) => ({ ...(name !== undefined ? { name } : {}), ...(args !== undefined ? { arguments: args } : {}), raw, ...(parseError !== undefined ? { parseError } : {}) }));
 }
 
 function answer(call: ToolCallResult, observation: string, tools: ToolSet, dataFor?: (name: string, args: unknown) => unknown): void {

@@ -4,7 +4,7 @@ import { encodeFloat32, encodeInt32, encodeUint8 } from '../protocol/tokens';
 import { HermesFormat } from '../rollout/formats/hermes';
 import { readErrorObservation } from '../rollout/readErrorObservation';
 import type { VerlDumpLine } from './dumps';
-import { splitVerlResponse } from './response';
+import { splitVerlResponse, turnCalls } from './response';
 
 /**
  * One step of verl's dumps as our trajectory records, so the Trajectories panel and the replay
@@ -68,7 +68,7 @@ export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, to
     messages.forEach((message, m) => {
       if (message.role === 'assistant') {
         const isLast = m === messages.length - 1;
-        const calls = format.parse(message.content).filter((c) => !(isLast && c.parseError !== undefined));
+        const calls = turnCalls(format, message.content, isLast);
         const toolCalls = calls.map((c, k): ToolCallRecord => {
           const dumped = dumpedCalls[callCursor++];
           return {
@@ -85,7 +85,8 @@ export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, to
             tokenEnd: 0,
           };
         });
-        add({ role: 'assistant', text: message.content, finish: toolCalls.length ? 'tool_call' : isLast ? 'eos' : 'stop', ...(toolCalls.length ? { toolCalls } : {}) }, true);
+        const cut = isLast && toolCalls.length === 0 && format.parse(message.content).length > 0;
+        add({ role: 'assistant', text: message.content, finish: cut ? 'length' : toolCalls.length ? 'tool_call' : isLast ? 'eos' : 'stop', ...(toolCalls.length ? { toolCalls } : {}) }, true);
         pending = [...toolCalls];
       } else {
         add({ role: 'tool', text: message.content }, false);
@@ -109,7 +110,7 @@ export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, to
       sample,
       prompt: prompt[prompt.length - 1].text,
       turns,
-      finishReason: lastTurn.role === 'assistant' && lastTurn.finish === 'eos' ? 'answered' : 'max_turns',
+      finishReason: lastTurn.role === 'assistant' && lastTurn.finish === 'eos' ? 'answered' : lastTurn.finish === 'length' ? 'max_total_tokens' : 'max_turns',
       ...(line.rs_answer ? { answer: line.rs_answer } : {}),
       rewards: {
         outcome: line.rs_outcome ?? score,

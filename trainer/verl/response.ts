@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../protocol/chat';
+import type { ParsedToolCall, ToolCallFormat } from '../rollout/formats/format';
 
 /**
  * verl hands a reward function, and dumps per step, the response as text: the token ids after
@@ -32,4 +33,15 @@ export function splitVerlResponse(text: string): ChatMessage[] {
   const tail = text.slice(at);
   if (!EMPTY_TURN.test(tail) || messages.length === 0) messages.push({ role: 'assistant', content: tail });
   return messages;
+}
+
+/**
+ * The calls of a generated turn, read by the tool-call format. The last turn, when no tool result
+ * follows it, was cut by the budget or ended the episode: if it holds a call that cannot be read
+ * it was cut mid-call, and a cut turn has no calls — in our loop (a turn ended by length is not
+ * parsed) and in verl's (the response budget is checked before calls are extracted).
+ */
+export function turnCalls(format: ToolCallFormat, text: string, unansweredLast: boolean): ParsedToolCall[] {
+  const calls = format.parse(text);
+  return unansweredLast && calls.some((c) => c.parseError !== undefined) ? [] : calls;
 }
