@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DebugProtocol } from '@vscode/debugprotocol';
@@ -60,6 +61,8 @@ describe('A verl run imported into the workspace', () => {
     tracker?.dispose();
     await vscode.debug.stopDebugging();
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    // Other suites count the workspace's runs and replay the newest: leave none behind.
+    fs.rmSync(runDir, { recursive: true, force: true });
   });
 
   it('is listed in the Runs view and opens in the Trajectories and Metrics panels', async () => {
