@@ -1,10 +1,10 @@
 import * as vscode from 'vscode';
-import { registerAuthoring } from './authoring/register';
-import { registerDebugger } from './debugger/register';
+import { registerAuthoring } from './authoring/registerAuthoring';
+import { registerDebugger } from './debugger/registerDebugger';
 import { EnvironmentPanel } from './environmentPanel';
 import { registerTrainingCommands } from './live/commands';
 import { LiveTrainings } from './live/liveTrainings';
-import { registerPanels, type PanelsApi } from './panels/register';
+import { registerPanels, type PanelsApi } from './panels/registerPanels';
 
 /** What activate returns (extension.exports): used by the extension tests. */
 export interface RolloutStudioApi {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ControlMessage, parseWith, PROTOCOL_VERSION, ProtocolError, TrainerMessage, WAIT_FOR_DEBUGGER_ENV } from '../trainer/protocol';
+import { ControlMessage, parseWith, PROTOCOL_VERSION, ProtocolError, TrainerMessage, WAIT_FOR_DEBUGGER_ENV } from '../trainer/shared/protocol';
 
 /**
  * Starting the trainer process and talking to it. The extension never loads onnxruntime

@@ -1,9 +1,9 @@
 /**
  * The trainer as a library: `import { … } from 'rollout-studio'`. User code (tools, rewards,
  * configs, dataset generators) imports from here; when the trainer loads a user file, this very
- * module instance answers that import (see tools/loader.ts), so `instanceof Tool` holds.
+ * module instance answers that import (see usercode/loadUserModule.ts), so `instanceof Tool` holds.
  */
-export * from './protocol';
+export * from './shared/protocol';
 export { collectEnvironmentReport, formatEnvironmentReport } from './environment/report';
 
 /** zod, the instance the trainer validates with: tools' `parameters` and dataset `fields` are zod schemas. */
@@ -18,6 +18,7 @@ export { SearchTool, type SearchData, type SearchDocument, type SearchHit, type 
 export { JavaScriptTool, SandboxError, runJavaScript, type JavaScriptRun, type JavaScriptToolOptions } from './tools/builtin/javascript';
 export * from './rollout';
 export * from './rewards';
+export { toRlSample } from './rl/rewardPlacement';
 export * from './data';
-export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './run/config';
+export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './training/trainingConfig';
 export { McpServerError, McpTool, McpToolError, type McpServerConfigInput } from './mcp';

@@ -22,9 +22,9 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createModel } from '../../trainer/models/createModel';
 import { truncateBpeTokenizer } from '../../trainer/models/truncateTokenizer';
-import { loadConfig } from '../../trainer/run/config';
-import { TrainingRun, type EvaluationResult } from '../../trainer/run/training';
+import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
 import { DEFAULTS, generateDataset } from './data';
+import { loadConfig } from "../../trainer/usercode/loadConfig";
 
 const HERE = __dirname;
 

@@ -1,8 +1,8 @@
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RewardEvaluation } from '../../trainer/protocol';
-import { formatRewardEvaluation } from '../../trainer/authoring/reportText';
+import type { RewardEvaluation } from '../../trainer/shared/protocol';
+import { formatRewardEvaluation } from '../../trainer/shared/authoringReport';
+import { findTrainingConfigs } from '../live/trainingConfigs';
 import { workspaceRuns } from '../panels/workspaceRuns';
 import { runTrainer } from '../trainerProcess';
 import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from './authoringContext';
@@ -26,7 +26,6 @@ export interface EvaluateOptions {
   samples?: number;
 }
 
-const CONFIG_PATTERN = /export\s+default\s+defineConfig\s*\(|export\s+const\s+config\s*=\s*defineConfig\s*\(/;
 const EXCLUDED = '{**/node_modules/**,**/dist/**,**/.rollout/**,**/.git/**}';
 
 /** How far `file` sits below the folder of `config`: 0 in the same folder, n folders below; Infinity when not below it. */
@@ -36,24 +35,15 @@ function distanceBelow(config: string, file: string): number {
   return relative.startsWith('..') || path.isAbsolute(relative) ? Infinity : relative.split(path.sep).length;
 }
 
-/** The workspace's training configs, nearest above `near` first. */
-export async function findTrainingConfigs(near: string): Promise<string[]> {
-  const files = await vscode.workspace.findFiles('**/*.{ts,mts,cts}', EXCLUDED, 5000);
-  const configs = files
-    .map((uri) => uri.fsPath)
-    .filter((file) => {
-      try {
-        return CONFIG_PATTERN.test(fs.readFileSync(file, 'utf8'));
-      } catch {
-        return false;
-      }
-    });
+/** The workspace's training configs (found as Start Training finds them), nearest above `near` first. */
+async function trainingConfigsNear(near: string): Promise<string[]> {
+  const configs = (await findTrainingConfigs()).map((uri) => uri.fsPath);
   return configs.sort((a, b) => distanceBelow(a, near) - distanceBelow(b, near) || a.localeCompare(b));
 }
 
 /** The config nearest above the reward's file when there is exactly one such; else the user picks a config or a JSONL file. */
 async function chooseDataSource(target: RewardTarget): Promise<{ config?: string; data?: string } | undefined> {
-  const configs = await findTrainingConfigs(target.file);
+  const configs = await trainingConfigsNear(target.file);
   const nearest = configs.length ? distanceBelow(configs[0], target.file) : Infinity;
   const atNearest = configs.filter((c) => distanceBelow(c, target.file) === nearest);
   if (configs.length === 1 || (nearest !== Infinity && atNearest.length === 1)) return { config: configs[0] };

@@ -2,11 +2,11 @@ import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { parseWith, ToolInfo, type ToolRunReport } from '../../trainer/protocol';
+import { parseWith, ToolInfo, type ToolRunReport } from '../../trainer/shared/protocol';
 import { TrainerProcessError } from '../trainerProcess';
 import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from './authoringContext';
 import type { McpServerTarget } from './lensSpecs';
-import { runToolCommand, type RunToolOptions } from './toolCommands';
+import { runToolFromEditor, type RunToolOptions } from './toolCommands';
 
 /**
  * Run MCP Tool…, the lens above a server of a config's `mcpServers`: the trainer starts the
@@ -73,5 +73,5 @@ export async function runMcpToolCommand(context: AuthoringContext, target: unkno
     showFailure(context, 'Run MCP Tool', new TrainerProcessError(`${target.label} has no tool named "${name}".`, `Its tools: ${tools.map((t) => t.name).join(', ') || 'none'}`));
     return undefined;
   }
-  return runToolCommand(context, { file: target.file, selector: { by: 'mcp', server: target.server, tool: name }, label: `${name} (${target.label})` }, options, false);
+  return runToolFromEditor(context, { file: target.file, selector: { by: 'mcp', server: target.server, tool: name }, label: `${name} (${target.label})` }, options, false);
 }

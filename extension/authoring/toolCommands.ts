@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ToolRunReport } from '../../trainer/protocol';
-import { formatToolRun } from '../../trainer/authoring/reportText';
+import type { ToolRunReport } from '../../trainer/shared/protocol';
+import { formatToolRun } from '../../trainer/shared/authoringReport';
 import { askArguments } from './argumentBox';
 import { argumentSkeleton, parseArgumentText } from './argumentText';
 import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from './authoringContext';
@@ -33,7 +33,7 @@ function isToolTarget(value: unknown): value is ToolTarget {
   return typeof t === 'object' && t !== null && typeof t.file === 'string' && typeof t.selector === 'object' && t.selector !== null;
 }
 
-export async function runToolCommand(context: AuthoringContext, target: unknown, options: RunToolOptions = {}, debug = false): Promise<ToolRunReport | undefined> {
+export async function runToolFromEditor(context: AuthoringContext, target: unknown, options: RunToolOptions = {}, debug = false): Promise<ToolRunReport | undefined> {
   const what = debug ? 'Debug Tool' : 'Run Tool';
   if (!isToolTarget(target)) {
     void vscode.window.showInformationMessage(`${what} runs from the code lens above a tool (a Tool subclass, a defineTool call or an exported tool instance).`);

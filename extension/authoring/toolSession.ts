@@ -11,7 +11,7 @@ import {
   type ToolRunReport,
   type ToolSelector,
   type ToolSessionRequest,
-} from '../../trainer/protocol';
+} from '../../trainer/shared/protocol';
 import { TrainerProcessError, type TrainerRuntime } from '../trainerProcess';
 
 /**

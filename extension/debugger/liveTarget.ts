@@ -17,15 +17,15 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { isTrainingEvent, PROTOCOL_VERSION, type MetricsRecord, type RunRecord, type TrainerMessage, type TrainingEvent, type TrajectoryRecord } from '../../trainer/protocol';
-import { RunStoreReader } from '../../trainer/runstore/reader';
+import { isTrainingEvent, PROTOCOL_VERSION, type MetricsRecord, type RunRecord, type TrainerMessage, type TrainingEvent, type TrajectoryRecord } from '../../trainer/shared/protocol';
+import { RunStoreReader } from '../../trainer/shared/runstore/reader';
 import { TrainerProcess, type TrainerExit, type TrainerLaunch } from '../trainerProcess';
 import type { LiveTraining, LiveTrainings } from '../live/liveTrainings';
 import { markRunStopped } from '../live/stoppedRun';
 import type { BreakpointSet } from './breakpoints';
 import { holdConfiguration } from './holdPolicy';
 import { liveFacts, liveView, type Hold } from './liveView';
-import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './target';
+import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './rolloutTarget';
 import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
 import { turnContext } from './turnContext';
 

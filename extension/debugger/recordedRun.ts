@@ -3,8 +3,8 @@
  * trajectories with its timeline, loaded when first needed and kept for a few steps. Read-only
  * by construction: it holds a RunStoreReader and nothing that writes.
  */
-import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/protocol/runStore';
-import { RunStoreReader } from '../../trainer/runstore/reader';
+import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import { RunStoreReader } from '../../trainer/shared/runstore/reader';
 import { stepTimeline, type StopPoint } from './timeline';
 
 export interface StepData {
@@ -18,7 +18,7 @@ export interface StepData {
 }
 
 /** Where replay gets its steps from: a run directory now; any recorded history could serve. */
-export interface RunSource {
+export interface RecordedRunSource {
   readonly directory: string;
   run(): RunRecord;
   /** Steps with trajectories, ascending. Re-read on each call: a running run grows. */
@@ -28,7 +28,7 @@ export interface RunSource {
 
 const CACHED_STEPS = 4;
 
-export class RecordedRun implements RunSource {
+export class RecordedRun implements RecordedRunSource {
   private readonly reader: RunStoreReader;
   private readonly cache = new Map<number, StepData>();
   private metricsByStep?: Map<number, MetricsRecord>;

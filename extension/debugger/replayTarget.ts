@@ -8,8 +8,8 @@
  * (or start) of the run so the user can turn around there.
  */
 import type { BreakpointSet } from './breakpoints';
-import type { RunSource, StepData } from './recordedRun';
-import type { ResumeKind, RolloutTarget, StopReason, TargetListener, TargetStop, TargetView } from './target';
+import type { RecordedRunSource, StepData } from './recordedRun';
+import type { ResumeKind, RolloutTarget, StopReason, TargetListener, TargetStop, TargetView } from './rolloutTarget';
 import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
 import { pointFacts, turnContext } from './turnContext';
 
@@ -42,7 +42,7 @@ export class ReplayTarget implements RolloutTarget {
   private readonly entry?: Cursor;
 
   constructor(
-    private readonly source: RunSource,
+    private readonly source: RecordedRunSource,
     private readonly breakpoints: BreakpointSet,
     private readonly listener: TargetListener,
     private readonly startAt?: ReplayStart,

@@ -5,7 +5,7 @@
  */
 import * as net from 'node:net';
 import { DebugSession } from '@vscode/debugadapter';
-import { RolloutDebugSession, type SessionHost } from './session';
+import { RolloutDebugSession, type SessionHost } from './debugSession';
 
 export interface AdapterServer {
   port: number;

@@ -6,7 +6,7 @@
  * interleaves them by turn: every trajectory's turn 2 comes before any trajectory's turn 3.
  * Replay walks this timeline; a live trainer reports the same points as it reaches them.
  */
-import type { TrajectoryRecord } from '../../trainer/protocol/runStore';
+import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
 
 export type Phase = 'turn' | 'call' | 'result' | 'end' | 'update';
 
@@ -47,10 +47,6 @@ export function stepTimeline(trajectories: readonly TrajectoryRecord[]): StopPoi
 /** Is `point` one a `next` (or `stepBack`) stops at: a turn boundary or the trajectory's end? */
 export function isTurnBoundary(point: StopPoint): boolean {
   return point.phase === 'turn' || point.phase === 'end';
-}
-
-export function samePoint(a: StopPoint, b: StopPoint): boolean {
-  return a.trajectory === b.trajectory && a.phase === b.phase && a.turn === b.turn && a.call === b.call;
 }
 
 export function describePoint(point: StopPoint): string {

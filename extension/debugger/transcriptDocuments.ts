@@ -6,10 +6,10 @@
  * match. The `.rollout.txt` ending gives them the `rollout-transcript` language.
  */
 import * as vscode from 'vscode';
-import { parseWith } from '../../trainer/protocol/parse';
-import { TranscriptResponseBody } from '../../trainer/protocol/debugger';
-import { RunStoreReader } from '../../trainer/runstore/reader';
-import { renderTranscript } from '../../trainer/transcript/render';
+import { parseWith } from '../../trainer/shared/protocol/parse';
+import { TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
+import { RunStoreReader } from '../../trainer/shared/runstore/reader';
+import { renderTranscript } from '../../trainer/shared/transcript';
 import { parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT } from './transcriptUri';
 
 export class TranscriptDocuments implements vscode.TextDocumentContentProvider {

@@ -1,4 +1,4 @@
-import type { MetricsColumns, MetricsRecord } from '../../trainer/protocol';
+import type { MetricsColumns, MetricsRecord } from '../../trainer/shared/protocol';
 
 /**
  * Metrics records as columns, one array per metric aligned with `steps`: the form the Metrics

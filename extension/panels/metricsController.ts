@@ -1,8 +1,8 @@
 import * as path from 'node:path';
-import { MetricsToHost, parseWith, type MetricsToWebview, type RunSummary } from '../../trainer/protocol';
+import { MetricsToHost, parseWith, type MetricsToWebview, type RunSummary } from '../../trainer/shared/protocol';
 import { toMetricsColumns } from './metricsColumns';
 import type { RunSourceLease } from './source/registry';
-import { summarizeRun } from './source/summarize';
+import { runSummaryOf } from './source/summarize';
 
 export interface MetricsHost {
   /** The run's shared source; throws when the directory is not a readable run. */
@@ -81,7 +81,7 @@ export class MetricsController {
         const unsubscribe = lease.source.onUpdate((update) => {
           if (!this.ready) return;
           if (update.type === 'metrics') this.post({ type: 'metrics', runDir: dir, reset: update.reset ?? false, columns: toMetricsColumns(update.records) });
-          else if (update.type === 'run') this.post({ type: 'run', run: summarizeRun(dir, update.run) });
+          else if (update.type === 'run') this.post({ type: 'run', run: runSummaryOf(dir, update.run) });
           else if (update.type === 'error') this.post({ type: 'notice', level: 'error', message: update.message });
         });
         this.shown.set(dir, { lease, unsubscribe });
@@ -94,7 +94,7 @@ export class MetricsController {
     this.postRuns();
     for (const dir of resend ? this.order : added) {
       const { source } = this.shown.get(dir)!.lease;
-      this.post({ type: 'run', run: summarizeRun(dir, source.run()) });
+      this.post({ type: 'run', run: runSummaryOf(dir, source.run()) });
       this.post({ type: 'metrics', runDir: dir, reset: true, columns: toMetricsColumns(source.metrics()) });
     }
   }
@@ -103,7 +103,7 @@ export class MetricsController {
     const available = this.host.availableRuns();
     // Shown runs stay listed even when they live outside the workspace's runs folder.
     for (const dir of this.order) {
-      if (!available.some((r) => path.resolve(r.dir) === dir)) available.push(summarizeRun(dir, this.shown.get(dir)!.lease.source.run()));
+      if (!available.some((r) => path.resolve(r.dir) === dir)) available.push(runSummaryOf(dir, this.shown.get(dir)!.lease.source.run()));
     }
     this.post({ type: 'runs', available, shown: this.order });
   }

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { MetricsPanelState } from '../../trainer/protocol';
+import { MetricsPanelState } from '../../trainer/shared/protocol';
 import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
 import { MetricsController, type MetricsHost } from './metricsController';
 import { loadWebview } from './loadWebview';

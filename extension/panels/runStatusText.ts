@@ -1,4 +1,4 @@
-import type { MetricsRecord, RunRecord } from '../../trainer/protocol';
+import type { MetricsRecord, RunRecord } from '../../trainer/shared/protocol';
 import type { LiveProgress } from './source/runSource';
 
 /** The newest training record, the one the status bar reports. */

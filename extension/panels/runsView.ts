@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RunStatus } from '../../trainer/protocol';
+import type { RunStatus } from '../../trainer/shared/protocol';
 import { workspaceRuns, type RunEntry } from './workspaceRuns';
 
 const STATUS_ICONS: Record<RunStatus, [string, string]> = {

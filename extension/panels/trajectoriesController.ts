@@ -6,9 +6,9 @@ import {
   type StepSelection,
   type TrajectoriesToWebview,
   type TrajectoryRow,
-} from '../../trainer/protocol';
+} from '../../trainer/shared/protocol';
 import type { RunSource, RunUpdate } from './source/runSource';
-import { summarizeRun } from './source/summarize';
+import { runSummaryOf } from './source/summarize';
 
 export interface TrajectoriesActions {
   /** Open the trajectory in the replay debugger; rejects with a message the user can act on. */
@@ -138,6 +138,6 @@ export class TrajectoriesController {
   }
 
   private postRun(): void {
-    this.post({ type: 'run', run: summarizeRun(this.source.dir, this.source.run()), steps: this.source.steps() });
+    this.post({ type: 'run', run: runSummaryOf(this.source.dir, this.source.run()), steps: this.source.steps() });
   }
 }

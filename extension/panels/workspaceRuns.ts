@@ -1,8 +1,8 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RunRecord, RunSummary } from '../../trainer/protocol';
-import { listRuns } from '../../trainer/runstore';
-import { summarizeRun } from './source/summarize';
+import type { RunRecord, RunSummary } from '../../trainer/shared/protocol';
+import { listRuns } from '../../trainer/shared/runstore';
+import { runSummaryOf } from './source/summarize';
 
 export const RUNS_DIRECTORY_SETTING = 'runs.directory';
 const DEFAULT_RUNS_DIRECTORY = '.rollout/runs';
@@ -28,5 +28,5 @@ export function workspaceRuns(): RunEntry[] {
 }
 
 export function workspaceRunSummaries(): RunSummary[] {
-  return workspaceRuns().flatMap((e) => (e.run ? [summarizeRun(e.dir, e.run)] : []));
+  return workspaceRuns().flatMap((e) => (e.run ? [runSummaryOf(e.dir, e.run)] : []));
 }

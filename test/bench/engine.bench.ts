@@ -14,7 +14,7 @@ import { createDevice } from '../../trainer/engine/device/device';
 import { Graph } from '../../trainer/engine/graph';
 import * as op from '../../trainer/engine/ops';
 import { serializeGraph } from '../../trainer/engine/serialize';
-import { defaultThreads } from '../../trainer/engine/runtime/session';
+import { defaultThreads } from '../../trainer/engine/runtime/ortSession';
 import { seeded } from '../helpers/engine';
 import { buildTinyLm, initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../helpers/tinyLm';
 

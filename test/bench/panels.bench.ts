@@ -21,10 +21,10 @@ import { MetricsController } from '../../extension/panels/metricsController';
 import { toMetricsColumns } from '../../extension/panels/metricsColumns';
 import { RunDirectorySource } from '../../extension/panels/source/runDirectorySource';
 import { RunSources } from '../../extension/panels/source/registry';
-import { summarizeRun } from '../../extension/panels/source/summarize';
+import { runSummaryOf } from '../../extension/panels/source/summarize';
 import { TrajectoriesController } from '../../extension/panels/trajectoriesController';
-import { METRICS, PROTOCOL_VERSION, type MetricsRecord, type TrajectoriesToWebview, type TrajectoryRow } from '../../trainer/protocol';
-import { appendJsonl, RunStoreWriter } from '../../trainer/runstore';
+import { METRICS, PROTOCOL_VERSION, type MetricsRecord, type TrajectoriesToWebview, type TrajectoryRow } from '../../trainer/shared/protocol';
+import { appendJsonl, RunStoreWriter } from '../../trainer/shared/runstore';
 import { buildTrajectory } from '../fixtures/recordedRun';
 import { launchBrowser } from '../harness/browser';
 import { connect, openWebviewApp } from '../harness/webviewApp';
@@ -247,7 +247,7 @@ async function benchMetrics(root: string): Promise<void> {
   const sources = new RunSources(() => source);
   const posted: unknown[] = [];
   const controller = new MetricsController(
-    { acquire: (d) => sources.acquire(d), availableRuns: () => [summarizeRun(writer.dir, source.run())], saveCsv: async () => undefined },
+    { acquire: (d) => sources.acquire(d), availableRuns: () => [runSummaryOf(writer.dir, source.run())], saveCsv: async () => undefined },
     (m) => posted.push(m),
     [writer.dir],
   );

@@ -18,9 +18,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { prepareData, prepareModel } from '../../examples/multihop-search/demo';
-import { loadConfig, type LoadedConfig, type TrainingConfig } from '../../trainer/run/config';
-import { TrainingRun, type EvaluationResult } from '../../trainer/run/training';
-import { RunStoreReader } from '../../trainer/runstore';
+import { type LoadedConfig, type TrainingConfig } from '../../trainer/training/trainingConfig';
+import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
+import { RunStoreReader } from '../../trainer/shared/runstore';
+import { loadConfig } from "../../trainer/usercode/loadConfig";
 
 const EXAMPLE_CONFIG = path.resolve(__dirname, '../../examples/multihop-search/config.ts');
 const OUT = path.resolve(__dirname, '../../test-output/bench-rl');

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import type { HostTensor } from '../../trainer/engine/runtime/tensors';
-import type { TensorGradCheck } from '../../trainer/engine/check/gradcheck';
+import type { TensorGradCheck } from './gradcheck';
 
 /** A seeded stream of uniform numbers in [0, 1) for test data (mulberry32). */
 export function seeded(seed: number): () => number {

@@ -7,16 +7,17 @@
  * training graph and compare them with `trajectories[i].logprobs` at the mask.
  */
 import type { ChatTemplate } from '../../trainer/models';
-import { parseWith, TrajectoryRecord } from '../../trainer/protocol';
+import { parseWith, TrajectoryRecord } from '../../trainer/shared/protocol';
 import { datasetFromRows } from '../../trainer/data';
 import { AgentLoop, toTrajectoryRecord, type LengthBudget, type Policy, type Trajectory } from '../../trainer/rollout';
-import { scoreTrajectories, toRlSample, type BatchRewards } from '../../trainer/rewards';
+import { scoreTrajectories, type BatchRewards } from '../../trainer/rewards';
 import type { RlSample } from '../../trainer/rl/samples';
 import { ToolSet } from '../../trainer/tools';
 import { generateQuestions, splitPeople } from '../../examples/multihop-search/data';
 import { rewards as multihopRewards } from '../../examples/multihop-search/rewards';
 import { MultihopFields, type MultihopRow } from '../../examples/multihop-search/rows';
 import { knowledgeBase, tools } from '../../examples/multihop-search/tools';
+import { toRlSample } from "../../trainer/rl/rewardPlacement";
 
 export interface MultihopRolloutOptions {
   template: ChatTemplate;

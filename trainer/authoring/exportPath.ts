@@ -1,5 +1,5 @@
-import { EXPORT_PATH_PATTERN } from '../protocol/authoring';
-import { UserCodeError } from '../tools/errors';
+import { EXPORT_PATH_PATTERN } from '../shared/protocol/authoring';
+import { UserCodeError } from '../tools/toolErrors';
 
 /**
  * Export paths: how the editor (and a person at the command line) names one value of a user

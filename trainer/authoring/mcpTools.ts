@@ -1,8 +1,8 @@
 import * as path from 'node:path';
-import { describeIssues } from '../protocol/parse';
+import { describeIssues } from '../shared/protocol/parse';
 import { McpServersConfig } from '../mcp/config';
 import { McpServers } from '../mcp/servers';
-import { UserCodeError } from '../tools/errors';
+import { UserCodeError } from '../tools/toolErrors';
 
 /**
  * Run Tool… on MCP tools: the MCP servers a module declares — a training config's

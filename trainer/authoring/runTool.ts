@@ -1,5 +1,5 @@
-import { describeIssues } from '../protocol/parse';
-import type { ArgumentCheck, ArgumentIssue, ToolInfo, ToolRunReport } from '../protocol/authoring';
+import { describeIssues } from '../shared/protocol/parse';
+import type { ArgumentCheck, ArgumentIssue, ToolInfo, ToolRunReport } from '../shared/protocol/authoring';
 import type { DatasetRow } from '../data/row';
 import { describeThrown, ToolRunner, type ToolCallRequest } from '../tools/runner';
 import { observationText } from '../tools/result';

@@ -1,6 +1,6 @@
-import type { ChatMessage } from '../protocol/chat';
-import type { TrajectoryRecord } from '../protocol/runStore';
-import { decodeFloat32, decodeInt32, decodeUint8 } from '../protocol/tokens';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
+import type { TrajectoryRecord } from '../shared/protocol/runStore';
+import { decodeFloat32, decodeInt32, decodeUint8 } from '../shared/protocol/tokens';
 import type { DatasetRow } from '../data/row';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../rollout/trajectory';
 import { textResult } from '../tools/result';

@@ -1,5 +1,5 @@
-import type { ToolSelector } from '../protocol/authoring';
-import { UserCodeError } from '../tools/errors';
+import type { ToolSelector } from '../shared/protocol/authoring';
+import { UserCodeError } from '../tools/toolErrors';
 import { describeThrown } from '../tools/runner';
 import { Tool } from '../tools/tool';
 import { resolveExportPath } from './exportPath';

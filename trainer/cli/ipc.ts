@@ -1,4 +1,4 @@
-import type { TrainerMessage } from '../protocol';
+import type { TrainerMessage } from '../shared/protocol';
 
 /** True when the process was started with an IPC channel (by the extension). */
 export function hasParent(): boolean {

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-import { PROTOCOL_VERSION } from '../protocol';
-import { createModelCommand, createModelUsage } from './commands/createModel';
-import { envCommand, envUsage } from './commands/env';
-import { chatCommand, chatUsage } from './commands/chat';
-import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/train';
-import { evalRewardCommand, evalRewardUsage } from './commands/evalReward';
-import { runToolCommand, runToolUsage } from './commands/runTool';
+import { PROTOCOL_VERSION } from '../shared/protocol';
+import { createModelCommand, createModelUsage } from './commands/createModelCommand';
+import { envCommand, envUsage } from './commands/envCommand';
+import { chatCommand, chatUsage } from './commands/chatCommand';
+import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/trainCommand';
+import { evalRewardCommand, evalRewardUsage } from './commands/evalRewardCommand';
+import { runToolCommand, runToolUsage } from './commands/runToolCommand';
 import { serveToolsCommand, serveToolsUsage } from './commands/serveTools';
 import { exportCommand, exportUsage } from './commands/exportVerl';
 import { importCommand, importUsage } from './commands/importVerl';

@@ -1,4 +1,4 @@
-import type { TrainingEvent } from '../protocol';
+import type { TrainingEvent } from '../shared/protocol';
 
 /** One line at the bottom of a terminal showing the phase in progress (redrawn in place on a TTY). */
 export class ProgressLine {

@@ -1,5 +1,5 @@
 import * as inspector from 'node:inspector';
-import { WAIT_FOR_DEBUGGER_ENV } from '../protocol/debugger';
+import { WAIT_FOR_DEBUGGER_ENV } from '../shared/protocol/debugger';
 
 /**
  * When the extension asks (live training with `debugTools`), block until the attached

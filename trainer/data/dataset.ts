@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { ChatMessage } from '../protocol/chat';
+import { ChatMessage } from '../shared/protocol/chatMessages';
 import { defaultRowId, type DatasetRow, type RowSource } from './row';
 
 /**

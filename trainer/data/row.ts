@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../protocol/chat';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
 
 /** Where a dataset row came from, so every error about it can name the file and line. */
 export interface RowSource {

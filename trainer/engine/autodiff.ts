@@ -1,7 +1,7 @@
 import { isFloat } from './dtype';
 import { GraphBuildError, type Node, type Tensor } from './graph';
 import { add } from './ops/elementwise';
-import { fullLike } from './ops/shape';
+import { fullLike } from './ops/layout';
 import { formatShape } from './shape';
 import { VJP_RULES, NON_DIFFERENTIABLE } from './vjp';
 

@@ -31,11 +31,6 @@ export const momentName = (param: string, which: 'm' | 'v') => `${param}.${which
 export const nextName = (name: string) => `${name}.next`;
 export const gradName = (param: string) => `${param}.grad`;
 
-/** The conventional decay mask: no decay on 1-D tensors (norm weights, biases). */
-export function decaysByDefault(tensor: Tensor): boolean {
-  return tensor.rank >= 2;
-}
-
 /** sqrt(Σ ‖g‖²) over every gradient. */
 export function globalNorm(grads: readonly Tensor[]): Tensor {
   const squares = grads.map((gr) => op.reduceSumSquare(gr, undefined, false));

@@ -2,7 +2,7 @@ import type { Device, Feed, OutputTarget } from './device/device';
 import type { Graph, Tensor } from './graph';
 import { addGradientAccumulation, addTrainStep, buildApplyGraph, gradName, momentName, nextName, type AdamWConfig, type TrainableParameter } from './optimizer';
 import { disposeSerialized, serializeGraph } from './serialize';
-import type { GraphOptimization } from './runtime/session';
+import type { GraphOptimization } from './runtime/ortSession';
 import type { HostTensor } from './runtime/tensors';
 
 /**

@@ -14,11 +14,6 @@ export function isStatic(shape: Shape): shape is readonly number[] {
   return shape.every((d) => typeof d === 'number');
 }
 
-export function numel(shape: Shape): Dim {
-  if (isStatic(shape)) return shape.reduce((a, b) => a * b, 1);
-  return productDim(shape);
-}
-
 /** The product of some dims as one Dim: numbers multiply, symbols join with `*`. */
 export function productDim(dims: readonly Dim[]): Dim {
   let n = 1;
@@ -30,10 +25,6 @@ export function productDim(dims: readonly Dim[]): Dim {
   if (symbols.length === 0) return n;
   if (n === 1) return symbols.join('*');
   return [String(n), ...symbols].join('*');
-}
-
-export function sameDim(a: Dim, b: Dim): boolean {
-  return a === b;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { ProviderCheck, type ExecutionProviderName, parseWith } from '../protocol';
-import { trainerCliInvocation } from '../cli/invocation';
+import { ProviderCheck, type ExecutionProviderName, parseWith } from '../shared/protocol';
+import { trainerCliInvocation } from './cliInvocation';
 
 /** A provider check that has not answered in this long is reported as hung. */
 export const PROBE_TIMEOUT_MS = 90_000;

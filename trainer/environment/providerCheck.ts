@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ExecutionProviderName, ProviderCheck, WebGpuAdapterInfo } from '../protocol';
+import type { ExecutionProviderName, ProviderCheck, WebGpuAdapterInfo } from '../shared/protocol';
 import { CHECK_COLS, CHECK_INNER, CHECK_ROWS, checkGraphBytes, checkInputs, expectedCheckOutput } from './checkGraph';
 import type { OnnxRuntime } from '../engine/runtime/onnxruntime';
 import { explainProviderError } from '../engine/runtime/providers';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { EnvironmentReport, ProviderCheck } from '../protocol';
+import type { EnvironmentReport, ProviderCheck } from '../shared/protocol';
 import { probeInChildProcess } from './childProbe';
 import { loadOnnxRuntime, nativeBinaryDir } from '../engine/runtime/onnxruntime';
 import { runProviderCheck } from './providerCheck';

@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { z } from 'zod';
 import type { JsonSchema, ParametersSchema } from '../tools/schema';
-import { ToolDefinitionError } from '../tools/errors';
+import { ToolDefinitionError } from '../tools/toolErrors';
 
 /**
  * An MCP tool's arguments are described by the server as JSON Schema, not zod. The policy's

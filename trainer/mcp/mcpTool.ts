@@ -1,7 +1,7 @@
 import type { Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types.js';
-import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../protocol/names';
+import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../shared/protocol/names';
 import type { ToolContext } from '../tools/context';
-import { ToolDefinitionError } from '../tools/errors';
+import { ToolDefinitionError } from '../tools/toolErrors';
 import type { ToolResult } from '../tools/result';
 import type { JsonSchema, ParametersSchema } from '../tools/schema';
 import { Tool } from '../tools/tool';

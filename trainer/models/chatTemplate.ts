@@ -1,8 +1,8 @@
 import { Template } from '@huggingface/jinja';
 import { z } from 'zod';
-import { ChatMessage, ToolSpec } from '../protocol/chat';
-import { describeIssues } from '../protocol/parse';
-import { ChatTemplateError } from './errors';
+import { ChatMessage, ToolSpec } from '../shared/protocol/chatMessages';
+import { describeIssues } from '../shared/protocol/parse';
+import { ChatTemplateError } from './modelErrors';
 import type { Tokenizer } from './tokenizer';
 
 /**

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { CheckpointError } from './errors';
+import { CheckpointError } from './modelErrors';
 import { readJsonFile } from './jsonFile';
 import { SafetensorsFile, type SafetensorsDtype } from './safetensors';
 

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Random } from '../util/random';
-import { ARCHITECTURES, loadModelConfig, type ModelConfig, type ModelFamily } from './config';
-import { ModelConfigError } from './errors';
+import { ARCHITECTURES, loadModelConfig, type ModelConfig, type ModelFamily } from './modelConfig';
+import { ModelConfigError } from './modelErrors';
 import { writeShardedSafetensors, type ShardedWriteResult } from './safetensorsWriter';
 import { Tokenizer } from './tokenizer';
 import { expectedTensors, type ExpectedTensor } from './weights';

@@ -1,6 +1,6 @@
 import type { Graph, Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
-import { ropeInverseFrequencies, type ModelConfig } from './config';
+import { ropeInverseFrequencies, type ModelConfig } from './modelConfig';
 import { groupScores, maskBias, mixValues } from './layers/attention';
 import { linear } from './layers/linear';
 import { rmsNorm } from './layers/norm';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { ModelConfigError } from './errors';
+import { ModelConfigError } from './modelErrors';
 import { readJsonFile } from './jsonFile';
 
 /**

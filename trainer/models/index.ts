@@ -2,8 +2,8 @@
  * Hugging Face decoder models: reading and writing their folders (config, safetensors,
  * tokenizer, chat template, generation config) and creating tiny ones for tests.
  */
-export { ARCHITECTURES, loadModelConfig, parseModelConfig, ropeInverseFrequencies, type ModelConfig, type ModelFamily, type RopeScaling } from './config';
-export { CheckpointError, ChatTemplateError, ModelConfigError, TokenizerError } from './errors';
+export { ARCHITECTURES, loadModelConfig, parseModelConfig, ropeInverseFrequencies, type ModelConfig, type ModelFamily, type RopeScaling } from './modelConfig';
+export { CheckpointError, ChatTemplateError, ModelConfigError, TokenizerError } from './modelErrors';
 export { DTYPE_SIZES, READABLE_DTYPES, SafetensorsFile, elementCount, readSafetensorsHeader, type SafetensorsDtype, type SafetensorsHeader, type TensorInfo } from './safetensors';
 export {
   DEFAULT_MAX_SHARD_BYTES,

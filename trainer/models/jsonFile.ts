@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import type { z } from 'zod';
-import { describeIssues } from '../protocol/parse';
+import { describeIssues } from '../shared/protocol/parse';
 
 /**
  * Reads a JSON file of a model folder and validates it with `schema`. `makeError` builds the

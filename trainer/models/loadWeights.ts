@@ -1,6 +1,6 @@
 import type { HostTensor } from '../engine/runtime/tensors';
 import type { CheckpointReader } from './checkpointReader';
-import type { ModelConfig } from './config';
+import type { ModelConfig } from './modelConfig';
 import { expectedTensors } from './weights';
 
 /**
@@ -14,9 +14,4 @@ export function readModelWeights(checkpoint: CheckpointReader, config: ModelConf
     weights[t.name] = { dtype: 'float32', shape: t.shape, data: checkpoint.read(t.name, t.shape) };
   }
   return weights;
-}
-
-/** float64 copies of float32 host tensors (for gradient checks). */
-export function toFloat64(weights: Record<string, HostTensor>): Record<string, HostTensor> {
-  return Object.fromEntries(Object.entries(weights).map(([k, v]) => [k, { dtype: 'float64', shape: v.shape, data: Float64Array.from(v.data as Float32Array) }]));
 }

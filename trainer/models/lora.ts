@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ModelConfig } from './config';
+import type { ModelConfig } from './modelConfig';
 
 /**
  * LoRA adapters as PEFT defines them: for a targeted projection y = x·Wᵀ, the adapted layer

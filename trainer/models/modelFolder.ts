@@ -1,8 +1,8 @@
 import * as path from 'node:path';
 import { ChatTemplate } from './chatTemplate';
 import { CheckpointReader } from './checkpointReader';
-import { loadModelConfig, type ModelConfig } from './config';
-import { ModelConfigError } from './errors';
+import { loadModelConfig, type ModelConfig } from './modelConfig';
+import { ModelConfigError } from './modelErrors';
 import { loadGenerationConfig, type GenerationConfig } from './generationConfig';
 import { Tokenizer } from './tokenizer';
 import { validateCheckpoint, type CheckpointProblems } from './weights';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { z } from 'zod';
-import { CheckpointError } from './errors';
+import { CheckpointError } from './modelErrors';
 import { widenHalves } from './halfFloat';
 
 /**

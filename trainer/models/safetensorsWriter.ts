@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CheckpointError } from './errors';
+import { CheckpointError } from './modelErrors';
 import { narrowToHalves } from './halfFloat';
 import { elementCount } from './safetensors';
 

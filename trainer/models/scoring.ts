@@ -1,6 +1,6 @@
 import { Graph, type Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
-import type { ModelConfig } from './config';
+import type { ModelConfig } from './modelConfig';
 import { decoderSegments, decoderTrunk, lmHeadWeight, sharedPrefixCore, WeightInputs, type ComputeDtype } from './decoder';
 import { linear } from './layers/linear';
 import type { LoraConfig } from './lora';

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { z } from 'zod';
-import { TokenizerError } from './errors';
+import { TokenizerError } from './modelErrors';
 import { loadGenerationConfig, type GenerationConfig } from './generationConfig';
 import { readJsonFile } from './jsonFile';
 

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TokenizerError } from './errors';
+import { TokenizerError } from './modelErrors';
 
 /**
  * A smaller byte-level BPE tokenizer made from a larger one by keeping only its first

@@ -1,6 +1,6 @@
 import type { CheckpointReader } from './checkpointReader';
-import type { ModelConfig } from './config';
-import { CheckpointError } from './errors';
+import type { ModelConfig } from './modelConfig';
+import { CheckpointError } from './modelErrors';
 import { READABLE_DTYPES } from './safetensors';
 
 /**

@@ -1,4 +1,4 @@
-import { contentStart } from '../rollout/formats/format';
+import { contentStart } from '../rollout/formats/toolCallFormat';
 import { finalContent, type Trajectory } from '../rollout/trajectory';
 
 /** Pulls the final answer out of a trajectory; undefined when there is none. */

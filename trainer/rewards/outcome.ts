@@ -1,7 +1,7 @@
 import { describeRow, type DatasetRow } from '../data/row';
 import { finalContent, type Trajectory } from '../rollout/trajectory';
 import { answerTag, type AnswerExtractor } from './answer';
-import { RewardError } from './errors';
+import { RewardError } from './rewardErrors';
 import { normalizeAnswer, tokenF1 } from './normalize';
 import type { OutcomeReward } from './types';
 

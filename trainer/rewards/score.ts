@@ -1,11 +1,11 @@
 import { describeRow, type DatasetRow } from '../data/row';
-import type { ToolErrorKind } from '../protocol/runStore';
+import type { ToolErrorKind } from '../shared/protocol/runStore';
 import type { ToolCallResult, Trajectory } from '../rollout/trajectory';
 import type { ToolCallOutcome } from '../tools/context';
 import { describeThrown } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { answerTag, type AnswerExtractor } from './answer';
-import { RewardError } from './errors';
+import { RewardError } from './rewardErrors';
 import type { OutcomeReward, ProcessReward } from './types';
 
 /**

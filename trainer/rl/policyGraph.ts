@@ -1,7 +1,7 @@
 import type { Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
 import type { LossGraph } from '../engine/optimizerRuntime';
-import type { ModelConfig } from '../models/config';
+import type { ModelConfig } from '../models/modelConfig';
 import type { LoraConfig } from '../models/lora';
 import { buildScoringGraph } from '../models/scoring';
 import { policyLoss, valueLoss, type PolicyLossConfig, type ValueLossConfig } from './losses';

@@ -1,20 +1,20 @@
 import type { ChatTemplate } from '../models/chatTemplate';
-import type { ChatMessage, ToolSpec } from '../protocol/chat';
+import type { ChatMessage, ToolSpec } from '../shared/protocol/chatMessages';
 import { describeRow, type DatasetRow } from '../data/row';
 import { observationText } from '../tools/result';
 import { ToolRunner, type ToolCallRequest, type ToolLogLine } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { BudgetError, checkBudget, type LengthBudget } from './budget';
 import { defaultErrorObservation, type ErrorObservation } from './errorObservation';
-import type { ToolCallFormat } from './formats/format';
+import type { ToolCallFormat } from './formats/toolCallFormat';
 import { HermesFormat } from './formats/hermes';
 import type { RolloutObserver } from './observer';
-import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest } from './policy';
+import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest } from '../models/generation/policy';
 import { renderPrompt, type RenderedPrompt } from './prompt';
 import { TextOffsets } from './textOffsets';
 import { checkTrajectory } from './validate';
 import { TrajectoryState, type PendingCallState } from './trajectoryState';
-import type { ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
+import type { Episode, ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
 import { defaultTruncationMarker, truncateToTokens, type TruncationMarker } from './truncate';
 
 /**
@@ -58,13 +58,6 @@ export interface AgentLoopOptions {
   truncationMarker?: TruncationMarker;
   observer?: RolloutObserver;
   onToolLog?: (line: ToolLogLine) => void;
-}
-
-/** One rollout to do: a dataset row, its group (GRPO / RLOO compare within a group) and its sample number in the group. */
-export interface Episode<Row extends DatasetRow = DatasetRow> {
-  row: Row;
-  group: number;
-  sample: number;
 }
 
 export interface RunOptions {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { describeIssues } from '../protocol/parse';
+import { describeIssues } from '../shared/protocol/parse';
 
 /**
  * The one length budget of a rollout. Four numbers, each with one meaning:

@@ -1,5 +1,5 @@
 import type { ChatTemplate } from '../models/chatTemplate';
-import type { ChatMessage, ToolSpec } from '../protocol/chat';
+import type { ChatMessage, ToolSpec } from '../shared/protocol/chatMessages';
 
 /**
  * A demonstration conversation (for the SFT warm start) as tokens and an assistant mask, laid

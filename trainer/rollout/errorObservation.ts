@@ -1,4 +1,4 @@
-import type { ToolErrorKind } from '../protocol/runStore';
+import type { ToolErrorKind } from '../shared/protocol/runStore';
 
 export interface ObservedError {
   kind: ToolErrorKind;

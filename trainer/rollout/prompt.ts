@@ -1,5 +1,5 @@
 import type { ChatTemplate } from '../models/chatTemplate';
-import type { ChatMessage, ToolSpec } from '../protocol/chat';
+import type { ChatMessage, ToolSpec } from '../shared/protocol/chatMessages';
 import { describeRow, type DatasetRow } from '../data/row';
 import { TextOffsets } from './textOffsets';
 import type { TrajectoryTurn } from './trajectory';

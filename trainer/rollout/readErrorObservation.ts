@@ -1,4 +1,4 @@
-import type { ToolErrorKind } from '../protocol/runStore';
+import type { ToolErrorKind } from '../shared/protocol/runStore';
 
 /**
  * The inverse of `defaultErrorObservation`: which error an observation text reports, when all

@@ -1,6 +1,6 @@
 import type { Tokenizer } from '../models/tokenizer';
-import { encodeFloat32, encodeInt32, encodeUint8 } from '../protocol/tokens';
-import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../protocol/runStore';
+import { encodeFloat32, encodeInt32, encodeUint8 } from '../shared/protocol/tokens';
+import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../shared/protocol/runStore';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
 
 /** The rewards of one trajectory as the record needs them (rewards/ produces this shape). */

@@ -1,7 +1,14 @@
-import type { ChatMessage } from '../protocol/chat';
-import type { TrajectoryRecord } from '../protocol/runStore';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
+import type { TrajectoryRecord } from '../shared/protocol/runStore';
 import type { DatasetRow } from '../data/row';
 import type { CallView, TrajectoryView } from '../tools/context';
+
+/** One rollout to do: a dataset row, its group (GRPO / RLOO compare within a group) and its sample number in the group. */
+export interface Episode<Row extends DatasetRow = DatasetRow> {
+  row: Row;
+  group: number;
+  sample: number;
+}
 
 /**
  * A finished (or in-progress) rollout of one episode, token-exact: `ids` is the sequence the

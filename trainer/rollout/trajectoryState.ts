@@ -1,9 +1,8 @@
 import type { DatasetRow } from '../data/row';
-import type { Episode } from './agentLoop';
-import type { ParsedToolCall } from './formats/format';
+import type { ParsedToolCall } from './formats/toolCallFormat';
 import type { RenderedPrompt } from './prompt';
 import { taskText } from './prompt';
-import type { FinishReason, Trajectory, TrajectoryTurn } from './trajectory';
+import type { FinishReason, Trajectory, TrajectoryTurn, Episode } from './trajectory';
 
 /** A call parsed from the current turn, waiting to run, pinned to its last token. */
 export interface PendingCallState {

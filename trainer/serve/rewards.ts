@@ -1,8 +1,8 @@
 import { datasetFromRows } from '../data/dataset';
-import type { RewardRequest, RewardResponse } from '../protocol/serve';
+import type { RewardRequest, RewardResponse } from '../shared/protocol/serve';
 import { scoreTrajectories } from '../rewards/score';
 import { HermesFormat } from '../rollout/formats/hermes';
-import type { TrainingConfig } from '../run/config';
+import type { TrainingConfig } from '../training/trainingConfig';
 import type { ToolSet } from '../tools/toolSet';
 import { splitVerlResponse } from '../verl/response';
 import { trajectoryFromMessages } from './trajectoryFromMessages';

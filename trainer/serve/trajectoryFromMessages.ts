@@ -1,6 +1,6 @@
-import type { ChatMessage } from '../protocol/chat';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
 import type { DatasetRow } from '../data/row';
-import type { ToolCallFormat } from '../rollout/formats/format';
+import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
 import { readErrorObservation } from '../rollout/readErrorObservation';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../rollout/trajectory';
 import { textResult } from '../tools/result';

@@ -1,5 +1,5 @@
-import type { ChatMessage } from '../protocol/chat';
-import type { ToolErrorKind } from '../protocol/runStore';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
+import type { ToolErrorKind } from '../shared/protocol/runStore';
 import type { DatasetRow } from '../data/row';
 import type { ToolResult } from './result';
 

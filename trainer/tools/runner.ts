@@ -1,5 +1,5 @@
-import { describeIssues } from '../protocol/parse';
-import type { ToolErrorKind } from '../protocol/runStore';
+import { describeIssues } from '../shared/protocol/parse';
+import type { ToolErrorKind } from '../shared/protocol/runStore';
 import type { ToolContext, ToolLogger, TrajectoryView } from './context';
 import { ToolTimeoutError, withDeadline, type DeadlineOutcome } from './deadline';
 import { normalizeToolOutput, type ToolResult } from './result';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolDefinitionError } from './errors';
+import { ToolDefinitionError } from './toolErrors';
 
 /**
  * A tool's zod schema as the JSON Schema a chat template puts in the prompt, converted by zod's

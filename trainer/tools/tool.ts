@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ToolSpec } from '../protocol/chat';
+import type { ToolSpec } from '../shared/protocol/chatMessages';
 import type { DatasetRow } from '../data/row';
 import type { RewardContext, ToolCallOutcome, ToolContext } from './context';
 import type { ToolOutput } from './result';

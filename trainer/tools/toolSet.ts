@@ -1,6 +1,6 @@
-import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../protocol/authoring';
-import type { ToolSpec } from '../protocol/chat';
-import { ToolDefinitionError } from './errors';
+import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../shared/protocol/authoring';
+import type { ToolSpec } from '../shared/protocol/chatMessages';
+import { ToolDefinitionError } from './toolErrors';
 import { isZodObjectSchema } from './schema';
 import { Tool } from './tool';
 

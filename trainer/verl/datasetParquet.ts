@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { parquetWriteBuffer } from 'hyparquet-writer';
-import type { ChatMessage } from '../protocol/chat';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
 import type { DatasetRow } from '../data/row';
 
 /**

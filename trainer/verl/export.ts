@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadJsonlDataset } from '../data/dataset';
-import type { LoadedConfig } from '../run/config';
+import type { LoadedConfig } from '../training/trainingConfig';
 import { rewardModuleSource } from './rewardModule';
 import { toVerlRows, writeVerlParquet } from './datasetParquet';
 import { mapSettings, shellOverride, type HydraValue, type SettingsMapping } from './settings';

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Tokenizer } from '../models/tokenizer';
-import { PROTOCOL_VERSION, type Algorithm, type MetricsRecord } from '../protocol';
-import { RunStoreWriter } from '../runstore/writer';
+import { PROTOCOL_VERSION, type Algorithm, type MetricsRecord } from '../shared/protocol';
+import { RunStoreWriter } from '../shared/runstore/writer';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
 import { dumpStep, readDumpFile, VerlImportError, VerlMetricsLine } from './dumps';
 import { metricsRecords } from './metrics';

@@ -1,4 +1,4 @@
-import type { MetricsRecord } from '../protocol/runStore';
+import type { MetricsRecord } from '../shared/protocol/runStore';
 import type { VerlMetricsLine } from './dumps';
 
 /**

@@ -1,6 +1,6 @@
 import type { Tokenizer } from '../models/tokenizer';
-import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../protocol/runStore';
-import { encodeFloat32, encodeInt32, encodeUint8 } from '../protocol/tokens';
+import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../shared/protocol/runStore';
+import { encodeFloat32, encodeInt32, encodeUint8 } from '../shared/protocol/tokens';
 import { HermesFormat } from '../rollout/formats/hermes';
 import { readErrorObservation } from '../rollout/readErrorObservation';
 import type { VerlDumpLine } from './dumps';

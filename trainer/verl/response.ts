@@ -1,5 +1,5 @@
-import type { ChatMessage } from '../protocol/chat';
-import type { ParsedToolCall, ToolCallFormat } from '../rollout/formats/format';
+import type { ChatMessage } from '../shared/protocol/chatMessages';
+import type { ParsedToolCall, ToolCallFormat } from '../rollout/formats/toolCallFormat';
 
 /**
  * verl hands a reward function, and dumps per step, the response as text: the token ids after

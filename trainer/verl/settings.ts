@@ -1,4 +1,4 @@
-import type { TrainingConfig } from '../run/config';
+import type { TrainingConfig } from '../training/trainingConfig';
 
 /**
  * Our config's settings as verl's Hydra overrides, each with where it comes from, plus every

@@ -1,8 +1,8 @@
 import '../zodConfig';
-import { EnvironmentPanelToWebview, type EnvironmentReport, type ProviderCheck } from '../../trainer/protocol';
+import { EnvironmentPanelToWebview, type EnvironmentReport, type ProviderCheck } from '../../trainer/shared/protocol';
 import { button, divider, progressRing, registerComponents, tag } from '../components/toolkit';
 import { h } from '../dom';
-import { receive } from '../protocol';
+import { receive } from '../receive';
 import { vscodeApi } from '../vscodeApi';
 import './environment.css';
 

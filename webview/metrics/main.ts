@@ -1,9 +1,9 @@
 import '../zodConfig';
-import { MetricsPanelState, MetricsToWebview, type BandMode, type MetricsToHost, type RunSummary } from '../../trainer/protocol';
+import { MetricsPanelState, MetricsToWebview, type BandMode, type MetricsToHost, type RunSummary } from '../../trainer/shared/protocol';
 import { button, dropdown, registerComponents } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';
-import { receive } from '../protocol';
+import { receive } from '../receive';
 import { vscodeApi } from '../vscodeApi';
 import { MetricsChart } from './chart';
 import { chartData } from './chartData';

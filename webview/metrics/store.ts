@@ -1,4 +1,4 @@
-import type { MetricsColumns, RunSummary } from '../../trainer/protocol';
+import type { MetricsColumns, RunSummary } from '../../trainer/shared/protocol';
 
 export type RecordKind = MetricsColumns['kinds'][number];
 

@@ -1,5 +1,5 @@
-import type { TrajectoryColumn, TrajectoryRow } from '../../trainer/protocol';
-import { formatFixed } from '../format';
+import type { TrajectoryColumn, TrajectoryRow } from '../../trainer/shared/protocol';
+import { formatFixed } from '../numberFormat';
 import type { Column } from './virtualTable';
 
 const sign = (value: number | undefined) => (value === undefined || value === 0 ? undefined : value > 0 ? 'pos' : 'neg');

@@ -1,7 +1,7 @@
-import type { TokenColouring, ToolCallRecord, TrajectoryRecord, TurnRecord } from '../../trainer/protocol';
+import type { TokenColouring, ToolCallRecord, TrajectoryRecord, TurnRecord } from '../../trainer/shared/protocol';
 import { button, tag } from '../components/toolkit';
 import { h } from '../dom';
-import { formatNumber } from '../format';
+import { formatMetricValue } from '../numberFormat';
 import { decodeTokens } from './tokenColours';
 import { tokenView } from './tokenView';
 
@@ -36,11 +36,11 @@ export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColour
     h(
       'dl',
       { class: 'rewards', id: 'rewards' },
-      ...pair('Outcome reward', formatNumber(record.rewards.outcome), 'outcome'),
-      ...pair('Process reward', formatNumber(record.rewards.process), 'process'),
-      ...pair('Total reward', formatNumber(record.rewards.total), 'total'),
-      ...pair('Advantage', formatNumber(record.advantage), 'advantage'),
-      ...components.flatMap(([name, value]) => pair(name, formatNumber(value), `component-${name}`)),
+      ...pair('Outcome reward', formatMetricValue(record.rewards.outcome), 'outcome'),
+      ...pair('Process reward', formatMetricValue(record.rewards.process), 'process'),
+      ...pair('Total reward', formatMetricValue(record.rewards.total), 'total'),
+      ...pair('Advantage', formatMetricValue(record.advantage), 'advantage'),
+      ...components.flatMap(([name, value]) => pair(name, formatMetricValue(value), `component-${name}`)),
       ...pair('Finish', record.finishReason, 'finish'),
       ...pair('Answer', record.answer ?? '—', 'answer'),
       ...pair('Tokens', `${record.lengths.response} generated of ${record.lengths.total} (prompt ${record.lengths.prompt})`, 'lengths'),
@@ -69,7 +69,7 @@ function turnView(turn: TurnRecord): HTMLElement {
 }
 
 function toolCallView(call: ToolCallRecord): HTMLElement {
-  const facts = [`${formatNumber(call.latencyMs, 1)} ms`, `process reward ${formatNumber(call.processReward)}`];
+  const facts = [`${formatMetricValue(call.latencyMs, 1)} ms`, `process reward ${formatMetricValue(call.processReward)}`];
   if (call.truncated) facts.push('result truncated');
   return h(
     'div',

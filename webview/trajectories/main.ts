@@ -11,11 +11,11 @@ import {
   type TrajectoryFilters,
   type TrajectoryRecord,
   type TrajectoryRow,
-} from '../../trainer/protocol';
+} from '../../trainer/shared/protocol';
 import { registerComponents } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';
-import { receive } from '../protocol';
+import { receive } from '../receive';
 import { vscodeApi } from '../vscodeApi';
 import { COLUMNS } from './columns';
 import { trajectoryDetail } from './detail';

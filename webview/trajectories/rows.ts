@@ -1,4 +1,4 @@
-import type { SortOrder, TrajectoryColumn, TrajectoryFilters, TrajectoryRow } from '../../trainer/protocol';
+import type { SortOrder, TrajectoryColumn, TrajectoryFilters, TrajectoryRow } from '../../trainer/shared/protocol';
 
 /** The table's rows: filtering, sorting and the choices the filters offer. Pure, so unit-testable. */
 

@@ -1,4 +1,4 @@
-import type { StepSelection } from '../../trainer/protocol';
+import type { StepSelection } from '../../trainer/shared/protocol';
 import { button, checkbox, textField } from '../components/toolkit';
 import { h } from '../dom';
 import { adjacentStep, nearestStep } from './rows';

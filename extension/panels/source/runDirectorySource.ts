@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, stepFileName, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/protocol';
-import { JsonlTail, RunStoreReader, type LineLocation } from '../../../trainer/runstore';
+import { MetricsRecord, stepFileName, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/shared/protocol';
+import { JsonlTail, RunStoreReader, type LineLocation } from '../../../trainer/shared/runstore';
 import { UpdateEmitter, type RunSource, type RunUpdate } from './runSource';
 import { summarizeTrajectory } from './summarize';
 

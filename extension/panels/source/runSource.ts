@@ -1,4 +1,4 @@
-import type { MetricsRecord, RunRecord, TrajectoryRecord, TrajectoryRow } from '../../../trainer/protocol';
+import type { MetricsRecord, RunRecord, TrainingPhase, TrajectoryRecord, TrajectoryRow } from '../../../trainer/shared/protocol';
 
 /**
  * What a run looks like to the panels and the status bar, wherever its data comes from: a run
@@ -31,7 +31,7 @@ export interface RunSource {
 /** The phase a live training is in (the trainer's latest progress event). */
 export interface LiveProgress {
   step: number;
-  phase: 'load' | 'sft' | 'rollout' | 'reward' | 'update' | 'eval' | 'checkpoint';
+  phase: TrainingPhase;
   done: number;
   total: number;
   tokensPerSecond?: number;

@@ -1,4 +1,4 @@
-import type { RunRecord, RunSummary, TrajectoryRecordWithoutTokens, TrajectoryRow } from '../../../trainer/protocol';
+import type { RunRecord, RunSummary, TrajectoryRecordWithoutTokens, TrajectoryRow } from '../../../trainer/shared/protocol';
 
 /** A trajectory record reduced to its table row: counts and rewards, no text beyond prompt and answer. */
 export function summarizeTrajectory(record: TrajectoryRecordWithoutTokens): TrajectoryRow {
@@ -36,7 +36,7 @@ export function summarizeTrajectory(record: TrajectoryRecordWithoutTokens): Traj
   };
 }
 
-export function summarizeRun(dir: string, run: RunRecord): RunSummary {
+export function runSummaryOf(dir: string, run: RunRecord): RunSummary {
   return {
     dir,
     id: run.id,

@@ -12,7 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { RunStoreReader } from '../../../trainer/runstore';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
 import { serveAdapter, type AdapterServer } from '../../../extension/debugger/standalone';
 import { TINY_QUERY, writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { processAlive, processGone, readRun, runsOf, sourceTrainerLaunch } from '../../helpers/liveTraining';

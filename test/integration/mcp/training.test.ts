@@ -12,12 +12,12 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/runstore';
-import { loadConfig } from '../../../trainer/run/config';
-import { TrainingRun } from '../../../trainer/run/training';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
+import { TrainingRun } from '../../../trainer/training/trainingRun';
 import { McpServers } from '../../../trainer/mcp/servers';
 import { McpServersConfig } from '../../../trainer/mcp/config';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
+import { loadConfig } from "../../../trainer/usercode/loadConfig";
 
 const ROOT = path.resolve(__dirname, '../../..');
 const SEARCH_SERVER = path.join(ROOT, 'test/fixtures/mcp/searchServer.mjs');

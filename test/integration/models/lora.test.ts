@@ -13,7 +13,7 @@ import { serializeGraph } from '../../../trainer/engine/serialize';
 import { packForScoring } from '../../../trainer/models/batch';
 import { CheckpointReader } from '../../../trainer/models/checkpointReader';
 import { createModel } from '../../../trainer/models/createModel';
-import { loadModelConfig } from '../../../trainer/models/config';
+import { loadModelConfig } from '../../../trainer/models/modelConfig';
 import { readModelWeights } from '../../../trainer/models/loadWeights';
 import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/models/lora';
 import { ModelRuntime } from '../../../trainer/models/runtime';

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { createDevice, type Device } from '../../../trainer/engine/device/device';
 import { DEFAULT_ADAMW } from '../../../trainer/engine/optimizer';
 import { createModel } from '../../../trainer/models/createModel';
-import { ModelPolicy } from '../../../trainer/models/generation/session';
+import { ModelPolicy } from '../../../trainer/models/generation/generationSession';
 import { ModelRuntime } from '../../../trainer/models/runtime';
 import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
 import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/rl/advantages';

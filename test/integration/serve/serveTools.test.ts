@@ -13,9 +13,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { loadConfig } from '../../../trainer/run/config';
 import { startToolServer, type RunningToolServer } from '../../../trainer/serve/httpServer';
-import { RewardResponse } from '../../../trainer/protocol/serve';
+import { RewardResponse } from '../../../trainer/shared/protocol/serve';
+import { loadConfig } from "../../../trainer/usercode/loadConfig";
 
 const root = path.resolve(__dirname, '../../..');
 let dir: string;

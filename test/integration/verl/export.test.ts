@@ -12,10 +12,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { loadJsonlDataset } from '../../../trainer/data/dataset';
-import { loadConfig, type LoadedConfig } from '../../../trainer/run/config';
+import { type LoadedConfig } from '../../../trainer/training/trainingConfig';
 import { exportVerl, type ExportResult } from '../../../trainer/verl/export';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { MultihopFields, SYSTEM_PROMPT } from '../../../examples/multihop-search/rows';
+import { loadConfig } from "../../../trainer/usercode/loadConfig";
 
 const root = path.resolve(__dirname, '../../..');
 const VERL_KEYS = new Set(

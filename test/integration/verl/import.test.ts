@@ -12,8 +12,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Tokenizer } from '../../../trainer/models/tokenizer';
-import { decodeUint8 } from '../../../trainer/protocol/tokens';
-import { RunStoreReader } from '../../../trainer/runstore';
+import { decodeUint8 } from '../../../trainer/shared/protocol/tokens';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
 import { VerlImport } from '../../../trainer/verl/import';
 
 const root = path.resolve(__dirname, '../../..');

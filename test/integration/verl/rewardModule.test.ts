@@ -18,14 +18,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parquetReadObjects } from 'hyparquet';
 import { Tokenizer } from '../../../trainer/models/tokenizer';
-import { decodeInt32 } from '../../../trainer/protocol/tokens';
-import type { TrajectoryRecord } from '../../../trainer/protocol/runStore';
-import { RunStoreReader } from '../../../trainer/runstore';
-import { loadConfig } from '../../../trainer/run/config';
-import { TrainingRun } from '../../../trainer/run/training';
+import { decodeInt32 } from '../../../trainer/shared/protocol/tokens';
+import type { TrajectoryRecord } from '../../../trainer/shared/protocol/runStore';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
+import { TrainingRun } from '../../../trainer/training/trainingRun';
 import { startToolServer, type RunningToolServer } from '../../../trainer/serve/httpServer';
 import { exportVerl } from '../../../trainer/verl/export';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
+import { loadConfig } from "../../../trainer/usercode/loadConfig";
 
 const PYTHON = '/usr/bin/python3';
 const DRIVER = `import importlib.util, json, sys

@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { runToolOnce } from '../../../trainer/authoring/runTool';
 import { selectTool } from '../../../trainer/authoring/selectTool';
-import { loadUserModule } from '../../../trainer/tools/loader';
+import { loadUserModule } from '../../../trainer/usercode/loadUserModule';
 import { ToolSession } from '../../../extension/authoring/toolSession';
 import { buildKnowledgeBase } from '../../../examples/multihop-search/kb';
 

@@ -5,11 +5,11 @@
  * log-prob loss through an LM head: every parameter tensor, worst relative error below 1e-6.
  */
 import { describe, it } from 'node:test';
-import { gradCheck } from '../../../trainer/engine/check/gradcheck';
+import { gradCheck } from '../../helpers/gradcheck';
 import type { Graph } from '../../../trainer/engine/graph';
 import * as op from '../../../trainer/engine/ops';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
-import { parseModelConfig } from '../../../trainer/models/config';
+import { parseModelConfig } from '../../../trainer/models/modelConfig';
 import { decoderTrunk, WeightInputs } from '../../../trainer/models/decoder';
 import { linear } from '../../../trainer/models/layers/linear';
 import { expectedTensors } from '../../../trainer/models/weights';

@@ -4,7 +4,7 @@
  * matters), and compares d loss / d inputs with finite differences.
  */
 import { describe, it } from 'node:test';
-import { gradCheck } from '../../../trainer/engine/check/gradcheck';
+import { gradCheck } from '../../helpers/gradcheck';
 import { Graph, type Tensor } from '../../../trainer/engine/graph';
 import * as op from '../../../trainer/engine/ops';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';

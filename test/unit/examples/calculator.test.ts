@@ -5,11 +5,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadJsonlDataset } from '../../../trainer/data';
 import type { Trajectory } from '../../../trainer/rollout';
-import { loadTools, Tool } from '../../../trainer/tools';
+import { Tool } from '../../../trainer/tools';
 import { evaluateArithmetic, formatNumber } from '../../../trainer/tools/builtin/arithmetic';
 import { generateDataset, generateDemonstrations, generateProblems } from '../../../examples/calculator/data';
 import { CalculatorFields, type CalculatorRow } from '../../../examples/calculator/rows';
 import { numericMatch, parseNumber } from '../../../examples/calculator/rewards';
+import { loadTools } from "../../../trainer/usercode/loadTools";
 
 describe('examples/calculator', () => {
   it('generates problems with exact answers, held-out ones distinct from training ones', () => {

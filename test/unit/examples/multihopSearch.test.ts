@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { loadJsonlDataset } from '../../../trainer/data';
 import { AgentLoop, HermesFormat, tokenizeDemonstration } from '../../../trainer/rollout';
 import { scoreTrajectories } from '../../../trainer/rewards';
-import { loadTools, Tool, ToolSet } from '../../../trainer/tools';
+import { Tool, ToolSet } from '../../../trainer/tools';
 import { buildKnowledgeBase, KB_OPTIONS, RELATIONS, type Relation } from '../../../examples/multihop-search/kb';
 import {
   answerReply,
@@ -28,6 +28,7 @@ import { Tokenizer } from '../../../trainer/models/tokenizer';
 import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
 import { rolloutMultihopExample } from '../../helpers/multihopRollout';
 import { qwen3, ScriptedPolicy } from '../../helpers/scriptedPolicy';
+import { loadTools } from "../../../trainer/usercode/loadTools";
 
 const EXAMPLE = path.resolve(__dirname, '../../../examples/multihop-search');
 

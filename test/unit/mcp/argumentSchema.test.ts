@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { argumentsFromJsonSchema } from '../../../trainer/mcp/argumentSchema';
 import { isZodObjectSchema } from '../../../trainer/tools/schema';
-import { ToolDefinitionError } from '../../../trainer/tools/errors';
+import { ToolDefinitionError } from '../../../trainer/tools/toolErrors';
 
 const schema = {
   type: 'object',

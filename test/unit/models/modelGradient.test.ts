@@ -4,11 +4,11 @@
  * random weights, differentiated with respect to every parameter tensor.
  */
 import { describe, it } from 'node:test';
-import { gradCheck } from '../../../trainer/engine/check/gradcheck';
+import { gradCheck } from '../../helpers/gradcheck';
 import * as op from '../../../trainer/engine/ops';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
 import { packForScoring } from '../../../trainer/models/batch';
-import { parseModelConfig, type ModelConfig } from '../../../trainer/models/config';
+import { parseModelConfig, type ModelConfig } from '../../../trainer/models/modelConfig';
 import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/models/lora';
 import { buildScoringGraph, VALUE_HEAD } from '../../../trainer/models/scoring';
 import { expectedTensors } from '../../../trainer/models/weights';

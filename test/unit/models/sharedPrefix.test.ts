@@ -10,7 +10,7 @@ import * as op from '../../../trainer/engine/ops';
 import { runGraphOnce } from '../../../trainer/engine/runtime/run';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
 import { packForScoring, packWithSharedPrefix, sharedPrefixLength } from '../../../trainer/models/batch';
-import { parseModelConfig } from '../../../trainer/models/config';
+import { parseModelConfig } from '../../../trainer/models/modelConfig';
 import { buildScoringGraph, VALUE_HEAD } from '../../../trainer/models/scoring';
 import { expectedTensors } from '../../../trainer/models/weights';
 import { f64, seeded } from '../../helpers/engine';

@@ -7,10 +7,10 @@ import { MetricsController } from '../../../extension/panels/metricsController';
 import { toMetricsColumns } from '../../../extension/panels/metricsColumns';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { RunSources } from '../../../extension/panels/source/registry';
-import { summarizeRun } from '../../../extension/panels/source/summarize';
+import { runSummaryOf } from '../../../extension/panels/source/summarize';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
-import { listRuns, RunStoreReader, RunStoreWriter } from '../../../trainer/runstore';
-import { MetricsToWebview, type MetricsRecord } from '../../../trainer/protocol';
+import { listRuns, RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
+import { MetricsToWebview, type MetricsRecord } from '../../../trainer/shared/protocol';
 
 function setup() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-ctl-'));
@@ -22,7 +22,7 @@ function setup() {
   const controller = new MetricsController(
     {
       acquire: (dir) => sources.acquire(dir),
-      availableRuns: () => listRuns(root).map((r) => summarizeRun(r.dir, r.run!)),
+      availableRuns: () => listRuns(root).map((r) => runSummaryOf(r.dir, r.run!)),
       saveCsv: async (name, csv) => {
         saved.push([name, csv]);
         return `/saved/${name}`;

@@ -15,11 +15,11 @@ import {
   scoreTrajectories,
   substringMatch,
   tokenF1,
-  toRlSample,
   type RewardConfig,
 } from '../../../trainer/rewards';
 import { rewardToGo } from '../../../trainer/rl/samples';
 import { defineTool, ToolSet, type ToolCallOutcome } from '../../../trainer/tools';
+import { toRlSample } from "../../../trainer/rl/rewardPlacement";
 
 const rowsOf = (values: Record<string, unknown>[]) => datasetFromRows('rewards.jsonl', values).rows;
 

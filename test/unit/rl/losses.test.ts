@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { gradCheck } from '../../../trainer/engine/check/gradcheck';
+import { gradCheck } from '../../helpers/gradcheck';
 import { Graph } from '../../../trainer/engine/graph';
 import { runGraphOnce } from '../../../trainer/engine/runtime/run';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';

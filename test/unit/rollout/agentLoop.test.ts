@@ -2,15 +2,16 @@ import { describe, it, before } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
 import type { ChatTemplate, Tokenizer } from '../../../trainer/models';
-import { decodeFloat32, decodeInt32, decodeUint8, parseWith, TrajectoryRecord, type ChatMessage } from '../../../trainer/protocol';
+import { decodeFloat32, decodeInt32, decodeUint8, parseWith, TrajectoryRecord, type ChatMessage } from '../../../trainer/shared/protocol';
 import { datasetFromRows, type DatasetRow } from '../../../trainer/data';
 import { AgentLoop, CodeBlockFormat, HermesFormat, toTrajectoryRecord, type RolloutObserver, type Trajectory } from '../../../trainer/rollout';
-import { exactMatch, scoreTrajectories, toRlSample } from '../../../trainer/rewards';
+import { exactMatch, scoreTrajectories } from '../../../trainer/rewards';
 import { defineTool, ToolSet } from '../../../trainer/tools';
 import { CalculatorTool } from '../../../trainer/tools/builtin/calculator';
 import { JavaScriptTool } from '../../../trainer/tools/builtin/javascript';
 import { SearchTool } from '../../../trainer/tools/builtin/search';
 import { fakeEntropy, fakeLogprob, qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
+import { toRlSample } from "../../../trainer/rl/rewardPlacement";
 
 const DOCS = [
   { id: 'p-ada', title: 'Ada Brenner', text: 'Ada Brenner is a chemist who works at Northwind Labs.' },

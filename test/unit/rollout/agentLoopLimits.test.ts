@@ -4,11 +4,12 @@ import { z } from 'zod';
 import type { ChatTemplate, Tokenizer } from '../../../trainer/models';
 import { datasetFromRows, type DatasetRow } from '../../../trainer/data';
 import { AgentLoop, BudgetError, checkBudget, PolicyContractError, type AgentLoopOptions } from '../../../trainer/rollout';
-import type { Policy } from '../../../trainer/rollout/policy';
-import { scoreTrajectories, toRlSample } from '../../../trainer/rewards';
+import type { Policy } from '../../../trainer/models/generation/policy';
+import { scoreTrajectories } from '../../../trainer/rewards';
 import { defineTool, ToolSet } from '../../../trainer/tools';
 import { CalculatorTool } from '../../../trainer/tools/builtin/calculator';
 import { qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
+import { toRlSample } from "../../../trainer/rl/rewardPlacement";
 
 const SAMPLING = { temperature: 0.7, topK: 0, topP: 1 };
 const BUDGET = { maxTurns: 4, maxNewTokensPerTurn: 120, maxTotalTokens: 1500, maxToolResultTokens: 60 };

@@ -7,7 +7,7 @@ import * as assert from 'node:assert/strict';
 import { splitVerlResponse } from '../../../trainer/verl/response';
 import { defaultErrorObservation } from '../../../trainer/rollout/errorObservation';
 import { readErrorObservation } from '../../../trainer/rollout/readErrorObservation';
-import type { ToolErrorKind } from '../../../trainer/protocol/runStore';
+import type { ToolErrorKind } from '../../../trainer/shared/protocol/runStore';
 
 describe('verl responses as messages', () => {
   it('splits turns at the tool-response blocks the Qwen template leaves once special tokens are skipped', () => {

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TrainingConfigSchema, type TrainingConfigInput } from '../../../trainer/run/config';
+import { TrainingConfigSchema, type TrainingConfigInput } from '../../../trainer/training/trainingConfig';
 import { CodeBlockFormat } from '../../../trainer/rollout/formats/codeBlock';
 import { hydraValue, mapSettings, shellOverride } from '../../../trainer/verl/settings';
 

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { RolloutStudioApi } from '../../../extension/extension';
-import { RunStoreReader, RunStoreWriter } from '../../../trainer/runstore';
+import { RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
 
 const EXTENSION_ID = 'rollout-studio.rollout-studio';

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { RolloutStudioApi } from '../../../extension/extension';
-import { RunStoreReader } from '../../../trainer/runstore';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
 import { VerlImport } from '../../../trainer/verl/import';
 
 /**

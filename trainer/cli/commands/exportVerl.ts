@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../../run/config';
 import { exportVerl } from '../../verl/export';
 import { UsageError } from '../usage';
+import { loadConfig } from "../../usercode/loadConfig";
 
 export const exportUsage = `rollout-studio export verl <config.ts> --out DIR [--url URL]
 

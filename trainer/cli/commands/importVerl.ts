@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Tokenizer } from '../../models/tokenizer';
-import { Algorithm } from '../../protocol/runStore';
+import { Algorithm } from '../../shared/protocol/runStore';
 import { VerlImport } from '../../verl/import';
 import { UsageError } from '../usage';
 

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../../run/config';
 import { startToolServer } from '../../serve/httpServer';
 import { UsageError } from '../usage';
+import { loadConfig } from "../../usercode/loadConfig";
 
 export const serveToolsUsage = `rollout-studio serve-tools <config.ts> [--port N] [--host H] [--token T]
 

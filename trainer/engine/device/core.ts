@@ -2,9 +2,9 @@ import type * as ort from 'onnxruntime-node';
 import { Graph } from '../graph';
 import type { DType } from '../dtype';
 import { serializeGraph } from '../serialize';
-import { createSession, onnxruntime, type ProviderName } from '../runtime/session';
+import { createSession, type ExecutionProviderName } from '../runtime/ortSession';
 import { fromOrtTensor, toOrtTensor, type HostTensor } from '../runtime/tensors';
-import { isStateRef, type DeviceApi, type Feed, type LoadRequest, type OutputTarget } from './protocol';
+import { isStateRef, type DeviceApi, type Feed, type LoadRequest, type OutputTarget } from './deviceApi';
 
 interface LoadedSession {
   session: ort.InferenceSession;
@@ -24,7 +24,7 @@ export class DeviceCore implements DeviceApi {
   private readonly readers = new Map<string, ort.InferenceSession>();
   private nextId = 1;
 
-  constructor(readonly provider: ProviderName) {}
+  constructor(readonly provider: ExecutionProviderName) {}
 
   async load(request: LoadRequest): Promise<number> {
     const resident = this.provider === 'webgpu' ? [...(request.residentOutputs ?? [])].sort() : [];
@@ -170,9 +170,4 @@ export class DeviceCore implements DeviceApi {
     }
     return session;
   }
-}
-
-/** onnxruntime-node, loaded in this thread (used by the worker entry to fail early with a clear message). */
-export function ensureOnnxRuntime(): void {
-  onnxruntime();
 }

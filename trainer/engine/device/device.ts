@@ -1,19 +1,19 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { ProviderName } from '../runtime/session';
+import type { ExecutionProviderName } from '../runtime/ortSession';
 import type { HostTensor } from '../runtime/tensors';
 import { DeviceCore } from './core';
-import type { DeviceApi, Feed, LoadRequest, OutputTarget } from './protocol';
+import type { DeviceApi, Feed, LoadRequest, OutputTarget } from './deviceApi';
 
-export type { Feed, OutputTarget, StateRef, LoadRequest } from './protocol';
+export type { Feed, OutputTarget, StateRef, LoadRequest } from './deviceApi';
 
 /**
  * Where graphs run. A Device holds sessions and named state tensors and is driven with async
  * calls; `createDevice` puts it in a worker thread (the default) or in this thread.
  */
 export interface Device extends DeviceApi {
-  readonly provider: ProviderName;
+  readonly provider: ExecutionProviderName;
 }
 
 class InProcessDevice extends DeviceCore implements Device {}
@@ -33,7 +33,7 @@ class WorkerDevice implements Device {
   private nextId = 1;
   private failure: Error | undefined;
 
-  constructor(readonly provider: ProviderName) {
+  constructor(readonly provider: ExecutionProviderName) {
     const entry = workerEntry();
     this.worker = new Worker(entry.script, { eval: entry.eval, workerData: { provider } });
     this.worker.on('message', (message: { id: number; result?: unknown; error?: { message: string; stack?: string } }) => {
@@ -103,6 +103,6 @@ export interface DeviceOptions {
   worker?: boolean;
 }
 
-export function createDevice(provider: ProviderName, options: DeviceOptions = {}): Device {
+export function createDevice(provider: ExecutionProviderName, options: DeviceOptions = {}): Device {
   return options.worker === false ? new InProcessDevice(provider) : new WorkerDevice(provider);
 }

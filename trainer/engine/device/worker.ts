@@ -6,7 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { HostTensor } from '../runtime/tensors';
 import { DeviceCore } from './core';
-import type { DeviceApi } from './protocol';
+import type { DeviceApi } from './deviceApi';
 
 interface Call {
   id: number;

@@ -2,7 +2,7 @@
 export * from './elementwise';
 export * from './linalg';
 export * from './reduce';
-export * from './shape';
+export * from './layout';
 export * from './indexing';
 export * from './nn';
 export type { Operand } from './common';

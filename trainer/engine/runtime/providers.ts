@@ -1,8 +1,10 @@
-/** Names of the execution providers the engine can run graphs on. */
-export type ProviderName = 'cpu' | 'webgpu' | 'cuda';
+import type { ExecutionProviderName } from '../../shared/protocol/environment';
+
+/** The provider names are the protocol's (the environment report and configs name them too). */
+export type { ExecutionProviderName };
 
 /** Turn onnxruntime's and Dawn's error text into what the user should do about it. */
-export function explainProviderError(provider: ProviderName, message: string): string {
+export function explainProviderError(provider: ExecutionProviderName, message: string): string {
   if (provider === 'webgpu') {
     if (/ArrayDynamicIndexing/i.test(message)) {
       return 'The Vulkan driver is too old for WebGPU (Dawn needs dynamic indexing of uniform arrays). With Mesa\'s lavapipe, install Mesa 25 or newer (Debian 12: apt-get install -t bookworm-backports mesa-vulkan-drivers).';

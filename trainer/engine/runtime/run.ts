@@ -1,6 +1,6 @@
 import type { Graph } from '../graph';
 import { disposeSerialized, serializeGraph } from '../serialize';
-import { createSession, type SessionSettings } from './session';
+import { createSession, type SessionSettings } from './ortSession';
 import { fromOrtTensor, toOrtTensor, type HostTensor } from './tensors';
 
 /**

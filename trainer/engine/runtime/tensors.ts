@@ -1,6 +1,6 @@
 import type * as ort from 'onnxruntime-node';
 import { ORT_TYPE, type DType, type HostArray } from '../dtype';
-import { onnxruntime } from './session';
+import { onnxruntime } from './ortSession';
 
 /** A host-side tensor value: dtype, shape and data, as feeds and results travel. */
 export interface HostTensor {
@@ -30,10 +30,4 @@ export function fromOrtTensor(tensor: ort.Tensor): HostTensor {
   const dtype = FROM_ORT[tensor.type];
   if (!dtype) throw new Error(`unsupported output type ${tensor.type}`);
   return { dtype, shape: [...tensor.dims], data: tensor.data as HostArray };
-}
-
-export function hostTensor(dtype: DType, shape: readonly number[], data: HostArray): HostTensor {
-  const count = shape.reduce((a, b) => a * b, 1);
-  if (data.length !== count) throw new Error(`a ${dtype} tensor of shape [${shape.join(', ')}] needs ${count} values, got ${data.length}`);
-  return { dtype, shape, data };
 }

@@ -1,6 +1,6 @@
 import type { Tokenizer } from '../../models/tokenizer';
-import type { ChatMessage } from '../../protocol/chat';
-import { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './format';
+import type { ChatMessage } from '../../shared/protocol/chatMessages';
+import { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './toolCallFormat';
 
 export interface CodeBlockFormatOptions {
   /** The code tool that runs each block (default `run_javascript`, the built-in JavaScriptTool). */

@@ -1,6 +1,6 @@
 import type { Tokenizer } from '../../models/tokenizer';
-import type { ChatMessage, ToolCallMessagePart } from '../../protocol/chat';
-import { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './format';
+import type { ChatMessage, ToolCallMessagePart } from '../../shared/protocol/chatMessages';
+import { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './toolCallFormat';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';

@@ -1,6 +1,6 @@
 import MiniSearch from 'minisearch';
 import { z } from 'zod';
-import { ToolDefinitionError } from '../errors';
+import { ToolDefinitionError } from '../toolErrors';
 import type { ToolResult } from '../result';
 import { Tool } from '../tool';
 

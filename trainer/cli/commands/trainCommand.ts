@@ -1,0 +1,142 @@
+import { parseArgs } from 'node:util';
+import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainerMessage, type TrainingEvent } from '../../shared/protocol';
+import { RunControl } from '../../training/runControl';
+import { evaluateCheckpoint } from '../../training/evaluateCheckpoint';
+import { TrainingRun } from '../../training/trainingRun';
+import { resolveDevice } from '../resolveDevice';
+import { hasParent, sendToParent } from '../ipc';
+import { ProgressLine } from '../progress';
+import { UsageError } from '../usage';
+import { loadConfig } from "../../usercode/loadConfig";
+
+export const trainUsage = `rollout-studio train <config.ts> [options]
+
+Trains an agent as the config describes, recording the run in its run store.
+  --steps N          RL steps (default: the config's)
+  --device NAME      cpu, webgpu, cuda or auto (default: the config's)
+  --run-dir DIR      where to write the run (default: <runsDir>/<time>-<name>)
+  --resume RUN_DIR   continue a run from its last checkpoint (same config)
+Ctrl-C stops cleanly after the current turn; press it again to abort.`;
+
+export async function trainCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      steps: { type: 'string' },
+      device: { type: 'string' },
+      'run-dir': { type: 'string' },
+      resume: { type: 'string' },
+      ipc: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (positionals.length !== 1) throw new UsageError('expected exactly one config file');
+  const steps = values.steps === undefined ? undefined : Number(values.steps);
+  if (steps !== undefined && (!Number.isInteger(steps) || steps < 1)) throw new UsageError(`--steps: expected a positive integer, got "${values.steps}"`);
+  const control = new RunControl();
+  const ipc = values.ipc && hasParent();
+  // Once the extension is gone (its window closed or reloaded) there is nobody to tell: the run
+  // stops (see 'disconnect' below) and what it still reports is dropped instead of failing it.
+  const send = (message: TrainerMessage) => {
+    if (hasParent()) void sendToParent(message).catch(() => control.stop());
+  };
+  if (ipc) {
+    // Listening before the config loads: a stop or a disconnect during loading is not missed.
+    process.on('message', (raw) => {
+      const message = parseWith(ControlMessage, raw, 'control message from the extension');
+      switch (message.type) {
+        case 'pause':
+          control.pause();
+          break;
+        case 'resume':
+          control.resume();
+          break;
+        case 'stop':
+          control.stop();
+          break;
+        case 'debug.configure':
+          control.configureHolding(message.hold, message.points);
+          break;
+        case 'debug.release':
+          control.release(message.id);
+          break;
+      }
+    });
+    // The extension going away (window closed or reloaded) ends the run cleanly. Its ends of
+    // stdout and stderr are gone too: a late write must not fail the run (EPIPE) before it is marked stopped.
+    process.on('disconnect', () => {
+      for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+      control.stop();
+    });
+    if (!process.connected) control.stop();
+    control.onHold = (id, point, trajectories, metrics) => send({ protocol: PROTOCOL_VERSION, type: 'debug.hold', id, point, trajectories, ...(metrics ? { metrics } : {}) });
+  }
+  const loaded = await loadConfig(positionals[0]);
+  const device = await resolveDevice(values.device ?? loaded.config.device);
+  const progress = ipc ? undefined : new ProgressLine(process.stderr);
+  const events = (event: TrainingEvent) => {
+    if (ipc) send(event);
+    else if (event.type === 'progress') progress!.update(event);
+  };
+  let interrupts = 0;
+  process.on('SIGINT', () => {
+    if (++interrupts > 1) process.exit(130);
+    process.stderr.write('\nstopping after the current turn (Ctrl-C again to abort)\n');
+    control.stop();
+  });
+  const run = new TrainingRun(loaded, {
+    ...(steps !== undefined ? { steps } : {}),
+    device,
+    ...(values['run-dir'] ? { runDir: values['run-dir'] } : {}),
+    ...(values.resume ? { resume: values.resume } : {}),
+    events,
+    control,
+    log: (line) => {
+      progress?.clear();
+      if (ipc) send({ protocol: PROTOCOL_VERSION, type: 'log', level: 'info', message: line });
+      else process.stdout.write(line + '\n');
+    },
+  });
+  const result = await run.run();
+  progress?.clear();
+  if (result.evalBefore && result.evalAfter) {
+    process.stdout.write(`held-out exact match: ${(result.evalBefore.exactMatch * 100).toFixed(1)}% before RL → ${(result.evalAfter.exactMatch * 100).toFixed(1)}% after\n`);
+  }
+  return result.run.status === 'failed' ? 1 : 0;
+}
+
+export const evalUsage = `rollout-studio eval <config.ts> --checkpoint DIR [options]
+
+Rolls out the evaluation rows with a checkpoint and scores them with the config's rewards.
+  --checkpoint DIR   a checkpoint folder (full model or LoRA adapter)
+  --data FILE        evaluation rows (default: the config's evaluation.data or data.eval)
+  --samples N        evaluate the first N rows
+  --temperature T    sampling temperature (default: the config's evaluation.temperature, 0 = greedy)
+  --device NAME      cpu, webgpu, cuda or auto
+  --json             print the result as JSON`;
+
+export async function evalCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { checkpoint: { type: 'string' }, data: { type: 'string' }, samples: { type: 'string' }, temperature: { type: 'string' }, device: { type: 'string' }, json: { type: 'boolean', default: false } },
+    strict: true,
+  });
+  if (positionals.length !== 1) throw new UsageError('expected exactly one config file');
+  if (!values.checkpoint) throw new UsageError('--checkpoint DIR is required');
+  const loaded = await loadConfig(positionals[0]);
+  const samples = values.samples === undefined ? undefined : Number(values.samples);
+  const temperature = values.temperature === undefined ? undefined : Number(values.temperature);
+  const result = await evaluateCheckpoint(loaded, values.checkpoint, {
+    device: await resolveDevice(values.device ?? loaded.config.device),
+    ...(values.data ? { data: values.data } : {}),
+    ...(samples !== undefined ? { samples } : {}),
+    ...(temperature !== undefined ? { temperature } : {}),
+  });
+  if (values.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+  else {
+    process.stdout.write(`${result.rows} rows: ${result.exactMatch !== undefined ? `exact match ${(result.exactMatch * 100).toFixed(1)}%, ` : ''}mean reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory\n`);
+  }
+  return 0;
+}

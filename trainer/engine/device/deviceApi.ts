@@ -1,0 +1,38 @@
+import type { SerializedModel } from '../serialize';
+import type { SessionSettings } from '../runtime/ortSession';
+import type { HostTensor } from '../runtime/tensors';
+
+/** A reference to a tensor kept on the device between runs, by name. */
+export interface StateRef {
+  state: string;
+}
+
+export type Feed = HostTensor | StateRef;
+/** What to do with a graph output: send it back, or keep it on the device under a state name. */
+export type OutputTarget = 'return' | StateRef;
+
+export interface LoadRequest {
+  model: SerializedModel;
+  settings: Omit<SessionSettings, 'provider' | 'outputLocations'>;
+  /** Outputs that will be kept as state: left on the device (WebGPU) instead of copied back. */
+  residentOutputs?: readonly string[];
+}
+
+export function isStateRef(feed: Feed | OutputTarget): feed is StateRef {
+  return typeof feed === 'object' && feed !== null && 'state' in feed;
+}
+
+/** The operations a device offers; the worker protocol is these calls as messages. */
+export interface DeviceApi {
+  load(request: LoadRequest): Promise<number>;
+  run(session: number, feeds: Record<string, Feed>, outputs: Record<string, OutputTarget>): Promise<Record<string, HostTensor>>;
+  setState(values: Record<string, HostTensor>): Promise<void>;
+  getState(names: readonly string[]): Promise<Record<string, HostTensor>>;
+  copyState(pairs: Record<string, string>): Promise<void>;
+  deleteState(names: readonly string[]): Promise<void>;
+  stateNames(): Promise<string[]>;
+  /** Where each named state tensor lives ('cpu' or 'gpu-buffer'), its dtype and shape. */
+  stateInfo(names: readonly string[]): Promise<Record<string, { location: string; dtype: string; shape: number[] }>>;
+  release(session: number): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,251 @@
+import type { Feed, OutputTarget } from '../../engine/device/device';
+import { Graph } from '../../engine/graph';
+import * as op from '../../engine/ops';
+import { serializeGraph } from '../../engine/serialize';
+import type { HostTensor } from '../../engine/runtime/tensors';
+import type { GeneratedTurn, Policy, PolicySession, TurnOptions, TurnRequest } from './policy';
+import { Random } from '../../util/random';
+import type { ModelRuntime } from '../runtime';
+import { buildGenerationGraph, cacheName, type SamplingMode } from './generationGraph';
+
+/** How many tokens the recent cache block collects before it is folded into the base block. */
+const RECENT_LIMIT = 64;
+
+export interface GenerationSessionOptions {
+  recentLimit?: number;
+  /** Keep the whole next-token log-distribution of the last step (tests compare it with a full forward pass). */
+  captureDistributions?: boolean;
+}
+
+function int64(rows: number[][], width: number): HostTensor {
+  const data = new BigInt64Array(rows.length * width);
+  rows.forEach((row, b) => row.forEach((v, t) => (data[b * width + t] = BigInt(v))));
+  return { dtype: 'int64', shape: [rows.length, width], data };
+}
+
+function scalar(v: number): HostTensor {
+  return { dtype: 'float32', shape: [], data: Float32Array.of(v) };
+}
+
+export function samplingMode(options: Pick<TurnOptions, 'temperature' | 'topK' | 'topP'>, vocab: number): SamplingMode {
+  if (options.temperature === 0) return { kind: 'greedy' };
+  if (options.topK > 0 || options.topP < 1) return { kind: 'sorted', candidates: Math.min(options.topK > 0 ? options.topK : vocab, vocab) };
+  return { kind: 'full' };
+}
+
+/** The model as a Policy: sessions generate turns with a KV cache kept on the device. */
+export class ModelPolicy implements Policy {
+  private sessionCount = 0;
+  constructor(
+    private readonly model: ModelRuntime,
+    private readonly sessionOptions: GenerationSessionOptions = {},
+  ) {}
+
+  async startSession(sequences: number, seed: number): Promise<GenerationSession> {
+    const session = new GenerationSession(this.model, sequences, seed, `gen${this.sessionCount++}`, this.sessionOptions);
+    await session.init();
+    return session;
+  }
+}
+
+interface Row {
+  /** Rotary position of the row's next real token. */
+  position: number;
+  /** Sampled but not yet fed tokens (the last token of the previous turn). */
+  unfed: number[];
+}
+
+/**
+ * One batch of sequences on one timeline. Each call to `generate` first extends the requested
+ * rows by their unfed and appended tokens (one chunk, rows left-padded to the longest), then
+ * decodes one token per step for the rows still generating; every other row gets a masked
+ * padding slot so the cache stays aligned.
+ */
+export class GenerationSession implements PolicySession {
+  private readonly rows: Row[];
+  private readonly baseMask: number[][];
+  private readonly recentMask: number[][];
+  private readonly random: Random;
+  private readonly sessions = new Map<string, { id: number; weights: Record<string, Feed> }>();
+  private mergeSession: number | undefined;
+  /** With captureDistributions: each extend step's [B, V] log-distribution, in order. */
+  readonly distributions: Float32Array[] = [];
+
+  constructor(
+    private readonly model: ModelRuntime,
+    readonly size: number,
+    seed: number,
+    private readonly prefix: string,
+    private readonly options: GenerationSessionOptions = {},
+  ) {
+    this.rows = Array.from({ length: size }, () => ({ position: 0, unfed: [] }));
+    this.baseMask = Array.from({ length: size }, () => []);
+    this.recentMask = Array.from({ length: size }, () => []);
+    this.random = Random.fromSeed(seed);
+  }
+
+  private state(block: 'base' | 'recent', kind: 'key' | 'value', layer: number): string {
+    return `${this.prefix}/${cacheName(block, kind, layer)}`;
+  }
+
+  async init(): Promise<void> {
+    await this.resetBlock('base');
+    await this.resetBlock('recent');
+  }
+
+  private async resetBlock(block: 'base' | 'recent'): Promise<void> {
+    const { numKvHeads, headDim, numLayers } = this.model.config;
+    const empty: HostTensor = { dtype: 'float32', shape: [this.size, numKvHeads, 0, headDim], data: new Float32Array(0) };
+    const values: Record<string, HostTensor> = {};
+    for (let l = 0; l < numLayers; l++) for (const kind of ['key', 'value'] as const) values[this.state(block, kind, l)] = empty;
+    await this.model.device.setState(values);
+  }
+
+  private async graphFor(mode: SamplingMode): Promise<{ id: number; weights: Record<string, Feed> }> {
+    const key = JSON.stringify(mode);
+    let loaded = this.sessions.get(key);
+    if (!loaded) {
+      const { graph, weights } = buildGenerationGraph(this.model.config, { sampling: mode, lora: this.model.options.lora, returnDistribution: this.options.captureDistributions });
+      const resident = Array.from({ length: this.model.config.numLayers }, (_, l) => [`${cacheName('recent', 'key', l)}.next`, `${cacheName('recent', 'value', l)}.next`]).flat();
+      const id = await this.model.device.load({ model: serializeGraph(graph), settings: {}, residentOutputs: resident });
+      loaded = { id, weights: this.model.weightFeeds(weights) };
+      this.sessions.set(key, loaded);
+    }
+    return loaded;
+  }
+
+  /** Extend every row by its chunk (left-padded to one width) and sample each row's next token. */
+  private async extend(chunks: number[][], mode: SamplingMode, options: TurnOptions): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
+    const width = Math.max(1, ...chunks.map((c) => c.length));
+    const ids: number[][] = [];
+    const positions: number[][] = [];
+    const mask: number[][] = [];
+    chunks.forEach((chunk, b) => {
+      const pad = width - chunk.length;
+      ids.push([...new Array(pad).fill(0), ...chunk]);
+      mask.push([...new Array(pad).fill(0), ...chunk.map(() => 1)]);
+      positions.push([...new Array(pad).fill(0), ...chunk.map((_, i) => this.rows[b].position + i)]);
+      this.rows[b].position += chunk.length;
+    });
+    const { numLayers } = this.model.config;
+    const { id, weights } = await this.graphFor(mode);
+    const feeds: Record<string, Feed> = {
+      ...weights,
+      ...this.model.loraScaleFeed(true),
+      ids: int64(ids, width),
+      positions: int64(positions, width),
+      new_mask: int64(mask, width),
+      base_mask: int64(this.baseMask, this.baseMask[0].length),
+      recent_mask: int64(this.recentMask, this.recentMask[0].length),
+      inv_temperature: scalar(options.temperature > 0 ? 1 / options.temperature : 1),
+      top_p: scalar(options.topP),
+      uniforms: { dtype: 'float32', shape: [this.size], data: Float32Array.from({ length: this.size }, () => this.random.nextFloat()) },
+    };
+    const outputs: Record<string, OutputTarget> = { token: 'return', logprob: 'return', entropy: 'return' };
+    if (this.options.captureDistributions) outputs.distribution = 'return';
+    for (let l = 0; l < numLayers; l++) {
+      for (const block of ['base', 'recent'] as const) for (const kind of ['key', 'value'] as const) feeds[cacheName(block, kind, l)] = { state: this.state(block, kind, l) };
+      for (const kind of ['key', 'value'] as const) outputs[`${cacheName('recent', kind, l)}.next`] = { state: this.state('recent', kind, l) };
+    }
+    const out = await this.model.device.run(id, feeds, outputs);
+    if (out.distribution) this.distributions.push(out.distribution.data as Float32Array);
+    mask.forEach((m, b) => this.recentMask[b].push(...m));
+    if (this.recentMask[0].length >= (this.options.recentLimit ?? RECENT_LIMIT)) await this.foldRecentIntoBase();
+    return {
+      tokens: Array.from(out.token.data as BigInt64Array, Number),
+      logprobs: Array.from(out.logprob.data as Float32Array),
+      entropies: Array.from(out.entropy.data as Float32Array),
+    };
+  }
+
+  /** base ← concat(base, recent); recent ← empty. One copy of the cache every RECENT_LIMIT tokens. */
+  private async foldRecentIntoBase(): Promise<void> {
+    const { numLayers, numKvHeads, headDim } = this.model.config;
+    if (this.mergeSession === undefined) {
+      const g = new Graph('fold_cache');
+      for (let l = 0; l < numLayers; l++) {
+        for (const kind of ['key', 'value'] as const) {
+          const base = g.input(cacheName('base', kind, l), 'float32', ['B', numKvHeads, 'Pb', headDim]);
+          const recent = g.input(cacheName('recent', kind, l), 'float32', ['B', numKvHeads, 'Pr', headDim]);
+          g.output(op.concat([base, recent], 2), `${cacheName('base', kind, l)}.next`);
+        }
+      }
+      const resident = g.outputs.map((o) => o.name);
+      this.mergeSession = await this.model.device.load({ model: serializeGraph(g), settings: {}, residentOutputs: resident });
+    }
+    const feeds: Record<string, Feed> = {};
+    const outputs: Record<string, OutputTarget> = {};
+    for (let l = 0; l < numLayers; l++) {
+      for (const kind of ['key', 'value'] as const) {
+        feeds[cacheName('base', kind, l)] = { state: this.state('base', kind, l) };
+        feeds[cacheName('recent', kind, l)] = { state: this.state('recent', kind, l) };
+        outputs[`${cacheName('base', kind, l)}.next`] = { state: this.state('base', kind, l) };
+      }
+    }
+    await this.model.device.run(this.mergeSession, feeds, outputs);
+    this.recentMask.forEach((m, b) => {
+      this.baseMask[b].push(...m);
+      m.length = 0;
+    });
+    await this.resetBlock('recent');
+  }
+
+  async generate(requests: readonly TurnRequest[], options: TurnOptions): Promise<GeneratedTurn[]> {
+    if (options.maxNewTokens < 1) throw new Error(`maxNewTokens must be at least 1, got ${options.maxNewTokens}`);
+    const vocab = this.model.config.vocabSize;
+    const mode = samplingMode(options, vocab);
+    const stopIds = new Set(options.stopTokenIds);
+    const turns = new Map<number, GeneratedTurn>();
+    const chunks: number[][] = this.rows.map(() => []);
+    for (const r of requests) {
+      if (r.sequence < 0 || r.sequence >= this.size) throw new Error(`sequence ${r.sequence} is outside this session (0..${this.size - 1})`);
+      if (turns.has(r.sequence)) throw new Error(`sequence ${r.sequence} is requested twice`);
+      const row = this.rows[r.sequence];
+      chunks[r.sequence] = [...row.unfed, ...r.append];
+      row.unfed = [];
+      if (chunks[r.sequence].length === 0) throw new Error(`sequence ${r.sequence}: nothing to condition on (append the prompt first)`);
+      turns.set(r.sequence, { sequence: r.sequence, tokens: [], logprobs: [], entropies: [], finish: 'length' });
+    }
+    const live = new Set(turns.keys());
+    let step = await this.extend(chunks, mode, options);
+    for (;;) {
+      for (const b of [...live]) {
+        const turn = turns.get(b)!;
+        const token = step.tokens[b];
+        turn.tokens.push(token);
+        turn.logprobs.push(step.logprobs[b]);
+        turn.entropies.push(step.entropies[b]);
+        options.onToken?.(b, token);
+        let finished: GeneratedTurn['finish'] | undefined;
+        if (stopIds.has(token)) finished = 'stop_token';
+        else if (options.stopStrings?.length && this.endsWithStopString(turn.tokens, options.stopStrings)) finished = 'stop_string';
+        else if (turn.tokens.length >= options.maxNewTokens) finished = 'length';
+        if (finished) {
+          turn.finish = finished;
+          live.delete(b);
+          // The last sampled token enters the cache with the row's next chunk.
+          this.rows[b].unfed = [token];
+        }
+      }
+      if (live.size === 0) break;
+      step = await this.extend(this.rows.map((_, b) => (live.has(b) ? [turns.get(b)!.tokens.at(-1)!] : [])), mode, options);
+    }
+    return requests.map((r) => turns.get(r.sequence)!);
+  }
+
+  private endsWithStopString(tokens: readonly number[], stops: readonly string[]): boolean {
+    const longest = Math.max(...stops.map((s) => s.length));
+    // Decode only a tail long enough to contain any stop string (tokens are at least one character, mostly).
+    const tail = this.model.tokenizer.decode(tokens.slice(-Math.max(8, longest + 4)));
+    return stops.some((s) => tail.includes(s));
+  }
+
+  async close(): Promise<void> {
+    const { numLayers } = this.model.config;
+    const names: string[] = [];
+    for (let l = 0; l < numLayers; l++) for (const block of ['base', 'recent'] as const) for (const kind of ['key', 'value'] as const) names.push(this.state(block, kind, l));
+    await this.model.device.deleteState(names);
+    for (const { id } of this.sessions.values()) await this.model.device.release(id);
+    if (this.mergeSession !== undefined) await this.model.device.release(this.mergeSession);
+  }
+}

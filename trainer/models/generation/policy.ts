@@ -1,0 +1,62 @@
+/**
+ * The seam between the agent loop and the model: a policy generates turns for a batch of
+ * sequences, token in and token out. The loop owns every token: it appends exactly the tokens
+ * it wants in the context (the prompt, later the rendered tool results) and receives exactly
+ * the tokens the policy sampled, with their log-probs. Nothing is ever re-tokenised.
+ *
+ * The model implementation (GenerationSession, next to this file) keeps each sequence's KV cache
+ * between calls, so appending tool results costs only the new tokens. The contract lives with the
+ * models so that the agent loop (trainer/rollout) depends on the models and not the other way round.
+ */
+
+export interface SamplingOptions {
+  /** 0 means greedy. */
+  temperature: number;
+  /** Keep only the k most likely tokens; 0: no limit. */
+  topK: number;
+  /** Keep the smallest set of tokens whose probability reaches p; 1: no limit. */
+  topP: number;
+}
+
+export interface TurnOptions extends SamplingOptions {
+  /** New tokens this turn may add per sequence; reaching it ends the turn with finish `length`. */
+  maxNewTokens: number;
+  /** Token ids that end the turn and are kept as its last token (EOS, `<|im_end|>`, …). */
+  stopTokenIds: readonly number[];
+  /** Strings that end the turn once the decoded turn text contains them (the tokens up to and including the one completing the string are kept). */
+  stopStrings?: readonly string[];
+  /** Called with each sampled token as it is produced (streaming to a terminal or a panel). */
+  onToken?: (sequence: number, token: number) => void;
+}
+
+export interface TurnRequest {
+  /** The sequence (trajectory slot) in this session. */
+  sequence: number;
+  /** Tokens to append to the sequence's context before generating (prompt, tool results, template text). */
+  append: readonly number[];
+}
+
+export interface GeneratedTurn {
+  sequence: number;
+  /** The sampled tokens, the stop token included when the turn ended on one. */
+  tokens: number[];
+  /**
+   * Log-prob of each sampled token under the policy, log softmax(logits / temperature) —
+   * the same quantity the training graph recomputes (it is not renormalised by top-k/top-p).
+   */
+  logprobs: number[];
+  /** Entropy of the policy's distribution at each sampled position. */
+  entropies: number[];
+  finish: 'stop_token' | 'stop_string' | 'length';
+}
+
+export interface PolicySession {
+  /** Generate one turn for each requested sequence (others stay as they are). */
+  generate(requests: readonly TurnRequest[], options: TurnOptions): Promise<GeneratedTurn[]>;
+  close(): Promise<void>;
+}
+
+export interface Policy {
+  /** A session of `sequences` slots; `seed` makes its sampling reproducible. */
+  startSession(sequences: number, seed: number): Promise<PolicySession>;
+}

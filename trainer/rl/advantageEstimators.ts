@@ -1,0 +1,40 @@
+import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from './advantages';
+import type { Advantages, RlSample } from './samples';
+
+/** What picks and parameterises an advantage estimator (the training config's `algorithm` section has these fields). */
+export interface EstimatorSettings {
+  name: 'grpo' | 'rloo' | 'reinforce++' | 'reinforce++-baseline' | 'ppo';
+  /** GRPO: divide by the group's standard deviation (false: Dr. GRPO). */
+  scaleByStd: boolean;
+  gamma: number;
+  /** GAE's λ (PPO). */
+  lambda: number;
+}
+
+/** The configured algorithm's advantages for a scored batch (PPO's samples carry critic values). */
+export function computeAdvantages(config: EstimatorSettings, samples: readonly RlSample[]): Advantages {
+  switch (config.name) {
+    case 'grpo':
+      return grpoAdvantages(samples, { scaleByStd: config.scaleByStd });
+    case 'rloo':
+      return rlooAdvantages(samples);
+    case 'reinforce++':
+      return reinforcePlusPlusAdvantages(samples, { gamma: config.gamma, baseline: false });
+    case 'reinforce++-baseline':
+      return reinforcePlusPlusAdvantages(samples, { gamma: config.gamma, baseline: true });
+    case 'ppo':
+      return gaeAdvantages(samples, { gamma: config.gamma, lambda: config.lambda, whiten: true });
+  }
+}
+
+/** The trajectory's advantage as one number, when every policy token got the same one. */
+export function scalarAdvantage(advantages: Float32Array, mask: ArrayLike<number>): number | undefined {
+  let first: number | undefined;
+  for (let i = 0; i < advantages.length; i++) {
+    if (!mask[i]) continue;
+    if (first === undefined) first = advantages[i];
+    else if (Math.abs(advantages[i] - first) > 1e-6) return undefined;
+  }
+  // A non-finite advantage stays in the per-token array (float32 holds it); JSON cannot.
+  return first !== undefined && Number.isFinite(first) ? first : undefined;
+}

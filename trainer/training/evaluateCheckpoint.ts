@@ -1,0 +1,80 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { createDevice } from '../engine/device/device';
+import type { ExecutionProviderName } from '../engine/runtime/providers';
+import { loadJsonlDataset } from '../data/dataset';
+import { ModelPolicy } from '../models/generation/generationSession';
+import { ModelRuntime } from '../models/runtime';
+import { loraModules, loraTensorNames } from '../models/lora';
+import { readLoraAdapter } from '../models/save';
+import { scoreTrajectories } from '../rewards/score';
+import { AgentLoop } from '../rollout/agentLoop';
+import { ToolSet } from '../tools/toolSet';
+import { McpServers } from '../mcp/servers';
+import type { LoadedConfig } from './trainingConfig';
+import { rolloutMetrics } from './rolloutMetrics';
+
+export interface CheckpointEvaluation {
+  rows: number;
+  exactMatch: number | undefined;
+  reward: number;
+  toolCallsPerTrajectory: number;
+  metrics: Record<string, number>;
+}
+
+/**
+ * `rollout-studio eval`: roll out the evaluation rows with a checkpoint (a full model folder or
+ * a LoRA adapter folder over the config's base model) and score them with the config's rewards.
+ */
+export async function evaluateCheckpoint(
+  loaded: LoadedConfig,
+  checkpoint: string,
+  options: { device?: ExecutionProviderName; data?: string; samples?: number; temperature?: number; log?: (line: string) => void } = {},
+): Promise<CheckpointEvaluation> {
+  const c = loaded.config;
+  const device = createDevice(options.device ?? (c.device === 'auto' ? 'cpu' : c.device));
+  const adapterConfig = path.join(checkpoint, 'adapter_config.json');
+  const isAdapter = fs.existsSync(adapterConfig);
+  const modelDir = isAdapter ? loaded.resolve(c.model.path) : checkpoint;
+  let model: ModelRuntime | undefined;
+  let mcp: McpServers | undefined;
+  try {
+    if (isAdapter) {
+      const { loadModelConfig } = await import('../models/modelConfig');
+      const adapter = readLoraAdapter(checkpoint, loadModelConfig(modelDir));
+      model = await ModelRuntime.load(device, modelDir, { lora: adapter.lora });
+      const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
+      for (const m of loraModules(model.config, adapter.lora)) {
+        for (const name of Object.values(loraTensorNames(m.module))) state[name] = { dtype: 'float32', ...adapter.tensors[name] };
+      }
+      await device.setState(state);
+    } else model = await ModelRuntime.load(device, modelDir);
+    const template = model.folder.chatTemplate;
+    if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template`);
+    const file = options.data ?? c.evaluation.data ?? c.data.eval;
+    if (!file) throw new Error(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
+    const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
+    mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
+    const tools = new ToolSet([...c.tools, ...mcp.tools]);
+    const loop = new AgentLoop({
+      policy: new ModelPolicy(model),
+      template,
+      tools,
+      budget: c.rollout.budget,
+      sampling: { temperature: options.temperature ?? c.evaluation.temperature, topK: 0, topP: 1 },
+      ...(c.rollout.format ? { format: c.rollout.format } : {}),
+      ...(c.rollout.systemPrompt ? { systemPrompt: c.rollout.systemPrompt } : {}),
+      ...(c.rollout.templateKwargs ? { templateKwargs: c.rollout.templateKwargs } : {}),
+    });
+    const rows = data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
+    loop.checkRows(rows);
+    const trajectories = await loop.run(rows.map((row, i) => ({ row, group: i, sample: 0 })), { seed: c.seed });
+    const rewards = await scoreTrajectories(trajectories, c.rewards, tools);
+    const metrics = rolloutMetrics(trajectories, rewards);
+    return { rows: rows.length, exactMatch: metrics['score/exact_match'], reward: metrics['reward/mean'], toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'], metrics };
+  } finally {
+    await mcp?.close();
+    model?.close();
+    await device.close();
+  }
+}

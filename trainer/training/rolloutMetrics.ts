@@ -1,0 +1,55 @@
+import type { BatchRewards } from '../rewards/score';
+import type { Trajectory } from '../rollout/trajectory';
+
+/** Batch statistics of a rollout, under the names of METRICS (trainer/shared/protocol/runStore.ts). */
+export function rolloutMetrics(trajectories: readonly Trajectory[], rewards: BatchRewards): Record<string, number> {
+  const totals = rewards.trajectories.map((r) => r.total);
+  const n = Math.max(1, trajectories.length);
+  const mean = totals.reduce((a, b) => a + b, 0) / n;
+  const calls = trajectories.flatMap((t) => t.calls);
+  let policyTokens = 0;
+  let entropy = 0;
+  for (const t of trajectories) {
+    t.mask.forEach((m, i) => {
+      if (m) {
+        policyTokens++;
+        entropy += t.entropies[i];
+      }
+    });
+  }
+  const out: Record<string, number> = {
+    'reward/mean': mean,
+    'reward/std': Math.sqrt(totals.reduce((a, r) => a + (r - mean) ** 2, 0) / n),
+    'reward/min': Math.min(...totals),
+    'reward/max': Math.max(...totals),
+    'reward/outcome_mean': rewards.trajectories.reduce((a, r) => a + r.outcome, 0) / n,
+    'reward/process_mean': rewards.trajectories.reduce((a, r) => a + r.process, 0) / n,
+    'entropy/mean': policyTokens ? entropy / policyTokens : 0,
+    'length/response_mean': policyTokens / n,
+    'length/total_mean': trajectories.reduce((a, t) => a + t.ids.length, 0) / n,
+    'tools/calls_per_trajectory': calls.length / n,
+    'tools/error_rate': calls.length ? calls.filter((c) => c.error).length / calls.length : 0,
+  };
+  // Each outcome reward's mean, and the task score: exact match when there is one.
+  const names = new Set(rewards.trajectories.flatMap((r) => Object.keys(r.components)));
+  for (const name of names) {
+    const value = rewards.trajectories.reduce((a, r) => a + (r.components[name] ?? 0), 0) / n;
+    out[`reward/${name}`] = value;
+    if (name === 'exact_match') out['score/exact_match'] = value;
+  }
+  return out;
+}
+
+/** Split finite values from non-finite ones (JSON has no NaN): the record keeps null and names them. */
+export function finiteValues(values: Record<string, number>): { values: Record<string, number | null>; nonFinite?: string[] } {
+  const out: Record<string, number | null> = {};
+  const nonFinite: string[] = [];
+  for (const [k, v] of Object.entries(values)) {
+    if (Number.isFinite(v)) out[k] = v;
+    else {
+      out[k] = null;
+      nonFinite.push(k);
+    }
+  }
+  return nonFinite.length ? { values: out, nonFinite } : { values: out };
+}

@@ -1,0 +1,226 @@
+import { z } from 'zod';
+import { LORA_TARGETS } from '../models/lora';
+import { Algorithm } from '../shared/protocol/runStore';
+import { describeIssues } from '../shared/protocol/parse';
+import { checkRewardConfig, type RewardConfig } from '../rewards/score';
+import { LengthBudget } from '../rollout/budget';
+import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
+import { Tool } from '../tools/tool';
+import { ToolSet } from '../tools/toolSet';
+import { McpServersConfig, recordableServers } from '../mcp/config';
+
+/**
+ * The training config: a TypeScript file whose default export is `defineConfig({...})`. Every
+ * default lives here, in this one schema; every error names the field and what was expected.
+ * Paths are relative to the config file's folder.
+ */
+
+const positiveInt = z.number().int().positive();
+const fraction = z.number().min(0).max(1);
+
+export const ModelSection = z.strictObject({
+  /** A Hugging Face model folder (config.json, *.safetensors, tokenizer.json, tokenizer_config.json). */
+  path: z.string().min(1),
+  /**
+   * LoRA adapters (default), or `false` to train every weight (small models). PPO adds a value
+   * head either way.
+   */
+  lora: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        rank: positiveInt.default(16),
+        alpha: z.number().positive().default(32),
+        dropout: z.literal(0).default(0),
+        targets: z.array(z.enum(LORA_TARGETS)).min(1).default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
+      }),
+    ])
+    .default({ rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }),
+});
+
+export const AlgorithmSection = z.strictObject({
+  name: Algorithm.exclude(['sft']),
+  /** Samples per prompt (GRPO and RLOO compare within a group; others use it too, for the baseline). */
+  groupSize: z.number().int().min(1).default(8),
+  /** GRPO: divide by the group's standard deviation; false is Dr. GRPO. */
+  scaleByStd: z.boolean().default(true),
+  /** Discount for REINFORCE++ and GAE. */
+  gamma: fraction.default(1),
+  /** GAE's λ (PPO). */
+  lambda: fraction.default(0.95),
+  clipLow: z.number().positive().default(0.2),
+  clipHigh: z.number().positive().default(0.28),
+  /** Dual-clip PPO's bound c for negative advantages; omit for none. */
+  dualClip: z.number().gt(1).optional(),
+  kl: z
+    .strictObject({
+      coef: z.number().min(0).default(0),
+      estimator: z.enum(['k1', 'k2', 'k3']).default('k3'),
+      /** KL as a loss term, or subtracted from the per-token rewards. */
+      mode: z.enum(['loss', 'reward']).default('loss'),
+    })
+    .default({ coef: 0, estimator: 'k3', mode: 'loss' }),
+  entropyCoef: z.number().min(0).default(0),
+  aggregation: z.enum(['token-mean', 'seq-mean-token-mean']).default('token-mean'),
+  /**
+   * Which tokens the policy loss trains on: `generated` (the default, and the right choice) only
+   * the tokens the policy sampled; `response` everything after the prompt — tool results and
+   * template text too — which is Agent-R1's "loss mask off" ablation, for comparison only.
+   */
+  lossMask: z.enum(['generated', 'response']).default('generated'),
+  /** Passes over each rollout batch, and optimizer steps per pass. */
+  epochs: positiveInt.default(1),
+  miniBatches: positiveInt.default(1),
+  /** PPO: value-loss coefficient, value clip, and steps that train only the critic first. */
+  valueCoef: z.number().min(0).default(0.5),
+  valueClip: z.number().positive().default(0.2),
+  criticWarmupSteps: z.number().int().min(0).default(0),
+});
+
+export const RolloutSection = z.strictObject({
+  /** Dataset rows per step; each is sampled `algorithm.groupSize` times. */
+  promptsPerStep: positiveInt.default(8),
+  budget: LengthBudget.default({ maxTurns: 4, maxNewTokensPerTurn: 256, maxTotalTokens: 2048, maxToolResultTokens: 256 }),
+  temperature: z.number().positive().default(1),
+  topP: z.number().gt(0).max(1).default(1),
+  topK: z.number().int().min(0).default(0),
+  /** For rows without a system message. */
+  systemPrompt: z.string().optional(),
+  /** Extra chat-template variables, e.g. `{ enable_thinking: false }`. */
+  templateKwargs: z.record(z.string(), z.unknown()).optional(),
+  /** How the policy writes calls (default: Hermes/Qwen `<tool_call>` JSON). */
+  format: z.custom<ToolCallFormat>((v) => typeof v === 'object' && v !== null && 'parse' in (v as object), 'expected a tool-call format (HermesFormat, CodeBlockFormat, …)').optional(),
+});
+
+export const OptimizationSection = z.strictObject({
+  lr: z.number().positive().default(1e-5),
+  warmupSteps: z.number().int().min(0).default(0),
+  schedule: z.enum(['constant', 'linear', 'cosine']).default('constant'),
+  /** Learning rate at the end of a linear or cosine schedule, as a fraction of `lr`. */
+  minLrRatio: fraction.default(0),
+  weightDecay: z.number().min(0).default(0),
+  maxGradNorm: z.number().min(0).default(1),
+  beta1: fraction.default(0.9),
+  beta2: fraction.default(0.999),
+  eps: z.number().positive().default(1e-8),
+  /** Sequences per forward/backward pass (memory); larger batches accumulate gradients. */
+  microBatchSize: positiveInt.default(8),
+});
+
+export const SftSection = z.strictObject({
+  /**
+   * JSONL of demonstrations: rows with `messages` (calls as assistant `tool_calls`, results as
+   * `tool` messages). A list of files is a curriculum: trained in order, each for `epochs`
+   * passes (shuffled within itself) before the next — e.g. a skill such as reading a name back,
+   * then the task.
+   */
+  data: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+  epochs: positiveInt.default(1),
+  lr: z.number().positive().default(1e-4),
+  batchSize: positiveInt.default(16),
+  warmupSteps: z.number().int().min(0).default(0),
+});
+
+export const EvaluationSection = z.strictObject({
+  /** Held-out rows (default: data.eval). */
+  data: z.string().optional(),
+  /** Evaluate every N RL steps (0: only before and after training). */
+  every: z.number().int().min(0).default(0),
+  /** Rows evaluated (default: all). */
+  samples: positiveInt.optional(),
+  /** 0 is greedy decoding. */
+  temperature: z.number().min(0).default(0),
+});
+
+export const TrainingConfigSchema = z.strictObject({
+  name: z.string().optional(),
+  model: ModelSection,
+  data: z.strictObject({
+    /** JSONL dataset rows (see trainer/data). */
+    train: z.string().min(1),
+    eval: z.string().optional(),
+    /** zod schema of the rows' own fields (answer, …); checked on load, naming file and line. */
+    fields: z.custom<z.ZodObject>((v) => v instanceof z.ZodObject, 'expected a zod object schema').optional(),
+  }),
+  tools: z.array(z.custom<Tool>((v) => v instanceof Tool, 'expected an instance of a Tool subclass (new MyTool(…))')).default([]),
+  /** MCP servers whose tools join `tools` for the run (started with it, stopped after it); see trainer/mcp/config.ts. */
+  mcpServers: McpServersConfig.default({}),
+  rewards: z.custom<RewardConfig>((v) => typeof v === 'object' && v !== null && Array.isArray((v as RewardConfig).outcome), 'expected { outcome: [...], process?, combine?, … }'),
+  algorithm: AlgorithmSection,
+  rollout: RolloutSection.default(RolloutSection.parse({})),
+  optimization: OptimizationSection.default(OptimizationSection.parse({})),
+  sft: SftSection.optional(),
+  steps: positiveInt,
+  device: z.enum(['cpu', 'webgpu', 'cuda', 'auto']).default('cpu'),
+  seed: z.number().int().min(0).default(0),
+  evaluation: EvaluationSection.default(EvaluationSection.parse({})),
+  output: z
+    .strictObject({
+      /** Where runs go, relative to the config's folder unless absolute. */
+      runsDir: z.string().default('.rollout/runs'),
+      checkpointEvery: z.number().int().min(0).default(10),
+      keepCheckpoints: positiveInt.default(2),
+    })
+    .default({ runsDir: '.rollout/runs', checkpointEvery: 10, keepCheckpoints: 2 }),
+  /** Non-finite loss or gradient: the update is skipped; this many in a row stops the run. */
+  nonFinite: z.strictObject({ maxConsecutive: positiveInt.default(3) }).default({ maxConsecutive: 3 }),
+});
+
+export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
+export type TrainingConfig = z.output<typeof TrainingConfigSchema>;
+
+/** The config file's default export: the config as written (types checked by the editor; values by the trainer). */
+export function defineConfig(config: TrainingConfigInput): TrainingConfigInput {
+  return config;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface LoadedConfig {
+  config: TrainingConfig;
+  /** The config file, absolute. */
+  file: string;
+  /** Resolve a path from the config relative to its folder. */
+  resolve(p: string): string;
+  /** A stable hash of the values that decide the run (resume refuses another). */
+  hash: string;
+}
+
+/** Validate a config value; errors are "config.ts: algorithm.groupSize: …", one per issue. */
+export function parseConfig(value: unknown, file: string): TrainingConfig {
+  const result = TrainingConfigSchema.safeParse(value);
+  if (!result.success) throw new ConfigError(`${file}: ${describeIssues(result.error.issues).split('; ').join(`\n${file}: `)}`);
+  const config = result.data;
+  try {
+    new ToolSet(config.tools);
+    checkRewardConfig(config.rewards);
+  } catch (error) {
+    throw new ConfigError(`${file}: ${(error as Error).message}`);
+  }
+  if (config.algorithm.name === 'grpo' || config.algorithm.name === 'rloo') {
+    if (config.algorithm.groupSize < 2) throw new ConfigError(`${file}: algorithm.groupSize: ${config.algorithm.name} compares samples within a group; expected at least 2, got ${config.algorithm.groupSize}`);
+  }
+  if (config.optimization.microBatchSize > config.rollout.promptsPerStep * config.algorithm.groupSize) {
+    config.optimization.microBatchSize = config.rollout.promptsPerStep * config.algorithm.groupSize;
+  }
+  return config;
+}
+
+/** The config's plain values (tools and rewards by name), for hashing and for run.json. */
+export function hashable(config: TrainingConfig): Record<string, unknown> {
+  // Without MCP servers the record (and so the hash: resume) is what it was before they existed.
+  const { mcpServers, ...rest } = config;
+  return {
+    ...rest,
+    tools: config.tools.map((t) => t.name),
+    ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
+    rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum' },
+    data: { train: config.data.train, eval: config.data.eval },
+    rollout: { ...config.rollout, format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },
+  };
+}
