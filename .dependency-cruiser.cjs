@@ -5,7 +5,8 @@
 //    listed for it (and itself, node's built-ins and npm packages):
 //      engine ← models ← rollout ← rewards ← rl ← training ← usercode ← cli
 //    with shared/ (protocol, run store, transcript) and util/ usable from every room above the
-//    engine, and tools/ and data/ usable from rollout up.
+//    engine, tools/ and data/ from rollout up, mcp/ (tools from MCP servers) from training up,
+//    and verl/ and serve/ (the bridge to verl) above training.
 // 2. The extension imports nothing of the trainer but trainer/shared/, and cannot reach
 //    onnxruntime, webgpu, esbuild or the engine even indirectly: native modules do not belong
 //    in the extension host. The webviews (browser code) import only the protocol's schemas.
@@ -24,9 +25,15 @@ const TRAINER_ROOMS = {
   rewards: ['rollout', 'tools', 'data', 'shared', 'util'],
   rl: ['engine', 'models', 'rollout', 'rewards', 'shared', 'util'],
   environment: ['engine', 'shared', 'util'],
-  authoring: ['rewards', 'rollout', 'tools', 'data', 'shared', 'util'],
-  training: ['engine', 'models', 'tools', 'data', 'rollout', 'rewards', 'rl', 'shared', 'util', 'version.ts'],
+  // Tools served by MCP servers, as Tool instances.
+  mcp: ['tools', 'shared', 'util', 'version.ts'],
+  authoring: ['rewards', 'rollout', 'tools', 'mcp', 'data', 'shared', 'util'],
+  training: ['engine', 'models', 'tools', 'mcp', 'data', 'rollout', 'rewards', 'rl', 'shared', 'util', 'version.ts'],
   usercode: ['tools', 'training', 'shared', 'util', 'index.ts'],
+  // verl's formats in and out (export of datasets and settings, import of its rollout dumps).
+  verl: ['data', 'models', 'rollout', 'shared', 'training', 'util', 'version.ts'],
+  // A config's tools and rewards served over HTTP (MCP and the reward endpoint).
+  serve: ['data', 'mcp', 'rewards', 'rollout', 'shared', 'tools', 'training', 'verl', 'util', 'version.ts'],
 };
 
 const roomRules = Object.entries(TRAINER_ROOMS).map(([room, allowed]) => ({

@@ -23,3 +23,4 @@ export * from './data';
 export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './training/trainingConfig';
 /** Hugging Face Hub checkpoints: `pullModel('Qwen/Qwen3-0.6B')` into the Hugging Face cache; `resolveModelPath` for a folder or a repo id. */
 export { HubError, hubSettings, pullModel, resolveModelPath, type PullProgress, type PullResult } from './models/hub';
+export { McpServerError, McpTool, McpToolError, type McpServerConfigInput } from './mcp';

@@ -25,6 +25,8 @@ function command(spec: LensSpec): vscode.Command {
       return { ...base, command: AUTHORING_COMMANDS.runTool, arguments: [spec.do.target] };
     case 'debugTool':
       return { ...base, command: AUTHORING_COMMANDS.debugTool, arguments: [spec.do.target] };
+    case 'runMcpTool':
+      return { ...base, command: AUTHORING_COMMANDS.runMcpTool, arguments: [spec.do.target] };
     case 'evaluateReward':
       return { ...base, command: AUTHORING_COMMANDS.evaluateReward, arguments: [spec.do.target] };
     case 'training':

@@ -41,7 +41,9 @@ export type Definition =
       /** Absent when the value is not reachable from the module's exports. */
       exportPath?: string;
     }
-  | { kind: 'config'; at: SourcePosition; label: string };
+  | { kind: 'config'; at: SourcePosition; label: string }
+  /** A server of a config's `mcpServers`: its tools are run by the server's name (which tool is asked for). */
+  | { kind: 'mcpServer'; at: SourcePosition; label: string; server: string };
 
 const PACKAGE = 'rollout-studio';
 const TOOL_CLASSES = new Set(['Tool', 'SearchTool', 'CalculatorTool', 'JavaScriptTool']);
@@ -232,6 +234,7 @@ class SourceDefinitions {
         const rewards = argument.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'rewards');
         const literal = rewards && inner(rewards.initializer);
         if (literal && ts.isObjectLiteralExpression(literal)) this.visitRewardConfig(literal, rewards);
+        this.visitMcpServers(argument);
       }
     }
   }
@@ -243,6 +246,17 @@ class SourceDefinitions {
     const path = this.exportPath(node);
     if (!path) return;
     this.found.push({ kind: 'tool', at: this.position(lensAnchor(node)), label: path, selector: { by: 'export', path } });
+  }
+
+  /** `mcpServers: { name: { … }, … }` in a config literal: a lens above each server. */
+  private visitMcpServers(config: ts.ObjectLiteralExpression): void {
+    const property = config.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'mcpServers');
+    const servers = property && inner(property.initializer);
+    if (!servers || !ts.isObjectLiteralExpression(servers)) return;
+    for (const server of servers.properties) {
+      const name = ts.isPropertyAssignment(server) ? propertyKey(server.name) : undefined;
+      if (name !== undefined) this.found.push({ kind: 'mcpServer', at: this.position(server), label: `MCP server ${name}`, server: name });
+    }
   }
 
   /** A RewardConfig object literal: a lens for it, and for each inline reward in its outcome and process lists. */

@@ -8,6 +8,7 @@ import type { Definition, SourcePosition } from './definitions';
 
 export const AUTHORING_COMMANDS = {
   runTool: 'rolloutStudio.runTool',
+  runMcpTool: 'rolloutStudio.runMcpTool',
   debugTool: 'rolloutStudio.debugTool',
   evaluateReward: 'rolloutStudio.evaluateReward',
   /** Runs a training command of another module by id (see register.ts), with a clear message when it is missing. */
@@ -31,6 +32,13 @@ export interface ToolTarget {
   label: string;
 }
 
+/** The MCP server whose tools a lens runs (which tool is asked for when it runs). */
+export interface McpServerTarget {
+  file: string;
+  server: string;
+  label: string;
+}
+
 /** A reward a lens evaluates. */
 export interface RewardTarget {
   file: string;
@@ -42,6 +50,7 @@ export interface RewardTarget {
 export type LensAction =
   | { action: 'runTool' | 'debugTool'; target: ToolTarget }
   | { action: 'evaluateReward'; target: RewardTarget }
+  | { action: 'runMcpTool'; target: McpServerTarget }
   | { action: 'training'; command: (typeof TRAINING_COMMANDS)[keyof typeof TRAINING_COMMANDS]; file: string }
   | { action: 'explain'; message: string };
 
@@ -91,6 +100,15 @@ export function lensSpecs(definitions: readonly Definition[], file: string): Len
           },
         ];
       }
+      case 'mcpServer':
+        return [
+          {
+            at,
+            title: '$(play) Run MCP Tool…',
+            tooltip: `Start ${definition.label} as training would, pick one of its tools and run it with arguments you type (checked against its JSON Schema)`,
+            do: { action: 'runMcpTool', target: { file, server: definition.server, label: definition.label } },
+          },
+        ];
       case 'config':
         return [
           { at, title: `$(play) ${TRAINING_COMMANDS.start.title}`, tooltip: 'Train with this config', do: { action: 'training', command: TRAINING_COMMANDS.start, file } },

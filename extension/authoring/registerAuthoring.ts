@@ -7,6 +7,7 @@ import { evaluateRewardCommand, type EvaluateOptions } from './evaluateCommand';
 import { AUTHORING_COMMANDS, missingTrainingCommandMessage } from './lensSpecs';
 import { NEW_FILE_KINDS, newFileCommand, type NewFileOptions } from './newFileCommands';
 import { ResultDocuments } from './resultDocuments';
+import { runMcpToolCommand, type RunMcpToolOptions } from './mcpToolCommand';
 import { runToolFromEditor, type RunToolOptions } from './toolCommands';
 
 /**
@@ -56,6 +57,7 @@ export function registerAuthoring(extension: vscode.ExtensionContext, log: vscod
     vscode.commands.registerCommand(AUTHORING_COMMANDS.newReward, (arg?: unknown) => newFileCommand(NEW_FILE_KINDS.reward, newFileOptions(arg))),
     vscode.commands.registerCommand(AUTHORING_COMMANDS.newTrainingConfig, (arg?: unknown) => newFileCommand(NEW_FILE_KINDS.config, newFileOptions(arg))),
     vscode.commands.registerCommand(AUTHORING_COMMANDS.runTool, (target: unknown, options?: RunToolOptions) => runToolFromEditor(context, target, options, false)),
+    vscode.commands.registerCommand(AUTHORING_COMMANDS.runMcpTool, (target: unknown, options?: RunMcpToolOptions) => runMcpToolCommand(context, target, options)),
     vscode.commands.registerCommand(AUTHORING_COMMANDS.debugTool, (target: unknown, options?: RunToolOptions) => runToolFromEditor(context, target, options, true)),
     vscode.commands.registerCommand(AUTHORING_COMMANDS.evaluateReward, (target: unknown, options?: EvaluateOptions) => evaluateRewardCommand(context, target, options)),
     vscode.commands.registerCommand(AUTHORING_COMMANDS.runTrainingCommand, runTrainingCommand),

@@ -71,7 +71,8 @@ export class ToolSession {
     const args = ['run-tool', options.file, '--session', '--ipc'];
     if (options.selector) {
       const { selector } = options;
-      args.push(selector.by === 'name' ? '--tool' : selector.by === 'class' ? '--class' : '--export', selector.by === 'export' ? selector.path : selector.name);
+      if (selector.by === 'mcp') args.push('--mcp-server', selector.server, '--tool', selector.tool);
+      else args.push(selector.by === 'name' ? '--tool' : selector.by === 'class' ? '--class' : '--export', selector.by === 'export' ? selector.path : selector.name);
     }
     if (options.inspect) args.push('--inspect');
     const child = spawn(runtime.command, [...(options.nodeArgs ?? []), cliPath, ...args], {

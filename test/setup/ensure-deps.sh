@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the test suites need that npm does not: Debian packages (Chromium for the
-# UI tests, ripgrep and libkrb5-dev for code-server, Mesa 25's lavapipe from
+# UI tests, ripgrep and libkrb5-dev for code-server, python3 for the verl reward module, Mesa 25's lavapipe from
 # bookworm-backports for WebGPU without a GPU) and the code-server test editor, which is
 # cached outside the clone and reused. Idempotent: it only acts on what is missing.
 # Without root it prints the exact commands to run and fails.
@@ -17,6 +17,8 @@ missing_apt=()
 [ -x /usr/bin/chromium ] || missing_apt+=(chromium)
 command -v rg >/dev/null 2>&1 || missing_apt+=(ripgrep)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || missing_apt+=(libkrb5-dev)
+# Debian's python3 (its full standard library) runs the reward module `export verl` writes (test/integration/verl).
+/usr/bin/python3 -c 'import ast, json, urllib.request' >/dev/null 2>&1 || missing_apt+=(python3)
 
 mesa_version=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
 need_mesa=1

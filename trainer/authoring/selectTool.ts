@@ -77,5 +77,8 @@ export function selectTool(exports: Record<string, unknown>, selector: ToolSelec
     }
     case 'class':
       return byClass(exports, selector.name, file);
+    case 'mcp':
+      // An MCP tool lives in a server process, not in the module: run-tool starts the server (authoring/mcpTools.ts).
+      throw new UserCodeError(`${file}: the tool "${selector.tool}" of MCP server "${selector.server}" is not an export; open the module's MCP servers to reach it`);
   }
 }

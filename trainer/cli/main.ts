@@ -7,6 +7,9 @@ import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/tra
 import { evalRewardCommand, evalRewardUsage } from './commands/evalRewardCommand';
 import { runToolCommand, runToolUsage } from './commands/runToolCommand';
 import { pullCommand, pullUsage } from './commands/pullCommand';
+import { serveToolsCommand, serveToolsUsage } from './commands/serveToolsCommand';
+import { exportCommand, exportUsage } from './commands/exportVerlCommand';
+import { importCommand, importUsage } from './commands/importVerlCommand';
 import { hasParent, sendToParent } from './ipc';
 import { UsageError } from './usage';
 import { waitForDebuggerIfAsked } from './waitForDebugger';
@@ -20,6 +23,9 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   chat: { run: chatCommand, usage: chatUsage },
   'run-tool': { run: runToolCommand, usage: runToolUsage },
   'eval-reward': { run: evalRewardCommand, usage: evalRewardUsage },
+  'serve-tools': { run: serveToolsCommand, usage: serveToolsUsage },
+  export: { run: exportCommand, usage: exportUsage },
+  import: { run: importCommand, usage: importUsage },
 };
 
 const usage = `Usage: rollout-studio <command> [options]

@@ -16,6 +16,7 @@ import { downloadProgressReporter, resolveConfigModel } from './modelSource';
 import { resolveModelPath } from '../models/hub/index';
 import type { TrainingEvent } from '../shared/protocol';
 import { scoreKey, taskMetric } from './taskMetric';
+import { McpServers } from '../mcp/servers';
 
 export interface CheckpointEvaluation {
   rows: number;
@@ -44,6 +45,7 @@ export async function evaluateCheckpoint(
   const modelDir = isAdapter ? await resolveConfigModel(loaded, report) : checkpointDir;
   const device = createDevice(options.device ?? (c.device === 'auto' ? 'cpu' : c.device));
   let model: ModelRuntime | undefined;
+  let mcp: McpServers | undefined;
   try {
     if (isAdapter) {
       const { loadModelConfig } = await import('../models/modelConfig');
@@ -60,7 +62,8 @@ export async function evaluateCheckpoint(
     const file = options.data ?? c.evaluation.data ?? c.data.eval;
     if (!file) throw new Error(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
     const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
-    const tools = new ToolSet(c.tools);
+    mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
+    const tools = new ToolSet([...c.tools, ...mcp.tools]);
     const loop = new AgentLoop({
       policy: new ModelPolicy(model),
       template,
@@ -79,6 +82,7 @@ export async function evaluateCheckpoint(
     const metrics = rolloutMetrics(trajectories, rewards, metric);
     return { rows: rows.length, metric, score: metric === undefined ? undefined : metrics[scoreKey(metric)], reward: metrics['reward/mean'], toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'], metrics };
   } finally {
+    await mcp?.close();
     model?.close();
     await device.close();
   }

@@ -7,6 +7,7 @@ import { LengthBudget } from '../rollout/budget';
 import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
 import { Tool } from '../tools/tool';
 import { ToolSet } from '../tools/toolSet';
+import { McpServersConfig, recordableServers } from '../mcp/config';
 
 /**
  * The training config: a TypeScript file whose default export is `defineConfig({...})`. Every
@@ -148,6 +149,8 @@ export const TrainingConfigSchema = z.strictObject({
     fields: z.custom<z.ZodObject>((v) => v instanceof z.ZodObject, 'expected a zod object schema').optional(),
   }),
   tools: z.array(z.custom<Tool>((v) => v instanceof Tool, 'expected an instance of a Tool subclass (new MyTool(…))')).default([]),
+  /** MCP servers whose tools join `tools` for the run (started with it, stopped after it); see trainer/mcp/config.ts. */
+  mcpServers: McpServersConfig.default({}),
   rewards: z.custom<RewardConfig>((v) => typeof v === 'object' && v !== null && Array.isArray((v as RewardConfig).outcome), 'expected { outcome: [...], process?, combine?, … }'),
   /**
    * The task metric, by the name of an outcome reward (default: the first one): its mean is
@@ -225,9 +228,12 @@ export function parseConfig(value: unknown, file: string): TrainingConfig {
 
 /** The config's plain values (tools and rewards by name), for hashing and for run.json. */
 export function hashable(config: TrainingConfig): Record<string, unknown> {
+  // Without MCP servers the record (and so the hash: resume) is what it was before they existed.
+  const { mcpServers, ...rest } = config;
   return {
-    ...config,
+    ...rest,
     tools: config.tools.map((t) => t.name),
+    ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
     rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum' },
     data: { train: config.data.train, eval: config.data.eval },
     rollout: { ...config.rollout, format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },

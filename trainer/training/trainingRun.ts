@@ -23,6 +23,7 @@ import { tokenizeDemonstration } from '../rollout/tokenizeDemonstration';
 import { RunStoreReader, RunStoreWriter } from '../shared/runstore';
 import { writeFileAtomic } from '../shared/runstore/jsonl';
 import { ToolSet } from '../tools/toolSet';
+import { McpServers } from '../mcp/servers';
 import { Random } from '../util/random';
 import { computeAdvantages, scalarAdvantage } from '../rl/advantageEstimators';
 import { loadCheckpoint, pruneCheckpoints, saveCheckpoint } from './checkpoint';
@@ -91,6 +92,8 @@ export class TrainingRun {
   private model!: ModelRuntime;
   private template!: ChatTemplate;
   private tools!: ToolSet;
+  /** The config's MCP servers, started in setup and stopped in dispose. */
+  private mcp: McpServers | undefined;
   private loop!: AgentLoop;
   /** The same loop with the evaluation's sampling (greedy by default) and no debugger hooks. */
   private evalLoop!: AgentLoop;
@@ -129,7 +132,13 @@ export class TrainingRun {
 
   async run(): Promise<TrainResult> {
     const started = Date.now();
-    await this.setup();
+    try {
+      await this.setup();
+    } catch (error) {
+      // The MCP servers are child processes: a run that never started must not leave them behind.
+      await this.mcp?.close();
+      throw error;
+    }
     let evalBefore: EvaluationResult | undefined;
     let evalAfter: EvaluationResult | undefined;
     try {
@@ -172,7 +181,8 @@ export class TrainingRun {
     const template = this.model.folder.chatTemplate;
     if (!template) throw new Error(`${this.modelDir}: the tokenizer has no chat template; agents need one`);
     this.template = template;
-    this.tools = new ToolSet(c.tools);
+    this.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(this.loaded.file), log: this.log });
+    this.tools = new ToolSet([...c.tools, ...this.mcp.tools]);
     this.train = loadJsonlDataset(this.loaded.resolve(c.data.train), { fields: c.data.fields });
     const evalFile = c.evaluation.data ?? c.data.eval;
     this.evalData = evalFile ? loadJsonlDataset(this.loaded.resolve(evalFile), { fields: c.data.fields }) : undefined;
@@ -525,6 +535,7 @@ export class TrainingRun {
   }
 
   private async dispose(): Promise<void> {
+    await this.mcp?.close();
     await this.trainer?.release().catch(() => undefined);
     this.model?.close();
     await this.device?.close();

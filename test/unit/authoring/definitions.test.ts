@@ -12,10 +12,12 @@ const example = (file: string) => fs.readFileSync(path.join(root, 'examples', fi
 /** Kind, 1-based line and how the trainer reaches it: compact enough to compare whole files. */
 const brief = (d: Definition) =>
   d.kind === 'tool'
-    ? `tool@${d.at.line + 1} ${d.selector ? (d.selector.by === 'export' ? `export ${d.selector.path}` : `${d.selector.by} ${d.selector.name}`) : 'unreachable'}`
+    ? `tool@${d.at.line + 1} ${d.selector ? (d.selector.by === 'export' ? `export ${d.selector.path}` : d.selector.by === 'mcp' ? `mcp ${d.selector.server} ${d.selector.tool}` : `${d.selector.by} ${d.selector.name}`) : 'unreachable'}`
     : d.kind === 'reward'
       ? `reward@${d.at.line + 1} ${d.rewardKind} ${d.exportPath ?? 'unreachable'}`
-      : `config@${d.at.line + 1} ${d.label}`;
+      : d.kind === 'mcpServer'
+        ? `mcp@${d.at.line + 1} ${d.server}`
+        : `config@${d.at.line + 1} ${d.label}`;
 const found = (text: string) => findDefinitions(text, 'x.ts').map(brief);
 
 describe('code lens definitions, from the syntax tree', () => {
@@ -79,6 +81,22 @@ describe('code lens definitions, from the syntax tree', () => {
       'reward@21 function scoreLength',
       'reward@22 config config2',
     ]);
+  });
+
+  it('finds each server of a config\'s mcpServers, by its name', () => {
+    const source = [
+      "import { defineConfig } from 'rollout-studio';",
+      'export default defineConfig({',
+      '  mcpServers: {',
+      "    files: { command: 'npx', args: ['@modelcontextprotocol/server-filesystem', '.'] },",
+      "    'web-search': { url: 'http://127.0.0.1:8808/mcp' },",
+      '  },',
+      '} as never);',
+    ].join('\n');
+    assert.deepEqual(found(source), ['config@2 default', 'mcp@4 files', 'mcp@5 web-search']);
+    const lens = lensSpecs(findDefinitions(source, '/w/a.config.ts'), '/w/a.config.ts').find((l) => l.do.action === 'runMcpTool')!;
+    assert.equal(lens.title, '$(play) Run MCP Tool…');
+    assert.deepEqual(lens.do, { action: 'runMcpTool', target: { file: '/w/a.config.ts', server: 'files', label: 'MCP server files' } });
   });
 
   it('ignores files and names that do not come from rollout-studio', () => {

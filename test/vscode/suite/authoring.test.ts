@@ -155,6 +155,38 @@ describe('Authoring: snippets, New… commands, code lenses, Run Tool, Evaluate 
     await until('the result document to show the bad field', () => /^ {2}query: Invalid input: expected string, received undefined$/m.test(resultDocument(/\/search · Run Tool\.txt$/)?.getText() ?? ''));
   });
 
+  it('Run MCP Tool… over a server of a config\'s mcpServers starts it, runs the tool asked for, and names a bad argument', async () => {
+    const config = path.join(workspace, 'authoring', 'mcp.config.ts');
+    const server = path.join(repo, 'test/fixtures/mcp/searchServer.mjs');
+    fs.writeFileSync(
+      config,
+      `import { defineConfig } from 'rollout-studio';
+export default defineConfig({
+  model: { path: 'model' },
+  data: { train: 'train.jsonl' },
+  rewards: { outcome: [] },
+  algorithm: { name: 'grpo' },
+  steps: 1,
+  mcpServers: {
+    kb: { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(server)}] },
+  },
+});
+`,
+    );
+    const lens = (await lensesOf(config)).find((l) => l.command?.command === 'rolloutStudio.runMcpTool');
+    assert.ok(lens, 'a Run MCP Tool… lens over the server');
+    assert.equal(lens.command!.title, '$(play) Run MCP Tool…');
+    assert.equal(lens.range.start.line, 8, 'the line of the server kb');
+    const report = await vscode.commands.executeCommand<ToolRunReport>(lens.command!.command, ...lens.command!.arguments!, { tool: 'pid', args: '{}' });
+    assert.equal(report.error, undefined);
+    assert.equal(report.tool.className, 'McpTool');
+    assert.match(report.observation!, /^\d+$/);
+    await until('the result document', () => resultDocument(/\/pid \(MCP server kb\) · Run Tool\.txt$|\/pid · Run Tool\.txt$/));
+    const bad = await vscode.commands.executeCommand<ToolRunReport>(lens.command!.command, ...lens.command!.arguments!, { tool: 'search', args: '{"query": ""}' });
+    assert.equal(bad.error?.kind, 'invalid_arguments');
+    assert.deepEqual(bad.issues?.map((i) => i.path), [['query']]);
+  });
+
   it('Debug Tool attaches the JavaScript debugger before the call: a breakpoint in the tool\'s .ts source stops it', async () => {
     const file = path.join(workspace, 'authoring', 'debug', 'echo.ts');
     fs.mkdirSync(path.dirname(file), { recursive: true });

@@ -8,6 +8,8 @@ import { exportedTools, selectTool } from '../../authoring/selectTool';
 import { UserCodeError } from '../../tools/toolErrors';
 import { loadUserModule } from '../../usercode/loadUserModule';
 import type { Tool } from '../../tools/tool';
+import { declaredMcpServers, openDeclaredMcpServers } from '../../authoring/mcpTools';
+import { McpServers } from '../../mcp/servers';
 import { hasParent, sendToParent } from '../ipc';
 import { UsageError } from '../usage';
 
@@ -20,7 +22,11 @@ field named) and the call goes through the runner a rollout uses (timeout, error
                    the class and its constructor needs no arguments)
   --export PATH    the tool at an export path: search, tools[0]
                    (none of the three: the module's only tool)
+  --mcp-server S   a tool of the MCP server S that the module's config declares
+                   (mcpServers); with --tool NAME, or --list for its tools. --tool NAME
+                   alone also finds MCP tools when no exported tool has that name
   --args JSON      the arguments, a JSON object (default {})
+  --list           print the tools (JSON: name, description, parameters) instead of running one
   --json           print the report as JSON
   --ipc            send the report to the extension that started this process
   --session        with --ipc: stay up and answer the extension's tool.check and tool.run
@@ -29,7 +35,12 @@ field named) and the call goes through the runner a rollout uses (timeout, error
                    report its URL, so a debugger can attach before the tool runs
 Exit code 1 when the call fails (bad arguments, a throw, a timeout), unless --ipc.`;
 
-function selectorFrom(values: { tool?: string; class?: string; export?: string }): ToolSelector | undefined {
+function selectorFrom(values: { tool?: string; class?: string; export?: string; 'mcp-server'?: string; list?: boolean }): ToolSelector | undefined {
+  if (values['mcp-server'] !== undefined) {
+    if (values.class !== undefined || values.export !== undefined) throw new UsageError('--mcp-server takes --tool NAME, not --class or --export');
+    if (values.tool === undefined) return values.list ? undefined : (() => { throw new UsageError('--mcp-server needs --tool NAME (or --list)'); })();
+    return { by: 'mcp', server: values['mcp-server'], tool: values.tool };
+  }
   const given = [values.tool, values.class, values.export].filter((v) => v !== undefined);
   if (given.length > 1) throw new UsageError('give at most one of --tool, --class and --export');
   if (values.tool !== undefined) return { by: 'name', name: values.tool };
@@ -46,14 +57,33 @@ function parseJsonArgs(text: string): unknown {
   }
 }
 
-async function loadTool(file: string, selector: ToolSelector | undefined): Promise<Tool> {
+/** The tool to run, and the MCP servers started to reach it (closed when the command ends). */
+interface LoadedTool {
+  tool: Tool;
+  servers: McpServers;
+}
+
+async function loadTool(file: string, selector: ToolSelector | undefined): Promise<LoadedTool> {
   const exports = await loadUserModule(file);
-  if (selector) return selectTool(exports, selector, file);
+  if (selector?.by === 'mcp') return mcpTool(exports, file, selector.server, selector.tool);
+  if (selector?.by === 'name' && !exportedTools(exports).some((t) => t.name === selector.name) && declaredMcpServers(exports) !== undefined) {
+    return mcpTool(exports, file, undefined, selector.name);
+  }
+  if (selector) return { tool: selectTool(exports, selector, file), servers: McpServers.none() };
   const tools = exportedTools(exports);
-  if (tools.length === 1) return tools[0];
+  if (tools.length === 1) return { tool: tools[0], servers: McpServers.none() };
   throw new UserCodeError(
     `${file}: ${tools.length ? `exports ${tools.length} tools (${tools.map((t) => t.name).join(', ')}); say which with --tool NAME` : 'exports no tools; export an instance: export const tool = new MyTool()'}`,
   );
+}
+
+async function mcpTool(exports: Record<string, unknown>, file: string, server: string | undefined, name: string): Promise<LoadedTool> {
+  const servers = await openDeclaredMcpServers(exports, file, server);
+  const tool = servers.tools.find((t) => t.name === name);
+  if (tool) return { tool, servers };
+  await servers.close();
+  const where = server !== undefined ? `MCP server "${server}"` : 'the module and its MCP servers';
+  throw new UserCodeError(`${file}: ${where} ha${server !== undefined ? 's' : 've'} no tool named "${name}" (MCP tools: ${servers.tools.map((t) => t.name).join(', ') || 'none'})`);
 }
 
 /** Answers the extension until it disconnects; the tool module stays loaded (and debuggable) in between. */
@@ -90,6 +120,8 @@ export async function runToolCommand(argv: string[]): Promise<number> {
       ipc: { type: 'boolean', default: false },
       session: { type: 'boolean', default: false },
       inspect: { type: 'boolean', default: false },
+      'mcp-server': { type: 'string' },
+      list: { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -101,7 +133,22 @@ export async function runToolCommand(argv: string[]): Promise<number> {
   const selector = selectorFrom(values);
   const args = values.args === undefined ? {} : parseJsonArgs(values.args);
 
-  const tool = await loadTool(file, selector);
+  if (values.list) {
+    if (values['mcp-server'] === undefined) throw new UsageError('--list needs --mcp-server S');
+    const servers = await openDeclaredMcpServers(await loadUserModule(file), file, values['mcp-server']);
+    process.stdout.write(JSON.stringify(servers.tools.map(toolInfo), null, 2) + '\n');
+    await servers.close();
+    return 0;
+  }
+  const { tool, servers } = await loadTool(file, selector);
+  try {
+    return await runLoaded(tool, file, args, values);
+  } finally {
+    await servers.close();
+  }
+}
+
+async function runLoaded(tool: Tool, file: string, args: unknown, values: { session: boolean; inspect: boolean; ipc: boolean; json: boolean }): Promise<number> {
   if (values.session) {
     // Opened after loading: the tool's module is compiled by then, and its source map is there to bind breakpoints to.
     let inspectorUrl: string | undefined;

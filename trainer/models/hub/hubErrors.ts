@@ -1,6 +1,6 @@
 import { HubApiError } from '@huggingface/hub';
 import { formatBytes } from '../../shared/formatBytes';
-import type { HubSettings } from './settings';
+import type { HubSettings } from './hubSettings';
 
 /**
  * A Hub download that cannot go on, said in terms of what the user does next: the repo, the

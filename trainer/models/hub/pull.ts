@@ -5,7 +5,7 @@ import { isCommitHash, RepoCache } from './cacheLayout';
 import { BlobHttpError, downloadBlob } from './downloadBlob';
 import { cacheWriteError, failureOfApiError, httpFailureError, HubError, isHubApiError, networkError, networkErrorCode, type HubRequestContext } from './hubErrors';
 import { missingFromSnapshot, selectModelFiles, shardsFromIndex, WEIGHTS_INDEX, type ModelFileSet, type RepoFile } from './modelFiles';
-import { hubSettings, type HubSettings } from './settings';
+import { hubSettings, type HubSettings } from './hubSettings';
 import { formatBytes } from '../../shared/formatBytes';
 
 /**

@@ -20,6 +20,8 @@ export const ToolSelector = z.discriminatedUnion('by', [
   z.object({ by: z.literal('name'), name: z.string().min(1) }),
   z.object({ by: z.literal('class'), name: z.string().regex(/^[A-Za-z_$][\w$]*$/, 'expected a class name') }),
   z.object({ by: z.literal('export'), path: ExportPath }),
+  /** A tool of an MCP server the module declares (a training config's `mcpServers`), by the name the policy calls it. */
+  z.object({ by: z.literal('mcp'), server: z.string().min(1), tool: z.string().min(1) }),
 ]);
 export type ToolSelector = z.infer<typeof ToolSelector>;
 

@@ -10,3 +10,4 @@ export * from './debugger';
 export * from './live';
 export * from './panels';
 export * from './authoring';
+export * from './serve';
