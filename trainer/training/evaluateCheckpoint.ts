@@ -11,6 +11,7 @@ import { scoreTrajectories } from '../rewards/score';
 import { AgentLoop } from '../rollout/agentLoop';
 import { ToolSet } from '../tools/toolSet';
 import type { LoadedConfig } from './trainingConfig';
+import { agentLoopOptions, evaluationSampling, providerFor } from './configOptions';
 import { rolloutMetrics } from './rolloutMetrics';
 import { downloadProgressReporter, resolveConfigModel } from './modelSource';
 import { resolveModelPath } from '../models/hub/index';
@@ -43,7 +44,7 @@ export async function evaluateCheckpoint(
   const checkpointDir = await resolveModelPath(checkpoint, { baseDir: process.cwd(), field: '--checkpoint', onProgress: downloadProgressReporter(report) });
   const isAdapter = fs.existsSync(path.join(checkpointDir, 'adapter_config.json'));
   const modelDir = isAdapter ? await resolveConfigModel(loaded, report) : checkpointDir;
-  const device = createDevice(options.device ?? (c.device === 'auto' ? 'cpu' : c.device));
+  const device = createDevice(providerFor(c, options.device));
   let model: ModelRuntime | undefined;
   let mcp: McpServers | undefined;
   try {
@@ -64,16 +65,7 @@ export async function evaluateCheckpoint(
     const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
     mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
     const tools = new ToolSet([...c.tools, ...mcp.tools]);
-    const loop = new AgentLoop({
-      policy: new ModelPolicy(model),
-      template,
-      tools,
-      budget: c.rollout.budget,
-      sampling: { temperature: options.temperature ?? c.evaluation.temperature, topK: 0, topP: 1 },
-      ...(c.rollout.format ? { format: c.rollout.format } : {}),
-      ...(c.rollout.systemPrompt ? { systemPrompt: c.rollout.systemPrompt } : {}),
-      ...(c.rollout.templateKwargs ? { templateKwargs: c.rollout.templateKwargs } : {}),
-    });
+    const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }), sampling: evaluationSampling(c, options.temperature) });
     const rows = data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
     loop.checkRows(rows);
     const trajectories = await loop.run(rows.map((row, i) => ({ row, group: i, sample: 0 })), { seed: c.seed });

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
 import { parseWith } from '../protocol/parse';
 import { appendJsonl, writeFileAtomic } from './jsonl';
+import { RunStoreReader } from './reader';
 
 /**
  * Writes one run directory. Every record is validated before it is written, so a reader
@@ -76,5 +77,21 @@ export class RunStoreWriter {
 
   private writeRun(): void {
     writeFileAtomic(path.join(this.dir, 'run.json'), JSON.stringify(this.run, null, 2) + '\n');
+  }
+}
+
+/**
+ * Drop every record of the steps after `step` — training and evaluation trajectories, and the
+ * metrics of RL steps and evaluations after it (the warm start's stay): a resume from the
+ * checkpoint at `step` writes them again.
+ */
+export function dropRecordsAfterStep(dir: string, step: number): void {
+  const reader = new RunStoreReader(dir);
+  for (const s of reader.steps()) if (s > step) fs.rmSync(path.join(dir, trajectoryFile('train', s)));
+  for (const s of reader.evaluations()) if (s > step) fs.rmSync(path.join(dir, trajectoryFile('eval', s)));
+  const metricsFile = path.join(dir, 'metrics.jsonl');
+  if (fs.existsSync(metricsFile)) {
+    const kept = reader.metrics().records.filter((r) => (r.kind === 'sft' ? true : r.step <= step));
+    writeFileAtomic(metricsFile, kept.map((r) => JSON.stringify(r)).join('\n') + (kept.length ? '\n' : ''));
   }
 }

@@ -1,0 +1,48 @@
+import { scoreTrajectories } from '../rewards/score';
+import { toTrajectoryRecord } from '../rollout/record';
+import type { Episode } from '../rollout/trajectory';
+import type { MetricsRecord } from '../shared/protocol/runStore';
+import type { RunStoreWriter } from '../shared/runstore/writer';
+import { finiteValues, rolloutMetrics } from './rolloutMetrics';
+import { seedFor, type RunParts } from './runParts';
+import { formatScore, scoreKey, taskMetric } from './taskMetric';
+
+export interface EvaluationResult {
+  /** The task metric's name (see taskMetric.ts) and its mean over the rows; undefined without outcome rewards. */
+  metric: string | undefined;
+  score: number | undefined;
+  reward: number;
+  toolCallsPerTrajectory: number;
+  rows: number;
+}
+
+/**
+ * Held-out evaluation at `step` (0: before RL): the evaluation rows rolled out with the
+ * evaluation's sampling (greedy by default), scored with the config's rewards; the trajectories
+ * written to `evals/`, the statistics recorded as `eval` metrics.
+ */
+export async function evaluateHeldOut(parts: RunParts, writer: RunStoreWriter, step: number): Promise<EvaluationResult> {
+  const { config, report } = parts;
+  const data = parts.evalData!;
+  const rows = data.rows.slice(0, config.evaluation.samples ?? data.rows.length);
+  const episodes: Episode[] = rows.map((row, i) => ({ row, group: i, sample: 0 }));
+  report.progress(step, 'eval', 0, episodes.length);
+  const trajectories = await parts.evalLoop.run(episodes, { seed: seedFor(config.seed, step, 17) });
+  const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools);
+  writer.writeEvaluation(step, trajectories.map((t, i) => toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer: parts.model.tokenizer })));
+  const metric = taskMetric(config);
+  const metrics = rolloutMetrics(trajectories, rewards, metric);
+  const result: EvaluationResult = {
+    metric,
+    score: metric === undefined ? undefined : metrics[scoreKey(metric)],
+    reward: metrics['reward/mean'],
+    toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'],
+    rows: rows.length,
+  };
+  const record: MetricsRecord = { step, time: new Date().toISOString(), kind: 'eval', ...finiteValues(metrics) };
+  report.metrics(record);
+  report.progress(step, 'eval', episodes.length, episodes.length);
+  const score = result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : '';
+  report.log(`eval at step ${step} over ${rows.length} rows: ${score}reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory`);
+  return result;
+}

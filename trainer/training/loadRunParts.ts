@@ -1,0 +1,64 @@
+import * as path from 'node:path';
+import { createDevice, type Device } from '../engine/device/device';
+import type { ExecutionProviderName } from '../engine/runtime/providers';
+import { loadJsonlDataset } from '../data/dataset';
+import { ModelPolicy } from '../models/generation/generationSession';
+import { ModelRuntime } from '../models/runtime';
+import { McpServers } from '../mcp/servers';
+import { AgentLoop } from '../rollout/agentLoop';
+import { ToolSet } from '../tools/toolSet';
+import { agentLoopOptions, evaluationSampling, rolloutSampling } from './configOptions';
+import { rolloutHooks } from './rolloutHooks';
+import { resolveConfigModel } from './modelSource';
+import type { RunControl } from './runControl';
+import type { RunParts } from './runParts';
+import type { RunReporter } from './runReporter';
+import type { LoadedConfig } from './trainingConfig';
+
+/**
+ * Load what a run needs, in the order a failure is cheapest to report: the device, the model
+ * (downloaded from the Hub when the config names a repo), its chat template, the MCP servers'
+ * tools, the datasets (each row checked against the length budget). Whatever was opened before
+ * a failure is closed again (`closeRunParts`), so a setup error never leaves a process behind.
+ */
+export async function loadRunParts(
+  loaded: LoadedConfig,
+  settings: { provider: ExecutionProviderName; totalSteps: number; inProcessDevice?: boolean; control: RunControl; report: RunReporter },
+): Promise<RunParts> {
+  const c = loaded.config;
+  const opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers } = {};
+  try {
+    opened.device = createDevice(settings.provider, { worker: !settings.inProcessDevice });
+    const modelDir = await resolveConfigModel(loaded, { events: (e) => settings.report.emit(e), log: settings.report.log, signal: settings.control.signal });
+    settings.report.progress(0, 'load', 0, 1);
+    opened.model = await ModelRuntime.load(opened.device, modelDir, { lora: c.model.lora === false ? undefined : c.model.lora, valueHead: c.algorithm.name === 'ppo', seed: c.seed });
+    const template = opened.model.folder.chatTemplate;
+    if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template; agents need one`);
+    opened.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file), log: settings.report.log });
+    const tools = new ToolSet([...c.tools, ...opened.mcp.tools]);
+    const train = loadJsonlDataset(loaded.resolve(c.data.train), { fields: c.data.fields });
+    const evalFile = c.evaluation.data ?? c.data.eval;
+    const evalData = evalFile ? loadJsonlDataset(loaded.resolve(evalFile), { fields: c.data.fields }) : undefined;
+    const live: RunParts['live'] = { snapshot: undefined };
+    const loopParts = agentLoopOptions(c, { policy: new ModelPolicy(opened.model), template, tools });
+    const loop = new AgentLoop({ ...loopParts, sampling: rolloutSampling(c), observer: rolloutHooks(settings.control, settings.report, live) });
+    const evalLoop = new AgentLoop({ ...loopParts, sampling: evaluationSampling(c) });
+    loop.checkRows(train.rows);
+    if (evalData) loop.checkRows(evalData.rows);
+    return { loaded, config: c, totalSteps: settings.totalSteps, device: opened.device, modelDir, model: opened.model, template, tools, mcp: opened.mcp, loop, evalLoop, train, evalData, control: settings.control, report: settings.report, live };
+  } catch (error) {
+    await closeOpened(opened);
+    throw error;
+  }
+}
+
+/** Close what loadRunParts opened: the MCP servers, the model, the device (its worker thread). */
+export async function closeRunParts(parts: Pick<RunParts, 'device' | 'model' | 'mcp'>): Promise<void> {
+  await closeOpened(parts);
+}
+
+async function closeOpened(opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers }): Promise<void> {
+  await opened.mcp?.close().catch(() => undefined);
+  opened.model?.close();
+  await opened.device?.close().catch(() => undefined);
+}

@@ -1,0 +1,57 @@
+import type { Device } from '../engine/device/device';
+import type { Dataset } from '../data/dataset';
+import type { ChatTemplate } from '../models/chatTemplate';
+import type { ModelRuntime } from '../models/runtime';
+import type { McpServers } from '../mcp/servers';
+import type { AgentLoop } from '../rollout/agentLoop';
+import type { RunStoreWriter } from '../shared/runstore/writer';
+import type { ToolSet } from '../tools/toolSet';
+import type { Random } from '../util/random';
+import type { DataCursor } from './dataCursor';
+import type { LiveSnapshot } from './liveSnapshot';
+import type { RunControl } from './runControl';
+import type { RunReporter } from './runReporter';
+import type { LoadedConfig, TrainingConfig } from './trainingConfig';
+
+/**
+ * Everything a training run has loaded and owns, handed to each stage (warm start, evaluation,
+ * a training step) so that each can be a plain function of what it uses.
+ */
+export interface RunParts {
+  loaded: LoadedConfig;
+  config: TrainingConfig;
+  /** RL steps this run trains (the config's, or a command-line override). */
+  totalSteps: number;
+  device: Device;
+  /** The model folder: `model.path` next to the config, or a Hub snapshot in the Hugging Face cache. */
+  modelDir: string;
+  model: ModelRuntime;
+  template: ChatTemplate;
+  tools: ToolSet;
+  /** The config's MCP servers (their tools are in `tools`). */
+  mcp: McpServers;
+  /** Training rollouts (the config's sampling, the debugger's hooks). */
+  loop: AgentLoop;
+  /** Evaluation rollouts (greedy by default, no debugger hooks). */
+  evalLoop: AgentLoop;
+  train: Dataset;
+  evalData: Dataset | undefined;
+  control: RunControl;
+  report: RunReporter;
+  /** The rollout in progress as the debugger sees it (set only while a step rolls out). */
+  live: { snapshot: LiveSnapshot | undefined };
+}
+
+/** Where a run stands: what a checkpoint saves and a resume restores. */
+export interface RunPosition {
+  writer: RunStoreWriter;
+  cursor: DataCursor;
+  random: Random;
+  /** Steps in a row whose every update was skipped as non-finite. */
+  consecutiveNonFinite: number;
+}
+
+/** A seed for one purpose (`salt`) at one step, so that a resumed run samples what the uninterrupted one did. */
+export function seedFor(seed: number, step: number, salt: number): number {
+  return (seed * 1_000_003 + step * 7_919 + salt) % Number.MAX_SAFE_INTEGER;
+}

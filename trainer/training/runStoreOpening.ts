@@ -1,0 +1,91 @@
+import * as path from 'node:path';
+import type { HostTensor } from '../engine/runtime/tensors';
+import type { ExecutionProviderName } from '../engine/runtime/providers';
+import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
+import type { RunRecord } from '../shared/protocol/runStore';
+import { RunStoreReader } from '../shared/runstore/reader';
+import { dropRecordsAfterStep, RunStoreWriter } from '../shared/runstore/writer';
+import { Random } from '../util/random';
+import { ROLLOUT_STUDIO_VERSION } from '../version';
+import { loadCheckpoint } from './checkpoint';
+import { DataCursor } from './dataCursor';
+import type { RunParts, RunPosition } from './runParts';
+import { taskMetric } from './taskMetric';
+import { hashable } from './trainingConfig';
+
+/**
+ * The run directory at the start of a run: a new one with its run.json, or — to resume — an
+ * existing one cut back to its last checkpoint, with the data position, random state and
+ * optimizer state that checkpoint saved.
+ */
+
+export interface OpenedRun {
+  position: RunPosition;
+  /** The first RL step to train. */
+  startStep: number;
+  /** The optimizer's saved state, when resuming. */
+  optimizerState?: { step: number; tensors: Record<string, HostTensor> };
+}
+
+/** `20261203-101500-my-agent`: when and what, sortable. */
+function runId(name: string): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
+  return `${stamp}-${name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'run'}`;
+}
+
+function modelSummary(parts: RunParts): RunRecord['model'] {
+  const { config, model } = parts;
+  const parameters = model.parameterCount(model.baseWeights);
+  const extra = model.parameterCount(model.extraWeights);
+  return {
+    path: parts.modelDir,
+    family: model.config.family,
+    parameters,
+    trainableParameters: config.model.lora === false ? parameters + extra : extra,
+    ...(config.model.lora !== false ? { lora: { rank: config.model.lora.rank, alpha: config.model.lora.alpha, targets: [...config.model.lora.targets] } } : {}),
+  };
+}
+
+export function createRun(parts: RunParts, provider: ExecutionProviderName, runDir: string | undefined): OpenedRun {
+  const { config: c, loaded } = parts;
+  const name = c.name ?? path.basename(loaded.file).replace(/\.config\.ts$|\.ts$/, '');
+  const dir = runDir ?? path.join(loaded.resolve(c.output.runsDir), runId(name));
+  const metric = taskMetric(c);
+  const writer = RunStoreWriter.create(dir, {
+    protocol: PROTOCOL_VERSION,
+    id: path.basename(dir),
+    name,
+    status: 'running',
+    createdAt: new Date().toISOString(),
+    algorithm: c.algorithm.name,
+    device: provider,
+    seed: c.seed,
+    totalSteps: parts.totalSteps,
+    model: modelSummary(parts),
+    versions: { rolloutStudio: ROLLOUT_STUDIO_VERSION, node: process.versions.node },
+    config: { ...hashable(c), configHash: loaded.hash },
+    configPath: loaded.file,
+    ...(metric !== undefined ? { metric } : {}),
+  });
+  return { position: { writer, cursor: new DataCursor(parts.train.rows.length, c.seed), random: Random.fromSeed(c.seed), consecutiveNonFinite: 0 }, startStep: 1 };
+}
+
+/** Resume: the last checkpoint's data position, random state and optimizer; the records after it are dropped. */
+export function reopenRun(parts: RunParts, dir: string): OpenedRun {
+  const run = new RunStoreReader(dir).run();
+  if (!run.lastCheckpoint) throw new Error(`${dir}: the run has no checkpoint to resume from`);
+  const checkpoint = loadCheckpoint(path.join(dir, run.lastCheckpoint));
+  if (checkpoint.state.configHash !== parts.loaded.hash) {
+    throw new Error(`${dir} was trained with another config (hash ${checkpoint.state.configHash}, this one is ${parts.loaded.hash}); resume with the same config`);
+  }
+  const step = checkpoint.state.step;
+  dropRecordsAfterStep(dir, step);
+  const writer = RunStoreWriter.reopen(dir, { ...run, lastStep: step, lastCheckpoint: run.lastCheckpoint, totalSteps: parts.totalSteps });
+  const { data, random, consecutiveNonFinite } = checkpoint.state;
+  parts.report.log(`resuming ${run.id} after step ${step} from ${run.lastCheckpoint}`);
+  return {
+    position: { writer, cursor: new DataCursor(parts.train.rows.length, parts.config.seed, data.epoch, data.position), random: Random.fromState(random), consecutiveNonFinite },
+    startStep: step + 1,
+    optimizerState: checkpoint.optimizer,
+  };
+}

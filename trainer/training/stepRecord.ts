@@ -1,0 +1,81 @@
+import type { UpdateMetrics } from '../rl/policyTrainer';
+import type { PreparedBatch } from '../rl/prepareBatch';
+import type { BatchRewards } from '../rewards/score';
+import { scalarAdvantage } from '../rl/advantageEstimators';
+import type { Tokenizer } from '../models/tokenizer';
+import { toTrajectoryRecord } from '../rollout/record';
+import type { Trajectory } from '../rollout/trajectory';
+import type { MetricsRecord, TrajectoryRecord } from '../shared/protocol/runStore';
+import { finiteValues, rolloutMetrics } from './rolloutMetrics';
+import { formatScore, scoreKey } from './taskMetric';
+
+/**
+ * What a training step records: one trajectory record per trajectory (with its rewards and
+ * advantages), and one metrics record — the batch's rollout statistics, the update's losses, and
+ * the time and tokens per second of each phase — plus the line a terminal shows.
+ */
+
+/** Seconds each phase of the step took, and the tokens each processed. */
+export interface StepTimes {
+  rolloutSeconds: number;
+  rewardSeconds: number;
+  updateSeconds: number;
+  generatedTokens: number;
+  /** Tokens the update ran forward and backward (all passes). */
+  trainedTokens: number;
+}
+
+export function stepTrajectoryRecords(step: number, trajectories: readonly Trajectory[], rewards: BatchRewards, prepared: PreparedBatch, tokenizer: Tokenizer): TrajectoryRecord[] {
+  return trajectories.map((t, i) => {
+    const advantages = prepared.advantages.advantages[i];
+    const advantage = scalarAdvantage(advantages, t.mask);
+    return toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer, advantages, ...(advantage !== undefined ? { advantage } : {}) });
+  });
+}
+
+export function stepMetricsRecord(
+  step: number,
+  inputs: { trajectories: readonly Trajectory[]; rewards: BatchRewards; prepared: PreparedBatch; update: UpdateMetrics; lr: number; times: StepTimes; metric: string | undefined },
+): MetricsRecord {
+  const { update, times, prepared } = inputs;
+  const stepSeconds = times.rolloutSeconds + times.rewardSeconds + times.updateSeconds;
+  const values: Record<string, number> = {
+    ...rolloutMetrics(inputs.trajectories, inputs.rewards, inputs.metric),
+    'loss/total': update.loss,
+    'loss/policy': update.policyLoss,
+    'clip/fraction': update.clipFraction,
+    'kl/approx_update': update.approxKl,
+    'grad/norm': update.gradNorm,
+    lr: inputs.lr,
+    // Tokens the policy loss covers (the loss mask's ones): the generated tokens, or every response token in the ablation.
+    'tokens/in_loss': prepared.sequences.reduce((n, s) => n + s.mask.reduce((a, m) => a + m, 0), 0),
+    'throughput/rollout_tokens_per_s': times.generatedTokens / times.rolloutSeconds,
+    'throughput/update_tokens_per_s': times.trainedTokens / times.updateSeconds,
+    'time/rollout_s': times.rolloutSeconds,
+    'time/reward_s': times.rewardSeconds,
+    'time/update_s': times.updateSeconds,
+    'time/step_s': stepSeconds,
+    ...(prepared.klMean !== undefined ? { 'kl/mean': prepared.klMean } : {}),
+    ...(update.klLoss !== undefined ? { 'loss/kl': update.klLoss } : {}),
+    ...(update.entropy !== undefined ? { 'loss/entropy': update.entropy } : {}),
+    ...(update.valueLoss !== undefined ? { 'loss/value': update.valueLoss } : {}),
+  };
+  return {
+    step,
+    time: new Date().toISOString(),
+    kind: 'train',
+    ...finiteValues(values),
+    ...(update.skipped ? { skipped: { reason: `${update.skipped} of ${update.steps} updates had a non-finite loss or gradient and were skipped` } } : {}),
+  };
+}
+
+/** "step 3/12: reward 0.412, exact_match 0.375, 1.20 calls/trajectory, loss 0.0123, 8.1 s". */
+export function stepLogLine(record: MetricsRecord, totalSteps: number, metric: string | undefined, update: UpdateMetrics): string {
+  const value = (name: string) => record.values[name] ?? Number.NaN;
+  const score = metric !== undefined && typeof record.values[scoreKey(metric)] === 'number' ? `, ${formatScore(metric, value(scoreKey(metric)))}` : '';
+  return (
+    `step ${record.step}/${totalSteps}: reward ${value('reward/mean').toFixed(3)}${score}` +
+    `, ${value('tools/calls_per_trajectory').toFixed(2)} calls/trajectory, loss ${update.loss.toFixed(4)}, ${value('time/step_s').toFixed(1)} s` +
+    (update.skipped ? ` — ${update.skipped} non-finite update(s) skipped` : '')
+  );
+}

@@ -1,0 +1,129 @@
+import type { PolicyTrainer, UpdateMetrics } from '../rl/policyTrainer';
+import { lossMasks, prepareBatch, scoresNeeded, type PreparedBatch } from '../rl/prepareBatch';
+import { toRlSample } from '../rl/rewardPlacement';
+import type { RlSample } from '../rl/samples';
+import { scoreTrajectories, type BatchRewards } from '../rewards/score';
+import type { Episode, Trajectory } from '../rollout/trajectory';
+import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
+import { batchSettings, policyLossWeight, rlSchedule } from './configOptions';
+import { saveRunCheckpoint } from './runCheckpoint';
+import { LiveSnapshot } from './liveSnapshot';
+import { seedFor, type RunParts, type RunPosition } from './runParts';
+import { learningRate } from './schedule';
+import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, type StepTimes } from './stepRecord';
+import { taskMetric } from './taskMetric';
+
+/**
+ * One RL step, top to bottom: roll out the step's prompts → score the trajectories → prepare the
+ * batch (KL, advantages, training sequences) → update the policy → record the step → checkpoint
+ * (or apply the non-finite rule). Each stage is a function below; the step's state flows from
+ * one to the next as values.
+ */
+
+export type StepOutcome = 'ok' | 'failed' | 'stopped';
+
+export async function trainingStep(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number): Promise<StepOutcome> {
+  const rolled = await rolloutStage(parts, position, step);
+  if (rolled === 'stopped') return 'stopped';
+  const scored = await scoreStage(parts, step, rolled.trajectories);
+  const prepared = await prepareStage(parts, trainer, rolled.trajectories, scored.samples);
+  const updated = await updateStage(parts, position, trainer, step, prepared);
+  const times: StepTimes = {
+    rolloutSeconds: rolled.seconds,
+    rewardSeconds: scored.seconds,
+    updateSeconds: updated.seconds,
+    generatedTokens: rolled.generatedTokens,
+    trainedTokens: prepared.sequences.reduce((n, s) => n + s.ids.length, 0) * parts.config.algorithm.epochs,
+  };
+  const recorded = recordStage(parts, position, step, { trajectories: rolled.trajectories, rewards: scored.rewards, prepared, update: updated.metrics, lr: updated.lr, times });
+  return finishStage(parts, position, trainer, step, updated.metrics, recorded);
+}
+
+/** Roll out: `promptsPerStep` rows, each sampled `groupSize` times. A stop drops the step in flight. */
+async function rolloutStage(parts: RunParts, position: RunPosition, step: number): Promise<{ trajectories: Trajectory[]; seconds: number; generatedTokens: number } | 'stopped'> {
+  const { config: c, report } = parts;
+  const started = performance.now();
+  const rows = position.cursor.take(c.rollout.promptsPerStep).map((i) => parts.train.rows[i]);
+  const episodes: Episode[] = rows.flatMap((row, g) => Array.from({ length: c.algorithm.groupSize }, (_, k) => ({ row, group: g, sample: k })));
+  report.progress(step, 'rollout', 0, episodes.length);
+  parts.live.snapshot = new LiveSnapshot(step, parts.model.tokenizer);
+  let trajectories: Trajectory[];
+  try {
+    trajectories = await parts.loop.run(episodes, { seed: seedFor(c.seed, step, 1), signal: parts.control.signal });
+  } catch (error) {
+    // The steps before this one stay complete in the run store.
+    if (parts.control.stopping) return 'stopped';
+    throw error;
+  } finally {
+    parts.live.snapshot = undefined;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const generatedTokens = trajectories.reduce((n, t) => n + t.mask.reduce((a, m) => a + m, 0), 0);
+  report.progress(step, 'rollout', episodes.length, episodes.length, generatedTokens / seconds);
+  return { trajectories, seconds, generatedTokens };
+}
+
+/** Score: outcome and process rewards per trajectory, placed on its tokens for the RL side. */
+async function scoreStage(parts: RunParts, step: number, trajectories: Trajectory[]): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
+  const started = performance.now();
+  parts.report.progress(step, 'reward', 0, trajectories.length);
+  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools);
+  const samples = trajectories.map((t, i) => toRlSample(t, rewards.trajectories[i]));
+  return { rewards, samples, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Prepare the batch: the model scores what the batch needs (reference log-probs, values), then rl/ turns it into training sequences. */
+async function prepareStage(parts: RunParts, trainer: PolicyTrainer, trajectories: Trajectory[], samples: RlSample[]): Promise<PreparedBatch> {
+  const settings = batchSettings(parts.config);
+  const masks = lossMasks(trajectories, settings.lossMask);
+  const scores = await trainer.scoreReferenceAndValues(trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i] })), scoresNeeded(settings));
+  return prepareBatch(trajectories, samples, masks, scores, settings);
+}
+
+/** Update: the policy (and critic) optimizer steps over the batch at this step's learning rate. */
+async function updateStage(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number, prepared: PreparedBatch): Promise<{ metrics: UpdateMetrics; lr: number; seconds: number }> {
+  const started = performance.now();
+  parts.report.progress(step, 'update', 0, 1);
+  const lr = learningRate(rlSchedule(parts.config), step - 1, parts.totalSteps);
+  const metrics = await trainer.update(prepared.sequences, lr, position.random, policyLossWeight(parts.config, step));
+  return { metrics, lr, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Record: the trajectories and the metrics in the run store, announced live, one line to the terminal. */
+function recordStage(parts: RunParts, position: RunPosition, step: number, inputs: Omit<Parameters<typeof stepMetricsRecord>[1], 'metric'>) {
+  const metric = taskMetric(parts.config);
+  const trajectories = stepTrajectoryRecords(step, inputs.trajectories, inputs.rewards, inputs.prepared, parts.model.tokenizer);
+  position.writer.appendTrajectories(step, trajectories);
+  const metrics = stepMetricsRecord(step, { ...inputs, metric });
+  parts.report.metrics(metrics);
+  parts.report.progress(step, 'update', 1, 1, inputs.times.trainedTokens / inputs.times.updateSeconds);
+  parts.report.log(stepLogLine(metrics, parts.totalSteps, metric, inputs.update));
+  return { trajectories, metrics };
+}
+
+/**
+ * Finish the step: too many non-finite steps in a row fail the run (the last good checkpoint
+ * stays); otherwise checkpoint when due (never after a step whose every update was skipped),
+ * mark the step complete, and hold at the debugger's `update` point.
+ */
+async function finishStage(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number, update: UpdateMetrics, recorded: ReturnType<typeof recordStage>): Promise<StepOutcome> {
+  const { config: c, report } = parts;
+  const allSkipped = update.steps > 0 && update.skipped === update.steps;
+  position.consecutiveNonFinite = allSkipped ? position.consecutiveNonFinite + 1 : 0;
+  if (position.consecutiveNonFinite >= c.nonFinite.maxConsecutive) {
+    const message = `${position.consecutiveNonFinite} steps in a row had only non-finite losses or gradients; stopped. The last good checkpoint is ${position.writer.record.lastCheckpoint ?? 'none'}.`;
+    position.writer.completeStep(step);
+    report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+    position.writer.finish('failed', { message, step });
+    report.log(message);
+    return 'failed';
+  }
+  const due = c.output.checkpointEvery > 0 && (step % c.output.checkpointEvery === 0 || step === parts.totalSteps);
+  if (due && !allSkipped) await saveRunCheckpoint(parts, position, trainer, step);
+  else position.writer.completeStep(step);
+  report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  // The debugger's `update` point: the step is done and recorded; it sees the scored records (without their token arrays) and the metrics.
+  const light = recorded.trajectories.map((r) => ({ ...r, tokens: { ids: '', pieces: [], mask: r.tokens.mask, logprobs: '' } }));
+  await parts.control.point({ step, trajectory: 0, kind: 'update' }, () => ({ trajectories: light, metrics: recorded.metrics }));
+  return 'ok';
+}

@@ -1,0 +1,49 @@
+import { loadDemonstrations } from '../data/demonstrations';
+import type { MetricsRecord } from '../shared/protocol/runStore';
+import { SftTrainer, type SftSequence } from '../rl/sft';
+import { tokenizeDemonstration } from '../rollout/tokenizeDemonstration';
+import type { Random } from '../util/random';
+import { sftOptions, sftSchedule } from './configOptions';
+import { finiteValues } from './rolloutMetrics';
+import type { RunParts } from './runParts';
+import { learningRate } from './schedule';
+
+/**
+ * The supervised warm start: the demonstration files (a curriculum, trained in order) tokenised
+ * as the agent loop lays out a rollout, trained under one learning-rate schedule over the whole
+ * curriculum; each optimizer step recorded as an `sft` metric.
+ */
+export async function warmStart(parts: RunParts, random: Random): Promise<void> {
+  const sft = parts.config.sft!;
+  const stages: SftSequence[][] = [];
+  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) stages.push(await readDemonstrations(parts, parts.loaded.resolve(file)));
+  const trainer = await SftTrainer.create(parts.model, sftOptions(parts.config));
+  // Step numbers run on across files and epochs.
+  const total = stages.reduce((n, sequences) => n + Math.ceil(sequences.length / sft.batchSize) * sft.epochs, 0);
+  const schedule = sftSchedule(parts.config);
+  const onStep = (s: number, loss: number) => {
+    parts.report.progress(0, 'sft', s, total);
+    const record: MetricsRecord = { step: s, time: new Date().toISOString(), kind: 'sft', ...finiteValues({ 'loss/sft': loss, lr: learningRate(schedule, s - 1, total) }) };
+    parts.report.metrics(record);
+    if (s % Math.max(1, Math.floor(total / 10)) === 0 || s === total) parts.report.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
+  };
+  try {
+    for (const sequences of stages) {
+      for (let epoch = 0; epoch < sft.epochs && !parts.control.stopping; epoch++) {
+        await trainer.epoch(sequences, (s) => learningRate(schedule, s, total), random, onStep);
+      }
+    }
+  } finally {
+    await trainer.release();
+  }
+}
+
+/** A demonstrations file as token sequences, each laid out as the agent loop would; errors name the file, line and field. */
+async function readDemonstrations(parts: RunParts, file: string): Promise<SftSequence[]> {
+  const kwargs = parts.config.rollout.templateKwargs;
+  const demonstrations = await loadDemonstrations(file, { tools: parts.tools });
+  return demonstrations.map(({ messages, source }) => {
+    const tokens = tokenizeDemonstration(parts.template, messages, { tools: parts.tools.specs(), ...(kwargs ? { kwargs } : {}), origin: `${source.file}:${source.line}` });
+    return { ids: tokens.ids, mask: Uint8Array.from(tokens.mask) };
+  });
+}
