@@ -3,14 +3,16 @@
  * line breakpoints in transcripts (one trajectory's turn, call or end — where VS Code's
  * logpoints live, since DAP gives function breakpoints no log message). Each may carry a
  * condition and a hit condition, line breakpoints a log message; all are evaluated over the
- * turn context (see turnContext.ts). Shared by replay and, later, live mode: whoever walks the
- * rollout asks `check` at every stop point.
+ * turn context (see turnContext.ts). Live training and replay must behave alike, so both targets
+ * ask the same question at every stop point they reach: `stopAt` — does a breakpoint fire here,
+ * and which logpoints print.
  */
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { compileExpression, display, type CompiledExpression } from './expression';
 import { compileTemplate, type CompiledTemplate } from './logTemplate';
 import { describePoint, type StopPoint } from './timeline';
-import { CONTEXT_NAMES, type ExceptionFact, type ExceptionFilterId, type PointFacts, type TurnContext } from './turnContext';
+import type { MetricsRecord, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import { CONTEXT_NAMES, turnContext, type ExceptionFact, type ExceptionFilterId, type PointFacts, type TurnContext } from './turnContext';
 
 const CONDITION_HELP = 'an expression over the turn context, e.g. call.name === "search" && turn > 3';
 
@@ -129,8 +131,25 @@ export interface CheckResult {
   errors: string[];
 }
 
+/** A stop point as a target reaches it: the step, its trajectories as they stand, the point, and what is known there. */
+export interface ReachedPoint {
+  step: number;
+  trajectories: readonly TrajectoryRecord[];
+  point: StopPoint;
+  metrics?: MetricsRecord;
+  /** The exceptions and facts at the point (live mode also counts the call's own failure at its result). */
+  facts: (trajectory: TrajectoryRecord | undefined) => PointFacts;
+}
+
+/** A breakpoint fired: the stop to report, focused on the point's trajectory. */
+export interface BreakpointStop extends Stop {
+  trajectory: number;
+}
+
 export class BreakpointSet {
   private tools: ToolRule[] = [];
+  /** Conditions that failed to evaluate, reported once each. */
+  private readonly reportedErrors = new Set<string>();
   private filters = new Map<ExceptionFilterId, Rule>();
   /** Line breakpoints in transcripts, by `step:index` of their trajectory. */
   private lines = new Map<string, LineRule[]>();
@@ -198,6 +217,26 @@ export class BreakpointSet {
   /** What is set, by kind: live training asks the trainer to hold only where one of them can fire. */
   summary(): { tools: boolean; filters: ExceptionFilterId[]; lines: boolean } {
     return { tools: this.tools.length > 0, filters: [...this.filters.keys()], lines: this.lines.size > 0 };
+  }
+
+
+  /**
+   * Does a breakpoint stop the rollout at this point? Logpoints print through `output`, and a
+   * condition that cannot be evaluated is reported once (it counts as false).
+   */
+  stopAt(reached: ReachedPoint, output: (text: string, category: 'console' | 'stderr') => void): BreakpointStop | undefined {
+    if (this.isEmpty) return undefined;
+    const { step, point, metrics } = reached;
+    const trajectory = point.trajectory >= 0 ? reached.trajectories[point.trajectory] : undefined;
+    const location = trajectory ? { step, index: trajectory.index, point } : undefined;
+    const result = this.check(reached.facts(trajectory), () => turnContext(step, trajectory, point, metrics), location);
+    for (const log of result.logs) output(log, 'console');
+    for (const error of result.errors) {
+      if (this.reportedErrors.has(error)) continue;
+      this.reportedErrors.add(error);
+      output(`${error} (treated as false)`, 'stderr');
+    }
+    return result.stop ? { ...result.stop, trajectory: Math.max(0, point.trajectory) } : undefined;
   }
 
   /**

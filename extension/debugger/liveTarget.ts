@@ -26,9 +26,8 @@ import { markRunStopped } from '../live/stoppedRun';
 import type { BreakpointSet } from './breakpoints';
 import { holdConfiguration } from './holdPolicy';
 import { liveFacts, liveView, type Hold } from './liveView';
-import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './rolloutTarget';
+import { toTargetStop, type ResumeKind, type RolloutTarget, type TargetListener, type TargetStop, type TargetView } from './rolloutTarget';
 import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
-import { turnContext } from './turnContext';
 
 export interface LiveTargetOptions {
   /** The training config file (absolute). */
@@ -71,7 +70,6 @@ export class LiveTarget implements RolloutTarget {
   private intent: Intent = { kind: 'run' };
   private sentConfiguration = '';
   private readonly eventListeners = new Set<(event: TrainingEvent) => void>();
-  private readonly reportedErrors = new Set<string>();
   private readonly publication: LiveTraining;
 
   constructor(
@@ -335,20 +333,9 @@ export class LiveTarget implements RolloutTarget {
   }
 
   private check(view: TargetView): TargetStop | undefined {
-    if (this.options.noDebug || this.breakpoints.isEmpty) return undefined;
-    const { point, step, metrics } = view;
-    const trajectory = point.trajectory >= 0 ? view.trajectories[point.trajectory] : undefined;
-    const location = trajectory ? { step, index: trajectory.index, point } : undefined;
-    const result = this.breakpoints.check(liveFacts(trajectory, point, metrics), () => turnContext(step, trajectory, point, metrics), location);
-    for (const log of result.logs) this.listener.output(log, 'console');
-    for (const error of result.errors) {
-      if (this.reportedErrors.has(error)) continue;
-      this.reportedErrors.add(error);
-      this.listener.output(`${error} (treated as false)`, 'stderr');
-    }
-    if (!result.stop) return undefined;
-    const { reason, description, hitBreakpointIds, exception } = result.stop;
-    return { reason, description, trajectory: Math.max(0, point.trajectory), hitBreakpointIds, ...(exception ? { exception } : {}) };
+    if (this.options.noDebug) return undefined;
+    const stop = this.breakpoints.stopAt({ ...view, facts: (trajectory) => liveFacts(trajectory, view.point, view.metrics) }, (text, category) => this.listener.output(text, category));
+    return stop && toTargetStop(stop);
   }
 
   private where(view: TargetView): string {

@@ -9,9 +9,10 @@
  */
 import type { BreakpointSet } from './breakpoints';
 import type { RecordedRunSource, StepData } from './recordedRun';
-import type { ResumeKind, RolloutTarget, StopReason, TargetListener, TargetStop, TargetView } from './rolloutTarget';
+import { toTargetStop, type ResumeKind, type RolloutTarget, type StopReason, type TargetListener, type TargetStop, type TargetView } from './rolloutTarget';
+import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
 import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
-import { pointFacts, turnContext } from './turnContext';
+import { pointFacts } from './turnContext';
 
 interface Cursor {
   /** Index into the run's step list. */
@@ -37,7 +38,6 @@ export class ReplayTarget implements RolloutTarget {
   private busy = false;
   private pauseRequested = false;
   private disposed = false;
-  private readonly reportedErrors = new Set<string>();
   /** With `startAt`: where the replay begins (checked when the target is made). */
   private readonly entry?: Cursor;
 
@@ -151,20 +151,10 @@ export class ReplayTarget implements RolloutTarget {
   }
 
   private checkBreakpoints(data: StepData, index: number): TargetStop | undefined {
-    if (this.breakpoints.isEmpty) return undefined;
     const point = data.timeline[index];
-    const trajectory = point.trajectory >= 0 ? data.trajectories[point.trajectory] : undefined;
-    const location = trajectory ? { step: data.step, index: trajectory.index, point } : undefined;
-    const result = this.breakpoints.check(pointFacts(trajectory, point, data.metrics), () => turnContext(data.step, trajectory, point, data.metrics), location);
-    for (const log of result.logs) this.listener.output(log, 'console');
-    for (const error of result.errors) {
-      if (this.reportedErrors.has(error)) continue;
-      this.reportedErrors.add(error);
-      this.listener.output(`${error} (treated as false)`, 'stderr');
-    }
-    if (!result.stop) return undefined;
-    const { reason, description, hitBreakpointIds, exception } = result.stop;
-    return { reason, description, trajectory: Math.max(0, point.trajectory), hitBreakpointIds, exception };
+    const reached = { step: data.step, trajectories: data.trajectories, point, metrics: data.metrics, facts: (trajectory: TrajectoryRecord | undefined) => pointFacts(trajectory, point, data.metrics) };
+    const stop = this.breakpoints.stopAt(reached, (text, category) => this.listener.output(text, category));
+    return stop && toTargetStop(stop);
   }
 
   private async walkForward(from: Cursor, visit: Visitor): Promise<TargetStop> {

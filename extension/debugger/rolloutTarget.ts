@@ -10,6 +10,7 @@
  *   holding. Live training also ends by itself and reports progress.
  */
 import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { BreakpointStop } from './breakpoints';
 import type { StopPoint } from './timeline';
 import type { ExceptionFact } from './turnContext';
 
@@ -78,4 +79,10 @@ export interface RolloutTarget {
   terminate?(): void;
   /** Let go; live, this stops the trainer and resolves once it has exited. */
   dispose(): void | Promise<void>;
+}
+
+/** A breakpoint's stop as the session reports it. */
+export function toTargetStop(stop: BreakpointStop): TargetStop {
+  const { reason, description, hitBreakpointIds, exception, trajectory } = stop;
+  return { reason, description, trajectory, hitBreakpointIds, ...(exception ? { exception } : {}) };
 }
