@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
-import { describeServer, isStdioServer, type McpServerConfig } from './config';
+import { describeServer, isStdioServer, type McpServerConfig } from './mcpConfig';
 
 /**
  * What a server says of one of its tools, and what a call returns: the fields of MCP's `Tool` and
