@@ -29,6 +29,12 @@ export interface ScoringGraphOptions {
    * tokens are in the suffixes, never the first token of one.
    */
   sharedPrefix?: boolean;
+  /**
+   * Also output `argmaxGap`: the largest logit minus the target's logit, 0 exactly where the
+   * target is the greedy choice — so teacher-forced exact match (what greedy decoding would copy)
+   * is one forward pass.
+   */
+  argmaxGap?: boolean;
 }
 
 export interface ScoringGraph {
@@ -37,6 +43,7 @@ export interface ScoringGraph {
   logprobs: Tensor;
   entropy?: Tensor;
   values?: Tensor;
+  argmaxGap?: Tensor;
   inputs: { ids: Tensor; positions: Tensor; keyMask: Tensor; scoreTokens: Tensor; invTemperature: Tensor };
 }
 
@@ -74,7 +81,11 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
     const targets = op.gather(op.reshape(ids, [-1]), scoreTokens, 0); // [N]
     const picked = op.squeeze(op.sub(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), lse), [-1]);
     const place = (perToken: Tensor) => op.reshapeTo(op.scatterND(op.fullLike(op.reshape(ids, [-1]), 0, dtype), op.unsqueeze(scoreTokens, [-1]), perToken), op.shapeOf(ids), ['B', 'T']);
-    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor } = { logprobs: place(picked) };
+    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor; argmaxGap?: Tensor } = { logprobs: place(picked) };
+    if (options.argmaxGap) {
+      const targetLogit = op.squeeze(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), [-1]);
+      result.argmaxGap = place(op.sub(op.squeeze(op.reduceMax(logits, [-1], true), [-1]), targetLogit));
+    }
     if (options.entropy) {
       // H = lse − Σ softmax · logits
       const probs = op.exp(op.sub(logits, lse));
