@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { checkBuiltinModelName } from '../models/builtinModels';
 import { LORA_TARGETS } from '../models/lora';
 import { Algorithm } from '../shared/protocol/runStore';
 import { describeIssues } from '../shared/protocol/parse';
@@ -21,8 +22,9 @@ const fraction = z.number().min(0).max(1);
 export const ModelSection = z.strictObject({
   /**
    * A Hugging Face model folder (config.json, *.safetensors, tokenizer.json, tokenizer_config.json),
-   * relative to the config's folder; or, when no such folder exists, a Hub repo id such as
-   * `Qwen/Qwen3-0.6B`, downloaded into the Hugging Face cache on first use (models/hub).
+   * relative to the config's folder; `rollout-studio:base`, the small pretrained base that ships
+   * with the package; or, when no such folder exists, a Hub repo id such as `Qwen/Qwen3-0.6B`,
+   * downloaded into the Hugging Face cache on first use (models/hub).
    */
   path: z.string().min(1),
   /** A Hub repo's branch, tag or commit hash (default `main`); only with a repo id. */
@@ -214,6 +216,12 @@ export function parseConfig(value: unknown, file: string): TrainingConfig {
     checkRewardConfig(config.rewards);
   } catch (error) {
     throw new ConfigError(`${file}: ${(error as Error).message}`);
+  }
+  try {
+    // A misspelt built-in name fails here, before anything runs; a missing base only when used.
+    checkBuiltinModelName(config.model.path);
+  } catch (error) {
+    throw new ConfigError(`${file}: model.path: ${(error as Error).message}`);
   }
   if (config.metric !== undefined && !config.rewards.outcome.some((r) => r.name === config.metric)) {
     const names = config.rewards.outcome.map((r) => `"${r.name}"`).join(', ');

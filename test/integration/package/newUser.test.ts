@@ -185,7 +185,7 @@ describe('a new user, outside the repository', { timeout: 900_000 }, () => {
   it('npm pack: the trainer, its types and the examples; no tests, CI, editor settings or test bundles', () => {
     // As a publisher packs: its prepack script bundles the type declarations, prepare builds dist/.
     const packed = run('npm', ['pack', '--json', '--pack-destination', scratch], ROOT, { ...userEnvironment(), PATH: process.env['PATH'] });
-    const report = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('[\n'))) as Array<{ filename: string; size: number; unpackedSize: number; entryCount: number; files: Array<{ path: string }> }>;
+    const report = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('[\n'))) as Array<{ filename: string; size: number; unpackedSize: number; entryCount: number; files: Array<{ path: string; size: number }> }>;
     const [{ filename, size, unpackedSize, entryCount, files }] = report;
     tarball = path.join(scratch, filename);
     console.log(`  npm package ${filename}: ${(size / 1e6).toFixed(2)} MB, ${(unpackedSize / 1e6).toFixed(1)} MB unpacked, ${entryCount} files (npm pack took ${packed.seconds.toFixed(0)} s)`);
@@ -193,8 +193,13 @@ describe('a new user, outside the repository', { timeout: 900_000 }, () => {
     for (const wanted of ['package.json', 'README.md', 'LICENSE', 'dist/trainer/cli.js', 'dist/trainer/index.js', 'dist/trainer/device-worker.js', 'dist/types/index.d.ts', 'examples/calculator/tools.ts']) {
       assert.ok(paths.includes(wanted), `${wanted} is in the tarball`);
     }
-    assert.deepEqual(paths.filter((p) => /^(test|\.ci|\.vscode|\.build|trainer|extension|webview|dist\/test|dist\/extension|dist\/webview)\//.test(p) || p.endsWith('.map')), [], 'nothing of the repository but the package');
-    assert.ok(size < 2e6, `the tarball is ${size} bytes`);
+    // The pretrained base (rollout-studio:base) is the one folder of trainer/ that ships: weights, not code.
+    const base = files.filter((f) => f.path.startsWith('trainer/pretrained/base/'));
+    assert.deepEqual(base.map((f) => f.path).filter((p) => /model\.safetensors$|config\.json$|tokenizer\.json$/.test(p)).sort(), ['trainer/pretrained/base/config.json', 'trainer/pretrained/base/model.safetensors', 'trainer/pretrained/base/tokenizer.json']);
+    const baseBytes = base.reduce((n, f) => n + f.size, 0);
+    assert.ok(baseBytes < 50e6, `the base is ${baseBytes} bytes (at most 50 MB)`);
+    assert.deepEqual(paths.filter((p) => (/^(test|\.ci|\.vscode|\.build|trainer|extension|webview|dist\/test|dist\/extension|dist\/webview)\//.test(p) && !p.startsWith('trainer/pretrained/base/')) || p.endsWith('.map')), [], 'nothing of the repository but the package');
+    assert.ok(size < 2e6 + baseBytes, `the tarball is ${size} bytes, ${baseBytes} of them the base's (uncompressed)`);
   });
 
   it('installs offline with the README’s line, without the CUDA download, and type-checks a user project against the package’s types', () => {

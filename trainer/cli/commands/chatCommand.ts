@@ -14,7 +14,7 @@ import { resolveModelPath } from '../../models/hub';
 export const chatUsage = `rollout-studio chat --model DIR [--adapter DIR] [options]
 
 An interactive chat with a model (or a checkpoint), tokens streamed as they are sampled.
-  --model DIR          a Hugging Face model folder, or a Hub repo id (org/name, pulled into the Hugging Face cache)
+  --model DIR          a Hugging Face model folder, rollout-studio:base, or a Hub repo id (org/name, pulled into the Hugging Face cache)
   --revision R         the Hub repo's branch, tag or commit (default main)
   --adapter DIR        a LoRA adapter folder (PEFT format) to apply, or a Hub repo id
   --system TEXT        a system message

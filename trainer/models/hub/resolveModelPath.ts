@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { BUILT_IN_PREFIX, builtInModelDir, checkBuiltinModelName } from '../builtinModels';
 import { HubError } from './hubErrors';
 import type { ModelFileSet } from './modelFiles';
 import { pullModel, type PullProgress, type PullResult } from './pull';
@@ -20,16 +21,6 @@ import { pullModel, type PullProgress, type PullResult } from './pull';
  */
 
 export type ModelSource = { kind: 'folder'; dir: string } | { kind: 'builtin'; name: string } | { kind: 'hub'; repo: string };
-
-/** Names that are neither folders nor repo ids. */
-export const BUILT_IN_PREFIX = 'rollout-studio:';
-
-/**
- * Built-in models by name (after the prefix): each returns its folder. The seam for models that
- * ship with the package; this version ships none, so every built-in name is refused with the
- * list of known ones.
- */
-const BUILT_IN_MODELS: ReadonlyMap<string, () => string> = new Map();
 
 /** `org/name` as the Hub spells repo ids: letters, digits, `-`, `_`, `.`; no `--` or `..`; at most 96 characters a part. */
 export function isRepoId(spec: string): boolean {
@@ -77,9 +68,13 @@ export async function resolveModelPath(spec: string, options: ResolveModelOption
     case 'folder':
       return source.dir;
     case 'builtin': {
-      const builtIn = BUILT_IN_MODELS.get(source.name);
-      if (!builtIn) throw new HubError(`${field}"${spec}" is not a built-in model (known: ${[...BUILT_IN_MODELS.keys()].map((n) => BUILT_IN_PREFIX + n).join(', ') || 'none in this version'})`);
-      return builtIn();
+      // Models that ship with the package (models/builtinModels.ts): an unknown name lists the known ones.
+      try {
+        checkBuiltinModelName(spec);
+        return builtInModelDir(source.name);
+      } catch (error) {
+        throw new HubError(field + (error as Error).message);
+      }
     }
     case 'hub': {
       let result: PullResult;
