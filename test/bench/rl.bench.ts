@@ -17,7 +17,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { prepareData, prepareModel } from '../../examples/multihop-search/demo';
+import { prepareData } from '../../examples/multihop-search/demo';
 import { type LoadedConfig, type TrainingConfig } from '../../trainer/training/trainingConfig';
 import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
 import { RunStoreReader } from '../../trainer/shared/runstore';
@@ -112,7 +112,6 @@ async function main(argv: string[]): Promise<void> {
   const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;
   if (only) for (const name of only) if (!VARIANTS.some((v) => v.name === name)) throw new Error(`--only: no variant "${name}"; variants: ${VARIANTS.map((v) => v.name).join(', ')}`);
   prepareData(false);
-  prepareModel(false);
   fs.mkdirSync(OUT, { recursive: true });
 
   // The warm start, once: SFT, the held-out evaluation, and one GRPO step (its step-0 checkpoint is the SFT model).

@@ -1,0 +1,31 @@
+/**
+ * The unit-conversion task, trained from the pretrained base: a task that is in no example and
+ * not in the pretraining corpus (test/unit/pretrain/contamination.test.ts checks the corpus).
+ * `npm run bench:new-task` runs it with the SFT-only baseline.
+ */
+import { defineConfig, z } from 'rollout-studio';
+import { rewards } from './rewards';
+import { SYSTEM_PROMPT } from './data';
+import { tools } from './tools';
+
+export default defineConfig({
+  name: 'unit-conversion',
+  model: { path: 'rollout-studio:base', lora: false },
+  data: { train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: z.object({ answer: z.string() }) },
+  tools,
+  rewards,
+  sft: { data: 'data/sft.jsonl', epochs: 1, lr: 3e-4, batchSize: 8, warmupSteps: 5 },
+  algorithm: { name: 'grpo', groupSize: 8 },
+  rollout: {
+    promptsPerStep: 4,
+    budget: { maxTurns: 3, maxNewTokensPerTurn: 48, maxTotalTokens: 768, maxToolResultTokens: 32 },
+    temperature: 1,
+    systemPrompt: SYSTEM_PROMPT,
+    templateKwargs: { enable_thinking: false },
+  },
+  optimization: { lr: 1e-4, maxGradNorm: 1, microBatchSize: 8 },
+  steps: 40,
+  seed: 1,
+  evaluation: { temperature: 0 },
+  output: { checkpointEvery: 40, keepCheckpoints: 1000 },
+});

@@ -1,0 +1,102 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { createDevice } from '../engine/device/device';
+import { loadDemonstrations } from '../data/demonstrations';
+import { ModelRuntime } from '../models/runtime';
+import { saveModelFolder } from '../models/save';
+import type { ChatTemplate } from '../models/chatTemplate';
+import { SftTrainer, type SftSequence } from '../rl/sft';
+import { hasImages } from '../rollout/images';
+import { tokenizeDemonstration } from '../rollout/tokenizeDemonstration';
+import { ToolSet } from '../tools/toolSet';
+import { Random } from '../util/random';
+import type { LoadedConfig } from './trainingConfig';
+import { sftOptions } from './configOptions';
+import { evaluateCheckpoint, type CheckpointEvaluation } from './evaluateCheckpoint';
+
+/**
+ * The SFT-only baseline of an RL result: from the same warm start, keep training on the
+ * demonstrations instead of running RL, for the same extra compute (wall-clock seconds of the RL
+ * phase, measured in the same run), then evaluate exactly as the run did. If RL does not beat
+ * this, its gain was just more training.
+ */
+export interface SftBaselineOptions {
+  /** The warm-started model folder (the run's step-0 checkpoint). */
+  from: string;
+  /** Seconds of training to spend (the RL phase's time). */
+  seconds: number;
+  /** Where to write the baseline's model. */
+  outDir: string;
+  log?: (line: string) => void;
+}
+
+export interface SftBaselineResult {
+  evaluation: CheckpointEvaluation;
+  steps: number;
+  seconds: number;
+}
+
+export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOptions): Promise<SftBaselineResult> {
+  const c = loaded.config;
+  if (!c.sft) throw new Error(`${loaded.file}: the SFT-only baseline continues the warm start; the config has no sft section`);
+  // A LoRA run's checkpoints are adapters; the baseline saves a whole model folder.
+  if (c.model.lora !== false) throw new Error(`${loaded.file}: the SFT-only baseline needs model.lora: false (it continues a full model folder)`);
+  const device = createDevice(c.device === 'auto' ? 'cpu' : c.device);
+  const model = await ModelRuntime.load(device, options.from);
+  const started = performance.now();
+  let steps = 0;
+  try {
+    const sequences = await readBaselineDemonstrations(loaded, model.folder.chatTemplate, options.from);
+    steps = await trainFor(model, loaded, sequences, options);
+  } finally {
+    model.close();
+    await device.close();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  options.log?.(`SFT-only baseline: ${steps} more SFT steps in ${seconds.toFixed(0)} s; evaluating ${path.basename(options.outDir)}`);
+  const evaluation = await evaluateCheckpoint(loaded, options.outDir);
+  return { evaluation, steps, seconds };
+}
+
+/** The config's demonstration files, tokenised as the warm start tokenises them (text only). */
+async function readBaselineDemonstrations(loaded: LoadedConfig, template: ChatTemplate | undefined, modelDir: string): Promise<SftSequence[]> {
+  const c = loaded.config;
+  if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template`);
+  const tools = new ToolSet(c.tools);
+  const sequences: SftSequence[] = [];
+  for (const file of typeof c.sft!.data === 'string' ? [c.sft!.data] : c.sft!.data) {
+    for (const { messages, source } of await loadDemonstrations(loaded.resolve(file), { tools })) {
+      const origin = `${source.file}:${source.line}`;
+      if (hasImages(messages)) throw new Error(`${origin}: the SFT-only baseline trains text demonstrations only`);
+      const kwargs = c.rollout.templateKwargs;
+      const t = tokenizeDemonstration(template, messages, { tools: tools.specs(), ...(kwargs ? { kwargs } : {}), origin });
+      sequences.push({ ids: t.ids, mask: Uint8Array.from(t.mask) });
+    }
+  }
+  return sequences;
+}
+
+/** Passes over the demonstrations (reshuffled) at the warm start's final learning rate until the time is spent; saves the model. */
+async function trainFor(model: ModelRuntime, loaded: LoadedConfig, sequences: readonly SftSequence[], options: SftBaselineOptions): Promise<number> {
+  const c = loaded.config;
+  const batchSize = c.sft!.batchSize;
+  const trainer = await SftTrainer.create(model, sftOptions(c));
+  const random = Random.fromSeed(c.seed + 99);
+  const started = performance.now();
+  let steps = 0;
+  try {
+    const lr = c.sft!.lr * 0.1;
+    let order: number[] = [];
+    while ((performance.now() - started) / 1000 < options.seconds) {
+      if (order.length < batchSize) order = random.shuffle(sequences.map((_, i) => i));
+      await trainer.step(order.splice(0, batchSize).map((i) => sequences[i]), lr);
+      steps++;
+    }
+    const weights = await trainer.optimizer.parameters();
+    fs.rmSync(options.outDir, { recursive: true, force: true });
+    saveModelFolder(options.outDir, options.from, model.baseWeights.map((name) => ({ name, shape: weights[name].shape, data: weights[name].data as Float32Array })));
+  } finally {
+    await trainer.release();
+  }
+  return steps;
+}
