@@ -11,6 +11,7 @@ export async function saveRunCheckpoint(parts: RunParts, position: RunPosition, 
     data: { epoch: position.cursor.epoch, position: position.cursor.position },
     consecutiveNonFinite: position.consecutiveNonFinite,
     configHash: parts.loaded.hash,
+    processNormalizer: position.processNormalizer.state(),
   });
   pruneCheckpoints(position.writer.dir, parts.config.output.keepCheckpoints);
   position.writer.completeStep(step, relative);

@@ -3,6 +3,7 @@ import type { Dataset } from '../data/dataset';
 import type { ChatTemplate } from '../models/chatTemplate';
 import type { ModelRuntime } from '../models/runtime';
 import type { McpServers } from '../mcp/servers';
+import type { ProcessRewardNormalizer } from '../rewards/processNormalizer';
 import type { AgentLoop } from '../rollout/agentLoop';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 import type { ToolSet } from '../tools/toolSet';
@@ -49,6 +50,8 @@ export interface RunPosition {
   random: Random;
   /** Steps in a row whose every update was skipped as non-finite. */
   consecutiveNonFinite: number;
+  /** The running statistic of `rewards.combine: 'agent-r1'` (saved with each checkpoint). */
+  processNormalizer: ProcessRewardNormalizer;
 }
 
 /** A seed for one purpose (`salt`) at one step, so that a resumed run samples what the uninterrupted one did. */

@@ -5,6 +5,7 @@ import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
 import { RunStoreReader } from '../shared/runstore/reader';
 import { dropRecordsAfterStep, RunStoreWriter } from '../shared/runstore/writer';
+import { ProcessRewardNormalizer } from '../rewards/processNormalizer';
 import { Random } from '../util/random';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
 import { loadCheckpoint } from './checkpoint';
@@ -67,7 +68,10 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
     configPath: loaded.file,
     ...(metric !== undefined ? { metric } : {}),
   });
-  return { position: { writer, cursor: new DataCursor(parts.train.rows.length, c.seed), random: Random.fromSeed(c.seed), consecutiveNonFinite: 0 }, startStep: 1 };
+  return {
+    position: { writer, cursor: new DataCursor(parts.train.rows.length, c.seed), random: Random.fromSeed(c.seed), consecutiveNonFinite: 0, processNormalizer: new ProcessRewardNormalizer(c.rewards.processNormMomentum) },
+    startStep: 1,
+  };
 }
 
 /** Resume: the last checkpoint's data position, random state and optimizer; the records after it are dropped. */
@@ -81,10 +85,16 @@ export function reopenRun(parts: RunParts, dir: string): OpenedRun {
   const step = checkpoint.state.step;
   dropRecordsAfterStep(dir, step);
   const writer = RunStoreWriter.reopen(dir, { ...run, lastStep: step, lastCheckpoint: run.lastCheckpoint, totalSteps: parts.totalSteps });
-  const { data, random, consecutiveNonFinite } = checkpoint.state;
+  const { data, random, consecutiveNonFinite, processNormalizer } = checkpoint.state;
   parts.report.log(`resuming ${run.id} after step ${step} from ${run.lastCheckpoint}`);
   return {
-    position: { writer, cursor: new DataCursor(parts.train.rows.length, parts.config.seed, data.epoch, data.position), random: Random.fromState(random), consecutiveNonFinite },
+    position: {
+      writer,
+      cursor: new DataCursor(parts.train.rows.length, parts.config.seed, data.epoch, data.position),
+      random: Random.fromState(random),
+      consecutiveNonFinite,
+      processNormalizer: new ProcessRewardNormalizer(parts.config.rewards.processNormMomentum, processNormalizer),
+    },
     startStep: step + 1,
     optimizerState: checkpoint.optimizer,
   };

@@ -226,6 +226,12 @@ export function parseConfig(value: unknown, file: string): TrainingConfig {
   return config;
 }
 
+/** The reward config's numbers that decide the run, where set (unset ones leave the hash as it was before they existed). */
+function rewardSettings(r: RewardConfig): Record<string, unknown> {
+  const picked = { toolRewards: r.toolRewards, errorPenalty: r.errorPenalty, processWeight: r.processWeight, processNormMomentum: r.processNormMomentum };
+  return Object.fromEntries(Object.entries(picked).filter(([, v]) => v !== undefined));
+}
+
 /** The config's plain values (tools and rewards by name), for hashing and for run.json. */
 export function hashable(config: TrainingConfig): Record<string, unknown> {
   // Without MCP servers the record (and so the hash: resume) is what it was before they existed.
@@ -234,7 +240,7 @@ export function hashable(config: TrainingConfig): Record<string, unknown> {
     ...rest,
     tools: config.tools.map((t) => t.name),
     ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
-    rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum' },
+    rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum', ...rewardSettings(config.rewards) },
     data: { train: config.data.train, eval: config.data.eval },
     rollout: { ...config.rollout, format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },
   };

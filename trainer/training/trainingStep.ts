@@ -25,7 +25,7 @@ export type StepOutcome = 'ok' | 'failed' | 'stopped';
 export async function trainingStep(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number): Promise<StepOutcome> {
   const rolled = await rolloutStage(parts, position, step);
   if (rolled === 'stopped') return 'stopped';
-  const scored = await scoreStage(parts, step, rolled.trajectories);
+  const scored = await scoreStage(parts, position, step, rolled.trajectories);
   const prepared = await prepareStage(parts, trainer, rolled.trajectories, scored.samples);
   const updated = await updateStage(parts, position, trainer, step, prepared);
   const times: StepTimes = {
@@ -64,10 +64,10 @@ async function rolloutStage(parts: RunParts, position: RunPosition, step: number
 }
 
 /** Score: outcome and process rewards per trajectory, placed on its tokens for the RL side. */
-async function scoreStage(parts: RunParts, step: number, trajectories: Trajectory[]): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
+async function scoreStage(parts: RunParts, position: RunPosition, step: number, trajectories: Trajectory[]): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
   const started = performance.now();
   parts.report.progress(step, 'reward', 0, trajectories.length);
-  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools);
+  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools, { normalizer: position.processNormalizer });
   const samples = trajectories.map((t, i) => toRlSample(t, rewards.trajectories[i]));
   return { rewards, samples, seconds: (performance.now() - started) / 1000 };
 }

@@ -271,6 +271,8 @@ export const TrainerState = z.object({
   consecutiveNonFinite: z.number().int().nonnegative(),
   /** Hash of the resolved config, to refuse resuming with a different one. */
   configHash: z.string(),
+  /** `rewards.combine: 'agent-r1'`: the running statistic of the process-reward normalisation (rewards/processNormalizer.ts). */
+  processNormalizer: z.object({ magnitude: z.number().nonnegative(), batches: z.number().int().nonnegative() }).optional(),
 });
 export type TrainerState = z.infer<typeof TrainerState>;
 
