@@ -19,7 +19,7 @@ import {
   tokenF1,
   type RewardConfig,
 } from '../../../trainer/rewards';
-import { rewardToGo } from '../../../trainer/rl/samples';
+import { rewardToGo, tokenRewards } from '../../../trainer/rl/samples';
 import { defineTool, ToolSet, type ToolCallOutcome } from '../../../trainer/tools';
 import { toRlSample } from "../../../trainer/rl/rewardPlacement";
 
@@ -153,10 +153,10 @@ describe('scoring a batch: outcome and process rewards, combination, placement',
     expected[4] = 1.6;
     expected[9] = -0.4 + 1; // two calls can end on the same token only in a hand-made case; their rewards add
     expected[12] = 1.92;
-    assert.deepEqual([...sample.rewards].map((v) => Math.round(v * 1e12) / 1e12), [...expected]);
+    assert.deepEqual([...tokenRewards(sample)].map((v) => Math.round(v * 1e12) / 1e12), [...expected]);
     assert.deepEqual([...sample.mask], t.mask);
     assert.equal(sample.group, 0);
-    assert.ok(Math.abs(rewardToGo(sample)[2] - r.total) < 1e-12, 'the return from the first generated token is the total reward');
+    assert.ok(Math.abs(rewardToGo(tokenRewards(sample), sample.mask)[2] - r.total) < 1e-12, 'the return from the first generated token is the total reward');
   });
 
   it("scales process rewards by the batch's largest absolute process reward-to-go (Agent-R1)", async () => {
@@ -278,6 +278,6 @@ describe('process rewards: normalisation that never amplifies, validation, the a
     assert.equal(r.total, 1, 'the outcome alone');
     assert.deepEqual(r.calls.map((c) => c.components), [{ 'tool:search': 1, called: 1 }, { called: 1, error_penalty: -0.1 }], 'still recorded, for comparison');
     const sample = toRlSample(t, r);
-    assert.deepEqual([...sample.rewards].map((v) => v + 0), [0, 0, 0, 0, 0, 1], 'the only reward on a token is the outcome');
+    assert.deepEqual([...tokenRewards(sample)].map((v) => v + 0), [0, 0, 0, 0, 0, 1], 'the only reward on a token is the outcome');
   });
 });
