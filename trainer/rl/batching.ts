@@ -73,3 +73,17 @@ export function policyBatchFeeds(
   }
   return { feeds, shared: packed.prefix > 0 };
 }
+
+/** The feeds of a separate critic's value-loss graph for one micro-batch (returns and the values at rollout time). */
+export function valueBatchFeeds(sequences: readonly TrainingSequence[], totals: StepTotals): { feeds: Record<string, HostTensor>; shared: boolean } {
+  const packed = packWithSharedPrefix(sequences.map((s) => s.ids), sequences.map((s) => s.mask), 0);
+  const feeds: Record<string, HostTensor> = {
+    ...packed.feeds,
+    loss_mask: perToken(sequences, packed, (s) => s.mask, 'mask'),
+    returns: perToken(sequences, packed, (s) => s.returns, 'returns'),
+    old_values: perToken(sequences, packed, (s) => s.values, 'values'),
+    token_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.tokens) },
+    sequence_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.sequences) },
+  };
+  return { feeds, shared: packed.prefix > 0 };
+}

@@ -62,7 +62,8 @@ export class PolicyTrainer {
     if (options.value && !model.options.valueHead) throw new Error('PPO needs a value head: load the model with valueHead');
     const trainable = options.fullFineTuning ? [...model.baseWeights, ...model.extraWeights] : [...model.extraWeights];
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n) || n === VALUE_HEAD.bias));
-    if (options.fullFineTuning && (options.reference || options.policy.klCoef > 0)) await model.keepReferenceCopy();
+    // The reference policy is the policy as RL starts: the warm start, when there was one.
+    if (options.reference || options.policy.klCoef > 0) await model.keepReferenceCopy(trainable.filter((n) => n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias));
     const resident = options.fullFineTuning ? [] : [...model.baseWeights];
     const optimizer = await OptimizerRuntime.create(model.device, {
       // Trajectories begin with the same system prompt (and a group with the same question):
@@ -85,6 +86,11 @@ export class PolicyTrainer {
     return new PolicyTrainer(model, options, optimizer, trainable);
   }
 
+  /** Whether the run keeps a reference policy (a KL term). */
+  get hasReference(): boolean {
+    return !!this.options.reference || this.options.policy.klCoef > 0;
+  }
+
   private get device(): Device {
     return this.model.device;
   }
@@ -102,8 +108,8 @@ export class PolicyTrainer {
   }
 
   /**
-   * Per-token log-probs under the reference policy (the base model: adapters off, or the frozen
-   * copy when fully fine-tuning), under the current policy, and, when the model has a value head,
+   * Per-token log-probs under the reference policy (the frozen copy of the policy as RL started),
+   * under the current policy, and, when the model has a value head,
    * the critic's values — for the masked tokens of each sequence, in micro-batches.
    */
   async scoreReferenceAndValues(
@@ -128,7 +134,7 @@ export class PolicyTrainer {
           return full;
         });
       if (want.reference) {
-        const ref = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights, { frozenCopy: this.options.fullFineTuning }), ...this.model.loraScaleFeed(false) }, { logprobs: 'return' });
+        const ref = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights, { frozenCopy: true }), ...this.model.loraScaleFeed(true) }, { logprobs: 'return' });
         out.reference!.push(...unpack(ref.logprobs.data as Float32Array));
       }
       if (want.values || want.policy) {

@@ -4,6 +4,8 @@ import type { ChatTemplate } from '../models/chatTemplate';
 import type { ModelRuntime } from '../models/runtime';
 import type { McpServers } from '../mcp/servers';
 import type { ProcessRewardNormalizer } from '../rewards/processNormalizer';
+import type { Critic } from '../rl/critic';
+import type { PolicyTrainer } from '../rl/policyTrainer';
 import type { AgentLoop } from '../rollout/agentLoop';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 import type { ToolSet } from '../tools/toolSet';
@@ -52,6 +54,12 @@ export interface RunPosition {
   consecutiveNonFinite: number;
   /** The running statistic of `rewards.combine: 'agent-r1'` (saved with each checkpoint). */
   processNormalizer: ProcessRewardNormalizer;
+}
+
+/** What learns in a run: the policy, and PPO's separate critic when it has one. */
+export interface Learners {
+  policy: PolicyTrainer;
+  critic?: Critic;
 }
 
 /** A seed for one purpose (`salt`) at one step, so that a resumed run samples what the uninterrupted one did. */

@@ -1,5 +1,4 @@
 import * as path from 'node:path';
-import type { HostTensor } from '../engine/runtime/tensors';
 import type { ExecutionProviderName } from '../engine/runtime/providers';
 import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
@@ -8,7 +7,7 @@ import { dropRecordsAfterStep, RunStoreWriter } from '../shared/runstore/writer'
 import { ProcessRewardNormalizer } from '../rewards/processNormalizer';
 import { Random } from '../util/random';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
-import { loadCheckpoint } from './checkpoint';
+import { loadCheckpoint, type LoadedCheckpoint } from './checkpoint';
 import { DataCursor } from './dataCursor';
 import type { RunParts, RunPosition } from './runParts';
 import { taskMetric } from './taskMetric';
@@ -24,8 +23,9 @@ export interface OpenedRun {
   position: RunPosition;
   /** The first RL step to train. */
   startStep: number;
-  /** The optimizer's saved state, when resuming. */
-  optimizerState?: { step: number; tensors: Record<string, HostTensor> };
+  /** When resuming: the checkpoint (optimizers, reference policy, critic) and where it is. */
+  checkpoint?: LoadedCheckpoint;
+  checkpointDir?: string;
 }
 
 /** `20261203-101500-my-agent`: when and what, sortable. */
@@ -78,7 +78,8 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
 export function reopenRun(parts: RunParts, dir: string): OpenedRun {
   const run = new RunStoreReader(dir).run();
   if (!run.lastCheckpoint) throw new Error(`${dir}: the run has no checkpoint to resume from`);
-  const checkpoint = loadCheckpoint(path.join(dir, run.lastCheckpoint));
+  const checkpointDir = path.join(dir, run.lastCheckpoint);
+  const checkpoint = loadCheckpoint(checkpointDir);
   if (checkpoint.state.configHash !== parts.loaded.hash) {
     throw new Error(`${dir} was trained with another config (hash ${checkpoint.state.configHash}, this one is ${parts.loaded.hash}); resume with the same config`);
   }
@@ -96,6 +97,7 @@ export function reopenRun(parts: RunParts, dir: string): OpenedRun {
       processNormalizer: new ProcessRewardNormalizer(parts.config.rewards.processNormMomentum, processNormalizer),
     },
     startStep: step + 1,
-    optimizerState: checkpoint.optimizer,
+    checkpoint,
+    checkpointDir,
   };
 }

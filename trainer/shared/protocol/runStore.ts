@@ -16,7 +16,7 @@ import { PROTOCOL_VERSION } from './protocolVersion';
 export const RunStatus = z.enum(['running', 'finished', 'failed', 'stopped']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
-export const Algorithm = z.enum(['ppo', 'grpo', 'reinforce++', 'reinforce++-baseline', 'rloo', 'sft']);
+export const Algorithm = z.enum(['ppo', 'grpo', 'dr-grpo', 'reinforce++', 'reinforce++-baseline', 'rloo', 'sft']);
 export type Algorithm = z.infer<typeof Algorithm>;
 
 export const RunRecord = z.object({
