@@ -99,19 +99,25 @@ async function exampleConfig(): Promise<LoadedConfig> {
   return loaded;
 }
 
-async function train(loaded: LoadedConfig, runDir: string, steps?: number): Promise<{ before?: EvaluationResult; after?: EvaluationResult }> {
+/**
+ * One training run. Its held-out evaluations: at every `evaluation.every` steps and at the end —
+ * not before RL, which for every variant is the warm start's greedy policy, evaluated once (a run
+ * of 0 steps evaluates once, at step 0: the warm start, or SFT-only after its training).
+ */
+async function train(loaded: LoadedConfig, runDir: string, steps?: number): Promise<{ after?: EvaluationResult }> {
   fs.rmSync(runDir, { recursive: true, force: true });
   const log = (line: string) => (/^(eval|run |step \d+\/|sft step)/.test(line) ? console.log(`  ${path.basename(runDir)}: ${line}`) : undefined);
-  const result = await new TrainingRun(loaded, { runDir, log, ...(steps !== undefined ? { steps } : {}) }).run();
+  const result = await new TrainingRun(loaded, { runDir, log, evaluateBefore: false, ...(steps !== undefined ? { steps } : {}) }).run();
   if (result.run.status !== 'finished') throw new Error(`${runDir}: the run ${result.run.status}: ${result.run.error?.message ?? ''}`);
-  return { before: result.evalBefore, after: result.evalAfter };
+  return { after: result.evalAfter };
 }
 
 /** What a run recorded: held-out accuracy by evaluation step, training-batch accuracy by step. */
-function outcome(runDir: string, seconds: number): RunOutcome {
+function outcome(runDir: string, seconds: number, warmStartScore?: number): RunOutcome {
   const records = new RunStoreReader(runDir).metrics().records;
   const score = (m: (typeof records)[number]) => m.values['score/exact_match'];
-  const heldout = new Map(records.filter((m) => m.kind === 'eval' && typeof score(m) === 'number').map((m) => [m.step, score(m) as number]));
+  const heldout = new Map<number, number>(warmStartScore !== undefined ? [[0, warmStartScore]] : []);
+  for (const m of records) if (m.kind === 'eval' && typeof score(m) === 'number') heldout.set(m.step, score(m) as number);
   const training = new Map(records.filter((m) => m.kind === 'train' && typeof score(m) === 'number').map((m) => [m.step, score(m) as number]));
   const lastEval = records.filter((m) => m.kind === 'eval').at(-1);
   return { heldout, training, toolCalls: (lastEval?.values['tools/calls_per_trajectory'] as number) ?? NaN, seconds };
@@ -173,7 +179,7 @@ async function main(argv: string[]): Promise<void> {
       const runDir = path.join(OUT, `${name}-seed${seed}`);
       const t0 = Date.now();
       await train(loaded, runDir, rlSteps);
-      results.set(name, [...(results.get(name) ?? []), outcome(runDir, (Date.now() - t0) / 1000)]);
+      results.set(name, [...(results.get(name) ?? []), outcome(runDir, (Date.now() - t0) / 1000, rlSteps === 0 ? undefined : warmScore)]);
     }
   };
   for (const v of VARIANTS) await runVariant(v.name, v.change);

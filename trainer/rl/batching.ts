@@ -52,7 +52,7 @@ export function stepTotals(sequences: readonly TrainingSequence[]): StepTotals {
 export function policyBatchFeeds(
   sequences: readonly TrainingSequence[],
   totals: StepTotals,
-  options: { invTemperature: number; policyWeight: number; value: boolean; ref: boolean; padId: number },
+  options: { invTemperature: number; value: boolean; ref: boolean; padId: number },
 ): { feeds: Record<string, HostTensor>; shared: boolean } {
   const packed = packWithSharedPrefix(sequences.map((s) => s.ids), sequences.map((s) => s.mask), options.padId);
   const T = packed;
@@ -64,7 +64,6 @@ export function policyBatchFeeds(
     loss_mask: perToken(sequences, T, (s) => s.mask, 'mask'),
     token_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.tokens) },
     sequence_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.sequences) },
-    policy_weight: { dtype: 'float32', shape: [], data: Float32Array.of(options.policyWeight) },
   };
   if (options.ref) feeds.ref_logprobs = perToken(sequences, T, (s) => s.refLogprobs, 'reference log-probs');
   if (options.value) {

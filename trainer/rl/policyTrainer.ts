@@ -149,10 +149,10 @@ export class PolicyTrainer {
 
   /**
    * PPO-style update: `epochs` passes over the batch, each shuffled and split into `miniBatches`
-   * optimizer steps, each step accumulated over micro-batches. `policyWeight` 0 trains only the
-   * critic (warm-up).
+   * optimizer steps, each step accumulated over micro-batches. (A separate critic's warm-up does not
+   * call this at all: the policy's weights and optimizer state stay as they are.)
    */
-  async update(sequences: readonly TrainingSequence[], lr: number, random: Random, policyWeight = 1): Promise<UpdateMetrics> {
+  async update(sequences: readonly TrainingSequence[], lr: number, random: Random): Promise<UpdateMetrics> {
     const sums = { loss: 0, policyLoss: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, klLoss: 0, entropy: 0, valueLoss: 0 };
     let steps = 0;
     let skipped = 0;
@@ -168,7 +168,7 @@ export class PolicyTrainer {
         const metrics: Record<string, number> = {};
         for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
           const micro = stepSequences.slice(m, m + this.options.microBatchSize);
-          const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, policyWeight, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0 });
+          const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0 });
           const out = await this.optimizer.accumulate({ ...packed.feeds, ...this.model.loraScaleFeed(true) }, packed.shared ? 'shared' : 'plain');
           loss += out.loss;
           for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;

@@ -29,6 +29,8 @@ export interface TrainOptions {
   log?: (line: string) => void;
   /** Run the device in this thread (tests). */
   inProcessDevice?: boolean;
+  /** Evaluate on the held-out rows before RL (default true; a benchmark whose runs share a warm start evaluates it once). */
+  evaluateBefore?: boolean;
 }
 
 export interface TrainResult {
@@ -93,7 +95,7 @@ export class TrainingRun {
     const { writer } = position;
     const evaluating = parts.evalData !== undefined;
     const every = parts.config.evaluation.every;
-    const evalBefore = evaluating && startStep === 1 ? await evaluateHeldOut(parts, writer, 0) : undefined;
+    const evalBefore = evaluating && startStep === 1 && this.options.evaluateBefore !== false ? await evaluateHeldOut(parts, writer, 0) : undefined;
     for (let step = startStep; step <= parts.totalSteps && !this.control.stopping; step++) {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
