@@ -3,14 +3,16 @@ import type { AdamWConfig } from '../engine/optimizer';
 import { OptimizerRuntime } from '../engine/optimizerRuntime';
 import type { HostTensor } from '../engine/runtime/tensors';
 import { disposeSerialized, serializeGraph } from '../engine/serialize';
-import { packForScoring } from '../models/batch';
 import { readModelWeights } from '../models/loadWeights';
 import { initLoraWeights, loraModules, loraScale, type LoraConfig } from '../models/lora';
 import type { ModelConfig } from '../models/modelConfig';
 import { openModelFolder } from '../models/modelFolder';
 import type { ModelRuntime } from '../models/runtime';
 import { mergeLoraWeight } from '../models/save';
+import { packForScoring } from '../models/batch';
 import { buildValueGraph, VALUE_HEAD } from '../models/scoring';
+import { addVisionFeeds } from '../models/vision/visionBatch';
+import { isVisionWeight } from '../models/vision/visionWeights';
 import { Random } from '../util/random';
 import { stepTotals, valueBatchFeeds, type TrainingSequence } from './batching';
 import { valueLoss, type ValueLossConfig } from './losses';
@@ -108,12 +110,13 @@ export class Critic {
   }
 
   /** The critic's value of each masked token's state, per sequence, zero elsewhere. */
-  async values(sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask'>>): Promise<Float32Array[]> {
+  async values(sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask' | 'images'>>): Promise<Float32Array[]> {
     const out: Float32Array[] = [];
     for (let start = 0; start < sequences.length; start += this.options.microBatchSize) {
       const chunk = sequences.slice(start, start + this.options.microBatchSize);
       // Without a shared prefix: values are read once per step, so one plain session is enough.
       const packed = packForScoring(chunk.map((s) => s.ids), chunk.map((s) => s.mask));
+      if (this.layout.config.vision) addVisionFeeds(packed, chunk, this.layout.config.vision);
       const { id, feeds } = await this.scoringSession();
       const result = await this.device.run(id, { ...packed.feeds, ...feeds, ...this.loraFeed(), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, { values: 'return' });
       const data = result.values.data as Float32Array;
@@ -151,7 +154,7 @@ export class Critic {
         const stepSequences = order.slice(start, start + perStep).map((i) => sequences[i]).sort((a, b) => a.ids.length - b.ids.length);
         const totals = stepTotals(stepSequences);
         for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
-          const packed = valueBatchFeeds(stepSequences.slice(m, m + this.options.microBatchSize), totals);
+          const packed = valueBatchFeeds(stepSequences.slice(m, m + this.options.microBatchSize), totals, this.layout.config.vision);
           valueLossSum += (await this.optimizer.accumulate({ ...packed.feeds, ...this.loraFeed(), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, packed.shared ? 'shared' : 'plain')).loss;
         }
         const applied = await this.optimizer.apply(lr);
@@ -206,7 +209,10 @@ async function placeWeights(policy: ModelRuntime, options: CriticOptions): Promi
     await device.copyState(Object.fromEntries(policy.baseWeights.map((n) => [n, prefix(n)])));
   }
   await device.setState(prefixed(head));
-  return { config: policy.config, inputName: prefix, trainable: [...policy.baseWeights, ...Object.keys(head)].map(prefix), frozen: [] };
+  // A vision-language policy's vision tower stays frozen in its critic, as it does in the policy by default.
+  const vision = policy.baseWeights.filter(isVisionWeight);
+  const trainable = [...policy.baseWeights.filter((n) => !isVisionWeight(n)), ...Object.keys(head)];
+  return { config: policy.config, inputName: prefix, trainable: trainable.map(prefix), frozen: vision.map(prefix) };
 }
 
 async function placeFromFolder(policy: ModelRuntime, options: CriticOptions, random: Random): Promise<Layout> {

@@ -1,5 +1,4 @@
-
-import { lossMasks, prepareBatch, scoresNeeded, type PreparedBatch } from '../rl/prepareBatch';
+import { lossMasks, prepareBatch, scoresNeeded, sequenceImages, type PreparedBatch } from '../rl/prepareBatch';
 import { toRlSample } from '../rl/rewardPlacement';
 import type { RlSample } from '../rl/samples';
 import { scoreTrajectories, type BatchRewards } from '../rewards/score';
@@ -75,8 +74,8 @@ async function scoreStage(parts: RunParts, position: RunPosition, step: number, 
 /** Prepare the batch: the models score what the batch needs (reference log-probs, the critic's values), then rl/ turns it into training sequences. */
 async function prepareStage(parts: RunParts, learners: Learners, trajectories: Trajectory[], samples: RlSample[]): Promise<PreparedBatch> {
   const settings = batchSettings(parts.config);
-  const masks = lossMasks(trajectories, settings.lossMask);
-  const sequences = trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i] }));
+  const masks = lossMasks(trajectories, settings.lossMask, parts.model.config.vision?.imageTokenId);
+  const sequences = trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i], ...sequenceImages(t) }));
   const needed = scoresNeeded(settings);
   const scores = await learners.policy.scoreReferenceAndValues(sequences, { ...needed, values: needed.values && !learners.critic });
   if (needed.values && learners.critic) scores.values = await learners.critic.values(sequences);
@@ -101,6 +100,8 @@ async function updateStage(parts: RunParts, position: RunPosition, learners: Lea
 function recordStage(parts: RunParts, position: RunPosition, step: number, inputs: Omit<Parameters<typeof stepMetricsRecord>[1], 'metric'>) {
   const metric = taskMetric(parts.config);
   const trajectories = stepTrajectoryRecords(step, inputs.trajectories, inputs.rewards, inputs.prepared, parts.model.tokenizer);
+  // The images first: a record never points at an image file that is not there.
+  position.writer.writeImages(inputs.trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
   position.writer.appendTrajectories(step, trajectories);
   const metrics = stepMetricsRecord(step, { ...inputs, metric });
   parts.report.metrics(metrics);
