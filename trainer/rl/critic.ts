@@ -179,6 +179,12 @@ function freshValueHead(config: ModelConfig, random: Random): Record<string, Hos
   return { [VALUE_HEAD.weight]: { dtype: 'float32', shape: [1, config.hiddenSize], data: w }, [VALUE_HEAD.bias]: { dtype: 'float32', shape: [1], data: new Float32Array(1) } };
 }
 
+/**
+ * Whether a model weight belongs in the critic: everything but an untied LM head (a critic has a
+ * value head instead; its graph never reads `lm_head.weight`).
+ */
+const inCritic = (name: string) => name !== 'lm_head.weight';
+
 const prefixed = (tensors: Record<string, HostTensor>) => Object.fromEntries(Object.entries(tensors).map(([n, t]) => [`${CRITIC_PREFIX}${n}`, t]));
 
 /** Set the critic's weights on the device as its layout says; returns the layout. */
@@ -196,23 +202,25 @@ async function placeWeights(policy: ModelRuntime, options: CriticOptions): Promi
     await device.copyState(Object.fromEntries(adapters.map((n) => [n, prefix(n)])));
     await device.setState(prefixed(head));
     const base = new Set(policy.baseWeights);
-    return { config: policy.config, inputName: (n) => (base.has(n) ? n : prefix(n)), trainable: [...adapters, ...Object.keys(head)].map(prefix), frozen: [...policy.baseWeights] };
+    return { config: policy.config, inputName: (n) => (base.has(n) ? n : prefix(n)), trainable: [...adapters, ...Object.keys(head)].map(prefix), frozen: policy.baseWeights.filter(inCritic) };
   }
   // Every weight trains: a copy of the policy as it stands, its adapters merged in.
+  const copied = policy.baseWeights.filter(inCritic);
   if (policyLora) {
-    const state = await device.getState([...policy.baseWeights, ...policy.extraWeights.filter((n) => n.includes('lora_'))]);
+    const state = await device.getState([...copied, ...policy.extraWeights.filter((n) => n.includes('lora_'))]);
     const adapter = { lora: policyLora, tensors: Object.fromEntries(Object.entries(state).filter(([n]) => n.includes('lora_')).map(([n, t]) => [n, { shape: [...t.shape], data: t.data as Float32Array }])) };
     const merged: Record<string, HostTensor> = {};
-    for (const n of policy.baseWeights) merged[n] = { ...state[n], data: mergeLoraWeight(n, state[n].data as Float32Array, adapter, policy.config) ?? state[n].data };
+    for (const n of copied) merged[n] = { ...state[n], data: mergeLoraWeight(n, state[n].data as Float32Array, adapter, policy.config) ?? state[n].data };
     await device.setState(prefixed(merged));
   } else {
-    await device.copyState(Object.fromEntries(policy.baseWeights.map((n) => [n, prefix(n)])));
+    await device.copyState(Object.fromEntries(copied.map((n) => [n, prefix(n)])));
   }
   await device.setState(prefixed(head));
-  // A vision-language policy's vision tower stays frozen in its critic, as it does in the policy by default.
-  const vision = policy.baseWeights.filter(isVisionWeight);
-  const trainable = [...policy.baseWeights.filter((n) => !isVisionWeight(n)), ...Object.keys(head)];
-  return { config: policy.config, inputName: prefix, trainable: trainable.map(prefix), frozen: vision.map(prefix) };
+  // A vision-language policy's vision tower trains in its critic only when it trains in the policy
+  // (model.trainVision): frozen, it is the same in both, so a resumed run's copy of it is exact.
+  const frozen = policy.options.trainVision ? [] : copied.filter(isVisionWeight);
+  const trainable = [...copied.filter((n) => !frozen.includes(n)), ...Object.keys(head)];
+  return { config: policy.config, inputName: prefix, trainable: trainable.map(prefix), frozen: frozen.map(prefix) };
 }
 
 async function placeFromFolder(policy: ModelRuntime, options: CriticOptions, random: Random): Promise<Layout> {
@@ -222,14 +230,16 @@ async function placeFromFolder(policy: ModelRuntime, options: CriticOptions, ran
       throw new Error(`critic.model (${options.modelDir}): its tokenizer has ${folder.tokenizer.vocabSize} tokens, the policy's ${policy.tokenizer.vocabSize}; the critic reads the policy's token ids, so it needs the same tokenizer`);
     }
     const config = folder.config;
-    const weights = readModelWeights(folder.checkpoint, config);
+    const weights = Object.fromEntries(Object.entries(readModelWeights(folder.checkpoint, config)).filter(([n]) => inCritic(n)));
     const head = freshValueHead(config, random);
     const adapters: Record<string, HostTensor> = {};
     if (options.lora) for (const [n, t] of Object.entries(initLoraWeights(loraModules(config, options.lora), options.lora, random))) adapters[n] = { dtype: 'float32', ...t };
     await policy.device.setState(prefixed({ ...weights, ...adapters, ...head }));
     const prefix = (n: string) => `${CRITIC_PREFIX}${n}`;
-    const trainable = options.lora ? [...Object.keys(adapters), ...Object.keys(head)] : [...Object.keys(weights), ...Object.keys(head)];
-    return { config, inputName: prefix, trainable: trainable.map(prefix), frozen: options.lora ? Object.keys(weights).map(prefix) : [] };
+    // Its vision tower, if it has one, trains only with model.trainVision, as the policy's.
+    const frozen = Object.keys(weights).filter((n) => options.lora || (isVisionWeight(n) && !policy.options.trainVision));
+    const trainable = [...(options.lora ? Object.keys(adapters) : Object.keys(weights).filter((n) => !frozen.includes(n))), ...Object.keys(head)];
+    return { config, inputName: prefix, trainable: trainable.map(prefix), frozen: frozen.map(prefix) };
   } finally {
     folder.close();
   }
