@@ -105,6 +105,21 @@ describe("PPO's critic", () => {
     }
   });
 
+  it("starts from a named model folder (critic.model): the folder's weights, not the warm-started policy's", async () => {
+    const config = fixture.writeConfig('named-critic.config.ts', { algorithm: PPO, critic: "{ model: 'model' }", steps: '1', evaluation: '{ samples: 2 }' });
+    const runDir = path.join(fixture.dir, 'runs', 'named-critic');
+    await train(config, { runDir });
+    const folder = tensors(path.join(fixture.dir, 'model'));
+    const policy = tensors(checkpoint(runDir, 0));
+    const critic = tensors(path.join(checkpoint(runDir, 0), 'critic'), 'optimizer.safetensors');
+    let moved = 0;
+    for (const [name, data] of folder) {
+      assert.deepEqual(critic.get(`critic/${name}`), data, `the critic's ${name} is the folder's`);
+      if (policy.get(name)!.some((x, i) => x !== data[i])) moved++;
+    }
+    assert.ok(moved > 10, `the warm start moved the policy away from the folder (${moved} tensors)`);
+  });
+
   it('resumed after step 2, steps 3 and 4 equal the uninterrupted run exactly (LoRA policy and critic, warm start, KL in the reward)', async () => {
     const config = fixture.writeConfig('ppo-resume.config.ts', { model: LORA, algorithm: "{ name: 'ppo', groupSize: 2, kl: { coef: 0.01 } }", critic: '{ lr: 1e-3 }', steps: '4', evaluation: '{ samples: 2 }' });
     const straight = path.join(fixture.dir, 'runs', 'ppo-straight');
