@@ -46,7 +46,7 @@ const OUT = path.resolve(__dirname, '../../test-output/bench-rl');
 /**
  * The model RL starts from, before the warm start. `undefined`: a fresh 2.9 M-parameter model
  * (the multi-hop demo's) created in examples/deep-search/model. To start from the pretrained base
- * of issue 13 once it has landed, change this one line to its name: 'rollout-studio:base'.
+ * of issue 10 ("Start from a pretrained model") once it has landed, change this one line to its name: 'rollout-studio:base'.
  */
 const START_MODEL: string | undefined = undefined;
 
