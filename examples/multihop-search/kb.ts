@@ -57,10 +57,18 @@ export interface KnowledgeBaseOptions {
   seed: number;
   /** Redraws the relations only, keeping the names `seed` drew: another world with the same cast. */
   relationSeed?: number;
+  /** The names to draw from and how a document states a fact (default: this example's ordinary ones). */
+  style?: KnowledgeBaseStyle;
   countries: number;
   cities: number;
   organisations: number;
   people: number;
+}
+
+/** The names a world draws from, and the sentence of each fact document. */
+export interface KnowledgeBaseStyle {
+  names: { people: readonly string[]; cities: readonly string[]; countries: readonly string[]; organisations: readonly string[] };
+  sentence: (relation: Relation, subject: string, value: string) => string;
 }
 
 /** The knowledge base the example's search tool serves and its datasets are generated from. */
@@ -99,9 +107,10 @@ const SENTENCES: Record<Relation, (subject: string, value: string) => string> = 
   country: (s, v) => `${s} is a city in the country of ${v}.`,
 };
 
-function fact(entity: { id: string; name: string }, relation: Relation, value: string): SearchDocument {
-  return { id: factId(entity.id, relation), title: entity.name, text: SENTENCES[relation](entity.name, value) };
-}
+const ORDINARY_STYLE: KnowledgeBaseStyle = {
+  names: { people: PERSON_NAMES, cities: CITY_NAMES, countries: COUNTRY_NAMES, organisations: ORGANISATION_NAMES },
+  sentence: (relation, subject, value) => SENTENCES[relation](subject, value),
+};
 
 /** The first `count` names of a seeded shuffle of `names`. */
 function drawNames(random: Random, names: readonly string[], count: number, what: string): string[] {
@@ -110,11 +119,17 @@ function drawNames(random: Random, names: readonly string[], count: number, what
 }
 
 export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): KnowledgeBase {
+  const style = options.style ?? ORDINARY_STYLE;
   let random = Random.fromSeed(options.seed);
-  const countryNames = drawNames(random, COUNTRY_NAMES, options.countries, 'countries');
-  const cityNames = drawNames(random, CITY_NAMES, options.cities, 'cities');
-  const organisationNames = drawNames(random, ORGANISATION_NAMES, options.organisations, 'organisations');
-  const personNames = drawNames(random, PERSON_NAMES, options.people, 'people');
+  const countryNames = drawNames(random, style.names.countries, options.countries, 'countries');
+  const cityNames = drawNames(random, style.names.cities, options.cities, 'cities');
+  const organisationNames = drawNames(random, style.names.organisations, options.organisations, 'organisations');
+  const personNames = drawNames(random, style.names.people, options.people, 'people');
+  const fact = (entity: { id: string; name: string }, relation: Relation, value: string): SearchDocument => ({
+    id: factId(entity.id, relation),
+    title: entity.name,
+    text: style.sentence(relation, entity.name, value),
+  });
   if (options.relationSeed !== undefined) random = Random.fromSeed(options.relationSeed);
   const pick = <T>(items: readonly T[]): T => items[random.nextInt(items.length)];
 
