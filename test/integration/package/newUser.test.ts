@@ -195,7 +195,7 @@ describe('a new user, outside the repository', { timeout: 900_000 }, () => {
     }
     // The pretrained base (rollout-studio:base) is the one folder of trainer/ that ships: weights, not code.
     const base = files.filter((f) => f.path.startsWith('trainer/pretrained/base/'));
-    assert.deepEqual(base.map((f) => f.path).filter((p) => /model\.safetensors$|config\.json$|tokenizer\.json$/.test(p)).sort(), ['trainer/pretrained/base/config.json', 'trainer/pretrained/base/model.safetensors', 'trainer/pretrained/base/tokenizer.json']);
+    assert.deepEqual(base.map((f) => f.path).filter((p) => /\/(config\.json|model\.safetensors|tokenizer\.json)$/.test(p)).sort(), ['trainer/pretrained/base/config.json', 'trainer/pretrained/base/model.safetensors', 'trainer/pretrained/base/tokenizer.json']);
     const baseBytes = base.reduce((n, f) => n + f.size, 0);
     assert.ok(baseBytes < 50e6, `the base is ${baseBytes} bytes (at most 50 MB)`);
     assert.deepEqual(paths.filter((p) => (/^(test|\.ci|\.vscode|\.build|trainer|extension|webview|dist\/test|dist\/extension|dist\/webview)\//.test(p) && !p.startsWith('trainer/pretrained/base/')) || p.endsWith('.map')), [], 'nothing of the repository but the package');
