@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { describeIssues } from '../shared/protocol/parse';
 import type { ToolErrorKind } from '../shared/protocol/runStore';
 import type { ToolContext, ToolLogger, TrajectoryView } from './context';
@@ -50,10 +51,35 @@ export interface ToolRunnerOptions {
   onLog?: (line: ToolLogLine) => void;
 }
 
-/** "Error: boom\n    at …" for an Error, its string form for anything else thrown. */
+/** The most of a description kept: a tool can throw a megabyte-long string or a huge object. */
+const MAX_DESCRIPTION = 4000;
+
+/**
+ * "Error: boom\n    at …" for an Error, an inspected form for anything else thrown — a BigInt, a
+ * circular object, a null-prototype object, a Proxy whose traps throw: user code can throw
+ * anything, and describing it must never throw in turn (that would end the run).
+ */
 export function describeThrown(error: unknown): string {
-  if (error instanceof Error) return error.stack && error.stack.includes(error.message) ? error.stack : `${error.name}: ${error.message}`;
-  return `thrown value: ${typeof error === 'string' ? error : JSON.stringify(error) ?? String(error)}`;
+  let text: string;
+  try {
+    if (error instanceof Error) {
+      const { stack, name, message } = error;
+      text = typeof stack === 'string' && stack.includes(String(message)) ? stack : `${String(name)}: ${String(message)}`;
+    } else {
+      text = `thrown value: ${typeof error === 'string' ? error : inspect(error, { depth: 2, breakLength: Infinity, maxArrayLength: 20, maxStringLength: MAX_DESCRIPTION })}`;
+    }
+  } catch {
+    text = `thrown value: ${safeTag(error)} (it could not be described further)`;
+  }
+  return text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}… (${text.length - MAX_DESCRIPTION} more characters)` : text;
+}
+
+function safeTag(value: unknown): string {
+  try {
+    return Object.prototype.toString.call(value);
+  } catch {
+    return typeof value;
+  }
 }
 
 function failure(error: unknown): ToolCallError {

@@ -1,5 +1,6 @@
 import type { PolicyTrainer } from '../rl/policyTrainer';
 import { pruneCheckpoints, saveCheckpoint } from './checkpoint';
+import { referenceCheckpoint } from './referencePolicy';
 import type { RunParts, RunPosition } from './runParts';
 
 /** Save the run at `step` (weights, optimizer, data position, random state), keep the newest few, and mark the step complete with it. */
@@ -12,7 +13,7 @@ export async function saveRunCheckpoint(parts: RunParts, position: RunPosition, 
     consecutiveNonFinite: position.consecutiveNonFinite,
     configHash: parts.loaded.hash,
   });
-  pruneCheckpoints(position.writer.dir, parts.config.output.keepCheckpoints);
+  pruneCheckpoints(position.writer.dir, parts.config.output.keepCheckpoints, referenceCheckpoint(parts.config));
   position.writer.completeStep(step, relative);
   parts.report.progress(step, 'checkpoint', 1, 1);
 }

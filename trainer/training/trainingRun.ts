@@ -14,6 +14,7 @@ import { createRun, reopenRun, type OpenedRun } from './runStoreOpening';
 import type { LoadedConfig } from './trainingConfig';
 import { trainingStep } from './trainingStep';
 import { warmStart } from './warmStart';
+import { restoreReference } from './referencePolicy';
 
 export type { EvaluationResult, EventSink };
 
@@ -81,9 +82,10 @@ export class TrainingRun {
       this.report.log(`run ${position.writer.record.status} after step ${position.writer.record.lastStep ?? 0} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${position.writer.dir}`);
       return result;
     } catch (error) {
-      failRun(position.writer, error as Error);
+      failRun(position.writer, error as Error, this.report);
       throw error;
     } finally {
+      position.writer.close();
       this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.ended', run: position.writer.record });
       await trainer?.release().catch(() => undefined);
       await closeRunParts(parts);
@@ -95,27 +97,35 @@ export class TrainingRun {
    * starts from, and checkpoint 0 saves them); a resumed run restores the optimizer's state.
    */
   private async prepareTrainer(parts: RunParts, opened: OpenedRun): Promise<PolicyTrainer> {
-    const resuming = opened.startStep > 1;
-    if (!resuming && parts.config.sft) await warmStart(parts, opened.position.random);
+    // A resume from the checkpoint of step 0 is a resume too: the warm start is in it, and is not trained again.
+    if (!opened.resumed && parts.config.sft) await warmStart(parts, opened.position.random);
     const trainer = await PolicyTrainer.create(parts.model, policyTrainerOptions(parts.config));
-    if (resuming && opened.optimizerState) await trainer.optimizer.restore(opened.optimizerState);
-    if (!resuming) await saveRunCheckpoint(parts, opened.position, trainer, 0);
+    if (opened.resumed) {
+      if (opened.optimizerState) await trainer.optimizer.restore(opened.optimizerState);
+      await restoreReference(parts, opened.position.writer.dir);
+    } else await saveRunCheckpoint(parts, opened.position, trainer, 0);
     return trainer;
   }
 
-  /** Evaluate before RL (a new run), train the steps with the configured evaluations between, evaluate after. */
+  /**
+   * Evaluate before RL, train the steps with the configured evaluations between, evaluate after.
+   * A resumed run first repeats the evaluation that followed its checkpoint, if one was due: the
+   * resume dropped it with everything else recorded after the checkpoint.
+   */
   private async trainSteps(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, startStep: number): Promise<TrainResult> {
     const { writer } = position;
     const evaluating = parts.evalData !== undefined;
     const every = parts.config.evaluation.every;
-    const evalBefore = evaluating && startStep === 1 ? await evaluateHeldOut(parts, writer, 0) : undefined;
+    const due = (step: number) => evaluating && step < parts.totalSteps && (step === 0 || (every > 0 && step % every === 0));
+    const before = due(startStep - 1) ? await evaluateHeldOut(parts, writer, startStep - 1) : undefined;
+    const evalBefore = startStep === 1 ? before : undefined;
     for (let step = startStep; step <= parts.totalSteps && !this.control.stopping; step++) {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
       const outcome = await trainingStep(parts, position, trainer, step);
       if (outcome === 'failed') return { runDir: writer.dir, run: writer.record, ...(evalBefore ? { evalBefore } : {}) };
       if (outcome === 'stopped') break;
-      if (evaluating && every > 0 && step % every === 0 && step < parts.totalSteps) await evaluateHeldOut(parts, writer, step);
+      if (due(step)) await evaluateHeldOut(parts, writer, step);
     }
     const evalAfter = evaluating && !this.control.stopping ? await evaluateHeldOut(parts, writer, writer.record.lastStep ?? 0) : undefined;
     writer.finish(this.control.stopping ? 'stopped' : 'finished');
@@ -123,7 +133,15 @@ export class TrainingRun {
   }
 }
 
-/** The run record says failed, with the error and the last completed step. */
-function failRun(writer: RunStoreWriter, error: Error): void {
-  writer.finish('failed', { message: error.message, ...(error.stack ? { stack: error.stack } : {}), ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}) });
+/**
+ * The run record says failed, with the error and the last completed step. When even that cannot
+ * be written (the disk that failed the run is still full), the error that ended the run is the
+ * one reported, and the record stays `running` — readers show it interrupted once the lock goes.
+ */
+function failRun(writer: RunStoreWriter, error: Error, report: RunReporter): void {
+  try {
+    writer.finish('failed', { message: error.message, ...(error.stack ? { stack: error.stack } : {}), ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}) });
+  } catch (secondary) {
+    report.log(`the run could not be marked failed: ${(secondary as Error).message}`);
+  }
 }

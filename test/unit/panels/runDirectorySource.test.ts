@@ -6,8 +6,8 @@ import * as path from 'node:path';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { RunSources } from '../../../extension/panels/source/registry';
 import type { RunUpdate } from '../../../extension/panels/source/runSource';
-import { buildTrajectory, writeRecordedRun } from '../../fixtures/recordedRun';
-import { RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
+import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
 
 function recordedRun(options: { steps: number; batch: number; status?: 'running' | 'finished' }): string {
   return writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'source-test-')), 'run-1'), { groupSize: 4, seed: 3, ...options });
@@ -50,7 +50,7 @@ describe('RunDirectorySource', () => {
     const { source, updates } = manualSource(dir);
     const release = source.follow(3);
     assert.deepEqual(source.rows(3), []);
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     updates.length = 0;
     source.refresh();
     assert.equal(updates.length, 0, 'reopening with the same content changes nothing visible');
@@ -109,7 +109,7 @@ describe('RunDirectorySource', () => {
     source.follow(1);
     source.rows(2);
     source.rows(3); // evicts step 2, never the followed step 1
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     const rng = random();
     for (const step of [1, 2, 3]) writer.appendTrajectories(step, [buildTrajectory(step, 9, 4, rng)]);
     source.refresh();
@@ -142,7 +142,7 @@ describe('RunDirectorySource', () => {
     const dir = recordedRun({ steps: 1, batch: 2, status: 'running' });
     const source = new RunDirectorySource(dir, { pollIntervalMs: 200 });
     const got = new Promise<RunUpdate>((resolve) => source.onUpdate((u) => u.type === 'metrics' && resolve(u)));
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     writer.appendMetrics({ step: 2, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 1 } });
     const update = await Promise.race([got, new Promise<undefined>((r) => setTimeout(() => r(undefined), 3000))]);
     assert.ok(update, 'no metrics update within 3 s');
