@@ -2,7 +2,7 @@ import { describeRow, type DatasetRow } from '../data/row';
 import type { ToolErrorKind } from '../shared/protocol/runStore';
 import type { ToolCallResult, Trajectory } from '../rollout/trajectory';
 import type { ToolCallOutcome } from '../tools/context';
-import { describeThrown } from '../tools/runner';
+import { describeThrown, safeInstanceOf } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { answerTag, type AnswerExtractor } from './answer';
 import { RewardError } from './rewardErrors';
@@ -89,7 +89,7 @@ async function evaluate<T>(what: string, run: () => T | Promise<T>): Promise<T> 
   try {
     return await run();
   } catch (error) {
-    if (error instanceof RewardError) throw error;
+    if (safeInstanceOf(error, RewardError)) throw error;
     throw new RewardError(`${what} threw: ${describeThrown(error)}`, { cause: error });
   }
 }

@@ -1,7 +1,7 @@
 import { inspect } from 'node:util';
 import { describeIssues } from '../shared/protocol/parse';
 import type { ToolErrorKind } from '../shared/protocol/runStore';
-import type { ToolContext, ToolLogger, TrajectoryView } from './context';
+import { RAW_ARGUMENTS, type ToolContext, type ToolLogger, type TrajectoryView } from './context';
 import { CallSignals } from './callSignals';
 import { ToolTimeoutError, withDeadline, type DeadlineOutcome } from './deadline';
 import { normalizeToolOutput, type ToolResult } from './result';
@@ -82,8 +82,17 @@ function safeTag(value: unknown): string {
   }
 }
 
+/** `instanceof` that a thrown Proxy cannot turn into a second throw. */
+export function safeInstanceOf<T>(value: unknown, type: abstract new (...args: never[]) => T): value is T {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
+  }
+}
+
 function failure(error: unknown): ToolCallError {
-  if (error instanceof ToolTimeoutError) return { kind: 'timeout', message: error.message };
+  if (safeInstanceOf(error, ToolTimeoutError)) return { kind: 'timeout', message: error.message };
   return { kind: 'threw', message: describeThrown(error) };
 }
 
@@ -180,7 +189,7 @@ export class ToolRunner {
     };
     const log: ToolLogger = { info: emit('info'), warn: emit('warn'), error: emit('error') };
     // The signal is replaced per execution (see runOne / runBatch); this one is never aborted.
-    return {
+    const ctx: ToolContext<object> & { [RAW_ARGUMENTS]?: unknown } = {
       trajectory: request.trajectory,
       turn: request.turn,
       callIndex: request.callIndex,
@@ -188,7 +197,9 @@ export class ToolRunner {
       rowArgs: request.row.toolArgs?.[tool.name],
       signal: new AbortController().signal,
       log,
+      [RAW_ARGUMENTS]: request.arguments,
     };
+    return ctx;
   }
 
   private async runOne(tool: Tool, args: unknown, ctx: ToolContext<object>, signals: CallSignals): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>> {
@@ -230,7 +241,7 @@ export class ToolRunner {
     const latencyMs = performance.now() - started;
     if (!outcome.ok) return invocations.map(() => ({ error: failure(outcome.error), latencyMs }));
     return outcome.value.map((output) => {
-      if (output instanceof Error) return { error: failure(output), latencyMs };
+      if (safeInstanceOf(output, Error)) return { error: failure(output), latencyMs };
       try {
         return { result: normalizeToolOutput(tool.name, output), latencyMs };
       } catch (error) {

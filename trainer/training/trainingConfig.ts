@@ -200,6 +200,23 @@ export interface LoadedConfig {
   resolve(p: string): string;
   /** A stable hash of the values that decide the run (resume refuses another). */
   hash: string;
+  /**
+   * Places the config's tools where a deadline can stop them — a worker thread that evaluates the
+   * same module (usercode/toolHost.ts); given by the loader of a config file. Without it (a config
+   * made in code) the tools run on the trainer's thread.
+   */
+  placeTools?: (tools: readonly Tool[]) => Promise<PlacedTools>;
+}
+
+/** A run's tools as placed (see LoadedConfig.placeTools); `close` ends what placing them started. */
+export interface PlacedTools {
+  tools: Tool[];
+  close(): Promise<void>;
+}
+
+/** The config's tools, placed where the loader wants them. */
+export async function placeConfigTools(loaded: LoadedConfig): Promise<PlacedTools> {
+  return loaded.placeTools ? loaded.placeTools(loaded.config.tools) : { tools: [...loaded.config.tools], close: async () => undefined };
 }
 
 /** Validate a config value; errors are "config.ts: algorithm.groupSize: …", one per issue. */
