@@ -35,7 +35,7 @@ export function stepTrajectoryRecords(step: number, trajectories: readonly Traje
 
 export function stepMetricsRecord(
   step: number,
-  inputs: { trajectories: readonly Trajectory[]; rewards: BatchRewards; prepared: PreparedBatch; update: UpdateMetrics; lr: number; times: StepTimes; metric: string | undefined },
+  inputs: { trajectories: readonly Trajectory[]; rewards: BatchRewards; prepared: PreparedBatch; update: UpdateMetrics; lr: number; times: StepTimes; metric: string | undefined; logprobAfterUpdate?: number },
 ): MetricsRecord {
   const { update, times, prepared } = inputs;
   const stepSeconds = times.rolloutSeconds + times.rewardSeconds + times.updateSeconds;
@@ -59,13 +59,14 @@ export function stepMetricsRecord(
     ...(update.klLoss !== undefined ? { 'loss/kl': update.klLoss } : {}),
     ...(update.entropy !== undefined ? { 'loss/entropy': update.entropy } : {}),
     ...(update.valueLoss !== undefined ? { 'loss/value': update.valueLoss } : {}),
+    ...(inputs.logprobAfterUpdate !== undefined ? { 'logprob/after_update': inputs.logprobAfterUpdate } : {}),
   };
   return {
     step,
     time: new Date().toISOString(),
     kind: 'train',
     ...finiteValues(values),
-    ...(update.skipped ? { skipped: { reason: `${update.skipped} of ${update.steps} updates had a non-finite loss or gradient and were skipped` } } : {}),
+    ...(update.skipped ? { skipped: { reason: `${update.skipped} of ${update.steps} updates had a non-finite loss or gradient, or would have made the weights non-finite, and were skipped` } } : {}),
   };
 }
 

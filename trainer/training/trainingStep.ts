@@ -10,6 +10,7 @@ import { saveRunCheckpoint } from './runCheckpoint';
 import { LiveSnapshot } from './liveSnapshot';
 import { seedFor, type RunParts, type RunPosition } from './runParts';
 import { learningRate } from './schedule';
+import { divergedMessage, logprobAfterUpdate } from './divergence';
 import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, type StepTimes } from './stepRecord';
 import { taskMetric } from './taskMetric';
 
@@ -35,7 +36,8 @@ export async function trainingStep(parts: RunParts, position: RunPosition, train
     generatedTokens: rolled.generatedTokens,
     trainedTokens: prepared.sequences.reduce((n, s) => n + s.ids.length, 0) * parts.config.algorithm.epochs,
   };
-  const recorded = recordStage(parts, position, step, { trajectories: rolled.trajectories, rewards: scored.rewards, prepared, update: updated.metrics, lr: updated.lr, times });
+  const recorded = recordStage(parts, position, step, { trajectories: rolled.trajectories, rewards: scored.rewards, prepared, update: updated.metrics, lr: updated.lr, times, ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}) });
+  if (updated.probe !== undefined && !Number.isFinite(updated.probe)) return failDiverged(parts, position, step, updated.lr);
   return finishStage(parts, position, trainer, step, updated.metrics, recorded);
 }
 
@@ -80,13 +82,24 @@ async function prepareStage(parts: RunParts, trainer: PolicyTrainer, trajectorie
   return prepareBatch(trajectories, samples, masks, scores, settings);
 }
 
-/** Update: the policy (and critic) optimizer steps over the batch at this step's learning rate. */
-async function updateStage(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number, prepared: PreparedBatch): Promise<{ metrics: UpdateMetrics; lr: number; seconds: number }> {
+/** Update: the policy (and critic) optimizer steps over the batch at this step's learning rate; then a check that the policy did not diverge. */
+async function updateStage(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number, prepared: PreparedBatch): Promise<{ metrics: UpdateMetrics; lr: number; seconds: number; probe?: number }> {
   const started = performance.now();
   parts.report.progress(step, 'update', 0, 1);
   const lr = learningRate(rlSchedule(parts.config), step - 1, parts.totalSteps);
   const metrics = await trainer.update(prepared.sequences, lr, position.random, policyLossWeight(parts.config, step));
-  return { metrics, lr, seconds: (performance.now() - started) / 1000 };
+  const probe = metrics.skipped < metrics.steps ? await logprobAfterUpdate(trainer, prepared) : undefined;
+  return { metrics, lr, seconds: (performance.now() - started) / 1000, ...(probe !== undefined ? { probe } : {}) };
+}
+
+/** A diverged update: the run fails at once, its step recorded, no checkpoint of the diverged weights. */
+function failDiverged(parts: RunParts, position: RunPosition, step: number, lr: number): StepOutcome {
+  const message = divergedMessage(step, lr, position.writer.record.lastCheckpoint);
+  position.writer.completeStep(step);
+  parts.report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  position.writer.finish('failed', { message, step });
+  parts.report.log(message);
+  return 'failed';
 }
 
 /** Record: the trajectories and the metrics in the run store, announced live, one line to the terminal. */

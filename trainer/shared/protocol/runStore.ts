@@ -122,6 +122,7 @@ export const METRICS = {
   'time/reward_s': 'seconds spent computing rewards',
   'time/update_s': 'seconds spent in the update',
   'time/step_s': 'seconds for the whole step',
+  'logprob/after_update': "mean log-prob of one trajectory's trained tokens under the updated policy (non-finite: the update diverged, and the run stopped)",
 } as const;
 export type KnownMetric = keyof typeof METRICS;
 
