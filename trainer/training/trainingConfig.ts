@@ -181,8 +181,22 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 export type TrainingConfig = z.output<typeof TrainingConfigSchema>;
 
 /** The config file's default export: the config as written (types checked by the editor; values by the trainer). */
+/** What marks a config as made by `defineConfig` (Symbol.for: the same mark from any copy of the library). */
+const DEFINED_CONFIG = Symbol.for('rollout-studio.defineConfig');
+
+/**
+ * A training config: what a config file's default export must be. It types the object as you
+ * write it (every field and default is documented on TrainingConfigInput) and marks it, so that a
+ * file whose default export merely looks like a config — an object without the types checked,
+ * a config of another tool — is refused with a message instead of being trained.
+ */
 export function defineConfig(config: TrainingConfigInput): TrainingConfigInput {
-  return config;
+  return Object.defineProperty({ ...config }, DEFINED_CONFIG, { value: true, enumerable: false });
+}
+
+/** Was this value made by defineConfig? */
+export function isDefinedConfig(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[DEFINED_CONFIG] === true;
 }
 
 export class ConfigError extends Error {

@@ -2,6 +2,7 @@ import type { ExecutionProviderName } from '../engine/runtime/providers';
 import { PolicyTrainer } from '../rl/policyTrainer';
 import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
+import { liveRunLock, RunLockedError } from '../shared/runstore/runLock';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 import { policyTrainerOptions, providerFor } from './configOptions';
 import { evaluateHeldOut, type EvaluationResult } from './evaluation';
@@ -63,6 +64,10 @@ export class TrainingRun {
     const started = Date.now();
     const provider = providerFor(this.loaded.config, this.options.device);
     const totalSteps = this.options.steps ?? this.loaded.config.steps;
+    // A run another process is writing is refused before the model loads (the lock itself is taken when the run store opens).
+    const target = this.options.resume ?? this.options.runDir;
+    const holder = target !== undefined ? liveRunLock(target) : undefined;
+    if (target !== undefined && holder) throw new RunLockedError(target, holder);
     const parts = await loadRunParts(this.loaded, { provider, totalSteps, control: this.control, report: this.report, ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}) });
     let opened: OpenedRun;
     try {
