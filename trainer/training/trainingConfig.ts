@@ -39,6 +39,8 @@ export const ModelSection = z.strictObject({
         alpha: z.number().positive().default(32),
         dropout: z.literal(0).default(0),
         targets: z.array(z.enum(LORA_TARGETS)).min(1).default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
+        /** Rank-stabilised LoRA: scale the adapters by alpha/√rank instead of alpha/rank (PEFT's use_rslora). */
+        rslora: z.boolean().optional(),
       }),
     ])
     .default({ rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }),
