@@ -314,6 +314,23 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
     }
   });
 
+  it('a setup error after the device started (a bad dataset row) ends the session with its error: the trainer exits, nothing waits forever', async () => {
+    const rows = path.join(workspace, 'data', 'bad-row.jsonl');
+    fs.writeFileSync(rows, fs.readFileSync(path.join(workspace, 'data', 'train.jsonl'), 'utf8') + '{"id": "broken"}\n');
+    const broken = path.join(workspace, 'bad-row.config.ts');
+    fs.writeFileSync(broken, fs.readFileSync(config, 'utf8').replace("train: 'data/train.jsonl'", "train: 'data/bad-row.jsonl'"));
+    const session = await launch({ config: broken });
+    try {
+      const exited = (await first(session, (e) => e.event === 'exited')) as DebugProtocol.ExitedEvent;
+      await first(session, (e) => e.event === 'terminated');
+      assert.equal(exited.body.exitCode, 1);
+      const said = session.outputs.join('');
+      assert.match(said, /The trainer failed: .*bad-row\.jsonl:33: /, said);
+    } finally {
+      await session.dc.stop();
+    }
+  });
+
   it('pause stops at the next turn boundary of a training run without breakpoints', async () => {
     const session = await launch({});
     const { dc } = session;
