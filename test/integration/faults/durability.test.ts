@@ -60,6 +60,21 @@ function fillDiskFor(target: RegExp, partially?: number): void {
   });
 }
 
+describe('a damaged checkpoint', { timeout: 300_000 }, () => {
+  it('is skipped with a warning for the newest intact one, and the resume still ends exactly as the uninterrupted run', async () => {
+    const runDir = path.join(fixture.dir, 'runs', 'damaged-newest');
+    fs.cpSync(straight, runDir, { recursive: true });
+    // The newest checkpoint loses the end of its weights (a disk error, a copy cut short).
+    const weights = path.join(runDir, 'checkpoints/step-000003/model.safetensors');
+    fs.truncateSync(weights, fs.statSync(weights).size - 100);
+    const logs: string[] = [];
+    assert.equal((await train({ resume: runDir, log: (line) => logs.push(line) })).run.status, 'finished');
+    assert.match(logs.join('\n'), /warning: checkpoints\/step-000003 is damaged and is skipped \(.*model\.safetensors: \d+ bytes where \d+ were saved; the checkpoint is damaged\)\nwarning: resuming from checkpoints\/step-000002, the newest intact checkpoint/);
+    assertSameRecords(straight, runDir, 'resumed from the checkpoint before a damaged one');
+    assertSameCheckpoint(path.join(straight, 'checkpoints/step-000003'), path.join(runDir, 'checkpoints/step-000003'), 'resumed from the checkpoint before a damaged one');
+  });
+});
+
 describe('a full disk', { timeout: 300_000 }, () => {
   it('while a checkpoint is saved: the run fails naming it, the half checkpoint goes, and a resume ends as if nothing happened', async () => {
     const runDir = path.join(fixture.dir, 'runs', 'checkpoint-enospc');

@@ -45,6 +45,36 @@ describe('RunDirectorySource', () => {
     source.dispose();
   });
 
+  it('shows a running run as interrupted once its writer is gone, though run.json did not change', () => {
+    const dir = recordedRun({ steps: 2, batch: 4, status: 'running' });
+    const { source, updates } = manualSource(dir);
+    assert.equal(source.run().status, 'running');
+    const before = fs.readFileSync(path.join(dir, 'run.json'), 'utf8');
+    // The writer goes away without finishing the run (a killed trainer leaves its lock behind; none at all reads the same).
+    recordedRunWriter(dir).close();
+    source.refresh();
+    assert.equal(fs.readFileSync(path.join(dir, 'run.json'), 'utf8'), before);
+    assert.equal(source.run().status, 'interrupted');
+    assert.deepEqual(updates.filter((u) => u.type === 'run').map((u) => u.type === 'run' && u.run.status), ['interrupted']);
+    source.dispose();
+  });
+
+  it('reports a record written twice instead of showing it', () => {
+    const dir = recordedRun({ steps: 2, batch: 4, status: 'running' });
+    const { source } = manualSource(dir);
+    const writer = recordedRunWriter(dir);
+    writer.appendMetrics({ step: 2, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 9 } });
+    writer.appendTrajectories(2, [buildTrajectory(2, 1, 4, random())]);
+    source.refresh();
+    assert.deepEqual(source.metrics().map((m) => m.step), [1, 2]);
+    assert.equal(source.metrics()[1].values['reward/mean'] === 9, false, 'the second record of step 2 is not taken');
+    assert.equal(source.rows(2).length, 4);
+    assert.match(source.errors().join('\n'), /metrics\.jsonl line 3: train step 2 is recorded twice \(first at line 2\)/);
+    assert.match(source.errors().join('\n'), /step-000002\.jsonl line 5: trajectory index 1 is recorded twice \(first at line 2\)/);
+    writer.finish('finished');
+    source.dispose();
+  });
+
   it('reports appended metrics, a new step, rows of a followed step and run.json changes', () => {
     const dir = recordedRun({ steps: 2, batch: 4, status: 'running' });
     const { source, updates } = manualSource(dir);
