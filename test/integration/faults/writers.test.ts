@@ -23,7 +23,7 @@ let config: string;
 
 before(async () => {
   workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'writers-'));
-  config = await writeTinyAgentWorkspace(workspace, { steps: 6 });
+  config = await writeTinyAgentWorkspace(workspace, { steps: 4 });
   fs.writeFileSync(config, fs.readFileSync(config, 'utf8').replace('checkpointEvery: 0', 'checkpointEvery: 1, keepCheckpoints: 10'));
 });
 after(() => fs.rmSync(workspace, { recursive: true, force: true }));
@@ -63,7 +63,8 @@ describe('one writer per run', { timeout: 600_000 }, () => {
 
   it('--resume of a run that is still training is refused, and the training goes on untouched', async () => {
     const runDir = path.join(workspace, 'runs', 'live');
-    const live = startCli(['train', config, '--run-dir', runDir], { cwd: workspace });
+    // Long enough that the refused resume (a few seconds to start) meets it still training.
+    const live = startCli(['train', config, '--run-dir', runDir, '--steps', '10'], { cwd: workspace });
     await until('step 1 of the live run', () => lastStep(runDir) >= 1);
     const resume = await runCli(['train', config, '--resume', runDir], { cwd: workspace });
     assert.equal(resume.code, 1, resume.stderr);
@@ -72,7 +73,7 @@ describe('one writer per run', { timeout: 600_000 }, () => {
     assert.equal(done.code, 0, done.stderr);
     const reader = new RunStoreReader(runDir);
     assert.equal(reader.run().status, 'finished');
-    assert.deepEqual(reader.metrics().records.filter((m) => m.kind === 'train').map((m) => m.step), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(reader.metrics().records.filter((m) => m.kind === 'train').map((m) => m.step), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
 
   it('a trainer killed with SIGKILL: its run reads as interrupted, and --resume takes over and ends exactly as an uninterrupted run', async () => {
@@ -82,7 +83,7 @@ describe('one writer per run', { timeout: 600_000 }, () => {
 
     const killed = path.join(workspace, 'runs', 'killed');
     const victim = startCli(['train', config, '--run-dir', killed], { cwd: workspace });
-    await until('step 3 of the run to kill', () => lastStep(killed) >= 3);
+    await until('step 2 of the run to kill', () => lastStep(killed) >= 2);
     victim.child.kill('SIGKILL');
     await processGone(victim.child.pid!);
     assert.equal(readRun(killed).status, 'running', 'run.json still says running');
@@ -94,7 +95,7 @@ describe('one writer per run', { timeout: 600_000 }, () => {
     assert.match(resumed.stdout, new RegExp(`its last writer \\(pid ${victim.child.pid} on ${os.hostname()}, last seen .*\\) is gone; resuming in its place`));
     assert.equal(new RunStoreReader(killed).run().status, 'finished');
     assertSameRecords(straight, killed, 'killed and resumed');
-    assertSameCheckpoint(path.join(straight, 'checkpoints/step-000006'), path.join(killed, 'checkpoints/step-000006'), 'killed and resumed');
+    assertSameCheckpoint(path.join(straight, 'checkpoints/step-000004'), path.join(killed, 'checkpoints/step-000004'), 'killed and resumed');
   });
 
   it('train … | head -2: the run stops cleanly when the reader of its output goes away', async () => {
@@ -108,7 +109,7 @@ describe('one writer per run', { timeout: 600_000 }, () => {
     assert.equal(result.code, 0, result.stderr);
     const run = readRun(runDir);
     assert.equal(run.status, 'stopped', 'the run is not left running');
-    assert.ok((run.lastStep ?? 0) < 6, 'it stopped early');
+    assert.ok((run.lastStep ?? 0) < 4, 'it stopped early');
     assert.equal(readRunLock(runDir), undefined, 'its lock is gone');
   });
 });

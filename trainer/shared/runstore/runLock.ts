@@ -26,8 +26,14 @@ export const HEARTBEAT_MS = 10_000;
 /** A holder on another host whose heartbeat is older than this is taken to be gone. */
 export const STALE_AFTER_MS = 120_000;
 
-/** Locks this process holds, by directory: a reader in the same process sees its own writer as alive. */
-const heldHere = new Set<string>();
+/**
+ * Locks this process holds, by directory: a reader in the same process sees its own writer as
+ * alive. Kept on the global object, so that every copy of this module in the process (the
+ * extension's bundle and a library's, say) shares it.
+ */
+const HELD_KEY = Symbol.for('rollout-studio.heldRunLocks');
+const heldHere: Set<string> = ((globalThis as Record<symbol, unknown>)[HELD_KEY] as Set<string> | undefined) ?? new Set<string>();
+(globalThis as Record<symbol, unknown>)[HELD_KEY] = heldHere;
 
 export class RunLockedError extends Error {
   constructor(
