@@ -66,8 +66,8 @@ export class TrainingRun {
     const totalSteps = this.options.steps ?? this.loaded.config.steps;
     // A run another process is writing is refused before the model loads (the lock itself is taken when the run store opens).
     const target = this.options.resume ?? this.options.runDir;
-    const holder = target !== undefined ? liveRunLock(target) : undefined;
-    if (target !== undefined && holder) throw new RunLockedError(target, holder);
+    const holder = target === undefined ? undefined : liveRunLock(target);
+    if (holder) throw new RunLockedError(target!, holder);
     const parts = await loadRunParts(this.loaded, { provider, totalSteps, control: this.control, report: this.report, ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}) });
     let opened: OpenedRun;
     try {
@@ -91,7 +91,12 @@ export class TrainingRun {
       throw error;
     } finally {
       position.writer.close();
-      this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.ended', run: position.writer.record });
+      // A listener that throws here must not keep the parts below open.
+      try {
+        this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.ended', run: position.writer.record });
+      } catch {
+        // Reported by the run's own error, if any; nothing to add.
+      }
       await trainer?.release().catch(() => undefined);
       await closeRunParts(parts);
     }
