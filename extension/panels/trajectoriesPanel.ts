@@ -28,7 +28,10 @@ export class TrajectoriesPanel {
   ) {
     const run = lease.source.run();
     panel.title = `Trajectories · ${run.id}`;
-    this.controller = new TrajectoriesController(lease.source, (message) => void panel.webview.postMessage(message), { openInDebugger }, step);
+    // The run directory is readable by the page too: the images its trajectories saw (images/<sha256>.<format>).
+    panel.webview.options = { ...panel.webview.options, localResourceRoots: [...(panel.webview.options.localResourceRoots ?? []), vscode.Uri.file(lease.source.dir)] };
+    const resourceUri = (runDirectory: string, file: string) => panel.webview.asWebviewUri(vscode.Uri.file(path.join(runDirectory, file))).toString();
+    this.controller = new TrajectoriesController(lease.source, (message) => void panel.webview.postMessage(message), { openInDebugger, resourceUri }, step);
     panel.webview.onDidReceiveMessage((raw) => {
       try {
         this.controller.receive(raw);

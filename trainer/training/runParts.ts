@@ -4,6 +4,7 @@ import type { ChatTemplate } from '../models/chatTemplate';
 import type { ModelRuntime } from '../models/runtime';
 import type { McpServers } from '../mcp/servers';
 import type { AgentLoop } from '../rollout/agentLoop';
+import type { RolloutImages } from '../rollout/images';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 import type { ToolSet } from '../tools/toolSet';
 import type { Random } from '../util/random';
@@ -32,6 +33,8 @@ export interface RunParts {
   mcp: McpServers;
   /** The config's own tools as placed for the run (in a tool worker, usually; they are in `tools`). */
   placed: PlacedTools;
+  /** Reads and prepares the images of rows, demonstrations and tool results (vision-language models). */
+  images: RolloutImages;
   /** Training rollouts (the config's sampling, the debugger's hooks). */
   loop: AgentLoop;
   /** Evaluation rollouts (greedy by default, no debugger hooks). */

@@ -45,6 +45,8 @@ const model = {
   selected: (restored.success ? restored.data.selected : null) as number | null,
   colourBy: (restored.success ? restored.data.colourBy : 'advantage') as TokenColouring,
   detail: undefined as TrajectoryRecord | undefined,
+  /** URIs of the detail's images by sha256 (from the host). */
+  imageUris: {} as Record<string, string>,
   /** Until the first rows arrive, a restored selection is kept for the restored step. */
   restoring: restored.success,
 };
@@ -132,7 +134,7 @@ function renderDetail(): void {
     return;
   }
   detail.replaceChildren(
-    trajectoryDetail(model.detail, model.colourBy, {
+    trajectoryDetail(model.detail, model.colourBy, model.imageUris, {
       openInDebugger: (step, index) => post({ type: 'openInDebugger', step, index }),
       colourBy: (by) => {
         model.colourBy = by;
@@ -194,6 +196,7 @@ function render(message: TrajectoriesToWebview): void {
     case 'trajectory':
       if (message.set === model.shown?.set && message.record.step === model.shown.step && message.record.index === model.selected) {
         model.detail = message.record;
+        model.imageUris = message.imageUris ?? {};
         renderDetail();
       }
       break;

@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { datasetFromRows } from '../../../trainer/data';
-import { ToolRunner, ToolSet, type ToolCallRequest, type ToolRunOutcome } from '../../../trainer/tools';
+import { observationImages, observationText, ToolRunner, ToolSet, type ToolCallRequest, type ToolRunOutcome } from '../../../trainer/tools';
 import type { PlacedTools } from '../../../trainer/training/trainingConfig';
 import { loadConfig } from '../../../trainer/usercode/loadConfig';
 import { PING_GRACE_MS, WorkerTool, type ToolHost } from '../../../trainer/usercode/toolHost';
@@ -36,6 +36,7 @@ export const tools = [
   defineTool({ name: 'fails', description: 'Throws an Error.', parameters: z.object({}), execute: () => { throw new RangeError('out of range'); } }),
   defineTool({ name: 'function_data', description: 'Returns a function in data.', parameters: z.object({}), execute: () => ({ content: [{ type: 'text', text: 'x' }], data: { f: () => 1 } }) as never }),
   defineTool({ name: 'logs', description: 'Logs.', parameters: z.object({}), execute: (_args, ctx) => { ctx.log.warn(\`row \${ctx.row.id}\`); return 'logged'; } }),
+  defineTool({ name: 'picture', description: 'Returns an image.', parameters: z.object({}), execute: () => ({ content: [{ type: 'image', data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]) }, { type: 'text', text: 'a picture' }] }) }),
   defineTool({ name: 'here', description: 'Stays on the trainer thread.', parameters: z.object({}), isolation: 'trainer', execute: () => (isMainThread ? 'trainer thread' : 'worker') }),
   defineTool({ name: 'blocks', description: 'Blocks the trainer thread.', parameters: z.object({}), isolation: 'trainer', timeoutMs: 100, execute: () => { const end = Date.now() + 400; while (Date.now() < end) {} return 'too late'; } }),
 ];
@@ -77,19 +78,32 @@ after(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/** The text the policy would see of a call's result. */
+function text(outcome: ToolRunOutcome): string | undefined {
+  return outcome.result && observationText(outcome.result);
+}
+
 async function one(name: string, args: unknown = {}): Promise<ToolRunOutcome> {
   return (await runner.run([request(name, args)]))[0];
 }
 
 describe('tools in the tool worker', { timeout: 120_000 }, () => {
   it('run in a worker, with their closures, transforming schemas and instanceof intact', async () => {
-    assert.deepEqual(placed.tools.map((t) => (t instanceof WorkerTool ? 'worker' : 'trainer')), ['worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'trainer', 'trainer']);
-    assert.equal((await one('greet', { who: 'Ada' })).result?.content[0].text, 'hello Ada on a worker');
+    assert.deepEqual(placed.tools.map((t) => (t instanceof WorkerTool ? 'worker' : 'trainer')), ['worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'trainer', 'trainer']);
+    assert.equal(text(await one('greet', { who: 'Ada' })), 'hello Ada on a worker');
     const host = await one('host', { url: 'https://example.org/a' });
-    assert.equal(host.result?.content[0].text, 'true example.org true 2');
+    assert.equal(text(host), 'true example.org true 2');
     // The recorded arguments are what the trainer's copy of the schema made of them.
     assert.ok(host.arguments && (host.arguments as { url: unknown }).url instanceof URL);
-    assert.equal((await one('here')).result?.content[0].text, 'trainer thread');
+    assert.equal(text(await one('here')), 'trainer thread');
+  });
+
+  it('bring back the images a tool returns, bytes intact', async () => {
+    const outcome = await one('picture');
+    assert.equal(text(outcome), 'a picture');
+    const [image] = observationImages(outcome.result!);
+    assert.ok(image.data instanceof Uint8Array, 'image bytes arrive as a Uint8Array');
+    assert.deepEqual([...(image.data as Uint8Array)], [0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
   });
 
   it('describe whatever a tool throws: an Error with its stack, a BigInt, a circular object', async () => {
@@ -109,7 +123,7 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
   });
 
   it("forward a tool's log lines", async () => {
-    assert.equal((await one('logs')).result?.content[0].text, 'logged');
+    assert.equal(text(await one('logs')), 'logged');
     assert.ok(logs.includes('logs warn: row r7'), logs.join('\n'));
   });
 
@@ -123,7 +137,7 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
     assert.match(beside.error!.message, /the tool worker was restarted: a call of "spin" ran past its timeout without yielding/);
     assert.ok(performance.now() - started < 300 + PING_GRACE_MS + 3000);
     const startsBefore = host().starts;
-    assert.equal((await one('greet', { who: 'again' })).result?.content[0].text, 'hello again on a worker');
+    assert.equal(text(await one('greet', { who: 'again' })), 'hello again on a worker');
     assert.equal(host().starts, startsBefore + 1, 'a fresh worker evaluated the module again');
   });
 
@@ -135,7 +149,7 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
       const startsBefore = host().starts;
       assert.deepEqual((await one('slow')).error, { kind: 'timeout', message: 'slow did not finish within 100 ms' });
       await new Promise((resolve) => setTimeout(resolve, PING_GRACE_MS + 200));
-      assert.equal((await one('greet', { who: 'still' })).result?.content[0].text, 'hello still on a worker');
+      assert.equal(text(await one('greet', { who: 'still' })), 'hello still on a worker');
       assert.equal(host().starts, startsBefore, 'the responsive worker was kept');
     } finally {
       slowTool.timeoutMs = saved;

@@ -92,12 +92,12 @@ export function appendJsonl(file: string, values: readonly unknown[]): void {
 }
 
 /** Replace a file so that readers see the old or the new content, never a mix. */
-export function writeFileAtomic(file: string, content: string): void {
+export function writeFileAtomic(file: string, content: string | Uint8Array): void {
   const tmp = `${file}.${process.pid}.tmp`;
   try {
     const fd = fs.openSync(tmp, 'w');
     try {
-      writeAll(fd, Buffer.from(content, 'utf8'), tmp);
+      writeAll(fd, typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content.buffer, content.byteOffset, content.byteLength), file);
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
+import { imageFileName, MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
 import { parseWith } from '../protocol/parse';
 import { appendJsonl, writeFileAtomic } from './jsonl';
 import { RunStoreReader } from './reader';
@@ -70,6 +70,24 @@ export class RunStoreWriter {
     appendJsonl(path.join(this.dir, 'metrics.jsonl'), [parseWith(MetricsRecord, record, `metrics of step ${record.step}`)]);
   }
 
+  /**
+   * Write images the trajectories saw, by content hash (`images/<sha256>.<format>`; one that is
+   * already there is not written again). Call it before appending the records that refer to them.
+   */
+  writeImages(images: readonly { sha256: string; format: 'png' | 'jpeg' | 'webp'; bytes: Uint8Array }[]): void {
+    for (const image of images) {
+      const file = path.join(this.dir, imageFileName(image.sha256, image.format));
+      if (fs.existsSync(file)) continue;
+      try {
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+      } catch (error) {
+        throw storageError(error, path.dirname(file), 'creating the images folder');
+      }
+      // Whole or not at all (a full disk leaves no half image), the error naming the file.
+      writeFileAtomic(file, image.bytes);
+    }
+  }
+
   /** Append trajectories to the step's file (one call per step, or several as they finish). */
   appendTrajectories(step: number, trajectories: readonly TrajectoryRecord[]): void {
     const checked = trajectories.map((t) => parseWith(TrajectoryRecord, t, `trajectory ${t.index} of step ${step}`));
@@ -133,7 +151,7 @@ export function dropRecordsAfterStep(dir: string, step: number): void {
 
 /** Temporary files of writes that never finished (atomic replacements, checkpoints being saved). */
 function removeLeftovers(dir: string): void {
-  for (const folder of [dir, path.join(dir, 'evals'), path.join(dir, 'checkpoints')]) {
+  for (const folder of [dir, path.join(dir, 'evals'), path.join(dir, 'checkpoints'), path.join(dir, 'images')]) {
     if (!fs.existsSync(folder)) continue;
     for (const name of fs.readdirSync(folder)) {
       if (/\.tmp$/.test(name) || /^step-\d+\.partial$/.test(name)) fs.rmSync(path.join(folder, name), { recursive: true, force: true });

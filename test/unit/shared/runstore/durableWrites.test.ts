@@ -13,6 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { MetricsRecord } from '../../../../trainer/shared/protocol';
 import { appendJsonl, readJsonl, writeFileAtomic } from '../../../../trainer/shared/runstore/jsonl';
+import { recordedRunWriter, writeRecordedRun } from '../../../fixtures/recordedRun';
 
 function tmpDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'durable-writes-'));
@@ -77,5 +78,31 @@ describe('appending a record', () => {
     assert.throws(() => appendJsonl(path.join(blocked, 'metrics.jsonl'), [record(1)]), /runs\/metrics\.jsonl: opening the file to append failed \(ENOTDIR\): a part of .* is a file, not a folder/);
     assert.throws(() => writeFileAtomic(path.join(blocked, 'run.json'), '{}'), /runs\/run\.json: writing the file failed \(ENOTDIR\)/);
     assert.deepEqual(fs.readdirSync(dir), ['runs'], 'no temporary file is left behind');
+  });
+});
+
+describe('writing an image a trajectory saw', () => {
+  it('writes it whole or not at all: a full disk leaves no half image and names the file', () => {
+    const dir = writeRecordedRun(path.join(tmpDir(), 'run'), { steps: 1, batch: 2, groupSize: 2, seed: 1, status: 'running' });
+    const writer = recordedRunWriter(dir);
+    try {
+      const bytes = new Uint8Array(4096).map((_, i) => i % 251);
+      const sha256 = 'a'.repeat(64);
+      const write = nodeFs.writeSync;
+      let calls = 0;
+      mock.method(nodeFs, 'writeSync', (fd: number, buffer: Buffer, offset: number) => (++calls === 1 ? write(fd, buffer, offset, 100) : 0));
+      assert.throws(() => writer.writeImages([{ sha256, format: 'png', bytes }]), (error: Error) => {
+        assert.equal(error.name, 'StorageError');
+        assert.match(error.message, new RegExp(`images/${sha256}\\.png: the device accepted only 100 of 4096 bytes`));
+        return true;
+      });
+      mock.restoreAll();
+      assert.deepEqual(fs.readdirSync(path.join(dir, 'images')), [], 'neither the image nor a temporary file is left');
+      // Space is back: the same image is written whole.
+      writer.writeImages([{ sha256, format: 'png', bytes }]);
+      assert.deepEqual(new Uint8Array(fs.readFileSync(path.join(dir, 'images', `${sha256}.png`))), bytes);
+    } finally {
+      writer.close();
+    }
   });
 });
