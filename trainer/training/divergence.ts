@@ -11,7 +11,8 @@ import type { PreparedBatch } from '../rl/prepareBatch';
 export async function logprobAfterUpdate(trainer: PolicyTrainer, prepared: PreparedBatch): Promise<number | undefined> {
   const probe = prepared.sequences.find((s) => s.mask.some((m) => m));
   if (!probe) return undefined;
-  const scored = await trainer.scoreReferenceAndValues([{ ids: probe.ids, mask: probe.mask }], { reference: false, values: false, policy: true });
+  // The whole sequence as trained, its images included (a vision-language model's image tokens need them).
+  const scored = await trainer.scoreReferenceAndValues([{ ids: probe.ids, mask: probe.mask, ...(probe.images ? { images: probe.images } : {}) }], { reference: false, values: false, policy: true });
   const logprobs = scored.policy![0];
   let sum = 0;
   let count = 0;
