@@ -134,7 +134,7 @@ function assertRunStoreIntact(runDirectory: string, lastStep: number): void {
   assert.deepEqual(trainMetrics, Array.from({ length: lastStep }, (_, i) => i + 1));
 }
 
-describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, () => {
+describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, () => {
   before(async () => {
     workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'live-adapter-'));
     config = await writeTinyAgentWorkspace(workspace);
