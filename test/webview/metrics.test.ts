@@ -14,9 +14,9 @@ import { MetricsController } from '../../extension/panels/metricsController';
 import { RunDirectorySource } from '../../extension/panels/source/runDirectorySource';
 import { RunSources } from '../../extension/panels/source/registry';
 import { runSummaryOf } from '../../extension/panels/source/summarize';
-import { appendJsonl, listRuns, RunStoreReader, RunStoreWriter } from '../../trainer/shared/runstore';
+import { appendJsonl, listRuns, RunStoreReader } from '../../trainer/shared/runstore';
 import type { MetricsPanelState, MetricsRecord } from '../../trainer/shared/protocol';
-import { writeRecordedRun } from '../fixtures/recordedRun';
+import { writeRecordedRun, recordedRunWriter } from '../fixtures/recordedRun';
 import { launchBrowser } from '../harness/browser';
 import { connect, openWebviewApp, THEMES, type WebviewApp } from '../harness/webviewApp';
 
@@ -111,7 +111,7 @@ describe('Metrics webview', () => {
     const { root, a } = recordedRuns();
     const { app, page, refresh } = await open(root, [a]);
     await chart(page, 'reward').locator('canvas').waitFor();
-    const writer = RunStoreWriter.reopen(a, new RunStoreReader(a).run());
+    const writer = recordedRunWriter(a);
     writer.appendMetrics({ step: 12, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 1.1, 'kl/mean': 0.03, 'custom/thing': 4 } });
     refresh(a);
     await page.locator('.chart[data-group="reward"][data-last-step="12"]').waitFor();

@@ -11,10 +11,10 @@ import * as path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { RunDirectorySource } from '../../extension/panels/source/runDirectorySource';
 import { TrajectoriesController } from '../../extension/panels/trajectoriesController';
-import { RunStoreReader, RunStoreWriter } from '../../trainer/shared/runstore';
+import { RunStoreReader } from '../../trainer/shared/runstore';
 import type { StepSelection, TrajectoriesPanelState } from '../../trainer/shared/protocol';
 import { colourTokens, decodeTokens } from '../../webview/trajectories/tokenColours';
-import { buildTrajectory, writeRecordedRun } from '../fixtures/recordedRun';
+import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../fixtures/recordedRun';
 import { launchBrowser } from '../harness/browser';
 import { connect, openWebviewApp, type Theme, type WebviewApp } from '../harness/webviewApp';
 
@@ -214,7 +214,7 @@ describe('Trajectories webview', () => {
     const dir = recordedRun({ steps: 2, batch: 8 });
     const { app, page, source } = await open(dir);
     await page.locator('#row-count', { hasText: '8 trajectories' }).waitFor();
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     writer.appendTrajectories(2, [buildTrajectory(2, 8, 4, rng)]);
     source.refresh();
     await page.locator('#row-count', { hasText: '9 trajectories' }).waitFor();
@@ -243,7 +243,7 @@ describe('Trajectories webview', () => {
 
   it('shows the held-out evaluations beside the training steps, with the task metric named', async () => {
     const dir = recordedRun({ steps: 2, batch: 8 });
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     const evaluation = (step: number, rows: number) => Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
     writer.writeEvaluation(0, evaluation(0, 5));
     writer.writeEvaluation(2, evaluation(2, 3));

@@ -134,7 +134,7 @@ function assertRunStoreIntact(runDirectory: string, lastStep: number): void {
   assert.deepEqual(trainMetrics, Array.from({ length: lastStep }, (_, i) => i + 1));
 }
 
-describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, () => {
+describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, () => {
   before(async () => {
     workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'live-adapter-'));
     config = await writeTinyAgentWorkspace(workspace);
@@ -309,6 +309,23 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
       const said = session.outputs.join('');
       assert.match(said, /The trainer failed: .*broken\.config\.ts: steps: /, said);
       assert.equal(session.events.filter((e) => e.event === 'stopped').length, 0);
+    } finally {
+      await session.dc.stop();
+    }
+  });
+
+  it('a setup error after the device started (a bad dataset row) ends the session with its error: the trainer exits, nothing waits forever', async () => {
+    const rows = path.join(workspace, 'data', 'bad-row.jsonl');
+    fs.writeFileSync(rows, fs.readFileSync(path.join(workspace, 'data', 'train.jsonl'), 'utf8') + '{"id": "broken"}\n');
+    const broken = path.join(workspace, 'bad-row.config.ts');
+    fs.writeFileSync(broken, fs.readFileSync(config, 'utf8').replace("train: 'data/train.jsonl'", "train: 'data/bad-row.jsonl'"));
+    const session = await launch({ config: broken });
+    try {
+      const exited = (await first(session, (e) => e.event === 'exited')) as DebugProtocol.ExitedEvent;
+      await first(session, (e) => e.event === 'terminated');
+      assert.equal(exited.body.exitCode, 1);
+      const said = session.outputs.join('');
+      assert.match(said, /The trainer failed: .*bad-row\.jsonl:33: /, said);
     } finally {
       await session.dc.stop();
     }

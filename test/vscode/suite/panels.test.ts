@@ -3,8 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { RolloutStudioApi } from '../../../extension/extension';
-import { RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
-import { writeRecordedRun } from '../../fixtures/recordedRun';
+import { writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
 
 const EXTENSION_ID = 'rollout-studio.rollout-studio';
 
@@ -90,7 +89,7 @@ describe('Panels on recorded runs', () => {
     const shown = await until('the status-bar item of the running run', () => panels.statusBar().text);
     assert.equal(panels.statusBar().runDir, live);
     assert.match(shown, /^\$\(pulse\) step 2\/2 · reward \d\.\d{3} · exact_match \d\.\d{3} · \d+ tok\/s$/);
-    const writer = RunStoreWriter.reopen(live, new RunStoreReader(live).run());
+    const writer = recordedRunWriter(live);
     writer.update({ totalSteps: 5 });
     writer.appendMetrics({ step: 3, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.777, 'throughput/rollout_tokens_per_s': 512.4 } });
     await until('the status bar to show step 3', () => panels.statusBar().text === '$(pulse) step 3/5 · reward 0.777 · 512 tok/s');

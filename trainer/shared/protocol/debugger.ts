@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RunStatus } from './runStore';
 
 /**
  * What the `rollout` debugger accepts in launch.json (mirrored, with descriptions, in
@@ -77,7 +78,7 @@ export const TrainingStatusBody = z.object({
   runDirectory: z.string(),
   /** Live: the trainer's process id while it runs. */
   pid: z.number().int().optional(),
-  status: z.enum(['running', 'finished', 'failed', 'stopped']).optional(),
+  status: RunStatus.optional(),
   lastStep: z.number().int().optional(),
 });
 export type TrainingStatusBody = z.infer<typeof TrainingStatusBody>;
