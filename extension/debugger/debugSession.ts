@@ -112,6 +112,7 @@ export class RolloutDebugSession extends DebugSession {
     } catch (error) {
       return this.fail(response, (error as Error).message);
     }
+    this.breakpoints.duringStep = args.breakpointsDuringStep ?? 'stepped-trajectory';
     try {
       this.target = createTarget(args, { breakpoints: this.breakpoints, listener: this.listener(), live: this.host.live });
     } catch (error) {
@@ -348,6 +349,7 @@ export class RolloutDebugSession extends DebugSession {
     return {
       stopped: (stop) => {
         this.lastStop = stop;
+        this.reportPassedOver();
         const view = this.target?.view();
         // Live trajectories grow between stops: render their transcripts afresh, and let open ones be read again.
         this.transcripts.clear();
@@ -363,6 +365,7 @@ export class RolloutDebugSession extends DebugSession {
       output: (text, category) => this.output(text, category),
       progress: (progress) => this.progress(progress),
       ended: ({ exitCode }) => {
+        this.reportPassedOver();
         if (this.openProgress) this.sendEvent(new ProgressEndEvent(this.openProgress));
         this.openProgress = undefined;
         this.sendEvent(new ExitedEvent(exitCode));
@@ -375,6 +378,12 @@ export class RolloutDebugSession extends DebugSession {
         for (const t of next.trajectories) this.sendEvent(new ThreadEvent('started', this.threadId(next.step, t.index)));
       },
     };
+  }
+
+  /** After a step: the other trajectories' breakpoint hits it went past (see BreakpointSet.duringStep). */
+  private reportPassedOver(): void {
+    const passed = this.breakpoints.takePassedOver();
+    if (passed) this.output(passed, 'console');
   }
 
   /** DAP progress for the phase in flight; a new phase ends the previous one. */

@@ -8,9 +8,11 @@
  * Stepping follows the trainer: next = the stepped trajectory's next turn (or its end), step in
  * = its next point of any kind (before a call runs, then its result), step out = its end; when
  * the trajectory has ended, next goes on to the same position in the next step. The other
- * trajectories move along meanwhile, as they do in a batch; only the stepped trajectory's
- * breakpoints can interrupt a step. Pause stops at the next turn boundary (or the step's
- * update). Nothing goes back: stepping back needs a recorded run (replay).
+ * trajectories move along meanwhile, as they do in a batch. Which breakpoints interrupt a step
+ * is BreakpointSet's decision (`breakpointsDuringStep`: by default only the stepped
+ * trajectory's; the others' hits are listed in the console when the step ends), the same as in
+ * replay. Pause stops at the next turn boundary (or the step's update). Nothing goes back:
+ * stepping back needs a recorded run (replay).
  *
  * Stop asks the trainer to finish cleanly (it marks the run stopped and exits) and kills it
  * only when it does not exit in time; a killed trainer's run is marked stopped here.
@@ -23,7 +25,7 @@ import { formatBytes } from '../../trainer/shared/formatBytes';
 import { TrainerProcess, type TrainerExit, type TrainerLaunch } from '../trainerProcess';
 import type { LiveTraining, LiveTrainings } from '../live/liveTrainings';
 import { markRunStopped } from '../live/stoppedRun';
-import type { BreakpointSet } from './breakpoints';
+import type { BreakpointSet, SteppingTrajectory } from './breakpoints';
 import { holdConfiguration } from './holdPolicy';
 import { liveFacts, liveView, type Hold } from './liveView';
 import { toTargetStop, type ResumeKind, type RolloutTarget, type TargetListener, type TargetStop, type TargetView } from './rolloutTarget';
@@ -323,18 +325,18 @@ export class LiveTarget implements RolloutTarget {
         if (isTurnBoundary(point) || point.phase === 'update') return { reason: 'pause', trajectory: focus, description: `Paused: ${where}` };
         return this.check(view);
       case 'step': {
-        if (point.trajectory !== this.intent.trajectory) return undefined;
-        if (reachesStep(this.intent.how, point)) return { reason: 'step', trajectory: focus, description: where };
-        return this.check(view);
+        const stepped = this.intent.trajectory;
+        if (point.trajectory === stepped && reachesStep(this.intent.how, point)) return { reason: 'step', trajectory: focus, description: where };
+        return this.check(view, { trajectory: stepped });
       }
       case 'run':
         return this.check(view);
     }
   }
 
-  private check(view: TargetView): TargetStop | undefined {
+  private check(view: TargetView, stepping?: SteppingTrajectory): TargetStop | undefined {
     if (this.options.noDebug) return undefined;
-    const stop = this.breakpoints.stopAt({ ...view, facts: (trajectory) => liveFacts(trajectory, view.point, view.metrics) }, (text, category) => this.listener.output(text, category));
+    const stop = this.breakpoints.stopAt({ ...view, facts: (trajectory) => liveFacts(trajectory, view.point, view.metrics) }, (text, category) => this.listener.output(text, category), stepping);
     return stop && toTargetStop(stop);
   }
 

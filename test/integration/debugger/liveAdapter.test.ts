@@ -233,6 +233,56 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
     }
   });
 
+  it('a step goes past the other trajectories’ breakpoints and lists them; with "breakpointsDuringStep": "all" it stops at the next one', async () => {
+    /** Step 1's search calls (that reached the tool: parsed, named) in the round of trajectory `index`'s first one, by the other trajectories. */
+    const othersInRound = (runDirectory: string, index: number) => {
+      const records = new RunStoreReader(runDirectory).trajectories(1).records;
+      const searches = (t: (typeof records)[number]) => t.turns.flatMap((u) => (u.toolCalls ?? []).filter((c) => c.name === 'search' && c.error?.kind !== 'parse').map(() => u.index));
+      const round = searches(records.find((t) => t.index === index)!)[0];
+      return records.filter((t) => t.index !== index && searches(t).includes(round)).map((t) => t.index);
+    };
+    const indexOf = async (dc: DebugClient, threadId: number) => Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === threadId)!.name)![1]);
+    const finish = async (session: Session, threadId: number) => {
+      await session.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
+      const terminated = next(session, 'terminated');
+      await session.dc.continueRequest({ threadId });
+      await terminated;
+    };
+
+    const stepped = await launch({}, { functions: [{ name: 'search' }] });
+    try {
+      const stop = (await next(stepped, 'stopped')) as DebugProtocol.StoppedEvent;
+      const index = await indexOf(stepped.dc, stop.body.threadId!);
+      const event = await resume(stepped, 'next', stop.body.threadId!);
+      assert.equal(event.body.reason, 'step');
+      assert.equal(event.body.threadId, stop.body.threadId, 'the step ends on the stepped trajectory');
+      await finish(stepped, event.body.threadId!);
+      const passed = othersInRound(await runDirectoryOf(stepped), index);
+      assert.ok(passed.length > 0, 'the tiny agent’s other trajectories search in the same round');
+      const said = stepped.outputs.find((o) => o.startsWith('While stepping'));
+      assert.ok(said, `the console lists what the step went past:\n${stepped.outputs.join('')}`);
+      assert.match(said, new RegExp(`^While stepping #${index}, ${passed.length} breakpoint hits? in other trajectories did not stop: `));
+      for (const other of passed) assert.ok(said.includes(`step 1 #${other}: Paused before search(`), `${said} names #${other}`);
+    } finally {
+      await stepped.dc.stop();
+    }
+
+    const all = await launch({ breakpointsDuringStep: 'all' }, { functions: [{ name: 'search' }] });
+    try {
+      const stop = (await next(all, 'stopped')) as DebugProtocol.StoppedEvent;
+      const index = await indexOf(all.dc, stop.body.threadId!);
+      const event = await resume(all, 'next', stop.body.threadId!);
+      assert.equal(event.body.reason, 'function breakpoint');
+      const other = await indexOf(all.dc, event.body.threadId!);
+      assert.match(event.body.description ?? '', /^Paused before search\(/);
+      await finish(all, event.body.threadId!);
+      assert.equal(other, othersInRound(await runDirectoryOf(all), index)[0], 'the next search call of the round, in batch order');
+      assert.equal(all.outputs.filter((o) => o.startsWith('While stepping')).length, 0);
+    } finally {
+      await all.dc.stop();
+    }
+  });
+
   it('a conditional breakpoint that never matches never stops: the training runs to its end', async () => {
     const session = await launch({}, { functions: [{ name: 'search', condition: 'turn > 99' }] });
     try {

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 
 /**
+ * Which breakpoints may interrupt a step over, into or out of one trajectory: only that
+ * trajectory's (the default), or any trajectory's. See BreakpointSet.duringStep.
+ */
+export const BreakpointsDuringStep = z.enum(['stepped-trajectory', 'all']);
+export type BreakpointsDuringStep = z.infer<typeof BreakpointsDuringStep>;
+
+/**
  * What the `rollout` debugger accepts in launch.json (mirrored, with descriptions, in
  * package.json's `contributes.debuggers[].configurationAttributes`) and the custom requests
  * its adapter answers. VS Code adds fields of its own (`__sessionId`, `__configurationTarget`,
@@ -31,6 +38,8 @@ export const RolloutLaunchArguments = z
       .optional(),
     /** Live training: start the trainer with the Node inspector and attach a Node debug session, so breakpoints in tool code hit. */
     debugTools: z.boolean().optional(),
+    /** Which breakpoints interrupt a step (default: the stepped trajectory's only). */
+    breakpointsDuringStep: BreakpointsDuringStep.optional(),
   })
   .refine((args) => args.runDirectory !== undefined || args.config !== undefined, {
     message: 'set "runDirectory" to replay a recorded run, or "config" to train',
