@@ -26,7 +26,7 @@ import {
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { parseWith } from '../../trainer/shared/protocol/parse';
-import { RolloutLaunchArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type ToolDebuggerEventBody, type TrainingStatusBody } from '../../trainer/shared/protocol/debugger';
+import { RolloutLaunchArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type ToolDebuggerEventBody, type TrainingStatusBody, type TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
 import { renderTranscript, type RenderedTranscript } from '../../trainer/shared/transcript';
 import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
@@ -324,8 +324,9 @@ export class RolloutDebugSession extends DebugSession {
     try {
       const args = parseWith(TranscriptRequestArguments, raw, 'rolloutTranscript request');
       if (!this.target || !sameDirectory(args.runDirectory, this.target.runDirectory)) throw new Error(`this session shows ${this.target?.runDirectory || 'nothing yet'}, not ${args.runDirectory}`);
-      const text = transcriptOf(this.target, args.step, args.index);
-      response.body = { text };
+      const trajectory = transcriptOf(this.target, args.step, args.index);
+      const body: TranscriptResponseBody = { text: renderTranscript(trajectory).text, trajectory: { ...trajectory, tokens: { ids: '', pieces: [], mask: '', logprobs: '' } } };
+      response.body = body;
       this.sendResponse(response);
     } catch (error) {
       this.fail(response, (error as Error).message);
@@ -363,6 +364,8 @@ export class RolloutDebugSession extends DebugSession {
         this.sendEvent(event);
       },
       output: (text, category) => this.output(text, category),
+      // A recorded step's trajectories are final now: open transcripts of it are read again.
+      stepRecorded: (step) => this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target!.runDirectory, step })),
       progress: (progress) => this.progress(progress),
       ended: ({ exitCode }) => {
         this.reportPassedOver();
@@ -498,12 +501,17 @@ export class RolloutDebugSession extends DebugSession {
 
 const NO_GOING_BACK = 'Live training only moves forwards: replay the run (Rollout Studio: Replay Run in Debugger…) to step back through it.';
 
-function transcriptOf(target: RolloutTarget, step: number, index: number): string {
+/**
+ * The trajectory a transcript shows: while stopped, as the stop shows it (its frames point into
+ * that text); while the rollout moves on, the newest the target has (live: the recorded one once
+ * its step is recorded).
+ */
+function transcriptOf(target: RolloutTarget, step: number, index: number): TrajectoryRecord {
   const view = target.view();
-  const fromView = view?.step === step ? view.trajectories.find((t) => t.index === index) : undefined;
+  const fromView = view?.step === step && !target.running ? view.trajectories.find((t) => t.index === index) : undefined;
   const trajectory = fromView ?? target.findTrajectory(step, index);
   if (!trajectory) throw new Error(`step ${step} has no trajectory #${index}`);
-  return renderTranscript(trajectory).text;
+  return trajectory;
 }
 
 

@@ -71,6 +71,8 @@ export class LiveTarget implements RolloutTarget {
   private readonly queue: Hold[] = [];
   private intent: Intent = { kind: 'run' };
   private sentConfiguration = '';
+  /** Steps the trainer has recorded (`step.completed`): their trajectories are read from the run store, final. */
+  private readonly recorded = new Set<number>();
   private readonly eventListeners = new Set<(event: TrainingEvent) => void>();
   private readonly publication: LiveTraining;
 
@@ -121,13 +123,15 @@ export class LiveTarget implements RolloutTarget {
     return this.lastView;
   }
 
+  /** A recorded step's trajectory as recorded (results and rewards final), else as the last stop point saw it. */
   findTrajectory(step: number, index: number): TrajectoryRecord | undefined {
-    if (this.lastView?.step === step) return this.lastView.trajectories.find((t) => t.index === index);
-    if (!this.dir) return undefined;
+    const seen = this.lastView?.step === step ? this.lastView.trajectories.find((t) => t.index === index) : undefined;
+    if (seen && !this.recorded.has(step)) return seen;
+    if (!this.dir) return seen;
     try {
-      return new RunStoreReader(this.dir).trajectories(step).records.find((t) => t.index === index);
+      return new RunStoreReader(this.dir).trajectories(step).records.find((t) => t.index === index) ?? seen;
     } catch {
-      return undefined;
+      return seen;
     }
   }
 
@@ -243,8 +247,11 @@ export class LiveTarget implements RolloutTarget {
         this.queue.push({ id: message.id, point: message.point, trajectories: message.trajectories, ...(message.metrics ? { metrics: message.metrics } : {}) });
         this.drain();
         break;
-      case 'metrics':
       case 'step.completed':
+        this.recorded.add(message.step);
+        this.listener.stepRecorded?.(message.step);
+        break;
+      case 'metrics':
         break;
     }
   }

@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { RunStoreReader } from '../../../trainer/shared/runstore';
+import { renderTranscript } from '../../../trainer/shared/transcript';
 import { serveAdapter, type AdapterServer } from '../../../extension/debugger/standalone';
 import { TINY_QUERY, writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { processAlive, processGone, readRun, runsOf, sourceTrainerLaunch } from '../../helpers/liveTraining';
@@ -43,7 +44,7 @@ async function launch(
   const outputs: string[] = [];
   const events: DebugProtocol.Event[] = [];
   dc.on('output', (event: DebugProtocol.OutputEvent) => outputs.push(event.body.output));
-  for (const name of ['stopped', 'terminated', 'exited', 'progressStart', 'progressUpdate', 'progressEnd', 'capabilities', 'thread']) dc.on(name, (event: DebugProtocol.Event) => events.push(event));
+  for (const name of ['stopped', 'terminated', 'exited', 'progressStart', 'progressUpdate', 'progressEnd', 'capabilities', 'thread', 'rolloutTranscriptsChanged']) dc.on(name, (event: DebugProtocol.Event) => events.push(event));
   await dc.initializeRequest({ adapterID: 'rollout', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path', supportsProgressReporting: true });
   await Promise.all([
     dc.waitForEvent('initialized').then(async () => {
@@ -280,6 +281,35 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
       assert.equal(all.outputs.filter((o) => o.startsWith('While stepping')).length, 0);
     } finally {
       await all.dc.stop();
+    }
+  });
+
+  it('a transcript of a step the trainer has recorded shows its final records: the calls’ results and the rewards', async () => {
+    const session = await launch({}, { functions: [{ name: 'search', condition: 'step == 1' }] });
+    const { dc } = session;
+    try {
+      const stop = (await next(session, 'stopped')) as DebugProtocol.StoppedEvent;
+      const runDirectory = await runDirectoryOf(session);
+      const index = Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === stop.body.threadId)!.name)![1]);
+      const ask = async () => (await dc.customRequest('rolloutTranscript', { runDirectory, step: 1, index })).body as { text: string; trajectory?: { inFlight?: unknown } };
+      const during = await ask();
+      assert.match(during.text, /⟨call 0 search · not run yet⟩/);
+      assert.deepEqual(during.trajectory?.inFlight, { ended: false }, 'the snapshot comes with the text');
+
+      // On to step 2: step 1 is recorded on the way, and the session says its transcripts changed.
+      await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'search', condition: 'step == 2' }] });
+      const second = await resume(session, 'continue', stop.body.threadId!);
+      assert.equal(second.body.reason, 'function breakpoint');
+      const changed = session.events.filter((e) => e.event === 'rolloutTranscriptsChanged').map((e) => e.body as { runDirectory: string; step: number });
+      assert.ok(changed.some((c) => c.step === 1 && c.runDirectory === runDirectory), `transcripts changed: ${JSON.stringify(changed)}`);
+      const recorded = new RunStoreReader(runDirectory).trajectories(1).records.find((t) => t.index === index)!;
+      const after = await ask();
+      assert.equal(after.text, renderTranscript(recorded).text, 'the recorded trajectory, as the run store has it');
+      assert.doesNotMatch(after.text, /not run yet|pending|in progress/);
+      assert.match(after.text, new RegExp(`^rewards: outcome ${recorded.rewards.outcome.toFixed(2)} · `, 'm'));
+    } finally {
+      await dc.disconnectRequest({});
+      await dc.stop();
     }
   });
 

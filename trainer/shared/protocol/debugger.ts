@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TrajectoryRecord } from './runStore';
 
 /**
  * Which breakpoints may interrupt a step over, into or out of one trajectory: only that
@@ -60,7 +61,14 @@ export const TranscriptRequestArguments = z.object({
 });
 export type TranscriptRequestArguments = z.infer<typeof TranscriptRequestArguments>;
 
-export const TranscriptResponseBody = z.object({ text: z.string() });
+export const TranscriptResponseBody = z.object({
+  text: z.string(),
+  /**
+   * The trajectory rendered (without its token arrays): the editor keeps the last one a live
+   * session served, to show how far it got once the session has ended without its step recorded.
+   */
+  trajectory: TrajectoryRecord.optional(),
+});
 export type TranscriptResponseBody = z.infer<typeof TranscriptResponseBody>;
 
 /**
