@@ -72,7 +72,8 @@ async function openRunPanels(context: PanelContext, run: RunChoice, placement: P
   const trajectories = TrajectoriesPanel.show(context, run.dir, { ...placement, followsNewest: run.followsNewest ?? false, ...(run.step !== undefined ? { step: run.step } : {}) });
   await Promise.race([trajectories.started, new Promise((resolve) => setTimeout(resolve, 4000))]);
   const column = trajectories.panel.viewColumn !== undefined ? Math.min(vscode.ViewColumn.Nine, trajectories.panel.viewColumn + 1) : vscode.ViewColumn.Beside;
-  MetricsPanel.show(context, run.dir, { ...placement, column, followsNewest: run.followsNewest ?? false });
+  // The Trajectories panel's run, not `run`: one that follows the newest run may have moved on while its page started.
+  MetricsPanel.show(context, trajectories.runDir, { ...placement, column, followsNewest: run.followsNewest ?? false });
 }
 
 /** Open Run…: one of the workspace's runs, or any run directory on disk. */
@@ -158,8 +159,8 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
     if (named) return named;
     const selected = tree.selection.find((e) => e.run);
     if (selected) return { dir: selected.dir };
-    const listedNewest = refresh().find((e) => e.run)?.dir; // also brings newestRun up to date
-    const newest = newestRun.run?.dir ?? listedNewest;
+    // A training of this window first (its config may write outside the runs folder), as the status bar does.
+    const newest = trainingDirs().at(-1) ?? refresh().find((e) => e.run)?.dir;
     if (newest) return { dir: newest, followsNewest: true };
     const where = runsRoots().join(', ') || 'a workspace folder (none is open)';
     void vscode.window.showInformationMessage(`Rollout Studio: no runs yet. Runs appear in ${where} when training starts.`);
