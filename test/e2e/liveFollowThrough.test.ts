@@ -110,16 +110,21 @@ describe('Start Training, Stop, Debug Training: the panels and transcripts follo
       const runDir = runsOf(workbench.workspace).at(-1)!;
       assert.notEqual(runDir, stoppedRun);
 
-      // The Trajectories panel that followed the stopped run shows the new one; no panel stays on the old one.
-      await until('the Trajectories panel to show the new run', async () => (await trajectoriesRun()) === runDir, 60_000);
-      await page.locator('.tab', { hasText: `Trajectories · ${path.basename(runDir)}` }).waitFor({ timeout: 30_000 });
-      assert.equal(await page.locator('.tab', { hasText: `Trajectories · ${path.basename(stoppedRun)}` }).count(), 0);
-
       // The transcript at the stop: the call has not run.
       const transcriptTab = page.locator('.tab', { hasText: /trajectory-\d+\.rollout\.txt/ }).first();
       await transcriptTab.waitFor({ timeout: 30_000 });
       const line = (text: RegExp) => page.locator('.monaco-editor .view-line', { hasText: text }).first();
       await line(/⟨call\s0\ssearch\s·\snot\srun\syet⟩/).waitFor({ timeout: 30_000 });
+
+      // The Trajectories panel that followed the stopped run shows the new one (the transcript
+      // may have opened over it, in the same group: show it); no panel stays on the old one.
+      const trajectoriesTab = page.locator('.tab', { hasText: `Trajectories · ${path.basename(runDir)}` });
+      await trajectoriesTab.waitFor({ timeout: 60_000 });
+      assert.equal(await page.locator('.tab', { hasText: `Trajectories · ${path.basename(stoppedRun)}` }).count(), 0);
+      await page.locator('.tab', { hasText: `Metrics · ${path.basename(runDir)}` }).waitFor({ timeout: 30_000 });
+      await trajectoriesTab.click();
+      await until('the Trajectories panel to show the new run', async () => (await trajectoriesRun()) === runDir, 60_000);
+      assert.equal(await readPanel(page, 'trajectories', (frame) => frame.locator('#follow-run').getAttribute('aria-checked', { timeout: 5000 })), 'true');
 
       // Without the breakpoint the training goes on; once step 1 is recorded, stop it.
       await runCommand(page, 'Remove All Breakpoints');
