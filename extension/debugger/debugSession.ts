@@ -28,7 +28,7 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { parseWith } from '../../trainer/shared/protocol/parse';
 import { RolloutLaunchArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type ToolDebuggerEventBody, type TrainingStatusBody, type TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
-import { renderTranscript, type RenderedTranscript } from '../../trainer/shared/transcript';
+import { renderTranscript, runEndedPhrase, type RenderedTranscript } from '../../trainer/shared/transcript';
 import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
 import { compileExpression } from './expression';
 import { callFrameName, endFrameName, linePoints, threadName, turnFrameName } from './frames';
@@ -36,7 +36,7 @@ import { describeRecordedRun } from './replaySummary';
 import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './rolloutTarget';
 import { createTarget, type LiveTrainingHost } from './createTarget';
 import type { StopPoint } from './timeline';
-import { parseTranscriptUri, transcriptUri, TRANSCRIPTS_CHANGED_EVENT } from './transcriptUri';
+import { parseTranscriptUri, transcriptUri, TRANSCRIPTS_CHANGED_EVENT, type TranscriptsChangedBody } from './transcriptUri';
 import { CONTEXT_NAMES, turnContext } from './turnContext';
 import { VariableStore, type FrameSubject } from './variables';
 
@@ -70,6 +70,8 @@ export class RolloutDebugSession extends DebugSession {
   /** The progress shown now (one phase of one step at a time). */
   private openProgress: string | undefined;
   private ended = false;
+  /** Live: the trainer has exited; what its run did not record will never be known. */
+  private trainingEnded = false;
 
   constructor(private readonly host: SessionHost = {}) {
     super();
@@ -325,7 +327,9 @@ export class RolloutDebugSession extends DebugSession {
       const args = parseWith(TranscriptRequestArguments, raw, 'rolloutTranscript request');
       if (!this.target || !sameDirectory(args.runDirectory, this.target.runDirectory)) throw new Error(`this session shows ${this.target?.runDirectory || 'nothing yet'}, not ${args.runDirectory}`);
       const trajectory = transcriptOf(this.target, args.step, args.index);
-      const body: TranscriptResponseBody = { text: renderTranscript(trajectory).text, trajectory: { ...trajectory, tokens: { ids: '', pieces: [], mask: '', logprobs: '' } } };
+      const endedBy = this.trainingEnded ? runEndedPhrase(this.target.run()?.status ?? 'running') : undefined;
+      const text = renderTranscript(trajectory, endedBy ? { endedBy } : {}).text;
+      const body: TranscriptResponseBody = { text, trajectory: { ...trajectory, tokens: { ids: '', pieces: [], mask: '', logprobs: '' } } };
       response.body = body;
       this.sendResponse(response);
     } catch (error) {
@@ -369,6 +373,9 @@ export class RolloutDebugSession extends DebugSession {
       progress: (progress) => this.progress(progress),
       ended: ({ exitCode }) => {
         this.reportPassedOver();
+        // Open transcripts of the run are read again: now they say what was never recorded.
+        this.trainingEnded = true;
+        if (this.target?.runDirectory) this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target.runDirectory } satisfies TranscriptsChangedBody));
         if (this.openProgress) this.sendEvent(new ProgressEndEvent(this.openProgress));
         this.openProgress = undefined;
         this.sendEvent(new ExitedEvent(exitCode));

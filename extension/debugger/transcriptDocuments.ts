@@ -13,32 +13,24 @@
 import * as vscode from 'vscode';
 import { parseWith } from '../../trainer/shared/protocol/parse';
 import { TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
-import type { RunStatus, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
 import { RunStoreReader } from '../../trainer/shared/runstore/reader';
-import { renderTranscript } from '../../trainer/shared/transcript';
-import { parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT, type TranscriptAddress } from './transcriptUri';
-
-/** What ended a run whose step in flight was never recorded, by the status its run.json says. */
-const ENDED_BY: Record<RunStatus, string> = {
-  stopped: 'the run stopped',
-  failed: 'the run failed',
-  finished: 'the run finished',
-  // A trainer killed before it could mark its run (the status is still "running").
-  running: 'the training ended',
-};
+import { renderTranscript, runEndedPhrase } from '../../trainer/shared/transcript';
+import { parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT, type TranscriptAddress, type TranscriptsChangedBody } from './transcriptUri';
 
 export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
   private readonly sessions = new Set<vscode.DebugSession>();
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
-  /** The last trajectory a session served for each open transcript (by URI), for when the session is gone. */
-  private readonly lastServed = new Map<string, TrajectoryRecord>();
+  /** For each open transcript (by URI) a session served: that session, and the trajectory it last served, for when it is gone. */
+  private readonly served = new Map<string, { session: vscode.DebugSession; trajectory?: TrajectoryRecord }>();
   readonly onDidChange = this.changed.event;
 
   /**
    * Follow rollout debug sessions, the first place to ask for a transcript. Live, a trajectory
    * grows between stops: before each stop, and when a step is recorded, the session says which
-   * step changed, and the open transcripts of that step are read again. When a session ends,
-   * every open transcript is read again (from the run directory now).
+   * step changed, and the open transcripts of that step are read again; when its trainer has
+   * exited it says so for the whole run (a restart keeps the debug session, so its end is not
+   * always an ended session). When a session ends, the open transcripts it served are read again.
    */
   trackSessions(): vscode.Disposable {
     return vscode.Disposable.from(
@@ -46,17 +38,17 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
       vscode.debug.onDidStartDebugSession((session) => session.type === 'rollout' && this.sessions.add(session)),
       vscode.debug.onDidTerminateDebugSession((session) => {
         if (!this.sessions.delete(session)) return;
-        for (const document of this.openTranscripts()) this.changed.fire(document.uri);
+        for (const document of this.openTranscripts()) if (this.served.get(document.uri.toString())?.session === session) this.changed.fire(document.uri);
       }),
       vscode.debug.onDidReceiveDebugSessionCustomEvent((event) => {
         if (event.session.type !== 'rollout' || event.event !== TRANSCRIPTS_CHANGED_EVENT) return;
-        const { runDirectory, step } = event.body as { runDirectory: string; step: number };
+        const { runDirectory, step } = event.body as TranscriptsChangedBody;
         for (const document of this.openTranscripts()) {
           const address = parseTranscriptPath(document.uri.path);
-          if (address && address.step === step && address.runDirectory === runDirectory) this.changed.fire(document.uri);
+          if (address && address.runDirectory === runDirectory && (step === undefined || address.step === step)) this.changed.fire(document.uri);
         }
       }),
-      vscode.workspace.onDidCloseTextDocument((document) => this.lastServed.delete(document.uri.toString())),
+      vscode.workspace.onDidCloseTextDocument((document) => this.served.delete(document.uri.toString())),
     );
   }
 
@@ -70,10 +62,10 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
       } catch {
         continue; // Not this session's run (or it has ended): try the next, then the run directory.
       }
-      if (body.trajectory) this.lastServed.set(uri.toString(), body.trajectory);
+      this.served.set(uri.toString(), { session, ...(body.trajectory ? { trajectory: body.trajectory } : {}) });
       return body.text;
     }
-    return this.fromRunDirectory(address, this.lastServed.get(uri.toString()));
+    return this.fromRunDirectory(address, this.served.get(uri.toString())?.trajectory);
   }
 
   /** The recorded trajectory; else the last one a session served, saying the run ended before its step was recorded. */
@@ -82,9 +74,9 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
     const recorded = reader.steps().includes(address.step) ? reader.trajectories(address.step).records.find((t) => t.index === address.index) : undefined;
     if (recorded) return renderTranscript(recorded).text;
     if (!lastServed) throw new Error(`${address.runDirectory}: step ${address.step} has no trajectory #${address.index}`);
-    let endedBy = ENDED_BY.running;
+    let endedBy = runEndedPhrase('running');
     try {
-      endedBy = ENDED_BY[reader.run().status];
+      endedBy = runEndedPhrase(reader.run().status);
     } catch {
       // run.json unreadable: the generic wording stands.
     }

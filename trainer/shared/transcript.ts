@@ -25,7 +25,7 @@
  * own lines between ⟨ and ⟩, characters a chat template does not produce, so the grammar can
  * tell them from model text.
  */
-import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from './protocol/runStore';
+import type { RunStatus, ToolCallRecord, TrajectoryRecord, TurnRecord } from './protocol/runStore';
 
 export interface TranscriptRenderOptions {
   /** Digits after the decimal point for rewards and statistics (default 2). */
@@ -98,6 +98,21 @@ export function renderTranscript(trajectory: TrajectoryRecord, options: Transcri
   const endLine = lines.length;
   lines.push(`⟨${finishText(t, endedBy)} · ${t.inFlight ? (endedBy ? 'rewards never computed' : 'rewards pending') : rewardSummary(t, fixed, signed)}⟩`);
   return { text: lines.join('\n') + '\n', turnLines, callLines, endLine };
+}
+
+/** What ended a run whose step in flight was never recorded (`endedBy`), by the status its run.json says. */
+export function runEndedPhrase(status: RunStatus): string {
+  switch (status) {
+    case 'stopped':
+      return 'the run stopped';
+    case 'failed':
+      return 'the run failed';
+    case 'finished':
+      return 'the run finished';
+    case 'running':
+      // A trainer that exited (or was killed) before it could mark its run.
+      return 'the training ended';
+  }
 }
 
 /** `── assistant (turn 2) ─ 41 tokens · logprob mean -0.32 min -4.10 · entropy 0.81 · tool_call ──` */

@@ -284,7 +284,7 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
     }
   });
 
-  it('a transcript of a step the trainer has recorded shows its final records: the calls’ results and the rewards', async () => {
+  it('a transcript of a step the trainer has recorded shows its final records; one of a step it never recorded says so once the training has ended', async () => {
     const session = await launch({}, { functions: [{ name: 'search', condition: 'step == 1' }] });
     const { dc } = session;
     try {
@@ -307,8 +307,23 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
       assert.equal(after.text, renderTranscript(recorded).text, 'the recorded trajectory, as the run store has it');
       assert.doesNotMatch(after.text, /not run yet|pending|in progress/);
       assert.match(after.text, new RegExp(`^rewards: outcome ${recorded.rewards.outcome.toFixed(2)} · `, 'm'));
+
+      // Stopped now, held in step 2: that step is never recorded, and its transcripts say so.
+      const index2 = Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === second.body.threadId)!.name)![1]);
+      const terminated = next(session, 'terminated');
+      await dc.terminateRequest({});
+      await terminated;
+      const runChanged = session.events.filter((e) => e.event === 'rolloutTranscriptsChanged').map((e) => e.body as { runDirectory: string; step?: number });
+      assert.ok(runChanged.some((c) => c.runDirectory === runDirectory && c.step === undefined), 'the end of the training changes every transcript of the run');
+      assert.equal(readRun(runDirectory).status, 'stopped');
+      assert.deepEqual(new RunStoreReader(runDirectory).steps(), [1]);
+      const ended = (await dc.customRequest('rolloutTranscript', { runDirectory, step: 2, index: index2 })).body as { text: string };
+      assert.match(ended.text, /^note: the run stopped before step 2 was recorded; /m);
+      assert.match(ended.text, /⟨call 0 search · result never known: the run stopped first⟩/);
+      assert.match(ended.text, /^rewards: never computed \(the run stopped before step 2 was scored\)$/m);
+      assert.doesNotMatch(ended.text, /not run yet|rewards pending|in progress/);
     } finally {
-      await dc.disconnectRequest({});
+      await dc.disconnectRequest({}).catch(() => undefined);
       await dc.stop();
     }
   });
