@@ -30,8 +30,8 @@ const common = {
   target: 'node20',
 };
 
-/** onnxruntime-node and webgpu carry native binaries and must stay real files at run time. */
-const nativeModules = ['onnxruntime-node', 'webgpu'];
+/** onnxruntime-node, webgpu and sharp (images: libvips) carry native binaries and must stay real files at run time. */
+const nativeModules = ['onnxruntime-node', 'webgpu', 'sharp'];
 /** Resolved only when running from TypeScript sources (tests, development), never in a bundle. */
 const sourceOnly = ['tsx', 'tsx/cjs'];
 /** esbuild compiles the user's tools and configs at run time; its JS API finds its native binary itself and cannot be bundled. */

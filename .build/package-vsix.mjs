@@ -23,14 +23,16 @@ const ortBinaries = `node_modules/onnxruntime-node/bin/napi-v6/${platform}/${arc
 const dawnBinaries = `node_modules/webgpu/dist/${platform === 'darwin' ? 'darwin-universal' : target}`;
 // esbuild (compiles the user's tools and configs) finds its binary in @esbuild/<platform>-<arch>.
 const esbuildBinaries = `node_modules/@esbuild/${target}`;
-for (const dir of [ortBinaries, dawnBinaries, esbuildBinaries]) {
+// sharp (decoding and resizing images) finds its binary and libvips in @img/sharp-<platform>-<arch>.
+const sharpBinaries = [`node_modules/@img/sharp-${target}`, ...(platform === 'win32' ? [] : [`node_modules/@img/sharp-libvips-${target}`])];
+for (const dir of [ortBinaries, dawnBinaries, esbuildBinaries, ...sharpBinaries]) {
   if (!fs.existsSync(path.join(root, dir))) {
     console.error(`package-vsix: ${dir} is missing; run npm install first`);
     process.exit(1);
   }
 }
 const ignoreFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-vsix-')), '.vscodeignore');
-const rules = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8') + `\n!${ortBinaries}/**\n!${dawnBinaries}/**\n!${esbuildBinaries}/**\n`;
+const rules = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8') + `\n!${ortBinaries}/**\n!${dawnBinaries}/**\n!${esbuildBinaries}/**\n${sharpBinaries.map((d) => `!${d}/**`).join('\n')}\n`;
 fs.writeFileSync(ignoreFile, rules);
 
 const out = path.join(root, 'dist', `${manifest.name}-${target}-${manifest.version}.vsix`);

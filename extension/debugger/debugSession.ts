@@ -477,6 +477,7 @@ export class RolloutDebugSession extends DebugSession {
       isEnd: ref.kind === 'end',
       visibleAt: view.positions[ref.trajectory],
       metrics: view.metrics,
+      ...(this.target?.runDirectory ? { runDirectory: this.target.runDirectory } : {}),
     };
   }
 

@@ -30,6 +30,8 @@ export interface FrameSubject {
   /** The trajectory's current point: decides which results are visible yet. */
   visibleAt: StopPoint;
   metrics?: MetricsRecord;
+  /** The run directory, where the images a trajectory saw are (images/<sha256>.<format>). */
+  runDirectory?: string;
 }
 
 export class VariableStore {
@@ -56,6 +58,8 @@ export class VariableStore {
       add('Tool calls', turn.toolCalls.map((c) => prune(callView(c, turn.index, visibleAt))), 'calls');
     }
     if (!subject.isEnd) add('Rewards', rewards, 'rewards');
+    const images = this.images(subject);
+    if (images.length) add(`Images (${images.length})`, images);
     add('Step', this.step(subject), undefined, 'registers');
     return scopes;
   }
@@ -96,6 +100,23 @@ export class VariableStore {
       entropy: turn.entropy ? { ...turn.entropy } : undefined,
       toolCalls: turn.toolCalls?.length,
     });
+  }
+
+  /**
+   * The images the trajectory has seen so far (vision-language runs): the prompt's, and each
+   * tool's once its call is done — with the file that holds it, so it can be opened.
+   */
+  private images({ trajectory, visibleAt, runDirectory }: FrameSubject): Record<string, unknown>[] {
+    return (trajectory.images ?? [])
+      .filter((image) => image.from.kind === 'prompt' || callIsDone(image.from.turn, image.from.call, visibleAt))
+      .map((image) => ({
+        from: image.from.kind === 'prompt' ? 'prompt' : `tool call ${image.from.call} of turn ${image.from.turn}`,
+        size: `${image.width}×${image.height} ${image.format}`,
+        tokens: image.tokens,
+        tokenStart: image.tokenStart,
+        file: runDirectory ? `${runDirectory.replace(/[\\/]+$/, '')}/${image.file}` : image.file,
+        sha256: image.sha256,
+      }));
   }
 
   private rewards({ trajectory, visibleAt }: FrameSubject): Record<string, unknown> {

@@ -16,6 +16,8 @@ export interface TrajectoriesActions {
   openInDebugger(args: OpenRunInDebuggerArgs): Promise<void>;
   /** The user ticked or unticked "Follow newest run" (the panel decides which run it shows). */
   followNewestRun?(follow: boolean): void;
+  /** A URI the webview can load for a file of the run directory (an image the trajectory saw). */
+  resourceUri?(runDirectory: string, file: string): string;
 }
 
 /** Rows go to the webview in chunks, so the first screen renders before a 5,000-row step has travelled. */
@@ -93,8 +95,12 @@ export class TrajectoriesController {
       case 'openTrajectory': {
         const evaluation = message.set === 'eval';
         const record = evaluation ? this.source.evaluationTrajectory(message.step, message.index) : this.source.trajectory(message.step, message.index);
-        if (record) this.post({ type: 'trajectory', set: message.set, record });
-        else this.post({ type: 'notice', level: 'error', message: `${evaluation ? 'The evaluation after step' : 'Step'} ${message.step} has no trajectory ${message.index}.` });
+        if (record) {
+          const images = record.images ?? [];
+          const uri = this.actions.resourceUri;
+          const imageUris = uri && images.length ? Object.fromEntries(images.map((image) => [image.sha256, uri(this.source.dir, image.file)])) : undefined;
+          this.post({ type: 'trajectory', set: message.set, record, ...(imageUris ? { imageUris } : {}) });
+        } else this.post({ type: 'notice', level: 'error', message: `${evaluation ? 'The evaluation after step' : 'Step'} ${message.step} has no trajectory ${message.index}.` });
         break;
       }
       case 'openInDebugger':

@@ -76,10 +76,13 @@ export class TrajectoriesPanel {
     this.following.newestChanged(run);
   }
 
-  /** The panel's logic for its current run; titles the panel after it. */
+  /** The panel's logic for its current run; titles the panel after it and lets the page read the run's images. */
   private control(step: StepSelection): TrajectoriesController {
     this.panel.title = `Trajectories · ${this.lease.source.run().id}`;
-    const actions = { openInDebugger, followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow) };
+    allowRunDirectory(this.panel.webview, this.lease.source.dir);
+    const { webview } = this.panel;
+    const resourceUri = (runDirectory: string, file: string) => webview.asWebviewUri(vscode.Uri.file(path.join(runDirectory, file))).toString();
+    const actions = { openInDebugger, resourceUri, followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow) };
     return new TrajectoriesController(this.lease.source, (message) => void this.panel.webview.postMessage(message), actions, step);
   }
 
@@ -147,6 +150,23 @@ export class TrajectoriesPanel {
       panel.webview.html = unavailableHtml('Trajectories', `${parsed.data.runDir} can no longer be shown: ${(error as Error).message}`);
     }
   }
+}
+
+/**
+ * Let the page load files of the run directory: the images its trajectories saw
+ * (images/<sha256>.<format>). Roots are only added, and only when the directory is not already
+ * readable: VS Code reloads the page when a panel's options change (it sends the page its
+ * content again; the page then says `ready` and is sent everything), so a panel that follows
+ * runs back and forth reloads once per new run directory.
+ */
+function allowRunDirectory(webview: vscode.Webview, dir: string): void {
+  const roots = webview.options.localResourceRoots ?? [];
+  const inside = (root: vscode.Uri) => {
+    const relative = path.relative(root.fsPath, dir);
+    return root.scheme === 'file' && relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+  };
+  if (roots.some(inside)) return;
+  webview.options = { ...webview.options, localResourceRoots: [...roots, vscode.Uri.file(dir)] };
 }
 
 async function openInDebugger(args: OpenRunInDebuggerArgs): Promise<void> {

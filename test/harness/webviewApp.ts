@@ -104,6 +104,11 @@ export const THEMES: Record<Theme, Record<string, string>> = {
 
 const ORIGIN = 'https://webview.rollout.test';
 
+/** Where a run directory's files are served from (VS Code serves them through asWebviewUri under the same origin). */
+export function runResourceUri(file: string): string {
+  return `${ORIGIN}/run/${file}`;
+}
+
 export interface WebviewApp {
   page: Page;
   /** Every message the webview posted, in order. */
@@ -126,6 +131,8 @@ export interface WebviewApp {
 }
 
 export interface OpenOptions {
+  /** Serve this run directory's files at runResourceUri(file) (the images trajectories saw). */
+  runDir?: string;
   state?: unknown;
   theme?: Theme;
   viewport?: { width: number; height: number };
@@ -150,6 +157,11 @@ export async function openWebviewApp(browser: Browser, app: string, options: Ope
   await page.route(`${ORIGIN}/**`, (route) => {
     const name = new URL(route.request().url()).pathname.slice(1);
     if (name === 'index.html') return route.fulfill({ contentType: 'text/html', body: html });
+    if (name.startsWith('run/') && options.runDir) {
+      const resource = path.join(options.runDir, name.slice('run/'.length));
+      if (!fs.existsSync(resource)) return route.fulfill({ status: 404, body: '' });
+      return route.fulfill({ contentType: `image/${path.extname(resource).slice(1)}`, body: fs.readFileSync(resource) });
+    }
     const file = path.join(dist, path.basename(name));
     if (!fs.existsSync(file)) return route.fulfill({ status: 404, body: '' });
     return route.fulfill({ contentType: file.endsWith('.css') ? 'text/css' : 'text/javascript', body: fs.readFileSync(file) });

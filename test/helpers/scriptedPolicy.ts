@@ -58,7 +58,7 @@ export class ScriptedPolicy implements Policy {
     const turns = new Map<number, number>();
     return {
       generate: async (requests: readonly TurnRequest[], options: TurnOptions): Promise<GeneratedTurn[]> => {
-        this.calls.push({ requests: requests.map((r) => ({ sequence: r.sequence, append: [...r.append] })), options: { ...options } });
+        this.calls.push({ requests: requests.map((r) => ({ sequence: r.sequence, append: [...r.append], ...(r.images ? { images: [...r.images] } : {}) })), options: { ...options } });
         return requests.map((request) => {
           if (request.sequence < 0 || request.sequence >= sequences) throw new Error(`sequence ${request.sequence} is not in this session`);
           const context = this.contexts.get(request.sequence) ?? [];

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { describeIssues } from '../shared/protocol/parse';
-import { McpServersConfig } from '../mcp/config';
+import { McpServersConfig } from '../mcp/mcpConfig';
 import { McpServers } from '../mcp/servers';
 import { UserCodeError } from '../tools/toolErrors';
 

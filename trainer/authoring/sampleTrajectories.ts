@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../shared/protocol/chatMessages';
+import { contentText, type ChatMessage } from '../shared/protocol/chatMessages';
 import type { TrajectoryRecord } from '../shared/protocol/runStore';
 import { decodeFloat32, decodeInt32, decodeUint8 } from '../shared/protocol/tokens';
 import type { DatasetRow } from '../data/row';
@@ -19,7 +19,7 @@ import { textResult } from '../tools/result';
 
 /** The text of the row's last user message (what `Trajectory.prompt` holds). */
 function lastUserText(messages: readonly ChatMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return messages[i].content;
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return contentText(messages[i].content);
   return '';
 }
 

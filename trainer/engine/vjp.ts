@@ -108,6 +108,11 @@ export const VJP_RULES: Record<string, VjpRule> = {
     return [op.mul(dy!, op.sub(1, op.mul(y, y)))];
   },
   Sin: (n, [dy]) => [op.mul(dy!, op.cos(n.inputs[0]!))],
+  // d erf(x) / dx = 2/√π · exp(−x²)
+  Erf: (n, [dy]) => {
+    const x = n.inputs[0]!;
+    return [op.mul(dy!, op.mul(op.exp(op.neg(op.mul(x, x))), 2 / Math.sqrt(Math.PI)))];
+  },
   Cos: (n, [dy]) => [op.neg(op.mul(dy!, op.sin(n.inputs[0]!)))],
   Softmax: (n, [dy]) => {
     const y = n.outputs[0];

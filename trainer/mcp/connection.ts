@@ -2,9 +2,26 @@ import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult, Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types.js';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
-import { describeServer, isStdioServer, type McpServerConfig } from './config';
+import { describeServer, isStdioServer, type McpServerConfig } from './mcpConfig';
+
+/**
+ * What a server says of one of its tools, and what a call returns: the fields of MCP's `Tool` and
+ * `CallToolResult` we use. Our own types, so that the library's public declarations do not
+ * depend on the SDK's (it is bundled, not a dependency of the package).
+ */
+export interface McpToolDescription {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: { type: 'object'; [key: string]: unknown };
+}
+
+export interface McpCallResult {
+  content?: unknown[];
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+}
 
 /** The server could not be started or reached, or it exited more often than it may restart. */
 export class McpServerError extends Error {
@@ -65,16 +82,16 @@ export class McpConnection {
       } catch (error) {
         throw new McpServerError(`${this.description}: listing its tools failed: ${(error as Error).message}${this.stderrNote()}`, { cause: error });
       }
-      tools.push(...page.tools);
+      tools.push(...(page.tools as McpToolDescription[]));
       cursor = page.nextCursor;
     } while (cursor);
     return tools;
   }
 
   /** One tool call. `timeoutMs` is the SDK's own limit, a backstop behind the runner's deadline (which aborts `signal`). */
-  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<CallToolResult> {
+  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<McpCallResult> {
     const client = await this.connected();
-    return (await client.callTool({ name, arguments: args }, undefined, { signal, timeout: timeoutMs })) as CallToolResult;
+    return (await client.callTool({ name, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
   }
 
   /** Stops the server process (stdio) or ends the session (HTTP). Calls after this fail. */

@@ -1,4 +1,3 @@
-import type { Tool as McpToolDescription } from '@modelcontextprotocol/sdk/types.js';
 import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../shared/protocol/names';
 import type { ToolContext } from '../tools/context';
 import { ToolDefinitionError } from '../tools/toolErrors';
@@ -6,7 +5,7 @@ import type { ToolResult } from '../tools/result';
 import type { JsonSchema, ParametersSchema } from '../tools/schema';
 import { Tool } from '../tools/tool';
 import { argumentsFromJsonSchema } from './argumentSchema';
-import type { McpConnection } from './connection';
+import type { McpConnection, McpToolDescription } from './connection';
 import { errorText, toToolResult, type McpContentBlock } from './content';
 
 /** The server answered the call with `isError: true`; the message is the tool's own text. */

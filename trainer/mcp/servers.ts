@@ -1,5 +1,5 @@
 import { McpConnection, type McpConnectionOptions } from './connection';
-import type { McpServersConfig } from './config';
+import type { McpServersConfig } from './mcpConfig';
 import { McpTool } from './mcpTool';
 
 /**

@@ -31,7 +31,26 @@ export class CheckpointReader {
     readonly files: string[],
     private readonly shards: SafetensorsFile[],
     private readonly owner: Map<string, SafetensorsFile>,
+    /** Names as the files store them, for names this reader shows renamed (see `renamed`). */
+    private readonly stored: ReadonlyMap<string, string> = new Map(),
   ) {}
+
+  /**
+   * The same checkpoint with its tensors under other names (`rename(stored)` → the name to
+   * use), e.g. a newer transformers layout read under the released one. Names must stay unique.
+   */
+  renamed(rename: (stored: string) => string): CheckpointReader {
+    const owner = new Map<string, SafetensorsFile>();
+    const stored = new Map<string, string>();
+    for (const [name, file] of this.owner) {
+      const original = this.stored.get(name) ?? name;
+      const shown = rename(original);
+      if (owner.has(shown)) throw new CheckpointError(`${file.file}: tensors "${stored.get(shown) ?? shown}" and "${original}" both mean "${shown}"`);
+      owner.set(shown, file);
+      if (shown !== original) stored.set(shown, original);
+    }
+    return new CheckpointReader(this.dir, this.files, this.shards, owner, stored);
+  }
 
   /**
    * Opens the checkpoint in `dir`: the single file when there is one (transformers looks for it
@@ -103,7 +122,7 @@ export class CheckpointReader {
 
   info(name: string): CheckpointTensorInfo {
     const file = this.fileOf(name);
-    const { dtype, shape } = file.info(name);
+    const { dtype, shape } = file.info(this.stored.get(name) ?? name);
     return { name, dtype, shape, file: file.file };
   }
 
@@ -113,13 +132,14 @@ export class CheckpointReader {
    */
   read(name: string, expectedShape?: readonly number[]): Float32Array {
     const file = this.fileOf(name);
+    const storedName = this.stored.get(name) ?? name;
     if (expectedShape) {
-      const { shape } = file.info(name);
+      const { shape } = file.info(storedName);
       if (shape.length !== expectedShape.length || shape.some((d, i) => d !== expectedShape[i])) {
         throw new CheckpointError(`${file.file}: tensor "${name}" has shape [${shape.join(', ')}] but the model config needs [${expectedShape.join(', ')}]`);
       }
     }
-    return file.read(name);
+    return file.read(storedName);
   }
 
   close(): void {

@@ -6,6 +6,9 @@ import { ModelConfigError } from './modelErrors';
 import { writeShardedSafetensors, type ShardedWriteResult } from './safetensorsWriter';
 import { TOKENIZER_FILES, Tokenizer } from './tokenizer';
 import { expectedTensors, type ExpectedTensor } from './weights';
+import { VISION_TOOL_CHAT_TEMPLATE } from './vision/visionChatTemplate';
+import { isVisionLanguageType, VISION_ARCHITECTURES, type VisionLanguageFamily } from './vision/visionConfig';
+import { defaultImageProcessor, imageProcessorJson } from './vision/preprocess';
 
 /**
  * A new Hugging Face model folder with seeded random weights, for tests, examples and
@@ -14,8 +17,32 @@ import { expectedTensors, type ExpectedTensor } from './weights';
  * `init: 'varied'` also draws biases and norm scales, so a parity test exercises them.
  */
 
+/** The vision tower of a vision-language model (create-model's `--vision-*` options). */
+export interface CreateVisionOptions {
+  depth: number;
+  /** The tower's width (embed_dim / hidden_size). */
+  width: number;
+  heads: number;
+  /** MLP width (Qwen2-VL: width · mlp_ratio; default 2 · width). */
+  mlpSize?: number;
+  patchSize?: number;
+  mergeSize?: number;
+  temporalPatchSize?: number;
+  /** Qwen2.5-VL: window attention window, in pixels (default 2 merged units). */
+  windowSize?: number;
+  /** Qwen2.5-VL: blocks with full attention (default: the last). */
+  fullAttentionBlocks?: number[];
+  /** Image processor limits written to preprocessor_config.json. */
+  minPixels?: number;
+  maxPixels?: number;
+}
+
 export interface CreateModelOptions {
-  family: ModelFamily;
+  family: ModelFamily | VisionLanguageFamily;
+  /** Vision-language families: the vision tower (default: depth 2, width 32, 4 heads, patch 14). */
+  vision?: CreateVisionOptions;
+  /** Vision-language families: mrope_section (default: a quarter of head_dim/2 for time, the rest split between height and width). */
+  mropeSection?: [number, number, number];
   layers: number;
   hidden: number;
   heads: number;
@@ -59,7 +86,9 @@ function requirePositiveInt(name: string, value: number | undefined): void {
 
 export function createModel(options: CreateModelOptions): CreatedModel {
   const { family, layers, hidden, heads, kvHeads, intermediate } = options;
-  if (!(family in ARCHITECTURES)) throw new ModelConfigError(`create-model: family "${family}" is not supported; supported: ${Object.keys(ARCHITECTURES).join(', ')}`);
+  if (!(family in ARCHITECTURES) && !isVisionLanguageType(family)) {
+    throw new ModelConfigError(`create-model: family "${family}" is not supported; supported: ${[...Object.keys(ARCHITECTURES), ...Object.keys(VISION_ARCHITECTURES)].join(', ')}`);
+  }
   for (const [name, value] of Object.entries({ layers, hidden, heads, kvHeads, intermediate, headDim: options.headDim, vocabSize: options.vocabSize, vocabMultiple: options.vocabMultiple })) {
     requirePositiveInt(name, value);
   }
@@ -100,6 +129,15 @@ export function createModel(options: CreateModelOptions): CreatedModel {
     fs.copyFileSync(source, path.join(outDir, name));
     copied.push(name);
   }
+  if (config.vision) {
+    // The processor's files: image preprocessing, and a chat template that renders images and tools.
+    const processor = { ...defaultImageProcessor(config.vision), ...(options.vision?.minPixels ? { minPixels: options.vision.minPixels } : {}), ...(options.vision?.maxPixels ? { maxPixels: options.vision.maxPixels } : {}) };
+    const processorClass = config.vision.family === 'qwen2_vl' ? 'Qwen2VLProcessor' : 'Qwen2_5_VLProcessor';
+    fs.writeFileSync(path.join(outDir, 'preprocessor_config.json'), JSON.stringify(imageProcessorJson(processor, processorClass), null, 2) + '\n');
+    fs.writeFileSync(path.join(outDir, 'chat_template.jinja'), VISION_TOOL_CHAT_TEMPLATE);
+    copied.push('preprocessor_config.json');
+    if (!copied.includes('chat_template.jinja')) copied.push('chat_template.jinja');
+  }
   const generation: Record<string, unknown> = {};
   if (tokenizer.bosTokenId !== undefined) generation['bos_token_id'] = tokenizer.bosTokenId;
   const eos = tokenizer.eosTokenIds;
@@ -113,6 +151,7 @@ export function createModel(options: CreateModelOptions): CreatedModel {
 }
 
 function hfConfigJson(o: CreateModelOptions & { headDim: number; vocabSize: number; dtype: string; tokenizer: Tokenizer }): Record<string, unknown> {
+  if (isVisionLanguageType(o.family)) return visionLanguageConfigJson(o as CreateModelOptions & { family: VisionLanguageFamily; headDim: number; vocabSize: number; dtype: string; tokenizer: Tokenizer });
   const eos = o.tokenizer.eosTokenId;
   const json: Record<string, unknown> = {
     architectures: [ARCHITECTURES[o.family]],
@@ -141,6 +180,70 @@ function hfConfigJson(o: CreateModelOptions & { headDim: number; vocabSize: numb
   if (o.family === 'qwen2' || o.family === 'qwen3') Object.assign(json, { use_sliding_window: false, sliding_window: null, max_window_layers: o.layers });
   if (o.family === 'qwen3' || o.family === 'llama') json['attention_bias'] = false;
   if (o.family === 'llama') json['mlp_bias'] = false;
+  return json;
+}
+
+/**
+ * A Qwen2-VL / Qwen2.5-VL config.json in the layout the Qwen team released: the language model's
+ * fields at the top level with `rope_scaling: {type: "mrope", mrope_section}`, and `vision_config`.
+ */
+function visionLanguageConfigJson(o: CreateModelOptions & { family: VisionLanguageFamily; headDim: number; vocabSize: number; dtype: string; tokenizer: Tokenizer }): Record<string, unknown> {
+  if (o.headDim !== o.hidden / o.heads) throw new ModelConfigError(`create-model: ${o.family} uses hidden / heads as the head dimension; --head-dim ${o.headDim} is not ${o.hidden / o.heads}`);
+  const half = o.headDim / 2;
+  const t = Math.max(1, Math.round(half / 4));
+  const section = o.mropeSection ?? [t, Math.floor((half - t) / 2), half - t - Math.floor((half - t) / 2)];
+  const v = { depth: 2, width: 32, heads: 4, patchSize: 14, mergeSize: 2, temporalPatchSize: 2, ...o.vision };
+  for (const [name, value] of Object.entries(v)) {
+    if (typeof value === 'number' && (!Number.isInteger(value) || value <= 0)) throw new ModelConfigError(`create-model: vision ${name} must be a positive integer, got ${value}`);
+  }
+  const mlpSize = v.mlpSize ?? 2 * v.width;
+  const eos = o.tokenizer.eosTokenId;
+  const json: Record<string, unknown> = {
+    architectures: [VISION_ARCHITECTURES[o.family]],
+    model_type: o.family,
+    vocab_size: o.vocabSize,
+    hidden_size: o.hidden,
+    intermediate_size: o.intermediate,
+    num_hidden_layers: o.layers,
+    num_attention_heads: o.heads,
+    num_key_value_heads: o.kvHeads,
+    hidden_act: 'silu',
+    max_position_embeddings: o.maxPositionEmbeddings ?? 4096,
+    rms_norm_eps: 1e-6,
+    rope_theta: o.ropeTheta ?? 1000000,
+    rope_scaling: { type: 'mrope', mrope_section: section },
+    initializer_range: INITIALIZER_RANGE,
+    tie_word_embeddings: o.tieEmbeddings ?? false,
+    attention_dropout: 0,
+    use_sliding_window: false,
+    sliding_window: null,
+    max_window_layers: o.layers,
+    bos_token_id: o.tokenizer.bosTokenId ?? null,
+    eos_token_id: eos ?? null,
+    pad_token_id: o.tokenizer.padTokenId ?? null,
+    torch_dtype: o.dtype,
+    use_cache: true,
+    image_token_id: o.tokenizer.tokenId('<|image_pad|>'),
+    video_token_id: o.tokenizer.tokenId('<|video_pad|>'),
+    vision_start_token_id: o.tokenizer.tokenId('<|vision_start|>'),
+    vision_end_token_id: o.tokenizer.tokenId('<|vision_end|>'),
+  };
+  const common = { depth: v.depth, num_heads: v.heads, in_chans: 3, patch_size: v.patchSize, spatial_merge_size: v.mergeSize, spatial_patch_size: v.patchSize, temporal_patch_size: v.temporalPatchSize, initializer_range: INITIALIZER_RANGE };
+  if (o.family === 'qwen2_vl') {
+    if (mlpSize % v.width !== 0) throw new ModelConfigError(`create-model: Qwen2-VL's MLP width is width × mlp_ratio; ${mlpSize} is not a multiple of ${v.width}`);
+    json['vision_config'] = { ...common, embed_dim: v.width, hidden_size: o.hidden, mlp_ratio: mlpSize / v.width, hidden_act: 'quick_gelu' };
+  } else {
+    json['vision_config'] = {
+      ...common,
+      hidden_size: v.width,
+      out_hidden_size: o.hidden,
+      intermediate_size: mlpSize,
+      hidden_act: 'silu',
+      window_size: v.windowSize ?? 2 * v.patchSize * v.mergeSize,
+      fullatt_block_indexes: v.fullAttentionBlocks ?? [v.depth - 1],
+      tokens_per_second: 2,
+    };
+  }
   return json;
 }
 

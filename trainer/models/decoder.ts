@@ -4,7 +4,7 @@ import { ropeInverseFrequencies, type ModelConfig } from './modelConfig';
 import { groupScores, maskBias, mixValues } from './layers/attention';
 import { linear } from './layers/linear';
 import { rmsNorm } from './layers/norm';
-import { applyRotary, rotaryTables, type RotaryTables } from './layers/rotary';
+import { applyRotary, mropeTables, rotaryTables, type RotaryTables } from './layers/rotary';
 import { loraTensorNames, type LoraConfig } from './lora';
 
 /**
@@ -43,9 +43,12 @@ export class WeightInputs {
 /** Runtime inputs every decoder graph takes: token ids, rotary positions and the padding mask. */
 export interface DecoderInputs {
   ids: Tensor;
+  /** [B, T], or [B, T, 3] (temporal, height, width) for a vision-language model's M-RoPE. */
   positions: Tensor;
   /** [B, T]: 1 for real tokens (used by the default attention core). */
   keyMask: Tensor;
+  /** Vision-language models: embeddings [M, hidden] that replace the token embeddings at flat slots b·T + t [M]. */
+  images?: { values: Tensor; slots: Tensor };
 }
 
 /**
@@ -167,9 +170,10 @@ export function decoderSegments(g: Graph, config: ModelConfig, weights: WeightIn
   const ctx: DecoderContext = { config, dtype: options.dtype, lora: options.lora };
   if (options.lora) ctx.loraScale = g.input('lora_scale', options.dtype, []);
   const frequencies = Float64Array.from(ropeInverseFrequencies(config), (f) => Math.fround(f));
-  const rotary = segments.map((s) => rotaryTables(s.positions, frequencies, options.dtype));
+  const section = config.mropeSection;
+  const rotary = segments.map((s) => (section ? mropeTables(s.positions, frequencies, section, options.dtype) : rotaryTables(s.positions, frequencies, options.dtype)));
   const embedding = weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]);
-  let hs = segments.map((s) => g.withScope('embed_tokens', () => op.gather(embedding, s.ids, 0)));
+  let hs = segments.map((s) => g.withScope('embed_tokens', () => withImages(op.gather(embedding, s.ids, 0), s.images)));
   for (let i = 0; i < config.numLayers; i++) {
     const layer = `model.layers.${i}`;
     hs = g.withScope(`layers.${i}`, () => {
@@ -187,6 +191,14 @@ export function decoderSegments(g: Graph, config: ModelConfig, weights: WeightIn
     });
   }
   return hs.map((h) => g.withScope('norm', () => rmsNorm(h, weights.get('model.norm.weight', [config.hiddenSize]), config.rmsNormEps)));
+}
+
+/** Token embeddings [B, T, H] with the image embeddings written over their tokens (masked_scatter in transformers). */
+function withImages(embedded: Tensor, images: DecoderInputs['images']): Tensor {
+  if (!images) return embedded;
+  const hidden = embedded.shape[2];
+  const flat = op.scatterND(op.reshape(embedded, [-1, hidden]), op.unsqueeze(images.slots, [-1]), images.values);
+  return op.reshapeTo(flat, op.shapeOf(embedded), embedded.shape);
 }
 
 /**

@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { ModelConfigError } from './modelErrors';
 import { readJsonFile } from './jsonFile';
+import { isVisionLanguageType, parseVisionLanguageConfig, type VisionConfig, type VisionLanguageFamily } from './vision/visionConfig';
 
 /**
  * A Hugging Face `config.json`, validated per family and normalised into one camelCase
@@ -27,7 +28,8 @@ export type RopeScaling =
   | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositionEmbeddings: number };
 
 export interface ModelConfig {
-  family: ModelFamily;
+  /** The text families, or a vision-language one (trainer/models/vision). */
+  family: ModelFamily | VisionLanguageFamily;
   /** `architectures[0]` as written in config.json. */
   architecture: string;
   vocabSize: number;
@@ -58,6 +60,10 @@ export interface ModelConfig {
   torchDtype: string | undefined;
   /** Where this configuration was read from, for error messages further down. */
   configPath: string;
+  /** Vision-language models: the multimodal rotary sections (temporal, height, width) of head_dim / 2. */
+  mropeSection?: readonly [number, number, number];
+  /** Vision-language models: the vision tower. */
+  vision?: VisionConfig;
 }
 
 const positiveInt = z.number().int().positive();
@@ -146,6 +152,9 @@ export function parseModelConfig(raw: unknown, file: string): ModelConfig {
   const unsupported = (field: string, value: unknown, supported: string): never =>
     fail(`${field} is ${JSON.stringify(value)}, which is not supported; supported: ${supported}`);
 
+  if (typeof raw === 'object' && raw !== null && isVisionLanguageType((raw as { model_type?: unknown }).model_type)) {
+    return parseVisionLanguageConfig(raw as Record<string, unknown>, file, parseModelConfig);
+  }
   const base = BaseConfigJson.safeParse(raw);
   if (!base.success) fail(base.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
   const family = familyOf(base.data!, unsupported, fail);
@@ -214,7 +223,7 @@ export function parseModelConfig(raw: unknown, file: string): ModelConfig {
 }
 
 function familyOf(json: BaseConfigJson, unsupported: (f: string, v: unknown, s: string) => never, fail: (m: string) => never): ModelFamily {
-  if (!FAMILIES.includes(json.model_type as ModelFamily)) unsupported('model_type', json.model_type, list(FAMILIES));
+  if (!FAMILIES.includes(json.model_type as ModelFamily)) unsupported('model_type', json.model_type, list([...FAMILIES, 'qwen2_vl', 'qwen2_5_vl']));
   const family = json.model_type as ModelFamily;
   const architectures = json.architectures;
   if (architectures) {

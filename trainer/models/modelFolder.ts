@@ -6,6 +6,8 @@ import { ModelConfigError } from './modelErrors';
 import { loadGenerationConfig, type GenerationConfig } from './generationConfig';
 import { Tokenizer } from './tokenizer';
 import { validateCheckpoint, type CheckpointProblems } from './weights';
+import { releasedVisionLanguageName } from './vision/visionWeights';
+import { loadImageProcessorConfig, type ImageProcessorConfig } from './vision/preprocess';
 
 /**
  * A Hugging Face model folder opened as a whole, with the checks that need more than one of
@@ -23,6 +25,8 @@ export interface ModelFolder {
   checkpoint: CheckpointReader;
   /** Tensors present but not used (see `validateCheckpoint`). */
   ignoredTensors: CheckpointProblems['ignored'];
+  /** Vision-language models: how images are prepared (preprocessor_config.json, or the processor's defaults). */
+  imageProcessor: ImageProcessorConfig | undefined;
   close(): void;
 }
 
@@ -44,7 +48,10 @@ export function openModelFolder(dir: string, options: { tokenizer?: Tokenizer } 
     if (id >= config.vocabSize) throw new ModelConfigError(`${file}: eos_token_id ${id} is outside the vocabulary (vocab_size ${config.vocabSize})`);
   }
   const chatTemplate = tokenizer.chatTemplates ? ChatTemplate.fromTokenizer(tokenizer) : undefined;
-  const checkpoint = CheckpointReader.open(dir);
+  const imageProcessor = config.vision ? loadImageProcessorConfig(dir, config.vision) : undefined;
+  const opened = CheckpointReader.open(dir);
+  // Vision-language checkpoints saved by newer transformers versions nest the tower and the decoder under `model.`.
+  const checkpoint = config.vision ? opened.renamed(releasedVisionLanguageName) : opened;
   let ignoredTensors: CheckpointProblems['ignored'];
   try {
     ignoredTensors = validateCheckpoint(checkpoint, config).ignored;
@@ -52,5 +59,5 @@ export function openModelFolder(dir: string, options: { tokenizer?: Tokenizer } 
     checkpoint.close();
     throw error;
   }
-  return { dir, config, generationConfig, tokenizer, chatTemplate, checkpoint, ignoredTensors, close: () => checkpoint.close() };
+  return { dir, config, generationConfig, tokenizer, chatTemplate, checkpoint, ignoredTensors, imageProcessor, close: () => checkpoint.close() };
 }

@@ -6,6 +6,7 @@ import { readModelWeights } from './loadWeights';
 import { initLoraWeights, loraModules, loraScale, type LoraConfig } from './lora';
 import { openModelFolder, type ModelFolder } from './modelFolder';
 import { VALUE_HEAD } from './scoring';
+import { isVisionWeight } from './vision/visionWeights';
 
 /** State-name prefix of the frozen reference copy of the weights. */
 export const REFERENCE_PREFIX = 'reference/';
@@ -16,6 +17,8 @@ export interface ModelRuntimeOptions {
   valueHead?: boolean;
   /** Seeds adapter and value-head initialisation. */
   seed?: number;
+  /** Vision-language models: train the vision tower too (it is frozen by default; LoRA adapts the language model only). */
+  trainVision?: boolean;
 }
 
 /**
@@ -35,6 +38,16 @@ export class ModelRuntime {
     private readonly shapes: ReadonlyMap<string, readonly number[]>,
   ) {}
 
+  /**
+   * The weights an update trains: the adapters (and value head), or with full fine-tuning every
+   * weight — the vision tower only when `trainVision` asks for it.
+   */
+  trainableWeights(fullFineTuning: boolean): string[] {
+    const vision = this.baseWeights.filter(isVisionWeight);
+    if (!fullFineTuning) return [...this.extraWeights, ...(this.options.trainVision ? vision : [])];
+    return [...this.baseWeights.filter((n) => this.options.trainVision || !isVisionWeight(n)), ...this.extraWeights];
+  }
+
   /** Total elements of the named weights. */
   parameterCount(names: readonly string[]): number {
     return names.reduce((n, name) => n + (this.shapes.get(name)?.reduce((a, b) => a * b, 1) ?? 0), 0);
@@ -43,6 +56,7 @@ export class ModelRuntime {
   static async load(device: Device, dir: string, options: ModelRuntimeOptions = {}): Promise<ModelRuntime> {
     const folder = openModelFolder(dir);
     try {
+      if (options.trainVision && !folder.config.vision) throw new Error(`${dir}: trainVision is set, but ${folder.config.architecture} has no vision tower`);
       const weights = readModelWeights(folder.checkpoint, folder.config);
       const extra: Record<string, HostTensor> = {};
       const random = Random.fromSeed(options.seed ?? 0);

@@ -31,7 +31,8 @@ export interface SaveOptions {
 export function saveModelFolder(outDir: string, sourceDir: string, tensors: readonly WritableTensor[], options: SaveOptions = {}): string[] {
   fs.mkdirSync(outDir, { recursive: true });
   const { files } = writeShardedSafetensors(outDir, tensors, { dtype: options.dtype ?? 'float32', ...(options.maxShardBytes ? { maxShardBytes: options.maxShardBytes } : {}) });
-  copyIfPresent(sourceDir, outDir, ['config.json', 'generation_config.json', ...TOKENIZER_FILES]);
+  // preprocessor_config.json and chat_template.json: a vision-language model's processor files.
+  copyIfPresent(sourceDir, outDir, ['config.json', 'generation_config.json', ...TOKENIZER_FILES, 'preprocessor_config.json', 'chat_template.json']);
   return files;
 }
 

@@ -4,6 +4,7 @@ import type { ModelConfig } from './modelConfig';
 import { decoderSegments, decoderTrunk, lmHeadWeight, sharedPrefixCore, WeightInputs, type ComputeDtype } from './decoder';
 import { linear } from './layers/linear';
 import type { LoraConfig } from './lora';
+import { placeholderLogitMask, segmentImages } from './vision/graphInputs';
 
 /**
  * The scoring graph: per-token log-probs of given token sequences under the policy
@@ -45,24 +46,29 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
   const g = new Graph(name);
   const dtype = options.dtype;
   const ids = g.input('ids', 'int64', ['B', 'T']);
-  const positions = g.input('positions', 'int64', ['B', 'T']);
+  // Vision-language models: M-RoPE positions [B, T, 3], and the images of the batch (see addVisionFeeds).
+  const positionAxes = config.vision ? [3] : [];
+  const positions = g.input('positions', 'int64', ['B', 'T', ...positionAxes]);
   const keyMask = g.input('key_mask', 'int64', ['B', 'T']);
   const scoreTokens = g.input('score_tokens', 'int64', ['N']);
   const invTemperature = g.input('inv_temperature', dtype, []);
   const weights = new WeightInputs(g, dtype);
+  const images = config.vision ? segmentImages(g, config, weights, dtype, !!options.sharedPrefix) : undefined;
   let hidden: Tensor;
   if (options.sharedPrefix) {
     const prefixIds = g.input('prefix_ids', 'int64', [1, 'P']);
-    const prefix = { ids: prefixIds, positions: g.input('prefix_positions', 'int64', [1, 'P']), keyMask: op.fullLike(prefixIds, 1) };
-    const suffix = { ids, positions, keyMask };
+    const prefix = { ids: prefixIds, positions: g.input('prefix_positions', 'int64', [1, 'P', ...positionAxes]), keyMask: op.fullLike(prefixIds, 1), images: images?.prefix };
+    const suffix = { ids, positions, keyMask, images: images?.rows };
     hidden = decoderSegments(g, config, weights, [prefix, suffix], { dtype, lora: options.lora }, sharedPrefixCore(prefix, suffix, dtype))[1];
-  } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask }, { dtype, lora: options.lora });
+  } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask, images: images?.rows }, { dtype, lora: options.lora });
 
   const out = g.withScope('score', () => {
     const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]
     const predicting = op.sub(scoreTokens, g.constant([1], 'int64', []));
     const h = op.gather(flatHidden, predicting, 0); // [N, H]
-    const logits = op.mul(linear(h, lmHeadWeight(config, weights)), invTemperature); // [N, V]
+    const scaled = op.mul(linear(h, lmHeadWeight(config, weights)), invTemperature); // [N, V]
+    const placeholders = placeholderLogitMask(g, config, dtype);
+    const logits = placeholders ? op.add(scaled, placeholders) : scaled;
     // log p(target) = logit(target) − logsumexp(logits): no [N, V] log-probability matrix.
     const lse = op.reduceLogSumExp(logits, [-1], true); // [N, 1]
     const targets = op.gather(op.reshape(ids, [-1]), scoreTokens, 0); // [N]

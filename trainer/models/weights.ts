@@ -2,20 +2,15 @@ import type { CheckpointReader } from './checkpointReader';
 import type { ModelConfig } from './modelConfig';
 import { CheckpointError } from './modelErrors';
 import { READABLE_DTYPES } from './safetensors';
+import type { ExpectedTensor } from './expectedTensor';
+import { visionTensors } from './vision/visionWeights';
 
 /**
  * The tensors a Hugging Face checkpoint of each family holds, with their shapes, in the order
  * of the PyTorch module's state dict, and the check of a checkpoint against that list.
  */
 
-export type WeightRole = 'embedding' | 'linear' | 'bias' | 'norm';
-
-export interface ExpectedTensor {
-  name: string;
-  shape: number[];
-  /** What the tensor is, for initialisation (normal for matrices, zeros for biases, ones for norms). */
-  role: WeightRole;
-}
+export type { ExpectedTensor, WeightRole } from './expectedTensor';
 
 export function expectedTensors(config: ModelConfig): ExpectedTensor[] {
   const { hiddenSize: hidden, intermediateSize: intermediate, headDim, numHeads, numKvHeads, vocabSize } = config;
@@ -44,6 +39,7 @@ export function expectedTensors(config: ModelConfig): ExpectedTensor[] {
   }
   tensors.push({ name: 'model.norm.weight', shape: [hidden], role: 'norm' });
   if (!config.tieWordEmbeddings) tensors.push({ name: 'lm_head.weight', shape: [vocabSize, hidden], role: 'linear' });
+  if (config.vision) tensors.push(...visionTensors(config.vision));
   return tensors;
 }
 

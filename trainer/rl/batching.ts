@@ -1,5 +1,7 @@
 import type { HostTensor } from '../engine/runtime/tensors';
 import { packWithSharedPrefix, type PackedBatch } from '../models/batch';
+import { addVisionFeeds, type BatchImage } from '../models/vision/visionBatch';
+import type { VisionConfig } from '../models/vision/visionConfig';
 
 /** One trajectory as the update sees it: its exact tokens and per-token training data. */
 export interface TrainingSequence {
@@ -14,6 +16,26 @@ export interface TrainingSequence {
   values?: Float32Array;
   /** KL as a loss: the reference policy's log-probs. */
   refLogprobs?: Float32Array;
+  /** Vision-language models: the images of the sequence's image token runs, in order. */
+  images?: readonly BatchImage[];
+}
+
+/**
+ * Packs sequences for a scoring or training graph (shared prefix when they have one) and, for a
+ * vision-language model, adds the image feeds. Image tokens are never scored: they are not
+ * predicted, so the loss never covers them (a mask that marks one is a bug upstream).
+ */
+export function packSequences(sequences: readonly { ids: readonly number[]; images?: readonly BatchImage[] }[], score: readonly Uint8Array[], vision: VisionConfig | undefined, padId = 0): PackedBatch {
+  if (vision) {
+    sequences.forEach((s, b) => {
+      const marked = s.ids.findIndex((id, t) => id === vision.imageTokenId && score[b][t] === 1);
+      if (marked >= 0) throw new Error(`sequence ${b}: token ${marked} is an image token but the loss mask covers it; image tokens are never trained on`);
+    });
+  }
+  const packed = packWithSharedPrefix(sequences.map((s) => s.ids), score, padId);
+  if (vision) addVisionFeeds(packed, sequences, vision);
+  else if (sequences.some((s) => s.images?.length)) throw new Error('the sequences hold images, but the model has no vision tower');
+  return packed;
 }
 
 /** A per-token array laid out like the packed rows: row position t is sequence position prefix + t. */
@@ -52,9 +74,9 @@ export function stepTotals(sequences: readonly TrainingSequence[]): StepTotals {
 export function policyBatchFeeds(
   sequences: readonly TrainingSequence[],
   totals: StepTotals,
-  options: { invTemperature: number; policyWeight: number; value: boolean; ref: boolean; padId: number },
+  options: { invTemperature: number; policyWeight: number; value: boolean; ref: boolean; padId: number; vision?: VisionConfig },
 ): { feeds: Record<string, HostTensor>; shared: boolean } {
-  const packed = packWithSharedPrefix(sequences.map((s) => s.ids), sequences.map((s) => s.mask), options.padId);
+  const packed = packSequences(sequences, sequences.map((s) => s.mask), options.vision, options.padId);
   const T = packed;
   const feeds: Record<string, HostTensor> = {
     ...packed.feeds,

@@ -2,11 +2,10 @@ import type { Device } from '../engine/device/device';
 import type { AdamWConfig } from '../engine/optimizer';
 import { OptimizerRuntime } from '../engine/optimizerRuntime';
 import { serializeGraph } from '../engine/serialize';
-import { packWithSharedPrefix } from '../models/batch';
 import type { ModelRuntime } from '../models/runtime';
 import { buildScoringGraph, VALUE_HEAD } from '../models/scoring';
 import type { Random } from '../util/random';
-import { policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
+import { packSequences, policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
 import type { PolicyLossConfig, ValueLossConfig } from './losses';
 import { buildPolicyLossGraph } from './policyGraph';
 
@@ -60,10 +59,10 @@ export class PolicyTrainer {
     const lora = model.options.lora;
     if (!lora && !options.fullFineTuning) throw new Error('the model has no LoRA adapters: load it with a LoRA config or train it fully (fullFineTuning)');
     if (options.value && !model.options.valueHead) throw new Error('PPO needs a value head: load the model with valueHead');
-    const trainable = options.fullFineTuning ? [...model.baseWeights, ...model.extraWeights] : [...model.extraWeights];
+    const trainable = model.trainableWeights(options.fullFineTuning);
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n) || n === VALUE_HEAD.bias));
     if (options.fullFineTuning && (options.reference || options.policy.klCoef > 0)) await model.keepReferenceCopy();
-    const resident = options.fullFineTuning ? [] : [...model.baseWeights];
+    const resident = model.baseWeights.filter((n) => !trainable.includes(n));
     const optimizer = await OptimizerRuntime.create(model.device, {
       // Trajectories begin with the same system prompt (and a group with the same question):
       // the shared-prefix graph runs the common prefix once per micro-batch.
@@ -107,7 +106,7 @@ export class PolicyTrainer {
    * the critic's values — for the masked tokens of each sequence, in micro-batches.
    */
   async scoreReferenceAndValues(
-    sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask'>>,
+    sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask' | 'images'>>,
     want: { reference: boolean; values: boolean; policy?: boolean },
   ): Promise<{ reference?: Float32Array[]; values?: Float32Array[]; policy?: Float32Array[] }> {
     const out: { reference?: Float32Array[]; values?: Float32Array[]; policy?: Float32Array[] } = {};
@@ -117,7 +116,7 @@ export class PolicyTrainer {
     const size = this.options.microBatchSize;
     for (let start = 0; start < sequences.length; start += size) {
       const chunk = sequences.slice(start, start + size);
-      const packed = packWithSharedPrefix(chunk.map((s) => s.ids), chunk.map((s) => s.mask));
+      const packed = packSequences(chunk, chunk.map((s) => s.mask), this.model.config.vision);
       const { id, weights } = await this.scoring(packed.prefix > 0);
       const base = { ...packed.feeds, inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1 / this.options.temperature) } };
       // Back to sequence coordinates: the prefix (never policy tokens) is zero.
@@ -162,7 +161,7 @@ export class PolicyTrainer {
         const metrics: Record<string, number> = {};
         for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
           const micro = stepSequences.slice(m, m + this.options.microBatchSize);
-          const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, policyWeight, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0 });
+          const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, policyWeight, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0, vision: this.model.config.vision });
           const out = await this.optimizer.accumulate({ ...packed.feeds, ...this.model.loraScaleFeed(true) }, packed.shared ? 'shared' : 'plain');
           loss += out.loss;
           for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;

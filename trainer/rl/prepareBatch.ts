@@ -1,5 +1,6 @@
 import type { Trajectory } from '../rollout/trajectory';
 import { computeAdvantages, type EstimatorSettings } from './advantageEstimators';
+import type { BatchImage } from '../models/vision/visionBatch';
 import type { TrainingSequence } from './batching';
 import { applyKlPenalty, meanKl, type KlEstimator } from './kl';
 import type { Advantages, RlSample } from './samples';
@@ -35,9 +36,17 @@ export interface PreparedBatch {
   klMean?: number;
 }
 
-/** The loss mask of each trajectory: its generated tokens, or (the ablation) every token after the prompt. */
-export function lossMasks(trajectories: readonly Trajectory<object>[], lossMask: BatchSettings['lossMask']): Uint8Array[] {
-  return trajectories.map((t) => (lossMask === 'response' ? Uint8Array.from(t.ids, (_, k) => (k >= t.promptLength ? 1 : 0)) : Uint8Array.from(t.mask)));
+/**
+ * The loss mask of each trajectory: its generated tokens, or (the ablation) every token after the
+ * prompt. Image tokens (`imageTokenId`, vision-language models) are never in the loss.
+ */
+export function lossMasks(trajectories: readonly Trajectory<object>[], lossMask: BatchSettings['lossMask'], imageTokenId?: number): Uint8Array[] {
+  return trajectories.map((t) => (lossMask === 'response' ? Uint8Array.from(t.ids, (id, k) => (k >= t.promptLength && id !== imageTokenId ? 1 : 0)) : Uint8Array.from(t.mask)));
+}
+
+/** The images of a trajectory's image-token runs, in order, as the batch packer takes them. */
+export function sequenceImages(trajectory: Trajectory<object>): { images?: BatchImage[] } {
+  return trajectory.images?.length ? { images: trajectory.images.map(({ image }) => ({ key: image.sha256, grid: image.grid, patches: image.patches })) } : {};
 }
 
 /** What the model must score for this batch before `prepareBatch`. */
@@ -60,6 +69,7 @@ export function prepareBatch(trajectories: readonly Trajectory<object>[], sample
   const sequences: TrainingSequence[] = trajectories.map((t, i) => ({
     ids: t.ids,
     mask: masks[i],
+    ...sequenceImages(t),
     logprobs: samplingLogprobs(t, scores.policy?.[i]),
     advantages: advantages.advantages[i],
     ...(advantages.returns ? { returns: advantages.returns[i], values: scores.values![i] } : {}),

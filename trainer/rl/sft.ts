@@ -2,9 +2,10 @@ import * as op from '../engine/ops';
 import type { AdamWConfig } from '../engine/optimizer';
 import { OptimizerRuntime } from '../engine/optimizerRuntime';
 import type { HostTensor } from '../engine/runtime/tensors';
-import { packWithSharedPrefix } from '../models/batch';
 import type { ModelRuntime } from '../models/runtime';
-import { buildScoringGraph } from '../models/scoring';
+import { buildScoringGraph, VALUE_HEAD } from '../models/scoring';
+import type { BatchImage } from '../models/vision/visionBatch';
+import { packSequences } from './batching';
 import type { Random } from '../util/random';
 
 /**
@@ -16,6 +17,8 @@ export interface SftSequence {
   ids: readonly number[];
   /** 1 on tokens the model should learn to produce (the assistant's turns). */
   mask: Uint8Array;
+  /** Vision-language models: the images of the demonstration's image token runs, in order. */
+  images?: readonly BatchImage[];
 }
 
 export interface SftOptions {
@@ -35,7 +38,8 @@ export class SftTrainer {
   ) {}
 
   static async create(model: ModelRuntime, options: SftOptions): Promise<SftTrainer> {
-    const trainable = options.fullFineTuning ? [...model.baseWeights] : [...model.extraWeights.filter((n) => n.includes('lora_'))];
+    // No value head here: it has nothing to learn from demonstrations.
+    const trainable = model.trainableWeights(options.fullFineTuning).filter((n) => n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias);
     if (trainable.length === 0) throw new Error('nothing to train: load the model with LoRA adapters, or train it fully');
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n)));
     const optimizer = await OptimizerRuntime.create(model.device, {
@@ -49,7 +53,7 @@ export class SftTrainer {
         return { graph: g, loss, params: trainable.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: !noDecay.has(name) })) };
       },
       adamw: options.adamw,
-      resident: options.fullFineTuning ? [...model.extraWeights] : [...model.baseWeights],
+      resident: [...model.baseWeights, ...model.extraWeights].filter((n) => !trainable.includes(n) && n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias),
       accumulate: true,
     });
     return new SftTrainer(model, optimizer, options);
@@ -69,7 +73,7 @@ export class SftTrainer {
       let loss = 0;
       for (let m = 0; m < batch.length; m += this.options.microBatchSize) {
         const micro = batch.slice(m, m + this.options.microBatchSize);
-        const packed = packWithSharedPrefix(micro.map((s) => s.ids), micro.map((s) => s.mask));
+        const packed = packSequences(micro, micro.map((s) => s.mask), this.model.config.vision);
         const feeds: Record<string, HostTensor> = {
           ...packed.feeds,
           ...this.model.loraScaleFeed(true),

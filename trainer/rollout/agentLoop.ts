@@ -1,6 +1,10 @@
 import type { ChatTemplate } from '../models/chatTemplate';
 import type { ChatMessage, ToolSpec } from '../shared/protocol/chatMessages';
 import { describeRow, type DatasetRow } from '../data/row';
+import { observationImages } from '../tools/result';
+import { decodeBase64, expandImageTokens, hasImages, RolloutImages } from './images';
+import type { PreparedImage } from '../models/vision/preprocess';
+import type { ChatContentPart } from '../shared/protocol/chatMessages';
 import { ToolRunner, type ToolCallRequest, type ToolLogLine } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { BudgetError, checkBudget, type LengthBudget } from './budget';
@@ -58,6 +62,11 @@ export interface AgentLoopOptions {
   truncationMarker?: TruncationMarker;
   observer?: RolloutObserver;
   onToolLog?: (line: ToolLogLine) => void;
+  /**
+   * Images in rows and tool results: the model's vision tower and image processor (see
+   * RolloutImages). Without it, a row or tool result with an image is an error naming it.
+   */
+  images?: RolloutImages;
 }
 
 export interface RunOptions {
@@ -73,6 +82,11 @@ export class PolicyContractError extends Error {
     super(message);
     this.name = 'PolicyContractError';
   }
+}
+
+/** The image as the policy's session takes it. */
+function turnImage(image: PreparedImage) {
+  return { key: image.sha256, grid: image.grid, patches: image.patches };
 }
 
 export class AgentLoop {
@@ -109,9 +123,33 @@ export class AgentLoop {
     return this.specs;
   }
 
-  /** Renders one row's prompt (system prompt, tools, template kwargs applied). */
+  /**
+   * Reads and prepares the images of the rows (once per row): before checking rows against the
+   * budget, because image tokens count. An unreadable file, an image over budget.maxImagePixels,
+   * or any image for a text-only model fails here, naming the row, the message part and the file.
+   */
+  async prepareRows(rows: readonly DatasetRow[]): Promise<void> {
+    const images = this.images();
+    for (const row of rows) if (hasImages(row.messages)) await images.rowImages(row);
+  }
+
+  private imageStore: RolloutImages | undefined;
+  private images(): RolloutImages {
+    this.imageStore ??= this.options.images ?? new RolloutImages({ architecture: 'this model', ...(this.budget.maxImagePixels !== undefined ? { maxImagePixels: this.budget.maxImagePixels } : {}) });
+    return this.imageStore;
+  }
+
+  /** Renders one row's prompt (system prompt, tools, template kwargs applied; images expanded once prepared). */
   renderPrompt(row: DatasetRow): RenderedPrompt {
-    return renderPrompt(row, { template: this.options.template, tools: this.specs, systemPrompt: this.options.systemPrompt, templateKwargs: this.options.templateKwargs });
+    const images = hasImages(row.messages) ? this.images().preparedFor(row) : undefined;
+    if (hasImages(row.messages) && !images) throw new Error(`${describeRow(row)}: its images are not prepared; call prepareRows first`);
+    return renderPrompt(row, {
+      template: this.options.template,
+      tools: this.specs,
+      systemPrompt: this.options.systemPrompt,
+      templateKwargs: this.options.templateKwargs,
+      ...(images?.length ? { images: { list: images, placeholder: '<|image_pad|>' } } : {}),
+    });
   }
 
   /**
@@ -148,6 +186,7 @@ export class AgentLoop {
 
   /** Rolls out every episode; returns the trajectories in episode order. */
   async run<Row extends DatasetRow>(episodes: readonly Episode<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+    await this.prepareRows([...new Set(episodes.map((e) => e.row))]);
     // The samples of a group share their row: render and check each row once.
     const prompts = new Map<DatasetRow, RenderedPrompt>();
     const states = episodes.map((episode, i) => {
@@ -158,7 +197,7 @@ export class AgentLoop {
         if (problem) throw new BudgetError(problem);
         prompts.set(episode.row, prompt);
       }
-      return new TrajectoryState(i, episode, prompt);
+      return new TrajectoryState(i, episode, prompt, this.options.images?.imageTokenId);
     });
     if (states.length === 0) return [];
     this.options.observer?.rolloutStarted?.(states.map((s) => s.trajectory));
@@ -195,7 +234,7 @@ export class AgentLoop {
       byLimit.set(state.turnLimit, group);
     }
     for (const [limit, group] of [...byLimit].sort((a, b) => b[0] - a[0])) {
-      const requests: TurnRequest[] = group.map((s) => ({ sequence: s.trajectory.index, append: s.pending }));
+      const requests: TurnRequest[] = group.map((s) => ({ sequence: s.trajectory.index, append: s.pending, ...(s.pendingImages.length ? { images: s.pendingImages.map(turnImage) } : {}) }));
       const generated = await session.generate(requests, {
         ...this.options.sampling,
         maxNewTokens: limit,
@@ -210,6 +249,7 @@ export class AgentLoop {
         const turn = bySequence.get(state.trajectory.index);
         if (!turn) throw new PolicyContractError(`generate returned no turn for sequence ${state.trajectory.index}`);
         state.pending = [];
+        state.pendingImages = [];
         this.recordTurn(state, turn, limit);
         await this.options.observer?.turnGenerated?.(state.trajectory, state.lastTurn!);
       }
@@ -296,7 +336,16 @@ export class AgentLoop {
       for (const call of state.calls) {
         const outcome = outcomeOf.get(call);
         const { parsed } = call;
-        const error = outcome ? outcome.error : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
+        let error = outcome ? outcome.error : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
+        // Images the tool returned: prepared for the policy, or the call's error when one cannot be used.
+        let images: PreparedImage[] = [];
+        if (!error && outcome?.result) {
+          try {
+            images = await this.callImages(outcome.result, `trajectory ${state.trajectory.index}, turn ${turn.index}, call ${call.index} (${parsed.name})`);
+          } catch (imageError) {
+            error = { kind: 'threw', message: (imageError as Error).message };
+          }
+        }
         const shown = renderObservation(error ? { error } : outcome!, parsed.name, this.errorObservation);
         const { text, truncated } = truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
         const result: ToolCallResult = {
@@ -313,12 +362,25 @@ export class AgentLoop {
           latencyMs: outcome?.latencyMs ?? 0,
           tokenEnd: call.tokenEnd,
           logs: outcome?.logs ?? [],
+          ...(images.length ? { images } : {}),
         };
         turn.calls.push(result);
         state.trajectory.calls.push(result);
         await this.options.observer?.toolCallFinished?.(state.trajectory, result);
       }
     }
+  }
+
+  /** The images of a tool's result, prepared; errors say which call returned which content part. */
+  private async callImages(result: import('../tools/result').ToolResult, where: string): Promise<PreparedImage[]> {
+    const parts = observationImages(result);
+    const images: PreparedImage[] = [];
+    for (const [i, part] of parts.entries()) {
+      const partWhere = `${where}: image ${i} of the result`;
+      const bytes = typeof part.data === 'string' ? decodeBase64(part.data, partWhere) : part.data;
+      images.push(await this.images().prepare(bytes, partWhere));
+    }
+    return images;
   }
 
   /** Appends the turn's tool results (and the next generation prompt), or ends the trajectory. */
@@ -330,11 +392,13 @@ export class AgentLoop {
       return;
     }
     const template = this.options.template;
+    // A result with images is a content list: the images (the template's placeholders), then the text.
     const toolMessages: ChatMessage[] = (turn.calls ?? []).map((call) => ({
       role: 'tool',
-      content: call.observation,
+      content: call.images?.length ? [...call.images.map((): ChatContentPart => ({ type: 'image' })), { type: 'text', text: call.observation }] : call.observation,
       ...(call.name !== undefined ? { name: call.name } : {}),
     }));
+    const callImages = (turn.calls ?? []).flatMap((call) => call.images ?? []);
     const lastToken = t.ids[t.ids.length - 1];
     const closing = lastToken === template.endOfTurnId ? [] : [template.endOfTurnId];
     let appended;
@@ -349,7 +413,16 @@ export class AgentLoop {
       return;
     }
     if (appended.historyRewrite) t.historyRewrites.push({ afterTurn: turn.index, ...appended.historyRewrite });
-    const added = [...closing, ...appended.ids];
+    let appendedIds = appended.ids;
+    if (callImages.length) {
+      try {
+        appendedIds = expandImageTokens(appended.ids, callImages, this.options.images!.imageTokenId!, `after turn ${turn.index}`);
+      } catch (error) {
+        state.finish('error', (error as Error).message);
+        return;
+      }
+    }
+    const added = [...closing, ...appendedIds];
     // Room for at least one generated token, or there is no point in showing the results.
     if (t.ids.length + added.length + 1 > this.budget.maxTotalTokens) {
       state.finish('max_total_tokens');
@@ -357,6 +430,11 @@ export class AgentLoop {
     }
     const start = t.ids.length;
     state.appendContext(added);
+    if (callImages.length) {
+      const owners = (turn.calls ?? []).flatMap((call) => (call.images ?? []).map(() => call.index));
+      state.recordImages(callImages, start, (k) => ({ kind: 'tool', turnIndex: turn.index, call: owners[k] }), this.options.images!.imageTokenId);
+      state.pendingImages.push(...callImages);
+    }
     t.messages.push(...toolMessages);
     t.turns.push({ index: t.turns.length, role: 'tool', tokenStart: start, tokenEnd: t.ids.length });
   }

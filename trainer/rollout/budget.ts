@@ -22,6 +22,13 @@ export const LengthBudget = z
     maxNewTokensPerTurn: z.number().int().min(1),
     maxTotalTokens: z.number().int().min(2),
     maxToolResultTokens: z.number().int().min(16, 'must be at least 16 (the truncation marker alone takes about 10 tokens)'),
+    /**
+     * Vision-language models: the largest image (width × height, as decoded) a row or a tool may
+     * give; a larger one is an error naming the row or the call. Images are also resized to the
+     * processor's max_pixels, and their tokens count against maxTotalTokens. Default: sharp's own
+     * limit (16383 × 16383).
+     */
+    maxImagePixels: z.number().int().min(1).optional(),
   })
   .strict()
   .superRefine((budget, ctx) => {

@@ -1,6 +1,8 @@
 import type { ChatTemplate } from '../models/chatTemplate';
-import type { ChatMessage, ToolSpec } from '../shared/protocol/chatMessages';
+import { contentText, type ChatMessage, type ToolSpec } from '../shared/protocol/chatMessages';
 import { describeRow, type DatasetRow } from '../data/row';
+import type { PreparedImage } from '../models/vision/preprocess';
+import { expandImageText } from './images';
 import { TextOffsets } from './textOffsets';
 import type { TrajectoryTurn } from './trajectory';
 
@@ -10,6 +12,8 @@ export interface PromptOptions {
   /** Prepended as a system message to rows whose messages have none. */
   systemPrompt?: string;
   templateKwargs?: Record<string, unknown>;
+  /** Vision-language models: the row's images (in order), each placeholder expanded to one token per merged patch. */
+  images?: { list: readonly PreparedImage[]; placeholder: string };
 }
 
 export interface RenderedPrompt {
@@ -18,6 +22,8 @@ export interface RenderedPrompt {
   ids: number[];
   /** The prompt's messages as turns (the generation prompt belongs to the last one). */
   turns: TrajectoryTurn[];
+  /** The images of the prompt's image token runs, in order. */
+  images: PreparedImage[];
 }
 
 /** The row's conversation with the configured system prompt, rendered and tokenised. */
@@ -33,7 +39,19 @@ export function renderPrompt(row: DatasetRow, options: PromptOptions): RenderedP
   } catch (error) {
     throw new Error(`${describeRow(row)}: the chat template cannot render this row's prompt: ${(error as Error).message}`, { cause: error });
   }
-  return { messages, text: prompt.text, ids: prompt.ids, turns: promptTurns(messages, prompt.text, prompt.ids, options) };
+  const images = options.images?.list ?? [];
+  if (images.length) {
+    // The processor's expansion: each placeholder becomes one token per merged patch of its image.
+    const text = expandImageText(prompt.text, images, options.images!.placeholder);
+    const ids = options.template.tokenizer.encode(text);
+    const rendered = ids.filter((id) => id === options.template.tokenizer.tokenId(options.images!.placeholder)).length;
+    const expected = images.reduce((n, im) => n + im.tokens, 0);
+    if (rendered !== expected) {
+      throw new Error(`${describeRow(row)}: the chat template rendered ${prompt.text.split(options.images!.placeholder).length - 1} image placeholder(s) for the row's ${images.length} image(s); it must render each image part as <|vision_start|><|image_pad|><|vision_end|> (a vision-language template)`);
+    }
+    prompt = { text, ids };
+  }
+  return { messages, text: prompt.text, ids: prompt.ids, turns: promptTurns(messages, prompt.text, prompt.ids, options), images: [...images] };
 }
 
 /**
@@ -55,6 +73,7 @@ function promptTurns(messages: readonly ChatMessage[], text: string, ids: readon
       let partial: string | undefined;
       try {
         partial = options.template.render(messages.slice(0, k), { tools: options.tools, kwargs: options.templateKwargs, addGenerationPrompt: false });
+        if (options.images?.list.length) partial = expandImageText(partial, options.images.list, options.images.placeholder);
       } catch {
         partial = undefined;
       }
@@ -87,6 +106,6 @@ function messageBoundary(partial: string, full: string, endOfTurn: string): numb
 
 /** The last user message: what the task is, for lists and titles. */
 export function taskText(messages: readonly ChatMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return messages[i].content;
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return contentText(messages[i].content);
   return '';
 }

@@ -1,6 +1,6 @@
 import type { Tokenizer } from '../models/tokenizer';
 import { encodeFloat32, encodeInt32, encodeUint8 } from '../shared/protocol/tokens';
-import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../shared/protocol/runStore';
+import { imageFileName, type ToolCallRecord, type TrajectoryImageRecord, type TrajectoryRecord, type TurnRecord } from '../shared/protocol/runStore';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
 
 /** The rewards of one trajectory as the record needs them (rewards/ produces this shape). */
@@ -65,6 +65,7 @@ export function toTrajectoryRecord(trajectory: Trajectory, rewards: RecordReward
       ...(rewards.processScale !== undefined ? { processScale: rewards.processScale } : {}),
     },
     ...(options.advantage !== undefined ? { advantage: options.advantage } : {}),
+    ...(trajectory.images?.length ? { images: trajectory.images.map(imageRecord) } : {}),
     lengths: { prompt: trajectory.promptLength, response, total: trajectory.ids.length },
     tokens: {
       ids: encodeInt32(trajectory.ids),
@@ -115,6 +116,22 @@ export function callRecord(call: ToolCallResult, reward?: { processReward?: numb
     ...(reward && Object.keys(reward.components).length ? { rewardComponents: reward.components } : {}),
     ...(call.logs.length ? { logs: call.logs } : {}),
     tokenEnd: call.tokenEnd,
+    ...(call.images?.length ? { images: call.images.map((image) => image.sha256) } : {}),
+  };
+}
+
+/** An image's reference in the record; the bytes go to the run directory (RunStoreWriter.writeImages). */
+export function imageRecord(entry: NonNullable<Trajectory['images']>[number]): TrajectoryImageRecord {
+  const { image, tokenStart, from } = entry;
+  return {
+    sha256: image.sha256,
+    format: image.format,
+    file: imageFileName(image.sha256, image.format),
+    width: image.width,
+    height: image.height,
+    tokenStart,
+    tokens: image.tokens,
+    from: from.kind === 'prompt' ? { kind: 'prompt' } : { kind: 'tool', turn: from.turnIndex, call: from.call },
   };
 }
 

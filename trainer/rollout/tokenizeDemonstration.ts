@@ -1,5 +1,7 @@
 import type { ChatTemplate } from '../models/chatTemplate';
 import type { ChatMessage, ToolSpec } from '../shared/protocol/chatMessages';
+import type { PreparedImage } from '../models/vision/preprocess';
+import { expandImageTokens } from './images';
 
 /**
  * A demonstration conversation (for the SFT warm start) as tokens and an assistant mask, laid
@@ -23,6 +25,11 @@ export interface DemonstrationOptions {
   kwargs?: Record<string, unknown>;
   /** Where the conversation came from, for errors ("sft.jsonl:12"). */
   origin?: string;
+  /**
+   * Vision-language models: the images of the conversation's image parts in order, and the
+   * placeholder token the template writes once per image (expanded here to one per merged patch).
+   */
+  images?: { list: readonly PreparedImage[]; imageTokenId: number };
 }
 
 export class DemonstrationError extends Error {
@@ -67,6 +74,18 @@ export function tokenizeDemonstration(template: ChatTemplate, messages: readonly
     const appended = template.appendTokens({ messages: messages.slice(0, k + 1), ids }, messages.slice(k + 1, next), { ...render, onHistoryRewrite: 'keep-tokens' });
     push(appended.ids, false);
     k = next;
+  }
+  if (options.images?.list.length) {
+    // Image placeholders sit in prompt and tool messages only (mask 0): expand each to its image's tokens.
+    const { list, imageTokenId } = options.images;
+    const expanded = expandImageTokens(ids, list, imageTokenId, where);
+    const expandedMask: number[] = [];
+    let k2 = 0;
+    ids.forEach((id, t) => {
+      if (id !== imageTokenId) expandedMask.push(mask[t]);
+      else for (let i = 0, n = list[k2++].tokens; i < n; i++) expandedMask.push(0);
+    });
+    return { ids: expanded, mask: Uint8Array.from(expandedMask) };
   }
   return { ids, mask: Uint8Array.from(mask) };
 }

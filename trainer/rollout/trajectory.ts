@@ -9,6 +9,7 @@ export interface Episode<Row extends DatasetRow = DatasetRow> {
   group: number;
   sample: number;
 }
+import type { PreparedImage } from '../models/vision/preprocess';
 
 /**
  * A finished (or in-progress) rollout of one episode, token-exact: `ids` is the sequence the
@@ -34,6 +35,17 @@ export interface ToolCallResult extends CallView {
   tokenEnd: number;
   /** What the tool logged while it ran. */
   logs: string[];
+  /** The images the tool returned that the policy saw (vision-language models). */
+  images?: PreparedImage[];
+}
+
+/** An image the trajectory saw: where its tokens start, and whether the prompt or a tool call gave it. */
+export interface TrajectoryImage {
+  image: PreparedImage;
+  /** Position in `ids` of its first `<|image_pad|>` token; it spans `image.tokens` tokens. */
+  tokenStart: number;
+  /** `prompt`, or the tool call that returned it (its turn index and position in the turn). */
+  from: { kind: 'prompt' } | { kind: 'tool'; turnIndex: number; call: number };
 }
 
 export interface TrajectoryTurn {
@@ -79,6 +91,8 @@ export interface Trajectory<Row extends object = DatasetRow> extends TrajectoryV
   /** Set with finishReason `error`: why the trajectory could not go on (e.g. the template refused the history). */
   error?: string;
   historyRewrites: HistoryRewriteNote[];
+  /** Vision-language models: every image of the sequence, in the order of its image token runs. */
+  images?: TrajectoryImage[];
 }
 
 /** The last assistant turn's text (the final answer, when the trajectory was answered). */

@@ -2,7 +2,8 @@ import type { DatasetRow } from '../data/row';
 import type { ParsedToolCall } from './formats/toolCallFormat';
 import type { RenderedPrompt } from './prompt';
 import { taskText } from './prompt';
-import type { FinishReason, Trajectory, TrajectoryTurn, Episode } from './trajectory';
+import type { FinishReason, Trajectory, TrajectoryImage, TrajectoryTurn, Episode } from './trajectory';
+import type { PreparedImage } from '../models/vision/preprocess';
 
 /** A call parsed from the current turn, waiting to run, pinned to its last token. */
 export interface PendingCallState {
@@ -24,7 +25,7 @@ export class TrajectoryState<Row extends DatasetRow> {
   limitedByTotal = false;
   lastTurn: TrajectoryTurn | undefined;
 
-  constructor(index: number, episode: Episode<Row>, prompt: RenderedPrompt) {
+  constructor(index: number, episode: Episode<Row>, prompt: RenderedPrompt, imageTokenId?: number) {
     this.trajectory = {
       index,
       rowId: episode.row.id,
@@ -42,9 +43,28 @@ export class TrajectoryState<Row extends DatasetRow> {
       calls: [],
       finishReason: 'answered',
       historyRewrites: [],
+      images: [],
     };
     this.pending = [...prompt.ids];
+    this.pendingImages = [...prompt.images];
+    this.recordImages(prompt.images, 0, () => ({ kind: 'prompt' }), imageTokenId);
   }
+
+  /** Notes where each image's token run starts in `ids`, from `start` on (each image spans image.tokens tokens). */
+  recordImages(images: readonly PreparedImage[], start: number, from: (k: number) => TrajectoryImage['from'], imageTokenId: number | undefined): void {
+    if (!images.length) return;
+    const ids = this.trajectory.ids;
+    let k = 0;
+    for (let t = start; t < ids.length && k < images.length; t++) {
+      if (ids[t] !== imageTokenId) continue;
+      this.trajectory.images!.push({ image: images[k], tokenStart: t, from: from(k) });
+      t += images[k].tokens - 1;
+      k++;
+    }
+  }
+
+  /** Images in `pending`'s tokens, in order: they go to the policy with them. */
+  pendingImages: PreparedImage[];
 
   appendContext(ids: readonly number[]): void {
     const t = this.trajectory;

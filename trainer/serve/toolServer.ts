@@ -2,6 +2,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { DatasetRow } from '../data/row';
 import { defaultErrorObservation } from '../rollout/errorObservation';
+import type { ToolContent } from '../tools/result';
 import { ToolRunner } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
@@ -56,7 +57,7 @@ export class ToolCallService {
       return { isError: true, content: [{ type: 'text', text: defaultErrorObservation({ ...outcome.error, ...(this.tools.get(name) ? { tool: name } : {}) }) }] };
     }
     if (outcome.result!.data !== undefined) this.remember(callKey(name, outcome.arguments), outcome.result!.data);
-    return { content: outcome.result!.content.map((part) => ({ type: 'text' as const, text: part.text })) };
+    return { content: outcome.result!.content.map(mcpContent) };
   }
 
   /** The data of the latest served call of `name` with these (validated) arguments, if remembered. */
@@ -81,4 +82,18 @@ export class ToolCallService {
 
 function callKey(name: string, args: unknown): string {
   return `${name}\u0000${JSON.stringify(args)}`;
+}
+
+/** Our content part as MCP's: text as text, an image as base64 with its MIME type (from the bytes' signature when the tool gave none). */
+function mcpContent(part: ToolContent): CallToolResult['content'][number] {
+  if (part.type === 'text') return { type: 'text', text: part.text };
+  const bytes = typeof part.data === 'string' ? Buffer.from(part.data, 'base64') : Buffer.from(part.data);
+  return { type: 'image', data: bytes.toString('base64'), mimeType: part.mimeType ?? imageMimeType(bytes) };
+}
+
+function imageMimeType(bytes: Buffer): string {
+  if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
+  if (bytes[0] === 0xff && bytes[1] === 0xd8) return 'image/jpeg';
+  if (bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
+  return 'application/octet-stream';
 }

@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../shared/protocol/chatMessages';
+import { contentText, type ChatMessage } from '../shared/protocol/chatMessages';
 import type { DatasetRow } from '../data/row';
 import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
 import { readErrorObservation } from '../rollout/readErrorObservation';
@@ -43,14 +43,14 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
         logs: [],
       }));
       // A last turn whose unreadable call was dropped (turnCalls) was cut by the budget.
-      const cut = m === generated.length - 1 && turnCalls.length === 0 && options.format.parse(message.content).length > 0;
-      turns.push({ index, role: 'assistant', tokenStart: 0, tokenEnd: 0, finish: cut ? 'length' : turnCalls.length ? 'tool_call' : 'eos', assistantTurn: assistantTurns++, content: message.content, calls: turnCalls });
+      const cut = m === generated.length - 1 && turnCalls.length === 0 && options.format.parse(contentText(message.content)).length > 0;
+      turns.push({ index, role: 'assistant', tokenStart: 0, tokenEnd: 0, finish: cut ? 'length' : turnCalls.length ? 'tool_call' : 'eos', assistantTurn: assistantTurns++, content: contentText(message.content), calls: turnCalls });
       calls.push(...turnCalls);
       pending = [...turnCalls];
     } else if (message.role === 'tool') {
       turns.push({ index, role: 'tool', tokenStart: 0, tokenEnd: 0 });
       const call = pending.shift();
-      if (call) answer(call, message.content, options.tools, options.dataFor);
+      if (call) answer(call, contentText(message.content), options.tools, options.dataFor);
     } else {
       turns.push({ index, role: message.role, tokenStart: 0, tokenEnd: 0 });
     }
@@ -64,7 +64,7 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
     group: options.index ?? 0,
     sample: 0,
     row,
-    prompt: [...row.messages].reverse().find((m) => m.role === 'user')?.content ?? '',
+    prompt: contentText([...row.messages].reverse().find((m) => m.role === 'user')?.content ?? ''),
     messages: [...row.messages, ...generated],
     ids: [],
     mask: [],
@@ -99,7 +99,7 @@ function callsOf(message: Extract<ChatMessage, { role: 'assistant' }>, format: T
       return { name: c.function.name, arguments: args, raw: JSON.stringify({ name: c.function.name, arguments: c.function.arguments }) };
     });
   }
-  return turnCalls(format, message.content, last).map(({ name, arguments: args, raw, parseError }) => ({ ...(name !== undefined ? { name } : {}), ...(args !== undefined ? { arguments: args } : {}), raw, ...(parseError !== undefined ? { parseError } : {}) }));
+  return turnCalls(format, contentText(message.content), last).map(({ name, arguments: args, raw, parseError }) => ({ ...(name !== undefined ? { name } : {}), ...(args !== undefined ? { arguments: args } : {}), raw, ...(parseError !== undefined ? { parseError } : {}) }));
 }
 
 function answer(call: ToolCallResult, observation: string, tools: ToolSet, dataFor?: (name: string, args: unknown) => unknown): void {

@@ -5,7 +5,7 @@
  */
 export type { CallView, RewardContext, ToolCallOutcome, ToolContext, ToolLogger, TrajectoryView } from './context';
 export { ToolDefinitionError, UserCodeError } from './toolErrors';
-export { normalizeToolOutput, observationText, textResult, type TextContent, type ToolContent, type ToolOutput, type ToolResult } from './result';
+export { imageResult, normalizeToolOutput, observationImages, observationText, textResult, type ImageContent, type TextContent, type ToolContent, type ToolOutput, type ToolResult } from './result';
 export { isZodObjectSchema, parametersJsonSchema, type JsonSchema, type ParametersSchema } from './schema';
 export { Tool, defineTool, type ToolDefinition, type ToolInvocation } from './tool';
 export { ToolSet } from './toolSet';

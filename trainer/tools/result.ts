@@ -1,8 +1,8 @@
 /**
- * What a tool returns: the observation the policy will see. Text today; the content list is a
- * union so that images (the vision issue) join it as `{ type: 'image', … }` without changing
- * a single existing tool. `data` is for the program, never shown to the policy: a search tool
- * puts the ids of the documents it returned there, and its process reward reads them.
+ * What a tool returns: the observation the policy will see — text, and for a vision-language
+ * policy images (`{ type: 'image', data, mimeType }`, as MCP tools return them). `data` is for
+ * the program, never shown to the policy: a search tool puts the ids of the documents it
+ * returned there, and its process reward reads them.
  */
 
 export interface TextContent {
@@ -10,8 +10,15 @@ export interface TextContent {
   text: string;
 }
 
-/** One part of an observation. Only text exists yet. */
-export type ToolContent = TextContent;
+/** An image the policy sees: PNG, JPEG or WebP bytes, or their base64 (MCP's image content). */
+export interface ImageContent {
+  type: 'image';
+  data: Uint8Array | string;
+  mimeType?: string;
+}
+
+/** One part of an observation. */
+export type ToolContent = TextContent | ImageContent;
 
 export interface ToolResult<Data = unknown> {
   content: ToolContent[];
@@ -32,22 +39,37 @@ export function textResult<Data>(text: string, data?: Data): ToolResult<Data> {
  */
 export function normalizeToolOutput(toolName: string, output: unknown): ToolResult {
   if (typeof output === 'string') return textResult(output);
-  const shape = 'a string or { content: [{ type: "text", text }], data? }';
+  const shape = 'a string or { content: [{ type: "text", text } | { type: "image", data: Uint8Array | base64 string }], data? }';
   if (typeof output !== 'object' || output === null || !Array.isArray((output as ToolResult).content)) {
     throw new TypeError(`tool "${toolName}" returned ${describeValue(output)}; expected ${shape}`);
   }
   const content = (output as ToolResult).content;
   content.forEach((part, i) => {
-    if (typeof part !== 'object' || part === null || (part as { type?: unknown }).type !== 'text' || typeof (part as TextContent).text !== 'string') {
-      throw new TypeError(`tool "${toolName}" returned content[${i}] = ${describeValue(part)}; expected { type: "text", text: string }`);
+    const type = typeof part === 'object' && part !== null ? (part as { type?: unknown }).type : undefined;
+    if (type === 'text' && typeof (part as TextContent).text === 'string') return;
+    if (type === 'image') {
+      const data = (part as ImageContent).data;
+      if (data instanceof Uint8Array || (typeof data === 'string' && data.length > 0)) return;
+      throw new TypeError(`tool "${toolName}" returned content[${i}], an image whose data is ${describeValue(data)}; expected PNG, JPEG or WebP bytes (a Uint8Array or Buffer) or their base64`);
     }
+    throw new TypeError(`tool "${toolName}" returned content[${i}] = ${describeValue(part)}; expected { type: "text", text: string } or { type: "image", data }`);
   });
   return output as ToolResult;
 }
 
 /** The observation text of a result: its text parts, one after another. */
 export function observationText(result: ToolResult): string {
-  return result.content.map((part) => part.text).join('\n');
+  return result.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+}
+
+/** The image parts of a result, in order. */
+export function observationImages(result: ToolResult): ImageContent[] {
+  return result.content.filter((part): part is ImageContent => part.type === 'image');
+}
+
+export function imageResult<Data>(images: readonly (Uint8Array | string)[], text: string, data?: Data): ToolResult<Data> {
+  const content: ToolContent[] = [...images.map((image) => ({ type: 'image' as const, data: image })), { type: 'text', text }];
+  return data === undefined ? { content } : { content, data };
 }
 
 function describeValue(value: unknown): string {

@@ -29,6 +29,7 @@ export async function evaluateHeldOut(parts: RunParts, writer: RunStoreWriter, s
   report.progress(step, 'eval', 0, episodes.length);
   const trajectories = await parts.evalLoop.run(episodes, { seed: seedFor(config.seed, step, 17) });
   const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools);
+  writer.writeImages(trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
   writer.writeEvaluation(step, trajectories.map((t, i) => toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer: parts.model.tokenizer })));
   const metric = taskMetric(config);
   const metrics = rolloutMetrics(trajectories, rewards, metric);

@@ -2,7 +2,7 @@ import type { Tokenizer } from '../models/tokenizer';
 import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../shared/protocol/runStore';
 import { encodeUint8 } from '../shared/protocol/tokens';
 import type { PendingCall } from '../rollout/observer';
-import { callRecord, turnRecord } from '../rollout/record';
+import { callRecord, imageRecord, turnRecord } from '../rollout/record';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../rollout/trajectory';
 
 /**
@@ -88,6 +88,7 @@ export class LiveSnapshot {
       finishReason: t.finishReason,
       ...(t.error !== undefined ? { error: t.error } : {}),
       ...(t.historyRewrites.length ? { historyRewrites: t.historyRewrites.map((r) => ({ ...r })) } : {}),
+      ...(t.images?.length ? { images: t.images.map(imageRecord) } : {}),
       rewards: { outcome: 0, process: 0, total: 0, components: {} },
       lengths: { prompt: t.promptLength, response: t.mask.reduce((a, m) => a + m, 0), total: t.ids.length },
       tokens: { ids: '', pieces: [], mask: encodeUint8(t.mask), logprobs: '' },

@@ -6,6 +6,8 @@ import { ModelPolicy } from '../models/generation/generationSession';
 import { ModelRuntime } from '../models/runtime';
 import { McpServers } from '../mcp/servers';
 import { AgentLoop } from '../rollout/agentLoop';
+import { RolloutImages } from '../rollout/images';
+import type { TrainingConfig } from './trainingConfig';
 import { ToolSet } from '../tools/toolSet';
 import { agentLoopOptions, evaluationSampling, rolloutSampling } from './configOptions';
 import { rolloutHooks } from './rolloutHooks';
@@ -31,7 +33,7 @@ export async function loadRunParts(
     opened.device = createDevice(settings.provider, { worker: !settings.inProcessDevice });
     const modelDir = await resolveConfigModel(loaded, { events: (e) => settings.report.emit(e), log: settings.report.log, signal: settings.control.signal });
     settings.report.progress(0, 'load', 0, 1);
-    opened.model = await ModelRuntime.load(opened.device, modelDir, { lora: c.model.lora === false ? undefined : c.model.lora, valueHead: c.algorithm.name === 'ppo', seed: c.seed });
+    opened.model = await ModelRuntime.load(opened.device, modelDir, { lora: c.model.lora === false ? undefined : c.model.lora, valueHead: c.algorithm.name === 'ppo', seed: c.seed, trainVision: c.model.trainVision });
     const template = opened.model.folder.chatTemplate;
     if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template; agents need one`);
     opened.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file), log: settings.report.log });
@@ -40,12 +42,16 @@ export async function loadRunParts(
     const evalFile = c.evaluation.data ?? c.data.eval;
     const evalData = evalFile ? loadJsonlDataset(loaded.resolve(evalFile), { fields: c.data.fields }) : undefined;
     const live: RunParts['live'] = { snapshot: undefined };
-    const loopParts = agentLoopOptions(c, { policy: new ModelPolicy(opened.model), template, tools });
+    const images = rolloutImagesFor(opened.model, c);
+    // Images in rows and tool results (vision-language models; an error naming the row or call for text-only ones).
+    const loopParts = { ...agentLoopOptions(c, { policy: new ModelPolicy(opened.model), template, tools }), images };
     const loop = new AgentLoop({ ...loopParts, sampling: rolloutSampling(c), observer: rolloutHooks(settings.control, settings.report, live) });
     const evalLoop = new AgentLoop({ ...loopParts, sampling: evaluationSampling(c) });
-    loop.checkRows(train.rows);
-    if (evalData) loop.checkRows(evalData.rows);
-    return { loaded, config: c, totalSteps: settings.totalSteps, device: opened.device, modelDir, model: opened.model, template, tools, mcp: opened.mcp, loop, evalLoop, train, evalData, control: settings.control, report: settings.report, live };
+    for (const rows of [train.rows, ...(evalData ? [evalData.rows] : [])]) {
+      await loop.prepareRows(rows);
+      loop.checkRows(rows);
+    }
+    return { loaded, config: c, totalSteps: settings.totalSteps, device: opened.device, modelDir, model: opened.model, template, tools, mcp: opened.mcp, images, loop, evalLoop, train, evalData, control: settings.control, report: settings.report, live };
   } catch (error) {
     await closeOpened(opened);
     throw error;
@@ -61,4 +67,15 @@ async function closeOpened(opened: { device?: Device; model?: ModelRuntime; mcp?
   await opened.mcp?.close().catch(() => undefined);
   opened.model?.close();
   await opened.device?.close().catch(() => undefined);
+}
+
+/** How the agent loops read and prepare images: the model's vision tower and image processor, if it has one. */
+export function rolloutImagesFor(model: ModelRuntime, config: TrainingConfig): RolloutImages {
+  const { config: modelConfig, imageProcessor } = model.folder;
+  const maxImagePixels = config.rollout.budget.maxImagePixels;
+  return new RolloutImages({
+    architecture: modelConfig.architecture,
+    ...(modelConfig.vision && imageProcessor ? { vision: { config: modelConfig.vision, processor: imageProcessor, architecture: modelConfig.architecture } } : {}),
+    ...(maxImagePixels !== undefined ? { maxImagePixels } : {}),
+  });
 }

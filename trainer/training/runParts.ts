@@ -4,6 +4,7 @@ import type { ChatTemplate } from '../models/chatTemplate';
 import type { ModelRuntime } from '../models/runtime';
 import type { McpServers } from '../mcp/servers';
 import type { AgentLoop } from '../rollout/agentLoop';
+import type { RolloutImages } from '../rollout/images';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 import type { ToolSet } from '../tools/toolSet';
 import type { Random } from '../util/random';
@@ -30,6 +31,8 @@ export interface RunParts {
   tools: ToolSet;
   /** The config's MCP servers (their tools are in `tools`). */
   mcp: McpServers;
+  /** Reads and prepares the images of rows, demonstrations and tool results (vision-language models). */
+  images: RolloutImages;
   /** Training rollouts (the config's sampling, the debugger's hooks). */
   loop: AgentLoop;
   /** Evaluation rollouts (greedy by default, no debugger hooks). */

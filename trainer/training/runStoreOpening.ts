@@ -36,12 +36,12 @@ function runId(name: string): string {
 function modelSummary(parts: RunParts): RunRecord['model'] {
   const { config, model } = parts;
   const parameters = model.parameterCount(model.baseWeights);
-  const extra = model.parameterCount(model.extraWeights);
   return {
     path: parts.modelDir,
     family: model.config.family,
     parameters,
-    trainableParameters: config.model.lora === false ? parameters + extra : extra,
+    // What the update trains (a vision-language model's tower only with model.trainVision).
+    trainableParameters: model.parameterCount(model.trainableWeights(config.model.lora === false)),
     ...(config.model.lora !== false ? { lora: { rank: config.model.lora.rank, alpha: config.model.lora.alpha, targets: [...config.model.lora.targets] } } : {}),
   };
 }

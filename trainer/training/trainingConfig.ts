@@ -7,7 +7,7 @@ import { LengthBudget } from '../rollout/budget';
 import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
 import { Tool } from '../tools/tool';
 import { ToolSet } from '../tools/toolSet';
-import { McpServersConfig, recordableServers } from '../mcp/config';
+import { McpServersConfig, recordableServers } from '../mcp/mcpConfig';
 
 /**
  * The training config: a TypeScript file whose default export is `defineConfig({...})`. Every
@@ -42,6 +42,8 @@ export const ModelSection = z.strictObject({
       }),
     ])
     .default({ rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }),
+  /** Vision-language models: train the vision tower too (frozen by default; LoRA adapts the language model only). */
+  trainVision: z.boolean().default(false),
 });
 
 export const AlgorithmSection = z.strictObject({

@@ -1,5 +1,5 @@
 import type { PolicyTrainer, UpdateMetrics } from '../rl/policyTrainer';
-import { lossMasks, prepareBatch, scoresNeeded, type PreparedBatch } from '../rl/prepareBatch';
+import { lossMasks, prepareBatch, scoresNeeded, sequenceImages, type PreparedBatch } from '../rl/prepareBatch';
 import { toRlSample } from '../rl/rewardPlacement';
 import type { RlSample } from '../rl/samples';
 import { scoreTrajectories, type BatchRewards } from '../rewards/score';
@@ -75,8 +75,8 @@ async function scoreStage(parts: RunParts, step: number, trajectories: Trajector
 /** Prepare the batch: the model scores what the batch needs (reference log-probs, values), then rl/ turns it into training sequences. */
 async function prepareStage(parts: RunParts, trainer: PolicyTrainer, trajectories: Trajectory[], samples: RlSample[]): Promise<PreparedBatch> {
   const settings = batchSettings(parts.config);
-  const masks = lossMasks(trajectories, settings.lossMask);
-  const scores = await trainer.scoreReferenceAndValues(trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i] })), scoresNeeded(settings));
+  const masks = lossMasks(trajectories, settings.lossMask, parts.model.config.vision?.imageTokenId);
+  const scores = await trainer.scoreReferenceAndValues(trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i], ...sequenceImages(t) })), scoresNeeded(settings));
   return prepareBatch(trajectories, samples, masks, scores, settings);
 }
 
@@ -93,6 +93,8 @@ async function updateStage(parts: RunParts, position: RunPosition, trainer: Poli
 function recordStage(parts: RunParts, position: RunPosition, step: number, inputs: Omit<Parameters<typeof stepMetricsRecord>[1], 'metric'>) {
   const metric = taskMetric(parts.config);
   const trajectories = stepTrajectoryRecords(step, inputs.trajectories, inputs.rewards, inputs.prepared, parts.model.tokenizer);
+  // The images first: a record never points at an image file that is not there.
+  position.writer.writeImages(inputs.trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
   position.writer.appendTrajectories(step, trajectories);
   const metrics = stepMetricsRecord(step, { ...inputs, metric });
   parts.report.metrics(metrics);

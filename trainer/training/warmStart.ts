@@ -1,6 +1,7 @@
 import { loadDemonstrations } from '../data/demonstrations';
 import type { MetricsRecord } from '../shared/protocol/runStore';
 import { SftTrainer, type SftSequence } from '../rl/sft';
+import { hasImages } from '../rollout/images';
 import { tokenizeDemonstration } from '../rollout/tokenizeDemonstration';
 import type { Random } from '../util/random';
 import { sftOptions, sftSchedule } from './configOptions';
@@ -42,8 +43,19 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
 async function readDemonstrations(parts: RunParts, file: string): Promise<SftSequence[]> {
   const kwargs = parts.config.rollout.templateKwargs;
   const demonstrations = await loadDemonstrations(file, { tools: parts.tools });
-  return demonstrations.map(({ messages, source }) => {
-    const tokens = tokenizeDemonstration(parts.template, messages, { tools: parts.tools.specs(), ...(kwargs ? { kwargs } : {}), origin: `${source.file}:${source.line}` });
-    return { ids: tokens.ids, mask: Uint8Array.from(tokens.mask) };
-  });
+  const imageTokenId = parts.model.config.vision?.imageTokenId;
+  const sequences: SftSequence[] = [];
+  for (const { id, messages, source } of demonstrations) {
+    const origin = `${source.file}:${source.line}`;
+    // Images in the demonstration (paths relative to its file), prepared as the rollout prepares them.
+    const pictured = hasImages(messages) ? await parts.images.rowImages({ id: id ?? origin, messages, toolArgs: {}, source }) : [];
+    const tokens = tokenizeDemonstration(parts.template, messages, {
+      tools: parts.tools.specs(),
+      ...(kwargs ? { kwargs } : {}),
+      origin,
+      ...(pictured.length && imageTokenId !== undefined ? { images: { list: pictured, imageTokenId } } : {}),
+    });
+    sequences.push({ ids: tokens.ids, mask: Uint8Array.from(tokens.mask), ...(pictured.length ? { images: pictured.map((im) => ({ key: im.sha256, grid: im.grid, patches: im.patches })) } : {}) });
+  }
+  return sequences;
 }

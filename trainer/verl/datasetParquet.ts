@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { parquetWriteBuffer } from 'hyparquet-writer';
-import type { ChatMessage } from '../shared/protocol/chatMessages';
+import { contentImages, contentText, type ChatMessage } from '../shared/protocol/chatMessages';
 import type { DatasetRow } from '../data/row';
 
 /**
@@ -65,7 +65,11 @@ export function rowJson(row: DatasetRow): string {
 
 function promptMessages(row: DatasetRow, systemPrompt: string | undefined): { role: string; content: string }[] {
   const messages: ChatMessage[] = systemPrompt !== undefined && row.messages[0]?.role !== 'system' ? [{ role: 'system', content: systemPrompt }, ...row.messages] : row.messages;
-  return messages.map((m) => ({ role: m.role, content: m.content }));
+  return messages.map((m, k) => {
+    // verl's multimodal rows carry images in a column of their own; exporting them is not built yet.
+    if (contentImages(m.content).length) throw new Error(`row ${row.id}: message ${k} holds an image; exporting image rows to verl is not supported yet`);
+    return { role: m.role, content: contentText(m.content) };
+  });
 }
 
 export function toVerlRows(rows: readonly DatasetRow[], options: { dataSource: string; split: string; systemPrompt?: string }): VerlRow[] {

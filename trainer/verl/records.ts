@@ -1,4 +1,5 @@
 import type { Tokenizer } from '../models/tokenizer';
+import { contentText } from '../shared/protocol/chatMessages';
 import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../shared/protocol/runStore';
 import { encodeFloat32, encodeInt32, encodeUint8 } from '../shared/protocol/tokens';
 import { HermesFormat } from '../rollout/formats/hermes';
@@ -68,7 +69,7 @@ export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, to
     messages.forEach((message, m) => {
       if (message.role === 'assistant') {
         const isLast = m === messages.length - 1;
-        const calls = turnCalls(format, message.content, isLast);
+        const calls = turnCalls(format, contentText(message.content), isLast);
         const toolCalls = calls.map((c, k): ToolCallRecord => {
           const dumped = dumpedCalls[callCursor++];
           return {
@@ -85,15 +86,15 @@ export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, to
             tokenEnd: 0,
           };
         });
-        const cut = isLast && toolCalls.length === 0 && format.parse(message.content).length > 0;
-        add({ role: 'assistant', text: message.content, finish: cut ? 'length' : toolCalls.length ? 'tool_call' : isLast ? 'eos' : 'stop', ...(toolCalls.length ? { toolCalls } : {}) }, true);
+        const cut = isLast && toolCalls.length === 0 && format.parse(contentText(message.content)).length > 0;
+        add({ role: 'assistant', text: contentText(message.content), finish: cut ? 'length' : toolCalls.length ? 'tool_call' : isLast ? 'eos' : 'stop', ...(toolCalls.length ? { toolCalls } : {}) }, true);
         pending = [...toolCalls];
       } else {
-        add({ role: 'tool', text: message.content }, false);
+        add({ role: 'tool', text: contentText(message.content) }, false);
         const call = pending.shift();
         if (call) {
-          call.observation = message.content;
-          const error = call.error ? undefined : readErrorObservation(message.content);
+          call.observation = contentText(message.content);
+          const error = call.error ? undefined : readErrorObservation(contentText(message.content));
           if (error) call.error = error;
         }
       }

@@ -1,4 +1,4 @@
-import type { TokenColouring, ToolCallRecord, TrajectoryRecord, TurnRecord } from '../../trainer/shared/protocol';
+import type { TokenColouring, ToolCallRecord, TrajectoryImageRecord, TrajectoryRecord, TurnRecord } from '../../trainer/shared/protocol';
 import { button, tag } from '../components/toolkit';
 import { h } from '../dom';
 import { formatMetricValue } from '../numberFormat';
@@ -11,12 +11,15 @@ export interface DetailActions {
   close(): void;
 }
 
-/** One trajectory: rewards, each turn with its tool calls, and its tokens. */
 /**
- * `metric`: the run's task metric, whose component is labelled as such. `evaluation`: the record
- * is a held-out evaluation's (no advantage, and the replay debugger steps through training steps only).
+ * One trajectory: rewards, the images it saw, each turn with its tool calls (and their images),
+ * and its tokens. `metric`: the run's task metric, whose component is labelled as such.
+ * `evaluation`: the record is a held-out evaluation's (no advantage, and the replay debugger
+ * steps through training steps only).
  */
-export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, actions: DetailActions, metric?: string, evaluation = false): HTMLElement {
+export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, imageUris: Record<string, string>, actions: DetailActions, metric?: string, evaluation = false): HTMLElement {
+  const images = record.images ?? [];
+  const figure = (image: TrajectoryImageRecord) => imageFigure(image, imageUris[image.sha256]);
   const components = Object.entries(record.rewards.components);
   let tokens: HTMLElement;
   try {
@@ -49,7 +52,10 @@ export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColour
       ...pair('Answer', record.answer ?? '—', 'answer'),
       ...pair('Tokens', `${record.lengths.response} generated of ${record.lengths.total} (prompt ${record.lengths.prompt})`, 'lengths'),
     ),
-    h('section', { class: 'turns' }, h('h3', {}, `Turns (${record.turns.length})`), ...record.turns.map(turnView)),
+    images.length
+      ? h('section', { class: 'images', id: 'images' }, h('h3', {}, `Images (${images.length})`), h('div', { class: 'image-strip' }, ...images.map(figure)))
+      : undefined,
+    h('section', { class: 'turns' }, h('h3', {}, `Turns (${record.turns.length})`), ...record.turns.map((turn) => turnView(turn, images, figure))),
     tokens,
   );
 }
@@ -58,7 +64,19 @@ function pair(term: string, value: string, key: string): HTMLElement[] {
   return [h('dt', {}, term), h('dd', { 'data-field': key }, value)];
 }
 
-function turnView(turn: TurnRecord): HTMLElement {
+/** An image with what it was: where it came from, its size and its tokens. The page loads it from the run directory (or says why not). */
+function imageFigure(image: TrajectoryImageRecord, uri: string | undefined): HTMLElement {
+  const origin = image.from.kind === 'prompt' ? 'prompt' : `tool call ${image.from.call} of turn ${image.from.turn}`;
+  const caption = `${origin} · ${image.width}×${image.height} ${image.format} · ${image.tokens} tokens at ${image.tokenStart}`;
+  return h(
+    'figure',
+    { class: 'trajectory-image', 'data-sha256': image.sha256, 'data-from': image.from.kind },
+    uri ? h('img', { src: uri, alt: `image from the ${origin}, ${image.width}×${image.height}`, width: String(Math.min(256, Math.max(128, image.width))) }) : h('p', { class: 'muted' }, `(${image.file} is not available here)`),
+    h('figcaption', { class: 'muted' }, caption),
+  );
+}
+
+function turnView(turn: TurnRecord, images: readonly TrajectoryImageRecord[], figure: (image: TrajectoryImageRecord) => HTMLElement): HTMLElement {
   const facts: string[] = [`tokens ${turn.tokenStart}–${turn.tokenEnd}`];
   if (turn.finish) facts.push(`finish: ${turn.finish}`);
   if (turn.logprob) facts.push(`log-prob mean ${turn.logprob.mean.toFixed(3)}, min ${turn.logprob.min.toFixed(3)}`);
@@ -68,11 +86,11 @@ function turnView(turn: TurnRecord): HTMLElement {
     { class: `turn role-${turn.role}`, 'data-turn': String(turn.index) },
     h('header', {}, h('span', { class: 'role' }, turn.role), h('span', { class: 'muted' }, facts.join(' · '))),
     h('pre', { class: 'turn-text' }, turn.text),
-    ...(turn.toolCalls ?? []).map(toolCallView),
+    ...(turn.toolCalls ?? []).map((call) => toolCallView(call, images.filter((im) => im.from.kind === 'tool' && im.from.turn === turn.index && im.from.call === call.index).map(figure))),
   );
 }
 
-function toolCallView(call: ToolCallRecord): HTMLElement {
+function toolCallView(call: ToolCallRecord, images: HTMLElement[] = []): HTMLElement {
   const facts = [`${formatMetricValue(call.latencyMs, 1)} ms`, `process reward ${formatMetricValue(call.processReward)}`];
   if (call.truncated) facts.push('result truncated');
   return h(
@@ -90,6 +108,6 @@ function toolCallView(call: ToolCallRecord): HTMLElement {
           h('div', { class: 'label' }, 'Observation shown to the policy'),
           h('pre', { class: 'observation' }, call.observation),
         )
-      : h('div', { class: 'tool-result' }, h('div', { class: 'label' }, 'Result'), h('pre', { class: 'observation' }, call.observation)),
+      : h('div', { class: 'tool-result' }, h('div', { class: 'label' }, 'Result'), ...(images.length ? [h('div', { class: 'image-strip' }, ...images)] : []), h('pre', { class: 'observation' }, call.observation)),
   );
 }

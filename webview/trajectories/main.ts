@@ -48,6 +48,8 @@ const model = {
   selected: (restored.success ? restored.data.selected : null) as number | null,
   colourBy: (restored.success ? restored.data.colourBy : 'advantage') as TokenColouring,
   detail: undefined as TrajectoryRecord | undefined,
+  /** URIs of the detail's images by sha256 (from the host). */
+  imageUris: {} as Record<string, string>,
   /** Until the first rows arrive, a restored selection is kept for the restored step. */
   restoring: restored.success,
 };
@@ -136,7 +138,7 @@ function renderDetail(): void {
     return;
   }
   detail.replaceChildren(
-    trajectoryDetail(model.detail, model.colourBy, {
+    trajectoryDetail(model.detail, model.colourBy, model.imageUris, {
       openInDebugger: (step, index) => post({ type: 'openInDebugger', step, index }),
       colourBy: (by) => {
         model.colourBy = by;
@@ -200,6 +202,7 @@ function render(message: TrajectoriesToWebview): void {
     case 'trajectory':
       if (message.set === model.shown?.set && message.record.step === model.shown.step && message.record.index === model.selected) {
         model.detail = message.record;
+        model.imageUris = message.imageUris ?? {};
         renderDetail();
       }
       break;

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { McpServers } from '../../../trainer/mcp/servers';
-import { McpServersConfig } from '../../../trainer/mcp/config';
+import { McpServersConfig } from '../../../trainer/mcp/mcpConfig';
 import { ToolRunner, type ToolCallRequest } from '../../../trainer/tools/runner';
 import { ToolSet } from '../../../trainer/tools/toolSet';
 import { observationText } from '../../../trainer/tools/result';

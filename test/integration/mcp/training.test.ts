@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import { RunStoreReader } from '../../../trainer/shared/runstore';
 import { TrainingRun } from '../../../trainer/training/trainingRun';
 import { McpServers } from '../../../trainer/mcp/servers';
-import { McpServersConfig } from '../../../trainer/mcp/config';
+import { McpServersConfig } from '../../../trainer/mcp/mcpConfig';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { loadConfig } from "../../../trainer/usercode/loadConfig";
 

@@ -191,7 +191,7 @@ describe('createModel (real Qwen3 tokenizer)', () => {
       assert.match(missing.stderr, /rollout-studio: create-model: --hidden is required/);
       const family = cli(['--family', 'gpt2', '--layers', '1']);
       assert.equal(family.status, 2);
-      assert.match(family.stderr, /--family: expected one of qwen2, qwen3, llama, got "gpt2"/);
+      assert.match(family.stderr, /--family: expected one of qwen2, qwen3, llama, qwen2-vl, qwen2\.5-vl, got "gpt2"/);
     });
   });
 });

@@ -63,6 +63,9 @@ const cases: Case[] = [
   { name: 'Tanh', inputs: { a: f64([6], r, 2) }, build: ({ a }) => op.tanh(a) },
   { name: 'Sin', inputs: { a: f64([6], r, 3) }, build: ({ a }) => op.sin(a) },
   { name: 'Cos', inputs: { a: f64([6], r, 3) }, build: ({ a }) => op.cos(a) },
+  // onnxruntime's Erf is float32 only: the rule is checked through float32, with a step float32 resolves.
+  { name: 'Erf (float32 kernel)', inputs: { a: f64([6], r, 2) }, build: ({ a }) => op.cast(op.erf(op.cast(a, 'float32')), 'float64'), step: 1e-2, tolerance: 1e-4 },
+  { name: 'erf in float64 (composite)', inputs: { a: f64([8], r, 3) }, build: ({ a }) => op.erf(a) },
   { name: 'Softmax', inputs: { a: f64([3, 5], r, 2) }, build: ({ a }) => op.softmax(a, -1) },
   { name: 'Softmax over axis 0', inputs: { a: f64([3, 5], r, 2) }, build: ({ a }) => op.softmax(a, 0) },
   { name: 'LogSoftmax (decomposed)', inputs: { a: f64([3, 5], r, 2) }, build: ({ a }) => op.logSoftmax(a, -1) },

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
+import { contentText } from '../../../trainer/shared/protocol/chatMessages';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -33,7 +34,7 @@ describe('examples/calculator', () => {
     const counts = { correct: 0, skip: 0, botch: 0 };
     demos.forEach((demo, i) => {
       counts[demo.kind]++;
-      const answer = /<answer>(.*)<\/answer>/.exec(demo.messages.at(-1)!.content)![1];
+      const answer = /<answer>(.*)<\/answer>/.exec(contentText(demo.messages.at(-1)!.content))![1];
       const call = demo.messages.find((m) => m.role === 'assistant' && m.tool_calls);
       if (demo.kind === 'skip') assert.equal(call, undefined);
       else {

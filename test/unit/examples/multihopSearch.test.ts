@@ -1,5 +1,6 @@
 import { describe, it, before } from 'node:test';
 import * as assert from 'node:assert/strict';
+import { contentText } from '../../../trainer/shared/protocol/chatMessages';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -127,7 +128,7 @@ describe('examples/multihop-search', () => {
         const assistantTurns = text.split('<|im_start|>assistant\n').slice(1).map((turn) => turn.slice(0, turn.indexOf('<|im_end|>')));
         const parsed = assistantTurns.flatMap((turn) => hermes.parse(turn)).map((c) => c.arguments);
         assert.deepEqual(parsed, written);
-        const final = demo.messages.at(-1)!.content;
+        const final = contentText(demo.messages.at(-1)!.content);
         const answered = /<answer> (.*)<\/answer>/.exec(final)![1];
         assert.equal(final, answerReply(answered));
         if (demo.kind === 'correct') {
@@ -230,13 +231,13 @@ describe('examples/multihop-search', () => {
     let differ = 0;
     for (const demo of demos) {
       const calls = demo.messages.flatMap((m) => (m.role === 'assistant' && m.tool_calls ? [String((m.tool_calls[0].function.arguments as { query: string }).query)] : []));
-      const results = demo.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+      const results = demo.messages.filter((m) => m.role === 'tool').map((m) => contentText(m.content));
       assert.equal(calls.length, results.length);
       assert.ok(calls.length >= 1 && calls.length <= 3);
       // Each result ends with the name the next query (or the answer) uses.
       results.forEach((result, k) => {
         const last = /(\S+)\.$/.exec(result)![1];
-        const next = k + 1 < calls.length ? calls[k + 1] : demo.messages.at(-1)!.content;
+        const next = k + 1 < calls.length ? calls[k + 1] : contentText(demo.messages.at(-1)!.content);
         assert.ok(next.endsWith(` ${last}`) || next === answerReply(last), `${result} → ${next}`);
       });
       // The world is not the one RL trains in: the real knowledge base's search answers the same query otherwise (for most).
@@ -252,7 +253,7 @@ describe('examples/multihop-search', () => {
     const names = new Set([...knowledgeBase.byId.values()].map((e) => e.name));
     const seen = new Set<string>();
     for (const demo of reading) {
-      const name = /^Who is (\S+)\?$/.exec(demo.messages[1].content)![1];
+      const name = /^Who is (\S+)\?$/.exec(contentText(demo.messages[1].content))![1];
       assert.ok(names.has(name));
       assert.equal(demo.messages[2].content, answerReply(name));
       seen.add(name);

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
+import { observationText } from '../../../trainer/tools/result';
 import { ArithmeticError, evaluateArithmetic, formatNumber } from '../../../trainer/tools/builtin/arithmetic';
 import { CalculatorTool } from '../../../trainer/tools/builtin/calculator';
 import { JavaScriptTool, runJavaScript, SandboxError } from '../../../trainer/tools/builtin/javascript';
@@ -77,7 +78,7 @@ describe('SearchTool (MiniSearch, BM25+)', () => {
     const result = search.execute({ query: 'Northwind Labs headquarters' });
     assert.deepEqual(result.data?.documentIds[0], 'o1');
     assert.equal(result.data?.documentIds.length, 2);
-    assert.match(result.content[0].text, /^\[1\] Northwind Labs: Northwind Labs is headquartered in Veldmark\.\n\[2\] /);
+    assert.match(observationText(result), /^\[1\] Northwind Labs: Northwind Labs is headquartered in Veldmark\.\n\[2\] /);
     assert.equal(search.search('Ada Brener')[0].id, 'p1', 'a small misspelling still finds the person');
   });
 

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
+import { observationText } from '../../../trainer/tools/result';
 import { z } from 'zod';
 import { datasetFromRows } from '../../../trainer/data';
 import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type ToolLogLine, type TrajectoryView } from '../../../trainer/tools';
@@ -71,8 +72,8 @@ describe('ToolRunner', () => {
     assert.deepEqual(errors[4], { kind: 'threw', message: 'thrown value: plain string' });
     assert.deepEqual(errors[5], { kind: 'timeout', message: 'hang did not finish within 30 ms' });
     assert.ok(aborted);
-    assert.match(errors[6]!.message, /^TypeError: tool "odd" returned a number \(42\); expected a string or \{ content: \[\{ type: "text", text \}\], data\? \}/);
-    assert.match(errors[7]!.message, /^TypeError: tool "parts" returned content\[0\] = an object with keys \["type","url"\]; expected \{ type: "text", text: string \}/);
+    assert.match(errors[6]!.message, /^TypeError: tool "odd" returned a number \(42\); expected a string or \{ content: \[\{ type: "text", text \} \| \{ type: "image", data: Uint8Array \| base64 string \}\], data\? \}/);
+    assert.match(errors[7]!.message, /^TypeError: tool "parts" returned content\[0\], an image whose data is undefined; expected PNG, JPEG or WebP bytes/);
     assert.ok(outcomes[5].latencyMs >= 25 && outcomes[5].latencyMs < 1000);
     assert.equal(outcomes[0].latencyMs, 0);
   });
@@ -83,7 +84,7 @@ describe('ToolRunner', () => {
       defineTool({ name: 'buggy', description: 'Buggy schema.', parameters: z.object({ id: z.string().refine(() => { throw new Error('refine bug'); }) }), execute: () => '' }),
     ]);
     const [good, bad, buggy] = await new ToolRunner(tools).run([request('known', { id: 'doc-1' }), request('known', { id: 'x' }), request('buggy', { id: 'x' })]);
-    assert.equal(good.result?.content[0].text, 'doc-1');
+    assert.equal(good.result && observationText(good.result), 'doc-1');
     assert.deepEqual(bad.error, { kind: 'invalid_arguments', message: 'arguments of known do not match its schema: id: unknown document id' });
     assert.equal(buggy.error?.kind, 'threw');
     assert.match(buggy.error!.message, /^validating the arguments of buggy threw: Error: refine bug/);
@@ -134,7 +135,7 @@ describe('ToolRunner', () => {
     const outcomes = await new ToolRunner(new ToolSet([lookup])).run(['a', 'b', 'missing', 'd', 'e'].map((key, i) => request('lookup', { key }, i)));
     assert.deepEqual(batches, [['0:a', '1:b', '2:missing'], ['3:d', '4:e']]);
     assert.deepEqual(
-      outcomes.map((o) => o.result?.content[0].text ?? o.error?.message.split('\n')[0]),
+      outcomes.map((o) => (o.result ? observationText(o.result) : undefined) ?? o.error?.message.split('\n')[0]),
       ['value of a', 'value of b', 'Error: no entry missing', 'value of d', 'value of e'],
     );
     assert.equal(outcomes[2].error?.kind, 'threw');

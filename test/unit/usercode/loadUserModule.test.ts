@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test';
 import * as assert from 'node:assert/strict';
+import { observationText } from '../../../trainer/tools/result';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as v8 from 'node:v8';
@@ -81,7 +82,7 @@ describe('loading user TypeScript (esbuild at load time)', () => {
       { name: 'fact', arguments: { name: 'ada' }, trajectory: { index: 0, rowId: 'x', group: 0, sample: 0, messages: [], calls: [] }, turn: 0, callIndex: 0, row },
       { name: 'fact', arguments: { name: 'bob' }, trajectory: { index: 0, rowId: 'x', group: 0, sample: 0, messages: [], calls: [] }, turn: 0, callIndex: 1, row },
     ]);
-    assert.equal(ok.result?.content[0].text, 'Ada Brenner works at Northwind Labs.');
+    assert.equal(ok.result && observationText(ok.result), 'Ada Brenner works at Northwind Labs.');
     assert.deepEqual(ok.logs, ['info: looking up ada']);
     assert.equal(failed.error?.kind, 'threw');
     // `throw new Error(...)` is on line 17 of tools.ts, column 13.

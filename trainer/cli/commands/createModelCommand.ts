@@ -5,16 +5,19 @@ import { parseArgs } from 'node:util';
 import { truncateBpeTokenizer } from '../../models/truncateTokenizer';
 import { createModel } from '../../models/createModel';
 import type { ModelFamily } from '../../models/modelConfig';
+import { isVisionLanguageType, type VisionLanguageFamily } from '../../models/vision/visionConfig';
 import { ModelConfigError, TokenizerError } from '../../models/modelErrors';
 import { UsageError } from '../usage';
 import { DownloadProgressBar } from '../downloadProgress';
 import { resolveModelPath } from '../../models/hub';
 
-export const createModelUsage = `rollout-studio create-model --family qwen2|qwen3|llama --layers N --hidden N --heads N --kv-heads N --intermediate N --tokenizer DIR --out DIR [options]
+export const createModelUsage = `rollout-studio create-model --family qwen2|qwen3|llama|qwen2-vl|qwen2.5-vl --layers N --hidden N --heads N --kv-heads N --intermediate N --tokenizer DIR --out DIR [options]
 
 Writes a Hugging Face model folder with seeded random weights (config.json, model.safetensors,
 the tokenizer's files, generation_config.json), for tests, examples and benchmarks.
-  --family F          qwen2, qwen3 or llama
+  --family F          qwen2, qwen3, llama, or the vision-language qwen2-vl and qwen2.5-vl
+                      (a vision tower, preprocessor_config.json and a chat template with
+                      images and tools; the tokenizer must have Qwen's vision tokens)
   --layers N          decoder layers
   --hidden N          hidden size
   --heads N           attention heads
@@ -31,7 +34,17 @@ the tokenizer's files, generation_config.json), for tests, examples and benchmar
   --vocab-multiple N  round the vocabulary up to a multiple of N
   --init I            hf (default: biases 0, norms 1) or varied (random biases and norm scales)
   --tokenizer-merges N  keep only the tokenizer's first N BPE merges (a smaller vocabulary for CPU training)
-  --force             write into a folder that already has files`;
+  --force             write into a folder that already has files
+Vision-language families only:
+  --vision-depth N      vision transformer blocks (default 2)
+  --vision-width N      the tower's width (default 32)
+  --vision-heads N      its attention heads (default 4)
+  --vision-mlp N        its MLP width (default 2 × width)
+  --patch-size N        pixels per patch side (default 14)
+  --merge-size N        patches merged per token side (default 2)
+  --window-size N       qwen2.5-vl: window attention window in pixels (default 2 × patch × merge)
+  --min-pixels N        preprocessor_config.json min_pixels (default 3136)
+  --max-pixels N        preprocessor_config.json max_pixels (default 1003520)`;
 
 function integer(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -95,6 +108,15 @@ export async function createModelCommand(argv: string[]): Promise<number> {
       init: { type: 'string' },
       'tokenizer-merges': { type: 'string' },
       force: { type: 'boolean', default: false },
+      'vision-depth': { type: 'string' },
+      'vision-width': { type: 'string' },
+      'vision-heads': { type: 'string' },
+      'vision-mlp': { type: 'string' },
+      'patch-size': { type: 'string' },
+      'merge-size': { type: 'string' },
+      'window-size': { type: 'string' },
+      'min-pixels': { type: 'string' },
+      'max-pixels': { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -104,7 +126,31 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     if (n === 0) throw new UsageError(`--${flag}: must be at least 1`);
     return n;
   };
-  const family = oneOf<ModelFamily>('family', required('family', values.family), ['qwen2', 'qwen3', 'llama'])!;
+  const familyName = oneOf('family', required('family', values.family), ['qwen2', 'qwen3', 'llama', 'qwen2-vl', 'qwen2.5-vl'] as const)!;
+  const family: ModelFamily | VisionLanguageFamily = familyName === 'qwen2-vl' ? 'qwen2_vl' : familyName === 'qwen2.5-vl' ? 'qwen2_5_vl' : familyName;
+  const visionFlags = ['vision-depth', 'vision-width', 'vision-heads', 'vision-mlp', 'patch-size', 'merge-size', 'window-size', 'min-pixels', 'max-pixels'] as const;
+  const given = visionFlags.filter((flag) => values[flag] !== undefined);
+  if (given.length && !isVisionLanguageType(family)) throw new UsageError(`--${given[0]}: only for the vision-language families (qwen2-vl, qwen2.5-vl), not ${familyName}`);
+  const visionOption = (flag: (typeof visionFlags)[number]) => {
+    const n = integer(flag, values[flag]);
+    if (n === 0) throw new UsageError(`--${flag}: must be at least 1`);
+    return n;
+  };
+  const vision = isVisionLanguageType(family)
+    ? Object.fromEntries(
+        Object.entries({
+          depth: visionOption('vision-depth'),
+          width: visionOption('vision-width'),
+          heads: visionOption('vision-heads'),
+          mlpSize: visionOption('vision-mlp'),
+          patchSize: visionOption('patch-size'),
+          mergeSize: visionOption('merge-size'),
+          windowSize: visionOption('window-size'),
+          minPixels: visionOption('min-pixels'),
+          maxPixels: visionOption('max-pixels'),
+        }).filter(([, v]) => v !== undefined),
+      )
+    : undefined;
   const options = {
     family,
     layers: positive('layers'),
@@ -122,6 +168,7 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     vocabMultiple: integer('vocab-multiple', values['vocab-multiple']),
     init: oneOf('init', values.init, ['hf', 'varied'] as const),
     overwrite: values.force,
+    ...(vision ? { vision: { depth: 2, width: 32, heads: 4, ...vision } } : {}),
   };
   let created: ReturnType<typeof createModel>;
   try {
@@ -136,6 +183,7 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     `wrote ${options.outDir}: ${config.family} (${config.architecture}), ${config.numLayers} layers, hidden ${config.hiddenSize}, ` +
       `${config.numHeads} heads / ${config.numKvHeads} kv heads of ${config.headDim}, intermediate ${config.intermediateSize}, ` +
       `vocabulary ${config.vocabSize}${config.tieWordEmbeddings ? ', tied embeddings' : ''}; ` +
+      (config.vision ? `vision tower: ${config.vision.depth} blocks of width ${config.vision.width}, patch ${config.vision.patchSize}, merge ${config.vision.spatialMergeSize}; ` : '') +
       `${created.parameters.toLocaleString('en-US')} parameters in ${options.dtype ?? 'float32'}\n` +
       `files: ${created.files.join(', ')}\n`,
   );

@@ -52,6 +52,23 @@ export const tanh = (x: Tensor) => unary('Tanh', x);
 export const sin = (x: Tensor) => unary('Sin', x);
 export const cos = (x: Tensor) => unary('Cos', x);
 export const reciprocal = (x: Tensor) => unary('Reciprocal', x);
+
+/**
+ * The error function. onnxruntime's Erf kernel is float32 only, so float64 graphs (gradient
+ * checks) get a composite instead: Numerical Recipes' `erfcc` Chebyshev fit, relative error
+ * below 1.2e-7 everywhere — differentiated through its own ops, so its gradient is exact for
+ * the function it computes.
+ */
+export function erf(x: Tensor): Tensor {
+  if (x.dtype !== 'float64') return unary('Erf', x);
+  const z = abs(x);
+  const t = reciprocal(add(mul(z, 0.5), 1));
+  const coefficients = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277];
+  let poly: Tensor | number = coefficients[coefficients.length - 1];
+  for (let i = coefficients.length - 2; i >= 0; i--) poly = add(mul(t, poly), coefficients[i]);
+  const erfcOfAbs = mul(t, exp(sub(poly as Tensor, mul(z, z))));
+  return mul(sign(x), sub(1, erfcOfAbs));
+}
 export const identity = (x: Tensor) => x.graph.addNode('Identity', [x], [{ dtype: x.dtype, shape: x.shape }])[0];
 
 /** `cond ? a : b`, broadcasting all three. */

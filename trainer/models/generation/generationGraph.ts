@@ -5,6 +5,7 @@ import { decoderTrunk, lmHeadWeight, visibleKeys, WeightInputs, type AttentionCo
 import { groupScores, maskBias, mixValues } from '../layers/attention';
 import { linear } from '../layers/linear';
 import type { LoraConfig } from '../lora';
+import { placeholderLogitMask } from '../vision/graphInputs';
 
 /**
  * The generation graph: extends every sequence of a batch by S tokens (a prompt, tool results,
@@ -43,7 +44,9 @@ export function buildGenerationGraph(config: ModelConfig, options: GenerationGra
   const kv = config.numKvHeads;
   const hd = config.headDim;
   const ids = g.input('ids', 'int64', ['B', 'S']);
-  const positions = g.input('positions', 'int64', ['B', 'S']);
+  // Vision-language models: M-RoPE positions, and the image embeddings of the chunk (encoded by the vision graph).
+  const positions = g.input('positions', 'int64', config.vision ? ['B', 'S', 3] : ['B', 'S']);
+  const images = config.vision ? { values: g.input('image_embeds', dtype, ['image_tokens', config.hiddenSize]), slots: g.input('image_slots', 'int64', ['image_tokens']) } : undefined;
   const newMask = g.input('new_mask', 'int64', ['B', 'S']);
   const baseMask = g.input('base_mask', 'int64', ['B', 'Pb']);
   const recentMask = g.input('recent_mask', 'int64', ['B', 'Pr']);
@@ -77,10 +80,12 @@ export function buildGenerationGraph(config: ModelConfig, options: GenerationGra
 
 
   const weights = new WeightInputs(g, dtype);
-  const hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask: newMask }, { dtype, lora: options.lora }, core);
+  const hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask: newMask, images }, { dtype, lora: options.lora }, core);
   g.withScope('sample', () => {
     const last = op.squeeze(op.slice(hidden, { starts: [-1], ends: [Number.MAX_SAFE_INTEGER], axes: [1] }), [1]); // [B, H]
-    const logProbs = op.logSoftmax(op.mul(linear(last, lmHeadWeight(config, weights)), invTemperature), -1); // [B, V]
+    const scaled = op.mul(linear(last, lmHeadWeight(config, weights)), invTemperature); // [B, V]
+    const placeholders = placeholderLogitMask(g, config, dtype);
+    const logProbs = op.logSoftmax(placeholders ? op.add(scaled, placeholders) : scaled, -1);
     const token = sampleToken(logProbs, uniforms, topP, options.sampling);
     g.output(token, 'token');
     g.output(op.squeeze(op.gatherElements(logProbs, op.unsqueeze(token, [-1]), 1), [-1]), 'logprob');

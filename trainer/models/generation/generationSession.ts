@@ -7,6 +7,9 @@ import type { GeneratedTurn, Policy, PolicySession, TurnOptions, TurnRequest } f
 import { Random } from '../../util/random';
 import type { ModelRuntime } from '../runtime';
 import { buildGenerationGraph, cacheName, type SamplingMode } from './generationGraph';
+import { ImageEncoder } from '../vision/imageEncoder';
+import { multimodalPositions } from '../vision/ropeIndex';
+import type { TurnImage } from './policy';
 
 /** How many tokens the recent cache block collects before it is folded into the base block. */
 const RECENT_LIMIT = 64;
@@ -70,6 +73,8 @@ export class GenerationSession implements PolicySession {
   private mergeSession: number | undefined;
   /** With captureDistributions: each extend step's [B, V] log-distribution, in order. */
   readonly distributions: Float32Array[] = [];
+  /** Vision-language models: the vision tower, encoding each distinct image once per session. */
+  readonly images: ImageEncoder | undefined;
 
   constructor(
     private readonly model: ModelRuntime,
@@ -82,6 +87,7 @@ export class GenerationSession implements PolicySession {
     this.baseMask = Array.from({ length: size }, () => []);
     this.recentMask = Array.from({ length: size }, () => []);
     this.random = Random.fromSeed(seed);
+    this.images = model.config.vision ? new ImageEncoder(model) : undefined;
   }
 
   private state(block: 'base' | 'recent', kind: 'key' | 'value', layer: number): string {
@@ -115,17 +121,33 @@ export class GenerationSession implements PolicySession {
   }
 
   /** Extend every row by its chunk (left-padded to one width) and sample each row's next token. */
-  private async extend(chunks: number[][], mode: SamplingMode, options: TurnOptions): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
+  private async extend(chunks: number[][], mode: SamplingMode, options: TurnOptions, chunkImages: (readonly TurnImage[])[] = []): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
     const width = Math.max(1, ...chunks.map((c) => c.length));
     const ids: number[][] = [];
     const positions: number[][] = [];
     const mask: number[][] = [];
+    const vision = this.model.config.vision;
+    const slots: number[] = [];
+    const imageRows: TurnImage[] = [];
     chunks.forEach((chunk, b) => {
       const pad = width - chunk.length;
       ids.push([...new Array(pad).fill(0), ...chunk]);
       mask.push([...new Array(pad).fill(0), ...chunk.map(() => 1)]);
-      positions.push([...new Array(pad).fill(0), ...chunk.map((_, i) => this.rows[b].position + i)]);
-      this.rows[b].position += chunk.length;
+      if (vision) {
+        // M-RoPE: three positions per token, continuing the row; an image's tokens take its grid.
+        const images = chunkImages[b] ?? [];
+        const mrope = multimodalPositions(chunk, images, vision, this.rows[b].position);
+        if (mrope.imagesUsed !== images.length) throw new Error(`sequence ${b}: ${images.length} image(s) given for ${mrope.imagesUsed} image token run(s)`);
+        positions.push([...new Array(pad * 3).fill(0), ...mrope.positions]);
+        this.rows[b].position = mrope.next;
+        chunk.forEach((id, i) => {
+          if (id === vision.imageTokenId) slots.push(b * width + pad + i);
+        });
+        imageRows.push(...images);
+      } else {
+        positions.push([...new Array(pad).fill(0), ...chunk.map((_, i) => this.rows[b].position + i)]);
+        this.rows[b].position += chunk.length;
+      }
     });
     const { numLayers } = this.model.config;
     const { id, weights } = await this.graphFor(mode);
@@ -133,7 +155,8 @@ export class GenerationSession implements PolicySession {
       ...weights,
       ...this.model.loraScaleFeed(true),
       ids: int64(ids, width),
-      positions: int64(positions, width),
+      positions: vision ? { ...int64(positions, width * 3), shape: [this.size, width, 3] } : int64(positions, width),
+      ...(vision ? await this.imageFeeds(imageRows, slots) : {}),
       new_mask: int64(mask, width),
       base_mask: int64(this.baseMask, this.baseMask[0].length),
       recent_mask: int64(this.recentMask, this.recentMask[0].length),
@@ -155,6 +178,23 @@ export class GenerationSession implements PolicySession {
       tokens: Array.from(out.token.data as BigInt64Array, Number),
       logprobs: Array.from(out.logprob.data as Float32Array),
       entropies: Array.from(out.entropy.data as Float32Array),
+    };
+  }
+
+  /** The chunk's image embeddings, one row per image token in slot order, and their slots. */
+  private async imageFeeds(images: readonly TurnImage[], slots: readonly number[]): Promise<Record<string, HostTensor>> {
+    const hidden = this.model.config.hiddenSize;
+    const embeddings = await this.images!.embed(images);
+    const values = new Float32Array(slots.length * hidden);
+    let offset = 0;
+    for (const e of embeddings) {
+      values.set(e, offset);
+      offset += e.length;
+    }
+    if (offset !== values.length) throw new Error(`${slots.length} image tokens in the chunk but the images have ${offset / hidden} embeddings`);
+    return {
+      image_embeds: { dtype: 'float32', shape: [slots.length, hidden], data: values },
+      image_slots: { dtype: 'int64', shape: [slots.length], data: BigInt64Array.from(slots, (v) => BigInt(v)) },
     };
   }
 
@@ -197,7 +237,10 @@ export class GenerationSession implements PolicySession {
     const stopIds = new Set(options.stopTokenIds);
     const turns = new Map<number, GeneratedTurn>();
     const chunks: number[][] = this.rows.map(() => []);
+    const chunkImages: (readonly TurnImage[])[] = this.rows.map(() => []);
     for (const r of requests) {
+      if (r.images?.length && !this.model.config.vision) throw new Error(`sequence ${r.sequence}: the request has ${r.images.length} image(s), but ${this.model.config.architecture} is a text-only model`);
+      chunkImages[r.sequence] = r.images ?? [];
       if (r.sequence < 0 || r.sequence >= this.size) throw new Error(`sequence ${r.sequence} is outside this session (0..${this.size - 1})`);
       if (turns.has(r.sequence)) throw new Error(`sequence ${r.sequence} is requested twice`);
       const row = this.rows[r.sequence];
@@ -207,7 +250,7 @@ export class GenerationSession implements PolicySession {
       turns.set(r.sequence, { sequence: r.sequence, tokens: [], logprobs: [], entropies: [], finish: 'length' });
     }
     const live = new Set(turns.keys());
-    let step = await this.extend(chunks, mode, options);
+    let step = await this.extend(chunks, mode, options, chunkImages);
     for (;;) {
       for (const b of [...live]) {
         const turn = turns.get(b)!;
@@ -247,5 +290,6 @@ export class GenerationSession implements PolicySession {
     await this.model.device.deleteState(names);
     for (const { id } of this.sessions.values()) await this.model.device.release(id);
     if (this.mergeSession !== undefined) await this.model.device.release(this.mergeSession);
+    await this.images?.release();
   }
 }

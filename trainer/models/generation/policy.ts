@@ -29,11 +29,20 @@ export interface TurnOptions extends SamplingOptions {
   onToken?: (sequence: number, token: number) => void;
 }
 
+/** An image a vision-language policy sees: its identity (content hash), patch grid and patches. */
+export interface TurnImage {
+  key: string;
+  grid: readonly [number, number, number];
+  patches: Float32Array;
+}
+
 export interface TurnRequest {
   /** The sequence (trajectory slot) in this session. */
   sequence: number;
   /** Tokens to append to the sequence's context before generating (prompt, tool results, template text). */
   append: readonly number[];
+  /** Vision-language policies: the images whose `<|image_pad|>` runs are in `append`, in order. */
+  images?: readonly TurnImage[];
 }
 
 export interface GeneratedTurn {

@@ -18,9 +18,38 @@ export const ToolCallMessagePart = z.looseObject({
 });
 export type ToolCallMessagePart = z.infer<typeof ToolCallMessagePart>;
 
+/**
+ * A part of a message's content, as multimodal chat templates read them: text, or an image
+ * (rendered by a vision-language template as its image placeholder). An image names where its
+ * bytes are — `path` (relative to the dataset file), `base64`, or, once loaded, its `sha256`.
+ */
+export const ChatTextPart = z.looseObject({ type: z.literal('text'), text: z.string() });
+export const ChatImagePart = z.looseObject({
+  type: z.literal('image'),
+  path: z.string().min(1).optional(),
+  base64: z.string().min(1).optional(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+});
+export const ChatContentPart = z.discriminatedUnion('type', [ChatTextPart, ChatImagePart]);
+export type ChatContentPart = z.infer<typeof ChatContentPart>;
+export type ChatImagePart = z.infer<typeof ChatImagePart>;
+/** A message's content: a string, or parts (text and images) in order. */
+export const ChatContent = z.union([z.string(), z.array(ChatContentPart)]);
+export type ChatContent = z.infer<typeof ChatContent>;
+
+/** The text of a message's content (its text parts, in order; images left out). */
+export function contentText(content: ChatContent): string {
+  return typeof content === 'string' ? content : content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+/** The image parts of a message's content, in order. */
+export function contentImages(content: ChatContent): ChatImagePart[] {
+  return typeof content === 'string' ? [] : content.filter((part): part is ChatImagePart => part.type === 'image');
+}
+
 export const ChatMessage = z.discriminatedUnion('role', [
-  z.looseObject({ role: z.literal('system'), content: z.string() }),
-  z.looseObject({ role: z.literal('user'), content: z.string() }),
+  z.looseObject({ role: z.literal('system'), content: ChatContent }),
+  z.looseObject({ role: z.literal('user'), content: ChatContent }),
   z.looseObject({
     role: z.literal('assistant'),
     content: z.string(),
@@ -28,7 +57,7 @@ export const ChatMessage = z.discriminatedUnion('role', [
     reasoning_content: z.string().optional(),
     tool_calls: z.array(ToolCallMessagePart).optional(),
   }),
-  z.looseObject({ role: z.literal('tool'), content: z.string(), name: z.string().optional(), tool_call_id: z.string().optional() }),
+  z.looseObject({ role: z.literal('tool'), content: ChatContent, name: z.string().optional(), tool_call_id: z.string().optional() }),
 ]);
 export type ChatMessage = z.infer<typeof ChatMessage>;
 

@@ -142,8 +142,12 @@ export const TrajectoriesToWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('rows'), set: TrajectorySet.default('train'), step: z.number().int().nonnegative(), selection: StepSelection, reset: z.boolean(), rows: z.array(TrajectoryRow) }),
   /** No step has trajectories yet. */
   z.object({ type: z.literal('noSteps'), selection: StepSelection }),
-  /** One trajectory in full, tokens included: sent only when its detail opens. */
-  z.object({ type: z.literal('trajectory'), set: TrajectorySet.default('train'), record: TrajectoryRecord }),
+  /**
+   * One trajectory in full, tokens included: sent only when its detail opens. `imageUris` maps
+   * each image's sha256 to a URI the webview may load (VS Code: `asWebviewUri` of the run
+   * directory's `images/…` file, allowed by the page's `img-src ${cspSource}`).
+   */
+  z.object({ type: z.literal('trajectory'), set: TrajectorySet.default('train'), record: TrajectoryRecord, imageUris: z.record(z.string(), z.string()).optional() }),
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
   /** Whether the panel follows the newest run; sent on ready and whenever it or the newest run changes. */
   z.object({ type: z.literal('following'), following: RunFollowingState }),

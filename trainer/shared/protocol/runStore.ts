@@ -143,6 +143,8 @@ export const ToolCallRecord = z.object({
   logs: z.array(z.string()).optional(),
   /** Token index (into the trajectory's ids) of the call's last token: where its process reward lands. */
   tokenEnd: z.number().int().nonnegative(),
+  /** Images the tool returned that the policy saw: their sha256, as in the trajectory's `images`. */
+  images: z.array(z.string().regex(/^[0-9a-f]{64}$/)).optional(),
   /**
    * Live snapshots only (a debugger hold), never in the run store: the call is parsed and
    * announced but has not run yet, so `observation` is empty and `latencyMs` 0.
@@ -170,6 +172,30 @@ export type TurnRecord = z.infer<typeof TurnRecord>;
 
 /** base64 of a little-endian typed array: compact, and exact for ids and float32 values. */
 export const Base64Array = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'expected base64');
+
+/**
+ * An image a trajectory saw (vision-language models). The bytes are in the run directory at
+ * `file` (`images/<sha256>.<format>`), written once however many trajectories saw the image.
+ */
+export const TrajectoryImageRecord = z.object({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  format: z.enum(['png', 'jpeg', 'webp']),
+  /** Relative to the run directory. */
+  file: z.string().regex(/^images\/[0-9a-f]{64}\.(png|jpeg|webp)$/),
+  width: z.number().int().positive(),
+  height: z.number().int().positive(),
+  /** Its `<|image_pad|>` tokens: [tokenStart, tokenStart + tokens) of the trajectory's ids. */
+  tokenStart: z.number().int().nonnegative(),
+  tokens: z.number().int().positive(),
+  /** The prompt gave it, or a tool call (its turn index and position in the turn). */
+  from: z.discriminatedUnion('kind', [z.object({ kind: z.literal('prompt') }), z.object({ kind: z.literal('tool'), turn: z.number().int().nonnegative(), call: z.number().int().nonnegative() })]),
+});
+export type TrajectoryImageRecord = z.infer<typeof TrajectoryImageRecord>;
+
+/** Where an image's bytes live in a run directory. */
+export function imageFileName(sha256: string, format: TrajectoryImageRecord['format']): string {
+  return `images/${sha256}.${format}`;
+}
 
 export const TrajectoryRecord = z.object({
   step: z.number().int().nonnegative(),
@@ -208,6 +234,8 @@ export const TrajectoryRecord = z.object({
   }),
   /** The trajectory's advantage when it is one number (GRPO, RLOO, REINFORCE++ baseline). */
   advantage: z.number().optional(),
+  /** Vision-language models: the images the trajectory saw, in the order of their tokens. */
+  images: z.array(TrajectoryImageRecord).optional(),
   lengths: z.object({
     prompt: z.number().int().nonnegative(),
     response: z.number().int().nonnegative(),

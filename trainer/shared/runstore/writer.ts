@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
+import { imageFileName, MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
 import { parseWith } from '../protocol/parse';
 import { appendJsonl, writeFileAtomic } from './jsonl';
 import { RunStoreReader } from './reader';
@@ -47,6 +47,21 @@ export class RunStoreWriter {
 
   appendMetrics(record: MetricsRecord): void {
     appendJsonl(path.join(this.dir, 'metrics.jsonl'), [parseWith(MetricsRecord, record, `metrics of step ${record.step}`)]);
+  }
+
+  /**
+   * Write images the trajectories saw, by content hash (`images/<sha256>.<format>`; one that is
+   * already there is not written again). Call it before appending the records that refer to them.
+   */
+  writeImages(images: readonly { sha256: string; format: 'png' | 'jpeg' | 'webp'; bytes: Uint8Array }[]): void {
+    for (const image of images) {
+      const file = path.join(this.dir, imageFileName(image.sha256, image.format));
+      if (fs.existsSync(file)) continue;
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      const partial = `${file}.${process.pid}.partial`;
+      fs.writeFileSync(partial, image.bytes);
+      fs.renameSync(partial, file);
+    }
   }
 
   /** Append trajectories to the step's file (one call per step, or several as they finish). */
