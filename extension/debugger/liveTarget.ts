@@ -276,8 +276,9 @@ export class LiveTarget implements RolloutTarget {
       message = run ? `Training ${run.status}${run.lastStep !== undefined ? ` after step ${run.lastStep} of ${run.totalSteps}` : ''}${run.error ? `: ${run.error.message}` : ''}.` : 'The trainer exited.';
       this.listener.output(message, run?.status === 'failed' ? 'stderr' : 'console');
     }
-    if (this.dir) this.options.trainings?.ended(this.publication);
+    // The session first, so that it answers for an ended training when transcripts are read again on `trainings.ended`.
     this.listener.ended?.({ exitCode: exit.code ?? 1, message });
+    if (this.dir) this.options.trainings?.ended(this.publication);
   }
 
   private progress(event: Extract<TrainingEvent, { type: 'progress' }>): void {

@@ -5,64 +5,84 @@
  * the run directory is read. Either way the text is renderTranscript's, so the frames' lines
  * match. The `.rollout.txt` ending gives them the `rollout-transcript` language.
  *
- * A transcript must not go stale when its session ends: open ones are read again then. A step
+ * A transcript must not go stale when its run or session ends: open ones are read again then. A step
  * the trainer recorded shows its final records (the calls' results, the rewards); a step that
  * was still in flight when the run ended is never recorded, so the last snapshot the session
  * served is shown, saying that the run ended before the rest was known.
  */
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { parseWith } from '../../trainer/shared/protocol/parse';
 import { TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { LiveTrainings } from '../live/liveTrainings';
 import { RunStoreReader } from '../../trainer/shared/runstore/reader';
 import { renderTranscript, runEndedPhrase } from '../../trainer/shared/transcript';
 import { parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT, type TranscriptAddress, type TranscriptsChangedBody } from './transcriptUri';
 
 export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
-  private readonly sessions = new Set<vscode.DebugSession>();
+  /** The rollout debug sessions whose adapter runs, by session id, with that adapter (a restart starts a new one for the same session). */
+  private readonly sessions = new Map<string, { session: vscode.DebugSession; adapter: object }>();
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
-  /** For each open transcript (by URI) a session served: that session, and the trajectory it last served, for when it is gone. */
-  private readonly served = new Map<string, { session: vscode.DebugSession; trajectory?: TrajectoryRecord }>();
+  /** For each open transcript (by URI) an adapter served: that adapter, and the trajectory it last served, for when it is gone. */
+  private readonly served = new Map<string, { adapter: object; trajectory?: TrajectoryRecord }>();
   readonly onDidChange = this.changed.event;
 
   /**
    * Follow rollout debug sessions, the first place to ask for a transcript. Live, a trajectory
    * grows between stops: before each stop, and when a step is recorded, the session says which
-   * step changed, and the open transcripts of that step are read again; when its trainer has
-   * exited it says so for the whole run (a restart keeps the debug session, so its end is not
-   * always an ended session). When a session ends, the open transcripts it served are read again.
+   * step changed, and the open transcripts of that step are read again. When a trainer exits
+   * (`trainings`, and the session's own word) every open transcript of its run is read again,
+   * and so are the ones an adapter served when it stops. Adapters, not sessions, are followed:
+   * the toolbar's restart keeps the session and replaces its adapter, and the old adapter's last
+   * events may never arrive.
    */
-  trackSessions(): vscode.Disposable {
+  trackSessions(trainings?: LiveTrainings): vscode.Disposable {
+    const stopFollowingTrainings = trainings?.onChange((change) => change.type === 'ended' && this.runChanged(change.training.runDirectory));
     return vscode.Disposable.from(
       this.changed,
-      vscode.debug.onDidStartDebugSession((session) => session.type === 'rollout' && this.sessions.add(session)),
-      vscode.debug.onDidTerminateDebugSession((session) => {
-        if (!this.sessions.delete(session)) return;
-        for (const document of this.openTranscripts()) if (this.served.get(document.uri.toString())?.session === session) this.changed.fire(document.uri);
-      }),
+      vscode.debug.registerDebugAdapterTrackerFactory('rollout', { createDebugAdapterTracker: (session) => this.adapterStarted(session) }),
       vscode.debug.onDidReceiveDebugSessionCustomEvent((event) => {
         if (event.session.type !== 'rollout' || event.event !== TRANSCRIPTS_CHANGED_EVENT) return;
         const { runDirectory, step } = event.body as TranscriptsChangedBody;
-        for (const document of this.openTranscripts()) {
-          const address = parseTranscriptPath(document.uri.path);
-          if (address && address.runDirectory === runDirectory && (step === undefined || address.step === step)) this.changed.fire(document.uri);
-        }
+        this.runChanged(runDirectory, step);
       }),
       vscode.workspace.onDidCloseTextDocument((document) => this.served.delete(document.uri.toString())),
+      { dispose: () => stopFollowingTrainings?.() },
     );
+  }
+
+  private adapterStarted(session: vscode.DebugSession): vscode.DebugAdapterTracker {
+    const adapter = {};
+    this.sessions.set(session.id, { session, adapter });
+    const stopped = () => this.adapterStopped(session.id, adapter);
+    return { onWillStopSession: stopped, onExit: stopped };
+  }
+
+  private adapterStopped(sessionId: string, adapter: object): void {
+    if (this.sessions.get(sessionId)?.adapter === adapter) this.sessions.delete(sessionId);
+    for (const document of this.openTranscripts()) if (this.served.get(document.uri.toString())?.adapter === adapter) this.changed.fire(document.uri);
+  }
+
+  /** Open transcripts of `runDirectory` (of one step, or all) are read again. */
+  private runChanged(runDirectory: string, step?: number): void {
+    for (const document of this.openTranscripts()) {
+      const address = parseTranscriptPath(document.uri.path);
+      if (address && path.resolve(address.runDirectory) === path.resolve(runDirectory) && (step === undefined || address.step === step)) this.changed.fire(document.uri);
+    }
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const address = parseTranscriptPath(uri.path);
     if (!address) throw new Error(`${uri.toString()} is not a transcript: expected <run directory>/step-NNNNNN/trajectory-N.rollout.txt`);
-    for (const session of this.sessions) {
+    for (const { session, adapter } of [...this.sessions.values()]) {
       let body: TranscriptResponseBody;
       try {
         body = parseWith(TranscriptResponseBody, await session.customRequest('rolloutTranscript', address), `transcript from debug session "${session.name}"`);
       } catch {
         continue; // Not this session's run (or it has ended): try the next, then the run directory.
       }
-      this.served.set(uri.toString(), { session, ...(body.trajectory ? { trajectory: body.trajectory } : {}) });
+      this.served.set(uri.toString(), { adapter, ...(body.trajectory ? { trajectory: body.trajectory } : {}) });
       return body.text;
     }
     return this.fromRunDirectory(address, this.served.get(uri.toString())?.trajectory);
