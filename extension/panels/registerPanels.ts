@@ -20,7 +20,8 @@ const OPEN_ON_TRAINING_START_SETTING = 'panels.openOnTrainingStart';
 export interface PanelsApi {
   /** The live-run status-bar item: its text while shown, the run it shows, and whether a training in this window drives it. */
   statusBar(): { text: string | undefined; runDir: string | undefined; live: boolean };
-  trajectoriesPanels(): Array<{ runDir: string; selection: StepSelection; shown: number | undefined; followsNewest: boolean }>;
+  /** Open Trajectories panels; `readableDirs`: the folders their page may load files from (the runs' images). */
+  trajectoriesPanels(): Array<{ runDir: string; selection: StepSelection; shown: number | undefined; followsNewest: boolean; readableDirs: string[] }>;
   metricsPanels(): Array<{ runDirs: string[]; followsNewest: boolean }>;
   /** The run that panels following the newest run show. */
   newestRun(): string | undefined;
@@ -232,8 +233,8 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
 
   return {
     statusBar: () => ({ text: statusBar.text, runDir: statusBar.runDir, live: statusBar.live }),
-    trajectoriesPanels: () => TrajectoriesPanel.all().map((p) => ({ runDir: p.runDir, selection: p.step.selection, shown: p.step.shown, followsNewest: p.followsNewest })),
-    metricsPanels: () => MetricsPanel.all().map((p) => ({ runDirs: [...p.runDirs], followsNewest: p.followsNewest })),
+    trajectoriesPanels: () => TrajectoriesPanel.all().map((p) => ({ runDir: p.runDir, selection: p.step.selection, shown: p.step.shown, followsNewest: p.followsNewest, readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath) })),
+    metricsPanels: () => MetricsPanel.all().map((p) => ({ runDirs: [...p.runDirs], followsNewest: p.followsNewest, readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath) })),
     newestRun: () => newestRun.run?.dir,
     refreshRuns: refresh,
   };

@@ -108,6 +108,7 @@ describe('Panels on recorded runs', () => {
     try {
       await until('the following panel to show the new run', () => panels.trajectoriesPanels().find((p) => p.runDir === started && p.followsNewest), 10_000, () => panels.trajectoriesPanels());
       assert.equal(panels.newestRun(), started);
+      assert.ok(panels.trajectoriesPanels().find((p) => p.runDir === started)!.readableDirs.includes(started), 'the page may load the new run’s images');
       assert.ok(panels.trajectoriesPanels().some((p) => p.runDir === finished && !p.followsNewest), 'the pinned panel stayed');
       assert.ok(panels.metricsPanels().some((p) => p.runDirs[0] === finished && !p.followsNewest), 'the pinned Metrics panel stayed');
       await until('the tab to be titled after the new run', () => webviewTabs('rolloutStudio.trajectories').some((t) => t.label === 'Trajectories · run-started'), 10_000, () => webviewTabs('rolloutStudio.trajectories').map((t) => t.label));
