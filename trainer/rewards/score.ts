@@ -125,6 +125,7 @@ function finite(value: unknown, what: string): number {
 }
 
 function describeValue(value: unknown): string {
+  if (typeof value === 'number') return String(value);
   if (typeof value === 'bigint') return `${value}n (a BigInt)`;
   try {
     return JSON.stringify(value) ?? String(value);
@@ -143,8 +144,6 @@ async function evaluate<T>(what: string, run: () => T | Promise<T>): Promise<T> 
 }
 
 const ERROR_KINDS: readonly ToolErrorKind[] = ['parse', 'unknown_tool', 'invalid_arguments', 'threw', 'timeout'];
-
-const describeValue = (value: unknown) => (typeof value === 'number' ? String(value) : JSON.stringify(value) ?? String(value));
 
 /** A weight or penalty: a finite number ≥ 0, or an error naming the field. */
 function nonNegative(value: unknown, field: string, why: string): void {

@@ -84,6 +84,39 @@ describe('Panels on recorded runs', () => {
     await until('one Metrics tab', () => webviewTabs('rolloutStudio.metrics').length === 1, 10_000, () => webviewTabs('rolloutStudio.metrics').map((t) => t.label));
   });
 
+  it('a panel that follows the newest run moves to a run that starts; a pinned one stays and says so', async () => {
+    const { panels } = await api();
+    // Open Trajectories with nothing chosen: the newest run, followed. Open Run on a run: pinned to it.
+    assert.equal(await vscode.commands.executeCommand<string>('rolloutStudio.openTrajectories'), live);
+    assert.equal(await vscode.commands.executeCommand<string>('rolloutStudio.openRun', finished), finished);
+    await until('both panels', () => panels.trajectoriesPanels().length === 2 && panels.metricsPanels().length === 1, 30_000, () => [panels.trajectoriesPanels(), panels.metricsPanels()]);
+    assert.deepEqual(
+      panels.trajectoriesPanels().map((p) => [path.basename(p.runDir), p.followsNewest]).sort(),
+      [
+        ['run-finished', false],
+        ['run-live', true],
+      ],
+    );
+
+    // A training started elsewhere (a terminal): a running run, created later, appears in the runs folder.
+    const started = writeRecordedRun(path.join(runs, 'run-started'), { steps: 1, batch: 4, groupSize: 2, seed: 3, status: 'running' });
+    const record = JSON.parse(fs.readFileSync(path.join(started, 'run.json'), 'utf8'));
+    record.createdAt = new Date(Date.parse(record.createdAt) + 120_000).toISOString();
+    fs.writeFileSync(path.join(started, 'run.json'), JSON.stringify(record));
+    panels.refreshRuns();
+    try {
+      await until('the following panel to show the new run', () => panels.trajectoriesPanels().find((p) => p.runDir === started && p.followsNewest), 10_000, () => panels.trajectoriesPanels());
+      assert.equal(panels.newestRun(), started);
+      assert.ok(panels.trajectoriesPanels().find((p) => p.runDir === started)!.readableDirs.includes(started), 'the page may load the new run’s images');
+      assert.ok(panels.trajectoriesPanels().some((p) => p.runDir === finished && !p.followsNewest), 'the pinned panel stayed');
+      assert.ok(panels.metricsPanels().some((p) => p.runDirs[0] === finished && !p.followsNewest), 'the pinned Metrics panel stayed');
+      await until('the tab to be titled after the new run', () => webviewTabs('rolloutStudio.trajectories').some((t) => t.label === 'Trajectories · run-started'), 10_000, () => webviewTabs('rolloutStudio.trajectories').map((t) => t.label));
+    } finally {
+      fs.rmSync(started, { recursive: true, force: true });
+      panels.refreshRuns();
+    }
+  });
+
   it('shows the live run in the status bar and updates it as records are appended', async () => {
     const { panels } = await api();
     const shown = await until('the status-bar item of the running run', () => panels.statusBar().text);
