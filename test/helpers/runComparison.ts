@@ -44,6 +44,11 @@ export function assertSameCheckpoint(expected: string, actual: string, what: str
   const files = fs.readdirSync(expected).sort();
   assert.deepEqual(fs.readdirSync(actual).sort(), files, `${what}: files of ${path.basename(expected)}`);
   for (const file of files) {
+    // A separate critic's state is a folder of its own (critic/): compared file by file too.
+    if (fs.statSync(path.join(expected, file)).isDirectory()) {
+      assertSameCheckpoint(path.join(expected, file), path.join(actual, file), what);
+      continue;
+    }
     const same = fs.readFileSync(path.join(expected, file)).equals(fs.readFileSync(path.join(actual, file)));
     assert.ok(same, `${what}: ${path.basename(expected)}/${file} differs`);
   }

@@ -55,8 +55,8 @@ const CASES: ResumeCase[] = [
     crashIn: 1,
   },
   {
-    name: 'LoRA, PPO with its critic (2 epochs × 2 mini-batches, a critic warm-up step), no warm start',
-    overrides: { model: LORA, sft: '', algorithm: "{ name: 'ppo', groupSize: 2, epochs: 2, miniBatches: 2, criticWarmupSteps: 1 }", optimization: '{ lr: 1e-3, microBatchSize: 4 }' },
+    name: 'LoRA, PPO with its separate critic (2 epochs × 2 mini-batches, a critic warm-up step), no warm start',
+    overrides: { model: LORA, sft: '', algorithm: "{ name: 'ppo', groupSize: 2, epochs: 2, miniBatches: 2 }", critic: '{ warmupSteps: 1 }', optimization: '{ lr: 1e-3, microBatchSize: 4 }' },
     steps: 3,
     crashIn: 3,
   },
