@@ -43,7 +43,7 @@ export function rlSeconds(runDir: string): number {
   return new RunStoreReader(runDir)
     .metrics()
     .records.filter((r) => r.kind === 'train')
-    .reduce((sum, r) => sum + ((r as Record<string, unknown>)['time/step_s'] as number), 0);
+    .reduce((sum, r) => sum + (r.values['time/step_s'] as number), 0);
 }
 
 async function main(argv: string[]): Promise<void> {
