@@ -2,6 +2,7 @@ import { Graph, type Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
 import type { ModelConfig } from './modelConfig';
 import { decoderSegments, decoderTrunk, lmHeadWeight, sharedPrefixCore, WeightInputs, type ComputeDtype } from './decoder';
+import { fusedLinear, type FusedKernels } from './layers/fused';
 import { linear } from './layers/linear';
 import type { LoraConfig } from './lora';
 import { placeholderLogitMask, segmentImages } from './vision/graphInputs';
@@ -29,6 +30,8 @@ export interface ScoringGraphOptions {
    * tokens are in the suffixes, never the first token of one.
    */
   sharedPrefix?: boolean;
+  /** Forward only (old, reference and sampling log-probs): onnxruntime's fused kernels; no gradient. See DecoderOptions.fused. */
+  fused?: FusedKernels;
 }
 
 export interface ScoringGraph {
@@ -59,14 +62,14 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
     const prefixIds = g.input('prefix_ids', 'int64', [1, 'P']);
     const prefix = { ids: prefixIds, positions: g.input('prefix_positions', 'int64', [1, 'P', ...positionAxes]), keyMask: op.fullLike(prefixIds, 1), images: images?.prefix };
     const suffix = { ids, positions, keyMask, images: images?.rows };
-    hidden = decoderSegments(g, config, weights, [prefix, suffix], { dtype, lora: options.lora }, sharedPrefixCore(prefix, suffix, dtype))[1];
-  } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask, images: images?.rows }, { dtype, lora: options.lora });
+    hidden = decoderSegments(g, config, weights, [prefix, suffix], { dtype, lora: options.lora, fused: options.fused }, sharedPrefixCore(prefix, suffix, dtype))[1];
+  } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask, images: images?.rows }, { dtype, lora: options.lora, fused: options.fused });
 
   const out = g.withScope('score', () => {
     const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]
     const predicting = op.sub(scoreTokens, g.constant([1], 'int64', []));
     const h = op.gather(flatHidden, predicting, 0); // [N, H]
-    const scaled = op.mul(linear(h, lmHeadWeight(config, weights)), invTemperature); // [N, V]
+    const scaled = op.mul((options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)), invTemperature); // [N, V]
     const placeholders = placeholderLogitMask(g, config, dtype);
     const logits = placeholders ? op.add(scaled, placeholders) : scaled;
     // log p(target) = logit(target) − logsumexp(logits): no [N, V] log-probability matrix.
