@@ -30,7 +30,7 @@ import { describeWebGpuAdapter } from '../../trainer/environment/providerCheck';
 import { packForScoring } from '../../trainer/models/batch';
 import { createModel } from '../../trainer/models/createModel';
 import { ModelPolicy } from '../../trainer/models/generation/generationSession';
-import { exportGguf } from '../../trainer/models/gguf/export';
+import { exportGguf } from '../../trainer/models/gguf/ggufExport';
 import { fusedKernelsFor } from '../../trainer/models/layers/fused';
 import { ModelRuntime } from '../../trainer/models/runtime';
 import { buildScoringGraph } from '../../trainer/models/scoring';

@@ -7,7 +7,7 @@
  * shapes. Both rules only admit index data — never a tensor with a hidden, head, vocabulary or
  * cache axis.
  */
-import { elementCount, type ProfiledNode, type TensorType } from '../../trainer/engine/runtime/profile';
+import { tensorTypeElements, type ProfiledNode, type TensorType } from '../../trainer/engine/runtime/profile';
 
 export const WEBGPU_PROVIDER = 'WebGpuExecutionProvider';
 
@@ -23,7 +23,7 @@ export interface PlacementRule {
 }
 
 const INDEX_DTYPES = new Set(['int64', 'int32', 'bool']);
-const isIndex = (t: TensorType, limit: number) => INDEX_DTYPES.has(t.dtype) && elementCount(t) <= limit;
+const isIndex = (t: TensorType, limit: number) => INDEX_DTYPES.has(t.dtype) && tensorTypeElements(t) <= limit;
 
 export const CPU_ALLOW_LIST: readonly PlacementRule[] = [
   {
@@ -31,14 +31,14 @@ export const CPU_ALLOW_LIST: readonly PlacementRule[] = [
     why:
       'Shape, and the Concat/Gather/Sub/Reshape/Unsqueeze that compute target shapes from it: int64 tensors of a few elements. ' +
       'onnxruntime puts shape computations on the CPU on purpose (their values size later kernels; reading them back from the GPU would stall).',
-    allows: (node) => [...node.inputs, ...node.outputs].every((t) => t.dtype === 'int64' && elementCount(t) <= 8),
+    allows: (node) => [...node.inputs, ...node.outputs].every((t) => t.dtype === 'int64' && tensorTypeElements(t) <= 8),
   },
   {
     name: 'token bookkeeping from the host',
     why:
       'ids, positions, masks and the scored-token list arrive from the host as int64 [B, T] (or [N]); casting, reshaping, ' +
       'gathering or unsqueezing them before the upload moves the same few bytes. The sampled token [B] goes back to the host anyway.',
-    allows: (node, limits) => node.inputs.every((t) => isIndex(t, limits.indexElements)) && node.outputs.every((t) => (INDEX_DTYPES.has(t.dtype) || (node.op === 'Cast' && t.dtype === 'float')) && elementCount(t) <= limits.indexElements),
+    allows: (node, limits) => node.inputs.every((t) => isIndex(t, limits.indexElements)) && node.outputs.every((t) => (INDEX_DTYPES.has(t.dtype) || (node.op === 'Cast' && t.dtype === 'float')) && tensorTypeElements(t) <= limits.indexElements),
   },
 ];
 
@@ -62,7 +62,7 @@ export function checkPlacement(nodes: readonly ProfiledNode[], limits: Placement
   const report: PlacementReport = { webgpu: 0, cpu: 0, allowed: {}, disallowed: [], largeCopies: [] };
   for (const node of nodes) {
     if (node.op.startsWith('Memcpy')) {
-      if ([...node.inputs, ...node.outputs].some((t) => elementCount(t) > limits.indexElements)) report.largeCopies.push(describeNode(node));
+      if ([...node.inputs, ...node.outputs].some((t) => tensorTypeElements(t) > limits.indexElements)) report.largeCopies.push(describeNode(node));
       continue;
     }
     if (node.provider === WEBGPU_PROVIDER) {

@@ -19,7 +19,7 @@ import { exportCommand } from '../../../trainer/cli/commands/exportCommand';
 import type { ModelFamily } from '../../../trainer/models/modelConfig';
 import { createModel } from '../../../trainer/models/createModel';
 import { ModelPolicy } from '../../../trainer/models/generation/generationSession';
-import { exportGguf, type GgufExportType } from '../../../trainer/models/gguf/export';
+import { exportGguf, type GgufExportType } from '../../../trainer/models/gguf/ggufExport';
 import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/models/lora';
 import { ModelRuntime } from '../../../trainer/models/runtime';
 import { readLoraAdapter, saveLoraAdapter } from '../../../trainer/models/save';

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { readJsonFile } from '../../models/jsonFile';
-import { exportGguf, GGUF_TYPES, type GgufExportType } from '../../models/gguf/export';
+import { exportGguf, GGUF_TYPES, type GgufExportType } from '../../models/gguf/ggufExport';
 import type { RunRecord } from '../../shared/protocol/runStore';
 import { RunStoreReader } from '../../shared/runstore/reader';
 import { UsageError } from '../usage';

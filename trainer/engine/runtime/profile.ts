@@ -62,7 +62,7 @@ export function readProfile(file: string): ProfiledNode[] {
   return [...nodes.values()];
 }
 
-export function elementCount(t: TensorType): number {
+export function tensorTypeElements(t: TensorType): number {
   return t.shape.reduce((a, b) => a * b, 1);
 }
 

@@ -1,4 +1,5 @@
 import { float32BitsToFloat16 } from '../halfFloat';
+import { elementCount } from '../safetensors';
 
 /**
  * Tensor encodings a GGUF export writes, bit for bit as gguf-py's `quants.py` produces them:
@@ -11,10 +12,6 @@ export type GgmlType = 'F32' | 'F16' | 'Q8_0';
 
 export const Q8_0_BLOCK = 32;
 const Q8_0_BYTES = 2 + Q8_0_BLOCK;
-
-export function elementCount(shape: readonly number[]): number {
-  return shape.reduce((a, b) => a * b, 1);
-}
 
 /** Whether `type` can hold a tensor of this shape (Q8_0 needs whole blocks along the innermost axis). */
 export function canEncode(type: GgmlType, shape: readonly number[]): boolean {
