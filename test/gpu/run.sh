@@ -32,14 +32,16 @@ else
   log "vulkaninfo not installed (apt-get install vulkan-tools) — cannot show which Vulkan adapters exist"
 fi
 
-# Dependencies: onnxruntime-node with its CUDA binaries when CUDA 12 is present (the project's
-# .npmrc skips them by default); node-llama-cpp's prebuilt CUDA and Vulkan builds come with it.
+# Dependencies: npm ci skips onnxruntime-node's install script (package.json allowScripts), so its
+# CUDA binaries are fetched by that script run by hand when CUDA 12 is present (the opt-in the
+# README and `rollout-studio env` name); node-llama-cpp's prebuilt CUDA and Vulkan builds come with it.
+log "npm ci"
+npm ci >&2
 if [ "$cuda" = 1 ]; then
-  log "npm ci with onnxruntime-node's CUDA 12 provider"
-  npm ci --onnxruntime-node-install=cuda12 >&2
+  log "onnxruntime-node's CUDA 12 provider"
+  ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js >&2
 else
-  log "npm ci (CPU and WebGPU providers; no CUDA 12 runtime found)"
-  npm ci >&2
+  log "no CUDA 12 runtime found: CPU and WebGPU providers only"
 fi
 
 log "rollout-studio env → test-output/gpu/env.txt"
