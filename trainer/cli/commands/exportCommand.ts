@@ -8,7 +8,8 @@ const targets: Record<string, (argv: string[]) => Promise<number>> = {
   verl: exportVerlCommand,
 };
 
-export const exportUsage = `${exportGgufUsage}\n\n${exportVerlUsage}`;
+// The first line is the command's line in `rollout-studio --help`: both targets.
+export const exportUsage = `rollout-studio export gguf <run|checkpoint|model> --out FILE | export verl <config.ts> --out DIR\n\n${exportGgufUsage}\n\n${exportVerlUsage}`;
 
 export async function exportCommand(argv: string[]): Promise<number> {
   const target = argv[0];
