@@ -98,11 +98,7 @@ async function main(): Promise<void> {
 
     // GRPO advantages from seeded outcome rewards (which trajectory "answered" does not change the cost).
     const random = Random.fromSeed(5);
-    const samples = rows.map(({ mask }) => {
-      const rewards = new Float64Array(mask.length);
-      rewards[mask.lastIndexOf(1)] = random.nextFloat() < 0.5 ? 1 : 0;
-      return { group: 0, mask, rewards };
-    });
+    const samples = rows.map(({ mask }) => ({ group: 0, mask, outcome: { token: mask.lastIndexOf(1), reward: random.nextFloat() < 0.5 ? 1 : 0 }, calls: [] }));
     const { advantages } = grpoAdvantages(samples, { scaleByStd: true });
     const sequences: TrainingSequence[] = rows.map((r, i) => ({ ...r, advantages: advantages[i] }));
     const trajectoryTokens = sequences.reduce((n, s) => n + s.ids.length, 0);

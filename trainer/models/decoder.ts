@@ -28,18 +28,23 @@ export interface DecoderOptions {
   fused?: FusedKernels;
 }
 
-/** Weights as graph inputs, created on first use; remembers which names the graph reads. */
+/**
+ * Weights as graph inputs, created on first use; remembers which names the graph reads. `used` is
+ * keyed by the Hugging Face name; the input itself is named `inputName(name)` — the same name by
+ * default, another where a second network lives on the same device (the critic's `critic/…`).
+ */
 export class WeightInputs {
   readonly used = new Map<string, Tensor>();
   constructor(
     private readonly g: Graph,
     private readonly dtype: ComputeDtype,
+    private readonly inputName: (name: string) => string = (name) => name,
   ) {}
 
   get(name: string, shape: readonly number[]): Tensor {
     let t = this.used.get(name);
     if (!t) {
-      t = this.g.input(name, this.dtype, shape);
+      t = this.g.input(this.inputName(name), this.dtype, shape);
       this.used.set(name, t);
     }
     return t;

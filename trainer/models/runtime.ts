@@ -27,6 +27,9 @@ export interface ModelRuntimeOptions {
  * run (scoring, training, generation, the reference policy).
  */
 export class ModelRuntime {
+  /** Weights with a frozen reference copy (`keepReferenceCopy`). */
+  private readonly referenceCopies = new Set<string>();
+
   private constructor(
     readonly device: Device,
     readonly folder: ModelFolder,
@@ -87,28 +90,43 @@ export class ModelRuntime {
 
   /**
    * State references for every weight a graph reads (its WeightInputs), checking they exist.
-   * With `frozenCopy`, base weights come from the reference copy (see `keepReferenceCopy`).
+   * With `frozenCopy`, a weight that has a reference copy comes from it (see `keepReferenceCopy`).
    */
   weightFeeds(weights: WeightInputs, options: { frozenCopy?: boolean } = {}): Record<string, StateRef> {
     const feeds: Record<string, StateRef> = {};
-    const base = new Set(this.baseWeights);
     const known = new Set([...this.baseWeights, ...this.extraWeights]);
     for (const name of weights.used.keys()) {
       if (!known.has(name)) throw new Error(`the graph reads ${name}, which this model does not have (LoRA or value head not loaded?)`);
-      feeds[name] = { state: options.frozenCopy && base.has(name) ? `${REFERENCE_PREFIX}${name}` : name };
+      feeds[name] = { state: options.frozenCopy && this.referenceCopies.has(name) ? `${REFERENCE_PREFIX}${name}` : name };
     }
     return feeds;
   }
 
   /**
-   * Copy the base weights to a frozen reference (full fine-tuning changes them in place; the
-   * KL term needs the policy it started from). With LoRA none is needed: lora_scale 0 is the base.
+   * Freeze a copy of the named weights — the ones the policy trains, as RL starts — as the
+   * reference policy of the KL term: the warm start when there was one (its LoRA adapters, or
+   * every weight when fully fine-tuning), else the model as loaded.
    */
-  async keepReferenceCopy(): Promise<void> {
-    await this.device.copyState(Object.fromEntries(this.baseWeights.map((n) => [n, `${REFERENCE_PREFIX}${n}`])));
+  async keepReferenceCopy(names: readonly string[]): Promise<void> {
+    await this.device.copyState(Object.fromEntries(names.map((n) => [n, `${REFERENCE_PREFIX}${n}`])));
+    for (const n of names) this.referenceCopies.add(n);
   }
 
-  /** The `lora_scale` feed: alpha/rank for the policy, 0 for the reference (base) model. */
+  /** The reference copies, by weight name (for a checkpoint). */
+  async referenceState(): Promise<Record<string, HostTensor>> {
+    const names = [...this.referenceCopies];
+    const state = await this.device.getState(names.map((n) => `${REFERENCE_PREFIX}${n}`));
+    return Object.fromEntries(names.map((n) => [n, state[`${REFERENCE_PREFIX}${n}`]]));
+  }
+
+  /** Put back reference copies a checkpoint saved (resume: the warm start is not run again). */
+  async restoreReference(tensors: Record<string, HostTensor>): Promise<void> {
+    for (const n of Object.keys(tensors)) if (!this.referenceCopies.has(n)) throw new Error(`reference policy: the checkpoint has ${n}, which this run's reference does not`);
+    for (const n of this.referenceCopies) if (!tensors[n]) throw new Error(`reference policy: the checkpoint lacks ${n}`);
+    await this.device.setState(Object.fromEntries(Object.entries(tensors).map(([n, t]) => [`${REFERENCE_PREFIX}${n}`, t])));
+  }
+
+  /** The `lora_scale` feed: alpha/rank with the adapters on, 0 for the base model alone. */
   loraScaleFeed(adapters: boolean): Record<string, HostTensor> {
     if (!this.options.lora) return {};
     return { lora_scale: { dtype: 'float32', shape: [], data: Float32Array.of(adapters ? loraScale(this.options.lora) : 0) } };

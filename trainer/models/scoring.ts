@@ -45,8 +45,8 @@ export interface ScoringGraph {
 
 export const VALUE_HEAD = { weight: 'v_head.summary.weight', bias: 'v_head.summary.bias' } as const;
 
-export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOptions, name = 'score'): ScoringGraph {
-  const g = new Graph(name);
+/** The token inputs and the normed hidden states every scoring graph starts from. */
+function scoringTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, options: Pick<ScoringGraphOptions, 'dtype' | 'lora' | 'sharedPrefix' | 'fused'>) {
   const dtype = options.dtype;
   const ids = g.input('ids', 'int64', ['B', 'T']);
   // Vision-language models: M-RoPE positions [B, T, 3], and the images of the batch (see addVisionFeeds).
@@ -55,7 +55,6 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
   const keyMask = g.input('key_mask', 'int64', ['B', 'T']);
   const scoreTokens = g.input('score_tokens', 'int64', ['N']);
   const invTemperature = g.input('inv_temperature', dtype, []);
-  const weights = new WeightInputs(g, dtype);
   const images = config.vision ? segmentImages(g, config, weights, dtype, !!options.sharedPrefix) : undefined;
   let hidden: Tensor;
   if (options.sharedPrefix) {
@@ -64,30 +63,59 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
     const suffix = { ids, positions, keyMask, images: images?.rows };
     hidden = decoderSegments(g, config, weights, [prefix, suffix], { dtype, lora: options.lora, fused: options.fused }, sharedPrefixCore(prefix, suffix, dtype))[1];
   } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask, images: images?.rows }, { dtype, lora: options.lora, fused: options.fused });
+  const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]
+  // Token j is predicted (and valued) from position j − 1.
+  const h = g.withScope('score', () => op.gather(flatHidden, op.sub(scoreTokens, g.constant([1], 'int64', [])), 0)); // [N, H]
+  /** Per-token values [N] back to [B, T], zero where not scored. */
+  const place = (perToken: Tensor) => op.reshapeTo(op.scatterND(op.fullLike(op.reshape(ids, [-1]), 0, dtype), op.unsqueeze(scoreTokens, [-1]), perToken), op.shapeOf(ids), ['B', 'T']);
+  return { h, place, inputs: { ids, positions, keyMask, scoreTokens, invTemperature } };
+}
 
+function valueHead(config: ModelConfig, weights: WeightInputs, h: Tensor): Tensor {
+  return op.squeeze(linear(h, weights.get(VALUE_HEAD.weight, [1, config.hiddenSize]), weights.get(VALUE_HEAD.bias, [1])), [-1]);
+}
+
+export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOptions, name = 'score'): ScoringGraph {
+  const g = new Graph(name);
+  const weights = new WeightInputs(g, options.dtype);
+  const { h, place, inputs } = scoringTrunk(g, config, weights, options);
   const out = g.withScope('score', () => {
-    const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]
-    const predicting = op.sub(scoreTokens, g.constant([1], 'int64', []));
-    const h = op.gather(flatHidden, predicting, 0); // [N, H]
-    const scaled = op.mul((options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)), invTemperature); // [N, V]
-    const placeholders = placeholderLogitMask(g, config, dtype);
+    const scaled = op.mul((options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)), inputs.invTemperature); // [N, V]
+    const placeholders = placeholderLogitMask(g, config, options.dtype);
     const logits = placeholders ? op.add(scaled, placeholders) : scaled;
     // log p(target) = logit(target) − logsumexp(logits): no [N, V] log-probability matrix.
     const lse = op.reduceLogSumExp(logits, [-1], true); // [N, 1]
-    const targets = op.gather(op.reshape(ids, [-1]), scoreTokens, 0); // [N]
+    const targets = op.gather(op.reshape(inputs.ids, [-1]), inputs.scoreTokens, 0); // [N]
     const picked = op.squeeze(op.sub(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), lse), [-1]);
-    const place = (perToken: Tensor) => op.reshapeTo(op.scatterND(op.fullLike(op.reshape(ids, [-1]), 0, dtype), op.unsqueeze(scoreTokens, [-1]), perToken), op.shapeOf(ids), ['B', 'T']);
     const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor } = { logprobs: place(picked) };
     if (options.entropy) {
       // H = lse − Σ softmax · logits
       const probs = op.exp(op.sub(logits, lse));
       result.entropy = place(op.squeeze(op.sub(lse, op.reduceSum(op.mul(probs, logits), [-1], true)), [-1]));
     }
-    if (options.valueHead) {
-      const v = linear(h, weights.get(VALUE_HEAD.weight, [1, config.hiddenSize]), weights.get(VALUE_HEAD.bias, [1]));
-      result.values = place(op.squeeze(v, [-1]));
-    }
+    if (options.valueHead) result.values = place(valueHead(config, weights, h));
     return result;
   });
-  return { graph: g, weights, ...out, inputs: { ids, positions, keyMask, scoreTokens, invTemperature } };
+  return { graph: g, weights, ...out, inputs };
+}
+
+export interface ValueGraphOptions {
+  dtype: ComputeDtype;
+  lora?: LoraConfig;
+  sharedPrefix?: boolean;
+  /** The graph input (and device state) name of each weight, e.g. `critic/…` for a critic of its own. */
+  inputName?: (name: string) => string;
+}
+
+/**
+ * A critic's graph: the same trunk and token inputs as the scoring graph, and only a value head
+ * on top — no LM head, no softmax over the vocabulary. `values` [B, T] is the value of each
+ * scored token's state (predicted from the position before it), zero elsewhere.
+ */
+export function buildValueGraph(config: ModelConfig, options: ValueGraphOptions, name = 'value'): { graph: Graph; weights: WeightInputs; values: Tensor; inputs: ScoringGraph['inputs'] } {
+  const g = new Graph(name);
+  const weights = new WeightInputs(g, options.dtype, options.inputName);
+  const { h, place, inputs } = scoringTrunk(g, config, weights, options);
+  const values = g.withScope('value', () => place(valueHead(config, weights, h)));
+  return { graph: g, weights, values, inputs };
 }

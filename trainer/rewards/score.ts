@@ -6,6 +6,7 @@ import { describeThrown } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { answerTag, type AnswerExtractor } from './answer';
 import { RewardError } from './rewardErrors';
+import { ProcessRewardNormalizer } from './processNormalizer';
 import type { OutcomeReward, ProcessReward } from './types';
 
 /**
@@ -19,16 +20,18 @@ import type { OutcomeReward, ProcessReward } from './types';
  *     invalid arguments, threw, timeout).
  * A call with no component has no process reward (recorded as undefined, counted as 0).
  *
- * Combination (`combine`):
- *   - `weighted-sum` (default): total = outcome + processWeight · Σ call rewards.
- *   - `agent-r1`: process rewards are first divided by the batch's largest absolute
- *     reward-to-go of the process rewards, max over trajectories and positions t of
- *     |Σ_{calls at or after t} r_call| (PRIME's and Agent-R1's normalisation), so that no
- *     trajectory's process return exceeds 1 in magnitude and the outcome reward keeps its
- *     weight however many calls a trajectory makes. Then weighted by processWeight. A batch
- *     without process rewards is left as it is.
+ * Combination (`combine`), with w = `processWeight` (≥ 0, default 1):
+ *   - `weighted-sum` (default): each call's reward enters the return as w · p.
+ *   - `agent-r1`: as w · p / max(1, M), where M is a running average of the batches' largest
+ *     absolute process reward-to-go (the statistic of Agent-R1's `prime_norm`; processNormalizer.ts):
+ *     a trajectory's process return is brought to about w in magnitude, never amplified beyond
+ *     w, and the factor does not jump from batch to batch.
  * `processScale` records the factor that was applied; each call keeps its raw reward and the
- * scaled one.
+ * scaled one. How the scaled rewards become advantages, per estimator: trainer/rl/ADVANTAGES.md.
+ *
+ * Validation (checkRewardConfig): every weight is a finite number ≥ 0 (a weight scales a
+ * reward; a penalty is a reward whose score is negative), and `errorPenalty` is a finite number
+ * ≥ 0 per error kind — it is subtracted, so a negative one would be a bonus for failing.
  */
 
 export type CombineMode = 'weighted-sum' | 'agent-r1';
@@ -41,10 +44,22 @@ export interface RewardConfig<Row extends object = DatasetRow> {
   /** Subtracted from a failed call's process reward: one number for every kind, or per kind. */
   errorPenalty?: number | Partial<Record<ToolErrorKind, number>>;
   combine?: CombineMode;
-  /** Multiplies process rewards in either mode (default 1). */
+  /** Multiplies process rewards in either mode (default 1; 0 turns every process reward off, the error penalty included). */
   processWeight?: number;
+  /** `agent-r1`: the running average's momentum μ in [0, 1) (default 0.9; 0 is the batch's own statistic, clamped). */
+  processNormMomentum?: number;
   /** Extracts the answer recorded on the trajectory (default: the last `<answer>…</answer>`). */
   answer?: AnswerExtractor;
+}
+
+/**
+ * The "process rewards off" ablation: the same config with every process part out of the return —
+ * the tools' own rewards, the user's process rewards *and* the error penalty (processWeight 0).
+ * The components are still computed and recorded on each call, so the ablation's trajectories
+ * show what the process rewards would have said; none of it reaches an advantage.
+ */
+export function withoutProcessRewards<Row extends object>(config: RewardConfig<Row>): RewardConfig<Row> {
+  return { ...config, processWeight: 0 };
 }
 
 export interface CallReward {
@@ -76,6 +91,17 @@ export interface BatchRewards {
   processScale: number;
   /** agent-r1: the batch's largest absolute process reward-to-go (0 when there were none). */
   maxProcessRewardToGo: number;
+  /** agent-r1: the running magnitude M the scale divided by (max(1, M)), after this batch. */
+  processMagnitude?: number;
+}
+
+export interface ScoreOptions {
+  /**
+   * agent-r1: the run's running statistic, updated by this batch (training). Without one, a fresh
+   * one: the batch is normalised by its own statistic, clamped so that nothing is amplified
+   * (evaluation, a served reward).
+   */
+  normalizer?: ProcessRewardNormalizer;
 }
 
 function finite(value: unknown, what: string): number {
@@ -94,28 +120,56 @@ async function evaluate<T>(what: string, run: () => T | Promise<T>): Promise<T> 
   }
 }
 
-/** Checks names and weights once, so a typo fails before any rollout rather than after. */
+const ERROR_KINDS: readonly ToolErrorKind[] = ['parse', 'unknown_tool', 'invalid_arguments', 'threw', 'timeout'];
+
+const describeValue = (value: unknown) => (typeof value === 'number' ? String(value) : JSON.stringify(value) ?? String(value));
+
+/** A weight or penalty: a finite number ≥ 0, or an error naming the field. */
+function nonNegative(value: unknown, field: string, why: string): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new RewardError(`${field}: expected a finite number ≥ 0 (${why}), got ${describeValue(value)}`);
+}
+
+/** Checks names, weights and penalties once, so a typo or a wrong sign fails before any rollout rather than after. */
 export function checkRewardConfig<Row extends object>(config: RewardConfig<Row>): void {
   const names = new Set<string>();
   const check = (reward: { name?: unknown; weight?: unknown; score?: unknown }, where: string) => {
     if (typeof reward?.name !== 'string' || reward.name === '') throw new RewardError(`${where}: a reward needs a non-empty name`);
     if (typeof reward.score !== 'function') throw new RewardError(`${where} ("${reward.name}"): score must be a function`);
-    if (reward.weight !== undefined && (typeof reward.weight !== 'number' || !Number.isFinite(reward.weight))) {
-      throw new RewardError(`${where} ("${reward.name}"): weight must be a finite number`);
-    }
+    if (reward.weight !== undefined) nonNegative(reward.weight, `${where} ("${reward.name}").weight`, 'a weight scales the score; make the score negative for a penalty');
     if (names.has(reward.name)) throw new RewardError(`${where}: two rewards are named "${reward.name}"`);
     names.add(reward.name);
   };
   if (!Array.isArray(config.outcome)) throw new RewardError('rewards.outcome must be a list of outcome rewards');
   config.outcome.forEach((r, i) => check(r, `rewards.outcome[${i}]`));
   (config.process ?? []).forEach((r, i) => check(r, `rewards.process[${i}]`));
-  const penalty = config.errorPenalty;
-  const penalties = typeof penalty === 'number' ? [penalty] : Object.values(penalty ?? {});
-  if (penalties.some((p) => typeof p !== 'number' || !Number.isFinite(p))) throw new RewardError('rewards.errorPenalty must be a finite number or a map of error kind to finite number');
+  const tool = config.toolRewards;
+  if (tool !== undefined && typeof tool !== 'boolean') {
+    if (typeof tool !== 'object' || tool === null) throw new RewardError(`rewards.toolRewards: expected true, false or { weight }, got ${describeValue(tool)}`);
+    nonNegative(tool.weight, 'rewards.toolRewards.weight', 'a weight scales the tools\' own rewards');
+  }
+  checkErrorPenalty(config.errorPenalty);
   if (config.combine !== undefined && config.combine !== 'weighted-sum' && config.combine !== 'agent-r1') {
     throw new RewardError(`rewards.combine must be "weighted-sum" or "agent-r1", got ${JSON.stringify(config.combine)}`);
   }
-  if (config.processWeight !== undefined && !Number.isFinite(config.processWeight)) throw new RewardError('rewards.processWeight must be a finite number');
+  if (config.processWeight !== undefined) nonNegative(config.processWeight, 'rewards.processWeight', 'it multiplies every process reward; 0 turns them off');
+  const momentum = config.processNormMomentum;
+  if (momentum !== undefined && (typeof momentum !== 'number' || !(momentum >= 0 && momentum < 1))) {
+    throw new RewardError(`rewards.processNormMomentum: expected a number in [0, 1) (the running average's momentum), got ${describeValue(momentum)}`);
+  }
+}
+
+/** One penalty for every kind of failed call, or one per kind; each is subtracted, so each must be ≥ 0. */
+function checkErrorPenalty(penalty: unknown): void {
+  const why = "it is subtracted from a failed call's reward: a negative penalty would reward failing";
+  if (penalty === undefined) return;
+  if (typeof penalty === 'number') return nonNegative(penalty, 'rewards.errorPenalty', why);
+  if (typeof penalty !== 'object' || penalty === null || Array.isArray(penalty)) {
+    throw new RewardError(`rewards.errorPenalty: expected a finite number ≥ 0 or a map of error kind (${ERROR_KINDS.join(', ')}) to one, got ${describeValue(penalty)}`);
+  }
+  for (const [kind, value] of Object.entries(penalty)) {
+    if (!ERROR_KINDS.includes(kind as ToolErrorKind)) throw new RewardError(`rewards.errorPenalty.${kind}: not an error kind; expected one of ${ERROR_KINDS.join(', ')}`);
+    nonNegative(value, `rewards.errorPenalty.${kind}`, why);
+  }
 }
 
 function penaltyFor(config: RewardConfig<object>, kind: ToolErrorKind): number | undefined {
@@ -173,6 +227,7 @@ export async function scoreTrajectories<Row extends object>(
   trajectories: readonly Trajectory<Row>[],
   config: RewardConfig<Row>,
   tools: ToolSet,
+  options: ScoreOptions = {},
 ): Promise<BatchRewards> {
   checkRewardConfig(config);
   const combine = config.combine ?? 'weighted-sum';
@@ -199,15 +254,20 @@ export async function scoreTrajectories<Row extends object>(
   );
 
   let maxProcessRewardToGo = 0;
+  let processScale = processWeight;
+  let processMagnitude: number | undefined;
   if (combine === 'agent-r1') {
     for (const t of partial) maxProcessRewardToGo = Math.max(maxProcessRewardToGo, maxAbsRewardToGo(t.calls.map((c) => c.processReward)));
+    const normalizer = options.normalizer ?? new ProcessRewardNormalizer(config.processNormMomentum);
+    processScale = processWeight / normalizer.observe(maxProcessRewardToGo);
+    processMagnitude = normalizer.runningMagnitude;
   }
-  const processScale = combine === 'agent-r1' && maxProcessRewardToGo > 0 ? processWeight / maxProcessRewardToGo : processWeight;
 
   return {
     combine,
     processScale,
     maxProcessRewardToGo,
+    ...(processMagnitude !== undefined ? { processMagnitude } : {}),
     trajectories: partial.map((t) => {
       const calls = t.calls.map((c) => ({ ...c, scaled: (c.processReward ?? 0) * processScale }));
       const process = calls.reduce((a, c) => a + c.scaled, 0);

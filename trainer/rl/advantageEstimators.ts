@@ -3,8 +3,8 @@ import type { Advantages, RlSample } from './samples';
 
 /** What picks and parameterises an advantage estimator (the training config's `algorithm` section has these fields). */
 export interface EstimatorSettings {
-  name: 'grpo' | 'rloo' | 'reinforce++' | 'reinforce++-baseline' | 'ppo';
-  /** GRPO: divide by the group's standard deviation (false: Dr. GRPO). */
+  name: 'grpo' | 'dr-grpo' | 'rloo' | 'reinforce++' | 'reinforce++-baseline' | 'ppo';
+  /** GRPO: divide the outcome side by the group's standard deviation (Dr. GRPO never does). */
   scaleByStd: boolean;
   gamma: number;
   /** GAE's λ (PPO). */
@@ -16,6 +16,8 @@ export function computeAdvantages(config: EstimatorSettings, samples: readonly R
   switch (config.name) {
     case 'grpo':
       return grpoAdvantages(samples, { scaleByStd: config.scaleByStd });
+    case 'dr-grpo':
+      return grpoAdvantages(samples, { scaleByStd: false });
     case 'rloo':
       return rlooAdvantages(samples);
     case 'reinforce++':

@@ -1,21 +1,21 @@
-import { groups, policyPositions, rewardToGo, trajectoryReturn, type Advantages, type RlSample } from './samples';
+import { groups, klSum, policyPositions, rewardToGo, tokenRewards, type Advantages, type RlSample } from './samples';
 
 /**
- * Advantage estimators. Every one accepts token-level rewards, so process rewards (a tool
- * call's reward on the call's last token) enter each algorithm in a defined way:
+ * Advantage estimators over whole agent trajectories with outcome rewards, per-call process
+ * rewards and (optionally) KL in the reward. The math, estimator by estimator, with where each
+ * choice comes from, is in ADVANTAGES.md next to this file; in short:
  *
- * - PPO (GAE): process rewards are ordinary per-token rewards in the TD errors.
- * - REINFORCE++: the advantage is the per-token reward-to-go, whitened over the batch, so a
- *   call's reward credits the tokens before it and not the tokens after.
- * - GRPO and RLOO: the baseline is computed from whole-trajectory returns R within the group
- *   (as in the outcome-only algorithms), and the per-token reward-to-go G_t adds the credit
- *   of where in the trajectory a reward was earned: A_t = (R − baseline) / scale + (G_t − R).
- *   With outcome rewards only, G_t = R for every token and this is exactly GRPO / RLOO; with
- *   process rewards, tokens that precede a rewarded call get that call's reward as extra
- *   credit over the tokens after it. Only the group-relative part is divided by the group's
- *   standard deviation: dividing G_t − baseline by it would blow the within-trajectory part
- *   up without bound when the group's returns tie (std 0) but its rewards sit at different
- *   tokens (a 0.1 penalty on a call became an advantage of 10⁵ on the tokens after it).
+ * - The outcome side of a trajectory is R = outcome + Σ_t −β·KL(t) (the KL part only with KL in
+ *   the reward): one number per trajectory, compared within its group as the outcome-only
+ *   algorithm compares it (GRPO: standardised; Dr. GRPO: centred; RLOO: leave-one-out).
+ * - The process side is compared call by call: each call's reward minus the group's mean reward
+ *   of the same-numbered call (a member with fewer calls counts 0 for the calls it did not make,
+ *   on its last token; RLOO leaves the sample itself out), summed over the calls at or after the
+ *   token. So a group whose outcomes tie and
+ *   whose calls earned the same gets exactly zero advantage, and a call's credit goes to the
+ *   tokens up to and including it, not to the tokens after it. The process side is never divided
+ *   by the outcome's standard deviation (with tied outcomes that is 0 and would blow it up).
+ * - REINFORCE++ (without baseline) and PPO (GAE) take every reward where it sits on its token.
  */
 
 const EPS = 1e-6;
@@ -33,60 +33,99 @@ function meanStd(values: readonly number[]): { mean: number; std: number } {
   return { mean, std: Math.sqrt(variance) };
 }
 
+/** The outcome side of a trajectory: its outcome reward plus its summed KL penalty (when KL is in the reward). */
+function outcomeReturn(sample: RlSample): number {
+  return sample.outcome.reward + klSum(sample);
+}
+
+/**
+ * The group's baseline for each call index j: the mean of its members' j-th call rewards, a member
+ * with fewer calls counting 0 — or, with `leaveOut`, the mean over the other members only (RLOO).
+ */
+function callBaselines(samples: readonly RlSample[], members: readonly number[], leaveOut?: number): number[] {
+  const longest = Math.max(0, ...members.map((i) => samples[i].calls.length));
+  const others = members.filter((i) => i !== leaveOut);
+  if (others.length === 0) return new Array<number>(longest).fill(0);
+  return Array.from({ length: longest }, (_, j) => others.reduce((a, i) => a + (samples[i].calls[j]?.reward ?? 0), 0) / others.length);
+}
+
+/**
+ * Σ over the calls at or after each masked token of (call reward − its baseline): the process side
+ * of the advantage. A call the sample did not make (j beyond its own calls) counts as reward 0 on
+ * its last generated token, so at the first token the process side is the sample's process return
+ * minus the group's mean process return, and across the group it sums to zero.
+ */
+function processToGo(sample: RlSample, baselines: readonly number[]): Float64Array {
+  const centred = new Float64Array(sample.mask.length);
+  baselines.forEach((baseline, j) => {
+    const call = sample.calls[j];
+    if (call) centred[call.token] += call.reward - baseline;
+    else centred[sample.outcome.token] -= baseline;
+  });
+  return rewardToGo(centred, sample.mask);
+}
+
 export interface GrpoOptions {
-  /** Divide by the group's standard deviation (GRPO); false is Dr. GRPO. */
+  /** Divide the outcome side by the group's standard deviation (GRPO); false is Dr. GRPO. */
   scaleByStd: boolean;
 }
 
+/** GRPO / Dr. GRPO: A_t = (R − mean_g R) / (std_g R + ε) + Σ_{calls j at or after t} (p_j − mean_g p_j). */
 export function grpoAdvantages(samples: readonly RlSample[], options: GrpoOptions): Advantages {
   const advantages = new Array<Float32Array>(samples.length);
   for (const members of groups(samples).values()) {
-    const returns = members.map((i) => trajectoryReturn(samples[i]));
+    const returns = members.map((i) => outcomeReturn(samples[i]));
     const { mean, std } = meanStd(returns);
     const scale = options.scaleByStd ? std + EPS : 1;
+    const baselines = callBaselines(samples, members);
     members.forEach((i, k) => {
-      const g = rewardToGo(samples[i]);
+      // The outcome side is standardised; the process side is not (see the module comment).
       const relative = (returns[k] - mean) / scale;
-      advantages[i] = fill(samples[i], (t) => relative + (g[t] - returns[k]));
+      const process = processToGo(samples[i], baselines);
+      advantages[i] = fill(samples[i], (t) => relative + process[t]);
     });
   }
   return { advantages };
 }
 
-/** RLOO: each sample's baseline is the mean return of the other samples of its group. */
+/** RLOO: A_t = (R − mean of the others' R) + Σ_{calls j at or after t} (p_j − mean of the others' p_j). */
 export function rlooAdvantages(samples: readonly RlSample[]): Advantages {
   const advantages = new Array<Float32Array>(samples.length);
   for (const members of groups(samples).values()) {
-    const returns = members.map((i) => trajectoryReturn(samples[i]));
+    const returns = members.map((i) => outcomeReturn(samples[i]));
     const total = returns.reduce((a, b) => a + b, 0);
     members.forEach((i, k) => {
       const baseline = members.length > 1 ? (total - returns[k]) / (members.length - 1) : 0;
-      const g = rewardToGo(samples[i]);
-      advantages[i] = fill(samples[i], (t) => g[t] - baseline);
+      const process = processToGo(samples[i], callBaselines(samples, members, i));
+      advantages[i] = fill(samples[i], (t) => returns[k] - baseline + process[t]);
     });
   }
   return { advantages };
 }
 
 export interface ReinforcePlusPlusOptions {
+  /** Discount over policy tokens (REINFORCE++ without baseline). */
   gamma: number;
-  /** Subtract the group's mean return first (REINFORCE++ with baseline). */
+  /** REINFORCE++-baseline: group-centred as GRPO without the std (then whitened); else the discounted per-token reward-to-go. */
   baseline: boolean;
 }
 
-/** REINFORCE++: per-token discounted reward-to-go, optionally minus the group mean, whitened over the batch's policy tokens. */
+/**
+ * REINFORCE++: the discounted reward-to-go of every per-token reward (outcome, calls, −β·KL),
+ * whitened over the batch's policy tokens. REINFORCE++-baseline: the group-centred advantage of
+ * Dr. GRPO (outcome side minus the group mean, process side call by call), whitened over the batch.
+ */
 export function reinforcePlusPlusAdvantages(samples: readonly RlSample[], options: ReinforcePlusPlusOptions): Advantages {
-  const raw = samples.map((s) => rewardToGo(s, options.gamma));
-  if (options.baseline) {
-    for (const members of groups(samples).values()) {
-      const mean = members.reduce((a, i) => a + trajectoryReturn(samples[i], options.gamma), 0) / members.length;
-      for (const i of members) for (const t of policyPositions(samples[i].mask)) raw[i][t] -= mean;
-    }
-  }
+  const raw = options.baseline ? grpoAdvantages(samples, { scaleByStd: false }).advantages.map((a) => Float64Array.from(a)) : samples.map((s) => rewardToGo(tokenRewards(s), s.mask, options.gamma));
+  return { advantages: whiten(samples, raw) };
+}
+
+/** (x − mean) / (std + ε) over every policy token of the batch. */
+function whiten(samples: readonly RlSample[], raw: ArrayLike<number>[]): Float32Array[] {
   const all: number[] = [];
   samples.forEach((s, i) => policyPositions(s.mask).forEach((t) => all.push(raw[i][t])));
   const { mean, std } = all.length ? meanStd(all) : { mean: 0, std: 0 };
-  return { advantages: samples.map((s, i) => fill(s, (t) => (raw[i][t] - mean) / (std + EPS))) };
+  return samples.map((s, i) => fill(s, (t) => (raw[i][t] - mean) / (std + EPS)));
 }
 
 export interface GaeOptions {
@@ -105,7 +144,8 @@ export function gaeAdvantages(samples: readonly RlSample[], options: GaeOptions)
   const advantages: Float32Array[] = [];
   const returns: Float32Array[] = [];
   for (const s of samples) {
-    if (!s.values) throw new Error('GAE needs critic values for every sample (PPO with a value head)');
+    if (!s.values) throw new Error('GAE needs critic values for every sample (PPO with a critic)');
+    const rewards = tokenRewards(s);
     const positions = policyPositions(s.mask);
     const adv = new Float32Array(s.mask.length);
     const ret = new Float32Array(s.mask.length);
@@ -113,7 +153,7 @@ export function gaeAdvantages(samples: readonly RlSample[], options: GaeOptions)
     let nextValue = 0;
     for (let k = positions.length - 1; k >= 0; k--) {
       const t = positions[k];
-      const delta = s.rewards[t] + options.gamma * nextValue - s.values[t];
+      const delta = rewards[t] + options.gamma * nextValue - s.values[t];
       next = delta + options.gamma * options.lambda * next;
       adv[t] = next;
       ret[t] = next + s.values[t];
@@ -122,11 +162,5 @@ export function gaeAdvantages(samples: readonly RlSample[], options: GaeOptions)
     advantages.push(adv);
     returns.push(ret);
   }
-  if (options.whiten) {
-    const all: number[] = [];
-    samples.forEach((s, i) => policyPositions(s.mask).forEach((t) => all.push(advantages[i][t])));
-    const { mean, std } = meanStd(all);
-    samples.forEach((s, i) => policyPositions(s.mask).forEach((t) => (advantages[i][t] = (advantages[i][t] - mean) / (std + EPS))));
-  }
-  return { advantages, returns };
+  return { advantages: options.whiten ? whiten(samples, advantages) : advantages, returns };
 }

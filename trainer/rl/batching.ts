@@ -74,7 +74,7 @@ export function stepTotals(sequences: readonly TrainingSequence[]): StepTotals {
 export function policyBatchFeeds(
   sequences: readonly TrainingSequence[],
   totals: StepTotals,
-  options: { invTemperature: number; policyWeight: number; value: boolean; ref: boolean; padId: number; vision?: VisionConfig },
+  options: { invTemperature: number; value: boolean; ref: boolean; padId: number; vision?: VisionConfig },
 ): { feeds: Record<string, HostTensor>; shared: boolean } {
   const packed = packSequences(sequences, sequences.map((s) => s.mask), options.vision, options.padId);
   const T = packed;
@@ -86,12 +86,25 @@ export function policyBatchFeeds(
     loss_mask: perToken(sequences, T, (s) => s.mask, 'mask'),
     token_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.tokens) },
     sequence_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.sequences) },
-    policy_weight: { dtype: 'float32', shape: [], data: Float32Array.of(options.policyWeight) },
   };
   if (options.ref) feeds.ref_logprobs = perToken(sequences, T, (s) => s.refLogprobs, 'reference log-probs');
   if (options.value) {
     feeds.returns = perToken(sequences, T, (s) => s.returns, 'returns');
     feeds.old_values = perToken(sequences, T, (s) => s.values, 'values');
   }
+  return { feeds, shared: packed.prefix > 0 };
+}
+
+/** The feeds of a separate critic's value-loss graph for one micro-batch (returns and the values at rollout time). */
+export function valueBatchFeeds(sequences: readonly TrainingSequence[], totals: StepTotals, vision?: VisionConfig): { feeds: Record<string, HostTensor>; shared: boolean } {
+  const packed = packSequences(sequences, sequences.map((s) => s.mask), vision);
+  const feeds: Record<string, HostTensor> = {
+    ...packed.feeds,
+    loss_mask: perToken(sequences, packed, (s) => s.mask, 'mask'),
+    returns: perToken(sequences, packed, (s) => s.returns, 'returns'),
+    old_values: perToken(sequences, packed, (s) => s.values, 'values'),
+    token_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.tokens) },
+    sequence_total: { dtype: 'float32', shape: [], data: Float32Array.of(totals.sequences) },
+  };
   return { feeds, shared: packed.prefix > 0 };
 }

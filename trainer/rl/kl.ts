@@ -16,10 +16,14 @@ export function klEstimate(logprob: number, refLogprob: number, estimator: KlEst
   }
 }
 
-/** Subtract β·KL from the rewards of every policy token (KL in the reward, PPO / REINFORCE++ style). */
-export function applyKlPenalty(rewards: Float64Array, mask: Uint8Array, logprobs: Float32Array, refLogprobs: Float32Array, beta: number, estimator: KlEstimator): Float64Array {
-  const out = Float64Array.from(rewards);
-  for (let i = 0; i < out.length; i++) if (mask[i]) out[i] -= beta * klEstimate(logprobs[i], refLogprobs[i], estimator);
+/**
+ * KL in the reward: −β·KL(t) on every token the policy sampled (`sampled` is the trajectory's
+ * own mask, whatever the loss mask: a tool result or template token was not sampled, has no
+ * sampling log-prob, and so no KL to penalise), 0 elsewhere.
+ */
+export function klPenalty(sampled: ArrayLike<number>, logprobs: ArrayLike<number>, refLogprobs: ArrayLike<number>, beta: number, estimator: KlEstimator): Float64Array {
+  const out = new Float64Array(sampled.length);
+  for (let i = 0; i < out.length; i++) if (sampled[i]) out[i] = -beta * klEstimate(logprobs[i], refLogprobs[i], estimator);
   return out;
 }
 

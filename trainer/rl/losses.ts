@@ -7,7 +7,13 @@ import type { KlEstimator } from './kl';
  * multiplied by `mask` (1 on policy tokens) before aggregation, so prompt, template and
  * tool-result tokens never carry gradient.
  */
-export type LossAggregation = 'token-mean' | 'seq-mean-token-mean';
+/**
+ * How per-token terms become one number: `token-mean` over every policy token of the step;
+ * `seq-mean-token-mean` the mean over sequences of each one's token mean (the GRPO paper);
+ * `seq-mean-token-sum-norm` each sequence's token sum divided by a constant C, averaged over the
+ * sequences (Dr. GRPO: no length normalisation per sequence; verl's name for it).
+ */
+export type LossAggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum-norm';
 
 export interface PolicyLossConfig {
   /** PPO ratio clip: ratio ∈ [1 − clipLow, 1 + clipHigh]. */
@@ -16,6 +22,8 @@ export interface PolicyLossConfig {
   /** Dual-clip PPO's lower bound c (> 1) for negative advantages; undefined: off. */
   dualClip?: number;
   aggregation: LossAggregation;
+  /** `seq-mean-token-sum-norm`: the constant C (Dr. GRPO: the most tokens a response can have). */
+  lossScaleFactor?: number;
   /** KL to the reference policy as a loss term: coefficient and estimator; 0: off. */
   klCoef: number;
   klEstimator: KlEstimator;
@@ -49,13 +57,17 @@ export interface PolicyLossOutputs {
   entropy?: Tensor;
 }
 
-/** Σ x·mask aggregated as configured. */
-export function aggregate(x: Tensor, mask: Tensor, mode: LossAggregation, totals: { tokenTotal?: Tensor; sequenceTotal?: Tensor } = {}): Tensor {
+/** Σ x·mask aggregated as configured (`lossScaleFactor`: C of `seq-mean-token-sum-norm`). */
+export function aggregate(x: Tensor, mask: Tensor, mode: LossAggregation, totals: { tokenTotal?: Tensor; sequenceTotal?: Tensor } = {}, lossScaleFactor?: number): Tensor {
   const masked = op.mul(x, mask);
   if (mode === 'token-mean') return op.div(op.reduceSum(masked), totals.tokenTotal ?? op.maximum(op.reduceSum(mask), 1));
   const perSequenceTokens = op.reduceSum(mask, [1]);
-  const perSequence = op.div(op.reduceSum(masked, [1]), op.maximum(perSequenceTokens, 1));
   const sequences = totals.sequenceTotal ?? op.maximum(op.reduceSum(op.cast(op.greater(perSequenceTokens, 0), x.dtype)), 1);
+  if (mode === 'seq-mean-token-sum-norm') {
+    if (!(lossScaleFactor !== undefined && lossScaleFactor > 0)) throw new Error(`seq-mean-token-sum-norm needs a constant lossScaleFactor > 0, got ${lossScaleFactor}`);
+    return op.div(op.reduceSum(masked), op.mul(sequences, lossScaleFactor));
+  }
+  const perSequence = op.div(op.reduceSum(masked, [1]), op.maximum(perSequenceTokens, 1));
   return op.div(op.reduceSum(perSequence), sequences);
 }
 
@@ -92,7 +104,7 @@ export function policyLoss(inputs: PolicyLossInputs, config: PolicyLossConfig): 
       pg = op.where(op.less(advantages, 0), op.minimum(pg, bound), pg);
     }
     const totals = { tokenTotal: inputs.tokenTotal, sequenceTotal: inputs.sequenceTotal };
-    const policy = aggregate(pg, mask, config.aggregation, totals);
+    const policy = aggregate(pg, mask, config.aggregation, totals, config.lossScaleFactor);
     let loss = policy;
     const outside = op.or(op.less(ratio, 1 - config.clipLow), op.greater(ratio, 1 + config.clipHigh));
     const clipFraction = aggregate(op.cast(outside, logprobs.dtype), mask, 'token-mean', { tokenTotal: inputs.tokenTotal });
@@ -100,11 +112,11 @@ export function policyLoss(inputs: PolicyLossInputs, config: PolicyLossConfig): 
     const out: PolicyLossOutputs = { loss, policyLoss: policy, clipFraction, approxKl };
     if (config.klCoef > 0) {
       if (!inputs.refLogprobs) throw new Error('klCoef > 0 needs reference log-probs');
-      out.klLoss = aggregate(klTerm(logprobs, inputs.refLogprobs, config.klEstimator), mask, config.aggregation, totals);
+      out.klLoss = aggregate(klTerm(logprobs, inputs.refLogprobs, config.klEstimator), mask, config.aggregation, totals, config.lossScaleFactor);
       loss = op.add(loss, op.mul(out.klLoss, config.klCoef));
     }
     if (inputs.entropy) {
-      out.entropy = aggregate(inputs.entropy, mask, config.aggregation, totals);
+      out.entropy = aggregate(inputs.entropy, mask, config.aggregation, totals, config.lossScaleFactor);
       if (config.entropyCoef > 0) loss = op.sub(loss, op.mul(out.entropy, config.entropyCoef));
     }
     out.loss = loss;
@@ -116,6 +128,7 @@ export interface ValueLossConfig {
   /** Clip the new value to within this of the old value (PPO); undefined: no clipping. */
   clip?: number;
   aggregation: LossAggregation;
+  lossScaleFactor?: number;
 }
 
 /** The critic's loss: ½·max((V − R)², (V_old + clip(V − V_old) − R)²) over policy tokens. */
@@ -129,6 +142,6 @@ export function valueLoss(values: Tensor, oldValues: Tensor, returns: Tensor, ma
       const clippedError = op.sub(clippedValues, returns);
       squared = op.maximum(squared, op.mul(clippedError, clippedError));
     }
-    return op.mul(aggregate(squared, mask, config.aggregation, totals), 0.5);
+    return op.mul(aggregate(squared, mask, config.aggregation, totals, config.lossScaleFactor), 0.5);
   });
 }

@@ -13,7 +13,8 @@ import { policyLoss, valueLoss, type PolicyLossConfig, type ValueLossConfig } fr
  * tokens unless noted:
  *   old_logprobs, advantages, loss_mask (1 on policy tokens), ref_logprobs (KL as a loss),
  *   returns and old_values (PPO), token_total / sequence_total [] (the whole step's counts, so
- *   micro-batch gradients add up exactly), policy_weight [] (0 during critic warm-up).
+ *   micro-batch gradients add up exactly). With a shared-trunk critic (`value`) the value loss is
+ *   added with its coefficient and trains the same weights.
  */
 export interface PolicyGraphOptions {
   lora?: LoraConfig;
@@ -39,13 +40,12 @@ export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOp
   const mask = perToken('loss_mask');
   const tokenTotal = g.input('token_total', 'float32', []);
   const sequenceTotal = g.input('sequence_total', 'float32', []);
-  const policyWeight = g.input('policy_weight', 'float32', []);
   const refLogprobs = options.policy.klCoef > 0 ? perToken('ref_logprobs') : undefined;
   const policy = policyLoss(
     { logprobs: scoring.logprobs, oldLogprobs, advantages, mask, refLogprobs, entropy: scoring.entropy, tokenTotal, sequenceTotal },
     options.policy,
   );
-  let loss = op.mul(policy.loss, policyWeight);
+  let loss = policy.loss;
   const metrics: Record<string, Tensor> = { policy_loss: policy.policyLoss, clip_fraction: policy.clipFraction, approx_kl: policy.approxKl };
   if (policy.klLoss) metrics.kl_loss = policy.klLoss;
   if (policy.entropy) metrics.entropy = policy.entropy;

@@ -62,7 +62,8 @@ export class PolicyTrainer {
     if (options.value && !model.options.valueHead) throw new Error('PPO needs a value head: load the model with valueHead');
     const trainable = model.trainableWeights(options.fullFineTuning);
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n) || n === VALUE_HEAD.bias));
-    if (options.fullFineTuning && (options.reference || options.policy.klCoef > 0)) await model.keepReferenceCopy();
+    // The reference policy is the policy as RL starts: the warm start, when there was one.
+    if (options.reference || options.policy.klCoef > 0) await model.keepReferenceCopy(trainable.filter((n) => n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias));
     const resident = model.baseWeights.filter((n) => !trainable.includes(n));
     const optimizer = await OptimizerRuntime.create(model.device, {
       // Trajectories begin with the same system prompt (and a group with the same question):
@@ -85,6 +86,11 @@ export class PolicyTrainer {
     return new PolicyTrainer(model, options, optimizer, trainable);
   }
 
+  /** Whether the run keeps a reference policy (a KL term). */
+  get hasReference(): boolean {
+    return !!this.options.reference || this.options.policy.klCoef > 0;
+  }
+
   private get device(): Device {
     return this.model.device;
   }
@@ -102,8 +108,8 @@ export class PolicyTrainer {
   }
 
   /**
-   * Per-token log-probs under the reference policy (the base model: adapters off, or the frozen
-   * copy when fully fine-tuning), under the current policy, and, when the model has a value head,
+   * Per-token log-probs under the reference policy (the frozen copy of the policy as RL started),
+   * under the current policy, and, when the model has a value head,
    * the critic's values — for the masked tokens of each sequence, in micro-batches.
    */
   async scoreReferenceAndValues(
@@ -128,7 +134,7 @@ export class PolicyTrainer {
           return full;
         });
       if (want.reference) {
-        const ref = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights, { frozenCopy: this.options.fullFineTuning }), ...this.model.loraScaleFeed(false) }, { logprobs: 'return' });
+        const ref = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights, { frozenCopy: true }), ...this.model.loraScaleFeed(true) }, { logprobs: 'return' });
         out.reference!.push(...unpack(ref.logprobs.data as Float32Array));
       }
       if (want.values || want.policy) {
@@ -143,10 +149,10 @@ export class PolicyTrainer {
 
   /**
    * PPO-style update: `epochs` passes over the batch, each shuffled and split into `miniBatches`
-   * optimizer steps, each step accumulated over micro-batches. `policyWeight` 0 trains only the
-   * critic (warm-up).
+   * optimizer steps, each step accumulated over micro-batches. (A separate critic's warm-up does not
+   * call this at all: the policy's weights and optimizer state stay as they are.)
    */
-  async update(sequences: readonly TrainingSequence[], lr: number, random: Random, policyWeight = 1): Promise<UpdateMetrics> {
+  async update(sequences: readonly TrainingSequence[], lr: number, random: Random): Promise<UpdateMetrics> {
     const sums = { loss: 0, policyLoss: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, klLoss: 0, entropy: 0, valueLoss: 0 };
     let steps = 0;
     let skipped = 0;
@@ -162,7 +168,7 @@ export class PolicyTrainer {
         const metrics: Record<string, number> = {};
         for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
           const micro = stepSequences.slice(m, m + this.options.microBatchSize);
-          const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, policyWeight, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0, vision: this.model.config.vision });
+          const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0, vision: this.model.config.vision });
           const out = await this.optimizer.accumulate({ ...packed.feeds, ...this.model.loraScaleFeed(true) }, packed.shared ? 'shared' : 'plain');
           loss += out.loss;
           for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;

@@ -2,7 +2,7 @@ import type { Trajectory } from '../rollout/trajectory';
 import { computeAdvantages, type EstimatorSettings } from './advantageEstimators';
 import type { BatchImage } from '../models/vision/visionBatch';
 import type { TrainingSequence } from './batching';
-import { applyKlPenalty, meanKl, type KlEstimator } from './kl';
+import { klPenalty, meanKl, type KlEstimator } from './kl';
 import type { Advantages, RlSample } from './samples';
 
 /**
@@ -61,7 +61,8 @@ export function prepareBatch(trajectories: readonly Trajectory<object>[], sample
     const reference = scores.reference;
     klMean = meanKl(trajectories.map((t) => t.logprobs), reference, trajectories.map((t) => t.mask));
     if (settings.kl.mode === 'reward') {
-      samples.forEach((s, i) => (s.rewards = applyKlPenalty(s.rewards, s.mask, Float32Array.from(trajectories[i].logprobs), reference[i], settings.kl.coef, settings.kl.estimator)));
+      // On the sampled tokens only (the trajectory's mask), whatever the loss mask covers.
+      samples.forEach((s, i) => (s.kl = klPenalty(trajectories[i].mask, trajectories[i].logprobs, reference[i], settings.kl.coef, settings.kl.estimator)));
     }
   }
   if (scores.values) samples.forEach((s, i) => (s.values = scores.values![i]));

@@ -6,21 +6,19 @@ import type { TrajectoryRewards } from '../rewards/score';
  * What the RL side trains on: the trajectory's mask and its rewards placed on tokens — the
  * outcome reward on the last generated token, each call's (scaled) process reward on the call's
  * last token. Both are policy tokens, so reward-to-go over policy tokens credits a call's reward
- * to the tokens up to and including the call, and the outcome to every generated token.
+ * to the tokens up to and including the call, and the outcome to every generated token. (KL in
+ * the reward is added by prepareBatch, once the reference policy has scored the batch.)
  */
 export function toRlSample(trajectory: Trajectory<object>, rewards: TrajectoryRewards): RlSample {
-  const n = trajectory.ids.length;
   if (rewards.calls.length !== trajectory.calls.length) {
     throw new RangeError(`trajectory ${trajectory.index}: ${rewards.calls.length} call rewards for ${trajectory.calls.length} calls`);
   }
   const mask = Uint8Array.from(trajectory.mask);
-  const perToken = new Float64Array(n);
   const last = lastPolicyToken(trajectory);
   if (last < 0) throw new RangeError(`trajectory ${trajectory.index}: no generated token to put the outcome reward on`);
-  perToken[last] += rewards.outcome;
-  trajectory.calls.forEach((call, i) => {
+  const calls = trajectory.calls.map((call, i) => {
     if (!mask[call.tokenEnd]) throw new RangeError(`trajectory ${trajectory.index}: call ${i} ends on token ${call.tokenEnd}, which the policy did not generate`);
-    perToken[call.tokenEnd] += rewards.calls[i].scaled;
+    return { token: call.tokenEnd, reward: rewards.calls[i].scaled };
   });
-  return { group: trajectory.group, mask, rewards: perToken };
+  return { group: trajectory.group, mask, outcome: { token: last, reward: rewards.outcome }, calls };
 }

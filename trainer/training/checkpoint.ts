@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { z } from 'zod';
 import type { HostTensor } from '../engine/runtime/tensors';
 import type { OptimizerRuntime } from '../engine/optimizerRuntime';
 import { CheckpointReader } from '../models/checkpointReader';
@@ -13,15 +14,52 @@ import { parseWith } from '../shared/protocol/parse';
 import { writeFileAtomic } from '../shared/runstore/jsonl';
 
 /**
- * Checkpoints: `checkpoints/step-NNNNNN/` holds the weights in a folder other tools load (a
- * PEFT adapter with LoRA, a full Hugging Face model otherwise), the value head when there is
- * one, the optimizer's moments (`optimizer.safetensors`) and `trainer_state.json`. A checkpoint
- * is written under a temporary name and renamed when complete, so a crash never leaves half of one.
+ * Checkpoints: `checkpoints/step-NNNNNN/` holds
+ *
+ *   the policy's weights       in a folder other tools load (a PEFT adapter with LoRA, a full
+ *                              Hugging Face model otherwise)
+ *   value_head.safetensors     a shared-trunk critic's value head (critic.network 'shared')
+ *   optimizer.safetensors      the policy optimizer's parameters and AdamW moments (`<name>.m`, `<name>.v`)
+ *   reference.safetensors      with a KL term: the reference policy's own tensors by weight name —
+ *                              the policy as RL started (the warm start's adapters, or every weight)
+ *   critic/optimizer.safetensors  a separate critic's trainable tensors (`critic/<name>`) and their
+ *                              AdamW moments; its frozen weights are not saved: they are the
+ *                              policy's base weights or the critic's model folder, unchanged
+ *   critic/critic_state.json   { protocol, optimizerSteps } of the critic's AdamW
+ *   trainer_state.json         step, data position, random state, AdamW step count, the config's
+ *                              hash, the process-reward normaliser's running statistic
+ *
+ * A checkpoint is written under a temporary name and renamed when complete, so a crash never
+ * leaves half of one. Resuming restores every file above and nothing else.
  */
 const OPTIMIZER_FILE = 'optimizer.safetensors';
 const VALUE_HEAD_FILE = 'value_head.safetensors';
+const REFERENCE_FILE = 'reference.safetensors';
+const CRITIC_DIR = 'critic';
+const CRITIC_STATE_FILE = 'critic_state.json';
 
-export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: Omit<TrainerState, 'protocol' | 'optimizerSteps' | 'weights'>): Promise<string> {
+/** What a checkpoint holds besides the policy: the reference policy's tensors and a separate critic's optimizer state. */
+export interface CheckpointExtras {
+  reference?: Record<string, HostTensor>;
+  critic?: { step: number; tensors: Record<string, HostTensor> };
+}
+
+const CriticState = z.object({ protocol: z.literal(1), optimizerSteps: z.number().int().nonnegative() });
+
+const asEntries = (tensors: Record<string, HostTensor>) => Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape, data: t.data as Float32Array }));
+
+function readTensors(dir: string, file: string): Record<string, HostTensor> {
+  const reader = CheckpointReader.open(dir, file);
+  try {
+    const tensors: Record<string, HostTensor> = {};
+    for (const name of reader.names()) tensors[name] = { dtype: 'float32', shape: [...reader.info(name).shape], data: reader.read(name) };
+    return tensors;
+  } finally {
+    reader.close();
+  }
+}
+
+export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: Omit<TrainerState, 'protocol' | 'optimizerSteps' | 'weights'>, extras: CheckpointExtras = {}): Promise<string> {
   const relative = checkpointDirName(state.step);
   const final = path.join(runDir, relative);
   const staging = `${final}.partial`;
@@ -53,6 +91,12 @@ export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimi
     writeSafetensors(path.join(staging, VALUE_HEAD_FILE), [VALUE_HEAD.weight, VALUE_HEAD.bias].map((name) => ({ name, shape: head[name].shape, data: f32(head[name]) })));
   }
   writeSafetensors(path.join(staging, OPTIMIZER_FILE), Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape, data: f32(t) })));
+  if (extras.reference) writeSafetensors(path.join(staging, REFERENCE_FILE), asEntries(extras.reference));
+  if (extras.critic) {
+    fs.mkdirSync(path.join(staging, CRITIC_DIR));
+    writeSafetensors(path.join(staging, CRITIC_DIR, OPTIMIZER_FILE), asEntries(extras.critic.tensors));
+    writeFileAtomic(path.join(staging, CRITIC_DIR, CRITIC_STATE_FILE), JSON.stringify({ protocol: 1, optimizerSteps: extras.critic.step }, null, 2) + '\n');
+  }
   const trainerState: TrainerState = { protocol: 1, ...state, optimizerSteps: saved.step, weights: lora && !trainedBase ? 'lora' : 'full' };
   writeFileAtomic(path.join(staging, 'trainer_state.json'), JSON.stringify(trainerState, null, 2) + '\n');
   fs.rmSync(final, { recursive: true, force: true });
@@ -60,7 +104,7 @@ export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimi
   return relative;
 }
 
-export interface LoadedCheckpoint {
+export interface LoadedCheckpoint extends CheckpointExtras {
   state: TrainerState;
   /** Parameters and moments, as OptimizerRuntime.restore takes them. */
   optimizer: { step: number; tensors: Record<string, HostTensor> };
@@ -70,17 +114,14 @@ export function loadCheckpoint(dir: string): LoadedCheckpoint {
   const stateFile = path.join(dir, 'trainer_state.json');
   if (!fs.existsSync(stateFile)) throw new Error(`${dir} is not a complete checkpoint: trainer_state.json is missing`);
   const state = parseWith(TrainerState, JSON.parse(fs.readFileSync(stateFile, 'utf8')), stateFile);
-  const reader = CheckpointReader.open(dir, OPTIMIZER_FILE);
-  try {
-    const tensors: Record<string, HostTensor> = {};
-    for (const name of reader.names()) {
-      const info = reader.info(name);
-      tensors[name] = { dtype: 'float32', shape: [...info.shape], data: reader.read(name) };
-    }
-    return { state, optimizer: { step: state.optimizerSteps, tensors } };
-  } finally {
-    reader.close();
+  const loaded: LoadedCheckpoint = { state, optimizer: { step: state.optimizerSteps, tensors: readTensors(dir, OPTIMIZER_FILE) } };
+  if (fs.existsSync(path.join(dir, REFERENCE_FILE))) loaded.reference = readTensors(dir, REFERENCE_FILE);
+  const criticStateFile = path.join(dir, CRITIC_DIR, CRITIC_STATE_FILE);
+  if (fs.existsSync(criticStateFile)) {
+    const critic = parseWith(CriticState, JSON.parse(fs.readFileSync(criticStateFile, 'utf8')), criticStateFile);
+    loaded.critic = { step: critic.optimizerSteps, tensors: readTensors(path.join(dir, CRITIC_DIR), OPTIMIZER_FILE) };
   }
+  return loaded;
 }
 
 /** Remove all but the newest `keep` checkpoints. */

@@ -3,6 +3,7 @@ import type { ExecutionProviderName } from '../engine/runtime/providers';
 import type { ChatTemplate } from '../models/chatTemplate';
 import type { Policy, SamplingOptions } from '../models/generation/policy';
 import type { BatchSettings } from '../rl/prepareBatch';
+import type { CriticOptions } from '../rl/critic';
 import type { PolicyTrainerOptions } from '../rl/policyTrainer';
 import type { SftOptions } from '../rl/sft';
 import type { AgentLoopOptions } from '../rollout/agentLoop';
@@ -49,19 +50,39 @@ export function evaluationSampling(config: TrainingConfig, temperature = config.
   return { temperature, topP: 1, topK: 0 };
 }
 
+/** Dr. GRPO's constant C: the config's, or the most tokens a trajectory can generate (every turn at its limit, within the total budget). */
+export function lossScaleFactor(config: TrainingConfig): number | undefined {
+  const a = config.algorithm;
+  if (a.aggregation !== 'seq-mean-token-sum-norm') return undefined;
+  const b = config.rollout.budget;
+  return a.lossScaleFactor ?? Math.min(b.maxTurns * b.maxNewTokensPerTurn, b.maxTotalTokens);
+}
+
+/** PPO's critic is a value head on the policy's own network (`critic.network: 'shared'`). */
+export function sharedCritic(config: TrainingConfig): boolean {
+  return config.algorithm.name === 'ppo' && config.critic?.network === 'shared';
+}
+
+/** PPO's critic is a network of its own (the default). */
+export function separateCritic(config: TrainingConfig): boolean {
+  return config.algorithm.name === 'ppo' && config.critic?.network !== 'shared';
+}
+
 export function policyTrainerOptions(config: TrainingConfig): PolicyTrainerOptions {
   const a = config.algorithm;
+  const scale = lossScaleFactor(config);
   return {
     policy: {
       clipLow: a.clipLow,
       clipHigh: a.clipHigh,
       ...(a.dualClip !== undefined ? { dualClip: a.dualClip } : {}),
       aggregation: a.aggregation,
+      ...(scale !== undefined ? { lossScaleFactor: scale } : {}),
       klCoef: a.kl.mode === 'loss' ? a.kl.coef : 0,
       klEstimator: a.kl.estimator,
       entropyCoef: a.entropyCoef,
     },
-    ...(a.name === 'ppo' ? { value: { coef: a.valueCoef, clip: a.valueClip, aggregation: a.aggregation } } : {}),
+    ...(sharedCritic(config) ? { value: { coef: config.critic!.valueCoef, clip: config.critic!.valueClip, aggregation: a.aggregation, ...(scale !== undefined ? { lossScaleFactor: scale } : {}) } } : {}),
     adamw: adamwOptions(config),
     temperature: config.rollout.temperature,
     miniBatches: a.miniBatches,
@@ -95,7 +116,30 @@ export function sftSchedule(config: TrainingConfig): ScheduleConfig {
   return { lr: sft.lr, warmupSteps: sft.warmupSteps, schedule: 'cosine', minLrRatio: 0.1 };
 }
 
-/** Whether this step is one of PPO's critic warm-up steps (the policy loss is off). */
-export function policyLossWeight(config: TrainingConfig, step: number): number {
-  return config.algorithm.name === 'ppo' && step <= config.algorithm.criticWarmupSteps ? 0 : 1;
+/** A separate critic's options: its own network, optimizer, learning rate and clipping (`critic` in the config). */
+export function criticOptions(config: TrainingConfig, resolve: (p: string) => string): CriticOptions {
+  const c = config.critic!;
+  const o = config.optimization;
+  const lora = c.lora ?? config.model.lora;
+  return {
+    ...(c.model !== undefined ? { modelDir: resolve(c.model) } : {}),
+    ...(lora !== false ? { lora } : {}),
+    adamw: { beta1: o.beta1, beta2: o.beta2, eps: o.eps, weightDecay: c.weightDecay, maxGradNorm: c.maxGradNorm },
+    // verl's critic.loss_agg_mode follows the actor's.
+    value: { clip: c.valueClip, aggregation: config.algorithm.aggregation, ...(lossScaleFactor(config) !== undefined ? { lossScaleFactor: lossScaleFactor(config) } : {}) },
+    miniBatches: config.algorithm.miniBatches,
+    epochs: config.algorithm.epochs,
+    microBatchSize: o.microBatchSize,
+    seed: config.seed,
+  };
+}
+
+/** The critic's learning-rate schedule: its own rate, the run's warm-up and shape. */
+export function criticSchedule(config: TrainingConfig): ScheduleConfig {
+  return { ...rlSchedule(config), lr: config.critic!.lr };
+}
+
+/** Whether the policy updates at this step: not during a separate critic's warm-up (only the critic trains then). */
+export function policyUpdates(config: TrainingConfig, step: number): boolean {
+  return !(separateCritic(config) && step <= config.critic!.warmupSteps);
 }

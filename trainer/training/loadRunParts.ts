@@ -9,7 +9,7 @@ import { AgentLoop } from '../rollout/agentLoop';
 import { RolloutImages } from '../rollout/images';
 import type { TrainingConfig } from './trainingConfig';
 import { ToolSet } from '../tools/toolSet';
-import { agentLoopOptions, evaluationSampling, rolloutSampling } from './configOptions';
+import { agentLoopOptions, evaluationSampling, rolloutSampling, sharedCritic } from './configOptions';
 import { rolloutHooks } from './rolloutHooks';
 import { resolveConfigModel } from './modelSource';
 import type { RunControl } from './runControl';
@@ -33,7 +33,7 @@ export async function loadRunParts(
     opened.device = createDevice(settings.provider, { worker: !settings.inProcessDevice });
     const modelDir = await resolveConfigModel(loaded, { events: (e) => settings.report.emit(e), log: settings.report.log, signal: settings.control.signal });
     settings.report.progress(0, 'load', 0, 1);
-    opened.model = await ModelRuntime.load(opened.device, modelDir, { lora: c.model.lora === false ? undefined : c.model.lora, valueHead: c.algorithm.name === 'ppo', seed: c.seed, trainVision: c.model.trainVision });
+    opened.model = await ModelRuntime.load(opened.device, modelDir, { lora: c.model.lora === false ? undefined : c.model.lora, valueHead: sharedCritic(c), seed: c.seed, trainVision: c.model.trainVision });
     const template = opened.model.folder.chatTemplate;
     if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template; agents need one`);
     opened.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file), log: settings.report.log });

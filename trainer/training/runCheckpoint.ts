@@ -1,17 +1,29 @@
-import type { PolicyTrainer } from '../rl/policyTrainer';
 import { pruneCheckpoints, saveCheckpoint } from './checkpoint';
-import type { RunParts, RunPosition } from './runParts';
+import type { Learners, RunParts, RunPosition } from './runParts';
 
-/** Save the run at `step` (weights, optimizer, data position, random state), keep the newest few, and mark the step complete with it. */
-export async function saveRunCheckpoint(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number): Promise<void> {
+/**
+ * Save the run at `step` (the policy's weights and optimizer, the reference policy when there is
+ * a KL term, a separate critic's optimizer, the data position and random state), keep the newest
+ * few, and mark the step complete with it.
+ */
+export async function saveRunCheckpoint(parts: RunParts, position: RunPosition, learners: Learners, step: number): Promise<void> {
   parts.report.progress(step, 'checkpoint', 0, 1);
-  const relative = await saveCheckpoint(position.writer.dir, parts.model, trainer.optimizer, {
-    step,
-    random: position.random.state() as [number, number, number, number],
-    data: { epoch: position.cursor.epoch, position: position.cursor.position },
-    consecutiveNonFinite: position.consecutiveNonFinite,
-    configHash: parts.loaded.hash,
-  });
+  const reference = learners.policy.hasReference ? await parts.model.referenceState() : undefined;
+  const critic = learners.critic ? await learners.critic.optimizer.state() : undefined;
+  const relative = await saveCheckpoint(
+    position.writer.dir,
+    parts.model,
+    learners.policy.optimizer,
+    {
+      step,
+      random: position.random.state() as [number, number, number, number],
+      data: { epoch: position.cursor.epoch, position: position.cursor.position },
+      consecutiveNonFinite: position.consecutiveNonFinite,
+      configHash: parts.loaded.hash,
+      processNormalizer: position.processNormalizer.state(),
+    },
+    { ...(reference ? { reference } : {}), ...(critic ? { critic } : {}) },
+  );
   pruneCheckpoints(position.writer.dir, parts.config.output.keepCheckpoints);
   position.writer.completeStep(step, relative);
   parts.report.progress(step, 'checkpoint', 1, 1);

@@ -3,6 +3,9 @@ import type { Dataset } from '../data/dataset';
 import type { ChatTemplate } from '../models/chatTemplate';
 import type { ModelRuntime } from '../models/runtime';
 import type { McpServers } from '../mcp/servers';
+import type { ProcessRewardNormalizer } from '../rewards/processNormalizer';
+import type { Critic } from '../rl/critic';
+import type { PolicyTrainer } from '../rl/policyTrainer';
 import type { AgentLoop } from '../rollout/agentLoop';
 import type { RolloutImages } from '../rollout/images';
 import type { RunStoreWriter } from '../shared/runstore/writer';
@@ -52,6 +55,14 @@ export interface RunPosition {
   random: Random;
   /** Steps in a row whose every update was skipped as non-finite. */
   consecutiveNonFinite: number;
+  /** The running statistic of `rewards.combine: 'agent-r1'` (saved with each checkpoint). */
+  processNormalizer: ProcessRewardNormalizer;
+}
+
+/** What learns in a run: the policy, and PPO's separate critic when it has one. */
+export interface Learners {
+  policy: PolicyTrainer;
+  critic?: Critic;
 }
 
 /** A seed for one purpose (`salt`) at one step, so that a resumed run samples what the uninterrupted one did. */

@@ -1,13 +1,13 @@
 import * as path from 'node:path';
-import type { HostTensor } from '../engine/runtime/tensors';
 import type { ExecutionProviderName } from '../engine/runtime/providers';
 import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
 import { RunStoreReader } from '../shared/runstore/reader';
 import { dropRecordsAfterStep, RunStoreWriter } from '../shared/runstore/writer';
+import { ProcessRewardNormalizer } from '../rewards/processNormalizer';
 import { Random } from '../util/random';
 import { ROLLOUT_STUDIO_VERSION } from '../version';
-import { loadCheckpoint } from './checkpoint';
+import { loadCheckpoint, type LoadedCheckpoint } from './checkpoint';
 import { DataCursor } from './dataCursor';
 import type { RunParts, RunPosition } from './runParts';
 import { taskMetric } from './taskMetric';
@@ -23,8 +23,9 @@ export interface OpenedRun {
   position: RunPosition;
   /** The first RL step to train. */
   startStep: number;
-  /** The optimizer's saved state, when resuming. */
-  optimizerState?: { step: number; tensors: Record<string, HostTensor> };
+  /** When resuming: the checkpoint (optimizers, reference policy, critic) and where it is. */
+  checkpoint?: LoadedCheckpoint;
+  checkpointDir?: string;
 }
 
 /** `20261203-101500-my-agent`: when and what, sortable. */
@@ -67,25 +68,36 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
     configPath: loaded.file,
     ...(metric !== undefined ? { metric } : {}),
   });
-  return { position: { writer, cursor: new DataCursor(parts.train.rows.length, c.seed), random: Random.fromSeed(c.seed), consecutiveNonFinite: 0 }, startStep: 1 };
+  return {
+    position: { writer, cursor: new DataCursor(parts.train.rows.length, c.seed), random: Random.fromSeed(c.seed), consecutiveNonFinite: 0, processNormalizer: new ProcessRewardNormalizer(c.rewards.processNormMomentum) },
+    startStep: 1,
+  };
 }
 
 /** Resume: the last checkpoint's data position, random state and optimizer; the records after it are dropped. */
 export function reopenRun(parts: RunParts, dir: string): OpenedRun {
   const run = new RunStoreReader(dir).run();
   if (!run.lastCheckpoint) throw new Error(`${dir}: the run has no checkpoint to resume from`);
-  const checkpoint = loadCheckpoint(path.join(dir, run.lastCheckpoint));
+  const checkpointDir = path.join(dir, run.lastCheckpoint);
+  const checkpoint = loadCheckpoint(checkpointDir);
   if (checkpoint.state.configHash !== parts.loaded.hash) {
     throw new Error(`${dir} was trained with another config (hash ${checkpoint.state.configHash}, this one is ${parts.loaded.hash}); resume with the same config`);
   }
   const step = checkpoint.state.step;
   dropRecordsAfterStep(dir, step);
   const writer = RunStoreWriter.reopen(dir, { ...run, lastStep: step, lastCheckpoint: run.lastCheckpoint, totalSteps: parts.totalSteps });
-  const { data, random, consecutiveNonFinite } = checkpoint.state;
+  const { data, random, consecutiveNonFinite, processNormalizer } = checkpoint.state;
   parts.report.log(`resuming ${run.id} after step ${step} from ${run.lastCheckpoint}`);
   return {
-    position: { writer, cursor: new DataCursor(parts.train.rows.length, parts.config.seed, data.epoch, data.position), random: Random.fromState(random), consecutiveNonFinite },
+    position: {
+      writer,
+      cursor: new DataCursor(parts.train.rows.length, parts.config.seed, data.epoch, data.position),
+      random: Random.fromState(random),
+      consecutiveNonFinite,
+      processNormalizer: new ProcessRewardNormalizer(parts.config.rewards.processNormMomentum, processNormalizer),
+    },
     startStep: step + 1,
-    optimizerState: checkpoint.optimizer,
+    checkpoint,
+    checkpointDir,
   };
 }

@@ -1,3 +1,4 @@
+import type { CriticMetrics } from '../rl/critic';
 import type { UpdateMetrics } from '../rl/policyTrainer';
 import type { PreparedBatch } from '../rl/prepareBatch';
 import type { BatchRewards } from '../rewards/score';
@@ -14,6 +15,38 @@ import { formatScore, scoreKey } from './taskMetric';
  * advantages), and one metrics record — the batch's rollout statistics, the update's losses, and
  * the time and tokens per second of each phase — plus the line a terminal shows.
  */
+
+/** What a step's update did: the policy's optimizer steps (none in a critic warm-up) and a separate critic's. */
+export interface StepUpdate {
+  policy?: UpdateMetrics;
+  critic?: CriticMetrics;
+}
+
+/** Optimizer steps taken and skipped as non-finite, policy and critic together. */
+export function updateCounts(update: StepUpdate): { steps: number; skipped: number } {
+  return { steps: (update.policy?.steps ?? 0) + (update.critic?.steps ?? 0), skipped: (update.policy?.skipped ?? 0) + (update.critic?.skipped ?? 0) };
+}
+
+/** The policy's metrics (absent during a critic warm-up) and the critic's. */
+function updateValues(update: StepUpdate): Record<string, number> {
+  const p = update.policy;
+  const c = update.critic;
+  return {
+    ...(p
+      ? {
+          'loss/total': p.loss,
+          'loss/policy': p.policyLoss,
+          'clip/fraction': p.clipFraction,
+          'kl/approx_update': p.approxKl,
+          'grad/norm': p.gradNorm,
+          ...(p.klLoss !== undefined ? { 'loss/kl': p.klLoss } : {}),
+          ...(p.entropy !== undefined ? { 'loss/entropy': p.entropy } : {}),
+          ...(p.valueLoss !== undefined ? { 'loss/value': p.valueLoss } : {}),
+        }
+      : {}),
+    ...(c ? { 'loss/value': c.valueLoss, 'critic/grad_norm': c.gradNorm } : {}),
+  };
+}
 
 /** Seconds each phase of the step took, and the tokens each processed. */
 export interface StepTimes {
@@ -35,17 +68,13 @@ export function stepTrajectoryRecords(step: number, trajectories: readonly Traje
 
 export function stepMetricsRecord(
   step: number,
-  inputs: { trajectories: readonly Trajectory[]; rewards: BatchRewards; prepared: PreparedBatch; update: UpdateMetrics; lr: number; times: StepTimes; metric: string | undefined },
+  inputs: { trajectories: readonly Trajectory[]; rewards: BatchRewards; prepared: PreparedBatch; update: StepUpdate; lr: number; times: StepTimes; metric: string | undefined },
 ): MetricsRecord {
   const { update, times, prepared } = inputs;
   const stepSeconds = times.rolloutSeconds + times.rewardSeconds + times.updateSeconds;
   const values: Record<string, number> = {
     ...rolloutMetrics(inputs.trajectories, inputs.rewards, inputs.metric),
-    'loss/total': update.loss,
-    'loss/policy': update.policyLoss,
-    'clip/fraction': update.clipFraction,
-    'kl/approx_update': update.approxKl,
-    'grad/norm': update.gradNorm,
+    ...updateValues(update),
     lr: inputs.lr,
     // Tokens the policy loss covers (the loss mask's ones): the generated tokens, or every response token in the ablation.
     'tokens/in_loss': prepared.sequences.reduce((n, s) => n + s.mask.reduce((a, m) => a + m, 0), 0),
@@ -56,26 +85,27 @@ export function stepMetricsRecord(
     'time/update_s': times.updateSeconds,
     'time/step_s': stepSeconds,
     ...(prepared.klMean !== undefined ? { 'kl/mean': prepared.klMean } : {}),
-    ...(update.klLoss !== undefined ? { 'loss/kl': update.klLoss } : {}),
-    ...(update.entropy !== undefined ? { 'loss/entropy': update.entropy } : {}),
-    ...(update.valueLoss !== undefined ? { 'loss/value': update.valueLoss } : {}),
+    ...(inputs.rewards.processMagnitude !== undefined ? { 'reward/process_scale': inputs.rewards.processScale, 'reward/process_magnitude': inputs.rewards.processMagnitude } : {}),
   };
+  const { steps, skipped } = updateCounts(update);
   return {
     step,
     time: new Date().toISOString(),
     kind: 'train',
     ...finiteValues(values),
-    ...(update.skipped ? { skipped: { reason: `${update.skipped} of ${update.steps} updates had a non-finite loss or gradient and were skipped` } } : {}),
+    ...(skipped ? { skipped: { reason: `${skipped} of ${steps} updates had a non-finite loss or gradient and were skipped` } } : {}),
   };
 }
 
 /** "step 3/12: reward 0.412, exact_match 0.375, 1.20 calls/trajectory, loss 0.0123, 8.1 s". */
-export function stepLogLine(record: MetricsRecord, totalSteps: number, metric: string | undefined, update: UpdateMetrics): string {
+export function stepLogLine(record: MetricsRecord, totalSteps: number, metric: string | undefined, update: StepUpdate): string {
   const value = (name: string) => record.values[name] ?? Number.NaN;
   const score = metric !== undefined && typeof record.values[scoreKey(metric)] === 'number' ? `, ${formatScore(metric, value(scoreKey(metric)))}` : '';
   return (
     `step ${record.step}/${totalSteps}: reward ${value('reward/mean').toFixed(3)}${score}` +
-    `, ${value('tools/calls_per_trajectory').toFixed(2)} calls/trajectory, loss ${update.loss.toFixed(4)}, ${value('time/step_s').toFixed(1)} s` +
-    (update.skipped ? ` — ${update.skipped} non-finite update(s) skipped` : '')
+    `, ${value('tools/calls_per_trajectory').toFixed(2)} calls/trajectory, ` +
+    (update.policy ? `loss ${update.policy.loss.toFixed(4)}` : `critic warm-up, value loss ${update.critic?.valueLoss.toFixed(4)}`) +
+    `, ${value('time/step_s').toFixed(1)} s` +
+    (updateCounts(update).skipped ? ` — ${updateCounts(update).skipped} non-finite update(s) skipped` : '')
   );
 }

@@ -8,6 +8,7 @@ import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
 import { Tool } from '../tools/tool';
 import { ToolSet } from '../tools/toolSet';
 import { McpServersConfig, recordableServers } from '../mcp/mcpConfig';
+import { ALGORITHM_DEFAULTS, CRITIC_DEFAULTS, SHARED_VALUE_COEF } from './algorithmDefaults';
 
 /**
  * The training config: a TypeScript file whose default export is `defineConfig({...})`. Every
@@ -17,6 +18,16 @@ import { McpServersConfig, recordableServers } from '../mcp/mcpConfig';
 
 const positiveInt = z.number().int().positive();
 const fraction = z.number().min(0).max(1);
+
+const LoraSection = z.union([
+  z.literal(false),
+  z.strictObject({
+    rank: positiveInt.default(16),
+    alpha: z.number().positive().default(32),
+    dropout: z.literal(0).default(0),
+    targets: z.array(z.enum(LORA_TARGETS)).min(1).default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
+  }),
+]);
 
 export const ModelSection = z.strictObject({
   /**
@@ -28,48 +39,45 @@ export const ModelSection = z.strictObject({
   /** A Hub repo's branch, tag or commit hash (default `main`); only with a repo id. */
   revision: z.string().min(1).optional(),
   /**
-   * LoRA adapters (default), or `false` to train every weight (small models). PPO adds a value
-   * head either way.
+   * LoRA adapters (default), or `false` to train every weight (small models).
    */
-  lora: z
-    .union([
-      z.literal(false),
-      z.strictObject({
-        rank: positiveInt.default(16),
-        alpha: z.number().positive().default(32),
-        dropout: z.literal(0).default(0),
-        targets: z.array(z.enum(LORA_TARGETS)).min(1).default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
-      }),
-    ])
-    .default({ rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }),
+  lora: LoraSection.default({ rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }),
   /** Vision-language models: train the vision tower too (frozen by default; LoRA adapts the language model only). */
   trainVision: z.boolean().default(false),
 });
 
-export const AlgorithmSection = z.strictObject({
+/**
+ * The RL algorithm. Fields left out take the algorithm's own defaults (algorithmDefaults.ts, cited
+ * in trainer/rl/ADVANTAGES.md), so `{ name: 'reinforce++' }` runs REINFORCE++ with its KL in the
+ * reward and `{ name: 'dr-grpo' }` runs Dr. GRPO with its constant normaliser.
+ */
+const AlgorithmFields = z.strictObject({
   name: Algorithm.exclude(['sft']),
   /** Samples per prompt (GRPO and RLOO compare within a group; others use it too, for the baseline). */
   groupSize: z.number().int().min(1).default(8),
-  /** GRPO: divide by the group's standard deviation; false is Dr. GRPO. */
-  scaleByStd: z.boolean().default(true),
+  /** GRPO: divide the outcome side of the advantage by the group's standard deviation (Dr. GRPO never does). */
+  scaleByStd: z.boolean().optional(),
   /** Discount for REINFORCE++ and GAE. */
-  gamma: fraction.default(1),
+  gamma: fraction.optional(),
   /** GAE's λ (PPO). */
-  lambda: fraction.default(0.95),
-  clipLow: z.number().positive().default(0.2),
-  clipHigh: z.number().positive().default(0.28),
+  lambda: fraction.optional(),
+  clipLow: z.number().positive().optional(),
+  clipHigh: z.number().positive().optional(),
   /** Dual-clip PPO's bound c for negative advantages; omit for none. */
   dualClip: z.number().gt(1).optional(),
+  /** KL to the reference policy — the policy as RL starts (the warm start, when there is one). */
   kl: z
     .strictObject({
-      coef: z.number().min(0).default(0),
-      estimator: z.enum(['k1', 'k2', 'k3']).default('k3'),
-      /** KL as a loss term, or subtracted from the per-token rewards. */
-      mode: z.enum(['loss', 'reward']).default('loss'),
+      coef: z.number().min(0).optional(),
+      estimator: z.enum(['k1', 'k2', 'k3']).optional(),
+      /** KL as a loss term, or −β·KL in the per-token rewards. */
+      mode: z.enum(['loss', 'reward']).optional(),
     })
-    .default({ coef: 0, estimator: 'k3', mode: 'loss' }),
+    .optional(),
   entropyCoef: z.number().min(0).default(0),
-  aggregation: z.enum(['token-mean', 'seq-mean-token-mean']).default('token-mean'),
+  aggregation: z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum-norm']).optional(),
+  /** `seq-mean-token-sum-norm`'s constant C (default: the most tokens a trajectory can generate, maxTurns × maxNewTokensPerTurn, at most maxTotalTokens). */
+  lossScaleFactor: z.number().positive().optional(),
   /**
    * Which tokens the policy loss trains on: `generated` (the default, and the right choice) only
    * the tokens the policy sampled; `response` everything after the prompt — tool results and
@@ -79,10 +87,48 @@ export const AlgorithmSection = z.strictObject({
   /** Passes over each rollout batch, and optimizer steps per pass. */
   epochs: positiveInt.default(1),
   miniBatches: positiveInt.default(1),
-  /** PPO: value-loss coefficient, value clip, and steps that train only the critic first. */
-  valueCoef: z.number().min(0).default(0.5),
-  valueClip: z.number().positive().default(0.2),
-  criticWarmupSteps: z.number().int().min(0).default(0),
+});
+
+/** The algorithm section with every unset field taken from the algorithm's defaults. */
+function withAlgorithmDefaults(a: z.output<typeof AlgorithmFields>) {
+  const d = ALGORITHM_DEFAULTS[a.name];
+  return {
+    ...a,
+    scaleByStd: a.scaleByStd ?? d.scaleByStd,
+    gamma: a.gamma ?? d.gamma,
+    lambda: a.lambda ?? d.lambda,
+    clipLow: a.clipLow ?? d.clipLow,
+    clipHigh: a.clipHigh ?? d.clipHigh,
+    kl: { coef: a.kl?.coef ?? d.kl.coef, estimator: a.kl?.estimator ?? d.kl.estimator, mode: a.kl?.mode ?? d.kl.mode },
+    aggregation: a.aggregation ?? d.aggregation,
+  };
+}
+
+export const AlgorithmSection = AlgorithmFields.transform(withAlgorithmDefaults);
+
+/**
+ * PPO's critic. `separate` (the default, as verl and Agent-R1 run it): a network of its own,
+ * initialised from the policy as RL starts (or from `model`), with its own optimizer, learning
+ * rate, gradient clipping and LoRA choice; the policy's weights never see the value loss.
+ * `shared`: a value head on the policy's own network, trained with the policy loss by the
+ * policy's optimizer (cheaper; the value loss moves the policy's weights, so no warm-up).
+ * Defaults from verl's critic config (algorithmDefaults.ts, CRITIC_DEFAULTS).
+ */
+export const CriticSection = z.strictObject({
+  network: z.enum(['separate', 'shared']).default('separate'),
+  /** A model folder or Hub repo id (same tokenizer) to start the critic from; default: the policy as RL starts. */
+  model: z.string().min(1).optional(),
+  /** LoRA adapters for the critic, or `false` for every weight; default: as the policy (`model.lora`). */
+  lora: LoraSection.optional(),
+  lr: z.number().positive().default(CRITIC_DEFAULTS.lr),
+  weightDecay: z.number().min(0).default(CRITIC_DEFAULTS.weightDecay),
+  maxGradNorm: z.number().min(0).default(CRITIC_DEFAULTS.maxGradNorm),
+  /** Clip the new value to within this of the value at rollout time. */
+  valueClip: z.number().positive().default(CRITIC_DEFAULTS.valueClip),
+  /** RL steps that train only the critic first (the policy is not updated at all). */
+  warmupSteps: z.number().int().min(0).default(CRITIC_DEFAULTS.warmupSteps),
+  /** `shared` only: the value loss's weight in the policy's loss. */
+  valueCoef: z.number().min(0).default(SHARED_VALUE_COEF),
 });
 
 export const RolloutSection = z.strictObject({
@@ -160,6 +206,8 @@ export const TrainingConfigSchema = z.strictObject({
    */
   metric: z.string().min(1).optional(),
   algorithm: AlgorithmSection,
+  /** PPO's critic (see CriticSection); PPO without one gets the defaults. */
+  critic: CriticSection.optional(),
   rollout: RolloutSection.default(RolloutSection.parse({})),
   optimization: OptimizationSection.default(OptimizationSection.parse({})),
   sft: SftSection.optional(),
@@ -206,6 +254,7 @@ export interface LoadedConfig {
 
 /** Validate a config value; errors are "config.ts: algorithm.groupSize: …", one per issue. */
 export function parseConfig(value: unknown, file: string): TrainingConfig {
+  refuseMovedFields(value, file);
   const result = TrainingConfigSchema.safeParse(value);
   if (!result.success) throw new ConfigError(`${file}: ${describeIssues(result.error.issues).split('; ').join(`\n${file}: `)}`);
   const config = result.data;
@@ -219,13 +268,49 @@ export function parseConfig(value: unknown, file: string): TrainingConfig {
     const names = config.rewards.outcome.map((r) => `"${r.name}"`).join(', ');
     throw new ConfigError(`${file}: metric: "${config.metric}" is not the name of an outcome reward; expected one of ${names || '(none: rewards.outcome is empty)'}`);
   }
-  if (config.algorithm.name === 'grpo' || config.algorithm.name === 'rloo') {
-    if (config.algorithm.groupSize < 2) throw new ConfigError(`${file}: algorithm.groupSize: ${config.algorithm.name} compares samples within a group; expected at least 2, got ${config.algorithm.groupSize}`);
-  }
+  checkAlgorithm(config, file);
   if (config.optimization.microBatchSize > config.rollout.promptsPerStep * config.algorithm.groupSize) {
     config.optimization.microBatchSize = config.rollout.promptsPerStep * config.algorithm.groupSize;
   }
   return config;
+}
+
+/** The reward config's numbers that decide the run, where set (unset ones leave the hash as it was before they existed). */
+function rewardSettings(r: RewardConfig): Record<string, unknown> {
+  const picked = { toolRewards: r.toolRewards, errorPenalty: r.errorPenalty, processWeight: r.processWeight, processNormMomentum: r.processNormMomentum };
+  return Object.fromEntries(Object.entries(picked).filter(([, v]) => v !== undefined));
+}
+
+/** The critic's settings lived in `algorithm` before the critic became a network of its own. */
+function refuseMovedFields(value: unknown, file: string): void {
+  const algorithm = (value as { algorithm?: Record<string, unknown> } | undefined)?.algorithm;
+  const moved = { criticWarmupSteps: 'critic.warmupSteps', valueClip: 'critic.valueClip', valueCoef: 'critic.valueCoef (with critic.network: "shared")' };
+  for (const [old, now] of Object.entries(moved)) {
+    if (algorithm && typeof algorithm === 'object' && old in algorithm) throw new ConfigError(`${file}: algorithm.${old} has moved to ${now}`);
+  }
+}
+
+/** What the schema cannot say alone: group sizes, Dr. GRPO's std, and the critic's combinations. */
+function checkAlgorithm(config: TrainingConfig, file: string): void {
+  const a = config.algorithm;
+  if (['grpo', 'dr-grpo', 'rloo', 'reinforce++-baseline'].includes(a.name) && a.groupSize < 2) {
+    throw new ConfigError(`${file}: algorithm.groupSize: ${a.name} compares samples within a group; expected at least 2, got ${a.groupSize}`);
+  }
+  if (a.name === 'dr-grpo' && a.scaleByStd) throw new ConfigError(`${file}: algorithm.scaleByStd: Dr. GRPO does not divide by the group's standard deviation; use name: 'grpo' for that`);
+  if (config.critic && a.name !== 'ppo') throw new ConfigError(`${file}: critic: only PPO trains a critic (algorithm.name is ${a.name})`);
+  if (a.name !== 'ppo') return;
+  const critic = (config.critic ??= CriticSection.parse({}));
+  if (critic.network === 'shared') {
+    if (critic.warmupSteps > 0) throw new ConfigError(`${file}: critic.warmupSteps: a shared-trunk critic's warm-up would move the policy's weights; use network: 'separate' for a warm-up`);
+    if (critic.model !== undefined || critic.lora !== undefined) throw new ConfigError(`${file}: critic.${critic.model !== undefined ? 'model' : 'lora'}: a shared-trunk critic is the policy's network; only a separate critic has its own`);
+    return;
+  }
+  const policyLora = config.model.lora;
+  const criticLora = critic.lora ?? policyLora;
+  if (critic.model === undefined && criticLora !== false) {
+    if (policyLora === false) throw new ConfigError(`${file}: critic.lora: adapters on a critic that starts from a fully fine-tuned policy would need a second frozen copy of the policy; use critic.lora: false, or critic.model`);
+    if (JSON.stringify(criticLora) !== JSON.stringify(policyLora)) throw new ConfigError(`${file}: critic.lora: to start from the policy, the critic's adapters take over the policy's, so they need its rank, alpha and targets (${JSON.stringify(policyLora)}); or use critic.lora: false, or critic.model`);
+  }
 }
 
 /** The config's plain values (tools and rewards by name), for hashing and for run.json. */
@@ -236,7 +321,7 @@ export function hashable(config: TrainingConfig): Record<string, unknown> {
     ...rest,
     tools: config.tools.map((t) => t.name),
     ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
-    rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum' },
+    rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum', ...rewardSettings(config.rewards) },
     data: { train: config.data.train, eval: config.data.eval },
     rollout: { ...config.rollout, format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },
   };

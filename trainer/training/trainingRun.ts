@@ -1,19 +1,17 @@
 import type { ExecutionProviderName } from '../engine/runtime/providers';
-import { PolicyTrainer } from '../rl/policyTrainer';
 import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
 import type { RunStoreWriter } from '../shared/runstore/writer';
-import { policyTrainerOptions, providerFor } from './configOptions';
+import { providerFor } from './configOptions';
 import { evaluateHeldOut, type EvaluationResult } from './evaluation';
 import { closeRunParts, loadRunParts } from './loadRunParts';
-import { saveRunCheckpoint } from './runCheckpoint';
 import { RunControl } from './runControl';
-import type { RunParts, RunPosition } from './runParts';
+import type { Learners, RunParts, RunPosition } from './runParts';
+import { prepareLearners, releaseLearners } from './learners';
 import { RunReporter, type EventSink } from './runReporter';
 import { createRun, reopenRun, type OpenedRun } from './runStoreOpening';
 import type { LoadedConfig } from './trainingConfig';
 import { trainingStep } from './trainingStep';
-import { warmStart } from './warmStart';
 
 export type { EvaluationResult, EventSink };
 
@@ -31,6 +29,8 @@ export interface TrainOptions {
   log?: (line: string) => void;
   /** Run the device in this thread (tests). */
   inProcessDevice?: boolean;
+  /** Evaluate on the held-out rows before RL (default true; a benchmark whose runs share a warm start evaluates it once). */
+  evaluateBefore?: boolean;
 }
 
 export interface TrainResult {
@@ -74,10 +74,10 @@ export class TrainingRun {
     this.report.writer = position.writer;
     this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.started', runDirectory: position.writer.dir, run: position.writer.record });
     this.report.log(`run ${position.writer.record.id}: ${parts.config.algorithm.name} on ${parts.model.config.architecture} (${position.writer.record.model.trainableParameters.toLocaleString()} trainable parameters), ${provider}`);
-    let trainer: PolicyTrainer | undefined;
+    let learners: Learners | undefined;
     try {
-      trainer = await this.prepareTrainer(parts, opened);
-      const result = await this.trainSteps(parts, position, trainer, opened.startStep);
+      learners = await prepareLearners(parts, opened);
+      const result = await this.trainSteps(parts, position, learners, opened.startStep);
       this.report.log(`run ${position.writer.record.status} after step ${position.writer.record.lastStep ?? 0} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${position.writer.dir}`);
       return result;
     } catch (error) {
@@ -85,34 +85,21 @@ export class TrainingRun {
       throw error;
     } finally {
       this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.ended', run: position.writer.record });
-      await trainer?.release().catch(() => undefined);
+      if (learners) await releaseLearners(learners);
       await closeRunParts(parts);
     }
   }
 
-  /**
-   * The policy optimizer: a new run warm-starts first (the warm-started weights are what RL
-   * starts from, and checkpoint 0 saves them); a resumed run restores the optimizer's state.
-   */
-  private async prepareTrainer(parts: RunParts, opened: OpenedRun): Promise<PolicyTrainer> {
-    const resuming = opened.startStep > 1;
-    if (!resuming && parts.config.sft) await warmStart(parts, opened.position.random);
-    const trainer = await PolicyTrainer.create(parts.model, policyTrainerOptions(parts.config));
-    if (resuming && opened.optimizerState) await trainer.optimizer.restore(opened.optimizerState);
-    if (!resuming) await saveRunCheckpoint(parts, opened.position, trainer, 0);
-    return trainer;
-  }
-
   /** Evaluate before RL (a new run), train the steps with the configured evaluations between, evaluate after. */
-  private async trainSteps(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, startStep: number): Promise<TrainResult> {
+  private async trainSteps(parts: RunParts, position: RunPosition, learners: Learners, startStep: number): Promise<TrainResult> {
     const { writer } = position;
     const evaluating = parts.evalData !== undefined;
     const every = parts.config.evaluation.every;
-    const evalBefore = evaluating && startStep === 1 ? await evaluateHeldOut(parts, writer, 0) : undefined;
+    const evalBefore = evaluating && startStep === 1 && this.options.evaluateBefore !== false ? await evaluateHeldOut(parts, writer, 0) : undefined;
     for (let step = startStep; step <= parts.totalSteps && !this.control.stopping; step++) {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
-      const outcome = await trainingStep(parts, position, trainer, step);
+      const outcome = await trainingStep(parts, position, learners, step);
       if (outcome === 'failed') return { runDir: writer.dir, run: writer.record, ...(evalBefore ? { evalBefore } : {}) };
       if (outcome === 'stopped') break;
       if (evaluating && every > 0 && step % every === 0 && step < parts.totalSteps) await evaluateHeldOut(parts, writer, step);

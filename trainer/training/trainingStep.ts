@@ -1,16 +1,15 @@
-import type { PolicyTrainer, UpdateMetrics } from '../rl/policyTrainer';
 import { lossMasks, prepareBatch, scoresNeeded, sequenceImages, type PreparedBatch } from '../rl/prepareBatch';
 import { toRlSample } from '../rl/rewardPlacement';
 import type { RlSample } from '../rl/samples';
 import { scoreTrajectories, type BatchRewards } from '../rewards/score';
 import type { Episode, Trajectory } from '../rollout/trajectory';
 import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
-import { batchSettings, policyLossWeight, rlSchedule } from './configOptions';
+import { batchSettings, criticSchedule, policyUpdates, rlSchedule } from './configOptions';
 import { saveRunCheckpoint } from './runCheckpoint';
 import { LiveSnapshot } from './liveSnapshot';
-import { seedFor, type RunParts, type RunPosition } from './runParts';
+import { seedFor, type Learners, type RunParts, type RunPosition } from './runParts';
 import { learningRate } from './schedule';
-import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, type StepTimes } from './stepRecord';
+import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, updateCounts, type StepTimes, type StepUpdate } from './stepRecord';
 import { taskMetric } from './taskMetric';
 
 /**
@@ -22,12 +21,12 @@ import { taskMetric } from './taskMetric';
 
 export type StepOutcome = 'ok' | 'failed' | 'stopped';
 
-export async function trainingStep(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number): Promise<StepOutcome> {
+export async function trainingStep(parts: RunParts, position: RunPosition, learners: Learners, step: number): Promise<StepOutcome> {
   const rolled = await rolloutStage(parts, position, step);
   if (rolled === 'stopped') return 'stopped';
-  const scored = await scoreStage(parts, step, rolled.trajectories);
-  const prepared = await prepareStage(parts, trainer, rolled.trajectories, scored.samples);
-  const updated = await updateStage(parts, position, trainer, step, prepared);
+  const scored = await scoreStage(parts, position, step, rolled.trajectories);
+  const prepared = await prepareStage(parts, learners, rolled.trajectories, scored.samples);
+  const updated = await updateStage(parts, position, learners, step, prepared);
   const times: StepTimes = {
     rolloutSeconds: rolled.seconds,
     rewardSeconds: scored.seconds,
@@ -36,7 +35,7 @@ export async function trainingStep(parts: RunParts, position: RunPosition, train
     trainedTokens: prepared.sequences.reduce((n, s) => n + s.ids.length, 0) * parts.config.algorithm.epochs,
   };
   const recorded = recordStage(parts, position, step, { trajectories: rolled.trajectories, rewards: scored.rewards, prepared, update: updated.metrics, lr: updated.lr, times });
-  return finishStage(parts, position, trainer, step, updated.metrics, recorded);
+  return finishStage(parts, position, learners, step, updated.metrics, recorded);
 }
 
 /** Roll out: `promptsPerStep` rows, each sampled `groupSize` times. A stop drops the step in flight. */
@@ -64,28 +63,36 @@ async function rolloutStage(parts: RunParts, position: RunPosition, step: number
 }
 
 /** Score: outcome and process rewards per trajectory, placed on its tokens for the RL side. */
-async function scoreStage(parts: RunParts, step: number, trajectories: Trajectory[]): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
+async function scoreStage(parts: RunParts, position: RunPosition, step: number, trajectories: Trajectory[]): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
   const started = performance.now();
   parts.report.progress(step, 'reward', 0, trajectories.length);
-  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools);
+  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools, { normalizer: position.processNormalizer });
   const samples = trajectories.map((t, i) => toRlSample(t, rewards.trajectories[i]));
   return { rewards, samples, seconds: (performance.now() - started) / 1000 };
 }
 
-/** Prepare the batch: the model scores what the batch needs (reference log-probs, values), then rl/ turns it into training sequences. */
-async function prepareStage(parts: RunParts, trainer: PolicyTrainer, trajectories: Trajectory[], samples: RlSample[]): Promise<PreparedBatch> {
+/** Prepare the batch: the models score what the batch needs (reference log-probs, the critic's values), then rl/ turns it into training sequences. */
+async function prepareStage(parts: RunParts, learners: Learners, trajectories: Trajectory[], samples: RlSample[]): Promise<PreparedBatch> {
   const settings = batchSettings(parts.config);
   const masks = lossMasks(trajectories, settings.lossMask, parts.model.config.vision?.imageTokenId);
-  const scores = await trainer.scoreReferenceAndValues(trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i], ...sequenceImages(t) })), scoresNeeded(settings));
+  const sequences = trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i], ...sequenceImages(t) }));
+  const needed = scoresNeeded(settings);
+  const scores = await learners.policy.scoreReferenceAndValues(sequences, { ...needed, values: needed.values && !learners.critic });
+  if (needed.values && learners.critic) scores.values = await learners.critic.values(sequences);
   return prepareBatch(trajectories, samples, masks, scores, settings);
 }
 
-/** Update: the policy (and critic) optimizer steps over the batch at this step's learning rate. */
-async function updateStage(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number, prepared: PreparedBatch): Promise<{ metrics: UpdateMetrics; lr: number; seconds: number }> {
+/**
+ * Update: the policy's optimizer steps over the batch at this step's learning rate — except in a
+ * separate critic's warm-up, when the policy is not touched at all — then the critic's, at its own.
+ */
+async function updateStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, prepared: PreparedBatch): Promise<{ metrics: StepUpdate; lr: number; seconds: number }> {
   const started = performance.now();
   parts.report.progress(step, 'update', 0, 1);
   const lr = learningRate(rlSchedule(parts.config), step - 1, parts.totalSteps);
-  const metrics = await trainer.update(prepared.sequences, lr, position.random, policyLossWeight(parts.config, step));
+  const metrics: StepUpdate = {};
+  if (policyUpdates(parts.config, step)) metrics.policy = await learners.policy.update(prepared.sequences, lr, position.random);
+  if (learners.critic) metrics.critic = await learners.critic.update(prepared.sequences, learningRate(criticSchedule(parts.config), step - 1, parts.totalSteps), position.random);
   return { metrics, lr, seconds: (performance.now() - started) / 1000 };
 }
 
@@ -108,9 +115,10 @@ function recordStage(parts: RunParts, position: RunPosition, step: number, input
  * stays); otherwise checkpoint when due (never after a step whose every update was skipped),
  * mark the step complete, and hold at the debugger's `update` point.
  */
-async function finishStage(parts: RunParts, position: RunPosition, trainer: PolicyTrainer, step: number, update: UpdateMetrics, recorded: ReturnType<typeof recordStage>): Promise<StepOutcome> {
+async function finishStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, update: StepUpdate, recorded: ReturnType<typeof recordStage>): Promise<StepOutcome> {
   const { config: c, report } = parts;
-  const allSkipped = update.steps > 0 && update.skipped === update.steps;
+  const { steps, skipped } = updateCounts(update);
+  const allSkipped = steps > 0 && skipped === steps;
   position.consecutiveNonFinite = allSkipped ? position.consecutiveNonFinite + 1 : 0;
   if (position.consecutiveNonFinite >= c.nonFinite.maxConsecutive) {
     const message = `${position.consecutiveNonFinite} steps in a row had only non-finite losses or gradients; stopped. The last good checkpoint is ${position.writer.record.lastCheckpoint ?? 'none'}.`;
@@ -121,7 +129,7 @@ async function finishStage(parts: RunParts, position: RunPosition, trainer: Poli
     return 'failed';
   }
   const due = c.output.checkpointEvery > 0 && (step % c.output.checkpointEvery === 0 || step === parts.totalSteps);
-  if (due && !allSkipped) await saveRunCheckpoint(parts, position, trainer, step);
+  if (due && !allSkipped) await saveRunCheckpoint(parts, position, learners, step);
   else position.writer.completeStep(step);
   report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
   // The debugger's `update` point: the step is done and recorded; it sees the scored records (without their token arrays) and the metrics.

@@ -1,4 +1,5 @@
-import type { TrainingConfig } from '../training/trainingConfig';
+import { lossScaleFactor } from '../training/configOptions';
+import { CriticSection, type TrainingConfig } from '../training/trainingConfig';
 
 /**
  * Our config's settings as verl's Hydra overrides, each with where it comes from, plus every
@@ -35,6 +36,8 @@ export interface SettingsMapping {
 const ESTIMATORS: Record<TrainingConfig['algorithm']['name'], string> = {
   ppo: 'gae',
   grpo: 'grpo',
+  // Dr. GRPO is verl's grpo estimator without the std and with the seq-mean-token-sum-norm loss (docs/algo/grpo.md).
+  'dr-grpo': 'grpo',
   'reinforce++': 'reinforce_plus_plus',
   'reinforce++-baseline': 'reinforce_plus_plus_baseline',
   rloo: 'rloo',
@@ -77,13 +80,13 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
   }
   map('algorithm.entropyCoef', 'actor_rollout_ref.actor.entropy_coeff', a.entropyCoef);
   map('algorithm.aggregation', 'actor_rollout_ref.actor.loss_agg_mode', a.aggregation);
+  const scale = lossScaleFactor(config);
+  if (scale !== undefined) {
+    map('algorithm.lossScaleFactor', 'actor_rollout_ref.actor.loss_scale_factor', scale, "verl divides the batch's token sums by it; we also divide by the number of sequences (Dr. GRPO's mean over the group), a constant factor Adam absorbs");
+  }
   map('algorithm.epochs', 'actor_rollout_ref.actor.ppo_epochs', a.epochs);
   map('algorithm.miniBatches', 'actor_rollout_ref.actor.ppo_mini_batch_size', Math.max(1, Math.floor(r.promptsPerStep / a.miniBatches)), 'prompts per mini-batch: promptsPerStep / miniBatches (verl counts prompts, each with its n samples)');
-  if (a.name === 'ppo') {
-    map('algorithm.valueClip', 'critic.cliprange_value', a.valueClip);
-    map('algorithm.criticWarmupSteps', 'trainer.critic_warmup', a.criticWarmupSteps);
-    skip('algorithm.valueCoef', a.valueCoef, 'verl trains the critic as its own model with its own optimizer (critic.optim); there is no value-loss coefficient in a shared loss');
-  }
+  if (a.name === 'ppo') mapCritic(config, map, skip);
   if (a.lossMask === 'response') skip('algorithm.lossMask', a.lossMask, 'verl always trains on the tokens the policy generated (response_mask); training on tool results is our ablation only');
 
   map('rollout.promptsPerStep', 'data.train_batch_size', r.promptsPerStep);
@@ -133,6 +136,24 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
   skip('rollout.budget.maxTurns (the last turn\'s calls)', b.maxTurns, "our loop runs the calls of the last allowed turn and rewards them; verl's tool agent ends the episode there without running them, so the reward endpoint sees them unanswered");
   skip('toolArgs (per-row tool arguments)', 'rows\' toolArgs', "verl's MCP tools send only the call's arguments; served tools see no row (ctx.row is empty, ctx.rowArgs undefined)");
   return { mapped, unmapped };
+}
+
+/** PPO's critic: verl's is always a model of its own (critic.*), as our default `separate` one is. */
+function mapCritic(config: TrainingConfig, map: (setting: string, key: string, value: HydraValue, note?: string) => void, skip: (setting: string, value: unknown, why: string) => void): void {
+  const critic = config.critic ?? CriticSection.parse({});
+  if (critic.network === 'shared') {
+    skip('critic.network', 'shared', "verl's critic is always a model of its own with its own optimizer; a value head on the policy's network (and critic.valueCoef) has no verl equivalent");
+  }
+  map('critic.lr', 'critic.optim.lr', critic.lr);
+  map('critic.weightDecay', 'critic.optim.weight_decay', critic.weightDecay);
+  map('critic.maxGradNorm', 'critic.optim.clip_grad', critic.maxGradNorm);
+  map('critic.valueClip', 'critic.cliprange_value', critic.valueClip);
+  map('critic.warmupSteps', 'trainer.critic_warmup', critic.warmupSteps);
+  const lora = critic.lora ?? config.model.lora;
+  map('critic.lora', 'critic.model.lora_rank', lora === false ? 0 : lora.rank, lora === false ? 'every weight trains: lora_rank 0' : undefined);
+  if (lora !== false) map('critic.lora.alpha', 'critic.model.lora_alpha', lora.alpha);
+  if (critic.model !== undefined) map('critic.model', 'critic.model.path', critic.model);
+  else skip('critic.model', 'the policy as RL starts', "verl starts the critic from critic.model.path: set it to the actor's starting model (the SFT output), as ours starts from the warm-started policy");
 }
 
 /** A value as a Hydra override writes it (lists and dicts in Hydra's own syntax). */

@@ -65,9 +65,8 @@ async function train(algorithm: Algorithm, steps: number): Promise<number[]> {
         const mask = Uint8Array.from(ids, (_, t) => (t >= prompt.length ? 1 : 0));
         const logprobs = Float32Array.from(ids, (_, t) => (t >= prompt.length ? turn.logprobs[t - prompt.length] : 0));
         const reward = turn.tokens.filter((t) => t < half).length / turn.tokens.length;
-        const r = new Float64Array(ids.length);
-        r[ids.length - 1] = reward;
-        return { ids, mask, logprobs, reward, sample: { group: Math.floor(i / groupSize), mask, rewards: r } as RlSample };
+        const sample: RlSample = { group: Math.floor(i / groupSize), mask, outcome: { token: ids.length - 1, reward }, calls: [] };
+        return { ids, mask, logprobs, reward, sample };
       });
       rewards.push(sequences.reduce((a, s) => a + s.reward, 0) / sequences.length);
       let adv: Advantages;

@@ -12,6 +12,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import sharp from 'sharp';
+import { CheckpointReader } from '../../../trainer/models/checkpointReader';
 import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
 import { RunStoreReader } from '../../../trainer/shared/runstore';
 import { TrainingRun } from '../../../trainer/training/trainingRun';
@@ -46,7 +47,7 @@ before(async () => {
   fs.writeFileSync(path.join(dir, 'data/missing.jsonl'), JSON.stringify({ id: 'gone', answer: '1', messages: [{ role: 'user', content: [{ type: 'image', path: 'img/none.png' }, { type: 'text', text: 'Hm?' }] }] }) + '\n');
   const zoomPng = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#ff8800' } }).png().toBuffer();
   fs.writeFileSync(path.join(dir, 'zoom.png'), zoomPng);
-  const config = (name: string, train: string) =>
+  const config = (name: string, train: string, algorithm = "{ name: 'grpo', groupSize: 2 }", extra = '') =>
     fs.writeFileSync(
       path.join(dir, name),
       `import * as fs from 'node:fs';
@@ -59,7 +60,7 @@ export default defineConfig({
   data: { train: ${JSON.stringify(train)} },
   tools: [zoom],
   rewards: { outcome: [exactMatch()] },
-  algorithm: { name: 'grpo', groupSize: 2 },
+  algorithm: ${algorithm},${extra}
   rollout: { promptsPerStep: 2, temperature: 1, budget: { maxTurns: 2, maxNewTokensPerTurn: 12, maxTotalTokens: 400, maxToolResultTokens: 32, maxImagePixels: 4096 } },
   optimization: { lr: 1e-2, microBatchSize: 4 },
   sft: { data: 'data/sft.jsonl', epochs: 2, lr: 1e-2, batchSize: 2 },
@@ -71,6 +72,8 @@ export default defineConfig({
     );
   config('vision.config.ts', 'data/train.jsonl');
   config('missing.config.ts', 'data/missing.jsonl');
+  // PPO with a separate critic that trains every language-model weight (a full copy of the policy).
+  config('ppo.config.ts', 'data/train.jsonl', "{ name: 'ppo', groupSize: 2 }", '\n  critic: { lora: false, lr: 1e-2 },');
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -101,6 +104,30 @@ describe('a vision-language training run', () => {
     // Only the LoRA adapters train (q_proj 32→32 and v_proj 32→16 at rank 4, two layers): the vision tower is frozen.
     assert.equal(reader.run().model.trainableParameters, 2 * (4 * 32 + 32 * 4 + 4 * 32 + 16 * 4));
     assert.ok(fs.existsSync(path.join(runDir, reader.run().lastCheckpoint!, 'adapter_config.json')));
+  });
+
+  it("PPO's separate critic values the images too: a full-copy critic trains its language model, not the untied LM head, and keeps its vision tower frozen as the policy does", async () => {
+    const runDir = path.join(dir, 'runs', 'ppo');
+    const result = await new TrainingRun(await loadConfig(path.join(dir, 'ppo.config.ts')), { inProcessDevice: true, runDir }).run();
+    assert.equal(result.run.status, 'finished', result.run.error?.message);
+    const reader = new RunStoreReader(runDir);
+    const train = reader.metrics().records.filter((m) => m.kind === 'train');
+    assert.equal(train.length, 2);
+    for (const m of train) {
+      assert.ok(Number.isFinite(m.values['loss/value']), `step ${m.step}: a finite value loss`);
+      assert.ok((m.values['critic/grad_norm'] as number) > 0, `step ${m.step}: the critic has a gradient`);
+    }
+    // The critic's checkpoint: its trainable tensors under critic/… — language model and value head, no vision weight.
+    const critic = CheckpointReader.open(path.join(runDir, reader.run().lastCheckpoint!, 'critic'), 'optimizer.safetensors');
+    try {
+      const names = critic.names().filter((n) => !n.endsWith('.m') && !n.endsWith('.v'));
+      assert.ok(names.some((n) => n.startsWith('critic/model.layers.')), 'the language model trains');
+      assert.ok(names.includes('critic/v_head.summary.weight'));
+      assert.deepEqual(names.filter((n) => n.startsWith('critic/visual.')), [], 'no vision weight trains');
+      assert.ok(!names.includes('critic/lm_head.weight'), 'a critic has no LM head');
+    } finally {
+      critic.close();
+    }
   });
 
   it('a row whose image file is missing stops the run before it starts, naming the row and the file', async () => {

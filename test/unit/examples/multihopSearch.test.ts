@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { loadJsonlDataset } from '../../../trainer/data';
 import { AgentLoop, HermesFormat, tokenizeDemonstration } from '../../../trainer/rollout';
 import { scoreTrajectories } from '../../../trainer/rewards';
+import { tokenRewards } from '../../../trainer/rl/samples';
 import { Tool, ToolSet } from '../../../trainer/tools';
 import { buildKnowledgeBase, KB_OPTIONS, RELATIONS, type Relation } from '../../../examples/multihop-search/kb';
 import {
@@ -221,7 +222,7 @@ describe('examples/multihop-search', () => {
       const calls = run.rewards.trajectories[i].calls;
       assert.equal(calls.length, i % 2 ? 0 : run.rows[i >> 1].hops);
       assert.ok(calls.every((c) => c.components['tool:search'] === 1), 'each search of the chain finds a new needed document');
-      assert.ok(Math.abs(run.samples[i].rewards.reduce((a, b) => a + b, 0) - run.rewards.trajectories[i].total) < 1e-12);
+      assert.ok(Math.abs(tokenRewards(run.samples[i]).reduce((a, b) => a + b, 0) - run.rewards.trajectories[i].total) < 1e-12);
     });
   });
 

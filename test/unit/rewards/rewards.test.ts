@@ -11,13 +11,15 @@ import {
   formatCheck,
   normalizeAnswer,
   outcomeReward,
+  ProcessRewardNormalizer,
   RewardError,
   scoreTrajectories,
+  withoutProcessRewards,
   substringMatch,
   tokenF1,
   type RewardConfig,
 } from '../../../trainer/rewards';
-import { rewardToGo } from '../../../trainer/rl/samples';
+import { rewardToGo, tokenRewards } from '../../../trainer/rl/samples';
 import { defineTool, ToolSet, type ToolCallOutcome } from '../../../trainer/tools';
 import { toRlSample } from "../../../trainer/rl/rewardPlacement";
 
@@ -151,10 +153,10 @@ describe('scoring a batch: outcome and process rewards, combination, placement',
     expected[4] = 1.6;
     expected[9] = -0.4 + 1; // two calls can end on the same token only in a hand-made case; their rewards add
     expected[12] = 1.92;
-    assert.deepEqual([...sample.rewards].map((v) => Math.round(v * 1e12) / 1e12), [...expected]);
+    assert.deepEqual([...tokenRewards(sample)].map((v) => Math.round(v * 1e12) / 1e12), [...expected]);
     assert.deepEqual([...sample.mask], t.mask);
     assert.equal(sample.group, 0);
-    assert.ok(Math.abs(rewardToGo(sample)[2] - r.total) < 1e-12, 'the return from the first generated token is the total reward');
+    assert.ok(Math.abs(rewardToGo(tokenRewards(sample), sample.mask)[2] - r.total) < 1e-12, 'the return from the first generated token is the total reward');
   });
 
   it("scales process rewards by the batch's largest absolute process reward-to-go (Agent-R1)", async () => {
@@ -203,6 +205,79 @@ describe('scoring a batch: outcome and process rewards, combination, placement',
     await assert.rejects(scoreTrajectories([t], { outcome: [], process: [{ name: 'p', score: () => 'high' as never }] }, tools), /process reward "p" on trajectory 2 \(rewards\.jsonl:1 \(row q-3\)\), turn 0 call 0 returned "high"/);
     await assert.rejects(scoreTrajectories([t], { outcome: [exactMatch(), exactMatch()] }, tools), /rewards\.outcome\[1\]: two rewards are named "exact_match"/);
     await assert.rejects(scoreTrajectories([t], { outcome: [], combine: 'normalised' as never }, tools), /rewards\.combine must be "weighted-sum" or "agent-r1", got "normalised"/);
-    await assert.rejects(scoreTrajectories([t], { outcome: [], errorPenalty: { parse: Infinity } }, tools), /rewards\.errorPenalty must be a finite number/);
+    await assert.rejects(scoreTrajectories([t], { outcome: [], errorPenalty: { parse: Infinity } }, tools), /rewards\.errorPenalty\.parse: expected a finite number ≥ 0/);
+  });
+});
+
+describe('process rewards: normalisation that never amplifies, validation, the ablation', () => {
+  const search = defineTool({ name: 'search', description: 'Search.', parameters: z.object({ query: z.string() }), execute: () => 'result', reward: () => 1 });
+  const tools = new ToolSet([search]);
+  const ok = (tokenEnd: number): Partial<ToolCallResult> => ({ name: 'search', arguments: { query: 'q' }, result: { content: [{ type: 'text', text: 'result' }] }, tokenEnd });
+  const failed = (tokenEnd: number): Partial<ToolCallResult> => ({ error: { kind: 'parse', message: 'bad' }, tokenEnd });
+  const rows = rowsOf([{ id: 'a', prompt: 'q', answer: 'x' }, { id: 'b', prompt: 'q', answer: 'x' }]);
+
+  // Defect 2 of issue 16: Agent-R1's divide-by-the-batch's-largest-return scaled a lone 0.05
+  // penalty up to −1, enough to cancel a correct answer.
+  it('agent-r1 never scales a process reward up: a lone small penalty stays what it was', async () => {
+    const right = trajectory(0, rows[0], 'PGGGG', '<answer>x</answer>', [failed(2)]);
+    const batch = await scoreTrajectories([right], { outcome: [exactMatch()], toolRewards: false, errorPenalty: 0.05, combine: 'agent-r1' }, tools);
+    assert.equal(batch.maxProcessRewardToGo, 0.05);
+    assert.equal(batch.processScale, 1, 'divided by max(1, 0.05) = 1');
+    assert.deepEqual(batch.trajectories[0].calls.map((c) => c.scaled), [-0.05]);
+    assert.ok(Math.abs(batch.trajectories[0].total - 0.95) < 1e-12, 'the correct answer keeps its reward');
+    // With a weight: never more than the weight.
+    const weighted = await scoreTrajectories([right], { outcome: [], toolRewards: false, errorPenalty: 0.05, combine: 'agent-r1', processWeight: 0.5 }, tools);
+    assert.equal(weighted.processScale, 0.5);
+  });
+
+  it('agent-r1 keeps a running statistic: the scale does not jump from batch to batch', async () => {
+    const normalizer = new ProcessRewardNormalizer(0.9);
+    const config: RewardConfig = { outcome: [], combine: 'agent-r1' };
+    // Batch 1: four rewarded searches in one trajectory (largest reward-to-go 4); batch 2: two (2).
+    const four = trajectory(0, rows[0], 'PGGGGGGGGG', 'x', [ok(1), ok(3), ok(5), ok(7)]);
+    const two = trajectory(0, rows[0], 'PGGGGG', 'x', [ok(1), ok(3)]);
+    const first = await scoreTrajectories([four], config, tools, { normalizer });
+    assert.equal(first.processScale, 1 / 4);
+    const second = await scoreTrajectories([two], config, tools, { normalizer });
+    assert.equal(second.maxProcessRewardToGo, 2);
+    assert.ok(Math.abs(second.processScale - 1 / (0.9 * 4 + 0.1 * 2)) < 1e-12, `scale ${second.processScale}: M = 0.9·4 + 0.1·2, not the batch's own 2`);
+    assert.ok(Math.abs(second.processMagnitude! - 3.8) < 1e-12);
+    // A batch without process rewards measures nothing and leaves M alone.
+    const none = await scoreTrajectories([trajectory(0, rows[0], 'PG', 'x')], config, tools, { normalizer });
+    assert.equal(none.processMagnitude, second.processMagnitude);
+    assert.deepEqual(normalizer.state(), { magnitude: second.processMagnitude, batches: 2 });
+    // Resumed from its state, the statistic continues where it was.
+    const resumed = new ProcessRewardNormalizer(0.9, normalizer.state());
+    assert.equal(resumed.observe(2), normalizer.observe(2));
+  });
+
+  // Defect 5 of issue 16: a negative errorPenalty silently became a bonus for failing.
+  it('refuses penalties and weights of the wrong sign, naming the field', async () => {
+    const t = trajectory(0, rows[0], 'PGG', 'x', [failed(1)]);
+    const refused = async (config: RewardConfig, message: RegExp) => assert.rejects(scoreTrajectories([t], config, tools), (error: unknown) => error instanceof RewardError && message.test(error.message));
+    await refused({ outcome: [], errorPenalty: -0.1 }, /^rewards\.errorPenalty: expected a finite number ≥ 0 \(it is subtracted from a failed call's reward: a negative penalty would reward failing\), got -0\.1$/);
+    await refused({ outcome: [], errorPenalty: { timeout: -1 } }, /^rewards\.errorPenalty\.timeout: expected a finite number ≥ 0/);
+    await refused({ outcome: [], errorPenalty: { crashed: 1 } as never }, /^rewards\.errorPenalty\.crashed: not an error kind; expected one of parse, unknown_tool, invalid_arguments, threw, timeout$/);
+    await refused({ outcome: [exactMatch({ weight: -2 })] }, /^rewards\.outcome\[0\] \("exact_match"\)\.weight: expected a finite number ≥ 0 \(a weight scales the score; make the score negative for a penalty\), got -2$/);
+    await refused({ outcome: [], process: [{ name: 'p', weight: Number.NaN, score: () => 1 }] }, /^rewards\.process\[0\] \("p"\)\.weight: expected a finite number ≥ 0/);
+    await refused({ outcome: [], toolRewards: { weight: -0.1 } }, /^rewards\.toolRewards\.weight: expected a finite number ≥ 0/);
+    await refused({ outcome: [], processWeight: -1 }, /^rewards\.processWeight: expected a finite number ≥ 0/);
+    await refused({ outcome: [], combine: 'agent-r1', processNormMomentum: 1 }, /^rewards\.processNormMomentum: expected a number in \[0, 1\)/);
+    // A penalty of 0 and a weight of 0 are allowed (off).
+    const zero = await scoreTrajectories([t], { outcome: [], errorPenalty: 0, toolRewards: { weight: 0 } }, tools);
+    assert.deepEqual(zero.trajectories[0].calls.map((c) => c.scaled + 0), [0]);
+  });
+
+  // Defect 4 of issue 16: the "process rewards off" ablation (toolRewards: false) kept the error penalty.
+  it('the process-rewards-off ablation takes every process part out of the return, the error penalty included', async () => {
+    const config: RewardConfig = { outcome: [exactMatch()], toolRewards: { weight: 0.1 }, process: [{ name: 'called', score: () => 1 }], errorPenalty: 0.1 };
+    const t = trajectory(0, rows[0], 'PGGGGG', '<answer>x</answer>', [ok(1), failed(3)]);
+    const off = await scoreTrajectories([t], withoutProcessRewards(config), tools);
+    const r = off.trajectories[0];
+    assert.deepEqual(r.calls.map((c) => c.scaled + 0), [0, 0], 'nothing of the calls enters the return');
+    assert.equal(r.total, 1, 'the outcome alone');
+    assert.deepEqual(r.calls.map((c) => c.components), [{ 'tool:search': 1, called: 1 }, { called: 1, error_penalty: -0.1 }], 'still recorded, for comparison');
+    const sample = toRlSample(t, r);
+    assert.deepEqual([...tokenRewards(sample)].map((v) => v + 0), [0, 0, 0, 0, 0, 1], 'the only reward on a token is the outcome');
   });
 });

@@ -1,19 +1,25 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/rl/advantages';
-import { applyKlPenalty } from '../../../trainer/rl/kl';
+import { klPenalty } from '../../../trainer/rl/kl';
 import type { RlSample } from '../../../trainer/rl/samples';
 
-/** A sample whose policy tokens are at `policy`, with rewards {position: value}. */
+/**
+ * A sample whose policy tokens are at `policy`, with rewards {position: value}: the value on the
+ * last policy token is the outcome, every other one a call's reward (in token order).
+ */
 function sample(group: number, length: number, policy: number[], rewards: Record<number, number>, values?: number[]): RlSample {
   const mask = new Uint8Array(length);
   for (const p of policy) mask[p] = 1;
-  const r = new Float64Array(length);
-  for (const [p, v] of Object.entries(rewards)) r[Number(p)] = v;
-  return { group, mask, rewards: r, ...(values ? { values: Float32Array.from(values) } : {}) };
+  const last = Math.max(...policy);
+  const calls = Object.entries(rewards)
+    .map(([p, v]) => ({ token: Number(p), reward: v }))
+    .filter((c) => c.token !== last)
+    .sort((a, b) => a.token - b.token);
+  return { group, mask, outcome: { token: last, reward: rewards[last] ?? 0 }, calls, ...(values ? { values: Float32Array.from(values) } : {}) };
 }
 
-const close = (a: number, b: number, tol = 1e-6) => assert.ok(Math.abs(a - b) < tol, `${a} ≠ ${b}`);
+const close = (a: number, b: number, message = "", tol = 1e-6) => assert.ok(Math.abs(a - b) < tol, `${a} ≠ ${b} ${message}`);
 
 describe('advantage estimators', () => {
   // Group 0: returns 1, 0, 1, 0 (outcome on the last policy token); group 1: 0.5 and 0.5.
@@ -49,31 +55,30 @@ describe('advantage estimators', () => {
     close(advantages[5][3], 0);
   });
 
-  it('GRPO with process rewards: tokens before a rewarded call get its reward as extra credit', () => {
-    // Sample 0: a call ending at token 2 earns 0.2, outcome 1 at token 5; sample 1: outcome 0.
+  it('GRPO with process rewards: each call is compared with the same-numbered call of the group', () => {
+    // Sample 0: a call ending at token 2 earns 0.2, outcome 1 at token 5; sample 1: no call, outcome 0.
     const withProcess = [sample(0, 6, [1, 2, 4, 5], { 2: 0.2, 5: 1 }), sample(0, 6, [1, 2, 4, 5], { 5: 0 })];
     const { advantages } = grpoAdvantages(withProcess, { scaleByStd: false });
-    // Returns: 1.2 and 0, mean 0.6. Reward-to-go of sample 0: 1.2 before the call, 1 after it.
-    close(advantages[0][1], 1.2 - 0.6);
-    close(advantages[0][2], 1.2 - 0.6);
-    close(advantages[0][4], 1 - 0.6);
-    close(advantages[1][1], -0.6);
+    // Outcome side: 1 and 0, mean 0.5. Call 1: 0.2 and (none) 0, mean 0.1.
+    close(advantages[0][1], 0.5 + 0.1);
+    close(advantages[0][2], 0.5 + 0.1, 'the call token itself carries the call');
+    close(advantages[0][4], 0.5, 'the tokens after the call do not');
+    // The sample that made no call counts 0 for it, on its last token: below the group on every token.
+    close(advantages[1][1], -0.5 - 0.1);
+    close(advantages[1][5], -0.5 - 0.1);
   });
 
-  it('GRPO with process rewards: the group std scales the group-relative part only, so tied returns cannot blow up', () => {
-    // Both samples fail one call (−0.1 at token 2, the outcome 0 at token 5): their returns tie, std 0.
+  it('GRPO with process rewards: the group std scales the outcome side only; tied outcomes and equal calls give zero', () => {
+    // Both samples fail one call (−0.1 at token 2, outcome 0 at token 5): outcomes tie (std 0), calls equal.
     const tied = [sample(0, 6, [1, 2, 4, 5], { 2: -0.1, 5: 0 }), sample(0, 6, [1, 2, 4, 5], { 2: -0.1, 5: 0 })];
     const { advantages } = grpoAdvantages(tied, { scaleByStd: true });
-    close(advantages[0][1], 0);
-    close(advantages[0][2], 0);
-    close(advantages[0][4], 0.1); // after the penalised call: its reward-to-go is 0.1 above the return
-    close(advantages[1][5], 0.1);
-    // Returns 1.2 and 0 (std 0.8485): the relative part is scaled, the within-trajectory part is not.
-    const std = Math.sqrt(2 * 0.36);
+    for (const a of advantages) for (const t of [1, 2, 4, 5]) close(a[t], 0);
+    // Outcomes 1 and 0 (std 0.7071): the outcome side is scaled, the process side is not.
+    const std = Math.sqrt(0.5);
     const mixed = grpoAdvantages([sample(0, 6, [1, 2, 4, 5], { 2: 0.2, 5: 1 }), sample(0, 6, [1, 2, 4, 5], { 5: 0 })], { scaleByStd: true }).advantages;
-    close(mixed[0][1], 0.6 / (std + 1e-6));
-    close(mixed[0][4], 0.6 / (std + 1e-6) - 0.2);
-    close(mixed[1][1], -0.6 / (std + 1e-6));
+    close(mixed[0][1], 0.5 / (std + 1e-6) + 0.1);
+    close(mixed[0][4], 0.5 / (std + 1e-6));
+    close(mixed[1][1], -0.5 / (std + 1e-6) - 0.1);
   });
 
   it('REINFORCE++: discounted reward-to-go whitened over all policy tokens of the batch', () => {
@@ -88,7 +93,7 @@ describe('advantage estimators', () => {
     close(advantages[1][3], (raw[4] - mean) / (std + 1e-6));
     assert.equal(advantages[0][3], 0);
     const policyValues = [advantages[0][1], advantages[0][2], advantages[0][4], advantages[1][1], advantages[1][3]];
-    close(policyValues.reduce((a, b) => a + b, 0), 0, 1e-5);
+    close(policyValues.reduce((a, b) => a + b, 0), 0, 'whitened values sum to zero', 1e-5);
   });
 
   it('REINFORCE++ with baseline subtracts the group mean return before whitening', () => {
@@ -122,12 +127,11 @@ describe('advantage estimators', () => {
     assert.equal(advantages[0][3], 0, 'the values at tool tokens (9) play no part');
   });
 
-  it('KL in the reward subtracts β·KL on every policy token', () => {
-    const rewards = Float64Array.from([0, 0, 1]);
-    const mask = Uint8Array.from([0, 1, 1]);
-    const out = applyKlPenalty(rewards, mask, Float32Array.from([0, -1, -2]), Float32Array.from([0, -1.5, -1]), 0.1, 'k1');
+  it('KL in the reward: −β·KL on every sampled token, nothing elsewhere', () => {
+    const sampled = Uint8Array.from([0, 1, 1]);
+    const out = klPenalty(sampled, Float32Array.from([0, -1, -2]), Float32Array.from([0.3, -1.5, -1]), 0.1, 'k1');
     close(out[0], 0);
     close(out[1], -0.1 * 0.5);
-    close(out[2], 1 - 0.1 * -1);
+    close(out[2], -0.1 * -1);
   });
 });

@@ -30,6 +30,17 @@ function reference(c: PolicyLossConfig): number {
     if (c.dualClip !== undefined && a < 0) pg = Math.min(pg, -c.dualClip * a);
     return pg + c.klCoef * klEstimate(data.logprobs[i], data.ref[i], c.klEstimator);
   };
+  if (c.aggregation === 'seq-mean-token-sum-norm') {
+    // Dr. GRPO: every sequence's token sum over the constant C, averaged over the sequences that have tokens.
+    let sum = 0;
+    let sequences = 0;
+    for (let b = 0; b < B; b++) {
+      let any = false;
+      for (let k = 0; k < T; k++) if (data.mask[b * T + k]) (sum += perToken(b * T + k)), (any = true);
+      if (any) sequences++;
+    }
+    return sum / (sequences * c.lossScaleFactor!);
+  }
   if (c.aggregation === 'token-mean') {
     let sum = 0;
     let n = 0;
@@ -63,6 +74,7 @@ const base: PolicyLossConfig = { clipLow: 0.2, clipHigh: 0.28, aggregation: 'tok
 const variants: Array<[string, PolicyLossConfig]> = [
   ['token-mean, asymmetric clip', base],
   ['sequence-mean of token-means', { ...base, aggregation: 'seq-mean-token-mean' }],
+  ['Dr. GRPO: token sums over a constant (C = 7), sequence-mean', { ...base, aggregation: 'seq-mean-token-sum-norm', lossScaleFactor: 7, klCoef: 0.05, klEstimator: 'k2' }],
   ['dual clip', { ...base, dualClip: 3 }],
   ['KL loss k1', { ...base, klCoef: 0.1, klEstimator: 'k1' }],
   ['KL loss k2', { ...base, klCoef: 0.1, klEstimator: 'k2' }],

@@ -12,6 +12,7 @@ import { JavaScriptTool } from '../../../trainer/tools/builtin/javascript';
 import { SearchTool } from '../../../trainer/tools/builtin/search';
 import { fakeEntropy, fakeLogprob, qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
 import { toRlSample } from "../../../trainer/rl/rewardPlacement";
+import { tokenRewards } from '../../../trainer/rl/samples';
 
 const DOCS = [
   { id: 'p-ada', title: 'Ada Brenner', text: 'Ada Brenner is a chemist who works at Northwind Labs.' },
@@ -150,10 +151,11 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     assert.equal(rewards.answer, 'Veldmark');
 
     const sample = toRlSample(t, rewards);
+    const placed = tokenRewards(sample);
     const last = t.mask.lastIndexOf(1);
-    assert.equal(sample.rewards[last], 1);
-    assert.equal(sample.rewards[t.calls[0].tokenEnd], 0.25);
-    assert.equal(sample.rewards.reduce((a, b) => a + b, 0), 1.25);
+    assert.equal(placed[last], 1);
+    assert.equal(placed[t.calls[0].tokenEnd], 0.25);
+    assert.equal(placed.reduce((a, b) => a + b, 0), 1.25);
     assert.deepEqual([...sample.mask], t.mask);
 
     const record = toTrajectoryRecord(t, rewards, { step: 7, tokenizer });

@@ -10,6 +10,7 @@ import { defineTool, ToolSet } from '../../../trainer/tools';
 import { CalculatorTool } from '../../../trainer/tools/builtin/calculator';
 import { qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
 import { toRlSample } from "../../../trainer/rl/rewardPlacement";
+import { tokenRewards } from '../../../trainer/rl/samples';
 
 const SAMPLING = { temperature: 0.7, topK: 0, topP: 1 };
 const BUDGET = { maxTurns: 4, maxNewTokensPerTurn: 120, maxTotalTokens: 1500, maxToolResultTokens: 60 };
@@ -112,7 +113,7 @@ describe('AgentLoop failures, budgets and truncation', () => {
       [-0.5, -0.2, -0.3, -0.4, -0.1, undefined, -0.5],
     );
     const sample = toRlSample(t, rewards);
-    t.calls.forEach((c, i) => assert.equal(sample.rewards[c.tokenEnd], rewards.calls[i].scaled));
+    t.calls.forEach((c, i) => assert.equal(tokenRewards(sample)[c.tokenEnd], rewards.calls[i].scaled));
   });
 
   it('uses the configured wording for error observations', async () => {

@@ -20,7 +20,9 @@ function config(overrides: Partial<TrainingConfigInput>) {
 describe('verl settings', () => {
   const variants = {
     grpo: config({}),
-    ppo: config({ algorithm: { name: 'ppo', dualClip: 3, kl: { coef: 0.01, estimator: 'k1', mode: 'reward' }, criticWarmupSteps: 2, lossMask: 'response' }, model: { path: 'm', lora: false }, optimization: { schedule: 'linear' }, evaluation: { every: 5, samples: 3, temperature: 0.5 } }),
+    ppo: config({ algorithm: { name: 'ppo', dualClip: 3, kl: { coef: 0.01, estimator: 'k1', mode: 'reward' }, lossMask: 'response' }, critic: { warmupSteps: 2, lr: 2e-5 }, model: { path: 'm', lora: false }, optimization: { schedule: 'linear' }, evaluation: { every: 5, samples: 3, temperature: 0.5 } }),
+    sharedCritic: config({ algorithm: { name: 'ppo' }, critic: { network: 'shared' } }),
+    drGrpo: config({ algorithm: { name: 'dr-grpo' } }),
     rloo: config({ algorithm: { name: 'rloo', kl: { coef: 0.1, estimator: 'k2', mode: 'loss' } }, rollout: { format: new CodeBlockFormat(), templateKwargs: { enable_thinking: false, x: 'y' }, systemPrompt: 'S' }, sft: { data: 'sft.jsonl' } }),
     reinforce: config({ algorithm: { name: 'reinforce++-baseline', aggregation: 'seq-mean-token-mean' }, rewards: { outcome: [], combine: 'agent-r1' } }),
   };
@@ -36,6 +38,16 @@ describe('verl settings', () => {
     const value = (c: (typeof variants)[keyof typeof variants], key: string) => mapSettings(c).mapped.filter((m) => m.key === key).map((m) => m.value);
     assert.deepEqual(value(variants.ppo, 'algorithm.adv_estimator'), ['gae']);
     assert.deepEqual(value(variants.reinforce, 'algorithm.adv_estimator'), ['reinforce_plus_plus_baseline']);
+    assert.deepEqual(value(variants.drGrpo, 'algorithm.adv_estimator'), ['grpo']);
+    assert.deepEqual(value(variants.drGrpo, 'algorithm.norm_adv_by_std_in_grpo'), [false]);
+    assert.deepEqual(value(variants.drGrpo, 'actor_rollout_ref.actor.loss_agg_mode'), ['seq-mean-token-sum-norm']);
+    assert.deepEqual(value(variants.drGrpo, 'actor_rollout_ref.actor.loss_scale_factor'), [4 * 256], 'maxTurns × maxNewTokensPerTurn of the default budget');
+    assert.deepEqual(value(variants.drGrpo, 'actor_rollout_ref.actor.use_kl_loss'), [false]);
+    assert.deepEqual(value(variants.ppo, 'critic.optim.lr'), [2e-5]);
+    assert.deepEqual(value(variants.ppo, 'critic.cliprange_value'), [0.5]);
+    assert.deepEqual(value(variants.ppo, 'trainer.critic_warmup'), [2]);
+    assert.deepEqual(value(variants.ppo, 'critic.model.lora_rank'), [0]);
+    assert.deepEqual(value(variants.sharedCritic, 'critic.model.lora_rank'), [16]);
     assert.deepEqual(value(variants.ppo, 'algorithm.kl_penalty'), ['kl']);
     assert.deepEqual(value(variants.ppo, 'algorithm.use_kl_in_reward'), [true]);
     assert.deepEqual(value(variants.ppo, 'actor_rollout_ref.actor.use_kl_loss'), [false]);
@@ -54,7 +66,8 @@ describe('verl settings', () => {
 
   it('lists what verl cannot express, each with its reason', () => {
     const unmapped = (c: (typeof variants)[keyof typeof variants]) => mapSettings(c).unmapped.map((u) => u.setting);
-    assert.ok(unmapped(variants.ppo).includes('algorithm.valueCoef'));
+    assert.ok(unmapped(variants.sharedCritic).includes('critic.network'));
+    assert.ok(unmapped(variants.ppo).includes('critic.model'));
     assert.ok(unmapped(variants.ppo).includes('algorithm.lossMask'));
     assert.ok(unmapped(variants.ppo).includes('optimization.schedule'));
     assert.ok(unmapped(variants.ppo).includes('evaluation.samples'));

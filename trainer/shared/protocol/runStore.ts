@@ -16,7 +16,7 @@ import { PROTOCOL_VERSION } from './protocolVersion';
 export const RunStatus = z.enum(['running', 'finished', 'failed', 'stopped']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
-export const Algorithm = z.enum(['ppo', 'grpo', 'reinforce++', 'reinforce++-baseline', 'rloo', 'sft']);
+export const Algorithm = z.enum(['ppo', 'grpo', 'dr-grpo', 'reinforce++', 'reinforce++-baseline', 'rloo', 'sft']);
 export type Algorithm = z.infer<typeof Algorithm>;
 
 export const RunRecord = z.object({
@@ -299,6 +299,8 @@ export const TrainerState = z.object({
   consecutiveNonFinite: z.number().int().nonnegative(),
   /** Hash of the resolved config, to refuse resuming with a different one. */
   configHash: z.string(),
+  /** `rewards.combine: 'agent-r1'`: the running statistic of the process-reward normalisation (rewards/processNormalizer.ts). */
+  processNormalizer: z.object({ magnitude: z.number().nonnegative(), batches: z.number().int().nonnegative() }).optional(),
 });
 export type TrainerState = z.infer<typeof TrainerState>;
 

@@ -1,0 +1,64 @@
+/**
+ * The world of the deep-search example: the multi-hop example's knowledge base
+ * (../multihop-search/kb.ts: people, organisations, cities, countries, random relations), split
+ * over two tools and salted with distractors.
+ *
+ *   search  facts about people and organisations — home, company, job, owner, year — and, next to
+ *           each home, company and owner fact, a distractor about the same entity and relation:
+ *           "The old company of Mark was Fire." A query for a fact brings up the fact *and* its
+ *           distractor, in an order that depends on the query, so the agent must read which line
+ *           answers ("… is X.") rather than copy the last name it saw.
+ *   atlas   geography — the location of an organisation, the country of a city — one exact fact
+ *           per query, and nothing else: `search` does not know where anything is.
+ *
+ * So a chain such as "the country of the home of the owner of the company of Mark" takes four
+ * calls, three to `search` and the last to `atlas`, each reading one name out of a result.
+ */
+import { buildKnowledgeBase, factId, KB_OPTIONS, type KnowledgeBase, type KnowledgeBaseOptions, type Relation } from '../multihop-search/kb';
+import { Random, type SearchDocument } from 'rollout-studio';
+
+/** Relations `search` serves; the rest (location, country) only `atlas` knows. */
+export const SEARCH_RELATIONS: readonly Relation[] = ['home', 'company', 'job', 'owner', 'year'];
+export const ATLAS_RELATIONS: readonly Relation[] = ['location', 'country'];
+/** Relations whose facts have a distractor next to them. */
+export const DISTRACTED: readonly Relation[] = ['home', 'company', 'owner'];
+
+export interface DeepWorld {
+  kb: KnowledgeBase;
+  /** What `search` serves: facts and distractors. */
+  searchDocuments: SearchDocument[];
+  /** What `atlas` serves: one document per geographic fact. */
+  atlasDocuments: SearchDocument[];
+}
+
+/** The id of a fact's distractor: `person-3/company/old`. */
+export const distractorId = (entity: string, relation: Relation) => `${factId(entity, relation)}/old`;
+
+/** The same entity kind as the fact's value, but another one: a plausible wrong answer. */
+function wrongValue(kb: KnowledgeBase, relation: Relation, value: string, random: Random): string {
+  const pool = relation === 'home' ? kb.cities : relation === 'company' ? kb.organisations : kb.people;
+  const others = pool.filter((e) => e.name !== value);
+  return others[random.nextInt(others.length)].name;
+}
+
+export function buildDeepWorld(options: KnowledgeBaseOptions = KB_OPTIONS): DeepWorld {
+  const kb = buildKnowledgeBase(options);
+  // Distractors are drawn from their own stream, so a world keeps its facts whatever they say.
+  const random = Random.fromSeed((options.relationSeed ?? options.seed) * 31 + 7);
+  const relationOf = (doc: SearchDocument) => doc.id.slice(doc.id.lastIndexOf('/') + 1) as Relation;
+  const searchDocuments: SearchDocument[] = [];
+  const atlasDocuments: SearchDocument[] = [];
+  for (const doc of kb.documents) {
+    const relation = relationOf(doc);
+    if (ATLAS_RELATIONS.includes(relation)) {
+      atlasDocuments.push(doc);
+      continue;
+    }
+    searchDocuments.push(doc);
+    if (!DISTRACTED.includes(relation)) continue;
+    const entity = doc.id.slice(0, doc.id.lastIndexOf('/'));
+    const value = doc.text.slice(doc.text.lastIndexOf(' ') + 1, -1);
+    searchDocuments.push({ id: distractorId(entity, relation), title: doc.title, text: `The old ${relation} of ${doc.title} was ${wrongValue(kb, relation, value, random)}.` });
+  }
+  return { kb, searchDocuments, atlasDocuments };
+}
