@@ -11,6 +11,7 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { compileExpression, display, type CompiledExpression } from './expression';
 import { compileTemplate, type CompiledTemplate } from './logTemplate';
 import { describePoint, type StopPoint } from './timeline';
+import type { BreakpointsDuringStep } from '../../trainer/shared/protocol/debugger';
 import type { MetricsRecord, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
 import { CONTEXT_NAMES, turnContext, type ExceptionFact, type ExceptionFilterId, type PointFacts, type TurnContext } from './turnContext';
 
@@ -146,6 +147,14 @@ export interface BreakpointStop extends Stop {
   trajectory: number;
 }
 
+/** A step in progress: the trajectory stepped (its position in the step's list). */
+export interface SteppingTrajectory {
+  trajectory: number;
+}
+
+/** How many passed-over hits the summary after a step lists by name. */
+const PASSED_OVER_LISTED = 5;
+
 export class BreakpointSet {
   private tools: ToolRule[] = [];
   /** Conditions that failed to evaluate, reported once each. */
@@ -154,6 +163,19 @@ export class BreakpointSet {
   /** Line breakpoints in transcripts, by `step:index` of their trajectory. */
   private lines = new Map<string, LineRule[]>();
   private nextId = 1;
+  /** Breakpoints of other trajectories that fired during the step in progress and did not stop it. */
+  private passedOver: string[] = [];
+  private passedOverTrajectory: number | undefined;
+
+  /**
+   * Which breakpoints may interrupt a step (launch attribute `breakpointsDuringStep`):
+   * `stepped-trajectory` — only the stepped trajectory's; the other trajectories of the batch
+   * move along meanwhile and their hits are listed in the debug console when the step ends
+   * (with a breakpoint on a tool every trajectory calls, a step would otherwise rarely reach
+   * its own next turn). `all` — any breakpoint, as a thread debugger stops on another thread's
+   * breakpoint during a step; the stop then focuses that trajectory and the step is over.
+   */
+  duringStep: BreakpointsDuringStep = 'stepped-trajectory';
 
   /** Replace the function breakpoints; each answer says whether it was accepted and why not. */
   setFunctionBreakpoints(breakpoints: readonly DebugProtocol.FunctionBreakpoint[]): DebugProtocol.Breakpoint[] {
@@ -222,9 +244,11 @@ export class BreakpointSet {
 
   /**
    * Does a breakpoint stop the rollout at this point? Logpoints print through `output`, and a
-   * condition that cannot be evaluated is reported once (it counts as false).
+   * condition that cannot be evaluated is reported once (it counts as false). `stepping`: a step
+   * of that trajectory is in progress, and `duringStep` says whether another trajectory's
+   * breakpoint may interrupt it; one that may not is remembered for takePassedOver.
    */
-  stopAt(reached: ReachedPoint, output: (text: string, category: 'console' | 'stderr') => void): BreakpointStop | undefined {
+  stopAt(reached: ReachedPoint, output: (text: string, category: 'console' | 'stderr') => void, stepping?: SteppingTrajectory): BreakpointStop | undefined {
     if (this.isEmpty) return undefined;
     const { step, point, metrics } = reached;
     const trajectory = point.trajectory >= 0 ? reached.trajectories[point.trajectory] : undefined;
@@ -236,7 +260,33 @@ export class BreakpointSet {
       this.reportedErrors.add(error);
       output(`${error} (treated as false)`, 'stderr');
     }
-    return result.stop ? { ...result.stop, trajectory: Math.max(0, point.trajectory) } : undefined;
+    if (!result.stop) return undefined;
+    if (stepping && point.trajectory !== stepping.trajectory && this.duringStep === 'stepped-trajectory') {
+      // Another trajectory's breakpoint during a step: it counted as a hit, it does not stop the step.
+      this.passedOverTrajectory = reached.trajectories[stepping.trajectory]?.index ?? stepping.trajectory;
+      this.passedOver.push(`${trajectory ? `step ${step} #${trajectory.index}` : `step ${step}`}: ${result.stop.description}`);
+      return undefined;
+    }
+    return { ...result.stop, trajectory: Math.max(0, point.trajectory) };
+  }
+
+  /**
+   * What the step that just ended went past: one line for the debug console naming the
+   * breakpoint hits of other trajectories that did not stop it, or undefined when there were
+   * none. Clears the list, so each step reports its own.
+   */
+  takePassedOver(): string | undefined {
+    const passed = this.passedOver;
+    const stepped = this.passedOverTrajectory;
+    this.passedOver = [];
+    this.passedOverTrajectory = undefined;
+    if (passed.length === 0) return undefined;
+    const listed = passed.slice(0, PASSED_OVER_LISTED).join('; ');
+    const more = passed.length > PASSED_OVER_LISTED ? `; and ${passed.length - PASSED_OVER_LISTED} more` : '';
+    return (
+      `While stepping #${stepped}, ${passed.length} breakpoint hit${passed.length === 1 ? '' : 's'} in other trajectories did not stop: ${listed}${more}. ` +
+      'Only the stepped trajectory\'s breakpoints interrupt a step; "breakpointsDuringStep": "all" in the launch configuration (or the setting rolloutStudio.debugger.breakpointsDuringStep) stops at any.'
+    );
   }
 
   /**

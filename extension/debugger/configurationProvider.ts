@@ -46,6 +46,10 @@ export class RolloutConfigurationProvider implements vscode.DebugConfigurationPr
       const value = config[key];
       if (typeof value === 'string' && folder && !path.isAbsolute(value)) config[key] = path.resolve(folder.uri.fsPath, value);
     }
+    // The launch configuration's own choice wins; else the setting (the adapter checks the value).
+    if (config.breakpointsDuringStep === undefined) {
+      config.breakpointsDuringStep = vscode.workspace.getConfiguration('rolloutStudio', folder?.uri).get<string>('debugger.breakpointsDuringStep') ?? 'stepped-trajectory';
+    }
     return config;
   }
 }

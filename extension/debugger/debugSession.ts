@@ -26,9 +26,9 @@ import {
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { parseWith } from '../../trainer/shared/protocol/parse';
-import { RolloutLaunchArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type ToolDebuggerEventBody, type TrainingStatusBody } from '../../trainer/shared/protocol/debugger';
+import { RolloutLaunchArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type ToolDebuggerEventBody, type TrainingStatusBody, type TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
-import { renderTranscript, type RenderedTranscript } from '../../trainer/shared/transcript';
+import { renderTranscript, runEndedPhrase, type RenderedTranscript } from '../../trainer/shared/transcript';
 import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
 import { compileExpression } from './expression';
 import { callFrameName, endFrameName, linePoints, threadName, turnFrameName } from './frames';
@@ -36,7 +36,7 @@ import { describeRecordedRun } from './replaySummary';
 import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './rolloutTarget';
 import { createTarget, type LiveTrainingHost } from './createTarget';
 import type { StopPoint } from './timeline';
-import { parseTranscriptUri, transcriptUri, TRANSCRIPTS_CHANGED_EVENT } from './transcriptUri';
+import { parseTranscriptUri, transcriptUri, TRANSCRIPTS_CHANGED_EVENT, type TranscriptsChangedBody } from './transcriptUri';
 import { CONTEXT_NAMES, turnContext } from './turnContext';
 import { VariableStore, type FrameSubject } from './variables';
 
@@ -70,6 +70,8 @@ export class RolloutDebugSession extends DebugSession {
   /** The progress shown now (one phase of one step at a time). */
   private openProgress: string | undefined;
   private ended = false;
+  /** Live: the trainer has exited; what its run did not record will never be known. */
+  private trainingEnded = false;
 
   constructor(private readonly host: SessionHost = {}) {
     super();
@@ -112,6 +114,7 @@ export class RolloutDebugSession extends DebugSession {
     } catch (error) {
       return this.fail(response, (error as Error).message);
     }
+    this.breakpoints.duringStep = args.breakpointsDuringStep ?? 'stepped-trajectory';
     try {
       this.target = createTarget(args, { breakpoints: this.breakpoints, listener: this.listener(), live: this.host.live });
     } catch (error) {
@@ -323,8 +326,11 @@ export class RolloutDebugSession extends DebugSession {
     try {
       const args = parseWith(TranscriptRequestArguments, raw, 'rolloutTranscript request');
       if (!this.target || !sameDirectory(args.runDirectory, this.target.runDirectory)) throw new Error(`this session shows ${this.target?.runDirectory || 'nothing yet'}, not ${args.runDirectory}`);
-      const text = transcriptOf(this.target, args.step, args.index);
-      response.body = { text };
+      const trajectory = transcriptOf(this.target, args.step, args.index);
+      const endedBy = this.trainingEnded ? runEndedPhrase(this.target.run()?.status ?? 'running') : undefined;
+      const text = renderTranscript(trajectory, endedBy ? { endedBy } : {}).text;
+      const body: TranscriptResponseBody = { text, trajectory: { ...trajectory, tokens: { ids: '', pieces: [], mask: '', logprobs: '' } } };
+      response.body = body;
       this.sendResponse(response);
     } catch (error) {
       this.fail(response, (error as Error).message);
@@ -348,6 +354,7 @@ export class RolloutDebugSession extends DebugSession {
     return {
       stopped: (stop) => {
         this.lastStop = stop;
+        this.reportPassedOver();
         const view = this.target?.view();
         // Live trajectories grow between stops: render their transcripts afresh, and let open ones be read again.
         this.transcripts.clear();
@@ -361,8 +368,14 @@ export class RolloutDebugSession extends DebugSession {
         this.sendEvent(event);
       },
       output: (text, category) => this.output(text, category),
+      // A recorded step's trajectories are final now: open transcripts of it are read again.
+      stepRecorded: (step) => this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target!.runDirectory, step })),
       progress: (progress) => this.progress(progress),
       ended: ({ exitCode }) => {
+        this.reportPassedOver();
+        // Open transcripts of the run are read again: now they say what was never recorded.
+        this.trainingEnded = true;
+        if (this.target?.runDirectory) this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target.runDirectory } satisfies TranscriptsChangedBody));
         if (this.openProgress) this.sendEvent(new ProgressEndEvent(this.openProgress));
         this.openProgress = undefined;
         this.sendEvent(new ExitedEvent(exitCode));
@@ -375,6 +388,12 @@ export class RolloutDebugSession extends DebugSession {
         for (const t of next.trajectories) this.sendEvent(new ThreadEvent('started', this.threadId(next.step, t.index)));
       },
     };
+  }
+
+  /** After a step: the other trajectories' breakpoint hits it went past (see BreakpointSet.duringStep). */
+  private reportPassedOver(): void {
+    const passed = this.breakpoints.takePassedOver();
+    if (passed) this.output(passed, 'console');
   }
 
   /** DAP progress for the phase in flight; a new phase ends the previous one. */
@@ -490,12 +509,17 @@ export class RolloutDebugSession extends DebugSession {
 
 const NO_GOING_BACK = 'Live training only moves forwards: replay the run (Rollout Studio: Replay Run in Debugger…) to step back through it.';
 
-function transcriptOf(target: RolloutTarget, step: number, index: number): string {
+/**
+ * The trajectory a transcript shows: while stopped, as the stop shows it (its frames point into
+ * that text); while the rollout moves on, the newest the target has (live: the recorded one once
+ * its step is recorded).
+ */
+function transcriptOf(target: RolloutTarget, step: number, index: number): TrajectoryRecord {
   const view = target.view();
-  const fromView = view?.step === step ? view.trajectories.find((t) => t.index === index) : undefined;
+  const fromView = view?.step === step && !target.running ? view.trajectories.find((t) => t.index === index) : undefined;
   const trajectory = fromView ?? target.findTrajectory(step, index);
   if (!trajectory) throw new Error(`step ${step} has no trajectory #${index}`);
-  return renderTranscript(trajectory).text;
+  return trajectory;
 }
 
 

@@ -8,9 +8,11 @@
  * Stepping follows the trainer: next = the stepped trajectory's next turn (or its end), step in
  * = its next point of any kind (before a call runs, then its result), step out = its end; when
  * the trajectory has ended, next goes on to the same position in the next step. The other
- * trajectories move along meanwhile, as they do in a batch; only the stepped trajectory's
- * breakpoints can interrupt a step. Pause stops at the next turn boundary (or the step's
- * update). Nothing goes back: stepping back needs a recorded run (replay).
+ * trajectories move along meanwhile, as they do in a batch. Which breakpoints interrupt a step
+ * is BreakpointSet's decision (`breakpointsDuringStep`: by default only the stepped
+ * trajectory's; the others' hits are listed in the console when the step ends), the same as in
+ * replay. Pause stops at the next turn boundary (or the step's update). Nothing goes back:
+ * stepping back needs a recorded run (replay).
  *
  * Stop asks the trainer to finish cleanly (it marks the run stopped and exits) and kills it
  * only when it does not exit in time; a killed trainer's run is marked stopped here.
@@ -23,7 +25,7 @@ import { formatBytes } from '../../trainer/shared/formatBytes';
 import { TrainerProcess, type TrainerExit, type TrainerLaunch } from '../trainerProcess';
 import type { LiveTraining, LiveTrainings } from '../live/liveTrainings';
 import { markRunStopped } from '../live/stoppedRun';
-import type { BreakpointSet } from './breakpoints';
+import type { BreakpointSet, SteppingTrajectory } from './breakpoints';
 import { holdConfiguration } from './holdPolicy';
 import { liveFacts, liveView, type Hold } from './liveView';
 import { toTargetStop, type ResumeKind, type RolloutTarget, type TargetListener, type TargetStop, type TargetView } from './rolloutTarget';
@@ -69,6 +71,8 @@ export class LiveTarget implements RolloutTarget {
   private readonly queue: Hold[] = [];
   private intent: Intent = { kind: 'run' };
   private sentConfiguration = '';
+  /** Steps the trainer has recorded (`step.completed`): their trajectories are read from the run store, final. */
+  private readonly recorded = new Set<number>();
   private readonly eventListeners = new Set<(event: TrainingEvent) => void>();
   private readonly publication: LiveTraining;
 
@@ -119,13 +123,15 @@ export class LiveTarget implements RolloutTarget {
     return this.lastView;
   }
 
+  /** A recorded step's trajectory as recorded (results and rewards final), else as the last stop point saw it. */
   findTrajectory(step: number, index: number): TrajectoryRecord | undefined {
-    if (this.lastView?.step === step) return this.lastView.trajectories.find((t) => t.index === index);
-    if (!this.dir) return undefined;
+    const seen = this.lastView?.step === step ? this.lastView.trajectories.find((t) => t.index === index) : undefined;
+    if (seen && !this.recorded.has(step)) return seen;
+    if (!this.dir) return seen;
     try {
-      return new RunStoreReader(this.dir).trajectories(step).records.find((t) => t.index === index);
+      return new RunStoreReader(this.dir).trajectories(step).records.find((t) => t.index === index) ?? seen;
     } catch {
-      return undefined;
+      return seen;
     }
   }
 
@@ -241,8 +247,11 @@ export class LiveTarget implements RolloutTarget {
         this.queue.push({ id: message.id, point: message.point, trajectories: message.trajectories, ...(message.metrics ? { metrics: message.metrics } : {}) });
         this.drain();
         break;
-      case 'metrics':
       case 'step.completed':
+        this.recorded.add(message.step);
+        this.listener.stepRecorded?.(message.step);
+        break;
+      case 'metrics':
         break;
     }
   }
@@ -267,8 +276,9 @@ export class LiveTarget implements RolloutTarget {
       message = run ? `Training ${run.status}${run.lastStep !== undefined ? ` after step ${run.lastStep} of ${run.totalSteps}` : ''}${run.error ? `: ${run.error.message}` : ''}.` : 'The trainer exited.';
       this.listener.output(message, run?.status === 'failed' ? 'stderr' : 'console');
     }
-    if (this.dir) this.options.trainings?.ended(this.publication);
+    // The session first, so that it answers for an ended training when transcripts are read again on `trainings.ended`.
     this.listener.ended?.({ exitCode: exit.code ?? 1, message });
+    if (this.dir) this.options.trainings?.ended(this.publication);
   }
 
   private progress(event: Extract<TrainingEvent, { type: 'progress' }>): void {
@@ -323,18 +333,18 @@ export class LiveTarget implements RolloutTarget {
         if (isTurnBoundary(point) || point.phase === 'update') return { reason: 'pause', trajectory: focus, description: `Paused: ${where}` };
         return this.check(view);
       case 'step': {
-        if (point.trajectory !== this.intent.trajectory) return undefined;
-        if (reachesStep(this.intent.how, point)) return { reason: 'step', trajectory: focus, description: where };
-        return this.check(view);
+        const stepped = this.intent.trajectory;
+        if (point.trajectory === stepped && reachesStep(this.intent.how, point)) return { reason: 'step', trajectory: focus, description: where };
+        return this.check(view, { trajectory: stepped });
       }
       case 'run':
         return this.check(view);
     }
   }
 
-  private check(view: TargetView): TargetStop | undefined {
+  private check(view: TargetView, stepping?: SteppingTrajectory): TargetStop | undefined {
     if (this.options.noDebug) return undefined;
-    const stop = this.breakpoints.stopAt({ ...view, facts: (trajectory) => liveFacts(trajectory, view.point, view.metrics) }, (text, category) => this.listener.output(text, category));
+    const stop = this.breakpoints.stopAt({ ...view, facts: (trajectory) => liveFacts(trajectory, view.point, view.metrics) }, (text, category) => this.listener.output(text, category), stepping);
     return stop && toTargetStop(stop);
   }
 

@@ -29,7 +29,7 @@ export function registerDebugger(context: vscode.ExtensionContext, trainings?: L
     vscode.debug.registerDebugConfigurationProvider('rollout', configurations, vscode.DebugConfigurationProviderTriggerKind.Initial),
     vscode.debug.registerDebugConfigurationProvider('rollout', configurations, vscode.DebugConfigurationProviderTriggerKind.Dynamic),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, documents),
-    documents.trackSessions(),
+    documents.trackSessions(trainings),
     registerToolDebugger(),
     vscode.commands.registerCommand('rolloutStudio.openRunInDebugger', openRunInDebugger),
     vscode.commands.registerCommand('rolloutStudio.pickRun', pickRun),

@@ -3,11 +3,12 @@
  * (steps in order, each step's trajectories interleaved by turn, see timeline.ts); every
  * trajectory's position follows from it, so all threads stop together. Stepping a thread
  * moves the cursor to that thread's next point and lets the others run along, as a live
- * batch would; only that thread's breakpoints can interrupt a step. `continue` and
+ * batch would; which breakpoints can interrupt a step is BreakpointSet's decision
+ * (`breakpointsDuringStep`), the same as live. `continue` and
  * `reverseContinue` check every breakpoint at every point, across steps, and stop at the end
  * (or start) of the run so the user can turn around there.
  */
-import type { BreakpointSet } from './breakpoints';
+import type { BreakpointSet, SteppingTrajectory } from './breakpoints';
 import type { RecordedRunSource, StepData } from './recordedRun';
 import { toTargetStop, type ResumeKind, type RolloutTarget, type StopReason, type TargetListener, type TargetStop, type TargetView } from './rolloutTarget';
 import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
@@ -139,21 +140,23 @@ export class ReplayTarget implements RolloutTarget {
     return { ordinal, index: data.timeline.findIndex((point) => point.trajectory === position) };
   }
 
-  /** Stop at `trajectory`'s next point matching `isTarget`; its own breakpoints may stop it first. */
+  /**
+   * Stop at `trajectory`'s next point matching `isTarget`; breakpoints may stop it first — its
+   * own, and the other trajectories' too when `breakpointsDuringStep` is `all` (BreakpointSet decides).
+   */
   private stepVisitor(trajectory: number, isTarget: (point: StopPoint) => boolean): Visitor {
     return (data, index) => {
       if (trajectory >= data.trajectories.length) return this.stopAt('step', 0, `Step ${data.step} has no trajectory #${trajectory}`);
       const point = data.timeline[index];
-      if (point.trajectory !== trajectory) return undefined;
-      if (isTarget(point)) return this.stopAt('step', trajectory, `Step ${data.step}, #${data.trajectories[trajectory].index}: ${describePoint(point)}`);
-      return this.checkBreakpoints(data, index);
+      if (point.trajectory === trajectory && isTarget(point)) return this.stopAt('step', trajectory, `Step ${data.step}, #${data.trajectories[trajectory].index}: ${describePoint(point)}`);
+      return this.checkBreakpoints(data, index, { trajectory });
     };
   }
 
-  private checkBreakpoints(data: StepData, index: number): TargetStop | undefined {
+  private checkBreakpoints(data: StepData, index: number, stepping?: SteppingTrajectory): TargetStop | undefined {
     const point = data.timeline[index];
     const reached = { step: data.step, trajectories: data.trajectories, point, metrics: data.metrics, facts: (trajectory: TrajectoryRecord | undefined) => pointFacts(trajectory, point, data.metrics) };
-    const stop = this.breakpoints.stopAt(reached, (text, category) => this.listener.output(text, category));
+    const stop = this.breakpoints.stopAt(reached, (text, category) => this.listener.output(text, category), stepping);
     return stop && toTargetStop(stop);
   }
 

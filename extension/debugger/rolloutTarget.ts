@@ -47,6 +47,8 @@ export interface TargetListener {
   stepChanged(previous: TargetView | undefined, next: TargetView): void;
   /** Live: a phase's progress (`id` names the phase of a step; `done` ends it). */
   progress?(progress: { id: string; title: string; message: string; percentage: number; done: boolean }): void;
+  /** Live: the trainer recorded `step` (its trajectories are final in the run store). */
+  stepRecorded?(step: number): void;
   /** Live: the trainer has exited; the session ends. */
   ended?(outcome: { exitCode: number; message: string }): void;
   /** Live with `debugTools`: the trainer's Node inspector is listening (attach a Node debugger to it). */
@@ -62,7 +64,7 @@ export interface RolloutTarget {
   run(): RunRecord | undefined;
   /** The rollout at the last stop; undefined before the first one. */
   view(): TargetView | undefined;
-  /** Any trajectory of the run by step and index (for transcripts of documents still open). */
+  /** Any trajectory of the run by step and index (for transcripts of documents still open): live, the recorded one once its step is recorded. */
   findTrajectory(step: number, index: number): TrajectoryRecord | undefined;
   /** Begin: stop at the first point, or run to the first breakpoint. */
   start(stopOnEntry: boolean): void;

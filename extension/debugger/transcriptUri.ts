@@ -12,8 +12,17 @@ import { stepFileName } from '../../trainer/shared/protocol/runStore';
 
 export const TRANSCRIPT_SCHEME = 'rollout';
 
-/** Custom DAP event sent before a live stop: that step's transcripts changed (open ones are read again). */
+/**
+ * Custom DAP event, live: a step's transcripts changed (before a stop, when the step is
+ * recorded), or, without `step`, every transcript of the run (its trainer has exited). Open
+ * ones are read again.
+ */
 export const TRANSCRIPTS_CHANGED_EVENT = 'rolloutTranscriptsChanged';
+
+export interface TranscriptsChangedBody {
+  runDirectory: string;
+  step?: number;
+}
 
 export interface TranscriptAddress {
   runDirectory: string;

@@ -11,6 +11,8 @@ export interface MetricsHost {
   availableRuns(): RunSummary[];
   /** Ask where to save and write the CSV; resolves to the file written, or undefined when cancelled. */
   saveCsv(fileName: string, csv: string): Promise<string | undefined>;
+  /** The user ticked or unticked "Follow newest run" (the panel decides which run it shows). */
+  followNewestRun?(follow: boolean): void;
 }
 
 interface ShownRun {
@@ -51,6 +53,9 @@ export class MetricsController {
       case 'showRuns':
         this.showRuns(message.runDirs);
         break;
+      case 'followNewestRun':
+        this.host.followNewestRun?.(message.follow);
+        break;
       case 'exportCsv':
         this.host.saveCsv(message.fileName, message.csv).then(
           (file) => file && this.post({ type: 'notice', level: 'info', message: `Saved ${file}` }),
@@ -58,6 +63,18 @@ export class MetricsController {
         );
         break;
     }
+  }
+
+  /**
+   * Show `dir` as the panel's own run instead of the one shown (the panel follows the newest
+   * run); the runs overlaid for comparison stay. Throws when the directory is not a readable run.
+   */
+  replaceOwnRun(dir: string): void {
+    const own = path.resolve(dir);
+    this.host.acquire(own).release(); // validates the run before anything changes
+    const dirs = [own, ...this.order.slice(1).filter((d) => d !== own)];
+    if (this.ready) this.showRuns(dirs);
+    else this.order = dirs;
   }
 
   /** The workspace's runs changed: refresh the chooser. */

@@ -67,7 +67,8 @@ export class RunStatusBar implements vscode.Disposable {
     const { text, tooltip } = runStatusText(source.run(), latestTrainMetrics(source.metrics()), source.progress?.());
     this.item.text = text;
     this.item.tooltip = tooltip;
-    this.item.command = { command: 'rolloutStudio.openRun', title: 'Open Run', arguments: [source.dir] };
+    // The panels it opens follow the newest run: the next training takes this one's place in them.
+    this.item.command = { command: 'rolloutStudio.openRun', title: 'Open Run', arguments: [{ runDirectory: source.dir, followsNewest: true }] };
     this.item.show();
   }
 

@@ -8,6 +8,8 @@ const STATUS_ICONS: Record<RunStatus, [string, string]> = {
   finished: ['pass', 'testing.iconPassed'],
   failed: ['error', 'testing.iconFailed'],
   stopped: ['debug-stop', 'disabledForeground'],
+  // Marked running by a writer that is gone (killed, crashed): see trainer/shared/runstore/runLock.ts.
+  interrupted: ['debug-disconnect', 'problemsWarningIcon.foreground'],
 };
 
 /** The Rollout Runs view: the workspace's runs, newest first, with their status. */

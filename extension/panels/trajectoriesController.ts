@@ -14,6 +14,8 @@ import { runSummaryOf } from './source/summarize';
 export interface TrajectoriesActions {
   /** Open the trajectory in the replay debugger; rejects with a message the user can act on. */
   openInDebugger(args: OpenRunInDebuggerArgs): Promise<void>;
+  /** The user ticked or unticked "Follow newest run" (the panel decides which run it shows). */
+  followNewestRun?(follow: boolean): void;
   /** A URI the webview can load for a file of the run directory (an image the trajectory saw). */
   resourceUri?(runDirectory: string, file: string): string;
 }
@@ -60,6 +62,19 @@ export class TrajectoriesController {
     return this.shownSet?.set === 'eval' ? this.shownSet.step : undefined;
   }
 
+  /** Whether the webview has said it runs (its messages are being read). */
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  /** The webview runs (it said `ready`, or it showed another run a moment ago): send it everything. */
+  start(): void {
+    this.ready = true;
+    this.postRun();
+    for (const error of this.source.errors()) this.post({ type: 'notice', level: 'error', message: error });
+    this.show(resolveStepSelection(this.selection, this.source.steps()), true);
+  }
+
   /** Show `step` (pinned) or follow the newest step, at the host's request; the webview is told. */
   select(step: StepSelection): void {
     this.selection = step;
@@ -71,10 +86,7 @@ export class TrajectoriesController {
     const message = parseWith(TrajectoriesToHost, raw, 'message from the Trajectories panel');
     switch (message.type) {
       case 'ready':
-        this.ready = true;
-        this.postRun();
-        for (const error of this.source.errors()) this.post({ type: 'notice', level: 'error', message: error });
-        this.show(resolveStepSelection(this.selection, this.source.steps()), true);
+        this.start();
         break;
       case 'showStep':
         this.selection = message.step;
@@ -95,6 +107,9 @@ export class TrajectoriesController {
         this.actions
           .openInDebugger({ runDirectory: this.source.dir, step: message.step, trajectory: message.index })
           .catch((error: unknown) => this.post({ type: 'notice', level: 'error', message: error instanceof Error ? error.message : String(error) }));
+        break;
+      case 'followNewestRun':
+        this.actions.followNewestRun?.(message.follow);
         break;
     }
   }

@@ -1,40 +1,48 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { OpenRunInDebuggerArgs, parseWith, TrajectoriesPanelState, type StepSelection } from '../../trainer/shared/protocol';
+import { OpenRunInDebuggerArgs, parseWith, TrajectoriesPanelState, type RunRef, type StepSelection } from '../../trainer/shared/protocol';
 import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
 import { loadWebview } from './loadWebview';
-import type { PanelContext } from './panelContext';
+import type { PanelContext, PanelPlacement } from './panelContext';
+import { RunFollowing } from './runFollowing';
 import type { RunSourceLease } from './source/registry';
 import { TrajectoriesController } from './trajectoriesController';
 
 /** Contributed by the debugger: opens a run in replay at one trajectory. */
 export const OPEN_RUN_IN_DEBUGGER = 'rolloutStudio.openRunInDebugger';
 
-/** The Trajectories webview of one run: VS Code's side of it (the logic is TrajectoriesController). */
+/**
+ * The Trajectories webview of one run: VS Code's side of it (the logic is TrajectoriesController).
+ * A panel that follows the newest run moves to a run that starts later (RunFollowing).
+ */
 export class TrajectoriesPanel {
   static readonly viewType = 'rolloutStudio.trajectories';
-  private static readonly panels = new Map<string, TrajectoriesPanel>();
+  private static readonly panels = new Set<TrajectoriesPanel>();
 
-  private readonly controller: TrajectoriesController;
+  private controller: TrajectoriesController;
+  private readonly following: RunFollowing;
   /** Settles when the page has started (or the panel was closed or recreated). */
   readonly started: Promise<void>;
 
   private constructor(
     readonly panel: vscode.WebviewPanel,
-    private readonly lease: RunSourceLease,
-    context: PanelContext,
+    private lease: RunSourceLease,
+    private readonly context: PanelContext,
     step: StepSelection,
+    followsNewest: boolean,
     recreations = 0,
   ) {
-    const run = lease.source.run();
-    panel.title = `Trajectories · ${run.id}`;
-    // The run directory is readable by the page too: the images its trajectories saw (images/<sha256>.<format>).
-    panel.webview.options = { ...panel.webview.options, localResourceRoots: [...(panel.webview.options.localResourceRoots ?? []), vscode.Uri.file(lease.source.dir)] };
-    const resourceUri = (runDirectory: string, file: string) => panel.webview.asWebviewUri(vscode.Uri.file(path.join(runDirectory, file))).toString();
-    this.controller = new TrajectoriesController(lease.source, (message) => void panel.webview.postMessage(message), { openInDebugger, resourceUri }, step);
+    this.controller = this.control(step);
+    this.following = new RunFollowing(followsNewest, {
+      dir: () => this.runDir,
+      showRun: (dir) => this.showRun(dir),
+      newest: () => context.newestRun.run,
+      post: (following) => void panel.webview.postMessage({ type: 'following', following }),
+    });
     panel.webview.onDidReceiveMessage((raw) => {
       try {
         this.controller.receive(raw);
+        if ((raw as { type?: unknown } | undefined)?.type === 'ready') this.following.announce();
       } catch (error) {
         context.log.appendLine(String(error));
       }
@@ -42,20 +50,58 @@ export class TrajectoriesPanel {
     panel.onDidDispose(() => {
       this.controller.dispose();
       this.lease.release();
-      TrajectoriesPanel.panels.delete(this.runDir);
+      TrajectoriesPanel.panels.delete(this);
     });
-    // A frame whose page never starts is replaced by a new panel in the same place, with the same step.
+    // A frame whose page never starts is replaced by a new panel in the same place, with the same run and step.
     const recreate = () => {
       const { runDir } = this;
       const selection = this.controller.step;
-      reopenInPlace(panel, context.extensionUri, (line) => context.log.appendLine(line), (twin) => new TrajectoriesPanel(twin, context.sources.acquire(runDir), context, selection, recreations + 1));
+      const follows = this.following.followsNewest;
+      reopenInPlace(panel, context.extensionUri, (line) => context.log.appendLine(line), (twin) => new TrajectoriesPanel(twin, context.sources.acquire(runDir), context, selection, follows, recreations + 1));
     };
     this.started = loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line), { recreate, recreations });
-    TrajectoriesPanel.panels.set(this.runDir, this);
+    TrajectoriesPanel.panels.add(this);
   }
 
   get runDir(): string {
     return this.lease.source.dir;
+  }
+
+  get followsNewest(): boolean {
+    return this.following.followsNewest;
+  }
+
+  /** A run became the newest: follow it, or (pinned) say that it started. */
+  newestRunChanged(run: RunRef): void {
+    this.following.newestChanged(run);
+  }
+
+  /** The panel's logic for its current run; titles the panel after it and lets the page read the run's images. */
+  private control(step: StepSelection): TrajectoriesController {
+    this.panel.title = `Trajectories · ${this.lease.source.run().id}`;
+    allowRunDirectory(this.panel.webview, this.lease.source.dir);
+    const { webview } = this.panel;
+    const resourceUri = (runDirectory: string, file: string) => webview.asWebviewUri(vscode.Uri.file(path.join(runDirectory, file))).toString();
+    const actions = { openInDebugger, resourceUri, followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow) };
+    return new TrajectoriesController(this.lease.source, (message) => void this.panel.webview.postMessage(message), actions, step);
+  }
+
+  /** Show another run here, at its newest step; false (and logged) when it cannot be read. */
+  private showRun(dir: string): boolean {
+    let lease: RunSourceLease;
+    try {
+      lease = this.context.sources.acquire(dir);
+    } catch (error) {
+      this.context.log.appendLine(`Trajectories: cannot show ${dir}: ${(error as Error).message}`);
+      return false;
+    }
+    const started = this.controller.isReady;
+    this.controller.dispose();
+    this.lease.release();
+    this.lease = lease;
+    this.controller = this.control('follow');
+    if (started) this.controller.start();
+    return true;
   }
 
   /** The step the panel follows or is pinned to, and the step it shows. */
@@ -67,17 +113,24 @@ export class TrajectoriesPanel {
     return [...TrajectoriesPanel.panels.values()];
   }
 
-  /** Open (or reveal) the run's panel; a step pins it. Throws when the directory is not a readable run. */
-  static show(context: PanelContext, runDir: string, step?: number, column = vscode.ViewColumn.Active): TrajectoriesPanel {
-    const existing = TrajectoriesPanel.panels.get(path.resolve(runDir));
+  /**
+   * Open (or reveal) the run's panel; a step pins it. `followsNewest`: a new panel follows the
+   * newest run (else it stays on this one); a panel that already shows the run is revealed as it
+   * is. Throws when the directory is not a readable run.
+   */
+  static show(context: PanelContext, runDir: string, options: PanelPlacement & { step?: number } = {}): TrajectoriesPanel {
+    const { step, followsNewest = false, column = vscode.ViewColumn.Active, preserveFocus = false } = options;
+    const dir = path.resolve(runDir);
+    const showing = [...TrajectoriesPanel.panels].filter((p) => p.runDir === dir);
+    const existing = showing.find((p) => p.followsNewest === followsNewest) ?? showing[0];
     if (existing) {
-      existing.panel.reveal();
+      existing.panel.reveal(undefined, preserveFocus);
       if (step !== undefined) existing.controller.select(step);
       return existing;
     }
-    const lease = context.sources.acquire(runDir);
-    const panel = vscode.window.createWebviewPanel(TrajectoriesPanel.viewType, 'Trajectories', column, webviewOptions(context.extensionUri));
-    return new TrajectoriesPanel(panel, lease, context, step ?? 'follow');
+    const lease = context.sources.acquire(dir);
+    const panel = vscode.window.createWebviewPanel(TrajectoriesPanel.viewType, 'Trajectories', { viewColumn: column, preserveFocus }, webviewOptions(context.extensionUri));
+    return new TrajectoriesPanel(panel, lease, context, step ?? 'follow', followsNewest);
   }
 
   /** WebviewPanelSerializer: bring a panel back after a window reload from the state its webview saved. */
@@ -88,11 +141,32 @@ export class TrajectoriesPanel {
       return;
     }
     try {
-      new TrajectoriesPanel(panel, context.sources.acquire(parsed.data.runDir), context, parsed.data.step);
+      const { runDir, step, followsNewest } = parsed.data;
+      const restored = new TrajectoriesPanel(panel, context.sources.acquire(runDir), context, step, followsNewest);
+      // A run that started while the window was away (or before a reload) is the one to follow.
+      const newest = context.newestRun.run;
+      if (followsNewest && newest) restored.newestRunChanged(newest);
     } catch (error) {
       panel.webview.html = unavailableHtml('Trajectories', `${parsed.data.runDir} can no longer be shown: ${(error as Error).message}`);
     }
   }
+}
+
+/**
+ * Let the page load files of the run directory: the images its trajectories saw
+ * (images/<sha256>.<format>). Roots are only added, and only when the directory is not already
+ * readable: VS Code reloads the page when a panel's options change (it sends the page its
+ * content again; the page then says `ready` and is sent everything), so a panel that follows
+ * runs back and forth reloads once per new run directory.
+ */
+function allowRunDirectory(webview: vscode.Webview, dir: string): void {
+  const roots = webview.options.localResourceRoots ?? [];
+  const inside = (root: vscode.Uri) => {
+    const relative = path.relative(root.fsPath, dir);
+    return root.scheme === 'file' && relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+  };
+  if (roots.some(inside)) return;
+  webview.options = { ...webview.options, localResourceRoots: [...roots, vscode.Uri.file(dir)] };
 }
 
 async function openInDebugger(args: OpenRunInDebuggerArgs): Promise<void> {

@@ -14,9 +14,9 @@ import { MetricsController } from '../../extension/panels/metricsController';
 import { RunDirectorySource } from '../../extension/panels/source/runDirectorySource';
 import { RunSources } from '../../extension/panels/source/registry';
 import { runSummaryOf } from '../../extension/panels/source/summarize';
-import { appendJsonl, listRuns, RunStoreReader, RunStoreWriter } from '../../trainer/shared/runstore';
+import { appendJsonl, listRuns, RunStoreReader } from '../../trainer/shared/runstore';
 import type { MetricsPanelState, MetricsRecord } from '../../trainer/shared/protocol';
-import { writeRecordedRun } from '../fixtures/recordedRun';
+import { writeRecordedRun, recordedRunWriter } from '../fixtures/recordedRun';
 import { launchBrowser } from '../harness/browser';
 import { connect, openWebviewApp, THEMES, type WebviewApp } from '../harness/webviewApp';
 
@@ -111,7 +111,7 @@ describe('Metrics webview', () => {
     const { root, a } = recordedRuns();
     const { app, page, refresh } = await open(root, [a]);
     await chart(page, 'reward').locator('canvas').waitFor();
-    const writer = RunStoreWriter.reopen(a, new RunStoreReader(a).run());
+    const writer = recordedRunWriter(a);
     writer.appendMetrics({ step: 12, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 1.1, 'kl/mean': 0.03, 'custom/thing': 4 } });
     refresh(a);
     await page.locator('.chart[data-group="reward"][data-last-step="12"]').waitFor();
@@ -178,9 +178,32 @@ describe('Metrics webview', () => {
     assertClean(app);
   });
 
+  it('says it is pinned to its run, and shows another run as its own when the host moves it (following the newest run)', async () => {
+    const { root, a, b } = recordedRuns();
+    const { app, page, controller } = await open(root, [a]);
+    await chart(page, 'reward').locator('canvas').waitFor();
+    await app.send({ type: 'following', following: { followsNewest: false, newer: { dir: b, id: 'run-b', name: 'the next run' } } });
+    await page.locator('#run-pin', { hasText: 'Pinned to this run; the next run (run-b) has started since.' }).waitFor();
+    await page.locator('#follow-run').click();
+    const deadline = Date.now() + 5000;
+    while (!app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'followNewestRun', follow: true }))) {
+      assert.ok(Date.now() < deadline, 'the webview asks the host to follow the newest run');
+      await page.waitForTimeout(20);
+    }
+    controller.replaceOwnRun(b);
+    await app.send({ type: 'following', following: { followsNewest: true } });
+    const points = new Set(new RunStoreReader(b).metrics().records.map((r) => r.step)).size;
+    await page.locator(`#run-title[title="${b}"]`).waitFor();
+    await page.locator(`.chart[data-group="reward"][data-points="${points}"]`).waitFor();
+    const state = (await app.state()) as MetricsPanelState;
+    assert.deepEqual(state.runDirs, [b]);
+    assert.equal(state.followsNewest, true);
+    assertClean(app);
+  });
+
   it('comes back from its saved state: compared runs, smoothing and band', async () => {
     const { root, a, b } = recordedRuns();
-    const state: MetricsPanelState = { runDirs: [a, b], smoothing: 0.5, band: 'std' };
+    const state: MetricsPanelState = { runDirs: [a, b], followsNewest: false, smoothing: 0.5, band: 'std' };
     const { app, page } = await open(root, state.runDirs, state);
     await page.locator('.chart[data-group="reward"][data-bands="2"]').waitFor();
     assert.equal(await page.locator('#smoothing').inputValue(), '0.5');

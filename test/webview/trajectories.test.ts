@@ -11,10 +11,10 @@ import * as path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { RunDirectorySource } from '../../extension/panels/source/runDirectorySource';
 import { TrajectoriesController } from '../../extension/panels/trajectoriesController';
-import { RunStoreReader, RunStoreWriter } from '../../trainer/shared/runstore';
+import { RunStoreReader } from '../../trainer/shared/runstore';
 import type { StepSelection, TrajectoriesPanelState } from '../../trainer/shared/protocol';
 import { colourTokens, decodeTokens } from '../../webview/trajectories/tokenColours';
-import { buildTrajectory, writeRecordedRun } from '../fixtures/recordedRun';
+import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../fixtures/recordedRun';
 import { launchBrowser } from '../harness/browser';
 import { connect, openWebviewApp, type Theme, type WebviewApp } from '../harness/webviewApp';
 
@@ -62,6 +62,14 @@ function assertClean(app: WebviewApp): void {
   assert.deepEqual(app.violations, [], 'no CSP violations and no network');
   assert.deepEqual(app.consoleErrors, [], 'no console errors');
   assert.deepEqual(app.hostErrors, [], 'every message the webview sent was valid');
+}
+
+async function until(probe: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 let seed = 99;
@@ -214,7 +222,7 @@ describe('Trajectories webview', () => {
     const dir = recordedRun({ steps: 2, batch: 8 });
     const { app, page, source } = await open(dir);
     await page.locator('#row-count', { hasText: '8 trajectories' }).waitFor();
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     writer.appendTrajectories(2, [buildTrajectory(2, 8, 4, rng)]);
     source.refresh();
     await page.locator('#row-count', { hasText: '9 trajectories' }).waitFor();
@@ -243,7 +251,7 @@ describe('Trajectories webview', () => {
 
   it('shows the held-out evaluations beside the training steps, with the task metric named', async () => {
     const dir = recordedRun({ steps: 2, batch: 8 });
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     const evaluation = (step: number, rows: number) => Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
     writer.writeEvaluation(0, evaluation(0, 5));
     writer.writeEvaluation(2, evaluation(2, 3));
@@ -277,10 +285,49 @@ describe('Trajectories webview', () => {
     assertClean(app);
   });
 
+  it('says whether it follows the newest run or is pinned, and moves to another run with nothing of the last one left', async () => {
+    const dir = recordedRun({ steps: 2, batch: 8 });
+    const other = writeRecordedRun(path.join(path.dirname(dir), 'run-next'), { steps: 3, batch: 4, groupSize: 2, seed: 12, status: 'running' });
+    const { app, page, controller } = await open(dir);
+    await page.locator('#row-count', { hasText: '8 trajectories' }).waitFor();
+    const note = page.locator('#run-pin');
+    const follow = page.locator('#follow-run');
+
+    await app.send({ type: 'following', following: { followsNewest: false } });
+    await note.filter({ hasText: 'Pinned to this run.' }).waitFor();
+    assert.equal(await follow.getAttribute('aria-checked'), 'false');
+    await app.send({ type: 'following', following: { followsNewest: false, newer: { dir: other, id: 'run-next', name: 'next run' } } });
+    await note.filter({ hasText: 'Pinned to this run; next run (run-next) has started since.' }).waitFor();
+    assert.equal(((await app.state()) as TrajectoriesPanelState).followsNewest, false);
+
+    // Ticking the box asks the host to follow; the host answers with the new state.
+    await follow.click();
+    await until(() => app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'followNewestRun', follow: true })));
+    await app.send({ type: 'following', following: { followsNewest: true } });
+    await page.waitForFunction(() => (document.getElementById('run-pin') as HTMLElement).hidden);
+    assert.equal(await follow.getAttribute('aria-checked'), 'true');
+    assert.equal(((await app.state()) as TrajectoriesPanelState).followsNewest, true);
+
+    // The host moves the panel to the new run: a trajectory open in the detail closes, the new run's newest step shows.
+    await page.locator('.vt-window .vt-row[data-key="3"]').click();
+    await page.locator('#detail .detail-body[data-index="3"]').waitFor();
+    controller.dispose();
+    const source = new RunDirectorySource(other, { pollIntervalMs: 0, watch: false });
+    opened.push({ app, source });
+    new TrajectoriesController(source, (m) => void app.send(m), { openInDebugger: async () => {} }).start();
+    await page.locator(`#run-title[title="${other}"]`).waitFor();
+    await page.locator('#row-count', { hasText: '4 trajectories' }).waitFor();
+    assert.equal(await stepShown(page, '3'), '3');
+    assert.equal(await page.locator('#detail .detail-body').count(), 0, 'the last run’s trajectory is no longer shown');
+    assert.equal(((await app.state()) as TrajectoriesPanelState).runDir, other);
+    assertClean(app);
+  });
+
   it('comes back from its saved state: pinned step, filters, sort, open trajectory, colouring', async () => {
     const dir = recordedRun({ steps: 3, batch: 16 });
     const state: TrajectoriesPanelState = {
       runDir: dir,
+      followsNewest: false,
       step: 2,
       filters: { text: '', rewardMin: null, rewardMax: null, errors: 'any', tool: '', finishReason: 'answered' },
       sort: { column: 'advantage', direction: 'desc' },

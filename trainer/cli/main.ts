@@ -11,6 +11,7 @@ import { serveToolsCommand, serveToolsUsage } from './commands/serveToolsCommand
 import { exportCommand, exportUsage } from './commands/exportCommand';
 import { importCommand, importUsage } from './commands/importVerlCommand';
 import { hasParent, sendToParent } from './ipc';
+import { describeFailure, endProcessSoon, whenOutputCloses } from './processEnd';
 import { UsageError } from './usage';
 import { waitForDebuggerIfAsked } from './waitForDebugger';
 
@@ -53,22 +54,29 @@ async function main(argv: string[]): Promise<number> {
   return command.run(rest);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
+// A reader that went away ends the command (the training command stops its run cleanly instead: see trainCommand).
+whenOutputCloses(() => {
+  if (process.argv[2] !== 'train') process.exit(141);
+});
+
+main(process.argv.slice(2))
+  .then(
+    (code) => {
+      process.exitCode = code;
+    },
+    async (error: unknown) => {
+      if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+        process.stderr.write(`rollout-studio: ${(error as Error).message}\n\n${usage}\n`);
+        process.exitCode = 2;
+      } else {
+        const err = error instanceof Error ? error : new Error(String(error));
+        process.stderr.write(`rollout-studio: ${describeFailure(err)}\n`);
+        if (hasParent()) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'fatal', message: err.message, ...(err.stack ? { stack: err.stack } : {}) }).catch(() => {});
+        process.exitCode = 1;
+      }
+    },
+  )
+  .finally(() => {
     if (hasParent()) process.disconnect();
-  },
-  async (error: unknown) => {
-    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`rollout-studio: ${(error as Error).message}\n\n${usage}\n`);
-      process.exitCode = 2;
-    } else {
-      const err = error as Error;
-      // A Hub failure already says what to do; its stack trace would only bury that.
-      process.stderr.write(`rollout-studio: ${err.name === 'HubError' ? err.message : (err.stack ?? String(err))}\n`);
-      if (hasParent()) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'fatal', message: err.message ?? String(err), stack: err.stack }).catch(() => {});
-      process.exitCode = 1;
-    }
-    if (hasParent()) process.disconnect();
-  },
-);
+    endProcessSoon();
+  });

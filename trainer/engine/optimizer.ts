@@ -51,7 +51,11 @@ interface UpdateInputs {
  * Add the AdamW update for `params` given their gradients and their global `norm`. Gradients
  * are clipped by global norm first (PyTorch's clip_grad_norm_: coefficient min(1, max/(norm + 1e-6))). When
  * `guard` is given (a bool scalar), a false guard leaves every parameter and moment unchanged
- * — this is how a non-finite loss or gradient skips the update in-graph.
+ * — this is how a non-finite loss or gradient skips the update in-graph. An update whose new
+ * parameters are not finite, or so large that the sum of their squares overflows (a learning
+ * rate that diverges: 1e30 makes every weight about 1e30, and the next forward pass NaN), is
+ * skipped the same way, before it can poison the next rollout. Returns the guard the update
+ * obeyed: true when it was applied.
  */
 export function addAdamWUpdate(
   g: Graph,
@@ -61,8 +65,8 @@ export function addAdamWUpdate(
   inputs: UpdateInputs,
   norm: Tensor,
   guard?: Tensor,
-): void {
-  g.withScope('adamw', () => {
+): Tensor {
+  return g.withScope('adamw', () => {
     const dtype = params[0].tensor.dtype;
     let scale: Tensor | undefined;
     if (config.maxGradNorm && config.maxGradNorm > 0) {
@@ -72,7 +76,7 @@ export function addAdamWUpdate(
     const bc2 = op.sub(1, op.pow(g.scalar(config.beta2, dtype), inputs.step));
     const stepSize = op.div(inputs.lr, bc1);
     const sqrtBc2 = op.sqrt(bc2);
-    params.forEach(({ tensor: p, decay }, i) => {
+    const updated = params.map(({ tensor: p, decay }, i) =>
       g.withScope(p.name, () => {
         const m = g.input(momentName(p.name, 'm'), dtype, p.shape);
         const v = g.input(momentName(p.name, 'v'), dtype, p.shape);
@@ -82,12 +86,19 @@ export function addAdamWUpdate(
         const denom = op.add(op.div(op.sqrt(v1), sqrtBc2), config.eps);
         const decayed = decay && config.weightDecay > 0 ? op.mul(p, op.sub(1, op.mul(inputs.lr, config.weightDecay))) : p;
         const p1 = op.sub(decayed, op.mul(op.div(m1, denom), stepSize));
-        const keep = (next: Tensor, prior: Tensor) => (guard ? op.where(guard, next, prior) : next);
-        g.output(keep(p1, p), nextName(p.name));
-        g.output(keep(m1, m), nextName(m.name));
-        g.output(keep(v1, v), nextName(v.name));
+        return { p, m, v, p1, m1, v1 };
+      }),
+    );
+    const weightsFinite = isFinite(updated.map(({ p1 }) => op.reduceSumSquare(p1, undefined, false)).reduce((a, b) => op.add(a, b)));
+    const applied = guard ? op.and(guard, weightsFinite) : weightsFinite;
+    for (const { p, m, v, p1, m1, v1 } of updated) {
+      g.withScope(p.name, () => {
+        g.output(op.where(applied, p1, p), nextName(p.name));
+        g.output(op.where(applied, m1, m), nextName(m.name));
+        g.output(op.where(applied, v1, v), nextName(v.name));
       });
-    });
+    }
+    return applied;
   });
 }
 
@@ -105,11 +116,10 @@ export function addTrainStep(g: Graph, loss: Tensor, params: readonly TrainableP
   const grads = grad(loss, params.map((p) => p.tensor));
   const inputs = updateInputs(g, loss.dtype);
   const norm = g.withScope('adamw', () => globalNorm(grads));
-  const finite = op.and(isFinite(loss), isFinite(norm));
-  addAdamWUpdate(g, params, grads, config, inputs, norm, finite);
+  const applied = addAdamWUpdate(g, params, grads, config, inputs, norm, op.and(isFinite(loss), isFinite(norm)));
   g.output(loss, 'loss');
   g.output(norm, 'grad_norm');
-  g.output(op.cast(finite, loss.dtype), 'update_applied');
+  g.output(op.cast(applied, loss.dtype), 'update_applied');
 }
 
 /**
@@ -139,10 +149,9 @@ export function buildApplyGraph(params: ReadonlyArray<{ name: string; shape: rea
   const accumulators = params.map((p) => g.input(gradName(p.name), dtype, p.shape));
   const grads = accumulators.map((acc) => op.mul(acc, gradScale));
   const norm = g.withScope('adamw', () => globalNorm(grads));
-  const finite = isFinite(norm);
-  addAdamWUpdate(g, trainables, grads, config, inputs, norm, finite);
+  const applied = addAdamWUpdate(g, trainables, grads, config, inputs, norm, isFinite(norm));
   accumulators.forEach((acc) => g.output(op.fullLike(acc, 0), nextName(acc.name)));
   g.output(norm, 'grad_norm');
-  g.output(op.cast(finite, dtype), 'update_applied');
+  g.output(op.cast(applied, dtype), 'update_applied');
   return g;
 }

@@ -3,7 +3,7 @@ import type { ModelConfig } from './modelConfig';
 
 /**
  * LoRA adapters as PEFT defines them: for a targeted projection y = x·Wᵀ, the adapted layer
- * computes y = x·Wᵀ + (alpha / rank)·x·Aᵀ·Bᵀ, with A [rank, in] initialised like PEFT
+ * computes y = x·Wᵀ + (alpha / rank)·x·Aᵀ·Bᵀ (alpha / √rank with rsLoRA), with A [rank, in] initialised like PEFT
  * (Kaiming-uniform, a = √5) and B [out, rank] zero, so a fresh adapter leaves the model unchanged.
  */
 export const LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
@@ -14,6 +14,8 @@ export const LoraConfig = z.object({
   alpha: z.number().positive(),
   dropout: z.number().min(0).max(0, 'LoRA dropout is not supported yet (it would make resumed runs diverge); use 0').default(0),
   targets: z.array(z.enum(LORA_TARGETS)).min(1),
+  /** Rank-stabilised LoRA (PEFT's `use_rslora`): the scale is alpha/√rank. */
+  rslora: z.boolean().optional(),
 });
 export type LoraConfig = z.infer<typeof LoraConfig>;
 
@@ -56,8 +58,9 @@ export function loraModules(config: ModelConfig, lora: LoraConfig): LoraModule[]
   return modules;
 }
 
+/** What the adapters' product is multiplied by: alpha/rank, or alpha/√rank with rsLoRA (as PEFT computes it). */
 export function loraScale(lora: LoraConfig): number {
-  return lora.alpha / lora.rank;
+  return lora.rslora ? lora.alpha / Math.sqrt(lora.rank) : lora.alpha / lora.rank;
 }
 
 /**

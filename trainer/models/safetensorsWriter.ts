@@ -52,9 +52,14 @@ function checkTensors(tensors: readonly WritableTensor[], where: string): void {
   }
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
+/** Write all of `bytes`, again after a short write; a device that takes nothing more is an error, not an endless loop. */
+function writeAll(fd: number, bytes: Uint8Array, file: string): void {
   let done = 0;
-  while (done < bytes.byteLength) done += fs.writeSync(fd, bytes, done, bytes.byteLength - done);
+  while (done < bytes.byteLength) {
+    const n = fs.writeSync(fd, bytes, done, bytes.byteLength - done);
+    if (n <= 0) throw Object.assign(new Error(`${file}: the device accepted only part of the write and then no more (a full disk?)`), { code: 'ENOSPC' });
+    done += n;
+  }
 }
 
 /** Writes one safetensors file. Returns its size in bytes. */
@@ -82,8 +87,8 @@ export function writeSafetensors(file: string, tensors: readonly WritableTensor[
   const temporary = `${file}.partial-${process.pid}`;
   const fd = fs.openSync(temporary, 'w');
   try {
-    writeAll(fd, prefix);
-    writeAll(fd, headerBytes);
+    writeAll(fd, prefix, file);
+    writeAll(fd, headerBytes, file);
     for (const tensor of ordered) writeTensorData(fd, tensor, dtype.tag, file);
     fs.fsyncSync(fd);
   } catch (error) {
@@ -108,11 +113,11 @@ function writeTensorData(fd: number, tensor: WritableTensor, tag: 'F32' | 'BF16'
   for (let start = 0; start < count; start += CHUNK_ELEMENTS) {
     const n = Math.min(CHUNK_ELEMENTS, count - start);
     if (!halves) {
-      writeAll(fd, new Uint8Array(data.buffer, data.byteOffset + start * 4, n * 4));
+      writeAll(fd, new Uint8Array(data.buffer, data.byteOffset + start * 4, n * 4), file);
     } else {
       const target = halves.subarray(0, n);
       narrowToHalves(tag === 'BF16' ? 'bfloat16' : 'float16', bits, start, target);
-      writeAll(fd, new Uint8Array(target.buffer, 0, n * 2));
+      writeAll(fd, new Uint8Array(target.buffer, 0, n * 2), file);
     }
   }
 }

@@ -36,16 +36,43 @@ export function saveModelFolder(outDir: string, sourceDir: string, tensors: read
   return files;
 }
 
-const AdapterConfigJson = z.looseObject({
-  peft_type: z.literal('LORA'),
-  r: z.number().int().positive(),
-  lora_alpha: z.number().positive(),
-  lora_dropout: z.number().min(0).default(0),
-  target_modules: z.union([z.array(z.string()), z.string()]),
-  bias: z.literal('none').default('none'),
-  fan_in_fan_out: z.literal(false).default(false),
-  base_model_name_or_path: z.string().nullable().optional(),
-});
+/**
+ * adapter_config.json as PEFT writes it. Every field that changes what the adapter computes is
+ * read: supported, or refused with what it would take (a field accepted but ignored would load an
+ * adapter that computes something else — rsLoRA's alpha/√r read as alpha/r put log-probs off by
+ * 1.2 at r = 4). Dropout only acts in training and is ignored when an adapter is loaded.
+ */
+const unset = (value: unknown) => value === undefined || value === null || value === false || (Array.isArray(value) && value.length === 0) || (typeof value === 'object' && value !== null && Object.keys(value).length === 0);
+const AdapterConfigJson = z
+  .looseObject({
+    peft_type: z.literal('LORA'),
+    r: z.number().int().positive(),
+    lora_alpha: z.number().positive(),
+    lora_dropout: z.number().min(0).default(0),
+    target_modules: z.union([z.array(z.string()), z.string()]),
+    bias: z.literal('none', 'only "none" is supported (the adapter would train biases the model does not have)').default('none'),
+    fan_in_fan_out: z.literal(false, 'only false is supported (Conv1D-style weights, GPT-2, are not)').default(false),
+    use_rslora: z.boolean().default(false),
+    base_model_name_or_path: z.string().nullable().optional(),
+  })
+  .superRefine((json, ctx) => {
+    const refuse = (field: string, why: string) => {
+      if (!unset((json as Record<string, unknown>)[field])) ctx.addIssue({ code: 'custom', path: [field], message: `${JSON.stringify((json as Record<string, unknown>)[field])} is not supported: ${why}` });
+    };
+    refuse('use_dora', 'DoRA adapters carry a magnitude vector per module');
+    refuse('rank_pattern', 'every module must have rank r');
+    refuse('alpha_pattern', 'every module must have alpha lora_alpha');
+    refuse('layers_to_transform', 'the adapter must cover every layer');
+    refuse('layers_pattern', 'the adapter must cover every layer');
+    refuse('modules_to_save', 'fully trained extra modules are not loaded');
+    refuse('lora_bias', 'LoRA biases on B are not supported');
+    refuse('exclude_modules', 'the adapter must cover every targeted module');
+    refuse('target_parameters', 'adapters on parameters instead of modules are not supported');
+    refuse('megatron_config', 'Megatron-parallel layers are not supported');
+    if (typeof json.target_modules === 'string') {
+      ctx.addIssue({ code: 'custom', path: ['target_modules'], message: `${JSON.stringify(json.target_modules)} is a regular expression in PEFT; only a list of module names is supported (${LORA_TARGETS.join(', ')})` });
+    }
+  });
 
 export interface LoraAdapter {
   lora: LoraConfig;
@@ -63,6 +90,7 @@ export function saveLoraAdapter(outDir: string, baseModelDir: string, adapter: L
     lora_alpha: adapter.lora.alpha,
     lora_dropout: adapter.lora.dropout,
     target_modules: [...adapter.lora.targets],
+    use_rslora: adapter.lora.rslora ?? false,
     bias: 'none',
     fan_in_fan_out: false,
     inference_mode: true,
@@ -85,7 +113,7 @@ export function readLoraAdapter(dir: string, config: ModelConfig): LoraAdapter {
   const targets = typeof json.target_modules === 'string' ? [json.target_modules] : json.target_modules;
   const unsupported = targets.filter((t) => !(LORA_TARGETS as readonly string[]).includes(t));
   if (unsupported.length) throw new CheckpointError(`${file}: target_modules ${JSON.stringify(unsupported)} are not supported; supported: ${LORA_TARGETS.join(', ')}`);
-  const lora = LoraConfig.parse({ rank: json.r, alpha: json.lora_alpha, dropout: json.lora_dropout, targets });
+  const lora = LoraConfig.parse({ rank: json.r, alpha: json.lora_alpha, dropout: 0, targets, ...(json.use_rslora ? { rslora: true } : {}) });
   const reader = CheckpointReader.open(dir, 'adapter_model.safetensors');
   try {
     const tensors: LoraAdapter['tensors'] = {};

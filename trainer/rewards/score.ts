@@ -2,7 +2,7 @@ import { describeRow, type DatasetRow } from '../data/row';
 import type { ToolErrorKind } from '../shared/protocol/runStore';
 import type { ToolCallResult, Trajectory } from '../rollout/trajectory';
 import type { ToolCallOutcome } from '../tools/context';
-import { describeThrown } from '../tools/runner';
+import { describeThrown, safeInstanceOf } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { answerTag, type AnswerExtractor } from './answer';
 import { RewardError } from './rewardErrors';
@@ -104,25 +104,46 @@ export interface ScoreOptions {
   normalizer?: ProcessRewardNormalizer;
 }
 
+/**
+ * The largest reward magnitude accepted. Rewards far beyond any task's scale break the arithmetic
+ * after them without an error: squared in a group's standard deviation they overflow, and
+ * ±1e300 made every advantage 0 — a run that trains on nothing while looking healthy. So a
+ * reward that is not a finite number within ±MAX_ABS_REWARD (each reward a function returns,
+ * each weighted sum, each trajectory's total) fails the run, naming the reward, the trajectory
+ * and its dataset row, and the value. Scale such rewards down.
+ */
+export const MAX_ABS_REWARD = 1e6;
+
 function finite(value: unknown, what: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new RewardError(`${what} returned ${typeof value === 'number' ? value : JSON.stringify(value) ?? String(value)}; rewards must be finite numbers`);
+    throw new RewardError(`${what} returned ${typeof value === 'number' ? value : describeValue(value)}; rewards must be finite numbers`);
+  }
+  if (Math.abs(value) > MAX_ABS_REWARD) {
+    throw new RewardError(`${what} returned ${value}; rewards must lie within ±${MAX_ABS_REWARD.toExponential()} (larger ones overflow the advantage arithmetic): scale it down`);
   }
   return value;
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'bigint') return `${value}n (a BigInt)`;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return typeof value;
+  }
 }
 
 async function evaluate<T>(what: string, run: () => T | Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (error instanceof RewardError) throw error;
+    if (safeInstanceOf(error, RewardError)) throw error;
     throw new RewardError(`${what} threw: ${describeThrown(error)}`, { cause: error });
   }
 }
 
 const ERROR_KINDS: readonly ToolErrorKind[] = ['parse', 'unknown_tool', 'invalid_arguments', 'threw', 'timeout'];
-
-const describeValue = (value: unknown) => (typeof value === 'number' ? String(value) : JSON.stringify(value) ?? String(value));
 
 /** A weight or penalty: a finite number ≥ 0, or an error naming the field. */
 function nonNegative(value: unknown, field: string, why: string): void {
@@ -249,7 +270,8 @@ export async function scoreTrajectories<Row extends object>(
       for (const call of calls) {
         for (const [name, value] of Object.entries(call.components)) components[`process/${name}`] = (components[`process/${name}`] ?? 0) + value;
       }
-      return { outcome, components, calls, answer: extract(trajectory as Trajectory<object>) };
+      const where = `trajectory ${trajectory.index} (${describeRow(trajectory.row as unknown as DatasetRow)})`;
+      return { outcome, components, calls, answer: extract(trajectory as Trajectory<object>), where };
     }),
   );
 
@@ -271,6 +293,8 @@ export async function scoreTrajectories<Row extends object>(
     trajectories: partial.map((t) => {
       const calls = t.calls.map((c) => ({ ...c, scaled: (c.processReward ?? 0) * processScale }));
       const process = calls.reduce((a, c) => a + c.scaled, 0);
+      // Weights can take sums of rewards that are each in range out of it.
+      finite(t.outcome + process, `the total reward (outcome ${t.outcome}, process ${process}) of ${t.where}`);
       return {
         outcome: t.outcome,
         process,

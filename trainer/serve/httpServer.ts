@@ -7,7 +7,7 @@ import { McpServers } from '../mcp/servers';
 import { describeIssues } from '../shared/protocol/parse';
 import { RewardRequest, type RewardResponse, type ServeError } from '../shared/protocol/serve';
 import { RewardError } from '../rewards/rewardErrors';
-import type { LoadedConfig } from '../training/trainingConfig';
+import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../training/trainingConfig';
 import { ToolSet } from '../tools/toolSet';
 import { RewardRequestError, scoreRewardRequest } from './rewards';
 import { ToolCallService } from './toolServer';
@@ -89,10 +89,16 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
   const config = loaded.config;
   const mcp = await McpServers.open(config.mcpServers, { baseDir: path.dirname(loaded.file), ...(options.log ? { log: options.log } : {}) });
   let tools: ToolSet;
-  try {
-    tools = new ToolSet([...config.tools, ...mcp.tools]);
-  } catch (error) {
+  let placed: PlacedTools | undefined;
+  const closeTools = async () => {
+    await placed?.close();
     await mcp.close();
+  };
+  try {
+    placed = await placeConfigTools(loaded);
+    tools = new ToolSet([...placed.tools, ...mcp.tools]);
+  } catch (error) {
+    await closeTools();
     throw error;
   }
   const service = new ToolCallService(tools, options.log ? { onLog: options.log } : {});
@@ -156,7 +162,7 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());
   }).catch(async (error: NodeJS.ErrnoException) => {
-    await mcp.close();
+    await closeTools();
     throw new ServeConfigError(error.code === 'EADDRINUSE' ? `port ${options.port} on ${options.host} is in use; choose another with --port` : `cannot listen on ${options.host}:${options.port}: ${error.message}`);
   });
   const address = server.address() as AddressInfo;
@@ -167,7 +173,7 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await mcp.close();
+      await closeTools();
     },
   };
 }

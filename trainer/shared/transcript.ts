@@ -25,13 +25,20 @@
  * own lines between ⟨ and ⟩, characters a chat template does not produce, so the grammar can
  * tell them from model text.
  */
-import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from './protocol/runStore';
+import type { RunStatus, ToolCallRecord, TrajectoryRecord, TurnRecord } from './protocol/runStore';
 
 export interface TranscriptRenderOptions {
   /** Digits after the decimal point for rewards and statistics (default 2). */
   digits?: number;
   /** Longer turn texts are cut and say how much was left out (default: no limit). */
   maxTurnChars?: number;
+  /**
+   * The trajectory is a live snapshot whose step will never be recorded: what ended the run
+   * first ("the run stopped", "the trainer exited"). What was still unknown — a call's result,
+   * the finish, the rewards — then says it was never known, instead of "not run yet" and
+   * "pending", which would promise something that is not coming.
+   */
+  endedBy?: string;
 }
 
 /** Where one tool call sits in the text, 0-based lines. */
@@ -63,10 +70,12 @@ export function renderTranscript(trajectory: TrajectoryRecord, options: Transcri
   const callLines: TranscriptCallLines[] = [];
 
   const t = trajectory;
+  const endedBy = t.inFlight ? options.endedBy : undefined;
   lines.push(`═══ step ${t.step} · #${t.index} · row ${t.rowId} · group ${t.group} / sample ${t.sample} ═══`);
+  if (endedBy) lines.push(`note: ${endedBy} before step ${t.step} was recorded; this is the trajectory as the debugger last saw it`);
   lines.push(`prompt: ${oneLine(t.prompt)}`);
-  lines.push(`finish: ${finishText(t)}${t.answer !== undefined ? ` · answer: ${oneLine(t.answer)}` : ''}`);
-  lines.push(`rewards: ${rewardSummary(t, fixed, signed)}`);
+  lines.push(`finish: ${finishText(t, endedBy)}${t.answer !== undefined ? ` · answer: ${oneLine(t.answer)}` : ''}`);
+  lines.push(`rewards: ${rewardSummary(t, fixed, signed, endedBy)}`);
   const components = Object.entries(t.rewards.components);
   if (components.length) lines.push(`components: ${components.map(([name, value]) => `${name} ${fixed(value)}`).join(' · ')}`);
   lines.push(`tokens: prompt ${t.lengths.prompt} · response ${t.lengths.response} · total ${t.lengths.total}`);
@@ -81,14 +90,30 @@ export function renderTranscript(trajectory: TrajectoryRecord, options: Transcri
     for (const call of turn.toolCalls ?? []) {
       const line = findCallLine(lines, bodyStart, call.index) ?? turnLines[turnLines.length - 1];
       callLines.push({ turn: turn.index, call: call.index, line, resultLine: lines.length });
-      lines.push(callAnnotation(call, signed));
+      lines.push(callAnnotation(call, signed, endedBy));
     }
   }
   lines.push('');
   lines.push('── end ──');
   const endLine = lines.length;
-  lines.push(`⟨${finishText(t)} · ${t.inFlight ? 'rewards pending' : rewardSummary(t, fixed, signed)}⟩`);
+  lines.push(`⟨${finishText(t, endedBy)} · ${t.inFlight ? (endedBy ? 'rewards never computed' : 'rewards pending') : rewardSummary(t, fixed, signed)}⟩`);
   return { text: lines.join('\n') + '\n', turnLines, callLines, endLine };
+}
+
+/** What ended a run whose step in flight was never recorded (`endedBy`), by the status its run.json says. */
+export function runEndedPhrase(status: RunStatus): string {
+  switch (status) {
+    case 'stopped':
+      return 'the run stopped';
+    case 'failed':
+      return 'the run failed';
+    case 'finished':
+      return 'the run finished';
+    case 'running':
+    case 'interrupted':
+      // A trainer that exited (or was killed) before it could mark its run.
+      return 'the training ended';
+  }
 }
 
 /** `── assistant (turn 2) ─ 41 tokens · logprob mean -0.32 min -4.10 · entropy 0.81 · tool_call ──` */
@@ -100,10 +125,14 @@ export function turnHeader(turn: TurnRecord, fixed: (x: number) => string): stri
   return `── ${turn.role} (turn ${turn.index}) ─ ${facts.join(' · ')} ──`;
 }
 
-/** `⟨call 0 search · process reward +0.20 · 12 ms⟩` or `⟨call 0 search · error: timeout — … · 5003 ms⟩` */
-export function callAnnotation(call: ToolCallRecord, signed: (x: number) => string): string {
+/**
+ * `⟨call 0 search · process reward +0.20 · 12 ms⟩` or `⟨call 0 search · error: timeout — … · 5003 ms⟩`;
+ * a call that has not run: `⟨call 0 search · not run yet⟩`, or, when the run ended first (`endedBy`),
+ * `⟨call 0 search · result never known: the run stopped first⟩`.
+ */
+export function callAnnotation(call: ToolCallRecord, signed: (x: number) => string, endedBy?: string): string {
   const parts = [`call ${call.index}${call.name !== undefined ? ` ${call.name}` : ''}`];
-  if (call.pending) return `⟨${parts[0]} · not run yet⟩`;
+  if (call.pending) return `⟨${parts[0]} · ${endedBy ? `result never known: ${endedBy} first` : 'not run yet'}⟩`;
   if (call.error) parts.push(`error: ${call.error.kind} — ${firstLine(call.error.message)}`);
   if (call.processReward !== undefined) parts.push(`process reward ${signed(call.processReward)}`);
   if (call.truncated) parts.push('result truncated');
@@ -111,12 +140,14 @@ export function callAnnotation(call: ToolCallRecord, signed: (x: number) => stri
   return `⟨${parts.join(' · ')}⟩`;
 }
 
-/** A live trajectory still being rolled out has no final finish reason yet. */
-function finishText(t: TrajectoryRecord): string {
-  return t.inFlight && !t.inFlight.ended ? 'in progress' : t.finishReason;
+/** A live trajectory still being rolled out has no final finish reason yet (and never gets one when the run ended first). */
+function finishText(t: TrajectoryRecord, endedBy?: string): string {
+  if (!t.inFlight || t.inFlight.ended) return t.finishReason;
+  return endedBy ? 'not finished' : 'in progress';
 }
 
-function rewardSummary(t: TrajectoryRecord, fixed: (x: number) => string, signed: (x: number) => string): string {
+function rewardSummary(t: TrajectoryRecord, fixed: (x: number) => string, signed: (x: number) => string, endedBy?: string): string {
+  if (t.inFlight && endedBy) return `never computed (${endedBy} before step ${t.step} was scored)`;
   if (t.inFlight) return 'pending (scored when the whole batch has finished its rollout)';
   const parts = [`outcome ${fixed(t.rewards.outcome)}`, `process ${fixed(t.rewards.process)}`, `total ${fixed(t.rewards.total)}`];
   if (t.advantage !== undefined) parts.push(`advantage ${signed(t.advantage)}`);

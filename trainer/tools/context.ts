@@ -44,6 +44,14 @@ export interface TrajectoryView {
   calls: readonly CallView[];
 }
 
+/**
+ * The arguments as the policy wrote them (before the schema parsed them), on a call's context
+ * under a symbol of its own: a tool run in a worker parses them there with its own copy of the
+ * schema, so that a schema which transforms (into a URL, a class instance) gives what it gives
+ * on the trainer's thread. Not part of the tool API.
+ */
+export const RAW_ARGUMENTS: unique symbol = Symbol.for('rollout-studio.rawArguments');
+
 export interface ToolContext<Row extends object = DatasetRow> {
   trajectory: TrajectoryView;
   /** The assistant turn the call was made in (0 = the first generated turn). */

@@ -33,12 +33,28 @@ export function textResult<Data>(text: string, data?: Data): ToolResult<Data> {
 }
 
 /**
+ * The most text a call may return, all content parts together. The policy sees at most
+ * `budget.maxToolResultTokens` of it, but the whole text is tokenized to cut it there: a tool that
+ * returns a hundred megabytes (a whole file, a runaway loop) would stall the rollout for minutes.
+ * A longer result fails the call (`threw`), naming its size.
+ */
+export const MAX_TOOL_TEXT_CHARS = 1_000_000;
+
+function checkSize(toolName: string, result: ToolResult): ToolResult {
+  const chars = result.content.reduce((n, part) => n + (part.type === 'text' ? part.text.length : 0), 0);
+  if (chars > MAX_TOOL_TEXT_CHARS) {
+    throw new RangeError(`tool "${toolName}" returned ${chars.toLocaleString('en-US')} characters of text; the limit is ${MAX_TOOL_TEXT_CHARS.toLocaleString('en-US')} (the policy is shown at most budget.maxToolResultTokens of it): return less, e.g. the top results only`);
+  }
+  return result;
+}
+
+/**
  * Checks what a tool returned (it is user code: anything can come back) and brings it to the
- * `ToolResult` shape. Throws a TypeError saying what was expected; the runner records it as the
- * call's `threw` error.
+ * `ToolResult` shape. Throws a TypeError saying what was expected (a RangeError for text over
+ * MAX_TOOL_TEXT_CHARS); the runner records it as the call's `threw` error.
  */
 export function normalizeToolOutput(toolName: string, output: unknown): ToolResult {
-  if (typeof output === 'string') return textResult(output);
+  if (typeof output === 'string') return checkSize(toolName, textResult(output));
   const shape = 'a string or { content: [{ type: "text", text } | { type: "image", data: Uint8Array | base64 string }], data? }';
   if (typeof output !== 'object' || output === null || !Array.isArray((output as ToolResult).content)) {
     throw new TypeError(`tool "${toolName}" returned ${describeValue(output)}; expected ${shape}`);
@@ -54,7 +70,7 @@ export function normalizeToolOutput(toolName: string, output: unknown): ToolResu
     }
     throw new TypeError(`tool "${toolName}" returned content[${i}] = ${describeValue(part)}; expected { type: "text", text: string } or { type: "image", data }`);
   });
-  return output as ToolResult;
+  return checkSize(toolName, output as ToolResult);
 }
 
 /** The observation text of a result: its text parts, one after another. */

@@ -1,6 +1,7 @@
+import { inspect } from 'node:util';
 import { describeIssues } from '../shared/protocol/parse';
 import type { ToolErrorKind } from '../shared/protocol/runStore';
-import type { ToolContext, ToolLogger, TrajectoryView } from './context';
+import { RAW_ARGUMENTS, type ToolContext, type ToolLogger, type TrajectoryView } from './context';
 import { CallSignals } from './callSignals';
 import { ToolTimeoutError, withDeadline, type DeadlineOutcome } from './deadline';
 import { normalizeToolOutput, type ToolResult } from './result';
@@ -50,14 +51,48 @@ export interface ToolRunnerOptions {
   onLog?: (line: ToolLogLine) => void;
 }
 
-/** "Error: boom\n    at …" for an Error, its string form for anything else thrown. */
+/** The most of a description kept: a tool can throw a megabyte-long string or a huge object. */
+const MAX_DESCRIPTION = 4000;
+
+/**
+ * "Error: boom\n    at …" for an Error, an inspected form for anything else thrown — a BigInt, a
+ * circular object, a null-prototype object, a Proxy whose traps throw: user code can throw
+ * anything, and describing it must never throw in turn (that would end the run).
+ */
 export function describeThrown(error: unknown): string {
-  if (error instanceof Error) return error.stack && error.stack.includes(error.message) ? error.stack : `${error.name}: ${error.message}`;
-  return `thrown value: ${typeof error === 'string' ? error : JSON.stringify(error) ?? String(error)}`;
+  let text: string;
+  try {
+    if (error instanceof Error) {
+      const { stack, name, message } = error;
+      text = typeof stack === 'string' && stack.includes(String(message)) ? stack : `${String(name)}: ${String(message)}`;
+    } else {
+      text = `thrown value: ${typeof error === 'string' ? error : inspect(error, { depth: 2, breakLength: Infinity, maxArrayLength: 20, maxStringLength: MAX_DESCRIPTION })}`;
+    }
+  } catch {
+    text = `thrown value: ${safeTag(error)} (it could not be described further)`;
+  }
+  return text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}… (${text.length - MAX_DESCRIPTION} more characters)` : text;
+}
+
+function safeTag(value: unknown): string {
+  try {
+    return Object.prototype.toString.call(value);
+  } catch {
+    return typeof value;
+  }
+}
+
+/** `instanceof` that a thrown Proxy cannot turn into a second throw. */
+export function safeInstanceOf<T>(value: unknown, type: abstract new (...args: never[]) => T): value is T {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
+  }
 }
 
 function failure(error: unknown): ToolCallError {
-  if (error instanceof ToolTimeoutError) return { kind: 'timeout', message: error.message };
+  if (safeInstanceOf(error, ToolTimeoutError)) return { kind: 'timeout', message: error.message };
   return { kind: 'threw', message: describeThrown(error) };
 }
 
@@ -154,7 +189,7 @@ export class ToolRunner {
     };
     const log: ToolLogger = { info: emit('info'), warn: emit('warn'), error: emit('error') };
     // The signal is replaced per execution (see runOne / runBatch); this one is never aborted.
-    return {
+    const ctx: ToolContext<object> & { [RAW_ARGUMENTS]?: unknown } = {
       trajectory: request.trajectory,
       turn: request.turn,
       callIndex: request.callIndex,
@@ -162,7 +197,9 @@ export class ToolRunner {
       rowArgs: request.row.toolArgs?.[tool.name],
       signal: new AbortController().signal,
       log,
+      [RAW_ARGUMENTS]: request.arguments,
     };
+    return ctx;
   }
 
   private async runOne(tool: Tool, args: unknown, ctx: ToolContext<object>, signals: CallSignals): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>> {
@@ -204,7 +241,7 @@ export class ToolRunner {
     const latencyMs = performance.now() - started;
     if (!outcome.ok) return invocations.map(() => ({ error: failure(outcome.error), latencyMs }));
     return outcome.value.map((output) => {
-      if (output instanceof Error) return { error: failure(output), latencyMs };
+      if (safeInstanceOf(output, Error)) return { error: failure(output), latencyMs };
       try {
         return { result: normalizeToolOutput(tool.name, output), latencyMs };
       } catch (error) {

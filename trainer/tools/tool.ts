@@ -46,6 +46,16 @@ export abstract class Tool<Params extends ParametersSchema = ParametersSchema, R
   concurrency = 16;
   /** With `executeBatch`: at most this many calls per batch. */
   maxBatchSize = 64;
+  /**
+   * Where the trainer runs the tool when it loaded it from your files (a training config's
+   * `tools`): `'worker'` (the default), in a worker thread of its own that evaluates the same
+   * module, where a call that never yields — a busy loop, a runaway regular expression — is
+   * stopped at `timeoutMs` and the run goes on; `'trainer'`, on the trainer's own thread, for a
+   * tool that shares live objects with code outside it (a reward that reads what the tool put in
+   * a module-level variable, say). Arguments and results cross the thread boundary as structured
+   * clones: keep a result's `data` to plain values (objects, arrays, strings, numbers, Map, Set, Date).
+   */
+  isolation: 'worker' | 'trainer' = 'worker';
 
   abstract execute(args: z.output<Params>, ctx: ToolContext<Row>): ToolOutput | Promise<ToolOutput>;
 
@@ -88,6 +98,7 @@ export interface ToolDefinition<Params extends ParametersSchema, Row extends obj
   timeoutMs?: number;
   concurrency?: number;
   maxBatchSize?: number;
+  isolation?: 'worker' | 'trainer';
 }
 
 /** A `Tool` from an object literal; `execute`'s and `reward`'s argument types come from `parameters`. */
@@ -99,6 +110,7 @@ export function defineTool<Params extends ParametersSchema, Row extends object =
     override timeoutMs = definition.timeoutMs ?? 30_000;
     override concurrency = definition.concurrency ?? 16;
     override maxBatchSize = definition.maxBatchSize ?? 64;
+    override isolation = definition.isolation ?? 'worker';
     execute(args: z.output<Params>, ctx: ToolContext<Row>): ToolOutput | Promise<ToolOutput> {
       return definition.execute(args, ctx);
     }

@@ -70,6 +70,7 @@ function checkTool(tool: unknown, position: number): asserts tool is Tool {
       throw new ToolDefinitionError(`${label}: ${field} must be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`);
     }
   }
+  if (tool.isolation !== 'worker' && tool.isolation !== 'trainer') throw new ToolDefinitionError(`${label}: isolation must be "worker" or "trainer", got ${JSON.stringify(tool.isolation)}`);
   if (typeof tool.execute !== 'function') throw new ToolDefinitionError(`${label}: execute must be a method`);
   if (tool.executeBatch !== undefined && typeof tool.executeBatch !== 'function') throw new ToolDefinitionError(`${label}: executeBatch must be a method when defined`);
   if (tool.reward !== undefined && typeof tool.reward !== 'function') throw new ToolDefinitionError(`${label}: reward must be a method when defined`);

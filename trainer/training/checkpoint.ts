@@ -12,6 +12,8 @@ import { writeSafetensors } from '../models/safetensorsWriter';
 import { checkpointDirName, TrainerState } from '../shared/protocol/runStore';
 import { parseWith } from '../shared/protocol/parse';
 import { writeFileAtomic } from '../shared/runstore/jsonl';
+import { storageError } from '../shared/runstore/storageError';
+import { CheckpointError } from '../models/modelErrors';
 
 /**
  * Checkpoints: `checkpoints/step-NNNNNN/` holds
@@ -59,12 +61,27 @@ function readTensors(dir: string, file: string): Record<string, HostTensor> {
   }
 }
 
-export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: Omit<TrainerState, 'protocol' | 'optimizerSteps' | 'weights'>, extras: CheckpointExtras = {}): Promise<string> {
+type SavedState = Omit<TrainerState, 'protocol' | 'optimizerSteps' | 'weights' | 'files'>;
+
+export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: SavedState, extras: CheckpointExtras = {}): Promise<string> {
   const relative = checkpointDirName(state.step);
   const final = path.join(runDir, relative);
   const staging = `${final}.partial`;
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { recursive: true });
+  try {
+    await writeCheckpointFolder(staging, model, optimizer, state, extras);
+    fs.rmSync(final, { recursive: true, force: true });
+    fs.renameSync(staging, final);
+  } catch (error) {
+    // A checkpoint is whole or absent: the half-written folder goes, the previous checkpoints stay.
+    fs.rmSync(staging, { recursive: true, force: true });
+    throw storageError(error, staging, `saving the checkpoint of step ${state.step}`);
+  }
+  return relative;
+}
+
+async function writeCheckpointFolder(staging: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: SavedState, extras: CheckpointExtras): Promise<void> {
   const saved = await optimizer.state();
   const tensors = saved.tensors;
   const f32 = (t: HostTensor) => t.data as Float32Array;
@@ -97,11 +114,40 @@ export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimi
     writeSafetensors(path.join(staging, CRITIC_DIR, OPTIMIZER_FILE), asEntries(extras.critic.tensors));
     writeFileAtomic(path.join(staging, CRITIC_DIR, CRITIC_STATE_FILE), JSON.stringify({ protocol: 1, optimizerSteps: extras.critic.step }, null, 2) + '\n');
   }
-  const trainerState: TrainerState = { protocol: 1, ...state, optimizerSteps: saved.step, weights: lora && !trainedBase ? 'lora' : 'full' };
-  writeFileAtomic(path.join(staging, 'trainer_state.json'), JSON.stringify(trainerState, null, 2) + '\n');
-  fs.rmSync(final, { recursive: true, force: true });
-  fs.renameSync(staging, final);
-  return relative;
+  const trainerState: TrainerState = { protocol: 1, ...state, optimizerSteps: saved.step, weights: lora && !trainedBase ? 'lora' : 'full', files: fileSizes(staging) };
+  writeFileAtomic(path.join(staging, STATE_FILE), JSON.stringify(trainerState, null, 2) + '\n');
+}
+
+const STATE_FILE = 'trainer_state.json';
+
+/** The size of every file in a checkpoint folder and its subfolders (critic/), trainer_state.json aside, by relative path. */
+function fileSizes(dir: string, prefix = ''): Record<string, number> {
+  const sizes: Record<string, number> = {};
+  for (const entry of fs.readdirSync(path.join(dir, prefix), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) Object.assign(sizes, fileSizes(dir, relative));
+    else if (relative !== STATE_FILE) sizes[relative] = fs.statSync(path.join(dir, relative)).size;
+  }
+  return sizes;
+}
+
+/** A checkpoint's trainer_state.json, validated, with every file it lists checked for its size. */
+export function readTrainerState(dir: string): TrainerState {
+  const stateFile = path.join(dir, STATE_FILE);
+  if (!fs.existsSync(stateFile)) throw new CheckpointError(`${dir} is not a complete checkpoint: ${STATE_FILE} is missing`);
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
+  } catch (error) {
+    throw new CheckpointError(`${stateFile}: not valid JSON (${(error as Error).message})`);
+  }
+  const state = parseWith(TrainerState, json, stateFile);
+  for (const [name, size] of Object.entries(state.files ?? {})) {
+    const file = path.join(dir, name);
+    const actual = fs.existsSync(file) ? fs.statSync(file).size : undefined;
+    if (actual !== size) throw new CheckpointError(`${file}: ${actual === undefined ? 'missing' : `${actual} bytes where ${size} were saved`}; the checkpoint is damaged`);
+  }
+  return state;
 }
 
 export interface LoadedCheckpoint extends CheckpointExtras {
@@ -111,9 +157,7 @@ export interface LoadedCheckpoint extends CheckpointExtras {
 }
 
 export function loadCheckpoint(dir: string): LoadedCheckpoint {
-  const stateFile = path.join(dir, 'trainer_state.json');
-  if (!fs.existsSync(stateFile)) throw new Error(`${dir} is not a complete checkpoint: trainer_state.json is missing`);
-  const state = parseWith(TrainerState, JSON.parse(fs.readFileSync(stateFile, 'utf8')), stateFile);
+  const state = readTrainerState(dir);
   const loaded: LoadedCheckpoint = { state, optimizer: { step: state.optimizerSteps, tensors: readTensors(dir, OPTIMIZER_FILE) } };
   if (fs.existsSync(path.join(dir, REFERENCE_FILE))) loaded.reference = readTensors(dir, REFERENCE_FILE);
   const criticStateFile = path.join(dir, CRITIC_DIR, CRITIC_STATE_FILE);

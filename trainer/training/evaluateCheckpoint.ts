@@ -10,7 +10,7 @@ import { readLoraAdapter } from '../models/save';
 import { scoreTrajectories } from '../rewards/score';
 import { AgentLoop } from '../rollout/agentLoop';
 import { ToolSet } from '../tools/toolSet';
-import type { LoadedConfig } from './trainingConfig';
+import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
 import { agentLoopOptions, evaluationSampling, providerFor } from './configOptions';
 import { rolloutMetrics } from './rolloutMetrics';
 import { downloadProgressReporter, resolveConfigModel } from './modelSource';
@@ -47,6 +47,7 @@ export async function evaluateCheckpoint(
   const device = createDevice(providerFor(c, options.device));
   let model: ModelRuntime | undefined;
   let mcp: McpServers | undefined;
+  let placed: PlacedTools | undefined;
   try {
     if (isAdapter) {
       const { loadModelConfig } = await import('../models/modelConfig');
@@ -64,7 +65,8 @@ export async function evaluateCheckpoint(
     if (!file) throw new Error(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
     const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
     mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
-    const tools = new ToolSet([...c.tools, ...mcp.tools]);
+    placed = await placeConfigTools(loaded);
+    const tools = new ToolSet([...placed.tools, ...mcp.tools]);
     const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }), sampling: evaluationSampling(c, options.temperature) });
     const rows = data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
     loop.checkRows(rows);
@@ -74,6 +76,7 @@ export async function evaluateCheckpoint(
     const metrics = rolloutMetrics(trajectories, rewards, metric);
     return { rows: rows.length, metric, score: metric === undefined ? undefined : metrics[scoreKey(metric)], reward: metrics['reward/mean'], toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'], metrics };
   } finally {
+    await placed?.close();
     await mcp?.close();
     model?.close();
     await device.close();

@@ -13,7 +13,8 @@ import { warmStart } from './warmStart';
  * policy and the critic from its last checkpoint instead.
  */
 export async function prepareLearners(parts: RunParts, opened: OpenedRun): Promise<Learners> {
-  const resuming = opened.startStep > 1;
+  // A resume from the checkpoint of step 0 is a resume too: the warm start is in it, and is not trained again.
+  const resuming = opened.checkpoint !== undefined;
   if (!resuming && parts.config.sft) await warmStart(parts, opened.position.random);
   const learners: Learners = { policy: await PolicyTrainer.create(parts.model, policyTrainerOptions(parts.config)) };
   try {

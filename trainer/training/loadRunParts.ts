@@ -15,7 +15,7 @@ import { resolveConfigModel } from './modelSource';
 import type { RunControl } from './runControl';
 import type { RunParts } from './runParts';
 import type { RunReporter } from './runReporter';
-import type { LoadedConfig } from './trainingConfig';
+import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
 
 /**
  * Load what a run needs, in the order a failure is cheapest to report: the device, the model
@@ -28,7 +28,7 @@ export async function loadRunParts(
   settings: { provider: ExecutionProviderName; totalSteps: number; inProcessDevice?: boolean; control: RunControl; report: RunReporter },
 ): Promise<RunParts> {
   const c = loaded.config;
-  const opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers } = {};
+  const opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers; placed?: PlacedTools } = {};
   try {
     opened.device = createDevice(settings.provider, { worker: !settings.inProcessDevice });
     const modelDir = await resolveConfigModel(loaded, { events: (e) => settings.report.emit(e), log: settings.report.log, signal: settings.control.signal });
@@ -37,7 +37,8 @@ export async function loadRunParts(
     const template = opened.model.folder.chatTemplate;
     if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template; agents need one`);
     opened.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file), log: settings.report.log });
-    const tools = new ToolSet([...c.tools, ...opened.mcp.tools]);
+    opened.placed = await placeConfigTools(loaded);
+    const tools = new ToolSet([...opened.placed.tools, ...opened.mcp.tools]);
     const train = loadJsonlDataset(loaded.resolve(c.data.train), { fields: c.data.fields });
     const evalFile = c.evaluation.data ?? c.data.eval;
     const evalData = evalFile ? loadJsonlDataset(loaded.resolve(evalFile), { fields: c.data.fields }) : undefined;
@@ -51,19 +52,20 @@ export async function loadRunParts(
       await loop.prepareRows(rows);
       loop.checkRows(rows);
     }
-    return { loaded, config: c, totalSteps: settings.totalSteps, device: opened.device, modelDir, model: opened.model, template, tools, mcp: opened.mcp, images, loop, evalLoop, train, evalData, control: settings.control, report: settings.report, live };
+    return { loaded, config: c, totalSteps: settings.totalSteps, device: opened.device, modelDir, model: opened.model, template, tools, mcp: opened.mcp, placed: opened.placed, images, loop, evalLoop, train, evalData, control: settings.control, report: settings.report, live };
   } catch (error) {
     await closeOpened(opened);
     throw error;
   }
 }
 
-/** Close what loadRunParts opened: the MCP servers, the model, the device (its worker thread). */
-export async function closeRunParts(parts: Pick<RunParts, 'device' | 'model' | 'mcp'>): Promise<void> {
+/** Close what loadRunParts opened: the tool worker, the MCP servers, the model, the device (its worker thread). */
+export async function closeRunParts(parts: Pick<RunParts, 'device' | 'model' | 'mcp' | 'placed'>): Promise<void> {
   await closeOpened(parts);
 }
 
-async function closeOpened(opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers }): Promise<void> {
+async function closeOpened(opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers; placed?: PlacedTools }): Promise<void> {
+  await opened.placed?.close().catch(() => undefined);
   await opened.mcp?.close().catch(() => undefined);
   opened.model?.close();
   await opened.device?.close().catch(() => undefined);

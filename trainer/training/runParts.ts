@@ -15,7 +15,7 @@ import type { DataCursor } from './dataCursor';
 import type { LiveSnapshot } from './liveSnapshot';
 import type { RunControl } from './runControl';
 import type { RunReporter } from './runReporter';
-import type { LoadedConfig, TrainingConfig } from './trainingConfig';
+import type { LoadedConfig, PlacedTools, TrainingConfig } from './trainingConfig';
 
 /**
  * Everything a training run has loaded and owns, handed to each stage (warm start, evaluation,
@@ -34,6 +34,8 @@ export interface RunParts {
   tools: ToolSet;
   /** The config's MCP servers (their tools are in `tools`). */
   mcp: McpServers;
+  /** The config's own tools as placed for the run (in a tool worker, usually; they are in `tools`). */
+  placed: PlacedTools;
   /** Reads and prepares the images of rows, demonstrations and tool results (vision-language models). */
   images: RolloutImages;
   /** Training rollouts (the config's sampling, the debugger's hooks). */

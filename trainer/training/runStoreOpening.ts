@@ -3,6 +3,7 @@ import type { ExecutionProviderName } from '../engine/runtime/providers';
 import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
 import { RunStoreReader } from '../shared/runstore/reader';
+import { RunDirectoryLock } from '../shared/runstore/runLock';
 import { dropRecordsAfterStep, RunStoreWriter } from '../shared/runstore/writer';
 import { ProcessRewardNormalizer } from '../rewards/processNormalizer';
 import { Random } from '../util/random';
@@ -23,7 +24,7 @@ export interface OpenedRun {
   position: RunPosition;
   /** The first RL step to train. */
   startStep: number;
-  /** When resuming: the checkpoint (optimizers, reference policy, critic) and where it is. */
+  /** When resuming: the checkpoint (optimizers, reference policy, critic) and where it is. A resume from step 0's checkpoint is a resume too: its warm start is done. */
   checkpoint?: LoadedCheckpoint;
   checkpointDir?: string;
 }
@@ -74,30 +75,65 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
   };
 }
 
-/** Resume: the last checkpoint's data position, random state and optimizer; the records after it are dropped. */
+/**
+ * Resume: take the run's lock (a run whose writer is alive is refused, naming it; a dead
+ * writer's lock is taken over), load the newest intact checkpoint — a damaged one is skipped
+ * with a warning, for the one before it — and cut the run back to it: the records after it are
+ * dropped and written again by the resumed run.
+ */
 export function reopenRun(parts: RunParts, dir: string): OpenedRun {
-  const run = new RunStoreReader(dir).run();
-  if (!run.lastCheckpoint) throw new Error(`${dir}: the run has no checkpoint to resume from`);
-  const checkpointDir = path.join(dir, run.lastCheckpoint);
-  const checkpoint = loadCheckpoint(checkpointDir);
-  if (checkpoint.state.configHash !== parts.loaded.hash) {
-    throw new Error(`${dir} was trained with another config (hash ${checkpoint.state.configHash}, this one is ${parts.loaded.hash}); resume with the same config`);
+  new RunStoreReader(dir).run(); // a folder that is not a run fails here, before a lock file is created in it
+  const lock = RunDirectoryLock.acquire(dir, {
+    onTakeover: (stale) => parts.report.log(`${dir}: its last writer (pid ${stale.pid} on ${stale.host}, last seen ${stale.heartbeatAt}) is gone; resuming in its place`),
+  });
+  try {
+    const run = new RunStoreReader(dir).run();
+    const { checkpoint, relative } = newestIntactCheckpoint(parts, dir);
+    const step = checkpoint.state.step;
+    dropRecordsAfterStep(dir, step);
+    const writer = RunStoreWriter.reopen(dir, { ...run, lastStep: step, lastCheckpoint: relative, totalSteps: parts.totalSteps }, lock);
+    const { data, random, consecutiveNonFinite, processNormalizer } = checkpoint.state;
+    parts.report.log(`resuming ${run.id} after step ${step} from ${relative}`);
+    return {
+      position: {
+        writer,
+        cursor: new DataCursor(parts.train.rows.length, parts.config.seed, data.epoch, data.position),
+        random: Random.fromState(random),
+        consecutiveNonFinite,
+        processNormalizer: new ProcessRewardNormalizer(parts.config.rewards.processNormMomentum, processNormalizer),
+      },
+      startStep: step + 1,
+      checkpoint,
+      checkpointDir: path.join(dir, relative),
+    };
+  } catch (error) {
+    lock.release();
+    throw error;
   }
-  const step = checkpoint.state.step;
-  dropRecordsAfterStep(dir, step);
-  const writer = RunStoreWriter.reopen(dir, { ...run, lastStep: step, lastCheckpoint: run.lastCheckpoint, totalSteps: parts.totalSteps });
-  const { data, random, consecutiveNonFinite, processNormalizer } = checkpoint.state;
-  parts.report.log(`resuming ${run.id} after step ${step} from ${run.lastCheckpoint}`);
-  return {
-    position: {
-      writer,
-      cursor: new DataCursor(parts.train.rows.length, parts.config.seed, data.epoch, data.position),
-      random: Random.fromState(random),
-      consecutiveNonFinite,
-      processNormalizer: new ProcessRewardNormalizer(parts.config.rewards.processNormMomentum, processNormalizer),
-    },
-    startStep: step + 1,
-    checkpoint,
-    checkpointDir,
-  };
+}
+
+/**
+ * The newest checkpoint that loads whole, newest first; each damaged one is named in a warning.
+ * A checkpoint of another config is not damage: it fails the resume at once.
+ */
+function newestIntactCheckpoint(parts: RunParts, dir: string): { checkpoint: LoadedCheckpoint; relative: string } {
+  const candidates = new RunStoreReader(dir).checkpoints().reverse();
+  if (candidates.length === 0) throw new Error(`${dir}: the run has no checkpoint to resume from`);
+  const damaged: string[] = [];
+  for (const relative of candidates) {
+    let checkpoint: LoadedCheckpoint;
+    try {
+      checkpoint = loadCheckpoint(path.join(dir, relative));
+    } catch (error) {
+      damaged.push(`${relative}: ${(error as Error).message}`);
+      parts.report.log(`warning: ${relative} is damaged and is skipped (${(error as Error).message.split('\n')[0]})`);
+      continue;
+    }
+    if (checkpoint.state.configHash !== parts.loaded.hash) {
+      throw new Error(`${dir} was trained with another config (hash ${checkpoint.state.configHash}, this one is ${parts.loaded.hash}); resume with the same config`);
+    }
+    if (damaged.length) parts.report.log(`warning: resuming from ${relative}, the newest intact checkpoint`);
+    return { checkpoint, relative };
+  }
+  throw new Error(`${dir}: no checkpoint can be resumed from; every one is damaged:\n  ${damaged.join('\n  ')}`);
 }

@@ -68,7 +68,7 @@ export function stepTrajectoryRecords(step: number, trajectories: readonly Traje
 
 export function stepMetricsRecord(
   step: number,
-  inputs: { trajectories: readonly Trajectory[]; rewards: BatchRewards; prepared: PreparedBatch; update: StepUpdate; lr: number; times: StepTimes; metric: string | undefined },
+  inputs: { trajectories: readonly Trajectory[]; rewards: BatchRewards; prepared: PreparedBatch; update: StepUpdate; lr: number; times: StepTimes; metric: string | undefined; logprobAfterUpdate?: number },
 ): MetricsRecord {
   const { update, times, prepared } = inputs;
   const stepSeconds = times.rolloutSeconds + times.rewardSeconds + times.updateSeconds;
@@ -86,6 +86,7 @@ export function stepMetricsRecord(
     'time/step_s': stepSeconds,
     ...(prepared.klMean !== undefined ? { 'kl/mean': prepared.klMean } : {}),
     ...(inputs.rewards.processMagnitude !== undefined ? { 'reward/process_scale': inputs.rewards.processScale, 'reward/process_magnitude': inputs.rewards.processMagnitude } : {}),
+    ...(inputs.logprobAfterUpdate !== undefined ? { 'logprob/after_update': inputs.logprobAfterUpdate } : {}),
   };
   const { steps, skipped } = updateCounts(update);
   return {
@@ -93,7 +94,7 @@ export function stepMetricsRecord(
     time: new Date().toISOString(),
     kind: 'train',
     ...finiteValues(values),
-    ...(skipped ? { skipped: { reason: `${skipped} of ${steps} updates had a non-finite loss or gradient and were skipped` } } : {}),
+    ...(skipped ? { skipped: { reason: `${skipped} of ${steps} updates had a non-finite loss or gradient, or would have made the weights non-finite, and were skipped` } } : {}),
   };
 }
 

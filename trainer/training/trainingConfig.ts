@@ -26,6 +26,8 @@ const LoraSection = z.union([
     alpha: z.number().positive().default(32),
     dropout: z.literal(0).default(0),
     targets: z.array(z.enum(LORA_TARGETS)).min(1).default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
+    /** Rank-stabilised LoRA: scale the adapters by alpha/√rank instead of alpha/rank (PEFT's use_rslora). */
+    rslora: z.boolean().optional(),
   }),
 ]);
 
@@ -231,8 +233,22 @@ export type TrainingConfigInput = z.input<typeof TrainingConfigSchema>;
 export type TrainingConfig = z.output<typeof TrainingConfigSchema>;
 
 /** The config file's default export: the config as written (types checked by the editor; values by the trainer). */
+/** What marks a config as made by `defineConfig` (Symbol.for: the same mark from any copy of the library). */
+const DEFINED_CONFIG = Symbol.for('rollout-studio.defineConfig');
+
+/**
+ * A training config: what a config file's default export must be. It types the object as you
+ * write it (every field and default is documented on TrainingConfigInput) and marks it, so that a
+ * file whose default export merely looks like a config — an object without the types checked,
+ * a config of another tool — is refused with a message instead of being trained.
+ */
 export function defineConfig(config: TrainingConfigInput): TrainingConfigInput {
-  return config;
+  return Object.defineProperty({ ...config }, DEFINED_CONFIG, { value: true, enumerable: false });
+}
+
+/** Was this value made by defineConfig? */
+export function isDefinedConfig(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[DEFINED_CONFIG] === true;
 }
 
 export class ConfigError extends Error {
@@ -250,6 +266,23 @@ export interface LoadedConfig {
   resolve(p: string): string;
   /** A stable hash of the values that decide the run (resume refuses another). */
   hash: string;
+  /**
+   * Places the config's tools where a deadline can stop them — a worker thread that evaluates the
+   * same module (usercode/toolHost.ts); given by the loader of a config file. Without it (a config
+   * made in code) the tools run on the trainer's thread.
+   */
+  placeTools?: (tools: readonly Tool[]) => Promise<PlacedTools>;
+}
+
+/** A run's tools as placed (see LoadedConfig.placeTools); `close` ends what placing them started. */
+export interface PlacedTools {
+  tools: Tool[];
+  close(): Promise<void>;
+}
+
+/** The config's tools, placed where the loader wants them. */
+export async function placeConfigTools(loaded: LoadedConfig): Promise<PlacedTools> {
+  return loaded.placeTools ? loaded.placeTools(loaded.config.tools) : { tools: [...loaded.config.tools], close: async () => undefined };
 }
 
 /** Validate a config value; errors are "config.ts: algorithm.groupSize: …", one per issue. */

@@ -1,6 +1,7 @@
 import type { ExecutionProviderName } from '../engine/runtime/providers';
 import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
+import { liveRunLock, RunLockedError } from '../shared/runstore/runLock';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 import { providerFor } from './configOptions';
 import { evaluateHeldOut, type EvaluationResult } from './evaluation';
@@ -62,6 +63,10 @@ export class TrainingRun {
     const started = Date.now();
     const provider = providerFor(this.loaded.config, this.options.device);
     const totalSteps = this.options.steps ?? this.loaded.config.steps;
+    // A run another process is writing is refused before the model loads (the lock itself is taken when the run store opens).
+    const target = this.options.resume ?? this.options.runDir;
+    const holder = target === undefined ? undefined : liveRunLock(target);
+    if (holder) throw new RunLockedError(target!, holder);
     const parts = await loadRunParts(this.loaded, { provider, totalSteps, control: this.control, report: this.report, ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}) });
     let opened: OpenedRun;
     try {
@@ -81,28 +86,40 @@ export class TrainingRun {
       this.report.log(`run ${position.writer.record.status} after step ${position.writer.record.lastStep ?? 0} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${position.writer.dir}`);
       return result;
     } catch (error) {
-      failRun(position.writer, error as Error);
+      failRun(position.writer, error as Error, this.report);
       throw error;
     } finally {
-      this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.ended', run: position.writer.record });
+      position.writer.close();
+      // A listener that throws here must not keep the parts below open.
+      try {
+        this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.ended', run: position.writer.record });
+      } catch {
+        // Reported by the run's own error, if any; nothing to add.
+      }
       if (learners) await releaseLearners(learners);
       await closeRunParts(parts);
     }
   }
 
-  /** Evaluate before RL (a new run), train the steps with the configured evaluations between, evaluate after. */
+  /**
+   * Evaluate before RL, train the steps with the configured evaluations between, evaluate after.
+   * A resumed run first repeats the evaluation that followed its checkpoint, if one was due: the
+   * resume dropped it with everything else recorded after the checkpoint.
+   */
   private async trainSteps(parts: RunParts, position: RunPosition, learners: Learners, startStep: number): Promise<TrainResult> {
     const { writer } = position;
     const evaluating = parts.evalData !== undefined;
     const every = parts.config.evaluation.every;
-    const evalBefore = evaluating && startStep === 1 && this.options.evaluateBefore !== false ? await evaluateHeldOut(parts, writer, 0) : undefined;
+    const due = (step: number) => evaluating && step < parts.totalSteps && (step === 0 ? this.options.evaluateBefore !== false : every > 0 && step % every === 0);
+    const before = due(startStep - 1) ? await evaluateHeldOut(parts, writer, startStep - 1) : undefined;
+    const evalBefore = startStep === 1 ? before : undefined;
     for (let step = startStep; step <= parts.totalSteps && !this.control.stopping; step++) {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
       const outcome = await trainingStep(parts, position, learners, step);
       if (outcome === 'failed') return { runDir: writer.dir, run: writer.record, ...(evalBefore ? { evalBefore } : {}) };
       if (outcome === 'stopped') break;
-      if (evaluating && every > 0 && step % every === 0 && step < parts.totalSteps) await evaluateHeldOut(parts, writer, step);
+      if (due(step)) await evaluateHeldOut(parts, writer, step);
     }
     const evalAfter = evaluating && !this.control.stopping ? await evaluateHeldOut(parts, writer, writer.record.lastStep ?? 0) : undefined;
     writer.finish(this.control.stopping ? 'stopped' : 'finished');
@@ -110,7 +127,15 @@ export class TrainingRun {
   }
 }
 
-/** The run record says failed, with the error and the last completed step. */
-function failRun(writer: RunStoreWriter, error: Error): void {
-  writer.finish('failed', { message: error.message, ...(error.stack ? { stack: error.stack } : {}), ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}) });
+/**
+ * The run record says failed, with the error and the last completed step. When even that cannot
+ * be written (the disk that failed the run is still full), the error that ended the run is the
+ * one reported, and the record stays `running` — readers show it interrupted once the lock goes.
+ */
+function failRun(writer: RunStoreWriter, error: Error, report: RunReporter): void {
+  try {
+    writer.finish('failed', { message: error.message, ...(error.stack ? { stack: error.stack } : {}), ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}) });
+  } catch (secondary) {
+    report.log(`the run could not be marked failed: ${(secondary as Error).message}`);
+  }
 }

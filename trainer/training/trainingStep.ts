@@ -9,6 +9,7 @@ import { saveRunCheckpoint } from './runCheckpoint';
 import { LiveSnapshot } from './liveSnapshot';
 import { seedFor, type Learners, type RunParts, type RunPosition } from './runParts';
 import { learningRate } from './schedule';
+import { divergedMessage, logprobAfterUpdate } from './divergence';
 import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, updateCounts, type StepTimes, type StepUpdate } from './stepRecord';
 import { taskMetric } from './taskMetric';
 
@@ -34,7 +35,8 @@ export async function trainingStep(parts: RunParts, position: RunPosition, learn
     generatedTokens: rolled.generatedTokens,
     trainedTokens: prepared.sequences.reduce((n, s) => n + s.ids.length, 0) * parts.config.algorithm.epochs,
   };
-  const recorded = recordStage(parts, position, step, { trajectories: rolled.trajectories, rewards: scored.rewards, prepared, update: updated.metrics, lr: updated.lr, times });
+  const recorded = recordStage(parts, position, step, { trajectories: rolled.trajectories, rewards: scored.rewards, prepared, update: updated.metrics, lr: updated.lr, times, ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}) });
+  if (updated.probe !== undefined && !Number.isFinite(updated.probe)) return failDiverged(parts, position, step, updated.lr);
   return finishStage(parts, position, learners, step, updated.metrics, recorded);
 }
 
@@ -84,16 +86,28 @@ async function prepareStage(parts: RunParts, learners: Learners, trajectories: T
 
 /**
  * Update: the policy's optimizer steps over the batch at this step's learning rate — except in a
- * separate critic's warm-up, when the policy is not touched at all — then the critic's, at its own.
+ * separate critic's warm-up, when the policy is not touched at all — then the critic's, at its
+ * own; then a check that the updated policy did not diverge.
  */
-async function updateStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, prepared: PreparedBatch): Promise<{ metrics: StepUpdate; lr: number; seconds: number }> {
+async function updateStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, prepared: PreparedBatch): Promise<{ metrics: StepUpdate; lr: number; seconds: number; probe?: number }> {
   const started = performance.now();
   parts.report.progress(step, 'update', 0, 1);
   const lr = learningRate(rlSchedule(parts.config), step - 1, parts.totalSteps);
   const metrics: StepUpdate = {};
   if (policyUpdates(parts.config, step)) metrics.policy = await learners.policy.update(prepared.sequences, lr, position.random);
   if (learners.critic) metrics.critic = await learners.critic.update(prepared.sequences, learningRate(criticSchedule(parts.config), step - 1, parts.totalSteps), position.random);
-  return { metrics, lr, seconds: (performance.now() - started) / 1000 };
+  const probe = metrics.policy && metrics.policy.skipped < metrics.policy.steps ? await logprobAfterUpdate(learners.policy, prepared) : undefined;
+  return { metrics, lr, seconds: (performance.now() - started) / 1000, ...(probe !== undefined ? { probe } : {}) };
+}
+
+/** A diverged update: the run fails at once, its step recorded, no checkpoint of the diverged weights. */
+function failDiverged(parts: RunParts, position: RunPosition, step: number, lr: number): StepOutcome {
+  const message = divergedMessage(step, lr, position.writer.record.lastCheckpoint);
+  position.writer.completeStep(step);
+  parts.report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  position.writer.finish('failed', { message, step });
+  parts.report.log(message);
+  return 'failed';
 }
 
 /** Record: the trajectories and the metrics in the run store, announced live, one line to the terminal. */

@@ -104,7 +104,14 @@ type ModuleStatics = typeof Module & { _nodeModulePaths(dir: string): string[] }
  */
 export async function loadUserModule(file: string): Promise<Record<string, unknown>> {
   const absolute = path.resolve(file);
-  const code = await compileUserModule(absolute);
+  return evaluateUserModule(absolute, await compileUserModule(absolute));
+}
+
+/**
+ * Evaluates code `compileUserModule` made from `absolute` as that file's module; returns its
+ * exports. The tool worker (toolWorker.ts) evaluates the very code the trainer loaded this way.
+ */
+export function evaluateUserModule(absolute: string, code: string): Record<string, unknown> {
   // Node maps stack traces through the inline source map only with this switched on.
   process.setSourceMapsEnabled(true);
   const filename = `${absolute}.rollout-studio.cjs`;

@@ -96,6 +96,11 @@ export class VerlImport {
     this.writer.finish(status);
   }
 
+  /** The import ended on an error: the run says failed, with it, and its lock is released. */
+  fail(error: Error): void {
+    this.writer.finish('failed', { message: error.message, ...(this.writer.record.lastStep !== undefined ? { step: this.writer.record.lastStep } : {}) });
+  }
+
   /** Imports every `intervalMs` until `signal` aborts; then takes what is left and marks the run finished. */
   async follow(signal: AbortSignal, intervalMs = 2000, onSteps?: (steps: number[]) => void): Promise<void> {
     while (!signal.aborted) {

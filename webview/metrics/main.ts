@@ -4,6 +4,7 @@ import { button, dropdown, registerComponents } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';
 import { receive } from '../receive';
+import { runFollowBar } from '../runFollowBar';
 import { vscodeApi } from '../vscodeApi';
 import { MetricsChart } from './chart';
 import { chartData } from './chartData';
@@ -22,6 +23,7 @@ const restored = MetricsPanelState.safeParse(vscode.getState());
 
 const model = {
   runDirs: restored.success ? restored.data.runDirs : ([] as string[]),
+  followsNewest: restored.success ? restored.data.followsNewest : false,
   smoothing: restored.success ? restored.data.smoothing : 0,
   band: (restored.success ? restored.data.band : 'minmax') as BandMode,
   available: [] as RunSummary[],
@@ -31,7 +33,7 @@ let theme: ChartTheme = readTheme();
 const charts = new Map<string, MetricsChart>();
 
 function saveState(): void {
-  if (model.runDirs.length) vscode.setState({ runDirs: model.runDirs, smoothing: model.smoothing, band: model.band });
+  if (model.runDirs.length) vscode.setState({ runDirs: model.runDirs, followsNewest: model.followsNewest, smoothing: model.smoothing, band: model.band });
 }
 
 const root = document.getElementById('app')!;
@@ -39,6 +41,7 @@ root.classList.add('metrics');
 const title = h('h1', { id: 'run-title' }, 'Metrics');
 const status = h('span', { class: 'run-status', id: 'run-status' });
 const notices = noticeArea();
+const following = runFollowBar((follow) => post({ type: 'followNewestRun', follow }));
 const picker = runPicker((runDirs) => {
   model.runDirs = runDirs;
   post({ type: 'showRuns', runDirs });
@@ -84,7 +87,7 @@ const summary = h('p', { class: 'summary muted', id: 'summary' });
 const grid = h('div', { class: 'charts', id: 'charts' });
 const empty = h('p', { class: 'empty', id: 'empty' }, 'Waiting for metrics…');
 root.append(
-  h('header', { class: 'run-header' }, title, status),
+  h('header', { class: 'run-header' }, title, status, following.element),
   notices.element,
   h('div', { class: 'toolbar' }, picker.element, h('label', { class: 'smoothing' }, 'Smoothing ', smoothing, smoothingValue), band.element, exportButton),
   summary,
@@ -192,6 +195,11 @@ function render(message: MetricsToWebview): void {
     }
     case 'notice':
       notices.show(message.level, message.message);
+      break;
+    case 'following':
+      model.followsNewest = message.following.followsNewest;
+      following.update(message.following);
+      saveState();
       break;
   }
 }

@@ -17,6 +17,7 @@ import { registerComponents } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';
 import { receive } from '../receive';
+import { runFollowBar } from '../runFollowBar';
 import { vscodeApi } from '../vscodeApi';
 import { COLUMNS } from './columns';
 import { trajectoryDetail } from './detail';
@@ -34,6 +35,8 @@ const restored = TrajectoriesPanelState.safeParse(vscode.getState());
 /** Everything the panel shows; the host owns the run, this owns how it is looked at. */
 const model = {
   run: undefined as RunSummary | undefined,
+  /** The host says whether the panel follows the newest run; kept for a reload. */
+  followsNewest: restored.success ? restored.data.followsNewest : false,
   steps: [] as number[],
   evaluations: [] as number[],
   selection: (restored.success ? restored.data.step : 'follow') as StepSelection,
@@ -53,13 +56,14 @@ const model = {
 
 function saveState(): void {
   if (!model.run) return;
-  vscode.setState({ runDir: model.run.dir, step: model.selection, filters: model.filters, sort: model.sort, selected: model.selected, colourBy: model.colourBy });
+  vscode.setState({ runDir: model.run.dir, followsNewest: model.followsNewest, step: model.selection, filters: model.filters, sort: model.sort, selected: model.selected, colourBy: model.colourBy });
 }
 
 const root = document.getElementById('app')!;
 const title = h('h1', { id: 'run-title' }, 'Trajectories');
 const status = h('span', { class: 'run-status', id: 'run-status' });
 const notices = noticeArea();
+const following = runFollowBar((follow) => post({ type: 'followNewestRun', follow }));
 const steps = stepBar((selection) => {
   model.selection = selection;
   post({ type: 'showStep', step: selection });
@@ -87,7 +91,7 @@ const empty = h('p', { class: 'empty', id: 'empty' });
 const detail = h('aside', { class: 'detail-pane', id: 'detail', 'aria-label': 'Trajectory detail' });
 root.classList.add('trajectories');
 root.append(
-  h('header', { class: 'run-header' }, title, status),
+  h('header', { class: 'run-header' }, title, status, following.element),
   notices.element,
   steps.element,
   filters.element,
@@ -170,6 +174,8 @@ function onRows(shown: ShownSet, rows: readonly TrajectoryRow[], reset: boolean)
 function render(message: TrajectoriesToWebview): void {
   switch (message.type) {
     case 'run':
+      // Another run in this panel (it follows the newest run): nothing of the last one stays shown.
+      if (model.run && model.run.dir !== message.run.dir) forgetRun();
       model.run = message.run;
       model.steps = message.steps;
       model.evaluations = message.evaluations;
@@ -203,7 +209,23 @@ function render(message: TrajectoriesToWebview): void {
     case 'notice':
       notices.show(message.level, message.message);
       break;
+    case 'following':
+      model.followsNewest = message.following.followsNewest;
+      following.update(message.following);
+      saveState();
+      break;
   }
+}
+
+function forgetRun(): void {
+  model.shown = undefined;
+  model.rows = [];
+  model.selected = null;
+  model.detail = undefined;
+  model.restoring = false;
+  table.select(undefined);
+  renderDetail();
+  refreshTable();
 }
 
 window.addEventListener('message', (event: MessageEvent) => {

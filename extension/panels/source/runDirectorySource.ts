@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MetricsRecord, stepFileName, trajectoryFile, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/shared/protocol';
 import { JsonlTail, RunStoreReader, type LineLocation } from '../../../trainer/shared/runstore';
+import { metricsKey, trajectoryKey } from '../../../trainer/shared/runstore/recordKeys';
 import { UpdateEmitter, type RunSource, type RunUpdate } from './runSource';
 import { summarizeTrajectory } from './summarize';
 
@@ -86,7 +87,7 @@ export class RunDirectorySource implements RunSource {
     this.evaluationList = this.reader.evaluations();
     this.cachedSteps = options.cachedSteps ?? 4;
     this.readBudget = options.readBudgetBytes ?? 2 << 20;
-    this.metricsTail = new JsonlTail(path.join(dir, 'metrics.jsonl'), MetricsRecord);
+    this.metricsTail = new JsonlTail(path.join(dir, 'metrics.jsonl'), MetricsRecord, { key: metricsKey });
     const metrics = this.metricsTail.read();
     this.metricsRecords.push(...metrics.records);
     metrics.errors.forEach((e) => this.keepError(e));
@@ -215,7 +216,7 @@ export class RunDirectorySource implements RunSource {
       return loaded;
     }
     const fresh: LoadedStep = {
-      tail: new JsonlTail(path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`), TrajectoryRecordWithoutTokens),
+      tail: new JsonlTail(path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`), TrajectoryRecordWithoutTokens, { key: trajectoryKey }),
       rows: [],
       locations: new Map(),
       followers: 0,
@@ -264,7 +265,9 @@ export class RunDirectorySource implements RunSource {
 
   private refreshRun(): void {
     const next = stamp(path.join(this.dir, 'run.json'));
-    if (next === this.runStamp) return;
+    // A running run is read again at every look even when run.json is unchanged: its writer may
+    // have been killed, and the reader then says interrupted (the lock's holder is gone).
+    if (next === this.runStamp && this.current.status !== 'running') return;
     const run = this.reader.run();
     this.runStamp = next;
     if (JSON.stringify(run) === JSON.stringify(this.current)) return;

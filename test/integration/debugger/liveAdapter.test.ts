@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { RunStoreReader } from '../../../trainer/shared/runstore';
+import { renderTranscript } from '../../../trainer/shared/transcript';
 import { serveAdapter, type AdapterServer } from '../../../extension/debugger/standalone';
 import { TINY_QUERY, writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { processAlive, processGone, readRun, runsOf, sourceTrainerLaunch } from '../../helpers/liveTraining';
@@ -43,7 +44,7 @@ async function launch(
   const outputs: string[] = [];
   const events: DebugProtocol.Event[] = [];
   dc.on('output', (event: DebugProtocol.OutputEvent) => outputs.push(event.body.output));
-  for (const name of ['stopped', 'terminated', 'exited', 'progressStart', 'progressUpdate', 'progressEnd', 'capabilities', 'thread']) dc.on(name, (event: DebugProtocol.Event) => events.push(event));
+  for (const name of ['stopped', 'terminated', 'exited', 'progressStart', 'progressUpdate', 'progressEnd', 'capabilities', 'thread', 'rolloutTranscriptsChanged']) dc.on(name, (event: DebugProtocol.Event) => events.push(event));
   await dc.initializeRequest({ adapterID: 'rollout', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path', supportsProgressReporting: true });
   await Promise.all([
     dc.waitForEvent('initialized').then(async () => {
@@ -134,7 +135,7 @@ function assertRunStoreIntact(runDirectory: string, lastStep: number): void {
   assert.deepEqual(trainMetrics, Array.from({ length: lastStep }, (_, i) => i + 1));
 }
 
-describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, () => {
+describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, () => {
   before(async () => {
     workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'live-adapter-'));
     config = await writeTinyAgentWorkspace(workspace);
@@ -233,6 +234,100 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
     }
   });
 
+  it('a step goes past the other trajectories’ breakpoints and lists them; with "breakpointsDuringStep": "all" it stops at the next one', async () => {
+    /** Step 1's search calls (that reached the tool: parsed, named) in the round of trajectory `index`'s first one, by the other trajectories. */
+    const othersInRound = (runDirectory: string, index: number) => {
+      const records = new RunStoreReader(runDirectory).trajectories(1).records;
+      const searches = (t: (typeof records)[number]) => t.turns.flatMap((u) => (u.toolCalls ?? []).filter((c) => c.name === 'search' && c.error?.kind !== 'parse').map(() => u.index));
+      const round = searches(records.find((t) => t.index === index)!)[0];
+      return records.filter((t) => t.index !== index && searches(t).includes(round)).map((t) => t.index);
+    };
+    const indexOf = async (dc: DebugClient, threadId: number) => Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === threadId)!.name)![1]);
+    const finish = async (session: Session, threadId: number) => {
+      await session.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
+      const terminated = next(session, 'terminated');
+      await session.dc.continueRequest({ threadId });
+      await terminated;
+    };
+
+    const stepped = await launch({}, { functions: [{ name: 'search' }] });
+    try {
+      const stop = (await next(stepped, 'stopped')) as DebugProtocol.StoppedEvent;
+      const index = await indexOf(stepped.dc, stop.body.threadId!);
+      const event = await resume(stepped, 'next', stop.body.threadId!);
+      assert.equal(event.body.reason, 'step');
+      assert.equal(event.body.threadId, stop.body.threadId, 'the step ends on the stepped trajectory');
+      await finish(stepped, event.body.threadId!);
+      const passed = othersInRound(await runDirectoryOf(stepped), index);
+      assert.ok(passed.length > 0, 'the tiny agent’s other trajectories search in the same round');
+      const said = stepped.outputs.find((o) => o.startsWith('While stepping'));
+      assert.ok(said, `the console lists what the step went past:\n${stepped.outputs.join('')}`);
+      assert.match(said, new RegExp(`^While stepping #${index}, ${passed.length} breakpoint hits? in other trajectories did not stop: `));
+      for (const other of passed) assert.ok(said.includes(`step 1 #${other}: Paused before search(`), `${said} names #${other}`);
+    } finally {
+      await stepped.dc.stop();
+    }
+
+    const all = await launch({ breakpointsDuringStep: 'all' }, { functions: [{ name: 'search' }] });
+    try {
+      const stop = (await next(all, 'stopped')) as DebugProtocol.StoppedEvent;
+      const index = await indexOf(all.dc, stop.body.threadId!);
+      const event = await resume(all, 'next', stop.body.threadId!);
+      assert.equal(event.body.reason, 'function breakpoint');
+      const other = await indexOf(all.dc, event.body.threadId!);
+      assert.match(event.body.description ?? '', /^Paused before search\(/);
+      await finish(all, event.body.threadId!);
+      assert.equal(other, othersInRound(await runDirectoryOf(all), index)[0], 'the next search call of the round, in batch order');
+      assert.equal(all.outputs.filter((o) => o.startsWith('While stepping')).length, 0);
+    } finally {
+      await all.dc.stop();
+    }
+  });
+
+  it('a transcript of a step the trainer has recorded shows its final records; one of a step it never recorded says so once the training has ended', async () => {
+    const session = await launch({}, { functions: [{ name: 'search', condition: 'step == 1' }] });
+    const { dc } = session;
+    try {
+      const stop = (await next(session, 'stopped')) as DebugProtocol.StoppedEvent;
+      const runDirectory = await runDirectoryOf(session);
+      const index = Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === stop.body.threadId)!.name)![1]);
+      const ask = async () => (await dc.customRequest('rolloutTranscript', { runDirectory, step: 1, index })).body as { text: string; trajectory?: { inFlight?: unknown } };
+      const during = await ask();
+      assert.match(during.text, /⟨call 0 search · not run yet⟩/);
+      assert.deepEqual(during.trajectory?.inFlight, { ended: false }, 'the snapshot comes with the text');
+
+      // On to step 2: step 1 is recorded on the way, and the session says its transcripts changed.
+      await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'search', condition: 'step == 2' }] });
+      const second = await resume(session, 'continue', stop.body.threadId!);
+      assert.equal(second.body.reason, 'function breakpoint');
+      const changed = session.events.filter((e) => e.event === 'rolloutTranscriptsChanged').map((e) => e.body as { runDirectory: string; step: number });
+      assert.ok(changed.some((c) => c.step === 1 && c.runDirectory === runDirectory), `transcripts changed: ${JSON.stringify(changed)}`);
+      const recorded = new RunStoreReader(runDirectory).trajectories(1).records.find((t) => t.index === index)!;
+      const after = await ask();
+      assert.equal(after.text, renderTranscript(recorded).text, 'the recorded trajectory, as the run store has it');
+      assert.doesNotMatch(after.text, /not run yet|pending|in progress/);
+      assert.match(after.text, new RegExp(`^rewards: outcome ${recorded.rewards.outcome.toFixed(2)} · `, 'm'));
+
+      // Stopped now, held in step 2: that step is never recorded, and its transcripts say so.
+      const index2 = Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === second.body.threadId)!.name)![1]);
+      const terminated = next(session, 'terminated');
+      await dc.terminateRequest({});
+      await terminated;
+      const runChanged = session.events.filter((e) => e.event === 'rolloutTranscriptsChanged').map((e) => e.body as { runDirectory: string; step?: number });
+      assert.ok(runChanged.some((c) => c.runDirectory === runDirectory && c.step === undefined), 'the end of the training changes every transcript of the run');
+      assert.equal(readRun(runDirectory).status, 'stopped');
+      assert.deepEqual(new RunStoreReader(runDirectory).steps(), [1]);
+      const ended = (await dc.customRequest('rolloutTranscript', { runDirectory, step: 2, index: index2 })).body as { text: string };
+      assert.match(ended.text, /^note: the run stopped before step 2 was recorded; /m);
+      assert.match(ended.text, /⟨call 0 search · result never known: the run stopped first⟩/);
+      assert.match(ended.text, /^rewards: never computed \(the run stopped before step 2 was scored\)$/m);
+      assert.doesNotMatch(ended.text, /not run yet|rewards pending|in progress/);
+    } finally {
+      await dc.disconnectRequest({}).catch(() => undefined);
+      await dc.stop();
+    }
+  });
+
   it('a conditional breakpoint that never matches never stops: the training runs to its end', async () => {
     const session = await launch({}, { functions: [{ name: 'search', condition: 'turn > 99' }] });
     try {
@@ -309,6 +404,23 @@ describe('rollout debug adapter, training live over DAP', { timeout: 240_000 }, 
       const said = session.outputs.join('');
       assert.match(said, /The trainer failed: .*broken\.config\.ts: steps: /, said);
       assert.equal(session.events.filter((e) => e.event === 'stopped').length, 0);
+    } finally {
+      await session.dc.stop();
+    }
+  });
+
+  it('a setup error after the device started (a bad dataset row) ends the session with its error: the trainer exits, nothing waits forever', async () => {
+    const rows = path.join(workspace, 'data', 'bad-row.jsonl');
+    fs.writeFileSync(rows, fs.readFileSync(path.join(workspace, 'data', 'train.jsonl'), 'utf8') + '{"id": "broken"}\n');
+    const broken = path.join(workspace, 'bad-row.config.ts');
+    fs.writeFileSync(broken, fs.readFileSync(config, 'utf8').replace("train: 'data/train.jsonl'", "train: 'data/bad-row.jsonl'"));
+    const session = await launch({ config: broken });
+    try {
+      const exited = (await first(session, (e) => e.event === 'exited')) as DebugProtocol.ExitedEvent;
+      await first(session, (e) => e.event === 'terminated');
+      assert.equal(exited.body.exitCode, 1);
+      const said = session.outputs.join('');
+      assert.match(said, /The trainer failed: .*bad-row\.jsonl:33: /, said);
     } finally {
       await session.dc.stop();
     }

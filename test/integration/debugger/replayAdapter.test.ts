@@ -260,6 +260,48 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     }
   });
 
+  it('a step goes past other trajectories’ breakpoints and lists them; with "breakpointsDuringStep": "all" it stops at the first', async () => {
+    // A step whose first search call has others in its round: between that call and its
+    // trajectory's next turn, the batch meets the other trajectories' calls of the round.
+    const [step, first, sameRound] = reader
+      .steps()
+      .map((step) => {
+        const searches = callsInBatchOrder(step).filter((c) => c.call.name === 'search');
+        return [step, searches[0], searches.filter((c) => c.turn === searches[0]?.turn && c.trajectory.index !== searches[0].trajectory.index)] as const;
+      })
+      .find(([, , others]) => others.length > 0)!;
+    assert.ok(first, 'the fixture has a search call with others in its round');
+    const breakpoint = { name: 'search', condition: `step === ${step}` };
+
+    const stepped = await start({}, { functions: [breakpoint] });
+    try {
+      const event = await resume(stepped.dc, 'next', stepped.stop.body.threadId!);
+      assert.equal(event.body.reason, 'step');
+      assert.equal(event.body.threadId, stepped.stop.body.threadId);
+      assert.equal((await topFrame(stepped.dc, event.body.threadId!)).name, `tool (turn ${first.turn + 1})`);
+      const said = stepped.outputs.find((o) => o.startsWith('While stepping'));
+      assert.ok(said, `the console lists what the step went past: ${stepped.outputs.join('')}`);
+      assert.match(said, new RegExp(`^While stepping #${first.trajectory.index}, ${sameRound.length} breakpoint hits? in other trajectories did not stop: `));
+      for (const c of sameRound) assert.ok(said.includes(`step ${step} #${c.trajectory.index}: Paused before search(`), `${said} names #${c.trajectory.index}`);
+    } finally {
+      await stepped.dc.stop();
+    }
+
+    const all = await start({ breakpointsDuringStep: 'all' }, { functions: [breakpoint] });
+    try {
+      const event = await resume(all.dc, 'next', all.stop.body.threadId!);
+      assert.equal(event.body.reason, 'function breakpoint');
+      assert.notEqual(event.body.threadId, all.stop.body.threadId, 'the stop focuses the other trajectory');
+      const frame = await topFrame(all.dc, event.body.threadId!);
+      const next = sameRound[0];
+      assert.equal(frame.source?.path, `rollout:${runDir}/step-${String(step).padStart(6, '0')}/trajectory-${next.trajectory.index}.rollout.txt`);
+      assert.equal(frame.line, transcriptLine(next.trajectory, next.turn, next.call.index, 'call'));
+      assert.equal(all.outputs.filter((o) => o.startsWith('While stepping')).length, 0);
+    } finally {
+      await all.dc.stop();
+    }
+  });
+
   it('continues across steps: every search call in order, new threads for each step, then the end', async () => {
     const expected = allCalls().filter((c) => c.call.name === 'search');
     const { dc, stop } = await start({}, { functions: [{ name: 'search' }] });
@@ -586,6 +628,7 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       await dc.initializeRequest();
       await assert.rejects(dc.launchRequest({ runDirectory: path.join(runDir, 'missing') } as DebugProtocol.LaunchRequestArguments), /missing\/run\.json: not found — .* is not a Rollout Studio run directory/);
       await assert.rejects(dc.launchRequest({ name: 'nothing to launch' } as DebugProtocol.LaunchRequestArguments), /launch configuration: runDirectory: set "runDirectory" to replay a recorded run, or "config" to train/);
+      await assert.rejects(dc.launchRequest({ runDirectory: runDir, breakpointsDuringStep: 'others' } as DebugProtocol.LaunchRequestArguments), /launch configuration: breakpointsDuringStep: .*"stepped-trajectory".*"all"/);
       // This server has no trainer to run (live training is tested in liveAdapter.test.ts).
       await assert.rejects(dc.launchRequest({ config: 'train.config.ts' } as DebugProtocol.LaunchRequestArguments), /"config": this debug adapter was started without a trainer to run/);
       await assert.rejects(dc.launchRequest({ config: 'train.config.ts', runDirectory: runDir } as DebugProtocol.LaunchRequestArguments), /set either "config" \(train live\) or "runDirectory"/);

@@ -111,6 +111,81 @@ describe('LoRA adapters and checkpoints', () => {
     await device2.close();
   });
 
+  it('an rsLoRA adapter (use_rslora: true) is scaled by alpha/√r, as a merge computed here says', async () => {
+    const device = createDevice('cpu', { worker: false });
+    const config = loadModelConfig(path.join(root, 'base'));
+    const random = Random.fromSeed(9);
+    const rs: LoraConfig = { ...lora, rslora: true };
+    const tensors: Record<string, { shape: number[]; data: Float32Array }> = {};
+    for (const m of loraModules(config, rs)) {
+      const names = loraTensorNames(m.module);
+      const a = new Float32Array(rs.rank * m.inFeatures);
+      const b = new Float32Array(m.outFeatures * rs.rank);
+      random.fillNormal(a, 0, 0.2);
+      random.fillNormal(b, 0, 0.2);
+      tensors[names.a] = { shape: [rs.rank, m.inFeatures], data: a };
+      tensors[names.b] = { shape: [m.outFeatures, rs.rank], data: b };
+    }
+    saveLoraAdapter(path.join(root, 'rslora'), path.join(root, 'base'), { lora: rs, tensors });
+    assert.equal(JSON.parse(fs.readFileSync(path.join(root, 'rslora', 'adapter_config.json'), 'utf8')).use_rslora, true);
+    // Loaded the way eval and chat load an adapter.
+    const adapter = readLoraAdapter(path.join(root, 'rslora'), config);
+    assert.equal(adapter.lora.rslora, true);
+    const model = await ModelRuntime.load(device, path.join(root, 'base'), { lora: adapter.lora });
+    await device.setState(Object.fromEntries(Object.entries(adapter.tensors).map(([name, t]) => [name, { dtype: 'float32' as const, ...t }])));
+    const adapted = await logprobs(device, model, true);
+    model.close();
+    await device.close();
+
+    // W + (alpha/√r)·B·A, written out here rather than with the library's own merge.
+    const scale = rs.alpha / Math.sqrt(rs.rank);
+    const reader = CheckpointReader.open(path.join(root, 'base'));
+    const weights = readModelWeights(reader, config);
+    reader.close();
+    for (const m of loraModules(config, rs)) {
+      const names = loraTensorNames(m.module);
+      const w = Float32Array.from(weights[`${m.module}.weight`].data as Float32Array);
+      const a = tensors[names.a].data;
+      const b = tensors[names.b].data;
+      for (let o = 0; o < m.outFeatures; o++) for (let k = 0; k < rs.rank; k++) for (let i = 0; i < m.inFeatures; i++) w[o * m.inFeatures + i] += scale * b[o * rs.rank + k] * a[k * m.inFeatures + i];
+      weights[`${m.module}.weight`] = { ...weights[`${m.module}.weight`], data: w };
+    }
+    saveModelFolder(path.join(root, 'rslora-merged'), path.join(root, 'base'), Object.entries(weights).map(([name, t]) => ({ name, shape: t.shape, data: t.data as Float32Array })));
+    const device2 = createDevice('cpu', { worker: false });
+    const merged = await ModelRuntime.load(device2, path.join(root, 'rslora-merged'));
+    const expected = await logprobs(device2, merged, false);
+    merged.close();
+    await device2.close();
+    assert.ok(maxDiff(adapted, expected) < 1e-4, `the rsLoRA adapter differs from its alpha/√r merge by ${maxDiff(adapted, expected)}`);
+    // And read as plain LoRA (alpha/r) it would not match: the test tells the two scales apart.
+    assert.ok(rs.alpha / rs.rank !== scale);
+  });
+
+  it('refuses adapter_config.json fields that change what the adapter computes, naming each', () => {
+    const config = loadModelConfig(path.join(root, 'base'));
+    const good = JSON.parse(fs.readFileSync(path.join(root, 'adapter', 'adapter_config.json'), 'utf8'));
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ use_dora: true }, /use_dora: true is not supported: DoRA adapters carry a magnitude vector per module/],
+      [{ rank_pattern: { 'model.layers.0.self_attn.q_proj': 8 } }, /rank_pattern: .* is not supported: every module must have rank r/],
+      [{ alpha_pattern: { q_proj: 16 } }, /alpha_pattern: .* is not supported/],
+      [{ layers_to_transform: [0] }, /layers_to_transform: \[0\] is not supported: the adapter must cover every layer/],
+      [{ modules_to_save: ['lm_head'] }, /modules_to_save: \["lm_head"\] is not supported/],
+      [{ target_modules: '.*q_proj' }, /target_modules: ".\*q_proj" is a regular expression in PEFT/],
+      [{ bias: 'all' }, /bias: only "none" is supported/],
+    ];
+    for (const [change, message] of cases) {
+      const dir = path.join(root, `adapter-${Object.keys(change)[0]}`);
+      fs.cpSync(path.join(root, 'adapter'), dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'adapter_config.json'), JSON.stringify({ ...good, ...change }));
+      assert.throws(() => readLoraAdapter(dir, config), (error: Error) => error.name === 'CheckpointError' && message.test(error.message) && error.message.includes(path.join(dir, 'adapter_config.json')), JSON.stringify(change));
+    }
+    // What only training uses, or what says nothing, is fine: dropout, an empty pattern, null modules_to_save.
+    const dir = path.join(root, 'adapter-lenient');
+    fs.cpSync(path.join(root, 'adapter'), dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'adapter_config.json'), JSON.stringify({ ...good, lora_dropout: 0.05, rank_pattern: {}, modules_to_save: null, use_dora: false }));
+    assert.equal(readLoraAdapter(dir, config).lora.dropout, 0);
+  });
+
   it('full weights survive save → load bit for bit, sharded', () => {
     const reader = CheckpointReader.open(path.join(root, 'base'));
     const weights = readModelWeights(reader, loadModelConfig(path.join(root, 'base')));

@@ -119,6 +119,19 @@ describe('import verl', () => {
     assert.throws(() => run.importNew(), /3\.jsonl:2: not a verl rollout dump line: output: /);
   });
 
+  it('as a command, a bad dump ends it with the file and line, and the run says failed instead of running', () => {
+    const source = path.join(dir, 'bad-cli');
+    fs.mkdirSync(source);
+    fs.writeFileSync(path.join(source, '1.jsonl'), '{"input": "x", "score": 1, "step": 1}\n');
+    const runDir = path.join(dir, 'runs', 'bad-cli');
+    const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/cli/main.ts'), 'import', 'verl', source, '--run-dir', runDir], { cwd: root, encoding: 'utf8' });
+    assert.equal(cli.status, 1, cli.stderr);
+    assert.match(cli.stderr, /1\.jsonl:1: not a verl rollout dump line: output: /);
+    const run = new RunStoreReader(runDir).run();
+    assert.equal(run.status, 'failed');
+    assert.match(run.error!.message, /1\.jsonl:1: not a verl rollout dump line/);
+  });
+
   it('runs as a command', () => {
     const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/cli/main.ts'), 'import', 'verl', path.join(FIXTURE, 'rollouts'), '--metrics', path.join(FIXTURE, 'metrics.jsonl'), '--runs-dir', path.join(dir, 'cli-runs')], { cwd: root, encoding: 'utf8' });
     assert.equal(cli.status, 0, cli.stderr);

@@ -1,7 +1,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { BreakpointSet, parseHitCondition } from '../../../extension/debugger/breakpoints';
-import type { TurnContext } from '../../../extension/debugger/turnContext';
+import { BreakpointSet, parseHitCondition, type ReachedPoint } from '../../../extension/debugger/breakpoints';
+import type { StopPoint } from '../../../extension/debugger/timeline';
+import { pointFacts, type TurnContext } from '../../../extension/debugger/turnContext';
+import { buildTrajectory } from '../../fixtures/recordedRun';
 
 const context = (fields: Partial<TurnContext>) => () => ({ ...fields }) as TurnContext;
 
@@ -79,5 +81,71 @@ describe('BreakpointSet', () => {
     const stopped = set.check({ exceptions: [] }, context({}), { step: 1, index: 3, point: { trajectory: 0, phase: 'result', turn: 1, call: 0 } });
     assert.equal(stopped.stop?.reason, 'breakpoint');
     assert.equal(stopped.stop?.description, 'Paused at a breakpoint: turn 1, call 0 (result) of #3');
+  });
+});
+
+describe('breakpoints during a step (breakpointsDuringStep)', () => {
+  // Two trajectories of step 1 that both call search in turn 2 (the fixture's first hop).
+  let seed = 5;
+  const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  const trajectories = [buildTrajectory(1, 0, 2, random), buildTrajectory(1, 1, 2, random)];
+  const callAt = (position: number): StopPoint => {
+    const turn = trajectories[position].turns.find((t) => t.toolCalls?.some((c) => c.name === 'search'))!;
+    return { trajectory: position, phase: 'call', turn: turn.index, call: turn.toolCalls!.find((c) => c.name === 'search')!.index };
+  };
+  const reached = (point: StopPoint): ReachedPoint => ({ step: 1, trajectories, point, facts: (t) => pointFacts(t, point, undefined) });
+  const withSearch = (duringStep?: 'stepped-trajectory' | 'all') => {
+    const set = new BreakpointSet();
+    set.setFunctionBreakpoints([{ name: 'search' }]);
+    if (duringStep) set.duringStep = duringStep;
+    return set;
+  };
+  const quiet = () => {};
+
+  it('by default, another trajectory’s breakpoint does not interrupt a step: it is counted and listed when the step ends', () => {
+    assert.ok(callAt(0) && callAt(1), 'both fixture trajectories call search');
+    const set = withSearch();
+    assert.equal(set.duringStep, 'stepped-trajectory');
+    assert.equal(set.stopAt(reached(callAt(1)), quiet, { trajectory: 0 }), undefined, 'trajectory 1’s search, stepping trajectory 0');
+    const own = set.stopAt(reached(callAt(0)), quiet, { trajectory: 0 });
+    assert.equal(own?.reason, 'function breakpoint', 'the stepped trajectory’s own breakpoint stops the step');
+    assert.equal(own?.trajectory, 0);
+    const passed = set.takePassedOver()!;
+    assert.match(passed, /^While stepping #0, 1 breakpoint hit in other trajectories did not stop: step 1 #1: Paused before search\(\{"query":"[^"]+"\}\)\. /);
+    assert.match(passed, /"breakpointsDuringStep": "all"/);
+    assert.equal(set.takePassedOver(), undefined, 'each step reports its own');
+    // Outside a step every breakpoint stops, whoever's it is.
+    assert.equal(set.stopAt(reached(callAt(1)), quiet)?.trajectory, 1);
+  });
+
+  it('with "all", another trajectory’s breakpoint ends the step there, focused on that trajectory', () => {
+    const set = withSearch('all');
+    const stop = set.stopAt(reached(callAt(1)), quiet, { trajectory: 0 });
+    assert.equal(stop?.reason, 'function breakpoint');
+    assert.equal(stop?.trajectory, 1);
+    assert.equal(set.takePassedOver(), undefined);
+  });
+
+  it('logpoints of other trajectories still print during a step, and passed-over hits count for hit conditions', () => {
+    const set = new BreakpointSet();
+    set.setFunctionBreakpoints([{ name: 'search', hitCondition: '==2' }]);
+    const printed: string[] = [];
+    assert.equal(set.stopAt(reached(callAt(1)), (text) => printed.push(text), { trajectory: 0 }), undefined, 'the first hit: ==2 does not fire');
+    assert.equal(set.takePassedOver(), undefined, 'a hit that would not have stopped is not listed');
+    assert.equal(set.stopAt(reached(callAt(0)), quiet)?.reason, 'function breakpoint', 'the second hit fires: the passed-over one counted');
+    const logs = new BreakpointSet();
+    const at = callAt(1);
+    logs.setLineBreakpoints(1, trajectories[1].index, [{ line: 9, logMessage: 'search at turn {turn}' }], [{ phase: 'call', turn: at.turn, call: at.call, line: 9 }]);
+    assert.equal(logs.stopAt(reached(callAt(1)), (text) => printed.push(text), { trajectory: 0 }), undefined);
+    assert.deepEqual(printed, [`search at turn ${callAt(1).turn}`]);
+  });
+
+  it('lists at most five passed-over hits by name, then how many more', () => {
+    const set = withSearch();
+    for (let i = 0; i < 7; i++) set.stopAt(reached(callAt(1)), quiet, { trajectory: 0 });
+    const passed = set.takePassedOver()!;
+    assert.match(passed, /^While stepping #0, 7 breakpoint hits in other trajectories did not stop: /);
+    assert.equal(passed.split('step 1 #1: ').length - 1, 5);
+    assert.match(passed, /; and 2 more\. /);
   });
 });

@@ -10,8 +10,8 @@ import { RunDirectorySource } from '../../../extension/panels/source/runDirector
 import type { RunUpdate } from '../../../extension/panels/source/runSource';
 import { latestTrainMetrics, runStatusText } from '../../../extension/panels/runStatusText';
 import { PROTOCOL_VERSION, type TrainingEvent } from '../../../trainer/shared/protocol';
-import { RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
-import { buildTrajectory, writeRecordedRun } from '../../fixtures/recordedRun';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
+import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
 
 /** A training's event feed, driven by the test (the real one is LiveTarget's). */
 function fakeTraining(runDirectory: string): LiveTraining & { emit(event: TrainingEvent): void; active: boolean } {
@@ -48,7 +48,7 @@ describe('LiveRunSource', () => {
     assert.match(text, /^\$\(pulse\) step 2\/1 · rollout 1\/4 · reward -?\d\.\d{3} · exact_match \d\.\d{3} · 321 tok\/s$/);
 
     // The trainer writes step 2, then says so: nothing is read before that (no watcher, no poll).
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     const rng = random();
     writer.appendTrajectories(2, [0, 1, 2, 3].map((i) => buildTrajectory(2, i, 2, rng)));
     writer.appendMetrics({ step: 2, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.25 } });

@@ -8,8 +8,8 @@ import { toMetricsColumns } from '../../../extension/panels/metricsColumns';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { RunSources } from '../../../extension/panels/source/registry';
 import { runSummaryOf } from '../../../extension/panels/source/summarize';
-import { writeRecordedRun } from '../../fixtures/recordedRun';
-import { listRuns, RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
+import { writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
+import { listRuns } from '../../../trainer/shared/runstore';
 import { MetricsToWebview, type MetricsRecord } from '../../../trainer/shared/protocol';
 
 function setup() {
@@ -70,7 +70,7 @@ describe('MetricsController', () => {
     const { a, posted, controller, sources } = setup();
     controller.receive({ type: 'ready' });
     posted.length = 0;
-    const writer = RunStoreWriter.reopen(a, new RunStoreReader(a).run());
+    const writer = recordedRunWriter(a);
     writer.appendMetrics({ step: 5, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.75 } });
     const lease = sources.acquire(a);
     (lease.source as RunDirectorySource).refresh();

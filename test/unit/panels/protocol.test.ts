@@ -33,7 +33,10 @@ describe('panel messages', () => {
       selected: 4,
       colourBy: 'entropy',
     };
-    assert.deepEqual(TrajectoriesPanelState.parse(state), state);
+    // A state saved before panels could follow the newest run reads as pinned to its run.
+    assert.deepEqual(TrajectoriesPanelState.parse(state), { ...state, followsNewest: false });
+    assert.equal(TrajectoriesPanelState.parse({ ...state, followsNewest: true }).followsNewest, true);
+    assert.equal(MetricsPanelState.parse({ runDirs: ['/r'], smoothing: 0, band: 'std' }).followsNewest, false);
     assert.equal(TrajectoriesPanelState.safeParse({ ...state, sort: { column: 'size', direction: 'desc' } }).success, false);
     assert.equal(MetricsPanelState.safeParse({ runDirs: [], smoothing: 0, band: 'std' }).success, false, 'a Metrics panel shows at least its own run');
     assert.equal(MetricsPanelState.safeParse({ runDirs: ['/r'], smoothing: 1.5, band: 'std' }).success, false);

@@ -6,8 +6,8 @@ import * as path from 'node:path';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { RunSources } from '../../../extension/panels/source/registry';
 import type { RunUpdate } from '../../../extension/panels/source/runSource';
-import { buildTrajectory, writeRecordedRun } from '../../fixtures/recordedRun';
-import { RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
+import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
 
 function recordedRun(options: { steps: number; batch: number; status?: 'running' | 'finished' }): string {
   return writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'source-test-')), 'run-1'), { groupSize: 4, seed: 3, ...options });
@@ -45,12 +45,42 @@ describe('RunDirectorySource', () => {
     source.dispose();
   });
 
+  it('shows a running run as interrupted once its writer is gone, though run.json did not change', () => {
+    const dir = recordedRun({ steps: 2, batch: 4, status: 'running' });
+    const { source, updates } = manualSource(dir);
+    assert.equal(source.run().status, 'running');
+    const before = fs.readFileSync(path.join(dir, 'run.json'), 'utf8');
+    // The writer goes away without finishing the run (a killed trainer leaves its lock behind; none at all reads the same).
+    recordedRunWriter(dir).close();
+    source.refresh();
+    assert.equal(fs.readFileSync(path.join(dir, 'run.json'), 'utf8'), before);
+    assert.equal(source.run().status, 'interrupted');
+    assert.deepEqual(updates.filter((u) => u.type === 'run').map((u) => u.type === 'run' && u.run.status), ['interrupted']);
+    source.dispose();
+  });
+
+  it('reports a record written twice instead of showing it', () => {
+    const dir = recordedRun({ steps: 2, batch: 4, status: 'running' });
+    const { source } = manualSource(dir);
+    const writer = recordedRunWriter(dir);
+    writer.appendMetrics({ step: 2, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 9 } });
+    writer.appendTrajectories(2, [buildTrajectory(2, 1, 4, random())]);
+    source.refresh();
+    assert.deepEqual(source.metrics().map((m) => m.step), [1, 2]);
+    assert.equal(source.metrics()[1].values['reward/mean'] === 9, false, 'the second record of step 2 is not taken');
+    assert.equal(source.rows(2).length, 4);
+    assert.match(source.errors().join('\n'), /metrics\.jsonl line 3: train step 2 is recorded twice \(first at line 2\)/);
+    assert.match(source.errors().join('\n'), /step-000002\.jsonl line 5: trajectory index 1 is recorded twice \(first at line 2\)/);
+    writer.finish('finished');
+    source.dispose();
+  });
+
   it('reports appended metrics, a new step, rows of a followed step and run.json changes', () => {
     const dir = recordedRun({ steps: 2, batch: 4, status: 'running' });
     const { source, updates } = manualSource(dir);
     const release = source.follow(3);
     assert.deepEqual(source.rows(3), []);
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     updates.length = 0;
     source.refresh();
     assert.equal(updates.length, 0, 'reopening with the same content changes nothing visible');
@@ -109,7 +139,7 @@ describe('RunDirectorySource', () => {
     source.follow(1);
     source.rows(2);
     source.rows(3); // evicts step 2, never the followed step 1
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     const rng = random();
     for (const step of [1, 2, 3]) writer.appendTrajectories(step, [buildTrajectory(step, 9, 4, rng)]);
     source.refresh();
@@ -142,7 +172,7 @@ describe('RunDirectorySource', () => {
     const dir = recordedRun({ steps: 1, batch: 2, status: 'running' });
     const source = new RunDirectorySource(dir, { pollIntervalMs: 200 });
     const got = new Promise<RunUpdate>((resolve) => source.onUpdate((u) => u.type === 'metrics' && resolve(u)));
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     writer.appendMetrics({ step: 2, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 1 } });
     const update = await Promise.race([got, new Promise<undefined>((r) => setTimeout(() => r(undefined), 3000))]);
     assert.ok(update, 'no metrics update within 3 s');

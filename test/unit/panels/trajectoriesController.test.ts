@@ -5,8 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { ROWS_PER_MESSAGE, TrajectoriesController } from '../../../extension/panels/trajectoriesController';
-import { buildTrajectory, writeRecordedRun } from '../../fixtures/recordedRun';
-import { RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
+import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
+import { RunStoreReader } from '../../../trainer/shared/runstore';
 import { TrajectoriesToWebview, type OpenRunInDebuggerArgs, type StepSelection } from '../../../trainer/shared/protocol';
 
 function setup(options: { steps: number; batch: number; status?: 'running' | 'finished'; step?: StepSelection; debugger?: (args: OpenRunInDebuggerArgs) => Promise<void>; readBudgetBytes?: number }) {
@@ -72,7 +72,7 @@ describe('TrajectoriesController', () => {
   it('follows the newest step as the run grows, and stays on a pinned step', () => {
     const { dir, posted, controller, source } = setup({ steps: 2, batch: 4, status: 'running' });
     controller.receive({ type: 'ready' });
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     let seed = 1;
     const rng = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
     writer.appendTrajectories(3, [buildTrajectory(3, 0, 4, rng)]);
@@ -108,7 +108,7 @@ describe('TrajectoriesController', () => {
     const { dir, posted, controller, source } = setup({ steps: 2, batch: 4, status: 'running' });
     let seed = 3;
     const rng = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
-    const writer = RunStoreWriter.reopen(dir, new RunStoreReader(dir).run());
+    const writer = recordedRunWriter(dir);
     const evaluation = (step: number, rows: number) => Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
     writer.writeEvaluation(0, evaluation(0, 3));
     source.refresh();

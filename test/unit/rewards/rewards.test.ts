@@ -19,6 +19,7 @@ import {
   tokenF1,
   type RewardConfig,
 } from '../../../trainer/rewards';
+import { MAX_ABS_REWARD } from '../../../trainer/rewards/score';
 import { rewardToGo, tokenRewards } from '../../../trainer/rl/samples';
 import { defineTool, ToolSet, type ToolCallOutcome } from '../../../trainer/tools';
 import { toRlSample } from "../../../trainer/rl/rewardPlacement";
@@ -206,6 +207,20 @@ describe('scoring a batch: outcome and process rewards, combination, placement',
     await assert.rejects(scoreTrajectories([t], { outcome: [exactMatch(), exactMatch()] }, tools), /rewards\.outcome\[1\]: two rewards are named "exact_match"/);
     await assert.rejects(scoreTrajectories([t], { outcome: [], combine: 'normalised' as never }, tools), /rewards\.combine must be "weighted-sum" or "agent-r1", got "normalised"/);
     await assert.rejects(scoreTrajectories([t], { outcome: [], errorPenalty: { parse: Infinity } }, tools), /rewards\.errorPenalty\.parse: expected a finite number ≥ 0/);
+  });
+
+  it('fails naming the row and the value for ±Infinity, NaN and absurdly large rewards, and for totals weights take out of range', async () => {
+    const [row] = rowsOf([{ id: 'q-4', prompt: 'q', answer: 'x' }]);
+    const t = trajectory(5, row, 'PGG', 'x', [ok('z', 1)]);
+    const where = 'trajectory 5 \\(rewards\\.jsonl:1 \\(row q-4\\)\\)';
+    for (const [value, said] of [[Infinity, 'Infinity; rewards must be finite numbers'], [-Infinity, '-Infinity; rewards must be finite numbers'], [1e300, '1e\\+300; rewards must lie within ±1e\\+6'], [-1e300, '-1e\\+300; rewards must lie within ±1e\\+6'], [2e6, '2000000; rewards must lie within ±1e\\+6']] as const) {
+      await assert.rejects(scoreTrajectories([t], { outcome: [outcomeReward('big', () => value)] }, tools), new RegExp(`^RewardError: outcome reward "big" on ${where} returned ${said}`));
+    }
+    await assert.rejects(scoreTrajectories([t], { outcome: [outcomeReward('bigint', () => 3n as never)] }, tools), /returned 3n \(a BigInt\); rewards must be finite numbers/);
+    // Each reward in range, the weighted total not.
+    await assert.rejects(scoreTrajectories([t], { outcome: [{ ...outcomeReward('one', () => 1), weight: 5e6 }] }, tools), new RegExp(`the total reward \\(outcome 5000000, process 0\\) of ${where} returned 5000000; rewards must lie within`));
+    const fine = await scoreTrajectories([t], { outcome: [outcomeReward('edge', () => -MAX_ABS_REWARD)] }, tools);
+    assert.equal(fine.trajectories[0].total, -MAX_ABS_REWARD);
   });
 });
 

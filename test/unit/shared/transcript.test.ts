@@ -108,6 +108,39 @@ describe('renderTranscript', () => {
     assert.match(text, /^x{10}… \(90 more characters\)$/m);
   });
 
+  it('a live snapshot says what is still to come; after the run ended, that it was never known', () => {
+    // Stopped before the first call ran: nothing after it exists yet.
+    const full = twoCallTrajectory();
+    const live: TrajectoryRecord = {
+      ...full,
+      turns: [full.turns[0], { ...full.turns[1], toolCalls: [{ index: 0, name: 'search', arguments: { query: 'Northwind' }, raw: full.turns[1].toolCalls![0].raw, observation: '', truncated: false, latencyMs: 0, pending: true, tokenEnd: 40 }] }],
+      rewards: { outcome: 0, process: 0, total: 0, components: {} },
+      advantage: undefined,
+      answer: undefined,
+      inFlight: { ended: false },
+    };
+    const during = renderTranscript(live);
+    const duringLines = during.text.split('\n');
+    assert.equal(duringLines[2], 'finish: in progress');
+    assert.match(duringLines[3], /^rewards: pending/);
+    assert.equal(duringLines[during.callLines[0].resultLine], '⟨call 0 search · not run yet⟩');
+    assert.equal(duringLines[during.endLine], '⟨in progress · rewards pending⟩');
+
+    const after = renderTranscript(live, { endedBy: 'the run stopped' });
+    const lines = after.text.split('\n');
+    assert.equal(lines[1], 'note: the run stopped before step 4 was recorded; this is the trajectory as the debugger last saw it');
+    assert.equal(lines[3], 'finish: not finished');
+    assert.equal(lines[4], 'rewards: never computed (the run stopped before step 4 was scored)');
+    assert.equal(lines[after.callLines[0].resultLine], '⟨call 0 search · result never known: the run stopped first⟩');
+    assert.equal(lines[after.endLine], '⟨not finished · rewards never computed⟩');
+    assert.equal(lines[after.callLines[0].line], '<tool_call>', 'the line tables follow the extra line');
+    assert.doesNotMatch(after.text, /not run yet|pending|in progress/);
+
+    // A trajectory that had reached its end keeps its finish reason; a recorded one ignores endedBy.
+    assert.match(renderTranscript({ ...live, inFlight: { ended: true } }, { endedBy: 'the run stopped' }).text, /^finish: answered$/m);
+    assert.equal(renderTranscript(full, { endedBy: 'the run stopped' }).text, renderTranscript(full).text);
+  });
+
   it('renders every recorded fixture trajectory with consistent line tables', () => {
     let seed = 11;
     const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);

@@ -5,6 +5,7 @@ import { observationText } from '../../../trainer/tools/result';
 import { z } from 'zod';
 import { datasetFromRows } from '../../../trainer/data';
 import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type ToolLogLine, type TrajectoryView } from '../../../trainer/tools';
+import { MAX_TOOL_TEXT_CHARS } from '../../../trainer/tools/result';
 
 const row = datasetFromRows('runner', [{ id: 'r', prompt: 'x', toolArgs: { echo: { prefix: '>' } } }]).rows[0];
 
@@ -76,6 +77,33 @@ describe('ToolRunner', () => {
     assert.match(errors[7]!.message, /^TypeError: tool "parts" returned content\[0\], an image whose data is undefined; expected PNG, JPEG or WebP bytes/);
     assert.ok(outcomes[5].latencyMs >= 25 && outcomes[5].latencyMs < 1000);
     assert.equal(outcomes[0].latencyMs, 0);
+  });
+
+  it('describes anything a tool throws without throwing itself: a BigInt, a circular object, a null-prototype object, a hostile Proxy', async () => {
+    const circular: Record<string, unknown> = { kind: 'loop' };
+    circular.self = circular;
+    const hostile = new Proxy({}, { get: () => { throw new Error('no'); }, getPrototypeOf: () => { throw new Error('no'); }, ownKeys: () => { throw new Error('no'); } });
+    const thrown: Array<[string, unknown]> = [['bigint', 10n], ['circular', circular], ['bare', Object.assign(Object.create(null), { a: 1 })], ['hostile', hostile], ['huge', 'x'.repeat(100_000)]];
+    const tools = new ToolSet(thrown.map(([name, value]) => defineTool({ name, description: 'Throws.', parameters: z.object({}), execute: () => { throw value; } })));
+    const outcomes = await new ToolRunner(tools).run(thrown.map(([name]) => request(name, {})));
+    assert.ok(outcomes.every((o) => o.error?.kind === 'threw'));
+    const [bigint, loop, bare, proxy, huge] = outcomes.map((o) => o.error!.message);
+    assert.equal(bigint, 'thrown value: 10n');
+    assert.equal(loop, "thrown value: <ref *1> { kind: 'loop', self: [Circular *1] }");
+    assert.equal(bare, 'thrown value: [Object: null prototype] { a: 1 }');
+    assert.match(proxy, /^thrown value: /);
+    assert.ok(huge.length < 4200 && /… \(\d+ more characters\)$/.test(huge), 'a huge value is cut');
+  });
+
+  it('fails a call whose text is over the output limit, naming its size', async () => {
+    const tools = new ToolSet([
+      defineTool({ name: 'flood', description: 'Too much.', parameters: z.object({}), execute: () => 'x'.repeat(MAX_TOOL_TEXT_CHARS + 1) }),
+      defineTool({ name: 'parts', description: 'Just enough, in parts.', parameters: z.object({}), execute: () => ({ content: [{ type: 'text', text: 'y'.repeat(MAX_TOOL_TEXT_CHARS / 2) }, { type: 'text', text: 'z'.repeat(MAX_TOOL_TEXT_CHARS / 2) }] }) }),
+    ]);
+    const [flood, parts] = await new ToolRunner(tools).run([request('flood', {}), request('parts', {})]);
+    assert.equal(flood.error?.kind, 'threw');
+    assert.match(flood.error!.message, /^RangeError: tool "flood" returned 1,000,001 characters of text; the limit is 1,000,000/);
+    assert.equal(parts.error, undefined);
   });
 
   it('validates with async refinements and reports a refinement that throws as the tool\'s fault', async () => {

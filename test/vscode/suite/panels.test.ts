@@ -3,8 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { RolloutStudioApi } from '../../../extension/extension';
-import { RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
-import { writeRecordedRun } from '../../fixtures/recordedRun';
+import { writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
 
 const EXTENSION_ID = 'rollout-studio.rollout-studio';
 
@@ -85,12 +84,45 @@ describe('Panels on recorded runs', () => {
     await until('one Metrics tab', () => webviewTabs('rolloutStudio.metrics').length === 1, 10_000, () => webviewTabs('rolloutStudio.metrics').map((t) => t.label));
   });
 
+  it('a panel that follows the newest run moves to a run that starts; a pinned one stays and says so', async () => {
+    const { panels } = await api();
+    // Open Trajectories with nothing chosen: the newest run, followed. Open Run on a run: pinned to it.
+    assert.equal(await vscode.commands.executeCommand<string>('rolloutStudio.openTrajectories'), live);
+    assert.equal(await vscode.commands.executeCommand<string>('rolloutStudio.openRun', finished), finished);
+    await until('both panels', () => panels.trajectoriesPanels().length === 2 && panels.metricsPanels().length === 1, 30_000, () => [panels.trajectoriesPanels(), panels.metricsPanels()]);
+    assert.deepEqual(
+      panels.trajectoriesPanels().map((p) => [path.basename(p.runDir), p.followsNewest]).sort(),
+      [
+        ['run-finished', false],
+        ['run-live', true],
+      ],
+    );
+
+    // A training started elsewhere (a terminal): a running run, created later, appears in the runs folder.
+    const started = writeRecordedRun(path.join(runs, 'run-started'), { steps: 1, batch: 4, groupSize: 2, seed: 3, status: 'running' });
+    const record = JSON.parse(fs.readFileSync(path.join(started, 'run.json'), 'utf8'));
+    record.createdAt = new Date(Date.parse(record.createdAt) + 120_000).toISOString();
+    fs.writeFileSync(path.join(started, 'run.json'), JSON.stringify(record));
+    panels.refreshRuns();
+    try {
+      await until('the following panel to show the new run', () => panels.trajectoriesPanels().find((p) => p.runDir === started && p.followsNewest), 10_000, () => panels.trajectoriesPanels());
+      assert.equal(panels.newestRun(), started);
+      assert.ok(panels.trajectoriesPanels().find((p) => p.runDir === started)!.readableDirs.includes(started), 'the page may load the new run’s images');
+      assert.ok(panels.trajectoriesPanels().some((p) => p.runDir === finished && !p.followsNewest), 'the pinned panel stayed');
+      assert.ok(panels.metricsPanels().some((p) => p.runDirs[0] === finished && !p.followsNewest), 'the pinned Metrics panel stayed');
+      await until('the tab to be titled after the new run', () => webviewTabs('rolloutStudio.trajectories').some((t) => t.label === 'Trajectories · run-started'), 10_000, () => webviewTabs('rolloutStudio.trajectories').map((t) => t.label));
+    } finally {
+      fs.rmSync(started, { recursive: true, force: true });
+      panels.refreshRuns();
+    }
+  });
+
   it('shows the live run in the status bar and updates it as records are appended', async () => {
     const { panels } = await api();
     const shown = await until('the status-bar item of the running run', () => panels.statusBar().text);
     assert.equal(panels.statusBar().runDir, live);
     assert.match(shown, /^\$\(pulse\) step 2\/2 · reward \d\.\d{3} · exact_match \d\.\d{3} · \d+ tok\/s$/);
-    const writer = RunStoreWriter.reopen(live, new RunStoreReader(live).run());
+    const writer = recordedRunWriter(live);
     writer.update({ totalSteps: 5 });
     writer.appendMetrics({ step: 3, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.777, 'throughput/rollout_tokens_per_s': 512.4 } });
     await until('the status bar to show step 3', () => panels.statusBar().text === '$(pulse) step 3/5 · reward 0.777 · 512 tok/s');

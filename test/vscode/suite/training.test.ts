@@ -109,6 +109,9 @@ describe('Training live in the editor', function () {
       return bar.live && bar.runDir === training.runDirectory && bar.text;
     });
     assert.match(shown, /^\$\(pulse\) step [–\d]\/2/);
+    // Its panels open by themselves, following the newest run: Trajectories, then Metrics beside it.
+    await until('the Trajectories panel of the new run', () => panels.trajectoriesPanels().find((p) => p.runDir === training.runDirectory && p.followsNewest));
+    await until('the Metrics panel of the new run', () => panels.metricsPanels().find((p) => p.runDirs[0] === training.runDirectory && p.followsNewest));
     const during = new Set<string>();
     await until('the run to end', () => {
       const text = panels.statusBar().text;
@@ -151,6 +154,9 @@ describe('Training live in the editor', function () {
     assert.equal(editor.document.uri.toString(), transcriptUri.toString());
     assert.equal(editor.document.languageId, 'rollout-transcript');
     assert.equal(editor.document.lineAt(stack.stackFrames[0].line - 1).text, '<tool_call>');
+    assert.match(editor.document.getText(), /⟨call 0 search · not run yet⟩/);
+    // Kept open (not a preview the next stop's transcript replaces), to read it after this session ends.
+    const transcript = (await vscode.window.showTextDocument(editor.document, { preview: false, preserveFocus: true })).document;
 
     const first = (await session.customRequest('rolloutTraining')) as { pid: number; runDirectory: string };
     assert.ok(alive(first.pid));
@@ -169,6 +175,14 @@ describe('Training live in the editor', function () {
     const status = (await restarted.session.customRequest('rolloutTraining')) as { pid: number; runDirectory: string };
     assert.notEqual(status.runDirectory, first.runDirectory);
     assert.ok(alive(status.pid));
+    // The first run's transcript no longer promises what is not coming: its step was never recorded.
+    await until('the transcript of the stopped run to say so', () => transcript.getText().includes('result never known') && transcript.getText());
+    assert.match(transcript.getText(), /^note: the run stopped before step 1 was recorded; /m);
+    assert.doesNotMatch(transcript.getText(), /not run yet|rewards pending/);
+    // The open panels follow the newest run: they show the restarted run now.
+    const { panels } = await api();
+    await until('the Trajectories panel to follow the new run', () => panels.trajectoriesPanels().find((p) => p.runDir === status.runDirectory && p.followsNewest));
+    assert.equal(panels.trajectoriesPanels().filter((p) => p.runDir === first.runDirectory).length, 0, 'no panel stayed on the stopped run');
 
     assert.equal(await vscode.commands.executeCommand('rolloutStudio.stopTraining'), true);
     await until('the session to end', () => ended.has(restarted.session.id));
@@ -202,9 +216,22 @@ describe('Training live in the editor', function () {
     const line = fs.readFileSync(toolsFile, 'utf8').split('\n').findIndex((l) => l.includes('args.query.trim()'));
     vscode.debug.addBreakpoints([new vscode.SourceBreakpoint(new vscode.Location(vscode.Uri.file(toolsFile), new vscode.Position(line, 0)))]);
 
+    // With the setting off, a training opens no panel.
+    const settings = vscode.workspace.getConfiguration('rolloutStudio');
+    await settings.update('panels.openOnTrainingStart', false, vscode.ConfigurationTarget.Workspace);
     const stopped = nextStop('pwa-node');
-    assert.equal(await vscode.debug.startDebugging(folder(), { type: 'rollout', request: 'launch', name: 'Debug tools', config: traced, debugTools: true }), true);
-    const { session, event } = await stopped;
+    let session: vscode.DebugSession;
+    let event: DebugProtocol.StoppedEvent;
+    try {
+      assert.equal(await vscode.debug.startDebugging(folder(), { type: 'rollout', request: 'launch', name: 'Debug tools', config: traced, debugTools: true }), true);
+      ({ session, event } = await stopped);
+      const { panels, trainings } = await api();
+      assert.ok(trainings.all().length > 0, 'the training had started (its run exists) before the tool code ran');
+      assert.deepEqual(panels.trajectoriesPanels(), []);
+      assert.deepEqual(panels.metricsPanels(), []);
+    } finally {
+      await settings.update('panels.openOnTrainingStart', undefined, vscode.ConfigurationTarget.Workspace);
+    }
     assert.equal(event.body.reason, 'breakpoint');
     const parent = [...sessions.values()].find((s) => s.type === 'rollout' && s.name === 'Debug tools')!;
     let root: vscode.DebugSession | undefined = session;

@@ -58,16 +58,22 @@ export async function importCommand(argv: string[]): Promise<number> {
     ...(values.tokenizer ? { tokenizer: Tokenizer.load(path.resolve(values.tokenizer)) } : {}),
   });
   const say = (steps: number[]) => process.stdout.write(`imported step${steps.length > 1 ? 's' : ''} ${steps.join(', ')} into ${runDir}\n`);
-  if (!values.follow) {
-    const steps = run.importNew();
-    run.finish('finished');
-    process.stdout.write(`imported ${steps.length} steps into ${runDir}\n`);
+  try {
+    if (!values.follow) {
+      const steps = run.importNew();
+      run.finish('finished');
+      process.stdout.write(`imported ${steps.length} steps into ${runDir}\n`);
+      return 0;
+    }
+    process.stdout.write(`following ${source} into ${runDir} (Ctrl-C ends it)\n`);
+    const controller = new AbortController();
+    process.once('SIGINT', () => controller.abort());
+    process.once('SIGTERM', () => controller.abort());
+    await run.follow(controller.signal, interval * 1000, say);
     return 0;
+  } catch (error) {
+    // A bad dump fails the import; the run says so instead of staying `running`.
+    run.fail(error as Error);
+    throw error;
   }
-  process.stdout.write(`following ${source} into ${runDir} (Ctrl-C ends it)\n`);
-  const controller = new AbortController();
-  process.once('SIGINT', () => controller.abort());
-  process.once('SIGTERM', () => controller.abort());
-  await run.follow(controller.signal, interval * 1000, say);
-  return 0;
 }

@@ -8,6 +8,7 @@ import { resolveDevice } from '../resolveDevice';
 import { hasParent, sendToParent } from '../ipc';
 import { ProgressLine } from '../progress';
 import { UsageError } from '../usage';
+import { whenOutputCloses } from '../processEnd';
 import { loadConfig } from "../../usercode/loadConfig";
 
 export const trainUsage = `rollout-studio train <config.ts> [options]
@@ -38,6 +39,8 @@ export async function trainCommand(argv: string[]): Promise<number> {
   if (steps !== undefined && (!Number.isInteger(steps) || steps < 1)) throw new UsageError(`--steps: expected a positive integer, got "${values.steps}"`);
   const control = new RunControl();
   const ipc = values.ipc && hasParent();
+  // `train … | head -2`: the reader went away; the run stops cleanly, marked stopped, as after Ctrl-C.
+  if (!ipc) whenOutputCloses(() => control.stop());
   // Once the extension is gone (its window closed or reloaded) there is nobody to tell: the run
   // stops (see 'disconnect' below) and what it still reports is dropped instead of failing it.
   const send = (message: TrainerMessage) => {

@@ -1,4 +1,12 @@
 import { z } from 'zod';
+import { RunStatus, TrajectoryRecord } from './runStore';
+
+/**
+ * Which breakpoints may interrupt a step over, into or out of one trajectory: only that
+ * trajectory's (the default), or any trajectory's. See BreakpointSet.duringStep.
+ */
+export const BreakpointsDuringStep = z.enum(['stepped-trajectory', 'all']);
+export type BreakpointsDuringStep = z.infer<typeof BreakpointsDuringStep>;
 
 /**
  * What the `rollout` debugger accepts in launch.json (mirrored, with descriptions, in
@@ -31,6 +39,8 @@ export const RolloutLaunchArguments = z
       .optional(),
     /** Live training: start the trainer with the Node inspector and attach a Node debug session, so breakpoints in tool code hit. */
     debugTools: z.boolean().optional(),
+    /** Which breakpoints interrupt a step (default: the stepped trajectory's only). */
+    breakpointsDuringStep: BreakpointsDuringStep.optional(),
   })
   .refine((args) => args.runDirectory !== undefined || args.config !== undefined, {
     message: 'set "runDirectory" to replay a recorded run, or "config" to train',
@@ -51,7 +61,14 @@ export const TranscriptRequestArguments = z.object({
 });
 export type TranscriptRequestArguments = z.infer<typeof TranscriptRequestArguments>;
 
-export const TranscriptResponseBody = z.object({ text: z.string() });
+export const TranscriptResponseBody = z.object({
+  text: z.string(),
+  /**
+   * The trajectory rendered (without its token arrays): the editor keeps the last one a live
+   * session served, to show how far it got once the session has ended without its step recorded.
+   */
+  trajectory: TrajectoryRecord.optional(),
+});
 export type TranscriptResponseBody = z.infer<typeof TranscriptResponseBody>;
 
 /**
@@ -77,7 +94,7 @@ export const TrainingStatusBody = z.object({
   runDirectory: z.string(),
   /** Live: the trainer's process id while it runs. */
   pid: z.number().int().optional(),
-  status: z.enum(['running', 'finished', 'failed', 'stopped']).optional(),
+  status: RunStatus.optional(),
   lastStep: z.number().int().optional(),
 });
 export type TrainingStatusBody = z.infer<typeof TrainingStatusBody>;

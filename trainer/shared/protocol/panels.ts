@@ -106,9 +106,22 @@ export interface ShownSet {
 export const TokenColouring = z.enum(['advantage', 'logprob', 'entropy']);
 export type TokenColouring = z.infer<typeof TokenColouring>;
 
+/** A run named to the user: enough to say which one. */
+export const RunRef = z.object({ dir: z.string().min(1), id: z.string(), name: z.string() });
+export type RunRef = z.infer<typeof RunRef>;
+
+/**
+ * Which run a panel shows: it follows the newest run (a run started later takes its place), or
+ * it is pinned to its own — and then `newer` names a run that started since, which it does not show.
+ */
+export const RunFollowingState = z.object({ followsNewest: z.boolean(), newer: RunRef.optional() });
+export type RunFollowingState = z.infer<typeof RunFollowingState>;
+
 /** Kept by the Trajectories webview (vscode.setState) and handed back to the host's serializer. */
 export const TrajectoriesPanelState = z.object({
   runDir: z.string().min(1),
+  /** Follows the newest run (panels saved before there was a choice were pinned to their run). */
+  followsNewest: z.boolean().default(false),
   step: StepSelection,
   filters: TrajectoryFilters,
   sort: SortOrder,
@@ -136,6 +149,8 @@ export const TrajectoriesToWebview = z.discriminatedUnion('type', [
    */
   z.object({ type: z.literal('trajectory'), set: TrajectorySet.default('train'), record: TrajectoryRecord, imageUris: z.record(z.string(), z.string()).optional() }),
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
+  /** Whether the panel follows the newest run; sent on ready and whenever it or the newest run changes. */
+  z.object({ type: z.literal('following'), following: RunFollowingState }),
 ]);
 export type TrajectoriesToWebview = z.infer<typeof TrajectoriesToWebview>;
 
@@ -145,6 +160,8 @@ export const TrajectoriesToHost = z.discriminatedUnion('type', [
   z.object({ type: z.literal('showStep'), step: StepSelection }),
   z.object({ type: z.literal('openTrajectory'), set: TrajectorySet.default('train'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
   z.object({ type: z.literal('openInDebugger'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
+  /** Follow the newest run (showing it now), or stay on this one. */
+  z.object({ type: z.literal('followNewestRun'), follow: z.boolean() }),
 ]);
 export type TrajectoriesToHost = z.infer<typeof TrajectoriesToHost>;
 
@@ -170,6 +187,8 @@ export type BandMode = z.infer<typeof BandMode>;
 export const MetricsPanelState = z.object({
   /** Runs shown, the first one is the panel's own run; the rest are overlaid for comparison. */
   runDirs: z.array(z.string().min(1)).min(1),
+  /** The panel's own run follows the newest run (panels saved before there was a choice were pinned). */
+  followsNewest: z.boolean().default(false),
   /** EMA weight in [0, 1); 0 shows the raw values. */
   smoothing: z.number().min(0).max(0.99),
   band: BandMode,
@@ -184,6 +203,8 @@ export const MetricsToWebview = z.discriminatedUnion('type', [
   /** Metrics of one run: all of them when `reset`, else rows appended since the last message. */
   z.object({ type: z.literal('metrics'), runDir: z.string(), reset: z.boolean(), columns: MetricsColumns }),
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
+  /** Whether the panel's own run follows the newest run (see TrajectoriesToWebview). */
+  z.object({ type: z.literal('following'), following: RunFollowingState }),
 ]);
 export type MetricsToWebview = z.infer<typeof MetricsToWebview>;
 
@@ -192,6 +213,7 @@ export const MetricsToHost = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
   z.object({ type: z.literal('showRuns'), runDirs: z.array(z.string().min(1)).min(1) }),
   z.object({ type: z.literal('exportCsv'), fileName: z.string().min(1), csv: z.string() }),
+  z.object({ type: z.literal('followNewestRun'), follow: z.boolean() }),
 ]);
 export type MetricsToHost = z.infer<typeof MetricsToHost>;
 

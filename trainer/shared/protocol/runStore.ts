@@ -11,9 +11,14 @@ import { PROTOCOL_VERSION } from './protocolVersion';
  *   evals/step-NNNNNN.jsonl     one TrajectoryRecord per held-out row of the evaluation after
  *                               step NNNNNN (000000: before RL), written whole when it ends
  *   checkpoints/step-NNNNNN/    a Hugging Face folder plus trainer_state.json
+ *   run.lock                    RunLockRecord: the process writing the run (while it runs)
  */
 
-export const RunStatus = z.enum(['running', 'finished', 'failed', 'stopped']);
+/**
+ * `interrupted` is never written: a reader shows a `running` run as interrupted when the process
+ * that held it is gone (killed, crashed, its machine restarted) — see runstore/runLock.ts.
+ */
+export const RunStatus = z.enum(['running', 'finished', 'failed', 'stopped', 'interrupted']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
 export const Algorithm = z.enum(['ppo', 'grpo', 'dr-grpo', 'reinforce++', 'reinforce++-baseline', 'rloo', 'sft']);
@@ -56,6 +61,22 @@ export const RunRecord = z.object({
   metric: z.string().min(1).optional(),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
+
+/**
+ * `run.lock`: the one process writing a run directory, created atomically when it starts (or
+ * resumes) and removed when it ends. `heartbeatAt` is refreshed while it runs, so a holder on
+ * another machine that stopped refreshing can be told from a live one.
+ */
+export const RunLockRecord = z.object({
+  pid: z.number().int().positive(),
+  host: z.string(),
+  /** Linux: the process's start time in clock ticks since boot (/proc/<pid>/stat), to tell a reused process id. */
+  processStart: z.string().optional(),
+  command: z.string().optional(),
+  startedAt: z.string(),
+  heartbeatAt: z.string(),
+});
+export type RunLockRecord = z.infer<typeof RunLockRecord>;
 
 /** The metrics key a task metric's value is recorded under. */
 export function scoreKey(metric: string): string {
@@ -101,6 +122,7 @@ export const METRICS = {
   'time/reward_s': 'seconds spent computing rewards',
   'time/update_s': 'seconds spent in the update',
   'time/step_s': 'seconds for the whole step',
+  'logprob/after_update': "mean log-prob of one trajectory's trained tokens under the updated policy (non-finite: the update diverged, and the run stopped)",
 } as const;
 export type KnownMetric = keyof typeof METRICS;
 
@@ -301,6 +323,8 @@ export const TrainerState = z.object({
   configHash: z.string(),
   /** `rewards.combine: 'agent-r1'`: the running statistic of the process-reward normalisation (rewards/processNormalizer.ts). */
   processNormalizer: z.object({ magnitude: z.number().nonnegative(), batches: z.number().int().nonnegative() }).optional(),
+  /** The size in bytes of every other file of the checkpoint when it was saved: a cut or missing file is found before it is used. */
+  files: z.record(z.string(), z.number().int().nonnegative()).optional(),
 });
 export type TrainerState = z.infer<typeof TrainerState>;
 

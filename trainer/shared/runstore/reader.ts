@@ -2,7 +2,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MetricsRecord, RunRecord, trajectoryFile, TrajectoryRecord, type TrajectorySet } from '../protocol/runStore';
 import { parseWith, ProtocolError } from '../protocol/parse';
-import { readJsonl } from './jsonl';
+import { readJsonl, type JsonlRead } from './jsonl';
+import { duplicateMessage, metricsKey, trajectoryKey } from './recordKeys';
+import { liveRunLock } from './runLock';
 
 /**
  * Reads a run directory written by RunStoreWriter — finished, running or crashed. Used by the
@@ -21,11 +23,15 @@ export class RunStoreReader {
     } catch (error) {
       throw new ProtocolError(`${file}: not valid JSON (${(error as Error).message})`);
     }
-    return parseWith(RunRecord, value, file);
+    const run = parseWith(RunRecord, value, file);
+    // A run still marked running whose writer is gone was killed or crashed: it is interrupted, not running.
+    return run.status === 'running' && !liveRunLock(this.dir) ? { ...run, status: 'interrupted' } : run;
   }
 
-  metrics(): { records: MetricsRecord[]; tornLastLine: boolean } {
-    return readJsonl(path.join(this.dir, 'metrics.jsonl'), MetricsRecord);
+  /** The metrics records; a step recorded twice (two writers) is an error naming both lines. */
+  metrics(): JsonlRead<MetricsRecord> {
+    const file = path.join(this.dir, 'metrics.jsonl');
+    return refuseDuplicates(file, readJsonl(file, MetricsRecord), metricsKey);
   }
 
   /** Steps that have a rollouts file, ascending. */
@@ -33,8 +39,10 @@ export class RunStoreReader {
     return this.stepsOf('train');
   }
 
-  trajectories(step: number): { records: TrajectoryRecord[]; tornLastLine: boolean } {
-    return readJsonl(path.join(this.dir, trajectoryFile('train', step)), TrajectoryRecord);
+  /** A step's trajectories; an index recorded twice (two writers) is an error naming both lines. */
+  trajectories(step: number): JsonlRead<TrajectoryRecord> {
+    const file = path.join(this.dir, trajectoryFile('train', step));
+    return refuseDuplicates(file, readJsonl(file, TrajectoryRecord), trajectoryKey);
   }
 
   /** Steps after which an evaluation's trajectories were recorded (0: before RL), ascending. */
@@ -43,8 +51,9 @@ export class RunStoreReader {
   }
 
   /** The trajectories of the evaluation after `step`, one per held-out row. */
-  evaluationTrajectories(step: number): { records: TrajectoryRecord[]; tornLastLine: boolean } {
-    return readJsonl(path.join(this.dir, trajectoryFile('eval', step)), TrajectoryRecord);
+  evaluationTrajectories(step: number): JsonlRead<TrajectoryRecord> {
+    const file = path.join(this.dir, trajectoryFile('eval', step));
+    return refuseDuplicates(file, readJsonl(file, TrajectoryRecord), trajectoryKey);
   }
 
   private stepsOf(set: TrajectorySet): number[] {
@@ -68,6 +77,17 @@ export class RunStoreReader {
       .sort()
       .map((f) => `checkpoints/${f}`);
   }
+}
+
+function refuseDuplicates<T>(file: string, read: JsonlRead<T>, key: (record: T) => string): JsonlRead<T> {
+  const seen = new Map<string, number>();
+  read.records.forEach((record, i) => {
+    const k = key(record);
+    const first = seen.get(k);
+    if (first !== undefined) throw new ProtocolError(duplicateMessage(file, k, read.lines[i], first));
+    seen.set(k, read.lines[i]);
+  });
+  return read;
 }
 
 /** The run directories under `root` (e.g. `<workspace>/.rollout/runs`), newest first, unreadable ones reported. */

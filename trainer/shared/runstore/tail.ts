@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import type { z } from 'zod';
 import { parseWith } from '../protocol/parse';
+import { duplicateMessage } from './recordKeys';
 
 /** Where one record sits in its file, so it can be read again without keeping it in memory. */
 export interface LineLocation {
@@ -34,10 +35,13 @@ export class JsonlTail<T extends z.ZodType> {
   private offset = 0;
   private line = 0;
   private identity: string | undefined;
+  /** Lines by record key, when records have one: a second record with a key already seen is reported, not taken. */
+  private readonly keys = new Map<string, number>();
 
   constructor(
     readonly file: string,
     private readonly schema: T,
+    private readonly options: { key?: (record: z.infer<T>) => string } = {},
   ) {}
 
   /** Bytes consumed so far: the end of the last complete line. */
@@ -65,6 +69,7 @@ export class JsonlTail<T extends z.ZodType> {
       if ((this.identity !== undefined && identity !== this.identity) || stat.size < this.offset) {
         this.offset = 0;
         this.line = 0;
+        this.keys.clear();
         result.restarted = true;
       }
       this.identity = identity;
@@ -117,7 +122,17 @@ export class JsonlTail<T extends z.ZodType> {
   private take(bytes: Buffer, offset: number, result: TailRead<z.infer<T>>): void {
     if (bytes.length === 0 || /^\s*$/.test(bytes.toString('utf8'))) return;
     try {
-      result.records.push(this.parse(bytes, this.line) as z.infer<T>);
+      const record = this.parse(bytes, this.line) as z.infer<T>;
+      if (this.options.key) {
+        const key = this.options.key(record);
+        const first = this.keys.get(key);
+        if (first !== undefined) {
+          result.errors.push(duplicateMessage(this.file, key, this.line, first));
+          return;
+        }
+        this.keys.set(key, this.line);
+      }
+      result.records.push(record);
       result.locations.push({ offset, length: bytes.length, line: this.line });
     } catch (error) {
       result.errors.push((error as Error).message);

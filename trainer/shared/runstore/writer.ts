@@ -4,10 +4,14 @@ import { imageFileName, MetricsRecord, RunRecord, stepFileName, trajectoryFile, 
 import { parseWith } from '../protocol/parse';
 import { appendJsonl, writeFileAtomic } from './jsonl';
 import { RunStoreReader } from './reader';
+import { RunDirectoryLock } from './runLock';
+import { storageError } from './storageError';
 
 /**
  * Writes one run directory. Every record is validated before it is written, so a reader
  * never meets a record the schemas reject; every write is flushed before the call returns.
+ * The writer holds the directory's lock (runLock.ts) from creation until `finish` or `close`:
+ * one writer per run.
  */
 export class RunStoreWriter {
   private run: RunRecord;
@@ -15,23 +19,40 @@ export class RunStoreWriter {
   private constructor(
     readonly dir: string,
     run: RunRecord,
+    private readonly lock: RunDirectoryLock,
   ) {
     this.run = run;
   }
 
-  /** Create `dir` (which must not hold a run yet) and write run.json. */
+  /** Create `dir` (which must not hold a run yet), take its lock and write run.json. */
   static create(dir: string, run: RunRecord): RunStoreWriter {
-    if (fs.existsSync(path.join(dir, 'run.json'))) throw new Error(`${dir} already holds a run; choose another run directory or resume it`);
-    fs.mkdirSync(path.join(dir, 'rollouts'), { recursive: true });
-    fs.mkdirSync(path.join(dir, 'checkpoints'), { recursive: true });
-    const writer = new RunStoreWriter(dir, parseWith(RunRecord, run, 'run record'));
-    writer.writeRun();
-    return writer;
+    try {
+      fs.mkdirSync(dir, { recursive: true });
+    } catch (error) {
+      throw storageError(error, dir, 'creating the run directory');
+    }
+    const lock = RunDirectoryLock.acquire(dir);
+    try {
+      if (fs.existsSync(path.join(dir, 'run.json'))) throw new Error(`${dir} already holds a run; choose another run directory or resume it (--resume ${dir})`);
+      for (const sub of ['rollouts', 'checkpoints']) {
+        try {
+          fs.mkdirSync(path.join(dir, sub), { recursive: true });
+        } catch (error) {
+          throw storageError(error, path.join(dir, sub), 'creating the run directory');
+        }
+      }
+      const writer = new RunStoreWriter(dir, parseWith(RunRecord, run, 'run record'), lock);
+      writer.writeRun();
+      return writer;
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
   }
 
-  /** Continue writing an existing run (resume): status goes back to running. */
-  static reopen(dir: string, run: RunRecord): RunStoreWriter {
-    const writer = new RunStoreWriter(dir, parseWith(RunRecord, { ...run, status: 'running', endedAt: undefined, error: undefined }, 'run record'));
+  /** Continue writing an existing run (resume) under `lock`, taken before anything in it changed: status goes back to running. */
+  static reopen(dir: string, run: RunRecord, lock: RunDirectoryLock): RunStoreWriter {
+    const writer = new RunStoreWriter(dir, parseWith(RunRecord, { ...run, status: 'running', endedAt: undefined, error: undefined }, 'run record'), lock);
     writer.writeRun();
     return writer;
   }
@@ -57,10 +78,13 @@ export class RunStoreWriter {
     for (const image of images) {
       const file = path.join(this.dir, imageFileName(image.sha256, image.format));
       if (fs.existsSync(file)) continue;
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-      const partial = `${file}.${process.pid}.partial`;
-      fs.writeFileSync(partial, image.bytes);
-      fs.renameSync(partial, file);
+      try {
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+      } catch (error) {
+        throw storageError(error, path.dirname(file), 'creating the images folder');
+      }
+      // Whole or not at all (a full disk leaves no half image), the error naming the file.
+      writeFileAtomic(file, image.bytes);
     }
   }
 
@@ -86,8 +110,18 @@ export class RunStoreWriter {
     this.update({ lastStep: step, ...(checkpoint ? { lastCheckpoint: checkpoint } : {}) });
   }
 
+  /** The run's end: its status written, its lock released. */
   finish(status: 'finished' | 'failed' | 'stopped', error?: RunRecord['error']): void {
-    this.update({ status, endedAt: new Date().toISOString(), ...(error ? { error } : {}) });
+    try {
+      this.update({ status, endedAt: new Date().toISOString(), ...(error ? { error } : {}) });
+    } finally {
+      this.close();
+    }
+  }
+
+  /** Release the run's lock without writing (the run ended without `finish`: readers will show it interrupted). */
+  close(): void {
+    this.lock.release();
   }
 
   private writeRun(): void {
@@ -96,17 +130,31 @@ export class RunStoreWriter {
 }
 
 /**
- * Drop every record of the steps after `step` — training and evaluation trajectories, and the
- * metrics of RL steps and evaluations after it (the warm start's stay): a resume from the
- * checkpoint at `step` writes them again.
+ * Cut a run back to its checkpoint at `step`, for a resume from it: everything recorded after that
+ * checkpoint was saved goes, and the resumed run records it again — the training trajectories and
+ * metrics of the steps after `step`, and the evaluations at `step` and after (an evaluation
+ * follows its step's checkpoint). The warm start's metrics stay. A torn last line (a crash
+ * mid-write) goes with the rewrite. Leftovers of interrupted writes (`*.tmp`, a checkpoint's
+ * `.partial` folder) are removed.
  */
 export function dropRecordsAfterStep(dir: string, step: number): void {
   const reader = new RunStoreReader(dir);
   for (const s of reader.steps()) if (s > step) fs.rmSync(path.join(dir, trajectoryFile('train', s)));
-  for (const s of reader.evaluations()) if (s > step) fs.rmSync(path.join(dir, trajectoryFile('eval', s)));
+  for (const s of reader.evaluations()) if (s >= step) fs.rmSync(path.join(dir, trajectoryFile('eval', s)));
   const metricsFile = path.join(dir, 'metrics.jsonl');
   if (fs.existsSync(metricsFile)) {
-    const kept = reader.metrics().records.filter((r) => (r.kind === 'sft' ? true : r.step <= step));
+    const kept = reader.metrics().records.filter((r) => (r.kind === 'sft' ? true : r.kind === 'eval' ? r.step < step : r.step <= step));
     writeFileAtomic(metricsFile, kept.map((r) => JSON.stringify(r)).join('\n') + (kept.length ? '\n' : ''));
+  }
+  removeLeftovers(dir);
+}
+
+/** Temporary files of writes that never finished (atomic replacements, checkpoints being saved). */
+function removeLeftovers(dir: string): void {
+  for (const folder of [dir, path.join(dir, 'evals'), path.join(dir, 'checkpoints'), path.join(dir, 'images')]) {
+    if (!fs.existsSync(folder)) continue;
+    for (const name of fs.readdirSync(folder)) {
+      if (/\.tmp$/.test(name) || /^step-\d+\.partial$/.test(name)) fs.rmSync(path.join(folder, name), { recursive: true, force: true });
+    }
   }
 }

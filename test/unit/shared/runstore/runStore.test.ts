@@ -110,9 +110,12 @@ describe('run store', () => {
   it('refuses to overwrite an existing run and rejects invalid records before writing', () => {
     const dir = path.join(tmpDir(), 'run-d');
     const writer = RunStoreWriter.create(dir, runRecord('run-d'));
-    assert.throws(() => RunStoreWriter.create(dir, runRecord('run-d')), /already holds a run/);
+    // While its writer is live, the run is refused naming the writer; once it ended, because it holds a run.
+    assert.throws(() => RunStoreWriter.create(dir, runRecord('run-d')), new RegExp(`being written by another process: pid ${process.pid} on `));
     assert.throws(() => writer.appendTrajectories(1, [{ ...trajectory(1, 0), finishReason: 'bored' as never }]), /trajectory 0 of step 1: finishReason/);
     assert.deepEqual(new RunStoreReader(dir).steps(), []);
+    writer.finish('finished');
+    assert.throws(() => RunStoreWriter.create(dir, runRecord('run-d')), /already holds a run; choose another run directory or resume it/);
   });
 
   it('lists runs newest first and reports unreadable ones', () => {
