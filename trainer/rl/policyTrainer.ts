@@ -3,6 +3,7 @@ import type { AdamWConfig } from '../engine/optimizer';
 import { OptimizerRuntime } from '../engine/optimizerRuntime';
 import { serializeGraph } from '../engine/serialize';
 import type { ModelRuntime } from '../models/runtime';
+import { fusedKernelsFor } from '../models/layers/fused';
 import { buildScoringGraph, VALUE_HEAD } from '../models/scoring';
 import type { Random } from '../util/random';
 import { packSequences, policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
@@ -97,7 +98,7 @@ export class PolicyTrainer {
   private async scoring(sharedPrefix: boolean): Promise<{ id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }> {
     let loaded = this.scoringSessions.get(sharedPrefix);
     if (!loaded) {
-      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead, sharedPrefix });
+      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead, sharedPrefix, fused: fusedKernelsFor(this.device.provider) });
       graph.graph.output(graph.logprobs, 'logprobs');
       if (graph.values) graph.graph.output(graph.values, 'values');
       loaded = { id: await this.device.load({ model: serializeGraph(graph.graph), settings: {} }), weights: graph.weights };
