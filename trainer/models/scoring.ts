@@ -32,6 +32,12 @@ export interface ScoringGraphOptions {
   sharedPrefix?: boolean;
   /** Forward only (old, reference and sampling log-probs): onnxruntime's fused kernels; no gradient. See DecoderOptions.fused. */
   fused?: FusedKernels;
+  /**
+   * Also output `argmaxGap`: the largest logit minus the target's logit, 0 exactly where the
+   * target is the greedy choice — so teacher-forced exact match (what greedy decoding would copy)
+   * is one forward pass.
+   */
+  argmaxGap?: boolean;
 }
 
 export interface ScoringGraph {
@@ -40,6 +46,7 @@ export interface ScoringGraph {
   logprobs: Tensor;
   entropy?: Tensor;
   values?: Tensor;
+  argmaxGap?: Tensor;
   inputs: { ids: Tensor; positions: Tensor; keyMask: Tensor; scoreTokens: Tensor; invTemperature: Tensor };
 }
 
@@ -87,7 +94,11 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
     const lse = op.reduceLogSumExp(logits, [-1], true); // [N, 1]
     const targets = op.gather(op.reshape(inputs.ids, [-1]), inputs.scoreTokens, 0); // [N]
     const picked = op.squeeze(op.sub(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), lse), [-1]);
-    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor } = { logprobs: place(picked) };
+    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor; argmaxGap?: Tensor } = { logprobs: place(picked) };
+    if (options.argmaxGap) {
+      const targetLogit = op.squeeze(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), [-1]);
+      result.argmaxGap = place(op.sub(op.squeeze(op.reduceMax(logits, [-1], true), [-1]), targetLogit));
+    }
     if (options.entropy) {
       // H = lse − Σ softmax · logits
       const probs = op.exp(op.sub(logits, lse));

@@ -2,6 +2,7 @@ import * as op from '../engine/ops';
 import type { AdamWConfig } from '../engine/optimizer';
 import { OptimizerRuntime } from '../engine/optimizerRuntime';
 import type { HostTensor } from '../engine/runtime/tensors';
+import type { PackedBatch } from '../models/batch';
 import type { ModelRuntime } from '../models/runtime';
 import { buildScoringGraph, VALUE_HEAD } from '../models/scoring';
 import type { BatchImage } from '../models/vision/visionBatch';
@@ -9,14 +10,21 @@ import { packSequences } from './batching';
 import type { Random } from '../util/random';
 
 /**
- * Supervised warm start: maximise the log-likelihood of demonstration trajectories on the
- * assistant's tokens only (mask 1), with the same token layout the agent loop produces — so a
- * model that cannot yet follow the tool format learns it before RL.
+ * Supervised training on token sequences: maximise the weighted log-likelihood of chosen tokens,
+ * Σ wₜ · log p(tokenₜ) / Σ wₜ. The warm start trains the assistant's tokens of demonstration
+ * trajectories (weight 1, laid out as the agent loop lays them out), so a model that cannot yet
+ * follow the tool format learns it before RL; pretraining gives every token a weight (copy
+ * targets 1, ordinary text lower), which is how a small model learns to copy at all.
  */
 export interface SftSequence {
   ids: readonly number[];
   /** 1 on tokens the model should learn to produce (the assistant's turns). */
   mask: Uint8Array;
+  /**
+   * Per-token loss weights (≥ 0), instead of the mask's 1s: a token with weight 0 is not scored
+   * at all (its vocabulary row is never computed). Default: the mask.
+   */
+  weights?: Float32Array;
   /** Vision-language models: the images of the demonstration's image token runs, in order. */
   images?: readonly BatchImage[];
 }
@@ -28,6 +36,29 @@ export interface SftOptions {
   /** Sequences per forward/backward pass (a batch larger than this accumulates). */
   microBatchSize: number;
   fullFineTuning: boolean;
+}
+
+/** What one optimizer step did: the loss (weighted nats per unit weight) and the gradient norm before clipping. */
+export interface SftStepResult {
+  loss: number;
+  gradNorm: number;
+  applied: boolean;
+}
+
+function weightsOf(sequence: SftSequence): Float32Array {
+  if (sequence.weights) {
+    if (sequence.weights.length !== sequence.ids.length) throw new Error(`a sequence has ${sequence.weights.length} weights for ${sequence.ids.length} tokens`);
+    return sequence.weights;
+  }
+  return Float32Array.from(sequence.mask);
+}
+
+/** The per-token weights as the [B, T] rows of a packed batch (the shared prefix is never scored). */
+function weightFeed(packed: PackedBatch, weights: readonly Float32Array[]): HostTensor {
+  const T = packed.length;
+  const data = new Float32Array(weights.length * T);
+  weights.forEach((w, b) => data.set(w.subarray(packed.prefix), b * T));
+  return { dtype: 'float32', shape: [weights.length, T], data };
 }
 
 export class SftTrainer {
@@ -48,8 +79,9 @@ export class SftTrainer {
       build: (variant) => {
         const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora: model.options.lora, sharedPrefix: variant === 'shared' }, `sft_${variant}`);
         const g = scoring.graph;
-        const tokenTotal = g.input('token_total', 'float32', []);
-        const loss = op.neg(op.div(op.reduceSum(scoring.logprobs), tokenTotal));
+        const tokenWeights = g.input('token_weights', 'float32', ['B', 'T']);
+        const weightTotal = g.input('token_total', 'float32', []);
+        const loss = op.neg(op.div(op.reduceSum(op.mul(scoring.logprobs, tokenWeights)), weightTotal));
         return { graph: g, loss, params: trainable.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: !noDecay.has(name) })) };
       },
       adamw: options.adamw,
@@ -60,6 +92,34 @@ export class SftTrainer {
   }
 
   /**
+   * One optimizer step over `batch` (accumulated over micro-batches) at learning rate `lr`.
+   * The loss is normalised by the batch's total weight, so the step is the same whatever the
+   * micro-batch size.
+   */
+  async step(batch: readonly SftSequence[], lr: number): Promise<SftStepResult> {
+    // Micro-batches of similar lengths pad less; the step's gradient is the same in any order.
+    const sorted = [...batch].sort((a, b) => a.ids.length - b.ids.length);
+    const weights = sorted.map(weightsOf);
+    const total = Math.max(1e-12, weights.reduce((a, w) => a + w.reduce((x, v) => x + v, 0), 0));
+    let loss = 0;
+    for (let m = 0; m < sorted.length; m += this.options.microBatchSize) {
+      const micro = sorted.slice(m, m + this.options.microBatchSize);
+      const microWeights = weights.slice(m, m + this.options.microBatchSize);
+      const packed = packSequences(micro, microWeights.map((w) => Uint8Array.from(w, (v) => (v > 0 ? 1 : 0))), this.model.config.vision);
+      const feeds: Record<string, HostTensor> = {
+        ...packed.feeds,
+        ...this.model.loraScaleFeed(true),
+        inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+        token_weights: weightFeed(packed, microWeights),
+        token_total: { dtype: 'float32', shape: [], data: Float32Array.of(total) },
+      };
+      loss += (await this.optimizer.accumulate(feeds, packed.prefix > 0 ? 'shared' : 'plain')).loss;
+    }
+    const applied = await this.optimizer.apply(lr);
+    return { loss, gradNorm: applied.gradNorm, applied: applied.applied };
+  }
+
+  /**
    * One pass over `sequences` (shuffled), one optimizer step per batch; `lr(step)` gives each
    * step's learning rate. Returns the mean loss (nats per trained token) of each step.
    */
@@ -67,22 +127,7 @@ export class SftTrainer {
     const order = random.shuffle(sequences.map((_, i) => i));
     const losses: number[] = [];
     for (let start = 0; start < order.length; start += this.options.batchSize) {
-      // Micro-batches of similar lengths pad less; the step's gradient is the same in any order.
-      const batch = order.slice(start, start + this.options.batchSize).map((i) => sequences[i]).sort((a, b) => a.ids.length - b.ids.length);
-      const tokens = Math.max(1, batch.reduce((a, s) => a + s.mask.reduce((x, m) => x + m, 0), 0));
-      let loss = 0;
-      for (let m = 0; m < batch.length; m += this.options.microBatchSize) {
-        const micro = batch.slice(m, m + this.options.microBatchSize);
-        const packed = packSequences(micro, micro.map((s) => s.mask), this.model.config.vision);
-        const feeds: Record<string, HostTensor> = {
-          ...packed.feeds,
-          ...this.model.loraScaleFeed(true),
-          inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
-          token_total: { dtype: 'float32', shape: [], data: Float32Array.of(tokens) },
-        };
-        loss += (await this.optimizer.accumulate(feeds, packed.prefix > 0 ? 'shared' : 'plain')).loss;
-      }
-      await this.optimizer.apply(lr(this.optimizer.steps));
+      const { loss } = await this.step(order.slice(start, start + this.options.batchSize).map((i) => sequences[i]), lr(this.optimizer.steps));
       losses.push(loss);
       onStep?.(this.optimizer.steps, loss);
     }

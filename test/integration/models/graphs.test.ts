@@ -112,3 +112,32 @@ describe('model graphs against the reference decoder', () => {
     });
   }
 });
+
+describe('teacher-forced exact match', () => {
+  it('argmaxGap is the largest log-prob minus the target\'s: 0 exactly where the target is the greedy choice', async () => {
+    const v = variants[2];
+    const { config, weights } = makeModel(v);
+    const seq = tokenizer.encode('Copy 4 8 1 5 then 4 8 1 5 again');
+    const packed = packForScoring([seq]);
+    const scoring = buildScoringGraph(config, { dtype: 'float32', argmaxGap: true });
+    scoring.graph.output(scoring.argmaxGap!, 'argmax_gap');
+    const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+    await device.setState(weights);
+    const feeds = { ...packed.feeds, inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) } };
+    for (const name of scoring.weights.used.keys()) (feeds as Record<string, unknown>)[name] = { state: name };
+    const gaps = (await device.run(session, feeds as never, { argmax_gap: 'return' })).argmax_gap.data as Float32Array;
+    const ref = referenceLogProbs(config, Object.fromEntries(Object.entries(weights).map(([k, t]) => [k, t.data as Float32Array])), seq);
+    let zeros = 0;
+    for (let t = 1; t < seq.length; t++) {
+      const row = ref[t - 1];
+      const best = row.reduce((b, lp, i) => (lp > row[b] ? i : b), 0);
+      assert.ok(Math.abs(gaps[t] - (row[best] - row[seq[t]])) < 1e-4, `position ${t}: gap ${gaps[t]} vs ${row[best] - row[seq[t]]}`);
+      assert.equal(gaps[t] === 0, best === seq[t], `position ${t}: exactly 0 only for the greedy token`);
+      if (gaps[t] === 0) zeros++;
+    }
+    // A random model rarely picks the next token: most gaps are positive.
+    assert.ok(zeros < seq.length / 2);
+    await device.release(session);
+    await device.deleteState(Object.keys(weights));
+  });
+});
