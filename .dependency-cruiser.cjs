@@ -6,7 +6,8 @@
 //      engine ← models ← rollout ← rewards ← rl ← training ← usercode ← cli
 //    with shared/ (protocol, run store, transcript) and util/ usable from every room above the
 //    engine, tools/ and data/ from rollout up, mcp/ (tools from MCP servers) from training up,
-//    and verl/ and serve/ (the bridge to verl) above training.
+//    verl/ and serve/ (the bridge to verl) above training, and pretrain/ (the base's recipe)
+//    beside them.
 // 2. The extension imports nothing of the trainer but trainer/shared/, and cannot reach
 //    onnxruntime, webgpu, esbuild or the engine even indirectly: native modules do not belong
 //    in the extension host. The webviews (browser code) import only the protocol's schemas.
@@ -32,6 +33,9 @@ const TRAINER_ROOMS = {
   usercode: ['tools', 'training', 'shared', 'util', 'index.ts'],
   // verl's formats in and out (export of datasets and settings, import of its rollout dumps).
   verl: ['data', 'models', 'rollout', 'shared', 'training', 'util', 'version.ts'],
+  // The pretraining recipe of the shipped base: a generated corpus (chats in a model's template,
+  // tool schemas) trained with the SFT trainer, checkpointed as a training run is.
+  pretrain: ['engine', 'models', 'rollout', 'tools', 'rl', 'training', 'shared', 'util'],
   // A config's tools and rewards served over HTTP (MCP and the reward endpoint).
   serve: ['data', 'mcp', 'rewards', 'rollout', 'shared', 'tools', 'training', 'verl', 'util', 'version.ts'],
 };

@@ -2,6 +2,7 @@
 import { PROTOCOL_VERSION } from '../shared/protocol';
 import { createModelCommand, createModelUsage } from './commands/createModelCommand';
 import { envCommand, envUsage } from './commands/envCommand';
+import { pretrainCommand, pretrainUsage } from './commands/pretrainCommand';
 import { chatCommand, chatUsage } from './commands/chatCommand';
 import { evalCommand, evalUsage, trainCommand, trainUsage } from './commands/trainCommand';
 import { evalRewardCommand, evalRewardUsage } from './commands/evalRewardCommand';
@@ -21,6 +22,7 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   env: { run: envCommand, usage: envUsage },
   pull: { run: pullCommand, usage: pullUsage },
   'create-model': { run: createModelCommand, usage: createModelUsage },
+  pretrain: { run: pretrainCommand, usage: pretrainUsage },
   chat: { run: chatCommand, usage: chatUsage },
   'run-tool': { run: runToolCommand, usage: runToolUsage },
   'eval-reward': { run: evalRewardCommand, usage: evalRewardUsage },

@@ -1,0 +1,78 @@
+/**
+ * The pretraining recipe on a tiny model: reruns are identical (every step's data is a function
+ * of seed and step, and the engine's CPU kernels are deterministic here), a stopped run resumes
+ * to exactly the losses of an uninterrupted one, and the result is a model folder the trainer
+ * loads, with its recipe and held-out numbers. (The real recipe runs for hours: never in CI.)
+ */
+import { after, before, describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { openModelFolder } from '../../../trainer/models/modelFolder';
+import { pretrain, type PretrainResult } from '../../../trainer/pretrain/pretrain';
+import { BASE_RECIPE, parseRecipe, type Recipe } from '../../../trainer/pretrain/recipe';
+
+const TINY: Recipe = parseRecipe(
+  {
+    ...BASE_RECIPE,
+    name: 'tiny',
+    tokenizer: { merges: 2000 },
+    model: { ...BASE_RECIPE.model, layers: 2, hidden: 32, heads: 2, kvHeads: 2, intermediate: 64 },
+    data: { ...BASE_RECIPE.data, openingMix: { steps: 2, mix: { repeat: 1 } }, mix: { repeat: 1, lookup: 1, chat: 1 }, rows: 2, length: 256 },
+    optimization: { ...BASE_RECIPE.optimization, steps: 4, warmupSteps: 1, microBatchSize: 2 },
+    evaluation: { ...BASE_RECIPE.evaluation, every: 2, episodesPerSet: 2 },
+    checkpoint: { every: 1, keep: 2 },
+  },
+  'tiny recipe',
+);
+
+let root: string;
+before(() => (root = fs.mkdtempSync(path.join(os.tmpdir(), 'pretrain-'))));
+after(() => fs.rmSync(root, { recursive: true, force: true }));
+
+const run = (name: string, options: { recipe?: Recipe; stopAfter?: number; noEvaluation?: boolean } = {}): Promise<PretrainResult> =>
+  pretrain({ recipe: options.recipe ?? TINY, outDir: path.join(root, name), inProcessDevice: true, ...options });
+
+describe('pretraining recipe', () => {
+  let full: PretrainResult;
+
+  it('runs to a model folder the trainer loads, with its recipe and held-out numbers', async () => {
+    full = await run('full');
+    assert.equal(full.steps, 4);
+    assert.equal(full.losses.length, 4);
+    assert.ok(full.losses.every((l) => Number.isFinite(l) && l > 0));
+    const folder = openModelFolder(full.modelDir!);
+    try {
+      assert.ok(folder.chatTemplate, 'the chat template survives the tokenizer cut');
+      assert.equal(folder.config.numLayers, 2);
+    } finally {
+      folder.close();
+    }
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(full.modelDir!, 'pretrain_recipe.json'), 'utf8')), TINY);
+    const summary = JSON.parse(fs.readFileSync(path.join(root, 'full', 'summary.json'), 'utf8'));
+    assert.equal(summary.steps, 4);
+    assert.ok(summary.heldout.loss > 0 && Object.keys(summary.heldout.exactMatch).length === 8, JSON.stringify(summary.heldout));
+    const records = fs.readFileSync(path.join(root, 'full', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(records.filter((r) => r.kind === 'heldout').map((r) => r.step), [0, 2, 4]);
+    assert.deepEqual(records.filter((r) => r.kind === 'train').map((r) => r.loss), full.losses);
+  });
+
+  it('gives identical losses when run again from scratch', async () => {
+    const again = await run('again', { stopAfter: 3, noEvaluation: true });
+    assert.deepEqual(again.losses, full.losses.slice(0, 3));
+  });
+
+  it('resumes a stopped run from its last checkpoint to exactly the uninterrupted losses', async () => {
+    const first = await run('resumed', { stopAfter: 2 });
+    assert.deepEqual(first.losses, full.losses.slice(0, 2));
+    assert.equal(first.modelDir, undefined, 'no final model before the last step');
+    const rest = await run('resumed');
+    assert.deepEqual(rest.losses, full.losses.slice(2));
+    assert.equal(rest.heldout!.loss, full.heldout!.loss);
+  });
+
+  it('refuses to continue a folder with another recipe', async () => {
+    await assert.rejects(run('resumed', { recipe: { ...TINY, seed: 2 } }), /holds a run of another recipe/);
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * The pretraining corpus is general: it holds none of the examples' tasks or worlds, and none of
+ * the new task the base is checked on (test/bench/unit-conversion) — task skills come from each
+ * task's own SFT and RL. Checked on thousands of generated episodes, decoded.
+ */
+import { before, describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ChatTemplate } from '../../../trainer/models/chatTemplate';
+import { Tokenizer } from '../../../trainer/models/tokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
+import { CorpusContext } from '../../../trainer/pretrain/corpus/corpusContext';
+import { packStep } from '../../../trainer/pretrain/corpus/mix';
+import { BASE_RECIPE } from '../../../trainer/pretrain/recipe';
+import { qwen3TokenizerDir } from '../../../trainer/pretrain/tokenizerSource';
+import { ALL_NAMES } from '../../../examples/multihop-search/kb';
+import { SYSTEM_PROMPT as MULTIHOP_PROMPT } from '../../../examples/multihop-search/rows';
+import { QUESTION_TEMPLATES } from '../../../examples/multihop-search/data';
+import { SYSTEM_PROMPT as CALCULATOR_PROMPT } from '../../../examples/calculator/rows';
+import { tools as calculatorTools } from '../../../examples/calculator/tools';
+import { tools as multihopTools } from '../../../examples/multihop-search/tools';
+import { tools as conversionTools } from '../../bench/unit-conversion/tools';
+import { SYSTEM_PROMPT as CONVERSION_PROMPT } from '../../bench/unit-conversion/data';
+import { UNIT_NAMES } from '../../bench/unit-conversion/units';
+
+let text: string;
+
+before(() => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contamination-'));
+  truncateBpeTokenizer(qwen3TokenizerDir(), BASE_RECIPE.tokenizer.merges, dir);
+  const tokenizer = Tokenizer.load(dir);
+  const context = new CorpusContext(ChatTemplate.fromTokenizer(tokenizer));
+  // 40 steps of the base recipe's own rows: about 1,500 episodes, 160,000 tokens.
+  const rows = Array.from({ length: 40 }, (_, step) => packStep(context, BASE_RECIPE.data.mix, BASE_RECIPE.data.weights, BASE_RECIPE.data.rows, BASE_RECIPE.data.length, BASE_RECIPE.seed, step + 1)).flat();
+  text = rows.map((r) => tokenizer.decode(r.ids)).join('\n');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const words = (s: string) => new RegExp(`\\b${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'i');
+
+describe('the pretraining corpus holds no example task', () => {
+  it('really is the corpus: tool calls in the chat template, with random tools', () => {
+    assert.ok(text.length > 300_000, `${text.length} characters`);
+    assert.ok((text.match(/<tool_call>/g) ?? []).length > 300);
+    assert.ok((text.match(/"name": "[a-z_]+"/g) ?? []).length > 300);
+  });
+
+  it("offers none of the examples' or the new task's tools", () => {
+    for (const tool of [...calculatorTools, ...multihopTools, ...conversionTools]) {
+      assert.doesNotMatch(text, new RegExp(`"name": "${tool.name}"`), `tool ${tool.name}`);
+      assert.ok(!text.includes(tool.description), `description of ${tool.name}`);
+    }
+    // Nothing that searches, computes or converts.
+    assert.doesNotMatch(text, /"name": "[a-z_]*(search|calc|comput|convert|exchange|evaluat)[a-z_]*"/);
+    assert.doesNotMatch(text, /"(query|expression|from_unit|to_unit)":/);
+  });
+
+  it("holds none of the multi-hop world's names or questions, nor the examples' prompts", () => {
+    for (const name of ALL_NAMES) assert.doesNotMatch(text, words(name), name);
+    for (const template of QUESTION_TEMPLATES) {
+      const question = template.text('PERSON');
+      const stem = question.slice(0, question.indexOf('PERSON')).trim();
+      if (stem) assert.ok(!text.includes(stem), `question "${question}"`);
+    }
+    for (const prompt of [MULTIHOP_PROMPT, CALCULATOR_PROMPT, CONVERSION_PROMPT]) assert.ok(!text.includes(prompt.slice(0, 40)), prompt);
+  });
+
+  it('has no arithmetic to do and no units to convert', () => {
+    assert.doesNotMatch(text, /\d\s*[*×/÷]\s*\d/, 'no products or quotients');
+    assert.doesNotMatch(text, /\bWhat is \d+ [-+*/] \d+/);
+    for (const unit of UNIT_NAMES) assert.doesNotMatch(text, words(unit), unit);
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { BASE_RECIPE, loadRecipe, mixForStep, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
+
+describe('pretraining recipe', () => {
+  it('names the field and what was expected', () => {
+    assert.throws(() => parseRecipe({ ...BASE_RECIPE, optimization: { ...BASE_RECIPE.optimization, lr: -1 } }, 'r.json'), /r\.json: optimization\.lr/);
+    assert.throws(() => parseRecipe({ ...BASE_RECIPE, data: { ...BASE_RECIPE.data, mix: { poems: 1 } } }, 'r.json'), /r\.json: data\.mix/);
+    assert.throws(() => parseRecipe({ ...BASE_RECIPE, data: { ...BASE_RECIPE.data, mix: { repeat: 0 } } }, 'r.json'), /at least one episode kind/);
+    assert.throws(() => parseRecipe({ ...BASE_RECIPE, model: { ...BASE_RECIPE.model, kvHeads: 3 } }, 'r.json'), /multiple of model\.kvHeads/);
+    assert.throws(() => parseRecipe({ ...BASE_RECIPE, extra: 1 }, 'r.json'), /extra/);
+    assert.throws(() => parseRecipe({ ...BASE_RECIPE, data: { ...BASE_RECIPE.data, openingMix: { steps: 5000, mix: { repeat: 1 } } } }, 'r.json'), /data\.openingMix\.steps \(5000\) must be fewer than optimization\.steps/);
+  });
+
+  it('uses the opening mix for its first steps, then the main mix', () => {
+    const opening = BASE_RECIPE.data.openingMix!;
+    assert.deepEqual(mixForStep(BASE_RECIPE, 1), opening.mix);
+    assert.deepEqual(mixForStep(BASE_RECIPE, opening.steps), opening.mix);
+    assert.deepEqual(mixForStep(BASE_RECIPE, opening.steps + 1), BASE_RECIPE.data.mix);
+    assert.ok(!('tool' in opening.mix) && 'tool' in BASE_RECIPE.data.mix, 'copying first, chats after');
+    const { openingMix: _none, ...data } = BASE_RECIPE.data;
+    assert.deepEqual(mixForStep({ ...BASE_RECIPE, data }, 1), BASE_RECIPE.data.mix);
+  });
+
+  it('loads from JSON, and hashes what decides the model', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'recipe-'));
+    try {
+      const file = path.join(dir, 'r.json');
+      fs.writeFileSync(file, JSON.stringify(BASE_RECIPE));
+      assert.deepEqual(loadRecipe(file), BASE_RECIPE);
+      assert.equal(recipeHash(loadRecipe(file)), recipeHash(BASE_RECIPE));
+      assert.notEqual(recipeHash({ ...BASE_RECIPE, seed: 2 }), recipeHash(BASE_RECIPE));
+      assert.notEqual(recipeHash({ ...BASE_RECIPE, data: { ...BASE_RECIPE.data, length: 256 } }), recipeHash(BASE_RECIPE));
+      // What changes no weight does not change the hash.
+      assert.equal(recipeHash({ ...BASE_RECIPE, name: 'renamed', evaluation: { ...BASE_RECIPE.evaluation, every: 7 }, checkpoint: { every: 3, keep: 9 } }), recipeHash(BASE_RECIPE));
+      fs.writeFileSync(file, '{ nope');
+      assert.throws(() => loadRecipe(file), /r\.json: not valid JSON/);
+      assert.throws(() => loadRecipe(path.join(dir, 'missing.json')), /missing\.json: not found/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,138 @@
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import { z } from 'zod';
+import { describeIssues } from '../shared/protocol/parse';
+import { LossWeights, Mix } from './corpus/mix';
+
+/**
+ * A pretraining recipe: everything that decides the pretrained model — tokenizer, architecture,
+ * corpus mix, loss weights, optimisation, evaluation — in one validated object, so that the same
+ * recipe and seed give the same model. `BASE_RECIPE` is the one the shipped base was made with.
+ */
+
+const positiveInt = z.number().int().positive();
+
+export const Recipe = z.strictObject({
+  name: z.string().min(1),
+  seed: z.number().int().min(0),
+  tokenizer: z.strictObject({
+    /** Keep Qwen3's first N BPE merges (its chat template and special tokens stay). */
+    merges: positiveInt,
+  }),
+  model: z.strictObject({
+    family: z.enum(['llama', 'qwen3', 'qwen2']),
+    layers: positiveInt,
+    hidden: positiveInt,
+    heads: positiveInt,
+    kvHeads: positiveInt,
+    intermediate: positiveInt,
+    tieEmbeddings: z.boolean(),
+    ropeTheta: z.number().positive(),
+    maxPositionEmbeddings: positiveInt,
+  }),
+  data: z.strictObject({
+    /**
+     * The mix of the first `steps` steps, before `mix`. Copying forms as a sudden phase change
+     * (induction heads); plain-text copy episodes, with no long prompts to read past, bring it
+     * on sooner — then the chats build on it.
+     */
+    openingMix: z.strictObject({ steps: z.number().int().min(0), mix: Mix }).optional(),
+    mix: Mix,
+    weights: LossWeights,
+    /** Rows per optimizer step and tokens per row (episodes packed back to back). */
+    rows: positiveInt,
+    length: z.number().int().min(16),
+  }),
+  optimization: z.strictObject({
+    steps: positiveInt,
+    lr: z.number().positive(),
+    warmupSteps: z.number().int().min(0),
+    /** Cosine decay to this fraction of lr at the last step. */
+    minLrRatio: z.number().min(0).max(1),
+    weightDecay: z.number().min(0),
+    beta1: z.number().min(0).max(1),
+    beta2: z.number().min(0).max(1),
+    eps: z.number().positive(),
+    maxGradNorm: z.number().min(0),
+    microBatchSize: positiveInt,
+  }),
+  evaluation: z.strictObject({
+    /** Held-out evaluation every N steps (and at the end). */
+    every: positiveInt,
+    /** Episodes per held-out set (there are 8 sets). */
+    episodesPerSet: positiveInt,
+    /** Seed of the held-out sets: never a training step's stream. */
+    seed: z.number().int().min(0),
+  }),
+  checkpoint: z.strictObject({ every: positiveInt, keep: positiveInt }),
+  /** How the final weights are stored. */
+  output: z.strictObject({ dtype: z.enum(['float32', 'bfloat16']) }),
+});
+export type Recipe = z.infer<typeof Recipe>;
+
+export class RecipeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RecipeError';
+  }
+}
+
+export function parseRecipe(value: unknown, origin: string): Recipe {
+  const result = Recipe.safeParse(value);
+  if (!result.success) throw new RecipeError(`${origin}: ${describeIssues(result.error.issues).split('; ').join(`\n${origin}: `)}`);
+  const r = result.data;
+  if (r.model.heads % r.model.kvHeads !== 0) throw new RecipeError(`${origin}: model.heads (${r.model.heads}) must be a multiple of model.kvHeads (${r.model.kvHeads})`);
+  if (r.model.hidden % r.model.heads !== 0) throw new RecipeError(`${origin}: model.hidden (${r.model.hidden}) must be divisible by model.heads (${r.model.heads})`);
+  if (r.data.openingMix && r.data.openingMix.steps >= r.optimization.steps) throw new RecipeError(`${origin}: data.openingMix.steps (${r.data.openingMix.steps}) must be fewer than optimization.steps (${r.optimization.steps})`);
+  if (r.data.length > r.model.maxPositionEmbeddings) throw new RecipeError(`${origin}: data.length ${r.data.length} is longer than model.maxPositionEmbeddings ${r.model.maxPositionEmbeddings}`);
+  return r;
+}
+
+export function loadRecipe(file: string): Recipe {
+  if (!fs.existsSync(file)) throw new RecipeError(`${file}: not found`);
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new RecipeError(`${file}: not valid JSON (${(error as Error).message})`);
+  }
+  return parseRecipe(json, file);
+}
+
+/** The corpus mix of a step (1-based): the opening mix for its first steps, then the main one. */
+export function mixForStep(recipe: Recipe, step: number): Mix {
+  return recipe.data.openingMix && step <= recipe.data.openingMix.steps ? recipe.data.openingMix.mix : recipe.data.mix;
+}
+
+/**
+ * A stable hash of what decides the model — seed, tokenizer, architecture, data, optimisation,
+ * output — so a run only resumes under the recipe it started with. The name, the evaluation and
+ * the checkpoint cadence change no weight, so they are left out: a run can be renamed or
+ * evaluated more often and still resume.
+ */
+export function recipeHash(recipe: Recipe): string {
+  const { seed, tokenizer, model, data, optimization, output } = recipe;
+  return crypto.createHash('sha256').update(JSON.stringify({ seed, tokenizer, model, data, optimization, output })).digest('hex').slice(0, 16);
+}
+
+/** The recipe of the shipped base (trainer/pretrained/base). */
+export const BASE_RECIPE: Recipe = parseRecipe(
+  {
+    name: 'rollout-studio-base',
+    seed: 1,
+    tokenizer: { merges: 8000 },
+    model: { family: 'llama', layers: 4, hidden: 256, heads: 4, kvHeads: 4, intermediate: 704, tieEmbeddings: true, ropeTheta: 10000, maxPositionEmbeddings: 2048 },
+    data: {
+      openingMix: { steps: 350, mix: { repeat: 0.35, induction: 0.3, lookup: 0.25, prose: 0.1 } },
+      mix: { repeat: 0.35, induction: 0.12, lookup: 0.12, prose: 0.04, chat: 0.08, tool: 0.16, chain: 0.08, multi_turn: 0.05 },
+      weights: { target: 1, text: 0.1, sampleBelowOne: 0.25 },
+      rows: 8,
+      length: 512,
+    },
+    optimization: { steps: 1000, lr: 1e-3, warmupSteps: 50, minLrRatio: 0.1, weightDecay: 0.1, beta1: 0.9, beta2: 0.95, eps: 1e-8, maxGradNorm: 1, microBatchSize: 8 },
+    evaluation: { every: 50, episodesPerSet: 24, seed: 424242 },
+    checkpoint: { every: 50, keep: 2 },
+    output: { dtype: 'float32' },
+  },
+  'BASE_RECIPE',
+);
