@@ -14,8 +14,9 @@ import { TINY_QUERY, writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 import { processAlive, readRun, runsOf } from '../helpers/liveTraining';
 
 // Enough steps that the panels open while the run trains: Start Training opens them itself (Metrics
-// once the Trajectories page has started), and a quiet machine trains the tiny agent at ~0.6 s a step.
-const STEPS = 24;
+// once the Trajectories page has started, which took up to ~20 s in a loaded code-server), and a
+// quiet machine trains the tiny agent at ~0.6 s a step: 24 steps were once over first.
+const STEPS = 60;
 
 /** The fixture workspace plus the tiny agent (STEPS steps) and a launch.json that debugs it. */
 async function workspaceWithTinyAgent(): Promise<string> {
