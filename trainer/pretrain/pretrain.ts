@@ -15,7 +15,7 @@ import { CorpusContext } from './corpus/corpusContext';
 import { packStep } from './corpus/mix';
 import { pretrainChart } from './pretrainCurve';
 import { HeldoutEvaluator, heldoutEpisodes, type HeldoutResult } from './heldout';
-import { mixForStep, parseRecipe, recipeHash, RecipeError, type Recipe } from './recipe';
+import { dataForStep, parseRecipe, recipeHash, RecipeError, type Recipe } from './recipe';
 import { qwen3TokenizerDir } from './tokenizerSource';
 
 /**
@@ -129,7 +129,10 @@ export async function pretrain(options: PretrainOptions): Promise<PretrainResult
     if (!options.noEvaluation) evaluator = new HeldoutEvaluator(model, heldoutEpisodes(corpus, recipe.evaluation.seed, recipe.evaluation.episodesPerSet), recipe.data.weights);
     const metricsFile = path.join(outDir, 'metrics.jsonl');
     const schedule = { lr: o.lr, warmupSteps: o.warmupSteps, schedule: 'cosine' as const, minLrRatio: o.minLrRatio };
-    const rowsOf = (s: number) => packStep(corpus, mixForStep(recipe, s), recipe.data.weights, recipe.data.rows, recipe.data.length, recipe.seed, s);
+    const rowsOf = (s: number) => {
+      const { mix, rows, length } = dataForStep(recipe, s);
+      return packStep(corpus, mix, recipe.data.weights, rows, length, recipe.seed, s);
+    };
     const writeChart = () => {
       const records = fs.readFileSync(metricsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TrainMetrics | HeldoutMetrics);
       fs.writeFileSync(path.join(outDir, 'curve.svg'), pretrainChart(records, `${recipe.name}: ${recipe.model.family} ${recipe.model.layers}×${recipe.model.hidden}, ${recipe.data.rows}×${recipe.data.length} tokens per step, seed ${recipe.seed}`) + '\n');
