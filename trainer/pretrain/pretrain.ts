@@ -139,10 +139,10 @@ export async function pretrain(options: PretrainOptions): Promise<PretrainResult
     };
     const evaluate = async (s: number): Promise<HeldoutResult> => {
       const result = await evaluator!.evaluate();
-      const record: HeldoutMetrics = { kind: 'heldout', step: s, loss: result.loss, target_loss: result.targetLoss, text_loss: result.textLoss, exact_match: result.exactMatch as Record<string, number>, wall_seconds: (Date.now() - started) / 1000 };
+      const record: HeldoutMetrics = { kind: 'heldout', step: s, loss: result.loss, target_loss: result.targetLoss, text_loss: result.textLoss, exact_match: result.exactMatch as Record<string, number>, token_accuracy: result.tokenAccuracy as Record<string, number>, target_loss_by_skill: result.targetLossBySkill as Record<string, number>, wall_seconds: (Date.now() - started) / 1000 };
       appendJsonl(metricsFile, [record]);
       writeChart();
-      log(`held-out at step ${s}: loss ${result.loss.toFixed(4)} (target ${result.targetLoss.toFixed(3)}, text ${result.textLoss.toFixed(3)}); exact match ${Object.entries(result.exactMatch).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(', ')}`);
+      log(`held-out at step ${s}: loss ${result.loss.toFixed(4)} (target ${result.targetLoss.toFixed(3)}, text ${result.textLoss.toFixed(3)}); exact match ${Object.entries(result.exactMatch).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(', ')}; target tokens right ${Object.entries(result.tokenAccuracy).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(', ')}`);
       return result;
     };
     if (evaluator && step === 0) await evaluate(0);
