@@ -106,13 +106,13 @@ export function loadRecipe(file: string): Recipe {
 }
 
 /** What a step (1-based) trains on: the opening phase's mix and row shape for its first steps, then the main ones. */
-export interface StepData {
+export interface PretrainStepData {
   mix: Mix;
   rows: number;
   length: number;
 }
 
-export function dataForStep(recipe: Recipe, step: number): StepData {
+export function dataForStep(recipe: Recipe, step: number): PretrainStepData {
   const { openingMix: opening, mix, rows, length } = recipe.data;
   if (opening && step <= opening.steps) return { mix: opening.mix, rows: opening.rows ?? rows, length: opening.length ?? length };
   return { mix, rows, length };
