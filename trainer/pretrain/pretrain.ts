@@ -67,7 +67,9 @@ function prepareFolder(options: PretrainOptions, log: (line: string) => void): {
     writeFileAtomic(recipeFile, JSON.stringify(recipe, null, 2) + '\n');
     const checkpoints = path.join(outDir, 'checkpoints');
     const last = fs.existsSync(checkpoints) ? fs.readdirSync(checkpoints).filter((f) => /^step-\d+$/.test(f)).sort().at(-1) : undefined;
-    if (last) return { modelDir: path.join(checkpoints, last), resumeFrom: path.join(checkpoints, last) };
+    // The model's files come from init/ (a checkpoint is pruned once newer ones exist, and the
+    // final folder copies config.json and the tokenizer from here); its weights and moments from the checkpoint.
+    if (last) return { modelDir: path.join(outDir, 'init'), resumeFrom: path.join(checkpoints, last) };
   }
   fs.mkdirSync(outDir, { recursive: true });
   writeFileAtomic(recipeFile, JSON.stringify(recipe, null, 2) + '\n');

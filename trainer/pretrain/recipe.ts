@@ -143,7 +143,7 @@ export const BASE_RECIPE: Recipe = parseRecipe(
     tokenizer: { merges: 1000 },
     model: { family: 'llama', layers: 4, hidden: 256, heads: 4, kvHeads: 4, intermediate: 704, tieEmbeddings: true, ropeTheta: 10000, maxPositionEmbeddings: 2048 },
     data: {
-      openingMix: { steps: 350, mix: { repeat: 0.35, induction: 0.3, lookup: 0.25, prose: 0.1 } },
+      openingMix: { steps: 300, mix: { repeat_span: 0.5, repeat: 0.3, lookup: 0.1, induction: 0.1 }, rows: 64, length: 64 },
       mix: { repeat: 0.35, induction: 0.12, lookup: 0.12, prose: 0.04, chat: 0.08, tool: 0.16, chain: 0.08, multi_turn: 0.05 },
       weights: { target: 1, text: 0.1, sampleBelowOne: 0.25 },
       rows: 8,

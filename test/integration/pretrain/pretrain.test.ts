@@ -77,6 +77,13 @@ describe('pretraining recipe', () => {
     const rest = await run('resumed');
     assert.deepEqual(rest.losses, full.losses.slice(2));
     assert.equal(rest.heldout!.loss, full.heldout!.loss);
+    // The checkpoint it resumed from was pruned on the way (keep 2); the final folder is still whole.
+    assert.ok(!fs.existsSync(path.join(root, 'resumed', 'checkpoints', 'step-000002')), 'the resumed-from checkpoint was pruned');
+    for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) {
+      assert.equal(fs.readFileSync(path.join(rest.modelDir!, file), 'utf8'), fs.readFileSync(path.join(full.modelDir!, file), 'utf8'), file);
+      assert.ok(fs.existsSync(path.join(root, 'resumed', 'checkpoints', 'step-000004', file)), `step-000004/${file}`);
+    }
+    assert.deepEqual(fs.readFileSync(path.join(rest.modelDir!, 'model.safetensors')), fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')));
   });
 
   it('refuses to continue a folder with another recipe', async () => {
