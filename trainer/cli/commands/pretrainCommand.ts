@@ -64,7 +64,9 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
   const stopAfter = positive('stop-after', values['stop-after']);
   const started = Date.now();
   const log = (line: string) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
-  log(`pretraining ${recipe.name} (seed ${recipe.seed}, ${recipe.optimization.steps} steps × ${recipe.data.rows} rows × ${recipe.data.length} tokens) in ${outDir}`);
+  const opening = recipe.data.openingMix;
+  const openingShape = opening?.rows || opening?.length ? `, the first ${opening.steps} × ${opening.rows ?? recipe.data.rows} rows × ${opening.length ?? recipe.data.length} tokens` : '';
+  log(`pretraining ${recipe.name} (seed ${recipe.seed}, ${recipe.optimization.steps} steps × ${recipe.data.rows} rows × ${recipe.data.length} tokens${openingShape}) in ${outDir}`);
   const result = await pretrain({ recipe, outDir, log, ...(stopAfter !== undefined ? { stopAfter } : {}), ...(values.tokenizer ? { tokenizerSource: values.tokenizer } : {}) });
   if (result.heldout) {
     process.stdout.write(
