@@ -36,10 +36,11 @@ export const Recipe = z.strictObject({
      * The mix of the first `steps` steps, before `mix`, and optionally their own row shape.
      * Copying forms as a sudden phase change (induction heads); plain-text copy episodes, with
      * no long prompts to read past, bring it on sooner — then the chats build on it. Short rows
-     * (`length` ~128, about one episode each) matter most: at initialisation attention is
-     * near-uniform over the row, so the query/key gradient that starts an induction head shrinks
-     * as the row grows (measured: 3.7× smaller at 480 tokens than at 60), and a copy probe that
-     * learns in 150 steps on one-episode rows does not move in 8×512 packed rows.
+     * (64 tokens, about one episode each) of random-token spans matter most: at initialisation
+     * attention is near-uniform over the row, so the query/key gradient that starts an induction
+     * head shrinks as the row grows (measured: 3.7× smaller at 480 tokens than at 60), and a copy
+     * probe that learns in 150 steps on one-episode rows does not move in 8×512 packed rows
+     * (BASE_RECIPE's comment has the pretraining runs).
      */
     openingMix: z.strictObject({ steps: z.number().int().min(0), mix: Mix, rows: positiveInt.optional(), length: z.number().int().min(16).optional() }).optional(),
     mix: Mix,

