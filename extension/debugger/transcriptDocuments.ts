@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { parseWith } from '../../trainer/shared/protocol/parse';
 import { TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
-import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { RunStatus, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
 import type { LiveTrainings } from '../live/liveTrainings';
 import { RunStoreReader } from '../../trainer/shared/runstore/reader';
 import { renderTranscript, runEndedPhrase } from '../../trainer/shared/transcript';
@@ -93,14 +93,19 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
     const reader = new RunStoreReader(address.runDirectory);
     const recorded = reader.steps().includes(address.step) ? reader.trajectories(address.step).records.find((t) => t.index === address.index) : undefined;
     if (recorded) return renderTranscript(recorded).text;
-    if (!lastServed) throw new Error(`${address.runDirectory}: step ${address.step} has no trajectory #${address.index}`);
-    let endedBy = runEndedPhrase('running');
+    let status: RunStatus | undefined;
     try {
-      endedBy = runEndedPhrase(reader.run().status);
+      status = reader.run().status;
     } catch {
-      // run.json unreadable: the generic wording stands.
+      // run.json unreadable: the generic wording below stands.
     }
-    return renderTranscript(lastServed, { endedBy }).text;
+    const endedBy = runEndedPhrase(status ?? 'running');
+    if (lastServed) return renderTranscript(lastServed, { endedBy }).text;
+    // Asked for before any session served it (VS Code reopens a transcript tab whose session was
+    // just stopped): say so in the document rather than fail with "An unknown error occurred".
+    const where = `step ${address.step}, trajectory #${address.index} of ${address.runDirectory}`;
+    if (status === 'finished' || status === 'stopped' || status === 'failed') return `There is no ${where}: ${endedBy} before it was recorded.\n`;
+    return `There is no ${where} yet, and no debug session of this run serves it.\n`;
   }
 
   private openTranscripts(): vscode.TextDocument[] {

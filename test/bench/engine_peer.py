@@ -1,34 +1,39 @@
-"""PyTorch peer for `npm run bench:engine`: the same decoder, shapes and thread count as the
-engine benchmark, written as plain eager PyTorch (no compilation, no fused kernels beyond
-what eager offers). Prints one JSON object. Run with Debian's /usr/bin/python3 (python3-torch)."""
-import json
+"""PyTorch peer for `npm run bench:engine`: the reference decoder of the engine benchmark (same
+shapes, rotary embeddings, RMSNorm, SwiGLU, causal attention, AdamW with clipping) as plain eager
+PyTorch — no compilation, no fused kernels beyond what eager offers. A long-lived server
+(peer_server.serve): `setup` builds the model at a thread setting; `train_step` and `forward`
+time one call each. Run with Debian's /usr/bin/python3 (python3-torch, libopenblas0-pthread)."""
 import math
-import statistics
-import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
-cfg = json.loads(sys.argv[1])
-torch.set_num_threads(cfg["threads"])
-torch.manual_seed(0)
-V, D, L, H, FF, T, B = cfg["vocab"], cfg["hidden"], cfg["layers"], cfg["heads"], cfg["ffn"], cfg["seq"], cfg["batch"]
-hd = D // H
+from peer_server import serve, setting, timed
+
+state = {}
 
 
 def param(*shape, norm=False):
     return torch.nn.Parameter(torch.ones(*shape) if norm else torch.randn(*shape) * 0.02)
 
 
+def rms(x, w):
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
 class Block(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, c):
         super().__init__()
+        D, FF = c["hidden"], c["ffn"]
+        self.c = c
         self.n1, self.n2 = param(D, norm=True), param(D, norm=True)
         self.q, self.k, self.v, self.o = param(D, D), param(D, D), param(D, D), param(D, D)
         self.gate, self.up, self.down = param(FF, D), param(FF, D), param(D, FF)
 
     def forward(self, x, cos, sin, mask):
+        B, T, D = x.shape
+        H = self.c["heads"]
+        hd = D // H
         h = rms(x, self.n1)
         q = F.linear(h, self.q).view(B, T, H, hd).transpose(1, 2)
         k = F.linear(h, self.k).view(B, T, H, hd).transpose(1, 2)
@@ -43,24 +48,24 @@ class Block(torch.nn.Module):
         return x + F.linear(g * torch.sigmoid(g) * F.linear(h, self.up), self.down)
 
 
-def rms(x, w):
-    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
-
-
 def rope(x, cos, sin):
-    x1, x2 = x[..., : hd // 2], x[..., hd // 2 :]
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
     return x * cos + torch.cat([-x2, x1], -1) * sin
 
 
 class Model(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, c):
         super().__init__()
-        self.embed = param(V, D)
-        self.blocks = torch.nn.ModuleList([Block() for _ in range(L)])
-        self.norm = param(D, norm=True)
-        self.head = param(V, D)
+        self.c = c
+        self.embed = param(c["vocab"], c["hidden"])
+        self.blocks = torch.nn.ModuleList([Block(c) for _ in range(c["layers"])])
+        self.norm = param(c["hidden"], norm=True)
+        self.head = param(c["vocab"], c["hidden"])
 
     def forward(self, ids, targets, loss_mask, key_mask, positions):
+        T = ids.shape[1]
+        hd = self.c["hidden"] // self.c["heads"]
         inv = 1.0 / (10000 ** (torch.arange(0, hd, 2).float() / hd))
         ang = positions.float()[..., None] * inv
         emb = torch.cat([ang, ang], -1)[:, None]
@@ -74,66 +79,50 @@ class Model(torch.nn.Module):
         return -(picked * loss_mask).sum() / loss_mask.sum().clamp(min=1)
 
 
-model = Model()
-opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
-g = torch.Generator().manual_seed(1)
-ids = torch.randint(0, V, (B, T), generator=g)
-targets = torch.randint(0, V, (B, T), generator=g)
-loss_mask = torch.ones(B, T)
-key_mask = torch.ones(B, T, dtype=torch.long)
-positions = torch.arange(T)[None].expand(B, T)
+def setup(request):
+    c = request["model"]
+    torch.manual_seed(0)
+    model = Model(c)
+    g = torch.Generator().manual_seed(1)
+    B, T = c["batch"], c["seq"]
+    state.update(
+        model=model,
+        opt=torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01),
+        batch=(torch.randint(0, c["vocab"], (B, T), generator=g), torch.randint(0, c["vocab"], (B, T), generator=g), torch.ones(B, T), torch.ones(B, T, dtype=torch.long), torch.arange(T)[None].expand(B, T)),
+    )
+    return setting(request["threads"])
 
 
-def train_step():
-    opt.zero_grad(set_to_none=True)
-    loss = model(ids, targets, loss_mask, key_mask, positions)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    return loss.item()
+def train_step(_request):
+    model, opt = state["model"], state["opt"]
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = model(*state["batch"])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.item()
+
+    seconds, loss = timed(step)
+    return {"seconds": seconds, "loss": loss}
 
 
-def forward():
-    with torch.no_grad():
-        return model(ids, targets, loss_mask, key_mask, positions).item()
+def forward(_request):
+    def run():
+        with torch.no_grad():
+            return state["model"](*state["batch"]).item()
+
+    seconds, loss = timed(run)
+    return {"seconds": seconds, "loss": loss}
 
 
-def timed(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def matmul(request):
+    n = request["n"]
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    seconds, _ = timed(lambda: a @ b)
+    return {"seconds": seconds}
 
 
-n = cfg["matmul"]
-a, b2 = torch.randn(n, n), torch.randn(n, n)
-mm = timed(lambda: a @ b2, 2, 5)
-import os
-
-
-def loaded_blas():
-    """The BLAS libraries really mapped into this process (Debian's torch uses whatever libblas.so.3 points to)."""
-    paths = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            parts = line.split()
-            if len(parts) >= 6 and "blas" in os.path.basename(parts[-1]).lower():
-                paths.add(os.path.realpath(parts[-1]))
-    return sorted(paths)
-
-
-blas_loaded = loaded_blas()
-blas = "OpenBLAS" if any("openblas" in p for p in blas_loaded) else ("reference BLAS (slow)" if blas_loaded else "unknown")
-print(json.dumps({
-    "forward_s": timed(forward, cfg["warmup"], cfg["reps"]),
-    "train_step_s": timed(train_step, cfg["warmup"], cfg["reps"]),
-    "matmul_gflops": 2 * n ** 3 / mm / 1e9,
-    "torch": torch.__version__,
-    "threads": torch.get_num_threads(),
-    "blas_build": blas,
-    "blas_loaded": blas_loaded,
-}))
+serve({"setup": setup, "train_step": train_step, "forward": forward, "matmul": matmul})

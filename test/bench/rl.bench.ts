@@ -22,8 +22,9 @@
  * a smoke run of the whole pipeline (its numbers say nothing about the algorithms).
  *
  * Runs go to test-output/bench-rl/. Not part of CI. Budget: the issue asks for at most 60 minutes on
- * two cores; the full run has not been timed yet. Its warm start alone is 1,300 SFT steps, 0.75 s a
- * step on lightly loaded cores and 4.3 s under load (the example's README).
+ * two cores. The full run (2026-12-03) took 96.7 CPU-minutes — 96.9 wall minutes on cores shared
+ * with other jobs, at least 48 on two idle ones; its warm start alone is 1,300 SFT steps, 0.75 s a
+ * step on lightly loaded cores (the example's README has the results).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';

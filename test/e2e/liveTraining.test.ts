@@ -13,7 +13,10 @@ import { addFunctionBreakpoint, openFile, openWorkbench, readPanel, runCommand, 
 import { TINY_QUERY, writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 import { processAlive, readRun, runsOf } from '../helpers/liveTraining';
 
-const STEPS = 6;
+// More steps than the tests ever wait for: each stops the run itself, so no test races the
+// trainer. (With 24, then 60 steps, the run was over before a loaded code-server had opened
+// the panels Start Training opens — twice in CI.)
+const STEPS = 2000;
 
 /** The fixture workspace plus the tiny agent (STEPS steps) and a launch.json that debugs it. */
 async function workspaceWithTinyAgent(): Promise<string> {
@@ -24,6 +27,9 @@ async function workspaceWithTinyAgent(): Promise<string> {
   fs.mkdirSync(path.join(dir, '.vscode'));
   const launch = { version: '0.2.0', configurations: [{ type: 'rollout', request: 'launch', name: 'Debug the tiny agent', config: '${workspaceFolder}/tiny.config.ts' }] };
   fs.writeFileSync(path.join(dir, '.vscode', 'launch.json'), JSON.stringify(launch, null, 2));
+  // The debug toolbar docked in the Run and Debug view: floating, it lies over the editor tabs the
+  // tests click while the (never-ending) run trains.
+  fs.writeFileSync(path.join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'debug.toolBarLocation': 'docked' }, null, 2));
   return dir;
 }
 
@@ -128,7 +134,7 @@ describe('Live training in a real VS Code', () => {
       const runDir = await until('the run directory', () => runsOf(workbench.workspace).length > before && runsOf(workbench.workspace).at(-1));
 
       // The status-bar item shows the live run; clicking it opens both panels.
-      const item = page.locator('.statusbar-item', { hasText: /step [–\d]+\/6/ });
+      const item = page.locator('.statusbar-item', { hasText: new RegExp(`step [–\\d]+/${STEPS}`) });
       await item.first().waitFor({ timeout: 60_000 });
       await item.first().click();
       // The reward chart's points, read afresh each time: the panel's page may be rebuilt under us.
@@ -153,8 +159,12 @@ describe('Live training in a real VS Code', () => {
       await page.waitForTimeout(300);
       console.log(`screenshot: ${await screenshot(page, 'live-panels.png')}`);
 
-      await until('the run to finish', () => readRun(runDir).status === 'finished', 120_000);
-      await until('the chart to show every step', async () => (await points()) === STEPS, 30_000);
+      // Stop Training: the run says so, and the chart ends at its last recorded step.
+      await runCommand(page, 'Rollout Studio: Stop Training');
+      await until('the run to stop', () => readRun(runDir).status === 'stopped', 120_000);
+      const { lastStep } = readRun(runDir);
+      assert.ok(lastStep && lastStep > first && lastStep < STEPS, `the run stopped after step ${lastStep}`);
+      await until(`the chart to show every recorded step (${lastStep})`, async () => (await points()) === lastStep, 120_000);
       await runCommand(page, 'View: Close All Editors');
     }));
 

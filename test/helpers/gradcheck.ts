@@ -1,7 +1,7 @@
 import { grad } from '../../trainer/engine/autodiff';
 import { Graph, type Tensor } from '../../trainer/engine/graph';
 import { disposeSerialized, serializeGraph } from '../../trainer/engine/serialize';
-import { createSession } from '../../trainer/engine/runtime/ortSession';
+import { createSession, releaseSession } from '../../trainer/engine/runtime/ortSession';
 import { fromOrtTensor, toOrtTensor, type HostTensor } from '../../trainer/engine/runtime/tensors';
 
 /**
@@ -82,8 +82,8 @@ export async function gradCheck(
     }
     return results;
   } finally {
-    await forwardSession.release();
-    await backwardSession.release();
+    await releaseSession(forwardSession);
+    await releaseSession(backwardSession);
     disposeSerialized(forwardModel);
     disposeSerialized(backwardModel);
   }

@@ -58,8 +58,10 @@ export function buildTinyLm(c: TinyLmConfig, name = 'tiny_lm'): { graph: Graph; 
   const hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask }, { dtype });
   const logits = g.withScope('lm_head', () => linear(hidden, lmHeadWeight(config, weights)));
   const loss = g.withScope('loss', () => {
-    const logProbs = op.logSoftmax(logits, -1);
-    const picked = op.squeeze(op.gatherElements(logProbs, op.unsqueeze(targets, [-1]), -1), [-1]);
+    // log p(target) = logit(target) − logsumexp(logits), as the trainer's scoring graph computes it:
+    // no [B, T, V] log-probability matrix (and its gradient) is materialised.
+    const lse = op.reduceLogSumExp(logits, [-1], true);
+    const picked = op.squeeze(op.sub(op.gatherElements(logits, op.unsqueeze(targets, [-1]), -1), lse), [-1]);
     return op.neg(op.div(op.reduceSum(op.mul(picked, lossMask)), op.maximum(op.reduceSum(lossMask), 1)));
   });
   return { graph: g, loss, params: expectedTensors(config).map((t) => weights.used.get(t.name)!) };

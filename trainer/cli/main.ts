@@ -9,7 +9,7 @@ import { evalRewardCommand, evalRewardUsage } from './commands/evalRewardCommand
 import { runToolCommand, runToolUsage } from './commands/runToolCommand';
 import { pullCommand, pullUsage } from './commands/pullCommand';
 import { serveToolsCommand, serveToolsUsage } from './commands/serveToolsCommand';
-import { exportCommand, exportUsage } from './commands/exportVerlCommand';
+import { exportCommand, exportUsage } from './commands/exportCommand';
 import { importCommand, importUsage } from './commands/importVerlCommand';
 import { hasParent, sendToParent } from './ipc';
 import { describeFailure, endProcessSoon, whenOutputCloses } from './processEnd';

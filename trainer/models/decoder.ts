@@ -4,6 +4,7 @@ import { ropeInverseFrequencies, type ModelConfig } from './modelConfig';
 import { groupScores, maskBias, mixValues } from './layers/attention';
 import { linear } from './layers/linear';
 import { rmsNorm } from './layers/norm';
+import { fusedAddRmsNorm, fusedLinear, fusedRmsNorm, fusedRotary, rotaryCache, type FusedKernels, type RotaryCache } from './layers/fused';
 import { applyRotary, mropeTables, rotaryTables, type RotaryTables } from './layers/rotary';
 import { loraTensorNames, type LoraConfig } from './lora';
 
@@ -20,6 +21,11 @@ export interface DecoderOptions {
   dtype: ComputeDtype;
   /** LoRA adapters: adds inputs for A and B of each targeted projection, and a `lora_scale` input (0 turns them off: the reference policy). */
   lora?: LoraConfig;
+  /**
+   * Forward only: onnxruntime's fused kernels (layers/fused) for the norms, residual adds, rotary
+   * embeddings and — where the provider has it — the projections. Float32 only; no gradient.
+   */
+  fused?: FusedKernels;
 }
 
 /**
@@ -72,13 +78,14 @@ export function causalCore(keyMask: Tensor, ids: Tensor, dtype: ComputeDtype): A
 
 function adaptedLinear(x: Tensor, module: string, out: number, inputs: number, bias: boolean, w: WeightInputs, ctx: DecoderContext): Tensor {
   const g = x.graph;
-  let y = linear(x, w.get(`${module}.weight`, [out, inputs]), bias ? w.get(`${module}.bias`, [out]) : undefined);
+  const project = ctx.fused?.transposedMatMul ? fusedLinear : linear;
+  let y = project(x, w.get(`${module}.weight`, [out, inputs]), bias ? w.get(`${module}.bias`, [out]) : undefined);
   const target = module.split('.').pop()!;
   if (ctx.lora && ctx.lora.targets.includes(target as never)) {
     const names = loraTensorNames(module);
     const a = w.get(names.a, [ctx.lora.rank, inputs]);
     const b = w.get(names.b, [out, ctx.lora.rank]);
-    const delta = g.withScope('lora', () => linear(linear(x, a), b));
+    const delta = g.withScope('lora', () => project(project(x, a), b));
     y = op.add(y, op.mul(delta, ctx.loraScale!));
   }
   return y;
@@ -89,6 +96,22 @@ interface DecoderContext {
   dtype: ComputeDtype;
   lora?: LoraConfig;
   loraScale?: Tensor;
+  fused?: FusedKernels;
+}
+
+/** Rotary tables of one token segment: cos/sin per token (plain) or per position (fused kernel). */
+type Rotary = { plain: RotaryTables } | { fused: RotaryCache };
+
+function norm(x: Tensor, weight: Tensor, eps: number, ctx: DecoderContext): Tensor {
+  return ctx.fused ? fusedRmsNorm(x, weight, eps) : rmsNorm(x, weight, eps);
+}
+
+/** h + delta and its RMSNorm (just the norm when there is nothing to add yet): the residual stream's step. */
+function addAndNorm(h: Tensor, delta: Tensor | undefined, weight: Tensor, eps: number, ctx: DecoderContext): { sum: Tensor; normed: Tensor } {
+  if (!delta) return { sum: h, normed: norm(h, weight, eps, ctx) };
+  if (ctx.fused) return fusedAddRmsNorm(h, delta, weight, eps);
+  const sum = op.add(h, delta);
+  return { sum, normed: rmsNorm(sum, weight, eps) };
 }
 
 /** [B, T, heads·hd] → [B, heads, T, hd] */
@@ -105,7 +128,7 @@ interface Projected {
   v: Tensor;
 }
 
-function project(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext, rotary: RotaryTables): Projected {
+function project(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext, rotary: Rotary): Projected {
   const g = x.graph;
   const c = ctx.config;
   const hd = c.headDim;
@@ -115,11 +138,12 @@ function project(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext,
   let k = splitHeads(g.withScope('k_proj', () => adaptedLinear(x, `${layer}.k_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
   const v = splitHeads(g.withScope('v_proj', () => adaptedLinear(x, `${layer}.v_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
   if (c.qkNorm) {
-    q = g.withScope('q_norm', () => rmsNorm(q, w.get(`${layer}.q_norm.weight`, [hd]), c.rmsNormEps));
-    k = g.withScope('k_norm', () => rmsNorm(k, w.get(`${layer}.k_norm.weight`, [hd]), c.rmsNormEps));
+    q = g.withScope('q_norm', () => norm(q, w.get(`${layer}.q_norm.weight`, [hd]), c.rmsNormEps, ctx));
+    k = g.withScope('k_norm', () => norm(k, w.get(`${layer}.k_norm.weight`, [hd]), c.rmsNormEps, ctx));
   }
-  q = applyRotary(q, rotary);
-  k = applyRotary(k, rotary);
+  const rotate = (t: Tensor) => ('fused' in rotary ? fusedRotary(t, rotary.fused) : applyRotary(t, rotary.plain));
+  q = rotate(q);
+  k = rotate(k);
   return { q: op.reshape(op.mul(q, 1 / Math.sqrt(hd)), [B, c.numKvHeads, group, -1, hd]), k, v };
 }
 
@@ -172,30 +196,40 @@ export type SegmentCore = (layer: number, segments: readonly Projected[]) => Ten
  * work (projections, norms, MLP) runs per segment; `core` decides what attends to what.
  */
 export function decoderSegments(g: Graph, config: ModelConfig, weights: WeightInputs, segments: readonly DecoderInputs[], options: DecoderOptions, core: SegmentCore): Tensor[] {
-  const ctx: DecoderContext = { config, dtype: options.dtype, lora: options.lora };
+  const fused = options.fused;
+  if (fused && options.dtype !== 'float32') throw new Error('fused decoder graphs are float32 only');
+  const ctx: DecoderContext = { config, dtype: options.dtype, lora: options.lora, fused };
   if (options.lora) ctx.loraScale = g.input('lora_scale', options.dtype, []);
   const frequencies = Float64Array.from(ropeInverseFrequencies(config), (f) => Math.fround(f));
   const section = config.mropeSection;
-  const rotary = segments.map((s) => (section ? mropeTables(s.positions, frequencies, section, options.dtype) : rotaryTables(s.positions, frequencies, options.dtype)));
+  // M-RoPE (vision-language models) rotates by three position axes, which the fused kernel does not.
+  const rotary: Rotary[] = segments.map((s) =>
+    section ? { plain: mropeTables(s.positions, frequencies, section, options.dtype) } : fused ? { fused: rotaryCache(s.positions, frequencies) } : { plain: rotaryTables(s.positions, frequencies, options.dtype) },
+  );
   const embedding = weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]);
+  const eps = config.rmsNormEps;
+  // The residual stream, and the MLP output not yet added to it (added together with the next norm).
   let hs = segments.map((s) => g.withScope('embed_tokens', () => withImages(op.gather(embedding, s.ids, 0), s.images)));
+  let pending: Tensor[] | undefined;
   for (let i = 0; i < config.numLayers; i++) {
     const layer = `model.layers.${i}`;
-    hs = g.withScope(`layers.${i}`, () => {
-      const normed = hs.map((h) => g.withScope('input_layernorm', () => rmsNorm(h, weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps)));
+    g.withScope(`layers.${i}`, () => {
+      const inputNorm = weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]);
+      const first = hs.map((h, s) => g.withScope('input_layernorm', () => addAndNorm(h, pending?.[s], inputNorm, eps, ctx)));
+      hs = first.map((f) => f.sum);
       const attended = g.withScope('self_attn', () => {
-        const projected = normed.map((x, s) => project(x, `${layer}.self_attn`, weights, ctx, rotary[s]));
+        const projected = first.map((f, s) => project(f.normed, `${layer}.self_attn`, weights, ctx, rotary[s]));
         const contexts = g.withScope('scores', () => core(i, projected));
-        return contexts.map((context, s) => outputProjection(context, normed[s], `${layer}.self_attn`, weights, ctx));
+        return contexts.map((context, s) => outputProjection(context, first[s].normed, `${layer}.self_attn`, weights, ctx));
       });
-      return hs.map((h, s) => {
-        const residual = op.add(h, attended[s]);
-        const normed2 = g.withScope('post_attention_layernorm', () => rmsNorm(residual, weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]), config.rmsNormEps));
-        return op.add(residual, g.withScope('mlp', () => mlp(normed2, `${layer}.mlp`, weights, ctx)));
-      });
+      const postNorm = weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]);
+      const second = hs.map((h, s) => g.withScope('post_attention_layernorm', () => addAndNorm(h, attended[s], postNorm, eps, ctx)));
+      hs = second.map((x) => x.sum);
+      pending = second.map((x) => g.withScope('mlp', () => mlp(x.normed, `${layer}.mlp`, weights, ctx)));
     });
   }
-  return hs.map((h) => g.withScope('norm', () => rmsNorm(h, weights.get('model.norm.weight', [config.hiddenSize]), config.rmsNormEps)));
+  const finalNorm = weights.get('model.norm.weight', [config.hiddenSize]);
+  return hs.map((h, s) => g.withScope('norm', () => addAndNorm(h, pending?.[s], finalNorm, eps, ctx).normed));
 }
 
 /** Token embeddings [B, T, H] with the image embeddings written over their tokens (masked_scatter in transformers). */

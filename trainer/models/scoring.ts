@@ -2,6 +2,7 @@ import { Graph, type Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
 import type { ModelConfig } from './modelConfig';
 import { decoderSegments, decoderTrunk, lmHeadWeight, sharedPrefixCore, WeightInputs, type ComputeDtype } from './decoder';
+import { fusedLinear, type FusedKernels } from './layers/fused';
 import { linear } from './layers/linear';
 import type { LoraConfig } from './lora';
 import { placeholderLogitMask, segmentImages } from './vision/graphInputs';
@@ -29,6 +30,8 @@ export interface ScoringGraphOptions {
    * tokens are in the suffixes, never the first token of one.
    */
   sharedPrefix?: boolean;
+  /** Forward only (old, reference and sampling log-probs): onnxruntime's fused kernels; no gradient. See DecoderOptions.fused. */
+  fused?: FusedKernels;
   /**
    * Also output `argmaxGap`: the largest logit minus the target's logit, 0 exactly where the
    * target is the greedy choice — so teacher-forced exact match (what greedy decoding would copy)
@@ -50,7 +53,7 @@ export interface ScoringGraph {
 export const VALUE_HEAD = { weight: 'v_head.summary.weight', bias: 'v_head.summary.bias' } as const;
 
 /** The token inputs and the normed hidden states every scoring graph starts from. */
-function scoringTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, options: Pick<ScoringGraphOptions, 'dtype' | 'lora' | 'sharedPrefix'>) {
+function scoringTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, options: Pick<ScoringGraphOptions, 'dtype' | 'lora' | 'sharedPrefix' | 'fused'>) {
   const dtype = options.dtype;
   const ids = g.input('ids', 'int64', ['B', 'T']);
   // Vision-language models: M-RoPE positions [B, T, 3], and the images of the batch (see addVisionFeeds).
@@ -65,8 +68,8 @@ function scoringTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, opti
     const prefixIds = g.input('prefix_ids', 'int64', [1, 'P']);
     const prefix = { ids: prefixIds, positions: g.input('prefix_positions', 'int64', [1, 'P', ...positionAxes]), keyMask: op.fullLike(prefixIds, 1), images: images?.prefix };
     const suffix = { ids, positions, keyMask, images: images?.rows };
-    hidden = decoderSegments(g, config, weights, [prefix, suffix], { dtype, lora: options.lora }, sharedPrefixCore(prefix, suffix, dtype))[1];
-  } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask, images: images?.rows }, { dtype, lora: options.lora });
+    hidden = decoderSegments(g, config, weights, [prefix, suffix], { dtype, lora: options.lora, fused: options.fused }, sharedPrefixCore(prefix, suffix, dtype))[1];
+  } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask, images: images?.rows }, { dtype, lora: options.lora, fused: options.fused });
   const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]
   // Token j is predicted (and valued) from position j − 1.
   const h = g.withScope('score', () => op.gather(flatHidden, op.sub(scoreTokens, g.constant([1], 'int64', [])), 0)); // [N, H]
@@ -84,7 +87,7 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
   const weights = new WeightInputs(g, options.dtype);
   const { h, place, inputs } = scoringTrunk(g, config, weights, options);
   const out = g.withScope('score', () => {
-    const scaled = op.mul(linear(h, lmHeadWeight(config, weights)), inputs.invTemperature); // [N, V]
+    const scaled = op.mul((options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)), inputs.invTemperature); // [N, V]
     const placeholders = placeholderLogitMask(g, config, options.dtype);
     const logits = placeholders ? op.add(scaled, placeholders) : scaled;
     // log p(target) = logit(target) − logsumexp(logits): no [N, V] log-probability matrix.

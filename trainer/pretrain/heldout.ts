@@ -22,6 +22,13 @@ import { inductionEpisode, lookupEpisode, repeatEpisode, type CopyFocus } from '
 export interface HeldoutResult {
   /** Exact match per skill, 0–1. */
   exactMatch: Partial<Record<Skill, number>>;
+  /**
+   * Per skill, the share of target tokens that are the greedy choice, 0–1: copying shows here
+   * (a few digits right) long before whole spans are exact.
+   */
+  tokenAccuracy: Partial<Record<Skill, number>>;
+  /** Per skill, the mean NLL of its target tokens. */
+  targetLossBySkill: Partial<Record<Skill, number>>;
   /** Mean NLL of target tokens. */
   targetLoss: number;
   /** Mean NLL of text tokens. */
@@ -69,6 +76,7 @@ export class HeldoutEvaluator {
   async evaluate(): Promise<HeldoutResult> {
     const { id, weights } = await this.load();
     const spans = new Map<Skill, { right: number; total: number }>();
+    const tokens = new Map<Skill, { right: number; total: number; nll: number }>();
     let targetNll = 0;
     let targets = 0;
     let textNll = 0;
@@ -100,6 +108,14 @@ export class HeldoutEvaluator {
           if (role === ROLE_ID.target) {
             targetNll -= logprobs[row + t];
             targets++;
+            if (episode.skills[t] > 0) {
+              const skill = SKILLS[episode.skills[t] - 1];
+              const perToken = tokens.get(skill) ?? { right: 0, total: 0, nll: 0 };
+              perToken.total++;
+              perToken.nll -= logprobs[row + t];
+              if (gaps[row + t] <= 0) perToken.right++;
+              tokens.set(skill, perToken);
+            }
             if (episode.skills[t] !== spanSkill) {
               close();
               spanSkill = episode.skills[t];
@@ -121,7 +137,9 @@ export class HeldoutEvaluator {
     const textLoss = textNll / Math.max(1, texts);
     const loss = (this.weights.target * targetNll + this.weights.text * textNll) / Math.max(1e-12, this.weights.target * targets + this.weights.text * texts);
     const exactMatch = Object.fromEntries([...spans].map(([skill, s]) => [skill, s.right / s.total]));
-    return { exactMatch, targetLoss, textLoss, loss, episodes: this.episodes.length };
+    const tokenAccuracy = Object.fromEntries([...tokens].map(([skill, s]) => [skill, s.right / s.total]));
+    const targetLossBySkill = Object.fromEntries([...tokens].map(([skill, s]) => [skill, s.nll / s.total]));
+    return { exactMatch, tokenAccuracy, targetLossBySkill, targetLoss, textLoss, loss, episodes: this.episodes.length };
   }
 
   async release(): Promise<void> {

@@ -15,7 +15,7 @@ import { CorpusContext } from './corpus/corpusContext';
 import { packStep } from './corpus/mix';
 import { pretrainChart } from './pretrainCurve';
 import { HeldoutEvaluator, heldoutEpisodes, type HeldoutResult } from './heldout';
-import { mixForStep, parseRecipe, recipeHash, RecipeError, type Recipe } from './recipe';
+import { dataForStep, parseRecipe, recipeHash, RecipeError, type Recipe } from './recipe';
 import { qwen3TokenizerDir } from './tokenizerSource';
 
 /**
@@ -67,7 +67,9 @@ function prepareFolder(options: PretrainOptions, log: (line: string) => void): {
     writeFileAtomic(recipeFile, JSON.stringify(recipe, null, 2) + '\n');
     const checkpoints = path.join(outDir, 'checkpoints');
     const last = fs.existsSync(checkpoints) ? fs.readdirSync(checkpoints).filter((f) => /^step-\d+$/.test(f)).sort().at(-1) : undefined;
-    if (last) return { modelDir: path.join(checkpoints, last), resumeFrom: path.join(checkpoints, last) };
+    // The model's files come from init/ (a checkpoint is pruned once newer ones exist, and the
+    // final folder copies config.json and the tokenizer from here); its weights and moments from the checkpoint.
+    if (last) return { modelDir: path.join(outDir, 'init'), resumeFrom: path.join(checkpoints, last) };
   }
   fs.mkdirSync(outDir, { recursive: true });
   writeFileAtomic(recipeFile, JSON.stringify(recipe, null, 2) + '\n');
@@ -129,17 +131,20 @@ export async function pretrain(options: PretrainOptions): Promise<PretrainResult
     if (!options.noEvaluation) evaluator = new HeldoutEvaluator(model, heldoutEpisodes(corpus, recipe.evaluation.seed, recipe.evaluation.episodesPerSet), recipe.data.weights);
     const metricsFile = path.join(outDir, 'metrics.jsonl');
     const schedule = { lr: o.lr, warmupSteps: o.warmupSteps, schedule: 'cosine' as const, minLrRatio: o.minLrRatio };
-    const rowsOf = (s: number) => packStep(corpus, mixForStep(recipe, s), recipe.data.weights, recipe.data.rows, recipe.data.length, recipe.seed, s);
+    const rowsOf = (s: number) => {
+      const { mix, rows, length } = dataForStep(recipe, s);
+      return packStep(corpus, mix, recipe.data.weights, rows, length, recipe.seed, s);
+    };
     const writeChart = () => {
       const records = fs.readFileSync(metricsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TrainMetrics | HeldoutMetrics);
       fs.writeFileSync(path.join(outDir, 'curve.svg'), pretrainChart(records, `${recipe.name}: ${recipe.model.family} ${recipe.model.layers}×${recipe.model.hidden}, ${recipe.data.rows}×${recipe.data.length} tokens per step, seed ${recipe.seed}`) + '\n');
     };
     const evaluate = async (s: number): Promise<HeldoutResult> => {
       const result = await evaluator!.evaluate();
-      const record: HeldoutMetrics = { kind: 'heldout', step: s, loss: result.loss, target_loss: result.targetLoss, text_loss: result.textLoss, exact_match: result.exactMatch as Record<string, number>, wall_seconds: (Date.now() - started) / 1000 };
+      const record: HeldoutMetrics = { kind: 'heldout', step: s, loss: result.loss, target_loss: result.targetLoss, text_loss: result.textLoss, exact_match: result.exactMatch as Record<string, number>, token_accuracy: result.tokenAccuracy as Record<string, number>, target_loss_by_skill: result.targetLossBySkill as Record<string, number>, wall_seconds: (Date.now() - started) / 1000 };
       appendJsonl(metricsFile, [record]);
       writeChart();
-      log(`held-out at step ${s}: loss ${result.loss.toFixed(4)} (target ${result.targetLoss.toFixed(3)}, text ${result.textLoss.toFixed(3)}); exact match ${Object.entries(result.exactMatch).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(', ')}`);
+      log(`held-out at step ${s}: loss ${result.loss.toFixed(4)} (target ${result.targetLoss.toFixed(3)}, text ${result.textLoss.toFixed(3)}); exact match ${Object.entries(result.exactMatch).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(', ')}; target tokens right ${Object.entries(result.tokenAccuracy).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(', ')}`);
       return result;
     };
     if (evaluator && step === 0) await evaluate(0);

@@ -19,5 +19,9 @@ export interface HeldoutMetrics {
   target_loss: number;
   text_loss: number;
   exact_match: Record<string, number>;
+  /** Per skill: the share of target tokens that are the greedy choice (absent in runs before 2026-12-03). */
+  token_accuracy?: Record<string, number>;
+  /** Per skill: nats per target token. */
+  target_loss_by_skill?: Record<string, number>;
   wall_seconds: number;
 }

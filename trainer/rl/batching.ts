@@ -1,4 +1,5 @@
 import type { HostTensor } from '../engine/runtime/tensors';
+import type { Random } from '../util/random';
 import { packWithSharedPrefix, type PackedBatch } from '../models/batch';
 import { addVisionFeeds, type BatchImage } from '../models/vision/visionBatch';
 import type { VisionConfig } from '../models/vision/visionConfig';
@@ -53,6 +54,21 @@ function perToken(sequences: readonly TrainingSequence[], packed: PackedBatch, p
 export interface StepTotals {
   tokens: number;
   sequences: number;
+}
+
+/**
+ * The optimizer steps of a PPO-style update: `epochs` passes over the batch, each shuffled (with
+ * the run's random stream) and split into `miniBatches` steps; each step's sequences sorted by
+ * length, since micro-batches of similar lengths pad less and the step's gradient is the same in
+ * any order. Shared by the policy and a separate critic so both follow one schedule.
+ */
+export function* miniBatchSteps<T extends { ids: ArrayLike<number> }>(sequences: readonly T[], epochs: number, miniBatches: number, random: Random): Generator<T[]> {
+  const order = sequences.map((_, i) => i);
+  for (let epoch = 0; epoch < epochs; epoch++) {
+    random.shuffle(order);
+    const perStep = Math.ceil(order.length / miniBatches);
+    for (let start = 0; start < order.length; start += perStep) yield order.slice(start, start + perStep).map((i) => sequences[i]).sort((a, b) => a.ids.length - b.ids.length);
+  }
 }
 
 /** Policy tokens and sequences that have any, over the sequences of one optimizer step. */

@@ -14,7 +14,7 @@ import { buildValueGraph, VALUE_HEAD } from '../models/scoring';
 import { addVisionFeeds } from '../models/vision/visionBatch';
 import { isVisionWeight } from '../models/vision/visionWeights';
 import { Random } from '../util/random';
-import { stepTotals, valueBatchFeeds, type TrainingSequence } from './batching';
+import { miniBatchSteps, stepTotals, valueBatchFeeds, type TrainingSequence } from './batching';
 import { valueLoss, type ValueLossConfig } from './losses';
 
 /**
@@ -146,22 +146,16 @@ export class Critic {
     let gradNormSum = 0;
     let steps = 0;
     let skipped = 0;
-    const order = sequences.map((_, i) => i);
-    for (let epoch = 0; epoch < this.options.epochs; epoch++) {
-      random.shuffle(order);
-      const perStep = Math.ceil(order.length / this.options.miniBatches);
-      for (let start = 0; start < order.length; start += perStep) {
-        const stepSequences = order.slice(start, start + perStep).map((i) => sequences[i]).sort((a, b) => a.ids.length - b.ids.length);
-        const totals = stepTotals(stepSequences);
-        for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
-          const packed = valueBatchFeeds(stepSequences.slice(m, m + this.options.microBatchSize), totals, this.layout.config.vision);
-          valueLossSum += (await this.optimizer.accumulate({ ...packed.feeds, ...this.loraFeed(), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, packed.shared ? 'shared' : 'plain')).loss;
-        }
-        const applied = await this.optimizer.apply(lr);
-        gradNormSum += applied.gradNorm;
-        steps++;
-        if (!applied.applied) skipped++;
+    for (const stepSequences of miniBatchSteps(sequences, this.options.epochs, this.options.miniBatches, random)) {
+      const totals = stepTotals(stepSequences);
+      for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
+        const packed = valueBatchFeeds(stepSequences.slice(m, m + this.options.microBatchSize), totals, this.layout.config.vision);
+        valueLossSum += (await this.optimizer.accumulate({ ...packed.feeds, ...this.loraFeed(), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, packed.shared ? 'shared' : 'plain')).loss;
       }
+      const applied = await this.optimizer.apply(lr);
+      gradNormSum += applied.gradNorm;
+      steps++;
+      if (!applied.applied) skipped++;
     }
     return { valueLoss: valueLossSum / Math.max(steps, 1), gradNorm: gradNormSum / Math.max(steps, 1), steps, skipped };
   }

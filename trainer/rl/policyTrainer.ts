@@ -3,9 +3,10 @@ import type { AdamWConfig } from '../engine/optimizer';
 import { OptimizerRuntime } from '../engine/optimizerRuntime';
 import { serializeGraph } from '../engine/serialize';
 import type { ModelRuntime } from '../models/runtime';
+import { fusedKernelsFor } from '../models/layers/fused';
 import { buildScoringGraph, VALUE_HEAD } from '../models/scoring';
 import type { Random } from '../util/random';
-import { packSequences, policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
+import { miniBatchSteps, packSequences, policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
 import type { PolicyLossConfig, ValueLossConfig } from './losses';
 import { buildPolicyLossGraph } from './policyGraph';
 
@@ -97,7 +98,7 @@ export class PolicyTrainer {
   private async scoring(sharedPrefix: boolean): Promise<{ id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }> {
     let loaded = this.scoringSessions.get(sharedPrefix);
     if (!loaded) {
-      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead, sharedPrefix });
+      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead, sharedPrefix, fused: fusedKernelsFor(this.device.provider) });
       graph.graph.output(graph.logprobs, 'logprobs');
       if (graph.values) graph.graph.output(graph.values, 'values');
       loaded = { id: await this.device.load({ model: serializeGraph(graph.graph), settings: {} }), weights: graph.weights };
@@ -155,35 +156,28 @@ export class PolicyTrainer {
     const sums = { loss: 0, policyLoss: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, klLoss: 0, entropy: 0, valueLoss: 0 };
     let steps = 0;
     let skipped = 0;
-    const order = sequences.map((_, i) => i);
-    for (let epoch = 0; epoch < this.options.epochs; epoch++) {
-      random.shuffle(order);
-      const perStep = Math.ceil(order.length / this.options.miniBatches);
-      for (let start = 0; start < order.length; start += perStep) {
-        // Micro-batches of similar lengths pad less; the step's gradient is the same in any order.
-        const stepSequences = order.slice(start, start + perStep).map((i) => sequences[i]).sort((a, b) => a.ids.length - b.ids.length);
-        const totals = stepTotals(stepSequences);
-        let loss = 0;
-        const metrics: Record<string, number> = {};
-        for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
-          const micro = stepSequences.slice(m, m + this.options.microBatchSize);
-          const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0, vision: this.model.config.vision });
-          const out = await this.optimizer.accumulate({ ...packed.feeds, ...this.model.loraScaleFeed(true) }, packed.shared ? 'shared' : 'plain');
-          loss += out.loss;
-          for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;
-        }
-        const applied = await this.optimizer.apply(lr);
-        steps++;
-        if (!applied.applied) skipped++;
-        sums.loss += loss;
-        sums.gradNorm += applied.gradNorm;
-        sums.policyLoss += metrics.policy_loss ?? 0;
-        sums.clipFraction += metrics.clip_fraction ?? 0;
-        sums.approxKl += metrics.approx_kl ?? 0;
-        sums.klLoss += metrics.kl_loss ?? 0;
-        sums.entropy += metrics.entropy ?? 0;
-        sums.valueLoss += metrics.value_loss ?? 0;
+    for (const stepSequences of miniBatchSteps(sequences, this.options.epochs, this.options.miniBatches, random)) {
+      const totals = stepTotals(stepSequences);
+      let loss = 0;
+      const metrics: Record<string, number> = {};
+      for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
+        const micro = stepSequences.slice(m, m + this.options.microBatchSize);
+        const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0, vision: this.model.config.vision });
+        const out = await this.optimizer.accumulate({ ...packed.feeds, ...this.model.loraScaleFeed(true) }, packed.shared ? 'shared' : 'plain');
+        loss += out.loss;
+        for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;
       }
+      const applied = await this.optimizer.apply(lr);
+      steps++;
+      if (!applied.applied) skipped++;
+      sums.loss += loss;
+      sums.gradNorm += applied.gradNorm;
+      sums.policyLoss += metrics.policy_loss ?? 0;
+      sums.clipFraction += metrics.clip_fraction ?? 0;
+      sums.approxKl += metrics.approx_kl ?? 0;
+      sums.klLoss += metrics.kl_loss ?? 0;
+      sums.entropy += metrics.entropy ?? 0;
+      sums.valueLoss += metrics.value_loss ?? 0;
     }
     const mean = (x: number) => x / Math.max(steps, 1);
     return {

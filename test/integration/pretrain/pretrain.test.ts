@@ -53,6 +53,13 @@ describe('pretraining recipe', () => {
     const summary = JSON.parse(fs.readFileSync(path.join(root, 'full', 'summary.json'), 'utf8'));
     assert.equal(summary.steps, 4);
     assert.ok(summary.heldout.loss > 0 && Object.keys(summary.heldout.exactMatch).length === 8, JSON.stringify(summary.heldout));
+    // Per skill, the share of target tokens right and their loss; the overall target loss is a mean of the per-skill ones.
+    const { tokenAccuracy, targetLossBySkill, targetLoss } = summary.heldout as { tokenAccuracy: Record<string, number>; targetLossBySkill: Record<string, number>; targetLoss: number };
+    assert.deepEqual(Object.keys(tokenAccuracy).sort(), Object.keys(summary.heldout.exactMatch).sort());
+    assert.ok(Object.values(tokenAccuracy).every((a) => a >= 0 && a <= 1), JSON.stringify(tokenAccuracy));
+    const bySkill = Object.values(targetLossBySkill);
+    assert.equal(bySkill.length, 8);
+    assert.ok(Math.min(...bySkill) <= targetLoss + 1e-9 && targetLoss <= Math.max(...bySkill) + 1e-9, `${targetLoss} outside ${JSON.stringify(targetLossBySkill)}`);
     const records = fs.readFileSync(path.join(root, 'full', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(records.filter((r) => r.kind === 'heldout').map((r) => r.step), [0, 2, 4]);
     assert.deepEqual(records.filter((r) => r.kind === 'train').map((r) => r.loss), full.losses);
@@ -70,6 +77,13 @@ describe('pretraining recipe', () => {
     const rest = await run('resumed');
     assert.deepEqual(rest.losses, full.losses.slice(2));
     assert.equal(rest.heldout!.loss, full.heldout!.loss);
+    // The checkpoint it resumed from was pruned on the way (keep 2); the final folder is still whole.
+    assert.ok(!fs.existsSync(path.join(root, 'resumed', 'checkpoints', 'step-000002')), 'the resumed-from checkpoint was pruned');
+    for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) {
+      assert.equal(fs.readFileSync(path.join(rest.modelDir!, file), 'utf8'), fs.readFileSync(path.join(full.modelDir!, file), 'utf8'), file);
+      assert.ok(fs.existsSync(path.join(root, 'resumed', 'checkpoints', 'step-000004', file)), `step-000004/${file}`);
+    }
+    assert.deepEqual(fs.readFileSync(path.join(rest.modelDir!, 'model.safetensors')), fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')));
   });
 
   it('refuses to continue a folder with another recipe', async () => {

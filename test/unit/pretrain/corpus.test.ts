@@ -75,6 +75,19 @@ describe('pretraining corpus', () => {
     }
   });
 
+  it('packs random-span copies alone when the mix asks for them (repeat_span)', () => {
+    const rows = packStep(context, { repeat_span: 1 }, { target: 1, text: 0.1, sampleBelowOne: 1 }, 16, 64, 1, 1);
+    let targets = 0;
+    for (const row of rows) {
+      assert.equal(row.ids.length, 64);
+      // Each row opens with an episode: a copy target lies in its first 64 tokens.
+      const firstTarget = row.weights.findIndex((w) => w === 1);
+      assert.ok(firstTarget > 0, 'a copy target in every row');
+      targets += row.weights.filter((w) => w === 1).length;
+    }
+    assert.ok(targets >= 16 * 4, `${targets} target tokens`);
+  });
+
   it('copies numbers of many lengths, with decimals and signs', () => {
     const random = Random.fromSeed(4);
     const numbers = Array.from({ length: 300 }, () => targetTexts(repeatEpisode(context, random, 'number'), 'number'))

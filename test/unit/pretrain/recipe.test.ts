@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { BASE_RECIPE, loadRecipe, mixForStep, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
+import { BASE_RECIPE, loadRecipe, dataForStep, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
 
 describe('pretraining recipe', () => {
   it('names the field and what was expected', () => {
@@ -13,16 +13,25 @@ describe('pretraining recipe', () => {
     assert.throws(() => parseRecipe({ ...BASE_RECIPE, model: { ...BASE_RECIPE.model, kvHeads: 3 } }, 'r.json'), /multiple of model\.kvHeads/);
     assert.throws(() => parseRecipe({ ...BASE_RECIPE, extra: 1 }, 'r.json'), /extra/);
     assert.throws(() => parseRecipe({ ...BASE_RECIPE, data: { ...BASE_RECIPE.data, openingMix: { steps: 5000, mix: { repeat: 1 } } } }, 'r.json'), /data\.openingMix\.steps \(5000\) must be fewer than optimization\.steps/);
+    assert.throws(() => parseRecipe({ ...BASE_RECIPE, data: { ...BASE_RECIPE.data, openingMix: { steps: 5, mix: { repeat: 1 }, length: 4096 } } }, 'r.json'), /data\.openingMix\.length 4096 is longer than model\.maxPositionEmbeddings 2048/);
   });
 
-  it('uses the opening mix for its first steps, then the main mix', () => {
+  it('uses the opening mix and row shape for its first steps, then the main ones', () => {
     const opening = BASE_RECIPE.data.openingMix!;
-    assert.deepEqual(mixForStep(BASE_RECIPE, 1), opening.mix);
-    assert.deepEqual(mixForStep(BASE_RECIPE, opening.steps), opening.mix);
-    assert.deepEqual(mixForStep(BASE_RECIPE, opening.steps + 1), BASE_RECIPE.data.mix);
-    assert.ok(!('tool' in opening.mix) && 'tool' in BASE_RECIPE.data.mix, 'copying first, chats after');
+    const { rows, length, mix } = BASE_RECIPE.data;
+    const openingData = { mix: opening.mix, rows: opening.rows ?? rows, length: opening.length ?? length };
+    assert.deepEqual(dataForStep(BASE_RECIPE, 1), openingData);
+    assert.deepEqual(dataForStep(BASE_RECIPE, opening.steps), openingData);
+    assert.deepEqual(dataForStep(BASE_RECIPE, opening.steps + 1), { mix, rows, length });
+    assert.ok(!('tool' in opening.mix) && 'tool' in mix, 'copying first, chats after');
+    // A shape of its own, or the main one when the opening names none.
+    const shaped = { ...BASE_RECIPE, data: { ...BASE_RECIPE.data, openingMix: { steps: 3, mix: { repeat: 1 }, rows: 32, length: 128 } } };
+    assert.deepEqual(dataForStep(shaped, 3), { mix: { repeat: 1 }, rows: 32, length: 128 });
+    assert.deepEqual(dataForStep(shaped, 4), { mix, rows, length });
+    const unshaped = { ...BASE_RECIPE, data: { ...BASE_RECIPE.data, openingMix: { steps: 3, mix: { repeat: 1 } } } };
+    assert.deepEqual(dataForStep(unshaped, 1), { mix: { repeat: 1 }, rows, length });
     const { openingMix: _none, ...data } = BASE_RECIPE.data;
-    assert.deepEqual(mixForStep({ ...BASE_RECIPE, data }, 1), BASE_RECIPE.data.mix);
+    assert.deepEqual(dataForStep({ ...BASE_RECIPE, data }, 1), { mix, rows, length });
   });
 
   it('loads from JSON, and hashes what decides the model', () => {

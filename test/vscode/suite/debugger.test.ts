@@ -160,4 +160,10 @@ describe('Debugger: replaying a recorded run', () => {
     assert.equal(document.getText(), renderTranscript(record).text);
     assert.equal(document.languageId, 'rollout-transcript');
   });
+
+  it('says a trajectory was never recorded instead of failing to open it', async () => {
+    assert.equal(new RunStoreReader(runDir).run().status, 'finished');
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(transcriptUri({ runDirectory: runDir, step: 9, index: 0 })));
+    assert.match(document.getText(), /^There is no step 9, trajectory #0 of .*replay-it: the run finished before it was recorded\.\n$/);
+  });
 });

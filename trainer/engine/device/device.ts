@@ -33,9 +33,12 @@ class WorkerDevice implements Device {
   private nextId = 1;
   private failure: Error | undefined;
 
-  constructor(readonly provider: ExecutionProviderName) {
+  constructor(
+    readonly provider: ExecutionProviderName,
+    threads?: number,
+  ) {
     const entry = workerEntry();
-    this.worker = new Worker(entry.script, { eval: entry.eval, workerData: { provider } });
+    this.worker = new Worker(entry.script, { eval: entry.eval, workerData: { provider, threads } });
     this.worker.on('message', (message: { id: number; result?: unknown; error?: { message: string; stack?: string } }) => {
       const call = this.pending.get(message.id);
       if (!call) return;
@@ -101,8 +104,10 @@ class WorkerDevice implements Device {
 export interface DeviceOptions {
   /** Run onnxruntime in a worker thread (default) so this thread never blocks on a run. */
   worker?: boolean;
+  /** Intra-op threads of every session that does not set its own (default: every core). */
+  threads?: number;
 }
 
 export function createDevice(provider: ExecutionProviderName, options: DeviceOptions = {}): Device {
-  return options.worker === false ? new InProcessDevice(provider) : new WorkerDevice(provider);
+  return options.worker === false ? new InProcessDevice(provider, options.threads) : new WorkerDevice(provider, options.threads);
 }

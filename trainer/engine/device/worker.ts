@@ -14,7 +14,7 @@ interface Call {
   args: unknown[];
 }
 
-const core = new DeviceCore(workerData.provider);
+const core = new DeviceCore(workerData.provider, workerData.threads);
 const port = parentPort!;
 
 function transferables(result: unknown): ArrayBuffer[] {

@@ -1,6 +1,6 @@
 import type { Graph } from '../graph';
 import { disposeSerialized, serializeGraph } from '../serialize';
-import { createSession, type SessionSettings } from './ortSession';
+import { createSession, releaseSession, type SessionSettings } from './ortSession';
 import { fromOrtTensor, toOrtTensor, type HostTensor } from './tensors';
 
 /**
@@ -16,7 +16,7 @@ export async function runGraphOnce(graph: Graph, feeds: Record<string, HostTenso
       const out = await session.run(ortFeeds);
       return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, fromOrtTensor(v)]));
     } finally {
-      await session.release();
+      await releaseSession(session);
     }
   } finally {
     disposeSerialized(model);

@@ -13,6 +13,8 @@ import { inductionEpisode, lookupEpisode, proseEpisode, repeatEpisode } from './
 
 export const EPISODE_KINDS = {
   repeat: (c: CorpusContext, r: Random) => repeatEpisode(c, r),
+  /** Random-token spans repeated: nothing but copying predicts them (an induction head's first lesson). */
+  repeat_span: (c: CorpusContext, r: Random) => repeatEpisode(c, r, 'span'),
   induction: (c: CorpusContext, r: Random) => inductionEpisode(c, r),
   lookup: lookupEpisode,
   prose: proseEpisode,

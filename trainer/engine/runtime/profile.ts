@@ -1,0 +1,80 @@
+import * as fs from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * onnxruntime's profile (a session created with profiling on — ROLLOUT_ORT_PROFILE=prefix —
+ * writes `prefix_<date>.json` when released): where each node ran, what it read and wrote, and
+ * how long it took. Performance work reads the time per op type; the placement test reads which
+ * execution provider ran each node and which tensors crossed between host and device.
+ */
+
+const TypeShapes = z.array(z.record(z.string(), z.array(z.number())));
+const ProfileEvent = z.looseObject({
+  cat: z.string(),
+  name: z.string(),
+  dur: z.number().optional(),
+  args: z
+    .looseObject({
+      op_name: z.string().optional(),
+      provider: z.string().optional(),
+      input_type_shape: TypeShapes.optional(),
+      output_type_shape: TypeShapes.optional(),
+    })
+    .optional(),
+});
+
+export interface TensorType {
+  dtype: string;
+  shape: number[];
+}
+
+export interface ProfiledNode {
+  name: string;
+  op: string;
+  provider: string;
+  inputs: TensorType[];
+  outputs: TensorType[];
+  /** Kernel time summed over every run in the profile, µs. */
+  micros: number;
+  runs: number;
+}
+
+function types(list: z.infer<typeof TypeShapes> | undefined): TensorType[] {
+  return (list ?? []).flatMap((entry) => Object.entries(entry).map(([dtype, shape]) => ({ dtype, shape })));
+}
+
+/** The nodes of one profile file, each once, with kernel times summed over its runs. */
+export function readProfile(file: string): ProfiledNode[] {
+  const parsed = z.array(ProfileEvent).safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
+  if (!parsed.success) throw new Error(`${file}: not an onnxruntime profile (${parsed.error.issues[0]?.message})`);
+  const nodes = new Map<string, ProfiledNode>();
+  for (const event of parsed.data) {
+    if (event.cat !== 'Node' || !event.name.endsWith('_kernel_time') || !event.args?.provider) continue;
+    const name = event.name.slice(0, -'_kernel_time'.length);
+    let node = nodes.get(name);
+    if (!node) {
+      node = { name, op: event.args.op_name ?? '?', provider: event.args.provider, inputs: types(event.args.input_type_shape), outputs: types(event.args.output_type_shape), micros: 0, runs: 0 };
+      nodes.set(name, node);
+    }
+    node.micros += event.dur ?? 0;
+    node.runs++;
+  }
+  return [...nodes.values()];
+}
+
+export function tensorTypeElements(t: TensorType): number {
+  return t.shape.reduce((a, b) => a * b, 1);
+}
+
+/** Kernel time by op type (and provider), largest first: where a graph spends its time. */
+export function timeByOp(nodes: readonly ProfiledNode[]): Array<{ op: string; provider: string; micros: number; nodes: number }> {
+  const totals = new Map<string, { op: string; provider: string; micros: number; nodes: number }>();
+  for (const n of nodes) {
+    const key = `${n.op}@${n.provider}`;
+    const t = totals.get(key) ?? { op: n.op, provider: n.provider, micros: 0, nodes: 0 };
+    t.micros += n.micros;
+    t.nodes++;
+    totals.set(key, t);
+  }
+  return [...totals.values()].sort((a, b) => b.micros - a.micros);
+}
