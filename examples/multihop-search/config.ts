@@ -19,7 +19,7 @@ export default defineConfig({
   algorithm: { name: 'grpo', groupSize: 8, clipLow: 0.2, clipHigh: 0.28 },
   rollout: {
     promptsPerStep: 8,
-    budget: { maxTurns: 4, maxNewTokensPerTurn: 48, maxTotalTokens: 1024, maxToolResultTokens: 160 },
+    budget: { maxTurns: 4, maxNewTokensPerTurn: 64, maxTotalTokens: 1024, maxToolResultTokens: 160 },
     temperature: 1,
     systemPrompt: SYSTEM_PROMPT,
     templateKwargs: { enable_thinking: false },

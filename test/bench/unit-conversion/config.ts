@@ -18,7 +18,7 @@ export default defineConfig({
   algorithm: { name: 'grpo', groupSize: 8 },
   rollout: {
     promptsPerStep: 4,
-    budget: { maxTurns: 3, maxNewTokensPerTurn: 48, maxTotalTokens: 768, maxToolResultTokens: 32 },
+    budget: { maxTurns: 3, maxNewTokensPerTurn: 96, maxTotalTokens: 768, maxToolResultTokens: 32 },
     temperature: 1,
     systemPrompt: SYSTEM_PROMPT,
     templateKwargs: { enable_thinking: false },
