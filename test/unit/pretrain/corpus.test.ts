@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { ChatTemplate } from '../../../trainer/models/chatTemplate';
 import { Tokenizer } from '../../../trainer/models/tokenizer';
 import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
-import { chainEpisode, chatAnswerEpisode, toolEpisode } from '../../../trainer/pretrain/corpus/chatEpisodes';
+import { chainEpisode, chatAnswerEpisode, plainRequestEpisode, toolEpisode } from '../../../trainer/pretrain/corpus/chatEpisodes';
 import { CorpusContext } from '../../../trainer/pretrain/corpus/corpusContext';
 import { encodeSegments, ROLE_ID, SKILL_ID, type CorpusEpisode } from '../../../trainer/pretrain/corpus/episode';
 import { EPISODE_KINDS, packStep } from '../../../trainer/pretrain/corpus/mix';
@@ -149,6 +149,40 @@ describe('pretraining corpus', () => {
       const firstResult = /<tool_response>\n(.*?)\n<\/tool_response>/s.exec(text(episode))![1];
       for (const v of Object.values(args)) assert.ok(firstResult.includes(String(v)), `${v} in ${firstResult}`);
     }
+  });
+
+  it('calls from requests in plain words: values without parameter names, "from … to …" deciding which parameter takes which', () => {
+    const random = Random.fromSeed(8);
+    let schemaOrderDiffers = 0;
+    for (let i = 0; i < 40; i++) {
+      const episode = plainRequestEpisode(context, random);
+      const all = text(episode);
+      const [call] = targetTexts(episode, 'tool_call');
+      const parsed = JSON.parse(/<tool_call>\n(\{.*\})\n<\/tool_call>/s.exec(call)![1]) as { name: string; arguments: Record<string, string | number> };
+      const user = all.slice(all.indexOf('<|im_start|>user'), all.indexOf('<|im_start|>assistant'));
+      const keys = Object.keys(parsed.arguments);
+      const fromKey = keys.find((k) => /^(from|source|origin|old|current)_/.test(k))!;
+      const toKey = keys.find((k) => /^(to|target|destination|new)_/.test(k))!;
+      assert.ok(fromKey && toKey, `a pair of parameters in ${call}`);
+      const from = String(parsed.arguments[fromKey]);
+      const to = String(parsed.arguments[toKey]);
+      assert.notEqual(from, to);
+      // The request says which is which by its words, not by the parameters' names.
+      assert.ok(user.includes(`from ${from}`) || user.includes(`out of ${from}`) || user.includes(`${from} to ${to}`), `${fromKey}=${from} in ${user}`);
+      assert.ok(user.includes(`to ${to}`), `${toKey}=${to} in ${user}`);
+      for (const key of keys) assert.ok(!user.includes(key.replace(/_/g, ' ')) || key === 'number', `the request names no parameter (${key}): ${user}`);
+      for (const value of Object.values(parsed.arguments)) assert.ok(user.includes(String(value)), `${value} copied from the request`);
+      // Every argument is one the offered schema takes, with an option it lists when it lists options.
+      const schema = JSON.parse(all.split('\n').find((line) => line.includes(`"name": "${parsed.name}"`))!) as { function: { parameters: { properties: Record<string, { enum?: string[] }> } } };
+      for (const [key, value] of Object.entries(parsed.arguments)) {
+        const property = schema.function.parameters.properties[key];
+        assert.ok(property, `${key} in the schema`);
+        if (property.enum) assert.ok(property.enum.includes(String(value)), `${value} among ${property.enum.join(', ')}`);
+      }
+      if (Object.keys(schema.function.parameters.properties).indexOf(fromKey) > Object.keys(schema.function.parameters.properties).indexOf(toKey)) schemaOrderDiffers++;
+      assert.equal(targetTexts(episode, 'tool_answer').length, 1);
+    }
+    assert.ok(schemaOrderDiffers >= 5 && schemaOrderDiffers <= 35, `the schema lists the pair in either order (${schemaOrderDiffers} of 40 reversed)`);
   });
 
   it('states the answer format whenever it asks for one', () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Random } from '../../util/random';
-import { chainEpisode, chatAnswerEpisode, multiTurnEpisode, toolEpisode } from './chatEpisodes';
+import { chainEpisode, chatAnswerEpisode, multiTurnEpisode, plainRequestEpisode, toolEpisode } from './chatEpisodes';
 import type { CorpusContext } from './corpusContext';
 import { ROLE_ID, type CorpusEpisode } from './episode';
 import { inductionEpisode, lookupEpisode, proseEpisode, repeatEpisode } from './textEpisodes';
@@ -21,6 +21,8 @@ export const EPISODE_KINDS = {
   chat: chatAnswerEpisode,
   tool: toolEpisode,
   chain: chainEpisode,
+  /** Calls from requests in plain words (no parameter names; "from … to …"). */
+  plain_request: plainRequestEpisode,
   multi_turn: multiTurnEpisode,
 } as const satisfies Record<string, (context: CorpusContext, random: Random) => CorpusEpisode>;
 export type EpisodeKind = keyof typeof EPISODE_KINDS;

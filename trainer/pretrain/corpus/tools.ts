@@ -109,15 +109,20 @@ export function generateTool(random: Random, taken: ReadonlySet<string> = new Se
     `Use this to ${verbWords} a ${noun}.`,
     `${verbWords[0].toUpperCase()}${verbWords.slice(1)} ${noun} records.`,
   ]);
+  const descriptions = params.map((p) => paramDescription(random, p.words, noun));
+  return { name, verbWords, noun, description, params, spec: toolSpec(name, description, params, descriptions) };
+}
+
+/** The JSON Schema a chat template shows for `params`, by the code that converts a user's zod schema. */
+export function toolSpec(name: string, description: string, params: readonly ParamDef[], descriptions: readonly string[]): ToolSpec {
   const shape: Record<string, z.ZodType> = {};
-  for (const p of params) {
+  params.forEach((p, i) => {
     let schema: z.ZodType =
       p.type === 'string' ? z.string() : p.type === 'integer' ? z.number().int() : p.type === 'number' ? z.number() : p.type === 'boolean' ? z.boolean() : z.enum(p.options as [string, ...string[]]);
-    schema = schema.describe(paramDescription(random, p.words, noun));
+    schema = schema.describe(descriptions[i]);
     shape[p.name] = p.required ? schema : schema.optional();
-  }
-  const spec: ToolSpec = { type: 'function', function: { name, description, parameters: parametersJsonSchema(name, z.object(shape)) } };
-  return { name, verbWords, noun, description, params, spec };
+  });
+  return { type: 'function', function: { name, description, parameters: parametersJsonSchema(name, z.object(shape)) } };
 }
 
 /** Distinct tools (distinct nouns, so a request names exactly one). */
