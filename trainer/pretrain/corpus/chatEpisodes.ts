@@ -5,7 +5,7 @@ import { encodeChat, type CorpusEpisode, type Skill } from './episode';
 import { maybeFiller, paragraph } from './text';
 import { fieldNames } from './textEpisodes';
 import { generateTool, generateTools, toolSpec, type GeneratedTool, type ParamDef } from './tools';
-import { anyValue, between, chance, decimalValue, integerValue, madeUpWord, nameValue, pick, type CorpusValue } from './values';
+import { anyValue, between, chance, decimalValue, enumValue, integerValue, madeUpWord, nameValue, pick, type CorpusValue } from './values';
 import { ENUM_WORDS, NOUNS, SYSTEM_PROMPTS, TOOL_NOUNS } from './words';
 
 /**
@@ -240,7 +240,7 @@ export function plainRequestEpisode(context: CorpusContext, random: Random): Cor
   const asEnum = chance(random, 0.7);
   const options = asEnum ? pairOptions(random) : [];
   const [x, y] = asEnum ? random.shuffle([...options]).slice(0, 2) : [nameValue(random).text, nameValue(random).text];
-  const pair: ParamDef[] = [a, b].map((role) => ({ name: `${role}_${thing}`, words: `${role} ${thing}`, type: asEnum ? 'enum' : 'string', ...(asEnum ? { options } : {}), required: true, value: () => ({ kind: 'word', text: '', json: '' }) }));
+  const pair: ParamDef[] = [a, b].map((role) => ({ name: `${role}_${thing}`, words: `${role} ${thing}`, type: asEnum ? 'enum' : 'string', ...(asEnum ? { options } : {}), required: true, value: (r: Random) => (asEnum ? enumValue(r, options) : nameValue(r)) }));
   const args: Record<string, string | number | boolean> = { [pair[0].name]: x, [pair[1].name]: y };
   const params: ParamDef[] = [...pair];
   const descriptions = [`The ${thing} to ${verb} the ${noun} from.`, `The ${thing} to ${verb} the ${noun} to.`];
