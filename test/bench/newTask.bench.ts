@@ -2,7 +2,8 @@
  * `npm run bench:new-task`: a tool task that is in no example and not in the pretraining corpus
  * (unit conversion: numeric arguments copied from the question, a numeric result copied into
  * the answer), trained from the pretrained base as a new user would: ≤ 300 imperfect
- * demonstrations (most answer without calling the tool), a warm start, 40 GRPO steps, and the
+ * demonstrations (most round the tool's result in the answer; see unit-conversion/data.ts), a
+ * warm start, 40 GRPO steps, and the
  * SFT-only baseline given the same extra time. Prints
  *   RESULT task=unit_conversion em_before=… em_after=… …
  *   RESULT baseline=sft_only em_after=… …
@@ -42,7 +43,7 @@ async function main(argv: string[]): Promise<void> {
   const curve = new RunStoreReader(result.runDir)
     .metrics()
     .records.filter((r) => r.kind === 'train')
-    .map((r) => (100 * (((r as Record<string, unknown>)['score/exact_match'] as number | undefined) ?? 0)).toFixed(0));
+    .map((r) => (100 * ((r.values['score/exact_match'] as number | undefined) ?? 0)).toFixed(0));
   console.log(`RESULT curve=${curve.join(',')}`);
   const baseline = await sftBaseline(loaded, { from: path.join(result.runDir, 'checkpoints', 'step-000000'), seconds, outDir: path.join(result.runDir, 'sft-only-baseline'), log });
   console.log(

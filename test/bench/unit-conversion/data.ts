@@ -1,8 +1,17 @@
 /**
  * Data of the unit-conversion task: questions with a value (integers and decimals) and two units
  * of a dimension; the answer is the converted value as the tool reports it. Demonstrations are
- * imperfect on purpose so RL has room: most answer without calling the tool (a guess), some
- * call it with a mistyped value, the rest call it and copy its result into the answer.
+ * imperfect on purpose so RL has room, as if written by a careless agent: most call the tool
+ * right but report its result rounded to a whole number (`round`), some call it with a mistyped
+ * value (`botch`), the rest call it and copy its result exactly (`correct`); `skip` (answer with
+ * a guess, no call) is an option, 0 by default.
+ *
+ * Why rounding, not skipping, by default (measured from the shipped base, 2026-12-03): with 45 %
+ * of the demonstrations skipping the tool, the warm-started model's calls got the units wrong
+ * (13 of 190 sampled calls named both of the question's units, in either order), and 40 GRPO
+ * steps did not teach it (held-out 0 → 0 to 9 %); the base learns the unit mapping from about
+ * 900 correct calls (3 epochs of 300), not from the reward. A flaw in what the agent does with
+ * the result is one RL can fix and SFT cannot, since SFT imitates it.
  */
 import * as path from 'node:path';
 import { Random, writeJsonl, type ChatMessage } from 'rollout-studio';
@@ -49,11 +58,11 @@ export function generateQuestions(options: { seed: number; count: number; prefix
   return rows;
 }
 
-export function generateDemonstrations(rows: readonly ConversionRow[], options: { seed: number; skip: number; botch: number }): { id: string; kind: string; messages: ChatMessage[] }[] {
+export function generateDemonstrations(rows: readonly ConversionRow[], options: { seed: number; skip: number; botch: number; round: number }): { id: string; kind: string; messages: ChatMessage[] }[] {
   const random = Random.fromSeed(options.seed);
   return rows.map((row, i) => {
     const roll = random.nextFloat();
-    const kind = roll < options.skip ? 'skip' : roll < options.skip + options.botch ? 'botch' : 'correct';
+    const kind = roll < options.skip ? 'skip' : roll < options.skip + options.botch ? 'botch' : roll < options.skip + options.botch + options.round ? 'round' : 'correct';
     const messages: ChatMessage[] = [
       { role: 'system', content: row.system },
       { role: 'user', content: row.prompt },
@@ -67,14 +76,14 @@ export function generateDemonstrations(rows: readonly ConversionRow[], options: 
         { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'convert_units', arguments: { value: v, from_unit: row.from, to_unit: row.to } } }] },
         { role: 'tool', name: 'convert_units', content: result },
       );
-      answer = result;
+      answer = kind === 'round' ? String(Math.round(Number(result))) : result;
     }
     messages.push({ role: 'assistant', content: `<answer>${answer}</answer>` });
     return { id: `sft-${String(i).padStart(4, '0')}`, kind, messages };
   });
 }
 
-export const DEFAULTS = { seed: 1, train: 400, heldout: 100, sft: 300, skip: 0.6, botch: 0.1 };
+export const DEFAULTS = { seed: 1, train: 400, heldout: 100, sft: 300, skip: 0, botch: 0.1, round: 0.75 };
 
 export function generateDataset(options: typeof DEFAULTS & { out: string }): void {
   const train = generateQuestions({ seed: options.seed, count: options.train, prefix: 'train' });
@@ -83,5 +92,5 @@ export function generateDataset(options: typeof DEFAULTS & { out: string }): voi
   const demoQuestions = generateQuestions({ seed: options.seed + 2, count: options.sft, prefix: 'demo', exclude: new Set([...train, ...heldout].map((r) => r.prompt)) });
   writeJsonl(path.join(options.out, 'train.jsonl'), train);
   writeJsonl(path.join(options.out, 'heldout.jsonl'), heldout);
-  writeJsonl(path.join(options.out, 'sft.jsonl'), generateDemonstrations(demoQuestions, { seed: options.seed + 3, skip: options.skip, botch: options.botch }));
+  writeJsonl(path.join(options.out, 'sft.jsonl'), generateDemonstrations(demoQuestions, { seed: options.seed + 3, skip: options.skip, botch: options.botch, round: options.round }));
 }
