@@ -55,7 +55,7 @@ describe('README tutorial: your own task from an empty folder', () => {
     assert.deepEqual(['train.jsonl', 'heldout.jsonl', 'sft.jsonl'].map((f) => lines(f).length), [24, 4, 16]);
 
     const out = run('rollout-studio', ['train', 'config.ts', '--steps', '2', '--run-dir', 'run']);
-    assert.match(out, /sft step 2\/2: loss/);
+    assert.match(out, /sft step 6\/6: loss/); // 16 demonstrations, batches of 8, 3 epochs
     assert.match(out, /eval at step 0 over 4 rows: exact_match [\d.]+, reward/);
     assert.match(out, /step 2\/2: reward/);
     assert.match(out, /eval at step 2 over 4 rows: exact_match [\d.]+/);
