@@ -1,7 +1,7 @@
 /**
- * Training config of the multi-hop search example: the pretrained base, a supervised warm start
- * on imperfect demonstrations, then GRPO with the search tool, evaluated on held-out questions
- * before and after RL. `npm run demo` generates the data, then runs this (see README.md).
+ * Training config of the multi-hop search example: a supervised warm start on imperfect
+ * demonstrations, then GRPO with the search tool, evaluated on held-out questions before and
+ * after RL. `npm run demo` creates the model and the data, then runs this (see README.md).
  */
 import { defineConfig } from 'rollout-studio';
 import { rewards } from './rewards';
@@ -10,16 +10,16 @@ import { tools } from './tools';
 
 export default defineConfig({
   name: 'multihop-search',
-  model: { path: 'rollout-studio:base', lora: false },
+  model: { path: 'model', lora: false },
   data: { train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: MultihopFields },
   tools,
   rewards,
-  // Imperfect demonstrations (most answer without searching, see data.ts), each in a world of its own.
-  sft: { data: 'data/sft.jsonl', epochs: 1, lr: 3e-4, batchSize: 8, warmupSteps: 5 },
+  // A curriculum: reading names back first, then the task's imperfect demonstrations (see data.ts).
+  sft: { data: ['data/reading.jsonl', 'data/sft.jsonl'], epochs: 1, lr: 1e-3, batchSize: 8, warmupSteps: 10 },
   algorithm: { name: 'grpo', groupSize: 8, clipLow: 0.2, clipHigh: 0.28 },
   rollout: {
     promptsPerStep: 8,
-    budget: { maxTurns: 4, maxNewTokensPerTurn: 64, maxTotalTokens: 1024, maxToolResultTokens: 160 },
+    budget: { maxTurns: 4, maxNewTokensPerTurn: 48, maxTotalTokens: 1024, maxToolResultTokens: 160 },
     temperature: 1,
     systemPrompt: SYSTEM_PROMPT,
     templateKwargs: { enable_thinking: false },

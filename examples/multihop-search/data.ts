@@ -4,14 +4,15 @@
  *   corpus.jsonl   the knowledge base's documents (what the search tool serves; for reading)
  *   train.jsonl    questions about 3/4 of the people
  *   heldout.jsonl  questions about the other people (evaluation: no person is in both)
- *   sft.jsonl      the warm start's demonstrations, each in a world of its own (see below)
+ *   reading.jsonl  the warm start's first stage: reading a name back (see generateReadingDemonstrations)
+ *   sft.jsonl      the warm start's task demonstrations, each in a world of its own (see below)
  *
  *   npx tsx examples/multihop-search/data.ts [--out DIR] [--seed N] [--train N] [--heldout N]
- *                                            [--sft N] [--skip F] [--botch F]
+ *                                            [--reading N] [--sft N] [--skip F] [--botch F]
  *
- * Questions are ordinary ones: "In which country is the company William Harlow works for
- * based?" needs three searches (who William Harlow works for → where Bluefin Labs is based →
- * which country Port Veyra is in). Six templates, one to three searches each (QUESTION_TEMPLATES).
+ * Questions name their chain of relations and end with the person: "What is the country of the
+ * location of the company of Mark?" needs three searches (company of Mark → location of Dragon
+ * → country of Stone). Six templates, one to three searches each (QUESTION_TEMPLATES).
  *
  * SFT demonstrations are whole conversations in chat-message form (`messages`, the assistant's
  * calls as `tool_calls`, results as `tool` messages whose text is what the search tool returns
@@ -47,42 +48,42 @@ const entity = (kb: KnowledgeBase, id: string) => kb.byId.get(id)!;
 const orgOf = (kb: KnowledgeBase, p: Person) => kb.organisations.find((o) => o.id === p.organisation)!;
 const cityOf = (kb: KnowledgeBase, id: string) => kb.cities.find((c) => c.id === id)!;
 
-/** Each question asks, in ordinary words, for the end of a chain of relations that starts at a person. */
+/** Each question names its chain of relations from the outside in, and ends with the person. */
 export const QUESTION_TEMPLATES: QuestionTemplate[] = [
   {
     type: 'birth_city',
     answerKind: 'city',
-    text: (p) => `Where was ${p} born?`,
+    text: (p) => `What is the home of ${p}?`,
     resolve: (_kb, p) => ({ chain: [{ id: p.id, relation: 'home' }], answer: p.birthCity }),
   },
   {
     type: 'employer',
     answerKind: 'organisation',
-    text: (p) => `Which company does ${p} work for?`,
+    text: (p) => `What is the company of ${p}?`,
     resolve: (_kb, p) => ({ chain: [{ id: p.id, relation: 'company' }], answer: p.organisation }),
   },
   {
     type: 'employer_city',
     answerKind: 'city',
-    text: (p) => `In which city is the company that ${p} works for based?`,
+    text: (p) => `What is the location of the company of ${p}?`,
     resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'company' }, { id: p.organisation, relation: 'location' }], answer: orgOf(kb, p).city }),
   },
   {
     type: 'birth_country',
     answerKind: 'country',
-    text: (p) => `In which country was ${p} born?`,
+    text: (p) => `What is the country of the home of ${p}?`,
     resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'home' }, { id: p.birthCity, relation: 'country' }], answer: cityOf(kb, p.birthCity).country }),
   },
   {
     type: 'employer_founder',
     answerKind: 'person',
-    text: (p) => `Who founded the company that ${p} works for?`,
+    text: (p) => `Who is the owner of the company of ${p}?`,
     resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'company' }, { id: p.organisation, relation: 'owner' }], answer: orgOf(kb, p).founder }),
   },
   {
     type: 'employer_country',
     answerKind: 'country',
-    text: (p) => `In which country is the company that ${p} works for based?`,
+    text: (p) => `What is the country of the location of the company of ${p}?`,
     resolve: (kb, p) => {
       const org = orgOf(kb, p);
       return {
@@ -141,7 +142,7 @@ function parseFactId(id: string): Hop {
   return { id: id.slice(0, cut), relation };
 }
 
-export type DemonstrationKind = 'correct' | 'skip' | 'botch';
+export type DemonstrationKind = 'correct' | 'skip' | 'botch' | 'reading';
 
 export interface DemonstrationRow {
   id: string;
@@ -151,20 +152,15 @@ export interface DemonstrationRow {
   messages: ChatMessage[];
 }
 
-/** The query a person would type for a fact: "who does William Harlow work for". */
-const QUERIES: Record<Relation, (name: string) => string> = {
-  home: (n) => `where was ${n} born`,
-  company: (n) => `who does ${n} work for`,
-  job: (n) => `what job does ${n} do`,
-  location: (n) => `where is ${n} based`,
-  owner: (n) => `who founded ${n}`,
-  year: (n) => `when did ${n} open`,
-  country: (n) => `which country is ${n} in`,
-};
-export const queryFor = (relation: Relation, name: string) => QUERIES[relation](name);
+/**
+ * The query for a fact: "employer of Mark", the words of its document with the name last. A
+ * name after a space is the same token as in the question and the documents; `{"query": "Mark"}`
+ * would start it after a quote, a different token the model would have to learn to map to.
+ */
+export const queryFor = (relation: Relation, name: string) => `${relation} of ${name}`;
 
-/** The final reply. */
-export const answerReply = (name: string) => `<answer>${name}</answer>`;
+/** The final reply; the space keeps the name the token it is everywhere else (see queryFor). */
+export const answerReply = (name: string) => `<answer> ${name}</answer>`;
 
 function searchTurns(kb: KnowledgeBase, tool: KnowledgeBaseSearch, hops: readonly Hop[]): ChatMessage[] {
   return hops.map((hop) => queryFor(hop.relation, entity(kb, hop.id).name)).flatMap((query): ChatMessage[] => [
@@ -240,26 +236,50 @@ export function generateWorldDemonstrations(count: number, options: { seed: numb
   });
 }
 
+/**
+ * The first stage of the warm start: conversations that only read a name back ("Who is Mark?" →
+ * `<answer> Mark</answer>`), over every name of the knowledge base. A model trained from scratch
+ * learns this copy in a few hundred steps; straight on the task it did not learn to copy a name
+ * from a question or a search result at all (we measured 1,200 steps: every copied name at
+ * chance). With this stage first, the same task demonstrations are learned to a loss of 0.01.
+ */
+export function generateReadingDemonstrations(count: number, options: { seed: number }): DemonstrationRow[] {
+  const random = Random.fromSeed(options.seed);
+  const names = [...knowledgeBase.byId.values()].map((e) => e.name);
+  return Array.from({ length: count }, (_, i) => {
+    const name = names[random.nextInt(names.length)];
+    return {
+      id: `reading-${String(i).padStart(4, '0')}`,
+      kind: 'reading' as const,
+      questionId: '',
+      messages: [{ role: 'system', content: 'Answer the question.' }, { role: 'user', content: `Who is ${name}?` }, { role: 'assistant', content: answerReply(name) }],
+    };
+  });
+}
+
 export interface GenerateOptions {
   out: string;
   seed: number;
   train: number;
   heldout: number;
   sft: number;
+  /** Reading demonstrations, the warm start's first stage. */
+  reading: number;
   skip: number;
   botch: number;
 }
 
-export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, train: 90, heldout: 30, sft: 400, skip: 0.55, botch: 0.15 };
+export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, train: 90, heldout: 30, sft: 8000, reading: 2400, skip: 0.55, botch: 0.15 };
 
-/** Writes the four files into `out`; returns their paths and counts. */
+/** Writes the five files into `out`; returns their paths and counts. */
 export function generateDataset(options: GenerateOptions): Record<string, { file: string; rows: number }> {
   const kb = knowledgeBase;
   const people = splitPeople(kb, options.seed);
   const train = generateQuestions(kb, people.train, { seed: options.seed + 1, count: options.train, prefix: 'train' });
   const heldout = generateQuestions(kb, people.heldout, { seed: options.seed + 2, count: options.heldout, prefix: 'heldout' });
   const sft = generateWorldDemonstrations(options.sft, { seed: options.seed + 3, skip: options.skip, botch: options.botch });
-  const files = { corpus: kb.documents, train, heldout, sft };
+  const reading = generateReadingDemonstrations(options.reading, { seed: options.seed + 4 });
+  const files = { corpus: kb.documents, train, heldout, reading, sft };
   return Object.fromEntries(
     Object.entries(files).map(([name, rows]) => {
       const file = path.join(options.out, `${name}.jsonl`);
@@ -278,6 +298,7 @@ function main(argv: string[]): void {
       train: { type: 'string' },
       heldout: { type: 'string' },
       sft: { type: 'string' },
+      reading: { type: 'string' },
       skip: { type: 'string' },
       botch: { type: 'string' },
     },
@@ -289,7 +310,7 @@ function main(argv: string[]): void {
     if (!Number.isFinite(value)) throw new Error(`--${name}: expected a number, got ${JSON.stringify(raw)}`);
     return value;
   };
-  const written = generateDataset({ out: values.out!, seed: number('seed'), train: number('train'), heldout: number('heldout'), sft: number('sft'), skip: number('skip'), botch: number('botch') });
+  const written = generateDataset({ out: values.out!, seed: number('seed'), train: number('train'), heldout: number('heldout'), sft: number('sft'), reading: number('reading'), skip: number('skip'), botch: number('botch') });
   for (const [name, { file, rows }] of Object.entries(written)) console.log(`${name.padEnd(8)} ${String(rows).padStart(5)} rows  ${file}`);
 }
 

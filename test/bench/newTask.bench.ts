@@ -14,10 +14,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { sftBaseline } from '../../trainer/training/sftBaseline';
+import { rlSeconds, sftBaseline } from '../../trainer/training/sftBaseline';
 import { TrainingRun } from '../../trainer/training/trainingRun';
 import { RunStoreReader } from '../../trainer/shared/runstore';
-import { rlSeconds } from '../../examples/multihop-search/demo';
 import { DEFAULTS, generateDataset } from './unit-conversion/data';
 import { loadConfig } from "../../trainer/usercode/loadConfig";
 

@@ -12,6 +12,7 @@ import { ToolSet } from '../tools/toolSet';
 import { Random } from '../util/random';
 import type { LoadedConfig } from './trainingConfig';
 import { sftOptions } from './configOptions';
+import { RunStoreReader } from '../shared/runstore';
 import { evaluateCheckpoint, type CheckpointEvaluation } from './evaluateCheckpoint';
 
 /**
@@ -99,4 +100,12 @@ async function trainFor(model: ModelRuntime, loaded: LoadedConfig, sequences: re
     await trainer.release();
   }
   return steps;
+}
+
+/** Seconds the RL phase of a run took (rollouts, rewards and updates of every step), from its own metrics: the baseline's budget. */
+export function rlSeconds(runDir: string): number {
+  return new RunStoreReader(runDir)
+    .metrics()
+    .records.filter((r) => r.kind === 'train')
+    .reduce((sum, r) => sum + (r.values['time/step_s'] as number), 0);
 }

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { builtInModelDir, checkBuiltinModelName } from '../../../trainer/models/builtinModels';
 import { resolveModelPath } from '../../../trainer/models/hub';
 import { loadConfig } from '../../../trainer/usercode/loadConfig';
+import { BASE_RECIPE, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
@@ -24,6 +25,16 @@ describe('built-in models (rollout-studio:<name>)', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('ships the base that BASE_RECIPE makes, with its loss curve', () => {
+    const base = builtInModelDir('base');
+    const recipe = parseRecipe(JSON.parse(fs.readFileSync(path.join(base, 'pretrain_recipe.json'), 'utf8')), 'pretrain_recipe.json');
+    assert.equal(recipeHash(recipe), recipeHash(BASE_RECIPE), 'the repository\'s recipe is the one the shipped weights were made with');
+    const config = JSON.parse(fs.readFileSync(path.join(base, 'config.json'), 'utf8'));
+    assert.deepEqual([config.num_hidden_layers, config.hidden_size, config.tie_word_embeddings], [BASE_RECIPE.model.layers, BASE_RECIPE.model.hidden, true]);
+    const metrics = fs.readFileSync(path.join(base, 'pretrain_metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number });
+    assert.equal(Math.max(...metrics.map((m) => m.step)), BASE_RECIPE.optimization.steps, 'every step of the recipe is in its metrics');
   });
 
   it('names the built-in models when a name is unknown, at config load', async () => {
