@@ -4,6 +4,17 @@
  */
 export type KlEstimator = 'k1' | 'k2' | 'k3';
 
+/**
+ * k3 = π_ref/π − log(π_ref/π) − 1 grows like e^{−r} when a sampled token's probability falls far
+ * below the reference's (r = log π − log π_ref ≪ 0): one token whose probability an update cut by
+ * e^17 gives 2.4·10⁷ and swamps a batch's mean (measured: Adam's first full-fine-tuning step at lr
+ * 1e-4 moved single tokens by 5–7 nats). As verl's `low_var_kl` (verl/trainer/ppo/core_algos.py,
+ * `kl_penalty`) and OpenRLHF's `k3` do, the log-ratio is clamped to ±20 before the exponential and
+ * the estimate to at most 10; past either bound the token's KL term has no gradient (torch.clamp's).
+ */
+export const K3_LOG_RATIO_BOUND = 20;
+export const K3_BOUND = 10;
+
 export function klEstimate(logprob: number, refLogprob: number, estimator: KlEstimator): number {
   const logRatio = logprob - refLogprob;
   switch (estimator) {
@@ -11,8 +22,10 @@ export function klEstimate(logprob: number, refLogprob: number, estimator: KlEst
       return logRatio;
     case 'k2':
       return 0.5 * logRatio * logRatio;
-    case 'k3':
-      return Math.exp(-logRatio) + logRatio - 1;
+    case 'k3': {
+      const r = Math.min(Math.max(logRatio, -K3_LOG_RATIO_BOUND), K3_LOG_RATIO_BOUND);
+      return Math.min(Math.exp(-r) + r - 1, K3_BOUND);
+    }
   }
 }
 

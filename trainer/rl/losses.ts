@@ -1,6 +1,6 @@
 import type { Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
-import type { KlEstimator } from './kl';
+import { K3_BOUND, K3_LOG_RATIO_BOUND, type KlEstimator } from './kl';
 
 /**
  * The RL objective as graph nodes over per-token tensors [B, T]. All per-token terms are
@@ -79,8 +79,11 @@ export function klTerm(logprobs: Tensor, refLogprobs: Tensor, estimator: KlEstim
       return logRatio;
     case 'k2':
       return op.mul(op.mul(logRatio, logRatio), 0.5);
-    case 'k3':
-      return op.sub(op.add(op.exp(op.neg(logRatio)), logRatio), 1);
+    case 'k3': {
+      // Bounded as klEstimate's k3 is (kl.ts says why): the log-ratio within ±20, the estimate at most 10.
+      const r = op.clip(logRatio, -K3_LOG_RATIO_BOUND, K3_LOG_RATIO_BOUND);
+      return op.clip(op.sub(op.add(op.exp(op.neg(r)), r), 1), undefined, K3_BOUND);
+    }
   }
 }
 

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { gradCheck } from '../../helpers/gradcheck';
 import { Graph } from '../../../trainer/engine/graph';
+import * as op from '../../../trainer/engine/ops';
 import { runGraphOnce } from '../../../trainer/engine/runtime/run';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
 import { klTerm, policyLoss, valueLoss, type PolicyLossConfig } from '../../../trainer/rl/losses';
@@ -108,6 +109,33 @@ describe('policy loss', () => {
       out.forEach((v, i) => assert.ok(Math.abs(v - klEstimate(data.logprobs[i], data.ref[i], estimator)) < 1e-12));
       if (estimator === 'k3') assert.ok(Array.from(out).every((v) => v >= 0), 'k3 is non-negative');
     }
+  });
+
+  it('k3 is bounded as verl bounds it: a token whose probability fell by e^17 adds 10, not 2.4e7, and no gradient past the bound', async () => {
+    // log π − log π_ref per token: far below the reference, below it, equal, above, far above.
+    const logRatios = [-17, -25, -2, 0, 0.5, 12];
+    const ref = Float64Array.from(logRatios, () => -1.5);
+    const logprobs = Float64Array.from(logRatios, (x, i) => ref[i] + x);
+    const expected = logRatios.map((x) => Math.min(Math.exp(-Math.max(x, -20)) + Math.max(x, -20) - 1, 10));
+    assert.deepEqual(expected.map((v) => Number(v.toFixed(6))), [10, 10, Number((Math.exp(2) - 3).toFixed(6)), 0, Number((Math.exp(-0.5) - 0.5).toFixed(6)), 10]);
+    logRatios.forEach((x, i) => assert.ok(Math.abs(klEstimate(logprobs[i], ref[i], 'k3') - expected[i]) < 1e-12, `JavaScript k3 at log-ratio ${x}`));
+    const shape = [1, logRatios.length];
+    const tensor = (values: Float64Array): HostTensor => ({ dtype: 'float64', shape, data: values });
+    const g = new Graph('k3_bounded');
+    g.output(klTerm(g.input('logprobs', 'float64', shape), g.input('ref', 'float64', shape), 'k3'), 'kl');
+    const out = (await runGraphOnce(g, { logprobs: tensor(logprobs), ref: tensor(ref) }, { provider: 'cpu', optimization: 'basic' })).kl.data as Float64Array;
+    out.forEach((v, i) => assert.ok(Math.abs(v - expected[i]) < 1e-12, `graph k3 at log-ratio ${logRatios[i]}: ${v}`));
+    // The gradient matches central differences inside the bounds, and past them it is exactly 0
+    // (checked alone: with nothing but bounded tokens, any analytic gradient at all is an error).
+    const gradientOf = (pick: number[]) =>
+      gradCheck((graph) => {
+        const lp = graph.input('logprobs', 'float64', [1, pick.length]);
+        return { loss: op.reduceSum(klTerm(lp, graph.input('ref', 'float64', [1, pick.length]), 'k3')), wrt: [lp] };
+      }, { logprobs: { dtype: 'float64', shape: [1, pick.length], data: Float64Array.from(pick, (i) => logprobs[i]) }, ref: { dtype: 'float64', shape: [1, pick.length], data: Float64Array.from(pick, (i) => ref[i]) } });
+    assertGradients(await gradientOf([2, 3, 4]));
+    const [past] = await gradientOf([0, 1, 5]);
+    assert.equal(past.maxAbsNumeric, 0);
+    assert.ok(past.relativeError === 0, `past the bounds the analytic gradient is not 0 (relative error ${past.relativeError})`);
   });
 
   it('the value loss clips as PPO does', async () => {
