@@ -116,7 +116,7 @@ export function generateDemonstrations(problems: readonly ProblemRow[], options:
   });
 }
 
-export const DEFAULTS = { seed: 1, train: 400, heldout: 100, sft: 200, skip: 0.25, botch: 0.15 };
+export const DEFAULTS = { seed: 1, train: 400, heldout: 100, sft: 300, skip: 0.75, botch: 0 };
 
 export function generateDataset(options: typeof DEFAULTS & { out: string }): Record<string, { file: string; rows: number }> {
   const train = generateProblems({ seed: options.seed, count: options.train, prefix: 'train' });

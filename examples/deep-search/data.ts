@@ -23,11 +23,10 @@
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Random, writeJsonl, type ChatMessage } from 'rollout-studio';
-import { factId, KB_OPTIONS, type KnowledgeBase, type Person, type Relation } from '../multihop-search/kb';
-import { answerReply, generateReadingDemonstrations, queryFor } from '../multihop-search/data';
+import { factId, type KnowledgeBase, type Person, type Relation } from '../multihop-search/kb';
 import { SYSTEM_PROMPT } from './rows';
 import { atlas as trainingAtlas, atlasOver, search as trainingSearch, searchOver, world as trainingWorld } from './tools';
-import { ATLAS_RELATIONS, buildDeepWorld, distractorId, type DeepWorld } from './world';
+import { ATLAS_RELATIONS, buildDeepWorld, DEEP_KB_OPTIONS, deepAnswer, deepQuery, distractorId, type DeepWorld } from './world';
 
 type AnswerKind = 'city' | 'country' | 'organisation' | 'person';
 
@@ -160,18 +159,18 @@ export function demonstrate(world: DeepWorld, template: QuestionTemplate, person
   const turns: ChatMessage[] = [];
   let final = name(answer);
   if (kind === 'correct') {
-    for (const hop of hops) turns.push(...call(tools, toolFor(hop.relation), queryFor(hop.relation, name(hop.id))));
+    for (const hop of hops) turns.push(...call(tools, toolFor(hop.relation), deepQuery(hop.relation, name(hop.id))));
   } else if (kind === 'skip') {
     final = wrongAnswer(kb, template.answerKind, name(answer), random);
   } else if (kind === 'botch') {
-    for (const hop of hops.slice(0, -1)) turns.push(...call(tools, toolFor(hop.relation), queryFor(hop.relation, name(hop.id))));
+    for (const hop of hops.slice(0, -1)) turns.push(...call(tools, toolFor(hop.relation), deepQuery(hop.relation, name(hop.id))));
     final = wrongAnswer(kb, template.answerKind, name(answer), random);
   } else if (kind === 'distracted') {
     // Take the distractor's name at one search step that has one, and follow the chain from it.
     const at = hops.findIndex((h) => distractorValue(world, h) !== undefined);
     let id = person.id;
     for (const [k, hop] of template.relations.entries()) {
-      turns.push(...call(tools, toolFor(hop), queryFor(hop, name(id))));
+      turns.push(...call(tools, toolFor(hop), deepQuery(hop, name(id))));
       const next = k === at ? distractorValue(world, { id, relation: hop }) : undefined;
       id = next ?? follow(kb, id, hop);
     }
@@ -179,11 +178,11 @@ export function demonstrate(world: DeepWorld, template: QuestionTemplate, person
   } else {
     // wrongtool: asks `search` where a place is, reads two unrelated facts, guesses.
     const at = hops.findIndex((h) => toolFor(h.relation) === 'atlas');
-    for (const hop of hops.slice(0, at)) turns.push(...call(tools, 'search', queryFor(hop.relation, name(hop.id))));
-    turns.push(...call(tools, 'search', queryFor(hops[at].relation, name(hops[at].id))));
+    for (const hop of hops.slice(0, at)) turns.push(...call(tools, 'search', deepQuery(hop.relation, name(hop.id))));
+    turns.push(...call(tools, 'search', deepQuery(hops[at].relation, name(hops[at].id))));
     final = wrongAnswer(kb, template.answerKind, name(answer), random);
   }
-  return [...turns, { role: 'assistant', content: answerReply(final) }];
+  return [...turns, { role: 'assistant', content: deepAnswer(final) }];
 }
 
 /** Draw a demonstration kind from the mix; `wrongtool` only where the chain has a place to look up. */
@@ -198,10 +197,29 @@ function drawKind(mix: Mix, template: QuestionTemplate, random: Random): Demonst
 }
 
 /** Task demonstrations, each in a world of its own (the relations redrawn), about a random person of it. */
+/**
+ * The warm start's first stage: "Who is <name>?" → the name, over every name of the knowledge
+ * base. It teaches a model that was never pretrained to read a name back from the context (see
+ * the multi-hop example's README, "Before the pretrained base").
+ */
+export function generateReadingDemonstrations(count: number, options: { seed: number }): DemonstrationRow[] {
+  const random = Random.fromSeed(options.seed);
+  const names = [...trainingWorld.kb.byId.values()].map((e) => e.name);
+  return Array.from({ length: count }, (_, i) => {
+    const name = names[random.nextInt(names.length)];
+    return {
+      id: `reading-${String(i).padStart(4, '0')}`,
+      kind: 'reading' as const,
+      questionId: '',
+      messages: [{ role: 'system', content: 'Answer the question.' }, { role: 'user', content: `Who is ${name}?` }, { role: 'assistant', content: deepAnswer(name) }],
+    };
+  });
+}
+
 export function generateWorldDemonstrations(count: number, options: { seed: number; mix: Mix }): DemonstrationRow[] {
   const random = Random.fromSeed(options.seed);
   return Array.from({ length: count }, (_, i) => {
-    const world = buildDeepWorld({ ...KB_OPTIONS, relationSeed: random.nextInt(2 ** 31) });
+    const world = buildDeepWorld({ ...DEEP_KB_OPTIONS, relationSeed: random.nextInt(2 ** 31) });
     const person = world.kb.people[random.nextInt(world.kb.people.length)];
     const template = QUESTION_TEMPLATES[random.nextInt(QUESTION_TEMPLATES.length)];
     const kind = drawKind(options.mix, template, random);

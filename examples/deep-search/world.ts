@@ -14,8 +14,47 @@
  * So a chain such as "the country of the home of the owner of the company of Mark" takes four
  * calls, three to `search` and the last to `atlas`, each reading one name out of a result.
  */
-import { buildKnowledgeBase, factId, KB_OPTIONS, type KnowledgeBase, type KnowledgeBaseOptions, type Relation } from '../multihop-search/kb';
+import { buildKnowledgeBase, factId, KB_OPTIONS, type KnowledgeBase, type KnowledgeBaseOptions, type KnowledgeBaseStyle, type Relation } from '../multihop-search/kb';
 import { Random, type SearchDocument } from 'rollout-studio';
+
+/**
+ * The world of this example is the multi-hop example's as it was before that example moved to the
+ * pretrained base: every name one common word (one token of the from-scratch model's tokenizer,
+ * Qwen3's cut to 16,000 merges), and every fact, query and question puts the name it is about
+ * last ("The company of Mark is Dragon.", "company of Mark") — what a model that was never
+ * pretrained can learn to copy (see ../multihop-search/README.md, "Before the pretrained base").
+ */
+export const ONE_TOKEN_STYLE: KnowledgeBaseStyle = {
+  names: {
+    people: [
+      'Adam', 'Alex', 'Andrew', 'Bill', 'Carol', 'Charles', 'Chris', 'Daniel', 'David', 'Eric', 'Frank',
+      'George', 'Greg', 'Harry', 'Jack', 'James', 'Jeff', 'John', 'Joseph', 'Louis', 'Mark', 'Martin',
+      'Mary', 'Matt', 'Michael', 'Mike', 'Nick', 'Paul', 'Peter', 'Richard', 'Robert', 'Ryan', 'Scott',
+      'Steve', 'Thomas', 'William', 'Jackson', 'Johnson', 'Jones', 'Smith', 'Williams', 'Brown', 'Jose', 'Stan',
+    ],
+    cities: [
+      'Stone', 'River', 'Valley', 'Lake', 'Hill', 'Brook', 'Field', 'Wood', 'Mount', 'Rock', 'Spring', 'Sand',
+      'Island', 'Beach', 'Coast', 'Park', 'Mill', 'Port', 'Point', 'Fort', 'Camp', 'Tree', 'Water', 'Square',
+    ],
+    countries: ['North', 'South', 'East', 'West', 'Silver', 'Gold', 'Green', 'White'],
+    organisations: [
+      'Dragon', 'Magic', 'Fire', 'Energy', 'Power', 'Ball', 'Block', 'Board', 'Book', 'Card', 'Cloud', 'Code',
+      'Core', 'Cross', 'Data', 'Digital', 'Drive', 'Engine', 'Force', 'Future', 'Global', 'Graph', 'Grid',
+      'Guard', 'Machine', 'Master', 'Matrix', 'Media', 'Model', 'Music', 'Network', 'Quest', 'Radio', 'Science',
+      'Secret', 'Smart', 'Sound', 'Space', 'Speed', 'Steel', 'Stream', 'Super', 'Vector', 'Video', 'World',
+    ],
+  },
+  sentence: (relation, subject, value) => `The ${relation} of ${subject} is ${value}.`,
+};
+
+/** The knowledge base of this example: the multi-hop example's sizes and seed, in ONE_TOKEN_STYLE. */
+export const DEEP_KB_OPTIONS: KnowledgeBaseOptions = { ...KB_OPTIONS, style: ONE_TOKEN_STYLE };
+
+/** A query for one fact: `company of Mark`. */
+export const deepQuery = (relation: Relation, name: string) => `${relation} of ${name}`;
+
+/** The final reply: `<answer> Mark</answer>` (the space keeps the name the token it is elsewhere). */
+export const deepAnswer = (name: string) => `<answer> ${name}</answer>`;
 
 /** Relations `search` serves; the rest (location, country) only `atlas` knows. */
 export const SEARCH_RELATIONS: readonly Relation[] = ['home', 'company', 'job', 'owner', 'year'];
@@ -41,7 +80,7 @@ function wrongValue(kb: KnowledgeBase, relation: Relation, value: string, random
   return others[random.nextInt(others.length)].name;
 }
 
-export function buildDeepWorld(options: KnowledgeBaseOptions = KB_OPTIONS): DeepWorld {
+export function buildDeepWorld(options: KnowledgeBaseOptions = DEEP_KB_OPTIONS): DeepWorld {
   const kb = buildKnowledgeBase(options);
   // Distractors are drawn from their own stream, so a world keeps its facts whatever they say.
   const random = Random.fromSeed((options.relationSeed ?? options.seed) * 31 + 7);

@@ -4,27 +4,30 @@
  *   corpus.jsonl   the knowledge base's documents (what the search tool serves; for reading)
  *   train.jsonl    questions about 3/4 of the people
  *   heldout.jsonl  questions about the other people (evaluation: no person is in both)
- *   reading.jsonl  the warm start's first stage: reading a name back (see generateReadingDemonstrations)
- *   sft.jsonl      the warm start's task demonstrations, each in a world of its own (see below)
+ *   sft.jsonl      the warm start's demonstrations, each in a world of its own (see below)
  *
  *   npx tsx examples/multihop-search/data.ts [--out DIR] [--seed N] [--train N] [--heldout N]
- *                                            [--reading N] [--sft N] [--skip F] [--botch F]
+ *                                            [--sft N] [--short F]
  *
- * Questions name their chain of relations and end with the person: "What is the country of the
- * location of the company of Mark?" needs three searches (company of Mark → location of Dragon
- * → country of Stone). Six templates, one to three searches each (QUESTION_TEMPLATES).
+ * Questions are ordinary ones: "In which country is the company William Harlow works for
+ * based?" needs three searches (who William Harlow works for → where Bluefin Labs is based →
+ * which country Port Veyra is in). Six templates, one to three searches each (QUESTION_TEMPLATES).
  *
  * SFT demonstrations are whole conversations in chat-message form (`messages`, the assistant's
  * calls as `tool_calls`, results as `tool` messages whose text is what the search tool returns
  * in the demonstration's world). They are imperfect on purpose, so that RL has something to
- * fix: a fraction `skip` answers without searching (a guess of the right kind), a fraction
- * `botch` searches one hop too few and answers with a wrong entity of the right kind; the rest
- * search correctly.
+ * fix: a fraction `short` stops one search early and answers with what it has — the entity the
+ * last search found ("In which country was Maria Okafor born?" → searched where she was born,
+ * answers with that city), or, for a one-search question, a guess of the right kind without
+ * searching. Every search a demonstration makes copies its name correctly, so the warm start
+ * learns how to search; how far to search is what RL must fix.
  */
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Random, writeJsonl, type ChatMessage } from 'rollout-studio';
-import { buildKnowledgeBase, factId, KB_OPTIONS, RELATIONS, type KnowledgeBase, type Person, type Relation } from './kb';
+import { buildKnowledgeBase, factId, KB_OPTIONS, queryFor, RELATIONS, type KnowledgeBase, type Person, type Relation } from './kb';
+
+export { queryFor };
 import { SYSTEM_PROMPT } from './rows';
 import { knowledgeBase, search, searchOver, type KnowledgeBaseSearch } from './tools';
 
@@ -48,42 +51,42 @@ const entity = (kb: KnowledgeBase, id: string) => kb.byId.get(id)!;
 const orgOf = (kb: KnowledgeBase, p: Person) => kb.organisations.find((o) => o.id === p.organisation)!;
 const cityOf = (kb: KnowledgeBase, id: string) => kb.cities.find((c) => c.id === id)!;
 
-/** Each question names its chain of relations from the outside in, and ends with the person. */
+/** Each question asks, in ordinary words, for the end of a chain of relations that starts at a person. */
 export const QUESTION_TEMPLATES: QuestionTemplate[] = [
   {
     type: 'birth_city',
     answerKind: 'city',
-    text: (p) => `What is the home of ${p}?`,
+    text: (p) => `Where was ${p} born?`,
     resolve: (_kb, p) => ({ chain: [{ id: p.id, relation: 'home' }], answer: p.birthCity }),
   },
   {
     type: 'employer',
     answerKind: 'organisation',
-    text: (p) => `What is the company of ${p}?`,
+    text: (p) => `Which company does ${p} work for?`,
     resolve: (_kb, p) => ({ chain: [{ id: p.id, relation: 'company' }], answer: p.organisation }),
   },
   {
     type: 'employer_city',
     answerKind: 'city',
-    text: (p) => `What is the location of the company of ${p}?`,
+    text: (p) => `In which city is the company that ${p} works for based?`,
     resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'company' }, { id: p.organisation, relation: 'location' }], answer: orgOf(kb, p).city }),
   },
   {
     type: 'birth_country',
     answerKind: 'country',
-    text: (p) => `What is the country of the home of ${p}?`,
+    text: (p) => `In which country was ${p} born?`,
     resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'home' }, { id: p.birthCity, relation: 'country' }], answer: cityOf(kb, p.birthCity).country }),
   },
   {
     type: 'employer_founder',
     answerKind: 'person',
-    text: (p) => `Who is the owner of the company of ${p}?`,
+    text: (p) => `Who founded the company that ${p} works for?`,
     resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'company' }, { id: p.organisation, relation: 'owner' }], answer: orgOf(kb, p).founder }),
   },
   {
     type: 'employer_country',
     answerKind: 'country',
-    text: (p) => `What is the country of the location of the company of ${p}?`,
+    text: (p) => `In which country is the company that ${p} works for based?`,
     resolve: (kb, p) => {
       const org = orgOf(kb, p);
       return {
@@ -142,7 +145,7 @@ function parseFactId(id: string): Hop {
   return { id: id.slice(0, cut), relation };
 }
 
-export type DemonstrationKind = 'correct' | 'skip' | 'botch' | 'reading';
+export type DemonstrationKind = 'correct' | 'short';
 
 export interface DemonstrationRow {
   id: string;
@@ -152,15 +155,8 @@ export interface DemonstrationRow {
   messages: ChatMessage[];
 }
 
-/**
- * The query for a fact: "employer of Mark", the words of its document with the name last. A
- * name after a space is the same token as in the question and the documents; `{"query": "Mark"}`
- * would start it after a quote, a different token the model would have to learn to map to.
- */
-export const queryFor = (relation: Relation, name: string) => `${relation} of ${name}`;
-
-/** The final reply; the space keeps the name the token it is everywhere else (see queryFor). */
-export const answerReply = (name: string) => `<answer> ${name}</answer>`;
+/** The final reply. */
+export const answerReply = (name: string) => `<answer>${name}</answer>`;
 
 function searchTurns(kb: KnowledgeBase, tool: KnowledgeBaseSearch, hops: readonly Hop[]): ChatMessage[] {
   return hops.map((hop) => queryFor(hop.relation, entity(kb, hop.id).name)).flatMap((query): ChatMessage[] => [
@@ -176,35 +172,30 @@ function wrongAnswer(kb: KnowledgeBase, kind: AnswerKind, right: string, random:
 
 /**
  * One demonstration per question. Correct ones search each fact of the chain (the person's name
- * comes from the question; each next name is the last word of the document just found) and then
- * answer; `skip` and `botch` ones go wrong as described at the top.
+ * comes from the question; each next name from the document just found) and then answer; `short`
+ * ones stop one search early, as described at the top.
  */
-export function generateDemonstrations(
-  kb: KnowledgeBase,
-  questions: readonly QuestionRow[],
-  options: { seed: number; skip: number; botch: number; idOffset?: number },
-): DemonstrationRow[] {
+export function generateDemonstrations(kb: KnowledgeBase, questions: readonly QuestionRow[], options: { seed: number; short: number; idOffset?: number }): DemonstrationRow[] {
   const tool = kb === knowledgeBase ? search : searchOver(kb);
-  if (options.skip < 0 || options.botch < 0 || options.skip + options.botch > 1) throw new RangeError('skip and botch are fractions that add up to at most 1');
+  if (!(options.short >= 0 && options.short <= 1)) throw new RangeError(`short is a fraction between 0 and 1, got ${options.short}`);
   const random = Random.fromSeed(options.seed);
   const templates = new Map(QUESTION_TEMPLATES.map((t) => [t.type, t]));
   return questions.map((question, i) => {
     const template = templates.get(question.type)!;
     const hops = question.neededDocs.map(parseFactId);
-    const roll = random.nextFloat();
-    const kind: DemonstrationKind = roll < options.skip ? 'skip' : roll < options.skip + options.botch ? 'botch' : 'correct';
+    const kind: DemonstrationKind = random.nextFloat() < options.short ? 'short' : 'correct';
     let turns: ChatMessage[];
     let answer: string;
     if (kind === 'correct') {
       turns = searchTurns(kb, tool, hops);
       answer = question.answer;
-    } else if (kind === 'skip') {
-      turns = [];
-      answer = wrongAnswer(kb, template.answerKind, question.answer, random);
+    } else if (hops.length > 1) {
+      // The sub-question's answer: the entity the last search made found.
+      const made = hops.slice(0, -1);
+      turns = searchTurns(kb, tool, made);
+      answer = entity(kb, hops[hops.length - 1].id).name;
     } else {
-      // One hop too few (a one-hop question searches someone else), then a confident wrong answer.
-      const wrongPerson = () => kb.people.filter((p) => p.id !== hops[0].id)[random.nextInt(kb.people.length - 1)].id;
-      turns = searchTurns(kb, tool, hops.length > 1 ? hops.slice(0, -1) : [{ ...hops[0], id: wrongPerson() }]);
+      turns = [];
       answer = wrongAnswer(kb, template.answerKind, question.answer, random);
     }
     return {
@@ -225,35 +216,14 @@ export function generateDemonstrations(
  * lowers its loss fastest by memorising that world's answers, and never learns to copy a name
  * from a result; we measured 15% held-out exact match after 1,125 such steps.)
  */
-export function generateWorldDemonstrations(count: number, options: { seed: number; skip: number; botch: number }): DemonstrationRow[] {
+export function generateWorldDemonstrations(count: number, options: { seed: number; short: number }): DemonstrationRow[] {
   const random = Random.fromSeed(options.seed);
   return Array.from({ length: count }, (_, i) => {
     const world = buildKnowledgeBase({ ...KB_OPTIONS, relationSeed: random.nextInt(2 ** 31) });
     const person = world.people[random.nextInt(world.people.length)];
     const questions = generateQuestions(world, [person], { seed: random.nextInt(2 ** 31), count: QUESTION_TEMPLATES.length, prefix: `world-${i}` });
     const question = questions[random.nextInt(questions.length)];
-    return generateDemonstrations(world, [question], { seed: random.nextInt(2 ** 31), skip: options.skip, botch: options.botch, idOffset: i })[0];
-  });
-}
-
-/**
- * The first stage of the warm start: conversations that only read a name back ("Who is Mark?" →
- * `<answer> Mark</answer>`), over every name of the knowledge base. A model trained from scratch
- * learns this copy in a few hundred steps; straight on the task it did not learn to copy a name
- * from a question or a search result at all (we measured 1,200 steps: every copied name at
- * chance). With this stage first, the same task demonstrations are learned to a loss of 0.01.
- */
-export function generateReadingDemonstrations(count: number, options: { seed: number }): DemonstrationRow[] {
-  const random = Random.fromSeed(options.seed);
-  const names = [...knowledgeBase.byId.values()].map((e) => e.name);
-  return Array.from({ length: count }, (_, i) => {
-    const name = names[random.nextInt(names.length)];
-    return {
-      id: `reading-${String(i).padStart(4, '0')}`,
-      kind: 'reading' as const,
-      questionId: '',
-      messages: [{ role: 'system', content: 'Answer the question.' }, { role: 'user', content: `Who is ${name}?` }, { role: 'assistant', content: answerReply(name) }],
-    };
+    return generateDemonstrations(world, [question], { seed: random.nextInt(2 ** 31), short: options.short, idOffset: i })[0];
   });
 }
 
@@ -263,23 +233,19 @@ export interface GenerateOptions {
   train: number;
   heldout: number;
   sft: number;
-  /** Reading demonstrations, the warm start's first stage. */
-  reading: number;
-  skip: number;
-  botch: number;
+  short: number;
 }
 
-export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, train: 90, heldout: 30, sft: 8000, reading: 2400, skip: 0.55, botch: 0.15 };
+export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, train: 90, heldout: 30, sft: 400, short: 0.75 };
 
-/** Writes the five files into `out`; returns their paths and counts. */
+/** Writes the four files into `out`; returns their paths and counts. */
 export function generateDataset(options: GenerateOptions): Record<string, { file: string; rows: number }> {
   const kb = knowledgeBase;
   const people = splitPeople(kb, options.seed);
   const train = generateQuestions(kb, people.train, { seed: options.seed + 1, count: options.train, prefix: 'train' });
   const heldout = generateQuestions(kb, people.heldout, { seed: options.seed + 2, count: options.heldout, prefix: 'heldout' });
-  const sft = generateWorldDemonstrations(options.sft, { seed: options.seed + 3, skip: options.skip, botch: options.botch });
-  const reading = generateReadingDemonstrations(options.reading, { seed: options.seed + 4 });
-  const files = { corpus: kb.documents, train, heldout, reading, sft };
+  const sft = generateWorldDemonstrations(options.sft, { seed: options.seed + 3, short: options.short });
+  const files = { corpus: kb.documents, train, heldout, sft };
   return Object.fromEntries(
     Object.entries(files).map(([name, rows]) => {
       const file = path.join(options.out, `${name}.jsonl`);
@@ -298,9 +264,7 @@ function main(argv: string[]): void {
       train: { type: 'string' },
       heldout: { type: 'string' },
       sft: { type: 'string' },
-      reading: { type: 'string' },
-      skip: { type: 'string' },
-      botch: { type: 'string' },
+      short: { type: 'string' },
     },
   });
   const number = (name: keyof typeof DEFAULTS): number => {
@@ -310,7 +274,7 @@ function main(argv: string[]): void {
     if (!Number.isFinite(value)) throw new Error(`--${name}: expected a number, got ${JSON.stringify(raw)}`);
     return value;
   };
-  const written = generateDataset({ out: values.out!, seed: number('seed'), train: number('train'), heldout: number('heldout'), sft: number('sft'), reading: number('reading'), skip: number('skip'), botch: number('botch') });
+  const written = generateDataset({ out: values.out!, seed: number('seed'), train: number('train'), heldout: number('heldout'), sft: number('sft'), short: number('short') });
   for (const [name, { file, rows }] of Object.entries(written)) console.log(`${name.padEnd(8)} ${String(rows).padStart(5)} rows  ${file}`);
 }
 

@@ -1,15 +1,16 @@
 /**
  * A fictional knowledge base, generated from a seed: countries, cities, organisations and
- * people, and one short document per fact ("The owner of Dragon is Mark."). The relations are
- * random, so a model cannot know the answers and has to search for them — the point of the
- * benchmark (a CPU-sized version of the multi-hop QA tasks Agent-R1 trains on).
+ * people with names of several words ("William Harlow", "Bluefin Labs", "Port Veyra"), and one
+ * short document per fact ("William Harlow works for Bluefin Labs."). The relations are random,
+ * so a model cannot know the answers and has to search for them — the point of the example (a
+ * CPU-sized version of the multi-hop QA tasks Agent-R1 trains on).
  *
- *   person        home (the city they come from), company (an organisation), job
- *   organisation  location (a city), owner (a person), year (founded)
+ *   person        home (the city they were born in), company (an organisation), job
+ *   organisation  location (a city), owner (the person who founded it), year (opened)
  *   city          country
  *
- * Each relation is one word that the demo's tokenizer reads as one token, with or without a
- * space before it, so every query `<relation> of <name>` has the same shape.
+ * The example starts from the pretrained base (rollout-studio:base), which can copy a name of
+ * any length from wherever it appears, so names, questions and queries read like ordinary ones.
  */
 import { Random, type SearchDocument } from 'rollout-studio';
 
@@ -52,65 +53,76 @@ export interface KnowledgeBase {
 }
 
 export interface KnowledgeBaseOptions {
-  /** Draws the names (which words name which entities) and the relations between them. */
+  /** Draws the names (which names the entities get) and the relations between them. */
   seed: number;
   /** Redraws the relations only, keeping the names `seed` drew: another world with the same cast. */
   relationSeed?: number;
+  /** The names to draw from and how a document states a fact (default: this example's ordinary ones). */
+  style?: KnowledgeBaseStyle;
   countries: number;
   cities: number;
   organisations: number;
   people: number;
 }
 
+/** The names a world draws from, and the sentence of each fact document. */
+export interface KnowledgeBaseStyle {
+  names: { people: readonly string[]; cities: readonly string[]; countries: readonly string[]; organisations: readonly string[] };
+  sentence: (relation: Relation, subject: string, value: string) => string;
+}
+
 /** The knowledge base the example's search tool serves and its datasets are generated from. */
 export const KB_OPTIONS: KnowledgeBaseOptions = { seed: 20251130, countries: 5, cities: 10, organisations: 10, people: 20 };
 
-/*
- * Every name is one common English word that the tiny model's tokenizer (Qwen3's, cut to 16,000
- * merges by `npm run demo`) reads as a single token after a space, and every question, query and
- * fact puts the name it is about last: "… the company of Mark?", {"query": "company of Mark"},
- * "The company of Mark is Dragon." So the name an agent must write next is always the most
- * recent name it has read — a copy a model of three million parameters learns in minutes,
- * where finding a name in the middle of a paragraph needs circuits it does not form in that
- * time. The world is still fictional: the words are names of made-up things and their
- * relations are random, so no fact here can be known without searching.
- * (test/unit/examples/multihopSearch.test.ts checks the single-token property.)
- */
 const PERSON_NAMES = [
-  'Adam', 'Alex', 'Andrew', 'Bill', 'Carol', 'Charles', 'Chris', 'Daniel', 'David', 'Eric', 'Frank',
-  'George', 'Greg', 'Harry', 'Jack', 'James', 'Jeff', 'John', 'Joseph', 'Louis', 'Mark', 'Martin',
-  'Mary', 'Matt', 'Michael', 'Mike', 'Nick', 'Paul', 'Peter', 'Richard', 'Robert', 'Ryan', 'Scott',
-  'Steve', 'Thomas', 'William', 'Jackson', 'Johnson', 'Jones', 'Smith', 'Williams', 'Brown', 'Jose', 'Stan',
+  'William Harlow', 'Maria Okafor', 'Jonas Lindqvist', 'Priya Castellano', 'Tomasz Brennan', 'Aiko Moreau', 'Nadia Whitfield', 'Samuel Adeyemi',
+  'Elena Kowalski', 'Rafael Haddad', 'Ingrid Vasquez', 'Kofi Nakamura', 'Lucia Petrov', 'Hamid Ferreira', 'Greta Oyelaran', 'Mateo Larsen',
+  'Yara Dubois', 'Oskar Mendes', 'Leila Sato', 'Dmitri Quint',
 ];
-const CITY_NAMES = [
-  'Stone', 'River', 'Valley', 'Lake', 'Hill', 'Brook', 'Field', 'Wood', 'Mount', 'Rock', 'Spring', 'Sand',
-  'Island', 'Beach', 'Coast', 'Park', 'Mill', 'Port', 'Point', 'Fort', 'Camp', 'Tree', 'Water', 'Square',
-];
-const COUNTRY_NAMES = ['North', 'South', 'East', 'West', 'Silver', 'Gold', 'Green', 'White'];
+const CITY_NAMES = ['Port Veyra', 'Caldmoor', 'New Ashby', 'Lake Orren', 'Brightwater', 'Saint Ilse', 'Dunmarrow', 'Kestrel Bay', 'Valderin', 'Hollowmere', 'East Tamsin', 'Fenwick Falls'];
+const COUNTRY_NAMES = ['Estavia', 'Norland', 'Marovia', 'Quellan', 'Dravenia', 'Solvane', 'Tirrhen', 'Ostwyn'];
 const ORGANISATION_NAMES = [
-  'Dragon', 'Magic', 'Fire', 'Energy', 'Power', 'Ball', 'Block', 'Board', 'Book', 'Card', 'Cloud', 'Code',
-  'Core', 'Cross', 'Data', 'Digital', 'Drive', 'Engine', 'Force', 'Future', 'Global', 'Graph', 'Grid',
-  'Guard', 'Machine', 'Master', 'Matrix', 'Media', 'Model', 'Music', 'Network', 'Quest', 'Radio', 'Science',
-  'Secret', 'Smart', 'Sound', 'Space', 'Speed', 'Steel', 'Stream', 'Super', 'Vector', 'Video', 'World',
+  'Bluefin Labs', 'Harbor Analytics', 'Cobalt Works', 'Northwind Foundry', 'Juniper Press', 'Greyline Systems', 'Amberfield Bank', 'Silverleaf Observatory',
+  'Redcliff Institute', 'Orchid Robotics', 'Tidewater Mills', 'Larkspur Studios',
 ];
 const PROFESSIONS = ['chemist', 'painter', 'engineer', 'historian', 'pilot', 'architect', 'botanist', 'composer', 'surgeon', 'cartographer'];
 const ORG_KINDS = ['research laboratory', 'manufacturing company', 'research institute', 'craft guild', 'bank', 'publishing house', 'metal foundry', 'observatory'];
 const FEATURES = ['its harbour', 'its glassworks', 'its old bridges', 'its salt flats', 'its clock tower', 'its vineyards', 'its river markets', 'its libraries'];
 
-/** The relations a fact document can state, as the words its sentence and a query use. */
+/** The relations a fact document can state. */
 export const RELATIONS = ['home', 'company', 'job', 'location', 'owner', 'year', 'country'] as const;
 export type Relation = (typeof RELATIONS)[number];
 
 /** The id of the document stating `relation` of the entity `id`: `person-3/home`. */
 export const factId = (id: string, relation: Relation) => `${id}/${relation}`;
 
-/**
- * One fact, one document: "The company of Mark is Dragon." The value comes last, so the name a
- * search brings up is always the last word of its result (see the note on names below).
- */
-function fact(entity: { id: string; name: string }, relation: Relation, value: string): SearchDocument {
-  return { id: factId(entity.id, relation), title: entity.name, text: `The ${relation} of ${entity.name} is ${value}.` };
-}
+/** How a document states each relation: an ordinary sentence. */
+const SENTENCES: Record<Relation, (subject: string, value: string) => string> = {
+  home: (s, v) => `${s} was born in ${v}.`,
+  company: (s, v) => `${s} works for ${v}.`,
+  job: (s, v) => `${s} is a ${v}.`,
+  location: (s, v) => `${s} is based in ${v}.`,
+  owner: (s, v) => `${s} was founded by ${v}.`,
+  year: (s, v) => `${s} opened in ${v}.`,
+  country: (s, v) => `${s} is a city in the country of ${v}.`,
+};
+
+/** The query a person would type for a fact: "who does William Harlow work for". */
+const QUERIES: Record<Relation, (name: string) => string> = {
+  home: (n) => `where was ${n} born`,
+  company: (n) => `who does ${n} work for`,
+  job: (n) => `what job does ${n} do`,
+  location: (n) => `where is ${n} based`,
+  owner: (n) => `who founded ${n}`,
+  year: (n) => `when did ${n} open`,
+  country: (n) => `which country is ${n} in`,
+};
+export const queryFor = (relation: Relation, name: string) => QUERIES[relation](name);
+
+const ORDINARY_STYLE: KnowledgeBaseStyle = {
+  names: { people: PERSON_NAMES, cities: CITY_NAMES, countries: COUNTRY_NAMES, organisations: ORGANISATION_NAMES },
+  sentence: (relation, subject, value) => SENTENCES[relation](subject, value),
+};
 
 /** The first `count` names of a seeded shuffle of `names`. */
 function drawNames(random: Random, names: readonly string[], count: number, what: string): string[] {
@@ -119,11 +131,17 @@ function drawNames(random: Random, names: readonly string[], count: number, what
 }
 
 export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): KnowledgeBase {
+  const style = options.style ?? ORDINARY_STYLE;
   let random = Random.fromSeed(options.seed);
-  const countryNames = drawNames(random, COUNTRY_NAMES, options.countries, 'countries');
-  const cityNames = drawNames(random, CITY_NAMES, options.cities, 'cities');
-  const organisationNames = drawNames(random, ORGANISATION_NAMES, options.organisations, 'organisations');
-  const personNames = drawNames(random, PERSON_NAMES, options.people, 'people');
+  const countryNames = drawNames(random, style.names.countries, options.countries, 'countries');
+  const cityNames = drawNames(random, style.names.cities, options.cities, 'cities');
+  const organisationNames = drawNames(random, style.names.organisations, options.organisations, 'organisations');
+  const personNames = drawNames(random, style.names.people, options.people, 'people');
+  const fact = (entity: { id: string; name: string }, relation: Relation, value: string): SearchDocument => ({
+    id: factId(entity.id, relation),
+    title: entity.name,
+    text: style.sentence(relation, entity.name, value),
+  });
   if (options.relationSeed !== undefined) random = Random.fromSeed(options.relationSeed);
   const pick = <T>(items: readonly T[]): T => items[random.nextInt(items.length)];
 
@@ -146,16 +164,14 @@ export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): 
     birthCity: cities[random.nextInt(cities.length)].id,
     organisation: '',
   }));
-  const organisations: Organisation[] = Array.from({ length: options.organisations }, (_, i) => {
-    return {
-      id: `org-${i}`,
-      name: organisationNames[i],
-      kind: pick(ORG_KINDS),
-      city: cities[random.nextInt(cities.length)].id,
-      founder: people[random.nextInt(people.length)].id,
-      founded: 1850 + random.nextInt(170),
-    };
-  });
+  const organisations: Organisation[] = Array.from({ length: options.organisations }, (_, i) => ({
+    id: `org-${i}`,
+    name: organisationNames[i],
+    kind: pick(ORG_KINDS),
+    city: cities[random.nextInt(cities.length)].id,
+    founder: people[random.nextInt(people.length)].id,
+    founded: 1850 + random.nextInt(170),
+  }));
   for (const person of people) person.organisation = organisations[random.nextInt(organisations.length)].id;
 
   const byId = new Map<string, Country | City | Organisation | Person>([...countries, ...cities, ...organisations, ...people].map((e) => [e.id, e]));
@@ -167,3 +183,6 @@ export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): 
   ];
   return { countries, cities, organisations, people, documents, byId };
 }
+
+/** Every name the example's worlds can use (for checks that other data holds none of them). */
+export const ALL_NAMES: readonly string[] = [...PERSON_NAMES, ...CITY_NAMES, ...COUNTRY_NAMES, ...ORGANISATION_NAMES];

@@ -15,5 +15,5 @@ export const MultihopFields = z.object({
 export type MultihopRow = DatasetRow<z.output<typeof MultihopFields>>;
 
 export const SYSTEM_PROMPT =
-  'Answer the question with the search tool. Search one fact at a time, as in {"query": "capital of France"}, starting from the last name in the question, and follow what the facts say. ' +
-  'When you know the answer, reply with <answer> the name</answer>.';
+  'Answer the question with the search tool. Search for one fact at a time, as in {"query": "where was Ada Lovelace born"}, and follow what the facts say. ' +
+  'When you know the answer, reply with <answer>the name</answer>.';

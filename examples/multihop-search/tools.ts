@@ -9,7 +9,7 @@ import { buildKnowledgeBase, type KnowledgeBase } from './kb';
 import type { MultihopRow } from './rows';
 
 export class KnowledgeBaseSearch extends SearchTool {
-  /** Each hit is one fact's sentence, so a result ends with the name it found. */
+  /** Each hit is one fact's sentence ("William Harlow works for Bluefin Labs."). */
   override format(hits: readonly SearchHit[]): string {
     return hits.length === 0 ? super.format(hits) : hits.map((hit) => hit.text).join('\n');
   }

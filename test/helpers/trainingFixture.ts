@@ -39,7 +39,7 @@ export function createTrainingFixture(): TrainingFixture {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'training-fixture-'));
   truncateBpeTokenizer(QWEN3, 1500, path.join(dir, 'tokenizer'));
   createModel({ family: 'qwen3', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 64, tieEmbeddings: true, tokenizer: path.join(dir, 'tokenizer'), outDir: path.join(dir, 'model'), seed: 5 });
-  generateDataset({ out: path.join(dir, 'data'), seed: 1, train: 40, heldout: 6, sft: 16, reading: 0, skip: 0.2, botch: 0.2 });
+  generateDataset({ out: path.join(dir, 'data'), seed: 1, train: 40, heldout: 6, sft: 16, short: 0.4 });
   const example = path.join(root, 'examples/multihop-search');
   const writeConfig = (name: string, overrides: Record<string, string>) => {
     const sections = { ...DEFAULT_SECTIONS, ...overrides };

@@ -12,13 +12,11 @@ import { datasetFromRows, loadJsonlDataset } from '../../../trainer/data';
 import { scoreTrajectories } from '../../../trainer/rewards';
 import { AgentLoop } from '../../../trainer/rollout';
 import { ToolSet } from '../../../trainer/tools';
-import { KB_OPTIONS } from '../../../examples/multihop-search/kb';
-import { answerReply, queryFor } from '../../../examples/multihop-search/data';
 import { DEFAULTS, generateDataset, generateQuestions, generateWorldDemonstrations, QUESTION_TEMPLATES, splitPeople, type QuestionRow } from '../../../examples/deep-search/data';
 import { rewards } from '../../../examples/deep-search/rewards';
 import { DeepSearchFields } from '../../../examples/deep-search/rows';
 import { atlas, search, tools, world } from '../../../examples/deep-search/tools';
-import { ATLAS_RELATIONS } from '../../../examples/deep-search/world';
+import { ATLAS_RELATIONS, DEEP_KB_OPTIONS, deepAnswer, deepQuery } from '../../../examples/deep-search/world';
 import { qwen3, ScriptedPolicy } from '../../helpers/scriptedPolicy';
 
 const text = (result: { content: readonly { type: string; text?: string }[] }) => result.content.map((c) => c.text ?? '').join('\n');
@@ -32,13 +30,13 @@ describe('examples/deep-search', () => {
   it('serves people and organisations from search, with a distractor beside each home, company and owner, and places only from atlas', () => {
     const ids = new Set(world.searchDocuments.map((d) => d.id));
     assert.ok(world.searchDocuments.every((d) => !ATLAS_RELATIONS.some((r) => d.id.endsWith(`/${r}`))), 'no place in search');
-    assert.equal(world.atlasDocuments.length, KB_OPTIONS.organisations + KB_OPTIONS.cities);
+    assert.equal(world.atlasDocuments.length, DEEP_KB_OPTIONS.organisations + DEEP_KB_OPTIONS.cities);
     for (const d of world.searchDocuments.filter((d) => /\/(home|company|owner)$/.test(d.id))) assert.ok(ids.has(`${d.id}/old`), `${d.id} has a distractor`);
     const mark = world.kb.people[0];
-    const lines = run(search, queryFor('company', mark.name)).split('\n');
+    const lines = run(search, deepQuery('company', mark.name)).split('\n');
     assert.deepEqual(lines.sort(), [`The company of ${mark.name} is ${nameOf(mark.organisation)}.`, expect.distractorOf(mark.id, 'company')].sort());
     // The answer's line is first for some queries and second for others.
-    const firstIsFact = world.kb.people.map((p) => run(search, queryFor('company', p.name)).startsWith('The company'));
+    const firstIsFact = world.kb.people.map((p) => run(search, deepQuery('company', p.name)).startsWith('The company'));
     assert.ok(firstIsFact.includes(true) && firstIsFact.includes(false));
     const org = world.kb.organisations[0];
     assert.equal(run(atlas, `location of ${org.name}`), `The location of ${org.name} is ${nameOf(org.city)}.`);
@@ -59,9 +57,9 @@ describe('examples/deep-search', () => {
       let name = q.prompt.slice(q.prompt.lastIndexOf(' ') + 1, -1);
       for (const id of q.neededDocs) {
         const { relation } = hopOf(id);
-        const result = run(ATLAS_RELATIONS.includes(relation) ? atlas : search, queryFor(relation, name));
+        const result = run(ATLAS_RELATIONS.includes(relation) ? atlas : search, deepQuery(relation, name));
         const fact = result.split('\n').find((l) => l.startsWith(`The ${relation} of ${name} is `));
-        assert.ok(fact, `${q.id}: ${queryFor(relation, name)} → ${result}`);
+        assert.ok(fact, `${q.id}: ${deepQuery(relation, name)} → ${result}`);
         name = fact.slice(fact.lastIndexOf(' ') + 1, -1);
       }
       assert.equal(name, q.answer, q.id);
@@ -86,7 +84,7 @@ describe('examples/deep-search', () => {
       assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { train: 120, heldout: 40, reading: 5, sft: 20, gold: 120 });
       const train = loadJsonlDataset(written.train.file, { fields: DeepSearchFields }).rows;
       const gold = fs.readFileSync(written.gold.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-      gold.forEach((g, i) => assert.equal(g.messages.at(-1).content, answerReply(train[i].answer as string), g.id));
+      gold.forEach((g, i) => assert.equal(g.messages.at(-1).content, deepAnswer(train[i].answer as string), g.id));
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -97,9 +95,9 @@ describe('examples/deep-search', () => {
     const [row] = datasetFromRows('rows', generateQuestions(world.kb, world.kb.people, { seed: 1, prefix: 'q' }).filter((q) => q.type === 'owner_home_country').slice(0, 1), { fields: DeepSearchFields }).rows;
     const hops = row.neededDocs.map(hopOf);
     const call = (tool: string, query: string) => `<tool_call>\n{"name": "${tool}", "arguments": {"query": "${query}"}}\n</tool_call>`;
-    const queries = hops.map((h) => [ATLAS_RELATIONS.includes(h.relation) ? 'atlas' : 'search', queryFor(h.relation, nameOf(h.entity))] as const);
+    const queries = hops.map((h) => [ATLAS_RELATIONS.includes(h.relation) ? 'atlas' : 'search', deepQuery(h.relation, nameOf(h.entity))] as const);
     // The first fact twice (the repeat earns nothing), then the rest of the chain, then the answer.
-    const turns = [call(...queries[0]), call(...queries[0]), ...queries.slice(1).map((q) => call(...q)), answerReply(row.answer as string)];
+    const turns = [call(...queries[0]), call(...queries[0]), ...queries.slice(1).map((q) => call(...q)), deepAnswer(row.answer as string)];
     const toolSet = new ToolSet(tools);
     const loop = new AgentLoop({ policy: new ScriptedPolicy(tokenizer, (_s, turn) => turns[turn], template.endOfTurnId), template, tools: toolSet, budget: { maxTurns: 6, maxNewTokensPerTurn: 64, maxTotalTokens: 4096, maxToolResultTokens: 200 }, sampling: { temperature: 1, topK: 0, topP: 1 } });
     const [t] = await loop.run([{ row, group: 0, sample: 0 }], { seed: 1 });
