@@ -23,8 +23,13 @@ before(() => {
 });
 after(() => fixture.cleanup());
 
-/** Rewards that differ between trajectories, so that the updates have something to do. */
-const VARIED = "{ outcome: [{ name: 'varied', score: (t) => (t.ids.reduce((a, b) => a + b, 0) % 7) / 7 }] }";
+/**
+ * Rewards that differ between trajectories, so that the updates have something to do: the sum of
+ * a trajectory's token ids, scaled into [0, 1). (The sum modulo 7 tied both samples of step 1 on
+ * the multi-hop example's current world — a one-in-seven chance — and a tied group has no
+ * advantage, so no update, and nothing diverged.)
+ */
+const VARIED = "{ outcome: [{ name: 'varied', score: (t) => t.ids.reduce((a, b) => a + b, 0) / 1e7 }] }";
 
 async function train(name: string, overrides: Record<string, string>) {
   const config = fixture.writeConfig(`${name}.config.ts`, {
