@@ -148,9 +148,9 @@ export function recipeHash(recipe: Recipe): string {
  * the same machine (2026-12-04, 2 cores, `npm run pretrain`) repeated it bit for bit through the
  * 300 opening steps on 64-token rows (every training loss and the held-out losses at 100, 200 and
  * 300 identical) and diverged from step 302, the second step on 512-token rows, by 4e-6 in the
- * training loss: onnxruntime's thread pool splits the larger kernels by dynamic scheduling, so the
- * order of floating-point sums, not the data (the same tokens were scored), changed — base9 ran on
- * shared cores. From there the runs are two different trainings of the same recipe: held-out loss
+ * training loss — the same tokens were scored, so the data did not change; most likely the order
+ * of floating-point sums in onnxruntime's multithreaded kernels did (both runs shared their cores
+ * with other work; not verified further). From there the runs are two different trainings of the same recipe: held-out loss
  * at step 2,000 1.139 (base9) and 1.197 (the rerun), +0.058; over the last five evaluations
  * (1,600–2,000) the rerun is 0.059 higher on average; exact match per skill within 4 points except
  * tool calls (11 % → 7 %). The tolerance stated before that rerun (0.02) did not hold: one recipe's
