@@ -26,8 +26,6 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Random, writeJsonl, type ChatMessage } from 'rollout-studio';
 import { buildKnowledgeBase, factId, KB_OPTIONS, queryFor, RELATIONS, type KnowledgeBase, type Person, type Relation } from './kb';
-
-export { queryFor };
 import { SYSTEM_PROMPT } from './rows';
 import { knowledgeBase, search, searchOver, type KnowledgeBaseSearch } from './tools';
 

@@ -3,7 +3,7 @@
  *
  *   1. generates the knowledge base's questions and demonstrations (data.ts) into data/
  *   2. trains config.ts from the pretrained base (rollout-studio:base): a supervised warm start
- *      on imperfect demonstrations (most of them answer without searching), an evaluation on
+ *      on imperfect demonstrations (three in four stop one search early), an evaluation on
  *      held-out people, GRPO with the search tool, and the evaluation again
  *   3. the SFT-only baseline: from the same warm start, more SFT on the demonstrations for as
  *      long as GRPO ran, evaluated the same way

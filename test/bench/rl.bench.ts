@@ -189,18 +189,18 @@ async function main(argv: string[]): Promise<void> {
   if (only) for (const name of only) if (!known.includes(name)) throw new Error(`--only: no variant "${name}"; variants: ${known.join(', ')}`);
   const task = TASKS[values.task!];
   if (!task) throw new Error(`--task: no task "${values.task}"; tasks: ${Object.keys(TASKS).join(', ')}`);
-  const OUT = path.resolve(__dirname, '../../test-output/bench-rl', values.task!);
-  fs.mkdirSync(OUT, { recursive: true });
-  const gold = task.prepare(OUT);
+  const out = path.resolve(__dirname, '../../test-output/bench-rl', values.task!);
+  fs.mkdirSync(out, { recursive: true });
+  const gold = task.prepare(out);
   const exampleConfig = () => loadConfig(path.join(task.example, 'config.ts'));
 
   // The warm start, once: SFT on the imperfect demonstrations, evaluated; its step-0 checkpoint is what every variant starts from.
-  const warmDir = path.join(OUT, 'warm-start');
+  const warmDir = path.join(out, 'warm-start');
   const warmModel = path.join(warmDir, 'checkpoints', 'step-000000');
   if (!(values['reuse-warm-start'] && fs.existsSync(path.join(warmModel, 'config.json')))) {
     console.log('warm start (SFT on the demonstrations)');
     const loaded = await exampleConfig();
-    if (values['warm-start-rows'] !== undefined) shortenWarmStart(loaded, Number(values['warm-start-rows']), OUT);
+    if (values['warm-start-rows'] !== undefined) shortenWarmStart(loaded, Number(values['warm-start-rows']), out);
     await train(loaded, warmDir, 0);
   }
   const warm = outcome(warmDir, 0);
@@ -219,7 +219,7 @@ async function main(argv: string[]): Promise<void> {
       delete c.sft;
       c.seed = seed;
       change(c);
-      const runDir = path.join(OUT, `${name}-seed${seed}`);
+      const runDir = path.join(out, `${name}-seed${seed}`);
       const t0 = Date.now();
       await train(loaded, runDir, rlSteps);
       results.set(name, [...(results.get(name) ?? []), outcome(runDir, (Date.now() - t0) / 1000, rlSteps === 0 ? undefined : warmScore)]);
@@ -242,14 +242,14 @@ async function main(argv: string[]): Promise<void> {
     0,
   );
 
-  report(results, { task: values.task!, example: task.example, out: OUT, warmScore, steps, seeds, started, cpu: process.cpuUsage(cpuStarted), smoke: values['warm-start-rows'] !== undefined });
+  report(results, { task: values.task!, example: task.example, out, warmScore, steps, seeds, started, cpu: process.cpuUsage(cpuStarted), smoke: values['warm-start-rows'] !== undefined });
 }
 
 /** The warm start on the first `rows` rows of each of its demonstration files (copies under `out`): a smoke run. */
-function shortenWarmStart(loaded: LoadedConfig, rows: number, OUT: string): void {
+function shortenWarmStart(loaded: LoadedConfig, rows: number, out: string): void {
   const sft = loaded.config.sft;
   if (!sft || !Number.isInteger(rows) || rows < 1) throw new Error(`--warm-start-rows: expected a whole number ≥ 1, got ${rows}`);
-  const dir = path.join(OUT, 'warm-start-data');
+  const dir = path.join(out, 'warm-start-data');
   fs.mkdirSync(dir, { recursive: true });
   sft.data = (typeof sft.data === 'string' ? [sft.data] : sft.data).map((file) => {
     const out = path.join(dir, path.basename(file));
@@ -266,7 +266,6 @@ function finalScore(name: string, run: RunOutcome): number {
 
 function report(results: Map<string, RunOutcome[]>, info: { task: string; example: string; out: string; warmScore: number; steps: number; seeds: number[]; started: number; cpu: NodeJS.CpuUsage; smoke: boolean }): void {
   const majority = majorityBaseline(info.example);
-  const OUT = info.out;
   const wall = (Date.now() - info.started) / 60_000;
   const cpu = (info.cpu.user + info.cpu.system) / 6e7;
   const rows = [...results].map(([name, runs]) => {
@@ -283,8 +282,8 @@ function report(results: Map<string, RunOutcome[]>, info: { task: string; exampl
     `| warm start (before RL) | ${pct(info.warmScore)} | | | |`,
     `| majority answer per question type | ${pct(majority)} | | | |`,
   ].join('\n');
-  fs.writeFileSync(path.join(OUT, 'table.md'), `${table}\n`);
-  fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify({ warmStart: info.warmScore, majority, rows, wallMinutes: wall, cpuMinutes: cpu }, null, 2));
+  fs.writeFileSync(path.join(info.out, 'table.md'), `${table}\n`);
+  fs.writeFileSync(path.join(info.out, 'results.json'), JSON.stringify({ warmStart: info.warmScore, majority, rows, wallMinutes: wall, cpuMinutes: cpu }, null, 2));
   const series: ChartSeries[] = [...results].filter(([name]) => name !== 'sft-only').map(([name, runs]) => {
     const at = (pick: (r: RunOutcome) => Map<number, number>) => [...new Set(runs.flatMap((r) => [...pick(r).keys()]))].sort((a, b) => a - b);
     return {
@@ -296,7 +295,7 @@ function report(results: Map<string, RunOutcome[]>, info: { task: string; exampl
   const sft = rows.find((r) => r.name === 'sft-only');
   const baselines = [{ name: 'warm start', value: info.warmScore }, ...(sft ? [{ name: 'SFT-only', value: sft.mean }] : []), { name: 'majority answer', value: majority }];
   const svg = rlChartSvg(series, baselines, { steps: info.steps, title: `${info.task}: RL algorithms from one warm start`, note: `${info.seeds.length} seeds; generated by npm run bench:rl from each run's metrics.jsonl` });
-  fs.writeFileSync(path.join(OUT, 'bench-rl.svg'), svg);
+  fs.writeFileSync(path.join(info.out, 'bench-rl.svg'), svg);
   // A smoke run's chart stays in test-output: the example's README shows the benchmark's only.
   if (!info.smoke) fs.writeFileSync(path.join(info.example, 'bench-rl.svg'), svg);
   console.log(`\n${table}\n`);

@@ -9,14 +9,13 @@ import { AgentLoop, HermesFormat, tokenizeDemonstration } from '../../../trainer
 import { scoreTrajectories } from '../../../trainer/rewards';
 import { tokenRewards } from '../../../trainer/rl/samples';
 import { Tool, ToolSet } from '../../../trainer/tools';
-import { buildKnowledgeBase, KB_OPTIONS, RELATIONS, type Relation } from '../../../examples/multihop-search/kb';
+import { buildKnowledgeBase, KB_OPTIONS, queryFor, RELATIONS, type Relation } from '../../../examples/multihop-search/kb';
 import {
   answerReply,
   generateDataset,
   generateDemonstrations,
   generateQuestions,
   generateWorldDemonstrations,
-  queryFor,
   QUESTION_TEMPLATES,
   splitPeople,
   type QuestionRow,
