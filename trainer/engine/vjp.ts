@@ -1,7 +1,7 @@
 import type { Node, Tensor } from './graph';
 import { constantInts } from './ops/common';
 import * as op from './ops';
-import { normalizeAxis, type Dim } from './shape';
+import { normalizeAxis, productDim, type Dim } from './shape';
 
 /**
  * Vector-Jacobian products, one per ONNX op: given d loss / d outputs, return
@@ -28,6 +28,28 @@ export function unbroadcast(dy: Tensor, input: Tensor): Tensor {
 
 function zerosLike(t: Tensor): Tensor {
   return op.fullLike(t, 0);
+}
+
+/**
+ * The gradient of a row gather: zeros shaped like `x`, with each slice of `updates` added into the
+ * row of `x` its index names (`rowIndices` any shape I, `updates` I + x.shape[1:]).
+ *
+ * Not ScatterND with reduction 'add': onnxruntime's CPU kernel (1.30) splits the indices across
+ * its threads and adds without a lock, so two threads adding into one row — a token id that
+ * repeats in the batch, as most do — race: the sum depends on timing, and an update can be lost.
+ * Two pretraining runs of one recipe diverged at their first step on 8×512-token rows that way,
+ * and agreed bit for bit with one thread. ScatterElements adds along its axis in index order
+ * within each output column and splits only the columns across threads, so the sum is the same
+ * on every run and at every thread count (test/unit/engine/scatterAddDeterminism.test.ts).
+ */
+function scatterAddRows(x: Tensor, rowIndices: Tensor, updates: Tensor): Tensor {
+  const g = x.graph;
+  const rest = x.shape.slice(1);
+  const count = productDim(rowIndices.shape);
+  const rows = op.reshapeTo(updates, rest.length ? op.concat([g.int64s([-1]), op.shapeOf(x, 1)], 0) : g.int64s([-1]), [count, ...rest]);
+  const flatIndices = op.reshape(rowIndices, [-1]);
+  const columnIndices = op.expandAs(rest.length ? op.unsqueeze(flatIndices, rest.map((_, i) => i + 1)) : flatIndices, rows);
+  return op.scatterElements(zerosLike(x), columnIndices, rows, 0, 'add');
 }
 
 /** The constant axes input of a Reduce node (opset 18), normalised. */
@@ -175,13 +197,13 @@ export const VJP_RULES: Record<string, VjpRule> = {
   Gather: (n, [dy]) => {
     const [x, indices] = n.inputs as Tensor[];
     const axis = n.int('axis', 0);
-    if (axis === 0) return [op.scatterND(zerosLike(x), op.unsqueeze(indices, [-1]), dy!, 'add'), undefined];
+    if (axis === 0) return [scatterAddRows(x, indices, dy!), undefined];
     // Move the gathered axis to the front, scatter there, move it back.
     const perm = [axis, ...x.shape.map((_, i) => i).filter((i) => i !== axis)];
     const xt = op.transpose(x, perm);
     const ir = indices.rank;
     const dyPerm = [...Array.from({ length: ir }, (_, i) => axis + i), ...Array.from({ length: axis }, (_, i) => i), ...Array.from({ length: dy!.rank - axis - ir }, (_, i) => axis + ir + i)];
-    const dxt = op.scatterND(zerosLike(xt), op.unsqueeze(indices, [-1]), op.transpose(dy!, dyPerm), 'add');
+    const dxt = scatterAddRows(xt, indices, op.transpose(dy!, dyPerm));
     return [op.transpose(dxt, inversePerm(perm)), undefined];
   },
   GatherElements: (n, [dy]) => {
@@ -190,7 +212,14 @@ export const VJP_RULES: Record<string, VjpRule> = {
   },
   GatherND: (n, [dy]) => {
     const [x, indices] = n.inputs as Tensor[];
-    return [op.scatterND(zerosLike(x), indices, dy!, 'add'), undefined];
+    // The k-tuples become row numbers of x seen as [d0·…·d(k-1), rest…], then add as Gather's rule does.
+    const k = indices.shape[indices.rank - 1] as number;
+    const leading = x.shape.slice(0, k);
+    if (!leading.every((d): d is number => typeof d === 'number')) throw new Error(`no gradient rule for GatherND over data whose first ${k} dimensions are not all known sizes (${JSON.stringify(x.shape)})`);
+    const strides = leading.map((_, j) => leading.slice(j + 1).reduce((a, d) => a * d, 1));
+    const rowOf = k === 1 ? op.squeeze(indices, [-1]) : op.reduceSum(op.mul(indices, x.graph.int64s(strides)), [-1], false);
+    const flat = op.reshape(x, [leading.reduce((a, d) => a * d, 1), ...x.shape.slice(k)]);
+    return [op.reshapeTo(scatterAddRows(flat, rowOf, dy!), op.shapeOf(x), x.shape), undefined];
   },
   ScatterND: (n, [dy], needs) => {
     const [, indices, updates] = n.inputs as Tensor[];
