@@ -131,31 +131,30 @@ export function recipeHash(recipe: Recipe): string {
 }
 
 /**
- * The base's recipe as last measured (2026-12-03, run base9, 2,000 steps in 42 min on 2 CPU
- * cores, partly shared): Qwen3's first 1,000 merges (a 1,282-token vocabulary), lr 2e-3, and an
- * opening of 300 steps on 64-token rows, half of them random-token spans repeated — copying (an
- * induction head) starts there, on short rows, and the packed 512-token rows of the main mix then
- * build on it. The main mix holds calls from requests in plain words (`plain_request`: arguments
- * said without their parameters' names), added after base7 (this recipe's 1,000-step
- * predecessor, without them) copied a unit-conversion question's number into the call but never
- * its units. Held-out after 2,000 steps: loss 7.17 → 1.14 (base7 at 1,000: 1.21); teacher-forced
- * exact match number 77 %, name 69 %, string 84 %, span 82 %, lookup 50 %, chat answer 17 %,
- * tool call 11 %, tool answer 6 % (base7: 68, 63, 84, 77, 58, 25, 7, 8). With the opening in 8×512
- * packed rows of ordinary copy episodes (no random spans), the model learned no copying in 1,000
- * steps (exact match ≈ 2 % on numbers, run base4); in 32×128 rows of them, none by step 350 (base6).
+ * The base's recipe (the shipped base is its run base10, 2026-12-04: 2,000 steps in 27.6 min on 2
+ * CPU cores with nothing else running): Qwen3's first 1,000 merges (a 1,282-token vocabulary), lr
+ * 2e-3, and an opening of 300 steps on 64-token rows, half of them random-token spans repeated —
+ * copying (an induction head) starts there, on short rows, and the packed 512-token rows of the
+ * main mix then build on it. The main mix holds calls from requests in plain words
+ * (`plain_request`: arguments said without their parameters' names), added after base7 (this
+ * recipe's 1,000-step predecessor, without them) copied a unit-conversion question's number into
+ * the call but never its units. Held-out after 2,000 steps: loss 7.17 → 1.114; teacher-forced exact
+ * match number 77 %, name 72 %, string 89 %, span 82 %, lookup 54 %, chat answer 25 %, tool call
+ * 11 %, tool answer 10 %. With the opening in 8×512 packed rows of ordinary copy episodes (no
+ * random spans), the model learned no copying in 1,000 steps (exact match ≈ 2 % on numbers, run
+ * base4); in 32×128 rows of them, none by step 350 (base6).
  *
- * Reproduction: the shipped base (trainer/pretrained/base) is this recipe's run base9. A rerun on
- * the same machine (2026-12-04, 2 cores, `npm run pretrain`) repeated it bit for bit through the
- * 300 opening steps on 64-token rows (every training loss and the held-out losses at 100, 200 and
- * 300 identical) and diverged from step 302, the second step on 512-token rows, by 4e-6 in the
- * training loss — the same tokens were scored, so the data did not change; most likely the order
- * of floating-point sums in onnxruntime's multithreaded kernels did (both runs shared their cores
- * with other work; not verified further). From there the runs are two different trainings of the same recipe: held-out loss
- * at step 2,000 1.139 (base9) and 1.197 (the rerun), +0.058; over the last five evaluations
- * (1,600–2,000) the rerun is 0.059 higher on average; exact match per skill within 4 points except
- * tool calls (11 % → 7 %). The tolerance stated before that rerun (0.02) did not hold: one recipe's
- * run-to-run spread in held-out loss is at least 0.06 on 24-episode held-out sets. `--stop-after 20
- * --compare` checks the opening (bit for bit on one machine), not the whole run.
+ * Reproduction: bit for bit. A rerun of this recipe gives the same loss at every step, the same
+ * held-out numbers and the same model.safetensors (SHA-256 9a468999…) as the shipped base
+ * (measured: a second whole run while other work shared the 2 cores), whatever onnxruntime's
+ * thread count (measured over the first 12 steps at 1 and at 2 threads). The stated tolerance is
+ * therefore zero, on an x86-64 CPU with AVX-512 as these machines have. Another instruction set
+ * (AVX2, ARM) runs other MLAS kernels, whose sums we expect to round differently (not measured):
+ * there a rerun would be a different training of the same recipe.
+ * How different: before the engine's embedding gradient was made deterministic (its ScatterND
+ * raced between threads, vjp.ts), two runs of this recipe (base9 and its rerun) ended at held-out
+ * loss 1.139 and 1.197; base10 is 1.114 — so across such runs, expect about ±0.05.
+ * `--stop-after N --compare <the base's pretrain_metrics.jsonl>` checks the first N steps.
  */
 export const BASE_RECIPE: Recipe = parseRecipe(
   {

@@ -1,6 +1,8 @@
 /**
  * The pretraining recipe on a tiny model: reruns are identical (every step's data is a function
- * of seed and step, and the engine's CPU kernels are deterministic here), a stopped run resumes
+ * of seed and step, and the engine's CPU kernels are deterministic — the embedding gradient's
+ * race, which only showed on batches large enough for onnxruntime to split across threads, is
+ * test/unit/engine/scatterAddDeterminism.test.ts's), a stopped run resumes
  * to exactly the losses of an uninterrupted one, and the result is a model folder the trainer
  * loads, with its recipe and held-out numbers. (The real recipe runs for hours: never in CI.)
  */
