@@ -47,7 +47,8 @@ function scatterAddRows(x: Tensor, rowIndices: Tensor, updates: Tensor): Tensor 
   const rest = x.shape.slice(1);
   const count = productDim(rowIndices.shape);
   const rows = op.reshapeTo(updates, rest.length ? op.concat([g.int64s([-1]), op.shapeOf(x, 1)], 0) : g.int64s([-1]), [count, ...rest]);
-  const flatIndices = op.reshape(rowIndices, [-1]);
+  // int32: WebGPU's Expand takes no int64, and an [N, width] index tensor must not fall back to the CPU.
+  const flatIndices = op.cast(op.reshape(rowIndices, [-1]), 'int32');
   const columnIndices = op.expandAs(rest.length ? op.unsqueeze(flatIndices, rest.map((_, i) => i + 1)) : flatIndices, rows);
   return op.scatterElements(zerosLike(x), columnIndices, rows, 0, 'add');
 }
