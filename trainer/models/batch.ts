@@ -17,11 +17,13 @@ export interface PackedBatch {
 
 /**
  * The longest prefix all sequences share that stays clear of every scored token (and the
- * token before it, which predicts it) and leaves each sequence at least one token.
+ * token before it, which predicts it) and leaves each sequence at least one token; at most
+ * `maxPrefix` tokens (a caller whose equal ids can stand for different inputs — image
+ * placeholders — caps it where they start to differ).
  */
-export function sharedPrefixLength(sequences: readonly (readonly number[])[], score?: readonly Uint8Array[]): number {
+export function sharedPrefixLength(sequences: readonly (readonly number[])[], score?: readonly Uint8Array[], maxPrefix = Infinity): number {
   if (sequences.length === 0) return 0;
-  let n = Math.min(...sequences.map((s) => s.length - 1));
+  let n = Math.min(maxPrefix, ...sequences.map((s) => s.length - 1));
   for (let i = 0; i < n; i++) {
     const id = sequences[0][i];
     if (sequences.some((s) => s[i] !== id)) {
@@ -50,8 +52,8 @@ export function packForScoring(sequences: readonly (readonly number[])[], score?
  * `prefix_positions`), the rest of each sequence as a row. Falls back to no prefix when the
  * sequences share none (the caller then uses the plain graph: see `prefix`).
  */
-export function packWithSharedPrefix(sequences: readonly (readonly number[])[], score?: readonly Uint8Array[], padId = 0): PackedBatch {
-  const prefix = sharedPrefixLength(sequences, score);
+export function packWithSharedPrefix(sequences: readonly (readonly number[])[], score?: readonly Uint8Array[], padId = 0, maxPrefix = Infinity): PackedBatch {
+  const prefix = sharedPrefixLength(sequences, score, maxPrefix);
   if (prefix === 0) return packRows(sequences, score, padId, undefined, 0);
   const packed = packRows(sequences.map((s) => s.slice(prefix)), score?.map((m) => m.slice(prefix)), padId, undefined, prefix);
   const ids = BigInt64Array.from(sequences[0].slice(0, prefix), (v) => BigInt(v));

@@ -1,7 +1,7 @@
 import type { HostTensor } from '../engine/runtime/tensors';
 import type { Random } from '../util/random';
 import { packWithSharedPrefix, type PackedBatch } from '../models/batch';
-import { addVisionFeeds, type BatchImage } from '../models/vision/visionBatch';
+import { addVisionFeeds, sameImagesPrefixLimit, type BatchImage } from '../models/vision/visionBatch';
 import type { VisionConfig } from '../models/vision/visionConfig';
 
 /** One trajectory as the update sees it: its exact tokens and per-token training data. */
@@ -33,7 +33,8 @@ export function packSequences(sequences: readonly { ids: readonly number[]; imag
       if (marked >= 0) throw new Error(`sequence ${b}: token ${marked} is an image token but the loss mask covers it; image tokens are never trained on`);
     });
   }
-  const packed = packWithSharedPrefix(sequences.map((s) => s.ids), score, padId);
+  // Equal placeholder ids do not make equal images: the prefix stops where the pictures differ.
+  const packed = packWithSharedPrefix(sequences.map((s) => s.ids), score, padId, vision ? sameImagesPrefixLimit(sequences, vision) : Infinity);
   if (vision) addVisionFeeds(packed, sequences, vision);
   else if (sequences.some((s) => s.images?.length)) throw new Error('the sequences hold images, but the model has no vision tower');
   return packed;

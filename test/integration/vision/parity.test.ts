@@ -14,7 +14,9 @@ import { createDevice, type Device } from '../../../trainer/engine/device/device
 import { Graph } from '../../../trainer/engine/graph';
 import { serializeGraph } from '../../../trainer/engine/serialize';
 import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
-import { packForScoring, packWithSharedPrefix } from '../../../trainer/models/batch';
+import { packForScoring, packWithSharedPrefix, type PackedBatch } from '../../../trainer/models/batch';
+import type { ModelConfig } from '../../../trainer/models/modelConfig';
+import { packSequences } from '../../../trainer/rl/batching';
 import { WeightInputs } from '../../../trainer/models/decoder';
 import { openModelFolder, type ModelFolder } from '../../../trainer/models/modelFolder';
 import { readModelWeights } from '../../../trainer/models/loadWeights';
@@ -115,32 +117,60 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
         assert.equal(packed.prefix > 0, shared, 'the prefix is shared exactly when asked');
         if (shared) assert.ok(packed.prefix > images[0].tokens, 'the shared prefix holds the first image');
         addVisionFeeds(packed, sequences, config.vision!);
-        const scoring = buildScoringGraph(config, { dtype: 'float32', sharedPrefix: shared });
-        scoring.graph.output(scoring.logprobs, 'logprobs');
-        // Sizes that vary independently have their own symbolic names: onnxruntime plans buffers as if equal names meant equal sizes.
-        const dimOf = (input: string) => scoring.graph.inputs.find((t) => t.name === input)!.shape[0];
-        const independent = ['score_tokens', 'pixel_patches', 'image_slots', ...(shared ? ['prefix_image_slots'] : [])].map(dimOf);
-        assert.equal(new Set(independent).size, independent.length, `symbolic sizes ${independent.join(', ')}`);
-        const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-        const feeds: Record<string, HostTensor> = { ...(packed.feeds as Record<string, HostTensor>), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } };
-        for (const name of scoring.weights.used.keys()) feeds[name] = weights[name];
-        const out = await device.run(session, feeds, { logprobs: 'return' });
-        const logprobs = out.logprobs.data as Float32Array;
-        let worst = 0;
-        let checked = 0;
-        sequences.forEach((s, b) => {
-          const ref = referenceVisionLanguageLogProbs(config, plain(weights), s.ids, (s.images ?? []).map((im) => ({ grid: [...im.grid] as [number, number, number], patches: im.patches })));
-          for (let t = Math.max(1, packed.prefix); t < s.ids.length; t++) {
-            if (!score[b][t]) continue;
-            worst = Math.max(worst, Math.abs(logprobs[b * packed.length + t - packed.prefix] - ref[t - 1][s.ids[t]]));
-            checked++;
-          }
-        });
+        const { worst, checked } = await compareWithReference(folder.config, weights, sequences, score, packed);
         assert.ok(checked > (shared ? 8 : 20), `only ${checked} tokens compared`);
         assert.ok(worst < 1e-4, `log-probs differ by ${worst}`);
-        await device.release(session);
         folder.close();
       });
     }
+
+    it('a batch whose image placeholders are equal but whose pictures differ: the shared prefix stops before them', async () => {
+      // Prompts of one template over different pictures of one size have equal token ids: only the
+      // images tell them apart. A prefix shared through the image would give every row the first row's picture.
+      const { folder, weights } = await setUp(family);
+      const config = folder.config;
+      const processor = loadImageProcessorConfig(path.join(root, family), config.vision!);
+      const pictures = [await prepareImage(await randomPng(16, 16, 7), processor, 3), await prepareImage(await randomPng(16, 16, 8), processor, 3)];
+      const sequences: ImageSequence[] = pictures.map((im) => ({ ids: withImage('Look: ', im, ' What is it? A cat.'), images: [batchImage(im)] }));
+      assert.deepEqual(sequences[0].ids, sequences[1].ids);
+      assert.notEqual(pictures[0].sha256, pictures[1].sha256);
+      const firstScored = sequences[0].ids.indexOf(tokenizer.tokenId('<|vision_end|>')) + 2;
+      const score = sequences.map((s) => Uint8Array.from(s.ids, (_, t) => (t >= firstScored ? 1 : 0)));
+      const packed = packSequences(sequences, score, config.vision!);
+      const firstImageToken = sequences[0].ids.indexOf(config.vision!.imageTokenId);
+      assert.ok(packed.prefix > 0 && packed.prefix <= firstImageToken, `shared prefix ${packed.prefix}, first image token ${firstImageToken}`);
+      const { worst, checked } = await compareWithReference(config, weights, sequences, score, packed);
+      assert.ok(checked >= 10, `only ${checked} tokens compared`);
+      assert.ok(worst < 1e-4, `log-probs differ by ${worst}`);
+      folder.close();
+    });
   });
+}
+
+/** The scoring graph's log-probs of the scored tokens of a packed batch against the float64 reference, sequence by sequence. */
+async function compareWithReference(config: ModelConfig, weights: Record<string, HostTensor>, sequences: readonly ImageSequence[], score: readonly Uint8Array[], packed: PackedBatch): Promise<{ worst: number; checked: number }> {
+  const shared = packed.prefix > 0;
+  const scoring = buildScoringGraph(config, { dtype: 'float32', sharedPrefix: shared });
+  scoring.graph.output(scoring.logprobs, 'logprobs');
+  // Sizes that vary independently have their own symbolic names: onnxruntime plans buffers as if equal names meant equal sizes.
+  const dimOf = (input: string) => scoring.graph.inputs.find((t) => t.name === input)!.shape[0];
+  const independent = ['score_tokens', 'pixel_patches', 'image_slots', ...(shared ? ['prefix_image_slots'] : [])].map(dimOf);
+  assert.equal(new Set(independent).size, independent.length, `symbolic sizes ${independent.join(', ')}`);
+  const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+  const feeds: Record<string, HostTensor> = { ...(packed.feeds as Record<string, HostTensor>), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } };
+  for (const name of scoring.weights.used.keys()) feeds[name] = weights[name];
+  const out = await device.run(session, feeds, { logprobs: 'return' });
+  const logprobs = out.logprobs.data as Float32Array;
+  let worst = 0;
+  let checked = 0;
+  sequences.forEach((s, b) => {
+    const ref = referenceVisionLanguageLogProbs(config, plain(weights), s.ids, (s.images ?? []).map((im) => ({ grid: [...im.grid] as [number, number, number], patches: im.patches })));
+    for (let t = Math.max(1, packed.prefix); t < s.ids.length; t++) {
+      if (!score[b][t]) continue;
+      worst = Math.max(worst, Math.abs(logprobs[b * packed.length + t - packed.prefix] - ref[t - 1][s.ids[t]]));
+      checked++;
+    }
+  });
+  await device.release(session);
+  return { worst, checked };
 }

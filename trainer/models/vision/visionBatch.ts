@@ -93,6 +93,38 @@ export function distinctImages(sequences: readonly ImageSequence[]): { images: B
   return { images, index };
 }
 
+/**
+ * How far a shared prefix may reach: to the first image token at which the sequences show
+ * different images. Every image's tokens are the same placeholder id, so equal ids alone would
+ * let one sequence's picture stand for all of them (the prefix keeps sequence 0's images).
+ * Infinity when every image token that the sequences have in common position shows the same image.
+ */
+export function sameImagesPrefixLimit(sequences: readonly ImageSequence[], vision: VisionConfig): number {
+  const m2 = vision.spatialMergeSize ** 2;
+  // For each sequence, the key of the image behind each of its image tokens, by position.
+  const keysAt = sequences.map((s) => {
+    const keys = new Map<number, string>();
+    const images = s.images ?? [];
+    let image = 0;
+    let j = 0;
+    for (let t = 0; t < s.ids.length && image < images.length; t++) {
+      if (s.ids[t] !== vision.imageTokenId) continue;
+      keys.set(t, images[image].key);
+      if (++j === (images[image].grid[0] * images[image].grid[1] * images[image].grid[2]) / m2) {
+        j = 0;
+        image++;
+      }
+    }
+    return keys;
+  });
+  let limit = Infinity;
+  for (const [t, key] of keysAt[0] ?? []) {
+    if (keysAt.some((keys) => keys.get(t) !== key)) limit = Math.min(limit, t);
+  }
+  // An image token in another sequence where sequence 0 has none differs in its id, which ends the shared prefix anyway.
+  return limit;
+}
+
 function int64(values: readonly number[], shape: number[]): HostTensor {
   return { dtype: 'int64', shape, data: BigInt64Array.from(values, (v) => BigInt(v)) };
 }
