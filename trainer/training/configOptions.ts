@@ -7,6 +7,8 @@ import type { CriticOptions } from '../rl/critic';
 import type { PolicyTrainerOptions } from '../rl/policyTrainer';
 import type { SftOptions } from '../rl/sft';
 import type { AgentLoopOptions } from '../rollout/agentLoop';
+import { RolloutImages } from '../rollout/images';
+import type { ModelRuntime } from '../models/runtime';
 import type { ToolSet } from '../tools/toolSet';
 import type { ScheduleConfig } from './schedule';
 import type { TrainingConfig } from './trainingConfig';
@@ -142,4 +144,15 @@ export function criticSchedule(config: TrainingConfig): ScheduleConfig {
 /** Whether the policy updates at this step: not during a separate critic's warm-up (only the critic trains then). */
 export function policyUpdates(config: TrainingConfig, step: number): boolean {
   return !(separateCritic(config) && step <= config.critic!.warmupSteps);
+}
+
+/** How the agent loops read and prepare images: the model's vision tower and image processor, if it has one. */
+export function rolloutImagesFor(model: ModelRuntime, config: TrainingConfig): RolloutImages {
+  const { config: modelConfig, imageProcessor } = model.folder;
+  const maxImagePixels = config.rollout.budget.maxImagePixels;
+  return new RolloutImages({
+    architecture: modelConfig.architecture,
+    ...(modelConfig.vision && imageProcessor ? { vision: { config: modelConfig.vision, processor: imageProcessor, architecture: modelConfig.architecture } } : {}),
+    ...(maxImagePixels !== undefined ? { maxImagePixels } : {}),
+  });
 }

@@ -11,7 +11,7 @@ import { scoreTrajectories } from '../rewards/score';
 import { AgentLoop } from '../rollout/agentLoop';
 import { ToolSet } from '../tools/toolSet';
 import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
-import { agentLoopOptions, evaluationSampling, providerFor } from './configOptions';
+import { agentLoopOptions, evaluationSampling, providerFor, rolloutImagesFor } from './configOptions';
 import { rolloutMetrics } from './rolloutMetrics';
 import { downloadProgressReporter, resolveConfigModel } from './modelSource';
 import { resolveModelPath } from '../models/hub/index';
@@ -67,8 +67,10 @@ export async function evaluateCheckpoint(
     mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
-    const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }), sampling: evaluationSampling(c, options.temperature) });
+    // Images in rows and tool results, prepared as the training run prepares them (an error naming the row for a text-only model).
+    const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }), images: rolloutImagesFor(model, c), sampling: evaluationSampling(c, options.temperature) });
     const rows = data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
+    await loop.prepareRows(rows);
     loop.checkRows(rows);
     const trajectories = await loop.run(rows.map((row, i) => ({ row, group: i, sample: 0 })), { seed: c.seed });
     const rewards = await scoreTrajectories(trajectories, c.rewards, tools);

@@ -6,10 +6,8 @@ import { ModelPolicy } from '../models/generation/generationSession';
 import { ModelRuntime } from '../models/runtime';
 import { McpServers } from '../mcp/servers';
 import { AgentLoop } from '../rollout/agentLoop';
-import { RolloutImages } from '../rollout/images';
-import type { TrainingConfig } from './trainingConfig';
 import { ToolSet } from '../tools/toolSet';
-import { agentLoopOptions, evaluationSampling, rolloutSampling, sharedCritic } from './configOptions';
+import { agentLoopOptions, evaluationSampling, rolloutImagesFor, rolloutSampling, sharedCritic } from './configOptions';
 import { rolloutHooks } from './rolloutHooks';
 import { resolveConfigModel } from './modelSource';
 import type { RunControl } from './runControl';
@@ -69,15 +67,4 @@ async function closeOpened(opened: { device?: Device; model?: ModelRuntime; mcp?
   await opened.mcp?.close().catch(() => undefined);
   opened.model?.close();
   await opened.device?.close().catch(() => undefined);
-}
-
-/** How the agent loops read and prepare images: the model's vision tower and image processor, if it has one. */
-export function rolloutImagesFor(model: ModelRuntime, config: TrainingConfig): RolloutImages {
-  const { config: modelConfig, imageProcessor } = model.folder;
-  const maxImagePixels = config.rollout.budget.maxImagePixels;
-  return new RolloutImages({
-    architecture: modelConfig.architecture,
-    ...(modelConfig.vision && imageProcessor ? { vision: { config: modelConfig.vision, processor: imageProcessor, architecture: modelConfig.architecture } } : {}),
-    ...(maxImagePixels !== undefined ? { maxImagePixels } : {}),
-  });
 }

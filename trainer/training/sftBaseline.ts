@@ -1,19 +1,17 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createDevice } from '../engine/device/device';
-import { loadDemonstrations } from '../data/demonstrations';
 import { ModelRuntime } from '../models/runtime';
+import { readModelWeights } from '../models/loadWeights';
 import { saveModelFolder } from '../models/save';
-import type { ChatTemplate } from '../models/chatTemplate';
 import { SftTrainer, type SftSequence } from '../rl/sft';
-import { hasImages } from '../rollout/images';
-import { tokenizeDemonstration } from '../rollout/tokenizeDemonstration';
 import { ToolSet } from '../tools/toolSet';
 import { Random } from '../util/random';
 import type { LoadedConfig } from './trainingConfig';
-import { sftOptions } from './configOptions';
+import { rolloutImagesFor, sftOptions } from './configOptions';
 import { RunStoreReader } from '../shared/runstore';
 import { evaluateCheckpoint, type CheckpointEvaluation } from './evaluateCheckpoint';
+import { readDemonstrationSequences } from './demonstrationSequences';
 
 /**
  * The SFT-only baseline of an RL result: from the same warm start, keep training on the
@@ -43,11 +41,17 @@ export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOpti
   // A LoRA run's checkpoints are adapters; the baseline saves a whole model folder.
   if (c.model.lora !== false) throw new Error(`${loaded.file}: the SFT-only baseline needs model.lora: false (it continues a full model folder)`);
   const device = createDevice(c.device === 'auto' ? 'cpu' : c.device);
-  const model = await ModelRuntime.load(device, options.from);
+  // The tower trains here exactly when it trained in the warm start.
+  const model = await ModelRuntime.load(device, options.from, { trainVision: c.model.trainVision });
   const started = performance.now();
   let steps = 0;
   try {
-    const sequences = await readBaselineDemonstrations(loaded, model.folder.chatTemplate, options.from);
+    const template = model.folder.chatTemplate;
+    if (!template) throw new Error(`${options.from}: the tokenizer has no chat template`);
+    const tools = new ToolSet(c.tools);
+    const reading = { template, tools, images: rolloutImagesFor(model, c), ...(c.rollout.templateKwargs ? { templateKwargs: c.rollout.templateKwargs } : {}) };
+    const sequences: SftSequence[] = [];
+    for (const file of typeof c.sft.data === 'string' ? [c.sft.data] : c.sft.data) sequences.push(...(await readDemonstrationSequences(loaded.resolve(file), reading)));
     steps = await trainFor(model, loaded, sequences, options);
   } finally {
     model.close();
@@ -57,24 +61,6 @@ export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOpti
   options.log?.(`SFT-only baseline: ${steps} more SFT steps in ${seconds.toFixed(0)} s; evaluating ${path.basename(options.outDir)}`);
   const evaluation = await evaluateCheckpoint(loaded, options.outDir);
   return { evaluation, steps, seconds };
-}
-
-/** The config's demonstration files, tokenised as the warm start tokenises them (text only). */
-async function readBaselineDemonstrations(loaded: LoadedConfig, template: ChatTemplate | undefined, modelDir: string): Promise<SftSequence[]> {
-  const c = loaded.config;
-  if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template`);
-  const tools = new ToolSet(c.tools);
-  const sequences: SftSequence[] = [];
-  for (const file of typeof c.sft!.data === 'string' ? [c.sft!.data] : c.sft!.data) {
-    for (const { messages, source } of await loadDemonstrations(loaded.resolve(file), { tools })) {
-      const origin = `${source.file}:${source.line}`;
-      if (hasImages(messages)) throw new Error(`${origin}: the SFT-only baseline trains text demonstrations only`);
-      const kwargs = c.rollout.templateKwargs;
-      const t = tokenizeDemonstration(template, messages, { tools: tools.specs(), ...(kwargs ? { kwargs } : {}), origin });
-      sequences.push({ ids: t.ids, mask: Uint8Array.from(t.mask) });
-    }
-  }
-  return sequences;
 }
 
 /** Passes over the demonstrations (reshuffled) at the warm start's final learning rate until the time is spent; saves the model. */
@@ -93,7 +79,10 @@ async function trainFor(model: ModelRuntime, loaded: LoadedConfig, sequences: re
       await trainer.step(order.splice(0, batchSize).map((i) => sequences[i]), lr);
       steps++;
     }
-    const weights = await trainer.optimizer.parameters();
+    const trained = await trainer.optimizer.parameters();
+    // A frozen vision tower is saved as it was read.
+    const frozen = model.baseWeights.some((name) => !trained[name]) ? readModelWeights(model.folder.checkpoint, model.folder.config) : {};
+    const weights = { ...frozen, ...trained };
     fs.rmSync(options.outDir, { recursive: true, force: true });
     saveModelFolder(options.outDir, options.from, model.baseWeights.map((name) => ({ name, shape: weights[name].shape, data: weights[name].data as Float32Array })));
   } finally {

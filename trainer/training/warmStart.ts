@@ -1,10 +1,8 @@
-import { loadDemonstrations } from '../data/demonstrations';
 import type { MetricsRecord } from '../shared/protocol/runStore';
 import { SftTrainer, type SftSequence } from '../rl/sft';
-import { hasImages } from '../rollout/images';
-import { tokenizeDemonstration } from '../rollout/tokenizeDemonstration';
 import type { Random } from '../util/random';
 import { sftOptions, sftSchedule } from './configOptions';
+import { readDemonstrationSequences } from './demonstrationSequences';
 import { finiteValues } from './rolloutMetrics';
 import type { RunParts } from './runParts';
 import { learningRate } from './schedule';
@@ -17,7 +15,9 @@ import { learningRate } from './schedule';
 export async function warmStart(parts: RunParts, random: Random): Promise<void> {
   const sft = parts.config.sft!;
   const stages: SftSequence[][] = [];
-  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) stages.push(await readDemonstrations(parts, parts.loaded.resolve(file)));
+  const kwargs = parts.config.rollout.templateKwargs;
+  const reading = { template: parts.template, tools: parts.tools, images: parts.images, ...(kwargs ? { templateKwargs: kwargs } : {}) };
+  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) stages.push(await readDemonstrationSequences(parts.loaded.resolve(file), reading));
   const trainer = await SftTrainer.create(parts.model, sftOptions(parts.config));
   // Step numbers run on across files and epochs.
   const total = stages.reduce((n, sequences) => n + Math.ceil(sequences.length / sft.batchSize) * sft.epochs, 0);
@@ -37,25 +37,4 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
   } finally {
     await trainer.release();
   }
-}
-
-/** A demonstrations file as token sequences, each laid out as the agent loop would; errors name the file, line and field. */
-async function readDemonstrations(parts: RunParts, file: string): Promise<SftSequence[]> {
-  const kwargs = parts.config.rollout.templateKwargs;
-  const demonstrations = await loadDemonstrations(file, { tools: parts.tools });
-  const imageTokenId = parts.model.config.vision?.imageTokenId;
-  const sequences: SftSequence[] = [];
-  for (const { id, messages, source } of demonstrations) {
-    const origin = `${source.file}:${source.line}`;
-    // Images in the demonstration (paths relative to its file), prepared as the rollout prepares them.
-    const pictured = hasImages(messages) ? await parts.images.rowImages({ id: id ?? origin, messages, toolArgs: {}, source }) : [];
-    const tokens = tokenizeDemonstration(parts.template, messages, {
-      tools: parts.tools.specs(),
-      ...(kwargs ? { kwargs } : {}),
-      origin,
-      ...(pictured.length && imageTokenId !== undefined ? { images: { list: pictured, imageTokenId } } : {}),
-    });
-    sequences.push({ ids: tokens.ids, mask: Uint8Array.from(tokens.mask), ...(pictured.length ? { images: pictured.map((im) => ({ key: im.sha256, grid: im.grid, patches: im.patches })) } : {}) });
-  }
-  return sequences;
 }

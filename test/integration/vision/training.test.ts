@@ -15,6 +15,7 @@ import sharp from 'sharp';
 import { CheckpointReader } from '../../../trainer/models/checkpointReader';
 import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
 import { RunStoreReader } from '../../../trainer/shared/runstore';
+import { sftBaseline } from '../../../trainer/training/sftBaseline';
 import { TrainingRun } from '../../../trainer/training/trainingRun';
 import { createTinyVisionModel, QWEN3_TOKENIZER } from '../../helpers/visionFixture';
 import { loadConfig } from "../../../trainer/usercode/loadConfig";
@@ -47,7 +48,7 @@ before(async () => {
   fs.writeFileSync(path.join(dir, 'data/missing.jsonl'), JSON.stringify({ id: 'gone', answer: '1', messages: [{ role: 'user', content: [{ type: 'image', path: 'img/none.png' }, { type: 'text', text: 'Hm?' }] }] }) + '\n');
   const zoomPng = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#ff8800' } }).png().toBuffer();
   fs.writeFileSync(path.join(dir, 'zoom.png'), zoomPng);
-  const config = (name: string, train: string, algorithm = "{ name: 'grpo', groupSize: 2 }", extra = '') =>
+  const config = (name: string, train: string, algorithm = "{ name: 'grpo', groupSize: 2 }", extra = '', model = "{ path: 'model', lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] } }") =>
     fs.writeFileSync(
       path.join(dir, name),
       `import * as fs from 'node:fs';
@@ -56,7 +57,7 @@ import { defineConfig, defineTool, imageResult, exactMatch, z } from 'rollout-st
 const zoom = defineTool({ name: 'zoom', description: 'Zoom into the picture.', parameters: z.object({ x: z.number() }), execute: () => imageResult([fs.readFileSync(path.join(${JSON.stringify(dir)}, 'zoom.png'))], 'zoomed') });
 export default defineConfig({
   name: 'vision',
-  model: { path: 'model', lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] } },
+  model: ${model},
   data: { train: ${JSON.stringify(train)} },
   tools: [zoom],
   rewards: { outcome: [exactMatch()] },
@@ -74,6 +75,8 @@ export default defineConfig({
   config('missing.config.ts', 'data/missing.jsonl');
   // PPO with a separate critic that trains every language-model weight (a full copy of the policy).
   config('ppo.config.ts', 'data/train.jsonl', "{ name: 'ppo', groupSize: 2 }", '\n  critic: { lora: false, lr: 1e-2 },');
+  // Full fine-tuning, the tower frozen: what the SFT-only baseline continues.
+  config('full.config.ts', 'data/train.jsonl', undefined, "\n  evaluation: { data: 'data/train.jsonl' },", "{ path: 'model', lora: false }");
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -127,6 +130,26 @@ describe('a vision-language training run', () => {
       assert.ok(!names.includes('critic/lm_head.weight'), 'a critic has no LM head');
     } finally {
       critic.close();
+    }
+  });
+
+  it('the SFT-only baseline trains on the demonstrations with their images (prompt and tool), keeps the frozen tower as it was, and evaluates', async () => {
+    const outDir = path.join(dir, 'runs', 'baseline');
+    const baseline = await sftBaseline(await loadConfig(path.join(dir, 'full.config.ts')), { from: path.join(dir, 'model'), seconds: 0.5, outDir });
+    assert.ok(baseline.steps >= 1, `${baseline.steps} SFT steps`);
+    assert.equal(baseline.evaluation.rows, 4);
+    assert.ok(fs.existsSync(path.join(outDir, 'preprocessor_config.json')), 'the processor travels with the model');
+    const before = CheckpointReader.open(path.join(dir, 'model'), 'model.safetensors');
+    const after = CheckpointReader.open(outDir, 'model.safetensors');
+    try {
+      const names = before.names();
+      const bytes = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+      const changed = names.filter((n) => !bytes(before.read(n)).equals(bytes(after.read(n))));
+      assert.ok(changed.some((n) => n.startsWith('model.layers.')), 'the language model trained');
+      assert.deepEqual(changed.filter((n) => n.startsWith('visual.')), [], 'the frozen tower is saved as it was read');
+    } finally {
+      before.close();
+      after.close();
     }
   });
 
