@@ -27,6 +27,6 @@ export default defineConfig({
   optimization: { lr: 2e-4, maxGradNorm: 1, microBatchSize: 16 },
   steps: 20,
   seed: 1,
-  evaluation: { temperature: 0 },
+  evaluation: { temperature: 0, every: 5 },
   output: { checkpointEvery: 20, keepCheckpoints: 1 },
 });

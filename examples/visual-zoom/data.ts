@@ -25,7 +25,7 @@ export interface DatasetOptions {
   reading: number;
 }
 
-export const DEFAULTS: Omit<DatasetOptions, 'out'> = { seed: 1, train: 256, heldout: 64, sft: 1024, zoomShare: 0.3, reading: 512 };
+export const DEFAULTS: Omit<DatasetOptions, 'out'> = { seed: 1, train: 256, heldout: 64, sft: 1024, zoomShare: 0.3, reading: 2048 };
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;

@@ -1,16 +1,19 @@
 /**
- * Seeded pictures of the visual-zoom example: 80 × 80 pixels of grey, cut into a 5 × 5 grid of
- * 16 × 16 cells, each holding one 2 × 2 dot of red, green, blue or yellow at a random place.
- * The model sees the whole picture at the processor's size (16 × 16: a dot shrinks to a faint
- * tint of a fifth of a pixel, among 24 others), so reading the centre cell's dot needs the zoom
- * tool, which returns that cell at full resolution (16 × 16: the dot is plain).
+ * Seeded pictures of the visual-zoom example: 144 × 144 pixels of grey, cut into a 9 × 9 grid of
+ * 16 × 16 cells, each holding one 8 × 8 dot of red, green, blue or yellow at a random place.
+ * The model sees the whole picture at the processor's size (16 × 16 pixels, four image tokens: a
+ * dot shrinks to a tint of 0.9 of a pixel among 80 others, and the centre cell straddles all four
+ * tokens), so reading the centre cell's dot needs the zoom tool, which returns that cell at full
+ * resolution (16 × 16: the dot covers a quarter of it).
  */
 import sharp from 'sharp';
 
 export const COLOURS = { red: [220, 30, 30], green: [30, 190, 60], blue: [40, 70, 230], yellow: [235, 210, 40] } as const;
 export type Colour = keyof typeof COLOURS;
 export const COLOUR_NAMES = Object.keys(COLOURS) as Colour[];
-export const GRID = 5;
+export const GRID = 9;
+/** The dot's side in pixels. */
+export const DOT = 8;
 export const SIZE = GRID * 16;
 export const CELL = 16;
 const GREY = 128;
@@ -31,9 +34,9 @@ export function drawPicture(random: () => number): Picture {
     for (let c = 0; c < GRID; c++) {
       const colour = COLOUR_NAMES[Math.floor(random() * 4)];
       dots[r].push(colour);
-      const y0 = r * CELL + 2 + Math.floor(random() * (CELL - 5));
-      const x0 = c * CELL + 2 + Math.floor(random() * (CELL - 5));
-      for (let y = y0; y < y0 + 2; y++) for (let x = x0; x < x0 + 2; x++) rgb.set(COLOURS[colour], (y * SIZE + x) * 3);
+      const y0 = r * CELL + 1 + Math.floor(random() * (CELL - DOT - 1));
+      const x0 = c * CELL + 1 + Math.floor(random() * (CELL - DOT - 1));
+      for (let y = y0; y < y0 + DOT; y++) for (let x = x0; x < x0 + DOT; x++) rgb.set(COLOURS[colour], (y * SIZE + x) * 3);
     }
   }
   return { dots, rgb };

@@ -49,11 +49,12 @@ function axes(p: Panel): string[] {
 const px = (p: Panel, step: number) => p.x + (step / p.steps) * p.width;
 const py = (p: Panel, value: number) => p.y + p.height - Math.max(0, Math.min(1, value)) * p.height;
 
-export function rlChartSvg(series: readonly ChartSeries[], baselines: readonly ChartBaseline[], options: { steps: number; title: string; note: string }): string {
+export function rlChartSvg(series: readonly ChartSeries[], baselines: readonly ChartBaseline[], options: { steps: number; title: string; note: string; panelTitles?: readonly [string, string] }): string {
   const width = 980;
   const height = 470;
-  const left: Panel = { x: 60, y: 50, width: 380, height: 300, steps: options.steps, title: 'Held-out accuracy (greedy), mean ± std over seeds' };
-  const right: Panel = { x: 520, y: 50, width: 380, height: 300, steps: options.steps, title: 'Training-batch accuracy (sampled), mean over seeds' };
+  const [leftTitle, rightTitle] = options.panelTitles ?? ['Held-out accuracy (greedy), mean ± std over seeds', 'Training-batch accuracy (sampled), mean over seeds'];
+  const left: Panel = { x: 60, y: 50, width: 380, height: 300, steps: options.steps, title: leftTitle };
+  const right: Panel = { x: 520, y: 50, width: 380, height: 300, steps: options.steps, title: rightTitle };
   const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">`, `<rect width="100%" height="100%" fill="white"/>`];
   parts.push(`<text x="${width / 2}" y="20" text-anchor="middle" font-size="14">${escape(options.title)}</text>`);
   parts.push(...axes(left), ...axes(right));

@@ -12,7 +12,7 @@ import sharp from 'sharp';
 import { loadJsonlDataset } from '../../../trainer/data';
 import { observationImages } from '../../../trainer/tools/result';
 import { generateDataset } from '../../../examples/visual-zoom/data';
-import { CENTRE, COLOURS, type Colour } from '../../../examples/visual-zoom/images';
+import { CELL, CENTRE, COLOURS, SIZE, type Colour } from '../../../examples/visual-zoom/images';
 import { ZoomFields, type ZoomRow } from '../../../examples/visual-zoom/rows';
 import { zoom } from '../../../examples/visual-zoom/tools';
 
@@ -33,14 +33,14 @@ describe('visual-zoom example', () => {
     const rows = loadJsonlDataset(path.join(out, 'train.jsonl'), { fields: ZoomFields }).rows as ZoomRow[];
     for (const row of rows) {
       const { data, info } = await sharp(path.join(out, row.image)).raw().toBuffer({ resolveWithObject: true });
-      assert.deepEqual([info.width, info.height], [80, 80]);
-      const cell = Buffer.alloc(16 * 16 * 3);
-      for (let y = 0; y < 16; y++) data.copy(cell, y * 48, (((CENTRE - 1) * 16 + y) * 80 + (CENTRE - 1) * 16) * 3, (((CENTRE - 1) * 16 + y) * 80 + CENTRE * 16) * 3);
+      assert.deepEqual([info.width, info.height], [SIZE, SIZE]);
+      const cell = Buffer.alloc(CELL * CELL * 3);
+      for (let y = 0; y < CELL; y++) data.copy(cell, y * CELL * 3, (((CENTRE - 1) * CELL + y) * SIZE + (CENTRE - 1) * CELL) * 3, (((CENTRE - 1) * CELL + y) * SIZE + CENTRE * CELL) * 3);
       assert.equal(dotColour(cell), row.answer, `${row.id}: the centre dot is ${row.answer}`);
       const result = await zoom.execute({}, { row } as never);
       const [image] = observationImages(typeof result === 'string' ? { content: [] } : result);
       const zoomed = await sharp(image.data as Buffer).raw().toBuffer({ resolveWithObject: true });
-      assert.deepEqual([zoomed.info.width, zoomed.info.height], [16, 16]);
+      assert.deepEqual([zoomed.info.width, zoomed.info.height], [CELL, CELL]);
       assert.equal(dotColour(zoomed.data), row.answer);
     }
     const demos = fs.readFileSync(path.join(out, 'sft.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { messages: { role: string }[] });
