@@ -1,7 +1,7 @@
 /**
  * Training config of the visual-zoom example: a tiny Qwen2-VL trained from scratch — a
  * supervised warm start (reading drills, then imperfect demonstrations: most answer without
- * zooming), then GRPO with the zoom tool, evaluated on held-out pictures before and after RL.
+ * zooming), then GRPO with the zoom tool, evaluated on held-out pictures every 5 steps.
  * `npx tsx examples/visual-zoom/demo.ts` creates the model and the data, then runs this.
  */
 import { defineConfig } from 'rollout-studio';

