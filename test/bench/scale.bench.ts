@@ -9,11 +9,14 @@
  *   update_tokens_per_s    trajectory tokens/s of the policy update (PolicyTrainer.update:
  *                          forward, backward into the adapters, clipping, AdamW)
  *   update_vs_pytorch      ours / eager PyTorch update tokens/s, the same update (goal ≥ 1.5),
- *                          median of alternating pairs with its spread
+ *                          median of alternating pairs with its spread; ours shares the prompt
+ *                          between the sequences of a micro-batch, the peer does not
+ *   update_unshared_vs_pytorch  the same with a distinct first token in every sequence: nothing to
+ *                          share, the same arithmetic on both sides
  *   peak_memory_mib        peak resident memory of ours and of the PyTorch peer
  * PyTorch runs at its best thread setting (chosen on a one-sequence probe); ours uses every core
  * (a second 0.5B copy to probe one thread would double the memory). Needs about 12 GB of free
- * memory; about 8 minutes on 2 quiet cores. BENCH_PAIRS (default 3), BENCH_THREADS (default:
+ * memory; about 10 minutes on 2 quiet cores. BENCH_PAIRS (default 3), BENCH_THREADS (default:
  * every core).
  */
 import * as fs from 'node:fs';
@@ -42,6 +45,8 @@ const TURN_TOKENS = 32;
 /** 2 sequences per forward/backward: at 4 our process peaked at 12.9 GB (with the rollout and both update graphs) and PyTorch at 5.9. */
 const MICRO_BATCH = 2;
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
+/** The unshared set's first tokens: ordinary vocabulary ids, one per sequence, so no two sequences share a prefix. */
+const UNSHARED_FIRST_TOKEN = 1000;
 
 const SYSTEM =
   'You are a research assistant. Answer the question by searching the knowledge base; call a tool when you need a fact.\n\n# Tools\n\n' +
@@ -112,36 +117,46 @@ async function main(): Promise<void> {
       microBatchSize: MICRO_BATCH,
       fullFineTuning: false,
     });
-    const ourUpdate = async () => trajectoryTokens / (await seconds(() => trainer.update(sequences, 1e-5, Random.fromSeed(1))));
-
-    const wire = sequences.map((s) => ({ ids: s.ids, mask: Array.from(s.mask), logprobs: Array.from(s.logprobs), advantages: Array.from(s.advantages) }));
+    // Our update shares each micro-batch's common prefix (the prompt) between its sequences, which
+    // the eager peer, like TRL's trainers, does not. Compared twice: on the trajectories as sampled
+    // (what a user's run does) and with a distinct first token in each (no prefix to share: the
+    // same arithmetic on both sides).
+    const unshared: TrainingSequence[] = sequences.map((s, b) => ({ ...s, ids: [UNSHARED_FIRST_TOKEN + b, ...s.ids.slice(1)] }));
+    const wire = (set: readonly TrainingSequence[]) => set.map((s) => ({ ids: s.ids, mask: Array.from(s.mask), logprobs: Array.from(s.logprobs), advantages: Array.from(s.advantages) }));
     peer = await startBestTorchPeer(
       'scale_peer.py',
       threads,
-      { model: SHAPE, lora: LORA, sequences: wire, microBatchSize: MICRO_BATCH },
+      { model: SHAPE, lora: LORA, sequences: wire(sequences), unsharedSequences: wire(unshared), microBatchSize: MICRO_BATCH },
       { op: 'update', limit: 1 },
       1,
     );
     const torchPeer = peer;
     let torchPeak: number | undefined;
-    const update = await interleavedPairs(
-      'update vs PyTorch',
-      { pairs: PAIRS, kind: 'rate', unit: 'tokens/s', cpu: { ours: ownCpuSeconds, peer: () => torchPeer.peer.cpuSeconds() } },
-      ourUpdate,
-      async () => {
-        const reply = await torchPeer.peer.request<{ seconds: number; peak_memory: number }>({ op: 'update' });
-        torchPeak = reply.peak_memory;
-        return trajectoryTokens / reply.seconds;
-      },
-      (a, b) => a / b,
-    );
+    const compare = (set: 'shared' | 'unshared', ours: readonly TrainingSequence[]) =>
+      interleavedPairs(
+        `update vs PyTorch (${set} prefix)`,
+        { pairs: PAIRS, kind: 'rate', unit: 'tokens/s', cpu: { ours: ownCpuSeconds, peer: () => torchPeer.peer.cpuSeconds() } },
+        async () => trajectoryTokens / (await seconds(() => trainer.update(ours, 1e-5, Random.fromSeed(1)))),
+        async () => {
+          const reply = await torchPeer.peer.request<{ seconds: number; peak_memory: number }>({ op: 'update', set });
+          torchPeak = reply.peak_memory;
+          return trajectoryTokens / reply.seconds;
+        },
+        (a, b) => a / b,
+      );
+    const update = await compare('shared', sequences);
+    const updateUnshared = await compare('unshared', unshared);
     await trainer.release();
     console.log(`\nupdate: ${GROUP} trajectories, ${trajectoryTokens} tokens (${sequences.reduce((n, s) => n + s.mask.reduce((a, m) => a + m, 0), 0)} policy tokens; the ${prompt.length}-token prompt is shared), micro-batches of ${MICRO_BATCH}`);
-    console.log(`ours ${formatSpread(update.ours, 1)} tokens/s, PyTorch ${formatSpread(update.peer, 1)} tokens/s`);
+    console.log(`shared prefix: ours ${formatSpread(update.ours, 1)} tokens/s, PyTorch ${formatSpread(update.peer, 1)} tokens/s`);
+    console.log(`no shared prefix: ours ${formatSpread(updateUnshared.ours, 1)} tokens/s, PyTorch ${formatSpread(updateUnshared.peer, 1)} tokens/s`);
     console.log(`RESULT rollout_tokens_per_s=${(generated / rolloutSeconds).toFixed(1)}`);
     console.log(`RESULT update_tokens_per_s=${update.ours.median.toFixed(1)} pytorch_update_tokens_per_s=${update.peer.median.toFixed(1)}`);
     console.log(resultLine('update_vs_pytorch', update.ratio));
     console.log(resultLine('update_vs_pytorch_cpu', update.cpuRatio!));
+    console.log(`RESULT update_unshared_tokens_per_s=${updateUnshared.ours.median.toFixed(1)} pytorch_update_unshared_tokens_per_s=${updateUnshared.peer.median.toFixed(1)}`);
+    console.log(resultLine('update_unshared_vs_pytorch', updateUnshared.ratio));
+    console.log(resultLine('update_unshared_vs_pytorch_cpu', updateUnshared.cpuRatio!));
     console.log(`RESULT peak_memory_mib=${mib(ownPeakMemoryBytes())} pytorch_peak_memory_mib=${mib(torchPeak)}`);
     console.log(`RESULT pytorch_setting=torch_threads:${peer.setting.torchThreads},openblas_threads:${peer.setting.blasThreads} blas=${peer.info.blas.split(' ')[0]}`);
     model.close();

@@ -5,7 +5,8 @@ weights, LoRA adapters (rank r, alpha) on the targeted projections as the only t
 the LM head applied only at the policy's tokens, the clipped policy objective (token mean over
 the whole batch, accumulated over micro-batches), gradient clipping and AdamW.
 A long-lived server (peer_server.serve): `setup` builds the model and takes the trajectories,
-`update` times one update over all of them. Run with Debian's /usr/bin/python3."""
+`update` times one update over all of them (`set`: the trajectories as sampled, or with a
+distinct first token each, so that no two share a prefix). Run with Debian's /usr/bin/python3."""
 import math
 
 import torch
@@ -53,7 +54,7 @@ def setup(request):
         c=c, hd=hd, layers=layers, adapters=adapters, embed=frozen(V, D), norm=torch.ones(D),
         inv_freq=1.0 / (c["ropeTheta"] ** (torch.arange(0, hd, 2).float() / hd)),
         opt=torch.optim.AdamW(adapters.parameters(), lr=1e-5, weight_decay=0.0),
-        sequences=request["sequences"], micro=request["microBatchSize"],
+        sequences={"shared": request["sequences"], "unshared": request["unsharedSequences"]}, micro=request["microBatchSize"],
     )
     return setting(request["threads"])
 
@@ -124,7 +125,8 @@ def micro_batch_loss(batch, token_total, clip_low, clip_high):
 
 
 def update(request):
-    sequences = state["sequences"][: request.get("limit", len(state["sequences"]))]
+    every = state["sequences"][request.get("set", "shared")]
+    sequences = every[: request.get("limit", len(every))]
     micro = state["micro"]
     token_total = max(1, sum(sum(s["mask"]) for s in sequences))
     opt = state["opt"]

@@ -78,3 +78,24 @@ export function timeByOp(nodes: readonly ProfiledNode[]): Array<{ op: string; pr
   }
   return [...totals.values()].sort((a, b) => b.micros - a.micros);
 }
+
+/** Matrix-product ops whose FLOPs `matrixFlops` counts (onnxruntime fuses MatMul + Transpose/scale into FusedMatMul). */
+const MATRIX_OPS = new Set(['MatMul', 'FusedMatMul', 'Gemm']);
+
+/**
+ * Floating-point operations of one run of a matrix-product node (a multiply and an add per
+ * multiply-accumulate), from the shapes the profile recorded: 2·|output|·K. The profile does not
+ * record a transpose flag, so K is read off the first operand: its last dimension when its
+ * second-to-last is the output's row count M, its second-to-last otherwise (a transposed A). When
+ * both equal M, K = M either way. Undefined for any other op or a shape it cannot read.
+ */
+export function matrixFlops(node: Pick<ProfiledNode, 'op' | 'inputs' | 'outputs'>): number | undefined {
+  if (!MATRIX_OPS.has(node.op)) return undefined;
+  const a = node.inputs[0]?.shape;
+  const out = node.outputs[0]?.shape;
+  if (!a || !out || a.length < 1 || out.length < 1) return undefined;
+  if (a.length === 1) return 2 * tensorTypeElements(node.outputs[0]) * a[0]; // a vector times a matrix
+  const m = out.length >= 2 ? out[out.length - 2] : 1;
+  const k = a[a.length - 2] === m ? a[a.length - 1] : a[a.length - 2];
+  return 2 * tensorTypeElements(node.outputs[0]) * k;
+}
