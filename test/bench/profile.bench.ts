@@ -35,19 +35,19 @@ type Workload = (typeof WORKLOADS)[number];
 function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fmaPeakGflops: number): void {
   const nodes = graphs.flat();
   const total = nodes.reduce((n, x) => n + x.micros, 0);
-  console.log(`\n${name}: ${(total / 1e6).toFixed(3)} s of kernel time in ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`);
+  console.log(`\n${name}: ${(total / 1e6 / RUNS).toFixed(3)} s of kernel time a run (mean of ${RUNS}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`);
   for (const row of timeByOp(nodes).slice(0, 14)) {
-    console.log(`  ${row.op.padEnd(24)} ${(row.micros / 1e3).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`);
+    console.log(`  ${row.op.padEnd(24)} ${(row.micros / 1e3 / RUNS).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`);
   }
   // How far the FMA peak is, and why: the fraction of the whole is the matrix kernels' share of the
   // time times their own fraction of the peak (the other kernels do next to no FMA work).
   const matrix = nodes.filter((n) => matrixFlops(n) !== undefined);
-  const flops = matrix.reduce((n, x) => n + matrixFlops(x)! * x.runs, 0);
+  const flops = matrix.reduce((n, x) => n + x.matrixFlops, 0);
   const micros = matrix.reduce((n, x) => n + x.micros, 0);
   const share = micros / total;
   const matrixFraction = flops / (micros / 1e6) / 1e9 / fmaPeakGflops;
   console.log(
-    `  matrix products: ${(flops / 1e9).toFixed(2)} GFLOP in ${(micros / 1e3).toFixed(1)} ms = ${(flops / (micros / 1e6) / 1e9).toFixed(1)} GFLOP/s, ${(100 * matrixFraction).toFixed(1)} % of the FMA peak (${fmaPeakGflops.toFixed(1)} GFLOP/s); ` +
+    `  matrix products: ${(flops / 1e9 / RUNS).toFixed(2)} GFLOP in ${(micros / 1e3 / RUNS).toFixed(1)} ms a run = ${(flops / (micros / 1e6) / 1e9).toFixed(1)} GFLOP/s, ${(100 * matrixFraction).toFixed(1)} % of the FMA peak (${fmaPeakGflops.toFixed(1)} GFLOP/s); ` +
       `${(100 * share).toFixed(1)} % of the kernel time → the whole at ${(100 * share * matrixFraction).toFixed(1)} % of the peak`,
   );
   console.log(`RESULT ${name}_matrix_time_share=${share.toFixed(3)} ${name}_matrix_fma_fraction=${matrixFraction.toFixed(3)} ${name}_kernel_fma_fraction=${(share * matrixFraction).toFixed(3)}`);
@@ -64,9 +64,12 @@ async function profiled(root: string, name: string, fmaPeakGflops: number, work:
   report(name, graphs, wall, fmaPeakGflops);
 }
 
-async function timedOnce(fn: () => Promise<unknown>): Promise<number> {
-  for (let i = 0; i < Number(process.env.PROFILE_EXTRA ?? 0); i++) await fn();
-  await fn(); // warm-up, profiled too: the profile covers both runs
+/** Runs of each workload. The profile covers them all, the first (allocations, first page faults) included, so several dilute it. */
+const RUNS = 5;
+
+/** Run `fn` RUNS times; the last run's wall seconds. */
+async function timedRuns(fn: () => Promise<unknown>): Promise<number> {
+  for (let i = 1; i < RUNS; i++) await fn();
   const t0 = performance.now();
   await fn();
   return (performance.now() - t0) / 1000;
@@ -86,7 +89,7 @@ async function main(): Promise<void> {
         const runner = await tinyLmOptimizer(device, config, initTinyLm(config, seeded(1)));
         const r = seeded(2);
         const batch = lmBatch(Array.from({ length: 8 }, () => Array.from({ length: 257 }, () => Math.floor(r() * config.vocab))));
-        const wall = await timedOnce(() => runner.step(batch, 1e-4));
+        const wall = await timedRuns(() => runner.step(batch, 1e-4));
         await device.close();
         return wall;
       });
@@ -107,12 +110,12 @@ async function main(): Promise<void> {
             scoring.graph.output(scoring.logprobs, 'logprobs');
             const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
             const feeds = { ...packForScoring(Array.from({ length: 8 }, () => ids(512))).feeds, ...model.weightFeeds(scoring.weights), inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) } };
-            wall = await timedOnce(() => device.run(session, feeds, { logprobs: 'return' }));
+            wall = await timedRuns(() => device.run(session, feeds, { logprobs: 'return' }));
           } else {
             const batch = workload === 'b1' ? 1 : 32;
             const prompts = Array.from({ length: batch }, () => ids(32));
             const policy = new ModelPolicy(model);
-            wall = await timedOnce(async () => {
+            wall = await timedRuns(async () => {
               const s = await policy.startSession(batch, 7);
               await s.generate(prompts.map((append, sequence) => ({ sequence, append })), { temperature: 0, topK: 0, topP: 1, maxNewTokens: 64, stopTokenIds: [] });
               await s.close();

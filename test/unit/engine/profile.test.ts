@@ -1,6 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { matrixFlops } from '../../../trainer/engine/runtime/profile';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { matrixFlops, readProfile } from '../../../trainer/engine/runtime/profile';
 
 const node = (op: string, a: number[], b: number[], out: number[]) => ({ op, inputs: [{ dtype: 'float', shape: a }, { dtype: 'float', shape: b }], outputs: [{ dtype: 'float', shape: out }] });
 
@@ -18,4 +21,25 @@ test('matrixFlops counts 2·M·K·N per product, batched, transposed or not', ()
 test('matrixFlops is undefined for other ops and unreadable shapes', () => {
   assert.equal(matrixFlops(node('Add', [4, 4], [4, 4], [4, 4])), undefined);
   assert.equal(matrixFlops({ op: 'MatMul', inputs: [], outputs: [] }), undefined);
+});
+
+test('readProfile sums a node’s matrix FLOPs over its runs, each from that run’s shapes', () => {
+  // A decoding graph's MatMul: a 32-token prefill, then two one-token steps.
+  const run = (m: number) => ({
+    cat: 'Node',
+    name: 'q_proj_kernel_time',
+    dur: 100,
+    args: { op_name: 'MatMul', provider: 'CPUExecutionProvider', input_type_shape: [{ float: [m, 64] }, { float: [64, 64] }], output_type_shape: [{ float: [m, 64] }] },
+  });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-test-'));
+  try {
+    const file = path.join(dir, 'profile.json');
+    fs.writeFileSync(file, JSON.stringify([run(32), run(1), run(1), { cat: 'Session', name: 'model_run', dur: 500 }]));
+    const [node] = readProfile(file);
+    assert.equal(node.runs, 3);
+    assert.equal(node.micros, 300);
+    assert.equal(node.matrixFlops, 2 * 64 * 64 * (32 + 1 + 1));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

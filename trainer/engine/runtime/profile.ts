@@ -37,13 +37,15 @@ export interface ProfiledNode {
   /** Kernel time summed over every run in the profile, µs. */
   micros: number;
   runs: number;
+  /** A matrix product's FLOPs summed over its runs, each run's from that run's shapes (they change between decoding steps); 0 for other ops. */
+  matrixFlops: number;
 }
 
 function types(list: z.infer<typeof TypeShapes> | undefined): TensorType[] {
   return (list ?? []).flatMap((entry) => Object.entries(entry).map(([dtype, shape]) => ({ dtype, shape })));
 }
 
-/** The nodes of one profile file, each once, with kernel times summed over its runs. */
+/** The nodes of one profile file, each once, with kernel times (and matrix FLOPs) summed over its runs; `inputs`/`outputs` are its first run's. */
 export function readProfile(file: string): ProfiledNode[] {
   const parsed = z.array(ProfileEvent).safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
   if (!parsed.success) throw new Error(`${file}: not an onnxruntime profile (${parsed.error.issues[0]?.message})`);
@@ -52,12 +54,16 @@ export function readProfile(file: string): ProfiledNode[] {
     if (event.cat !== 'Node' || !event.name.endsWith('_kernel_time') || !event.args?.provider) continue;
     const name = event.name.slice(0, -'_kernel_time'.length);
     let node = nodes.get(name);
+    const op = event.args.op_name ?? '?';
+    const inputs = types(event.args.input_type_shape);
+    const outputs = types(event.args.output_type_shape);
     if (!node) {
-      node = { name, op: event.args.op_name ?? '?', provider: event.args.provider, inputs: types(event.args.input_type_shape), outputs: types(event.args.output_type_shape), micros: 0, runs: 0 };
+      node = { name, op, provider: event.args.provider, inputs, outputs, micros: 0, runs: 0, matrixFlops: 0 };
       nodes.set(name, node);
     }
     node.micros += event.dur ?? 0;
     node.runs++;
+    node.matrixFlops += matrixFlops({ op, inputs, outputs }) ?? 0;
   }
   return [...nodes.values()];
 }
@@ -89,7 +95,7 @@ const MATRIX_OPS = new Set(['MatMul', 'FusedMatMul', 'Gemm']);
  * second-to-last is the output's row count M, its second-to-last otherwise (a transposed A). When
  * both equal M, K = M either way. Undefined for any other op or a shape it cannot read.
  */
-export function matrixFlops(node: Pick<ProfiledNode, 'op' | 'inputs' | 'outputs'>): number | undefined {
+export function matrixFlops(node: { op: string; inputs: readonly TensorType[]; outputs: readonly TensorType[] }): number | undefined {
   if (!MATRIX_OPS.has(node.op)) return undefined;
   const a = node.inputs[0]?.shape;
   const out = node.outputs[0]?.shape;
