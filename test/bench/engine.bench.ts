@@ -24,7 +24,7 @@ import { seeded } from '../helpers/engine';
 import { buildTinyLm, initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../helpers/tinyLm';
 import { FmaPeakProgram } from './lib/fmaPeak';
 import { formatSpread, interleavedPairs, ownCpuSeconds, pickFastest, resultLine, seconds, spread } from './lib/pairs';
-import { startBestTorchPeer } from './lib/torchPeer';
+import { settingResult, startBestTorchPeer } from './lib/torchPeer';
 
 const REFERENCE = { vocab: 4096, hidden: 256, layers: 4, heads: 4, ffn: 1024, seq: 256, batch: 8 };
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 7);
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     console.log(resultLine('pytorch_train_step_fma_fraction', spread(torchFractions)));
     console.log(`RESULT matmul_fma_fraction=${(matmul / peak.median).toFixed(3)}`);
     console.log(`RESULT ours_setting="forward ${mine.forward.name}; train step ${mine.trainStep.name}"`);
-    console.log(`RESULT pytorch_setting=torch_threads:${peer.setting.torchThreads},openblas_threads:${peer.setting.blasThreads} blas=${peer.info.blas.split(' ')[0]}`);
+    console.log(`RESULT pytorch_setting=${settingResult(peer)}`);
   } finally {
     for (const setup of setups) await setup.close();
     await peer.peer.close();

