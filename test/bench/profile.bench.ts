@@ -35,9 +35,9 @@ type Workload = (typeof WORKLOADS)[number];
 function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fmaPeakGflops: number): void {
   const nodes = graphs.flat();
   const total = nodes.reduce((n, x) => n + x.micros, 0);
-  console.log(`\n${name}: ${(total / 1e6 / RUNS).toFixed(3)} s of kernel time a run (mean of ${RUNS}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`);
+  console.log(`\n${name}: ${(total / 1e6 / COUNTED).toFixed(3)} s of kernel time a run (mean of runs 2–${RUNS}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`);
   for (const row of timeByOp(nodes).slice(0, 14)) {
-    console.log(`  ${row.op.padEnd(24)} ${(row.micros / 1e3 / RUNS).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`);
+    console.log(`  ${row.op.padEnd(24)} ${(row.micros / 1e3 / COUNTED).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`);
   }
   // How far the FMA peak is, and why: the fraction of the whole is the matrix kernels' share of the
   // time times their own fraction of the peak (the other kernels do next to no FMA work).
@@ -47,7 +47,7 @@ function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fma
   const share = micros / total;
   const matrixFraction = flops / (micros / 1e6) / 1e9 / fmaPeakGflops;
   console.log(
-    `  matrix products: ${(flops / 1e9 / RUNS).toFixed(2)} GFLOP in ${(micros / 1e3 / RUNS).toFixed(1)} ms a run = ${(flops / (micros / 1e6) / 1e9).toFixed(1)} GFLOP/s, ${(100 * matrixFraction).toFixed(1)} % of the FMA peak (${fmaPeakGflops.toFixed(1)} GFLOP/s); ` +
+    `  matrix products: ${(flops / 1e9 / COUNTED).toFixed(2)} GFLOP in ${(micros / 1e3 / COUNTED).toFixed(1)} ms a run = ${(flops / (micros / 1e6) / 1e9).toFixed(1)} GFLOP/s, ${(100 * matrixFraction).toFixed(1)} % of the FMA peak (${fmaPeakGflops.toFixed(1)} GFLOP/s); ` +
       `${(100 * share).toFixed(1)} % of the kernel time → the whole at ${(100 * share * matrixFraction).toFixed(1)} % of the peak`,
   );
   console.log(`RESULT ${name}_matrix_time_share=${share.toFixed(3)} ${name}_matrix_fma_fraction=${matrixFraction.toFixed(3)} ${name}_kernel_fma_fraction=${(share * matrixFraction).toFixed(3)}`);
@@ -60,12 +60,13 @@ async function profiled(root: string, name: string, fmaPeakGflops: number, work:
   process.env.ROLLOUT_ORT_PROFILE = path.join(dir, 'session');
   const wall = await work();
   delete process.env.ROLLOUT_ORT_PROFILE;
-  const graphs = fs.readdirSync(dir).map((f) => readProfile(path.join(dir, f))).filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
+  const graphs = fs.readdirSync(dir).map((f) => readProfile(path.join(dir, f), { skipRuns: 1 })).filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
   report(name, graphs, wall, fmaPeakGflops);
 }
 
-/** Runs of each workload. The profile covers them all, the first (allocations, first page faults) included, so several dilute it. */
+/** Runs of each workload; the report leaves out the first (allocations, first page faults). */
 const RUNS = 5;
+const COUNTED = RUNS - 1;
 
 /** Run `fn` RUNS times; the last run's wall seconds. */
 async function timedRuns(fn: () => Promise<unknown>): Promise<number> {

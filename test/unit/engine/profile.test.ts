@@ -39,6 +39,9 @@ test('readProfile sums a node’s matrix FLOPs over its runs, each from that run
     assert.equal(node.runs, 3);
     assert.equal(node.micros, 300);
     assert.equal(node.matrixFlops, 2 * 64 * 64 * (32 + 1 + 1));
+    // Leaving out the prefill: the two one-token steps.
+    const [steady] = readProfile(file, { skipRuns: 1 });
+    assert.deepEqual([steady.runs, steady.micros, steady.matrixFlops, steady.inputs[0].shape], [2, 200, 2 * 64 * 64 * 2, [1, 64]]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -45,14 +45,22 @@ function types(list: z.infer<typeof TypeShapes> | undefined): TensorType[] {
   return (list ?? []).flatMap((entry) => Object.entries(entry).map(([dtype, shape]) => ({ dtype, shape })));
 }
 
-/** The nodes of one profile file, each once, with kernel times (and matrix FLOPs) summed over its runs; `inputs`/`outputs` are its first run's. */
-export function readProfile(file: string): ProfiledNode[] {
+/**
+ * The nodes of one profile file, each once, with kernel times (and matrix FLOPs) summed over its
+ * runs after the first `skipRuns`; `inputs`/`outputs` are its first counted run's.
+ */
+export function readProfile(file: string, options: { skipRuns?: number } = {}): ProfiledNode[] {
   const parsed = z.array(ProfileEvent).safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
   if (!parsed.success) throw new Error(`${file}: not an onnxruntime profile (${parsed.error.issues[0]?.message})`);
   const nodes = new Map<string, ProfiledNode>();
+  const seen = new Map<string, number>();
   for (const event of parsed.data) {
     if (event.cat !== 'Node' || !event.name.endsWith('_kernel_time') || !event.args?.provider) continue;
     const name = event.name.slice(0, -'_kernel_time'.length);
+    // A node's first runs (allocations, first page faults) can be left out: steady state only.
+    const count = (seen.get(name) ?? 0) + 1;
+    seen.set(name, count);
+    if (count <= (options.skipRuns ?? 0)) continue;
     let node = nodes.get(name);
     const op = event.args.op_name ?? '?';
     const inputs = types(event.args.input_type_shape);
