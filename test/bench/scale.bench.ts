@@ -14,7 +14,7 @@
  *   update_unshared_vs_pytorch  the same with a distinct first token in every sequence: nothing to
  *                          share, the same arithmetic on both sides
  *   peak_memory_mib        peak resident memory of ours and of the PyTorch peer
- * PyTorch runs at its best thread setting (chosen on a one-sequence probe); ours uses every core
+ * PyTorch runs at its best setting of threads and allocator (chosen on a one-sequence probe); ours uses every core
  * (a second 0.5B copy to probe one thread would double the memory). Needs about 12 GB of free
  * memory; about 10 minutes on 2 quiet cores. BENCH_PAIRS (default 3), BENCH_THREADS (default:
  * every core).

@@ -2,9 +2,9 @@
  * A PyTorch peer at its best setting. Two thread pools decide PyTorch's CPU speed — torch's
  * intra-op threads (torch.set_num_threads) and OpenBLAS's own (OPENBLAS_NUM_THREADS, fixed at
  * process start) — and the wrong pair oversubscribes the cores (DESIGN.md: the reference train
- * step takes 1.05 s with 2 × 2 threads and 0.566 s with 1 × 2 on two cores). Every pair a
- * competent user would try runs the benchmark's own probe; the fastest setting is kept, and the
- * table of all of them printed.
+ * step takes 1.05 s with 2 × 2 threads and 0.566 s with 1 × 2 on two cores). So does the
+ * allocator where page faults are dear (`keepFreedMemory`). Every setting a competent user would
+ * try runs the benchmark's own probe; the fastest is kept, and the table of all of them printed.
  */
 import * as path from 'node:path';
 import { median } from './pairs';
@@ -18,7 +18,7 @@ export interface TorchSetting {
    * no trimming). Eager PyTorch frees and reallocates its activations every step, and where a
    * page fault is dear (12–15 µs on these VMs, against well under 1 µs on a bare machine) the
    * default allocator's returns cost it more than its arithmetic: its reference train step takes
-   * 1.4–1.6 s by default and 0.62 s keeping freed memory (measured, 2026-12-04).
+   * 1.4–1.9 s by default and 0.60 s keeping freed memory (measured, 2026-12-04).
    */
   keepFreedMemory: boolean;
 }
@@ -42,7 +42,8 @@ export interface BestTorchPeer {
   tried: Array<{ setting: TorchSetting; seconds: number }>;
 }
 
-export function threadSettings(cores: number): TorchSetting[] {
+/** Every thread pair (1 or every core, for each pool), with glibc's default allocator and keeping freed memory. */
+export function peerSettings(cores: number): TorchSetting[] {
   const counts = [...new Set([1, cores])];
   return [false, true].flatMap((keepFreedMemory) => counts.flatMap((torchThreads) => counts.map((blasThreads) => ({ torchThreads, blasThreads, keepFreedMemory }))));
 }
@@ -73,7 +74,7 @@ export async function startBestTorchPeer(
   let best: Omit<BestTorchPeer, 'tried'> | undefined;
   let bestSeconds = Infinity;
   const tried: BestTorchPeer['tried'] = [];
-  const tryOne = async (setting: TorchSetting) => {
+  for (const setting of peerSettings(cores)) {
     const env = { OPENBLAS_NUM_THREADS: String(setting.blasThreads), ...(setting.keepFreedMemory ? KEEP_FREED_MEMORY : {}) };
     const peer = PeerProcess.start(`PyTorch peer (${describeSetting(setting)})`, PYTHON, [path.join(__dirname, '..', script)], env);
     const info = await peer.request<TorchPeerInfo>({ ...setup, op: 'setup', threads: setting.torchThreads });
@@ -83,7 +84,7 @@ export async function startBestTorchPeer(
       console.log(`  PyTorch setting ${describeSetting(setting)}: skipped (warm-up ${warmup.toFixed(3)} s, over 4× the best)`);
       tried.push({ setting, seconds: warmup });
       await peer.close();
-      return;
+      continue;
     }
     const times: number[] = [];
     for (let i = 0; i < probeReps; i++) times.push((await peer.request<{ seconds: number }>(probe)).seconds);
@@ -95,8 +96,7 @@ export async function startBestTorchPeer(
       best = { peer, setting, info };
       bestSeconds = seconds;
     } else await peer.close();
-  };
-  for (const setting of threadSettings(cores)) await tryOne(setting);
+  }
   const chosen = { ...best!, tried };
   console.log(`PyTorch ${chosen.info.torch} at its best setting: ${describeSetting(chosen.setting)}; BLAS: ${chosen.info.blas} (${chosen.info.blas_loaded.join(', ') || 'none found'})`);
   return chosen;
