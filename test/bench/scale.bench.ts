@@ -16,7 +16,7 @@
  *   peak_memory_mib        peak resident memory of ours and of the PyTorch peer
  * PyTorch runs at its best setting of threads and allocator (chosen on a one-sequence probe); ours uses every core
  * (a second 0.5B copy to probe one thread would double the memory). Needs about 12 GB of free
- * memory; about 10 minutes on 2 quiet cores. BENCH_PAIRS (default 3), BENCH_THREADS (default:
+ * memory; about 13 minutes on 2 quiet cores (8 PyTorch settings probed, then both comparisons). BENCH_PAIRS (default 3), BENCH_THREADS (default:
  * every core).
  */
 import * as fs from 'node:fs';
