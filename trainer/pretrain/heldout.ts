@@ -6,6 +6,7 @@ import { buildScoringGraph } from '../models/scoring';
 import { Random } from '../util/random';
 import { chainEpisode, chatAnswerEpisode, toolEpisode } from './corpus/chatEpisodes';
 import type { CorpusContext } from './corpus/corpusContext';
+import { factChainEpisode } from './corpus/factChainEpisodes';
 import { ROLE_ID, SKILLS, type CorpusEpisode, type Skill } from './corpus/episode';
 import type { LossWeights } from './corpus/mix';
 import { inductionEpisode, lookupEpisode, repeatEpisode, type CopyFocus } from './corpus/textEpisodes';
@@ -46,6 +47,7 @@ export function heldoutEpisodes(context: CorpusContext, seed: number, perSet: nu
     (r) => chatAnswerEpisode(context, r),
     (r) => toolEpisode(context, r),
     (r) => chainEpisode(context, r),
+    (r) => factChainEpisode(context, r),
   ];
   return sets.flatMap((make, i) => {
     const random = Random.fromSeed(seed * 7_919 + i);

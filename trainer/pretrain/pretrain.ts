@@ -15,17 +15,19 @@ import { CorpusContext } from './corpus/corpusContext';
 import { packStep } from './corpus/mix';
 import { pretrainChart } from './pretrainCurve';
 import { HeldoutEvaluator, heldoutEpisodes, type HeldoutResult } from './heldout';
+import { copyInitModel } from './initModel';
 import { dataForStep, parseRecipe, recipeHash, RecipeError, type Recipe } from './recipe';
 import { qwen3TokenizerDir } from './tokenizerSource';
 
 /**
- * Pretraining with our own engine: a fresh model of the recipe's shape, trained fully (AdamW in
- * the graph, cosine schedule) on the generated corpus with per-token loss weights, evaluated on
- * held-out sets, checkpointed so that a stopped run resumes where its last checkpoint was.
+ * Pretraining with our own engine: a fresh model of the recipe's shape (or the model its `init`
+ * names, to continue from), trained fully (AdamW in the graph, cosine schedule) on the generated
+ * corpus with per-token loss weights, evaluated on held-out sets, checkpointed so that a stopped
+ * run resumes where its last checkpoint was.
  *
  * The run folder:
  *   recipe.json        the recipe (a resume refuses another)
- *   tokenizer/         the truncated tokenizer; init/ the initial weights
+ *   tokenizer/         the truncated tokenizer; init/ the initial weights (fresh, or the init model's)
  *   metrics.jsonl      one record per step ({kind: 'train'}) and per evaluation ({kind: 'heldout'})
  *   checkpoints/step-N the weights, AdamW's moments and trainer_state.json
  *   model/             the final model (a Hugging Face folder), written at the end
@@ -77,6 +79,11 @@ function prepareFolder(options: PretrainOptions, log: (line: string) => void): {
   const tokenizerDir = path.join(outDir, 'tokenizer');
   const truncated = truncateBpeTokenizer(options.tokenizerSource ?? qwen3TokenizerDir(), recipe.tokenizer.merges, tokenizerDir);
   const modelDir = path.join(outDir, 'init');
+  if (recipe.init) {
+    const { source } = copyInitModel(recipe, tokenizerDir, modelDir);
+    log(`model: continuing from ${source} (SHA-256 ${recipe.init.sha256.slice(0, 12)}…), vocabulary ${truncated.vocabSize}`);
+    return { modelDir };
+  }
   const m = recipe.model;
   const created = createModel({
     family: m.family,

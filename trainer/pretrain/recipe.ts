@@ -16,6 +16,13 @@ const positiveInt = z.number().int().positive();
 export const Recipe = z.strictObject({
   name: z.string().min(1),
   seed: z.number().int().min(0),
+  /**
+   * Continue from a pretrained model's weights instead of fresh ones: a model folder or a
+   * built-in name (`rollout-studio:base`), pinned by its model.safetensors' SHA-256 so the same
+   * recipe always starts from the same weights. Its architecture and tokenizer must be the
+   * recipe's; the optimizer's moments start at zero.
+   */
+  init: z.strictObject({ model: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected the 64 hex digits of a SHA-256') }).optional(),
   tokenizer: z.strictObject({
     /** Keep Qwen3's first N BPE merges (its chat template and special tokens stay). */
     merges: positiveInt,
@@ -65,7 +72,7 @@ export const Recipe = z.strictObject({
   evaluation: z.strictObject({
     /** Held-out evaluation every N steps (and at the end). */
     every: positiveInt,
-    /** Episodes per held-out set (there are 8 sets). */
+    /** Episodes per held-out set (there are 9 sets). */
     episodesPerSet: positiveInt,
     /** Seed of the held-out sets: never a training step's stream. */
     seed: z.number().int().min(0),
@@ -126,8 +133,9 @@ export function dataForStep(recipe: Recipe, step: number): PretrainStepData {
  * evaluated more often and still resume.
  */
 export function recipeHash(recipe: Recipe): string {
-  const { seed, tokenizer, model, data, optimization, output } = recipe;
-  return crypto.createHash('sha256').update(JSON.stringify({ seed, tokenizer, model, data, optimization, output })).digest('hex').slice(0, 16);
+  const { seed, init, tokenizer, model, data, optimization, output } = recipe;
+  // `init` joins the hash only when present, so the recipes without one keep their hashes.
+  return crypto.createHash('sha256').update(JSON.stringify({ seed, ...(init ? { init } : {}), tokenizer, model, data, optimization, output })).digest('hex').slice(0, 16);
 }
 
 /**
@@ -176,3 +184,28 @@ export const BASE_RECIPE: Recipe = parseRecipe(
   },
   'BASE_RECIPE',
 );
+
+/**
+ * The long base's recipe (`rollout-studio:base-long`): the base, continued for 600 steps on rows of
+ * 1,024 tokens instead of 512, with chains of facts (`fact_chain`: two to four calls, each reading
+ * its argument out of the last result beside near misses) added to the base's mix. Why: the base
+ * never saw a position past 512, and a task whose tool schemas, calls and results run longer
+ * than that — deep-search's trajectories run 660–840 tokens — met a model that had not learnt to
+ * read there (its training loss on 1,024-token rows of its own corpus starts at 1.69, against
+ * 0.76 on the 512-token rows it ended on); and at 512 tokens the base's mix dropped most of its
+ * two-call `chain` episodes (780 tokens on average) as longer than a row. The learning rate is
+ * re-warmed to 6e-4 (the base's peak was 2e-3, its end 2e-4); AdamW's moments start at zero.
+ */
+export const BASE_LONG_RECIPE: Recipe = parseRecipe(
+  {
+    ...BASE_RECIPE,
+    name: 'rollout-studio-base-long',
+    init: { model: 'rollout-studio:base', sha256: '9a46899991d226f1ccee7db00255f8ff26816faeb4c34ff13669a75024320fd6' },
+    data: { ...BASE_RECIPE.data, openingMix: undefined, mix: { ...BASE_RECIPE.data.mix, fact_chain: 0.12 }, length: 1024 },
+    optimization: { ...BASE_RECIPE.optimization, steps: 600, lr: 6e-4, warmupSteps: 30 },
+  },
+  'BASE_LONG_RECIPE',
+);
+
+/** The recipes of the built-in models, by the name a config gives the model (`rollout-studio:<name>`). */
+export const BUILT_IN_RECIPES: Readonly<Record<string, Recipe>> = { base: BASE_RECIPE, 'base-long': BASE_LONG_RECIPE };

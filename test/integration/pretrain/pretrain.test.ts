@@ -12,6 +12,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { openModelFolder } from '../../../trainer/models/modelFolder';
+import { SKILLS } from '../../../trainer/pretrain/corpus/episode';
+import { fileSha256 } from '../../../trainer/pretrain/initModel';
 import { pretrain, type PretrainResult } from '../../../trainer/pretrain/pretrain';
 import { BASE_RECIPE, parseRecipe, type Recipe } from '../../../trainer/pretrain/recipe';
 
@@ -54,13 +56,13 @@ describe('pretraining recipe', () => {
     assert.deepEqual(JSON.parse(fs.readFileSync(path.join(full.modelDir!, 'pretrain_recipe.json'), 'utf8')), TINY);
     const summary = JSON.parse(fs.readFileSync(path.join(root, 'full', 'summary.json'), 'utf8'));
     assert.equal(summary.steps, 4);
-    assert.ok(summary.heldout.loss > 0 && Object.keys(summary.heldout.exactMatch).length === 8, JSON.stringify(summary.heldout));
+    assert.ok(summary.heldout.loss > 0 && Object.keys(summary.heldout.exactMatch).length === SKILLS.length, JSON.stringify(summary.heldout));
     // Per skill, the share of target tokens right and their loss; the overall target loss is a mean of the per-skill ones.
     const { tokenAccuracy, targetLossBySkill, targetLoss } = summary.heldout as { tokenAccuracy: Record<string, number>; targetLossBySkill: Record<string, number>; targetLoss: number };
     assert.deepEqual(Object.keys(tokenAccuracy).sort(), Object.keys(summary.heldout.exactMatch).sort());
     assert.ok(Object.values(tokenAccuracy).every((a) => a >= 0 && a <= 1), JSON.stringify(tokenAccuracy));
     const bySkill = Object.values(targetLossBySkill);
-    assert.equal(bySkill.length, 8);
+    assert.equal(bySkill.length, SKILLS.length);
     assert.ok(Math.min(...bySkill) <= targetLoss + 1e-9 && targetLoss <= Math.max(...bySkill) + 1e-9, `${targetLoss} outside ${JSON.stringify(targetLossBySkill)}`);
     const records = fs.readFileSync(path.join(root, 'full', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(records.filter((r) => r.kind === 'heldout').map((r) => r.step), [0, 2, 4]);
@@ -86,6 +88,19 @@ describe('pretraining recipe', () => {
       assert.ok(fs.existsSync(path.join(root, 'resumed', 'checkpoints', 'step-000004', file)), `step-000004/${file}`);
     }
     assert.deepEqual(fs.readFileSync(path.join(rest.modelDir!, 'model.safetensors')), fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')));
+  });
+
+  it('continues from a finished model when the recipe names it as init: the same weights, then new steps', async () => {
+    const sha256 = fileSha256(path.join(full.modelDir!, 'model.safetensors'));
+    const longer = parseRecipe({ ...TINY, name: 'tiny-long', init: { model: full.modelDir!, sha256 }, data: { ...TINY.data, openingMix: undefined, mix: { chat: 1, fact_chain: 1 }, length: 512 }, optimization: { ...TINY.optimization, steps: 2 } }, 'tiny-long');
+    const continued = await run('continued', { recipe: longer });
+    assert.equal(continued.steps, 2);
+    const heldout = fs.readFileSync(path.join(root, 'continued', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.kind === 'heldout');
+    // Before its first step the run evaluates the init model itself: the finished run's last numbers.
+    assert.equal(heldout[0].step, 0);
+    assert.equal(heldout[0].loss, full.heldout!.loss);
+    assert.notDeepEqual(fs.readFileSync(path.join(continued.modelDir!, 'model.safetensors')), fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')), 'it trained');
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(continued.modelDir!, 'pretrain_recipe.json'), 'utf8')).init, { model: full.modelDir, sha256 });
   });
 
   it('refuses to continue a folder with another recipe', async () => {

@@ -17,6 +17,7 @@ import { BASE_RECIPE } from '../../../trainer/pretrain/recipe';
 import { qwen3TokenizerDir } from '../../../trainer/pretrain/tokenizerSource';
 import { SYSTEM_PROMPT as MULTIHOP_PROMPT } from '../../../examples/multihop-search/rows';
 import { QUESTION_TEMPLATES } from '../../../examples/multihop-search/data';
+import { QUESTION_TEMPLATES as DEEP_TEMPLATES, questionText as deepQuestion } from '../../../examples/deep-search/data';
 import { SYSTEM_PROMPT as DEEP_PROMPT } from '../../../examples/deep-search/rows';
 import { SYSTEM_PROMPT as CALCULATOR_PROMPT } from '../../../examples/calculator/rows';
 import { SYSTEM_PROMPT as ZOOM_PROMPT } from '../../../examples/visual-zoom/rows';
@@ -26,6 +27,7 @@ import { tools as deepTools } from '../../../examples/deep-search/tools';
 import { tools as zoomTools } from '../../../examples/visual-zoom/tools';
 
 let text: string;
+let chainText: string;
 
 before(() => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contamination-'));
@@ -34,13 +36,17 @@ before(() => {
   const context = new CorpusContext(ChatTemplate.fromTokenizer(tokenizer));
   // 80 steps of the base recipe's own rows: about 330,000 tokens.
   const rows = Array.from({ length: 80 }, (_, step) => packStep(context, BASE_RECIPE.data.mix, BASE_RECIPE.data.weights, BASE_RECIPE.data.rows, BASE_RECIPE.data.length, BASE_RECIPE.seed, step + 1)).flat();
-  text = rows.map((r) => tokenizer.decode(r.ids)).join('\n');
+  // And chains of facts (fact_chain), which a recipe may add: the nearest thing in the corpus to the search examples.
+  const chains = Array.from({ length: 20 }, (_, step) => packStep(context, { fact_chain: 1 }, BASE_RECIPE.data.weights, 8, 1024, BASE_RECIPE.seed, step + 1)).flat();
+  chainText = chains.map((r) => tokenizer.decode(r.ids)).join('\n');
+  text = [...rows, ...chains].map((r) => tokenizer.decode(r.ids)).join('\n');
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
 describe('the pretraining corpus holds no example task', () => {
   it('really is the corpus: tool calls in the chat template, with random tools', () => {
     assert.ok(text.length > 300_000, `${text.length} characters`);
+    assert.ok((text.match(/<tool_response>/g) ?? []).length > 300, 'with the chains of facts');
     assert.ok((text.match(/<tool_call>/g) ?? []).length > 200);
     assert.ok((text.match(/"name": "[a-z_]+"/g) ?? []).length > 200);
   });
@@ -60,6 +66,13 @@ describe('the pretraining corpus holds no example task', () => {
       const question = template.text('PERSON');
       const stem = question.slice(0, question.indexOf('PERSON')).trim();
       if (stem) assert.ok(!text.includes(stem), `question "${question}"`);
+    }
+    // deep-search's questions nest relations ("the country of the home of …"): none of its relations is a link of a corpus chain
+    // (other episodes do state an owner or a city: "The owner of Brai Tolmen is …").
+    for (const template of DEEP_TEMPLATES) {
+      const question = deepQuestion(template, 'PERSON');
+      assert.ok(!text.includes(question.slice(0, question.indexOf('PERSON'))), `question "${question}"`);
+      for (const relation of template.relations) assert.doesNotMatch(chainText, new RegExp(`[Tt]he ${relation} of [A-Z]`), `relation ${relation}`);
     }
     for (const prompt of [MULTIHOP_PROMPT, DEEP_PROMPT, CALCULATOR_PROMPT, ZOOM_PROMPT]) assert.ok(!text.includes(prompt.slice(0, 40)), prompt);
   });

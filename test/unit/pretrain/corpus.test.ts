@@ -10,6 +10,7 @@ import { chainEpisode, chatAnswerEpisode, plainRequestEpisode, toolEpisode } fro
 import { CorpusContext } from '../../../trainer/pretrain/corpus/corpusContext';
 import { encodeSegments, ROLE_ID, SKILL_ID, type CorpusEpisode } from '../../../trainer/pretrain/corpus/episode';
 import { EPISODE_KINDS, packStep } from '../../../trainer/pretrain/corpus/mix';
+import { factChainEpisode } from '../../../trainer/pretrain/corpus/factChainEpisodes';
 import { inductionEpisode, lookupEpisode, repeatEpisode } from '../../../trainer/pretrain/corpus/textEpisodes';
 import { generateTool } from '../../../trainer/pretrain/corpus/tools';
 import { BASE_RECIPE } from '../../../trainer/pretrain/recipe';
@@ -149,6 +150,49 @@ describe('pretraining corpus', () => {
       const firstResult = /<tool_response>\n(.*?)\n<\/tool_response>/s.exec(text(episode))![1];
       for (const v of Object.values(args)) assert.ok(firstResult.includes(String(v)), `${v} in ${firstResult}`);
     }
+  });
+
+  it('chains facts: each call reads its name out of the last result, past a near miss about the same field', () => {
+    const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    /** The field under which `result` says `subject` has `value`: a sentence "The F of S is V." or a record's key. */
+    const fieldOf = (result: string, subject: string, value: string): string | undefined => {
+      const sentence = new RegExp(`The ([a-z ]+) of ${escape(subject)} is ${escape(value)}\\.`).exec(result);
+      if (sentence) return sentence[1];
+      const record = result.split('\n').find((line) => line.startsWith('{'));
+      if (!record) return undefined;
+      const fields = JSON.parse(record) as Record<string, unknown>;
+      return fields.name === subject ? Object.keys(fields).find((k) => k !== 'name' && String(fields[k]) === value)?.replace(/_/g, ' ') : undefined;
+    };
+    const random = Random.fromSeed(11);
+    let depths = new Set<number>();
+    for (let i = 0; i < 40; i++) {
+      const episode = factChainEpisode(context, random);
+      const all = text(episode);
+      const calls = targetTexts(episode, 'fact_call').map((c) => Object.values((JSON.parse(/\{.*\}/s.exec(c)![0]) as { arguments: Record<string, string> }).arguments)[0]);
+      const results = [...all.matchAll(/<tool_response>\n(.*?)\n<\/tool_response>/gs)].map((m) => m[1]);
+      const [answer] = targetTexts(episode, 'fact_answer');
+      assert.equal(results.length, calls.length);
+      depths.add(calls.length);
+      const question = /<\|im_start\|>user\n(.*?)<\|im_end\|>/s.exec(all)![1];
+      assert.ok(question.includes(calls[0]), `the first call looks up the question's name: ${calls[0]} / ${question}`);
+      for (let k = 0; k < results.length; k++) {
+        const subject = calls[k];
+        // What the next step takes from this result: the next call's name, or (last) the answer's value.
+        const record = results[k].split('\n').find((line) => line.startsWith('{'));
+        const stated = [...results[k].matchAll(/ is ([^\n]*?)\.(?=\s|$)/g)].map((m) => m[1]).concat(record ? Object.values(JSON.parse(record) as object).map(String) : []);
+        const value = k + 1 < calls.length ? calls[k + 1] : stated.find((v) => answer.includes(v) && fieldOf(results[k], subject, v));
+        assert.ok(value, `the answer ${answer} is read out of ${results[k]}`);
+        const field = fieldOf(results[k], subject, value);
+        assert.ok(field, `result ${k} states a fact of ${subject} whose value is ${value}: ${results[k]}`);
+        assert.ok(question.includes(field), `the question asks for the ${field}: ${question}`);
+        const nearMiss =
+          new RegExp(`The [a-z]+ ${escape(field)} of ${escape(subject)} was `).test(results[k]) ||
+          new RegExp(`"[a-z]+_${escape(field.replace(/ /g, '_'))}":`).test(results[k]) ||
+          [...results[k].matchAll(new RegExp(`The ${escape(field)} of (.+?) is `, 'g'))].some((m) => m[1] !== subject);
+        assert.ok(nearMiss, `result ${k} has a near miss about the ${field}: ${results[k]}`);
+      }
+    }
+    assert.deepEqual([...depths].sort(), [2, 3, 4]);
   });
 
   it('calls from requests in plain words: values without parameter names, "from … to …" deciding which parameter takes which', () => {

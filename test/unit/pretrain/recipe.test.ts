@@ -3,7 +3,9 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { BASE_RECIPE, loadRecipe, dataForStep, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
+import { builtInModelDir, BUILT_IN_MODEL_NAMES } from '../../../trainer/models/builtinModels';
+import { fileSha256 } from '../../../trainer/pretrain/initModel';
+import { BASE_LONG_RECIPE, BASE_RECIPE, BUILT_IN_RECIPES, loadRecipe, dataForStep, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
 
 describe('pretraining recipe', () => {
   it('names the field and what was expected', () => {
@@ -51,5 +53,15 @@ describe('pretraining recipe', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("has a recipe for every built-in model, and the long base's continues the shipped base", () => {
+    assert.deepEqual(Object.keys(BUILT_IN_RECIPES).sort(), [...BUILT_IN_MODEL_NAMES].sort());
+    assert.equal(BASE_LONG_RECIPE.init?.model, 'rollout-studio:base');
+    assert.equal(BASE_LONG_RECIPE.init?.sha256, fileSha256(path.join(builtInModelDir('base'), 'model.safetensors')), 'the weights it pins are the ones that ship');
+    // The base's architecture and tokenizer, its mix plus the chains of facts, on longer rows.
+    assert.deepEqual([BASE_LONG_RECIPE.model, BASE_LONG_RECIPE.tokenizer], [BASE_RECIPE.model, BASE_RECIPE.tokenizer]);
+    assert.deepEqual(BASE_LONG_RECIPE.data.mix, { ...BASE_RECIPE.data.mix, fact_chain: 0.12 });
+    assert.equal(BASE_LONG_RECIPE.data.length, 2 * BASE_RECIPE.data.length);
   });
 });

@@ -2,15 +2,18 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pretrain } from '../../pretrain/pretrain';
-import { BASE_RECIPE, dataForStep, loadRecipe, parseRecipe, RecipeError, type Recipe } from '../../pretrain/recipe';
+import { BUILT_IN_PREFIX } from '../../models/builtinModels';
+import { BASE_RECIPE, BUILT_IN_RECIPES, dataForStep, loadRecipe, parseRecipe, RecipeError, type Recipe } from '../../pretrain/recipe';
 import { UsageError } from '../usage';
 
-export const pretrainUsage = `rollout-studio pretrain [recipe.json] [options]
+export const pretrainUsage = `rollout-studio pretrain [recipe.json | rollout-studio:<name>] [options]
 
-Pretrains a small model from scratch on the generated corpus (copying spans, the chat
-template, tool calls for random tools, reading results back), as the recipe says; without a
-recipe, the base's recipe (BASE_RECIPE in trainer/pretrain/recipe.ts). Seeded: the same recipe gives the
-same model. Rerun the same command to resume a stopped run from its last checkpoint.
+Pretrains a small model on the generated corpus (copying spans, the chat template, tool calls
+for random tools, reading results back, chains of facts), from scratch or from the model the
+recipe's init names, as the recipe says. Without a recipe, the base's (BASE_RECIPE in
+trainer/pretrain/recipe.ts); rollout-studio:base-long is the long base's (BASE_LONG_RECIPE, which
+continues the shipped base). Seeded: the same recipe gives the same model. Rerun the same command
+to resume a stopped run from its last checkpoint.
   --out DIR          the run folder (default: .rollout/pretrain/<recipe name>)
   --steps N          optimizer steps (changes the recipe, so its schedule)
   --seed N           seed of the corpus and the initial weights (changes the recipe)
@@ -46,7 +49,9 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
   if (positionals.length > 1) throw new UsageError('expected at most one recipe file');
   let recipe: Recipe;
   try {
-    recipe = positionals.length ? loadRecipe(positionals[0]) : BASE_RECIPE;
+    const named = positionals[0]?.startsWith(BUILT_IN_PREFIX) ? positionals[0].slice(BUILT_IN_PREFIX.length) : undefined;
+    if (named !== undefined && !BUILT_IN_RECIPES[named]) throw new RecipeError(`"${positionals[0]}" is not a built-in model's recipe (known: ${Object.keys(BUILT_IN_RECIPES).map((n) => BUILT_IN_PREFIX + n).join(', ')})`);
+    recipe = named !== undefined ? BUILT_IN_RECIPES[named] : positionals.length ? loadRecipe(positionals[0]) : BASE_RECIPE;
     const steps = positive('steps', values.steps);
     const seed = positive('seed', values.seed);
     if (steps !== undefined || seed !== undefined) {

@@ -18,7 +18,7 @@ import { ENUM_WORDS, NOUNS, SYSTEM_PROMPTS, TOOL_NOUNS } from './words';
 
 export type AnswerFormat = 'tag' | 'sentence' | 'plain';
 
-const capitalise = (s: string) => s[0].toUpperCase() + s.slice(1);
+export const capitalise = (s: string) => s[0].toUpperCase() + s.slice(1);
 
 function instruction(random: Random, format: AnswerFormat): string {
   if (format === 'tag') return pick(random, ['Reply with <answer>the answer</answer>.', 'Put the final answer in <answer></answer> tags.', 'Give the answer as <answer>...</answer>.', 'End with <answer>your answer</answer>.']);
@@ -26,14 +26,14 @@ function instruction(random: Random, format: AnswerFormat): string {
   return pick(random, ['Answer in one sentence.', 'Answer with a short sentence.']);
 }
 
-function answerText(format: AnswerFormat, fieldWords: string, value: string): string {
+export function answerText(format: AnswerFormat, fieldWords: string, value: string): string {
   if (format === 'tag') return `<answer>${value}</answer>`;
   if (format === 'plain') return value;
   return `The ${fieldWords} is ${value}.`;
 }
 
 /** The conversation's opening: a system prompt (or none) and where the format instruction goes. */
-function opening(random: Random): { format: AnswerFormat; system: ChatMessage[]; userSuffix: string; kwargs: Record<string, unknown> } {
+export function opening(random: Random): { format: AnswerFormat; system: ChatMessage[]; userSuffix: string; kwargs: Record<string, unknown> } {
   const format = pick(random, ['tag', 'tag', 'sentence', 'plain'] as const);
   const text = instruction(random, format);
   const inSystem = chance(random, 0.65);

@@ -16,7 +16,8 @@ export const ROLES = ['hidden', 'text', 'target'] as const;
 export type Role = (typeof ROLES)[number];
 export const ROLE_ID: Record<Role, number> = { hidden: 0, text: 1, target: 2 };
 
-export const SKILLS = ['number', 'name', 'string', 'span', 'lookup', 'tool_call', 'tool_answer', 'chat_answer'] as const;
+/** `fact_call` and `fact_answer`: the calls and the answer of a chain of facts read beside near misses (factChainEpisodes.ts). */
+export const SKILLS = ['number', 'name', 'string', 'span', 'lookup', 'tool_call', 'tool_answer', 'chat_answer', 'fact_call', 'fact_answer'] as const;
 export type Skill = (typeof SKILLS)[number];
 /** Skill ids start at 1: 0 marks a token that exercises none. */
 export const SKILL_ID: Record<Skill, number> = Object.fromEntries(SKILLS.map((s, i) => [s, i + 1])) as Record<Skill, number>;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Random } from '../../util/random';
 import { chainEpisode, chatAnswerEpisode, multiTurnEpisode, plainRequestEpisode, toolEpisode } from './chatEpisodes';
 import type { CorpusContext } from './corpusContext';
+import { factChainEpisode } from './factChainEpisodes';
 import { ROLE_ID, type CorpusEpisode } from './episode';
 import { inductionEpisode, lookupEpisode, proseEpisode, repeatEpisode } from './textEpisodes';
 
@@ -24,6 +25,8 @@ export const EPISODE_KINDS = {
   /** Calls from requests in plain words (no parameter names; "from … to …"). */
   plain_request: plainRequestEpisode,
   multi_turn: multiTurnEpisode,
+  /** Two to four calls, each argument read out of the last result beside near misses (former holders, namesakes). */
+  fact_chain: factChainEpisode,
 } as const satisfies Record<string, (context: CorpusContext, random: Random) => CorpusEpisode>;
 export type EpisodeKind = keyof typeof EPISODE_KINDS;
 
