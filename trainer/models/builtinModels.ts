@@ -6,11 +6,13 @@ import { ModelConfigError } from './modelErrors';
  * Models that ship inside the package, named `rollout-studio:<name>` wherever a model folder is
  * accepted (a config's `model.path`, `--model`; resolved with the other kinds of names in
  * models/hub/resolveModelPath.ts): `rollout-studio:base` is the small pretrained base
- * (trainer/pretrained/base, made by `rollout-studio pretrain`). The prefix keeps these names
- * apart from relative folders and from Hugging Face Hub ids (`org/name`).
+ * (trainer/pretrained/base, made by `rollout-studio pretrain`), `rollout-studio:base-long` the
+ * same model continued on conversations of up to 1,024 tokens (trainer/pretrained/base-long, made
+ * by `rollout-studio pretrain rollout-studio:base-long`). The prefix keeps these names apart from
+ * relative folders and from Hugging Face Hub ids (`org/name`).
  */
 export const BUILT_IN_PREFIX = 'rollout-studio:';
-export const BUILT_IN_MODEL_NAMES: readonly string[] = ['base'];
+export const BUILT_IN_MODEL_NAMES: readonly string[] = ['base', 'base-long'];
 
 /** The package root: the nearest folder above this file whose package.json is rollout-studio's (works from sources and from dist/). */
 function packageRoot(): string {

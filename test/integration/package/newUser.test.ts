@@ -193,13 +193,15 @@ describe('a new user, outside the repository', { timeout: 900_000 }, () => {
     for (const wanted of ['package.json', 'README.md', 'LICENSE', 'dist/trainer/cli.js', 'dist/trainer/index.js', 'dist/trainer/device-worker.js', 'dist/trainer/tool-worker.js', 'dist/types/index.d.ts', 'examples/calculator/tools.ts']) {
       assert.ok(paths.includes(wanted), `${wanted} is in the tarball`);
     }
-    // The pretrained base (rollout-studio:base) is the one folder of trainer/ that ships: weights, not code.
-    const base = files.filter((f) => f.path.startsWith('trainer/pretrained/base/'));
-    assert.deepEqual(base.map((f) => f.path).filter((p) => /\/(config\.json|model\.safetensors|tokenizer\.json)$/.test(p)).sort(), ['trainer/pretrained/base/config.json', 'trainer/pretrained/base/model.safetensors', 'trainer/pretrained/base/tokenizer.json']);
+    // The pretrained models (rollout-studio:base, rollout-studio:base-long) are the one folder of trainer/ that ships: weights, not code.
+    const base = files.filter((f) => f.path.startsWith('trainer/pretrained/'));
+    for (const name of ['base', 'base-long']) {
+      assert.deepEqual(base.map((f) => f.path).filter((p) => p.startsWith(`trainer/pretrained/${name}/`) && /\/(config\.json|model\.safetensors|tokenizer\.json)$/.test(p)).sort(), ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => `trainer/pretrained/${name}/${f}`));
+    }
     const baseBytes = base.reduce((n, f) => n + f.size, 0);
-    assert.ok(baseBytes < 50e6, `the base is ${baseBytes} bytes (at most 50 MB)`);
-    assert.deepEqual(paths.filter((p) => (/^(test|\.ci|\.vscode|\.build|trainer|extension|webview|dist\/test|dist\/extension|dist\/webview)\//.test(p) && !p.startsWith('trainer/pretrained/base/')) || p.endsWith('.map')), [], 'nothing of the repository but the package');
-    assert.ok(size < 2e6 + baseBytes, `the tarball is ${size} bytes, ${baseBytes} of them the base's (uncompressed)`);
+    assert.ok(baseBytes < 50e6, `the pretrained models are ${baseBytes} bytes (at most 50 MB)`);
+    assert.deepEqual(paths.filter((p) => (/^(test|\.ci|\.vscode|\.build|trainer|extension|webview|dist\/test|dist\/extension|dist\/webview)\//.test(p) && !p.startsWith('trainer/pretrained/')) || p.endsWith('.map')), [], 'nothing of the repository but the package');
+    assert.ok(size < 2e6 + baseBytes, `the tarball is ${size} bytes, ${baseBytes} of them the pretrained models' (uncompressed)`);
   });
 
   it('installs offline with the README’s line, without the CUDA download, and type-checks a user project against the package’s types', () => {

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { builtInModelDir, checkBuiltinModelName } from '../../../trainer/models/builtinModels';
 import { resolveModelPath } from '../../../trainer/models/hub';
 import { loadConfig } from '../../../trainer/usercode/loadConfig';
-import { BASE_RECIPE, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
+import { BUILT_IN_RECIPES, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
@@ -27,18 +27,21 @@ describe('built-in models (rollout-studio:<name>)', () => {
     }
   });
 
-  it('ships the base that BASE_RECIPE makes, with its loss curve', () => {
-    const base = builtInModelDir('base');
-    const recipe = parseRecipe(JSON.parse(fs.readFileSync(path.join(base, 'pretrain_recipe.json'), 'utf8')), 'pretrain_recipe.json');
-    assert.equal(recipeHash(recipe), recipeHash(BASE_RECIPE), 'the repository\'s recipe is the one the shipped weights were made with');
-    const config = JSON.parse(fs.readFileSync(path.join(base, 'config.json'), 'utf8'));
-    assert.deepEqual([config.num_hidden_layers, config.hidden_size, config.tie_word_embeddings], [BASE_RECIPE.model.layers, BASE_RECIPE.model.hidden, true]);
-    const metrics = fs.readFileSync(path.join(base, 'pretrain_metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number });
-    assert.equal(Math.max(...metrics.map((m) => m.step)), BASE_RECIPE.optimization.steps, 'every step of the recipe is in its metrics');
-  });
+  for (const [name, made] of Object.entries(BUILT_IN_RECIPES)) {
+    it(`ships the rollout-studio:${name} that its recipe makes, with its loss curve`, () => {
+      const dir = builtInModelDir(name);
+      const recipe = parseRecipe(JSON.parse(fs.readFileSync(path.join(dir, 'pretrain_recipe.json'), 'utf8')), 'pretrain_recipe.json');
+      assert.equal(recipeHash(recipe), recipeHash(made), "the repository's recipe is the one the shipped weights were made with");
+      const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
+      assert.deepEqual([config.num_hidden_layers, config.hidden_size, config.tie_word_embeddings], [made.model.layers, made.model.hidden, true]);
+      const metrics = fs.readFileSync(path.join(dir, 'pretrain_metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number });
+      assert.equal(Math.max(...metrics.map((m) => m.step)), made.optimization.steps, 'every step of the recipe is in its metrics');
+      assert.ok(fs.existsSync(path.join(dir, 'pretrain_curve.svg')));
+    });
+  }
 
   it('names the built-in models when a name is unknown, at config load', async () => {
-    assert.throws(() => checkBuiltinModelName('rollout-studio:large'), /"rollout-studio:large" is not a built-in model \(known: rollout-studio:base\)/);
+    assert.throws(() => checkBuiltinModelName('rollout-studio:large'), /"rollout-studio:large" is not a built-in model \(known: rollout-studio:base, rollout-studio:base-long\)/);
     checkBuiltinModelName('Qwen/Qwen3-0.6B');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'builtin-'));
     try {
@@ -47,7 +50,7 @@ describe('built-in models (rollout-studio:<name>)', () => {
         file,
         "import { defineConfig } from 'rollout-studio';\nexport default defineConfig({ model: { path: 'rollout-studio:large' }, data: { train: 't.jsonl' }, rewards: { outcome: [] }, algorithm: { name: 'grpo' }, steps: 1 });\n",
       );
-      await assert.rejects(loadConfig(file), /c\.config\.ts: model\.path: "rollout-studio:large" is not a built-in model \(known: rollout-studio:base\)/);
+      await assert.rejects(loadConfig(file), /c\.config\.ts: model\.path: "rollout-studio:large" is not a built-in model \(known: rollout-studio:base, rollout-studio:base-long\)/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
