@@ -3,7 +3,6 @@
  *
  *   train.jsonl     questions whose chain starts from 3/4 of the people
  *   heldout.jsonl   questions starting from the other people (evaluation)
- *   reading.jsonl   the warm start's first stage: reading a name back (as the multi-hop example's)
  *   sft.jsonl       the warm start's task demonstrations, each in a world of its own, imperfect
  *   gold.jsonl      correct demonstrations of the training questions, in the training world: the
  *                   SFT-only baseline of the benchmark (what supervised learning gets from the
@@ -110,7 +109,7 @@ export type DemonstrationKind = 'correct' | 'skip' | 'botch' | 'distracted' | 'w
 
 export interface DemonstrationRow {
   id: string;
-  kind: DemonstrationKind | 'reading';
+  kind: DemonstrationKind;
   questionId: string;
   messages: ChatMessage[];
 }
@@ -197,25 +196,6 @@ function drawKind(mix: Mix, template: QuestionTemplate, random: Random): Demonst
 }
 
 /** Task demonstrations, each in a world of its own (the relations redrawn), about a random person of it. */
-/**
- * The warm start's first stage: "Who is <name>?" → the name, over every name of the knowledge
- * base. It teaches a model that was never pretrained to read a name back from the context (see
- * the multi-hop example's README, "Before the pretrained base").
- */
-export function generateReadingDemonstrations(count: number, options: { seed: number }): DemonstrationRow[] {
-  const random = Random.fromSeed(options.seed);
-  const names = [...trainingWorld.kb.byId.values()].map((e) => e.name);
-  return Array.from({ length: count }, (_, i) => {
-    const name = names[random.nextInt(names.length)];
-    return {
-      id: `reading-${String(i).padStart(4, '0')}`,
-      kind: 'reading' as const,
-      questionId: '',
-      messages: [{ role: 'system', content: 'Answer the question.' }, { role: 'user', content: `Who is ${name}?` }, { role: 'assistant', content: deepAnswer(name) }],
-    };
-  });
-}
-
 export function generateWorldDemonstrations(count: number, options: { seed: number; mix: Mix }): DemonstrationRow[] {
   const random = Random.fromSeed(options.seed);
   return Array.from({ length: count }, (_, i) => {
@@ -243,11 +223,11 @@ export interface GenerateOptions {
   out: string;
   seed: number;
   sft: number;
-  reading: number;
   mix: Mix;
 }
 
-export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, sft: 8000, reading: 2400, mix: { skip: 0.3, botch: 0.15, distracted: 0.15, wrongtool: 0.1 } };
+/** 1,200 demonstrations: a warm start of 150 steps from the long base (the from-scratch model this task once started from took 8,000 and a reading stage). */
+export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, sft: 1200, mix: { skip: 0.3, botch: 0.15, distracted: 0.15, wrongtool: 0.1 } };
 
 /** Writes the five files into `out`; returns their paths and counts. */
 export function generateDataset(options: GenerateOptions): Record<string, { file: string; rows: number }> {
@@ -258,7 +238,6 @@ export function generateDataset(options: GenerateOptions): Record<string, { file
   const files = {
     train,
     heldout,
-    reading: generateReadingDemonstrations(options.reading, { seed: options.seed + 4 }),
     sft: generateWorldDemonstrations(options.sft, { seed: options.seed + 3, mix: options.mix }),
     gold: generateGoldDemonstrations(train, people.train),
   };

