@@ -19,10 +19,11 @@ import { Random, type SearchDocument } from 'rollout-studio';
 
 /**
  * The world of this example is the multi-hop example's as it was before that example moved to the
- * pretrained base: every name one common word (one token of the from-scratch model's tokenizer,
- * Qwen3's cut to 16,000 merges), and every fact, query and question puts the name it is about
- * last ("The company of Mark is Dragon.", "company of Mark") — what a model that was never
- * pretrained can learn to copy (see ../multihop-search/README.md, "Before the pretrained base").
+ * pretrained base: every name one common word, and every fact, query and question puts the name
+ * it is about last ("The company of Mark is Dragon.", "company of Mark") — made for the
+ * from-scratch model this task first trained (each name one token of its tokenizer, Qwen3's cut to
+ * 16,000 merges; see ../multihop-search/README.md, "Before the pretrained base"). For the long base
+ * it starts from now, a name is two to five tokens (121 names: 38 of two, 62 of three).
  */
 export const ONE_TOKEN_STYLE: KnowledgeBaseStyle = {
   names: {
