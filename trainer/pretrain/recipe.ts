@@ -191,10 +191,13 @@ export const BASE_RECIPE: Recipe = parseRecipe(
  * its argument out of the last result beside near misses) added to the base's mix. Why: the base
  * never saw a position past 512, and a task whose tool schemas, calls and results run longer
  * than that — deep-search's trajectories run 660–840 tokens — met a model that had not learnt to
- * read there (its training loss on 1,024-token rows of its own corpus starts at 1.69, against
- * 0.76 on the 512-token rows it ended on); and at 512 tokens the base's mix dropped most of its
- * two-call `chain` episodes (780 tokens on average) as longer than a row. The learning rate is
- * re-warmed to 6e-4 (the base's peak was 2e-3, its end 2e-4); AdamW's moments start at zero.
+ * read there (its training loss on 1,024-token rows of this corpus was 1.69 at the first step,
+ * against 0.65 over its last 50 steps on 512-token rows); and at 512 tokens the base's mix
+ * dropped most of its two-call `chain` episodes (780 tokens on average) as longer than a row. The
+ * learning rate is re-warmed to 6e-4 (the base's peak was 2e-3, its end 2e-4); AdamW's moments
+ * start at zero. The shipped run (2026-12-04, 1,313 s on 2 cores): training loss 0.49 over its
+ * last 50 steps; held-out (9 sets of 24) loss 1.092 → 0.510, teacher-forced exact match of the
+ * chains' calls 3 % → 60 %, of answers read from a result 10 % → 60 %, copying unchanged.
  */
 export const BASE_LONG_RECIPE: Recipe = parseRecipe(
   {
