@@ -59,6 +59,19 @@ export const RunRecord = z.object({
    * existed have none; their score, if any, is `score/exact_match`.
    */
   metric: z.string().min(1).optional(),
+  /**
+   * The best held-out evaluation so far by the task metric, and the checkpoint that holds its
+   * weights (`checkpoints/best`, kept beside the newest). Absent until a held-out evaluation ran.
+   */
+  best: z
+    .object({
+      step: z.number().int().nonnegative(),
+      metric: z.string().min(1),
+      value: z.number(),
+      /** Relative path of the kept copy, e.g. `checkpoints/best`. */
+      checkpoint: z.string().optional(),
+    })
+    .optional(),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
 
@@ -122,9 +135,28 @@ export const METRICS = {
   'time/reward_s': 'seconds spent computing rewards',
   'time/update_s': 'seconds spent in the update',
   'time/step_s': 'seconds for the whole step',
+  'health/zero_signal_groups': 'fraction of groups whose rewards were all equal (no advantage, no learning signal)',
+  'health/dropped_groups': 'fraction of rolled-out groups dropped by dynamic sampling before the update',
+  'tools/parse_error_rate': 'fraction of tool calls that could not be read (not valid JSON, no name)',
+  'tools/schema_error_rate': "fraction of tool calls whose arguments did not match the tool's schema, or named no known tool",
   'logprob/after_update': "mean log-prob of one trajectory's trained tokens under the updated policy (non-finite: the update diverged, and the run stopped)",
 } as const;
 export type KnownMetric = keyof typeof METRICS;
+
+/** One finding of a step's health checks (training/health): a stable code, what was seen, what to try. */
+export const HealthWarning = z.object({
+  /** Stable identifier, e.g. `zero_signal`, `collapse`, `tool_errors`, `entropy_collapse`. */
+  code: z.string().min(1),
+  /** `warn`: worth a look; `critical`: the run is being damaged (a collapse). */
+  severity: z.enum(['warn', 'critical']),
+  /** What was seen, with the numbers: "14 of 16 groups had equal rewards: no learning signal". */
+  message: z.string(),
+  /** What to try: "raise rollout.temperature or algorithm.groupSize, or add harder prompts". */
+  advice: z.string(),
+  /** What the trainer did about it, if anything: "rolled back to checkpoints/best (step 24), lr 5e-5". */
+  action: z.string().optional(),
+});
+export type HealthWarning = z.infer<typeof HealthWarning>;
 
 export const MetricsRecord = z.object({
   step: z.number().int().nonnegative(),
@@ -136,6 +168,12 @@ export const MetricsRecord = z.object({
   nonFinite: z.array(z.string()).optional(),
   /** Set when the update was skipped (a non-finite loss or gradient). */
   skipped: z.object({ reason: z.string() }).optional(),
+  /**
+   * "Is it learning?": what the step's health checks found (no signal in most groups, a collapse,
+   * parse errors rising …), in plain words with what to try. Shown by the CLI, the status bar and
+   * the Metrics panel.
+   */
+  warnings: z.array(HealthWarning).optional(),
 });
 export type MetricsRecord = z.infer<typeof MetricsRecord>;
 
