@@ -38,6 +38,12 @@ export interface ScoringGraphOptions {
    * is one forward pass.
    */
   argmaxGap?: boolean;
+  /**
+   * Constrained positions (schema-constrained tool calls): inputs `logit_bias` [K, V] and
+   * `bias_row` [N], each scored token's bias row added to its scaled logits (constraintBias.ts),
+   * so log-probs and entropies are those of the distribution the tokens were sampled from.
+   */
+  constrained?: boolean;
 }
 
 export interface ScoringGraph {
@@ -89,7 +95,11 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
   const out = g.withScope('score', () => {
     const scaled = op.mul((options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)), inputs.invTemperature); // [N, V]
     const placeholders = placeholderLogitMask(g, config, options.dtype);
-    const logits = placeholders ? op.add(scaled, placeholders) : scaled;
+    let logits = placeholders ? op.add(scaled, placeholders) : scaled;
+    if (options.constrained) {
+      const bias = g.input('logit_bias', options.dtype, ['K', config.vocabSize]);
+      logits = op.add(logits, op.gather(bias, g.input('bias_row', 'int64', ['N']), 0));
+    }
     // log p(target) = logit(target) − logsumexp(logits): no [N, V] log-probability matrix.
     const lse = op.reduceLogSumExp(logits, [-1], true); // [N, 1]
     const targets = op.gather(op.reshape(inputs.ids, [-1]), inputs.scoreTokens, 0); // [N]

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { TokenizerError } from './modelErrors';
 import { loadGenerationConfig, type GenerationConfig } from './generationConfig';
 import { readJsonFile } from './jsonFile';
+import { tokenByteTable } from './tokenBytes';
 
 /** The tokenizer's files in a model folder (copied with it, downloaded with it) when present. */
 export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json'] as const;
@@ -35,6 +36,7 @@ type TokenizerConfigJson = z.infer<typeof TokenizerConfigJson>;
 
 const TokenizerJson = z.looseObject({
   model: z.looseObject({ type: z.string().optional() }),
+  decoder: z.looseObject({ type: z.string().optional() }).nullable().optional(),
   added_tokens: z
     .array(z.looseObject({ id: z.number().int().nonnegative(), content: z.string(), special: z.boolean().optional() }))
     .optional(),
@@ -84,6 +86,9 @@ export class Tokenizer {
 
   private readonly addedByContent: Map<string, AddedTokenInfo>;
   private readonly specialIds: Set<number>;
+  /** How vocabulary strings map to bytes (see tokenBytes.ts): byte-level BPE or SentencePiece-style. */
+  readonly vocabularyEncoding: 'byte-level' | 'sentencepiece';
+  private byteTable: (Uint8Array | undefined)[] | undefined;
 
   private constructor(
     /** The folder the files came from. */
@@ -96,6 +101,7 @@ export class Tokenizer {
     this.addedTokens = (tokenizerJson.added_tokens ?? []).map((t) => ({ id: t.id, content: t.content, special: t.special ?? false }));
     this.addedByContent = new Map(this.addedTokens.map((t) => [t.content, t]));
     this.specialIds = new Set(this.addedTokens.filter((t) => t.special).map((t) => t.id));
+    this.vocabularyEncoding = JSON.stringify(tokenizerJson.decoder ?? {}).includes('"ByteLevel"') ? 'byte-level' : 'sentencepiece';
     let maxId = -1;
     for (const id of hf.get_vocab(true).values()) if (id > maxId) maxId = id;
     this.vocabSize = maxId + 1;
@@ -180,6 +186,15 @@ export class Tokenizer {
       throw new TokenizerError(`${path.join(this.dir, 'tokenizer.json')}: ${JSON.stringify(token)} is not a single token (it encodes as ${ids.length} tokens: [${ids.join(', ')}])`);
     }
     return id;
+  }
+
+  /**
+   * The bytes each token id stands for in decoded text (added tokens: their content), built once:
+   * what a grammar needs to decide which tokens may come next. Undefined for ids without a token.
+   */
+  tokenBytes(): readonly (Uint8Array | undefined)[] {
+    this.byteTable ??= tokenByteTable(this.vocabSize, (id) => this.hf.id_to_token(id), this.vocabularyEncoding, this.addedTokens);
+    return this.byteTable;
   }
 
   /** Added tokens marked special, by content (`<|im_start|>` → 151644). */

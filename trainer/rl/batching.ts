@@ -3,6 +3,7 @@ import type { Random } from '../util/random';
 import { packWithSharedPrefix, type PackedBatch } from '../models/batch';
 import { addVisionFeeds, sameImagesPrefixLimit, type BatchImage } from '../models/vision/visionBatch';
 import type { VisionConfig } from '../models/vision/visionConfig';
+import { biasFeeds, scoredTokenConstraints, type PositionConstraints } from '../models/constraintBias';
 
 /** One trajectory as the update sees it: its exact tokens and per-token training data. */
 export interface TrainingSequence {
@@ -19,6 +20,8 @@ export interface TrainingSequence {
   refLogprobs?: Float32Array;
   /** Vision-language models: the images of the sequence's image token runs, in order. */
   images?: readonly BatchImage[];
+  /** Positions sampled under a constraint, and its allowed set (see Trajectory.constrained). */
+  constraints?: PositionConstraints;
 }
 
 /**
@@ -38,6 +41,13 @@ export function packSequences(sequences: readonly { ids: readonly number[]; imag
   if (vision) addVisionFeeds(packed, sequences, vision);
   else if (sequences.some((s) => s.images?.length)) throw new Error('the sequences hold images, but the model has no vision tower');
   return packed;
+}
+
+/** The bias inputs of a constrained scoring or update graph for a packed batch (a vocabulary of `vocab` logits). */
+export function constraintFeeds(sequences: readonly { ids: readonly number[]; constraints?: PositionConstraints }[], score: readonly Uint8Array[], packed: PackedBatch, vocab: number): Record<string, HostTensor> {
+  const perToken = scoredTokenConstraints(sequences, score, packed.prefix);
+  if (perToken.length !== packed.scored) throw new Error(`${perToken.length} constraint slots for ${packed.scored} scored tokens`);
+  return biasFeeds(perToken, vocab);
 }
 
 /** A per-token array laid out like the packed rows: row position t is sequence position prefix + t. */
@@ -91,12 +101,13 @@ export function stepTotals(sequences: readonly TrainingSequence[]): StepTotals {
 export function policyBatchFeeds(
   sequences: readonly TrainingSequence[],
   totals: StepTotals,
-  options: { invTemperature: number; value: boolean; ref: boolean; padId: number; vision?: VisionConfig },
+  options: { invTemperature: number; value: boolean; ref: boolean; padId: number; vision?: VisionConfig; constrainedVocab?: number },
 ): { feeds: Record<string, HostTensor>; shared: boolean } {
   const packed = packSequences(sequences, sequences.map((s) => s.mask), options.vision, options.padId);
   const T = packed;
   const feeds: Record<string, HostTensor> = {
     ...packed.feeds,
+    ...(options.constrainedVocab !== undefined ? constraintFeeds(sequences, sequences.map((s) => s.mask), packed, options.constrainedVocab) : {}),
     inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(options.invTemperature) },
     old_logprobs: perToken(sequences, T, (s) => s.logprobs, 'sampling log-probs'),
     advantages: perToken(sequences, T, (s) => s.advantages, 'advantages'),

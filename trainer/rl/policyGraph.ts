@@ -29,10 +29,12 @@ export interface PolicyGraphOptions {
   entropy: boolean;
   /** The batch shares a prefix given once (see buildScoringGraph). */
   sharedPrefix?: boolean;
+  /** Constrained positions get their sampling masks (see buildScoringGraph). */
+  constrained?: boolean;
 }
 
 export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOptions): LossGraph {
-  const scoring = buildScoringGraph(config, { dtype: 'float32', lora: options.lora, entropy: options.entropy, valueHead: !!options.value, sharedPrefix: options.sharedPrefix }, 'policy_update');
+  const scoring = buildScoringGraph(config, { dtype: 'float32', lora: options.lora, entropy: options.entropy, valueHead: !!options.value, sharedPrefix: options.sharedPrefix, constrained: options.constrained }, 'policy_update');
   const g = scoring.graph;
   const perToken = (name: string) => g.input(name, 'float32', ['B', 'T']);
   const oldLogprobs = perToken('old_logprobs');

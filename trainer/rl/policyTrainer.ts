@@ -6,7 +6,7 @@ import type { ModelRuntime } from '../models/runtime';
 import { fusedKernelsFor } from '../models/layers/fused';
 import { buildScoringGraph, VALUE_HEAD } from '../models/scoring';
 import type { Random } from '../util/random';
-import { miniBatchSteps, packSequences, policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
+import { constraintFeeds, miniBatchSteps, packSequences, policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
 import type { PolicyLossConfig, ValueLossConfig } from './losses';
 import { buildPolicyLossGraph } from './policyGraph';
 
@@ -25,6 +25,11 @@ export interface PolicyTrainerOptions {
   fullFineTuning: boolean;
   /** Reference log-probs will be asked for (KL in the loss or in the reward). */
   reference?: boolean;
+  /**
+   * Rollouts sample tool calls under constraints (schema-constrained decoding): every scoring and
+   * update graph applies each sequence's recorded allowed sets (TrainingSequence.constraints).
+   */
+  constrained?: boolean;
 }
 
 export interface UpdateMetrics {
@@ -78,6 +83,7 @@ export class PolicyTrainer {
           policy: options.policy,
           value: options.value,
           entropy: options.policy.entropyCoef > 0,
+          constrained: !!options.constrained,
         }),
       adamw: options.adamw,
       resident,
@@ -98,7 +104,7 @@ export class PolicyTrainer {
   private async scoring(sharedPrefix: boolean): Promise<{ id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }> {
     let loaded = this.scoringSessions.get(sharedPrefix);
     if (!loaded) {
-      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead, sharedPrefix, fused: fusedKernelsFor(this.device.provider) });
+      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead, sharedPrefix, fused: fusedKernelsFor(this.device.provider), constrained: !!this.options.constrained });
       graph.graph.output(graph.logprobs, 'logprobs');
       if (graph.values) graph.graph.output(graph.values, 'values');
       loaded = { id: await this.device.load({ model: serializeGraph(graph.graph), settings: {} }), weights: graph.weights };
@@ -113,7 +119,7 @@ export class PolicyTrainer {
    * the critic's values — for the masked tokens of each sequence, in micro-batches.
    */
   async scoreReferenceAndValues(
-    sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask' | 'images'>>,
+    sequences: ReadonlyArray<Pick<TrainingSequence, 'ids' | 'mask' | 'images' | 'constraints'>>,
     want: { reference: boolean; values: boolean; policy?: boolean },
   ): Promise<{ reference?: Float32Array[]; values?: Float32Array[]; policy?: Float32Array[] }> {
     const out: { reference?: Float32Array[]; values?: Float32Array[]; policy?: Float32Array[] } = {};
@@ -125,7 +131,11 @@ export class PolicyTrainer {
       const chunk = sequences.slice(start, start + size);
       const packed = packSequences(chunk, chunk.map((s) => s.mask), this.model.config.vision);
       const { id, weights } = await this.scoring(packed.prefix > 0);
-      const base = { ...packed.feeds, inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1 / this.options.temperature) } };
+      const base = {
+        ...packed.feeds,
+        ...(this.options.constrained ? constraintFeeds(chunk, chunk.map((s) => s.mask), packed, this.model.config.vocabSize) : {}),
+        inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1 / this.options.temperature) },
+      };
       // Back to sequence coordinates: the prefix (never policy tokens) is zero.
       const unpack = (data: Float32Array) =>
         chunk.map((s, b) => {
@@ -162,7 +172,7 @@ export class PolicyTrainer {
       const metrics: Record<string, number> = {};
       for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
         const micro = stepSequences.slice(m, m + this.options.microBatchSize);
-        const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0, vision: this.model.config.vision });
+        const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0, vision: this.model.config.vision, ...(this.options.constrained ? { constrainedVocab: this.model.config.vocabSize } : {}) });
         const out = await this.optimizer.accumulate({ ...packed.feeds, ...this.model.loraScaleFeed(true) }, packed.shared ? 'shared' : 'plain');
         loss += out.loss;
         for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;

@@ -71,6 +71,7 @@ export function prepareBatch(trajectories: readonly Trajectory<object>[], sample
     ids: t.ids,
     mask: masks[i],
     ...sequenceImages(t),
+    ...(t.constrained ? { constraints: t.constrained } : {}),
     logprobs: samplingLogprobs(t, scores.policy?.[i]),
     advantages: advantages.advantages[i],
     ...(advantages.returns ? { returns: advantages.returns[i], values: scores.values![i] } : {}),

@@ -12,6 +12,7 @@ import { defaultErrorObservation, type ErrorObservation } from './errorObservati
 import type { ToolCallFormat } from './formats/toolCallFormat';
 import { HermesFormat } from './formats/hermes';
 import type { RolloutObserver } from './observer';
+import type { CallTracker, ToolCallConstraint } from './constraints/callConstraint';
 import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest } from '../models/generation/policy';
 import { renderPrompt, type RenderedPrompt } from './prompt';
 import { TextOffsets } from './textOffsets';
@@ -67,6 +68,13 @@ export interface AgentLoopOptions {
    * RolloutImages). Without it, a row or tool result with an image is an error naming it.
    */
   images?: RolloutImages;
+  /**
+   * Schema-constrained tool calls (default true): while the policy writes a call, it may only
+   * sample tokens that keep the call valid for the tools (the format's `callConstraint`; formats
+   * without one, such as code blocks, stay free). The sets are recorded on the trajectory
+   * (`constrained`) for scoring.
+   */
+  constrainCalls?: boolean;
 }
 
 export interface RunOptions {
@@ -84,6 +92,17 @@ export class PolicyContractError extends Error {
   }
 }
 
+/** Keeps, on the trajectory, the allowed set each of a turn's tokens (from `start`) was sampled under. */
+function recordConstraints(trajectory: Trajectory<object>, start: number, tracker: CallTracker | undefined): void {
+  if (!tracker) return;
+  if (tracker.refused > 0) throw new PolicyContractError(`sequence ${trajectory.index}: ${tracker.refused} sampled token(s) were outside the tool-call grammar's allowed set`);
+  tracker.applied.forEach((set, i) => {
+    if (!set) return;
+    trajectory.constrained ??= new Map();
+    trajectory.constrained.set(start + i, set);
+  });
+}
+
 /** The image as the policy's session takes it. */
 function turnImage(image: PreparedImage) {
   return { key: image.sha256, grid: image.grid, patches: image.patches };
@@ -98,6 +117,8 @@ export class AgentLoop {
   private readonly stopStrings: string[];
   private readonly errorObservation: ErrorObservation;
   private readonly truncationMarker: TruncationMarker;
+  /** The call grammar of these tools, when calls are constrained. */
+  readonly callConstraint: ToolCallConstraint | undefined;
 
   constructor(private readonly options: AgentLoopOptions) {
     this.budget = checkBudget(options.budget);
@@ -109,6 +130,7 @@ export class AgentLoop {
     const formatStops = this.format.stopConditions(tokenizer);
     this.stopTokenIds = [...new Set([...this.endTokenIds, ...formatStops.tokenIds])];
     this.stopStrings = formatStops.strings;
+    this.callConstraint = options.constrainCalls !== false && this.specs.length > 0 ? this.format.callConstraint?.(tokenizer, this.specs) : undefined;
     this.errorObservation = options.errorObservation ?? defaultErrorObservation;
     this.truncationMarker = options.truncationMarker ?? defaultTruncationMarker;
     // The marker must fit a tool result with room to spare; find out now, not mid-run.
@@ -234,7 +256,12 @@ export class AgentLoop {
       byLimit.set(state.turnLimit, group);
     }
     for (const [limit, group] of [...byLimit].sort((a, b) => b[0] - a[0])) {
-      const requests: TurnRequest[] = group.map((s) => ({ sequence: s.trajectory.index, append: s.pending, ...(s.pendingImages.length ? { images: s.pendingImages.map(turnImage) } : {}) }));
+      const trackers = new Map<number, CallTracker>();
+      const requests: TurnRequest[] = group.map((s) => {
+        const tracker = this.callConstraint?.begin();
+        if (tracker) trackers.set(s.trajectory.index, tracker);
+        return { sequence: s.trajectory.index, append: s.pending, ...(s.pendingImages.length ? { images: s.pendingImages.map(turnImage) } : {}), ...(tracker ? { constraint: tracker } : {}) };
+      });
       const generated = await session.generate(requests, {
         ...this.options.sampling,
         maxNewTokens: limit,
@@ -250,7 +277,9 @@ export class AgentLoop {
         if (!turn) throw new PolicyContractError(`generate returned no turn for sequence ${state.trajectory.index}`);
         state.pending = [];
         state.pendingImages = [];
+        const start = state.trajectory.ids.length;
         this.recordTurn(state, turn, limit);
+        recordConstraints(state.trajectory, start, trackers.get(state.trajectory.index));
         await this.options.observer?.turnGenerated?.(state.trajectory, state.lastTurn!);
       }
     }

@@ -10,6 +10,7 @@ export interface Episode<Row extends DatasetRow = DatasetRow> {
   sample: number;
 }
 import type { PreparedImage } from '../models/vision/preprocess';
+import type { AllowedTokens } from '../models/generation/policy';
 
 /**
  * A finished (or in-progress) rollout of one episode, token-exact: `ids` is the sequence the
@@ -93,6 +94,12 @@ export interface Trajectory<Row extends object = DatasetRow> extends TrajectoryV
   historyRewrites: HistoryRewriteNote[];
   /** Vision-language models: every image of the sequence, in the order of its image token runs. */
   images?: TrajectoryImage[];
+  /**
+   * Schema-constrained tool calls: the positions of `ids` whose token was sampled from a restricted
+   * set, and that set. Scoring for the update applies the same sets, so the log-probs it computes
+   * are those of the distribution actually sampled.
+   */
+  constrained?: Map<number, AllowedTokens>;
 }
 
 /** The last assistant turn's text (the final answer, when the trajectory was answered). */

@@ -39,6 +39,7 @@ export function agentLoopOptions(config: TrainingConfig, parts: { policy: Policy
     ...(r.format ? { format: r.format } : {}),
     ...(r.systemPrompt ? { systemPrompt: r.systemPrompt } : {}),
     ...(r.templateKwargs ? { templateKwargs: r.templateKwargs } : {}),
+    constrainCalls: r.constrainToolCalls,
   };
 }
 
@@ -92,6 +93,7 @@ export function policyTrainerOptions(config: TrainingConfig): PolicyTrainerOptio
     microBatchSize: config.optimization.microBatchSize,
     fullFineTuning: config.model.lora === false,
     reference: a.kl.coef > 0,
+    constrained: config.rollout.constrainToolCalls,
   };
 }
 

@@ -148,6 +148,12 @@ export const RolloutSection = z.strictObject({
   templateKwargs: z.record(z.string(), z.unknown()).optional(),
   /** How the policy writes calls (default: Hermes/Qwen `<tool_call>` JSON). */
   format: z.custom<ToolCallFormat>((v) => typeof v === 'object' && v !== null && 'parse' in (v as object), 'expected a tool-call format (HermesFormat, CodeBlockFormat, …)').optional(),
+  /**
+   * Schema-constrained tool calls: while the policy writes a call it samples only tokens that keep
+   * it a valid call of a known tool with arguments of the tool's schema; the update scores the
+   * same distribution. `false` samples calls freely (malformed ones become error observations).
+   */
+  constrainToolCalls: z.boolean().default(true),
 });
 
 export const OptimizationSection = z.strictObject({

@@ -77,7 +77,7 @@ async function scoreStage(parts: RunParts, position: RunPosition, step: number, 
 async function prepareStage(parts: RunParts, learners: Learners, trajectories: Trajectory[], samples: RlSample[]): Promise<PreparedBatch> {
   const settings = batchSettings(parts.config);
   const masks = lossMasks(trajectories, settings.lossMask, parts.model.config.vision?.imageTokenId);
-  const sequences = trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i], ...sequenceImages(t) }));
+  const sequences = trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i], ...sequenceImages(t), ...(t.constrained ? { constraints: t.constrained } : {}) }));
   const needed = scoresNeeded(settings);
   const scores = await learners.policy.scoreReferenceAndValues(sequences, { ...needed, values: needed.values && !learners.critic });
   if (needed.values && learners.critic) scores.values = await learners.critic.values(sequences);

@@ -37,12 +37,17 @@ export interface GenerationGraphOptions {
   returnDistribution?: boolean;
   /** The fused kernels of the provider the graph runs on (fusedKernelsFor). */
   fused: FusedKernels;
+  /**
+   * Constrained sampling (schema-constrained tool calls): inputs `logit_bias` [K, V] and
+   * `bias_row` [B], each row's bias added to its scaled logits (see constraintBias.ts).
+   */
+  constrained?: boolean;
 }
 
 export const cacheName = (block: 'base' | 'recent', kind: 'key' | 'value', layer: number) => `${block}_${kind}_${layer}`;
 
 export function buildGenerationGraph(config: ModelConfig, options: GenerationGraphOptions): { graph: Graph; weights: WeightInputs } {
-  const g = new Graph(`generate_${options.sampling.kind}${options.sampling.kind === 'sorted' ? options.sampling.candidates : ''}`);
+  const g = new Graph(`generate_${options.sampling.kind}${options.sampling.kind === 'sorted' ? options.sampling.candidates : ''}${options.constrained ? '_constrained' : ''}`);
   const dtype = 'float32';
   const kv = config.numKvHeads;
   const hd = config.headDim;
@@ -90,7 +95,12 @@ export function buildGenerationGraph(config: ModelConfig, options: GenerationGra
     const head = options.fused.transposedMatMul ? fusedLinear : linear;
     const scaled = op.mul(head(last, lmHeadWeight(config, weights)), invTemperature); // [B, V]
     const placeholders = placeholderLogitMask(g, config, dtype);
-    const logProbs = op.logSoftmax(placeholders ? op.add(scaled, placeholders) : scaled, -1);
+    let logits = placeholders ? op.add(scaled, placeholders) : scaled;
+    if (options.constrained) {
+      const bias = g.input('logit_bias', dtype, ['K', config.vocabSize]);
+      logits = op.add(logits, op.gather(bias, g.input('bias_row', 'int64', ['B']), 0));
+    }
+    const logProbs = op.logSoftmax(logits, -1);
     const token = sampleToken(logProbs, uniforms, topP, options.sampling);
     g.output(token, 'token');
     g.output(op.squeeze(op.gatherElements(logProbs, op.unsqueeze(token, [-1]), 1), [-1]), 'logprob');

@@ -10,7 +10,8 @@ import { fusedKernelsFor } from '../layers/fused';
 import { buildGenerationGraph, cacheName, type SamplingMode } from './generationGraph';
 import { ImageEncoder } from '../vision/imageEncoder';
 import { multimodalPositions } from '../vision/ropeIndex';
-import type { TurnImage } from './policy';
+import type { AllowedTokens, SequenceConstraint, TurnImage } from './policy';
+import { biasFeeds } from '../constraintBias';
 
 /**
  * When the recent cache block is folded into the base block. Each step copies the recent block
@@ -124,11 +125,11 @@ export class GenerationSession implements PolicySession {
     for (const m of masks) m.splice(0, m.length, 0);
   }
 
-  private async graphFor(mode: SamplingMode): Promise<{ id: number; weights: Record<string, Feed> }> {
-    const key = JSON.stringify(mode);
+  private async graphFor(mode: SamplingMode, constrained: boolean): Promise<{ id: number; weights: Record<string, Feed> }> {
+    const key = JSON.stringify({ mode, constrained });
     let loaded = this.sessions.get(key);
     if (!loaded) {
-      const { graph, weights } = buildGenerationGraph(this.model.config, { sampling: mode, lora: this.model.options.lora, returnDistribution: this.options.captureDistributions, fused: fusedKernelsFor(this.model.device.provider) });
+      const { graph, weights } = buildGenerationGraph(this.model.config, { sampling: mode, lora: this.model.options.lora, returnDistribution: this.options.captureDistributions, fused: fusedKernelsFor(this.model.device.provider), constrained });
       const resident = Array.from({ length: this.model.config.numLayers }, (_, l) => [`${cacheName('recent', 'key', l)}.next`, `${cacheName('recent', 'value', l)}.next`]).flat();
       const id = await this.model.device.load({ model: serializeGraph(graph), settings: {}, residentOutputs: resident });
       loaded = { id, weights: this.model.weightFeeds(weights) };
@@ -137,8 +138,11 @@ export class GenerationSession implements PolicySession {
     return loaded;
   }
 
-  /** Extend every row by its chunk (left-padded to one width) and sample each row's next token. */
-  private async extend(chunks: number[][], mode: SamplingMode, options: TurnOptions, chunkImages: (readonly TurnImage[])[] = []): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
+  /**
+   * Extend every row by its chunk (left-padded to one width) and sample each row's next token;
+   * `allowed` (constrained turns) restricts what each row may sample.
+   */
+  private async extend(chunks: number[][], mode: SamplingMode, options: TurnOptions, chunkImages: (readonly TurnImage[])[] = [], allowed?: (AllowedTokens | undefined)[]): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
     const width = Math.max(1, ...chunks.map((c) => c.length));
     const ids: number[][] = [];
     const positions: number[][] = [];
@@ -167,9 +171,10 @@ export class GenerationSession implements PolicySession {
       }
     });
     const { numLayers } = this.model.config;
-    const { id, weights } = await this.graphFor(mode);
+    const { id, weights } = await this.graphFor(mode, allowed !== undefined);
     const feeds: Record<string, Feed> = {
       ...weights,
+      ...(allowed ? biasFeeds(allowed, this.model.config.vocabSize) : {}),
       ...this.model.loraScaleFeed(true),
       ids: int64(ids, width),
       positions: vision ? { ...int64(positions, width * 3), shape: [this.size, width, 3] } : int64(positions, width),
@@ -253,6 +258,7 @@ export class GenerationSession implements PolicySession {
     const mode = samplingMode(options, vocab);
     const stopIds = new Set(options.stopTokenIds);
     const turns = new Map<number, GeneratedTurn>();
+    const constraints = new Map<number, SequenceConstraint>();
     const chunks: number[][] = this.rows.map(() => []);
     const chunkImages: (readonly TurnImage[])[] = this.rows.map(() => []);
     for (const r of requests) {
@@ -265,13 +271,17 @@ export class GenerationSession implements PolicySession {
       row.unfed = [];
       if (chunks[r.sequence].length === 0) throw new Error(`sequence ${r.sequence}: nothing to condition on (append the prompt first)`);
       turns.set(r.sequence, { sequence: r.sequence, tokens: [], logprobs: [], entropies: [], finish: 'length' });
+      if (r.constraint) constraints.set(r.sequence, r.constraint);
     }
     const live = new Set(turns.keys());
-    let step = await this.extend(chunks, mode, options, chunkImages);
+    // A turn with constraints runs the constrained graph throughout (a free row gets the zero bias row).
+    const allowedNow = () => (constraints.size ? this.rows.map((_, b) => (live.has(b) ? constraints.get(b)?.next() : undefined)) : undefined);
+    let step = await this.extend(chunks, mode, options, chunkImages, allowedNow());
     for (;;) {
       for (const b of [...live]) {
         const turn = turns.get(b)!;
         const token = step.tokens[b];
+        constraints.get(b)?.accept(token);
         turn.tokens.push(token);
         turn.logprobs.push(step.logprobs[b]);
         turn.entropies.push(step.entropies[b]);
@@ -288,7 +298,7 @@ export class GenerationSession implements PolicySession {
         }
       }
       if (live.size === 0) break;
-      step = await this.extend(this.rows.map((_, b) => (live.has(b) ? [turns.get(b)!.tokens.at(-1)!] : [])), mode, options);
+      step = await this.extend(this.rows.map((_, b) => (live.has(b) ? [turns.get(b)!.tokens.at(-1)!] : [])), mode, options, [], allowedNow());
     }
     return requests.map((r) => turns.get(r.sequence)!);
   }

@@ -36,9 +36,31 @@ export interface TurnImage {
   patches: Float32Array;
 }
 
+/**
+ * The tokens a constrained position may take (a grammar's mask): `allowed[id]` is 1 for each one;
+ * ids at or past `allowed.length` are not allowed. Made once per grammar state and shared, so
+ * the same object stands for the same set (the session and the scorer cache by identity).
+ */
+export interface AllowedTokens {
+  readonly allowed: Uint8Array;
+}
+
+/**
+ * What a sequence may sample, decided token by token (schema-constrained tool calls): before each
+ * sampled token the session asks `next()` — undefined leaves the position free — and after it
+ * reports the token with `accept`. The sampled distribution is the policy's renormalised over the
+ * allowed tokens, and the returned log-prob and entropy are of that distribution.
+ */
+export interface SequenceConstraint {
+  next(): AllowedTokens | undefined;
+  accept(token: number): void;
+}
+
 export interface TurnRequest {
   /** The sequence (trajectory slot) in this session. */
   sequence: number;
+  /** Restricts what this turn may sample (see SequenceConstraint); absent: free. */
+  constraint?: SequenceConstraint;
   /** Tokens to append to the sequence's context before generating (prompt, tool results, template text). */
   append: readonly number[];
   /** Vision-language policies: the images whose `<|image_pad|>` runs are in `append`, in order. */
@@ -50,8 +72,9 @@ export interface GeneratedTurn {
   /** The sampled tokens, the stop token included when the turn ended on one. */
   tokens: number[];
   /**
-   * Log-prob of each sampled token under the policy, log softmax(logits / temperature) —
-   * the same quantity the training graph recomputes (it is not renormalised by top-k/top-p).
+   * Log-prob of each sampled token under the policy, log softmax(logits / temperature) over the
+   * allowed tokens where a constraint restricted the position — the same quantity the training
+   * graph recomputes under the same masks (it is not renormalised by top-k/top-p).
    */
   logprobs: number[];
   /** Entropy of the policy's distribution at each sampled position. */

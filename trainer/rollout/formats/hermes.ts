@@ -1,5 +1,6 @@
 import type { Tokenizer } from '../../models/tokenizer';
-import type { ChatMessage, ToolCallMessagePart } from '../../shared/protocol/chatMessages';
+import type { ChatMessage, ToolCallMessagePart, ToolSpec } from '../../shared/protocol/chatMessages';
+import { ToolCallConstraint } from '../constraints/callConstraint';
 import { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './toolCallFormat';
 
 const OPEN = '<tool_call>';
@@ -28,6 +29,10 @@ export class HermesFormat implements ToolCallFormat {
     if (!this.options.stopAtCallEnd) return { tokenIds: [], strings: [] };
     const id = tokenizer.findTokenId(CLOSE);
     return id === undefined ? { tokenIds: [], strings: [CLOSE] } : { tokenIds: [id], strings: [] };
+  }
+
+  callConstraint(tokenizer: Tokenizer, tools: readonly ToolSpec[]): ToolCallConstraint {
+    return new ToolCallConstraint(tokenizer, tools, { open: OPEN, close: CLOSE });
   }
 
   parse(text: string): ParsedToolCall[] {

@@ -1,5 +1,6 @@
 import type { Tokenizer } from '../../models/tokenizer';
-import type { ChatMessage } from '../../shared/protocol/chatMessages';
+import type { ChatMessage, ToolSpec } from '../../shared/protocol/chatMessages';
+import type { ToolCallConstraint } from '../constraints/callConstraint';
 
 /**
  * How a model writes tool calls in its turn text, and how such a turn goes back into the chat
@@ -35,6 +36,11 @@ export interface ToolCallFormat {
   parse(text: string): ParsedToolCall[];
   /** The turn as a chat message for the template's view of the history. */
   assistantMessage(text: string, calls: readonly ParsedToolCall[]): ChatMessage;
+  /**
+   * The grammar that keeps sampled calls valid for these tools (schema-constrained decoding), for
+   * formats whose calls are JSON between markers; absent for free-form formats (code blocks).
+   */
+  callConstraint?(tokenizer: Tokenizer, tools: readonly ToolSpec[]): ToolCallConstraint;
 }
 
 /**
