@@ -20,7 +20,7 @@ import { renderObservation } from './observation';
 import { checkTrajectory } from './validate';
 import { TrajectoryState, type PendingCallState } from './trajectoryState';
 import type { Episode, ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
-import { defaultTruncationMarker, truncateToTokens, type TruncationMarker } from './truncate';
+import { defaultTruncationMarker, fitToTokens, truncateToTokens, type TruncationMarker } from './truncate';
 
 /**
  * The agent loop: a policy plus tools turned into token-exact multi-turn trajectories, for a
@@ -376,7 +376,8 @@ export class AgentLoop {
           }
         }
         const shown = renderObservation(error ? { error } : outcome!, parsed.name, this.errorObservation);
-        const { text, truncated } = truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
+        // An error is shown whole or shortened to fit, never cut to a marker the policy cannot act on.
+        const { text, truncated } = error ? fitToTokens(tokenizer, shown, this.budget.maxToolResultTokens) : truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
         const result: ToolCallResult = {
           turn: turn.assistantTurn!,
           turnIndex: turn.index,

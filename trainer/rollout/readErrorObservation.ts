@@ -14,6 +14,10 @@ export interface ReadError {
 }
 
 const PATTERNS: [RegExp, ToolErrorKind][] = [
+  [/^Error: bad call: /, 'parse'],
+  [/^Error: no tool "/, 'unknown_tool'],
+  [/^Error: \S+ arguments: /, 'invalid_arguments'],
+  // The longer forms of earlier releases, still in older runs' dumps.
   [/^Error: the tool call could not be read: /, 'parse'],
   [/^Error: there is no tool named /, 'unknown_tool'],
   [/^Error: arguments of \S+ do not match its schema: /, 'invalid_arguments'],

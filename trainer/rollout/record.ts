@@ -110,7 +110,7 @@ export function callRecord(call: ToolCallResult, reward?: { processReward?: numb
     raw: call.raw,
     observation: call.observation,
     truncated: call.truncated,
-    ...(call.error ? { error: call.error } : {}),
+    ...(call.error ? { error: { kind: call.error.kind, message: call.error.message } } : {}),
     latencyMs: call.latencyMs,
     ...(reward?.processReward !== undefined ? { processReward: reward.processReward } : {}),
     ...(reward && Object.keys(reward.components).length ? { rewardComponents: reward.components } : {}),

@@ -33,3 +33,24 @@ export function truncateToTokens(tokenizer: Tokenizer, text: string, maxTokens: 
     keep--;
   }
 }
+
+/**
+ * Cuts a short text (an error observation) to at most `maxTokens` tokens by dropping its end
+ * for an ellipsis — no truncation marker, which on a small tool-result budget would take the room
+ * the message needs. Error observations are written to fit (errorObservation.ts); this is the
+ * guard for a budget smaller still.
+ */
+export function fitToTokens(tokenizer: Tokenizer, text: string, maxTokens: number): TruncatedText {
+  const count = tokenizer.encode(text).length;
+  if (count <= maxTokens) return { text, truncated: false, tokens: count };
+  // The longest prefix (by characters) that fits with the ellipsis: binary search.
+  let low = 0;
+  let high = text.length;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (tokenizer.encode(`${text.slice(0, mid)}…`).length <= maxTokens) low = mid;
+    else high = mid - 1;
+  }
+  const shown = `${text.slice(0, low)}…`;
+  return { text: shown, truncated: true, tokens: tokenizer.encode(shown).length };
+}

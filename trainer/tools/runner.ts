@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
 import { describeIssues } from '../shared/protocol/parse';
+import { summarizeIssues } from './issueSummary';
 import type { ToolErrorKind } from '../shared/protocol/runStore';
 import { RAW_ARGUMENTS, type ToolContext, type ToolLogger, type TrajectoryView } from './context';
 import { CallSignals } from './callSignals';
@@ -23,6 +24,8 @@ export interface ToolCallError {
   kind: ToolErrorKind;
   /** For the record: the full text (a thrown error's stack included). */
   message: string;
+  /** What was wrong in a few words, for the policy's observation (`"to" is missing`). */
+  summary?: string;
 }
 
 export interface ToolRunOutcome {
@@ -166,7 +169,8 @@ export class ToolRunner {
     const tool = this.tools.get(request.name);
     if (!tool) {
       const names = this.tools.names;
-      return { error: { kind: 'unknown_tool', message: `there is no tool named "${request.name}"; the tools are: ${names.length ? names.join(', ') : '(none)'}` } };
+      const list = names.length ? names.join(', ') : '(none)';
+      return { error: { kind: 'unknown_tool', message: `there is no tool named "${request.name}"; the tools are: ${list}`, summary: `no tool ${JSON.stringify(request.name)}; tools: ${list}` } };
     }
     let parsed;
     try {
@@ -176,7 +180,7 @@ export class ToolRunner {
       return { error: { kind: 'threw', message: `validating the arguments of ${tool.name} threw: ${describeThrown(error)}` } };
     }
     if (!parsed.success) {
-      return { error: { kind: 'invalid_arguments', message: `arguments of ${tool.name} do not match its schema: ${describeIssues(parsed.error.issues)}` } };
+      return { error: { kind: 'invalid_arguments', message: `arguments of ${tool.name} do not match its schema: ${describeIssues(parsed.error.issues)}`, summary: summarizeIssues(parsed.error.issues, request.arguments) } };
     }
     return { tool, args: parsed.data };
   }

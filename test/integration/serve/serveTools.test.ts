@@ -83,7 +83,7 @@ describe('serve-tools over MCP', () => {
     assert.equal(text(ok), 'meaning of ocean');
     const bad = await client.callTool({ name: 'lookup', arguments: { word: '', limit: 9 } });
     assert.equal(bad.isError, true);
-    assert.match(text(bad), /^Error: arguments of lookup do not match its schema: word: Too small: expected string to have >=1 characters; limit: Too big: expected number to be <=5$/);
+    assert.equal(text(bad), 'Error: lookup arguments: "word" must be at least 1 character; 1 more issue');
     const threw = await client.callTool({ name: 'boom', arguments: {} });
     assert.equal(threw.isError, true);
     assert.equal(text(threw), 'Error: boom failed: Error: kaput');
@@ -94,7 +94,7 @@ describe('serve-tools over MCP', () => {
     assert.ok(Date.now() - started < 3000);
     const unknown = await client.callTool({ name: 'nope', arguments: {} });
     assert.equal(unknown.isError, true);
-    assert.match(text(unknown), /^Error: there is no tool named "nope"; the tools are: lookup, boom, slow$/);
+    assert.equal(text(unknown), 'Error: no tool "nope"; tools: lookup, boom, slow');
     await client.close();
   });
 

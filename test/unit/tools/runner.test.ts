@@ -65,9 +65,9 @@ describe('ToolRunner', () => {
       request('parts', {}),
     ]);
     const errors = outcomes.map((o) => o.error);
-    assert.deepEqual(errors[0], { kind: 'unknown_tool', message: 'there is no tool named "sub"; the tools are: add, boom, rejects, hang, odd, parts' });
-    assert.deepEqual(errors[1], { kind: 'invalid_arguments', message: 'arguments of add do not match its schema: b: Invalid input: expected number, received string' });
-    assert.deepEqual(errors[2], { kind: 'invalid_arguments', message: 'arguments of add do not match its schema: (root): Invalid input: expected object, received array' });
+    assert.deepEqual(errors[0], { kind: 'unknown_tool', message: 'there is no tool named "sub"; the tools are: add, boom, rejects, hang, odd, parts', summary: 'no tool "sub"; tools: add, boom, rejects, hang, odd, parts' });
+    assert.deepEqual(errors[1], { kind: 'invalid_arguments', message: 'arguments of add do not match its schema: b: Invalid input: expected number, received string', summary: '"b" must be a number' });
+    assert.deepEqual(errors[2], { kind: 'invalid_arguments', message: 'arguments of add do not match its schema: (root): Invalid input: expected object, received array', summary: 'the arguments must be an object' });
     assert.equal(errors[3]!.kind, 'threw');
     assert.match(errors[3]!.message, /^RangeError: out of range\n\s+at .*runner\.test\.ts/);
     assert.deepEqual(errors[4], { kind: 'threw', message: 'thrown value: plain string' });
@@ -113,7 +113,7 @@ describe('ToolRunner', () => {
     ]);
     const [good, bad, buggy] = await new ToolRunner(tools).run([request('known', { id: 'doc-1' }), request('known', { id: 'x' }), request('buggy', { id: 'x' })]);
     assert.equal(good.result && observationText(good.result), 'doc-1');
-    assert.deepEqual(bad.error, { kind: 'invalid_arguments', message: 'arguments of known do not match its schema: id: unknown document id' });
+    assert.deepEqual(bad.error, { kind: 'invalid_arguments', message: 'arguments of known do not match its schema: id: unknown document id', summary: '"id": unknown document id' });
     assert.equal(buggy.error?.kind, 'threw');
     assert.match(buggy.error!.message, /^validating the arguments of buggy threw: Error: refine bug/);
   });

@@ -44,7 +44,7 @@ export class HermesFormat implements ToolCallFormat {
       const nextOpen = text.indexOf(OPEN, bodyStart);
       if (close < 0 || (nextOpen >= 0 && nextOpen < close)) {
         const end = nextOpen >= 0 ? nextOpen : text.length;
-        calls.push({ start: at, end, raw: text.slice(bodyStart, end).trim(), parseError: `the tool call is not closed with ${CLOSE}` });
+        calls.push({ start: at, end, raw: text.slice(bodyStart, end).trim(), parseError: `not closed with ${CLOSE}` });
         at = nextOpen;
         continue;
       }
@@ -77,11 +77,11 @@ function readCall(raw: string): Omit<ParsedToolCall, 'start' | 'end'> {
   try {
     value = JSON.parse(raw);
   } catch (error) {
-    return { raw, parseError: `the tool call is not valid JSON (${(error as Error).message})` };
+    return { raw, parseError: `not valid JSON ${whereJsonFails(raw, error as Error)}` };
   }
-  if (!isPlainObject(value)) return { raw, parseError: 'the tool call must be a JSON object {"name": …, "arguments": {…}}' };
+  if (!isPlainObject(value)) return { raw, parseError: 'not a JSON object {"name": …, "arguments": {…}}' };
   const name = value['name'];
-  if (typeof name !== 'string' || name === '') return { raw, parseError: 'the tool call has no "name" string' };
+  if (typeof name !== 'string' || name === '') return { raw, parseError: 'no "name" string' };
   let args = value['arguments'] ?? value['parameters'] ?? {};
   if (typeof args === 'string') {
     try {
@@ -91,6 +91,31 @@ function readCall(raw: string): Omit<ParsedToolCall, 'start' | 'end'> {
     }
   }
   return { raw, name, arguments: args };
+}
+
+/**
+ * Where JSON.parse gave up, as the policy can see it: `at "fm", "to"` (the text from there, a few
+ * characters), or `(it ends early)`. V8 says `… in JSON at position N` or `Unexpected token 'x'`.
+ */
+export function whereJsonFails(raw: string, error: Error): string {
+  if (/Unexpected end of JSON input/.test(error.message)) return '(it ends early)';
+  const at = jsonErrorPosition(raw, error.message);
+  if (at < 0 || at >= raw.length) return '(it ends early)';
+  const excerpt = raw.slice(at, at + 12);
+  return `at ${JSON.stringify(excerpt)}${at + 12 < raw.length ? '…' : ''}`;
+}
+
+function jsonErrorPosition(raw: string, message: string): number {
+  const position = /at position (\d+)/.exec(message);
+  if (position) return Number(position[1]);
+  const token = /^Unexpected token '(.)', (\.\.\.)?"([\s\S]*?)"(\.\.\.)? is not valid JSON$/.exec(message);
+  if (!token) return -1;
+  // V8 quotes the source around the error: ten characters either side, "..." where it cut.
+  if (token[2]) {
+    const context = raw.indexOf(token[3]);
+    if (context >= 0) return context + 10;
+  }
+  return raw.indexOf(token[1]);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
