@@ -51,7 +51,8 @@ export interface TrainResult {
  * A training run from start to end: load the model, tools and data (loadRunParts), open the run
  * store (new, or resumed from its last checkpoint), warm-start with SFT when configured,
  * evaluate, then train step after step (trainingStep.ts) with evaluations between (keeping the
- * best weights, bestCheckpoint.ts), and finish the run record as finished, stopped or failed. Whatever was opened is closed on every path.
+ * best weights, bestCheckpoint.ts), and finish the run record as finished, stopped or failed.
+ * Whatever was opened is closed on every path.
  */
 export class TrainingRun {
   readonly control: RunControl;

@@ -118,6 +118,10 @@ describe('onCollapse', () => {
     assert.equal(stateOf(path.join(runDir, 'checkpoints/step-000002')).lrScale, 0.5);
     assert.equal(stateOf(path.join(runDir, 'checkpoints/step-000002')).optimizerSteps, 0, "the best's optimizer state came back with its weights (step 0: none yet)");
     assert.equal(steps[2].values['lr'], (steps[0].values['lr'] as number) / 2);
+    // What the policy generates is the best's again: the greedy evaluation after step 2 equals the one before RL, token for token.
+    const confidence = (step: number) => new RunStoreReader(runDir).evaluationTrajectories(step).records.map((t) => [t.tokens.ids, t.rewards.components['confidence']]);
+    assert.notDeepEqual(confidence(1), confidence(0), 'step 1 changed what the policy generates');
+    assert.deepEqual(confidence(2), confidence(0));
     // Resumed after step 2, the run goes on at the halved rate, as the uninterrupted one did.
     const interrupted = path.join(fixture.dir, 'runs', 'rollback-interrupted');
     await train(config, { runDir: interrupted, steps: 2 });
