@@ -65,7 +65,10 @@ describe('README tutorial: your own task from an empty folder', () => {
     assert.match(record.model.path, /trainer[/\\]pretrained[/\\]base$/, 'rollout-studio:base is the shipped base');
     const metrics = fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(metrics.filter((m) => m.kind === 'train').map((m) => m.step), [1, 2]);
-    assert.equal(metrics.filter((m) => m.kind === 'eval').length, 2);
+    // Before RL, after step 1 (evaluations are on by default: every ⌈2 / 5⌉ = 1 step) and after.
+    assert.deepEqual(metrics.filter((m) => m.kind === 'eval').map((m) => m.step), [0, 1, 2]);
+    assert.match(out, /^best: step [012], exact_match [\d.]+ \(checkpoints\/best\)$/m);
+    assert.ok(fs.existsSync(path.join(runDir, 'checkpoints', 'best', 'model.safetensors')));
     // Every rollout offered the tutorial's tool in the prompt (the schema from its zod arguments).
     const trajectories = fs.readFileSync(path.join(runDir, 'rollouts', 'step-000001.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(trajectories.length, 32);

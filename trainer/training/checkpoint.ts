@@ -63,8 +63,8 @@ function readTensors(dir: string, file: string): Record<string, HostTensor> {
 
 type SavedState = Omit<TrainerState, 'protocol' | 'optimizerSteps' | 'weights' | 'files'>;
 
-export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: SavedState, extras: CheckpointExtras = {}): Promise<string> {
-  const relative = checkpointDirName(state.step);
+/** Save a checkpoint into `relative` of `runDir` (default: `checkpoints/step-NNNNNN`; the best one goes to `checkpoints/best`). */
+export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: SavedState, extras: CheckpointExtras = {}, relative = checkpointDirName(state.step)): Promise<string> {
   const final = path.join(runDir, relative);
   const staging = `${final}.partial`;
   fs.rmSync(staging, { recursive: true, force: true });
@@ -168,7 +168,43 @@ export function loadCheckpoint(dir: string): LoadedCheckpoint {
   return loaded;
 }
 
-/** Remove all but the newest `keep` checkpoints. */
+/**
+ * Copy a complete checkpoint folder to `relative` (whole or not at all, as a save): by hard links
+ * where the file system allows — a checkpoint's files are never changed once written, so the
+ * copy costs no space — else by copying.
+ */
+export function copyCheckpoint(runDir: string, from: string, relative: string): string {
+  const final = path.join(runDir, relative);
+  const staging = `${final}.partial`;
+  fs.rmSync(staging, { recursive: true, force: true });
+  try {
+    linkTree(path.join(runDir, from), staging);
+    fs.rmSync(final, { recursive: true, force: true });
+    fs.renameSync(staging, final);
+  } catch (error) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    throw storageError(error, staging, `copying ${from} to ${relative}`);
+  }
+  return relative;
+}
+
+function linkTree(from: string, to: string): void {
+  fs.mkdirSync(to, { recursive: true });
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    const source = path.join(from, entry.name);
+    const target = path.join(to, entry.name);
+    if (entry.isDirectory()) linkTree(source, target);
+    else {
+      try {
+        fs.linkSync(source, target);
+      } catch {
+        fs.copyFileSync(source, target);
+      }
+    }
+  }
+}
+
+/** Remove all but the newest `keep` step checkpoints (`checkpoints/best` is never one of them). */
 export function pruneCheckpoints(runDir: string, keep: number): void {
   const dir = path.join(runDir, 'checkpoints');
   if (!fs.existsSync(dir)) return;

@@ -3,6 +3,7 @@ import { PolicyTrainer } from '../rl/policyTrainer';
 import { criticOptions, policyTrainerOptions, separateCritic } from './configOptions';
 import { saveRunCheckpoint } from './runCheckpoint';
 import type { Learners, RunParts } from './runParts';
+import type { LoadedCheckpoint } from './checkpoint';
 import type { OpenedRun } from './runStoreOpening';
 import { warmStart } from './warmStart';
 
@@ -19,7 +20,7 @@ export async function prepareLearners(parts: RunParts, opened: OpenedRun): Promi
   const learners: Learners = { policy: await PolicyTrainer.create(parts.model, policyTrainerOptions(parts.config)) };
   try {
     if (separateCritic(parts.config)) learners.critic = await Critic.create(parts.model, criticOptions(parts.config, parts.loaded.resolve));
-    if (resuming) await restoreLearners(parts, learners, opened);
+    if (resuming) await restoreLearners(parts, learners, opened.checkpoint!, opened.checkpointDir!);
     else await saveRunCheckpoint(parts, opened.position, learners, 0);
     return learners;
   } catch (error) {
@@ -28,16 +29,20 @@ export async function prepareLearners(parts: RunParts, opened: OpenedRun): Promi
   }
 }
 
-async function restoreLearners(parts: RunParts, learners: Learners, opened: OpenedRun): Promise<void> {
-  const saved = opened.checkpoint!;
+/**
+ * Put a checkpoint's state into the learners: the policy's trained weights with its optimizer's
+ * moments and step count (the optimizer state holds the weights it trains), the reference policy,
+ * a separate critic's. A resume does it once; `onCollapse: 'rollback'` with checkpoints/best.
+ */
+export async function restoreLearners(parts: RunParts, learners: Learners, saved: LoadedCheckpoint, checkpointDir: string): Promise<void> {
   await learners.policy.optimizer.restore(saved.optimizer);
   if (learners.policy.hasReference) {
     // The reference is the policy as RL started; a run that warm-started cannot rebuild it from the model folder.
     if (saved.reference) await parts.model.restoreReference(saved.reference);
-    else if (parts.config.sft) throw new Error(`${opened.checkpointDir}: reference.safetensors is missing; the reference policy (the warm start) cannot be rebuilt without it`);
+    else if (parts.config.sft) throw new Error(`${checkpointDir}: reference.safetensors is missing; the reference policy (the warm start) cannot be rebuilt without it`);
   }
   if (learners.critic) {
-    if (!saved.critic) throw new Error(`${opened.checkpointDir}: critic/optimizer.safetensors is missing; this run trains a separate critic`);
+    if (!saved.critic) throw new Error(`${checkpointDir}: critic/optimizer.safetensors is missing; this run trains a separate critic`);
     await learners.critic.optimizer.restore(saved.critic);
   }
 }

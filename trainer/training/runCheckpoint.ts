@@ -8,9 +8,17 @@ import type { Learners, RunParts, RunPosition } from './runParts';
  */
 export async function saveRunCheckpoint(parts: RunParts, position: RunPosition, learners: Learners, step: number): Promise<void> {
   parts.report.progress(step, 'checkpoint', 0, 1);
+  const relative = await writeRunCheckpoint(parts, position, learners, step);
+  pruneCheckpoints(position.writer.dir, parts.config.output.keepCheckpoints);
+  position.writer.completeStep(step, relative);
+  parts.report.progress(step, 'checkpoint', 1, 1);
+}
+
+/** Write the run's state at `step` as a checkpoint folder: `checkpoints/step-NNNNNN`, or `relative` (the best checkpoint). */
+export async function writeRunCheckpoint(parts: RunParts, position: RunPosition, learners: Learners, step: number, relative?: string): Promise<string> {
   const reference = learners.policy.hasReference ? await parts.model.referenceState() : undefined;
   const critic = learners.critic ? await learners.critic.optimizer.state() : undefined;
-  const relative = await saveCheckpoint(
+  return saveCheckpoint(
     position.writer.dir,
     parts.model,
     learners.policy.optimizer,
@@ -21,10 +29,9 @@ export async function saveRunCheckpoint(parts: RunParts, position: RunPosition, 
       consecutiveNonFinite: position.consecutiveNonFinite,
       configHash: parts.loaded.hash,
       processNormalizer: position.processNormalizer.state(),
+      ...(position.lrScale !== 1 ? { lrScale: position.lrScale } : {}),
     },
     { ...(reference ? { reference } : {}), ...(critic ? { critic } : {}) },
+    relative,
   );
-  pruneCheckpoints(position.writer.dir, parts.config.output.keepCheckpoints);
-  position.writer.completeStep(step, relative);
-  parts.report.progress(step, 'checkpoint', 1, 1);
 }

@@ -12,6 +12,7 @@ import type { RunStoreWriter } from '../shared/runstore/writer';
 import type { ToolSet } from '../tools/toolSet';
 import type { Random } from '../util/random';
 import type { DataCursor } from './dataCursor';
+import type { HealthSample } from './health';
 import type { LiveSnapshot } from './liveSnapshot';
 import type { RunControl } from './runControl';
 import type { RunReporter } from './runReporter';
@@ -59,6 +60,10 @@ export interface RunPosition {
   consecutiveNonFinite: number;
   /** The running statistic of `rewards.combine: 'agent-r1'` (saved with each checkpoint). */
   processNormalizer: ProcessRewardNormalizer;
+  /** The policy's learning-rate multiplier: 1, halved by each `onCollapse: 'rollback'` (saved with each checkpoint). */
+  lrScale: number;
+  /** The last few training steps as the health checks' trends see them (rebuilt from metrics.jsonl on resume). */
+  health: HealthSample[];
 }
 
 /** What learns in a run: the policy, and PPO's separate critic when it has one. */

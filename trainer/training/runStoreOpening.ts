@@ -11,7 +11,8 @@ import { ROLLOUT_STUDIO_VERSION } from '../version';
 import { loadCheckpoint, type LoadedCheckpoint } from './checkpoint';
 import { DataCursor } from './dataCursor';
 import type { RunParts, RunPosition } from './runParts';
-import { taskMetric } from './taskMetric';
+import { healthHistory } from './health';
+import { scoreKey, taskMetric } from './taskMetric';
 import { hashable } from './trainingConfig';
 
 /**
@@ -70,7 +71,7 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
     ...(metric !== undefined ? { metric } : {}),
   });
   return {
-    position: { writer, cursor: new DataCursor(parts.train.rows.length, c.seed), random: Random.fromSeed(c.seed), consecutiveNonFinite: 0, processNormalizer: new ProcessRewardNormalizer(c.rewards.processNormMomentum) },
+    position: { writer, cursor: new DataCursor(parts.train.rows.length, c.seed), random: Random.fromSeed(c.seed), consecutiveNonFinite: 0, processNormalizer: new ProcessRewardNormalizer(c.rewards.processNormMomentum), lrScale: 1, health: [] },
     startStep: 1,
   };
 }
@@ -92,7 +93,9 @@ export function reopenRun(parts: RunParts, dir: string): OpenedRun {
     const step = checkpoint.state.step;
     dropRecordsAfterStep(dir, step);
     const writer = RunStoreWriter.reopen(dir, { ...run, lastStep: step, lastCheckpoint: relative, totalSteps: parts.totalSteps }, lock);
-    const { data, random, consecutiveNonFinite, processNormalizer } = checkpoint.state;
+    const { data, random, consecutiveNonFinite, processNormalizer, lrScale } = checkpoint.state;
+    const metric = taskMetric(parts.config);
+    const health = healthHistory(new RunStoreReader(dir).metrics().records, step, parts.config.health.window, metric === undefined ? undefined : scoreKey(metric));
     parts.report.log(`resuming ${run.id} after step ${step} from ${relative}`);
     return {
       position: {
@@ -101,6 +104,8 @@ export function reopenRun(parts: RunParts, dir: string): OpenedRun {
         random: Random.fromState(random),
         consecutiveNonFinite,
         processNormalizer: new ProcessRewardNormalizer(parts.config.rewards.processNormMomentum, processNormalizer),
+        lrScale: lrScale ?? 1,
+        health,
       },
       startStep: step + 1,
       checkpoint,

@@ -10,6 +10,7 @@ import { Tool } from '../tools/tool';
 import { ToolSet } from '../tools/toolSet';
 import { McpServersConfig, recordableServers } from '../mcp/mcpConfig';
 import { ALGORITHM_DEFAULTS, CRITIC_DEFAULTS, SHARED_VALUE_COEF } from './algorithmDefaults';
+import { HealthSettings, OnCollapse } from './healthSettings';
 
 /**
  * The training config: a TypeScript file whose default export is `defineConfig({...})`. Every
@@ -188,9 +189,13 @@ export const SftSection = z.strictObject({
 export const EvaluationSection = z.strictObject({
   /** Held-out rows (default: data.eval). */
   data: z.string().optional(),
-  /** Evaluate every N RL steps (0: only before and after training). */
-  every: z.number().int().min(0).default(0),
-  /** Rows evaluated (default: all). */
+  /**
+   * Evaluate every N RL steps, besides before and after training (0: only those two). Default: a
+   * fifth of the steps, rounded up — five or six evaluations a run (evaluationSchedule.ts); each
+   * one that beats the best so far is kept as checkpoints/best.
+   */
+  every: z.number().int().min(0).optional(),
+  /** Rows evaluated during training: the first N, the same every time (default: the first 100). */
   samples: positiveInt.optional(),
   /** 0 is greedy decoding. */
   temperature: z.number().min(0).default(0),
@@ -233,6 +238,10 @@ export const TrainingConfigSchema = z.strictObject({
       keepCheckpoints: positiveInt.default(2),
     })
     .default({ runsDir: '.rollout/runs', checkpointEvery: 10, keepCheckpoints: 2 }),
+  /** A collapse (health.ts: a training-side collapse, or a held-out score far below the best): warn, roll back to checkpoints/best at half the learning rate, or stop. */
+  onCollapse: OnCollapse.default('warn'),
+  /** The health checks' thresholds (healthSettings.ts). */
+  health: HealthSettings.default(HealthSettings.parse({})),
   /** Non-finite loss or gradient: the update is skipped; this many in a row stops the run. */
   nonFinite: z.strictObject({ maxConsecutive: positiveInt.default(3) }).default({ maxConsecutive: 3 }),
 });

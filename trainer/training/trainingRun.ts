@@ -4,7 +4,11 @@ import type { RunRecord } from '../shared/protocol/runStore';
 import { liveRunLock, RunLockedError } from '../shared/runstore/runLock';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 import { providerFor } from './configOptions';
+import { BEST_CHECKPOINT, describeBest, keepBest } from './bestCheckpoint';
+import { carryOut } from './collapseResponse';
 import { evaluateHeldOut, type EvaluationResult } from './evaluation';
+import { evaluationEvery, evaluationRows } from './evaluationSchedule';
+import { reviewEvaluation, type Review } from './healthReview';
 import { closeRunParts, loadRunParts } from './loadRunParts';
 import { RunControl } from './runControl';
 import type { Learners, RunParts, RunPosition } from './runParts';
@@ -37,6 +41,8 @@ export interface TrainOptions {
 export interface TrainResult {
   runDir: string;
   run: RunRecord;
+  /** The best held-out evaluation and its checkpoint (`checkpoints/best`), as in run.json. */
+  best?: NonNullable<RunRecord['best']>;
   evalBefore?: EvaluationResult;
   evalAfter?: EvaluationResult;
 }
@@ -44,8 +50,9 @@ export interface TrainResult {
 /**
  * A training run from start to end: load the model, tools and data (loadRunParts), open the run
  * store (new, or resumed from its last checkpoint), warm-start with SFT when configured,
- * evaluate, then train step after step (trainingStep.ts) with evaluations between, and finish
- * the run record as finished, stopped or failed. Whatever was opened is closed on every path.
+ * evaluate, then train step after step (trainingStep.ts) with evaluations between (keeping the
+ * best weights, bestCheckpoint.ts), and finish the run record as finished, stopped or failed.
+ * Whatever was opened is closed on every path.
  */
 export class TrainingRun {
   readonly control: RunControl;
@@ -109,21 +116,37 @@ export class TrainingRun {
   private async trainSteps(parts: RunParts, position: RunPosition, learners: Learners, startStep: number): Promise<TrainResult> {
     const { writer } = position;
     const evaluating = parts.evalData !== undefined;
-    const every = parts.config.evaluation.every;
+    const every = evaluationEvery(parts.config, parts.totalSteps);
     const due = (step: number) => evaluating && step < parts.totalSteps && (step === 0 ? this.options.evaluateBefore !== false : every > 0 && step % every === 0);
-    const before = due(startStep - 1) ? await evaluateHeldOut(parts, writer, startStep - 1) : undefined;
+    if (evaluating && startStep === 1) this.report.log(`held-out evaluation on ${evaluationRows(parts.config, parts.evalData!.rows.length)} of ${parts.evalData!.rows.length} rows ${every > 0 ? `every ${every} steps and ` : ''}at the end; the best is kept as ${BEST_CHECKPOINT}`);
+    const before = due(startStep - 1) ? await this.evaluate(parts, position, learners, startStep - 1, false) : undefined;
     const evalBefore = startStep === 1 ? before : undefined;
+    const result = () => ({ runDir: writer.dir, run: writer.record, ...(writer.record.best ? { best: writer.record.best } : {}), ...(evalBefore ? { evalBefore } : {}) });
     for (let step = startStep; step <= parts.totalSteps && !this.control.stopping; step++) {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
       const outcome = await trainingStep(parts, position, learners, step);
-      if (outcome === 'failed') return { runDir: writer.dir, run: writer.record, ...(evalBefore ? { evalBefore } : {}) };
+      if (outcome === 'failed') return result();
       if (outcome === 'stopped') break;
-      if (due(step)) await evaluateHeldOut(parts, writer, step);
+      if (due(step)) await this.evaluate(parts, position, learners, step, false);
     }
-    const evalAfter = evaluating && !this.control.stopping ? await evaluateHeldOut(parts, writer, writer.record.lastStep ?? 0) : undefined;
+    const evalAfter = evaluating && !this.control.stopping ? await this.evaluate(parts, position, learners, writer.record.lastStep ?? 0, true) : undefined;
     writer.finish(this.control.stopping ? 'stopped' : 'finished');
-    return { runDir: writer.dir, run: writer.record, ...(evalBefore ? { evalBefore } : {}), ...(evalAfter ? { evalAfter } : {}) };
+    if (writer.record.best) this.report.log(`best: ${describeBest(writer.record.best)}`);
+    return { ...result(), ...(evalAfter ? { evalAfter } : {}) };
+  }
+
+  /**
+   * A held-out evaluation with its health checks against the best so far; weights that beat the
+   * best are kept as checkpoints/best; then the response to a held-out collapse, if `onCollapse`
+   * has one (not after the final evaluation: the run is ending, and its best is kept).
+   */
+  private async evaluate(parts: RunParts, position: RunPosition, learners: Learners, step: number, final: boolean): Promise<EvaluationResult> {
+    let review: Review = { warnings: [] };
+    const result = await evaluateHeldOut(parts, position.writer, step, (r) => (review = reviewEvaluation(parts, position, step, r, final)).warnings);
+    await keepBest(parts, position, learners, step, result);
+    if (review.plan) await carryOut(review.plan, parts, position, learners);
+    return result;
   }
 }
 

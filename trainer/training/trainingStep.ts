@@ -5,6 +5,9 @@ import { scoreTrajectories, type BatchRewards } from '../rewards/score';
 import type { Episode, Trajectory } from '../rollout/trajectory';
 import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import { batchSettings, criticSchedule, policyUpdates, rlSchedule } from './configOptions';
+import { carryOut } from './collapseResponse';
+import { logWarnings } from './health';
+import { reviewTrainingStep } from './healthReview';
 import { saveRunCheckpoint } from './runCheckpoint';
 import { LiveSnapshot } from './liveSnapshot';
 import { seedFor, type Learners, type RunParts, type RunPosition } from './runParts';
@@ -15,7 +18,8 @@ import { taskMetric } from './taskMetric';
 
 /**
  * One RL step, top to bottom: roll out the step's prompts → score the trajectories → prepare the
- * batch (KL, advantages, training sequences) → update the policy → record the step → checkpoint
+ * batch (KL, advantages, training sequences) → update the policy → record the step with its
+ * health checks (healthReview.ts) → respond to a collapse (collapseResponse.ts) → checkpoint
  * (or apply the non-finite rule). Each stage is a function below; the step's state flows from
  * one to the next as values.
  */
@@ -37,7 +41,10 @@ export async function trainingStep(parts: RunParts, position: RunPosition, learn
   };
   const recorded = recordStage(parts, position, step, { trajectories: rolled.trajectories, rewards: scored.rewards, prepared, update: updated.metrics, lr: updated.lr, times, ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}) });
   if (updated.probe !== undefined && !Number.isFinite(updated.probe)) return failDiverged(parts, position, step, updated.lr);
-  return finishStage(parts, position, learners, step, updated.metrics, recorded);
+  // A collapse's response comes before the checkpoint: the checkpoint saves what the run goes on from.
+  if (recorded.plan) await carryOut(recorded.plan, parts, position, learners);
+  const outcome = await finishStage(parts, position, learners, step, updated.metrics, recorded);
+  return outcome === 'ok' && recorded.plan?.kind === 'stop' ? 'stopped' : outcome;
 }
 
 /** Roll out: `promptsPerStep` rows, each sampled `groupSize` times. A stop drops the step in flight. */
@@ -92,7 +99,8 @@ async function prepareStage(parts: RunParts, learners: Learners, trajectories: T
 async function updateStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, prepared: PreparedBatch): Promise<{ metrics: StepUpdate; lr: number; seconds: number; probe?: number }> {
   const started = performance.now();
   parts.report.progress(step, 'update', 0, 1);
-  const lr = learningRate(rlSchedule(parts.config), step - 1, parts.totalSteps);
+  // lrScale: halved by each rollback after a collapse (collapseResponse.ts).
+  const lr = learningRate(rlSchedule(parts.config), step - 1, parts.totalSteps) * position.lrScale;
   const metrics: StepUpdate = {};
   if (policyUpdates(parts.config, step)) metrics.policy = await learners.policy.update(prepared.sequences, lr, position.random);
   if (learners.critic) metrics.critic = await learners.critic.update(prepared.sequences, learningRate(criticSchedule(parts.config), step - 1, parts.totalSteps), position.random);
@@ -117,11 +125,12 @@ function recordStage(parts: RunParts, position: RunPosition, step: number, input
   // The images first: a record never points at an image file that is not there.
   position.writer.writeImages(inputs.trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
   position.writer.appendTrajectories(step, trajectories);
-  const metrics = stepMetricsRecord(step, { ...inputs, metric });
+  const { record: metrics, plan } = reviewTrainingStep(parts, position, stepMetricsRecord(step, { ...inputs, metric }));
   parts.report.metrics(metrics);
   parts.report.progress(step, 'update', 1, 1, inputs.times.trainedTokens / inputs.times.updateSeconds);
   parts.report.log(stepLogLine(metrics, parts.totalSteps, metric, inputs.update));
-  return { trajectories, metrics };
+  logWarnings(parts.report.log, step, metrics.warnings ?? []);
+  return { trajectories, metrics, ...(plan ? { plan } : {}) };
 }
 
 /**

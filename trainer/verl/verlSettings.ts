@@ -1,5 +1,6 @@
 import { lossScaleFactor } from '../training/configOptions';
 import { CriticSection, type TrainingConfig } from '../training/trainingConfig';
+import { evaluationEvery } from '../training/evaluationSchedule';
 
 /**
  * Our config's settings as verl's Hydra overrides, each with where it comes from, plus every
@@ -121,7 +122,7 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
   }
   map('steps', 'trainer.total_training_steps', config.steps);
   map('seed', 'data.seed', config.seed);
-  map('evaluation.every', 'trainer.test_freq', config.evaluation.every > 0 ? config.evaluation.every : -1);
+  map('evaluation.every', 'trainer.test_freq', evaluationEvery(config, config.steps) > 0 ? evaluationEvery(config, config.steps) : -1);
   map('evaluation.temperature', 'actor_rollout_ref.rollout.val_kwargs.temperature', config.evaluation.temperature);
   map('evaluation.temperature', 'actor_rollout_ref.rollout.val_kwargs.do_sample', config.evaluation.temperature > 0);
   map('output.checkpointEvery', 'trainer.save_freq', config.output.checkpointEvery > 0 ? config.output.checkpointEvery : -1);

@@ -242,7 +242,9 @@ describe('a new user, outside the repository', { timeout: 900_000 }, () => {
     assert.equal(record.status, 'finished');
     assert.equal(record.metric, 'total_matches');
     assert.deepEqual(reader.steps(), [1, 2]);
-    assert.deepEqual(reader.evaluations(), [0, 2], 'the held-out evaluations before and after RL are recorded');
+    assert.deepEqual(reader.evaluations(), [0, 1, 2], 'the held-out evaluations before, during (on by default) and after RL are recorded');
+    assert.match(trained.stdout, /^best: step [012], total_matches \d\.\d{3} \(checkpoints\/best\)$/m);
+    assert.equal(record.best?.checkpoint, 'checkpoints/best');
     assert.equal(reader.evaluationTrajectories(0).records.length, 4);
     assert.ok(reader.metrics().records.filter((m) => m.kind !== 'sft').every((m) => typeof m.values['score/total_matches'] === 'number'));
   });

@@ -11,6 +11,7 @@ import { PROTOCOL_VERSION } from './protocolVersion';
  *   evals/step-NNNNNN.jsonl     one TrajectoryRecord per held-out row of the evaluation after
  *                               step NNNNNN (000000: before RL), written whole when it ends
  *   checkpoints/step-NNNNNN/    a Hugging Face folder plus trainer_state.json
+ *   checkpoints/best/           the same, of the step whose held-out evaluation was the best (RunRecord.best)
  *   run.lock                    RunLockRecord: the process writing the run (while it runs)
  */
 
@@ -361,6 +362,8 @@ export const TrainerState = z.object({
   configHash: z.string(),
   /** `rewards.combine: 'agent-r1'`: the running statistic of the process-reward normalisation (rewards/processNormalizer.ts). */
   processNormalizer: z.object({ magnitude: z.number().nonnegative(), batches: z.number().int().nonnegative() }).optional(),
+  /** The learning-rate multiplier of `onCollapse: 'rollback'` (halved by each rollback); absent: 1. */
+  lrScale: z.number().positive().max(1).optional(),
   /** The size in bytes of every other file of the checkpoint when it was saved: a cut or missing file is found before it is used. */
   files: z.record(z.string(), z.number().int().nonnegative()).optional(),
 });

@@ -154,7 +154,7 @@ function removeLeftovers(dir: string): void {
   for (const folder of [dir, path.join(dir, 'evals'), path.join(dir, 'checkpoints'), path.join(dir, 'images')]) {
     if (!fs.existsSync(folder)) continue;
     for (const name of fs.readdirSync(folder)) {
-      if (/\.tmp$/.test(name) || /^step-\d+\.partial$/.test(name)) fs.rmSync(path.join(folder, name), { recursive: true, force: true });
+      if (/\.tmp$/.test(name) || /^(step-\d+|best)\.partial$/.test(name)) fs.rmSync(path.join(folder, name), { recursive: true, force: true });
     }
   }
 }
