@@ -1,5 +1,5 @@
 import { advance, DONE, MAX_WHITESPACE, valueFrame, LiteralFrame, type Frame, type FrameResult, type GrammarState } from './jsonFrames';
-import type { Shape } from './schemaShape';
+import type { ValueShape } from './schemaShape';
 
 /**
  * The body of one Hermes/Qwen tool call, as chat templates write it:
@@ -12,7 +12,7 @@ import type { Shape } from './schemaShape';
 export interface CallGrammar {
   /** The tools' names as JSON strings, and each tool's argument shape, in the same order. */
   names: Uint8Array[];
-  argumentShapes: Shape[];
+  argumentShapes: ValueShape[];
   /** The closing marker's bytes when no single token writes it; undefined when one does. */
   closing?: Uint8Array;
 }

@@ -1,4 +1,4 @@
-import { ANY_DEPTH, type Shape } from './schemaShape';
+import { ANY_DEPTH, type ValueShape } from './schemaShape';
 
 /**
  * A byte-level pushdown recogniser for JSON values of a given shape (schemaShape.ts): the state
@@ -85,14 +85,14 @@ export function stateKey(state: GrammarState): string {
 }
 
 /** The frame of a value of `shape`, before its first byte. */
-export function valueFrame(shape: Shape): Frame {
+export function valueFrame(shape: ValueShape): Frame {
   return new ValueFrame(shape);
 }
 
 /** A value whose type is decided by its first byte. */
 class ValueFrame implements Frame {
   readonly key: string;
-  constructor(private readonly shape: Shape) {
+  constructor(private readonly shape: ValueShape) {
     this.key = `V${shape.id}`;
   }
 
@@ -103,7 +103,7 @@ class ValueFrame implements Frame {
 }
 
 /** The frame that writes `shape` starting with `byte`, or undefined when no value of it starts so. */
-function concreteFrame(shape: Shape, byte: number): Frame | undefined {
+function concreteFrame(shape: ValueShape, byte: number): Frame | undefined {
   switch (shape.kind) {
     case 'object':
       return byte === 0x7b ? new ObjectFrame(shape, 'open', '', -1, 0) : undefined;
@@ -126,9 +126,9 @@ function concreteFrame(shape: Shape, byte: number): Frame | undefined {
 }
 
 /** Generic shapes for `any` values, made once per depth. */
-const anyShapes = new Map<string, Shape>();
+const anyShapes = new Map<string, ValueShape>();
 let anyIds = -1;
-function generic(name: string, make: (id: number) => Shape): Shape {
+function generic(name: string, make: (id: number) => ValueShape): ValueShape {
   let shape = anyShapes.get(name);
   if (!shape) {
     shape = make(anyIds--);
@@ -137,11 +137,11 @@ function generic(name: string, make: (id: number) => Shape): Shape {
   return shape;
 }
 
-function anyChild(depth: number): Shape {
+function anyChild(depth: number): ValueShape {
   return generic(`any${depth}`, (id) => ({ kind: 'any', id, depth }));
 }
 
-function anyShapeFor(shape: Extract<Shape, { kind: 'any' }>, byte: number): Shape {
+function anyShapeFor(shape: Extract<ValueShape, { kind: 'any' }>, byte: number): ValueShape {
   const depth = Math.min(shape.depth, ANY_DEPTH);
   if (byte === 0x7b && depth > 0) return generic(`object${depth}`, (id) => ({ kind: 'object', id, properties: [], required: [], additional: anyChild(depth - 1) }));
   if (byte === 0x5b && depth > 0) return generic(`array${depth}`, (id) => ({ kind: 'array', id, items: anyChild(depth - 1), minItems: 0, maxItems: Infinity }));
@@ -155,7 +155,7 @@ function anyShapeFor(shape: Extract<Shape, { kind: 'any' }>, byte: number): Shap
  * number) absorbs literals of its kind; two objects or arrays become the generic kind. Looser
  * than the union, never tighter: the tool's schema check has the last word.
  */
-function mergeOptions(union: Shape, options: Shape[]): Shape {
+function mergeOptions(union: ValueShape, options: ValueShape[]): ValueShape {
   if (options.every((o) => o.kind === 'literals')) return { kind: 'literals', id: union.id, values: options.flatMap((o) => (o.kind === 'literals' ? o.values : [])) };
   const numbers = options.filter((o) => o.kind === 'number');
   if (numbers.length) return { kind: 'number', id: union.id, integer: numbers.every((o) => o.kind === 'number' && o.integer) && options.every((o) => o.kind !== 'literals') };
@@ -169,7 +169,7 @@ type ObjectPhase = 'open' | 'first' | 'key' | 'colon' | 'value' | 'after' | 'nex
 class ObjectFrame implements Frame {
   readonly key: string;
   constructor(
-    private readonly shape: Extract<Shape, { kind: 'object' }>,
+    private readonly shape: Extract<ValueShape, { kind: 'object' }>,
     private readonly phase: ObjectPhase,
     /** One character per declared property: '1' once written. */
     private readonly used: string,
@@ -243,7 +243,7 @@ type ArrayPhase = 'open' | 'first' | 'after' | 'next';
 class ArrayFrame implements Frame {
   readonly key: string;
   constructor(
-    private readonly shape: Extract<Shape, { kind: 'array' }>,
+    private readonly shape: Extract<ValueShape, { kind: 'array' }>,
     private readonly phase: ArrayPhase,
     private readonly count: number,
     private readonly whitespace: number,

@@ -12,15 +12,15 @@
  * - values of unknown or unsupported schema are any JSON value, nested at most `ANY_DEPTH` deep.
  */
 
-export type Shape =
+export type ValueShape =
   | { kind: 'any'; id: number; depth: number }
-  | { kind: 'object'; id: number; properties: { key: Uint8Array; shape: Shape }[]; required: number[]; additional?: Shape }
-  | { kind: 'array'; id: number; items: Shape; minItems: number; maxItems: number }
+  | { kind: 'object'; id: number; properties: { key: Uint8Array; shape: ValueShape }[]; required: number[]; additional?: ValueShape }
+  | { kind: 'array'; id: number; items: ValueShape; minItems: number; maxItems: number }
   | { kind: 'string'; id: number; minLength: number; maxLength: number }
   | { kind: 'number'; id: number; integer: boolean }
   /** A fixed set of JSON texts: enums, consts, true/false, null. */
   | { kind: 'literals'; id: number; values: Uint8Array[] }
-  | { kind: 'union'; id: number; options: Shape[] };
+  | { kind: 'union'; id: number; options: ValueShape[] };
 
 /** How deep an unconstrained value may nest. */
 export const ANY_DEPTH = 3;
@@ -30,23 +30,23 @@ const utf8 = new TextEncoder();
 /** Builds shapes with ids unique within one grammar (ids key the grammar's mask cache). */
 export class ShapeBuilder {
   private next = 0;
-  private readonly anyByDepth: Shape[] = [];
+  private readonly anyByDepth: ValueShape[] = [];
 
   id(): number {
     return this.next++;
   }
 
-  any(depth = ANY_DEPTH): Shape {
+  any(depth = ANY_DEPTH): ValueShape {
     this.anyByDepth[depth] ??= { kind: 'any', id: this.id(), depth };
     return this.anyByDepth[depth];
   }
 
-  literals(values: readonly unknown[]): Shape {
+  literals(values: readonly unknown[]): ValueShape {
     return { kind: 'literals', id: this.id(), values: values.map((v) => utf8.encode(JSON.stringify(v))) };
   }
 
   /** The shape of a JSON Schema (a tool's `parameters`, or any part of one). */
-  fromSchema(schema: unknown): Shape {
+  fromSchema(schema: unknown): ValueShape {
     if (schema === true || schema === undefined || schema === null || typeof schema !== 'object' || Array.isArray(schema)) return this.any();
     const s = schema as Record<string, unknown>;
     if ('const' in s) return this.literals([s.const]);
@@ -76,7 +76,7 @@ export class ShapeBuilder {
     }
   }
 
-  private object(s: Record<string, unknown>): Shape {
+  private object(s: Record<string, unknown>): ValueShape {
     const declared = typeof s.properties === 'object' && s.properties !== null ? Object.entries(s.properties as Record<string, unknown>) : [];
     if (declared.length === 0) return { kind: 'object', id: this.id(), properties: [], required: [], additional: this.any(ANY_DEPTH - 1) };
     const names = declared.map(([key]) => key);
