@@ -103,6 +103,8 @@ export interface QuestionRow {
   hops: number;
   neededDocs: string[];
   type: string;
+  /** A question about another world than the default: that world's relation seed (see MultiWorldSearch). */
+  world?: number;
 }
 
 /** People for training and people held out, split by a seeded shuffle (1 in 4 held out). */
@@ -214,12 +216,13 @@ export function generateDemonstrations(kb: KnowledgeBase, questions: readonly Qu
  * lowers its loss fastest by memorising that world's answers, and never learns to copy a name
  * from a result; we measured 15% held-out exact match after 1,125 such steps.)
  */
-export function generateWorldDemonstrations(count: number, options: { seed: number; short: number }): DemonstrationRow[] {
+export function generateWorldDemonstrations(count: number, options: { seed: number; short: number; excludeTypes?: readonly string[] }): DemonstrationRow[] {
   const random = Random.fromSeed(options.seed);
+  const excluded = new Set(options.excludeTypes ?? []);
   return Array.from({ length: count }, (_, i) => {
     const world = buildKnowledgeBase({ ...KB_OPTIONS, relationSeed: random.nextInt(2 ** 31) });
     const person = world.people[random.nextInt(world.people.length)];
-    const questions = generateQuestions(world, [person], { seed: random.nextInt(2 ** 31), count: QUESTION_TEMPLATES.length, prefix: `world-${i}` });
+    const questions = generateQuestions(world, [person], { seed: random.nextInt(2 ** 31), count: QUESTION_TEMPLATES.length, prefix: `world-${i}` }).filter((q) => !excluded.has(q.type));
     const question = questions[random.nextInt(questions.length)];
     return generateDemonstrations(world, [question], { seed: random.nextInt(2 ** 31), short: options.short, idOffset: i })[0];
   });
@@ -251,6 +254,55 @@ export function generateDataset(options: GenerateOptions): Record<string, { file
       return [name, { file, rows: rows.length }];
     }),
   );
+}
+
+/** The question type no training prompt or demonstration of the generalisation split contains: the only three-search one. */
+export const HELD_OUT_TYPE = 'employer_country';
+
+/** The generalisation split's test sets: what each measures. */
+export const TEST_SETS = {
+  in_dist: 'held-out people, the training world, the training question types',
+  new_world: "a world drawn afresh (the same names, every relation redrawn: the training world's answers are wrong there)",
+  new_type: `a question type (${HELD_OUT_TYPE}, three searches) that no training prompt or demonstration has`,
+} as const;
+export type TestSetName = keyof typeof TEST_SETS;
+
+export interface GeneralisationSplit {
+  /** Training questions: the training people, every type but the held-out one. */
+  train: QuestionRow[];
+  /** Imperfect demonstrations (each in a world of its own), none of the held-out type. */
+  sft: DemonstrationRow[];
+  /** A correct demonstration of every training question, in the training world. */
+  gold: DemonstrationRow[];
+  /** The test sets; a new-world row names its world (`world`: the relation seed the search tool serves it from). */
+  sets: Record<TestSetName, QuestionRow[]>;
+}
+
+/**
+ * The benchmark's split, measuring generalisation three ways (TEST_SETS): questions about people
+ * no training question is about; questions in a freshly drawn world, where a policy that
+ * memorised the training world's facts answers wrongly and one that searches answers rightly;
+ * and the three-search question type, absent from every training prompt and demonstration (so
+ * chain depth 3 is new too). Deterministic in `seed`.
+ */
+export function generateGeneralisationSplit(options: { seed: number; sft: number; short: number; newWorldQuestions: number }): GeneralisationSplit {
+  const kb = knowledgeBase;
+  const people = splitPeople(kb, options.seed);
+  const every = (world: KnowledgeBase, who: readonly Person[], prefix: string, seed: number) => generateQuestions(world, who, { seed, count: who.length * QUESTION_TEMPLATES.length, prefix });
+  const train = every(kb, people.train, 'train', options.seed + 1).filter((q) => q.type !== HELD_OUT_TYPE);
+  const inDist = every(kb, people.heldout, 'in_dist', options.seed + 2).filter((q) => q.type !== HELD_OUT_TYPE);
+  const relationSeed = Random.fromSeed(options.seed + 4).nextInt(2 ** 31);
+  const newWorld = every(buildKnowledgeBase({ ...KB_OPTIONS, relationSeed }), kb.people, 'new_world', options.seed + 5)
+    .filter((q) => q.type !== HELD_OUT_TYPE)
+    .slice(0, options.newWorldQuestions)
+    .map((q) => ({ ...q, world: relationSeed }));
+  const newType = every(kb, kb.people, 'new_type', options.seed + 6).filter((q) => q.type === HELD_OUT_TYPE);
+  return {
+    train,
+    sft: generateWorldDemonstrations(options.sft, { seed: options.seed + 3, short: options.short, excludeTypes: [HELD_OUT_TYPE] }),
+    gold: generateDemonstrations(kb, train, { seed: options.seed + 7, short: 0 }),
+    sets: { in_dist: inDist, new_world: newWorld, new_type: newType },
+  };
 }
 
 function main(argv: string[]): void {

@@ -10,6 +10,8 @@ export const MultihopFields = z.object({
   neededDocs: z.array(z.string()).min(1),
   /** Which question template it came from (`employer_city`, …). */
   type: z.string(),
+  /** A question about another world than the default one: its relation seed (kb.ts), which the search tool serves it from. */
+  world: z.int().optional(),
 });
 
 export type MultihopRow = DatasetRow<z.output<typeof MultihopFields>>;

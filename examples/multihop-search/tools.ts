@@ -4,8 +4,8 @@
  * reward — a search earns credit when it brings up a document the question needs that no
  * earlier search of the trajectory had found (so repeating a good search earns nothing).
  */
-import { SearchTool, type RewardContext, type SearchData, type SearchHit, type ToolCallOutcome } from 'rollout-studio';
-import { buildKnowledgeBase, type KnowledgeBase } from './kb';
+import { SearchTool, type RewardContext, type SearchData, type SearchHit, type ToolCallOutcome, type ToolContext, type ToolResult } from 'rollout-studio';
+import { buildKnowledgeBase, KB_OPTIONS, type KnowledgeBase } from './kb';
 import type { MultihopRow } from './rows';
 
 export class KnowledgeBaseSearch extends SearchTool {
@@ -39,3 +39,25 @@ export function searchOver(kb: KnowledgeBase): KnowledgeBaseSearch {
 export const search = searchOver(knowledgeBase);
 
 export const tools = [search];
+
+/**
+ * `search` over the world a row names (`world`: a relation seed) and over the default world for a
+ * row without one: one tool, the same name and description as `search`, for questions from
+ * several worlds in one evaluation (the benchmark's new-world test set).
+ */
+export class MultiWorldSearch extends KnowledgeBaseSearch {
+  private readonly worlds = new Map<number, KnowledgeBaseSearch>();
+
+  constructor() {
+    super(knowledgeBase.documents, { description: search.description, topK: 1 });
+  }
+
+  override execute(args: { query: string }, ctx?: ToolContext): ToolResult<SearchData> {
+    // Any row may reach a tool: only a multi-hop row's whole-number `world` picks another world.
+    const world = (ctx?.row as { world?: unknown } | undefined)?.world;
+    if (typeof world !== 'number') return super.execute(args);
+    let tool = this.worlds.get(world);
+    if (!tool) this.worlds.set(world, (tool = searchOver(buildKnowledgeBase({ ...KB_OPTIONS, relationSeed: world }))));
+    return tool.execute(args);
+  }
+}

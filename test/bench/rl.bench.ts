@@ -1,5 +1,14 @@
 /**
- * npm run bench:rl — does RL beat doing nothing, and which algorithm does it best? On one task,
+ * npm run bench:rl — on the multi-hop task, by default, the arms of rlArms.ts: does RL add value
+ * over SFT, and where? Six arms with equal budgets from one warm start (more SFT, RFT, GRPO,
+ * correct SFT, correct SFT then GRPO, correct SFT then more of it), scored on an in-distribution,
+ * a new-world and a new-question-type test set, with paired bootstrap intervals:
+ *
+ *   npm run bench:rl [-- --seeds 3] [--steps N] [--eval-rows N] [--warm-start-rows N] [--reuse-warm-start]
+ *
+ * `--variants` (and every run of `--task deep-search`) runs the older table below instead.
+ *
+ * The older table — does RL beat doing nothing, and which algorithm does it best? On one task,
  * from one warm start, every variant trains with the same budget and is evaluated greedily on
  * held-out questions, over several seeds:
  *
@@ -45,6 +54,7 @@ import * as multihop from '../../examples/multihop-search/data';
 import { knowledgeBase } from '../../examples/multihop-search/tools';
 import { writeJsonl } from '../../trainer/data';
 import { rlChartSvg, type ChartSeries } from './rlChart';
+import { runArms } from './rlArms';
 
 interface BenchTask {
   /** The example folder: its config.ts, its data/ (train.jsonl and heldout.jsonl rows have `type` and `answer`). */
@@ -162,8 +172,21 @@ function majorityBaseline(example: string): number {
 async function main(argv: string[]): Promise<void> {
   const started = Date.now();
   const cpuStarted = process.cpuUsage();
-  const { values } = parseArgs({ args: argv, options: { task: { type: 'string', default: 'multihop-search' }, seeds: { type: 'string', default: '3' }, steps: { type: 'string' }, only: { type: 'string' }, 'reuse-warm-start': { type: 'boolean', default: false }, 'warm-start-rows': { type: 'string' } } });
+  const { values } = parseArgs({ args: argv, options: { task: { type: 'string', default: 'multihop-search' }, seeds: { type: 'string', default: '3' }, steps: { type: 'string' }, only: { type: 'string' }, 'reuse-warm-start': { type: 'boolean', default: false }, 'warm-start-rows': { type: 'string' }, variants: { type: 'boolean', default: false }, 'eval-rows': { type: 'string' } } });
   const seeds = Array.from({ length: Number(values.seeds) }, (_, i) => i + 1);
+  if (values.task === 'multihop-search' && !values.variants) {
+    const whole = (name: string, v: string | undefined) => {
+      if (v !== undefined && !(Number.isInteger(Number(v)) && Number(v) >= 1)) throw new Error(`--${name}: expected a whole number ≥ 1, got ${v}`);
+      return v === undefined ? undefined : Number(v);
+    };
+    const steps = whole('steps', values.steps) ?? TASKS['multihop-search'].steps!;
+    const out = path.resolve(__dirname, '../../test-output/bench-rl/arms');
+    fs.mkdirSync(out, { recursive: true });
+    const evalRows = whole('eval-rows', values['eval-rows']);
+    const warmStartRows = whole('warm-start-rows', values['warm-start-rows']);
+    await runArms({ out, seeds, steps, reuseWarmStart: values['reuse-warm-start']!, evaluateEvery: Math.max(1, Math.round(steps / 2)), ...(evalRows !== undefined ? { evalRows } : {}), ...(warmStartRows !== undefined ? { warmStartRows } : {}) });
+    return;
+  }
   const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;
   const known = [...VARIANTS.map((v) => v.name), 'sft-only'];
   if (only) for (const name of only) if (!known.includes(name)) throw new Error(`--only: no variant "${name}"; variants: ${known.join(', ')}`);

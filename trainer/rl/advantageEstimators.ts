@@ -1,14 +1,16 @@
-import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from './advantages';
+import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rftAdvantages, rlooAdvantages, RFT_DEFAULT_THRESHOLD } from './advantages';
 import type { Advantages, RlSample } from './samples';
 
 /** What picks and parameterises an advantage estimator (the training config's `algorithm` section has these fields). */
 export interface EstimatorSettings {
-  name: 'grpo' | 'dr-grpo' | 'rloo' | 'reinforce++' | 'reinforce++-baseline' | 'ppo';
+  name: 'grpo' | 'dr-grpo' | 'rloo' | 'reinforce++' | 'reinforce++-baseline' | 'ppo' | 'rft';
   /** GRPO: divide the outcome side by the group's standard deviation (Dr. GRPO never does). */
   scaleByStd: boolean;
   gamma: number;
   /** GAE's λ (PPO). */
   lambda: number;
+  /** RFT: the outcome reward a trajectory needs to be trained on (default RFT_DEFAULT_THRESHOLD). */
+  rftThreshold?: number;
 }
 
 /** The configured algorithm's advantages for a scored batch (PPO's samples carry critic values). */
@@ -26,6 +28,8 @@ export function computeAdvantages(config: EstimatorSettings, samples: readonly R
       return reinforcePlusPlusAdvantages(samples, { gamma: config.gamma, baseline: true });
     case 'ppo':
       return gaeAdvantages(samples, { gamma: config.gamma, lambda: config.lambda, whiten: true });
+    case 'rft':
+      return rftAdvantages(samples, { threshold: config.rftThreshold ?? RFT_DEFAULT_THRESHOLD });
   }
 }
 

@@ -164,3 +164,21 @@ export function gaeAdvantages(samples: readonly RlSample[], options: GaeOptions)
   }
   return { advantages: options.whiten ? whiten(samples, advantages) : advantages, returns };
 }
+
+/**
+ * RFT's default threshold on the outcome reward: 1, the reward of a correct answer under the
+ * built-in outcome rewards (exact match and the like score 1 right, 0 wrong). STaR and ReST-EM keep
+ * the samples whose answer is correct; see ADVANTAGES.md for why not RAFT's best-of-group.
+ */
+export const RFT_DEFAULT_THRESHOLD = 1;
+
+/**
+ * Rejection-sampling fine-tuning's filter and "advantage": a trajectory is kept when its outcome
+ * reward — the outcome alone: no process reward, no KL — is at least `threshold` (a non-finite
+ * outcome never is). Kept trajectories get 1 on every loss token, the others 0, so −log π·A over the
+ * kept tokens is the SFT loss on them. Groups play no part: a group with none kept adds nothing.
+ */
+export function rftAdvantages(samples: readonly RlSample[], options: { threshold: number }): Advantages {
+  const kept = samples.map((s) => Number.isFinite(s.outcome.reward) && s.outcome.reward >= options.threshold);
+  return { advantages: samples.map((s, i) => fill(s, () => (kept[i] ? 1 : 0))), kept };
+}

@@ -16,6 +16,12 @@ import { K3_BOUND, K3_LOG_RATIO_BOUND, type KlEstimator } from './kl';
 export type LossAggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum-norm';
 
 export interface PolicyLossConfig {
+  /**
+   * `clipped-ratio` (the default): PPO's clipped surrogate. `log-likelihood`: −log π·A with no
+   * ratio and no clip — RFT's SFT loss (A is 1 on the kept trajectories' tokens), whose gradient
+   * must not vanish once the policy has moved, as SFT's does not.
+   */
+  surrogate?: 'clipped-ratio' | 'log-likelihood';
   /** PPO ratio clip: ratio ∈ [1 − clipLow, 1 + clipHigh]. */
   clipLow: number;
   clipHigh: number;
@@ -91,26 +97,21 @@ export function klTerm(logprobs: Tensor, refLogprobs: Tensor, estimator: KlEstim
  * PPO's clipped surrogate (GRPO, RLOO and REINFORCE++ use it too), with dual clip, KL and
  * entropy terms. Per token: ratio = exp(logπ − logπ_old);
  * pg = −min(ratio·A, clip(ratio)·A), and for A < 0 with dual clip: min(pg, −c·A).
+ * With the `log-likelihood` surrogate (RFT): pg = −logπ·A, nothing clipped (clip fraction 0).
  */
 export function policyLoss(inputs: PolicyLossInputs, config: PolicyLossConfig): PolicyLossOutputs {
   const g = inputs.logprobs.graph;
   return g.withScope('policy_loss', () => {
-    const { logprobs, oldLogprobs, advantages, mask } = inputs;
-    const logRatio = op.sub(logprobs, oldLogprobs);
-    const ratio = op.exp(logRatio);
-    const unclipped = op.mul(ratio, advantages);
-    const clipped = op.mul(op.clip(ratio, 1 - config.clipLow, 1 + config.clipHigh), advantages);
-    let pg = op.neg(op.minimum(unclipped, clipped));
-    if (config.dualClip !== undefined) {
-      if (!(config.dualClip > 1)) throw new Error(`dualClip must be greater than 1, got ${config.dualClip}`);
-      const bound = op.mul(advantages, -config.dualClip);
-      pg = op.where(op.less(advantages, 0), op.minimum(pg, bound), pg);
-    }
+    const { logprobs, oldLogprobs, mask } = inputs;
+    const likelihood = config.surrogate === 'log-likelihood';
+    const ratio = op.exp(op.sub(logprobs, oldLogprobs));
+    const pg = likelihood ? op.neg(op.mul(logprobs, inputs.advantages)) : clippedSurrogate(ratio, inputs.advantages, config);
     const totals = { tokenTotal: inputs.tokenTotal, sequenceTotal: inputs.sequenceTotal };
     const policy = aggregate(pg, mask, config.aggregation, totals, config.lossScaleFactor);
     let loss = policy;
     const outside = op.or(op.less(ratio, 1 - config.clipLow), op.greater(ratio, 1 + config.clipHigh));
-    const clipFraction = aggregate(op.cast(outside, logprobs.dtype), mask, 'token-mean', { tokenTotal: inputs.tokenTotal });
+    // Nothing is clipped under the likelihood surrogate: its fraction is 0 (kept a graph value, from the mask, so it stays an output).
+    const clipFraction = likelihood ? op.mul(op.reduceSum(mask), 0) : aggregate(op.cast(outside, logprobs.dtype), mask, 'token-mean', { tokenTotal: inputs.tokenTotal });
     const approxKl = aggregate(g.stopGradient(klTerm(oldLogprobs, logprobs, 'k3')), mask, 'token-mean', { tokenTotal: inputs.tokenTotal });
     const out: PolicyLossOutputs = { loss, policyLoss: policy, clipFraction, approxKl };
     if (config.klCoef > 0) {
@@ -125,6 +126,16 @@ export function policyLoss(inputs: PolicyLossInputs, config: PolicyLossConfig): 
     out.loss = loss;
     return out;
   });
+}
+
+/** −min(ratio·A, clip(ratio)·A) per token, and for A < 0 with dual clip: min(that, −c·A). */
+function clippedSurrogate(ratio: Tensor, advantages: Tensor, config: PolicyLossConfig): Tensor {
+  const unclipped = op.mul(ratio, advantages);
+  const clipped = op.mul(op.clip(ratio, 1 - config.clipLow, 1 + config.clipHigh), advantages);
+  const pg = op.neg(op.minimum(unclipped, clipped));
+  if (config.dualClip === undefined) return pg;
+  if (!(config.dualClip > 1)) throw new Error(`dualClip must be greater than 1, got ${config.dualClip}`);
+  return op.where(op.less(advantages, 0), op.minimum(pg, op.mul(advantages, -config.dualClip)), pg);
 }
 
 export interface ValueLossConfig {

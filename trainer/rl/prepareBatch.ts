@@ -30,8 +30,12 @@ export interface BatchScores {
 }
 
 export interface PreparedBatch {
+  /** What the update trains on, one per trajectory — RFT's only for the kept trajectories. */
   sequences: TrainingSequence[];
+  /** Per trajectory, aligned with the trajectories (RFT: 0 on every token of one not kept). */
   advantages: Advantages;
+  /** RFT: the share of the batch's trajectories kept by the filter. */
+  keptFraction?: number;
   /** Mean log π − log π_ref over the generated tokens, when a reference was scored. */
   klMean?: number;
 }
@@ -77,6 +81,9 @@ export function prepareBatch(trajectories: readonly Trajectory<object>[], sample
     ...(advantages.returns ? { returns: advantages.returns[i], values: scores.values![i] } : {}),
     ...(scores.reference ? { refLogprobs: scores.reference[i] } : {}),
   }));
+  // RFT trains on the kept trajectories only, so its token-mean is over their tokens, as SFT on them would be.
+  const kept = advantages.kept;
+  if (kept) return { sequences: sequences.filter((_, i) => kept[i]), advantages, keptFraction: kept.filter(Boolean).length / Math.max(kept.length, 1), ...(klMean !== undefined ? { klMean } : {}) };
   return { sequences, advantages, ...(klMean !== undefined ? { klMean } : {}) };
 }
 

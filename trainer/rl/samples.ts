@@ -24,6 +24,8 @@ export interface RlSample {
 export interface Advantages {
   advantages: Float32Array[];
   returns?: Float32Array[];
+  /** RFT: which trajectories passed the filter; the others are not trained on at all. */
+  kept?: boolean[];
 }
 
 /** Indices of policy tokens, in order. */

@@ -1,5 +1,6 @@
 import type { KlEstimator } from '../rl/kl';
 import type { LossAggregation } from '../rl/losses';
+import { RFT_DEFAULT_THRESHOLD } from '../rl/advantages';
 
 /**
  * Each algorithm's defaults, so that a config naming only the algorithm runs what the name says.
@@ -16,12 +17,14 @@ export interface AlgorithmDefaults {
   clipHigh: number;
   kl: { coef: number; estimator: KlEstimator; mode: 'loss' | 'reward' };
   aggregation: LossAggregation;
+  /** RFT: the outcome reward a trajectory needs to be trained on (the others ignore it). */
+  rftThreshold: number;
 }
 
-export type RlAlgorithm = 'ppo' | 'grpo' | 'dr-grpo' | 'reinforce++' | 'reinforce++-baseline' | 'rloo';
+export type RlAlgorithm = 'ppo' | 'grpo' | 'dr-grpo' | 'reinforce++' | 'reinforce++-baseline' | 'rloo' | 'rft';
 
 /** verl: actor.clip_ratio_low / clip_ratio_high 0.2, algorithm.gamma 1.0, algorithm.lam 1.0, actor.loss_agg_mode token-mean. */
-const COMMON = { scaleByStd: true, gamma: 1, lambda: 1, clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean' } as const;
+const COMMON = { scaleByStd: true, gamma: 1, lambda: 1, clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', rftThreshold: RFT_DEFAULT_THRESHOLD } as const;
 
 /** KL in the reward, k1 (verl's `kl`), β 0.001: algorithm.use_kl_in_reward=True with kl_penalty kl and kl_ctrl.kl_coef 0.001. */
 const KL_IN_REWARD = { coef: 0.001, estimator: 'k1', mode: 'reward' } as const;
@@ -39,6 +42,9 @@ export const ALGORITHM_DEFAULTS: Record<RlAlgorithm, AlgorithmDefaults> = {
   'reinforce++-baseline': { ...COMMON, kl: KL_IN_REWARD },
   // RLOO: KL in the reward (Ahmadian et al. 2024, §3; examples/rloo_trainer/run_qwen2-7b.sh).
   rloo: { ...COMMON, kl: KL_IN_REWARD },
+  // RFT: SFT on the correct samples — no KL (RAFT, Dong et al. 2023; STaR, Zelikman et al. 2022; ReST-EM, Singh et al. 2023 fine-tune
+  // on the filtered samples with the plain likelihood), token-mean as the warm start's SFT; no ratio, so clipLow/High do nothing.
+  rft: { ...COMMON, scaleByStd: false, kl: { coef: 0, estimator: 'k3', mode: 'loss' } },
 };
 
 /** The critic's defaults (PPO): verl's critic/critic.yaml and optim/fsdp.yaml, and trainer.critic_warmup. */

@@ -76,6 +76,8 @@ export function policyTrainerOptions(config: TrainingConfig): PolicyTrainerOptio
   const scale = lossScaleFactor(config);
   return {
     policy: {
+      // RFT is SFT on its kept samples: the plain likelihood, no ratio to clip.
+      ...(a.name === 'rft' ? { surrogate: 'log-likelihood' as const } : {}),
       clipLow: a.clipLow,
       clipHigh: a.clipHigh,
       ...(a.dualClip !== undefined ? { dualClip: a.dualClip } : {}),

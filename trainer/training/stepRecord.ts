@@ -87,6 +87,7 @@ export function stepMetricsRecord(
     'time/update_s': times.updateSeconds,
     'time/step_s': stepSeconds,
     ...(prepared.klMean !== undefined ? { 'kl/mean': prepared.klMean } : {}),
+    ...(prepared.keptFraction !== undefined ? { 'rft/kept_fraction': prepared.keptFraction } : {}),
     ...(inputs.rewards.processMagnitude !== undefined ? { 'reward/process_scale': inputs.rewards.processScale, 'reward/process_magnitude': inputs.rewards.processMagnitude } : {}),
     ...(inputs.logprobAfterUpdate !== undefined ? { 'logprob/after_update': inputs.logprobAfterUpdate } : {}),
   };

@@ -84,6 +84,11 @@ const AlgorithmFields = z.strictObject({
   /** `seq-mean-token-sum-norm`'s constant C (default: the most tokens a trajectory can generate, maxTurns × maxNewTokensPerTurn, at most maxTotalTokens). */
   lossScaleFactor: z.number().positive().optional(),
   /**
+   * RFT (`name: 'rft'`) only: a trajectory is trained on when its outcome reward is at least this
+   * (default 1: a correct answer under exact match); the outcome alone, not the process rewards.
+   */
+  rftThreshold: z.number().finite().optional(),
+  /**
    * Which tokens the policy loss trains on: `generated` (the default, and the right choice) only
    * the tokens the policy sampled; `response` everything after the prompt — tool results and
    * template text too — which is Agent-R1's "loss mask off" ablation, for comparison only.
@@ -106,10 +111,15 @@ function withAlgorithmDefaults(a: z.output<typeof AlgorithmFields>) {
     clipHigh: a.clipHigh ?? d.clipHigh,
     kl: { coef: a.kl?.coef ?? d.kl.coef, estimator: a.kl?.estimator ?? d.kl.estimator, mode: a.kl?.mode ?? d.kl.mode },
     aggregation: a.aggregation ?? d.aggregation,
+    // Only RFT's section has it, so every other config hashes (and resumes) as before RFT existed.
+    ...(a.name === 'rft' ? { rftThreshold: a.rftThreshold ?? d.rftThreshold } : {}),
   };
 }
 
-export const AlgorithmSection = AlgorithmFields.transform(withAlgorithmDefaults);
+export const AlgorithmSection = AlgorithmFields.superRefine((a, ctx) => {
+  // Set for another algorithm it would be silently ignored.
+  if (a.rftThreshold !== undefined && a.name !== 'rft') ctx.addIssue({ code: 'custom', path: ['rftThreshold'], message: `only RFT (name: 'rft') filters by a threshold, and name is '${a.name}'` });
+}).transform(withAlgorithmDefaults);
 
 /**
  * PPO's critic. `separate` (the default, as verl and Agent-R1 run it): a network of its own,
@@ -352,6 +362,7 @@ function checkAlgorithm(config: TrainingConfig, file: string): void {
   if (['grpo', 'dr-grpo', 'rloo', 'reinforce++-baseline'].includes(a.name) && a.groupSize < 2) {
     throw new ConfigError(`${file}: algorithm.groupSize: ${a.name} compares samples within a group; expected at least 2, got ${a.groupSize}`);
   }
+  checkRft(config, file);
   if (a.name === 'dr-grpo' && a.scaleByStd) throw new ConfigError(`${file}: algorithm.scaleByStd: Dr. GRPO does not divide by the group's standard deviation; use name: 'grpo' for that`);
   if (config.critic && a.name !== 'ppo') throw new ConfigError(`${file}: critic: only PPO trains a critic (algorithm.name is ${a.name})`);
   if (a.name !== 'ppo') return;
@@ -367,6 +378,13 @@ function checkAlgorithm(config: TrainingConfig, file: string): void {
     if (policyLora === false) throw new ConfigError(`${file}: critic.lora: adapters on a critic that starts from a fully fine-tuned policy would need a second frozen copy of the policy; use critic.lora: false, or critic.model`);
     if (JSON.stringify(criticLora) !== JSON.stringify(policyLora)) throw new ConfigError(`${file}: critic.lora: to start from the policy, the critic's adapters take over the policy's, so they need its rank, alpha and targets (${JSON.stringify(policyLora)}); or use critic.lora: false, or critic.model`);
   }
+}
+
+/** RFT filters on the outcome, so a KL in the reward would do nothing. */
+function checkRft(config: TrainingConfig, file: string): void {
+  const a = config.algorithm;
+  if (a.name !== 'rft') return;
+  if (a.kl.coef > 0 && a.kl.mode === 'reward') throw new ConfigError(`${file}: algorithm.kl.mode: RFT keeps trajectories by their outcome reward alone, so a KL in the reward would have no effect; use mode: 'loss' (or coef: 0)`);
 }
 
 /** The config's plain values (tools and rewards by name), for hashing and for run.json. */

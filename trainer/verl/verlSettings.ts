@@ -34,7 +34,7 @@ export interface SettingsMapping {
   unmapped: UnmappedSetting[];
 }
 
-const ESTIMATORS: Record<TrainingConfig['algorithm']['name'], string> = {
+const ESTIMATORS: Record<Exclude<TrainingConfig['algorithm']['name'], 'rft'>, string> = {
   ppo: 'gae',
   grpo: 'grpo',
   // Dr. GRPO is verl's grpo estimator without the std and with the seq-mean-token-sum-norm loss (docs/algo/grpo.md).
@@ -59,6 +59,7 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
   const r = config.rollout;
   const o = config.optimization;
   const b = r.budget;
+  if (a.name === 'rft') throw new Error("algorithm.name: verl's PPO trainer has no rejection-sampling fine-tuning (rft); export a config with another algorithm");
 
   map('algorithm.name', 'algorithm.adv_estimator', ESTIMATORS[a.name]);
   map('algorithm.groupSize', 'actor_rollout_ref.rollout.n', a.groupSize);

@@ -44,6 +44,20 @@ describe('algorithm defaults and the critic in a config', () => {
     assert.deepEqual(policyTrainerOptions(shared).value, { coef: 0.5, clip: 0.5, aggregation: 'token-mean' });
   });
 
+  it('RFT: the likelihood surrogate, no KL, token-mean, threshold 1 unless set; the threshold only on RFT, and in the hash only there', () => {
+    const rft = parse({ algorithm: { name: 'rft' } });
+    assert.equal(rft.algorithm.rftThreshold, 1);
+    assert.deepEqual(rft.algorithm.kl, { coef: 0, estimator: 'k3', mode: 'loss' });
+    assert.equal(rft.algorithm.aggregation, 'token-mean');
+    const options = policyTrainerOptions(rft);
+    assert.equal(options.policy.surrogate, 'log-likelihood');
+    assert.equal(options.policy.klCoef, 0);
+    assert.equal(options.reference, false, 'no reference policy kept without a KL term');
+    assert.equal(parse({ algorithm: { name: 'rft', rftThreshold: 0.5 } }).algorithm.rftThreshold, 0.5);
+    assert.equal(policyTrainerOptions(parse({ algorithm: { name: 'grpo' } })).policy.surrogate, undefined, 'GRPO keeps the clipped ratio');
+    assert.ok(!('rftThreshold' in parse({ algorithm: { name: 'grpo' } }).algorithm), 'another algorithm hashes as before RFT existed');
+  });
+
   it('refuses what cannot work, naming the field', () => {
     const refused = (extra: Record<string, unknown>, message: RegExp) => assert.throws(() => parse(extra), (e: Error) => message.test(e.message));
     refused({ algorithm: { name: 'ppo', criticWarmupSteps: 2 } }, /^a\.config\.ts: algorithm\.criticWarmupSteps has moved to critic\.warmupSteps$/);
@@ -54,5 +68,8 @@ describe('algorithm defaults and the critic in a config', () => {
     refused({ algorithm: { name: 'ppo' }, critic: { lora: { rank: 4 } } }, /critic\.lora: adapters on a critic that starts from a fully fine-tuned policy/);
     refused({ model: { path: 'model', lora: { rank: 8 } }, algorithm: { name: 'ppo' }, critic: { lora: { rank: 4 } } }, /critic\.lora: to start from the policy, the critic's adapters take over the policy's/);
     refused({ algorithm: { name: 'ppo' }, critic: { network: 'shared', model: 'x' } }, /critic\.model: a shared-trunk critic is the policy's network/);
+    refused({ algorithm: { name: 'grpo', rftThreshold: 1 } }, /algorithm\.rftThreshold: only RFT \(name: 'rft'\) filters by a threshold, and name is 'grpo'/);
+    refused({ algorithm: { name: 'rft', kl: { coef: 0.01, mode: 'reward' } } }, /algorithm\.kl\.mode: RFT keeps trajectories by their outcome reward alone/);
+    refused({ algorithm: { name: 'rft', rftThreshold: Number.NaN } }, /algorithm\.rftThreshold/);
   });
 });

@@ -77,4 +77,8 @@ describe('verl settings', () => {
     assert.ok(!unmapped(variants.grpo).includes('sft'));
     for (const c of Object.values(variants)) for (const u of mapSettings(c).unmapped) assert.ok(u.why.length > 20, u.setting);
   });
+
+  it('refuses RFT, which verl has no estimator for, rather than export another algorithm under its name', () => {
+    assert.throws(() => mapSettings(config({ algorithm: { name: 'rft' } })), /algorithm\.name: verl's PPO trainer has no rejection-sampling fine-tuning \(rft\)/);
+  });
 });

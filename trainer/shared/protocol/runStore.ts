@@ -22,7 +22,7 @@ import { PROTOCOL_VERSION } from './protocolVersion';
 export const RunStatus = z.enum(['running', 'finished', 'failed', 'stopped', 'interrupted']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
-export const Algorithm = z.enum(['ppo', 'grpo', 'dr-grpo', 'reinforce++', 'reinforce++-baseline', 'rloo', 'sft']);
+export const Algorithm = z.enum(['ppo', 'grpo', 'dr-grpo', 'reinforce++', 'reinforce++-baseline', 'rloo', 'rft', 'sft']);
 export type Algorithm = z.infer<typeof Algorithm>;
 
 export const RunRecord = z.object({
@@ -124,6 +124,7 @@ export const METRICS = {
   'loss/total': 'the loss that was minimised',
   'loss/sft': 'supervised loss (warm start)',
   'clip/fraction': 'fraction of tokens whose ratio was clipped',
+  'rft/kept_fraction': "RFT: fraction of the batch's trajectories whose outcome reward passed the threshold (only those are trained on)",
   'grad/norm': 'global gradient norm before clipping',
   lr: 'learning rate',
   'length/response_mean': 'mean policy tokens per trajectory',
