@@ -1,0 +1,31 @@
+/**
+ * The shipping-quote task (two tools in a chain, held-out questions outside the training range),
+ * trained from the pretrained base with the README tutorial's settings. `npm run bench:new-task --
+ * --task shipping-quote` runs it.
+ */
+import { defineConfig, z } from 'rollout-studio';
+import { rewards } from './rewards';
+import { SYSTEM_PROMPT } from './data';
+import { tools } from './tools';
+
+export default defineConfig({
+  name: 'shipping-quote',
+  model: { path: 'rollout-studio:base', lora: false },
+  data: { train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: z.object({ answer: z.string() }) },
+  tools,
+  rewards,
+  sft: { data: 'data/sft.jsonl', epochs: 3, lr: 3e-4, batchSize: 8, warmupSteps: 5 },
+  algorithm: { name: 'grpo', groupSize: 8, epochs: 2, miniBatches: 2 },
+  rollout: {
+    promptsPerStep: 4,
+    budget: { maxTurns: 4, maxNewTokensPerTurn: 96, maxTotalTokens: 1024, maxToolResultTokens: 32 },
+    temperature: 0.7,
+    systemPrompt: SYSTEM_PROMPT,
+    templateKwargs: { enable_thinking: false },
+  },
+  optimization: { lr: 1e-4, warmupSteps: 3, maxGradNorm: 1, microBatchSize: 8 },
+  steps: 40,
+  seed: 1,
+  evaluation: { temperature: 0 },
+  output: { checkpointEvery: 40, keepCheckpoints: 1000 },
+});
