@@ -123,6 +123,8 @@ describe('Metrics webview', () => {
     assert.deepEqual(await seriesOf(page, 'signal'), ['health/zero_signal_groups', 'health/dropped_groups']);
     assert.deepEqual(await seriesOf(page, 'tool-errors'), ['tools/parse_error_rate', 'tools/schema_error_rate', 'tools/error_rate', 'tools/error_rate (eval)']);
     assert.deepEqual(await seriesOf(page, 'kl'), ['kl/approx_update', 'kl/mean']);
+    assert.equal(await chart(page, 'entropy').getAttribute('data-warned'), '6:warn 7:warn 8:warn 9:warn 10:warn 11:critical 12:warn', 'health charts mark the warned steps');
+    assert.equal(await chart(page, 'reward').getAttribute('data-warned'), '', 'other charts do not');
     assert.equal(await page.locator('#best-eval').textContent(), 'Best evaluation: step 8, exact_match 0.610 — checkpoints/best');
 
     const lines = () => page.locator('#warnings li').evaluateAll((els) => els.map((e) => `${(e as HTMLElement).dataset.severity} ${(e as HTMLElement).dataset.code} ${e.querySelector('.warning-step')!.textContent}`));
@@ -171,6 +173,7 @@ describe('Metrics webview', () => {
     await page.locator('#warnings li:first-child[data-code="entropy_collapse"][data-severity="critical"]').waitFor();
     assert.equal(await page.locator('#warnings li:nth-child(2)').getAttribute('data-code'), 'zero_signal', 'a warning seen again after a gap is a new line');
     await page.locator('#best-eval', { hasText: 'Best evaluation: step 12, exact_match 0.700 — checkpoints/best' }).waitFor();
+    assert.match((await chart(page, 'signal').getAttribute('data-warned')) ?? '', / 13:critical$/);
     // More than five lines: the older ones wait behind "Show 1 older".
     assert.equal(await page.locator('#warnings li').count(), 5);
     assert.equal(await page.locator('#warnings-more').textContent(), 'Show 1 older');
