@@ -12,7 +12,11 @@ const SHORT_NAMES: Record<string, string> = {
   collapse: 'collapse',
   tool_errors: 'tool-call errors',
   entropy_collapse: 'entropy collapse',
+  entropy_explosion: 'entropy rising',
+  clip_fraction: 'clipping high',
+  kl_growth: 'KL growing',
   heldout_drop: 'held-out score fell',
+  heldout_collapse: 'held-out score collapsed',
 };
 
 export function shortName(code: string): string {
