@@ -1,8 +1,9 @@
-import type { MetricsColumns, MetricsRecord } from '../../trainer/shared/protocol';
+import type { HealthWarning, MetricsColumns, MetricsRecord } from '../../trainer/shared/protocol';
 
 /**
  * Metrics records as columns, one array per metric aligned with `steps`: the form the Metrics
- * webview receives (see MetricsColumns). A metric missing from a record is null in its row.
+ * webview receives (see MetricsColumns). A metric missing from a record is null in its row; the
+ * health warnings travel only when some record has one.
  */
 export function toMetricsColumns(records: readonly MetricsRecord[]): MetricsColumns {
   const n = records.length;
@@ -16,6 +17,7 @@ export function toMetricsColumns(records: readonly MetricsRecord[]): MetricsColu
       const column = (columns.values[name] ??= new Array<number | null>(n).fill(null));
       column[row] = record.values[name];
     }
+    if (record.warnings?.length) (columns.warnings ??= new Array<HealthWarning[] | null>(n).fill(null))[row] = record.warnings;
   }
   return columns;
 }

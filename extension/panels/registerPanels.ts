@@ -4,6 +4,7 @@ import { RunStoreReader } from '../../trainer/shared/runstore/reader';
 import { MetricsPanel } from './metricsPanel';
 import { NewestRun, type ListedRun } from './newestRun';
 import type { PanelContext, PanelPlacement } from './panelContext';
+import type { NotifiedKeys } from './runHealth';
 import { RunStatusBar } from './runStatusBar';
 import { RunsTreeProvider } from './runsView';
 import type { LiveTrainings } from '../live/liveTrainings';
@@ -18,8 +19,17 @@ const OPEN_ON_TRAINING_START_SETTING = 'panels.openOnTrainingStart';
 
 /** What the panels expose to the extension's API (and through it to the extension tests). */
 export interface PanelsApi {
-  /** The live-run status-bar item: its text while shown, the run it shows, and whether a training in this window drives it. */
-  statusBar(): { text: string | undefined; runDir: string | undefined; live: boolean };
+  /**
+   * The live-run status-bar item: its text while shown, the run it shows, whether a training in
+   * this window drives it, its health marker while shown, and the health notifications shown.
+   */
+  statusBar(): {
+    text: string | undefined;
+    runDir: string | undefined;
+    live: boolean;
+    health: { text: string; tooltip: string; critical: boolean; command: vscode.Command } | undefined;
+    notices: Array<{ runDir: string; severity: 'warn' | 'critical'; code: string; step: number; message: string }>;
+  };
   /** Open Trajectories panels; `readableDirs`: the folders their page may load files from (the runs' images). */
   trajectoriesPanels(): Array<{ runDir: string; selection: StepSelection; shown: number | undefined; followsNewest: boolean; readableDirs: string[] }>;
   metricsPanels(): Array<{ runDirs: string[]; followsNewest: boolean }>;
@@ -34,6 +44,14 @@ interface RunChoice {
   dir: string;
   step?: number;
   followsNewest?: boolean;
+}
+
+/** Health warnings already notified, kept in the workspace's state so a window reload does not tell them again. */
+function notifiedKeys(state: vscode.Memento): NotifiedKeys {
+  const key = 'rolloutStudio.healthNotified';
+  const kept = () => state.get<string[]>(key) ?? [];
+  // The newest few hundred are plenty: a key is a run directory and a warning code.
+  return { has: (k) => kept().includes(k), add: (k) => void state.update(key, [...kept(), k].slice(-300)) };
 }
 
 /** A run named by a command's argument: a path, a URI, a Runs view item, or `{ runDirectory, step, followsNewest }`. */
@@ -106,7 +124,7 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
   const newestRun = new NewestRun(listed(runs.refresh()));
   const panels: PanelContext = { extensionUri: context.extensionUri, sources, log, newestRun };
   const tree = vscode.window.createTreeView('rolloutStudio.runs', { treeDataProvider: runs });
-  const statusBar = new RunStatusBar(sources);
+  const statusBar = new RunStatusBar(sources, notifiedKeys(context.workspaceState));
 
   const trainingDirs = () => (trainings?.all() ?? []).map((t) => t.runDirectory);
   const refresh = (): RunEntry[] => {
@@ -232,7 +250,7 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
   if (stopFollowing) context.subscriptions.push({ dispose: stopFollowing });
 
   return {
-    statusBar: () => ({ text: statusBar.text, runDir: statusBar.runDir, live: statusBar.live }),
+    statusBar: () => ({ text: statusBar.text, runDir: statusBar.runDir, live: statusBar.live, health: statusBar.healthMarker, notices: [...statusBar.notices] }),
     trajectoriesPanels: () => TrajectoriesPanel.all().map((p) => ({ runDir: p.runDir, selection: p.step.selection, shown: p.step.shown, followsNewest: p.followsNewest, readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath) })),
     metricsPanels: () => MetricsPanel.all().map((p) => ({ runDirs: [...p.runDirs], followsNewest: p.followsNewest, readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath) })),
     newestRun: () => newestRun.run?.dir,

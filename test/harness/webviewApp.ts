@@ -41,6 +41,8 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'charts-purple': '#b180d7',
     'disabledForeground': 'rgba(204, 204, 204, 0.5)',
     'textCodeBlock-background': '#2b2b2b',
+    'editorError-foreground': '#f14c4c',
+    'editorWarning-foreground': '#cca700',
     'focusBorder': '#0078d4',
   },
   light: {
@@ -69,6 +71,8 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'charts-purple': '#652d90',
     'disabledForeground': 'rgba(97, 97, 97, 0.5)',
     'textCodeBlock-background': '#f8f8f8',
+    'editorError-foreground': '#e51400',
+    'editorWarning-foreground': '#bf8803',
     'focusBorder': '#005fb8',
   },
   'high-contrast': {
@@ -98,6 +102,8 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'charts-purple': '#b180d7',
     'disabledForeground': '#a5a5a5',
     'textCodeBlock-background': '#000000',
+    'editorError-foreground': '#f48771',
+    'editorWarning-foreground': '#ffd370',
     'focusBorder': '#f38518',
   },
 };

@@ -2,7 +2,9 @@
  * The built Metrics webview (dist/webview/metrics.js) in Chromium, fed by the real host-side
  * controller reading recorded runs: one uPlot chart per metric group, the reward band, eval
  * series, skipped updates, live appends, comparison with another run, smoothing, CSV export,
- * theme colours and the state kept across a reload.
+ * theme colours and the state kept across a reload; and "is it learning?": the health charts
+ * first, the health checks' warnings newest first, the best evaluation, held-out score against
+ * tool calls.
  */
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
@@ -17,7 +19,9 @@ import { runSummaryOf } from '../../extension/panels/source/summarize';
 import { appendJsonl, listRuns, RunStoreReader } from '../../trainer/shared/runstore';
 import type { MetricsPanelState, MetricsRecord } from '../../trainer/shared/protocol';
 import { writeRecordedRun, recordedRunWriter } from '../fixtures/recordedRun';
+import { HEALTH_RUN_COLLAPSE, writeRecordedHealthRun } from '../fixtures/recordedHealthRun';
 import { launchBrowser } from '../harness/browser';
+import { testOutputDir } from '../harness/paths';
 import { connect, openWebviewApp, THEMES, type WebviewApp } from '../harness/webviewApp';
 
 let browser: Browser;
@@ -94,7 +98,10 @@ describe('Metrics webview', () => {
     const { app, page } = await open(root, [a]);
     await chart(page, 'reward').locator('canvas').waitFor();
     const groups = await page.locator('.chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group));
-    assert.deepEqual(groups, ['reward', 'score', 'kl', 'entropy', 'loss', 'clip', 'grad', 'lr', 'length', 'tool-calls', 'tool-errors', 'throughput', 'time']);
+    assert.deepEqual(groups, ['entropy', 'clip', 'tool-errors', 'kl', 'reward', 'score', 'loss', 'grad', 'lr', 'length', 'tool-calls', 'throughput', 'time']);
+    assert.deepEqual(await page.locator('#health-charts .chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group)), ['entropy', 'clip', 'tool-errors', 'kl'], 'the health charts come first, in a section of their own');
+    assert.equal(await page.locator('#warnings').isVisible(), false, 'a run without health checks has no warnings list');
+    assert.equal(await page.locator('#best-eval').isVisible(), false);
     assert.deepEqual(await seriesOf(page, 'reward'), ['reward/mean', 'reward/outcome_mean', 'reward/process_mean', 'reward/mean (eval)']);
     assert.deepEqual(await seriesOf(page, 'time'), ['time/reward_s', 'time/rollout_s', 'time/step_s', 'time/update_s']);
     assert.equal(await chart(page, 'reward').getAttribute('data-bands'), '1');
@@ -104,6 +111,76 @@ describe('Metrics webview', () => {
     assert.equal(await chart(page, 'reward').locator('.u-legend .u-series').count(), 1 + 4 + 2, 'step, four lines, two band edges');
     assert.equal(await chart(page, 'reward').locator('.u-legend .u-series.band-edge').count(), 2);
     assert.equal(await page.locator('#run-status').textContent(), 'running');
+    assertClean(app);
+  });
+
+  it('says what the health checks found, newest first, with the best evaluation, and charts the health metrics first', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-health-'));
+    const dir = writeRecordedHealthRun(path.join(root, 'run-health'));
+    const { app, page, refresh } = await open(root, [dir]);
+    await chart(page, 'signal').locator('canvas').waitFor();
+    assert.deepEqual(await page.locator('#health-charts .chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group)), ['signal', 'entropy', 'clip', 'tool-errors', 'kl']);
+    assert.deepEqual(await seriesOf(page, 'signal'), ['health/zero_signal_groups', 'health/dropped_groups']);
+    assert.deepEqual(await seriesOf(page, 'tool-errors'), ['tools/parse_error_rate', 'tools/schema_error_rate', 'tools/error_rate', 'tools/error_rate (eval)']);
+    assert.deepEqual(await seriesOf(page, 'kl'), ['kl/approx_update', 'kl/mean']);
+    assert.equal(await chart(page, 'entropy').getAttribute('data-warned'), '6:warn 7:warn 8:warn 9:warn 10:warn 11:critical 12:warn', 'health charts mark the warned steps');
+    assert.equal(await chart(page, 'reward').getAttribute('data-warned'), '', 'other charts do not');
+    assert.equal(await page.locator('#best-eval').textContent(), 'Best evaluation: step 8, exact_match 0.610 — checkpoints/best');
+
+    const lines = () => page.locator('#warnings li').evaluateAll((els) => els.map((e) => `${(e as HTMLElement).dataset.severity} ${(e as HTMLElement).dataset.code} ${e.querySelector('.warning-step')!.textContent}`));
+    assert.deepEqual(await lines(), [
+      'warn heldout_drop evaluation after step 12',
+      'warn tool_errors steps 10–12 (3 steps)',
+      'critical collapse step 11',
+      'warn zero_signal steps 6–9 (4 steps)',
+    ]);
+    const collapse = page.locator('#warnings li[data-code="collapse"]');
+    assert.equal(await collapse.locator('.warning-message').textContent(), HEALTH_RUN_COLLAPSE.message);
+    assert.equal(await collapse.locator('.warning-advice').textContent(), `Try: ${HEALTH_RUN_COLLAPSE.advice}`);
+    assert.equal(await collapse.locator('.warning-action').textContent(), `Done: ${HEALTH_RUN_COLLAPSE.action}`);
+    assert.equal(await page.locator('#warnings-heading').textContent(), 'Health warnings, newest first · 1 critical');
+    assert.equal(await page.locator('#warnings-more').isVisible(), false, 'four lines need no "show more"');
+
+    // Severity colours are the theme's error and warning colours, and follow a theme change.
+    const border = (code: string) => page.locator(`#warnings li[data-code="${code}"]`).evaluate((e) => getComputedStyle(e).borderLeftColor);
+    const rgb = (hex: string) => `rgb(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(', ')})`;
+    assert.equal(await border('collapse'), rgb(THEMES.dark['editorError-foreground']));
+    assert.equal(await border('zero_signal'), rgb(THEMES.dark['editorWarning-foreground']));
+    fs.mkdirSync(path.join(testOutputDir, 'screenshots'), { recursive: true });
+    await page.screenshot({ path: path.join(testOutputDir, 'screenshots', 'metrics-health-dark.png') });
+    await app.setTheme('light');
+    await page.waitForFunction((colour) => getComputedStyle(document.querySelector('#warnings li[data-code="collapse"]')!).borderLeftColor === colour, rgb(THEMES.light['editorError-foreground']));
+    await chart(page, 'signal').locator('canvas').waitFor();
+    await page.screenshot({ path: path.join(testOutputDir, 'screenshots', 'metrics-health-light.png') });
+
+    // Held-out score against tool calls per trajectory, one point per evaluation in step order.
+    assert.equal(await chart(page, 'score-vs-tools').getAttribute('data-points'), '0:0.4:0.22 4:1.2:0.41 8:1.9:0.61 12:4.6:0.35');
+    assert.equal(await chart(page, 'score-vs-tools').locator('h3').textContent(), 'Held-out exact_match against tool calls per trajectory');
+    const trainingOrder = await page.locator('#charts .chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group));
+    assert.equal(trainingOrder[trainingOrder.indexOf('score') + 1], 'score-vs-tools', 'beside the score it explains');
+    await chart(page, 'score-vs-tools').scrollIntoViewIfNeeded();
+    await chart(page, 'score-vs-tools').screenshot({ path: path.join(testOutputDir, 'screenshots', 'metrics-score-vs-tools-light.png') });
+
+    // A live step with a new critical warning goes on top; the best moves with run.json.
+    const writer = recordedRunWriter(dir);
+    writer.appendMetrics({ step: 13, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.2 }, warnings: [
+        { code: 'zero_signal', severity: 'warn', message: '4 of 4 groups had equal rewards: no learning signal in them', advice: 'raise rollout.temperature' },
+        { code: 'entropy_collapse', severity: 'critical', message: 'entropy fell to 0.01', advice: 'raise rollout.temperature' },
+      ],
+    });
+    writer.update({ best: { step: 12, metric: 'exact_match', value: 0.7, checkpoint: 'checkpoints/best' } });
+    refresh(dir);
+    await page.locator('#warnings li:first-child[data-code="entropy_collapse"][data-severity="critical"]').waitFor();
+    assert.equal(await page.locator('#warnings li:nth-child(2)').getAttribute('data-code'), 'zero_signal', 'a warning seen again after a gap is a new line');
+    await page.locator('#best-eval', { hasText: 'Best evaluation: step 12, exact_match 0.700 — checkpoints/best' }).waitFor();
+    assert.match((await chart(page, 'signal').getAttribute('data-warned')) ?? '', / 13:critical$/);
+    // More than five lines: the older ones wait behind "Show 1 older".
+    assert.equal(await page.locator('#warnings li').count(), 5);
+    assert.equal(await page.locator('#warnings-more').textContent(), 'Show 1 older');
+    await page.locator('#warnings-more').click();
+    await page.locator('#warnings li[data-code="zero_signal"][data-step="9"]').waitFor();
+    assert.equal(await page.locator('#warnings li').count(), 5 + 1);
+    writer.finish('finished');
     assertClean(app);
   });
 

@@ -12,7 +12,8 @@ const DASHES: number[][] = [[], [6, 3], [2, 2], [8, 3, 2, 3]];
 /**
  * One chart of the Metrics panel, drawn by uPlot. Data updates reuse the plot (setData); a new
  * set of series or a new theme builds it again. Skipped updates are marked by a dashed vertical
- * line at their step. A chart out of view keeps its newest data and draws it when it scrolls
+ * line at their step; on the health charts, steps whose health checks warned by a triangle on
+ * top in the theme's warning or error colour. A chart out of view keeps its newest data and draws it when it scrolls
  * into view: drawing 10,000 points is the expensive part of an update, and most charts are
  * off screen. The element carries what it shows as data attributes (series labels, points,
  * skipped steps, colours) for tests and accessibility tools.
@@ -27,6 +28,7 @@ export class MetricsChart {
   private readonly visibility: IntersectionObserver;
   private visible = false;
   private pending: { data: ChartData; theme: ChartTheme } | undefined;
+  private marks: Pick<ChartData, 'skipped' | 'warned'> = { skipped: [], warned: [] };
 
   constructor(readonly group: ChartGroup) {
     this.body = h('div', { class: 'chart-body' });
@@ -48,6 +50,7 @@ export class MetricsChart {
     this.element.dataset.points = String(data.x.length);
     this.element.dataset.lastStep = data.x.length ? String(data.x[data.x.length - 1]) : '';
     this.element.dataset.skipped = String(data.skipped.length);
+    this.element.dataset.warned = data.warned.map((w) => `${w.step}:${w.severity}`).join(' ');
     this.element.dataset.bands = String(data.bands.length);
     // The colour each line is drawn in, from the theme (tests check that a theme change recolours).
     this.element.dataset.colours = lines.map((s) => this.colourOf(data, theme, s)).join('|');
@@ -58,6 +61,8 @@ export class MetricsChart {
   private draw(data: ChartData, theme: ChartTheme): void {
     this.pending = undefined;
     const signature = JSON.stringify([data.series.map((s) => [s.label, s.role]), data.bands]);
+    // The draw hooks read the newest markers from here, so new ones need no new plot.
+    this.marks = { skipped: data.skipped, warned: data.warned };
     const aligned = [data.x, ...data.series.map((s) => s.values)] as uPlot.AlignedData;
     if (!this.plot || signature !== this.signature || theme !== this.theme) {
       this.plot?.destroy();
@@ -112,7 +117,6 @@ export class MetricsChart {
         value: (_: uPlot, v: number | null) => (v === null || v === undefined ? '—' : formatValue(v)),
       };
     });
-    const skipped = data.skipped;
     return {
       width: Math.max(200, Math.floor(this.body.clientWidth) || 480),
       height: HEIGHT,
@@ -125,6 +129,7 @@ export class MetricsChart {
       hooks: {
         draw: [
           (u) => {
+            const { skipped } = this.marks;
             if (!skipped.length) return;
             const ctx = u.ctx;
             ctx.save();
@@ -141,6 +146,7 @@ export class MetricsChart {
             }
             ctx.restore();
           },
+          (u) => drawWarnedSteps(u, this.marks.warned, theme),
         ],
       },
     };
@@ -153,6 +159,26 @@ export class MetricsChart {
       if (s.role !== 'line') rows?.[i + 1]?.classList.add('band-edge');
     });
   }
+}
+
+/** A small triangle above the plot at each step with health warnings, in the theme's warning or error colour. */
+function drawWarnedSteps(u: uPlot, warned: ChartData['warned'], theme: ChartTheme): void {
+  if (!warned.length) return;
+  const ctx = u.ctx;
+  const size = 4 * devicePixelRatio;
+  ctx.save();
+  for (const { step, severity } of warned) {
+    const x = Math.round(u.valToPos(step, 'x', true));
+    if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+    ctx.fillStyle = severity === 'critical' ? theme.critical : theme.warn;
+    ctx.beginPath();
+    ctx.moveTo(x - size, u.bbox.top);
+    ctx.lineTo(x + size, u.bbox.top);
+    ctx.lineTo(x, u.bbox.top + 1.6 * size);
+    ctx.closePath();
+    ctx.fill();
+  }
+  ctx.restore();
 }
 
 export function formatValue(v: number): string {

@@ -20,6 +20,8 @@ export interface ChartData {
   bands: Array<{ upper: number; lower: number; run: number }>;
   /** Steps whose update was skipped, per run. */
   skipped: Array<{ run: number; step: number; reason: string }>;
+  /** Health charts: the steps of the panel's own run whose health checks warned, most severe per step. */
+  warned: Array<{ step: number; severity: 'warn' | 'critical' }>;
 }
 
 /**
@@ -100,7 +102,16 @@ export function chartData(group: ChartGroup, runs: readonly RunMetrics[], option
     }
   });
   const skipped = runs.flatMap((run, r) => run.skippedSteps().map((s) => ({ run: r, ...s })));
-  return { x, series, bands, skipped };
+  return { x, series, bands, skipped, warned: group.section === 'health' && runs[0] ? warnedSteps(runs[0]) : [] };
+}
+
+/** Each step with warnings once, critical where any of its warnings is. */
+export function warnedSteps(run: RunMetrics): ChartData['warned'] {
+  const bySteps = new Map<number, 'warn' | 'critical'>();
+  run.warnings.forEach((warnings, i) => {
+    for (const w of warnings ?? []) if (bySteps.get(run.steps[i]) !== 'critical') bySteps.set(run.steps[i], w.severity);
+  });
+  return [...bySteps].map(([step, severity]) => ({ step, severity })).sort((a, b) => a.step - b.step);
 }
 
 function bandEdges(

@@ -9,8 +9,10 @@ import { vscodeApi } from '../vscodeApi';
 import { MetricsChart } from './chart';
 import { chartData } from './chartData';
 import { metricsCsv } from './csv';
-import { groupMetrics } from './groups';
+import { groupMetrics, type ChartSection } from './groups';
+import { healthStrip } from './healthStrip';
 import { runPicker } from './runPicker';
+import { ScoreVsToolsChart } from './scoreVsTools';
 import { RunMetrics } from './store';
 import { onThemeChange, readTheme, type ChartTheme } from './theme';
 import 'uplot/dist/uPlot.min.css';
@@ -31,6 +33,7 @@ const model = {
 };
 let theme: ChartTheme = readTheme();
 const charts = new Map<string, MetricsChart>();
+let scoreVsTools: ScoreVsToolsChart | undefined;
 
 function saveState(): void {
   if (model.runDirs.length) vscode.setState({ runDirs: model.runDirs, followsNewest: model.followsNewest, smoothing: model.smoothing, band: model.band });
@@ -85,6 +88,11 @@ const exportButton = button(
 exportButton.id = 'export-csv';
 const summary = h('p', { class: 'summary muted', id: 'summary' });
 const grid = h('div', { class: 'charts', id: 'charts' });
+const healthGrid = h('div', { class: 'charts', id: 'health-charts' });
+const health = healthStrip();
+// "Is it learning?" first: the warnings, the best evaluation and the health charts; then the rest.
+const healthSection = h('section', { class: 'chart-section', id: 'health-section', 'aria-labelledby': 'health-heading' }, h('h2', { id: 'health-heading' }, 'Is it learning?'), health.element, healthGrid);
+const trainingSection = h('section', { class: 'chart-section', id: 'training-section', 'aria-labelledby': 'training-heading' }, h('h2', { id: 'training-heading' }, 'Reward, score and the rest'), grid);
 const empty = h('p', { class: 'empty', id: 'empty' }, 'Waiting for metrics…');
 root.append(
   h('header', { class: 'run-header' }, title, status, following.element),
@@ -92,7 +100,8 @@ root.append(
   h('div', { class: 'toolbar' }, picker.element, h('label', { class: 'smoothing' }, 'Smoothing ', smoothing, smoothingValue), band.element, exportButton),
   summary,
   empty,
-  grid,
+  healthSection,
+  trainingSection,
 );
 
 function shownRuns(): RunMetrics[] {
@@ -122,7 +131,8 @@ function renderCharts(): void {
       charts.delete(id);
     }
   }
-  groups.forEach((group, i) => {
+  const placed: Record<ChartSection, HTMLElement[]> = { health: [], training: [] };
+  for (const group of groups) {
     let chart = charts.get(group.id);
     if (!chart || JSON.stringify(chart.group) !== JSON.stringify(group)) {
       chart?.destroy();
@@ -130,10 +140,37 @@ function renderCharts(): void {
       chart = new MetricsChart(group);
       charts.set(group.id, chart);
     }
-    if (grid.children[i] !== chart.element) grid.insertBefore(chart.element, grid.children[i] ?? null);
+    placed[group.section].push(chart.element);
     chart.update(chartData(group, runs, { smoothing: model.smoothing, band: model.band }), theme);
-  });
+    // Held-out score against tool use sits beside the score it explains.
+    if (group.id === 'score') placeScoreVsTools(runs, placed.training);
+  }
+  if (!wanted.has('score')) placeScoreVsTools([], placed.training);
+  place(healthGrid, placed.health);
+  place(grid, placed.training);
+  health.update(runs[0]);
+  healthSection.hidden = placed.health.length === 0 && !runs[0]?.warnings.some((w) => w !== null) && !runs[0]?.run.best;
+  trainingSection.hidden = placed.training.length === 0;
   renderSummary(runs);
+}
+
+function placeScoreVsTools(runs: RunMetrics[], into: HTMLElement[]): void {
+  if (!ScoreVsToolsChart.wanted(runs)) {
+    scoreVsTools?.destroy();
+    scoreVsTools?.element.remove();
+    scoreVsTools = undefined;
+    return;
+  }
+  scoreVsTools ??= new ScoreVsToolsChart();
+  into.push(scoreVsTools.element);
+  scoreVsTools.update(runs, theme);
+}
+
+/** Put `elements` into `container` in this order, moving only what is out of place. */
+function place(container: HTMLElement, elements: readonly HTMLElement[]): void {
+  elements.forEach((element, i) => {
+    if (container.children[i] !== element) container.insertBefore(element, container.children[i] ?? null);
+  });
 }
 
 function renderSummary(runs: RunMetrics[]): void {
@@ -180,6 +217,7 @@ function render(message: MetricsToWebview): void {
       showRun(message.run);
       model.available = model.available.map((r) => (r.dir === message.run.dir ? message.run : r));
       picker.update(model.available, model.runDirs);
+      schedule(); // its best evaluation may have changed
       break;
     case 'metrics': {
       let run = model.runs.get(message.runDir);

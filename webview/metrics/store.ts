@@ -1,4 +1,4 @@
-import type { MetricsColumns, RunSummary } from '../../trainer/shared/protocol';
+import type { HealthWarning, MetricsColumns, RunSummary } from '../../trainer/shared/protocol';
 
 export type RecordKind = MetricsColumns['kinds'][number];
 
@@ -10,6 +10,8 @@ export class RunMetrics {
   readonly steps: number[] = [];
   readonly kinds: RecordKind[] = [];
   readonly skipped: Array<string | null> = [];
+  /** What each row's health checks found, null where nothing. */
+  readonly warnings: Array<HealthWarning[] | null> = [];
   readonly values = new Map<string, Array<number | null>>();
   /** `kind metric` pairs that have at least one value, kept up to date by append. */
   private readonly present = new Set<string>();
@@ -26,11 +28,12 @@ export class RunMetrics {
     for (const [name, column] of Object.entries(columns.values)) {
       if (column.length !== added) throw new Error(`metrics of ${this.run.dir}: column ${name} has ${column.length} values for ${added} steps`);
     }
-    if (columns.kinds.length !== added || columns.skipped.length !== added) throw new Error(`metrics of ${this.run.dir}: kinds and skipped must have one entry per step`);
+    if (columns.kinds.length !== added || columns.skipped.length !== added || (columns.warnings && columns.warnings.length !== added)) throw new Error(`metrics of ${this.run.dir}: kinds, skipped and warnings must have one entry per step`);
     for (let i = 0; i < added; i++) {
       this.steps.push(columns.steps[i]);
       this.kinds.push(columns.kinds[i]);
       this.skipped.push(columns.skipped[i]);
+      this.warnings.push(columns.warnings?.[i] ?? null);
     }
     for (const [name, column] of Object.entries(columns.values)) {
       let mine = this.values.get(name);

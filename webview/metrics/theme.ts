@@ -8,6 +8,9 @@ export interface ChartTheme {
   grid: string;
   /** Marker of skipped updates. */
   skipped: string;
+  /** Markers of steps with health warnings, by severity. */
+  warn: string;
+  critical: string;
   font: string;
 }
 
@@ -23,6 +26,8 @@ export function readTheme(): ChartTheme {
     foreground,
     grid: variable('--vscode-charts-lines', withAlpha(foreground, 0.25)),
     skipped: variable('--vscode-charts-red', variable('--vscode-errorForeground', '#f14c4c')),
+    warn: variable('--vscode-editorWarning-foreground', '#cca700'),
+    critical: variable('--vscode-editorError-foreground', variable('--vscode-errorForeground', '#f14c4c')),
     font: variable('--vscode-font-family', 'sans-serif'),
   };
 }

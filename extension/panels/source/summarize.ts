@@ -48,5 +48,6 @@ export function runSummaryOf(dir: string, run: RunRecord): RunSummary {
     ...(run.lastStep !== undefined ? { lastStep: run.lastStep } : {}),
     ...(run.error ? { error: run.error.message } : {}),
     metric: runMetric(run),
+    ...(run.best ? { best: run.best } : {}),
   };
 }

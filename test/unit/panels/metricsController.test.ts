@@ -9,6 +9,7 @@ import { RunDirectorySource } from '../../../extension/panels/source/runDirector
 import { RunSources } from '../../../extension/panels/source/registry';
 import { runSummaryOf } from '../../../extension/panels/source/summarize';
 import { writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
+import { HEALTH_RUN_BEST, writeRecordedHealthRun } from '../../fixtures/recordedHealthRun';
 import { listRuns } from '../../../trainer/shared/runstore';
 import { MetricsToWebview, type MetricsRecord } from '../../../trainer/shared/protocol';
 
@@ -49,6 +50,27 @@ describe('toMetricsColumns', () => {
       skipped: [null, null, 'non-finite loss'],
       values: { a: [1, 2, null], b: [null, 20, null] },
     });
+  });
+
+  it("carries the health checks' warnings row by row, and only when some record has one", () => {
+    const warning = { code: 'zero_signal', severity: 'warn' as const, message: '3 of 4 groups had equal rewards', advice: 'raise rollout.temperature' };
+    const records: MetricsRecord[] = [
+      { step: 1, time: 't1', kind: 'train', values: { a: 1 } },
+      { step: 2, time: 't2', kind: 'train', values: { a: 2 }, warnings: [warning] },
+      { step: 3, time: 't3', kind: 'train', values: { a: 3 }, warnings: [] },
+    ];
+    assert.deepEqual(toMetricsColumns(records).warnings, [null, [warning], null]);
+    assert.equal('warnings' in toMetricsColumns([records[0], records[2]]), false, 'no warnings column to send');
+  });
+});
+
+describe('runSummaryOf', () => {
+  it("names the run's best evaluation and the checkpoint kept with it", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-best-'));
+    const dir = writeRecordedHealthRun(path.join(root, 'run-health'), { status: 'finished' });
+    const run = listRuns(root)[0].run!;
+    assert.deepEqual(runSummaryOf(dir, run).best, HEALTH_RUN_BEST);
+    assert.equal('best' in runSummaryOf(dir, { ...run, best: undefined }), false);
   });
 });
 

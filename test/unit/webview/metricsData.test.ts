@@ -1,10 +1,12 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { MetricsColumns, RunSummary } from '../../../trainer/shared/protocol';
+import type { HealthWarning, MetricsColumns, RunSummary } from '../../../trainer/shared/protocol';
 import { chartData, ema, unionSteps } from '../../../webview/metrics/chartData';
 import { csvField, metricsCsv } from '../../../webview/metrics/csv';
 import { groupMetrics } from '../../../webview/metrics/groups';
 import { RunMetrics } from '../../../webview/metrics/store';
+import { scoreVsToolCalls } from '../../../webview/metrics/scoreVsToolsData';
+import { entrySteps, warningEntries } from '../../../webview/metrics/warningEntries';
 
 function summary(id: string): RunSummary {
   return { dir: `/runs/${id}`, id, name: `run ${id}`, status: 'finished', algorithm: 'grpo', createdAt: '2026-01-01T00:00:00Z', totalSteps: 10 };
@@ -134,5 +136,63 @@ describe('metrics CSV', () => {
     assert.equal(lines[0], 'run,run_id,kind,step,skipped,acc,loss,acc (EMA 0.50),loss (EMA 0.50)');
     const last = lines[2].split(',');
     assert.ok(Math.abs(Number(last.at(-2)) - ema([0.1, 0.3], 0.5)[1]!) < 1e-12);
+  });
+});
+
+describe('health', () => {
+  const warn = (code: string, extra: Partial<HealthWarning> = {}): HealthWarning => ({ code, severity: 'warn', message: `${code} seen`, advice: `fix ${code}`, ...extra });
+
+  it('puts the health metrics in their own charts, first', () => {
+    const groups = groupMetrics(['reward/mean', 'kl/mean', 'kl/approx_update', 'tools/error_rate', 'tools/schema_error_rate', 'tools/parse_error_rate', 'health/dropped_groups', 'health/zero_signal_groups', 'entropy/mean', 'clip/fraction', 'tools/calls_per_trajectory']);
+    assert.deepEqual(
+      groups.map((g) => [g.section, g.id, g.metrics]),
+      [
+        ['health', 'signal', ['health/zero_signal_groups', 'health/dropped_groups']],
+        ['health', 'entropy', ['entropy/mean']],
+        ['health', 'clip', ['clip/fraction']],
+        ['health', 'tool-errors', ['tools/parse_error_rate', 'tools/schema_error_rate', 'tools/error_rate']],
+        ['health', 'kl', ['kl/approx_update', 'kl/mean']],
+        ['training', 'reward', ['reward/mean']],
+        ['training', 'tool-calls', ['tools/calls_per_trajectory']],
+      ],
+    );
+  });
+
+  it('lists warnings newest first, a warning repeated at consecutive steps as one line, critical first within a step', () => {
+    const r = new RunMetrics(summary('h'));
+    const rows: Array<[number, 'train' | 'eval', HealthWarning[] | null]> = [
+      [1, 'train', [warn('zero_signal')]],
+      [2, 'train', [warn('zero_signal')]],
+      [2, 'eval', [warn('heldout_drop')]],
+      [3, 'train', [warn('zero_signal', { message: 'newest words' })]],
+      [4, 'train', null],
+      [5, 'train', [warn('zero_signal'), warn('collapse', { severity: 'critical', action: 'rolled back' })]],
+      [6, 'train', [warn('collapse', { severity: 'critical', action: 'rolled back again' })]],
+    ];
+    r.append({ steps: rows.map((x) => x[0]), kinds: rows.map((x) => x[1]), skipped: rows.map(() => null), values: {}, warnings: rows.map((x) => x[2]) });
+    const entries = warningEntries(r);
+    assert.deepEqual(
+      entries.map((e) => [e.code, e.kind, e.firstStep, e.lastStep, e.occurrences, entrySteps(e)]),
+      [
+        ['collapse', 'train', 6, 6, 1, 'step 6'],
+        ['collapse', 'train', 5, 5, 1, 'step 5'],
+        ['zero_signal', 'train', 5, 5, 1, 'step 5'],
+        ['zero_signal', 'train', 1, 3, 3, 'steps 1–3 (3 steps)'],
+        ['heldout_drop', 'eval', 2, 2, 1, 'evaluation after step 2'],
+      ],
+      'an eval record between training steps does not break their run; a gap (step 4) does; an action is an event of its own',
+    );
+    assert.equal(entries[3].warning.message, 'newest words', 'the newest occurrence speaks for the line');
+  });
+
+  it('takes the score against tool calls from the evaluations that recorded both, in step order', () => {
+    const r = run('s', { steps: [0, 1, 4, 4, 8], kinds: ['eval', 'train', 'eval', 'train', 'eval'], skipped: [null, null, null, null, null], values: { 'score/exact_match': [0.2, 0.9, 0.4, 0.5, null], 'tools/calls_per_trajectory': [0.5, 3, 1.5, 2, 2] } });
+    assert.deepEqual(scoreVsToolCalls([r])[0].points, [
+      { step: 0, calls: 0.5, score: 0.2 },
+      { step: 4, calls: 1.5, score: 0.4 },
+    ]);
+    const named = new RunMetrics({ ...summary('n'), metric: 'f1' });
+    named.append({ steps: [2], kinds: ['eval'], skipped: [null], values: { 'score/f1': [0.7], 'score/exact_match': [0.1], 'tools/calls_per_trajectory': [1] } });
+    assert.deepEqual(scoreVsToolCalls([named])[0], { run: named, metric: 'f1', points: [{ step: 2, calls: 1, score: 0.7 }] }, "by the run's own task metric");
   });
 });

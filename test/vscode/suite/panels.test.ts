@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { RolloutStudioApi } from '../../../extension/extension';
 import { writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
+import { HEALTH_RUN_COLLAPSE, writeRecordedHealthRun } from '../../fixtures/recordedHealthRun';
 
 const EXTENSION_ID = 'rollout-studio.rollout-studio';
 
@@ -128,6 +129,46 @@ describe('Panels on recorded runs', () => {
     await until('the status bar to show step 3', () => panels.statusBar().text === '$(pulse) step 3/5 · reward 0.777 · 512 tok/s');
     writer.finish('finished');
     await until('the status bar to hide when the run ends', () => panels.statusBar().text === undefined);
+  });
+
+  it('marks the live run’s health warnings in the status bar, notifies the first critical one once, and opens Metrics on a click', async () => {
+    const { panels } = await api();
+    const health = writeRecordedHealthRun(path.join(runs, 'run-health'));
+    const record = JSON.parse(fs.readFileSync(path.join(health, 'run.json'), 'utf8'));
+    record.createdAt = new Date(Date.parse(record.createdAt) + 180_000).toISOString();
+    fs.writeFileSync(path.join(health, 'run.json'), JSON.stringify(record));
+    const writer = recordedRunWriter(health);
+    try {
+      panels.refreshRuns();
+      // Step 12: tool-call errors in training, and the held-out score fell in the evaluation after it.
+      const marker = await until('the health marker of the run', () => panels.statusBar().runDir === health && panels.statusBar().health, 30_000, () => panels.statusBar());
+      assert.equal(marker.text, '$(warning) tool-call errors +1');
+      assert.equal(marker.critical, false);
+      assert.match(marker.tooltip, /at step 12\n\nWarning: 84 % of tool calls .*\nTry: turn on constrained tool calls/);
+      // Its collapse at step 11 was critical: told once, when the editor first followed the run.
+      const notices = await until('a notification', () => panels.statusBar().notices.filter((n) => n.runDir === health).length > 0 && panels.statusBar().notices.filter((n) => n.runDir === health));
+      assert.deepEqual(
+        notices.map((n) => [n.severity, n.code, n.step]),
+        [['critical', 'collapse', 11]],
+      );
+      assert.match(notices[0].message, new RegExp(`step 11: ${HEALTH_RUN_COLLAPSE.message}\\. Try: .* Done: .*3 other warnings in the Metrics panel\\.$`));
+
+      writer.appendMetrics({ step: 13, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 }, warnings: [{ code: 'entropy_collapse', severity: 'critical', message: 'entropy fell to 0.01', advice: 'raise rollout.temperature' }] });
+      await until('the marker to turn critical', () => panels.statusBar().health?.critical && panels.statusBar().health?.text === '$(error) entropy collapse', 30_000, () => panels.statusBar());
+      writer.appendMetrics({ step: 14, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 }, warnings: [{ code: 'kl_spike', severity: 'warn', message: 'KL to the reference jumped to 0.9', advice: 'raise algorithm.klCoef' }] });
+      await until('the new warning code to be told', () => panels.statusBar().notices.some((n) => n.runDir === health && n.code === 'kl_spike'), 30_000, () => panels.statusBar());
+      assert.equal(panels.statusBar().notices.filter((n) => n.runDir === health && n.severity === 'critical').length, 1, 'the second critical warning is not told again');
+      writer.appendMetrics({ step: 15, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 } });
+      await until('the marker to go when the newest step has no warning', () => panels.statusBar().health === undefined, 30_000, () => panels.statusBar());
+      writer.appendMetrics({ step: 16, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 }, warnings: [{ code: 'kl_spike', severity: 'warn', message: 'KL to the reference jumped to 0.8', advice: 'raise algorithm.klCoef' }] });
+      const command = (await until('the marker again', () => panels.statusBar().health)).command;
+      await vscode.commands.executeCommand(command.command, ...(command.arguments ?? []));
+      await until('the Metrics panel of the run', () => panels.metricsPanels().some((p) => p.runDirs[0] === health), 30_000, () => panels.metricsPanels());
+      assert.equal(panels.statusBar().notices.filter((n) => n.runDir === health).length, 2, 'kl_spike was told once');
+    } finally {
+      writer.finish('finished');
+      await until('the status bar to let the run go', () => panels.statusBar().text === undefined && panels.statusBar().health === undefined);
+    }
   });
 
   it('says there is no run to open when the runs folder is empty, and names a run it cannot read', async () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Algorithm, RunStatus, ToolErrorKind, TrajectoryRecord, TrajectorySet } from './runStore';
+import { Algorithm, HealthWarning, RunRecord, RunStatus, ToolErrorKind, TrajectoryRecord, TrajectorySet } from './runStore';
 
 /**
  * Messages between the extension host and the Trajectories and Metrics webviews, both
@@ -21,6 +21,8 @@ export const RunSummary = z.object({
   error: z.string().optional(),
   /** The run's task metric (see runMetric): charted and reported by this name. */
   metric: z.string().optional(),
+  /** The best held-out evaluation so far and the checkpoint kept with it (RunRecord.best). */
+  best: RunRecord.shape.best,
 });
 export type RunSummary = z.infer<typeof RunSummary>;
 
@@ -177,6 +179,8 @@ export const MetricsColumns = z.object({
   skipped: z.array(z.string().nullable()),
   /** Metric name → one value per row; null where the metric was not recorded or not finite. */
   values: z.record(z.string(), z.array(z.number().nullable())),
+  /** What each row's health checks found (MetricsRecord.warnings), null where nothing; absent when no row has any. */
+  warnings: z.array(z.array(HealthWarning).nullable()).optional(),
 });
 export type MetricsColumns = z.infer<typeof MetricsColumns>;
 
