@@ -22,7 +22,7 @@ const found = (text: string) => findDefinitions(text, 'x.ts').map(brief);
 
 describe('code lens definitions, from the syntax tree', () => {
   it('finds the examples\' tools, rewards and config, and how the trainer reaches each', () => {
-    assert.deepEqual(found(example('multihop-search/tools.ts')), ['tool@11 class KnowledgeBaseSearch']);
+    assert.deepEqual(found(example('multihop-search/tools.ts')), ['tool@11 class KnowledgeBaseSearch', 'tool@48 class MultiWorldSearch']);
     assert.deepEqual(found(example('calculator/tools.ts')), ['tool@4 export calculator']);
     assert.deepEqual(found(example('multihop-search/rewards.ts')), ['reward@10 config rewards', 'reward@11 outcome rewards.outcome[0]']);
     assert.deepEqual(found(example('calculator/rewards.ts')), ['reward@16 outcome numericMatch', 'reward@22 config rewards']);
