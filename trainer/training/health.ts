@@ -60,19 +60,20 @@ export function healthHistory(records: readonly MetricsRecord[], step: number, w
   return history;
 }
 
-/** Share of groups whose members' rewards are all equal: GRPO-style advantages are zero for them, so they teach nothing. */
-export function zeroSignalShare(groupRewards: ReadonlyArray<readonly number[]>): number {
-  const compared = groupRewards.filter((g) => g.length > 1);
-  if (compared.length === 0) return 0;
-  const flat = compared.filter((g) => g.every((r) => Math.abs(r - g[0]) <= 1e-9));
-  return flat.length / compared.length;
-}
-
-/** The rewards of each group, by the trajectories' group numbers. */
-export function rewardsByGroup(groups: readonly number[], rewards: readonly number[]): number[][] {
-  const byGroup = new Map<number, number[]>();
-  groups.forEach((g, i) => byGroup.set(g, [...(byGroup.get(g) ?? []), rewards[i]]));
-  return [...byGroup.values()];
+/**
+ * Share of groups that teach nothing: every member's advantage is zero on every token. For the
+ * GRPO family that is a group whose rewards are all equal; RFT's group with a kept sample, or
+ * PPO's critic, still teaches — so this reads the advantages, not the rewards.
+ */
+export function zeroSignalShare(groups: readonly number[], advantages: ReadonlyArray<ArrayLike<number>>): number {
+  const signal = new Map<number, boolean>();
+  groups.forEach((g, i) => {
+    let any = false;
+    for (let t = 0; t < advantages[i].length && !any; t++) any = Math.abs(advantages[i][t]) > 1e-9;
+    signal.set(g, (signal.get(g) ?? false) || any);
+  });
+  if (signal.size === 0) return 0;
+  return [...signal.values()].filter((s) => !s).length / signal.size;
 }
 
 function median(values: readonly number[]): number | undefined {

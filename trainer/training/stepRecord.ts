@@ -7,7 +7,7 @@ import type { Tokenizer } from '../models/tokenizer';
 import { toTrajectoryRecord } from '../rollout/record';
 import type { Trajectory } from '../rollout/trajectory';
 import type { MetricsRecord, TrajectoryRecord } from '../shared/protocol/runStore';
-import { rewardsByGroup, zeroSignalShare } from './health';
+import { zeroSignalShare } from './health';
 import { finiteValues, rolloutMetrics } from './rolloutMetrics';
 import { formatScore, scoreKey } from './taskMetric';
 
@@ -75,7 +75,7 @@ export function stepMetricsRecord(
   const stepSeconds = times.rolloutSeconds + times.rewardSeconds + times.updateSeconds;
   const values: Record<string, number> = {
     ...rolloutMetrics(inputs.trajectories, inputs.rewards, inputs.metric),
-    'health/zero_signal_groups': zeroSignalShare(rewardsByGroup(inputs.trajectories.map((t) => t.group), inputs.rewards.trajectories.map((r) => r.total))),
+    'health/zero_signal_groups': zeroSignalShare(inputs.trajectories.map((t) => t.group), prepared.advantages.advantages),
     ...updateValues(update),
     lr: inputs.lr,
     // Tokens the policy loss covers (the loss mask's ones): the generated tokens, or every response token in the ablation.

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import type { MetricsRecord } from '../../../trainer/shared/protocol/runStore';
-import { collapseOf, evaluationWarnings, healthHistory, healthSample, rewardsByGroup, stepWarnings, zeroSignalShare, type HealthSample } from '../../../trainer/training/health';
+import { collapseOf, evaluationWarnings, healthHistory, healthSample, stepWarnings, zeroSignalShare, type HealthSample } from '../../../trainer/training/health';
 import { HealthSettings } from '../../../trainer/training/healthSettings';
 import { planCollapseResponse, withAction } from '../../../trainer/training/collapseResponse';
 import { rolloutMetrics } from '../../../trainer/training/rolloutMetrics';
@@ -40,11 +40,12 @@ function history(n: number, patch: (step: number) => Record<string, number> = ()
 const codes = (warnings: { code: string }[]) => warnings.map((w) => w.code).sort();
 
 describe('the health metrics', () => {
-  it('count the groups whose rewards are all equal, and only groups of more than one', () => {
-    const groups = rewardsByGroup([0, 0, 1, 1, 2, 2, 3], [1, 1, 0, 1, 0.5, 0.5, 1]);
-    assert.deepEqual(groups, [[1, 1], [0, 1], [0.5, 0.5], [1]]);
-    assert.equal(zeroSignalShare(groups), 2 / 3);
-    assert.equal(zeroSignalShare([[1]]), 0, 'a lone sample is compared with nothing');
+  it('count the groups whose every advantage is zero: no member teaches anything', () => {
+    const a = (...values: number[]) => Float32Array.from(values);
+    // Group 0: GRPO with equal rewards; group 1: one member with signal (RFT's kept sample); group 2: a critic's advantages.
+    const share = zeroSignalShare([0, 0, 1, 1, 2], [a(0, 0), a(0, 0), a(0, 0), a(1, 1), a(0.2, -0.1)]);
+    assert.equal(share, 1 / 3);
+    assert.equal(zeroSignalShare([], []), 0);
   });
 
   it('tell parse errors from schema errors, apart from tools that failed on their own', () => {

@@ -137,7 +137,7 @@ export const METRICS = {
   'time/reward_s': 'seconds spent computing rewards',
   'time/update_s': 'seconds spent in the update',
   'time/step_s': 'seconds for the whole step',
-  'health/zero_signal_groups': 'fraction of groups whose rewards were all equal (no advantage, no learning signal)',
+  'health/zero_signal_groups': 'fraction of groups whose every advantage was zero (no learning signal; for GRPO, groups whose rewards were all equal)',
   'health/dropped_groups': 'fraction of rolled-out groups dropped by dynamic sampling before the update',
   'tools/parse_error_rate': 'fraction of tool calls that could not be read (not valid JSON, no name)',
   'tools/schema_error_rate': "fraction of tool calls whose arguments did not match the tool's schema, or named no known tool",
