@@ -25,8 +25,8 @@ export function biasRow(set: AllowedTokens, vocab: number): Float32Array {
   return row;
 }
 
-/** `logit_bias` and the row index of each position (`undefined`: free), for a graph over `vocab` logits. */
-export function biasFeeds(perPosition: readonly (AllowedTokens | undefined)[], vocab: number): { logit_bias: HostTensor; bias_row: HostTensor } {
+/** The distinct allowed sets of the positions (table rows 1…K) and each position's row (0: free). */
+export function biasRows(perPosition: readonly (AllowedTokens | undefined)[]): { sets: AllowedTokens[]; rows: HostTensor } {
   const index = new Map<AllowedTokens, number>();
   const rowOf = new BigInt64Array(perPosition.length);
   perPosition.forEach((set, i) => {
@@ -38,12 +38,20 @@ export function biasFeeds(perPosition: readonly (AllowedTokens | undefined)[], v
     }
     rowOf[i] = BigInt(row);
   });
-  const table = new Float32Array((index.size + 1) * vocab);
-  for (const [set, row] of index) table.set(biasRow(set, vocab), row * vocab);
-  return {
-    logit_bias: { dtype: 'float32', shape: [index.size + 1, vocab], data: table },
-    bias_row: { dtype: 'int64', shape: [perPosition.length], data: rowOf },
-  };
+  return { sets: [...index.keys()], rows: { dtype: 'int64', shape: [perPosition.length], data: rowOf } };
+}
+
+/** The `logit_bias` table of `sets`: a zero row, then one row per set. */
+export function biasTable(sets: readonly AllowedTokens[], vocab: number): HostTensor {
+  const table = new Float32Array((sets.length + 1) * vocab);
+  sets.forEach((set, k) => table.set(biasRow(set, vocab), (k + 1) * vocab));
+  return { dtype: 'float32', shape: [sets.length + 1, vocab], data: table };
+}
+
+/** `logit_bias` and the row index of each position (`undefined`: free), for a graph over `vocab` logits. */
+export function biasFeeds(perPosition: readonly (AllowedTokens | undefined)[], vocab: number): { logit_bias: HostTensor; bias_row: HostTensor } {
+  const { sets, rows } = biasRows(perPosition);
+  return { logit_bias: biasTable(sets, vocab), bias_row: rows };
 }
 
 /** A sequence's constrained positions: token index → the allowed set that was sampled under. */

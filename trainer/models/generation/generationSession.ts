@@ -11,7 +11,7 @@ import { buildGenerationGraph, cacheName, type SamplingMode } from './generation
 import { ImageEncoder } from '../vision/imageEncoder';
 import { multimodalPositions } from '../vision/ropeIndex';
 import type { AllowedTokens, SequenceConstraint, TurnImage } from './policy';
-import { biasFeeds } from '../constraintBias';
+import { biasRows, biasTable } from '../constraintBias';
 
 /**
  * When the recent cache block is folded into the base block. Each step copies the recent block
@@ -82,6 +82,8 @@ export class GenerationSession implements PolicySession {
   private readonly random: Random;
   private readonly sessions = new Map<string, { id: number; weights: Record<string, Feed> }>();
   private mergeSession: number | undefined;
+  /** The allowed sets whose bias table is on the device now (constrained turns). */
+  private biasSets: AllowedTokens[] | undefined;
   /** With captureDistributions: each extend step's [B, V] log-distribution, in order. */
   readonly distributions: Float32Array[] = [];
   /** Vision-language models: the vision tower, encoding each distinct image once per session. */
@@ -139,6 +141,21 @@ export class GenerationSession implements PolicySession {
   }
 
   /**
+   * The constrained graph's inputs for this step. The bias table (K × V floats: 15 MB at 151k
+   * tokens and 25 sets) is device state, sent again only when the step's sets differ from the
+   * last step's — consecutive steps mostly see the same ones (rows inside a string keep one state).
+   */
+  private async biasFeeds(allowed: readonly (AllowedTokens | undefined)[]): Promise<Record<string, Feed>> {
+    const { sets, rows } = biasRows(allowed);
+    const name = `${this.prefix}/logit_bias`;
+    if (!this.biasSets || this.biasSets.length !== sets.length || this.biasSets.some((s, i) => s !== sets[i])) {
+      await this.model.device.setState({ [name]: biasTable(sets, this.model.config.vocabSize) });
+      this.biasSets = sets;
+    }
+    return { logit_bias: { state: name }, bias_row: rows };
+  }
+
+  /**
    * Extend every row by its chunk (left-padded to one width) and sample each row's next token;
    * `allowed` (constrained turns) restricts what each row may sample.
    */
@@ -174,7 +191,7 @@ export class GenerationSession implements PolicySession {
     const { id, weights } = await this.graphFor(mode, allowed !== undefined);
     const feeds: Record<string, Feed> = {
       ...weights,
-      ...(allowed ? biasFeeds(allowed, this.model.config.vocabSize) : {}),
+      ...(allowed ? await this.biasFeeds(allowed) : {}),
       ...this.model.loraScaleFeed(true),
       ids: int64(ids, width),
       positions: vision ? { ...int64(positions, width * 3), shape: [this.size, width, 3] } : int64(positions, width),
@@ -314,6 +331,7 @@ export class GenerationSession implements PolicySession {
     const { numLayers } = this.model.config;
     const names: string[] = [];
     for (let l = 0; l < numLayers; l++) for (const block of ['base', 'recent'] as const) for (const kind of ['key', 'value'] as const) names.push(this.state(block, kind, l));
+    if (this.biasSets) names.push(`${this.prefix}/logit_bias`);
     await this.model.device.deleteState(names);
     for (const { id } of this.sessions.values()) await this.model.device.release(id);
     if (this.mergeSession !== undefined) await this.model.device.release(this.mergeSession);
