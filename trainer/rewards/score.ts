@@ -143,7 +143,7 @@ async function evaluate<T>(what: string, run: () => T | Promise<T>): Promise<T> 
   }
 }
 
-const ERROR_KINDS: readonly ToolErrorKind[] = ['parse', 'unknown_tool', 'invalid_arguments', 'threw', 'timeout'];
+const ERROR_KINDS: readonly ToolErrorKind[] = ['parse', 'unknown_tool', 'invalid_arguments', 'threw', 'timeout', 'unrecorded'];
 
 /** A weight or penalty: a finite number ≥ 0, or an error naming the field. */
 function nonNegative(value: unknown, field: string, why: string): void {

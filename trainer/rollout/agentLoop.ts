@@ -5,7 +5,7 @@ import { observationImages } from '../tools/result';
 import { decodeBase64, expandImageTokens, hasImages, RolloutImages } from './images';
 import type { PreparedImage } from '../models/vision/preprocess';
 import type { ChatContentPart } from '../shared/protocol/chatMessages';
-import { ToolRunner, type ToolCallRequest, type ToolLogLine } from '../tools/runner';
+import { ToolRunner, type ToolCallInterceptor, type ToolCallRequest, type ToolLogLine } from '../tools/runner';
 import type { ToolSet } from '../tools/toolSet';
 import { BudgetError, checkBudget, type LengthBudget } from './budget';
 import { defaultErrorObservation, type ErrorObservation } from './errorObservation';
@@ -75,6 +75,8 @@ export interface AgentLoopOptions {
    * (`constrained`) for scoring.
    */
   constrainCalls?: boolean;
+  /** Answers tool calls instead of the tools and sees their outcomes (recorded tool results: tools/cassette.ts). */
+  toolInterceptor?: ToolCallInterceptor;
 }
 
 export interface RunOptions {
@@ -223,7 +225,7 @@ export class AgentLoop {
     });
     if (states.length === 0) return [];
     this.options.observer?.rolloutStarted?.(states.map((s) => s.trajectory));
-    const runner = new ToolRunner(this.options.tools, { signal: run.signal, onLog: this.options.onToolLog });
+    const runner = new ToolRunner(this.options.tools, { signal: run.signal, onLog: this.options.onToolLog, interceptor: this.options.toolInterceptor });
     const session = await this.options.policy.startSession(states.length, run.seed);
     try {
       for (;;) {

@@ -9,5 +9,5 @@ export { imageResult, normalizeToolOutput, observationImages, observationText, t
 export { isZodObjectSchema, parametersJsonSchema, type JsonSchema, type ParametersSchema } from './schema';
 export { Tool, defineTool, type ToolDefinition, type ToolInvocation } from './tool';
 export { ToolSet } from './toolSet';
-export { ToolRunner, describeThrown, type ToolCallError, type ToolCallRequest, type ToolLogLine, type ToolRunOutcome, type ToolRunnerOptions } from './runner';
+export { ToolRunner, describeThrown, type ToolCallError, type ToolCallRequest, type ToolLogLine, type ToolRunOutcome, type ToolRunnerOptions, type ToolCallInterceptor, type InterceptedOutcome, type InterceptedCall } from './runner';
 export { ToolTimeoutError } from './deadline';

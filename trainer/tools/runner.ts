@@ -52,6 +52,32 @@ export interface ToolRunnerOptions {
   signal?: AbortSignal;
   /** Receives every line a tool logs. */
   onLog?: (line: ToolLogLine) => void;
+  /** Answers calls instead of their tools and sees every outcome (recorded tool results: tools/cassette.ts). */
+  interceptor?: ToolCallInterceptor;
+}
+
+/** An outcome given in place of running the tool (a recording, an edited result). */
+export type InterceptedOutcome = Omit<ToolRunOutcome, 'arguments'>;
+
+/** A call that passed validation, with what came of it (run, or answered by the interceptor). */
+export interface InterceptedCall {
+  request: ToolCallRequest;
+  tool: string;
+  /** The validated arguments. */
+  args: unknown;
+  outcome: ToolRunOutcome;
+}
+
+/**
+ * The seam where recorded tool results come in (cassettes, re-rolls with an edited result): asked
+ * for each call whose arguments passed the tool's schema before the tool runs — an outcome
+ * answers the call, undefined runs the tool — and told every such call's outcome after the round,
+ * in request order. Calls that fail validation never reach it (their outcome does not depend on
+ * the tool).
+ */
+export interface ToolCallInterceptor {
+  answer?(request: ToolCallRequest, tool: string, args: unknown): InterceptedOutcome | undefined;
+  roundFinished?(calls: readonly InterceptedCall[]): void;
 }
 
 /** The most of a description kept: a tool can throw a megabyte-long string or a huge object. */
@@ -122,12 +148,18 @@ export class ToolRunner {
     const signals = new CallSignals(this.options.signal);
 
     const checked = await Promise.all(requests.map((request) => this.check(request)));
+    const interceptor = this.options.interceptor;
     checked.forEach((check, position) => {
       if ('error' in check) {
         outcomes[position] = { arguments: requests[position].arguments, error: check.error, latencyMs: 0, logs: [] };
         return;
       }
       const { tool, args } = check;
+      const answered = interceptor?.answer?.(requests[position], tool.name, args);
+      if (answered) {
+        outcomes[position] = { arguments: args, ...answered };
+        return;
+      }
       const logs: string[] = [];
       const ctx = this.context(tool, requests[position], logs);
       if (tool.executeBatch) {
@@ -160,6 +192,13 @@ export class ToolRunner {
       await Promise.all([...single, ...batches]);
     } finally {
       signals.close();
+    }
+    if (interceptor?.roundFinished) {
+      const calls: InterceptedCall[] = [];
+      checked.forEach((check, position) => {
+        if (!('error' in check)) calls.push({ request: requests[position], tool: check.tool.name, args: check.args, outcome: outcomes[position] });
+      });
+      interceptor.roundFinished(calls);
     }
     return outcomes;
   }

@@ -9,6 +9,7 @@ import { AgentLoop } from '../rollout/agentLoop';
 import { ToolSet } from '../tools/toolSet';
 import { agentLoopOptions, evaluationSampling, rolloutImagesFor, rolloutSampling, sharedCritic } from './configOptions';
 import { rolloutHooks } from './rolloutHooks';
+import { runCassette, type CassetteOverrides } from './runCassette';
 import { resolveConfigModel } from './modelSource';
 import type { RunControl } from './runControl';
 import type { RunParts } from './runParts';
@@ -23,7 +24,7 @@ import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainin
  */
 export async function loadRunParts(
   loaded: LoadedConfig,
-  settings: { provider: ExecutionProviderName; totalSteps: number; inProcessDevice?: boolean; control: RunControl; report: RunReporter },
+  settings: { provider: ExecutionProviderName; totalSteps: number; inProcessDevice?: boolean; control: RunControl; report: RunReporter; toolCassette?: CassetteOverrides },
 ): Promise<RunParts> {
   const c = loaded.config;
   const opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers; placed?: PlacedTools } = {};
@@ -43,14 +44,17 @@ export async function loadRunParts(
     const live: RunParts['live'] = { snapshot: undefined };
     const images = rolloutImagesFor(opened.model, c);
     // Images in rows and tool results (vision-language models; an error naming the row or call for text-only ones).
-    const loopParts = { ...agentLoopOptions(c, { policy: new ModelPolicy(opened.model), template, tools }), images };
+    // Recorded tool results, answering and/or recording the calls of both loops (runCassette.ts).
+    const cassette = runCassette(loaded, settings.toolCassette);
+    if (cassette) settings.report.log(`tool calls: ${[cassette.record ? 'recorded to cassette.jsonl' : '', cassette.cassette.replaying ? `replayed from ${cassette.cassette.replaying}` : ''].filter(Boolean).join(', ')}`);
+    const loopParts = { ...agentLoopOptions(c, { policy: new ModelPolicy(opened.model), template, tools }), images, ...(cassette ? { toolInterceptor: cassette.cassette } : {}) };
     const loop = new AgentLoop({ ...loopParts, sampling: rolloutSampling(c), observer: rolloutHooks(settings.control, settings.report, live) });
     const evalLoop = new AgentLoop({ ...loopParts, sampling: evaluationSampling(c) });
     for (const rows of [train.rows, ...(evalData ? [evalData.rows] : [])]) {
       await loop.prepareRows(rows);
       loop.checkRows(rows);
     }
-    return { loaded, config: c, totalSteps: settings.totalSteps, device: opened.device, modelDir, model: opened.model, template, tools, mcp: opened.mcp, placed: opened.placed, images, loop, evalLoop, train, evalData, control: settings.control, report: settings.report, live };
+    return { loaded, config: c, totalSteps: settings.totalSteps, device: opened.device, modelDir, model: opened.model, template, tools, mcp: opened.mcp, placed: opened.placed, images, loop, evalLoop, train, evalData, control: settings.control, report: settings.report, live, ...(cassette ? { cassette } : {}) };
   } catch (error) {
     await closeOpened(opened);
     throw error;

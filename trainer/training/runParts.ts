@@ -10,6 +10,7 @@ import type { AgentLoop } from '../rollout/agentLoop';
 import type { RolloutImages } from '../rollout/images';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 import type { ToolSet } from '../tools/toolSet';
+import type { ToolCassette } from '../tools/cassette';
 import type { Random } from '../util/random';
 import type { DataCursor } from './dataCursor';
 import type { HealthSample } from './health';
@@ -49,6 +50,8 @@ export interface RunParts {
   report: RunReporter;
   /** The rollout in progress as the debugger sees it (set only while a step rolls out). */
   live: { snapshot: LiveSnapshot | undefined };
+  /** Recorded tool results (toolCassette): the interceptor both loops use, and whether it records into the run store. */
+  cassette?: { cassette: ToolCassette; record: boolean };
 }
 
 /** Where a run stands: what a checkpoint saves and a resume restores. */

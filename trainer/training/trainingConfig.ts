@@ -252,6 +252,20 @@ export const TrainingConfigSchema = z.strictObject({
   onCollapse: OnCollapse.default('warn'),
   /** The health checks' thresholds (healthSettings.ts). */
   health: HealthSettings.default(HealthSettings.parse({})),
+  /**
+   * Recorded tool results (tools/cassette.ts): `record` writes every tool call's arguments and
+   * result to the run's `cassette.jsonl`; `replay` (a run directory or a cassette file, relative to
+   * the config's folder unless absolute) answers calls from a recording instead of the tools, and
+   * a call it has no recording of is an `unrecorded` error observation (`onMiss: 'error'`) or a
+   * live call (`'live'`).
+   */
+  toolCassette: z
+    .strictObject({
+      record: z.boolean().default(false),
+      replay: z.string().min(1).optional(),
+      onMiss: z.enum(['error', 'live']).default('error'),
+    })
+    .optional(),
   /** Non-finite loss or gradient: the update is skipped; this many in a row stops the run. */
   nonFinite: z.strictObject({ maxConsecutive: positiveInt.default(3) }).default({ maxConsecutive: 3 }),
 });

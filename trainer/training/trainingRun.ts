@@ -10,6 +10,7 @@ import { evaluateHeldOut, type EvaluationResult } from './evaluation';
 import { evaluationEvery, evaluationRows } from './evaluationSchedule';
 import { reviewEvaluation, type Review } from './healthReview';
 import { closeRunParts, loadRunParts } from './loadRunParts';
+import type { CassetteOverrides } from './runCassette';
 import { RunControl } from './runControl';
 import type { Learners, RunParts, RunPosition } from './runParts';
 import { prepareLearners, releaseLearners } from './learners';
@@ -36,6 +37,8 @@ export interface TrainOptions {
   inProcessDevice?: boolean;
   /** Evaluate on the held-out rows before RL (default true; a benchmark whose runs share a warm start evaluates it once). */
   evaluateBefore?: boolean;
+  /** Record and/or replay tool calls, over the config's `toolCassette` (runCassette.ts). */
+  toolCassette?: CassetteOverrides;
 }
 
 export interface TrainResult {
@@ -74,7 +77,7 @@ export class TrainingRun {
     const target = this.options.resume ?? this.options.runDir;
     const holder = target === undefined ? undefined : liveRunLock(target);
     if (holder) throw new RunLockedError(target!, holder);
-    const parts = await loadRunParts(this.loaded, { provider, totalSteps, control: this.control, report: this.report, ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}) });
+    const parts = await loadRunParts(this.loaded, { provider, totalSteps, control: this.control, report: this.report, ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}), ...(this.options.toolCassette ? { toolCassette: this.options.toolCassette } : {}) });
     let opened: OpenedRun;
     try {
       opened = this.options.resume ? reopenRun(parts, this.options.resume) : createRun(parts, provider, this.options.runDir);
@@ -84,6 +87,7 @@ export class TrainingRun {
     }
     const { position } = opened;
     this.report.writer = position.writer;
+    if (parts.cassette?.record) parts.cassette.cassette.recordInto((entries) => position.writer.appendCassette(entries));
     this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.started', runDirectory: position.writer.dir, run: position.writer.record });
     this.report.log(`run ${position.writer.record.id}: ${parts.config.algorithm.name} on ${parts.model.config.architecture} (${position.writer.record.model.trainableParameters.toLocaleString()} trainable parameters), ${provider}`);
     let learners: Learners | undefined;
@@ -125,6 +129,7 @@ export class TrainingRun {
     for (let step = startStep; step <= parts.totalSteps && !this.control.stopping; step++) {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
+      parts.cassette?.cassette.enter('train', step);
       const outcome = await trainingStep(parts, position, learners, step);
       if (outcome === 'failed') return result();
       if (outcome === 'stopped') break;
@@ -143,6 +148,7 @@ export class TrainingRun {
    */
   private async evaluate(parts: RunParts, position: RunPosition, learners: Learners, step: number, final: boolean): Promise<EvaluationResult> {
     let review: Review = { warnings: [] };
+    parts.cassette?.cassette.enter('eval', step);
     const result = await evaluateHeldOut(parts, position.writer, step, (r) => (review = reviewEvaluation(parts, position, step, r, final)).warnings);
     await keepBest(parts, position, learners, step, result);
     if (review.plan) await carryOut(review.plan, parts, position, learners);

@@ -19,6 +19,9 @@ as model.path is downloaded into the Hugging Face cache first (see rollout-studi
   --device NAME      cpu, webgpu, cuda or auto (default: the config's)
   --run-dir DIR      where to write the run (default: <runsDir>/<time>-<name>)
   --resume RUN_DIR   continue a run from its last checkpoint (same config)
+  --record-tools     record every tool call and its result in the run's cassette.jsonl
+  --replay-tools SRC answer tool calls from a recording (a run directory or a cassette file)
+  --on-miss MODE     a call the recording lacks: error (an observation, default) or live
 Ctrl-C stops cleanly after the current turn; press it again to abort.`;
 
 export async function trainCommand(argv: string[]): Promise<number> {
@@ -30,12 +33,23 @@ export async function trainCommand(argv: string[]): Promise<number> {
       device: { type: 'string' },
       'run-dir': { type: 'string' },
       resume: { type: 'string' },
+      'record-tools': { type: 'boolean' },
+      'replay-tools': { type: 'string' },
+      'on-miss': { type: 'string' },
       ipc: { type: 'boolean', default: false },
     },
     strict: true,
   });
   if (positionals.length !== 1) throw new UsageError('expected exactly one config file');
   const steps = values.steps === undefined ? undefined : Number(values.steps);
+  const onMiss = values['on-miss'];
+  if (onMiss !== undefined && onMiss !== 'error' && onMiss !== 'live') throw new UsageError(`--on-miss: expected error or live, got "${onMiss}"`);
+  const miss: 'error' | 'live' | undefined = onMiss;
+  const toolCassette = {
+    ...(values['record-tools'] ? { record: true } : {}),
+    ...(values['replay-tools'] !== undefined ? { replay: values['replay-tools'] } : {}),
+    ...(miss !== undefined ? { onMiss: miss } : {}),
+  };
   if (steps !== undefined && (!Number.isInteger(steps) || steps < 1)) throw new UsageError(`--steps: expected a positive integer, got "${values.steps}"`);
   const control = new RunControl();
   const ipc = values.ipc && hasParent();
@@ -95,6 +109,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
     device,
     ...(values['run-dir'] ? { runDir: values['run-dir'] } : {}),
     ...(values.resume ? { resume: values.resume } : {}),
+    ...(Object.keys(toolCassette).length ? { toolCassette } : {}),
     events,
     control,
     log: (line) => {

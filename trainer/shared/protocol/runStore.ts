@@ -12,6 +12,8 @@ import { PROTOCOL_VERSION } from './protocolVersion';
  *                               step NNNNNN (000000: before RL), written whole when it ends
  *   checkpoints/step-NNNNNN/    a Hugging Face folder plus trainer_state.json
  *   checkpoints/best/           the same, of the step whose held-out evaluation was the best (RunRecord.best)
+ *   cassette.jsonl              CassetteEntry per tool call, when the run records its tools (protocol/cassette.ts)
+ *   branches/<id>.json          BranchSet: re-rolls of a recorded trajectory (protocol/branches.ts), never training data
  *   run.lock                    RunLockRecord: the process writing the run (while it runs)
  */
 
@@ -179,8 +181,11 @@ export const MetricsRecord = z.object({
 });
 export type MetricsRecord = z.infer<typeof MetricsRecord>;
 
-/** Why a tool call failed. Each becomes an observation the policy sees; none stops the batch. */
-export const ToolErrorKind = z.enum(['parse', 'unknown_tool', 'invalid_arguments', 'threw', 'timeout']);
+/**
+ * Why a tool call failed. Each becomes an observation the policy sees; none stops the batch.
+ * `unrecorded`: replaying recorded tool results (a cassette), the call had no recording.
+ */
+export const ToolErrorKind = z.enum(['parse', 'unknown_tool', 'invalid_arguments', 'threw', 'timeout', 'unrecorded']);
 export type ToolErrorKind = z.infer<typeof ToolErrorKind>;
 
 export const ToolCallRecord = z.object({

@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MetricsRecord, RunRecord, trajectoryFile, TrajectoryRecord, type TrajectorySet } from '../protocol/runStore';
 import { parseWith, ProtocolError } from '../protocol/parse';
+import { CASSETTE_FILE, CassetteEntry } from '../protocol/cassette';
 import { readJsonl, type JsonlRead } from './jsonl';
 import { duplicateMessage, metricsKey, trajectoryKey } from './recordKeys';
 import { liveRunLock } from './runLock';
@@ -65,6 +66,11 @@ export class RunStoreReader {
       .filter((s): s is string => s !== undefined)
       .map(Number)
       .sort((a, b) => a - b);
+  }
+
+  /** The recorded tool calls (`cassette.jsonl`; none when the run did not record its tools). */
+  cassette(): JsonlRead<CassetteEntry> {
+    return readJsonl(path.join(this.dir, CASSETTE_FILE), CassetteEntry);
   }
 
   /** Checkpoint folders (relative paths), oldest first. */

@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { imageFileName, MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
 import { parseWith } from '../protocol/parse';
+import { CASSETTE_FILE, CassetteEntry } from '../protocol/cassette';
 import { appendJsonl, writeFileAtomic } from './jsonl';
 import { RunStoreReader } from './reader';
 import { RunDirectoryLock } from './runLock';
@@ -105,6 +106,12 @@ export class RunStoreWriter {
     writeFileAtomic(file, checked.map((t) => JSON.stringify(t) + '\n').join(''));
   }
 
+  /** Append a tool round's recorded calls to `cassette.jsonl` (a run that records its tools). */
+  appendCassette(entries: readonly CassetteEntry[]): void {
+    const checked = entries.map((e) => parseWith(CassetteEntry, e, `recorded ${e.tool} call of ${e.set} step ${e.step}, trajectory ${e.trajectory}`));
+    appendJsonl(path.join(this.dir, CASSETTE_FILE), checked);
+  }
+
   /** Mark the step complete: its records are all written. */
   completeStep(step: number, checkpoint?: string): void {
     this.update({ lastStep: step, ...(checkpoint ? { lastCheckpoint: checkpoint } : {}) });
@@ -145,6 +152,12 @@ export function dropRecordsAfterStep(dir: string, step: number): void {
   if (fs.existsSync(metricsFile)) {
     const kept = reader.metrics().records.filter((r) => (r.kind === 'sft' ? true : r.kind === 'eval' ? r.step < step : r.step <= step));
     writeFileAtomic(metricsFile, kept.map((r) => JSON.stringify(r)).join('\n') + (kept.length ? '\n' : ''));
+  }
+  // Recorded tool calls follow the same rule as the trajectories they were made in.
+  const cassetteFile = path.join(dir, CASSETTE_FILE);
+  if (fs.existsSync(cassetteFile)) {
+    const kept = reader.cassette().records.filter((e) => (e.set === 'train' ? e.step <= step : e.step < step));
+    writeFileAtomic(cassetteFile, kept.map((e) => JSON.stringify(e) + '\n').join(''));
   }
   removeLeftovers(dir);
 }
