@@ -1,4 +1,4 @@
-import type { CassetteContent, CassetteEntry } from '../shared/protocol/cassette';
+import type { CassetteContent, CassetteEntry } from '../shared/protocol/recordedCalls';
 import type { TrajectorySet } from '../shared/protocol/runStore';
 import type { ToolContent, ToolResult } from './result';
 import type { InterceptedCall, InterceptedOutcome, ToolCallInterceptor, ToolCallRequest } from './runner';

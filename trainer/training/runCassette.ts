@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CASSETTE_FILE, CassetteEntry } from '../shared/protocol/cassette';
+import { CASSETTE_FILE, CassetteEntry } from '../shared/protocol/recordedCalls';
 import { readJsonl } from '../shared/runstore/jsonl';
 import { CassettePlayer, ToolCassette, type CassetteMiss } from '../tools/cassette';
 import type { LoadedConfig } from './trainingConfig';

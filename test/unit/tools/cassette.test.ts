@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { datasetFromRows } from '../../../trainer/data';
 import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type TrajectoryView } from '../../../trainer/tools';
 import { canonicalJson, CassettePlayer, ToolCassette } from '../../../trainer/tools/cassette';
-import { CassetteEntry } from '../../../trainer/shared/protocol/cassette';
+import { CassetteEntry } from '../../../trainer/shared/protocol/recordedCalls';
 import { parseWith } from '../../../trainer/shared/protocol/parse';
 
 const row = datasetFromRows('cassette', [{ id: 'r', prompt: 'x' }]).rows[0];

@@ -11,4 +11,4 @@ export * from './live';
 export * from './panels';
 export * from './authoring';
 export * from './serve';
-export * from './cassette';
+export * from './recordedCalls';

@@ -12,7 +12,7 @@ import { PROTOCOL_VERSION } from './protocolVersion';
  *                               step NNNNNN (000000: before RL), written whole when it ends
  *   checkpoints/step-NNNNNN/    a Hugging Face folder plus trainer_state.json
  *   checkpoints/best/           the same, of the step whose held-out evaluation was the best (RunRecord.best)
- *   cassette.jsonl              CassetteEntry per tool call, when the run records its tools (protocol/cassette.ts)
+ *   cassette.jsonl              CassetteEntry per tool call, when the run records its tools (protocol/recordedCalls.ts)
  *   branches/<id>.json          BranchSet: re-rolls of a recorded trajectory (protocol/branches.ts), never training data
  *   run.lock                    RunLockRecord: the process writing the run (while it runs)
  */

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MetricsRecord, RunRecord, trajectoryFile, TrajectoryRecord, type TrajectorySet } from '../protocol/runStore';
 import { parseWith, ProtocolError } from '../protocol/parse';
-import { CASSETTE_FILE, CassetteEntry } from '../protocol/cassette';
+import { CASSETTE_FILE, CassetteEntry } from '../protocol/recordedCalls';
 import { readJsonl, type JsonlRead } from './jsonl';
 import { duplicateMessage, metricsKey, trajectoryKey } from './recordKeys';
 import { liveRunLock } from './runLock';

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { imageFileName, MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
 import { parseWith } from '../protocol/parse';
-import { CASSETTE_FILE, CassetteEntry } from '../protocol/cassette';
+import { CASSETTE_FILE, CassetteEntry } from '../protocol/recordedCalls';
 import { appendJsonl, writeFileAtomic } from './jsonl';
 import { RunStoreReader } from './reader';
 import { RunDirectoryLock } from './runLock';
