@@ -10,6 +10,7 @@ import { runToolCommand, runToolUsage } from './commands/runToolCommand';
 import { pullCommand, pullUsage } from './commands/pullCommand';
 import { serveToolsCommand, serveToolsUsage } from './commands/serveToolsCommand';
 import { exportCommand, exportUsage } from './commands/exportCommand';
+import { rerollCommand, rerollUsage } from './commands/rerollCommand';
 import { importCommand, importUsage } from './commands/importVerlCommand';
 import { hasParent, sendToParent } from './ipc';
 import { describeFailure, endProcessSoon, whenOutputCloses } from './processEnd';
@@ -29,6 +30,7 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   'serve-tools': { run: serveToolsCommand, usage: serveToolsUsage },
   export: { run: exportCommand, usage: exportUsage },
   import: { run: importCommand, usage: importUsage },
+  reroll: { run: rerollCommand, usage: rerollUsage },
 };
 
 const usage = `Usage: rollout-studio <command> [options]

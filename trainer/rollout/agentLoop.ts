@@ -13,7 +13,7 @@ import type { ToolCallFormat } from './formats/toolCallFormat';
 import { HermesFormat } from './formats/hermes';
 import type { RolloutObserver } from './observer';
 import type { CallTracker, ToolCallConstraint } from './constraints/callConstraint';
-import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest } from '../models/generation/policy';
+import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest, UniformSource } from '../models/generation/policy';
 import { renderPrompt, type RenderedPrompt } from './prompt';
 import { TextOffsets } from './textOffsets';
 import { renderObservation } from './observation';
@@ -82,6 +82,8 @@ export interface AgentLoopOptions {
 export interface RunOptions {
   /** Seeds the policy session's sampling. */
   seed: number;
+  /** Replaces the seeded sampling stream (a re-roll following its original's draws: rollout/samplingSchedule.ts). */
+  uniforms?: UniformSource;
   /** Stops the rollout (between rounds, and running tool calls via their signals). */
   signal?: AbortSignal;
 }
@@ -223,11 +225,29 @@ export class AgentLoop {
       }
       return new TrajectoryState(i, episode, prompt, this.options.images?.imageTokenId);
     });
+    return this.rollOut(states, run);
+  }
+
+  /**
+   * Rolls out trajectories restored at a cut point instead of started from their prompts (a
+   * re-roll: rollout/restoreState.ts): each continues from its token prefix and message history;
+   * one cut before its calls' results runs them first.
+   */
+  async continueFrom<Row extends DatasetRow>(states: TrajectoryState<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+    return this.rollOut(states, run);
+  }
+
+  private async rollOut<Row extends DatasetRow>(states: TrajectoryState<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
     if (states.length === 0) return [];
     this.options.observer?.rolloutStarted?.(states.map((s) => s.trajectory));
     const runner = new ToolRunner(this.options.tools, { signal: run.signal, onLog: this.options.onToolLog, interceptor: this.options.toolInterceptor });
-    const session = await this.options.policy.startSession(states.length, run.seed);
+    const session = await this.options.policy.startSession(states.length, run.seed, run.uniforms ? { uniforms: run.uniforms } : undefined);
     try {
+      const waiting = states.filter((s) => !s.done && s.calls.length > 0);
+      if (waiting.length) {
+        await this.toolRound(runner, waiting);
+        for (const state of waiting) this.appendResults(state);
+      }
       for (;;) {
         run.signal?.throwIfAborted();
         const active = states.filter((s) => !s.done);

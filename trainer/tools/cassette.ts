@@ -130,7 +130,7 @@ export class ToolCassette implements ToolCallInterceptor {
     const entry = player.find(request.trajectory.index, this.origin(request), tool, args);
     if (entry) {
       this.counts.replayed++;
-      return replayedOutcome(entry);
+      return recordedOutcome(entry);
     }
     this.counts.missed++;
     if (this.options.onMiss === 'live') return undefined;
@@ -171,7 +171,8 @@ function recordedResult(result: ToolResult): NonNullable<CassetteEntry['result']
   return result.data === undefined ? { content } : { content, data: JSON.parse(JSON.stringify(result.data) ?? 'null') };
 }
 
-function replayedOutcome(entry: CassetteEntry): InterceptedOutcome {
+/** A recording as the outcome of the call it answers. */
+export function recordedOutcome(entry: CassetteEntry): InterceptedOutcome {
   const result = entry.result ? { content: entry.result.content.map((part): ToolContent => ({ ...part })), ...(entry.result.data !== undefined ? { data: entry.result.data } : {}) } : undefined;
   return {
     ...(result ? { result } : {}),

@@ -1,19 +1,17 @@
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createDevice } from '../engine/device/device';
 import type { ExecutionProviderName } from '../engine/runtime/providers';
 import { loadJsonlDataset } from '../data/dataset';
 import { ModelPolicy } from '../models/generation/generationSession';
 import { ModelRuntime } from '../models/runtime';
-import { loraModules, loraTensorNames } from '../models/lora';
-import { readLoraAdapter } from '../models/save';
 import { scoreTrajectories } from '../rewards/score';
 import { AgentLoop } from '../rollout/agentLoop';
 import { ToolSet } from '../tools/toolSet';
 import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
 import { agentLoopOptions, evaluationSampling, providerFor, rolloutImagesFor } from './configOptions';
 import { rolloutMetrics } from './rolloutMetrics';
-import { downloadProgressReporter, resolveConfigModel } from './modelSource';
+import { downloadProgressReporter } from './modelSource';
+import { loadCheckpointModel } from './checkpointModel';
 import { resolveModelPath } from '../models/hub/index';
 import type { TrainingEvent } from '../shared/protocol';
 import { scoreKey, taskMetric } from './taskMetric';
@@ -42,25 +40,14 @@ export async function evaluateCheckpoint(
   const report = { ...(options.log ? { log: options.log } : {}), ...(options.events ? { events: options.events } : {}) };
   // The checkpoint may be a Hub repo too (a fine-tuned model or a PEFT adapter someone published).
   const checkpointDir = await resolveModelPath(checkpoint, { baseDir: process.cwd(), field: '--checkpoint', onProgress: downloadProgressReporter(report) });
-  const isAdapter = fs.existsSync(path.join(checkpointDir, 'adapter_config.json'));
-  const modelDir = isAdapter ? await resolveConfigModel(loaded, report) : checkpointDir;
   const device = createDevice(providerFor(c, options.device));
   let model: ModelRuntime | undefined;
   let mcp: McpServers | undefined;
   let placed: PlacedTools | undefined;
   try {
-    if (isAdapter) {
-      const { loadModelConfig } = await import('../models/modelConfig');
-      const adapter = readLoraAdapter(checkpointDir, loadModelConfig(modelDir));
-      model = await ModelRuntime.load(device, modelDir, { lora: adapter.lora });
-      const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
-      for (const m of loraModules(model.config, adapter.lora)) {
-        for (const name of Object.values(loraTensorNames(m.module))) state[name] = { dtype: 'float32', ...adapter.tensors[name] };
-      }
-      await device.setState(state);
-    } else model = await ModelRuntime.load(device, modelDir);
+    model = await loadCheckpointModel(loaded, checkpointDir, device, report);
     const template = model.folder.chatTemplate;
-    if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template`);
+    if (!template) throw new Error(`${model.folder.dir}: the tokenizer has no chat template`);
     const file = options.data ?? c.evaluation.data ?? c.data.eval;
     if (!file) throw new Error(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
     const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });

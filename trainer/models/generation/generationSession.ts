@@ -3,7 +3,7 @@ import { Graph } from '../../engine/graph';
 import * as op from '../../engine/ops';
 import { serializeGraph } from '../../engine/serialize';
 import type { HostTensor } from '../../engine/runtime/tensors';
-import type { GeneratedTurn, Policy, PolicySession, TurnOptions, TurnRequest } from './policy';
+import type { GeneratedTurn, Policy, PolicySession, SessionOptions, TurnOptions, TurnRequest, UniformSource } from './policy';
 import { Random } from '../../util/random';
 import type { ModelRuntime } from '../runtime';
 import { fusedKernelsFor } from '../layers/fused';
@@ -55,8 +55,8 @@ export class ModelPolicy implements Policy {
     private readonly sessionOptions: GenerationSessionOptions = {},
   ) {}
 
-  async startSession(sequences: number, seed: number): Promise<GenerationSession> {
-    const session = new GenerationSession(this.model, sequences, seed, `gen${this.sessionCount++}`, this.sessionOptions);
+  async startSession(sequences: number, seed: number, options: SessionOptions = {}): Promise<GenerationSession> {
+    const session = new GenerationSession(this.model, sequences, options.uniforms ?? seed, `gen${this.sessionCount++}`, this.sessionOptions);
     await session.init();
     return session;
   }
@@ -79,7 +79,8 @@ export class GenerationSession implements PolicySession {
   private readonly rows: Row[];
   private readonly baseMask: number[][];
   private readonly recentMask: number[][];
-  private readonly random: Random;
+  /** One uniform per row per step, in row order: the seeded stream, or a re-roll's (UniformSource). */
+  private readonly uniforms: UniformSource;
   private readonly sessions = new Map<string, { id: number; weights: Record<string, Feed> }>();
   private mergeSession: number | undefined;
   /** The allowed sets whose bias table is on the device now (constrained turns). */
@@ -92,14 +93,17 @@ export class GenerationSession implements PolicySession {
   constructor(
     private readonly model: ModelRuntime,
     readonly size: number,
-    seed: number,
+    seed: number | UniformSource,
     private readonly prefix: string,
     private readonly options: GenerationSessionOptions = {},
   ) {
     this.rows = Array.from({ length: size }, () => ({ position: 0, unfed: [] }));
     this.baseMask = Array.from({ length: size }, () => []);
     this.recentMask = Array.from({ length: size }, () => []);
-    this.random = Random.fromSeed(seed);
+    if (typeof seed === 'number') {
+      const random = Random.fromSeed(seed);
+      this.uniforms = { next: () => random.nextFloat() };
+    } else this.uniforms = seed;
     this.images = model.config.vision ? new ImageEncoder(model) : undefined;
   }
 
@@ -201,7 +205,7 @@ export class GenerationSession implements PolicySession {
       recent_mask: int64(this.recentMask, this.recentMask[0].length),
       inv_temperature: scalar(options.temperature > 0 ? 1 / options.temperature : 1),
       top_p: scalar(options.topP),
-      uniforms: { dtype: 'float32', shape: [this.size], data: Float32Array.from({ length: this.size }, () => this.random.nextFloat()) },
+      uniforms: { dtype: 'float32', shape: [this.size], data: Float32Array.from({ length: this.size }, (_, b) => this.uniforms.next(b, chunks[b].length > 0)) },
     };
     const outputs: Record<string, OutputTarget> = { token: 'return', logprob: 'return', entropy: 'return' };
     if (this.options.captureDistributions) outputs.distribution = 'return';

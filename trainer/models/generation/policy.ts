@@ -88,7 +88,22 @@ export interface PolicySession {
   close(): Promise<void>;
 }
 
+/**
+ * Where a session's sampling randomness comes from, when not from its seed: one uniform per row
+ * per decoding step, asked in row order; `generating` says whether the row samples a token it
+ * keeps at this step (rows that are not generating get a value that is ignored). A re-roll uses
+ * it to give a sequence the numbers it drew inside its original batch (rollout/samplingSchedule.ts).
+ */
+export interface UniformSource {
+  next(row: number, generating: boolean): number;
+}
+
+export interface SessionOptions {
+  /** Replaces the seeded stream (the seed is then unused). */
+  uniforms?: UniformSource;
+}
+
 export interface Policy {
   /** A session of `sequences` slots; `seed` makes its sampling reproducible. */
-  startSession(sequences: number, seed: number): Promise<PolicySession>;
+  startSession(sequences: number, seed: number, options?: SessionOptions): Promise<PolicySession>;
 }

@@ -12,3 +12,4 @@ export * from './panels';
 export * from './authoring';
 export * from './serve';
 export * from './recordedCalls';
+export * from './branches';
