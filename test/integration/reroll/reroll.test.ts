@@ -9,7 +9,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { RunStoreReader, branchesOf } from '../../../trainer/shared/runstore';
-import { decodeInt32, type TrajectoryRecord } from '../../../trainer/shared/protocol';
+import { BranchSet, decodeInt32, type TrajectoryRecord } from '../../../trainer/shared/protocol';
+import { startCli } from '../../helpers/cliProcess';
 import { generatedTurns } from '../../../trainer/rollout/restoreState';
 import { reroll, type RerollRequest } from '../../../trainer/training/reroll';
 import { TrainingRun } from '../../../trainer/training/trainingRun';
@@ -122,6 +123,28 @@ describe('re-roll from a point', () => {
     assert.ok(branchesOf(runDir, { set: 'train', step: 2, index: parent.index }).some((b) => b.id === branches.id && path.join(runDir, 'branches', `${b.id}.json`) === file));
     assert.equal(fs.readFileSync(path.join(runDir, 'rollouts', 'step-000002.jsonl'), 'utf8'), before, 'the run’s rollouts are untouched');
     assert.equal(fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8'), metricsBefore, 'and its metrics');
+  });
+
+  it('the CLI prints the branches’ transcripts and rewards, or the branch set as JSON', async () => {
+    const parent = callers()[0];
+    const turn = generatedTurns(parent).findIndex((t) => (t.toolCalls?.length ?? 0) > 0);
+    const resultFile = path.join(fixture.dir, 'edited-result.txt');
+    fs.writeFileSync(resultFile, 'Nobody knows.');
+    const args = ['reroll', runDir, '--step', '2', '--trajectory', String(parent.index), '--turn', String(turn), '--edit-result', resultFile, '--checkpoint', 'best', '-n', '2'];
+    const text = await startCli(args, { cwd: fixture.dir }).done;
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /^parent: \w+ · outcome -?\d\.\d\d · process -?\d\.\d\d · total -?\d\.\d\d$/m);
+    assert.equal(text.stdout.match(/^──── branch \d · .* · diverges at token \d+ ────$/gm)?.length, 2);
+    assert.equal(text.stdout.match(/^═══ step 2 · #\d ·/gm)?.length, 2, 'each branch’s transcript');
+    assert.match(text.stdout, /Nobody knows\./);
+    assert.match(text.stdout, /^saved 2 branches in .*branches[/\\].*\.json$/m);
+    const json = await startCli([...args.slice(0, -2), '-n', '1', '--json'], { cwd: fixture.dir }).done;
+    assert.equal(json.code, 0, json.stderr);
+    const set = BranchSet.parse(JSON.parse(json.stdout));
+    assert.deepEqual([set.parent, set.cut.at, set.edits, set.checkpoint.spec, set.branches.length], [{ set: 'train', step: 2, index: parent.index, rowId: parent.rowId }, 'call', [{ kind: 'result', call: 0, text: 'Nobody knows.' }], 'best', 1]);
+    const bad = await startCli(['reroll', runDir, '--step', '2', '--trajectory', '0'], { cwd: fixture.dir }).done;
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--turn is required/);
   });
 
   it('refuses a cut the trajectory does not have, naming it', async () => {
