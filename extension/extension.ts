@@ -5,6 +5,7 @@ import { EnvironmentPanel } from './environmentPanel';
 import { registerTrainingCommands } from './live/commands';
 import { LiveTrainings } from './live/liveTrainings';
 import { registerPanels, type PanelsApi } from './panels/registerPanels';
+import { registerReroll } from './reroll/rerollCommands';
 
 /** What activate returns (extension.exports): used by the extension tests. */
 export interface RolloutStudioApi {
@@ -23,6 +24,7 @@ export function activate(context: vscode.ExtensionContext): RolloutStudioApi {
   registerDebugger(context, trainings);
   registerTrainingCommands(context);
   registerAuthoring(context, log);
+  registerReroll(context, log);
   return { panels: registerPanels(context, log, trainings), trainings };
 }
 

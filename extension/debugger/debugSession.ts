@@ -26,7 +26,7 @@ import {
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { parseWith } from '../../trainer/shared/protocol/parse';
-import { RolloutLaunchArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type ToolDebuggerEventBody, type TrainingStatusBody, type TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
+import { RolloutLaunchArguments, STOP_POINT_REQUEST, StopPointArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type StopPointBody, type ToolDebuggerEventBody, type TrainingStatusBody, type TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
 import { renderTranscript, runEndedPhrase, type RenderedTranscript } from '../../trainer/shared/transcript';
 import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
@@ -322,6 +322,7 @@ export class RolloutDebugSession extends DebugSession {
       this.target?.terminate?.();
       return this.sendResponse(response);
     }
+    if (command === STOP_POINT_REQUEST) return this.stopPoint(response, raw);
     if (command !== 'rolloutTranscript') return this.fail(response, `unknown request "${command}"`);
     try {
       const args = parseWith(TranscriptRequestArguments, raw, 'rolloutTranscript request');
@@ -330,6 +331,24 @@ export class RolloutDebugSession extends DebugSession {
       const endedBy = this.trainingEnded ? runEndedPhrase(this.target.run()?.status ?? 'running') : undefined;
       const text = renderTranscript(trajectory, endedBy ? { endedBy } : {}).text;
       const body: TranscriptResponseBody = { text, trajectory: { ...trajectory, tokens: { ids: '', pieces: [], mask: '', logprobs: '' } } };
+      response.body = body;
+      this.sendResponse(response);
+    } catch (error) {
+      this.fail(response, (error as Error).message);
+    }
+  }
+
+  /** Where the thread asked about (default: the last stop's) stands: what "Re-roll From Here" re-rolls from. */
+  private stopPoint(response: DebugProtocol.Response, raw: unknown): void {
+    try {
+      const args = parseWith(StopPointArguments, raw ?? {}, `${STOP_POINT_REQUEST} request`);
+      const view = this.target?.view();
+      if (!this.target || !view || this.target.running) throw new Error('the rollout is not stopped: pause it or wait for a stop first');
+      const position = (args.threadId !== undefined ? this.trajectoryOf(args.threadId)?.position : undefined) ?? this.lastStop?.trajectory ?? view.point.trajectory;
+      const trajectory = view.trajectories[position];
+      const point = view.positions[position];
+      if (!trajectory || !point) throw new Error('no trajectory is stopped (the step is at its update)');
+      const body: StopPointBody = { mode: this.target.mode, runDirectory: this.target.runDirectory, step: view.step, index: trajectory.index, phase: point.phase, turn: point.turn, call: point.call };
       response.body = body;
       this.sendResponse(response);
     } catch (error) {

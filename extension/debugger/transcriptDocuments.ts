@@ -18,7 +18,9 @@ import type { RunStatus, TrajectoryRecord } from '../../trainer/shared/protocol/
 import type { LiveTrainings } from '../live/liveTrainings';
 import { RunStoreReader } from '../../trainer/shared/runstore/reader';
 import { renderTranscript, runEndedPhrase } from '../../trainer/shared/transcript';
-import { parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT, type TranscriptAddress, type TranscriptsChangedBody } from './transcriptUri';
+import { renderBranchTranscript } from '../reroll/branchTranscript';
+import { readBranchSets } from '../../trainer/shared/runstore/branchStore';
+import { parseBranchTranscriptPath, parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT, type TranscriptAddress, type TranscriptsChangedBody } from './transcriptUri';
 
 export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
   /** The rollout debug sessions whose adapter runs, by session id, with that adapter (a restart starts a new one for the same session). */
@@ -73,6 +75,12 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const branch = parseBranchTranscriptPath(uri.path);
+    if (branch) {
+      const set = readBranchSets(branch.runDirectory).find((b) => b.id === branch.id);
+      if (!set) return `There is no re-roll ${branch.id} in ${branch.runDirectory}/branches.\n`;
+      return renderBranchTranscript(set, branch.branch);
+    }
     const address = parseTranscriptPath(uri.path);
     if (!address) throw new Error(`${uri.toString()} is not a transcript: expected <run directory>/step-NNNNNN/trajectory-N.rollout.txt`);
     for (const { session, adapter } of [...this.sessions.values()]) {

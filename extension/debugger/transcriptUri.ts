@@ -65,3 +65,33 @@ export function parseTranscriptUri(uri: string): TranscriptAddress | undefined {
     return undefined;
   }
 }
+
+/** A branch of a re-roll (`branches/<id>.json` of the run), as a transcript document. */
+export interface BranchTranscriptAddress {
+  runDirectory: string;
+  id: string;
+  /** The branch's position in its set. */
+  branch: number;
+}
+
+function encodedRunDirectory(runDirectory: string): string {
+  let dir = runDirectory.replace(/\\/g, '/');
+  if (!dir.startsWith('/')) dir = `/${dir}`;
+  return dir
+    .split('/')
+    .map((segment) => encodeURIComponent(segment))
+    .join('/')
+    .replace(/\/$/, '');
+}
+
+export function branchTranscriptUri({ runDirectory, id, branch }: BranchTranscriptAddress): string {
+  return `${TRANSCRIPT_SCHEME}:${encodedRunDirectory(runDirectory)}/branches/${encodeURIComponent(id)}/branch-${branch}.rollout.txt`;
+}
+
+export function parseBranchTranscriptPath(path: string): BranchTranscriptAddress | undefined {
+  const match = /^(.*)\/branches\/([A-Za-z0-9._-]+)\/branch-(\d+)\.rollout\.txt$/.exec(path);
+  if (!match) return undefined;
+  let runDirectory = match[1];
+  if (/^\/[A-Za-z]:\//.test(runDirectory)) runDirectory = runDirectory.slice(1);
+  return { runDirectory, id: match[2], branch: Number(match[3]) };
+}

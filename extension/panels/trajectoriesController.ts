@@ -1,4 +1,7 @@
+import * as path from 'node:path';
+import { branchesOf } from '../../trainer/shared/runstore/branchStore';
 import {
+  branchSummaries,
   parseWith,
   resolveStepSelection,
   TrajectoriesToHost,
@@ -18,6 +21,9 @@ export interface TrajectoriesActions {
   followNewestRun?(follow: boolean): void;
   /** A URI the webview can load for a file of the run directory (an image the trajectory saw). */
   resourceUri?(runDirectory: string, file: string): string;
+  /** "Re-roll From Here" on the trajectory; and a branch beside its original. */
+  reroll?(args: { runDirectory: string; step: number; index: number }): void;
+  showBranch?(args: { runDirectory: string; id: string; branch: number }): void;
 }
 
 /** Rows go to the webview in chunks, so the first screen renders before a 5,000-row step has travelled. */
@@ -99,7 +105,8 @@ export class TrajectoriesController {
           const images = record.images ?? [];
           const uri = this.actions.resourceUri;
           const imageUris = uri && images.length ? Object.fromEntries(images.map((image) => [image.sha256, uri(this.source.dir, image.file)])) : undefined;
-          this.post({ type: 'trajectory', set: message.set, record, ...(imageUris ? { imageUris } : {}) });
+          const branches = branchSummaries(branchesOf(this.source.dir, { set: message.set, step: message.step, index: message.index }));
+          this.post({ type: 'trajectory', set: message.set, record, ...(imageUris ? { imageUris } : {}), branches });
         } else this.post({ type: 'notice', level: 'error', message: `${evaluation ? 'The evaluation after step' : 'Step'} ${message.step} has no trajectory ${message.index}.` });
         break;
       }
@@ -111,7 +118,18 @@ export class TrajectoriesController {
       case 'followNewestRun':
         this.actions.followNewestRun?.(message.follow);
         break;
+      case 'reroll':
+        this.actions.reroll?.({ runDirectory: this.source.dir, step: message.step, index: message.index });
+        break;
+      case 'showBranch':
+        this.actions.showBranch?.({ runDirectory: this.source.dir, id: message.id, branch: message.branch });
+        break;
     }
+  }
+
+  /** A re-roll saved branches of a trajectory of this run: the webview asks for its detail again if it shows it. */
+  branchesChanged(runDirectory: string, step: number, index: number): void {
+    if (this.ready && path.resolve(runDirectory) === path.resolve(this.source.dir)) this.post({ type: 'branchesChanged', step, index });
   }
 
   dispose(): void {

@@ -7,6 +7,7 @@ import type { PanelContext, PanelPlacement } from './panelContext';
 import { RunFollowing } from './runFollowing';
 import type { RunSourceLease } from './source/registry';
 import { TrajectoriesController } from './trajectoriesController';
+import { branchesChanged } from '../reroll/branchEvents';
 
 /** Contributed by the debugger: opens a run in replay at one trajectory. */
 export const OPEN_RUN_IN_DEBUGGER = 'rolloutStudio.openRunInDebugger';
@@ -47,7 +48,9 @@ export class TrajectoriesPanel {
         context.log.appendLine(String(error));
       }
     });
+    const branches = branchesChanged.event((e) => this.controller.branchesChanged(e.runDirectory, e.step, e.index));
     panel.onDidDispose(() => {
+      branches.dispose();
       this.controller.dispose();
       this.lease.release();
       TrajectoriesPanel.panels.delete(this);
@@ -82,7 +85,13 @@ export class TrajectoriesPanel {
     allowRunDirectory(this.panel.webview, this.lease.source.dir);
     const { webview } = this.panel;
     const resourceUri = (runDirectory: string, file: string) => webview.asWebviewUri(vscode.Uri.file(path.join(runDirectory, file))).toString();
-    const actions = { openInDebugger, resourceUri, followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow) };
+    const actions = {
+      openInDebugger,
+      resourceUri,
+      followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow),
+      reroll: (args: { runDirectory: string; step: number; index: number }) => void vscode.commands.executeCommand('rolloutStudio.rerollFromHere', args),
+      showBranch: (args: { runDirectory: string; id: string; branch: number }) => void vscode.commands.executeCommand('rolloutStudio.showBranch', args),
+    };
     return new TrajectoriesController(this.lease.source, (message) => void this.panel.webview.postMessage(message), actions, step);
   }
 

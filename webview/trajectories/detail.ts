@@ -1,4 +1,4 @@
-import type { TokenColouring, ToolCallRecord, TrajectoryImageRecord, TrajectoryRecord, TurnRecord } from '../../trainer/shared/protocol';
+import type { BranchSummary, TokenColouring, ToolCallRecord, TrajectoryImageRecord, TrajectoryRecord, TurnRecord } from '../../trainer/shared/protocol';
 import { button, tag } from '../components/toolkit';
 import { h } from '../dom';
 import { formatMetricValue } from '../numberFormat';
@@ -7,6 +7,10 @@ import { tokenView } from './tokenView';
 
 export interface DetailActions {
   openInDebugger(step: number, index: number): void;
+  /** "Re-roll…": generate the rest again from a point of the trajectory (the editor asks which, and how). */
+  reroll?(step: number, index: number): void;
+  /** A branch beside the original (a diff of transcripts). */
+  showBranch?(id: string, branch: number): void;
   colourBy(by: TokenColouring): void;
   close(): void;
 }
@@ -17,7 +21,7 @@ export interface DetailActions {
  * `evaluation`: the record is a held-out evaluation's (no advantage, and the replay debugger
  * steps through training steps only).
  */
-export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, imageUris: Record<string, string>, actions: DetailActions, metric?: string, evaluation = false): HTMLElement {
+export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColouring, imageUris: Record<string, string>, actions: DetailActions, metric?: string, evaluation = false, branches: readonly BranchSummary[] = []): HTMLElement {
   const images = record.images ?? [];
   const figure = (image: TrajectoryImageRecord) => imageFigure(image, imageUris[image.sha256]);
   const components = Object.entries(record.rewards.components);
@@ -37,6 +41,7 @@ export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColour
       h('span', { class: 'muted' }, evaluation ? `${record.step === 0 ? 'evaluation before RL' : `evaluation after step ${record.step}`} · row ${record.rowId}` : `step ${record.step} · group ${record.group}, sample ${record.sample} · row ${record.rowId}`),
       h('span', { class: 'spacer' }),
       evaluation ? undefined : button('Open in Debugger', () => actions.openInDebugger(record.step, record.index)),
+      evaluation || !actions.reroll ? undefined : button('Re-roll…', () => actions.reroll!(record.step, record.index), 'secondary'),
       button('Close', () => actions.close(), 'secondary'),
     ),
     h('p', { class: 'prompt' }, record.prompt),
@@ -55,9 +60,30 @@ export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColour
     images.length
       ? h('section', { class: 'images', id: 'images' }, h('h3', {}, `Images (${images.length})`), h('div', { class: 'image-strip' }, ...images.map(figure)))
       : undefined,
+    branches.length ? branchList(branches, record, actions) : undefined,
     h('section', { class: 'turns' }, h('h3', {}, `Turns (${record.turns.length})`), ...record.turns.map((turn) => turnView(turn, images, figure))),
     tokens,
   );
+}
+
+/** The trajectory's re-roll branches (never training data): where each was cut, what it changed, its rewards, where it diverges. */
+function branchList(branches: readonly BranchSummary[], record: TrajectoryRecord, actions: DetailActions): HTMLElement {
+  const rows = branches.map((b) => {
+    const from = b.cut.at === 'call' ? `before turn ${b.cut.turn}'s results` : `turn ${b.cut.turn}`;
+    const edits = b.edits.length ? b.edits.map((e) => (e.kind === 'result' ? `result of call ${e.call} edited` : `arguments of call ${e.call} edited`)).join(', ') : 'no edit';
+    const diverges = b.firstDivergence === null ? 'identical' : `diverges at token ${b.firstDivergence}`;
+    const delta = b.rewards.total - record.rewards.total;
+    return h(
+      'li',
+      { class: 'branch', 'data-branch': `${b.id}/${b.branch}` },
+      h('span', { class: 'branch-name' }, `branch ${b.branch}`),
+      h('span', {}, ` from ${from} · ${edits} · ${b.checkpoint} · T ${b.temperature} · `),
+      h('span', { class: 'branch-reward' }, `total ${formatMetricValue(b.rewards.total)} (${delta >= 0 ? '+' : ''}${formatMetricValue(delta)}) · outcome ${formatMetricValue(b.rewards.outcome)} · process ${formatMetricValue(b.rewards.process)}`),
+      h('span', { class: 'muted' }, ` · ${b.finishReason} · ${diverges} `),
+      actions.showBranch ? button('Compare', () => actions.showBranch!(b.id, b.branch), 'secondary') : undefined,
+    );
+  });
+  return h('section', { class: 'branches', id: 'branches' }, h('h3', {}, `Branches (${branches.length})`), h('ul', { class: 'branch-list' }, ...rows));
 }
 
 function pair(term: string, value: string, key: string): HTMLElement[] {

@@ -2,6 +2,7 @@ import '../zodConfig';
 import {
   TrajectoriesPanelState,
   TrajectoriesToWebview,
+  type BranchSummary,
   type RunSummary,
   type ShownSet,
   type SortOrder,
@@ -50,6 +51,7 @@ const model = {
   detail: undefined as TrajectoryRecord | undefined,
   /** URIs of the detail's images by sha256 (from the host). */
   imageUris: {} as Record<string, string>,
+  branches: [] as BranchSummary[],
   /** Until the first rows arrive, a restored selection is kept for the restored step. */
   restoring: restored.success,
 };
@@ -140,13 +142,15 @@ function renderDetail(): void {
   detail.replaceChildren(
     trajectoryDetail(model.detail, model.colourBy, model.imageUris, {
       openInDebugger: (step, index) => post({ type: 'openInDebugger', step, index }),
+      reroll: (step, index) => post({ type: 'reroll', step, index }),
+      showBranch: (id, branch) => post({ type: 'showBranch', id, branch }),
       colourBy: (by) => {
         model.colourBy = by;
         renderDetail();
         saveState();
       },
       close: () => select(null),
-    }, model.run?.metric, model.shown?.set === 'eval'),
+    }, model.run?.metric, model.shown?.set === 'eval', model.branches),
   );
 }
 
@@ -203,8 +207,12 @@ function render(message: TrajectoriesToWebview): void {
       if (message.set === model.shown?.set && message.record.step === model.shown.step && message.record.index === model.selected) {
         model.detail = message.record;
         model.imageUris = message.imageUris ?? {};
+        model.branches = message.branches;
         renderDetail();
       }
+      break;
+    case 'branchesChanged':
+      if (model.shown?.set === 'train' && model.shown.step === message.step && model.selected === message.index) post({ type: 'openTrajectory', set: 'train', step: message.step, index: message.index });
       break;
     case 'notice':
       notices.show(message.level, message.message);

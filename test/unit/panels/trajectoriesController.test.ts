@@ -6,8 +6,8 @@ import * as path from 'node:path';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { ROWS_PER_MESSAGE, TrajectoriesController } from '../../../extension/panels/trajectoriesController';
 import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
-import { RunStoreReader } from '../../../trainer/shared/runstore';
-import { TrajectoriesToWebview, type OpenRunInDebuggerArgs, type StepSelection } from '../../../trainer/shared/protocol';
+import { RunStoreReader, writeBranchSet } from '../../../trainer/shared/runstore';
+import { PROTOCOL_VERSION, TrajectoriesToWebview, type OpenRunInDebuggerArgs, type StepSelection } from '../../../trainer/shared/protocol';
 
 function setup(options: { steps: number; batch: number; status?: 'running' | 'finished'; step?: StepSelection; debugger?: (args: OpenRunInDebuggerArgs) => Promise<void>; readBudgetBytes?: number }) {
   const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-t'), { steps: options.steps, batch: options.batch, groupSize: 4, seed: 5, status: options.status ?? 'finished' });
@@ -169,6 +169,48 @@ describe('TrajectoriesController', () => {
     assert.deepEqual(detail.type === 'trajectory' && detail.record, new RunStoreReader(dir).trajectories(1).records[2]);
     controller.receive({ type: 'openTrajectory', step: 1, index: 40 });
     assert.deepEqual(posted.at(-1), { type: 'notice', level: 'error', message: 'Step 1 has no trajectory 40.' });
+  });
+
+  it('lists a trajectory’s re-roll branches in its detail, passes Re-roll and Compare on, and says when branches change', () => {
+    const reroll: unknown[] = [];
+    const shown: unknown[] = [];
+    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-b'), { steps: 1, batch: 2, groupSize: 2, seed: 5 });
+    const parent = new RunStoreReader(dir).trajectories(1).records[1];
+    const branch = { ...parent, index: 0, rewards: { ...parent.rewards, total: parent.rewards.total + 1 } };
+    writeBranchSet(dir, {
+      protocol: PROTOCOL_VERSION,
+      id: 'b-1',
+      createdAt: '2026-12-05T00:00:00Z',
+      parent: { set: 'train', step: 1, index: 1, rowId: parent.rowId },
+      cut: { turn: 0, at: 'start', tokenIndex: parent.lengths.prompt },
+      edits: [],
+      checkpoint: { spec: 'best', path: path.join(dir, 'checkpoints', 'best') },
+      sampling: { temperature: 1, topK: 0, topP: 1, seed: 0, followsParent: false },
+      tools: { source: 'live' },
+      branches: [{ trajectory: branch, firstDivergence: 50 }],
+    });
+    const posted: TrajectoriesToWebview[] = [];
+    const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
+    const controller = new TrajectoriesController(source, (m) => posted.push(TrajectoriesToWebview.parse(m)), { openInDebugger: async () => undefined, reroll: (a) => reroll.push(a), showBranch: (a) => shown.push(a) });
+    controller.receive({ type: 'ready' });
+    controller.receive({ type: 'openTrajectory', step: 1, index: 1 });
+    const detail = posted.at(-1)!;
+    assert.ok(detail.type === 'trajectory');
+    assert.deepEqual(
+      detail.branches.map((b) => [b.id, b.branch, b.checkpoint, b.rewards.total, b.firstDivergence]),
+      [['b-1', 0, 'best', parent.rewards.total + 1, 50]],
+    );
+    controller.receive({ type: 'openTrajectory', step: 1, index: 0 });
+    assert.deepEqual((posted.at(-1) as { branches: unknown[] }).branches, [], 'branches stay with their parent');
+    controller.receive({ type: 'reroll', step: 1, index: 1 });
+    controller.receive({ type: 'showBranch', id: 'b-1', branch: 0 });
+    assert.deepEqual(reroll, [{ runDirectory: dir, step: 1, index: 1 }]);
+    assert.deepEqual(shown, [{ runDirectory: dir, id: 'b-1', branch: 0 }]);
+    controller.branchesChanged(dir, 1, 1);
+    assert.deepEqual(posted.at(-1), { type: 'branchesChanged', step: 1, index: 1 });
+    const count = posted.length;
+    controller.branchesChanged(path.join(dir, '..', 'another-run'), 1, 1);
+    assert.equal(posted.length, count, 'another run’s branches are not this panel’s');
   });
 
   it('asks the debugger to open the trajectory, and shows why when it cannot', async () => {

@@ -71,6 +71,23 @@ export const TranscriptResponseBody = z.object({
 });
 export type TranscriptResponseBody = z.infer<typeof TranscriptResponseBody>;
 
+/** Custom request `rolloutStopPoint`: where a thread (a trajectory) stands now, for "Re-roll From Here". */
+export const STOP_POINT_REQUEST = 'rolloutStopPoint';
+export const StopPointArguments = z.object({ threadId: z.number().int().optional() });
+export type StopPointArguments = z.infer<typeof StopPointArguments>;
+export const StopPointBody = z.object({
+  mode: z.enum(['live', 'replay']),
+  runDirectory: z.string(),
+  step: z.number().int().nonnegative(),
+  /** The trajectory's `index` in its step. */
+  index: z.number().int().nonnegative(),
+  /** The timeline point (extension/debugger/timeline.ts): a turn index into the trajectory's turns, and a call index or −1. */
+  phase: z.enum(['turn', 'call', 'result', 'end', 'update']),
+  turn: z.number().int(),
+  call: z.number().int(),
+});
+export type StopPointBody = z.infer<typeof StopPointBody>;
+
 /**
  * Custom event: a live trainer started with `debugTools` listens with the Node inspector; the
  * extension attaches a child Node debug session to it. If that fails, it says so with the custom

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Algorithm, HealthWarning, RunRecord, RunStatus, ToolErrorKind, TrajectoryRecord, TrajectorySet } from './runStore';
+import { BranchCut, BranchEdit, type BranchSet } from './branches';
 
 /**
  * Messages between the extension host and the Trajectories and Metrics webviews, both
@@ -133,6 +134,21 @@ export const TrajectoriesPanelState = z.object({
 });
 export type TrajectoriesPanelState = z.infer<typeof TrajectoriesPanelState>;
 
+/** A re-roll branch of the trajectory in the detail view (protocol/branches.ts), as its list shows it. */
+export const BranchSummary = z.object({
+  id: z.string(),
+  branch: z.number().int().nonnegative(),
+  createdAt: z.string(),
+  cut: BranchCut,
+  edits: z.array(BranchEdit),
+  checkpoint: z.string(),
+  temperature: z.number(),
+  rewards: z.object({ outcome: z.number(), process: z.number(), total: z.number() }),
+  finishReason: z.string(),
+  firstDivergence: z.number().int().nonnegative().nullable(),
+});
+export type BranchSummary = z.infer<typeof BranchSummary>;
+
 export const TrajectoriesToWebview = z.discriminatedUnion('type', [
   /** The run, its steps with trajectories and its recorded evaluations; sent on ready and whenever one changes. */
   z.object({ type: z.literal('run'), run: RunSummary, steps: z.array(z.number().int().nonnegative()), evaluations: z.array(z.number().int().nonnegative()).default([]) }),
@@ -149,7 +165,9 @@ export const TrajectoriesToWebview = z.discriminatedUnion('type', [
    * each image's sha256 to a URI the webview may load (VS Code: `asWebviewUri` of the run
    * directory's `images/…` file, allowed by the page's `img-src ${cspSource}`).
    */
-  z.object({ type: z.literal('trajectory'), set: TrajectorySet.default('train'), record: TrajectoryRecord, imageUris: z.record(z.string(), z.string()).optional() }),
+  z.object({ type: z.literal('trajectory'), set: TrajectorySet.default('train'), record: TrajectoryRecord, imageUris: z.record(z.string(), z.string()).optional(), branches: z.array(BranchSummary).default([]) }),
+  /** A re-roll saved branches of this trajectory: if its detail is open, ask for it again. */
+  z.object({ type: z.literal('branchesChanged'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
   /** Whether the panel follows the newest run; sent on ready and whenever it or the newest run changes. */
   z.object({ type: z.literal('following'), following: RunFollowingState }),
@@ -162,6 +180,9 @@ export const TrajectoriesToHost = z.discriminatedUnion('type', [
   z.object({ type: z.literal('showStep'), step: StepSelection }),
   z.object({ type: z.literal('openTrajectory'), set: TrajectorySet.default('train'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
   z.object({ type: z.literal('openInDebugger'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
+  /** "Re-roll…" on a training trajectory's detail, and a branch's "Compare" (the original and the branch side by side). */
+  z.object({ type: z.literal('reroll'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
+  z.object({ type: z.literal('showBranch'), id: z.string(), branch: z.number().int().nonnegative() }),
   /** Follow the newest run (showing it now), or stay on this one. */
   z.object({ type: z.literal('followNewestRun'), follow: z.boolean() }),
 ]);
@@ -237,4 +258,22 @@ export function resolveStepSelection(selection: StepSelection, steps: readonly n
   if (selection === 'follow') return steps.length ? { set: 'train', step: steps[steps.length - 1] } : undefined;
   if (typeof selection === 'number') return { set: 'train', step: selection };
   return { set: 'eval', step: selection.evaluation };
+}
+
+/** The branches of a trajectory, one summary per branch, oldest re-roll first. */
+export function branchSummaries(sets: readonly BranchSet[]): BranchSummary[] {
+  return sets.flatMap((set) =>
+    set.branches.map((b, k) => ({
+      id: set.id,
+      branch: k,
+      createdAt: set.createdAt,
+      cut: set.cut,
+      edits: set.edits,
+      checkpoint: set.checkpoint.spec,
+      temperature: set.sampling.temperature,
+      rewards: { outcome: b.trajectory.rewards.outcome, process: b.trajectory.rewards.process, total: b.trajectory.rewards.total },
+      finishReason: b.trajectory.finishReason,
+      firstDivergence: b.firstDivergence,
+    })),
+  );
 }

@@ -1,0 +1,263 @@
+/**
+ * "Re-roll From Here": at a stop in a replayed run (or from the Trajectories panel), generate the
+ * rest of the trajectory again — with a checkpoint, temperature and number of samples the user
+ * picks, after an optional edit of the tool result in an ordinary editor (undo works as anywhere)
+ * — by running the trainer's `rollout-studio reroll` (the extension never loads onnxruntime), and
+ * show the original beside each branch in a diff editor over `rollout:` documents. Branches are
+ * in the run store (`branches/`), so they are still there after a reload.
+ */
+import { execFile, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { z } from 'zod';
+import { BranchSet, parseWith, STOP_POINT_REQUEST, StopPointBody, type TrajectoryRecord } from '../../trainer/shared/protocol';
+import { RunStoreReader } from '../../trainer/shared/runstore/reader';
+import { readBranchSets } from '../../trainer/shared/runstore/branchStore';
+import { resolveTrainerRuntime } from '../trainerProcess';
+import { branchTranscriptUri, transcriptUri } from '../debugger/transcriptUri';
+import { rerollPoint, rerollPoints, type RerollPoint } from './rerollPoint';
+import { branchesChanged } from './branchEvents';
+
+/** Which trajectory to re-roll (the Trajectories panel's detail), and optionally every answer the command would ask for (tests, scripts). */
+export const RerollFromHereArgs = z.object({
+  runDirectory: z.string().min(1),
+  step: z.number().int().nonnegative(),
+  index: z.number().int().nonnegative(),
+  /** A timeline point (as the debugger's); absent: ask which point. */
+  point: z.object({ phase: z.string(), turn: z.number().int(), call: z.number().int() }).optional(),
+  checkpoint: z.string().optional(),
+  temperature: z.number().min(0).optional(),
+  samples: z.number().int().positive().optional(),
+  /** The edited result of the call the cut stands before (skips the editor). */
+  editedResult: z.string().optional(),
+});
+export type RerollFromHereArgs = z.infer<typeof RerollFromHereArgs>;
+
+export const ShowBranchArgs = z.object({ runDirectory: z.string().min(1), id: z.string().min(1), branch: z.number().int().nonnegative().default(0) });
+
+const RerollOutput = BranchSet.extend({ file: z.string() });
+
+interface Target {
+  runDirectory: string;
+  step: number;
+  index: number;
+  record: TrajectoryRecord;
+  point: RerollPoint;
+}
+
+interface Settings {
+  checkpoint?: string;
+  temperature: number;
+  samples: number;
+}
+
+/** A re-roll waiting for the user to finish editing a tool result (keyed by the document's URI). */
+interface PendingEdit {
+  target: Target;
+  settings: Settings;
+}
+
+const EDITING_CONTEXT = 'rolloutStudio.rerollEditing';
+
+export function registerReroll(context: vscode.ExtensionContext, log: vscode.OutputChannel): void {
+  const changed = branchesChanged;
+  const pending = new Map<string, PendingEdit>();
+  const run = async (target: Target, settings: Settings, editedResult?: string) => {
+    const set = await runReroll(context, log, target, settings, editedResult);
+    if (!set) return;
+    changed.fire({ runDirectory: target.runDirectory, step: target.step, index: target.index });
+    await showBranches(target.runDirectory, set);
+  };
+  const updateEditing = () => void vscode.commands.executeCommand('setContext', EDITING_CONTEXT, pending.has(vscode.window.activeTextEditor?.document.uri.toString() ?? ''));
+  context.subscriptions.push(
+    changed,
+    vscode.window.onDidChangeActiveTextEditor(updateEditing),
+    vscode.workspace.onDidCloseTextDocument((document) => pending.delete(document.uri.toString())),
+    vscode.commands.registerCommand('rolloutStudio.rerollFromHere', async (raw?: unknown) => {
+      try {
+        const target = await rerollTarget(raw);
+        if (!target) return;
+        const given = raw === undefined ? undefined : RerollFromHereArgs.parse(raw);
+        const settings = await askSettings(target, given);
+        if (!settings) return;
+        if (target.point.cut.at !== 'call' || given?.editedResult !== undefined) return await run(target, settings, given?.editedResult);
+        const choice = await vscode.window.showQuickPick(
+          [
+            { label: 'Edit the tool result first', description: 'in an editor; then run "Re-roll With Edited Result"', edit: true },
+            { label: 'Re-roll as it is', description: 'the calls run again (or come from the run’s recording)', edit: false },
+          ],
+          { title: `Re-roll from ${target.point.label}` },
+        );
+        if (!choice) return;
+        if (!choice.edit) return await run(target, settings);
+        const document = await openResultEditor(target);
+        pending.set(document.uri.toString(), { target, settings });
+        updateEditing();
+        void vscode.window
+          .showInformationMessage(`Edit the result the policy will see, then re-roll (the editor's ▷ button or "Rollout Studio: Re-roll With Edited Result").`, 'Re-roll With Edited Result')
+          .then((pick) => pick && vscode.commands.executeCommand('rolloutStudio.rerollWithEditedResult', document.uri));
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Re-roll From Here: ${(error as Error).message}`);
+      }
+    }),
+    vscode.commands.registerCommand('rolloutStudio.rerollWithEditedResult', async (uri?: vscode.Uri) => {
+      const document = uri ? vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString()) : vscode.window.activeTextEditor?.document;
+      const edit = document && pending.get(document.uri.toString());
+      if (!document || !edit) {
+        void vscode.window.showErrorMessage('Re-roll With Edited Result: the active editor is not a tool result being edited for a re-roll (start with "Re-roll From Here").');
+        return;
+      }
+      pending.delete(document.uri.toString());
+      updateEditing();
+      try {
+        await run(edit.target, edit.settings, document.getText());
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Re-roll: ${(error as Error).message}`);
+      }
+    }),
+    vscode.commands.registerCommand('rolloutStudio.showBranch', async (raw: unknown) => {
+      const args = ShowBranchArgs.parse(raw);
+      const set = readBranchSets(args.runDirectory).find((b) => b.id === args.id);
+      if (!set) return void vscode.window.showErrorMessage(`There is no re-roll ${args.id} in ${args.runDirectory}.`);
+      await showBranch(args.runDirectory, set, args.branch);
+    }),
+  );
+}
+
+/** From the panel's arguments, or from the active rollout debug session's stop. */
+async function rerollTarget(raw: unknown): Promise<Target | undefined> {
+  let where: { runDirectory: string; step: number; index: number; point?: { phase: string; turn: number; call: number } };
+  if (raw !== undefined) where = RerollFromHereArgs.parse(raw);
+  else {
+    const session = vscode.debug.activeDebugSession;
+    if (session?.type !== 'rollout') throw new Error('no rollout debug session is active: replay a run in the debugger and stop where you want to re-roll from (or use the Trajectories panel)');
+    const item = vscode.debug.activeStackItem;
+    const threadId = item && 'threadId' in item ? item.threadId : undefined;
+    const stop = parseWith(StopPointBody, await session.customRequest(STOP_POINT_REQUEST, threadId !== undefined ? { threadId } : {}), 'the debug session’s stop point');
+    if (stop.mode !== 'replay') throw new Error('re-rolls start from recorded steps: replay the run (Replay Run in Debugger) once this step is recorded');
+    where = stop;
+  }
+  const record = new RunStoreReader(where.runDirectory).trajectories(where.step).records.find((t) => t.index === where.index);
+  if (!record) throw new Error(`step ${where.step} of ${where.runDirectory} has no recorded trajectory ${where.index}`);
+  let point: RerollPoint;
+  if (where.point) point = rerollPoint(record, where.point);
+  else {
+    const picked = await vscode.window.showQuickPick(
+      rerollPoints(record).map((p) => ({ label: p.label, point: p })),
+      { title: `Re-roll trajectory #${where.index} of step ${where.step} from…` },
+    );
+    if (!picked) return undefined;
+    point = picked.point;
+  }
+  return { runDirectory: where.runDirectory, step: where.step, index: where.index, record, point };
+}
+
+async function askSettings(target: Target, given: RerollFromHereArgs | undefined): Promise<Settings | undefined> {
+  const checkpoint = given?.checkpoint !== undefined ? { value: given.checkpoint } : await askCheckpoint(target);
+  if (!checkpoint) return undefined;
+  const run = new RunStoreReader(target.runDirectory).run();
+  const runTemperature = (run.config['rollout'] as { temperature?: number } | undefined)?.temperature ?? 1;
+  const temperature = given?.temperature ?? (await askNumber('Sampling temperature (0: greedy)', String(runTemperature), 0));
+  if (temperature === undefined) return undefined;
+  const samples = given?.samples ?? (await askNumber('How many branches?', '1', 1, true));
+  if (samples === undefined) return undefined;
+  return { ...(checkpoint.value !== undefined ? { checkpoint: checkpoint.value } : {}), temperature, samples };
+}
+
+async function askCheckpoint(target: Target): Promise<{ value: string | undefined } | undefined> {
+  const kept = new RunStoreReader(target.runDirectory).checkpoints().map((c) => path.basename(c));
+  const hasBest = fs.existsSync(path.join(target.runDirectory, 'checkpoints', 'best'));
+  type Item = vscode.QuickPickItem & { value?: string; browse?: boolean };
+  const items: Item[] = [
+    { label: `step-${target.step - 1}`, description: 'the weights that generated this trajectory (with its seed: the same random numbers)' },
+    ...(hasBest ? [{ label: 'best', description: 'checkpoints/best: the best held-out evaluation', value: 'best' }] : []),
+    ...kept.filter((k) => k !== `step-${String(target.step - 1).padStart(6, '0')}`).map((k) => ({ label: k.replace(/^step-0*(\d)/, 'step-$1'), description: `checkpoints/${k}`, value: k })),
+    { label: 'warm-start', description: 'the model after the SFT warm start (or the config’s model)', value: 'warm-start' },
+    { label: 'Model folder…', description: 'any Hugging Face model folder', browse: true },
+  ];
+  const picked = await vscode.window.showQuickPick(items, { title: 'Re-roll with which checkpoint?' });
+  if (!picked) return undefined;
+  if (!picked.browse) return { value: picked.value };
+  const folder = await vscode.window.showOpenDialog({ canSelectFiles: false, canSelectFolders: true, canSelectMany: false, openLabel: 'Re-roll With This Model' });
+  return folder?.length ? { value: folder[0].fsPath } : undefined;
+}
+
+async function askNumber(title: string, value: string, min: number, integer = false): Promise<number | undefined> {
+  const text = await vscode.window.showInputBox({
+    title,
+    value,
+    validateInput: (v) => {
+      const n = Number(v);
+      return v.trim() !== '' && Number.isFinite(n) && n >= min && (!integer || Number.isInteger(n)) ? undefined : `expected ${integer ? 'an integer' : 'a number'} ≥ ${min}`;
+    },
+  });
+  return text === undefined ? undefined : Number(text);
+}
+
+/** An untitled editor holding the recorded result of the call the cut stands before. */
+async function openResultEditor(target: Target): Promise<vscode.TextDocument> {
+  const turn = target.record.turns.filter((t) => t.role === 'assistant' && t.finish !== undefined)[target.point.cut.turn];
+  const call = turn?.toolCalls?.find((c) => c.index === (target.point.call ?? 0));
+  const document = await vscode.workspace.openTextDocument({ content: call?.observation ?? '', language: 'plaintext' });
+  await vscode.window.showTextDocument(document, { preview: false });
+  return document;
+}
+
+function workspaceFolderOf(dir: string): string {
+  return vscode.workspace.getWorkspaceFolder(vscode.Uri.file(dir))?.uri.fsPath ?? path.dirname(dir);
+}
+
+function cliArgs(target: Target, settings: Settings, editFile: string | undefined): string[] {
+  const { cut } = target.point;
+  return [
+    'reroll', target.runDirectory, '--step', String(target.step), '--trajectory', String(target.index), '--turn', String(cut.turn), '--at', cut.at,
+    ...(editFile ? ['--edit-result', editFile, '--call', String(target.point.call ?? 0)] : []),
+    ...(settings.checkpoint !== undefined ? ['--checkpoint', settings.checkpoint] : []),
+    '-n', String(settings.samples), '--temperature', String(settings.temperature), '--json',
+  ];
+}
+
+async function runReroll(context: vscode.ExtensionContext, log: vscode.OutputChannel, target: Target, settings: Settings, editedResult: string | undefined): Promise<BranchSet | undefined> {
+  const editFile = editedResult === undefined ? undefined : path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-reroll-')), 'result.txt');
+  if (editFile) fs.writeFileSync(editFile, editedResult!);
+  const runtime = resolveTrainerRuntime(vscode.workspace.getConfiguration('rolloutStudio').get<string>('trainer.nodePath'));
+  const cliPath = vscode.Uri.joinPath(context.extensionUri, 'dist', 'trainer', 'cli.js').fsPath;
+  const args = cliArgs(target, settings, editFile);
+  log.appendLine(`[Re-roll] ${runtime.command} ${cliPath} ${args.join(' ')}`);
+  try {
+    return await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Re-rolling #${target.index} of step ${target.step} from ${target.point.label}`, cancellable: true }, (_, token) =>
+      new Promise<BranchSet | undefined>((resolve, reject) => {
+        const child: ChildProcess = execFile(runtime.command, [cliPath, ...args], { cwd: workspaceFolderOf(target.runDirectory), env: runtime.env, maxBuffer: 256 * 1024 * 1024, timeout: 30 * 60_000 }, (error, stdout, stderr) => {
+          log.append(stderr);
+          if (token.isCancellationRequested) return resolve(undefined);
+          if (error) return reject(new Error(stderr.split('\n').filter((l) => l.startsWith('rollout-studio: ')).pop()?.replace(/^rollout-studio: /, '') || error.message));
+          try {
+            resolve(parseWith(RerollOutput, JSON.parse(stdout), 'the re-roll’s output'));
+          } catch (parseError) {
+            reject(parseError);
+          }
+        });
+        token.onCancellationRequested(() => child.kill());
+      }),
+    );
+  } finally {
+    if (editFile) fs.rmSync(path.dirname(editFile), { recursive: true, force: true });
+  }
+}
+
+async function showBranches(runDirectory: string, set: BranchSet): Promise<void> {
+  for (let k = 0; k < Math.min(set.branches.length, 4); k++) await showBranch(runDirectory, set, k);
+  const rewards = set.branches.map((b, k) => `branch ${k}: total ${b.trajectory.rewards.total.toFixed(2)}${b.firstDivergence === null ? ' (identical)' : ''}`).join(' · ');
+  void vscode.window.showInformationMessage(`Re-rolled #${set.parent.index} of step ${set.parent.step}: ${rewards}. Saved in branches/${set.id}.json.`);
+}
+
+async function showBranch(runDirectory: string, set: BranchSet, branch: number): Promise<void> {
+  const parent = vscode.Uri.parse(transcriptUri({ runDirectory, step: set.parent.step, index: set.parent.index }));
+  const uri = vscode.Uri.parse(branchTranscriptUri({ runDirectory, id: set.id, branch }));
+  const entry = set.branches[branch];
+  const divergence = entry.firstDivergence === null ? 'identical' : `diverges at token ${entry.firstDivergence}`;
+  const title = `#${set.parent.index} step ${set.parent.step} ↔ branch ${branch} · reward ${entry.trajectory.rewards.total.toFixed(2)} · ${divergence}`;
+  await vscode.commands.executeCommand('vscode.diff', parent, uri, title, { preview: false });
+}
