@@ -9,6 +9,7 @@ import type { TrainerLaunch } from '../trainerProcess';
 import type { BreakpointSet } from './breakpoints';
 import { LiveTarget } from './liveTarget';
 import { RecordedRun } from './recordedRun';
+import { BranchRun } from './branchRun';
 import { ReplayTarget } from './replayTarget';
 import type { RolloutTarget, TargetListener } from './rolloutTarget';
 
@@ -49,7 +50,7 @@ export function createTarget(args: RolloutLaunchArguments, context: TargetContex
       listener,
     );
   }
-  const run = new RecordedRun(path.resolve(args.runDirectory!));
+  const run = args.branch !== undefined ? new BranchRun(path.resolve(args.runDirectory!), args.branch) : new RecordedRun(path.resolve(args.runDirectory!));
   run.run(); // validates run.json now, so a wrong directory fails the launch with the file and field named
   return new ReplayTarget(run, breakpoints, listener, args.startAt);
 }

@@ -19,6 +19,7 @@ import type { LiveTrainings } from '../live/liveTrainings';
 import { RunStoreReader } from '../../trainer/shared/runstore/reader';
 import { renderTranscript, runEndedPhrase } from '../../trainer/shared/transcript';
 import { renderBranchTranscript } from '../reroll/branchTranscript';
+import { branchDirectoryParts, readBranchSet } from './branchRun';
 import { readBranchSets } from '../../trainer/shared/runstore/branchStore';
 import { parseBranchTranscriptPath, parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT, type TranscriptAddress, type TranscriptsChangedBody } from './transcriptUri';
 
@@ -98,6 +99,12 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
 
   /** The recorded trajectory; else the last one a session served, saying the run ended before its step was recorded. */
   private fromRunDirectory(address: TranscriptAddress, lastServed: TrajectoryRecord | undefined): string {
+    // A branch replayed in the debugger (debugger/branchRun.ts), its session gone: read its branch set.
+    const branch = branchDirectoryParts(address.runDirectory);
+    if (branch) {
+      const trajectory = readBranchSet(branch.runDirectory, branch.id).branches[address.index]?.trajectory ?? lastServed;
+      return trajectory ? renderTranscript(trajectory).text : `Re-roll ${branch.id} has no branch ${address.index}.\n`;
+    }
     const reader = new RunStoreReader(address.runDirectory);
     const recorded = reader.steps().includes(address.step) ? reader.trajectories(address.step).records.find((t) => t.index === address.index) : undefined;
     if (recorded) return renderTranscript(recorded).text;

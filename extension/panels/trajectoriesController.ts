@@ -24,6 +24,8 @@ export interface TrajectoriesActions {
   /** "Re-roll From Here" on the trajectory; and a branch beside its original. */
   reroll?(args: { runDirectory: string; step: number; index: number }): void;
   showBranch?(args: { runDirectory: string; id: string; branch: number }): void;
+  /** A re-roll's branches stepped through in the replay debugger. */
+  replayBranch?(args: { runDirectory: string; id: string }): void;
 }
 
 /** Rows go to the webview in chunks, so the first screen renders before a 5,000-row step has travelled. */
@@ -123,6 +125,9 @@ export class TrajectoriesController {
         break;
       case 'showBranch':
         this.actions.showBranch?.({ runDirectory: this.source.dir, id: message.id, branch: message.branch });
+        break;
+      case 'replayBranch':
+        this.actions.replayBranch?.({ runDirectory: this.source.dir, id: message.id });
         break;
     }
   }

@@ -91,6 +91,7 @@ export class TrajectoriesPanel {
       followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow),
       reroll: (args: { runDirectory: string; step: number; index: number }) => void vscode.commands.executeCommand('rolloutStudio.rerollFromHere', args),
       showBranch: (args: { runDirectory: string; id: string; branch: number }) => void vscode.commands.executeCommand('rolloutStudio.showBranch', args),
+      replayBranch: (args: { runDirectory: string; id: string }) => void vscode.commands.executeCommand('rolloutStudio.replayBranch', args),
     };
     return new TrajectoriesController(this.lease.source, (message) => void this.panel.webview.postMessage(message), actions, step);
   }

@@ -117,6 +117,11 @@ export function registerReroll(context: vscode.ExtensionContext, log: vscode.Out
         void vscode.window.showErrorMessage(`Re-roll: ${(error as Error).message}`);
       }
     }),
+    vscode.commands.registerCommand('rolloutStudio.replayBranch', async (raw: unknown) => {
+      const args = ShowBranchArgs.parse(raw);
+      const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(args.runDirectory)) ?? vscode.workspace.workspaceFolders?.[0];
+      await vscode.debug.startDebugging(folder, { type: 'rollout', request: 'launch', name: `Re-roll ${args.id}`, runDirectory: args.runDirectory, branch: args.id, stopOnEntry: true });
+    }),
     vscode.commands.registerCommand('rolloutStudio.showBranch', async (raw: unknown) => {
       const args = ShowBranchArgs.parse(raw);
       const set = readBranchSets(args.runDirectory).find((b) => b.id === args.id);

@@ -11,6 +11,8 @@ export interface DetailActions {
   reroll?(step: number, index: number): void;
   /** A branch beside the original (a diff of transcripts). */
   showBranch?(id: string, branch: number): void;
+  /** A re-roll's branches in the replay debugger. */
+  replayBranch?(id: string): void;
   colourBy(by: TokenColouring): void;
   close(): void;
 }
@@ -81,6 +83,7 @@ function branchList(branches: readonly BranchSummary[], record: TrajectoryRecord
       h('span', { class: 'branch-reward' }, `total ${formatMetricValue(b.rewards.total)} (${delta >= 0 ? '+' : ''}${formatMetricValue(delta)}) · outcome ${formatMetricValue(b.rewards.outcome)} · process ${formatMetricValue(b.rewards.process)}`),
       h('span', { class: 'muted' }, ` · ${b.finishReason} · ${diverges} `),
       actions.showBranch ? button('Compare', () => actions.showBranch!(b.id, b.branch), 'secondary') : undefined,
+      actions.replayBranch && b.branch === 0 ? button('Replay', () => actions.replayBranch!(b.id), 'secondary') : undefined,
     );
   });
   return h('section', { class: 'branches', id: 'branches' }, h('h3', {}, `Branches (${branches.length})`), h('ul', { class: 'branch-list' }, ...rows));

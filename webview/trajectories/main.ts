@@ -144,6 +144,7 @@ function renderDetail(): void {
       openInDebugger: (step, index) => post({ type: 'openInDebugger', step, index }),
       reroll: (step, index) => post({ type: 'reroll', step, index }),
       showBranch: (id, branch) => post({ type: 'showBranch', id, branch }),
+      replayBranch: (id) => post({ type: 'replayBranch', id }),
       colourBy: (by) => {
         model.colourBy = by;
         renderDetail();

@@ -12,8 +12,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { ToolCallRecord, TrajectoryRecord } from '../../../trainer/shared/protocol';
-import { RunStoreReader, RunStoreWriter } from '../../../trainer/shared/runstore';
+import { PROTOCOL_VERSION, type ToolCallRecord, type TrajectoryRecord } from '../../../trainer/shared/protocol';
+import { RunStoreReader, RunStoreWriter, writeBranchSet } from '../../../trainer/shared/runstore';
 import { renderTranscript } from '../../../trainer/shared/transcript';
 import { serveAdapter, type AdapterServer } from '../../../extension/debugger/standalone';
 import { transcriptUri } from '../../../extension/debugger/transcriptUri';
@@ -618,6 +618,51 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       await assert.rejects(launch({ step: 1, trajectory: 0 }, { config: 'train.config.ts' }), /startAt: a live training starts at its first step/);
     } finally {
       await dc2.stop();
+    }
+  });
+
+  it('says where a stopped thread stands (rolloutStopPoint), for Re-roll From Here', async () => {
+    const first = callsInBatchOrder(1).find((c) => c.call.name === 'search')!;
+    const { dc, stop } = await start({}, { functions: [{ name: 'search' }] });
+    try {
+      const body = (await dc.customRequest('rolloutStopPoint', { threadId: stop.body.threadId })).body;
+      assert.deepEqual(body, { mode: 'replay', runDirectory: runDir, step: 1, index: first.trajectory.index, phase: 'call', turn: first.turn, call: first.call.index });
+      const next = await resume(dc, 'next', stop.body.threadId!);
+      const after = (await dc.customRequest('rolloutStopPoint', {})).body;
+      assert.equal(after.phase === 'turn' || after.phase === 'end', true, `after next: ${JSON.stringify(after)}`);
+      assert.equal(next.body.threadId, stop.body.threadId);
+    } finally {
+      await dc.stop();
+    }
+  });
+
+  it('replays a re-roll’s branches as the threads of the parent’s step, with transcripts of their own', async () => {
+    const parent = reader.trajectories(2).records[1];
+    const branches = [0, 1].map((k) => ({ trajectory: { ...buildTrajectory(2, k, 2, () => 0.25 + k / 4), rowId: parent.rowId }, firstDivergence: 10 }));
+    writeBranchSet(runDir, {
+      protocol: PROTOCOL_VERSION,
+      id: 'train-2-1-t0s-test',
+      createdAt: '2026-12-05T00:00:00Z',
+      parent: { set: 'train', step: 2, index: parent.index, rowId: parent.rowId },
+      cut: { turn: 0, at: 'start', tokenIndex: parent.lengths.prompt },
+      edits: [],
+      checkpoint: { spec: 'best', path: 'x' },
+      sampling: { temperature: 1, topK: 0, topP: 1, seed: 0, followsParent: false },
+      tools: { source: 'live' },
+      branches,
+    });
+    const { dc, stop } = await start({ branch: 'train-2-1-t0s-test', stopOnEntry: true });
+    try {
+      assert.equal(stop.body.reason, 'entry');
+      const threads = (await dc.threadsRequest()).body.threads;
+      assert.deepEqual(threads.map((t) => /^#(\d+) /.exec(t.name)![1]), ['0', '1'], 'one thread per branch');
+      const frame = await topFrame(dc, stop.body.threadId!);
+      const address = path.join(runDir, 'branches', 'train-2-1-t0s-test');
+      assert.equal(frame.source?.path, transcriptUri({ runDirectory: address, step: 2, index: 0 }), 'a transcript URI of the branch set, not the run’s trajectory #0');
+      const text = (await dc.customRequest('rolloutTranscript', { runDirectory: address, step: 2, index: 1 })).body.text;
+      assert.equal(text, renderTranscript(branches[1].trajectory).text);
+    } finally {
+      await dc.stop();
     }
   });
 

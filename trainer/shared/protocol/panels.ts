@@ -183,6 +183,7 @@ export const TrajectoriesToHost = z.discriminatedUnion('type', [
   /** "Re-roll…" on a training trajectory's detail, and a branch's "Compare" (the original and the branch side by side). */
   z.object({ type: z.literal('reroll'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
   z.object({ type: z.literal('showBranch'), id: z.string(), branch: z.number().int().nonnegative() }),
+  z.object({ type: z.literal('replayBranch'), id: z.string() }),
   /** Follow the newest run (showing it now), or stay on this one. */
   z.object({ type: z.literal('followNewestRun'), follow: z.boolean() }),
 ]);
