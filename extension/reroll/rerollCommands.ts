@@ -142,7 +142,7 @@ async function rerollTarget(raw: unknown): Promise<Target | undefined> {
     const threadId = item && 'threadId' in item ? item.threadId : undefined;
     const stop = parseWith(StopPointBody, await session.customRequest(STOP_POINT_REQUEST, threadId !== undefined ? { threadId } : {}), 'the debug session’s stop point');
     if (stop.mode !== 'replay') throw new Error('re-rolls start from recorded steps: replay the run (Replay Run in Debugger) once this step is recorded');
-    where = stop;
+    where = { runDirectory: stop.runDirectory, step: stop.step, index: stop.index, point: { phase: stop.phase, turn: stop.turn, call: stop.call } };
   }
   const record = new RunStoreReader(where.runDirectory).trajectories(where.step).records.find((t) => t.index === where.index);
   if (!record) throw new Error(`step ${where.step} of ${where.runDirectory} has no recorded trajectory ${where.index}`);
