@@ -12,6 +12,7 @@ import { agentLoopOptions, evaluationSampling, providerFor, rolloutImagesFor } f
 import { rolloutMetrics } from './rolloutMetrics';
 import { downloadProgressReporter } from './modelSource';
 import { loadCheckpointModel } from './checkpointModel';
+import { evalCassette, type EvalCassette } from './runCassette';
 import { resolveModelPath } from '../models/hub/index';
 import type { TrainingEvent } from '../shared/protocol';
 import { scoreKey, taskMetric } from './taskMetric';
@@ -34,7 +35,7 @@ export interface CheckpointEvaluation {
 export async function evaluateCheckpoint(
   loaded: LoadedConfig,
   checkpoint: string,
-  options: { device?: ExecutionProviderName; data?: string; samples?: number; temperature?: number; log?: (line: string) => void; events?: (event: TrainingEvent) => void } = {},
+  options: { device?: ExecutionProviderName; data?: string; samples?: number; temperature?: number; log?: (line: string) => void; events?: (event: TrainingEvent) => void; toolCassette?: EvalCassette } = {},
 ): Promise<CheckpointEvaluation> {
   const c = loaded.config;
   const report = { ...(options.log ? { log: options.log } : {}), ...(options.events ? { events: options.events } : {}) };
@@ -55,7 +56,8 @@ export async function evaluateCheckpoint(
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
     // Images in rows and tool results, prepared as the training run prepares them (an error naming the row for a text-only model).
-    const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }), images: rolloutImagesFor(model, c), sampling: evaluationSampling(c, options.temperature) });
+    const cassette = evalCassette(options.toolCassette);
+    const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }), images: rolloutImagesFor(model, c), sampling: evaluationSampling(c, options.temperature), ...(cassette ? { toolInterceptor: cassette } : {}) });
     const rows = data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
     await loop.prepareRows(rows);
     loop.checkRows(rows);

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CASSETTE_FILE, CassetteEntry } from '../shared/protocol/recordedCalls';
-import { readJsonl } from '../shared/runstore/jsonl';
+import { appendJsonl, readJsonl } from '../shared/runstore/jsonl';
 import { CassettePlayer, ToolCassette, type CassetteMiss } from '../tools/cassette';
 import type { LoadedConfig } from './trainingConfig';
 
@@ -36,4 +36,27 @@ export function runCassette(loaded: LoadedConfig, overrides: CassetteOverrides =
     onMiss: overrides.onMiss ?? settings?.onMiss ?? 'error',
   });
   return { cassette, record };
+}
+
+/** `eval`'s recorded tool results: it has no run store, so the recording is a file of its own. */
+export interface EvalCassette {
+  /** A cassette file to write every call to (replaced if it exists). */
+  record?: string;
+  /** A run directory or cassette file to answer calls from. */
+  replay?: string;
+  onMiss?: CassetteMiss;
+}
+
+export function evalCassette(settings: EvalCassette | undefined): ToolCassette | undefined {
+  if (!settings || (settings.record === undefined && settings.replay === undefined)) return undefined;
+  const record = settings.record;
+  if (record !== undefined) fs.rmSync(record, { force: true });
+  const cassette = new ToolCassette({
+    ...(settings.replay !== undefined ? { player: readCassette(settings.replay) } : {}),
+    onMiss: settings.onMiss ?? 'error',
+    ...(record !== undefined ? { record: (entries) => appendJsonl(record, entries.map((e) => CassetteEntry.parse(e))) } : {}),
+  });
+  // Evaluation rows are one rollout: the calls' origin is (eval, 0, row position).
+  cassette.enter('eval', 0);
+  return cassette;
 }

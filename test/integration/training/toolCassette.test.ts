@@ -11,8 +11,13 @@ import { RunStoreReader } from '../../../trainer/shared/runstore';
 import { TrainingRun } from '../../../trainer/training/trainingRun';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { loadConfig } from '../../../trainer/usercode/loadConfig';
+import { evaluateCheckpoint } from '../../../trainer/training/evaluateCheckpoint';
+import { readJsonl } from '../../../trainer/shared/runstore';
+import { CassetteEntry } from '../../../trainer/shared/protocol';
 
 let fixture: TrainingFixture;
+/** The recorded run of the first test, for the evaluation tests. */
+let recordedRun: string;
 before(() => {
   fixture = createTrainingFixture();
 });
@@ -62,6 +67,7 @@ describe('a run replayed from its cassette', () => {
     const calls = recorded.steps().flatMap((s) => recorded.trajectories(s).records).flatMap((t) => t.turns.flatMap((turn) => turn.toolCalls ?? []));
     assert.equal(cassette.filter((e) => e.set === 'train').length, calls.filter((c) => c.error?.kind !== 'parse' && c.error?.kind !== 'invalid_arguments' && c.error?.kind !== 'unknown_tool').length, 'one entry per call that reached its tool');
 
+    recordedRun = recordedDir;
     const replayedDir = path.join(fixture.dir, 'runs', 'replayed');
     const replayConfig = withDisabledTools(fixture.writeConfig('replay.config.ts', { ...SETTINGS, toolCassette: `{ replay: 'runs/recorded' }` }));
     const replayed = await train(replayConfig, replayedDir);
@@ -74,5 +80,23 @@ describe('a run replayed from its cassette', () => {
       replayed.steps().flatMap((s) => replayed.trajectories(s).records).every((t) => t.turns.every((turn) => (turn.toolCalls ?? []).every((c) => !c.error || c.error.kind !== 'threw'))),
       'no call reached the disabled tools',
     );
+  });
+
+  it('eval records its calls to a cassette file and replays them with the tools disabled; a miss is an unrecorded error', async () => {
+    assert.ok(recordedRun, 'the recorded run of the first test');
+    const checkpoint = path.join(recordedRun, 'checkpoints', 'step-000002');
+    const cassette = path.join(fixture.dir, 'eval-cassette.jsonl');
+    const live = await evaluateCheckpoint(await loadConfig(fixture.writeConfig('eval-live.config.ts', SETTINGS)), checkpoint, { samples: 3, toolCassette: { record: cassette } });
+    const entries = readJsonl(cassette, CassetteEntry).records;
+    assert.ok(entries.length > 0 && entries.every((e) => e.set === 'eval' && e.tool === 'search'), `${entries.length} recorded calls`);
+    const disabled = await loadConfig(withDisabledTools(fixture.writeConfig('eval-disabled.config.ts', SETTINGS)));
+    const replayed = await evaluateCheckpoint(disabled, checkpoint, { samples: 3, toolCassette: { replay: cassette } });
+    assert.deepEqual(replayed.metrics, { ...replayed.metrics, ...Object.fromEntries(Object.entries(live.metrics).filter(([k]) => !/^(time|throughput)\//.test(k))) });
+    assert.equal(replayed.metrics['tools/error_rate'], live.metrics['tools/error_rate']);
+    // The same calls against a cassette of other calls: each is an `unrecorded` error, and no tool runs.
+    const other = path.join(fixture.dir, 'other-cassette.jsonl');
+    fs.writeFileSync(other, entries.map((e) => JSON.stringify({ ...e, arguments: { query: `not ${JSON.stringify(e.arguments)}` } })).join('\n') + '\n');
+    const missed = await evaluateCheckpoint(disabled, checkpoint, { samples: 3, toolCassette: { replay: other } });
+    assert.equal(missed.metrics['tools/error_rate'], 1, 'every call missed the cassette');
   });
 });

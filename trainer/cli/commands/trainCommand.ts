@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainerMessage, type TrainingEvent } from '../../shared/protocol';
 import { RunControl } from '../../training/runControl';
@@ -135,17 +136,33 @@ Rolls out the evaluation rows with a checkpoint and scores them with the config'
   --samples N        evaluate the first N rows
   --temperature T    sampling temperature (default: the config's evaluation.temperature, 0 = greedy)
   --device NAME      cpu, webgpu, cuda or auto
+  --record-tools FILE  record every tool call and its result in FILE (a cassette)
+  --replay-tools SRC   answer tool calls from a cassette (a file, or a run directory's)
+  --on-miss MODE     a call the recording lacks: error (an observation, default) or live
   --json             print the result as JSON`;
 
 export async function evalCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { checkpoint: { type: 'string' }, data: { type: 'string' }, samples: { type: 'string' }, temperature: { type: 'string' }, device: { type: 'string' }, json: { type: 'boolean', default: false } },
+    options: {
+      checkpoint: { type: 'string' },
+      data: { type: 'string' },
+      samples: { type: 'string' },
+      temperature: { type: 'string' },
+      device: { type: 'string' },
+      'record-tools': { type: 'string' },
+      'replay-tools': { type: 'string' },
+      'on-miss': { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
     strict: true,
   });
   if (positionals.length !== 1) throw new UsageError('expected exactly one config file');
   if (!values.checkpoint) throw new UsageError('--checkpoint DIR is required');
+  const onMiss = values['on-miss'];
+  if (onMiss !== undefined && onMiss !== 'error' && onMiss !== 'live') throw new UsageError(`--on-miss: expected error or live, got "${onMiss}"`);
+  const miss: 'error' | 'live' | undefined = onMiss;
   const loaded = await loadConfig(positionals[0]);
   const samples = values.samples === undefined ? undefined : Number(values.samples);
   const temperature = values.temperature === undefined ? undefined : Number(values.temperature);
@@ -162,6 +179,11 @@ export async function evalCommand(argv: string[]): Promise<number> {
     ...(values.data ? { data: values.data } : {}),
     ...(samples !== undefined ? { samples } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
+    toolCassette: {
+      ...(values['record-tools'] !== undefined ? { record: path.resolve(values['record-tools']) } : {}),
+      ...(values['replay-tools'] !== undefined ? { replay: path.resolve(values['replay-tools']) } : {}),
+      ...(miss !== undefined ? { onMiss: miss } : {}),
+    },
   });
   progress.clear();
   if (values.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
