@@ -13,7 +13,7 @@ export function describeCut(set: BranchSet): string {
 
 export function describeEdits(set: BranchSet): string {
   if (!set.edits.length) return 'no edit';
-  return set.edits.map((e) => (e.kind === 'result' ? `call ${e.call}'s result edited` : `call ${e.call}'s arguments edited`)).join(', ');
+  return set.edits.map((e) => (e.kind === 'result' ? `call ${e.call}'s result edited` : e.kind === 'arguments' ? `call ${e.call}'s arguments edited` : `${e.role} message inserted`)).join(', ');
 }
 
 export function renderBranchTranscript(set: BranchSet, branch: number): string {

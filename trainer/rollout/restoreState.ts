@@ -43,6 +43,12 @@ export interface RestoreOptions {
   priorResult?: (turn: number, call: number) => ToolResult | undefined;
   /** At a `call` cut: arguments that replace what the policy wrote, by call index (the tokens stay the policy's). */
   arguments?: ReadonlyMap<number, unknown>;
+  /**
+   * At a `start` cut: messages inserted before the turn — after the previous turn's tool results
+   * (the tool turn re-rendered by the template's append path with them), or after the prompt's
+   * messages (the prompt rendered with them).
+   */
+  insert?: readonly ChatMessage[];
 }
 
 export class RestoreError extends Error {
@@ -74,7 +80,10 @@ export function restoreState<Row extends DatasetRow>(record: TrajectoryRecord, r
   if (differs >= 0) {
     throw new RestoreError(`${where}: row ${row.id} renders to a different prompt now (first difference at token ${differs} of ${promptLength}); the dataset row, system prompt, tools or chat template changed since the run`);
   }
-  const state = new TrajectoryState(index, { row, group: record.group, sample: record.sample }, prompt);
+  const insert = options.insert ?? [];
+  if (insert.length && cut.at !== 'start') throw new RestoreError(`${where}: messages are inserted at the start of a turn, not before a call's results`);
+  const inserted = insert.length && cut.turn === 0 ? context.loop.renderPrompt({ ...row, messages: [...row.messages, ...insert] }) : prompt;
+  const state = new TrajectoryState(index, { row, group: record.group, sample: record.sample }, inserted);
   const arrays = { ids, mask: Array.from(decodeUint8(record.tokens.mask)), logprobs: Array.from(decodeFloat32(record.tokens.logprobs)), entropies: record.tokens.entropies ? Array.from(decodeFloat32(record.tokens.entropies)) : ids.map(() => 0) };
   const turns = generatedTurns(record);
   cutTokenIndex(record, cut);
@@ -85,7 +94,7 @@ export function restoreState<Row extends DatasetRow>(record: TrajectoryRecord, r
       state.calls = pendingCalls(state, turn, context, options.arguments, where);
       break;
     }
-    appendRecordedResults(state, record, arrays, turns[g], turns[g + 1], turn, context, options, where);
+    appendRecordedResults(state, record, arrays, turns[g], turns[g + 1], turn, context, { ...options, insert: g === cut.turn - 1 ? insert : [] }, where);
   }
   state.pending = [...state.trajectory.ids];
   state.pendingImages = [];
@@ -174,13 +183,15 @@ function appendRecordedResults<Row extends DatasetRow>(
   const toolMessages: ChatMessage[] = turn.calls.map((call) => ({ role: 'tool', content: call.observation, ...(call.name !== undefined ? { name: call.name } : {}) }));
   const recordedIds = arrays.ids.slice(recorded.tokenEnd, next.tokenStart);
   const { template } = context;
+  const insert = options.insert ?? [];
   const closing = t.ids[t.ids.length - 1] === template.endOfTurnId ? [] : [template.endOfTurnId];
-  const appended = template.appendTokens({ messages: t.messages, ids: [...t.ids, ...closing] }, toolMessages, { tools: context.loop.toolSpecs(), kwargs: context.templateKwargs, onHistoryRewrite: 'keep-tokens' });
+  const appended = template.appendTokens({ messages: t.messages, ids: [...t.ids, ...closing] }, [...toolMessages, ...insert], { tools: context.loop.toolSpecs(), kwargs: context.templateKwargs, onHistoryRewrite: 'keep-tokens' });
   const expected = [...closing, ...appended.ids];
   const at = expected.length !== recordedIds.length ? Math.min(expected.length, recordedIds.length) : expected.findIndex((id, i) => id !== recordedIds[i]);
-  if (at >= 0) throw new RestoreError(`${where}: the tool results after turn ${g} re-render differently from the recorded tokens (first difference at token ${recorded.tokenEnd + at}); the chat template or the tools changed since the run (record ${record.rowId})`);
+  // With inserted messages the tool turn is re-rendered (the edit); without, it must be what was recorded.
+  if (at >= 0 && !insert.length) throw new RestoreError(`${where}: the tool results after turn ${g} re-render differently from the recorded tokens (first difference at token ${recorded.tokenEnd + at}); the chat template or the tools changed since the run (record ${record.rowId})`);
   const start = t.ids.length;
-  state.appendContext(recordedIds);
-  t.messages.push(...toolMessages);
+  state.appendContext(insert.length ? expected : recordedIds);
+  t.messages.push(...toolMessages, ...insert);
   t.turns.push({ index: t.turns.length, role: 'tool', tokenStart: start, tokenEnd: t.ids.length });
 }

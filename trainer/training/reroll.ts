@@ -135,12 +135,16 @@ function branchId(request: RerollRequest): string {
   return `${request.set}-${request.step}-${request.index}-t${request.cut.turn}${request.cut.at === 'call' ? 'c' : 's'}-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
-/** Edits need a cut before the calls' results, and name calls of that turn. */
+/** Edits of a call need a cut before the calls' results and name calls of that turn; inserted messages need a cut at a turn's start. */
 function checkEdits(parent: TrajectoryRecord, request: RerollRequest): void {
-  if (!request.edits?.length) return;
-  if (request.cut.at !== 'call') throw new RerollError(`edits of a call's result or arguments need a cut before the calls' results (at: call), not at the start of turn ${request.cut.turn}`);
+  const edits = request.edits ?? [];
   const calls = generatedTurns(parent)[request.cut.turn].toolCalls ?? [];
-  for (const edit of request.edits) {
+  for (const edit of edits) {
+    if (edit.kind === 'message') {
+      if (request.cut.at !== 'start') throw new RerollError(`an inserted message goes at the start of a turn (at: start), not before the results of turn ${request.cut.turn}'s calls`);
+      continue;
+    }
+    if (request.cut.at !== 'call') throw new RerollError(`edits of a call's result or arguments need a cut before the calls' results (at: call), not at the start of turn ${request.cut.turn}`);
     if (edit.call >= calls.length) throw new RerollError(`turn ${request.cut.turn} of trajectory ${parent.index} has ${calls.length} call(s); there is no call ${edit.call} to edit`);
   }
 }
@@ -167,12 +171,13 @@ async function rollBranches(loaded: LoadedConfig, request: RerollRequest, parts:
   const sampling = { ...(request.set === 'train' ? { ...rolloutSampling(c) } : evaluationSampling(c)), ...(request.temperature !== undefined ? { temperature: request.temperature } : {}) };
   const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(parts.model), template, tools }), sampling, toolInterceptor: edited });
   const context = { loop, template, ...(c.rollout.templateKwargs ? { templateKwargs: c.rollout.templateKwargs } : {}) };
+  const insertedMessages = (request.edits ?? []).flatMap((e) => (e.kind === 'message' ? [{ role: e.role, content: e.content }] : []));
   const argumentEdits = new Map((request.edits ?? []).flatMap((e) => (e.kind === 'arguments' ? [[e.call, e.arguments] as const] : [])));
   const states = Array.from({ length: samples }, (_, k) =>
-    restoreState(parent, parts.row, request.cut, k, context, { priorResult: priorResults(player, k, origin, parent, request.cut), arguments: argumentEdits }),
+    restoreState(parent, parts.row, request.cut, k, context, { priorResult: priorResults(player, k, origin, parent, request.cut), arguments: argumentEdits, insert: insertedMessages }),
   );
   const seed = request.seed ?? parentSeed(loaded, request.set, request.step);
-  const follow = seed === parentSeed(loaded, request.set, request.step) ? parentDraws(parts.batch, parent, request, c.rollout.budget, seed) : undefined;
+  const follow = seed === parentSeed(loaded, request.set, request.step) && oneRollout(loaded, request, parts.batch) ? parentDraws(parts.batch, parent, request, c.rollout.budget, seed) : undefined;
   if (!follow) request.log?.(`branch 0 samples with fresh numbers${seed === parentSeed(loaded, request.set, request.step) ? " (its parent's could not be worked out)" : ' (another seed than the parent’s)'}`);
   const uniforms = new RerollUniforms([follow], Array.from({ length: samples }, (_, k) => seedFor(seed, k, 23)));
   const trajectories = await loop.continueFrom(states, { seed, uniforms });
@@ -189,6 +194,23 @@ async function rollBranches(loaded: LoadedConfig, request: RerollRequest, parts:
 
 function toolSource(request: RerollRequest): 'live' | 'cassette' {
   return request.tools ?? (new RunStoreReader(request.runDir).cassette().records.length > 0 ? 'cassette' : 'live');
+}
+
+/**
+ * Was the parent's batch one rollout of the loop (one session, one seed)? A training step with
+ * dynamic sampling rolls out in rounds, each with its own seed, and drops groups: its draws
+ * cannot be worked out from the records.
+ */
+function oneRollout(loaded: LoadedConfig, request: RerollRequest, batch: readonly TrajectoryRecord[]): boolean {
+  if (request.set === 'eval') return true;
+  const c = loaded.config;
+  const dynamic = (c.algorithm as { dynamicSampling?: { enabled?: boolean } }).dynamicSampling?.enabled === true;
+  const expected = c.rollout.promptsPerStep * c.algorithm.groupSize;
+  if (dynamic || batch.length !== expected) {
+    request.log?.(`step ${request.step} was not one rollout of ${expected} trajectories (${dynamic ? 'dynamic sampling' : `${batch.length} recorded`})`);
+    return false;
+  }
+  return true;
 }
 
 /** The parent's random numbers from the cut on, or undefined when its batch's draws cannot be worked out. */

@@ -72,7 +72,7 @@ export function trajectoryDetail(record: TrajectoryRecord, colourBy: TokenColour
 function branchList(branches: readonly BranchSummary[], record: TrajectoryRecord, actions: DetailActions): HTMLElement {
   const rows = branches.map((b) => {
     const from = b.cut.at === 'call' ? `before turn ${b.cut.turn}'s results` : `turn ${b.cut.turn}`;
-    const edits = b.edits.length ? b.edits.map((e) => (e.kind === 'result' ? `result of call ${e.call} edited` : `arguments of call ${e.call} edited`)).join(', ') : 'no edit';
+    const edits = b.edits.length ? b.edits.map((e) => (e.kind === 'result' ? `result of call ${e.call} edited` : e.kind === 'arguments' ? `arguments of call ${e.call} edited` : `${e.role} message inserted`)).join(', ') : 'no edit';
     const diverges = b.firstDivergence === null ? 'identical' : `diverges at token ${b.firstDivergence}`;
     const delta = b.rewards.total - record.rewards.total;
     return h(

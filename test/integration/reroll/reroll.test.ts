@@ -125,6 +125,25 @@ describe('re-roll from a point', () => {
     assert.equal(fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8'), metricsBefore, 'and its metrics');
   });
 
+  it('an inserted message is rendered by the template’s append path after the kept tokens: after a turn’s results, or after the prompt', async () => {
+    const parent = callers().find((t) => generatedTurns(t).length >= 2)!;
+    assert.ok(parent, 'a trajectory that went on after its tool results');
+    const turns = generatedTurns(parent);
+    const hint = 'Hint: the answer is a city.';
+    const later = await reroll(loaded, request(parent, { cut: { turn: 1, at: 'start' }, edits: [{ kind: 'message', role: 'user', content: hint }] }));
+    const branch = later.branches.branches[0].trajectory;
+    // Everything up to the end of turn 0 is the parent's; the tool turn after it now carries the hint, then the generation prompt.
+    assert.deepEqual(ids(branch).slice(0, turns[0].tokenEnd), ids(parent).slice(0, turns[0].tokenEnd));
+    const toolTurn = branch.turns.find((t) => t.role === 'tool' && t.tokenStart >= turns[0].tokenEnd)!;
+    assert.ok(toolTurn.text.includes(hint) && toolTurn.text.includes(parent.turns.find((t) => t.role === 'tool' && t.tokenStart >= turns[0].tokenEnd)!.text.split('\n')[1]), toolTurn.text);
+    assert.ok(toolTurn.text.indexOf(hint) > toolTurn.text.indexOf('tool_response'), 'the hint follows the tool results');
+    assert.equal(later.branches.edits[0].kind, 'message');
+    const first = await reroll(loaded, request(parent, { cut: { turn: 0, at: 'start' }, edits: [{ kind: 'message', role: 'user', content: hint }] }));
+    const promptTurns = first.branches.branches[0].trajectory.turns.filter((t) => t.role === 'user');
+    assert.match(promptTurns.at(-1)!.text, /Hint: the answer is a city\./, 'the prompt rendered with the message after its own');
+    await assert.rejects(reroll(loaded, request(parent, { cut: { turn: 0, at: 'call' }, edits: [{ kind: 'message', role: 'user', content: hint }] })), /an inserted message goes at the start of a turn/);
+  });
+
   it('the CLI prints the branches’ transcripts and rewards, or the branch set as JSON', async () => {
     const parent = callers()[0];
     const turn = generatedTurns(parent).findIndex((t) => (t.toolCalls?.length ?? 0) > 0);

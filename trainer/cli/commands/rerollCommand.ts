@@ -21,6 +21,8 @@ under branches/ (never training data). Prints the branches' transcripts and rewa
   --edit-result FILE  replace the result of a call of turn K with FILE's text (implies --at call)
   --call I            which call --edit-result/--edit-arguments replace (default 0)
   --edit-arguments JSON  run call I with these arguments instead (implies --at call)
+  --insert-user TEXT  insert a user message before turn K (at start; after turn K-1's results)
+  --insert-assistant TEXT  insert an assistant message there instead
   --checkpoint C      step-N, best, warm-start, or a model folder (default: the parent's weights)
   -n N                branches to generate (default 1)
   --temperature T     sampling temperature (default: the run's)
@@ -44,9 +46,11 @@ function oneOf<T extends string>(value: string | undefined, flag: string, allowe
   return value as T;
 }
 
-function edits(values: { 'edit-result'?: string; 'edit-arguments'?: string; call?: string }): NonNullable<RerollRequest['edits']> {
+function edits(values: { 'edit-result'?: string; 'edit-arguments'?: string; call?: string; 'insert-user'?: string; 'insert-assistant'?: string }): NonNullable<RerollRequest['edits']> {
   const call = integer(values.call, '--call') ?? 0;
   const list: NonNullable<RerollRequest['edits']> = [];
+  if (values['insert-user'] !== undefined) list.push({ kind: 'message', role: 'user', content: values['insert-user'] });
+  if (values['insert-assistant'] !== undefined) list.push({ kind: 'message', role: 'assistant', content: values['insert-assistant'] });
   if (values['edit-result'] !== undefined) {
     if (!fs.existsSync(values['edit-result'])) throw new UsageError(`--edit-result: ${values['edit-result']} does not exist`);
     list.push({ kind: 'result', call, text: fs.readFileSync(values['edit-result'], 'utf8') });
@@ -76,6 +80,8 @@ export async function rerollCommand(argv: string[]): Promise<number> {
       at: { type: 'string' },
       'edit-result': { type: 'string' },
       'edit-arguments': { type: 'string' },
+      'insert-user': { type: 'string' },
+      'insert-assistant': { type: 'string' },
       call: { type: 'string' },
       checkpoint: { type: 'string' },
       n: { type: 'string', short: 'n' },
@@ -93,8 +99,10 @@ export async function rerollCommand(argv: string[]): Promise<number> {
   const runDir = path.resolve(positionals[0]);
   for (const flag of ['step', 'trajectory', 'turn'] as const) if (values[flag] === undefined) throw new UsageError(`--${flag} is required`);
   const edited = edits(values);
-  const at = oneOf(values.at, '--at', ['start', 'call'] as const) ?? (edited.length ? 'call' : 'start');
-  if (edited.length && at !== 'call') throw new UsageError('--edit-result and --edit-arguments replace what happens before the calls\' results: they need --at call');
+  const callEdits = edited.some((e) => e.kind !== 'message');
+  const at = oneOf(values.at, '--at', ['start', 'call'] as const) ?? (callEdits ? 'call' : 'start');
+  if (callEdits && at !== 'call') throw new UsageError('--edit-result and --edit-arguments replace what happens before the calls\' results: they need --at call');
+  if (edited.some((e) => e.kind === 'message') && at !== 'start') throw new UsageError('--insert-user and --insert-assistant insert a message at the start of a turn: they need --at start');
   const temperature = values.temperature === undefined ? undefined : Number(values.temperature);
   if (temperature !== undefined && !(temperature >= 0)) throw new UsageError(`--temperature: expected a number ≥ 0, got "${values.temperature}"`);
   const run = new RunStoreReader(runDir).run();

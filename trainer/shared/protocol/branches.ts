@@ -18,10 +18,16 @@ export const BranchCut = z.object({
 });
 export type BranchCut = z.infer<typeof BranchCut>;
 
-/** What was changed at the cut (`call` cuts): a call's result text, or the arguments a call runs with (the policy's tokens stay as written). */
+/**
+ * What was changed at the cut. At a `call` cut: a call's result text, or the arguments a call
+ * runs with (the policy's tokens stay as written). At a `start` cut: a user or assistant message
+ * inserted before the turn (after the previous turn's tool results, or after the prompt), the
+ * template text from there re-rendered by the chat template's append path.
+ */
 export const BranchEdit = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('result'), call: z.number().int().nonnegative(), text: z.string() }),
   z.object({ kind: z.literal('arguments'), call: z.number().int().nonnegative(), arguments: z.record(z.string(), z.unknown()) }),
+  z.object({ kind: z.literal('message'), role: z.enum(['user', 'assistant']), content: z.string() }),
 ]);
 export type BranchEdit = z.infer<typeof BranchEdit>;
 
