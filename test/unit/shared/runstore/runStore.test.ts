@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { decodeFloat32, decodeInt32, decodeUint8, encodeFloat32, encodeInt32, encodeUint8, PROTOCOL_VERSION, type RunRecord, type TrajectoryRecord } from '../../../../trainer/shared/protocol';
 import { listRuns, RunStoreReader, RunStoreWriter } from '../../../../trainer/shared/runstore';
+import { dropRecordsAfterStep } from '../../../../trainer/shared/runstore/writer';
 
 function tmpDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'runstore-test-'));
@@ -88,6 +89,22 @@ describe('run store', () => {
     assert.ok(fs.existsSync(path.join(dir, 'evals', 'step-000000.jsonl')));
     assert.throws(() => writer.writeEvaluation(2, [{ ...trajectory(2, 0), finishReason: 'bored' as never }]), /evaluation trajectory 0 of step 2: finishReason/);
     assert.deepEqual(reader.evaluations(), [0, 1], 'nothing written for a record that does not validate');
+  });
+
+  it('keeps recorded tool calls in cassette.jsonl, validated, and a resume cuts them back with the rest', () => {
+    const dir = path.join(tmpDir(), 'run-c');
+    const writer = RunStoreWriter.create(dir, runRecord('run-c'));
+    const entry = (set: 'train' | 'eval', step: number) => ({ set, step, trajectory: 0, turn: 0, call: 0, tool: 'search', arguments: { query: `q${step}` }, result: { content: [{ type: 'text' as const, text: 'r' }] }, latencyMs: 1, logs: [] });
+    writer.appendCassette([entry('eval', 0), entry('train', 1), entry('train', 2)]);
+    writer.appendCassette([entry('eval', 2), entry('train', 3)]);
+    assert.throws(() => writer.appendCassette([{ ...entry('train', 4), tool: '' }]), /recorded  call of train step 4, trajectory 0: tool: /);
+    writer.close();
+    const reader = new RunStoreReader(dir);
+    assert.deepEqual(reader.cassette().records.map((e) => `${e.set}${e.step}`), ['eval0', 'train1', 'train2', 'eval2', 'train3']);
+    // Resuming from step 2's checkpoint: step 3 and the evaluation after step 2 are recorded again.
+    dropRecordsAfterStep(dir, 2);
+    assert.deepEqual(reader.cassette().records.map((e) => `${e.set}${e.step}`), ['eval0', 'train1', 'train2']);
+    assert.deepEqual(new RunStoreReader(path.join(tmpDir(), 'none')).cassette().records, [], 'a run without a cassette has no recorded calls');
   });
 
   it('drops a torn last line (a crash mid-write) and reports it', () => {
