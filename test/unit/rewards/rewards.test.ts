@@ -272,7 +272,7 @@ describe('process rewards: normalisation that never amplifies, validation, the a
     const refused = async (config: RewardConfig, message: RegExp) => assert.rejects(scoreTrajectories([t], config, tools), (error: unknown) => error instanceof RewardError && message.test(error.message));
     await refused({ outcome: [], errorPenalty: -0.1 }, /^rewards\.errorPenalty: expected a finite number ≥ 0 \(it is subtracted from a failed call's reward: a negative penalty would reward failing\), got -0\.1$/);
     await refused({ outcome: [], errorPenalty: { timeout: -1 } }, /^rewards\.errorPenalty\.timeout: expected a finite number ≥ 0/);
-    await refused({ outcome: [], errorPenalty: { crashed: 1 } as never }, /^rewards\.errorPenalty\.crashed: not an error kind; expected one of parse, unknown_tool, invalid_arguments, threw, timeout$/);
+    await refused({ outcome: [], errorPenalty: { crashed: 1 } as never }, /^rewards\.errorPenalty\.crashed: not an error kind; expected one of parse, unknown_tool, invalid_arguments, threw, timeout, unrecorded$/);
     await refused({ outcome: [exactMatch({ weight: -2 })] }, /^rewards\.outcome\[0\] \("exact_match"\)\.weight: expected a finite number ≥ 0 \(a weight scales the score; make the score negative for a penalty\), got -2$/);
     await refused({ outcome: [], process: [{ name: 'p', weight: Number.NaN, score: () => 1 }] }, /^rewards\.process\[0\] \("p"\)\.weight: expected a finite number ≥ 0/);
     await refused({ outcome: [], toolRewards: { weight: -0.1 } }, /^rewards\.toolRewards\.weight: expected a finite number ≥ 0/);
