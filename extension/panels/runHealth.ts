@@ -10,6 +10,7 @@ import type { HealthWarning, MetricsRecord } from '../../trainer/shared/protocol
 const SHORT_NAMES: Record<string, string> = {
   zero_signal: 'no learning signal',
   collapse: 'collapse',
+  collapse_risk: 'collapse risk',
   tool_errors: 'tool-call errors',
   entropy_collapse: 'entropy collapse',
   entropy_explosion: 'entropy rising',

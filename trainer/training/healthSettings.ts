@@ -31,6 +31,8 @@ export const HealthSettings = z.strictObject({
    */
   scoreDrop: z.number().default(0.3),
   toolErrorRise: z.number().default(0.3),
+  /** Steps in a row that must look so before it is a collapse (fewer: a `collapse_risk` warning). */
+  collapseSteps: z.number().int().min(1).default(2),
   /**
    * A held-out evaluation below the best: a warning when it falls by `heldOutDrop` of the best
    * (at least `heldOutMin` absolute, the noise of a 100-row evaluation), a collapse when by
