@@ -43,7 +43,13 @@ const byGroup = (records: readonly TrajectoryRecord[]) => {
 
 describe('dynamic sampling in a training run', () => {
   it('a step whose groups all have equal rewards rolls out extra rounds, records the dropped groups, and trains on the first round', async () => {
-    const config = fixture.writeConfig('flat.config.ts', { ...base, steps: '1', rewards: rewardsWith('() => 0'), algorithm: "{ name: 'grpo', groupSize: 2, dynamicSampling: { enabled: true, maxRounds: 3 } }" });
+    const config = fixture.writeConfig('flat.config.ts', {
+      ...base,
+      steps: '1',
+      rewards: rewardsWith('() => 0'),
+      algorithm: "{ name: 'grpo', groupSize: 2, epochs: 2, miniBatches: 2, dynamicSampling: { enabled: true, maxRounds: 3 } }",
+      optimization: '{ lr: 1e-3, warmupSteps: 8, microBatchSize: 8 }',
+    });
     const runDir = path.join(fixture.dir, 'runs', 'flat');
     const result = await train(config, { runDir });
     assert.equal(result.run.status, 'finished');
@@ -52,6 +58,8 @@ describe('dynamic sampling in a training run', () => {
     assert.equal(metrics['rollout/rounds'], 3, 'no group ever had signal: every round was rolled out');
     assert.equal(metrics['rollout/groups'], 9, 'a whole round each time: no share with signal to go by');
     assert.equal(metrics['health/dropped_groups'], 6 / 9, 'the extra rounds are dropped; the first is trained on');
+    // The warm-up counts optimizer steps: the step's last of 2 epochs × 2 mini-batches is the 4th of 8.
+    assert.equal(metrics['lr'], (1e-3 * 4) / 8);
     const records = reader.trajectories(1).records;
     assert.deepEqual(records.map((r) => r.index), Array.from({ length: 18 }, (_, i) => i), 'numbered across rounds');
     assert.deepEqual(records.map((r) => r.group), Array.from({ length: 18 }, (_, i) => Math.floor(i / 2)));
