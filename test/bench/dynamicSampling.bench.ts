@@ -5,7 +5,9 @@
  * RESULT line per run: held-out score before → after, RL wall time, and the mean share of groups
  * dynamic sampling dropped and rounds it took.
  *
- *   npx tsx test/bench/dynamicSampling.bench.ts [--tasks calculator,multihop-search] [--steps 12] [--out DIR]
+ *   npx tsx test/bench/dynamicSampling.bench.ts [--tasks calculator,multihop-search] [--steps 12] [--sft-epochs N] [--eval-samples N] [--out DIR]
+ *
+ * --sft-epochs and --eval-samples shorten the warm start and the evaluations (default: the config's).
  *
  * A modest check on a shared CPU (one seed, short runs), not the defaults' final measurement.
  */
@@ -35,8 +37,17 @@ async function run(task: string, runDir: string, edit: (config: Awaited<ReturnTy
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { tasks: { type: 'string', default: 'calculator,multihop-search' }, steps: { type: 'string', default: '12' }, out: { type: 'string' } } });
-  const steps = Number(values.steps);
+  const { values } = parseArgs({
+    options: { tasks: { type: 'string', default: 'calculator,multihop-search' }, steps: { type: 'string', default: '12' }, 'sft-epochs': { type: 'string' }, 'eval-samples': { type: 'string' }, out: { type: 'string' } },
+  });
+  const positive = (name: string, value: string | undefined) => {
+    if (value === undefined) return undefined;
+    if (!/^[1-9]\d*$/.test(value)) throw new Error(`--${name}: expected a positive whole number, got ${JSON.stringify(value)}`);
+    return Number(value);
+  };
+  const sftEpochs = positive('sft-epochs', values['sft-epochs']);
+  const evalSamples = positive('eval-samples', values['eval-samples']);
+  const steps = positive('steps', values.steps)!;
   const out = values.out ?? fs.mkdtempSync(path.join(os.tmpdir(), 'dynamic-sampling-bench-'));
   for (const task of values.tasks!.split(',')) {
     if (!(task in TASKS)) throw new Error(`--tasks: unknown task ${task}; expected ${Object.keys(TASKS).join(', ')}`);
@@ -44,6 +55,7 @@ async function main(): Promise<void> {
     // The warm start once: one RL step after it (the run keeps its step-0 checkpoint, a full model folder).
     const warm = path.join(out, `${task}-warm`);
     await run(task, warm, (c) => {
+      if (sftEpochs !== undefined && c.sft) c.sft.epochs = sftEpochs;
       c.steps = 1;
       c.evaluation.samples = 1;
     });
@@ -54,6 +66,7 @@ async function main(): Promise<void> {
         c.model.path = warmModel;
         c.sft = undefined;
         c.steps = steps;
+        if (evalSamples !== undefined) c.evaluation.samples = evalSamples;
         c.algorithm.dynamicSampling = { enabled, maxRounds: 3 };
       });
       const train = new RunStoreReader(dir).metrics().records.filter((m) => m.kind === 'train');
