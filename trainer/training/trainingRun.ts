@@ -3,6 +3,7 @@ import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
 import { liveRunLock, RunLockedError } from '../shared/runstore/runLock';
 import type { RunStoreWriter } from '../shared/runstore/writer';
+import { StorageError, withoutResumeAdvice } from '../shared/runstore/storageError';
 import { providerFor } from './configOptions';
 import { BEST_CHECKPOINT, describeBest, keepBest } from './bestCheckpoint';
 import { carryOut } from './collapseResponse';
@@ -94,7 +95,9 @@ export class TrainingRun {
       const result = await this.trainSteps(parts, position, learners, opened.startStep);
       this.report.log(`run ${position.writer.record.status} after step ${position.writer.record.lastStep ?? 0} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${position.writer.dir}`);
       return result;
-    } catch (error) {
+    } catch (thrown) {
+      // Before the first checkpoint there is nothing to resume: a full disk's advice says so.
+      const error = thrown instanceof StorageError && position.writer.record.lastCheckpoint === undefined ? withoutResumeAdvice(thrown) : thrown;
       failRun(position.writer, error as Error, this.report);
       throw error;
     } finally {
