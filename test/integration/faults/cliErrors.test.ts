@@ -127,6 +127,15 @@ describe('the other commands end the process on their errors', { timeout: 600_00
     assertEndsWith(await cli(['run-tool', config, '--tool', 'nope']), /no tool named "nope"/);
   });
 
+  it('run-tool CONFIG --tool NAME finds the tool in the config (its default export\'s tools)', async () => {
+    const result = await cli(['run-tool', config, '--tool', 'search', '--args', '{"query": "William"}', '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const report = JSON.parse(result.stdout) as { tool: { name: string }; observation?: string; error?: unknown };
+    assert.equal(report.tool.name, 'search');
+    assert.equal(report.error, undefined);
+    assert.ok(report.observation && report.observation.length > 0, result.stdout);
+  });
+
   it('eval-reward on a file that is not there', async () => {
     assertEndsWith(await cli(['eval-reward', 'missing.ts', '--export', 'rewards']), /missing\.ts: file not found/);
   });
