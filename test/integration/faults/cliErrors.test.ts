@@ -127,6 +127,15 @@ describe('the other commands end the process on their errors', { timeout: 600_00
     assertEndsWith(await cli(['run-tool', config, '--tool', 'nope']), /no tool named "nope"/);
   });
 
+  it('run-tool CONFIG --tool NAME finds the tool in the config (its default export\'s tools)', async () => {
+    const result = await cli(['run-tool', config, '--tool', 'search', '--args', '{"query": "William"}', '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const report = JSON.parse(result.stdout) as { tool: { name: string }; observation?: string; error?: unknown };
+    assert.equal(report.tool.name, 'search');
+    assert.equal(report.error, undefined);
+    assert.ok(report.observation && report.observation.length > 0, result.stdout);
+  });
+
   it('eval-reward on a file that is not there', async () => {
     assertEndsWith(await cli(['eval-reward', 'missing.ts', '--export', 'rewards']), /missing\.ts: file not found/);
   });
@@ -160,5 +169,41 @@ describe('the other commands end the process on their errors', { timeout: 600_00
 
   it('import verl of a folder that is not there', async () => {
     assertEndsWith(await cli(['import', 'verl', path.join(workspace, 'no-dumps')]), /no-dumps: not a folder; give verl's trainer\.rollout_data_dir/);
+  });
+});
+
+describe('user errors say what to do, without stack traces (kept with --verbose)', { timeout: 600_000 }, () => {
+  const NO_STACK = /\n\s+at .*\.(ts|js):\d+/;
+  let runDir: string;
+
+  before(async () => {
+    runDir = path.join(workspace, 'runs', 'done');
+    const done = await cli(['train', config, '--run-dir', runDir, '--steps', '1']);
+    assert.equal(done.code, 0, done.stderr);
+  });
+
+  it('a run directory that already holds a run', async () => {
+    const result = await cli(['train', config, '--run-dir', runDir]);
+    assertEndsWith(result, /done already holds a run; choose another run directory or resume it \(--resume /);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+    const verbose = await cli(['train', config, '--run-dir', runDir, '--verbose']);
+    assertEndsWith(verbose, /already holds a run/);
+    assert.match(verbose.stderr, NO_STACK, 'with --verbose the stack trace is printed');
+  });
+
+  it('a resume under a changed config names the fields that differ', async () => {
+    const changed = variant('changed', 'groupSize: 2', 'groupSize: 3');
+    const result = await cli(['train', changed, '--resume', runDir]);
+    assertEndsWith(result, /done was trained with another config; what differs from the config it was trained with:\n\s+algorithm\.groupSize: 2 → 3\n/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+  });
+
+  it('a run with no checkpoint to resume from', async () => {
+    const bare = path.join(workspace, 'runs', 'bare');
+    fs.cpSync(runDir, bare, { recursive: true });
+    fs.rmSync(path.join(bare, 'checkpoints'), { recursive: true });
+    const result = await cli(['train', config, '--resume', bare]);
+    assertEndsWith(result, /bare: the run has no checkpoint to resume from \(it ended before its first one was saved\); start a new run instead/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
   });
 });

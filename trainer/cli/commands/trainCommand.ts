@@ -1,9 +1,11 @@
+import * as os from 'node:os';
 import { parseArgs } from 'node:util';
 import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainerMessage, type TrainingEvent } from '../../shared/protocol';
 import { RunControl } from '../../training/runControl';
 import { evaluateCheckpoint } from '../../training/evaluateCheckpoint';
 import { formatScore } from '../../training/taskMetric';
 import { TrainingRun } from '../../training/trainingRun';
+import { exitNow } from '../../training/unexpectedExit';
 import { resolveDevice } from '../resolveDevice';
 import { hasParent, sendToParent } from '../ipc';
 import { ProgressLine } from '../progress';
@@ -19,7 +21,8 @@ as model.path is downloaded into the Hugging Face cache first (see rollout-studi
   --device NAME      cpu, webgpu, cuda or auto (default: the config's)
   --run-dir DIR      where to write the run (default: <runsDir>/<time>-<name>)
   --resume RUN_DIR   continue a run from its last checkpoint (same config)
-Ctrl-C stops cleanly after the current turn; press it again to abort.`;
+Ctrl-C (or SIGTERM, SIGHUP) stops cleanly after the current turn, records the run as stopped
+and exits with 128 + the signal's number (130 for Ctrl-C); a second one aborts at once.`;
 
 export async function trainCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -84,12 +87,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
     if (ipc) send(event);
     else if (event.type === 'progress') progress!.update(event);
   };
-  let interrupts = 0;
-  process.on('SIGINT', () => {
-    if (++interrupts > 1) process.exit(130);
-    process.stderr.write('\nstopping after the current turn (Ctrl-C again to abort)\n');
-    control.stop();
-  });
+  const stoppedBy = stopOnSignals(control);
   const run = new TrainingRun(loaded, {
     ...(steps !== undefined ? { steps } : {}),
     device,
@@ -109,7 +107,33 @@ export async function trainCommand(argv: string[]): Promise<number> {
   if (before?.metric !== undefined && before.score !== undefined && after?.score !== undefined) {
     process.stdout.write(`held-out ${before.metric}: ${before.score.toFixed(3)} before RL → ${after.score.toFixed(3)} after\n`);
   }
-  return result.run.status === 'failed' ? 1 : 0;
+  if (result.run.status === 'failed') return 1;
+  // Stopped by a signal: the shell convention 128 + its number, so a supervisor (docker, systemd, timeout) sees why.
+  const signal = stoppedBy();
+  return signal ? 128 + os.constants.signals[signal] : 0;
+}
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Ctrl-C, and what `docker stop`, systemd, Kubernetes, `timeout` and a closed terminal send
+ * (SIGTERM, SIGHUP), stop the run cleanly: the step in flight is dropped, the run is recorded
+ * as stopped and its lock released. A second signal ends the process at once (the run is then
+ * marked failed, saying so). Returns which signal stopped the run, if one did.
+ */
+function stopOnSignals(control: RunControl): () => NodeJS.Signals | undefined {
+  let first: NodeJS.Signals | undefined;
+  for (const signal of STOP_SIGNALS) {
+    process.on(signal, () => {
+      const code = 128 + os.constants.signals[signal];
+      if (first) exitNow(code, `${signal} after ${first}: ended at once; the step in flight was not recorded`);
+      first = signal;
+      const again = signal === 'SIGINT' ? 'Ctrl-C' : `${signal}`;
+      process.stderr.write(`\n${signal === 'SIGINT' ? '' : `${signal}: `}stopping after the current turn (${again} again to abort)\n`);
+      control.stop();
+    });
+  }
+  return () => first;
 }
 
 export const evalUsage = `rollout-studio eval <config.ts> --checkpoint DIR [options]
