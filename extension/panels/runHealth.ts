@@ -15,6 +15,7 @@ const SHORT_NAMES: Record<string, string> = {
   entropy_collapse: 'entropy collapse',
   entropy_explosion: 'entropy rising',
   clip_fraction: 'clipping high',
+  truncated: 'answers cut off',
   kl_growth: 'KL growing',
   heldout_drop: 'held-out score fell',
   heldout_collapse: 'held-out score collapsed',

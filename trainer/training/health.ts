@@ -101,6 +101,7 @@ export function stepWarnings(values: Values, history: readonly HealthSample[], s
     ...zeroSignalWarnings(values, now, settings),
     ...entropyWarnings(now, history, settings, collapse !== undefined),
     ...toolErrorWarnings(values, settings),
+    ...truncationWarnings(values, settings),
     ...updateSizeWarnings(values, now, history, settings),
   ];
 }
@@ -149,6 +150,20 @@ function entropyJump(now: HealthSample, history: readonly HealthSample[], settin
   const before = recent(history, 'entropy', settings);
   if (before === undefined || now.entropy === undefined) return undefined;
   return now.entropy >= settings.entropyJump * before && now.entropy - before >= settings.entropyJumpMin ? { before } : undefined;
+}
+
+/** Trajectories cut off by a length limit: unfinished answers, or a policy that runs on past its answer. */
+function truncationWarnings(values: Values, settings: HealthSettings): HealthWarning[] {
+  const share = finite(values['health/truncated']);
+  if (share === undefined || share < settings.truncated) return [];
+  return [
+    {
+      code: 'truncated',
+      severity: 'warn',
+      message: `${pct(share)} of the trajectories ran into a length limit: answers never finished, or the policy runs on past its answer`,
+      advice: 'set rewards.truncationPenalty (e.g. 0.5) so that running on costs reward, or raise rollout.budget.maxNewTokensPerTurn if answers need the room',
+    },
+  ];
 }
 
 function toolErrorWarnings(values: Values, settings: HealthSettings): HealthWarning[] {

@@ -18,6 +18,8 @@ export const HealthSettings = z.strictObject({
   /** An entropy jump: at least `entropyJump` × the window's median and at least `entropyJumpMin` above it. */
   entropyJump: z.number().min(0).default(2),
   entropyJumpMin: z.number().default(0.05),
+  /** Share of trajectories cut off by a length limit above which a step warns. */
+  truncated: z.number().min(0).max(1).default(0.25),
   /** Share of tool calls that did not parse or did not match their schema above which a step warns. */
   toolErrors: z.number().min(0).max(1).default(0.25),
   /** Share of tokens whose ratio was clipped above which the updates are too large. */

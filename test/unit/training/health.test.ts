@@ -109,6 +109,17 @@ describe('the step warnings', () => {
   });
 });
 
+describe('the truncation check', () => {
+  it('warns when many trajectories run into a length limit, and points at the truncation penalty', () => {
+    const warnings = stepWarnings(values({ 'health/truncated': 0.75 }), history(5), settings, SCORE);
+    const truncated = warnings.find((w) => w.code === 'truncated');
+    assert.ok(truncated, JSON.stringify(warnings));
+    assert.match(truncated.message, /^75 % of the trajectories ran into a length limit/);
+    assert.match(truncated.advice, /rewards\.truncationPenalty/);
+    assert.ok(!stepWarnings(values({ 'health/truncated': 0.1 }), history(5), settings, SCORE).some((w) => w.code === 'truncated'));
+  });
+});
+
 describe('the collapse detector', () => {
   // One step at a time (the detector's signs); the default asks for two in a row, tested below.
   const settings = HealthSettings.parse({ collapseSteps: 1 });

@@ -138,6 +138,7 @@ export const METRICS = {
   'time/update_s': 'seconds spent in the update',
   'time/step_s': 'seconds for the whole step',
   'health/zero_signal_groups': 'fraction of groups whose every advantage was zero (no learning signal; for GRPO, groups whose rewards were all equal)',
+  'health/truncated': 'fraction of trajectories a length limit cut off (max_turn_tokens or max_total_tokens): answers never finished, or run on past their end',
   'health/dropped_groups': 'fraction of rolled-out groups dropped by dynamic sampling before the update',
   'rollout/rounds': 'rollout rounds of the step: 1, or more when dynamic sampling rolled out fresh prompts to replace groups without signal',
   'rollout/groups': 'groups (prompts) rolled out in the step, every round included',
