@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { EnvironmentReport, EnvironmentPanelToWebview, EnvironmentWebviewToPanel, parseWith } from '../trainer/shared/protocol';
 import { resolveTrainerRuntime, runTrainer, TrainerProcessError } from './trainerProcess';
 import { webviewHtml, webviewOptions } from './webviewHtml';
+import { untrustedReason } from './workspaceTrust';
 
 /** What Check Environment ended with: the report, or the error the user was shown. */
 export type EnvironmentCheckOutcome = { ok: true; report: EnvironmentReport } | { ok: false; title: string; detail: string };
@@ -49,6 +50,11 @@ export class EnvironmentPanel {
   }
 
   private async runCheck(): Promise<EnvironmentCheckOutcome> {
+    const refusal = untrustedReason('Check Environment');
+    if (refusal !== undefined) {
+      this.post({ type: 'failed', title: 'This workspace is not trusted.', detail: refusal });
+      return { ok: false, title: 'This workspace is not trusted.', detail: refusal };
+    }
     this.post({ type: 'checking' });
     const configured = vscode.workspace.getConfiguration('rolloutStudio').get<string>('trainer.nodePath');
     const runtime = resolveTrainerRuntime(configured);

@@ -6,6 +6,7 @@ import { findTrainingConfigs } from '../live/trainingConfigs';
 import { workspaceRuns } from '../panels/workspaceRuns';
 import { runTrainer } from '../trainerProcess';
 import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from './authoringContext';
+import { requireTrust } from '../workspaceTrust';
 import type { RewardTarget } from './lensSpecs';
 
 /**
@@ -75,6 +76,7 @@ export async function evaluateRewardCommand(context: AuthoringContext, target: u
     void vscode.window.showInformationMessage('Evaluate on Samples runs from the code lens above a reward (an OutcomeReward, ProcessReward or RewardConfig export).');
     return undefined;
   }
+  if (!requireTrust('Evaluate on Samples')) return undefined;
   await saveIfDirty(target.file);
   let source: { config?: string; data?: string } | undefined;
   if (options.config !== undefined || options.data !== undefined) source = { ...(options.config ? { config: options.config } : {}), ...(options.data ? { data: options.data } : {}) };

@@ -8,6 +8,7 @@ import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from '
 import { attachDebugger, type AttachedDebugger } from './debugAttach';
 import type { ToolTarget } from './lensSpecs';
 import { ToolSession } from './toolSession';
+import { requireTrust } from '../workspaceTrust';
 
 /**
  * Run Tool… and Debug Tool. Both start a trainer process that loads the tool (ToolSession), ask
@@ -39,6 +40,7 @@ export async function runToolFromEditor(context: AuthoringContext, target: unkno
     void vscode.window.showInformationMessage(`${what} runs from the code lens above a tool (a Tool subclass, a defineTool call or an exported tool instance).`);
     return undefined;
   }
+  if (!requireTrust(what)) return undefined;
   await saveIfDirty(target.file);
   const { runtime, cliPath } = trainerLaunch(context);
   let session: ToolSession;

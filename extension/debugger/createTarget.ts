@@ -22,6 +22,8 @@ export interface LiveTrainingHost {
   stopTimeoutMs?: number;
   /** The host attaches a Node debugger to the trainer when the session asks (VS Code: toolDebugger.ts), so `debugTools` waits for it. */
   toolDebugger?: boolean;
+  /** Why live training may not start here (an untrusted workspace: extension/workspaceTrust.ts); replay is unaffected. */
+  refusal?: () => string | undefined;
 }
 
 export interface TargetContext {
@@ -35,6 +37,8 @@ export function createTarget(args: RolloutLaunchArguments, context: TargetContex
   if (args.config !== undefined) {
     if (args.runDirectory !== undefined) throw new Error('set either "config" (train live) or "runDirectory" (replay a recorded run), not both');
     if (!context.live) throw new Error('"config": this debug adapter was started without a trainer to run (live training needs the extension, or a TrainerLaunch in tests)');
+    const refusal = context.live.refusal?.();
+    if (refusal !== undefined) throw new Error(refusal);
     return new LiveTarget(
       {
         config: path.resolve(args.config),

@@ -12,6 +12,7 @@ import { openRunInDebugger, pickRun } from './openRun';
 import { RolloutDebugSession } from './debugSession';
 import { TranscriptDocuments } from './transcriptDocuments';
 import { TRANSCRIPT_SCHEME } from './transcriptUri';
+import { untrustedReason } from '../workspaceTrust';
 
 /** The trainer bundled with the extension, run by the configured runtime (read at each launch). */
 function trainerLaunch(context: vscode.ExtensionContext): TrainerLaunch {
@@ -24,7 +25,7 @@ export function registerDebugger(context: vscode.ExtensionContext, trainings?: L
   const configurations = new RolloutConfigurationProvider();
   context.subscriptions.push(
     vscode.debug.registerDebugAdapterDescriptorFactory('rollout', {
-      createDebugAdapterDescriptor: () => new vscode.DebugAdapterInlineImplementation(new RolloutDebugSession({ live: { launch: trainerLaunch(context), toolDebugger: true, ...(trainings ? { trainings } : {}) } })),
+      createDebugAdapterDescriptor: () => new vscode.DebugAdapterInlineImplementation(new RolloutDebugSession({ live: { launch: trainerLaunch(context), toolDebugger: true, refusal: () => untrustedReason('Training'), ...(trainings ? { trainings } : {}) } })),
     }),
     vscode.debug.registerDebugConfigurationProvider('rollout', configurations, vscode.DebugConfigurationProviderTriggerKind.Initial),
     vscode.debug.registerDebugConfigurationProvider('rollout', configurations, vscode.DebugConfigurationProviderTriggerKind.Dynamic),

@@ -8,6 +8,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { chooseTrainingConfig } from './trainingConfigs';
+import { requireTrust } from '../workspaceTrust';
 
 /** The launch configuration that trains `config`. */
 export function trainingConfiguration(config: vscode.Uri, debug: boolean): vscode.DebugConfiguration {
@@ -21,6 +22,7 @@ function isTraining(session: vscode.DebugSession): boolean {
 export function registerTrainingCommands(context: vscode.ExtensionContext): void {
   const sessions = new Set<vscode.DebugSession>();
   const start = async (arg: unknown, debug: boolean): Promise<boolean> => {
+    if (!requireTrust(debug ? 'Debug Training' : 'Start Training')) return false;
     const config = await chooseTrainingConfig(context, arg, debug ? 'Debug training of which config?' : 'Train which config?');
     if (!config) return false;
     const folder = vscode.workspace.getWorkspaceFolder(config) ?? vscode.workspace.workspaceFolders?.[0];

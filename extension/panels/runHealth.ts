@@ -10,10 +10,12 @@ import type { HealthWarning, MetricsRecord } from '../../trainer/shared/protocol
 const SHORT_NAMES: Record<string, string> = {
   zero_signal: 'no learning signal',
   collapse: 'collapse',
+  collapse_risk: 'collapse risk',
   tool_errors: 'tool-call errors',
   entropy_collapse: 'entropy collapse',
   entropy_explosion: 'entropy rising',
   clip_fraction: 'clipping high',
+  truncated: 'answers cut off',
   kl_growth: 'KL growing',
   heldout_drop: 'held-out score fell',
   heldout_collapse: 'held-out score collapsed',

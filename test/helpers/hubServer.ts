@@ -25,6 +25,8 @@ export interface HubFile {
   content: Buffer;
   /** Stored with Git LFS (the Hub does so for weights and big files). */
   lfs: boolean;
+  /** A malicious mirror: the id the listing gives for the file instead of its real one. */
+  listedId?: string;
 }
 
 export interface HubRepo {
@@ -132,8 +134,8 @@ export class HubServer {
         JSON.stringify(
           files.map((f) =>
             f.lfs
-              ? { type: 'file', oid: gitBlobId(lfsPointer(f.content)), size: f.content.length, path: f.path, lfs: { oid: sha256(f.content), size: f.content.length, pointerSize: lfsPointer(f.content).length } }
-              : { type: 'file', oid: gitBlobId(f.content), size: f.content.length, path: f.path },
+              ? { type: 'file', oid: gitBlobId(lfsPointer(f.content)), size: f.content.length, path: f.path, lfs: { oid: f.listedId ?? sha256(f.content), size: f.content.length, pointerSize: lfsPointer(f.content).length } }
+              : { type: 'file', oid: f.listedId ?? gitBlobId(f.content), size: f.content.length, path: f.path },
           ),
         ),
       );

@@ -23,6 +23,11 @@ export function exportedTools(exports: Record<string, unknown>): Tool[] {
   for (const value of Object.values(exports)) {
     for (const item of Array.isArray(value) ? value : [value]) if (item instanceof Tool) found.add(item);
   }
+  // A training config (`export default defineConfig({ tools: [...] })`) holds its tools in `tools`: `run-tool CONFIG --tool NAME` finds them.
+  for (const config of [exports['default'], exports['config']]) {
+    const tools = typeof config === 'object' && config !== null && !(config instanceof Tool) ? (config as { tools?: unknown }).tools : undefined;
+    if (Array.isArray(tools)) for (const item of tools) if (item instanceof Tool) found.add(item);
+  }
   return [...found];
 }
 

@@ -40,7 +40,12 @@ ${Object.values(commands)
   .map((c) => '  ' + c.usage.split('\n')[0])
   .join('\n')}
 
-Run "rollout-studio <command> --help" for a command's options.`;
+Run "rollout-studio <command> --help" for a command's options. --verbose (any command): print
+the stack trace of an error too.`;
+
+/** --verbose, taken out before a command parses its own options. */
+const verbose = process.argv.includes('--verbose');
+const argv = process.argv.slice(2).filter((arg) => arg !== '--verbose');
 
 async function main(argv: string[]): Promise<number> {
   waitForDebuggerIfAsked();
@@ -60,10 +65,10 @@ async function main(argv: string[]): Promise<number> {
 
 // A reader that went away ends the command (the training command stops its run cleanly instead: see trainCommand).
 whenOutputCloses(() => {
-  if (process.argv[2] !== 'train') process.exit(141);
+  if (argv[0] !== 'train') process.exit(141);
 });
 
-main(process.argv.slice(2))
+main(argv)
   .then(
     (code) => {
       process.exitCode = code;
@@ -74,7 +79,7 @@ main(process.argv.slice(2))
         process.exitCode = 2;
       } else {
         const err = error instanceof Error ? error : new Error(String(error));
-        process.stderr.write(`rollout-studio: ${describeFailure(err)}\n`);
+        process.stderr.write(`rollout-studio: ${describeFailure(err, verbose)}\n`);
         if (hasParent()) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'fatal', message: err.message, ...(err.stack ? { stack: err.stack } : {}) }).catch(() => {});
         process.exitCode = 1;
       }

@@ -57,6 +57,7 @@ const SELF_EXPLANATORY = new Set([
   'McpServerError',
   'ModelConfigError',
   'ProviderUnavailableError',
+  'ResumeError',
   'RewardError',
   'RunLockedError',
   'ServeConfigError',
@@ -66,9 +67,10 @@ const SELF_EXPLANATORY = new Set([
   'VerlImportError',
 ]);
 
-/** The line(s) printed for an error that ends a command. */
-export function describeFailure(error: unknown): string {
+/** The line(s) printed for an error that ends a command; `verbose` (--verbose) keeps the stack trace of every one. */
+export function describeFailure(error: unknown, verbose = false): string {
   if (!(error instanceof Error)) return String(error);
+  if (verbose) return error.stack ?? `${error.name}: ${error.message}`;
   if (SELF_EXPLANATORY.has(error.name)) return error.message;
   return error.stack ?? `${error.name}: ${error.message}`;
 }

@@ -43,6 +43,13 @@ export interface RewardConfig<Row extends object = DatasetRow> {
   toolRewards?: boolean | { weight: number };
   /** Subtracted from a failed call's process reward: one number for every kind, or per kind. */
   errorPenalty?: number | Partial<Record<ToolErrorKind, number>>;
+  /**
+   * Subtracted from the outcome of a trajectory that a length limit cut off (finish reason
+   * `max_turn_tokens` or `max_total_tokens`): an answer the policy never finished, or one it ran
+   * on past (`<answer>42</answer>42</answer>…` until the turn's limit) — DAPO's overlong
+   * punishment, in its simplest form. Recorded as the outcome component `truncation_penalty`.
+   */
+  truncationPenalty?: number;
   combine?: CombineMode;
   /** Multiplies process rewards in either mode (default 1; 0 turns every process reward off, the error penalty included). */
   processWeight?: number;
@@ -169,6 +176,7 @@ export function checkRewardConfig<Row extends object>(config: RewardConfig<Row>)
     nonNegative(tool.weight, 'rewards.toolRewards.weight', 'a weight scales the tools\' own rewards');
   }
   checkErrorPenalty(config.errorPenalty);
+  if (config.truncationPenalty !== undefined) nonNegative(config.truncationPenalty, 'rewards.truncationPenalty', 'it is subtracted from a cut-off trajectory\'s outcome: a negative one would reward running on');
   if (config.combine !== undefined && config.combine !== 'weighted-sum' && config.combine !== 'agent-r1') {
     throw new RewardError(`rewards.combine must be "weighted-sum" or "agent-r1", got ${JSON.stringify(config.combine)}`);
   }
@@ -264,6 +272,10 @@ export async function scoreTrajectories<Row extends object>(
         const value = finite(await evaluate(what, () => reward.score(trajectory, trajectory.row)), what);
         components[reward.name] = value;
         outcome += (reward.weight ?? 1) * value;
+      }
+      if (config.truncationPenalty && (trajectory.finishReason === 'max_turn_tokens' || trajectory.finishReason === 'max_total_tokens')) {
+        components.truncation_penalty = -config.truncationPenalty;
+        outcome -= config.truncationPenalty;
       }
       const calls: Omit<CallReward, 'scaled'>[] = [];
       for (const call of trajectory.calls) calls.push(await rewardCall(trajectory, call, config, tools));

@@ -16,6 +16,7 @@ import { isVisionWeight } from '../models/vision/visionWeights';
 import { Random } from '../util/random';
 import { miniBatchSteps, stepTotals, valueBatchFeeds, type TrainingSequence } from './batching';
 import { valueLoss, type ValueLossConfig } from './losses';
+import { rateAt, type LearningRates } from './policyTrainer';
 
 /**
  * PPO's critic as a network of its own, as verl and Agent-R1 run it: its weights live on the same
@@ -140,8 +141,8 @@ export class Critic {
     return this.scoring;
   }
 
-  /** `epochs` passes over the batch, each shuffled into `miniBatches` optimizer steps of the value loss. */
-  async update(sequences: readonly TrainingSequence[], lr: number, random: Random): Promise<CriticMetrics> {
+  /** `epochs` passes over the batch, each shuffled into `miniBatches` optimizer steps of the value loss (`lr`: as PolicyTrainer.update's). */
+  async update(sequences: readonly TrainingSequence[], lr: number | LearningRates, random: Random): Promise<CriticMetrics> {
     let valueLossSum = 0;
     let gradNormSum = 0;
     let steps = 0;
@@ -152,7 +153,7 @@ export class Critic {
         const packed = valueBatchFeeds(stepSequences.slice(m, m + this.options.microBatchSize), totals, this.layout.config.vision);
         valueLossSum += (await this.optimizer.accumulate({ ...packed.feeds, ...this.loraFeed(), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, packed.shared ? 'shared' : 'plain')).loss;
       }
-      const applied = await this.optimizer.apply(lr);
+      const applied = await this.optimizer.apply(rateAt(lr, steps));
       gradNormSum += applied.gradNorm;
       steps++;
       if (!applied.applied) skipped++;

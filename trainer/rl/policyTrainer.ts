@@ -32,6 +32,14 @@ export interface PolicyTrainerOptions {
   constrained?: boolean;
 }
 
+/** The learning rate of the k-th (0-based) optimizer step of an update: a schedule counted in optimizer steps. */
+export type LearningRates = (k: number) => number;
+
+/** The rate of optimizer step `k`: a constant, or the schedule's. */
+export function rateAt(lr: number | LearningRates, k: number): number {
+  return typeof lr === 'number' ? lr : lr(k);
+}
+
 export interface UpdateMetrics {
   loss: number;
   policyLoss: number;
@@ -160,9 +168,10 @@ export class PolicyTrainer {
   /**
    * PPO-style update: `epochs` passes over the batch, each shuffled and split into `miniBatches`
    * optimizer steps, each step accumulated over micro-batches. (A separate critic's warm-up does not
-   * call this at all: the policy's weights and optimizer state stay as they are.)
+   * call this at all: the policy's weights and optimizer state stay as they are.) `lr` is one rate
+   * for every optimizer step, or the rate of the k-th (0-based) optimizer step of this update.
    */
-  async update(sequences: readonly TrainingSequence[], lr: number, random: Random): Promise<UpdateMetrics> {
+  async update(sequences: readonly TrainingSequence[], lr: number | LearningRates, random: Random): Promise<UpdateMetrics> {
     const sums = { loss: 0, policyLoss: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, klLoss: 0, entropy: 0, valueLoss: 0 };
     let steps = 0;
     let skipped = 0;
@@ -177,7 +186,7 @@ export class PolicyTrainer {
         loss += out.loss;
         for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;
       }
-      const applied = await this.optimizer.apply(lr);
+      const applied = await this.optimizer.apply(rateAt(lr, steps));
       steps++;
       if (!applied.applied) skipped++;
       sums.loss += loss;

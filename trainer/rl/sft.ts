@@ -123,10 +123,11 @@ export class SftTrainer {
    * One pass over `sequences` (shuffled), one optimizer step per batch; `lr(step)` gives each
    * step's learning rate. Returns the mean loss (nats per trained token) of each step.
    */
-  async epoch(sequences: readonly SftSequence[], lr: (step: number) => number, random: Random, onStep?: (step: number, loss: number) => void): Promise<number[]> {
+  /** One pass over `sequences` in a shuffled order; `stopping` is asked before each batch (a stop ends the pass after the step in flight). */
+  async epoch(sequences: readonly SftSequence[], lr: (step: number) => number, random: Random, onStep?: (step: number, loss: number) => void, stopping: () => boolean = () => false): Promise<number[]> {
     const order = random.shuffle(sequences.map((_, i) => i));
     const losses: number[] = [];
-    for (let start = 0; start < order.length; start += this.options.batchSize) {
+    for (let start = 0; start < order.length && !stopping(); start += this.options.batchSize) {
       const { loss } = await this.step(order.slice(start, start + this.options.batchSize).map((i) => sequences[i]), lr(this.optimizer.steps));
       losses.push(loss);
       onStep?.(this.optimizer.steps, loss);

@@ -11,6 +11,7 @@ import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../traini
 import { ToolSet } from '../tools/toolSet';
 import { RewardRequestError, scoreRewardRequest } from './rewards';
 import { ToolCallService } from './toolServer';
+import { allowedHostNames, checkBatchSize, checkCaller, checkJsonBody, DEFAULT_LIMITS, readLimitedBody, RefusedRequest, type GuardLimits } from './requestGuard';
 
 /**
  * `rollout-studio serve-tools`: one HTTP server with
@@ -21,7 +22,9 @@ import { ToolCallService } from './toolServer';
  *   /health   GET: `{ ok: true, tools: [...] }`.
  *
  * Bound to 127.0.0.1 by default. Another host needs a token: every request must then carry
- * `Authorization: Bearer <token>`.
+ * `Authorization: Bearer <token>`. Web pages are kept out whatever the host (requestGuard.ts):
+ * a foreign `Host` or `Origin` gets 403 on every route, a POST must be `application/json`, and
+ * the body and batch sizes are bounded.
  */
 
 export interface ServeOptions {
@@ -29,6 +32,11 @@ export interface ServeOptions {
   /** 0: any free port. */
   port: number;
   token?: string;
+  /** More names a client may use in `Host` (a DNS name of this machine, say). */
+  allowHosts?: readonly string[];
+  /** Web page origins (`https://app.example`) allowed to call; none by default. */
+  allowOrigins?: readonly string[];
+  limits?: Partial<GuardLimits>;
   log?: (line: string) => void;
 }
 
@@ -40,7 +48,6 @@ export interface RunningToolServer {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
-const MAX_BODY = 64 * 1024 * 1024;
 
 export class ServeConfigError extends Error {
   constructor(message: string) {
@@ -59,20 +66,11 @@ function fail(res: http.ServerResponse, status: number, message: string): void {
   sendJson(res, status, { error: message } satisfies ServeError);
 }
 
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        reject(new RewardRequestError(`the request body is larger than ${MAX_BODY} bytes`));
-        req.destroy();
-      } else chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+/** A refused request's answer; past a size limit the connection closes too, so the rest of the body is never read. */
+function refuse(req: http.IncomingMessage, res: http.ServerResponse, refused: RefusedRequest): void {
+  if (refused.status === 413) res.setHeader('connection', 'close');
+  fail(res, refused.status, refused.message);
+  if (refused.status === 413) res.on('finish', () => req.destroy());
 }
 
 function authorised(req: http.IncomingMessage, token: string | undefined): boolean {
@@ -84,7 +82,7 @@ function authorised(req: http.IncomingMessage, token: string | undefined): boole
 
 export async function startToolServer(loaded: LoadedConfig, options: ServeOptions): Promise<RunningToolServer> {
   if (!LOOPBACK.has(options.host) && !options.token) {
-    throw new ServeConfigError(`--host ${options.host} is reachable from other machines; give --token SECRET (clients send "Authorization: Bearer SECRET"), or serve on 127.0.0.1`);
+    throw new ServeConfigError(`--host ${options.host} is reachable from other machines; set ROLLOUT_STUDIO_TOKEN or give --token-file FILE (clients send "Authorization: Bearer <token>"), or serve on 127.0.0.1`);
   }
   const config = loaded.config;
   const mcp = await McpServers.open(config.mcpServers, { baseDir: path.dirname(loaded.file), ...(options.log ? { log: options.log } : {}) });
@@ -102,6 +100,9 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     throw error;
   }
   const service = new ToolCallService(tools, options.log ? { onLog: options.log } : {});
+  const limits: GuardLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const hosts = allowedHostNames(options.host, options.allowHosts);
+  const origins = new Set((options.allowOrigins ?? []).map((o) => o.toLowerCase()));
 
   const handleMcp = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method !== 'POST') {
@@ -109,7 +110,8 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
       res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this server is stateless; POST JSON-RPC requests' }, id: null }));
       return;
     }
-    const text = await readBody(req);
+    checkJsonBody(req);
+    const text = await readLimitedBody(req, limits.maxBodyBytes);
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -117,6 +119,7 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
       res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${(error as Error).message}` }, id: null }));
       return;
     }
+    if (Array.isArray(body)) checkBatchSize(body.length, limits, 'JSON-RPC batch');
     const server = service.mcpServer();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
@@ -129,12 +132,16 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
 
   const handleReward = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method !== 'POST') return fail(res, 405, 'POST a JSON reward request to /reward');
+    checkJsonBody(req);
+    const text = await readLimitedBody(req, limits.maxBodyBytes);
     let value: unknown;
     try {
-      value = JSON.parse(await readBody(req));
+      value = JSON.parse(text);
     } catch (error) {
       return fail(res, 400, `the body is not JSON: ${(error as Error).message}`);
     }
+    const items = (value as { items?: unknown } | null)?.items;
+    if (Array.isArray(items)) checkBatchSize(items.length, limits, '/reward');
     const parsed = RewardRequest.safeParse(value);
     if (!parsed.success) return fail(res, 400, describeIssues(parsed.error.issues));
     try {
@@ -149,10 +156,16 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
 
   const server = http.createServer((req, res) => {
     const route = new URL(req.url ?? '/', 'http://localhost').pathname;
+    try {
+      checkCaller(req, hosts, origins);
+    } catch (error) {
+      return refuse(req, res, error as RefusedRequest);
+    }
     if (!authorised(req, options.token)) return fail(res, 401, 'missing or wrong token: send "Authorization: Bearer <token>"');
     const handle =
       route === '/mcp' ? handleMcp : route === '/reward' ? handleReward : route === '/health' ? async () => sendJson(res, 200, { ok: true, tools: tools.names }) : async () => fail(res, 404, `no route ${route}; the routes are /mcp, /reward and /health`);
     handle(req, res).catch((error: unknown) => {
+      if (error instanceof RefusedRequest) return refuse(req, res, error);
       options.log?.(`serve-tools: ${req.method} ${route} failed: ${(error as Error).stack ?? String(error)}`);
       if (!res.headersSent) fail(res, 500, (error as Error).message ?? String(error));
       else res.end();

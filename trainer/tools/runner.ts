@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { describeIssues } from '../shared/protocol/parse';
 import { summarizeIssues } from './issueSummary';
@@ -88,12 +89,30 @@ const MAX_DESCRIPTION = 4000;
  * circular object, a null-prototype object, a Proxy whose traps throw: user code can throw
  * anything, and describing it must never throw in turn (that would end the run).
  */
+/** The trainer's own code: its sources (`trainer/`), or the bundle's folder (`dist/trainer/`). */
+const TRAINER_ROOT = __filename.endsWith('.ts') ? path.resolve(__dirname, '..') : __dirname;
+
+/**
+ * A stack as the policy and the user should read it: the message and the frames of the user's
+ * code, without the trainer's own frames (the runner, the tool worker, the SDK wrappers) or
+ * Node's internals, which say nothing about the tool and leak the trainer's layout into the
+ * observation.
+ */
+export function withoutTrainerFrames(stack: string): string {
+  const lines = stack.split('\n');
+  const kept = lines.filter((line) => {
+    if (!/^\s+at /.test(line)) return true;
+    return !line.includes(TRAINER_ROOT + path.sep) && !/\(?node:/.test(line) && !line.includes('node_modules' + path.sep + 'tsx' + path.sep);
+  });
+  return kept.join('\n');
+}
+
 export function describeThrown(error: unknown): string {
   let text: string;
   try {
     if (error instanceof Error) {
       const { stack, name, message } = error;
-      text = typeof stack === 'string' && stack.includes(String(message)) ? stack : `${String(name)}: ${String(message)}`;
+      text = typeof stack === 'string' && stack.includes(String(message)) ? withoutTrainerFrames(stack) : `${String(name)}: ${String(message)}`;
     } else {
       text = `thrown value: ${typeof error === 'string' ? error : inspect(error, { depth: 2, breakLength: Infinity, maxArrayLength: 20, maxStringLength: MAX_DESCRIPTION })}`;
     }

@@ -110,7 +110,12 @@ export function sftOptions(config: TrainingConfig): SftOptions {
   return { adamw: adamwOptions(config), batchSize: sft.batchSize, microBatchSize: config.optimization.microBatchSize, fullFineTuning: config.model.lora === false };
 }
 
-/** The RL learning-rate schedule (over the run's steps). */
+/** The optimizer steps an RL step plans (its update's epochs × mini-batches): the unit the RL schedules count in. */
+export function optimizerStepsPerRlStep(config: TrainingConfig): number {
+  return config.algorithm.epochs * config.algorithm.miniBatches;
+}
+
+/** The RL learning-rate schedule (counted in optimizer steps: schedule.ts optimizerStepRates). */
 export function rlSchedule(config: TrainingConfig): ScheduleConfig {
   const o = config.optimization;
   return { lr: o.lr, warmupSteps: o.warmupSteps, schedule: o.schedule, minLrRatio: o.minLrRatio };

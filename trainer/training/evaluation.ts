@@ -30,7 +30,7 @@ export async function evaluateHeldOut(parts: RunParts, writer: RunStoreWriter, s
   const rows = data.rows.slice(0, evaluationRows(config, data.rows.length));
   const episodes: Episode[] = rows.map((row, i) => ({ row, group: i, sample: 0 }));
   report.progress(step, 'eval', 0, episodes.length);
-  const trajectories = await parts.evalLoop.run(episodes, { seed: seedFor(config.seed, step, 17) });
+  const trajectories = await parts.evalLoop.run(episodes, { seed: seedFor(config.seed, step, 17), signal: parts.control.signal });
   const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools);
   writer.writeImages(trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
   writer.writeEvaluation(step, trajectories.map((t, i) => toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer: parts.model.tokenizer })));

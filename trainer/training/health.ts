@@ -101,6 +101,7 @@ export function stepWarnings(values: Values, history: readonly HealthSample[], s
     ...zeroSignalWarnings(values, now, settings),
     ...entropyWarnings(now, history, settings, collapse !== undefined),
     ...toolErrorWarnings(values, settings),
+    ...truncationWarnings(values, settings),
     ...updateSizeWarnings(values, now, history, settings),
   ];
 }
@@ -151,6 +152,20 @@ function entropyJump(now: HealthSample, history: readonly HealthSample[], settin
   return now.entropy >= settings.entropyJump * before && now.entropy - before >= settings.entropyJumpMin ? { before } : undefined;
 }
 
+/** Trajectories cut off by a length limit: unfinished answers, or a policy that runs on past its answer. */
+function truncationWarnings(values: Values, settings: HealthSettings): HealthWarning[] {
+  const share = finite(values['health/truncated']);
+  if (share === undefined || share < settings.truncated) return [];
+  return [
+    {
+      code: 'truncated',
+      severity: 'warn',
+      message: `${pct(share)} of the trajectories ran into a length limit: answers never finished, or the policy runs on past its answer`,
+      advice: 'set rewards.truncationPenalty (e.g. 0.5) so that running on costs reward, or raise rollout.budget.maxNewTokensPerTurn if answers need the room',
+    },
+  ];
+}
+
 function toolErrorWarnings(values: Values, settings: HealthSettings): HealthWarning[] {
   const parse = finite(values['tools/parse_error_rate']) ?? 0;
   const schema = finite(values['tools/schema_error_rate']) ?? 0;
@@ -193,8 +208,38 @@ function updateSizeWarnings(values: Values, now: HealthSample, history: readonly
  * tool error rate rising sharply, each against the median of the last steps. Either alone is
  * common noise; together they are how a policy that collapses into degenerate text looks (issue
  * 31: `<tool_call>\n\n<tool_call>` openings, repeated keys, entropy 0.06 → 0.27, 84 % tool errors).
+ * Fewer than `collapseSteps` such steps in a row (default 2) are a warning (`collapse_risk`): with
+ * four prompts a step, one hard batch can look like it (the README tutorial at temperature 1:
+ * entropy 0.04 → 0.18 and exact match 0.59 → 0.25 for one step, then back). `collapseSteps` in a
+ * row are a collapse, which `onCollapse` acts on.
  */
 function collapseWarning(now: HealthSample, history: readonly HealthSample[], settings: HealthSettings, scoreKey: string | undefined): HealthWarning | undefined {
+  const seen = collapseSigns(now, history, settings, scoreKey);
+  if (!seen) return undefined;
+  let inRow = 1;
+  for (let k = history.length - 1; k >= 0 && inRow < settings.collapseSteps; k--) {
+    if (!collapseSigns(history[k], history.slice(0, k), settings, scoreKey)) break;
+    inRow++;
+  }
+  const detail = `entropy jumped from ${num(seen.before)} to ${num(now.entropy!)} nats per token while ${seen.signs.join(' and ')} (the median of the last ${history.length} steps → this step)`;
+  if (inRow < settings.collapseSteps) {
+    return {
+      code: 'collapse_risk',
+      severity: 'warn',
+      message: `the policy may be collapsing: ${detail}; one step of this can be a hard batch, ${settings.collapseSteps} in a row are a collapse`,
+      advice: 'watch the next step; lower optimization.lr or raise algorithm.kl.coef if it goes on',
+    };
+  }
+  return {
+    code: 'collapse',
+    severity: 'critical',
+    message: `the policy is collapsing${settings.collapseSteps > 1 ? ` (${inRow} steps in a row)` : ''}: ${detail}`,
+    advice: "onCollapse: 'rollback' restores the best checkpoint and halves the learning rate; or lower optimization.lr, raise algorithm.kl.coef",
+  };
+}
+
+/** What makes a step look like a collapse (an entropy jump and a falling score or rising errors), or undefined. */
+function collapseSigns(now: HealthSample, history: readonly HealthSample[], settings: HealthSettings, scoreKey: string | undefined): { before: number; signs: string[] } | undefined {
   const jump = entropyJump(now, history, settings);
   if (!jump) return undefined;
   const signs: string[] = [];
@@ -206,13 +251,7 @@ function collapseWarning(now: HealthSample, history: readonly HealthSample[], se
   if (now.toolErrors !== undefined && errorsBefore !== undefined && now.toolErrors - errorsBefore >= settings.toolErrorRise) {
     signs.push(`the tool error rate rose from ${pct(errorsBefore)} to ${pct(now.toolErrors)}`);
   }
-  if (signs.length === 0) return undefined;
-  return {
-    code: 'collapse',
-    severity: 'critical',
-    message: `the policy is collapsing: entropy jumped from ${num(jump.before)} to ${num(now.entropy!)} nats per token while ${signs.join(' and ')} (the median of the last ${history.length} steps → this step)`,
-    advice: "onCollapse: 'rollback' restores the best checkpoint and halves the learning rate; or lower optimization.lr, raise algorithm.kl.coef",
-  };
+  return signs.length ? { before: jump.before, signs } : undefined;
 }
 
 /** A held-out evaluation against the best one so far: a warning when well below it, a collapse when far below. */

@@ -18,6 +18,8 @@ export const HealthSettings = z.strictObject({
   /** An entropy jump: at least `entropyJump` × the window's median and at least `entropyJumpMin` above it. */
   entropyJump: z.number().min(0).default(2),
   entropyJumpMin: z.number().default(0.05),
+  /** Share of trajectories cut off by a length limit above which a step warns. */
+  truncated: z.number().min(0).max(1).default(0.25),
   /** Share of tool calls that did not parse or did not match their schema above which a step warns. */
   toolErrors: z.number().min(0).max(1).default(0.25),
   /** Share of tokens whose ratio was clipped above which the updates are too large. */
@@ -31,6 +33,8 @@ export const HealthSettings = z.strictObject({
    */
   scoreDrop: z.number().default(0.3),
   toolErrorRise: z.number().default(0.3),
+  /** Steps in a row that must look so before it is a collapse (fewer: a `collapse_risk` warning). */
+  collapseSteps: z.number().int().min(1).default(2),
   /**
    * A held-out evaluation below the best: a warning when it falls by `heldOutDrop` of the best
    * (at least `heldOutMin` absolute, the noise of a 100-row evaluation), a collapse when by

@@ -21,7 +21,8 @@ export async function prepareLearners(parts: RunParts, opened: OpenedRun): Promi
   try {
     if (separateCritic(parts.config)) learners.critic = await Critic.create(parts.model, criticOptions(parts.config, parts.loaded.resolve));
     if (resuming) await restoreLearners(parts, learners, opened.checkpoint!, opened.checkpointDir!);
-    else await saveRunCheckpoint(parts, opened.position, learners, 0);
+    // A warm start cut short by a stop is not what RL starts from: no checkpoint 0 (the run ends stopped; a new run starts over).
+    else if (!parts.control.stopping) await saveRunCheckpoint(parts, opened.position, learners, 0);
     return learners;
   } catch (error) {
     await releaseLearners(learners);

@@ -33,6 +33,7 @@ export function rolloutMetrics(trajectories: readonly Trajectory[], rewards: Bat
     'length/total_mean': trajectories.reduce((a, t) => a + t.ids.length, 0) / n,
     'tools/calls_per_trajectory': calls.length / n,
     'tools/error_rate': calls.length ? calls.filter((c) => c.error).length / calls.length : 0,
+    'health/truncated': trajectories.filter((t) => t.finishReason === 'max_turn_tokens' || t.finishReason === 'max_total_tokens').length / n,
     // The policy's own mistakes, apart from tools that threw or timed out: a call that could not be read, and one that named no known tool or broke its schema.
     'tools/parse_error_rate': calls.length ? calls.filter((c) => c.error?.kind === 'parse').length / calls.length : 0,
     'tools/schema_error_rate': calls.length ? calls.filter((c) => c.error?.kind === 'unknown_tool' || c.error?.kind === 'invalid_arguments').length / calls.length : 0,

@@ -14,6 +14,15 @@ import type { RunParts, RunPosition } from './runParts';
 import { healthHistory } from './health';
 import { scoreKey, taskMetric } from './taskMetric';
 import { hashable } from './trainingConfig';
+import { configDifferences } from './configDifferences';
+
+/** A run that cannot be resumed, said in terms of what to do; printed without a stack trace. */
+export class ResumeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ResumeError';
+  }
+}
 
 /**
  * The run directory at the start of a run: a new one with its run.json, or — to resume — an
@@ -89,7 +98,7 @@ export function reopenRun(parts: RunParts, dir: string): OpenedRun {
   });
   try {
     const run = new RunStoreReader(dir).run();
-    const { checkpoint, relative } = newestIntactCheckpoint(parts, dir);
+    const { checkpoint, relative } = newestIntactCheckpoint(parts, dir, run);
     const step = checkpoint.state.step;
     dropRecordsAfterStep(dir, step);
     const writer = RunStoreWriter.reopen(dir, { ...run, lastStep: step, lastCheckpoint: relative, totalSteps: parts.totalSteps }, lock);
@@ -121,9 +130,9 @@ export function reopenRun(parts: RunParts, dir: string): OpenedRun {
  * The newest checkpoint that loads whole, newest first; each damaged one is named in a warning.
  * A checkpoint of another config is not damage: it fails the resume at once.
  */
-function newestIntactCheckpoint(parts: RunParts, dir: string): { checkpoint: LoadedCheckpoint; relative: string } {
+function newestIntactCheckpoint(parts: RunParts, dir: string, run: RunRecord): { checkpoint: LoadedCheckpoint; relative: string } {
   const candidates = new RunStoreReader(dir).checkpoints().reverse();
-  if (candidates.length === 0) throw new Error(`${dir}: the run has no checkpoint to resume from`);
+  if (candidates.length === 0) throw new ResumeError(`${dir}: the run has no checkpoint to resume from (it ended before its first one was saved); start a new run instead`);
   const damaged: string[] = [];
   for (const relative of candidates) {
     let checkpoint: LoadedCheckpoint;
@@ -135,10 +144,18 @@ function newestIntactCheckpoint(parts: RunParts, dir: string): { checkpoint: Loa
       continue;
     }
     if (checkpoint.state.configHash !== parts.loaded.hash) {
-      throw new Error(`${dir} was trained with another config (hash ${checkpoint.state.configHash}, this one is ${parts.loaded.hash}); resume with the same config`);
+      throw new ResumeError(configMismatch(dir, run, parts));
     }
     if (damaged.length) parts.report.log(`warning: resuming from ${relative}, the newest intact checkpoint`);
     return { checkpoint, relative };
   }
-  throw new Error(`${dir}: no checkpoint can be resumed from; every one is damaged:\n  ${damaged.join('\n  ')}`);
+  throw new ResumeError(`${dir}: no checkpoint can be resumed from; every one is damaged:\n  ${damaged.join('\n  ')}`);
+}
+
+/** The refusal of a resume under another config, naming the fields that changed (from run.json's record of the config). */
+function configMismatch(dir: string, run: RunRecord, parts: RunParts): string {
+  const recorded = run.config as Record<string, unknown> | undefined;
+  const changes = recorded ? configDifferences(recorded, { ...hashable(parts.config) }) : [];
+  const what = changes.length ? `; what differs from the config it was trained with:\n  ${changes.join('\n  ')}` : ` (config hash ${parts.loaded.hash}, the run's is another)`;
+  return `${dir} was trained with another config${what}\nResume with the config it was trained with (put those fields back), or start a new run with this one`;
 }

@@ -27,6 +27,8 @@ export interface SftBaselineOptions {
   /** Where to write the baseline's model. */
   outDir: string;
   log?: (line: string) => void;
+  /** Ends the training after the step in flight (Ctrl-C, SIGTERM); the model trained so far is saved and evaluated. */
+  signal?: AbortSignal;
 }
 
 export interface SftBaselineResult {
@@ -58,6 +60,7 @@ export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOpti
     await device.close();
   }
   const seconds = (performance.now() - started) / 1000;
+  if (options.signal?.aborted) throw new Error(`the SFT-only baseline was stopped after ${steps} SFT steps (${seconds.toFixed(0)} s); its model so far is in ${options.outDir}, not evaluated`);
   options.log?.(`SFT-only baseline: ${steps} more SFT steps in ${seconds.toFixed(0)} s; evaluating ${path.basename(options.outDir)}`);
   const evaluation = await evaluateCheckpoint(loaded, options.outDir);
   return { evaluation, steps, seconds };
@@ -74,7 +77,7 @@ async function trainFor(model: ModelRuntime, loaded: LoadedConfig, sequences: re
   try {
     const lr = c.sft!.lr * 0.1;
     let order: number[] = [];
-    while ((performance.now() - started) / 1000 < options.seconds) {
+    while ((performance.now() - started) / 1000 < options.seconds && !options.signal?.aborted) {
       if (order.length < batchSize) order = random.shuffle(sequences.map((_, i) => i));
       await trainer.step(order.splice(0, batchSize).map((i) => sequences[i]), lr);
       steps++;

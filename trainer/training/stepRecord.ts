@@ -1,11 +1,10 @@
 import type { CriticMetrics } from '../rl/critic';
 import type { UpdateMetrics } from '../rl/policyTrainer';
 import type { PreparedBatch } from '../rl/prepareBatch';
-import type { BatchRewards } from '../rewards/score';
 import { scalarAdvantage } from '../rl/advantageEstimators';
 import type { Tokenizer } from '../models/tokenizer';
 import { toTrajectoryRecord } from '../rollout/record';
-import type { Trajectory } from '../rollout/trajectory';
+import type { SampledStep } from './dynamicSampling';
 import type { MetricsRecord, TrajectoryRecord } from '../shared/protocol/runStore';
 import { zeroSignalShare } from './health';
 import { finiteValues, rolloutMetrics } from './rolloutMetrics';
@@ -59,23 +58,38 @@ export interface StepTimes {
   trainedTokens: number;
 }
 
-export function stepTrajectoryRecords(step: number, trajectories: readonly Trajectory[], rewards: BatchRewards, prepared: PreparedBatch, tokenizer: Tokenizer): TrajectoryRecord[] {
-  return trajectories.map((t, i) => {
-    const advantages = prepared.advantages.advantages[i];
+/** One record per rollout of the step, every round: the trained ones with their advantages, the dropped ones marked why. */
+export function stepTrajectoryRecords(step: number, rollouts: SampledStep['rollouts'], prepared: PreparedBatch, tokenizer: Tokenizer): TrajectoryRecord[] {
+  let trained = 0;
+  return rollouts.trajectories.map((t, i) => {
+    const dropped = rollouts.dropped[i];
+    if (dropped !== undefined) return { ...toTrajectoryRecord(t, rollouts.rewards[i], { step, tokenizer }), dropped };
+    const advantages = prepared.advantages.advantages[trained++];
     const advantage = scalarAdvantage(advantages, t.mask);
-    return toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer, advantages, ...(advantage !== undefined ? { advantage } : {}) });
+    return toTrajectoryRecord(t, rollouts.rewards[i], { step, tokenizer, advantages, ...(advantage !== undefined ? { advantage } : {}) });
   });
 }
 
+/**
+ * The step's metrics record. The rollout statistics (reward, score, tools, lengths, entropy)
+ * describe the first round's groups, dropped ones included (dynamicSampling.ts SampledStep);
+ * what describes the update (losses, KL, tokens in the loss) covers the trained groups only;
+ * `health/dropped_groups` and `rollout/*` say what dynamic sampling did.
+ */
 export function stepMetricsRecord(
   step: number,
-  inputs: { trajectories: readonly Trajectory[]; rewards: BatchRewards; prepared: PreparedBatch; update: StepUpdate; lr: number; times: StepTimes; metric: string | undefined; logprobAfterUpdate?: number },
+  inputs: { sampled: SampledStep; prepared: PreparedBatch; update: StepUpdate; lr: number; times: StepTimes; metric: string | undefined; logprobAfterUpdate?: number },
 ): MetricsRecord {
-  const { update, times, prepared } = inputs;
+  const { update, times, prepared, sampled } = inputs;
   const stepSeconds = times.rolloutSeconds + times.rewardSeconds + times.updateSeconds;
+  const rewards = sampled.firstRound.rewards;
   const values: Record<string, number> = {
-    ...rolloutMetrics(inputs.trajectories, inputs.rewards, inputs.metric),
-    'health/zero_signal_groups': zeroSignalShare(inputs.trajectories.map((t) => t.group), prepared.advantages.advantages),
+    ...rolloutMetrics(sampled.firstRound.trajectories, rewards, inputs.metric),
+    // Of the groups the update trains on (after dynamic sampling, if any, dropped its silent ones).
+    'health/zero_signal_groups': zeroSignalShare(sampled.trained.trajectories.map((t) => t.group), prepared.advantages.advantages),
+    'health/dropped_groups': sampled.droppedGroups / sampled.groups,
+    'rollout/rounds': sampled.rounds,
+    'rollout/groups': sampled.groups,
     ...updateValues(update),
     lr: inputs.lr,
     // Tokens the policy loss covers (the loss mask's ones): the generated tokens, or every response token in the ablation.
@@ -88,7 +102,7 @@ export function stepMetricsRecord(
     'time/step_s': stepSeconds,
     ...(prepared.klMean !== undefined ? { 'kl/mean': prepared.klMean } : {}),
     ...(prepared.keptFraction !== undefined ? { 'rft/kept_fraction': prepared.keptFraction } : {}),
-    ...(inputs.rewards.processMagnitude !== undefined ? { 'reward/process_scale': inputs.rewards.processScale, 'reward/process_magnitude': inputs.rewards.processMagnitude } : {}),
+    ...(rewards.processMagnitude !== undefined ? { 'reward/process_scale': rewards.processScale, 'reward/process_magnitude': rewards.processMagnitude } : {}),
     ...(inputs.logprobAfterUpdate !== undefined ? { 'logprob/after_update': inputs.logprobAfterUpdate } : {}),
   };
   const { steps, skipped } = updateCounts(update);
@@ -108,8 +122,18 @@ export function stepLogLine(record: MetricsRecord, totalSteps: number, metric: s
   return (
     `step ${record.step}/${totalSteps}: reward ${value('reward/mean').toFixed(3)}${score}` +
     `, ${value('tools/calls_per_trajectory').toFixed(2)} calls/trajectory, ` +
+    droppedNote(record) +
     (update.policy ? `loss ${update.policy.loss.toFixed(4)}` : `critic warm-up, value loss ${update.critic?.valueLoss.toFixed(4)}`) +
     `, ${value('time/step_s').toFixed(1)} s` +
     (updateCounts(update).skipped ? ` — ${updateCounts(update).skipped} non-finite update(s) skipped` : '')
   );
+}
+
+/** "5 of 12 groups dropped (no signal), 2 rounds, " when dynamic sampling dropped any; else nothing. */
+function droppedNote(record: MetricsRecord): string {
+  const groups = record.values['rollout/groups'] ?? 0;
+  const dropped = Math.round((record.values['health/dropped_groups'] ?? 0) * groups);
+  if (!dropped) return '';
+  const rounds = record.values['rollout/rounds'] ?? 1;
+  return `${dropped} of ${groups} groups dropped, ${rounds} round${rounds === 1 ? '' : 's'}, `;
 }

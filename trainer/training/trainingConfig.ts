@@ -9,7 +9,7 @@ import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
 import { Tool } from '../tools/tool';
 import { ToolSet } from '../tools/toolSet';
 import { McpServersConfig, recordableServers } from '../mcp/mcpConfig';
-import { ALGORITHM_DEFAULTS, CRITIC_DEFAULTS, SHARED_VALUE_COEF } from './algorithmDefaults';
+import { ALGORITHM_DEFAULTS, CRITIC_DEFAULTS, DYNAMIC_SAMPLING_MAX_ROUNDS, GROUP_BASELINE_ALGORITHMS, SHARED_VALUE_COEF } from './algorithmDefaults';
 import { HealthSettings, OnCollapse } from './healthSettings';
 
 /**
@@ -97,6 +97,19 @@ const AlgorithmFields = z.strictObject({
   /** Passes over each rollout batch, and optimizer steps per pass. */
   epochs: positiveInt.default(1),
   miniBatches: positiveInt.default(1),
+  /**
+   * Dynamic sampling (DAPO, Yu et al. 2025, §3.2), for the group-baseline estimators (GRPO,
+   * Dr. GRPO, RLOO, REINFORCE++-baseline): a group whose rewards are all equal has zero advantage,
+   * so it is dropped before the update and fresh prompts are rolled out in extra rounds — at most
+   * `maxRounds` rounds in all, the first included — until the step has `rollout.promptsPerStep`
+   * groups with signal. Default: the algorithm's (algorithmDefaults.ts); see trainer/rl/ADVANTAGES.md.
+   */
+  dynamicSampling: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      maxRounds: positiveInt.optional(),
+    })
+    .optional(),
 });
 
 /** The algorithm section with every unset field taken from the algorithm's defaults. */
@@ -113,6 +126,7 @@ function withAlgorithmDefaults(a: z.output<typeof AlgorithmFields>) {
     aggregation: a.aggregation ?? d.aggregation,
     // Only RFT's section has it, so every other config hashes (and resumes) as before RFT existed.
     ...(a.name === 'rft' ? { rftThreshold: a.rftThreshold ?? d.rftThreshold } : {}),
+    dynamicSampling: { enabled: a.dynamicSampling?.enabled ?? d.dynamicSampling, maxRounds: a.dynamicSampling?.maxRounds ?? DYNAMIC_SAMPLING_MAX_ROUNDS },
   };
 }
 
@@ -373,10 +387,16 @@ function refuseMovedFields(value: unknown, file: string): void {
 /** What the schema cannot say alone: group sizes, Dr. GRPO's std, and the critic's combinations. */
 function checkAlgorithm(config: TrainingConfig, file: string): void {
   const a = config.algorithm;
-  if (['grpo', 'dr-grpo', 'rloo', 'reinforce++-baseline'].includes(a.name) && a.groupSize < 2) {
+  const groupBaseline = (GROUP_BASELINE_ALGORITHMS as readonly string[]).includes(a.name);
+  if (groupBaseline && a.groupSize < 2) {
     throw new ConfigError(`${file}: algorithm.groupSize: ${a.name} compares samples within a group; expected at least 2, got ${a.groupSize}`);
   }
   checkRft(config, file);
+  if (a.dynamicSampling.enabled && !groupBaseline) {
+    throw new ConfigError(
+      `${file}: algorithm.dynamicSampling: ${a.name} learns from groups whose rewards are all equal (${a.name === 'ppo' ? 'its critic is the baseline' : 'its advantages are whitened over the whole batch'}), so dropping them would only waste rollouts; dynamic sampling is for ${GROUP_BASELINE_ALGORITHMS.join(', ')}`,
+    );
+  }
   if (a.name === 'dr-grpo' && a.scaleByStd) throw new ConfigError(`${file}: algorithm.scaleByStd: Dr. GRPO does not divide by the group's standard deviation; use name: 'grpo' for that`);
   if (config.critic && a.name !== 'ppo') throw new ConfigError(`${file}: critic: only PPO trains a critic (algorithm.name is ${a.name})`);
   if (a.name !== 'ppo') return;
@@ -403,10 +423,12 @@ function checkRft(config: TrainingConfig, file: string): void {
 
 /** The config's plain values (tools and rewards by name), for hashing and for run.json. */
 export function hashable(config: TrainingConfig): Record<string, unknown> {
-  // Without MCP servers the record (and so the hash: resume) is what it was before they existed.
+  // Without MCP servers the record (and so the hash: resume) is what it was before they existed; so too without dynamic sampling.
   const { mcpServers, ...rest } = config;
+  const { dynamicSampling, ...algorithm } = config.algorithm;
   return {
     ...rest,
+    algorithm: dynamicSampling.enabled ? config.algorithm : algorithm,
     tools: config.tools.map((t) => t.name),
     ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
     rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum', ...rewardSettings(config.rewards) },

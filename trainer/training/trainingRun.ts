@@ -3,6 +3,7 @@ import { PROTOCOL_VERSION } from '../shared/protocol/protocolVersion';
 import type { RunRecord } from '../shared/protocol/runStore';
 import { liveRunLock, RunLockedError } from '../shared/runstore/runLock';
 import type { RunStoreWriter } from '../shared/runstore/writer';
+import { StorageError, withoutResumeAdvice } from '../shared/runstore/storageError';
 import { providerFor } from './configOptions';
 import { BEST_CHECKPOINT, describeBest, keepBest } from './bestCheckpoint';
 import { carryOut } from './collapseResponse';
@@ -18,6 +19,7 @@ import { RunReporter, type EventSink } from './runReporter';
 import { createRun, reopenRun, type OpenedRun } from './runStoreOpening';
 import type { LoadedConfig } from './trainingConfig';
 import { trainingStep } from './trainingStep';
+import { markRunOnUnexpectedExit } from './unexpectedExit';
 
 export type { EvaluationResult, EventSink };
 
@@ -91,15 +93,19 @@ export class TrainingRun {
     this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.started', runDirectory: position.writer.dir, run: position.writer.record });
     this.report.log(`run ${position.writer.record.id}: ${parts.config.algorithm.name} on ${parts.model.config.architecture} (${position.writer.record.model.trainableParameters.toLocaleString()} trainable parameters), ${provider}`);
     let learners: Learners | undefined;
+    const exitWatch = markRunOnUnexpectedExit(position.writer);
     try {
       learners = await prepareLearners(parts, opened);
       const result = await this.trainSteps(parts, position, learners, opened.startStep);
       this.report.log(`run ${position.writer.record.status} after step ${position.writer.record.lastStep ?? 0} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${position.writer.dir}`);
       return result;
-    } catch (error) {
+    } catch (thrown) {
+      // Before the first checkpoint there is nothing to resume: a full disk's advice says so.
+      const error = thrown instanceof StorageError && position.writer.record.lastCheckpoint === undefined ? withoutResumeAdvice(thrown) : thrown;
       failRun(position.writer, error as Error, this.report);
       throw error;
     } finally {
+      exitWatch.dispose();
       position.writer.close();
       // A listener that throws here must not keep the parts below open.
       try {
@@ -146,10 +152,18 @@ export class TrainingRun {
    * best are kept as checkpoints/best; then the response to a held-out collapse, if `onCollapse`
    * has one (not after the final evaluation: the run is ending, and its best is kept).
    */
-  private async evaluate(parts: RunParts, position: RunPosition, learners: Learners, step: number, final: boolean): Promise<EvaluationResult> {
+  private async evaluate(parts: RunParts, position: RunPosition, learners: Learners, step: number, final: boolean): Promise<EvaluationResult | undefined> {
     let review: Review = { warnings: [] };
+    if (this.control.stopping) return undefined;
     parts.cassette?.cassette.enter('eval', step);
-    const result = await evaluateHeldOut(parts, position.writer, step, (r) => (review = reviewEvaluation(parts, position, step, r, final)).warnings);
+    let result: EvaluationResult;
+    try {
+      result = await evaluateHeldOut(parts, position.writer, step, (r) => (review = reviewEvaluation(parts, position, step, r, final)).warnings);
+    } catch (error) {
+      // A stop ends the evaluation in flight; it is not recorded, and the run ends stopped.
+      if (this.control.stopping) return undefined;
+      throw error;
+    }
     await keepBest(parts, position, learners, step, result);
     if (review.plan) await carryOut(review.plan, parts, position, learners);
     return result;

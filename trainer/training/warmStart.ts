@@ -28,12 +28,14 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
     parts.report.metrics(record);
     if (s % Math.max(1, Math.floor(total / 10)) === 0 || s === total) parts.report.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
   };
+  const stopping = () => parts.control.stopping;
   try {
     for (const sequences of stages) {
-      for (let epoch = 0; epoch < sft.epochs && !parts.control.stopping; epoch++) {
-        await trainer.epoch(sequences, (s) => learningRate(schedule, s, total), random, onStep);
+      for (let epoch = 0; epoch < sft.epochs && !stopping(); epoch++) {
+        await trainer.epoch(sequences, (s) => learningRate(schedule, s, total), random, onStep, stopping);
       }
     }
+    if (stopping()) parts.report.log(`warm start stopped after sft step ${trainer.optimizer.steps}/${total}; a half warm-started model is not checkpointed`);
   } finally {
     await trainer.release();
   }

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { RAW_ARGUMENTS, type ToolContext } from '../tools/context';
 import type { ToolOutput } from '../tools/result';
+import { withoutTrainerFrames } from '../tools/runner';
 import { Tool, type ToolInvocation } from '../tools/tool';
 import type { HostMessage, ThrownValue, ToolWorkerData, WorkerInvocation, WorkerMessage } from './toolWorkerMessages';
 
@@ -62,6 +63,13 @@ function rethrown(value: ThrownValue): Error {
   return error;
 }
 
+/** A failure of the tool worker itself: said in words, without the trainer's stack frames (they would reach the policy's observation). */
+function workerFailure(message: string): Error {
+  const error = new Error(message);
+  error.stack = `Error: ${message}`;
+  return error;
+}
+
 function invocation(args: unknown, ctx: ToolContext<object>): WorkerInvocation {
   const raw = (ctx as { [RAW_ARGUMENTS]?: unknown })[RAW_ARGUMENTS] ?? args;
   return { rawArgs: raw, ctx: { trajectory: ctx.trajectory, turn: ctx.turn, callIndex: ctx.callIndex, row: ctx.row, rowArgs: ctx.rowArgs } };
@@ -87,7 +95,7 @@ export class ToolHost {
   }
 
   private ensureWorker(): Promise<Worker> {
-    if (this.closed) return Promise.reject(new Error('the tool worker is closed'));
+    if (this.closed) return Promise.reject(workerFailure('the tool worker is closed'));
     if (this.worker) return Promise.resolve(this.worker);
     this.starting ??= new Promise<Worker>((resolve, reject) => {
       const entry = workerEntry();
@@ -105,7 +113,7 @@ export class ToolHost {
         } else if (message.type === 'failed') {
           this.starting = undefined;
           void worker.terminate();
-          reject(new Error(`the tool worker could not load ${this.data.file}: ${message.message}`));
+          reject(workerFailure(`the tool worker could not load ${this.data.file}: ${message.message}`));
         }
       };
       worker.on('message', onStartMessage);
@@ -113,20 +121,20 @@ export class ToolHost {
       const lost = (reason: string) => {
         if (!ready) {
           this.starting = undefined;
-          reject(new Error(reason));
+          reject(workerFailure(reason));
         } else if (this.worker === worker) {
           this.worker = undefined;
           this.failPending(reason);
         }
       };
-      worker.on('error', (error) => lost(`the tool worker of ${this.data.file} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
+      worker.on('error', (error) => lost(`the tool worker of ${this.data.file} failed: ${error instanceof Error ? withoutTrainerFrames(error.stack ?? error.message) : String(error)}`));
       worker.on('exit', (code) => lost(`the tool worker of ${this.data.file} exited (code ${code})`));
     });
     return this.starting;
   }
 
   private failPending(reason: string): void {
-    for (const call of this.pending.values()) call.reject(new Error(reason));
+    for (const call of this.pending.values()) call.reject(workerFailure(reason));
     this.pending.clear();
     for (const pong of this.pings.values()) pong();
     this.pings.clear();
@@ -168,7 +176,7 @@ export class ToolHost {
     } catch (error) {
       this.pending.delete(message.id);
       signal.removeEventListener('abort', onAbort);
-      throw new Error(`the call of "${message.tool}" cannot be sent to its tool worker: ${(error as Error).message}`, { cause: error });
+      throw Object.assign(workerFailure(`the call of "${message.tool}" cannot be sent to its tool worker: ${(error as Error).message}`), { cause: error });
     }
     try {
       return await result;

@@ -167,7 +167,7 @@ b178a3cd56f58b2d502255daba591e92833930a7) trains the policy; Rollout Studio serv
 
 1. Where verl's workers can reach it (this machine, or one next to the cluster):
 
-       npx rollout-studio serve-tools ${relConfig} --port ${new URL(url).port || 8808}${new URL(url).hostname === '127.0.0.1' ? '' : ` --host 0.0.0.0 --token "$ROLLOUT_STUDIO_TOKEN"`}
+       npx rollout-studio serve-tools ${relConfig} --port ${new URL(url).port || 8808}${new URL(url).hostname === '127.0.0.1' ? '' : ` --host 0.0.0.0   # with ROLLOUT_STUDIO_TOKEN set`}
 
 2. On the cluster, with verl installed (and \`ROLLOUT_STUDIO_TOKEN\` set if serve-tools has one):
 

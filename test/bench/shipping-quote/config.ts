@@ -19,7 +19,8 @@ export default defineConfig({
   rollout: {
     promptsPerStep: 4,
     budget: { maxTurns: 4, maxNewTokensPerTurn: 96, maxTotalTokens: 1024, maxToolResultTokens: 32 },
-    temperature: 0.7,
+    // Constrained calls cannot garble a name, so the base samples at 1 (more groups with signal).
+    temperature: 1,
     systemPrompt: SYSTEM_PROMPT,
     templateKwargs: { enable_thinking: false },
   },

@@ -344,7 +344,10 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
   });
 
   it('stops on a tool-call parse failure (exception filter) at its result', async () => {
-    const session = await launch({}, { exceptions: { filters: ['toolCallParse'] } });
+    // Constrained calls always parse: this run samples them freely, so the tiny agent garbles some.
+    const free = path.join(workspace, 'free-calls.config.ts');
+    fs.writeFileSync(free, fs.readFileSync(config, 'utf8').replace('temperature: 0.7,', 'temperature: 0.7,\n    constrainToolCalls: false,'));
+    const session = await launch({ config: free }, { exceptions: { filters: ['toolCallParse'] } });
     const { dc } = session;
     try {
       const stop = (await next(session, 'stopped')) as DebugProtocol.StoppedEvent;

@@ -87,14 +87,16 @@ describe('train: setup errors end the process', { timeout: 600_000 }, () => {
     });
 
     it('with another config', async () => {
-      assertEndsWith(await cli(['train', variant('other', 'lr: 1e-4', 'lr: 2e-4'), '--resume', runDir]), /resumable was trained with another config \(hash [0-9a-f]+, this one is [0-9a-f]+\); resume with the same config/);
+      assertEndsWith(await cli(['train', variant('other', 'lr: 1e-4', 'lr: 2e-4'), '--resume', runDir]), /resumable was trained with another config; what differs from the config it was trained with:\n\s+optimization\.lr: 0\.0001 → 0\.0002\nResume with the config it was trained with/);
     });
 
     it('when every checkpoint is damaged', async () => {
       const damaged = path.join(workspace, 'runs', 'damaged');
       fs.cpSync(runDir, damaged, { recursive: true });
       for (const c of fs.readdirSync(path.join(damaged, 'checkpoints'))) fs.truncateSync(path.join(damaged, 'checkpoints', c, 'optimizer.safetensors'), 1000);
-      assertEndsWith(await cli(['train', config, '--resume', damaged]), /damaged: no checkpoint can be resumed from; every one is damaged:\n {2}checkpoints\/step-000002: .*optimizer\.safetensors/);
+      const result = await cli(['train', config, '--resume', damaged]);
+      assertEndsWith(result, /damaged: no checkpoint can be resumed from; every one is damaged:\n {2}checkpoints\/step-000002: .*optimizer\.safetensors/);
+      assert.doesNotMatch(result.stderr, /\n\s+at .*\.(ts|js):\d+/, 'no stack trace under the message');
     });
 
     it('a run another live process writes', async () => {
@@ -125,6 +127,15 @@ describe('the other commands end the process on their errors', { timeout: 600_00
 
   it('run-tool with a tool the module does not have', async () => {
     assertEndsWith(await cli(['run-tool', config, '--tool', 'nope']), /no tool named "nope"/);
+  });
+
+  it('run-tool CONFIG --tool NAME finds the tool in the config (its default export\'s tools)', async () => {
+    const result = await cli(['run-tool', config, '--tool', 'search', '--args', '{"query": "William"}', '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const report = JSON.parse(result.stdout) as { tool: { name: string }; observation?: string; error?: unknown };
+    assert.equal(report.tool.name, 'search');
+    assert.equal(report.error, undefined);
+    assert.ok(report.observation && report.observation.length > 0, result.stdout);
   });
 
   it('eval-reward on a file that is not there', async () => {
@@ -160,5 +171,41 @@ describe('the other commands end the process on their errors', { timeout: 600_00
 
   it('import verl of a folder that is not there', async () => {
     assertEndsWith(await cli(['import', 'verl', path.join(workspace, 'no-dumps')]), /no-dumps: not a folder; give verl's trainer\.rollout_data_dir/);
+  });
+});
+
+describe('user errors say what to do, without stack traces (kept with --verbose)', { timeout: 600_000 }, () => {
+  const NO_STACK = /\n\s+at .*\.(ts|js):\d+/;
+  let runDir: string;
+
+  before(async () => {
+    runDir = path.join(workspace, 'runs', 'done');
+    const done = await cli(['train', config, '--run-dir', runDir, '--steps', '1']);
+    assert.equal(done.code, 0, done.stderr);
+  });
+
+  it('a run directory that already holds a run', async () => {
+    const result = await cli(['train', config, '--run-dir', runDir]);
+    assertEndsWith(result, /done already holds a run; choose another run directory or resume it \(--resume /);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+    const verbose = await cli(['train', config, '--run-dir', runDir, '--verbose']);
+    assertEndsWith(verbose, /already holds a run/);
+    assert.match(verbose.stderr, NO_STACK, 'with --verbose the stack trace is printed');
+  });
+
+  it('a resume under a changed config names the fields that differ', async () => {
+    const changed = variant('changed', 'groupSize: 2', 'groupSize: 3');
+    const result = await cli(['train', changed, '--resume', runDir]);
+    assertEndsWith(result, /done was trained with another config; what differs from the config it was trained with:\n\s+algorithm\.groupSize: 2 → 3\n/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+  });
+
+  it('a run with no checkpoint to resume from', async () => {
+    const bare = path.join(workspace, 'runs', 'bare');
+    fs.cpSync(runDir, bare, { recursive: true });
+    fs.rmSync(path.join(bare, 'checkpoints'), { recursive: true });
+    const result = await cli(['train', config, '--resume', bare]);
+    assertEndsWith(result, /bare: the run has no checkpoint to resume from \(it ended before its first one was saved\); start a new run instead/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
   });
 });

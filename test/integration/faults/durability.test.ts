@@ -101,6 +101,23 @@ describe('a full disk', { timeout: 300_000 }, () => {
     assertSameCheckpoint(path.join(straight, 'checkpoints/step-000003'), path.join(runDir, 'checkpoints/step-000003'), 'resumed after a full disk during a checkpoint');
   });
 
+  it('while the first checkpoint is saved: the message does not offer a --resume that has nothing to resume from', async () => {
+    const runDir = path.join(fixture.dir, 'runs', 'first-checkpoint-enospc');
+    fillDiskFor(/step-000000\.partial/);
+    const failed = await train({ runDir }).then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    mock.restoreAll();
+    assert.ok(failed, 'the run failed');
+    assert.equal(failed.name, 'StorageError');
+    assert.match(failed.message, /step-000000\.partial: saving the checkpoint of step 0 failed \(ENOSPC\): .*the run has no checkpoint yet, so --resume cannot continue it: start the training again once there is space$/);
+    assert.doesNotMatch(failed.message, /--resume continues/);
+    const run = new RunStoreReader(runDir).run();
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error?.message, failed.message, 'the run record says the same');
+  });
+
   it('while a step is recorded: half a record is taken back, not glued to the next, and a resume ends as if nothing happened', async () => {
     const runDir = path.join(fixture.dir, 'runs', 'metrics-enospc');
     let failed: Error | undefined;

@@ -110,6 +110,8 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
     const fails = await one('fails');
     assert.equal(fails.error?.kind, 'threw');
     assert.match(fails.error!.message, /^RangeError: out of range\n\s+at .*tools\.config\.ts:\d+/);
+    // The policy reads this: the tool's own frames, none of the trainer's (its worker, its runner) or Node's.
+    assert.doesNotMatch(fails.error!.message, /trainer[\\/](usercode|tools)|toolWorker|node:internal|\(node:/, fails.error!.message);
     assert.deepEqual(await one('bigint').then((o) => o.error), { kind: 'threw', message: 'thrown value: 12345678901234567890n' });
     const circular = await one('circular');
     assert.equal(circular.error?.kind, 'threw');
@@ -135,6 +137,7 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
     // The call beside it in the same worker is stopped with it, and says why.
     assert.equal(beside.error?.kind, 'threw');
     assert.match(beside.error!.message, /the tool worker was restarted: a call of "spin" ran past its timeout without yielding/);
+    assert.doesNotMatch(beside.error!.message, /\n\s+at /, `a failure of the worker itself is said in words, without stack frames: ${beside.error!.message}`);
     assert.ok(performance.now() - started < 300 + PING_GRACE_MS + 3000);
     const startsBefore = host().starts;
     assert.equal(text(await one('greet', { who: 'again' })), 'hello again on a worker');

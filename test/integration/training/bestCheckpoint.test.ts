@@ -34,7 +34,7 @@ const REWARDS =
   "{ name: 'never', weight: 0, score: () => 0 }] }";
 
 /** Forced collapse (test-only thresholds): any entropy is a jump, any tool error rate a rise, from the second step on. */
-const ALWAYS_COLLAPSING = '{ minHistory: 1, entropyJump: 0, entropyJumpMin: -100, toolErrorRise: -1 }';
+const ALWAYS_COLLAPSING = '{ minHistory: 1, entropyJump: 0, entropyJumpMin: -100, toolErrorRise: -1, collapseSteps: 1 }';
 
 async function train(configFile: string, options: ConstructorParameters<typeof TrainingRun>[1]) {
   const lines: string[] = [];

@@ -209,6 +209,16 @@ describe('scoring a batch: outcome and process rewards, combination, placement',
     await assert.rejects(scoreTrajectories([t], { outcome: [], errorPenalty: { parse: Infinity } }, tools), /rewards\.errorPenalty\.parse: expected a finite number ≥ 0/);
   });
 
+  it('subtract the truncation penalty from the outcome of a trajectory a length limit cut off, and only then', async () => {
+    const [row] = rowsOf([{ id: 'q-9', prompt: 'q', answer: 'x' }]);
+    const runOn = { ...trajectory(0, row, 'PGG', '<answer>x</answer>x</answer>x'), finishReason: 'max_turn_tokens' as const };
+    const cutByTotal = { ...trajectory(1, row, 'PGG', '<answer>x</answer>'), finishReason: 'max_total_tokens' as const };
+    const finished = trajectory(2, row, 'PGG', '<answer>x</answer>');
+    const batch = await scoreTrajectories([runOn, cutByTotal, finished], { outcome: [exactMatch()], truncationPenalty: 0.5 }, tools);
+    assert.deepEqual(batch.trajectories.map((t) => [t.outcome, t.components.exact_match, t.components.truncation_penalty]), [[0.5, 1, -0.5], [0.5, 1, -0.5], [1, 1, undefined]]);
+    await assert.rejects(scoreTrajectories([finished], { outcome: [], truncationPenalty: -1 }, tools), /rewards\.truncationPenalty: expected a finite number ≥ 0/);
+  });
+
   it('fails naming the row and the value for ±Infinity, NaN and absurdly large rewards, and for totals weights take out of range', async () => {
     const [row] = rowsOf([{ id: 'q-4', prompt: 'q', answer: 'x' }]);
     const t = trajectory(5, row, 'PGG', 'x', [ok('z', 1)]);

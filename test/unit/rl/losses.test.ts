@@ -101,6 +101,38 @@ describe('policy loss', () => {
     });
   }
 
+  it("clip-higher as DAPO decouples it: ε_high 0.28 lets a rising token's ratio reach 1.28, ε_low 0.2 still bounds a falling one", async () => {
+    // Token 0: ratio 1.25, advantage +1. Token 1: ratio 0.75, advantage −1.
+    const old = Float64Array.of(-1, -2);
+    const advantages = Float64Array.of(1, -1);
+    const shape = [1, 2];
+    const tensor = (values: Float64Array): HostTensor => ({ dtype: 'float64', shape, data: values });
+    const run = async (config: PolicyLossConfig, logprobs: Float64Array) => {
+      const g = new Graph('clip_higher');
+      const out = policyLoss({ logprobs: g.input('logprobs', 'float64', shape), oldLogprobs: g.input('old', 'float64', shape), advantages: g.input('adv', 'float64', shape), mask: g.input('mask', 'float64', shape) }, config);
+      g.output(out.loss, 'loss');
+      g.output(out.clipFraction, 'clip');
+      const result = await runGraphOnce(g, { logprobs: tensor(logprobs), old: tensor(old), adv: tensor(advantages), mask: tensor(Float64Array.of(1, 1)) }, { provider: 'cpu', optimization: 'basic' });
+      return { loss: Number(result.loss.data[0]), clip: Number(result.clip.data[0]) };
+    };
+    const at = Float64Array.of(old[0] + Math.log(1.25), old[1] + Math.log(0.75));
+    /** d loss / d logprob of token i, by central differences. */
+    const slope = async (config: PolicyLossConfig, i: number) => {
+      const h = 1e-6;
+      const plus = Float64Array.from(at, (v, k) => (k === i ? v + h : v));
+      const minus = Float64Array.from(at, (v, k) => (k === i ? v - h : v));
+      return ((await run(config, plus)).loss - (await run(config, minus)).loss) / (2 * h);
+    };
+    const dapo: PolicyLossConfig = { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3', entropyCoef: 0 };
+    const symmetric: PolicyLossConfig = { ...dapo, clipHigh: 0.2 };
+    // Token-mean over 2 tokens: −ratio·A / 2 → slope −1.25 / 2 for the rising token while it is not clipped.
+    assert.ok(Math.abs((await slope(dapo, 0)) + 0.625) < 1e-6, 'under ε_high 0.28 the rising token still learns');
+    assert.equal(await slope(symmetric, 0), 0, 'under a symmetric 0.2 it is clipped');
+    for (const config of [dapo, symmetric]) assert.equal(await slope(config, 1), 0, 'the falling token is clipped by ε_low 0.2 either way');
+    assert.equal((await run(dapo, at)).clip, 0.5);
+    assert.equal((await run(symmetric, at)).clip, 1);
+  });
+
   it('KL estimators k1, k2, k3 agree between the graph and JavaScript', async () => {
     for (const estimator of ['k1', 'k2', 'k3'] as const) {
       const g = new Graph('kl');

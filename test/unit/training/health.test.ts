@@ -109,7 +109,35 @@ describe('the step warnings', () => {
   });
 });
 
+describe('the truncation check', () => {
+  it('warns when many trajectories run into a length limit, and points at the truncation penalty', () => {
+    const warnings = stepWarnings(values({ 'health/truncated': 0.75 }), history(5), settings, SCORE);
+    const truncated = warnings.find((w) => w.code === 'truncated');
+    assert.ok(truncated, JSON.stringify(warnings));
+    assert.match(truncated.message, /^75 % of the trajectories ran into a length limit/);
+    assert.match(truncated.advice, /rewards\.truncationPenalty/);
+    assert.ok(!stepWarnings(values({ 'health/truncated': 0.1 }), history(5), settings, SCORE).some((w) => w.code === 'truncated'));
+  });
+});
+
 describe('the collapse detector', () => {
+  // One step at a time (the detector's signs); the default asks for two in a row, tested below.
+  const settings = HealthSettings.parse({ collapseSteps: 1 });
+
+  it('calls one such step a risk and two in a row a collapse (the default)', () => {
+    const defaults = HealthSettings.parse({});
+    const collapsed = values({ 'entropy/mean': 0.27, 'tools/error_rate': 0.84, [SCORE]: 0.9 });
+    const first = stepWarnings(collapsed, history(5), defaults, SCORE);
+    assert.equal(collapseOf(first), undefined);
+    assert.deepEqual(first.filter((w) => w.code.startsWith('collapse')).map((w) => [w.code, w.severity]), [['collapse_risk', 'warn']]);
+    const second = stepWarnings(collapsed, [...history(5).slice(1), healthSample(6, collapsed, SCORE)], defaults, SCORE);
+    assert.equal(collapseOf(second)?.code, 'collapse');
+    assert.match(collapseOf(second)!.message, /2 steps in a row/);
+    // A hard batch between healthy steps: a risk, then nothing.
+    const after = stepWarnings(values({ 'entropy/mean': 0.07, [SCORE]: 0.96 }), [...history(5).slice(1), healthSample(6, collapsed, SCORE)], defaults, SCORE);
+    assert.ok(!after.some((w) => w.code.startsWith('collapse')), JSON.stringify(after));
+  });
+
   it("fires on issue 31's collapse: an entropy jump with the tool error rate shooting up", () => {
     const collapsed = values({ 'entropy/mean': 0.27, 'tools/error_rate': 0.84, 'tools/parse_error_rate': 0.6, 'tools/schema_error_rate': 0.24, [SCORE]: 0.9 });
     const warnings = stepWarnings(collapsed, history(5), settings, SCORE);

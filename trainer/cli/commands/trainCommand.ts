@@ -1,3 +1,4 @@
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainerMessage, type TrainingEvent } from '../../shared/protocol';
@@ -5,6 +6,7 @@ import { RunControl } from '../../training/runControl';
 import { evaluateCheckpoint } from '../../training/evaluateCheckpoint';
 import { formatScore } from '../../training/taskMetric';
 import { TrainingRun } from '../../training/trainingRun';
+import { exitNow } from '../../training/unexpectedExit';
 import { resolveDevice } from '../resolveDevice';
 import { hasParent, sendToParent } from '../ipc';
 import { ProgressLine } from '../progress';
@@ -23,7 +25,8 @@ as model.path is downloaded into the Hugging Face cache first (see rollout-studi
   --record-tools     record every tool call and its result in the run's cassette.jsonl
   --replay-tools SRC answer tool calls from a recording (a run directory or a cassette file)
   --on-miss MODE     a call the recording lacks: error (an observation, default) or live
-Ctrl-C stops cleanly after the current turn; press it again to abort.`;
+Ctrl-C (or SIGTERM, SIGHUP) stops cleanly after the current turn, records the run as stopped
+and exits with 128 + the signal's number (130 for Ctrl-C); a second one aborts at once.`;
 
 export async function trainCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -99,12 +102,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
     if (ipc) send(event);
     else if (event.type === 'progress') progress!.update(event);
   };
-  let interrupts = 0;
-  process.on('SIGINT', () => {
-    if (++interrupts > 1) process.exit(130);
-    process.stderr.write('\nstopping after the current turn (Ctrl-C again to abort)\n');
-    control.stop();
-  });
+  const stoppedBy = stopOnSignals(control);
   const run = new TrainingRun(loaded, {
     ...(steps !== undefined ? { steps } : {}),
     device,
@@ -125,7 +123,33 @@ export async function trainCommand(argv: string[]): Promise<number> {
   if (before?.metric !== undefined && before.score !== undefined && after?.score !== undefined) {
     process.stdout.write(`held-out ${before.metric}: ${before.score.toFixed(3)} before RL → ${after.score.toFixed(3)} after\n`);
   }
-  return result.run.status === 'failed' ? 1 : 0;
+  if (result.run.status === 'failed') return 1;
+  // Stopped by a signal: the shell convention 128 + its number, so a supervisor (docker, systemd, timeout) sees why.
+  const signal = stoppedBy();
+  return signal ? 128 + os.constants.signals[signal] : 0;
+}
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Ctrl-C, and what `docker stop`, systemd, Kubernetes, `timeout` and a closed terminal send
+ * (SIGTERM, SIGHUP), stop the run cleanly: the step in flight is dropped, the run is recorded
+ * as stopped and its lock released. A second signal ends the process at once (the run is then
+ * marked failed, saying so). Returns which signal stopped the run, if one did.
+ */
+function stopOnSignals(control: RunControl): () => NodeJS.Signals | undefined {
+  let first: NodeJS.Signals | undefined;
+  for (const signal of STOP_SIGNALS) {
+    process.on(signal, () => {
+      const code = 128 + os.constants.signals[signal];
+      if (first) exitNow(code, `${signal} after ${first}: ended at once; the step in flight was not recorded`);
+      first = signal;
+      const again = signal === 'SIGINT' ? 'Ctrl-C' : `${signal}`;
+      process.stderr.write(`\n${signal === 'SIGINT' ? '' : `${signal}: `}stopping after the current turn (${again} again to abort)\n`);
+      control.stop();
+    });
+  }
+  return () => first;
 }
 
 export const evalUsage = `rollout-studio eval <config.ts> --checkpoint DIR [options]

@@ -2,6 +2,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import type { HubHttpFailure } from './hubErrors';
 import { networkErrorCode } from './hubErrors';
+import { isFileDigest } from './cacheLayout';
 
 /**
  * One file's bytes into `blobs/<etag>`: a plain HTTP GET of the Hub's `resolve` URL (which
@@ -86,9 +87,9 @@ async function appendBody(response: Response, incomplete: string, start: number,
 }
 
 /** The hash the Hub names the file by: sha256 for LFS files, git's blob id (sha1 of "blob <size>\0" + contents) for the others. */
-async function contentHash(file: string, etag: string, size: number): Promise<string | undefined> {
+async function contentHash(file: string, etag: string, size: number): Promise<string> {
   const algorithm = /^[0-9a-f]{64}$/.test(etag) ? 'sha256' : /^[0-9a-f]{40}$/.test(etag) ? 'sha1' : undefined;
-  if (!algorithm) return undefined;
+  if (!algorithm) throw new BlobIntegrityError(`${file}: the id ${JSON.stringify(etag)} is not a digest the download can be checked against`);
   const hash = crypto.createHash(algorithm);
   if (algorithm === 'sha1') hash.update(`blob ${size}\0`);
   for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
@@ -96,6 +97,8 @@ async function contentHash(file: string, etag: string, size: number): Promise<st
 }
 
 export async function downloadBlob(download: BlobDownload): Promise<void> {
+  // Verification is never skipped: an id that is not a digest cannot be checked, so nothing is downloaded for it.
+  if (!isFileDigest(download.etag)) throw new BlobIntegrityError(`${download.url}: the file's id ${JSON.stringify(download.etag)} is not a git blob id or a sha256, so the download could not be verified; refused`);
   const incomplete = `${download.blobPath}.incomplete`;
   let start = partialSize(incomplete);
   if (start > download.size) {
@@ -144,7 +147,7 @@ export async function downloadBlob(download: BlobDownload): Promise<void> {
     throw new BlobIntegrityError(`${download.url}: expected ${download.size} bytes, received ${size}; the partial file was deleted, pull again`);
   }
   const hash = await contentHash(incomplete, download.etag, size);
-  if (hash !== undefined && hash !== download.etag) {
+  if (hash !== download.etag) {
     fs.rmSync(incomplete, { force: true });
     throw new BlobIntegrityError(`${download.url}: the downloaded bytes hash to ${hash}, not to the Hub's ETag ${download.etag}; the partial file was deleted, pull again`);
   }

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { listFiles, modelInfo } from '@huggingface/hub';
-import { isCommitHash, RepoCache } from './cacheLayout';
+import { checkDigest, checkRevision, isCommitHash, RepoCache } from './cacheLayout';
 import { BlobHttpError, downloadBlob } from './downloadBlob';
 import { cacheWriteError, failureOfApiError, httpFailureError, HubError, isHubApiError, networkError, networkErrorCode, type HubRequestContext } from './hubErrors';
 import { missingFromSnapshot, selectModelFiles, shardsFromIndex, WEIGHTS_INDEX, type ModelFileSet, type RepoFile } from './modelFiles';
@@ -62,6 +62,7 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
   const settings = options.settings ?? hubSettings();
   const revision = options.revision ?? 'main';
   const set = options.files ?? 'model';
+  checkRevision(revision);
   const cache = new RepoCache(settings.cacheDir, repo);
   const context: HubRequestContext = { repo, revision, settings };
   if (settings.offline) return fromCache(cache, revision, set, settings);
@@ -94,6 +95,8 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
       if (entry.type !== 'file') continue;
       const etag = entry.lfs?.oid ?? entry.oid;
       if (!etag) throw new HubError(`${settings.endpoint} listed ${entry.path} of ${repo} without its id (oid)`);
+      // The id names the blob file and is what the download is verified against: nothing but a digest is taken.
+      checkDigest(etag, `${settings.endpoint} listed ${JSON.stringify(entry.path)} of ${repo}, whose id`);
       files.set(entry.path, { path: entry.path, size: entry.lfs?.size ?? entry.size, etag });
     }
     return files;

@@ -140,7 +140,10 @@ export const METRICS = {
   'time/update_s': 'seconds spent in the update',
   'time/step_s': 'seconds for the whole step',
   'health/zero_signal_groups': 'fraction of groups whose every advantage was zero (no learning signal; for GRPO, groups whose rewards were all equal)',
+  'health/truncated': 'fraction of trajectories a length limit cut off (max_turn_tokens or max_total_tokens): answers never finished, or run on past their end',
   'health/dropped_groups': 'fraction of rolled-out groups dropped by dynamic sampling before the update',
+  'rollout/rounds': 'rollout rounds of the step: 1, or more when dynamic sampling rolled out fresh prompts to replace groups without signal',
+  'rollout/groups': 'groups (prompts) rolled out in the step, every round included',
   'tools/parse_error_rate': 'fraction of tool calls that could not be read (not valid JSON, no name)',
   'tools/schema_error_rate': "fraction of tool calls whose arguments did not match the tool's schema, or named no known tool",
   'logprob/after_update': "mean log-prob of one trajectory's trained tokens under the updated policy (non-finite: the update diverged, and the run stopped)",
@@ -266,7 +269,7 @@ export function imageFileName(sha256: string, format: TrajectoryImageRecord['for
 
 export const TrajectoryRecord = z.object({
   step: z.number().int().nonnegative(),
-  /** Position in the step's batch. */
+  /** Position among the step's rollouts (with dynamic sampling, across its rounds, in order). */
   index: z.number().int().nonnegative(),
   /** The dataset row it started from and its position in the group (GRPO, RLOO). */
   rowId: z.string(),
@@ -301,6 +304,14 @@ export const TrajectoryRecord = z.object({
   }),
   /** The trajectory's advantage when it is one number (GRPO, RLOO, REINFORCE++ baseline). */
   advantage: z.number().optional(),
+  /**
+   * Set when the trajectory's group did not enter the update (dynamic sampling,
+   * `algorithm.dynamicSampling`): `no_signal`, its group's rewards were all equal (zero
+   * advantage); `surplus`, the step already had its `promptsPerStep` groups with signal. Such a
+   * trajectory is recorded for the panels but is in neither the update nor its metrics. Absent
+   * (every run before dynamic sampling): it was trained on.
+   */
+  dropped: z.enum(['no_signal', 'surplus']).optional(),
   /** Vision-language models: the images the trajectory saw, in the order of their tokens. */
   images: z.array(TrajectoryImageRecord).optional(),
   lengths: z.object({

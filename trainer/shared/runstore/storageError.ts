@@ -37,6 +37,20 @@ export function storageError(error: unknown, file: string, doing: string): Error
   return new StorageError(`${file}: ${doing} failed (${code}): ${text}`, file, code, { cause: error });
 }
 
+/**
+ * The same failure for a run that has no checkpoint yet (the disk filled while its first one was
+ * saved): there is nothing `--resume` could continue from, so the advice is to start again.
+ */
+export function withoutResumeAdvice(error: StorageError): StorageError {
+  const message = error.message
+    .replace(/; the run's complete steps and its last checkpoint are kept, and --resume continues from that checkpoint$/, '; the run has no checkpoint yet, so --resume cannot continue it: start the training again once there is space')
+    .replace(/ Free space, then --resume continues from the last checkpoint$/, ' Free space, then start the training again: the run has no checkpoint yet to resume from');
+  if (message === error.message) return error;
+  const rewritten = new StorageError(message, error.file, error.code, { cause: error.cause });
+  if (error.stack) rewritten.stack = error.stack.replace(error.message, message);
+  return rewritten;
+}
+
 /** A write that the device accepted only in part, and then not at all. */
 export function shortWriteError(file: string, written: number, total: number): StorageError {
   return new StorageError(

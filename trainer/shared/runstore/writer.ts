@@ -6,7 +6,7 @@ import { CASSETTE_FILE, CassetteEntry } from '../protocol/recordedCalls';
 import { appendJsonl, writeFileAtomic } from './jsonl';
 import { RunStoreReader } from './reader';
 import { RunDirectoryLock } from './runLock';
-import { storageError } from './storageError';
+import { StorageError, storageError } from './storageError';
 
 /**
  * Writes one run directory. Every record is validated before it is written, so a reader
@@ -34,7 +34,7 @@ export class RunStoreWriter {
     }
     const lock = RunDirectoryLock.acquire(dir);
     try {
-      if (fs.existsSync(path.join(dir, 'run.json'))) throw new Error(`${dir} already holds a run; choose another run directory or resume it (--resume ${dir})`);
+      if (fs.existsSync(path.join(dir, 'run.json'))) throw new StorageError(`${dir} already holds a run; choose another run directory or resume it (--resume ${dir})`, path.join(dir, 'run.json'), 'EEXIST');
       for (const sub of ['rollouts', 'checkpoints']) {
         try {
           fs.mkdirSync(path.join(dir, sub), { recursive: true });
