@@ -98,9 +98,12 @@ describe('Authoring in a real VS Code: a snippet, and Run Tool… from a code le
   it('Run Tool… from the search tool\'s code lens: the argument box checks the schema, the result opens beside', async () => {
     const { page } = workbench;
     await openFile(page, 'multihop/tools.ts');
-    const lens = page.locator('.codelens-decoration a', { hasText: 'Run Tool…' });
-    await lens.waitFor({ timeout: 90_000 });
-    assert.equal(await page.locator('.codelens-decoration a', { hasText: 'Debug Tool' }).count(), 1);
+    // The file defines two tools (KnowledgeBaseSearch, then MultiWorldSearch): a pair of lenses each.
+    const lenses = page.locator('.codelens-decoration a', { hasText: 'Run Tool…' });
+    await lenses.first().waitFor({ timeout: 90_000 });
+    assert.equal(await lenses.count(), 2);
+    assert.equal(await page.locator('.codelens-decoration a', { hasText: 'Debug Tool' }).count(), 2);
+    const lens = page.locator('.codelens-decoration a[title^="Run KnowledgeBaseSearch with"]');
     await lens.click();
 
     // The box starts from the schema's required fields; an empty query fails the tool's .min(1).

@@ -14,7 +14,13 @@ let announced: string | undefined;
 /** End the process now with `code`, recording `reason` on a run still in progress. */
 export function exitNow(code: number, reason: string): never {
   announced = reason;
-  return process.exit(code);
+  // The 'exit' listeners record the run; then the process ends without tearing down its worker
+  // threads: process.exit stops the device's worker mid-run, and onnxruntime's native callback
+  // then aborts the process ("terminate called after throwing an instance of 'Napi::Error'"),
+  // which replaced the exit code with SIGABRT.
+  process.exitCode = code;
+  process.emit('exit', code);
+  return (process as unknown as { reallyExit(code: number): never }).reallyExit(code);
 }
 
 /** The first stack frame outside this file and Node's own: who called `process.exit`. */

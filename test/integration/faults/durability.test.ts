@@ -94,7 +94,8 @@ describe('a full disk', { timeout: 300_000 }, () => {
     const run = reader.run();
     assert.equal(run.status, 'failed');
     assert.equal(run.lastCheckpoint, 'checkpoints/step-000001');
-    assert.deepEqual(fs.readdirSync(path.join(runDir, 'checkpoints')).sort(), ['step-000000', 'step-000001'], 'no .partial folder is left');
+    // (`best`: the best evaluation's weights, kept beside the step checkpoints.)
+    assert.deepEqual(fs.readdirSync(path.join(runDir, 'checkpoints')).sort(), ['best', 'step-000000', 'step-000001'], 'no .partial folder is left');
 
     assert.equal((await train({ resume: runDir })).run.status, 'finished');
     assertSameRecords(straight, runDir, 'resumed after a full disk during a checkpoint');

@@ -98,6 +98,9 @@ describe('Authoring: snippets, New… commands, code lenses, Run Tool, Evaluate 
       [
         [10, '$(play) Run Tool…', 'rolloutStudio.runTool'],
         [10, '$(debug-alt-small) Debug Tool', 'rolloutStudio.debugTool'],
+        // The benchmark's tool over freshly drawn worlds (MultiWorldSearch).
+        [47, '$(play) Run Tool…', 'rolloutStudio.runTool'],
+        [47, '$(debug-alt-small) Debug Tool', 'rolloutStudio.debugTool'],
       ],
     );
     assert.deepEqual(tools[0].command!.arguments, [{ file: path.join(multihop, 'tools.ts'), selector: { by: 'class', name: 'KnowledgeBaseSearch' }, label: 'KnowledgeBaseSearch' }]);
