@@ -77,6 +77,8 @@ export interface AgentLoopOptions {
   constrainCalls?: boolean;
   /** Answers tool calls instead of the tools and sees their outcomes (recorded tool results: tools/cassette.ts). */
   toolInterceptor?: ToolCallInterceptor;
+  /** Strings that end a turn once written (kept in the turn), besides the format's own stops. */
+  stop?: readonly string[];
 }
 
 export interface RunOptions {
@@ -133,7 +135,7 @@ export class AgentLoop {
     this.endTokenIds = new Set([options.template.endOfTurnId, ...tokenizer.eosTokenIds]);
     const formatStops = this.format.stopConditions(tokenizer);
     this.stopTokenIds = [...new Set([...this.endTokenIds, ...formatStops.tokenIds])];
-    this.stopStrings = formatStops.strings;
+    this.stopStrings = [...new Set([...formatStops.strings, ...(options.stop ?? [])])];
     this.callConstraint = options.constrainCalls !== false && this.specs.length > 0 ? this.format.callConstraint?.(tokenizer, this.specs) : undefined;
     this.errorObservation = options.errorObservation ?? defaultErrorObservation;
     this.truncationMarker = options.truncationMarker ?? defaultTruncationMarker;

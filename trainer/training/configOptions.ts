@@ -40,6 +40,7 @@ export function agentLoopOptions(config: TrainingConfig, parts: { policy: Policy
     ...(r.systemPrompt ? { systemPrompt: r.systemPrompt } : {}),
     ...(r.templateKwargs ? { templateKwargs: r.templateKwargs } : {}),
     constrainCalls: r.constrainToolCalls,
+    ...(r.stop.length ? { stop: r.stop } : {}),
   };
 }
 

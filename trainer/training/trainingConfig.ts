@@ -179,6 +179,13 @@ export const RolloutSection = z.strictObject({
    * same distribution. `false` samples calls freely (malformed ones become error observations).
    */
   constrainToolCalls: z.boolean().default(true),
+  /**
+   * Strings that end an assistant turn as soon as the policy has written one, kept in the text
+   * (vLLM's `stop` with `include_stop_str_in_output`), e.g. `['</answer>']`: an answer ends the
+   * episode there, instead of whatever a small policy writes after it until the token limit. The
+   * loop closes the turn with the template's end-of-turn token, which the policy is not trained on.
+   */
+  stop: z.array(z.string().min(1, 'a stop string may not be empty')).default([]),
 });
 
 export const OptimizationSection = z.strictObject({
@@ -426,6 +433,7 @@ export function hashable(config: TrainingConfig): Record<string, unknown> {
   // Without MCP servers the record (and so the hash: resume) is what it was before they existed; so too without dynamic sampling.
   const { mcpServers, ...rest } = config;
   const { dynamicSampling, ...algorithm } = config.algorithm;
+  const { stop, ...rollout } = config.rollout; // likewise without stop strings
   return {
     ...rest,
     algorithm: dynamicSampling.enabled ? config.algorithm : algorithm,
@@ -433,6 +441,6 @@ export function hashable(config: TrainingConfig): Record<string, unknown> {
     ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
     rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum', ...rewardSettings(config.rewards) },
     data: { train: config.data.train, eval: config.data.eval },
-    rollout: { ...config.rollout, format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },
+    rollout: { ...rollout, ...(stop.length ? { stop } : {}), format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },
   };
 }

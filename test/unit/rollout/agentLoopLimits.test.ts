@@ -271,4 +271,25 @@ describe('AgentLoop failures, budgets and truncation', () => {
     assert.equal(policy.calls.length, 1);
     assert.equal(policy.closed, 1);
   });
+  it('ends a turn at a configured stop string, keeps the string, and closes the turn itself', async () => {
+    const runOn = '<answer>42</answer>42</answer>42.42.42';
+    const play = async (extra: Partial<AgentLoopOptions>) => {
+      const { policy, loop } = loopWith(() => runOn, extra);
+      const [t] = await loop.run([{ row: rows({ prompt: 'Answer.' })[0], group: 0, sample: 0 }], { seed: 1 });
+      return { t, options: policy.calls[0].options };
+    };
+    const free = await play({});
+    assert.equal(free.t.turns.at(-1)!.content, runOn);
+    assert.equal(free.t.turns.at(-1)!.finish, 'eos');
+
+    const { t, options } = await play({ stop: ['</answer>'] });
+    assert.ok(options.stopStrings?.includes('</answer>'), 'the stop string reaches the policy');
+    const last = t.turns.at(-1)!;
+    assert.equal(last.content, '<answer>42</answer>');
+    assert.equal(last.finish, 'stop');
+    assert.equal(t.finishReason, 'answered');
+    // Nothing of the run-on was generated: the trajectory ends with the policy's own stop.
+    assert.equal(tokenizer.decode(t.ids.slice(last.tokenStart, last.tokenEnd)), '<answer>42</answer>');
+    assert.ok(t.ids.length - last.tokenEnd <= 1, 'at most the closing end-of-turn token follows');
+  });
 });
