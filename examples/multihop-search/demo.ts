@@ -5,8 +5,10 @@
  *   2. trains config.ts from the pretrained base (rollout-studio:base): a supervised warm start
  *      on imperfect demonstrations (three in four stop one search early), an evaluation on
  *      held-out people, GRPO with the search tool, and the evaluation again
- *   3. the SFT-only baseline: from the same warm start, more SFT on the demonstrations for as
- *      long as GRPO ran, evaluated the same way
+ *   3. the SFT-only baseline: from the same warm start, more SFT on the same imperfect
+ *      demonstrations for as long as GRPO ran, evaluated the same way — "was RL's gain just more
+ *      training?", not a strong rival (more imitation cannot fix the early stops; RFT and SFT on
+ *      correct demonstrations, with equal budgets, are `npm run bench:rl`'s arms)
  *   4. prints `RESULT em_before=… em_after=…` (GRPO) and `RESULT baseline=sft_only em_after=…`
  *
  * The run stays in the run store (.rollout/runs/ of the folder you ran it from), where the
@@ -21,7 +23,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { rlSeconds, sftBaseline } from '../../trainer/training/sftBaseline';
+import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/training/sftBaseline';
 import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
 import { DEFAULTS, generateDataset } from './data';
 import { loadConfig } from "../../trainer/usercode/loadConfig";
@@ -69,6 +71,7 @@ async function main(argv: string[]): Promise<void> {
     `RESULT baseline=sft_only em_before=${percent(result.evalBefore)} em_after=${percent(baseline.evaluation)} ` +
       `tool_calls_after=${baseline.evaluation.toolCallsPerTrajectory.toFixed(2)} extra_sft_steps=${baseline.steps} sft_seconds=${baseline.seconds.toFixed(0)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`,
   );
+  console.log(SFT_BASELINE_MEANING);
 }
 
 if (require.main === module) {

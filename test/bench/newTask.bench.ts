@@ -2,7 +2,10 @@
  * `npm run bench:new-task`: tool tasks that are in no example and not in the pretraining corpus,
  * trained from the pretrained base as a new user would, with the README tutorial's settings:
  * ≤ 300 imperfect demonstrations, a warm start, 40 GRPO steps, and (unless `--no-baseline`) the
- * SFT-only baseline given the same extra time.
+ * SFT-only baseline given the same extra time: more SFT on the same imperfect demonstrations, so
+ * it answers "was RL's gain just more training?" and is not a strong rival (more imitation of
+ * rounded answers cannot learn exact ones; `npm run bench:rl` has the equal-budget arms: RFT and
+ * SFT on correct demonstrations).
  *
  *   unit-conversion (default)  one tool; numeric arguments copied from the question, a numeric
  *                              result copied into the answer (unit-conversion/data.ts)
@@ -20,7 +23,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { rlSeconds, sftBaseline } from '../../trainer/training/sftBaseline';
+import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/training/sftBaseline';
 import { TrainingRun, type TrainResult } from '../../trainer/training/trainingRun';
 import { RunStoreReader } from '../../trainer/shared/runstore';
 import { loadConfig } from '../../trainer/usercode/loadConfig';
@@ -60,6 +63,7 @@ async function main(argv: string[]): Promise<void> {
         `RESULT baseline=sft_only seed=${seed} em_before=${pct(result.evalBefore?.score)} em_after=${pct(baseline.evaluation.score)} tool_calls_after=${baseline.evaluation.toolCallsPerTrajectory.toFixed(2)} ` +
           `extra_sft_steps=${baseline.steps} sft_seconds=${baseline.seconds.toFixed(0)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`,
       );
+      console.log(SFT_BASELINE_MEANING);
     }
   }
   if (gains.length) console.log(`RESULT task=${values.task} seeds=${seeds.join(',')} gain_mean=${(gains.reduce((a, b) => a + b, 0) / gains.length).toFixed(1)} gain_min=${Math.min(...gains).toFixed(1)} gain_max=${Math.max(...gains).toFixed(1)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`);

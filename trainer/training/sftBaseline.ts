@@ -14,10 +14,17 @@ import { evaluateCheckpoint, type CheckpointEvaluation } from './evaluateCheckpo
 import { readDemonstrationSequences } from './demonstrationSequences';
 
 /**
- * The SFT-only baseline of an RL result: from the same warm start, keep training on the
+ * The SFT-only baseline of an RL result: from the same warm start, keep training on the same
  * demonstrations instead of running RL, for the same extra compute (wall-clock seconds of the RL
- * phase, measured in the same run), then evaluate exactly as the run did. If RL does not beat
- * this, its gain was just more training.
+ * phase, measured in the same run) at a tenth of the warm start's learning rate, then evaluate
+ * exactly as the run did.
+ *
+ * What it is: the answer to "was RL's gain just more training on what we had?". What it is not: a
+ * strong rival. Where the demonstrations are imperfect (the demo's stop a search early, the new
+ * tasks' round their answers), more imitation of them cannot fix what RL is rewarded for, so RL
+ * beating it says little about RL against a good alternative. Rejection-sampling fine-tuning on
+ * the policy's own rollouts (`algorithm: { name: 'rft' }`) and SFT on correct demonstrations, with
+ * equal budgets, are the arms of `npm run bench:rl` (test/bench/rlArms.ts).
  */
 export interface SftBaselineOptions {
   /** The warm-started model folder (the run's step-0 checkpoint). */
@@ -101,3 +108,8 @@ export function rlSeconds(runDir: string): number {
     .records.filter((r) => r.kind === 'train')
     .reduce((sum, r) => sum + (r.values['time/step_s'] as number), 0);
 }
+
+/** What the SFT-only baseline is, printed beside its result so that no one reads it as more. */
+export const SFT_BASELINE_MEANING =
+  '(SFT-only: more SFT on the same imperfect demonstrations, for as long as RL ran — it asks "was RL\'s gain just more training?"; ' +
+  'it is not a strong rival: npm run bench:rl compares RL with RFT and with SFT on correct demonstrations at equal budgets)';
