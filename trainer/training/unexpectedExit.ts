@@ -1,3 +1,4 @@
+import * as os from 'node:os';
 import type { RunStoreWriter } from '../shared/runstore/writer';
 
 /**
@@ -11,16 +12,23 @@ import type { RunStoreWriter } from '../shared/runstore/writer';
 /** Why the process is ending, when whoever ends it knows (trainCommand's second signal). */
 let announced: string | undefined;
 
-/** End the process now with `code`, recording `reason` on a run still in progress. */
-export function exitNow(code: number, reason: string): never {
+/**
+ * End the process now because of `signal` (a second stop signal), recording `reason` on a run
+ * still in progress. The 'exit' listeners record the run; then the signal is raised again with
+ * its default action, as a shell expects of a program a signal ended (exit status 128 + its
+ * number). Not process.exit: that tears down the device's worker thread mid-run, and
+ * onnxruntime's native completion callback then aborts the process ("terminate called after
+ * throwing an instance of 'Napi::Error'"), replacing the status with SIGABRT's. Where a signal
+ * cannot be raised again (Windows), the process exits with the code after a moment.
+ */
+export function exitBySignal(signal: NodeJS.Signals, reason: string): void {
   announced = reason;
-  // The 'exit' listeners record the run; then the process ends without tearing down its worker
-  // threads: process.exit stops the device's worker mid-run, and onnxruntime's native callback
-  // then aborts the process ("terminate called after throwing an instance of 'Napi::Error'"),
-  // which replaced the exit code with SIGABRT.
+  const code = 128 + (os.constants.signals[signal] ?? 0);
   process.exitCode = code;
   process.emit('exit', code);
-  return (process as unknown as { reallyExit(code: number): never }).reallyExit(code);
+  process.removeAllListeners(signal);
+  process.kill(process.pid, signal);
+  setTimeout(() => (process as unknown as { reallyExit(code: number): never }).reallyExit(code), 1_000).unref();
 }
 
 /** The first stack frame outside this file and Node's own: who called `process.exit`. */

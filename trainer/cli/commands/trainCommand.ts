@@ -6,7 +6,7 @@ import { RunControl } from '../../training/runControl';
 import { evaluateCheckpoint } from '../../training/evaluateCheckpoint';
 import { formatScore } from '../../training/taskMetric';
 import { TrainingRun } from '../../training/trainingRun';
-import { exitNow } from '../../training/unexpectedExit';
+import { exitBySignal } from '../../training/unexpectedExit';
 import { resolveDevice } from '../resolveDevice';
 import { hasParent, sendToParent } from '../ipc';
 import { ProgressLine } from '../progress';
@@ -141,8 +141,7 @@ function stopOnSignals(control: RunControl): () => NodeJS.Signals | undefined {
   let first: NodeJS.Signals | undefined;
   for (const signal of STOP_SIGNALS) {
     process.on(signal, () => {
-      const code = 128 + os.constants.signals[signal];
-      if (first) exitNow(code, `${signal} after ${first}: ended at once; the step in flight was not recorded`);
+      if (first) return exitBySignal(signal, `${signal} after ${first}: ended at once; the step in flight was not recorded`);
       first = signal;
       const again = signal === 'SIGINT' ? 'Ctrl-C' : `${signal}`;
       process.stderr.write(`\n${signal === 'SIGINT' ? '' : `${signal}: `}stopping after the current turn (${again} again to abort)\n`);
