@@ -102,6 +102,7 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
   skip('rollout.budget.maxNewTokensPerTurn', b.maxNewTokensPerTurn, 'verl has no per-turn limit on generated tokens; a turn ends at the end-of-turn token or when the response budget is spent');
   if (r.format === undefined || r.format.name === 'hermes') map('rollout.format', 'actor_rollout_ref.rollout.multi_turn.format', 'hermes');
   else skip('rollout.format', r.format.name, 'verl parses calls with its own tool parsers (hermes, gpt-oss); this format has none there');
+  if (r.stop.length) skip('rollout.stop', r.stop, "verl's rollout config has no stop strings (its vLLM/SGLang sampling parameters are temperature, top_p and top_k); a turn ends at the end-of-turn token");
   if (r.templateKwargs) map('rollout.templateKwargs', 'data.apply_chat_template_kwargs', `{${Object.entries(r.templateKwargs).map(([k, v]) => `${k}:${JSON.stringify(v)}`).join(',')}}`, 'a Hydra dict');
   if (r.systemPrompt !== undefined) map('rollout.systemPrompt', '(dataset)', 'in each prompt', 'written into the Parquet prompts as the first message');
 
