@@ -4,7 +4,10 @@
  * correct SFT, correct SFT then GRPO, correct SFT then more of it), scored on an in-distribution,
  * a new-world and a new-question-type test set, with paired bootstrap intervals:
  *
- *   npm run bench:rl [-- --seeds 3] [--steps N] [--eval-rows N] [--warm-start-rows N] [--reuse-warm-start]
+ *   npm run bench:rl [-- --seeds 3] [--steps N] [--eval-rows N] [--warm-start-rows N] [--reuse-warm-start] [--report-only]
+ *
+ * `--report-only` trains nothing and reports the finished runs in test-output/bench-rl/arms/ (the
+ * seeds on which every arm finished): a run stopped part-way still gives its table.
  *
  * `--variants` (and every run of `--task deep-search`) runs the older table below instead.
  *
@@ -172,7 +175,7 @@ function majorityBaseline(example: string): number {
 async function main(argv: string[]): Promise<void> {
   const started = Date.now();
   const cpuStarted = process.cpuUsage();
-  const { values } = parseArgs({ args: argv, options: { task: { type: 'string', default: 'multihop-search' }, seeds: { type: 'string', default: '3' }, steps: { type: 'string' }, only: { type: 'string' }, 'reuse-warm-start': { type: 'boolean', default: false }, 'warm-start-rows': { type: 'string' }, variants: { type: 'boolean', default: false }, 'eval-rows': { type: 'string' } } });
+  const { values } = parseArgs({ args: argv, options: { task: { type: 'string', default: 'multihop-search' }, seeds: { type: 'string', default: '3' }, steps: { type: 'string' }, only: { type: 'string' }, 'reuse-warm-start': { type: 'boolean', default: false }, 'report-only': { type: 'boolean', default: false }, 'warm-start-rows': { type: 'string' }, variants: { type: 'boolean', default: false }, 'eval-rows': { type: 'string' } } });
   const seeds = Array.from({ length: Number(values.seeds) }, (_, i) => i + 1);
   if (values.task === 'multihop-search' && !values.variants) {
     const whole = (name: string, v: string | undefined) => {
@@ -184,7 +187,7 @@ async function main(argv: string[]): Promise<void> {
     fs.mkdirSync(out, { recursive: true });
     const evalRows = whole('eval-rows', values['eval-rows']);
     const warmStartRows = whole('warm-start-rows', values['warm-start-rows']);
-    await runArms({ out, seeds, steps, reuseWarmStart: values['reuse-warm-start']!, evaluateEvery: Math.max(1, Math.round(steps / 2)), ...(evalRows !== undefined ? { evalRows } : {}), ...(warmStartRows !== undefined ? { warmStartRows } : {}) });
+    await runArms({ out, seeds, steps, reuseWarmStart: values['reuse-warm-start']!, reportOnly: values['report-only']!, evaluateEvery: Math.max(1, Math.round(steps / 2)), ...(evalRows !== undefined ? { evalRows } : {}), ...(warmStartRows !== undefined ? { warmStartRows } : {}) });
     return;
   }
   const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;

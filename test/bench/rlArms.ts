@@ -70,6 +70,11 @@ export interface ArmsOptions {
   reuseWarmStart: boolean;
   /** RL arms evaluate every this many RL steps (the curve of score against calls per trajectory). */
   evaluateEvery: number;
+  /**
+   * Train nothing: report the seeds whose every arm has a finished run in `out` (a run that was
+   * stopped part-way, or one to report again). The paired bootstrap needs every arm on the same seeds.
+   */
+  reportOnly?: boolean;
 }
 
 interface Files {
@@ -156,10 +161,31 @@ function readRun(runDir: string, files: Files): { final: ScoredQuestion[]; curve
   return { final: scored(evaluations.at(-1)!), curve };
 }
 
+/** The finished runs already in `options.out`, for the seeds on which every arm finished. */
+function reportExisting(options: ArmsOptions, budget: ArmBudget, files: Files): void {
+  const finished = (dir: string) => {
+    try {
+      return JSON.parse(fs.readFileSync(path.join(dir, 'run.json'), 'utf8')).status === 'finished';
+    } catch {
+      return false;
+    }
+  };
+  const seeds = options.seeds.filter((seed) => ARMS.every((arm) => finished(path.join(options.out, `${arm.name}-seed${seed}`))));
+  if (seeds.length === 0) throw new Error(`${options.out}: no seed of ${options.seeds.join(', ')} has a finished run of every arm`);
+  const dropped = options.seeds.filter((s) => !seeds.includes(s));
+  if (dropped.length) console.log(`report only: seeds ${seeds.join(', ')}; seed ${dropped.join(', ')} left out (not every arm finished)`);
+  const warmDir = path.join(options.out, 'warm-start');
+  const runs = new Map<string, Array<{ seed: number; seconds: number } & ReturnType<typeof readRun>>>();
+  runs.set('W_warm_start', seeds.map((seed) => ({ seed, seconds: 0, ...readRun(warmDir, files) })));
+  for (const arm of ARMS) runs.set(arm.name, seeds.map((seed) => ({ seed, seconds: 0, ...readRun(path.join(options.out, `${arm.name}-seed${seed}`), files) })));
+  report(runs, files, { ...options, seeds, budget, wallMinutes: 0, cpu: { user: 0, system: 0 } });
+}
+
 export async function runArms(options: ArmsOptions): Promise<void> {
   const started = Date.now();
   const cpuStarted = process.cpuUsage();
-  const files = writeSplit(options.out, options);
+  // Reporting only: the split is regenerated (it is seeded) beside the runs, not over their data.
+  const files = writeSplit(options.reportOnly ? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rl-split-')) : options.out, options);
   const example = (await splitConfig(files)).config;
   const budget = armBudget({ steps: options.steps, promptsPerStep: example.rollout.promptsPerStep, groupSize: example.algorithm.groupSize, epochs: example.algorithm.epochs, miniBatches: example.algorithm.miniBatches }, example.optimization.lr);
   console.log(
@@ -167,6 +193,7 @@ export async function runArms(options: ArmsOptions): Promise<void> {
       `lr peak ${budget.rl.lr}, warm-up ${budget.sft.warmupSteps} optimizer steps (${budget.rl.warmupSteps} RL steps), cosine to ${budget.rl.minLrRatio} of the peak; seeds ${options.seeds.join(', ')}`,
   );
   for (const c of COMPARISONS) console.log(`comparison stated before the run: ${c.better} − ${c.than} on ${c.sets.join(', ')} (${c.why})`);
+  if (options.reportOnly) return reportExisting(options, budget, files);
 
   const warmDir = path.join(options.out, 'warm-start');
   const warmModel = path.join(warmDir, 'checkpoints', 'step-000000');
@@ -197,7 +224,7 @@ function report(runs: Map<string, Array<{ seed: number; seconds: number } & Retu
   const grid = (arm: string, set: TestSetName) => scoreGrid(runs.get(arm)!.map((r) => ({ label: `${arm} seed ${r.seed}`, questions: r.final })), files.questionIds[set]);
   const lines: string[] = [];
   const table = [
-    `bench:rl arms on ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}: seeds ${info.seeds.join(', ')}, ${info.steps} RL steps (${info.budget.optimizerSteps} optimizer steps per arm); wall ${info.wallMinutes.toFixed(1)} min, CPU ${((info.cpu.user + info.cpu.system) / 6e7).toFixed(1)} min.`,
+    `bench:rl arms on ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}: seeds ${info.seeds.join(', ')}, ${info.steps} RL steps (${info.budget.optimizerSteps} optimizer steps per arm); ${info.reportOnly ? 'reported from finished runs (--report-only: their time is not measured here)' : `wall ${info.wallMinutes.toFixed(1)} min, CPU ${((info.cpu.user + info.cpu.system) / 6e7).toFixed(1)} min`}.`,
     '',
     `| arm | ${SETS.map((s) => `${s} exact match % [95 % CI] (calls/question)`).join(' | ')} | minutes / run |`,
     `|---|${SETS.map(() => '---:').join('|')}|---:|`,
@@ -225,7 +252,7 @@ function report(runs: Map<string, Array<{ seed: number; seconds: number } & Retu
       table.push(`| ${c.better} − ${c.than} | ${set} | ${pct(ci.mean)} [${pct(ci.low)}, ${pct(ci.high)}] | ${separation(ci) === 'not separated' ? 'not separated' : `separated: ${c.better} ${separation(ci)}`} |`);
     }
   }
-  lines.push(`RESULT wall_minutes=${info.wallMinutes.toFixed(1)} cpu_minutes=${((info.cpu.user + info.cpu.system) / 6e7).toFixed(1)}`);
+  if (!info.reportOnly) lines.push(`RESULT wall_minutes=${info.wallMinutes.toFixed(1)} cpu_minutes=${((info.cpu.user + info.cpu.system) / 6e7).toFixed(1)}`);
   const text = table.join('\n');
   fs.writeFileSync(path.join(info.out, 'arms-table.md'), `${text}\n`);
   const curves = Object.fromEntries([...runs].map(([arm, r]) => [arm, r.map((run) => ({ seed: run.seed, curve: run.curve }))]));
