@@ -2,18 +2,21 @@ import type { Tokenizer } from '../../foundations/models/tokenizer';
 import { encodeFloat32, encodeInt32, encodeUint8 } from '../../contract/protocol/tokens';
 import { imageFileName, type ToolCallRecord, type TrajectoryImageRecord, type TrajectoryRecord, type TurnRecord } from '../../contract/protocol/runStore';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../rollout/trajectory';
+import type { CallReward, TrajectoryRewards } from '../rewards/score';
 
-/** The rewards of one trajectory as the record needs them (rewards/ produces this shape). */
-export interface RecordRewards {
-  outcome: number;
-  process: number;
-  total: number;
-  components: Record<string, number>;
-  processScale?: number;
-  answer?: string;
-  /** Aligned with `trajectory.calls`. */
-  calls: readonly { processReward?: number; components: Record<string, number> }[];
-}
+/**
+ * The rewards of one trajectory as the record needs them: the scorer's own TrajectoryRewards
+ * (rewards/score.ts) less what a record does not read (each call's scaled reward); the process
+ * scale may be absent (a record written from rewards that were not scaled leaves it out).
+ */
+export type RecordRewards = Pick<TrajectoryRewards, 'outcome' | 'process' | 'total' | 'components' | 'answer'> &
+  Partial<Pick<TrajectoryRewards, 'processScale'>> & {
+    /** Aligned with `trajectory.calls`. */
+    calls: readonly RecordCallReward[];
+  };
+
+/** A call's reward as its record needs it (the scorer's CallReward without the scaled value). */
+type RecordCallReward = Pick<CallReward, 'processReward' | 'components'>;
 
 export interface RecordOptions {
   step: number;
@@ -102,7 +105,7 @@ export function turnRecord(trajectory: Trajectory, turn: TrajectoryTurn, tokeniz
 }
 
 /** A finished call's record; `reward` is its process reward once the batch is scored. */
-export function callRecord(call: ToolCallResult, reward?: { processReward?: number; components: Record<string, number> }): ToolCallRecord {
+export function callRecord(call: ToolCallResult, reward?: RecordCallReward): ToolCallRecord {
   return {
     index: call.index,
     ...(call.name !== undefined ? { name: call.name } : {}),
