@@ -1,47 +1,64 @@
 // The architecture's boundaries, checked by `npm test` (test/unit/architecture/boundaries.test.ts)
 // and by hand with `npx depcruise trainer extension webview`.
 //
-// 1. The trainer's rooms depend in one direction. Each room below may import only the rooms
-//    listed for it (and itself, node's built-ins and npm packages):
-//      engine ← models ← rollout ← rewards ← rl ← training ← usercode ← cli
-//    with shared/ (protocol, run store, transcript) and util/ usable from every room above the
-//    engine, tools/ and data/ from rollout up, mcp/ (tools from MCP servers) from training up,
-//    verl/ and serve/ (the bridge to verl) above training, and pretrain/ (the base's recipe)
-//    beside them.
-// 2. The extension imports nothing of the trainer but trainer/shared/, and cannot reach
+// 1. The trainer is in tiers, each a folder, and its rooms depend in one direction:
+//      contract/      what the trainer, the extension and the webviews share (usable everywhere)
+//      foundations/   engine ← models; data ← tools ← mcp
+//      pipeline/      rollout ← rewards ← rl ← training (the stages, in order)
+//      bridges/       usercode, verl, serve, environment, authoring, cli
+//      bases/         recipes/ (the shipped bases' recipes) and weights/ (what they made)
+//    A room may import only the rooms listed for it below (and itself, node's built-ins and npm
+//    packages): no foundation imports the pipeline, no stage imports a later one, and nothing
+//    but a bridge or a recipe imports training.
+// 2. The extension imports nothing of the trainer but trainer/contract/, and cannot reach
 //    onnxruntime, webgpu, esbuild or the engine even indirectly: native modules do not belong
 //    in the extension host. The webviews (browser code) import only the protocol's schemas.
 // 3. The trainer never imports `vscode`, shipped code never imports test code, and there are
 //    no import cycles.
 
-/** Room → the other trainer rooms it may import. */
+const ENGINE = 'foundations/engine';
+const MODELS = 'foundations/models';
+const TOOLS = 'foundations/tools';
+const DATA = 'foundations/data';
+const MCP = 'foundations/mcp';
+const ROLLOUT = 'pipeline/rollout';
+const REWARDS = 'pipeline/rewards';
+const RL = 'pipeline/rl';
+const TRAINING = 'pipeline/training';
+
+/** Room (a folder under trainer/) → the other trainer rooms it may import. */
 const TRAINER_ROOMS = {
-  util: [],
-  shared: [],
-  engine: ['util'],
-  models: ['engine', 'shared', 'util'],
-  tools: ['data', 'shared', 'util'],
-  data: ['shared', 'util'],
-  rollout: ['models', 'tools', 'data', 'shared', 'util'],
-  rewards: ['rollout', 'tools', 'data', 'shared', 'util'],
-  rl: ['engine', 'models', 'rollout', 'rewards', 'shared', 'util'],
-  environment: ['engine', 'shared', 'util'],
+  contract: [],
+  // foundations
+  [ENGINE]: [],
+  [MODELS]: [ENGINE, 'contract'],
+  [DATA]: ['contract'],
+  [TOOLS]: [DATA, 'contract'],
   // Tools served by MCP servers, as Tool instances.
-  mcp: ['tools', 'shared', 'util', 'version.ts'],
-  authoring: ['rewards', 'rollout', 'tools', 'mcp', 'data', 'shared', 'util'],
-  training: ['engine', 'models', 'tools', 'mcp', 'data', 'rollout', 'rewards', 'rl', 'shared', 'util', 'version.ts'],
-  usercode: ['tools', 'training', 'shared', 'util', 'index.ts'],
+  [MCP]: [TOOLS, 'contract', 'version.ts'],
+  // the pipeline
+  [ROLLOUT]: [MODELS, TOOLS, DATA, 'contract'],
+  [REWARDS]: [ROLLOUT, TOOLS, DATA, 'contract'],
+  [RL]: [ENGINE, MODELS, ROLLOUT, REWARDS, 'contract'],
+  [TRAINING]: [ENGINE, MODELS, TOOLS, MCP, DATA, ROLLOUT, REWARDS, RL, 'contract', 'version.ts'],
+  // the bridges (cli/ may import anything)
+  'bridges/environment': [ENGINE, 'contract'],
+  'bridges/authoring': [REWARDS, ROLLOUT, TOOLS, MCP, DATA, 'contract'],
+  'bridges/usercode': [TOOLS, TRAINING, 'contract', 'index.ts'],
   // verl's formats in and out (export of datasets and settings, import of its rollout dumps).
-  verl: ['data', 'models', 'rollout', 'shared', 'training', 'util', 'version.ts'],
-  // The pretraining recipe of the shipped base: a generated corpus (chats in a model's template,
-  // tool schemas) trained with the SFT trainer, checkpointed as a training run is.
-  pretrain: ['engine', 'models', 'rollout', 'tools', 'rl', 'training', 'shared', 'util'],
+  'bridges/verl': [DATA, MODELS, ROLLOUT, 'contract', TRAINING, 'version.ts'],
   // A config's tools and rewards served over HTTP (MCP and the reward endpoint).
-  serve: ['data', 'mcp', 'rewards', 'rollout', 'shared', 'tools', 'training', 'verl', 'util', 'version.ts'],
+  'bridges/serve': [DATA, MCP, REWARDS, ROLLOUT, 'contract', TOOLS, TRAINING, 'bridges/verl', 'version.ts'],
+  // The pretraining recipes of the shipped bases: a generated corpus (chats in a model's
+  // template, tool schemas) trained with the SFT trainer, checkpointed as a training run is.
+  'bases/recipes': [ENGINE, MODELS, ROLLOUT, TOOLS, RL, TRAINING, 'contract'],
 };
 
+/** `pipeline/rl` → `rl`: the last segment names the room in rule names. */
+const short = (room) => room.split('/').pop().replace('.ts', '');
+
 const roomRules = Object.entries(TRAINER_ROOMS).map(([room, allowed]) => ({
-  name: `trainer-${room}-imports-only-${allowed.length ? allowed.join('-') : 'itself'}`,
+  name: `trainer-${short(room)}-imports-only-${allowed.length ? allowed.map(short).join('-') : 'itself'}`,
   comment: `trainer/${room}/ may import only ${allowed.length ? allowed.map((r) => `trainer/${r}`).join(', ') : 'itself'} (the rooms below it)`,
   severity: 'error',
   from: { path: `^trainer/${room}/` },
@@ -52,35 +69,35 @@ module.exports = {
   forbidden: [
     ...roomRules.map((rule) =>
       // The engine may name the protocol's provider names (a type, erased at run time).
-      rule.from.path === '^trainer/engine/' ? { ...rule, to: { ...rule.to, dependencyTypesNot: ['type-only'] } } : rule,
+      rule.from.path === `^trainer/${ENGINE}/` ? { ...rule, to: { ...rule.to, dependencyTypesNot: ['type-only'] } } : rule,
     ),
     {
       name: 'trainer-engine-types-only-from-protocol',
-      comment: 'the engine may import types (only) from trainer/shared/protocol',
+      comment: 'the engine may import types (only) from trainer/contract/protocol',
       severity: 'error',
-      from: { path: '^trainer/engine/' },
-      to: { path: '^trainer/', pathNot: '^trainer/(engine|util|shared/protocol)/' },
+      from: { path: `^trainer/${ENGINE}/` },
+      to: { path: '^trainer/', pathNot: `^trainer/(${ENGINE}|contract/protocol)/` },
     },
     {
-      name: 'extension-imports-only-trainer-shared',
-      comment: 'the extension talks to the trainer through trainer/shared/ (schemas, run store, transcript) only',
+      name: 'extension-imports-only-trainer-contract',
+      comment: 'the extension talks to the trainer through trainer/contract/ (schemas, run store, transcript) only',
       severity: 'error',
       from: { path: '^extension/' },
-      to: { path: '^trainer/', pathNot: '^trainer/shared/' },
+      to: { path: '^trainer/', pathNot: '^trainer/contract/' },
     },
     {
       name: 'extension-never-reaches-native-modules-or-engine',
       comment: 'onnxruntime, webgpu, esbuild and the engine never load in the extension host, not even through another module',
       severity: 'error',
       from: { path: '^extension/' },
-      to: { path: '(^|/)node_modules/(onnxruntime-node|onnxruntime-common|onnxruntime-web|webgpu|esbuild)/|^trainer/engine/', reachable: true },
+      to: { path: `(^|/)node_modules/(onnxruntime-node|onnxruntime-common|onnxruntime-web|webgpu|esbuild)/|^trainer/${ENGINE}/`, reachable: true },
     },
     {
       name: 'webview-imports-only-the-protocol',
       comment: 'the panels run in a browser: of the trainer they import only the protocol schemas',
       severity: 'error',
       from: { path: '^webview/' },
-      to: { path: '^trainer/', pathNot: '^trainer/shared/protocol/' },
+      to: { path: '^trainer/', pathNot: '^trainer/contract/protocol/' },
     },
     {
       name: 'webview-no-node-builtins',

@@ -53,7 +53,7 @@ const builds = [
   {
     ...common,
     // The device worker runs onnxruntime in its own thread, the tool worker the user's tools; they sit next to the other trainer bundles.
-    entryPoints: { 'trainer/cli': 'trainer/cli/main.ts', 'trainer/index': 'trainer/index.ts', 'trainer/device-worker': 'trainer/engine/device/worker.ts', 'trainer/tool-worker': 'trainer/usercode/toolWorker.ts' },
+    entryPoints: { 'trainer/cli': 'trainer/bridges/cli/main.ts', 'trainer/index': 'trainer/index.ts', 'trainer/device-worker': 'trainer/foundations/engine/device/worker.ts', 'trainer/tool-worker': 'trainer/bridges/usercode/toolWorker.ts' },
     platform: 'node',
     format: 'cjs',
     external: [...nativeModules, ...sourceOnly, ...trainerRuntimePackages],

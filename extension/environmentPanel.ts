@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { EnvironmentReport, EnvironmentPanelToWebview, EnvironmentWebviewToPanel, parseWith } from '../trainer/shared/protocol';
+import { EnvironmentReport, EnvironmentPanelToWebview, EnvironmentWebviewToPanel, parseWith } from '../trainer/contract/protocol';
 import { resolveTrainerRuntime, runTrainer, TrainerProcessError } from './trainerProcess';
 import { webviewHtml, webviewOptions } from './webviewHtml';
 import { untrustedReason } from './workspaceTrust';

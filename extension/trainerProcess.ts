@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ControlMessage, parseWith, PROTOCOL_VERSION, ProtocolError, TrainerMessage, WAIT_FOR_DEBUGGER_ENV } from '../trainer/shared/protocol';
+import { ControlMessage, parseWith, PROTOCOL_VERSION, ProtocolError, TrainerMessage, WAIT_FOR_DEBUGGER_ENV } from '../trainer/contract/protocol';
 
 /**
  * Starting the trainer process and talking to it. The extension never loads onnxruntime
@@ -48,7 +48,7 @@ export class TrainerProcessError extends Error {
 /** How the trainer CLI is started: which runtime, which script, with which Node options. */
 export interface TrainerLaunch {
   runtime: TrainerRuntime;
-  /** The trainer CLI script (dist/trainer/cli.js inside the extension; trainer/cli/main.ts under tsx in tests). */
+  /** The trainer CLI script (dist/trainer/cli.js inside the extension; trainer/bridges/cli/main.ts under tsx in tests). */
   cliPath: string;
   /** Node options before the script, e.g. `['--import', 'tsx']` to run the TypeScript sources. */
   execArgv?: string[];
@@ -63,7 +63,7 @@ export interface TrainerProcessOptions {
    * pause at the bundle's first statement, met while js-debug is still evaluating its setup
    * expressions, crashed Node 20's V8 about one time in two in our tests (a fatal CHECK in
    * ScopeIterator, SIGTRAP). The trainer instead blocks in `inspector.waitForDebugger()`
-   * until the debugger says run (trainer/cli/waitForDebugger.ts), with nothing to pause at.
+   * until the debugger says run (trainer/bridges/cli/waitForDebugger.ts), with nothing to pause at.
    */
   inspect?: boolean | 'break';
   /** Each validated message, as it arrives (a `fatal` one too). */

@@ -1,4 +1,4 @@
-import type { RunFollowingState } from '../trainer/shared/protocol';
+import type { RunFollowingState } from '../trainer/contract/protocol';
 import { checkbox } from './components/toolkit';
 import { h } from './dom';
 

@@ -23,10 +23,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/training/sftBaseline';
-import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
+import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/pipeline/training/sftBaseline';
+import { TrainingRun, type EvaluationResult } from '../../trainer/pipeline/training/trainingRun';
 import { DEFAULTS, generateDataset } from './data';
-import { loadConfig } from "../../trainer/usercode/loadConfig";
+import { loadConfig } from "../../trainer/bridges/usercode/loadConfig";
 
 const HERE = __dirname;
 

@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { RunStoreReader } from '../../trainer/shared/runstore';
+import { RunStoreReader } from '../../trainer/contract/runstore';
 import { rlChartSvg } from '../../test/bench/rlChart';
 import { BASELINE_FILE, type BaselineResult } from './demo';
 

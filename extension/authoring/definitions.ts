@@ -1,6 +1,6 @@
 import * as ts from 'typescript';
-import type { RewardKind, ToolSelector } from '../../trainer/shared/protocol/authoring';
-import { EXPORT_PATH_PATTERN } from '../../trainer/shared/protocol/names';
+import type { RewardKind, ToolSelector } from '../../trainer/contract/protocol/authoring';
+import { EXPORT_PATH_PATTERN } from '../../trainer/contract/protocol/names';
 
 /**
  * Finds, in one TypeScript source, what the code lenses go above: tools (Tool subclasses,

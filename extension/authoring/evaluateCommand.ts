@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RewardEvaluation } from '../../trainer/shared/protocol';
-import { formatRewardEvaluation } from '../../trainer/shared/authoringReport';
+import type { RewardEvaluation } from '../../trainer/contract/protocol';
+import { formatRewardEvaluation } from '../../trainer/contract/authoringReport';
 import { findTrainingConfigs } from '../live/trainingConfigs';
 import { workspaceRuns } from '../panels/workspaceRuns';
 import { runTrainer } from '../trainerProcess';

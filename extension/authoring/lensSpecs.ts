@@ -1,4 +1,4 @@
-import type { RewardKind, ToolSelector } from '../../trainer/shared/protocol/authoring';
+import type { RewardKind, ToolSelector } from '../../trainer/contract/protocol/authoring';
 import type { Definition, SourcePosition } from './definitions';
 
 /**

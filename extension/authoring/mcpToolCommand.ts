@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { parseWith, ToolInfo, type ToolRunReport } from '../../trainer/shared/protocol';
+import { parseWith, ToolInfo, type ToolRunReport } from '../../trainer/contract/protocol';
 import { TrainerProcessError } from '../trainerProcess';
 import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from './authoringContext';
 import type { McpServerTarget } from './lensSpecs';

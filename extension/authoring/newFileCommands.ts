@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../../trainer/shared/protocol/authoring';
+import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../../trainer/contract/protocol/authoring';
 import { configTemplate, indentLike, rewardTemplate, toolTemplate } from './templates';
 
 /**

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ToolRunReport } from '../../trainer/shared/protocol';
-import { formatToolRun } from '../../trainer/shared/authoringReport';
+import type { ToolRunReport } from '../../trainer/contract/protocol';
+import { formatToolRun } from '../../trainer/contract/authoringReport';
 import { askArguments } from './argumentBox';
 import { argumentSkeleton, parseArgumentText } from './argumentText';
 import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from './authoringContext';

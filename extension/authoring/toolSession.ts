@@ -11,7 +11,7 @@ import {
   type ToolRunReport,
   type ToolSelector,
   type ToolSessionRequest,
-} from '../../trainer/shared/protocol';
+} from '../../trainer/contract/protocol';
 import { TrainerProcessError, type TrainerRuntime } from '../trainerProcess';
 
 /**
@@ -24,7 +24,7 @@ import { TrainerProcessError, type TrainerRuntime } from '../trainerProcess';
 
 export interface ToolSessionOptions {
   runtime: TrainerRuntime;
-  /** The trainer CLI (dist/trainer/cli.js; trainer/cli/main.ts under tsx in tests). */
+  /** The trainer CLI (dist/trainer/cli.js; trainer/bridges/cli/main.ts under tsx in tests). */
   cliPath: string;
   /** Node options before the script (tests: `--import tsx`). */
   nodeArgs?: string[];

@@ -5,9 +5,9 @@
  * run's trajectories of the same step and index.
  */
 import * as path from 'node:path';
-import type { BranchSet, RunRecord } from '../../trainer/shared/protocol';
-import { readBranchSets } from '../../trainer/shared/runstore/branchStore';
-import { RunStoreReader } from '../../trainer/shared/runstore/reader';
+import type { BranchSet, RunRecord } from '../../trainer/contract/protocol';
+import { readBranchSets } from '../../trainer/contract/runstore/branchStore';
+import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import type { RecordedRunSource, StepData } from './recordedRun';
 import { stepTimeline } from './timeline';
 

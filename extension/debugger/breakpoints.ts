@@ -11,8 +11,8 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { compileExpression, display, type CompiledExpression } from './expression';
 import { compileTemplate, type CompiledTemplate } from './logTemplate';
 import { describePoint, type StopPoint } from './timeline';
-import type { BreakpointsDuringStep } from '../../trainer/shared/protocol/debugger';
-import type { MetricsRecord, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { BreakpointsDuringStep } from '../../trainer/contract/protocol/debugger';
+import type { MetricsRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import { CONTEXT_NAMES, turnContext, type ExceptionFact, type ExceptionFilterId, type PointFacts, type TurnContext } from './turnContext';
 
 const CONDITION_HELP = 'an expression over the turn context, e.g. call.name === "search" && turn > 3';

@@ -7,7 +7,7 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { listRuns } from '../../trainer/shared/runstore/reader';
+import { listRuns } from '../../trainer/contract/runstore/reader';
 import { isTrainingConfigSource } from '../live/configSource';
 import { findTrainingConfigs } from '../live/trainingConfigs';
 

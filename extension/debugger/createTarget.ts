@@ -3,7 +3,7 @@
  * `config` trains live.
  */
 import * as path from 'node:path';
-import type { RolloutLaunchArguments } from '../../trainer/shared/protocol/debugger';
+import type { RolloutLaunchArguments } from '../../trainer/contract/protocol/debugger';
 import type { LiveTrainings } from '../live/liveTrainings';
 import type { TrainerLaunch } from '../trainerProcess';
 import type { BreakpointSet } from './breakpoints';

@@ -25,10 +25,10 @@ import {
   ProgressUpdateEvent,
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { parseWith } from '../../trainer/shared/protocol/parse';
-import { RolloutLaunchArguments, STOP_POINT_REQUEST, StopPointArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type StopPointBody, type ToolDebuggerEventBody, type TrainingStatusBody, type TranscriptResponseBody } from '../../trainer/shared/protocol/debugger';
-import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
-import { renderTranscript, runEndedPhrase, type RenderedTranscript } from '../../trainer/shared/transcript';
+import { parseWith } from '../../trainer/contract/protocol/parse';
+import { RolloutLaunchArguments, STOP_POINT_REQUEST, StopPointArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type StopPointBody, type ToolDebuggerEventBody, type TrainingStatusBody, type TranscriptResponseBody } from '../../trainer/contract/protocol/debugger';
+import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
+import { renderTranscript, runEndedPhrase, type RenderedTranscript } from '../../trainer/contract/transcript';
 import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
 import { compileExpression } from './expression';
 import { callFrameName, endFrameName, linePoints, threadName, turnFrameName } from './frames';

@@ -3,8 +3,8 @@
  * turns, calls and the end, and which transcript line stands for which stop point (the
  * anchors of transcript breakpoints).
  */
-import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
-import { renderTranscript } from '../../trainer/shared/transcript';
+import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
+import { renderTranscript } from '../../trainer/contract/transcript';
 import type { LinePoint } from './breakpoints';
 import type { StopPoint } from './timeline';
 

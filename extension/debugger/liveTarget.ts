@@ -19,9 +19,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { isTrainingEvent, PROTOCOL_VERSION, type MetricsRecord, type RunRecord, type TrainerMessage, type TrainingEvent, type TrajectoryRecord } from '../../trainer/shared/protocol';
-import { RunStoreReader } from '../../trainer/shared/runstore/reader';
-import { formatBytes } from '../../trainer/shared/formatBytes';
+import { isTrainingEvent, PROTOCOL_VERSION, type MetricsRecord, type RunRecord, type TrainerMessage, type TrainingEvent, type TrajectoryRecord } from '../../trainer/contract/protocol';
+import { RunStoreReader } from '../../trainer/contract/runstore/reader';
+import { formatBytes } from '../../trainer/contract/formatBytes';
 import { TrainerProcess, type TrainerExit, type TrainerLaunch } from '../trainerProcess';
 import type { LiveTraining, LiveTrainings } from '../live/liveTrainings';
 import { markRunStopped } from '../live/stoppedRun';

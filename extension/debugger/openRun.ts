@@ -7,8 +7,8 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { OpenRunInDebuggerArgs } from '../../trainer/shared/protocol/panels';
-import { RunStoreReader } from '../../trainer/shared/runstore/reader';
+import { OpenRunInDebuggerArgs } from '../../trainer/contract/protocol/panels';
+import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import { recordedRuns, replayConfiguration, RUNS_FOLDER } from './configurationProvider';
 import { transcriptUri } from './transcriptUri';
 

@@ -3,8 +3,8 @@
  * trajectories with its timeline, loaded when first needed and kept for a few steps. Read-only
  * by construction: it holds a RunStoreReader and nothing that writes.
  */
-import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
-import { RunStoreReader } from '../../trainer/shared/runstore/reader';
+import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
+import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import { stepTimeline, type StopPoint } from './timeline';
 
 export interface StepData {

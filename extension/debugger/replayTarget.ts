@@ -11,7 +11,7 @@
 import type { BreakpointSet, SteppingTrajectory } from './breakpoints';
 import type { RecordedRunSource, StepData } from './recordedRun';
 import { toTargetStop, type ResumeKind, type RolloutTarget, type StopReason, type TargetListener, type TargetStop, type TargetView } from './rolloutTarget';
-import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
 import { pointFacts } from './turnContext';
 

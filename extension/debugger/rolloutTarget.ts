@@ -9,7 +9,7 @@
  *   releases and holding configurations (`debug.configure`); breakpoint changes reconfigure
  *   holding. Live training also ends by itself and reports progress.
  */
-import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import type { BreakpointStop } from './breakpoints';
 import type { StopPoint } from './timeline';
 import type { ExceptionFact } from './turnContext';

@@ -6,7 +6,7 @@
  * interleaves them by turn: every trajectory's turn 2 comes before any trajectory's turn 3.
  * Replay walks this timeline; a live trainer reports the same points as it reaches them.
  */
-import type { TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 
 export type Phase = 'turn' | 'call' | 'result' | 'end' | 'update';
 

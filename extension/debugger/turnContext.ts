@@ -10,7 +10,7 @@
  * rewards and advantage are the exception: in replay they are recorded facts, and filtering
  * on them (`advantage > 0.5`) is the point of replaying.
  */
-import type { MetricsRecord, ToolCallRecord, ToolErrorKind, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import type { MetricsRecord, ToolCallRecord, ToolErrorKind, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import type { StopPoint } from './timeline';
 
 /** Top-level names of the turn context; expressions are checked against them when set. */

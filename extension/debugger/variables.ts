@@ -7,8 +7,8 @@
  */
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { Handles } from '@vscode/debugadapter';
-import { decodeUint8 } from '../../trainer/shared/protocol/tokens';
-import type { MetricsRecord, TrajectoryRecord } from '../../trainer/shared/protocol/runStore';
+import { decodeUint8 } from '../../trainer/contract/protocol/tokens';
+import type { MetricsRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import { display } from './expression';
 import type { StopPoint } from './timeline';
 import { callIsDone, callView } from './turnContext';

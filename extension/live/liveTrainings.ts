@@ -5,7 +5,7 @@
  * files. No vscode import: the debug adapter core and its tests use it too.
  */
 import * as path from 'node:path';
-import type { TrainingEvent } from '../../trainer/shared/protocol';
+import type { TrainingEvent } from '../../trainer/contract/protocol';
 
 export interface LiveTraining {
   /** The run directory the trainer writes (absolute). */

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { RunRecord } from '../../trainer/shared/protocol';
-import { parseWith } from '../../trainer/shared/protocol/parse';
-import { writeFileAtomic } from '../../trainer/shared/runstore/jsonl';
+import { RunRecord } from '../../trainer/contract/protocol';
+import { parseWith } from '../../trainer/contract/protocol/parse';
+import { writeFileAtomic } from '../../trainer/contract/runstore/jsonl';
 
 /**
  * A trainer that had to be killed (it did not stop in time) cannot mark its run: mark it

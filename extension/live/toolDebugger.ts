@@ -2,14 +2,14 @@
  * Debugging the user's own tool code during a live training (`"debugTools": true`): when a
  * rollout session says its trainer's Node inspector is listening, attach VS Code's JavaScript
  * debugger (js-debug, built in) to it as a child of that session. The user's tools are
- * compiled by esbuild with inline source maps (trainer/usercode/loadUserModule.ts), so breakpoints set
+ * compiled by esbuild with inline source maps (trainer/bridges/usercode/loadUserModule.ts), so breakpoints set
  * in their .ts files bind. The trainer waits for the debugger (inspector.waitForDebugger(), see
  * trainerProcess.ts for why not --inspect-brk) and js-debug
  * lets it run once the breakpoints are in (`continueOnAttach`).
  */
 import * as vscode from 'vscode';
-import { parseWith } from '../../trainer/shared/protocol/parse';
-import { TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, ToolDebuggerEventBody } from '../../trainer/shared/protocol/debugger';
+import { parseWith } from '../../trainer/contract/protocol/parse';
+import { TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, ToolDebuggerEventBody } from '../../trainer/contract/protocol/debugger';
 
 export function registerToolDebugger(): vscode.Disposable {
   return vscode.debug.onDidReceiveDebugSessionCustomEvent(async (event) => {

@@ -1,4 +1,4 @@
-import type { HealthWarning, MetricsColumns, MetricsRecord } from '../../trainer/shared/protocol';
+import type { HealthWarning, MetricsColumns, MetricsRecord } from '../../trainer/contract/protocol';
 
 /**
  * Metrics records as columns, one array per metric aligned with `steps`: the form the Metrics

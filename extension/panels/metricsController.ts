@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { MetricsToHost, parseWith, type MetricsToWebview, type RunSummary } from '../../trainer/shared/protocol';
+import { MetricsToHost, parseWith, type MetricsToWebview, type RunSummary } from '../../trainer/contract/protocol';
 import { toMetricsColumns } from './metricsColumns';
 import type { RunSourceLease } from './source/registry';
 import { runSummaryOf } from './source/summarize';

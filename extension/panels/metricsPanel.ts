@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { MetricsPanelState, type RunRef } from '../../trainer/shared/protocol';
+import { MetricsPanelState, type RunRef } from '../../trainer/contract/protocol';
 import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
 import { MetricsController, type MetricsHost } from './metricsController';
 import { loadWebview } from './loadWebview';

@@ -8,7 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { RunRef } from '../../trainer/shared/protocol';
+import type { RunRef } from '../../trainer/contract/protocol';
 
 /** A run as the runs folder lists it. */
 export interface ListedRun extends RunRef {

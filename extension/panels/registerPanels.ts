@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
-import type { RunRef, StepSelection } from '../../trainer/shared/protocol';
-import { RunStoreReader } from '../../trainer/shared/runstore/reader';
+import type { RunRef, StepSelection } from '../../trainer/contract/protocol';
+import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import { MetricsPanel } from './metricsPanel';
 import { NewestRun, type ListedRun } from './newestRun';
 import type { PanelContext, PanelPlacement } from './panelContext';

@@ -5,7 +5,7 @@
  * show). No vscode import: the panels give it their run and how to move to another.
  */
 import * as path from 'node:path';
-import type { RunFollowingState, RunRef } from '../../trainer/shared/protocol';
+import type { RunFollowingState, RunRef } from '../../trainer/contract/protocol';
 
 export interface RunFollowingHost {
   /** The run the panel shows now. */

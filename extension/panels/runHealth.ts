@@ -1,4 +1,4 @@
-import type { HealthWarning, MetricsRecord } from '../../trainer/shared/protocol';
+import type { HealthWarning, MetricsRecord } from '../../trainer/contract/protocol';
 
 /**
  * What the editor says about a live run's health, without VS Code: the status-bar marker of the

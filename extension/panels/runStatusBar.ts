@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { MetricsRecord } from '../../trainer/shared/protocol';
+import type { MetricsRecord } from '../../trainer/contract/protocol';
 import type { RunSourceLease, RunSources } from './source/registry';
 import { healthMarker, healthNotice, type HealthNotice, type NotifiedKeys } from './runHealth';
 import { latestTrainMetrics, runStatusText } from './runStatusText';

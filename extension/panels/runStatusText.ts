@@ -1,4 +1,4 @@
-import { runMetric, scoreKey, type MetricsRecord, type RunRecord } from '../../trainer/shared/protocol';
+import { runMetric, scoreKey, type MetricsRecord, type RunRecord } from '../../trainer/contract/protocol';
 import type { LiveProgress } from './source/runSource';
 
 /** The newest training record, the one the status bar reports. */

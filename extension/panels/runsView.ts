@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RunStatus } from '../../trainer/shared/protocol';
+import type { RunStatus } from '../../trainer/contract/protocol';
 import { workspaceRuns, type RunEntry } from './workspaceRuns';
 
 const STATUS_ICONS: Record<RunStatus, [string, string]> = {
@@ -8,7 +8,7 @@ const STATUS_ICONS: Record<RunStatus, [string, string]> = {
   finished: ['pass', 'testing.iconPassed'],
   failed: ['error', 'testing.iconFailed'],
   stopped: ['debug-stop', 'disabledForeground'],
-  // Marked running by a writer that is gone (killed, crashed): see trainer/shared/runstore/runLock.ts.
+  // Marked running by a writer that is gone (killed, crashed): see trainer/contract/runstore/runLock.ts.
   interrupted: ['debug-disconnect', 'problemsWarningIcon.foreground'],
 };
 

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { branchesOf } from '../../trainer/shared/runstore/branchStore';
+import { branchesOf } from '../../trainer/contract/runstore/branchStore';
 import {
   branchSummaries,
   parseWith,
@@ -10,7 +10,7 @@ import {
   type StepSelection,
   type TrajectoriesToWebview,
   type TrajectoryRow,
-} from '../../trainer/shared/protocol';
+} from '../../trainer/contract/protocol';
 import type { RunSource, RunUpdate } from './source/runSource';
 import { runSummaryOf } from './source/summarize';
 

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { OpenRunInDebuggerArgs, parseWith, TrajectoriesPanelState, type RunRef, type StepSelection } from '../../trainer/shared/protocol';
+import { OpenRunInDebuggerArgs, parseWith, TrajectoriesPanelState, type RunRef, type StepSelection } from '../../trainer/contract/protocol';
 import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
 import { loadWebview } from './loadWebview';
 import type { PanelContext, PanelPlacement } from './panelContext';

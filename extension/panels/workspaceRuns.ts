@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RunRecord, RunSummary } from '../../trainer/shared/protocol';
-import { listRuns } from '../../trainer/shared/runstore';
+import type { RunRecord, RunSummary } from '../../trainer/contract/protocol';
+import { listRuns } from '../../trainer/contract/runstore';
 import { runSummaryOf } from './source/summarize';
 
 export const RUNS_DIRECTORY_SETTING = 'runs.directory';

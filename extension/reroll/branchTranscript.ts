@@ -3,8 +3,8 @@
  * what changed: the same numbering (the parent's trajectory index), and a first line that says
  * which branch it is, from where, with what. No vscode import.
  */
-import type { BranchSet } from '../../trainer/shared/protocol';
-import { renderTranscript } from '../../trainer/shared/transcript';
+import type { BranchSet } from '../../trainer/contract/protocol';
+import { renderTranscript } from '../../trainer/contract/transcript';
 
 export function describeCut(set: BranchSet): string {
   const { cut } = set;

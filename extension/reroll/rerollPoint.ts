@@ -7,7 +7,7 @@
  *   at a generated turn (`turn`)       before that turn is generated
  *   at a tool turn, after a result     before the next generated turn (after the results)
  */
-import type { BranchCut, TrajectoryRecord } from '../../trainer/shared/protocol';
+import type { BranchCut, TrajectoryRecord } from '../../trainer/contract/protocol';
 
 export interface RerollPoint {
   cut: Omit<BranchCut, 'tokenIndex'>;

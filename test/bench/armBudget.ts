@@ -1,5 +1,5 @@
-import { Random } from '../../trainer/util/random';
-import type { ScheduleConfig } from '../../trainer/training/schedule';
+import { Random } from '../../trainer/foundations/models/random';
+import type { ScheduleConfig } from '../../trainer/pipeline/training/schedule';
 
 /**
  * Equal budgets for the benchmark's arms (rlArms.ts): every arm makes the same optimizer steps over

@@ -1,4 +1,4 @@
-import { Random } from '../../trainer/util/random';
+import { Random } from '../../trainer/foundations/models/random';
 
 /**
  * Bootstrap confidence intervals for a benchmark whose arms were scored on the same questions

@@ -17,9 +17,9 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateDataset as calculatorData, DEFAULTS as CALCULATOR } from '../../examples/calculator/data';
 import { generateDataset as multihopData, DEFAULTS as MULTIHOP } from '../../examples/multihop-search/data';
-import { RunStoreReader } from '../../trainer/shared/runstore';
-import { TrainingRun } from '../../trainer/training/trainingRun';
-import { loadConfig } from '../../trainer/usercode/loadConfig';
+import { RunStoreReader } from '../../trainer/contract/runstore';
+import { TrainingRun } from '../../trainer/pipeline/training/trainingRun';
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 
 const root = path.resolve(__dirname, '..', '..');
 const TASKS: Record<string, () => void> = {

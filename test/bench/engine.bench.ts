@@ -15,11 +15,11 @@
  *   matmul_fma_fraction      onnxruntime's own 1024³ MatMul / the FMA peak
  * About 2–3 minutes on 2 cores. BENCH_PAIRS (default 7), BENCH_THREADS (default: every core).
  */
-import { createDevice } from '../../trainer/engine/device/device';
-import { Graph } from '../../trainer/engine/graph';
-import * as op from '../../trainer/engine/ops';
-import { serializeGraph } from '../../trainer/engine/serialize';
-import { defaultThreads } from '../../trainer/engine/runtime/ortSession';
+import { createDevice } from '../../trainer/foundations/engine/device/device';
+import { Graph } from '../../trainer/foundations/engine/graph';
+import * as op from '../../trainer/foundations/engine/ops';
+import { serializeGraph } from '../../trainer/foundations/engine/serialize';
+import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSession';
 import { seeded } from '../helpers/engine';
 import { buildTinyLm, initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../helpers/tinyLm';
 import { FmaPeakProgram } from './lib/fmaPeak';

@@ -3,14 +3,14 @@
  * process: `node --import tsx test/bench/models_memory.ts MODEL_DIR` prints {"load": bytes, "train": bytes}.
  */
 import * as fs from 'node:fs';
-import { createDevice } from '../../trainer/engine/device/device';
-import * as op from '../../trainer/engine/ops';
-import { DEFAULT_ADAMW } from '../../trainer/engine/optimizer';
-import { OptimizerRuntime } from '../../trainer/engine/optimizerRuntime';
-import { packForScoring } from '../../trainer/models/batch';
-import { ModelRuntime } from '../../trainer/models/runtime';
-import { buildScoringGraph } from '../../trainer/models/scoring';
-import { Random } from '../../trainer/util/random';
+import { createDevice } from '../../trainer/foundations/engine/device/device';
+import * as op from '../../trainer/foundations/engine/ops';
+import { DEFAULT_ADAMW } from '../../trainer/foundations/engine/optimizer';
+import { OptimizerRuntime } from '../../trainer/foundations/engine/optimizerRuntime';
+import { packForScoring } from '../../trainer/foundations/models/batch';
+import { ModelRuntime } from '../../trainer/foundations/models/runtime';
+import { buildScoringGraph } from '../../trainer/foundations/models/scoring';
+import { Random } from '../../trainer/foundations/models/random';
 
 function peak(): number {
   const status = fs.readFileSync('/proc/self/status', 'utf8');

@@ -23,10 +23,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/training/sftBaseline';
-import { TrainingRun, type TrainResult } from '../../trainer/training/trainingRun';
-import { RunStoreReader } from '../../trainer/shared/runstore';
-import { loadConfig } from '../../trainer/usercode/loadConfig';
+import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/pipeline/training/sftBaseline';
+import { TrainingRun, type TrainResult } from '../../trainer/pipeline/training/trainingRun';
+import { RunStoreReader } from '../../trainer/contract/runstore';
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 import * as unitConversion from './unit-conversion/data';
 import * as shippingQuote from './shipping-quote/data';
 

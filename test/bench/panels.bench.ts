@@ -23,8 +23,8 @@ import { RunDirectorySource } from '../../extension/panels/source/runDirectorySo
 import { RunSources } from '../../extension/panels/source/registry';
 import { runSummaryOf } from '../../extension/panels/source/summarize';
 import { TrajectoriesController } from '../../extension/panels/trajectoriesController';
-import { METRICS, PROTOCOL_VERSION, type MetricsRecord, type TrajectoriesToWebview, type TrajectoryRow } from '../../trainer/shared/protocol';
-import { appendJsonl, RunStoreWriter } from '../../trainer/shared/runstore';
+import { METRICS, PROTOCOL_VERSION, type MetricsRecord, type TrajectoriesToWebview, type TrajectoryRow } from '../../trainer/contract/protocol';
+import { appendJsonl, RunStoreWriter } from '../../trainer/contract/runstore';
 import { buildTrajectory } from '../fixtures/recordedRun';
 import { launchBrowser } from '../harness/browser';
 import { connect, openWebviewApp } from '../harness/webviewApp';

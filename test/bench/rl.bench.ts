@@ -16,7 +16,7 @@
  * held-out questions, over several seeds:
  *
  *   algorithms  PPO (separate critic), GRPO, Dr. GRPO, REINFORCE++, REINFORCE++-baseline, RLOO —
- *               each with its own defaults (trainer/rl/ADVANTAGES.md); every variant keeps the
+ *               each with its own defaults (trainer/pipeline/rl/ADVANTAGES.md); every variant keeps the
  *               task's update schedule (epochs × mini-batches)
  *   ablations   GRPO with the loss mask off (`lossMask: 'response'`), GRPO with the process
  *               rewards truly off (`withoutProcessRewards`: tool rewards and error penalty)
@@ -47,15 +47,15 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { withoutProcessRewards } from '../../trainer/rewards';
-import { RunStoreReader } from '../../trainer/shared/runstore';
-import { AlgorithmSection, CriticSection, type LoadedConfig, type TrainingConfig } from '../../trainer/training/trainingConfig';
-import { TrainingRun, type EvaluationResult } from '../../trainer/training/trainingRun';
-import { loadConfig } from '../../trainer/usercode/loadConfig';
+import { withoutProcessRewards } from '../../trainer/pipeline/rewards';
+import { RunStoreReader } from '../../trainer/contract/runstore';
+import { AlgorithmSection, CriticSection, type LoadedConfig, type TrainingConfig } from '../../trainer/pipeline/training/trainingConfig';
+import { TrainingRun, type EvaluationResult } from '../../trainer/pipeline/training/trainingRun';
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 import * as deepSearch from '../../examples/deep-search/data';
 import * as multihop from '../../examples/multihop-search/data';
 import { knowledgeBase } from '../../examples/multihop-search/tools';
-import { writeJsonl } from '../../trainer/data';
+import { writeJsonl } from '../../trainer/foundations/data';
 import { rlChartSvg, type ChartSeries } from './rlChart';
 import { runArms } from './rlArms';
 

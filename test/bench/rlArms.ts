@@ -21,11 +21,11 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { writeJsonl } from '../../trainer/data';
-import { RunStoreReader } from '../../trainer/shared/runstore';
-import { AlgorithmSection, type LoadedConfig } from '../../trainer/training/trainingConfig';
-import { TrainingRun } from '../../trainer/training/trainingRun';
-import { loadConfig } from '../../trainer/usercode/loadConfig';
+import { writeJsonl } from '../../trainer/foundations/data';
+import { RunStoreReader } from '../../trainer/contract/runstore';
+import { AlgorithmSection, type LoadedConfig } from '../../trainer/pipeline/training/trainingConfig';
+import { TrainingRun } from '../../trainer/pipeline/training/trainingRun';
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 import { DEFAULTS, generateGeneralisationSplit, TEST_SETS, type TestSetName } from '../../examples/multihop-search/data';
 import { MultiWorldSearch } from '../../examples/multihop-search/tools';
 import { armBudget, demonstrationPasses, scoreGrid, type ArmBudget, type ScoredQuestion } from './armBudget';

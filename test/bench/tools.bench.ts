@@ -1,5 +1,5 @@
 /**
- * The cost of running a config's tools in the tool worker (trainer/usercode/toolHost.ts) rather
+ * The cost of running a config's tools in the tool worker (trainer/bridges/usercode/toolHost.ts) rather
  * than on the trainer's thread: per call, for a tool that does almost nothing (the round trip
  * itself) and for the multihop example's `search` (a real tool); and once, the worker's start
  * (evaluating the config module again). Both ways run in this process, one after the other.
@@ -9,9 +9,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { datasetFromRows } from '../../trainer/data';
-import { ToolRunner, ToolSet, type Tool, type ToolCallRequest } from '../../trainer/tools';
-import { loadConfig } from '../../trainer/usercode/loadConfig';
+import { datasetFromRows } from '../../trainer/foundations/data';
+import { ToolRunner, ToolSet, type Tool, type ToolCallRequest } from '../../trainer/foundations/tools';
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 
 const ROOT = path.resolve(__dirname, '../..');
 const EXAMPLE = path.join(ROOT, 'examples/multihop-search');

@@ -12,9 +12,9 @@ import * as path from 'node:path';
 import { repoRoot, testOutputDir } from '../harness/paths';
 import { addFunctionBreakpoint, openWorkbench, panelFrame, runCommand, screenshot, type Workbench } from '../harness/workbench';
 import { writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
-import { RunStoreReader, readBranchSets } from '../../trainer/shared/runstore';
-import { TrainingRun } from '../../trainer/training/trainingRun';
-import { loadConfig } from '../../trainer/usercode/loadConfig';
+import { RunStoreReader, readBranchSets } from '../../trainer/contract/runstore';
+import { TrainingRun } from '../../trainer/pipeline/training/trainingRun';
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 
 const EDITED = 'Nobody by that name works anywhere.';
 

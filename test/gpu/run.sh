@@ -45,7 +45,7 @@ else
 fi
 
 log "rollout-studio env → test-output/gpu/env.txt"
-npx tsx trainer/cli/main.ts env > test-output/gpu/env.txt 2>&1 || true
+npx tsx trainer/bridges/cli/main.ts env > test-output/gpu/env.txt 2>&1 || true
 cat test-output/gpu/env.txt >&2
 
 providers=webgpu

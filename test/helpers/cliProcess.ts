@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 
 const ROOT = path.resolve(__dirname, '../..');
 const TSX = pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
-const CLI = path.join(ROOT, 'trainer/cli/main.ts');
+const CLI = path.join(ROOT, 'trainer/bridges/cli/main.ts');
 
 export interface CliResult {
   code: number | null;

@@ -7,16 +7,16 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { TrainerLaunch } from '../../extension/trainerProcess';
-import { RunRecord } from '../../trainer/shared/protocol';
-import { parseWith } from '../../trainer/shared/protocol/parse';
+import { RunRecord } from '../../trainer/contract/protocol';
+import { parseWith } from '../../trainer/contract/protocol/parse';
 
 const ROOT = path.resolve(__dirname, '../..');
 
-/** The trainer CLI from source: `node --import <tsx> trainer/cli/main.ts …` (absolute, so any cwd works). */
+/** The trainer CLI from source: `node --import <tsx> trainer/bridges/cli/main.ts …` (absolute, so any cwd works). */
 export function sourceTrainerLaunch(): TrainerLaunch {
   return {
     runtime: { command: process.execPath, env: { ...process.env }, description: "the test runner's Node with tsx" },
-    cliPath: path.join(ROOT, 'trainer/cli/main.ts'),
+    cliPath: path.join(ROOT, 'trainer/bridges/cli/main.ts'),
     execArgv: ['--import', pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href],
   };
 }

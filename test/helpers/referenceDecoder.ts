@@ -1,10 +1,10 @@
 /**
  * An independent reference for the model graphs: the Hugging Face decoder (Qwen2/2.5, Qwen3,
  * Llama) written as plain float64 loops over one unpadded sequence, straight from the
- * transformers modelling code — no graph, no batching, no shared code with trainer/models
+ * transformers modelling code — no graph, no batching, no shared code with trainer/foundations/models
  * except the config type and the rotary frequencies (checked against Python in their own test).
  */
-import { ropeInverseFrequencies, type ModelConfig } from '../../trainer/models/modelConfig';
+import { ropeInverseFrequencies, type ModelConfig } from '../../trainer/foundations/models/modelConfig';
 
 export type Weights = Record<string, Float32Array | Float64Array>;
 

@@ -2,14 +2,14 @@
  * An independent float64 reference for the vision-language models, written as plain loops from
  * the transformers definitions (modeling_qwen2_vl.py and modeling_qwen2_5_vl.py at
  * huggingface/transformers@00b676f8f0489b88652a31d70751cc540dd06305), sharing no code with
- * trainer/models except the config type: the vision tower as the reference runs it (Qwen2.5-VL's
+ * trainer/foundations/models except the config type: the vision tower as the reference runs it (Qwen2.5-VL's
  * window attention by reordering patches with `get_window_index`, attending per
  * `cu_seqlens` chunk and restoring the order after the merger), `get_rope_index` with its
  * `input_tokens.index` walk, `masked_scatter` of the image embeddings, and the Qwen2 decoder with
  * `apply_multimodal_rotary_pos_emb`.
  */
-import type { ModelConfig } from '../../trainer/models/modelConfig';
-import type { VisionConfig } from '../../trainer/models/vision/visionConfig';
+import type { ModelConfig } from '../../trainer/foundations/models/modelConfig';
+import type { VisionConfig } from '../../trainer/foundations/models/vision/visionConfig';
 
 export type Weights = Record<string, Float32Array | Float64Array>;
 type Vec = Float64Array;

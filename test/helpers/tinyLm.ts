@@ -1,17 +1,17 @@
 /**
- * A tiny decoder LM for engine tests and benchmarks: the real model graph (trainer/models
+ * A tiny decoder LM for engine tests and benchmarks: the real model graph (trainer/foundations/models
  * decoderTrunk, Llama family) with a masked mean next-token NLL on top.
  */
-import type { Device } from '../../trainer/engine/device/device';
-import { Graph, type Tensor } from '../../trainer/engine/graph';
-import * as op from '../../trainer/engine/ops';
-import { DEFAULT_ADAMW, type AdamWConfig } from '../../trainer/engine/optimizer';
-import { OptimizerRuntime } from '../../trainer/engine/optimizerRuntime';
-import type { HostTensor } from '../../trainer/engine/runtime/tensors';
-import { parseModelConfig, type ModelConfig } from '../../trainer/models/modelConfig';
-import { decoderTrunk, lmHeadWeight, WeightInputs } from '../../trainer/models/decoder';
-import { linear } from '../../trainer/models/layers/linear';
-import { expectedTensors } from '../../trainer/models/weights';
+import type { Device } from '../../trainer/foundations/engine/device/device';
+import { Graph, type Tensor } from '../../trainer/foundations/engine/graph';
+import * as op from '../../trainer/foundations/engine/ops';
+import { DEFAULT_ADAMW, type AdamWConfig } from '../../trainer/foundations/engine/optimizer';
+import { OptimizerRuntime } from '../../trainer/foundations/engine/optimizerRuntime';
+import type { HostTensor } from '../../trainer/foundations/engine/runtime/tensors';
+import { parseModelConfig, type ModelConfig } from '../../trainer/foundations/models/modelConfig';
+import { decoderTrunk, lmHeadWeight, WeightInputs } from '../../trainer/foundations/models/decoder';
+import { linear } from '../../trainer/foundations/models/layers/linear';
+import { expectedTensors } from '../../trainer/foundations/models/weights';
 
 export interface TinyLmConfig {
   vocab: number;

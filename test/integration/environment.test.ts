@@ -3,14 +3,14 @@ import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { EnvironmentReport, parseWith } from '../../trainer/shared/protocol';
-import { CHECK_COLS, CHECK_INNER, CHECK_ROWS, checkGraphBytes, checkInputs } from '../../trainer/environment/checkGraph';
+import { EnvironmentReport, parseWith } from '../../trainer/contract/protocol';
+import { CHECK_COLS, CHECK_INNER, CHECK_ROWS, checkGraphBytes, checkInputs } from '../../trainer/bridges/environment/checkGraph';
 
 const root = path.resolve(__dirname, '../..');
 const setupHint = 'WebGPU runs here on Mesa 25 lavapipe: run test/setup/ensure-deps.sh as root (npm test does).';
 
 function runCli(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/cli/main.ts'), ...args], { encoding: 'utf8', cwd: root, timeout: 180_000 });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), ...args], { encoding: 'utf8', cwd: root, timeout: 180_000 });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

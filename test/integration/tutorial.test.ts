@@ -62,7 +62,7 @@ describe('README tutorial: your own task from an empty folder', () => {
     const runDir = path.join(dir, 'run');
     const record = JSON.parse(fs.readFileSync(path.join(runDir, 'run.json'), 'utf8'));
     assert.equal(record.status, 'finished');
-    assert.match(record.model.path, /trainer[/\\]pretrained[/\\]base$/, 'rollout-studio:base is the shipped base');
+    assert.match(record.model.path, /trainer[/\\]bases[/\\]weights[/\\]base$/, 'rollout-studio:base is the shipped base');
     const metrics = fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(metrics.filter((m) => m.kind === 'train').map((m) => m.step), [1, 2]);
     // Before RL, after step 1 (evaluations are on by default: every ⌈2 / 5⌉ = 1 step) and after.

@@ -1,5 +1,5 @@
 import '../zodConfig';
-import { EnvironmentPanelToWebview, type EnvironmentReport, type ProviderCheck } from '../../trainer/shared/protocol';
+import { EnvironmentPanelToWebview, type EnvironmentReport, type ProviderCheck } from '../../trainer/contract/protocol';
 import { button, divider, progressRing, registerComponents, tag } from '../components/toolkit';
 import { h } from '../dom';
 import { receive } from '../receive';

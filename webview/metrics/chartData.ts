@@ -1,4 +1,4 @@
-import type { BandMode } from '../../trainer/shared/protocol';
+import type { BandMode } from '../../trainer/contract/protocol';
 import type { ChartGroup } from './groups';
 import type { RecordKind, RunMetrics } from './store';
 

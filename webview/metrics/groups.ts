@@ -1,6 +1,6 @@
 /**
  * Which metrics share a chart. The metric names with a fixed meaning (METRICS in
- * trainer/shared/protocol/runStore.ts) have their charts in a fixed order; any other recorded metric
+ * trainer/contract/protocol/runStore.ts) have their charts in a fixed order; any other recorded metric
  * gets a chart too, grouped by its prefix (`reward/format`, `reward/f1` → "reward/…"). The
  * health charts ("is it learning?": signal, entropy, clipping, tool-call errors, KL) come first,
  * in a section of their own.

@@ -1,5 +1,5 @@
 import '../zodConfig';
-import { MetricsPanelState, MetricsToWebview, type BandMode, type MetricsToHost, type RunSummary } from '../../trainer/shared/protocol';
+import { MetricsPanelState, MetricsToWebview, type BandMode, type MetricsToHost, type RunSummary } from '../../trainer/contract/protocol';
 import { button, dropdown, registerComponents } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';

@@ -1,4 +1,4 @@
-import type { RunSummary } from '../../trainer/shared/protocol';
+import type { RunSummary } from '../../trainer/contract/protocol';
 import { checkbox } from '../components/toolkit';
 import { h } from '../dom';
 

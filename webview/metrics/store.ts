@@ -1,4 +1,4 @@
-import type { HealthWarning, MetricsColumns, RunSummary } from '../../trainer/shared/protocol';
+import type { HealthWarning, MetricsColumns, RunSummary } from '../../trainer/contract/protocol';
 
 export type RecordKind = MetricsColumns['kinds'][number];
 

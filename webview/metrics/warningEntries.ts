@@ -1,4 +1,4 @@
-import type { HealthWarning } from '../../trainer/shared/protocol';
+import type { HealthWarning } from '../../trainer/contract/protocol';
 import type { RecordKind, RunMetrics } from './store';
 
 /**

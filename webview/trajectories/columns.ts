@@ -1,4 +1,4 @@
-import type { TrajectoryColumn, TrajectoryRow } from '../../trainer/shared/protocol';
+import type { TrajectoryColumn, TrajectoryRow } from '../../trainer/contract/protocol';
 import { formatFixed } from '../numberFormat';
 import type { Column } from './virtualTable';
 

@@ -1,4 +1,4 @@
-import type { BranchSummary, TokenColouring, ToolCallRecord, TrajectoryImageRecord, TrajectoryRecord, TurnRecord } from '../../trainer/shared/protocol';
+import type { BranchSummary, TokenColouring, ToolCallRecord, TrajectoryImageRecord, TrajectoryRecord, TurnRecord } from '../../trainer/contract/protocol';
 import { button, tag } from '../components/toolkit';
 import { h } from '../dom';
 import { formatMetricValue } from '../numberFormat';

@@ -1,4 +1,4 @@
-import { TrajectoryRecord, type TrajectoryFilters } from '../../trainer/shared/protocol';
+import { TrajectoryRecord, type TrajectoryFilters } from '../../trainer/contract/protocol';
 import { button, dropdown, textField, type Dropdown, type ValueElement } from '../components/toolkit';
 import { h } from '../dom';
 import { NO_FILTERS, parseBound } from './rows';

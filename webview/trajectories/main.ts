@@ -13,7 +13,7 @@ import {
   type TrajectoryFilters,
   type TrajectoryRecord,
   type TrajectoryRow,
-} from '../../trainer/shared/protocol';
+} from '../../trainer/contract/protocol';
 import { registerComponents } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';

@@ -1,4 +1,4 @@
-import type { SortOrder, TrajectoryColumn, TrajectoryFilters, TrajectoryRow } from '../../trainer/shared/protocol';
+import type { SortOrder, TrajectoryColumn, TrajectoryFilters, TrajectoryRow } from '../../trainer/contract/protocol';
 
 /** The table's rows: filtering, sorting and the choices the filters offer. Pure, so unit-testable. */
 

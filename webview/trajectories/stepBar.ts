@@ -1,4 +1,4 @@
-import type { ShownSet, StepSelection } from '../../trainer/shared/protocol';
+import type { ShownSet, StepSelection } from '../../trainer/contract/protocol';
 import { button, checkbox, dropdown, textField } from '../components/toolkit';
 import { h } from '../dom';
 import { adjacentStep, nearestStep } from './rows';

@@ -1,4 +1,4 @@
-import { decodeFloat32, decodeUint8, type TokenColouring, type TrajectoryRecord } from '../../trainer/shared/protocol';
+import { decodeFloat32, decodeUint8, type TokenColouring, type TrajectoryRecord } from '../../trainer/contract/protocol';
 
 /**
  * Colours for the token view, as CSS classes (the stylesheet maps them to theme colours):

@@ -1,4 +1,4 @@
-import type { TokenColouring } from '../../trainer/shared/protocol';
+import type { TokenColouring } from '../../trainer/contract/protocol';
 import { dropdown } from '../components/toolkit';
 import { h } from '../dom';
 import { colourTokens, displayPiece, valuesFor, type TokenData } from './tokenColours';

@@ -1,4 +1,4 @@
-import type { TrainingEvent } from '../../../trainer/shared/protocol';
+import type { TrainingEvent } from '../../../trainer/contract/protocol';
 import type { LiveTraining } from '../../live/liveTrainings';
 import { RunDirectorySource } from './runDirectorySource';
 import { UpdateEmitter, type LiveProgress, type RunSource, type RunUpdate } from './runSource';

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, stepFileName, trajectoryFile, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/shared/protocol';
-import { JsonlTail, RunStoreReader, type LineLocation } from '../../../trainer/shared/runstore';
-import { metricsKey, trajectoryKey } from '../../../trainer/shared/runstore/recordKeys';
+import { MetricsRecord, stepFileName, trajectoryFile, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/contract/protocol';
+import { JsonlTail, RunStoreReader, type LineLocation } from '../../../trainer/contract/runstore';
+import { metricsKey, trajectoryKey } from '../../../trainer/contract/runstore/recordKeys';
 import { UpdateEmitter, type RunSource, type RunUpdate } from './runSource';
 import { summarizeTrajectory } from './summarize';
 

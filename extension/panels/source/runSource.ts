@@ -1,4 +1,4 @@
-import type { MetricsRecord, RunRecord, TrainingPhase, TrajectoryRecord, TrajectoryRow } from '../../../trainer/shared/protocol';
+import type { MetricsRecord, RunRecord, TrainingPhase, TrajectoryRecord, TrajectoryRow } from '../../../trainer/contract/protocol';
 
 /**
  * What a run looks like to the panels and the status bar, wherever its data comes from: a run

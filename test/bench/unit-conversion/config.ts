@@ -1,6 +1,6 @@
 /**
  * The unit-conversion task, trained from the pretrained base: a task that is in no example and
- * not in the pretraining corpus (test/unit/pretrain/contamination.test.ts checks the corpus).
+ * not in the pretraining corpus (test/unit/bases/contamination.test.ts checks the corpus).
  * `npm run bench:new-task` runs it with the SFT-only baseline.
  */
 import { defineConfig, z } from 'rollout-studio';

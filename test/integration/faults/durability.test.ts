@@ -12,9 +12,9 @@ import * as fs from 'node:fs';
 // The module object itself, whose functions the trainer calls: the doubles replace them there.
 import nodeFs from 'node:fs';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/shared/runstore';
-import { TrainingRun } from '../../../trainer/training/trainingRun';
-import { loadConfig } from '../../../trainer/usercode/loadConfig';
+import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { assertSameCheckpoint, assertSameRecords } from '../../helpers/runComparison';
 

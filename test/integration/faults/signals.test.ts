@@ -13,7 +13,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { readRunLock } from '../../../trainer/shared/runstore/runLock';
+import { readRunLock } from '../../../trainer/contract/runstore/runLock';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { createTrainingFixture } from '../../helpers/trainingFixture';
 import { startCli } from '../../helpers/cliProcess';

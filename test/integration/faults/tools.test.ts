@@ -1,6 +1,6 @@
 /**
  * Tools that cannot hang or kill the trainer. A config's tools run in a tool worker that
- * evaluates the same module (trainer/usercode/toolHost.ts): a call that never yields times out
+ * evaluates the same module (trainer/bridges/usercode/toolHost.ts): a call that never yields times out
  * at its deadline and the next call finds a fresh worker; anything a tool throws is described;
  * what a tool needs from its module — closures over the config's objects, a zod schema that
  * transforms, `instanceof` — works there as on the trainer's thread. A tool kept on the trainer's
@@ -12,11 +12,11 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { datasetFromRows } from '../../../trainer/data';
-import { observationImages, observationText, ToolRunner, ToolSet, type ToolCallRequest, type ToolRunOutcome } from '../../../trainer/tools';
-import type { PlacedTools } from '../../../trainer/training/trainingConfig';
-import { loadConfig } from '../../../trainer/usercode/loadConfig';
-import { PING_GRACE_MS, WorkerTool, type ToolHost } from '../../../trainer/usercode/toolHost';
+import { datasetFromRows } from '../../../trainer/foundations/data';
+import { observationImages, observationText, ToolRunner, ToolSet, type ToolCallRequest, type ToolRunOutcome } from '../../../trainer/foundations/tools';
+import type { PlacedTools } from '../../../trainer/pipeline/training/trainingConfig';
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { PING_GRACE_MS, WorkerTool, type ToolHost } from '../../../trainer/bridges/usercode/toolHost';
 
 const CONFIG = `import { isMainThread } from 'node:worker_threads';
 import { defineConfig, defineTool, z } from 'rollout-studio';

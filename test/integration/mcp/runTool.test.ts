@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { ToolSession } from '../../../extension/authoring/toolSession';
 
 const root = path.resolve(__dirname, '../../..');
-const cli = path.join(root, 'trainer/cli/main.ts');
+const cli = path.join(root, 'trainer/bridges/cli/main.ts');
 const node = { command: process.execPath, env: process.env, description: "the test runner's Node" };
 const SEARCH_SERVER = path.join(root, 'test/fixtures/mcp/searchServer.mjs');
 const EVERYTHING = path.join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');

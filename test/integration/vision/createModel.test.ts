@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { openModelFolder } from '../../../trainer/models/modelFolder';
+import { openModelFolder } from '../../../trainer/foundations/models/modelFolder';
 import { QWEN3_TOKENIZER } from '../../helpers/visionFixture';
 
 const repo = path.resolve(__dirname, '../../..');
@@ -18,7 +18,7 @@ let root: string;
 before(() => (root = fs.mkdtempSync(path.join(os.tmpdir(), 'vl-create-'))));
 after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'trainer/cli/main.ts'), 'create-model', ...args], { cwd: repo, encoding: 'utf8', timeout: 120_000 });
+const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'trainer/bridges/cli/main.ts'), 'create-model', ...args], { cwd: repo, encoding: 'utf8', timeout: 120_000 });
 const base = ['--layers', '1', '--hidden', '32', '--heads', '4', '--kv-heads', '2', '--intermediate', '32', '--tokenizer', QWEN3_TOKENIZER, '--tokenizer-merges', '300'];
 
 describe('rollout-studio create-model --family qwen2-vl|qwen2.5-vl', () => {

@@ -12,13 +12,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import sharp from 'sharp';
-import { CheckpointReader } from '../../../trainer/models/checkpointReader';
-import { truncateBpeTokenizer } from '../../../trainer/models/truncateTokenizer';
-import { RunStoreReader } from '../../../trainer/shared/runstore';
-import { sftBaseline } from '../../../trainer/training/sftBaseline';
-import { TrainingRun } from '../../../trainer/training/trainingRun';
+import { CheckpointReader } from '../../../trainer/foundations/models/checkpointReader';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { sftBaseline } from '../../../trainer/pipeline/training/sftBaseline';
+import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { createTinyVisionModel, QWEN3_TOKENIZER } from '../../helpers/visionFixture';
-import { loadConfig } from "../../../trainer/usercode/loadConfig";
+import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
 
 let dir: string;
 before(async () => {

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 /**
  * The architecture's boundaries (.dependency-cruiser.cjs, checked with dependency-cruiser): the
  * trainer's rooms depend in one direction, the extension reaches the trainer only through
- * trainer/shared and never reaches a native module, the trainer never imports vscode, and there
+ * trainer/contract and never reaches a native module, the trainer never imports vscode, and there
  * are no import cycles. The first test holds the real tree to them; the second plants one
  * violation of each kind in a scratch tree and checks that each is caught by its rule.
  */
@@ -60,20 +60,23 @@ describe('architecture boundaries (dependency-cruiser)', () => {
       // Real packages, so that imports of onnxruntime-node and vscode's types resolve as they do here.
       fs.symlinkSync(path.join(root, 'node_modules'), path.join(scratch, 'node_modules'), 'dir');
       const files: Record<string, string> = {
-        // The extension imports the engine directly, and reaches onnxruntime through a shared module.
-        'extension/planted.ts': "import '../trainer/engine/graph';\nimport '../trainer/shared/leak';\n",
-        'trainer/engine/graph.ts': 'export const graph = 1;\n',
-        'trainer/shared/leak.ts': "import 'onnxruntime-node';\nexport const leak = 1;\n",
-        // A lower room (models) imports a higher one (training), which imports vscode.
-        'trainer/models/model.ts': "import '../training/loop';\nexport const model = 1;\n",
-        'trainer/training/loop.ts': "import 'vscode';\nexport const loop = 1;\n",
+        // The extension imports the engine directly, and reaches onnxruntime through a contract module.
+        'extension/planted.ts': "import '../trainer/foundations/engine/graph';\nimport '../trainer/contract/leak';\n",
+        'trainer/foundations/engine/graph.ts': 'export const graph = 1;\n',
+        'trainer/contract/leak.ts': "import 'onnxruntime-node';\nexport const leak = 1;\n",
+        // A foundation (models) imports the pipeline (training), which imports vscode.
+        'trainer/foundations/models/model.ts': "import '../../pipeline/training/loop';\nexport const model = 1;\n",
+        'trainer/pipeline/training/loop.ts': "import 'vscode';\nexport const loop = 1;\n",
+        // A stage of the pipeline (rollout) imports a later one (rewards).
+        'trainer/pipeline/rollout/early.ts': "import '../rewards/later';\nexport const early = 1;\n",
+        'trainer/pipeline/rewards/later.ts': 'export const later = 1;\n',
         // An import cycle inside one room.
-        'trainer/rollout/a.ts': "import './b';\nexport const a = 1;\n",
-        'trainer/rollout/b.ts': "import './a';\nexport const b = 1;\n",
+        'trainer/pipeline/rollout/a.ts': "import './b';\nexport const a = 1;\n",
+        'trainer/pipeline/rollout/b.ts': "import './a';\nexport const b = 1;\n",
         // The webview imports a trainer module that is not the protocol.
-        'webview/app.ts': "import '../trainer/models/model';\n",
+        'webview/app.ts': "import '../trainer/foundations/models/model';\n",
         // Shipped code imports a test helper.
-        'trainer/util/helper.ts': "import '../../test/helpers/fixture';\n",
+        'trainer/foundations/data/helper.ts': "import '../../../test/helpers/fixture';\n",
         'test/helpers/fixture.ts': 'export const fixture = 1;\n',
       };
       for (const [file, text] of Object.entries(files)) {
@@ -87,22 +90,23 @@ describe('architecture boundaries (dependency-cruiser)', () => {
       const violations = await cruiseViolations(scratch, ['trainer', 'extension', 'webview', 'test']);
       const found = new Set(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`));
       const expected = [
-        'extension-imports-only-trainer-shared: extension/planted.ts → trainer/engine/graph.ts',
-        'extension-never-reaches-native-modules-or-engine: extension/planted.ts → trainer/engine/graph.ts',
-        'trainer-models-imports-only-engine-shared-util: trainer/models/model.ts → trainer/training/loop.ts',
-        'shipped-code-never-imports-tests: trainer/util/helper.ts → test/helpers/fixture.ts',
-        'webview-imports-only-the-protocol: webview/app.ts → trainer/models/model.ts',
+        'extension-imports-only-trainer-contract: extension/planted.ts → trainer/foundations/engine/graph.ts',
+        'extension-never-reaches-native-modules-or-engine: extension/planted.ts → trainer/foundations/engine/graph.ts',
+        'trainer-models-imports-only-engine-contract: trainer/foundations/models/model.ts → trainer/pipeline/training/loop.ts',
+        'trainer-rollout-imports-only-models-tools-data-contract: trainer/pipeline/rollout/early.ts → trainer/pipeline/rewards/later.ts',
+        'shipped-code-never-imports-tests: trainer/foundations/data/helper.ts → test/helpers/fixture.ts',
+        'webview-imports-only-the-protocol: webview/app.ts → trainer/foundations/models/model.ts',
       ];
       for (const line of expected) assert.ok(found.has(line), `not caught: ${line}\ncaught:\n${[...found].join('\n')}`);
       const ruleNames = new Set(violations.map((v) => v.rule.name));
-      // Reached through trainer/shared/leak.ts: the path, not a direct import, is what is forbidden.
+      // Reached through trainer/contract/leak.ts: the path, not a direct import, is what is forbidden.
       assert.ok(
         violations.some((v) => v.rule.name === 'extension-never-reaches-native-modules-or-engine' && /onnxruntime-node/.test(v.to)),
-        `onnxruntime-node reached through a shared module was not caught:\n${describeViolations(violations)}`,
+        `onnxruntime-node reached through a contract module was not caught:\n${describeViolations(violations)}`,
       );
       assert.ok(ruleNames.has('trainer-never-imports-vscode'), `the vscode import was not caught:\n${describeViolations(violations)}`);
       assert.ok(
-        violations.some((v) => v.rule.name === 'no-import-cycles' && /trainer\/rollout\/(a|b)\.ts/.test(v.from)),
+        violations.some((v) => v.rule.name === 'no-import-cycles' && /trainer\/pipeline\/rollout\/(a|b)\.ts/.test(v.from)),
         `the cycle was not caught:\n${describeViolations(violations)}`,
       );
     });

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import ts from 'typescript';
 
 /**
- * The training loop reads top to bottom: no function in trainer/training/ longer than 60 lines
+ * The training loop reads top to bottom: no function in trainer/pipeline/training/ longer than 60 lines
  * (the step is named stages, each a small function — see trainingStep.ts).
  */
 
@@ -33,10 +33,10 @@ function longFunctions(fileName: string, text: string, limit: number): string[] 
 
 describe('the training loop', () => {
   it(`has no function longer than ${LIMIT} lines`, () => {
-    const dir = path.join(root, 'trainer', 'training');
+    const dir = path.join(root, 'trainer', 'pipeline', 'training');
     const files = fs.readdirSync(dir).filter((f) => f.endsWith('.ts'));
-    assert.ok(files.includes('trainingStep.ts'), 'trainer/training/trainingStep.ts is where a training step happens');
-    const long = files.flatMap((f) => longFunctions(`trainer/training/${f}`, fs.readFileSync(path.join(dir, f), 'utf8'), LIMIT));
+    assert.ok(files.includes('trainingStep.ts'), 'trainer/pipeline/training/trainingStep.ts is where a training step happens');
+    const long = files.flatMap((f) => longFunctions(`trainer/pipeline/training/${f}`, fs.readFileSync(path.join(dir, f), 'utf8'), LIMIT));
     assert.deepEqual(long, []);
   });
 

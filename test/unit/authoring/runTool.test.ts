@@ -4,14 +4,14 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { runToolOnce } from '../../../trainer/authoring/runTool';
-import { selectTool } from '../../../trainer/authoring/selectTool';
-import { loadUserModule } from '../../../trainer/usercode/loadUserModule';
+import { runToolOnce } from '../../../trainer/bridges/authoring/runTool';
+import { selectTool } from '../../../trainer/bridges/authoring/selectTool';
+import { loadUserModule } from '../../../trainer/bridges/usercode/loadUserModule';
 import { ToolSession } from '../../../extension/authoring/toolSession';
 import { buildKnowledgeBase } from '../../../examples/multihop-search/kb';
 
 const root = path.resolve(__dirname, '../../..');
-const cli = path.join(root, 'trainer/cli/main.ts');
+const cli = path.join(root, 'trainer/bridges/cli/main.ts');
 const multihopTools = path.join(root, 'examples/multihop-search/tools.ts');
 const calculatorTools = path.join(root, 'examples/calculator/tools.ts');
 const node = { command: process.execPath, env: process.env, description: "the test runner's Node" };

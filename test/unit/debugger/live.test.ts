@@ -3,8 +3,8 @@ import * as assert from 'node:assert/strict';
 import { holdConfiguration } from '../../../extension/debugger/holdPolicy';
 import { liveFacts, livePosition, liveView } from '../../../extension/debugger/liveView';
 import { callView, turnContext } from '../../../extension/debugger/turnContext';
-import type { ToolCallRecord, TrajectoryRecord } from '../../../trainer/shared/protocol';
-import { renderTranscript } from '../../../trainer/shared/transcript';
+import type { ToolCallRecord, TrajectoryRecord } from '../../../trainer/contract/protocol';
+import { renderTranscript } from '../../../trainer/contract/transcript';
 
 const none = { tools: false, filters: [], lines: false };
 

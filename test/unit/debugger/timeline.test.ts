@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { TrajectoryRecord, TurnRecord } from '../../../trainer/shared/protocol';
+import type { TrajectoryRecord, TurnRecord } from '../../../trainer/contract/protocol';
 import { shownIndices } from '../../../extension/debugger/replayTarget';
 import { stepTimeline, trajectoryPoints } from '../../../extension/debugger/timeline';
 import { parseTranscriptPath, parseTranscriptUri, transcriptUri } from '../../../extension/debugger/transcriptUri';

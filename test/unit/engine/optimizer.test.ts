@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { createDevice } from '../../../trainer/engine/device/device';
-import { buildApplyGraph, DEFAULT_ADAMW, gradName, momentName, nextName, type AdamWConfig } from '../../../trainer/engine/optimizer';
-import { serializeGraph } from '../../../trainer/engine/serialize';
-import type { HostTensor } from '../../../trainer/engine/runtime/tensors';
+import { createDevice } from '../../../trainer/foundations/engine/device/device';
+import { buildApplyGraph, DEFAULT_ADAMW, gradName, momentName, nextName, type AdamWConfig } from '../../../trainer/foundations/engine/optimizer';
+import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
+import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
 import { seeded } from '../../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
 

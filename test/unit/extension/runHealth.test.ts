@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { healthMarker, healthNotice, latestStepWarnings, shortName, type NotifiedKeys } from '../../../extension/panels/runHealth';
-import type { HealthWarning, MetricsRecord } from '../../../trainer/shared/protocol';
+import type { HealthWarning, MetricsRecord } from '../../../trainer/contract/protocol';
 
 const zeroSignal: HealthWarning = { code: 'zero_signal', severity: 'warn', message: '14 of 16 groups had equal rewards: no learning signal', advice: 'raise rollout.temperature or algorithm.groupSize' };
 const toolErrors: HealthWarning = { code: 'tool_errors', severity: 'warn', message: '38 % of tool calls could not be read', advice: 'turn on constrained tool calls.' };

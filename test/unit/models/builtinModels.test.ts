@@ -3,17 +3,17 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { builtInModelDir, checkBuiltinModelName } from '../../../trainer/models/builtinModels';
-import { resolveModelPath } from '../../../trainer/models/hub';
-import { loadConfig } from '../../../trainer/usercode/loadConfig';
-import { BUILT_IN_RECIPES, parseRecipe, recipeHash } from '../../../trainer/pretrain/recipe';
+import { builtInModelDir, checkBuiltinModelName } from '../../../trainer/foundations/models/builtinModels';
+import { resolveModelPath } from '../../../trainer/foundations/models/hub';
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { BUILT_IN_RECIPES, parseRecipe, recipeHash } from '../../../trainer/bases/recipes/recipe';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
 describe('built-in models (rollout-studio:<name>)', () => {
   it('resolves rollout-studio:base to the shipped base, and leaves folders alone', async () => {
     const base = builtInModelDir('base');
-    assert.equal(base, path.join(ROOT, 'trainer', 'pretrained', 'base'));
+    assert.equal(base, path.join(ROOT, 'trainer', 'bases', 'weights', 'base'));
     assert.ok(fs.existsSync(path.join(base, 'model.safetensors')), 'the base ships in the package');
     assert.equal(await resolveModelPath('rollout-studio:base', { baseDir: os.tmpdir() }), base);
     // A folder of that spelling next to the config is still a folder.

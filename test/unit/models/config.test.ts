@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadModelConfig, ModelConfigError, ropeInverseFrequencies, type ModelConfig } from '../../../trainer/models';
+import { loadModelConfig, ModelConfigError, ropeInverseFrequencies, type ModelConfig } from '../../../trainer/foundations/models';
 
 // config.json files as released on the Hugging Face Hub (copied field for field).
 const QWEN25_05B_INSTRUCT = {

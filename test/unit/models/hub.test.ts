@@ -7,10 +7,10 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { classifyModelPath, hubSettings, isRepoId, resolveModelPath } from '../../../trainer/models/hub';
-import { httpFailureError, networkErrorCode } from '../../../trainer/models/hub/hubErrors';
-import { missingFromSnapshot, selectModelFiles, shardsFromIndex } from '../../../trainer/models/hub/modelFiles';
-import { formatBytes } from '../../../trainer/shared/formatBytes';
+import { classifyModelPath, hubSettings, isRepoId, resolveModelPath } from '../../../trainer/foundations/models/hub';
+import { httpFailureError, networkErrorCode } from '../../../trainer/foundations/models/hub/hubErrors';
+import { missingFromSnapshot, selectModelFiles, shardsFromIndex } from '../../../trainer/foundations/models/hub/modelFiles';
+import { formatBytes } from '../../../trainer/contract/formatBytes';
 
 const savedEnv = { ...process.env };
 afterEach(() => {

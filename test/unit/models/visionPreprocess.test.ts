@@ -7,9 +7,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { parseModelConfig } from '../../../trainer/models/modelConfig';
-import { defaultImageProcessor, DEFAULT_IMAGE_MEAN, DEFAULT_IMAGE_STD, ImageError, patchify, prepareImage, roundHalfEven, smartResize } from '../../../trainer/models/vision/preprocess';
-import { imageRuns, multimodalPositions } from '../../../trainer/models/vision/ropeIndex';
+import { parseModelConfig } from '../../../trainer/foundations/models/modelConfig';
+import { defaultImageProcessor, DEFAULT_IMAGE_MEAN, DEFAULT_IMAGE_STD, ImageError, patchify, prepareImage, roundHalfEven, smartResize } from '../../../trainer/foundations/models/vision/preprocess';
+import { imageRuns, multimodalPositions } from '../../../trainer/foundations/models/vision/ropeIndex';
 import { referenceRopeIndex } from '../../helpers/referenceVision';
 
 describe('smart_resize', () => {

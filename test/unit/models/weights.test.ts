@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CheckpointError, CheckpointReader, expectedTensors, parseModelConfig, validateCheckpoint, writeSafetensors, type ModelConfig } from '../../../trainer/models';
+import { CheckpointError, CheckpointReader, expectedTensors, parseModelConfig, validateCheckpoint, writeSafetensors, type ModelConfig } from '../../../trainer/foundations/models';
 
 const base = { vocab_size: 11, hidden_size: 8, intermediate_size: 12, num_hidden_layers: 1, num_attention_heads: 4, num_key_value_heads: 2 };
 const qwen2 = parseModelConfig({ ...base, model_type: 'qwen2' }, '/m/config.json');

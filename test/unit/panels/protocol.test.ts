@@ -10,9 +10,9 @@ import {
   TrajectoriesPanelState,
   TrajectoriesToHost,
   TrajectoriesToWebview,
-} from '../../../trainer/shared/protocol';
+} from '../../../trainer/contract/protocol';
 import { latestTrainMetrics, runStatusText } from '../../../extension/panels/runStatusText';
-import type { MetricsRecord, RunRecord } from '../../../trainer/shared/protocol';
+import type { MetricsRecord, RunRecord } from '../../../trainer/contract/protocol';
 
 describe('panel messages', () => {
   it('accept what the panels send and name the field of what they must not', () => {

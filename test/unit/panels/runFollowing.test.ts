@@ -15,8 +15,8 @@ import { RunSources } from '../../../extension/panels/source/registry';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { runSummaryOf } from '../../../extension/panels/source/summarize';
 import { TrajectoriesController } from '../../../extension/panels/trajectoriesController';
-import { MetricsToWebview, TrajectoriesToWebview, type RunFollowingState, type RunRef } from '../../../trainer/shared/protocol';
-import { listRuns } from '../../../trainer/shared/runstore';
+import { MetricsToWebview, TrajectoriesToWebview, type RunFollowingState, type RunRef } from '../../../trainer/contract/protocol';
+import { listRuns } from '../../../trainer/contract/runstore';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
 
 /** Run directories on disk (NewestRun checks that its run still exists). */

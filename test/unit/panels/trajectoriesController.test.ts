@@ -6,8 +6,8 @@ import * as path from 'node:path';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { ROWS_PER_MESSAGE, TrajectoriesController } from '../../../extension/panels/trajectoriesController';
 import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
-import { RunStoreReader, writeBranchSet } from '../../../trainer/shared/runstore';
-import { PROTOCOL_VERSION, TrajectoriesToWebview, type OpenRunInDebuggerArgs, type StepSelection } from '../../../trainer/shared/protocol';
+import { RunStoreReader, writeBranchSet } from '../../../trainer/contract/runstore';
+import { PROTOCOL_VERSION, TrajectoriesToWebview, type OpenRunInDebuggerArgs, type StepSelection } from '../../../trainer/contract/protocol';
 
 function setup(options: { steps: number; batch: number; status?: 'running' | 'finished'; step?: StepSelection; debugger?: (args: OpenRunInDebuggerArgs) => Promise<void>; readBudgetBytes?: number }) {
   const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-t'), { steps: options.steps, batch: options.batch, groupSize: 4, seed: 5, status: options.status ?? 'finished' });

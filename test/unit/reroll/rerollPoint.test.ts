@@ -4,8 +4,8 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { BranchSet, TrajectoryRecord, TurnRecord } from '../../../trainer/shared/protocol';
-import { PROTOCOL_VERSION } from '../../../trainer/shared/protocol';
+import type { BranchSet, TrajectoryRecord, TurnRecord } from '../../../trainer/contract/protocol';
+import { PROTOCOL_VERSION } from '../../../trainer/contract/protocol';
 import { branchTranscriptUri, parseBranchTranscriptPath, parseTranscriptUri, transcriptUri } from '../../../extension/debugger/transcriptUri';
 import { rerollPoint, rerollPoints } from '../../../extension/reroll/rerollPoint';
 import { renderBranchTranscript } from '../../../extension/reroll/branchTranscript';

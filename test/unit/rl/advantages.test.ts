@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/rl/advantages';
-import { klPenalty } from '../../../trainer/rl/kl';
-import type { RlSample } from '../../../trainer/rl/samples';
+import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/pipeline/rl/advantages';
+import { klPenalty } from '../../../trainer/pipeline/rl/kl';
+import type { RlSample } from '../../../trainer/pipeline/rl/samples';
 
 /**
  * A sample whose policy tokens are at `policy`, with rewards {position: value}: the value on the

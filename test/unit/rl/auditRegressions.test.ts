@@ -1,5 +1,5 @@
 /**
- * The defects an audit of trainer/rl and trainer/rewards found (issue 16), one test each, written
+ * The defects an audit of trainer/pipeline/rl and trainer/pipeline/rewards found (issue 16), one test each, written
  * against entry points that existed before the fix (scoreTrajectories, toRlSample, the advantage
  * estimators, prepareBatch, parseConfig) so that each of them fails on the code the audit read
  * and passes on the fix. The critic's defect (its value loss moved the policy) needs a model and
@@ -8,14 +8,14 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { datasetFromRows, type DatasetRow } from '../../../trainer/data';
-import { exactMatch, RewardError, scoreTrajectories, type RewardConfig } from '../../../trainer/rewards';
-import { grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/rl/advantages';
-import { lossMasks, prepareBatch, type BatchSettings } from '../../../trainer/rl/prepareBatch';
-import { toRlSample } from '../../../trainer/rl/rewardPlacement';
-import type { ToolCallResult, Trajectory } from '../../../trainer/rollout';
-import { defineTool, ToolSet } from '../../../trainer/tools';
-import { parseConfig, type TrainingConfig } from '../../../trainer/training/trainingConfig';
+import { datasetFromRows, type DatasetRow } from '../../../trainer/foundations/data';
+import { exactMatch, RewardError, scoreTrajectories, type RewardConfig } from '../../../trainer/pipeline/rewards';
+import { grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/pipeline/rl/advantages';
+import { lossMasks, prepareBatch, type BatchSettings } from '../../../trainer/pipeline/rl/prepareBatch';
+import { toRlSample } from '../../../trainer/pipeline/rl/rewardPlacement';
+import type { ToolCallResult, Trajectory } from '../../../trainer/pipeline/rollout';
+import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
+import { parseConfig, type TrainingConfig } from '../../../trainer/pipeline/training/trainingConfig';
 
 const [row] = datasetFromRows('rows.jsonl', [{ id: 'q', prompt: 'q', answer: 'x' }]).rows;
 const search = defineTool({ name: 'search', description: 'Search.', parameters: z.object({ query: z.string() }), execute: () => 'result', reward: () => 1 });

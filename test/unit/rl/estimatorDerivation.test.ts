@@ -1,6 +1,6 @@
 /**
  * Every advantage estimator re-derived by hand on one hand-made batch: the expected numbers are
- * computed here with plain loops straight from the formulas in trainer/rl/ADVANTAGES.md — none of
+ * computed here with plain loops straight from the formulas in trainer/pipeline/rl/ADVANTAGES.md — none of
  * the trainer's helpers — and compared with what `computeAdvantages` returns.
  *
  * The batch: two groups. Group 0 has three samples with different numbers of calls (2, 1, 0),
@@ -9,8 +9,8 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { computeAdvantages, type EstimatorSettings } from '../../../trainer/rl/advantageEstimators';
-import type { RlSample } from '../../../trainer/rl/samples';
+import { computeAdvantages, type EstimatorSettings } from '../../../trainer/pipeline/rl/advantageEstimators';
+import type { RlSample } from '../../../trainer/pipeline/rl/samples';
 
 interface HandSample {
   group: number;

@@ -1,18 +1,19 @@
 import { describe, it, before } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import type { ChatTemplate, Tokenizer } from '../../../trainer/models';
-import { decodeFloat32, decodeInt32, decodeUint8, parseWith, TrajectoryRecord, type ChatMessage } from '../../../trainer/shared/protocol';
-import { datasetFromRows, type DatasetRow } from '../../../trainer/data';
-import { AgentLoop, CodeBlockFormat, HermesFormat, toTrajectoryRecord, type RolloutObserver, type Trajectory } from '../../../trainer/rollout';
-import { exactMatch, scoreTrajectories } from '../../../trainer/rewards';
-import { defineTool, ToolSet } from '../../../trainer/tools';
-import { CalculatorTool } from '../../../trainer/tools/builtin/calculator';
-import { JavaScriptTool } from '../../../trainer/tools/builtin/javascript';
-import { SearchTool } from '../../../trainer/tools/builtin/search';
+import type { ChatTemplate, Tokenizer } from '../../../trainer/foundations/models';
+import { decodeFloat32, decodeInt32, decodeUint8, parseWith, TrajectoryRecord, type ChatMessage } from '../../../trainer/contract/protocol';
+import { datasetFromRows, type DatasetRow } from '../../../trainer/foundations/data';
+import { AgentLoop, CodeBlockFormat, HermesFormat, type RolloutObserver, type Trajectory } from '../../../trainer/pipeline/rollout';
+import { toTrajectoryRecord } from '../../../trainer/pipeline/training/trajectoryRecord';
+import { exactMatch, scoreTrajectories } from '../../../trainer/pipeline/rewards';
+import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
+import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calculator';
+import { JavaScriptTool } from '../../../trainer/foundations/tools/builtin/javascript';
+import { SearchTool } from '../../../trainer/foundations/tools/builtin/search';
 import { fakeEntropy, fakeLogprob, qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
-import { toRlSample } from "../../../trainer/rl/rewardPlacement";
-import { tokenRewards } from '../../../trainer/rl/samples';
+import { toRlSample } from "../../../trainer/pipeline/rl/rewardPlacement";
+import { tokenRewards } from '../../../trainer/pipeline/rl/samples';
 
 const DOCS = [
   { id: 'p-ada', title: 'Ada Brenner', text: 'Ada Brenner is a chemist who works at Northwind Labs.' },

@@ -1,5 +1,5 @@
 /**
- * The tool-call grammar (trainer/rollout/constraints/): which call texts it accepts byte by byte,
+ * The tool-call grammar (trainer/pipeline/rollout/constraints/): which call texts it accepts byte by byte,
  * that its token masks equal a token-by-token check of the whole vocabulary, and that the calls
  * chat templates write for demonstrations are accepted token for token.
  */
@@ -7,16 +7,16 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { ChatTemplate } from '../../../trainer/models/chatTemplate';
-import { Tokenizer } from '../../../trainer/models/tokenizer';
-import { advance, callObjectDone, callStart, DONE, type CallGrammar } from '../../../trainer/rollout/constraints/callFrame';
-import { ToolCallConstraint } from '../../../trainer/rollout/constraints/callConstraint';
-import type { GrammarState } from '../../../trainer/rollout/constraints/jsonFrames';
-import { ShapeBuilder } from '../../../trainer/rollout/constraints/schemaShape';
-import { TokenIndex } from '../../../trainer/rollout/constraints/tokenIndex';
-import { parametersJsonSchema } from '../../../trainer/tools/schema';
+import { ChatTemplate } from '../../../trainer/foundations/models/chatTemplate';
+import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { advance, callObjectDone, callStart, DONE, type CallGrammar } from '../../../trainer/pipeline/rollout/constraints/callFrame';
+import { ToolCallConstraint } from '../../../trainer/pipeline/rollout/constraints/callConstraint';
+import type { GrammarState } from '../../../trainer/pipeline/rollout/constraints/jsonFrames';
+import { ShapeBuilder } from '../../../trainer/pipeline/rollout/constraints/schemaShape';
+import { TokenIndex } from '../../../trainer/pipeline/rollout/constraints/tokenIndex';
+import { parametersJsonSchema } from '../../../trainer/foundations/tools/schema';
 
-const BASE = path.resolve(__dirname, '../../../trainer/pretrained/base');
+const BASE = path.resolve(__dirname, '../../../trainer/bases/weights/base');
 const CURRENCIES = ['USD', 'EUR', 'GBP'] as const;
 const TOOLS = {
   exchange: z.object({ amount: z.number(), from: z.enum(CURRENCIES), to: z.enum(CURRENCIES) }),

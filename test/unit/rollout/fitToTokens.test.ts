@@ -1,11 +1,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { Tokenizer } from '../../../trainer/models/tokenizer';
-import { defaultErrorObservation } from '../../../trainer/rollout/errorObservation';
-import { fitToTokens, truncateToTokens } from '../../../trainer/rollout/truncate';
+import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { defaultErrorObservation } from '../../../trainer/pipeline/rollout/errorObservation';
+import { fitToTokens, truncateToTokens } from '../../../trainer/pipeline/rollout/truncate';
 
-const tokenizer = Tokenizer.load(path.resolve(__dirname, '../../../trainer/pretrained/base'));
+const tokenizer = Tokenizer.load(path.resolve(__dirname, '../../../trainer/bases/weights/base'));
 
 describe('error observations on a small tool-result budget', () => {
   const error = defaultErrorObservation({ kind: 'invalid_arguments', tool: 'convert', message: 'arguments of convert do not match its schema: …', summary: '"cmi" is not one of km, m, mi, ft' });

@@ -6,11 +6,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { datasetFromRows } from '../../../trainer/data/dataset';
-import { HermesFormat } from '../../../trainer/rollout/formats/hermes';
-import { trajectoryFromMessages } from '../../../trainer/serve/trajectoryFromMessages';
-import { defineTool } from '../../../trainer/tools/tool';
-import { ToolSet } from '../../../trainer/tools/toolSet';
+import { datasetFromRows } from '../../../trainer/foundations/data/dataset';
+import { HermesFormat } from '../../../trainer/pipeline/rollout/formats/hermes';
+import { trajectoryFromMessages } from '../../../trainer/bridges/serve/trajectoryFromMessages';
+import { defineTool } from '../../../trainer/foundations/tools/tool';
+import { ToolSet } from '../../../trainer/foundations/tools/toolSet';
 
 const tools = new ToolSet([defineTool({ name: 'lookup', description: 'Look up.', parameters: z.object({ word: z.string(), limit: z.number().default(3) }), execute: () => 'x' })]);
 const [row] = datasetFromRows('rows', [{ id: 'r1', system: 'Be brief.', prompt: 'What is x?' }]).rows;

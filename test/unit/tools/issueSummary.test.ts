@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { summarizeIssues } from '../../../trainer/tools/issueSummary';
+import { summarizeIssues } from '../../../trainer/foundations/tools/issueSummary';
 
 const convert = z.object({ value: z.number(), from: z.enum(['km', 'm', 'mi', 'ft']), to: z.enum(['km', 'm', 'mi', 'ft']), note: z.string().max(3).optional() });
 const summary = (args: unknown, limit?: number) => {

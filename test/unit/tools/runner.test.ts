@@ -1,11 +1,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { observationText } from '../../../trainer/tools/result';
+import { observationText } from '../../../trainer/foundations/tools/result';
 import { z } from 'zod';
-import { datasetFromRows } from '../../../trainer/data';
-import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type ToolLogLine, type TrajectoryView } from '../../../trainer/tools';
-import { MAX_TOOL_TEXT_CHARS } from '../../../trainer/tools/result';
+import { datasetFromRows } from '../../../trainer/foundations/data';
+import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type ToolLogLine, type TrajectoryView } from '../../../trainer/foundations/tools';
+import { MAX_TOOL_TEXT_CHARS } from '../../../trainer/foundations/tools/result';
 
 const row = datasetFromRows('runner', [{ id: 'r', prompt: 'x', toolArgs: { echo: { prefix: '>' } } }]).rows[0];
 

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { defineTool, parametersJsonSchema, Tool, ToolDefinitionError, ToolSet, type ToolContext } from '../../../trainer/tools';
+import { defineTool, parametersJsonSchema, Tool, ToolDefinitionError, ToolSet, type ToolContext } from '../../../trainer/foundations/tools';
 
 const SearchArgs = z.object({ query: z.string().describe('What to look for'), limit: z.int().min(1).max(20).default(5) });
 

@@ -5,9 +5,9 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { exactMatch } from '../../../trainer/rewards';
-import { criticOptions, lossScaleFactor, policyTrainerOptions, policyUpdates } from '../../../trainer/training/configOptions';
-import { parseConfig } from '../../../trainer/training/trainingConfig';
+import { exactMatch } from '../../../trainer/pipeline/rewards';
+import { criticOptions, lossScaleFactor, policyTrainerOptions, policyUpdates } from '../../../trainer/pipeline/training/configOptions';
+import { parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
 
 const parse = (extra: Record<string, unknown>) =>
   parseConfig({ model: { path: 'model', lora: false }, data: { train: 'train.jsonl' }, rewards: { outcome: [exactMatch()] }, steps: 10, optimization: { maxGradNorm: 0.5, lr: 3e-4 }, ...extra }, 'a.config.ts');

@@ -5,12 +5,12 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { MetricsRecord } from '../../../trainer/shared/protocol/runStore';
-import { collapseOf, evaluationWarnings, healthHistory, healthSample, stepWarnings, zeroSignalShare, type HealthSample } from '../../../trainer/training/health';
-import { HealthSettings } from '../../../trainer/training/healthSettings';
-import { planCollapseResponse, withAction } from '../../../trainer/training/collapseResponse';
-import { rolloutMetrics } from '../../../trainer/training/rolloutMetrics';
-import type { Trajectory } from '../../../trainer/rollout';
+import type { MetricsRecord } from '../../../trainer/contract/protocol/runStore';
+import { collapseOf, evaluationWarnings, healthHistory, healthSample, stepWarnings, zeroSignalShare, type HealthSample } from '../../../trainer/pipeline/training/health';
+import { HealthSettings } from '../../../trainer/pipeline/training/healthSettings';
+import { planCollapseResponse, withAction } from '../../../trainer/pipeline/training/collapseResponse';
+import { rolloutMetrics } from '../../../trainer/pipeline/training/rolloutMetrics';
+import type { Trajectory } from '../../../trainer/pipeline/rollout';
 
 const settings = HealthSettings.parse({});
 const SCORE = 'score/exact_match';

@@ -1,12 +1,12 @@
 /** `rollout.stop` in a config: what reaches the agent loop, and what is refused. */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { exactMatch } from '../../../trainer/rewards';
-import { agentLoopOptions } from '../../../trainer/training/configOptions';
-import { parseConfig } from '../../../trainer/training/trainingConfig';
-import type { ChatTemplate } from '../../../trainer/models';
-import type { Policy } from '../../../trainer/models/generation/policy';
-import { ToolSet } from '../../../trainer/tools';
+import { exactMatch } from '../../../trainer/pipeline/rewards';
+import { agentLoopOptions } from '../../../trainer/pipeline/training/configOptions';
+import { parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
+import type { ChatTemplate } from '../../../trainer/foundations/models';
+import type { Policy } from '../../../trainer/foundations/models/generation/policy';
+import { ToolSet } from '../../../trainer/foundations/tools';
 
 const parse = (rollout: Record<string, unknown>) =>
   parseConfig({ model: { path: 'model', lora: false }, data: { train: 'train.jsonl' }, rewards: { outcome: [exactMatch()] }, steps: 10, algorithm: { name: 'grpo' }, rollout }, 'a.config.ts');

@@ -4,13 +4,13 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { datasetFromRows } from '../../../trainer/data';
-import { outcomeReward, scoreTrajectories } from '../../../trainer/rewards';
-import type { Trajectory } from '../../../trainer/rollout';
-import { parseConfig } from '../../../trainer/training/trainingConfig';
-import { rolloutMetrics } from '../../../trainer/training/rolloutMetrics';
-import { formatScore, taskMetric } from '../../../trainer/training/taskMetric';
-import { ToolSet } from '../../../trainer/tools';
+import { datasetFromRows } from '../../../trainer/foundations/data';
+import { outcomeReward, scoreTrajectories } from '../../../trainer/pipeline/rewards';
+import type { Trajectory } from '../../../trainer/pipeline/rollout';
+import { parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
+import { rolloutMetrics } from '../../../trainer/pipeline/training/rolloutMetrics';
+import { formatScore, taskMetric } from '../../../trainer/pipeline/training/taskMetric';
+import { ToolSet } from '../../../trainer/foundations/tools';
 
 const within = outcomeReward('within_1pct', (_t, row) => (Number((row as unknown as { answer: string }).answer) > 10 ? 1 : 0));
 const format = outcomeReward('format', () => 1);

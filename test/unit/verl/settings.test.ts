@@ -7,9 +7,9 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TrainingConfigSchema, type TrainingConfigInput } from '../../../trainer/training/trainingConfig';
-import { CodeBlockFormat } from '../../../trainer/rollout/formats/codeBlock';
-import { hydraValue, mapSettings, shellOverride } from '../../../trainer/verl/verlSettings';
+import { TrainingConfigSchema, type TrainingConfigInput } from '../../../trainer/pipeline/training/trainingConfig';
+import { CodeBlockFormat } from '../../../trainer/pipeline/rollout/formats/codeBlock';
+import { hydraValue, mapSettings, shellOverride } from '../../../trainer/bridges/verl/verlSettings';
 
 const KEYS = new Set(fs.readFileSync(path.resolve(__dirname, '../../fixtures/verl/ppo_trainer_keys.txt'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#')));
 

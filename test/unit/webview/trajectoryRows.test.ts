@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { TrajectoryRow } from '../../../trainer/shared/protocol';
+import type { TrajectoryRow } from '../../../trainer/contract/protocol';
 import { adjacentStep, DEFAULT_SORT, matchesFilters, nearestStep, NO_FILTERS, parseBound, toggleSort, toolNames, visibleRows } from '../../../webview/trajectories/rows';
 
 function row(index: number, patch: Partial<TrajectoryRow> = {}): TrajectoryRow {

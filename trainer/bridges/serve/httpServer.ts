@@ -1,0 +1,192 @@
+import * as crypto from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { McpServers } from '../../foundations/mcp/servers';
+import { describeIssues } from '../../contract/protocol/parse';
+import { RewardRequest, type RewardResponse, type ServeError } from '../../contract/protocol/serve';
+import { RewardError } from '../../pipeline/rewards/rewardErrors';
+import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../../pipeline/training/trainingConfig';
+import { ToolSet } from '../../foundations/tools/toolSet';
+import { RewardRequestError, scoreRewardRequest } from './rewards';
+import { ToolCallService } from './toolServer';
+import { allowedHostNames, checkBatchSize, checkCaller, checkJsonBody, DEFAULT_LIMITS, readLimitedBody, RefusedRequest, type GuardLimits } from './requestGuard';
+
+/**
+ * `rollout-studio serve-tools`: one HTTP server with
+ *
+ *   /mcp      the config's tools (its own and its MCP servers') as an MCP server, Streamable HTTP,
+ *             stateless (each request stands alone), answers as JSON;
+ *   /reward   POST a RewardRequest, get a RewardResponse (trainer/protocol/serve.ts);
+ *   /health   GET: `{ ok: true, tools: [...] }`.
+ *
+ * Bound to 127.0.0.1 by default. Another host needs a token: every request must then carry
+ * `Authorization: Bearer <token>`. Web pages are kept out whatever the host (requestGuard.ts):
+ * a foreign `Host` or `Origin` gets 403 on every route, a POST must be `application/json`, and
+ * the body and batch sizes are bounded.
+ */
+
+export interface ServeOptions {
+  host: string;
+  /** 0: any free port. */
+  port: number;
+  token?: string;
+  /** More names a client may use in `Host` (a DNS name of this machine, say). */
+  allowHosts?: readonly string[];
+  /** Web page origins (`https://app.example`) allowed to call; none by default. */
+  allowOrigins?: readonly string[];
+  limits?: Partial<GuardLimits>;
+  log?: (line: string) => void;
+}
+
+export interface RunningToolServer {
+  /** `http://host:port` */
+  url: string;
+  tools: ToolSet;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
+
+export class ServeConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ServeConfigError';
+  }
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function fail(res: http.ServerResponse, status: number, message: string): void {
+  sendJson(res, status, { error: message } satisfies ServeError);
+}
+
+/** A refused request's answer; past a size limit the connection closes too, so the rest of the body is never read. */
+function refuse(req: http.IncomingMessage, res: http.ServerResponse, refused: RefusedRequest): void {
+  if (refused.status === 413) res.setHeader('connection', 'close');
+  fail(res, refused.status, refused.message);
+  if (refused.status === 413) res.on('finish', () => req.destroy());
+}
+
+function authorised(req: http.IncomingMessage, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const given = Buffer.from(req.headers.authorization ?? '');
+  const expected = Buffer.from(`Bearer ${token}`);
+  return given.length === expected.length && crypto.timingSafeEqual(given, expected);
+}
+
+export async function startToolServer(loaded: LoadedConfig, options: ServeOptions): Promise<RunningToolServer> {
+  if (!LOOPBACK.has(options.host) && !options.token) {
+    throw new ServeConfigError(`--host ${options.host} is reachable from other machines; set ROLLOUT_STUDIO_TOKEN or give --token-file FILE (clients send "Authorization: Bearer <token>"), or serve on 127.0.0.1`);
+  }
+  const config = loaded.config;
+  const mcp = await McpServers.open(config.mcpServers, { baseDir: path.dirname(loaded.file), ...(options.log ? { log: options.log } : {}) });
+  let tools: ToolSet;
+  let placed: PlacedTools | undefined;
+  const closeTools = async () => {
+    await placed?.close();
+    await mcp.close();
+  };
+  try {
+    placed = await placeConfigTools(loaded);
+    tools = new ToolSet([...placed.tools, ...mcp.tools]);
+  } catch (error) {
+    await closeTools();
+    throw error;
+  }
+  const service = new ToolCallService(tools, options.log ? { onLog: options.log } : {});
+  const limits: GuardLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const hosts = allowedHostNames(options.host, options.allowHosts);
+  const origins = new Set((options.allowOrigins ?? []).map((o) => o.toLowerCase()));
+
+  const handleMcp = async (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (req.method !== 'POST') {
+      // Stateless: no session to stream to (GET) or to end (DELETE).
+      res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this server is stateless; POST JSON-RPC requests' }, id: null }));
+      return;
+    }
+    checkJsonBody(req);
+    const text = await readLimitedBody(req, limits.maxBodyBytes);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch (error) {
+      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${(error as Error).message}` }, id: null }));
+      return;
+    }
+    if (Array.isArray(body)) checkBatchSize(body.length, limits, 'JSON-RPC batch');
+    const server = service.mcpServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  };
+
+  const handleReward = async (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (req.method !== 'POST') return fail(res, 405, 'POST a JSON reward request to /reward');
+    checkJsonBody(req);
+    const text = await readLimitedBody(req, limits.maxBodyBytes);
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      return fail(res, 400, `the body is not JSON: ${(error as Error).message}`);
+    }
+    const items = (value as { items?: unknown } | null)?.items;
+    if (Array.isArray(items)) checkBatchSize(items.length, limits, '/reward');
+    const parsed = RewardRequest.safeParse(value);
+    if (!parsed.success) return fail(res, 400, describeIssues(parsed.error.issues));
+    try {
+      const response: RewardResponse = await scoreRewardRequest(config, tools, parsed.data, (name, args) => service.dataFor(name, args));
+      sendJson(res, 200, response);
+    } catch (error) {
+      if (error instanceof RewardRequestError) return fail(res, 400, error.message);
+      if (error instanceof RewardError) return fail(res, 500, error.message);
+      throw error;
+    }
+  };
+
+  const server = http.createServer((req, res) => {
+    const route = new URL(req.url ?? '/', 'http://localhost').pathname;
+    try {
+      checkCaller(req, hosts, origins);
+    } catch (error) {
+      return refuse(req, res, error as RefusedRequest);
+    }
+    if (!authorised(req, options.token)) return fail(res, 401, 'missing or wrong token: send "Authorization: Bearer <token>"');
+    const handle =
+      route === '/mcp' ? handleMcp : route === '/reward' ? handleReward : route === '/health' ? async () => sendJson(res, 200, { ok: true, tools: tools.names }) : async () => fail(res, 404, `no route ${route}; the routes are /mcp, /reward and /health`);
+    handle(req, res).catch((error: unknown) => {
+      if (error instanceof RefusedRequest) return refuse(req, res, error);
+      options.log?.(`serve-tools: ${req.method} ${route} failed: ${(error as Error).stack ?? String(error)}`);
+      if (!res.headersSent) fail(res, 500, (error as Error).message ?? String(error));
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  }).catch(async (error: NodeJS.ErrnoException) => {
+    await closeTools();
+    throw new ServeConfigError(error.code === 'EADDRINUSE' ? `port ${options.port} on ${options.host} is in use; choose another with --port` : `cannot listen on ${options.host}:${options.port}: ${error.message}`);
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    tools,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeTools();
+    },
+  };
+}

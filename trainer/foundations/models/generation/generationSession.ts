@@ -1,0 +1,344 @@
+import type { Feed, OutputTarget } from '../../engine/device/device';
+import { Graph } from '../../engine/graph';
+import * as op from '../../engine/ops';
+import { serializeGraph } from '../../engine/serialize';
+import type { HostTensor } from '../../engine/runtime/tensors';
+import type { GeneratedTurn, Policy, PolicySession, SessionOptions, TurnOptions, TurnRequest, UniformSource } from './policy';
+import { Random } from '../random';
+import type { ModelRuntime } from '../runtime';
+import { fusedKernelsFor } from '../layers/fused';
+import { buildGenerationGraph, cacheName, type SamplingMode } from './generationGraph';
+import { ImageEncoder } from '../vision/imageEncoder';
+import { multimodalPositions } from '../vision/ropeIndex';
+import type { AllowedTokens, SequenceConstraint, TurnImage } from './policy';
+import { biasRows, biasTable } from '../constraintBias';
+
+/**
+ * When the recent cache block is folded into the base block. Each step copies the recent block
+ * (the graph returns it extended) and each fold copies the base block, so folding at √(2·base)
+ * recent slots balances the two: about √(2·P) slot copies per step for a cache of P slots.
+ * Measured on bench:models' model at batch 32 (96 positions, one thread): 16 slots used 10 %
+ * less CPU than a fixed 64.
+ */
+function foldThreshold(baseSlots: number): number {
+  return Math.max(16, Math.ceil(Math.sqrt(2 * baseSlots)));
+}
+
+export interface GenerationSessionOptions {
+  /** Fold the recent cache block at this many slots instead of foldThreshold's (tests use small ones). */
+  recentLimit?: number;
+  /** Keep the whole next-token log-distribution of the last step (tests compare it with a full forward pass). */
+  captureDistributions?: boolean;
+}
+
+function int64(rows: number[][], width: number): HostTensor {
+  const data = new BigInt64Array(rows.length * width);
+  rows.forEach((row, b) => row.forEach((v, t) => (data[b * width + t] = BigInt(v))));
+  return { dtype: 'int64', shape: [rows.length, width], data };
+}
+
+function scalar(v: number): HostTensor {
+  return { dtype: 'float32', shape: [], data: Float32Array.of(v) };
+}
+
+export function samplingMode(options: Pick<TurnOptions, 'temperature' | 'topK' | 'topP'>, vocab: number): SamplingMode {
+  if (options.temperature === 0) return { kind: 'greedy' };
+  if (options.topK > 0 || options.topP < 1) return { kind: 'sorted', candidates: Math.min(options.topK > 0 ? options.topK : vocab, vocab) };
+  return { kind: 'full' };
+}
+
+/** The model as a Policy: sessions generate turns with a KV cache kept on the device. */
+export class ModelPolicy implements Policy {
+  private sessionCount = 0;
+  constructor(
+    private readonly model: ModelRuntime,
+    private readonly sessionOptions: GenerationSessionOptions = {},
+  ) {}
+
+  async startSession(sequences: number, seed: number, options: SessionOptions = {}): Promise<GenerationSession> {
+    const session = new GenerationSession(this.model, sequences, options.uniforms ?? seed, `gen${this.sessionCount++}`, this.sessionOptions);
+    await session.init();
+    return session;
+  }
+}
+
+interface Row {
+  /** Rotary position of the row's next real token. */
+  position: number;
+  /** Sampled but not yet fed tokens (the last token of the previous turn). */
+  unfed: number[];
+}
+
+/**
+ * One batch of sequences on one timeline. Each call to `generate` first extends the requested
+ * rows by their unfed and appended tokens (one chunk, rows left-padded to the longest), then
+ * decodes one token per step for the rows still generating; every other row gets a masked
+ * padding slot so the cache stays aligned.
+ */
+export class GenerationSession implements PolicySession {
+  private readonly rows: Row[];
+  private readonly baseMask: number[][];
+  private readonly recentMask: number[][];
+  /** One uniform per row per step, in row order: the seeded stream, or a re-roll's (UniformSource). */
+  private readonly uniforms: UniformSource;
+  private readonly sessions = new Map<string, { id: number; weights: Record<string, Feed> }>();
+  private mergeSession: number | undefined;
+  /** The allowed sets whose bias table is on the device now (constrained turns). */
+  private biasSets: AllowedTokens[] | undefined;
+  /** With captureDistributions: each extend step's [B, V] log-distribution, in order. */
+  readonly distributions: Float32Array[] = [];
+  /** Vision-language models: the vision tower, encoding each distinct image once per session. */
+  readonly images: ImageEncoder | undefined;
+
+  constructor(
+    private readonly model: ModelRuntime,
+    readonly size: number,
+    seed: number | UniformSource,
+    private readonly prefix: string,
+    private readonly options: GenerationSessionOptions = {},
+  ) {
+    this.rows = Array.from({ length: size }, () => ({ position: 0, unfed: [] }));
+    this.baseMask = Array.from({ length: size }, () => []);
+    this.recentMask = Array.from({ length: size }, () => []);
+    if (typeof seed === 'number') {
+      const random = Random.fromSeed(seed);
+      this.uniforms = { next: () => random.nextFloat() };
+    } else this.uniforms = seed;
+    this.images = model.config.vision ? new ImageEncoder(model) : undefined;
+  }
+
+  private state(block: 'base' | 'recent', kind: 'key' | 'value', layer: number): string {
+    return `${this.prefix}/${cacheName(block, kind, layer)}`;
+  }
+
+  async init(): Promise<void> {
+    await this.resetBlock('base');
+    await this.resetBlock('recent');
+  }
+
+  /**
+   * A block holding one masked slot: a key nothing attends to. Never empty, because a MatMul over
+   * zero keys (inner dimension 0) crashes the WebGPU provider (measured: onnxruntime-node 1.30 on
+   * lavapipe, a segmentation fault in the first decoding step); the slot costs one masked score.
+   */
+  private async resetBlock(block: 'base' | 'recent'): Promise<void> {
+    const { numKvHeads, headDim, numLayers } = this.model.config;
+    const slot: HostTensor = { dtype: 'float32', shape: [this.size, numKvHeads, 1, headDim], data: new Float32Array(this.size * numKvHeads * headDim) };
+    const values: Record<string, HostTensor> = {};
+    for (let l = 0; l < numLayers; l++) for (const kind of ['key', 'value'] as const) values[this.state(block, kind, l)] = slot;
+    await this.model.device.setState(values);
+    const masks = block === 'base' ? this.baseMask : this.recentMask;
+    for (const m of masks) m.splice(0, m.length, 0);
+  }
+
+  private async graphFor(mode: SamplingMode, constrained: boolean): Promise<{ id: number; weights: Record<string, Feed> }> {
+    const key = JSON.stringify({ mode, constrained });
+    let loaded = this.sessions.get(key);
+    if (!loaded) {
+      const { graph, weights } = buildGenerationGraph(this.model.config, { sampling: mode, lora: this.model.options.lora, returnDistribution: this.options.captureDistributions, fused: fusedKernelsFor(this.model.device.provider), constrained });
+      const resident = Array.from({ length: this.model.config.numLayers }, (_, l) => [`${cacheName('recent', 'key', l)}.next`, `${cacheName('recent', 'value', l)}.next`]).flat();
+      const id = await this.model.device.load({ model: serializeGraph(graph), settings: {}, residentOutputs: resident });
+      loaded = { id, weights: this.model.weightFeeds(weights) };
+      this.sessions.set(key, loaded);
+    }
+    return loaded;
+  }
+
+  /**
+   * The constrained graph's inputs for this step. The bias table (K × V floats: 15 MB at 151k
+   * tokens and 25 sets) is device state, sent again only when the step's sets differ from the
+   * last step's — consecutive steps mostly see the same ones (rows inside a string keep one state).
+   */
+  private async biasFeeds(allowed: readonly (AllowedTokens | undefined)[]): Promise<Record<string, Feed>> {
+    const { sets, rows } = biasRows(allowed);
+    const name = `${this.prefix}/logit_bias`;
+    if (!this.biasSets || this.biasSets.length !== sets.length || this.biasSets.some((s, i) => s !== sets[i])) {
+      await this.model.device.setState({ [name]: biasTable(sets, this.model.config.vocabSize) });
+      this.biasSets = sets;
+    }
+    return { logit_bias: { state: name }, bias_row: rows };
+  }
+
+  /**
+   * Extend every row by its chunk (left-padded to one width) and sample each row's next token;
+   * `allowed` (constrained turns) restricts what each row may sample.
+   */
+  private async extend(chunks: number[][], mode: SamplingMode, options: TurnOptions, chunkImages: (readonly TurnImage[])[] = [], allowed?: (AllowedTokens | undefined)[]): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
+    const width = Math.max(1, ...chunks.map((c) => c.length));
+    const ids: number[][] = [];
+    const positions: number[][] = [];
+    const mask: number[][] = [];
+    const vision = this.model.config.vision;
+    const slots: number[] = [];
+    const imageRows: TurnImage[] = [];
+    chunks.forEach((chunk, b) => {
+      const pad = width - chunk.length;
+      ids.push([...new Array(pad).fill(0), ...chunk]);
+      mask.push([...new Array(pad).fill(0), ...chunk.map(() => 1)]);
+      if (vision) {
+        // M-RoPE: three positions per token, continuing the row; an image's tokens take its grid.
+        const images = chunkImages[b] ?? [];
+        const mrope = multimodalPositions(chunk, images, vision, this.rows[b].position);
+        if (mrope.imagesUsed !== images.length) throw new Error(`sequence ${b}: ${images.length} image(s) given for ${mrope.imagesUsed} image token run(s)`);
+        positions.push([...new Array(pad * 3).fill(0), ...mrope.positions]);
+        this.rows[b].position = mrope.next;
+        chunk.forEach((id, i) => {
+          if (id === vision.imageTokenId) slots.push(b * width + pad + i);
+        });
+        imageRows.push(...images);
+      } else {
+        positions.push([...new Array(pad).fill(0), ...chunk.map((_, i) => this.rows[b].position + i)]);
+        this.rows[b].position += chunk.length;
+      }
+    });
+    const { numLayers } = this.model.config;
+    const { id, weights } = await this.graphFor(mode, allowed !== undefined);
+    const feeds: Record<string, Feed> = {
+      ...weights,
+      ...(allowed ? await this.biasFeeds(allowed) : {}),
+      ...this.model.loraScaleFeed(true),
+      ids: int64(ids, width),
+      positions: vision ? { ...int64(positions, width * 3), shape: [this.size, width, 3] } : int64(positions, width),
+      ...(vision ? await this.imageFeeds(imageRows, slots) : {}),
+      new_mask: int64(mask, width),
+      base_mask: int64(this.baseMask, this.baseMask[0].length),
+      recent_mask: int64(this.recentMask, this.recentMask[0].length),
+      inv_temperature: scalar(options.temperature > 0 ? 1 / options.temperature : 1),
+      top_p: scalar(options.topP),
+      uniforms: { dtype: 'float32', shape: [this.size], data: Float32Array.from({ length: this.size }, (_, b) => this.uniforms.next(b, chunks[b].length > 0)) },
+    };
+    const outputs: Record<string, OutputTarget> = { token: 'return', logprob: 'return', entropy: 'return' };
+    if (this.options.captureDistributions) outputs.distribution = 'return';
+    for (let l = 0; l < numLayers; l++) {
+      for (const block of ['base', 'recent'] as const) for (const kind of ['key', 'value'] as const) feeds[cacheName(block, kind, l)] = { state: this.state(block, kind, l) };
+      for (const kind of ['key', 'value'] as const) outputs[`${cacheName('recent', kind, l)}.next`] = { state: this.state('recent', kind, l) };
+    }
+    const out = await this.model.device.run(id, feeds, outputs);
+    if (out.distribution) this.distributions.push(out.distribution.data as Float32Array);
+    mask.forEach((m, b) => this.recentMask[b].push(...m));
+    if (this.recentMask[0].length >= (this.options.recentLimit ?? foldThreshold(this.baseMask[0].length))) await this.foldRecentIntoBase();
+    return {
+      tokens: Array.from(out.token.data as BigInt64Array, Number),
+      logprobs: Array.from(out.logprob.data as Float32Array),
+      entropies: Array.from(out.entropy.data as Float32Array),
+    };
+  }
+
+  /** The chunk's image embeddings, one row per image token in slot order, and their slots. */
+  private async imageFeeds(images: readonly TurnImage[], slots: readonly number[]): Promise<Record<string, HostTensor>> {
+    const hidden = this.model.config.hiddenSize;
+    const embeddings = await this.images!.embed(images);
+    const values = new Float32Array(slots.length * hidden);
+    let offset = 0;
+    for (const e of embeddings) {
+      values.set(e, offset);
+      offset += e.length;
+    }
+    if (offset !== values.length) throw new Error(`${slots.length} image tokens in the chunk but the images have ${offset / hidden} embeddings`);
+    return {
+      image_embeds: { dtype: 'float32', shape: [slots.length, hidden], data: values },
+      image_slots: { dtype: 'int64', shape: [slots.length], data: BigInt64Array.from(slots, (v) => BigInt(v)) },
+    };
+  }
+
+  /** base ← concat(base, recent); recent ← one masked slot. One copy of the cache (see foldThreshold). */
+  private async foldRecentIntoBase(): Promise<void> {
+    const { numLayers, numKvHeads, headDim } = this.model.config;
+    if (this.mergeSession === undefined) {
+      const g = new Graph('fold_cache');
+      for (let l = 0; l < numLayers; l++) {
+        for (const kind of ['key', 'value'] as const) {
+          const base = g.input(cacheName('base', kind, l), 'float32', ['B', numKvHeads, 'Pb', headDim]);
+          const recent = g.input(cacheName('recent', kind, l), 'float32', ['B', numKvHeads, 'Pr', headDim]);
+          g.output(op.concat([base, recent], 2), `${cacheName('base', kind, l)}.next`);
+        }
+      }
+      const resident = g.outputs.map((o) => o.name);
+      this.mergeSession = await this.model.device.load({ model: serializeGraph(g), settings: {}, residentOutputs: resident });
+    }
+    const feeds: Record<string, Feed> = {};
+    const outputs: Record<string, OutputTarget> = {};
+    for (let l = 0; l < numLayers; l++) {
+      for (const kind of ['key', 'value'] as const) {
+        feeds[cacheName('base', kind, l)] = { state: this.state('base', kind, l) };
+        feeds[cacheName('recent', kind, l)] = { state: this.state('recent', kind, l) };
+        outputs[`${cacheName('base', kind, l)}.next`] = { state: this.state('base', kind, l) };
+      }
+    }
+    await this.model.device.run(this.mergeSession, feeds, outputs);
+    this.recentMask.forEach((m, b) => {
+      this.baseMask[b].push(...m);
+      m.length = 0;
+    });
+    await this.resetBlock('recent');
+  }
+
+  async generate(requests: readonly TurnRequest[], options: TurnOptions): Promise<GeneratedTurn[]> {
+    if (options.maxNewTokens < 1) throw new Error(`maxNewTokens must be at least 1, got ${options.maxNewTokens}`);
+    const vocab = this.model.config.vocabSize;
+    const mode = samplingMode(options, vocab);
+    const stopIds = new Set(options.stopTokenIds);
+    const turns = new Map<number, GeneratedTurn>();
+    const constraints = new Map<number, SequenceConstraint>();
+    const chunks: number[][] = this.rows.map(() => []);
+    const chunkImages: (readonly TurnImage[])[] = this.rows.map(() => []);
+    for (const r of requests) {
+      if (r.images?.length && !this.model.config.vision) throw new Error(`sequence ${r.sequence}: the request has ${r.images.length} image(s), but ${this.model.config.architecture} is a text-only model`);
+      chunkImages[r.sequence] = r.images ?? [];
+      if (r.sequence < 0 || r.sequence >= this.size) throw new Error(`sequence ${r.sequence} is outside this session (0..${this.size - 1})`);
+      if (turns.has(r.sequence)) throw new Error(`sequence ${r.sequence} is requested twice`);
+      const row = this.rows[r.sequence];
+      chunks[r.sequence] = [...row.unfed, ...r.append];
+      row.unfed = [];
+      if (chunks[r.sequence].length === 0) throw new Error(`sequence ${r.sequence}: nothing to condition on (append the prompt first)`);
+      turns.set(r.sequence, { sequence: r.sequence, tokens: [], logprobs: [], entropies: [], finish: 'length' });
+      if (r.constraint) constraints.set(r.sequence, r.constraint);
+    }
+    const live = new Set(turns.keys());
+    // A turn with constraints runs the constrained graph throughout (a free row gets the zero bias row).
+    const allowedNow = () => (constraints.size ? this.rows.map((_, b) => (live.has(b) ? constraints.get(b)?.next() : undefined)) : undefined);
+    let step = await this.extend(chunks, mode, options, chunkImages, allowedNow());
+    for (;;) {
+      for (const b of [...live]) {
+        const turn = turns.get(b)!;
+        const token = step.tokens[b];
+        constraints.get(b)?.accept(token);
+        turn.tokens.push(token);
+        turn.logprobs.push(step.logprobs[b]);
+        turn.entropies.push(step.entropies[b]);
+        options.onToken?.(b, token);
+        let finished: GeneratedTurn['finish'] | undefined;
+        if (stopIds.has(token)) finished = 'stop_token';
+        else if (options.stopStrings?.length && this.endsWithStopString(turn.tokens, options.stopStrings)) finished = 'stop_string';
+        else if (turn.tokens.length >= options.maxNewTokens) finished = 'length';
+        if (finished) {
+          turn.finish = finished;
+          live.delete(b);
+          // The last sampled token enters the cache with the row's next chunk.
+          this.rows[b].unfed = [token];
+        }
+      }
+      if (live.size === 0) break;
+      step = await this.extend(this.rows.map((_, b) => (live.has(b) ? [turns.get(b)!.tokens.at(-1)!] : [])), mode, options, [], allowedNow());
+    }
+    return requests.map((r) => turns.get(r.sequence)!);
+  }
+
+  private endsWithStopString(tokens: readonly number[], stops: readonly string[]): boolean {
+    const longest = Math.max(...stops.map((s) => s.length));
+    // Decode only a tail long enough to contain any stop string (tokens are at least one character, mostly).
+    const tail = this.model.tokenizer.decode(tokens.slice(-Math.max(8, longest + 4)));
+    return stops.some((s) => tail.includes(s));
+  }
+
+  async close(): Promise<void> {
+    const { numLayers } = this.model.config;
+    const names: string[] = [];
+    for (let l = 0; l < numLayers; l++) for (const block of ['base', 'recent'] as const) for (const kind of ['key', 'value'] as const) names.push(this.state(block, kind, l));
+    if (this.biasSets) names.push(`${this.prefix}/logit_bias`);
+    await this.model.device.deleteState(names);
+    for (const { id } of this.sessions.values()) await this.model.device.release(id);
+    if (this.mergeSession !== undefined) await this.model.device.release(this.mergeSession);
+    await this.images?.release();
+  }
+}

@@ -1,0 +1,495 @@
+import type { ChatTemplate } from '../../foundations/models/chatTemplate';
+import type { ChatMessage, ToolSpec } from '../../contract/protocol/chatMessages';
+import { describeRow, type DatasetRow } from '../../foundations/data/row';
+import { observationImages } from '../../foundations/tools/result';
+import { decodeBase64, expandImageTokens, hasImages, RolloutImages } from './images';
+import type { PreparedImage } from '../../foundations/models/vision/preprocess';
+import type { ChatContentPart } from '../../contract/protocol/chatMessages';
+import { ToolRunner, type ToolCallInterceptor, type ToolCallRequest, type ToolLogLine } from '../../foundations/tools/runner';
+import type { ToolSet } from '../../foundations/tools/toolSet';
+import { BudgetError, checkBudget, type LengthBudget } from './budget';
+import { defaultErrorObservation, type ErrorObservation } from './errorObservation';
+import type { ToolCallFormat } from './formats/toolCallFormat';
+import { HermesFormat } from './formats/hermes';
+import type { RolloutObserver } from './observer';
+import type { CallTracker, ToolCallConstraint } from './constraints/callConstraint';
+import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest, UniformSource } from '../../foundations/models/generation/policy';
+import { renderPrompt, type RenderedPrompt } from './prompt';
+import { TextOffsets } from './textOffsets';
+import { renderObservation } from './observation';
+import { checkTrajectory } from './validate';
+import { TrajectoryState, type PendingCallState } from './trajectoryState';
+import type { Episode, ToolCallResult, Trajectory, TrajectoryTurn } from './trajectory';
+import { defaultTruncationMarker, fitToTokens, truncateToTokens, type TruncationMarker } from './truncate';
+
+/**
+ * The agent loop: a policy plus tools turned into token-exact multi-turn trajectories, for a
+ * whole batch at once, turn by turn.
+ *
+ * Each round: every unfinished trajectory generates one turn (one `generate` call for all of
+ * them); the calls in those turns are parsed by the tool-call format and run together (across
+ * the batch, each tool within its own concurrency limit and timeout); each trajectory's results
+ * are rendered by the model's chat template as tool messages and appended — exactly the tokens
+ * the template puts after the turn's end-of-turn token — and the next round starts.
+ *
+ * Token rules:
+ * - Tokens the policy sampled are kept as they are, stop token included (mask 1). Nothing is ever
+ *   re-tokenised from text.
+ * - When a turn stopped on something other than the end-of-turn token (a format's call-end
+ *   marker, a stop string, EOS), the loop appends the end-of-turn token itself before the tool
+ *   results, as template text (mask 0).
+ * - Templates that rewrite earlier turns once more messages follow (Qwen3 drops an earlier
+ *   turn's empty `<think></think>`) are handled with `onHistoryRewrite: 'keep-tokens'`: the
+ *   policy's tokens stay the truth, only what the template puts after the end-of-turn token is
+ *   appended, and the rewrite is recorded on the trajectory (`historyRewrites`).
+ *
+ * Failures of calls are observations (see ToolRunner); failures of the template to append end
+ * that trajectory with `error`; failures of the policy (a broken contract) are exceptions.
+ */
+
+export interface AgentLoopOptions {
+  policy: Policy;
+  template: ChatTemplate;
+  tools: ToolSet;
+  budget: LengthBudget;
+  sampling: SamplingOptions;
+  /** How calls are written (default: Hermes/Qwen `<tool_call>` JSON). */
+  format?: ToolCallFormat;
+  /** Prepended to rows without a system message. */
+  systemPrompt?: string;
+  /** Extra chat-template variables, e.g. `{ enable_thinking: false }` for Qwen3. */
+  templateKwargs?: Record<string, unknown>;
+  errorObservation?: ErrorObservation;
+  truncationMarker?: TruncationMarker;
+  observer?: RolloutObserver;
+  onToolLog?: (line: ToolLogLine) => void;
+  /**
+   * Images in rows and tool results: the model's vision tower and image processor (see
+   * RolloutImages). Without it, a row or tool result with an image is an error naming it.
+   */
+  images?: RolloutImages;
+  /**
+   * Schema-constrained tool calls (default true): while the policy writes a call, it may only
+   * sample tokens that keep the call valid for the tools (the format's `callConstraint`; formats
+   * without one, such as code blocks, stay free). The sets are recorded on the trajectory
+   * (`constrained`) for scoring.
+   */
+  constrainCalls?: boolean;
+  /** Answers tool calls instead of the tools and sees their outcomes (recorded tool results: tools/cassette.ts). */
+  toolInterceptor?: ToolCallInterceptor;
+  /** Strings that end a turn once written (kept in the turn), besides the format's own stops. */
+  stop?: readonly string[];
+}
+
+export interface RunOptions {
+  /** Seeds the policy session's sampling. */
+  seed: number;
+  /** Replaces the seeded sampling stream (a re-roll following its original's draws: rollout/samplingSchedule.ts). */
+  uniforms?: UniformSource;
+  /** Stops the rollout (between rounds, and running tool calls via their signals). */
+  signal?: AbortSignal;
+}
+
+/** The policy broke the `PolicySession.generate` contract; a bug on the model side, not an observation. */
+export class PolicyContractError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PolicyContractError';
+  }
+}
+
+/** Keeps, on the trajectory, the allowed set each of a turn's tokens (from `start`) was sampled under. */
+function recordConstraints(trajectory: Trajectory<object>, start: number, tracker: CallTracker | undefined): void {
+  if (!tracker) return;
+  if (tracker.refused > 0) throw new PolicyContractError(`sequence ${trajectory.index}: ${tracker.refused} sampled token(s) were outside the tool-call grammar's allowed set`);
+  tracker.applied.forEach((set, i) => {
+    if (!set) return;
+    trajectory.constrained ??= new Map();
+    trajectory.constrained.set(start + i, set);
+  });
+}
+
+/** The image as the policy's session takes it. */
+function turnImage(image: PreparedImage) {
+  return { key: image.sha256, grid: image.grid, patches: image.patches };
+}
+
+export class AgentLoop {
+  readonly budget: LengthBudget;
+  readonly format: ToolCallFormat;
+  private readonly specs: ToolSpec[];
+  private readonly endTokenIds: Set<number>;
+  private readonly stopTokenIds: number[];
+  private readonly stopStrings: string[];
+  private readonly errorObservation: ErrorObservation;
+  private readonly truncationMarker: TruncationMarker;
+  /** The call grammar of these tools, when calls are constrained. */
+  readonly callConstraint: ToolCallConstraint | undefined;
+
+  constructor(private readonly options: AgentLoopOptions) {
+    this.budget = checkBudget(options.budget);
+    this.format = options.format ?? new HermesFormat();
+    this.specs = options.tools.specs();
+    const tokenizer = options.template.tokenizer;
+    // A turn is over at the template's end-of-turn token and at any EOS the model may emit.
+    this.endTokenIds = new Set([options.template.endOfTurnId, ...tokenizer.eosTokenIds]);
+    const formatStops = this.format.stopConditions(tokenizer);
+    this.stopTokenIds = [...new Set([...this.endTokenIds, ...formatStops.tokenIds])];
+    this.stopStrings = [...new Set([...formatStops.strings, ...(options.stop ?? [])])];
+    this.callConstraint = options.constrainCalls !== false && this.specs.length > 0 ? this.format.callConstraint?.(tokenizer, this.specs) : undefined;
+    this.errorObservation = options.errorObservation ?? defaultErrorObservation;
+    this.truncationMarker = options.truncationMarker ?? defaultTruncationMarker;
+    // The marker must fit a tool result with room to spare; find out now, not mid-run.
+    const markerTokens = tokenizer.encode(this.truncationMarker(123_456)).length;
+    if (markerTokens >= this.budget.maxToolResultTokens) {
+      throw new BudgetError(`budget.maxToolResultTokens (${this.budget.maxToolResultTokens}) must exceed the ${markerTokens} tokens of the truncation marker`);
+    }
+  }
+
+  /** The tools as the chat template receives them. */
+  toolSpecs(): ToolSpec[] {
+    return this.specs;
+  }
+
+  /**
+   * Reads and prepares the images of the rows (once per row): before checking rows against the
+   * budget, because image tokens count. An unreadable file, an image over budget.maxImagePixels,
+   * or any image for a text-only model fails here, naming the row, the message part and the file.
+   */
+  async prepareRows(rows: readonly DatasetRow[]): Promise<void> {
+    const images = this.images();
+    for (const row of rows) if (hasImages(row.messages)) await images.rowImages(row);
+  }
+
+  private imageStore: RolloutImages | undefined;
+  private images(): RolloutImages {
+    this.imageStore ??= this.options.images ?? new RolloutImages({ architecture: 'this model', ...(this.budget.maxImagePixels !== undefined ? { maxImagePixels: this.budget.maxImagePixels } : {}) });
+    return this.imageStore;
+  }
+
+  /** Renders one row's prompt (system prompt, tools, template kwargs applied; images expanded once prepared). */
+  renderPrompt(row: DatasetRow): RenderedPrompt {
+    const images = hasImages(row.messages) ? this.images().preparedFor(row) : undefined;
+    if (hasImages(row.messages) && !images) throw new Error(`${describeRow(row)}: its images are not prepared; call prepareRows first`);
+    return renderPrompt(row, {
+      template: this.options.template,
+      tools: this.specs,
+      systemPrompt: this.options.systemPrompt,
+      templateKwargs: this.options.templateKwargs,
+      ...(images?.length ? { images: { list: images, placeholder: '<|image_pad|>' } } : {}),
+    });
+  }
+
+  /**
+   * Checks rows against the budget and the tools before any rollout: each prompt must leave
+   * room for one full turn, and `toolArgs` may only name tools that exist. Reports up to ten
+   * offending rows by file and line.
+   */
+  checkRows(rows: readonly DatasetRow[]): void {
+    const problems: string[] = [];
+    for (const row of rows) {
+      const problem = this.rowProblem(row);
+      if (problem) problems.push(problem);
+    }
+    if (problems.length) {
+      const shown = problems.slice(0, 10).join('\n  ');
+      throw new BudgetError(`${problems.length} dataset row(s) do not fit the rollout:\n  ${shown}${problems.length > 10 ? `\n  … and ${problems.length - 10} more` : ''}`);
+    }
+  }
+
+  private rowProblem(row: DatasetRow, prompt?: RenderedPrompt): string | undefined {
+    for (const tool of Object.keys(row.toolArgs ?? {})) {
+      if (!this.options.tools.get(tool)) return `${describeRow(row)}: toolArgs names the tool "${tool}", which is not one of the tools (${this.options.tools.names.join(', ') || 'none'})`;
+    }
+    const length = (prompt ?? this.renderPrompt(row)).ids.length;
+    const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
+    if (length + maxNewTokensPerTurn > maxTotalTokens) {
+      return (
+        `${describeRow(row)}: the prompt is ${length} tokens; with budget.maxNewTokensPerTurn ${maxNewTokensPerTurn} it needs ` +
+        `${length + maxNewTokensPerTurn} tokens, more than budget.maxTotalTokens ${maxTotalTokens}`
+      );
+    }
+    return undefined;
+  }
+
+  /** Rolls out every episode; returns the trajectories in episode order. */
+  async run<Row extends DatasetRow>(episodes: readonly Episode<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+    await this.prepareRows([...new Set(episodes.map((e) => e.row))]);
+    // The samples of a group share their row: render and check each row once.
+    const prompts = new Map<DatasetRow, RenderedPrompt>();
+    const states = episodes.map((episode, i) => {
+      let prompt = prompts.get(episode.row);
+      if (!prompt) {
+        prompt = this.renderPrompt(episode.row);
+        const problem = this.rowProblem(episode.row, prompt);
+        if (problem) throw new BudgetError(problem);
+        prompts.set(episode.row, prompt);
+      }
+      return new TrajectoryState(i, episode, prompt, this.options.images?.imageTokenId);
+    });
+    return this.rollOut(states, run);
+  }
+
+  /**
+   * Rolls out trajectories restored at a cut point instead of started from their prompts (a
+   * re-roll: rollout/restoreState.ts): each continues from its token prefix and message history;
+   * one cut before its calls' results runs them first.
+   */
+  async continueFrom<Row extends DatasetRow>(states: TrajectoryState<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+    return this.rollOut(states, run);
+  }
+
+  private async rollOut<Row extends DatasetRow>(states: TrajectoryState<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+    if (states.length === 0) return [];
+    this.options.observer?.rolloutStarted?.(states.map((s) => s.trajectory));
+    const runner = new ToolRunner(this.options.tools, { signal: run.signal, onLog: this.options.onToolLog, interceptor: this.options.toolInterceptor });
+    const session = await this.options.policy.startSession(states.length, run.seed, run.uniforms ? { uniforms: run.uniforms } : undefined);
+    try {
+      const waiting = states.filter((s) => !s.done && s.calls.length > 0);
+      if (waiting.length) {
+        await this.toolRound(runner, waiting);
+        for (const state of waiting) this.appendResults(state);
+      }
+      for (;;) {
+        run.signal?.throwIfAborted();
+        const active = states.filter((s) => !s.done);
+        if (active.length === 0) break;
+        await this.generateRound(session, active);
+        const calling = active.filter((s) => s.calls.length > 0);
+        await this.toolRound(runner, calling);
+        for (const state of calling) this.appendResults(state);
+        for (const state of active) if (state.done) await this.options.observer?.trajectoryFinished?.(state.trajectory);
+      }
+    } finally {
+      await session.close();
+    }
+    for (const state of states) checkTrajectory(state.trajectory);
+    return states.map((s) => s.trajectory);
+  }
+
+  private async generateRound<Row extends DatasetRow>(session: PolicySession, active: TrajectoryState<Row>[]): Promise<void> {
+    const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
+    // Sequences near the total budget get a smaller limit; TurnOptions has one limit per call, so group by it.
+    const byLimit = new Map<number, TrajectoryState<Row>[]>();
+    for (const state of active) {
+      const room = maxTotalTokens - state.trajectory.ids.length;
+      state.turnLimit = Math.min(maxNewTokensPerTurn, room);
+      state.limitedByTotal = room < maxNewTokensPerTurn;
+      const group = byLimit.get(state.turnLimit) ?? [];
+      group.push(state);
+      byLimit.set(state.turnLimit, group);
+    }
+    for (const [limit, group] of [...byLimit].sort((a, b) => b[0] - a[0])) {
+      const trackers = new Map<number, CallTracker>();
+      const requests: TurnRequest[] = group.map((s) => {
+        const tracker = this.callConstraint?.begin();
+        if (tracker) trackers.set(s.trajectory.index, tracker);
+        return { sequence: s.trajectory.index, append: s.pending, ...(s.pendingImages.length ? { images: s.pendingImages.map(turnImage) } : {}), ...(tracker ? { constraint: tracker } : {}) };
+      });
+      const generated = await session.generate(requests, {
+        ...this.options.sampling,
+        maxNewTokens: limit,
+        stopTokenIds: this.stopTokenIds,
+        ...(this.stopStrings.length ? { stopStrings: this.stopStrings } : {}),
+      });
+      const bySequence = new Map(generated.map((g) => [g.sequence, g]));
+      if (bySequence.size !== generated.length || generated.length !== group.length) {
+        throw new PolicyContractError(`generate returned ${generated.length} turns for ${group.length} requested sequences (sequences: ${generated.map((g) => g.sequence).join(', ')})`);
+      }
+      for (const state of group) {
+        const turn = bySequence.get(state.trajectory.index);
+        if (!turn) throw new PolicyContractError(`generate returned no turn for sequence ${state.trajectory.index}`);
+        state.pending = [];
+        state.pendingImages = [];
+        const start = state.trajectory.ids.length;
+        this.recordTurn(state, turn, limit);
+        recordConstraints(state.trajectory, start, trackers.get(state.trajectory.index));
+        await this.options.observer?.turnGenerated?.(state.trajectory, state.lastTurn!);
+      }
+    }
+  }
+
+  private recordTurn<Row extends DatasetRow>(state: TrajectoryState<Row>, generated: GeneratedTurn, limit: number): void {
+    const { tokens, logprobs, entropies, finish } = generated;
+    const where = `sequence ${state.trajectory.index}`;
+    if (tokens.length === 0) throw new PolicyContractError(`${where}: generate returned an empty turn`);
+    if (logprobs.length !== tokens.length || entropies.length !== tokens.length) {
+      throw new PolicyContractError(`${where}: ${tokens.length} tokens but ${logprobs.length} log-probs and ${entropies.length} entropies`);
+    }
+    if (tokens.length > limit) throw new PolicyContractError(`${where}: ${tokens.length} tokens generated with maxNewTokens ${limit}`);
+    const last = tokens[tokens.length - 1];
+    if (finish === 'stop_token' && !this.stopTokenIds.includes(last)) {
+      throw new PolicyContractError(`${where}: finish "stop_token" but the last token ${last} is not a stop token`);
+    }
+
+    const t = state.trajectory;
+    const start = t.ids.length;
+    for (let i = 0; i < tokens.length; i++) {
+      t.ids.push(tokens[i]);
+      t.mask.push(1);
+      t.logprobs.push(logprobs[i]);
+      t.entropies.push(entropies[i]);
+    }
+    // The text calls are parsed from: without an end-of-turn/EOS stop token, but with a format's
+    // own stop marker (a `</tool_call>` stop token is part of the call).
+    const endsTurn = finish === 'stop_token' && this.endTokenIds.has(last);
+    const textIds = endsTurn ? tokens.slice(0, -1) : tokens;
+    const content = this.options.template.tokenizer.decode(textIds);
+    const turn: TrajectoryTurn = { index: t.turns.length, role: 'assistant', tokenStart: start, tokenEnd: t.ids.length, assistantTurn: state.assistantTurns, content };
+    t.turns.push(turn);
+    state.lastTurn = turn;
+    state.assistantTurns++;
+    state.calls = [];
+
+    if (finish === 'length') {
+      // A cut turn: its calls may be half-written, and no template can append after it.
+      turn.finish = 'length';
+      t.messages.push({ role: 'assistant', content });
+      state.finish(state.limitedByTotal ? 'max_total_tokens' : 'max_turn_tokens');
+      return;
+    }
+    const parsed = this.format.parse(content);
+    t.messages.push(this.format.assistantMessage(content, parsed));
+    if (parsed.length === 0) {
+      turn.finish = endsTurn ? 'eos' : 'stop';
+      state.finish('answered');
+      return;
+    }
+    turn.finish = 'tool_call';
+    const offsets = new TextOffsets(this.options.template.tokenizer, textIds);
+    state.calls = parsed.map((call, index) => ({ parsed: call, index, tokenEnd: start + offsets.tokenAt(Math.max(call.start, call.end - 1)) }));
+  }
+
+  private async toolRound<Row extends DatasetRow>(runner: ToolRunner, calling: TrajectoryState<Row>[]): Promise<void> {
+    const requests: ToolCallRequest[] = [];
+    const owners: { state: TrajectoryState<Row>; call: PendingCallState }[] = [];
+    const announced: Promise<void>[] = [];
+    for (const state of calling) {
+      for (const call of state.calls) {
+        const { name, arguments: args, parseError } = call.parsed;
+        if (parseError !== undefined || name === undefined) continue;
+        const turn = state.lastTurn!.assistantTurn!;
+        requests.push({ name, arguments: args, trajectory: state.trajectory, turn, callIndex: call.index, row: state.trajectory.row });
+        owners.push({ state, call });
+        const hook = this.options.observer?.beforeToolCall;
+        if (hook) {
+          const pending = { turn, turnIndex: state.lastTurn!.index, index: call.index, name, arguments: args, raw: call.parsed.raw, tokenEnd: call.tokenEnd };
+          announced.push(Promise.resolve(hook.call(this.options.observer, state.trajectory, pending)));
+        }
+      }
+    }
+    await Promise.all(announced);
+    const outcomes = await runner.run(requests);
+    const outcomeOf = new Map(owners.map((owner, i) => [owner.call, outcomes[i]]));
+
+    const tokenizer = this.options.template.tokenizer;
+    for (const state of calling) {
+      const turn = state.lastTurn!;
+      turn.calls = [];
+      for (const call of state.calls) {
+        const outcome = outcomeOf.get(call);
+        const { parsed } = call;
+        let error = outcome ? outcome.error : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
+        // Images the tool returned: prepared for the policy, or the call's error when one cannot be used.
+        let images: PreparedImage[] = [];
+        if (!error && outcome?.result) {
+          try {
+            images = await this.callImages(outcome.result, `trajectory ${state.trajectory.index}, turn ${turn.index}, call ${call.index} (${parsed.name})`);
+          } catch (imageError) {
+            error = { kind: 'threw', message: (imageError as Error).message };
+          }
+        }
+        const shown = renderObservation(error ? { error } : outcome!, parsed.name, this.errorObservation);
+        // An error is shown whole or shortened to fit, never cut to a marker the policy cannot act on.
+        const { text, truncated } = error ? fitToTokens(tokenizer, shown, this.budget.maxToolResultTokens) : truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
+        const result: ToolCallResult = {
+          turn: turn.assistantTurn!,
+          turnIndex: turn.index,
+          index: call.index,
+          ...(parsed.name !== undefined ? { name: parsed.name } : {}),
+          ...(outcome ? { arguments: outcome.arguments } : parsed.arguments !== undefined ? { arguments: parsed.arguments } : {}),
+          raw: parsed.raw,
+          observation: text,
+          truncated,
+          ...(error ? { error } : {}),
+          ...(outcome?.result ? { result: outcome.result } : {}),
+          latencyMs: outcome?.latencyMs ?? 0,
+          tokenEnd: call.tokenEnd,
+          logs: outcome?.logs ?? [],
+          ...(images.length ? { images } : {}),
+        };
+        turn.calls.push(result);
+        state.trajectory.calls.push(result);
+        await this.options.observer?.toolCallFinished?.(state.trajectory, result);
+      }
+    }
+  }
+
+  /** The images of a tool's result, prepared; errors say which call returned which content part. */
+  private async callImages(result: import('../../foundations/tools/result').ToolResult, where: string): Promise<PreparedImage[]> {
+    const parts = observationImages(result);
+    const images: PreparedImage[] = [];
+    for (const [i, part] of parts.entries()) {
+      const partWhere = `${where}: image ${i} of the result`;
+      const bytes = typeof part.data === 'string' ? decodeBase64(part.data, partWhere) : part.data;
+      images.push(await this.images().prepare(bytes, partWhere));
+    }
+    return images;
+  }
+
+  /** Appends the turn's tool results (and the next generation prompt), or ends the trajectory. */
+  private appendResults<Row extends DatasetRow>(state: TrajectoryState<Row>): void {
+    const t = state.trajectory;
+    const turn = state.lastTurn!;
+    if (state.assistantTurns >= this.budget.maxTurns) {
+      state.finish('max_turns');
+      return;
+    }
+    const template = this.options.template;
+    // A result with images is a content list: the images (the template's placeholders), then the text.
+    const toolMessages: ChatMessage[] = (turn.calls ?? []).map((call) => ({
+      role: 'tool',
+      content: call.images?.length ? [...call.images.map((): ChatContentPart => ({ type: 'image' })), { type: 'text', text: call.observation }] : call.observation,
+      ...(call.name !== undefined ? { name: call.name } : {}),
+    }));
+    const callImages = (turn.calls ?? []).flatMap((call) => call.images ?? []);
+    const lastToken = t.ids[t.ids.length - 1];
+    const closing = lastToken === template.endOfTurnId ? [] : [template.endOfTurnId];
+    let appended;
+    try {
+      appended = template.appendTokens({ messages: t.messages, ids: closing.length ? [...t.ids, ...closing] : t.ids }, toolMessages, {
+        tools: this.specs,
+        kwargs: this.options.templateKwargs,
+        onHistoryRewrite: 'keep-tokens',
+      });
+    } catch (error) {
+      state.finish('error', `after turn ${turn.index}: ${(error as Error).message}`);
+      return;
+    }
+    if (appended.historyRewrite) t.historyRewrites.push({ afterTurn: turn.index, ...appended.historyRewrite });
+    let appendedIds = appended.ids;
+    if (callImages.length) {
+      try {
+        appendedIds = expandImageTokens(appended.ids, callImages, this.options.images!.imageTokenId!, `after turn ${turn.index}`);
+      } catch (error) {
+        state.finish('error', (error as Error).message);
+        return;
+      }
+    }
+    const added = [...closing, ...appendedIds];
+    // Room for at least one generated token, or there is no point in showing the results.
+    if (t.ids.length + added.length + 1 > this.budget.maxTotalTokens) {
+      state.finish('max_total_tokens');
+      return;
+    }
+    const start = t.ids.length;
+    state.appendContext(added);
+    if (callImages.length) {
+      const owners = (turn.calls ?? []).flatMap((call) => (call.images ?? []).map(() => call.index));
+      state.recordImages(callImages, start, (k) => ({ kind: 'tool', turnIndex: turn.index, call: owners[k] }), this.options.images!.imageTokenId);
+      state.pendingImages.push(...callImages);
+    }
+    t.messages.push(...toolMessages);
+    t.turns.push({ index: t.turns.length, role: 'tool', tokenStart: start, tokenEnd: t.ids.length });
+  }
+}

@@ -1,0 +1,75 @@
+import * as path from 'node:path';
+import { createDevice } from '../../foundations/engine/device/device';
+import type { ExecutionProviderName } from '../../foundations/engine/runtime/providers';
+import { loadJsonlDataset } from '../../foundations/data/dataset';
+import { ModelPolicy } from '../../foundations/models/generation/generationSession';
+import { ModelRuntime } from '../../foundations/models/runtime';
+import { scoreTrajectories } from '../rewards/score';
+import { AgentLoop } from '../rollout/agentLoop';
+import { ToolSet } from '../../foundations/tools/toolSet';
+import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
+import { agentLoopOptions, evaluationSampling, providerFor, rolloutImagesFor } from './configOptions';
+import { rolloutMetrics } from './rolloutMetrics';
+import { downloadProgressReporter } from './modelSource';
+import { loadCheckpointModel } from './checkpointModel';
+import { evalCassette, type EvalCassette } from './runCassette';
+import { resolveModelPath } from '../../foundations/models/hub/index';
+import type { TrainingEvent } from '../../contract/protocol';
+import { scoreKey, taskMetric } from './taskMetric';
+import { McpServers } from '../../foundations/mcp/servers';
+
+export interface CheckpointEvaluation {
+  rows: number;
+  /** The task metric's name (see taskMetric.ts) and its mean over the rows. */
+  metric: string | undefined;
+  score: number | undefined;
+  reward: number;
+  toolCallsPerTrajectory: number;
+  metrics: Record<string, number>;
+}
+
+/**
+ * `rollout-studio eval`: roll out the evaluation rows with a checkpoint (a full model folder or
+ * a LoRA adapter folder over the config's base model) and score them with the config's rewards.
+ */
+export async function evaluateCheckpoint(
+  loaded: LoadedConfig,
+  checkpoint: string,
+  options: { device?: ExecutionProviderName; data?: string; samples?: number; temperature?: number; log?: (line: string) => void; events?: (event: TrainingEvent) => void; toolCassette?: EvalCassette } = {},
+): Promise<CheckpointEvaluation> {
+  const c = loaded.config;
+  const report = { ...(options.log ? { log: options.log } : {}), ...(options.events ? { events: options.events } : {}) };
+  // The checkpoint may be a Hub repo too (a fine-tuned model or a PEFT adapter someone published).
+  const checkpointDir = await resolveModelPath(checkpoint, { baseDir: process.cwd(), field: '--checkpoint', onProgress: downloadProgressReporter(report) });
+  const device = createDevice(providerFor(c, options.device));
+  let model: ModelRuntime | undefined;
+  let mcp: McpServers | undefined;
+  let placed: PlacedTools | undefined;
+  try {
+    model = await loadCheckpointModel(loaded, checkpointDir, device, report);
+    const template = model.folder.chatTemplate;
+    if (!template) throw new Error(`${model.folder.dir}: the tokenizer has no chat template`);
+    const file = options.data ?? c.evaluation.data ?? c.data.eval;
+    if (!file) throw new Error(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
+    const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
+    mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
+    placed = await placeConfigTools(loaded);
+    const tools = new ToolSet([...placed.tools, ...mcp.tools]);
+    // Images in rows and tool results, prepared as the training run prepares them (an error naming the row for a text-only model).
+    const cassette = evalCassette(options.toolCassette);
+    const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }), images: rolloutImagesFor(model, c), sampling: evaluationSampling(c, options.temperature), ...(cassette ? { toolInterceptor: cassette } : {}) });
+    const rows = data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
+    await loop.prepareRows(rows);
+    loop.checkRows(rows);
+    const trajectories = await loop.run(rows.map((row, i) => ({ row, group: i, sample: 0 })), { seed: c.seed });
+    const rewards = await scoreTrajectories(trajectories, c.rewards, tools);
+    const metric = taskMetric(c);
+    const metrics = rolloutMetrics(trajectories, rewards, metric);
+    return { rows: rows.length, metric, score: metric === undefined ? undefined : metrics[scoreKey(metric)], reward: metrics['reward/mean'], toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'], metrics };
+  } finally {
+    await placed?.close();
+    await mcp?.close();
+    model?.close();
+    await device.close();
+  }
+}

@@ -1,0 +1,33 @@
+import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
+import type { MetricsRecord, TrainingEvent, TrainingPhase } from '../../contract/protocol';
+import type { RunStoreWriter } from '../../contract/runstore/writer';
+
+export type EventSink = (event: TrainingEvent) => void;
+
+/**
+ * Where a run reports to: live events (the editor's panels, the debugger's progress), the run
+ * store's metrics file, and progress lines for a terminal. Metrics are written to the run store
+ * first, then announced, so a listener that reads the run store finds what it was told about.
+ */
+export class RunReporter {
+  writer: RunStoreWriter | undefined;
+
+  constructor(
+    private readonly sink: EventSink = () => undefined,
+    readonly log: (line: string) => void = () => undefined,
+  ) {}
+
+  emit(event: TrainingEvent): void {
+    this.sink(event);
+  }
+
+  progress(step: number, phase: TrainingPhase, done: number, total: number, tokensPerSecond?: number): void {
+    this.sink({ protocol: PROTOCOL_VERSION, type: 'progress', step, phase, done, total, ...(tokensPerSecond !== undefined ? { tokensPerSecond } : {}) });
+  }
+
+  metrics(record: MetricsRecord): void {
+    if (!this.writer) throw new Error('metrics reported before the run store was opened');
+    this.writer.appendMetrics(record);
+    this.sink({ protocol: PROTOCOL_VERSION, type: 'metrics', record });
+  }
+}

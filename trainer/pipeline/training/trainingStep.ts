@@ -1,0 +1,198 @@
+import { lossMasks, prepareBatch, scoresNeeded, sequenceImages, type PreparedBatch } from '../rl/prepareBatch';
+import { toRlSample } from '../rl/rewardPlacement';
+import type { RlSample } from '../rl/samples';
+import { groupsWithSignal } from '../rl/groupSignal';
+import type { DatasetRow } from '../../foundations/data/row';
+import { scoreTrajectories, type BatchRewards } from '../rewards/score';
+import type { Episode, Trajectory } from '../rollout/trajectory';
+import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
+import { batchSettings, criticSchedule, optimizerStepsPerRlStep, policyUpdates, rlSchedule } from './configOptions';
+import { carryOut } from './collapseResponse';
+import { GroupSelection, sampledStep, type SampledStep, type ScoredRound } from './dynamicSampling';
+import { logWarnings } from './health';
+import { reviewTrainingStep } from './healthReview';
+import { saveRunCheckpoint } from './runCheckpoint';
+import { LiveSnapshot } from './liveSnapshot';
+import { seedFor, type Learners, type RunParts, type RunPosition } from './runParts';
+import { optimizerStepRates } from './schedule';
+import { divergedMessage, logprobAfterUpdate } from './divergence';
+import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, type StepTimes, type StepUpdate } from './stepRecord';
+import { taskMetric } from './taskMetric';
+
+/**
+ * One RL step, top to bottom: roll out the step's prompts → score the trajectories (with dynamic
+ * sampling, in rounds: groups without signal are dropped and fresh prompts rolled out in their
+ * place) → prepare the batch (KL, advantages, training sequences) → update the policy → record
+ * the step with its health checks (healthReview.ts) → respond to a collapse
+ * (collapseResponse.ts) → checkpoint (or apply the non-finite rule). Each stage is a function
+ * below; the step's state flows from one to the next as values.
+ */
+
+export type StepOutcome = 'ok' | 'failed' | 'stopped';
+
+export async function trainingStep(parts: RunParts, position: RunPosition, learners: Learners, step: number): Promise<StepOutcome> {
+  const sampled = await sampleStage(parts, position, step);
+  if (sampled === 'stopped') return 'stopped';
+  const prepared = await prepareStage(parts, learners, sampled.trained.trajectories, sampled.trained.samples);
+  const updated = await updateStage(parts, position, learners, step, prepared);
+  const times: StepTimes = {
+    rolloutSeconds: sampled.rolloutSeconds,
+    rewardSeconds: sampled.rewardSeconds,
+    updateSeconds: updated.seconds,
+    generatedTokens: sampled.generatedTokens,
+    trainedTokens: prepared.sequences.reduce((n, s) => n + s.ids.length, 0) * parts.config.algorithm.epochs,
+  };
+  const recorded = recordStage(parts, position, step, { sampled, prepared, update: updated.metrics, lr: updated.lr, times, ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}) });
+  if (updated.probe !== undefined && !Number.isFinite(updated.probe)) return failDiverged(parts, position, step, updated.lr);
+  // A collapse's response comes before the checkpoint: the checkpoint saves what the run goes on from.
+  if (recorded.plan) await carryOut(recorded.plan, parts, position, learners);
+  const outcome = await finishStage(parts, position, learners, step, updated.metrics, recorded);
+  return outcome === 'ok' && recorded.plan?.kind === 'stop' ? 'stopped' : outcome;
+}
+
+/**
+ * Roll out and score the step's `promptsPerStep` rows; with dynamic sampling, more rounds of the
+ * data cursor's next rows while groups lack signal (dynamicSampling.ts). A stop drops the step.
+ */
+async function sampleStage(parts: RunParts, position: RunPosition, step: number): Promise<SampledStep | 'stopped'> {
+  const { rollout, algorithm } = parts.config;
+  const selection = new GroupSelection(rollout.promptsPerStep, algorithm.dynamicSampling);
+  const rounds: ScoredRound[] = [];
+  for (let prompts = selection.nextPrompts(); prompts > 0; prompts = selection.nextPrompts()) {
+    const rows = position.cursor.take(prompts).map((i) => parts.train.rows[i]);
+    const first = { group: selection.groupCount, index: rounds.reduce((n, r) => n + r.trajectories.length, 0) };
+    const rolled = await rolloutStage(parts, step, rounds.length, rows, first);
+    if (rolled === 'stopped') return 'stopped';
+    const scored = await scoreStage(parts, position, step, rolled.trajectories);
+    selection.add([...groupsWithSignal(scored.samples)].map(([group, signal]) => ({ group, signal })));
+    rounds.push({ ...rolled, ...scored, rolloutSeconds: rolled.seconds, rewardSeconds: scored.seconds });
+  }
+  return sampledStep(rounds, selection.dropped());
+}
+
+/**
+ * Roll out one round: each row sampled `groupSize` times. Groups and trajectories are numbered on
+ * from the step's earlier rounds; each round samples with its own seed (the first with the seed
+ * a step without dynamic sampling uses).
+ */
+async function rolloutStage(parts: RunParts, step: number, round: number, rows: readonly DatasetRow[], first: { group: number; index: number }): Promise<{ trajectories: Trajectory[]; seconds: number; generatedTokens: number } | 'stopped'> {
+  const { config: c, report } = parts;
+  const started = performance.now();
+  const episodes: Episode[] = rows.flatMap((row, g) => Array.from({ length: c.algorithm.groupSize }, (_, k) => ({ row, group: first.group + g, sample: k })));
+  report.progress(step, 'rollout', 0, episodes.length);
+  parts.live.snapshot = new LiveSnapshot(step, parts.model.tokenizer);
+  let trajectories: Trajectory[];
+  try {
+    trajectories = await parts.loop.run(episodes, { seed: seedFor(c.seed, step, round === 0 ? 1 : 1000 + round), signal: parts.control.signal });
+  } catch (error) {
+    // The steps before this one stay complete in the run store.
+    if (parts.control.stopping) return 'stopped';
+    throw error;
+  } finally {
+    parts.live.snapshot = undefined;
+  }
+  // The loop numbers a round's trajectories from 0 (its sequences); the step numbers them across rounds.
+  for (const t of trajectories) t.index += first.index;
+  const seconds = (performance.now() - started) / 1000;
+  const generatedTokens = trajectories.reduce((n, t) => n + t.mask.reduce((a, m) => a + m, 0), 0);
+  report.progress(step, 'rollout', episodes.length, episodes.length, generatedTokens / seconds);
+  return { trajectories, seconds, generatedTokens };
+}
+
+/** Score: outcome and process rewards per trajectory, placed on its tokens for the RL side. */
+async function scoreStage(parts: RunParts, position: RunPosition, step: number, trajectories: Trajectory[]): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
+  const started = performance.now();
+  parts.report.progress(step, 'reward', 0, trajectories.length);
+  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools, { normalizer: position.processNormalizer });
+  const samples = trajectories.map((t, i) => toRlSample(t, rewards.trajectories[i]));
+  return { rewards, samples, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Prepare the batch: the models score what the batch needs (reference log-probs, the critic's values), then rl/ turns it into training sequences. */
+async function prepareStage(parts: RunParts, learners: Learners, trajectories: Trajectory[], samples: RlSample[]): Promise<PreparedBatch> {
+  const settings = batchSettings(parts.config);
+  const masks = lossMasks(trajectories, settings.lossMask, parts.model.config.vision?.imageTokenId);
+  const sequences = trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i], ...sequenceImages(t), ...(t.constrained ? { constraints: t.constrained } : {}) }));
+  const needed = scoresNeeded(settings);
+  const scores = await learners.policy.scoreReferenceAndValues(sequences, { ...needed, values: needed.values && !learners.critic });
+  if (needed.values && learners.critic) scores.values = await learners.critic.values(sequences);
+  return prepareBatch(trajectories, samples, masks, scores, settings);
+}
+
+/**
+ * Update: the policy's optimizer steps over the batch, each at its own learning rate (the schedule
+ * counts optimizer steps: schedule.ts) — except in a separate critic's warm-up, when the policy is
+ * not touched at all — then the critic's, on its own schedule of the same shape; then a check that
+ * the updated policy did not diverge. The recorded `lr` is that of the step's last planned
+ * optimizer step.
+ */
+async function updateStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, prepared: PreparedBatch): Promise<{ metrics: StepUpdate; lr: number; seconds: number; probe?: number }> {
+  const started = performance.now();
+  parts.report.progress(step, 'update', 0, 1);
+  const perStep = optimizerStepsPerRlStep(parts.config);
+  const scheduled = optimizerStepRates(rlSchedule(parts.config), step, parts.totalSteps, perStep);
+  // lrScale: halved by each rollback after a collapse (collapseResponse.ts).
+  const rates = (i: number) => scheduled(i) * position.lrScale;
+  const lr = rates(perStep - 1);
+  const metrics: StepUpdate = {};
+  if (policyUpdates(parts.config, step)) metrics.policy = await learners.policy.update(prepared.sequences, rates, position.random);
+  if (learners.critic) metrics.critic = await learners.critic.update(prepared.sequences, optimizerStepRates(criticSchedule(parts.config), step, parts.totalSteps, perStep), position.random);
+  const probe = metrics.policy && metrics.policy.skipped < metrics.policy.steps ? await logprobAfterUpdate(learners.policy, prepared) : undefined;
+  return { metrics, lr, seconds: (performance.now() - started) / 1000, ...(probe !== undefined ? { probe } : {}) };
+}
+
+/** A diverged update: the run fails at once, its step recorded, no checkpoint of the diverged weights. */
+function failDiverged(parts: RunParts, position: RunPosition, step: number, lr: number): StepOutcome {
+  const message = divergedMessage(step, lr, position.writer.record.lastCheckpoint);
+  position.writer.completeStep(step);
+  parts.report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  position.writer.finish('failed', { message, step });
+  parts.report.log(message);
+  return 'failed';
+}
+
+/** Record: the trajectories (dropped ones marked) and the metrics in the run store, announced live, one line to the terminal. */
+function recordStage(parts: RunParts, position: RunPosition, step: number, inputs: Omit<Parameters<typeof stepMetricsRecord>[1], 'metric'>) {
+  const metric = taskMetric(parts.config);
+  const trajectories = stepTrajectoryRecords(step, inputs.sampled.rollouts, inputs.prepared, parts.model.tokenizer);
+  // The images first: a record never points at an image file that is not there.
+  position.writer.writeImages(inputs.sampled.rollouts.trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
+  position.writer.appendTrajectories(step, trajectories);
+  const { record: metrics, plan } = reviewTrainingStep(parts, position, stepMetricsRecord(step, { ...inputs, metric }));
+  parts.report.metrics(metrics);
+  parts.report.progress(step, 'update', 1, 1, inputs.times.trainedTokens / inputs.times.updateSeconds);
+  parts.report.log(stepLogLine(metrics, parts.totalSteps, metric, inputs.update));
+  logWarnings(parts.report.log, step, metrics.warnings ?? []);
+  return { trajectories, metrics, ...(plan ? { plan } : {}) };
+}
+
+/**
+ * Finish the step: too many non-finite steps in a row fail the run (the last good checkpoint
+ * stays); otherwise checkpoint when due (never after a step whose every update of the policy or
+ * of the critic was skipped),
+ * mark the step complete, and hold at the debugger's `update` point.
+ */
+async function finishStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, update: StepUpdate, recorded: ReturnType<typeof recordStage>): Promise<StepOutcome> {
+  const { config: c, report } = parts;
+  // A learner whose every update this step was skipped is stuck, even while the other learns (a
+  // separate critic has its own learning rate): the step counts as non-finite.
+  const stuck = (m: { steps: number; skipped: number } | undefined) => m !== undefined && m.steps > 0 && m.skipped === m.steps;
+  const allSkipped = stuck(update.policy) || stuck(update.critic);
+  position.consecutiveNonFinite = allSkipped ? position.consecutiveNonFinite + 1 : 0;
+  if (position.consecutiveNonFinite >= c.nonFinite.maxConsecutive) {
+    const message = `${position.consecutiveNonFinite} steps in a row had only non-finite losses or gradients; stopped. The last good checkpoint is ${position.writer.record.lastCheckpoint ?? 'none'}.`;
+    position.writer.completeStep(step);
+    report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+    position.writer.finish('failed', { message, step });
+    report.log(message);
+    return 'failed';
+  }
+  const due = c.output.checkpointEvery > 0 && (step % c.output.checkpointEvery === 0 || step === parts.totalSteps);
+  if (due && !allSkipped) await saveRunCheckpoint(parts, position, learners, step);
+  else position.writer.completeStep(step);
+  report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  // The debugger's `update` point: the step is done and recorded; it sees the scored records (without their token arrays) and the metrics.
+  const light = recorded.trajectories.map((r) => ({ ...r, tokens: { ids: '', pieces: [], mask: r.tokens.mask, logprobs: '' } }));
+  await parts.control.point({ step, trajectory: 0, kind: 'update' }, () => ({ trajectories: light, metrics: recorded.metrics }));
+  return 'ok';
+}
