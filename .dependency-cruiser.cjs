@@ -43,7 +43,8 @@ const TRAINER_ROOMS = {
   [TRAINING]: [ENGINE, MODELS, TOOLS, MCP, DATA, ROLLOUT, REWARDS, RL, 'contract', 'version.ts'],
   // the bridges (cli/ may import anything)
   'bridges/environment': [ENGINE, 'contract'],
-  'bridges/authoring': [REWARDS, ROLLOUT, TOOLS, MCP, DATA, 'contract'],
+  // Finding a tool or reward in a user's module (usercode/selectTool.ts, exportPath.ts).
+  'bridges/authoring': [REWARDS, ROLLOUT, TOOLS, MCP, DATA, 'contract', 'bridges/usercode'],
   'bridges/usercode': [TOOLS, TRAINING, 'contract', 'index.ts'],
   // verl's formats in and out (export of datasets and settings, import of its rollout dumps).
   'bridges/verl': [DATA, MODELS, ROLLOUT, 'contract', TRAINING, 'version.ts'],

@@ -10,7 +10,7 @@ import type { Trajectory } from '../../pipeline/rollout/trajectory';
 import { UserCodeError } from '../../foundations/tools/toolErrors';
 import { describeThrown } from '../../foundations/tools/runner';
 import { ToolSet } from '../../foundations/tools/toolSet';
-import { parseExportPath, resolveExportPath } from './exportPath';
+import { parseExportPath, resolveExportPath } from '../usercode/exportPath';
 import { recordedTrajectory, referenceTrajectory } from './sampleTrajectories';
 
 /**

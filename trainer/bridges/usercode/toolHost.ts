@@ -6,6 +6,7 @@ import { RAW_ARGUMENTS, type ToolContext } from '../../foundations/tools/context
 import type { ToolOutput } from '../../foundations/tools/result';
 import { withoutTrainerFrames } from '../../foundations/tools/runner';
 import { Tool, type ToolInvocation } from '../../foundations/tools/tool';
+import type { ToolSelector } from '../../contract/protocol/authoring';
 import type { HostMessage, ThrownValue, ToolWorkerData, WorkerInvocation, WorkerMessage } from './toolWorkerMessages';
 
 /**
@@ -253,6 +254,17 @@ export class WorkerTool extends Tool {
   async execute(args: unknown, ctx: ToolContext): Promise<ToolOutput> {
     return (await this.host.call(this.name, args, ctx as never)) as ToolOutput;
   }
+}
+
+/**
+ * One tool of a module, found by `selector`, placed in a worker as a rollout places a config's
+ * tools (run-tool: a busy loop times out, `process.exit` in the tool ends only its worker). Stays
+ * on this thread when it asks to (`isolation: 'trainer'`) or under the inspector (Debug Tool).
+ */
+export async function isolateSelectedTool(file: string, code: string, tool: Tool, selector: ToolSelector): Promise<{ tool: Tool; close(): Promise<void> }> {
+  if (tool.isolation !== 'worker' || inspector.url() !== undefined) return { tool, close: async () => undefined };
+  const host = await ToolHost.start({ file, code, tools: [tool.name], selector });
+  return { tool: new WorkerTool(tool, host), close: () => host.close() };
 }
 
 /**

@@ -11,6 +11,7 @@ import { describeThrown } from '../../foundations/tools/runner';
 import { Tool } from '../../foundations/tools/tool';
 import type { HostMessage, ThrownValue, ToolWorkerData, WorkerInvocation, WorkerMessage } from './toolWorkerMessages';
 import { evaluateUserModule } from './loadUserModule';
+import { selectTool } from './selectTool';
 
 const port = parentPort!;
 const data = workerData as ToolWorkerData;
@@ -29,9 +30,13 @@ function thrown(error: unknown): ThrownValue {
   return { description: describeThrown(error) };
 }
 
-/** The config's tools by name: its default export's `tools`, as the trainer read them. */
+/** The config's tools by name: its default export's `tools`, as the trainer read them (or the one tool `selector` finds). */
 function loadTools(): Map<string, Tool> {
   const exports = evaluateUserModule(data.file, data.code);
+  if (data.selector) {
+    const tool = selectTool(exports, data.selector, data.file);
+    return new Map([[tool.name, tool]]);
+  }
   const config = (exports['default'] ?? exports['config']) as { tools?: unknown } | undefined;
   const list = Array.isArray(config?.tools) ? config.tools : [];
   const tools = new Map<string, Tool>();

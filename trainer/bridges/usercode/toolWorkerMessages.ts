@@ -1,3 +1,4 @@
+import type { ToolSelector } from '../../contract/protocol/authoring';
 /**
  * What the trainer (toolHost.ts) and a tool worker (toolWorker.ts) say to each other. Both ends
  * are this build's own code, in one process; values cross as structured clones.
@@ -42,4 +43,9 @@ export interface ToolWorkerData {
   code: string;
   /** The tools to run, by name, from the module's default export's `tools`. */
   tools: string[];
+  /**
+   * Instead of the config's `tools`: the one tool a module exports as `selector` finds it
+   * (`rollout-studio run-tool FILE --tool NAME | --class NAME | --export PATH`).
+   */
+  selector?: ToolSelector;
 }

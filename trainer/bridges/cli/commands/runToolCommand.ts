@@ -4,9 +4,10 @@ import { parseArgs } from 'node:util';
 import { parseWith, PROTOCOL_VERSION, ToolSessionRequest, type ToolSelector } from '../../../contract/protocol';
 import { checkArguments, runToolOnce, toolInfo } from '../../authoring/runTool';
 import { formatToolRun } from '../../../contract/authoringReport';
-import { exportedTools, selectTool } from '../../authoring/selectTool';
+import { exportedTools, selectTool } from '../../usercode/selectTool';
 import { UserCodeError } from '../../../foundations/tools/toolErrors';
-import { loadUserModule } from '../../usercode/loadUserModule';
+import { compileUserModule, evaluateUserModule, loadUserModule } from '../../usercode/loadUserModule';
+import { isolateSelectedTool } from '../../usercode/toolHost';
 import type { Tool } from '../../../foundations/tools/tool';
 import { declaredMcpServers, openDeclaredMcpServers } from '../../authoring/mcpTools';
 import { McpServers } from '../../../foundations/mcp/servers';
@@ -16,7 +17,8 @@ import { UsageError } from '../usage';
 export const runToolUsage = `rollout-studio run-tool <file.ts> [--tool NAME | --class NAME | --export PATH] [options]
 
 Runs one tool of a module by hand: the arguments are checked with the tool's schema (each bad
-field named) and the call goes through the runner a rollout uses (timeout, error kinds).
+field named) and the call goes through the runner a rollout uses, in a tool worker as in a
+rollout (timeout, error kinds; isolation: 'trainer' and --inspect keep it on this thread).
   --tool NAME      the tool the policy calls NAME
   --class NAME     the exported instance of class NAME (or new NAME() when the module exports
                    the class and its constructor needs no arguments)
@@ -57,21 +59,30 @@ function parseJsonArgs(text: string): unknown {
   }
 }
 
-/** The tool to run, and the MCP servers started to reach it (closed when the command ends). */
+/** The tool to run, and what was started to run it (MCP servers, a tool worker), closed when the command ends. */
 interface LoadedTool {
   tool: Tool;
   servers: McpServers;
+  close?: () => Promise<void>;
 }
 
-async function loadTool(file: string, selector: ToolSelector | undefined): Promise<LoadedTool> {
-  const exports = await loadUserModule(file);
+async function loadTool(file: string, selector: ToolSelector | undefined, isolate: boolean): Promise<LoadedTool> {
+  const code = await compileUserModule(file);
+  const exports = evaluateUserModule(file, code);
   if (selector?.by === 'mcp') return mcpTool(exports, file, selector.server, selector.tool);
   if (selector?.by === 'name' && !exportedTools(exports).some((t) => t.name === selector.name) && declaredMcpServers(exports) !== undefined) {
     return mcpTool(exports, file, undefined, selector.name);
   }
-  if (selector) return { tool: selectTool(exports, selector, file), servers: McpServers.none() };
+  // The tool runs in a worker, as in a rollout: the worker finds it in the same code by the same
+  // selector. Not under Debug Tool (--inspect): breakpoints bind on this thread.
+  const inWorker = async (tool: Tool, by: ToolSelector): Promise<LoadedTool> => {
+    if (!isolate) return { tool, servers: McpServers.none() };
+    const placed = await isolateSelectedTool(file, code, tool, by);
+    return { tool: placed.tool, servers: McpServers.none(), close: placed.close };
+  };
+  if (selector) return inWorker(selectTool(exports, selector, file), selector);
   const tools = exportedTools(exports);
-  if (tools.length === 1) return { tool: tools[0], servers: McpServers.none() };
+  if (tools.length === 1) return inWorker(tools[0], { by: 'name', name: tools[0].name });
   throw new UserCodeError(
     `${file}: ${tools.length ? `exports ${tools.length} tools (${tools.map((t) => t.name).join(', ')}); say which with --tool NAME` : 'exports no tools; export an instance: export const tool = new MyTool()'}`,
   );
@@ -140,10 +151,11 @@ export async function runToolCommand(argv: string[]): Promise<number> {
     await servers.close();
     return 0;
   }
-  const { tool, servers } = await loadTool(file, selector);
+  const { tool, servers, close } = await loadTool(file, selector, !values.inspect);
   try {
     return await runLoaded(tool, file, args, values);
   } finally {
+    await close?.();
     await servers.close();
   }
 }
