@@ -5,7 +5,7 @@ import type { HealthWarning, MetricsRecord } from '../../../trainer/contract/pro
 
 const zeroSignal: HealthWarning = { code: 'zero_signal', severity: 'warn', message: '14 of 16 groups had equal rewards: no learning signal', advice: 'raise rollout.temperature or algorithm.groupSize' };
 const toolErrors: HealthWarning = { code: 'tool_errors', severity: 'warn', message: '38 % of tool calls could not be read', advice: 'turn on constrained tool calls.' };
-const collapse: HealthWarning = { code: 'collapse', severity: 'critical', message: 'the policy collapsed: tool error rate 0.08 → 0.84', advice: 'lower algorithm.lr', action: 'rolled back to checkpoints/best (step 24), lr 5e-6' };
+const collapse: HealthWarning = { code: 'collapse', severity: 'critical', message: 'the policy collapsed: tool error rate 0.08 → 0.84', advice: 'lower optimization.lr', action: 'rolled back to checkpoints/best (step 24), lr 5e-6' };
 const heldoutDrop: HealthWarning = { code: 'heldout_drop', severity: 'warn', message: 'held-out exact_match fell from 0.61 to 0.35', advice: 'use checkpoints/best' };
 
 function record(step: number, warnings?: HealthWarning[], kind: MetricsRecord['kind'] = 'train'): MetricsRecord {

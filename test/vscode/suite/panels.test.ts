@@ -155,12 +155,12 @@ describe('Panels on recorded runs', () => {
 
       writer.appendMetrics({ step: 13, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 }, warnings: [{ code: 'entropy_collapse', severity: 'critical', message: 'entropy fell to 0.01', advice: 'raise rollout.temperature' }] });
       await until('the marker to turn critical', () => panels.statusBar().health?.critical && panels.statusBar().health?.text === '$(error) entropy collapse', 30_000, () => panels.statusBar());
-      writer.appendMetrics({ step: 14, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 }, warnings: [{ code: 'kl_spike', severity: 'warn', message: 'KL to the reference jumped to 0.9', advice: 'raise algorithm.klCoef' }] });
+      writer.appendMetrics({ step: 14, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 }, warnings: [{ code: 'kl_spike', severity: 'warn', message: 'KL to the reference jumped to 0.9', advice: 'raise algorithm.kl.coef' }] });
       await until('the new warning code to be told', () => panels.statusBar().notices.some((n) => n.runDir === health && n.code === 'kl_spike'), 30_000, () => panels.statusBar());
       assert.equal(panels.statusBar().notices.filter((n) => n.runDir === health && n.severity === 'critical').length, 1, 'the second critical warning is not told again');
       writer.appendMetrics({ step: 15, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 } });
       await until('the marker to go when the newest step has no warning', () => panels.statusBar().health === undefined, 30_000, () => panels.statusBar());
-      writer.appendMetrics({ step: 16, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 }, warnings: [{ code: 'kl_spike', severity: 'warn', message: 'KL to the reference jumped to 0.8', advice: 'raise algorithm.klCoef' }] });
+      writer.appendMetrics({ step: 16, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.1 }, warnings: [{ code: 'kl_spike', severity: 'warn', message: 'KL to the reference jumped to 0.8', advice: 'raise algorithm.kl.coef' }] });
       const command = (await until('the marker again', () => panels.statusBar().health)).command;
       await vscode.commands.executeCommand(command.command, ...(command.arguments ?? []));
       await until('the Metrics panel of the run', () => panels.metricsPanels().some((p) => p.runDirs[0] === health), 30_000, () => panels.metricsPanels());
