@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { redactArguments, redactUrl } from './redactSecrets';
 
 /**
  * How a training config names MCP servers whose tools the policy may call:
@@ -74,18 +75,21 @@ export function describeServer(name: string, server: McpServerConfig): string {
 }
 
 /**
- * The servers as run.json records them: everything but the values of `env` and `headers`,
- * which often hold keys and tokens (their names are kept, so a reader sees what was set).
+ * The servers as run.json records them: everything but the values of `env` and `headers`, which
+ * often hold keys and tokens (their names are kept, so a reader sees what was set), and with the
+ * secrets a URL or a command line can carry replaced by `***` (redactSecrets.ts). A server with
+ * nothing to redact is recorded as written, so its config hash is what it was.
  */
 export function recordableServers(servers: McpServersConfig): Record<string, unknown> {
+  // Redacted in place, and env/headers last as before: a config without secrets hashes as it did.
   return Object.fromEntries(
     Object.entries(servers).map(([name, server]) => {
       if (isStdioServer(server)) {
         const { env, ...rest } = server;
-        return [name, { ...rest, ...(env ? { env: Object.keys(env) } : {}) }];
+        return [name, { ...rest, args: redactArguments(rest.args), ...(env ? { env: Object.keys(env) } : {}) }];
       }
       const { headers, ...rest } = server;
-      return [name, { ...rest, ...(headers ? { headers: Object.keys(headers) } : {}) }];
+      return [name, { ...rest, url: redactUrl(rest.url), ...(headers ? { headers: Object.keys(headers) } : {}) }];
     }),
   );
 }
