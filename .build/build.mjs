@@ -4,6 +4,7 @@
 import * as esbuild from 'esbuild';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { writeThirdParty } from './thirdParty.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const watch = process.argv.includes('--watch');
@@ -40,6 +41,9 @@ const trainerRuntimePackages = ['esbuild'];
 const testEntries = Object.fromEntries(
   [...filesUnder('test/vscode', ['.ts']), ...filesUnder('test/desktop', ['.ts'])].map((f) => [f.replace(/\.ts$/, ''), f]),
 );
+
+/** The builds that ship, in the order of `builds` below. */
+const SHIPPED = ['extension', 'trainer', 'webview'];
 
 const builds = [
   {
@@ -87,7 +91,9 @@ if (watch) {
   console.log('[watch] watching for changes');
 } else {
   const started = Date.now();
-  await Promise.all(builds.map((options) => esbuild.build(options)));
+  const results = await Promise.all(builds.map((options, i) => esbuild.build({ ...options, metafile: i < SHIPPED.length })));
+  // What ships (not the test bundles): its bundled third-party packages, named with their licences.
+  writeThirdParty(root, Object.fromEntries(SHIPPED.map((label, i) => [label, results[i].metafile])));
   fs.chmodSync(path.join(root, 'dist/trainer/cli.js'), 0o755);
   console.log(`built dist/ in ${Date.now() - started} ms`);
 }
