@@ -2,7 +2,7 @@
  * What schema-constrained tool calls cost at generation (run by `npm run bench:models` after its
  * peer comparisons): tokens/s of the same greedy generation with constraints on and off, in
  * interleaved pairs, at batch 1 and 32, on two vocabularies:
- *   base   the shipped base (`rollout-studio:base`, 1,282 tokens), writing the README tutorial's
+ *   base   the shipped base (`rollout-studio:base`, 1,282 tokens), writing the currency-agent tutorial's
  *          exchange call after its prompt, then free text
  *   151k   a random-weight Qwen3 shape on Qwen3's full tokenizer (151,669 tokens), every token
  *          inside a call of a two-tool schema

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:new-task`: tool tasks that are in no example and not in the pretraining corpus,
- * trained from the pretrained base as a new user would, with the README tutorial's settings:
+ * trained from the pretrained base as a new user would, with the currency-agent tutorial's settings:
  * ≤ 300 imperfect demonstrations, a warm start, 40 GRPO steps, and (unless `--no-baseline`) the
  * SFT-only baseline given the same extra time: more SFT on the same imperfect demonstrations, so
  * it answers "was RL's gain just more training?" and is not a strong rival (more imitation of

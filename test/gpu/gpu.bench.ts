@@ -14,7 +14,7 @@
  *   generation  bench:models' model, batch 1 and 32 (32-token prompts, 64 new tokens, greedy),
  *               against llama.cpp on the same GGUF f32 weights with every layer on the GPU
  *               (node-llama-cpp's prebuilt CUDA or Vulkan build), in alternating pairs
- * and writes test-output/gpu/results.md (the table for the README) and results.json.
+ * and writes test-output/gpu/results.md (the table for test/bench/README.md) and results.json.
  *   npx tsx test/gpu/gpu.bench.ts [--providers webgpu,cuda] [--pairs N] [--smoke]
  */
 import * as fs from 'node:fs';
@@ -237,7 +237,7 @@ async function main(): Promise<void> {
     const header = `GPU benchmarks (${new Date().toISOString()}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores${SMOKE ? ', SMOKE RUN: tiny shapes, numbers meaningless' : ''})\n\n`;
     fs.writeFileSync(path.join(OUT, 'results.md'), header + table + '\n');
     fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify({ smoke: SMOKE, rows }, null, 2) + '\n');
-    console.log(`\nwrote ${path.relative(ROOT, path.join(OUT, 'results.md'))} (the table for the README's GPU section)`);
+    console.log(`\nwrote ${path.relative(ROOT, path.join(OUT, 'results.md'))} (the table for test/bench/README.md's GPU paragraph)`);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

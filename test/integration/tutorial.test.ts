@@ -1,9 +1,9 @@
 /**
- * The README's "Your own task" section, followed as a new user would: an empty folder with
- * rollout-studio installed (here: linked to this checkout's built package, as `npm install`
- * would place it), the section's own tools.ts, rewards.ts, data.ts and config.ts taken from the
- * README text, `npx tsx data.ts` and `rollout-studio train config.ts` — with fewer rows and RL
- * steps so it runs in CI. It checks that the path works (warm start, evaluations, GRPO steps
+ * The tutorial, examples/currency-agent/README.md, followed as a new user would: an empty folder
+ * with rollout-studio installed (here: linked to this checkout's built package, as `npm install`
+ * would place it), the example's own tools.ts, rewards.ts, data.ts and config.ts copied in,
+ * `npx tsx data.ts` and `rollout-studio train config.ts` — with fewer rows and RL steps so it
+ * runs in CI. It checks that the path works (warm start, evaluations, GRPO steps
  * with calls of the tutorial's tool, a checkpoint the chat command could load), not what the
  * agent learns. The task (currency exchange) is in no example.
  */
@@ -16,13 +16,12 @@ import * as path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../..');
 const CLI = path.join(ROOT, 'dist/trainer/cli.js');
+const EXAMPLE = path.join(ROOT, 'examples/currency-agent');
 
-/** The section's code blocks tagged with a file name: ```ts tools.ts */
+/** The example's TypeScript files, as a user copies them into an empty folder. */
 function tutorialFiles(): Record<string, string> {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('## Your own task');
-  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
-  return Object.fromEntries([...section.matchAll(/```ts (\S+)\n([\s\S]*?)```/g)].map((m) => [m[1], m[2]]));
+  const names = fs.readdirSync(EXAMPLE).filter((f) => f.endsWith('.ts'));
+  return Object.fromEntries(names.map((name) => [name, fs.readFileSync(path.join(EXAMPLE, name), 'utf8')]));
 }
 
 let dir: string;
@@ -37,7 +36,7 @@ function run(command: string, args: string[]): string {
   return result.stdout;
 }
 
-describe('README tutorial: your own task from an empty folder', () => {
+describe('tutorial (examples/currency-agent): your own task from an empty folder', () => {
   it('trains the currency agent from the pretrained base: warm start, evaluations, GRPO with the tool', () => {
     assert.ok(fs.existsSync(CLI), `${CLI} is missing: build first (npm run build)`);
     const files = tutorialFiles();

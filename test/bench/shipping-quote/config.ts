@@ -1,6 +1,6 @@
 /**
  * The shipping-quote task (two tools in a chain, held-out questions outside the training range),
- * trained from the pretrained base with the README tutorial's settings. `npm run bench:new-task --
+ * trained from the pretrained base with the currency-agent tutorial's settings. `npm run bench:new-task --
  * --task shipping-quote` runs it.
  */
 import { defineConfig, z } from 'rollout-studio';

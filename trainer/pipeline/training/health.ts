@@ -209,7 +209,7 @@ function updateSizeWarnings(values: Values, now: HealthSample, history: readonly
  * common noise; together they are how a policy that collapses into degenerate text looks (issue
  * 31: `<tool_call>\n\n<tool_call>` openings, repeated keys, entropy 0.06 → 0.27, 84 % tool errors).
  * Fewer than `collapseSteps` such steps in a row (default 2) are a warning (`collapse_risk`): with
- * four prompts a step, one hard batch can look like it (the README tutorial at temperature 1:
+ * four prompts a step, one hard batch can look like it (the currency-agent tutorial at temperature 1:
  * entropy 0.04 → 0.18 and exact match 0.59 → 0.25 for one step, then back). `collapseSteps` in a
  * row are a collapse, which `onCollapse` acts on.
  */

@@ -12,7 +12,7 @@ export const serveToolsUsage = `rollout-studio serve-tools <config.ts> [--port N
 
 Serves the config's tools (its own and its MCP servers') as an MCP server over Streamable HTTP
 at /mcp, and its rewards at POST /reward (JSON: { items: [{ row, messages | response }] } in,
-{ results: [{ total, outcome, process, components, calls }] } out; see the README). A trainer
+{ results: [{ total, outcome, process, components, calls }] } out; see trainer/bridges/verl/README.md). A trainer
 elsewhere (verl: rollout-studio export verl) calls them.
   --port N           the port (default 8808; 0: any free port)
   --host H           the address to listen on (default 127.0.0.1, this machine only)

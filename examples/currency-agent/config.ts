@@ -1,0 +1,22 @@
+import { defineConfig, z } from 'rollout-studio';
+import { rewards } from './rewards';
+import { tools } from './tools';
+
+export default defineConfig({
+  name: 'currency',
+  model: { path: 'rollout-studio:base', lora: false },
+  data: { train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: z.object({ answer: z.string() }) },
+  tools,
+  rewards,
+  sft: { data: 'data/sft.jsonl', epochs: 3, lr: 3e-4, batchSize: 8, warmupSteps: 5 },
+  algorithm: { name: 'grpo', groupSize: 8, epochs: 2, miniBatches: 2 },
+  rollout: {
+    promptsPerStep: 4,
+    budget: { maxTurns: 3, maxNewTokensPerTurn: 96, maxTotalTokens: 768, maxToolResultTokens: 32 },
+    temperature: 1,
+    stop: ['</answer>'],
+    templateKwargs: { enable_thinking: false },
+  },
+  optimization: { lr: 1e-4, warmupSteps: 3 },
+  steps: 40,
+});
