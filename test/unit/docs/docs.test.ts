@@ -100,7 +100,7 @@ function brokenCommand(command: string, scripts: Record<string, string>): string
   const words = command.replace(/^([A-Z_]+=\S+\s+)+/, '').split(/\s+/);
   if (words[0] === 'npm' && words[1] === 'run') return words[2] in scripts ? undefined : `${command}: package.json has no script "${words[2]}"`;
   if (words[0] === 'npm' && words[1] === 'test') return 'test' in scripts ? undefined : `${command}: package.json has no test script`;
-  if (words[0] === 'npm') return ['install', 'pack'].includes(words[1]) ? undefined : `${command}: an npm command this test does not know`;
+  if (words[0] === 'npm') return ['install', 'pack', 'audit'].includes(words[1]) ? undefined : `${command}: an npm command this test does not know`;
   if (words[0] !== 'npx' || words[1] !== 'rollout-studio') return `${command}: neither npm nor npx rollout-studio`;
   if (words[2] === '--help') return undefined;
   const name = words[2] === 'export' || words[2] === 'import' ? `${words[2]} ${words[3]}` : words[2];
