@@ -23,7 +23,7 @@ export const tools = [
 `;
 
 interface Report {
-  tool: { name: string };
+  tool: { name: string; className: string };
   observation?: string;
   error?: { kind: string; message: string };
 }
@@ -65,5 +65,14 @@ describe('run-tool runs the tool as a rollout does', { timeout: 300_000 }, () =>
     const here = await runTool('here');
     assert.equal(here.code, 0, here.stderr);
     assert.equal(here.report?.observation, 'main thread');
+  });
+
+  it('run-tool CONFIG --tool NAME finds the tool in the config\'s tools and names its class, not the worker\'s stand-in', async () => {
+    const config = path.resolve(__dirname, '../../../examples/calculator/config.ts');
+    const { code, stdout, stderr } = await runCli(['run-tool', config, '--tool', 'calculator', '--args', '{"expression":"2+3"}', '--json'], { cwd: dir, timeoutMs: 60_000 });
+    assert.equal(code, 0, stderr);
+    const report = JSON.parse(stdout) as Report;
+    assert.equal(report.observation, '5');
+    assert.equal(report.tool.className, 'CalculatorTool');
   });
 });

@@ -5,6 +5,7 @@ import { describeThrown, ToolRunner, type ToolCallRequest } from '../../foundati
 import { observationText } from '../../foundations/tools/result';
 import type { Tool } from '../../foundations/tools/tool';
 import { ToolSet } from '../../foundations/tools/toolSet';
+import { WorkerTool } from '../usercode/toolHost';
 
 /**
  * One tool, run by hand: what Run Tool… and Debug Tool do. The arguments are checked with the
@@ -13,7 +14,9 @@ import { ToolSet } from '../../foundations/tools/toolSet';
  */
 
 export function toolInfo(tool: Tool): ToolInfo {
-  return { name: tool.name, description: tool.description, className: tool.constructor.name, parameters: tool.jsonSchema(), timeoutMs: tool.timeoutMs };
+  // A tool run in a worker (run-tool) is shown as the user's class, not as the stand-in that forwards to it.
+  const className = (tool instanceof WorkerTool ? tool.original : tool).constructor.name;
+  return { name: tool.name, description: tool.description, className, parameters: tool.jsonSchema(), timeoutMs: tool.timeoutMs };
 }
 
 /** Checks the arguments against the tool's schema without running it. */
