@@ -39,6 +39,8 @@ export const tools = [
   defineTool({ name: 'picture', description: 'Returns an image.', parameters: z.object({}), execute: () => ({ content: [{ type: 'image', data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]) }, { type: 'text', text: 'a picture' }] }) }),
   defineTool({ name: 'here', description: 'Stays on the trainer thread.', parameters: z.object({}), isolation: 'trainer', execute: () => (isMainThread ? 'trainer thread' : 'worker') }),
   defineTool({ name: 'blocks', description: 'Blocks the trainer thread.', parameters: z.object({}), isolation: 'trainer', timeoutMs: 100, execute: () => { const end = Date.now() + 400; while (Date.now() < end) {} return 'too late'; } }),
+  defineTool({ name: 'fails_here', description: 'Throws on the trainer thread.', parameters: z.object({}), isolation: 'trainer', execute: () => { throw new RangeError('out of range here'); } }),
+  defineTool({ name: 'stray', description: 'Throws from a callback, ending its worker.', parameters: z.object({}), execute: () => new Promise((resolve) => { setTimeout(() => { throw new Error('stray throw'); }, 10); setTimeout(() => resolve('never'), 2_000); }) }),
 ];
 
 export default defineConfig({
@@ -50,6 +52,9 @@ export default defineConfig({
   steps: 1,
 });
 `;
+
+/** Frames of the trainer (its folders, the tool worker), of Node, or built-ins without a place that the trainer's awaits add. */
+const TRAINER_FRAMES = /trainer[\\/](bridges|foundations|pipeline|contract)|toolWorker|node:internal|\(node:|\(index \d+\)|\(<anonymous>\)/;
 
 const row = datasetFromRows('tools', [{ id: 'r7', prompt: 'x' }]).rows[0];
 
@@ -89,7 +94,7 @@ async function one(name: string, args: unknown = {}): Promise<ToolRunOutcome> {
 
 describe('tools in the tool worker', { timeout: 120_000 }, () => {
   it('run in a worker, with their closures, transforming schemas and instanceof intact', async () => {
-    assert.deepEqual(placed.tools.map((t) => (t instanceof WorkerTool ? 'worker' : 'trainer')), ['worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'trainer', 'trainer']);
+    assert.deepEqual(placed.tools.map((t) => (t instanceof WorkerTool ? 'worker' : 'trainer')), ['worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'trainer', 'trainer', 'trainer', 'worker']);
     assert.equal(text(await one('greet', { who: 'Ada' })), 'hello Ada on a worker');
     const host = await one('host', { url: 'https://example.org/a' });
     assert.equal(text(host), 'true example.org true 2');
@@ -110,8 +115,8 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
     const fails = await one('fails');
     assert.equal(fails.error?.kind, 'threw');
     assert.match(fails.error!.message, /^RangeError: out of range\n\s+at .*tools\.config\.ts:\d+/);
-    // The policy reads this: the tool's own frames, none of the trainer's (its worker, its runner) or Node's.
-    assert.doesNotMatch(fails.error!.message, /trainer[\\/](usercode|tools)|toolWorker|node:internal|\(node:/, fails.error!.message);
+    // The policy reads this: the tool's own frames, none of the trainer's (its worker, its runner, the awaits it runs them under) or Node's.
+    assert.doesNotMatch(fails.error!.message, TRAINER_FRAMES, fails.error!.message);
     assert.deepEqual(await one('bigint').then((o) => o.error), { kind: 'threw', message: 'thrown value: 12345678901234567890n' });
     const circular = await one('circular');
     assert.equal(circular.error?.kind, 'threw');
@@ -122,6 +127,18 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
     const outcome = await one('function_data');
     assert.equal(outcome.error?.kind, 'threw');
     assert.match(outcome.error!.message, /tool "function_data" returned a result that cannot leave its worker thread .*keep a result's data to plain values/);
+    assert.doesNotMatch(outcome.error!.message, TRAINER_FRAMES, outcome.error!.message);
+  });
+
+  it("keep the trainer's frames out of what the policy reads when a tool on the trainer thread throws, or a worker dies", async () => {
+    const here = await one('fails_here');
+    assert.match(here.error!.message, /^RangeError: out of range here\n\s+at .*tools\.config\.ts:\d+/);
+    assert.doesNotMatch(here.error!.message, TRAINER_FRAMES, here.error!.message);
+    const stray = await one('stray');
+    assert.equal(stray.error?.kind, 'threw');
+    assert.match(stray.error!.message, /the tool worker of .*tools\.config\.ts failed: Error: stray throw/);
+    assert.doesNotMatch(stray.error!.message, TRAINER_FRAMES, stray.error!.message);
+    assert.equal(text(await one('greet', { who: 'again' })), 'hello again on a worker', 'the next call finds a fresh worker');
   });
 
   it("forward a tool's log lines", async () => {

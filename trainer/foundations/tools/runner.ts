@@ -102,6 +102,8 @@ export function withoutTrainerFrames(stack: string): string {
   const lines = stack.split('\n');
   const kept = lines.filter((line) => {
     if (!/^\s+at /.test(line)) return true;
+    // Frames without a place (`at async Promise.all (index 0)`, `at Array.map (<anonymous>)`) are built-ins the trainer's own awaits put there.
+    if (/\((index \d+|<anonymous>)\)$|^\s+at <anonymous>$/.test(line)) return false;
     return !line.includes(TRAINER_ROOT + path.sep) && !/\(?node:/.test(line) && !line.includes('node_modules' + path.sep + 'tsx' + path.sep);
   });
   return kept.join('\n');
