@@ -208,4 +208,22 @@ describe('user errors say what to do, without stack traces (kept with --verbose)
     assertEndsWith(result, /bare: the run has no checkpoint to resume from \(it ended before its first one was saved\); start a new run instead/);
     assert.doesNotMatch(result.stderr, NO_STACK);
   });
+
+  it('a --resume of a folder that is not a run, or of one that is not there', async () => {
+    const notARun = path.join(workspace, 'runs', 'not-a-run');
+    fs.mkdirSync(notARun, { recursive: true });
+    const result = await cli(['train', config, '--resume', notARun]);
+    assertEndsWith(result, /not-a-run is not a Rollout Studio run \(it has no run\.json\); --resume takes the folder of an earlier run/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+    const missing = await cli(['train', config, '--resume', path.join(workspace, 'runs', 'never')]);
+    assertEndsWith(missing, /never does not exist; --resume takes the folder of an earlier run/);
+    assert.doesNotMatch(missing.stderr, NO_STACK);
+  });
+
+  it('eval of a config that names no evaluation data', async () => {
+    assert.doesNotMatch(fs.readFileSync(config, 'utf8'), /eval:/, 'the tiny config has no data.eval');
+    const result = await cli(['eval', config, '--checkpoint', path.join(runDir, 'checkpoints', 'step-000001')]);
+    assertEndsWith(result, /no evaluation data: set data\.eval or evaluation\.data, or pass --data/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+  });
 });

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ExecutionProviderName } from '../../foundations/engine/runtime/providers';
 import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
@@ -92,7 +93,7 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
  * dropped and written again by the resumed run.
  */
 export function reopenRun(parts: RunParts, dir: string): OpenedRun {
-  new RunStoreReader(dir).run(); // a folder that is not a run fails here, before a lock file is created in it
+  readRunToResume(dir); // a folder that is not a run fails here, before a lock file is created in it
   const lock = RunDirectoryLock.acquire(dir, {
     onTakeover: (stale) => parts.report.log(`${dir}: its last writer (pid ${stale.pid} on ${stale.host}, last seen ${stale.heartbeatAt}) is gone; resuming in its place`),
   });
@@ -123,6 +124,20 @@ export function reopenRun(parts: RunParts, dir: string): OpenedRun {
   } catch (error) {
     lock.release();
     throw error;
+  }
+}
+
+/** run.json of the folder given to --resume; a folder that is not a run, or whose record is damaged, is a ResumeError saying what to give instead. */
+function readRunToResume(dir: string): RunRecord {
+  try {
+    return new RunStoreReader(dir).run();
+  } catch (error) {
+    if ((error as Error).name !== 'ProtocolError') throw error;
+    if (!fs.existsSync(path.join(dir, 'run.json'))) {
+      const what = fs.existsSync(dir) ? 'is not a Rollout Studio run (it has no run.json)' : 'does not exist';
+      throw new ResumeError(`${dir} ${what}; --resume takes the folder of an earlier run (the one train printed at its end, runs/<name>-<time>/), or leave --resume out to start a new run`);
+    }
+    throw new ResumeError(`${(error as Error).message}\nThe run's record is damaged, so it cannot be resumed; start a new run (the checkpoints under ${path.join(dir, 'checkpoints')} still load with eval --checkpoint)`);
   }
 }
 
