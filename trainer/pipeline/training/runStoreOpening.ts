@@ -159,7 +159,7 @@ function newestIntactCheckpoint(parts: RunParts, dir: string, run: RunRecord): {
       continue;
     }
     if (checkpoint.state.configHash !== parts.loaded.hash) {
-      throw new ResumeError(configMismatch(dir, run, parts));
+      throw new ResumeError(configMismatch(dir, run, parts, checkpoint.state.configHash));
     }
     if (damaged.length) parts.report.log(`warning: resuming from ${relative}, the newest intact checkpoint`);
     return { checkpoint, relative };
@@ -167,10 +167,18 @@ function newestIntactCheckpoint(parts: RunParts, dir: string, run: RunRecord): {
   throw new ResumeError(`${dir}: no checkpoint can be resumed from; every one is damaged:\n  ${damaged.join('\n  ')}`);
 }
 
-/** The refusal of a resume under another config, naming the fields that changed (from run.json's record of the config). */
-function configMismatch(dir: string, run: RunRecord, parts: RunParts): string {
+/**
+ * The refusal of a resume under another config, naming the fields that changed (from run.json's
+ * record of the config). When that record shows none — a run written by another version, which
+ * records or hashes a config differently — it says so, with both hashes and both versions.
+ */
+function configMismatch(dir: string, run: RunRecord, parts: RunParts, trainedHash: string): string {
   const recorded = run.config as Record<string, unknown> | undefined;
   const changes = recorded ? configDifferences(recorded, { ...hashable(parts.config) }) : [];
-  const what = changes.length ? `; what differs from the config it was trained with:\n  ${changes.join('\n  ')}` : ` (config hash ${parts.loaded.hash}, the run's is another)`;
-  return `${dir} was trained with another config${what}\nResume with the config it was trained with (put those fields back), or start a new run with this one`;
+  if (changes.length) {
+    return `${dir} was trained with another config; what differs from the config it was trained with:\n  ${changes.join('\n  ')}\nResume with the config it was trained with (put those fields back), or start a new run with this one`;
+  }
+  const written = run.versions.rolloutStudio;
+  const version = written === ROLLOUT_STUDIO_VERSION ? '' : ` (the run was written by rollout-studio ${written}, this is ${ROLLOUT_STUDIO_VERSION}: versions may record or hash a config differently)`;
+  return `${dir} was trained with another config: its checkpoints were made under config hash ${trainedHash}, this config's is ${parts.loaded.hash}, yet run.json's record of its config shows no field that differs${version}\nResume with the rollout-studio version and config it was trained with, or start a new run with this one`;
 }
