@@ -15,6 +15,12 @@ export function packageFolder(input) {
   return { name, folder: [...parts.slice(0, at + 1), ...name.split('/')].join('/') };
 }
 
+/** The package's own licence and notice files, as it ships them (MIT, BSD and Apache ask that these travel with every copy). */
+function licenceTexts(folder) {
+  const names = fs.readdirSync(folder).filter((f) => /^(licen[cs]e|copying|notice)([.-][\w.-]+)?$/i.test(f)).sort();
+  return names.map((f) => fs.readFileSync(path.join(folder, f), 'utf8').trim()).join('\n\n');
+}
+
 function licenseOf(pkg) {
   if (typeof pkg.license === 'string') return pkg.license;
   if (pkg.license && typeof pkg.license.type === 'string') return pkg.license.type;
@@ -31,7 +37,7 @@ export function writeThirdParty(root, metafiles) {
       if (!found) continue;
       const manifest = JSON.parse(fs.readFileSync(path.join(root, found.folder, 'package.json'), 'utf8'));
       const key = `${found.name}@${manifest.version}`;
-      const entry = packages.get(key) ?? { name: found.name, version: manifest.version, license: licenseOf(manifest), into: new Set() };
+      const entry = packages.get(key) ?? { name: found.name, version: manifest.version, license: licenseOf(manifest), text: licenceTexts(path.join(root, found.folder)), into: new Set() };
       entry.into.add(label);
       packages.set(key, entry);
     }
@@ -47,6 +53,9 @@ export function writeThirdParty(root, metafiles) {
     '|---|---|---|---|',
     ...rows.map((r) => `| ${r.name} | ${r.version} | ${r.license} | ${[...r.into].sort().join(', ')} |`),
     '',
+    '## Licence texts',
+    '',
+    ...rows.flatMap((r) => [`### ${r.name}@${r.version}`, '', r.text ? ['~~~text', r.text, '~~~'].join('\n') : `(the package has no licence file; its package.json says ${r.license})`, '']),
   ].join('\n');
   fs.writeFileSync(path.join(root, 'dist', 'THIRD_PARTY.md'), text);
   return rows;

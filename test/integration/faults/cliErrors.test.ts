@@ -200,12 +200,47 @@ describe('user errors say what to do, without stack traces (kept with --verbose)
     assert.doesNotMatch(result.stderr, NO_STACK);
   });
 
+  it('a resume refused when the recorded config shows no change says so, with both hashes and versions', async () => {
+    // A run written by another version: its checkpoints carry another hash, its record no differing field.
+    const other = path.join(workspace, 'runs', 'other-version');
+    fs.cpSync(runDir, other, { recursive: true });
+    for (const c of fs.readdirSync(path.join(other, 'checkpoints'))) {
+      const state = path.join(other, 'checkpoints', c, 'trainer_state.json');
+      fs.writeFileSync(state, fs.readFileSync(state, 'utf8').replace(/"configHash": "[0-9a-f]+"/, '"configHash": "0000000000000000"'));
+    }
+    const runJson = path.join(other, 'run.json');
+    const run = JSON.parse(fs.readFileSync(runJson, 'utf8')) as { versions: { rolloutStudio: string } };
+    run.versions.rolloutStudio = '0.0.1';
+    fs.writeFileSync(runJson, JSON.stringify(run));
+    const result = await cli(['train', config, '--resume', other]);
+    assertEndsWith(result, /other-version was trained with another config: its checkpoints were made under config hash 0000000000000000, this config's is [0-9a-f]{16}, yet run\.json's record of its config shows no field that differs \(the run was written by rollout-studio 0\.0\.1, this is [^)]+\)\nResume with the rollout-studio version and config it was trained with/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+  });
+
   it('a run with no checkpoint to resume from', async () => {
     const bare = path.join(workspace, 'runs', 'bare');
     fs.cpSync(runDir, bare, { recursive: true });
     fs.rmSync(path.join(bare, 'checkpoints'), { recursive: true });
     const result = await cli(['train', config, '--resume', bare]);
     assertEndsWith(result, /bare: the run has no checkpoint to resume from \(it ended before its first one was saved\); start a new run instead/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+  });
+
+  it('a --resume of a folder that is not a run, or of one that is not there', async () => {
+    const notARun = path.join(workspace, 'runs', 'not-a-run');
+    fs.mkdirSync(notARun, { recursive: true });
+    const result = await cli(['train', config, '--resume', notARun]);
+    assertEndsWith(result, /not-a-run is not a Rollout Studio run \(it has no run\.json\); --resume takes the folder of an earlier run/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+    const missing = await cli(['train', config, '--resume', path.join(workspace, 'runs', 'never')]);
+    assertEndsWith(missing, /never does not exist; --resume takes the folder of an earlier run/);
+    assert.doesNotMatch(missing.stderr, NO_STACK);
+  });
+
+  it('eval of a config that names no evaluation data', async () => {
+    assert.doesNotMatch(fs.readFileSync(config, 'utf8'), /eval:/, 'the tiny config has no data.eval');
+    const result = await cli(['eval', config, '--checkpoint', path.join(runDir, 'checkpoints', 'step-000001')]);
+    assertEndsWith(result, /no evaluation data: set data\.eval or evaluation\.data, or pass --data/);
     assert.doesNotMatch(result.stderr, NO_STACK);
   });
 });

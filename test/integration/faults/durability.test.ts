@@ -119,6 +119,21 @@ describe('a full disk', { timeout: 300_000 }, () => {
     assert.equal(run.error?.message, failed.message, 'the run record says the same');
   });
 
+  it('while a new run is created: the message does not offer a --resume of a run that was never written', async () => {
+    const runDir = path.join(fixture.dir, 'runs', 'create-enospc');
+    fillDiskFor(/create-enospc[\\/]run\.json/);
+    const failed = await train({ runDir }).then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    mock.restoreAll();
+    assert.ok(failed, 'the run failed');
+    assert.equal(failed.name, 'StorageError');
+    assert.match(failed.message, /run\.json: .*failed \(ENOSPC\): .*--resume cannot continue it: start the training again once there is space$/);
+    assert.doesNotMatch(failed.message, /--resume continues/);
+    assert.ok(!fs.existsSync(path.join(runDir, 'run.lock')), 'the lock is released');
+  });
+
   it('while a step is recorded: half a record is taken back, not glued to the next, and a resume ends as if nothing happened', async () => {
     const runDir = path.join(fixture.dir, 'runs', 'metrics-enospc');
     let failed: Error | undefined;

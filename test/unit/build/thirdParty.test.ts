@@ -44,6 +44,10 @@ describe('dist/THIRD_PARTY.md', () => {
       assert.ok(listed.has(`${name}@${version}`), `${name}@${version} is bundled but not listed`);
       assert.notEqual(listed.get(`${name}@${version}`), 'UNKNOWN', `${name} has a licence`);
     }
+    // Each listed package's own licence text travels with it (MIT, BSD and Apache ask for that in every copy).
+    for (const key of listed.keys()) assert.match(text, new RegExp(`^### ${key.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\n\n(~~~text\n[^]+?\n~~~|\\(the package has no licence file)`, 'm'), `${key}: its licence text`);
+    const sdk = text.slice(text.indexOf(`### @modelcontextprotocol/sdk@${bundled.get('@modelcontextprotocol/sdk')}`));
+    assert.match(sdk, /^### \S+\n\n~~~text\n(MIT License\n\n)?Copyright[^]+?Permission is hereby granted, free of charge/, 'the MCP SDK\'s MIT text itself');
     const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { files: string[] };
     assert.ok(pkg.files.includes('dist/THIRD_PARTY.md'), 'in the npm package');
     assert.match(fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8'), /^!dist\/THIRD_PARTY\.md$/m, 'in the .vsix');

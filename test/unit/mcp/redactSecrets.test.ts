@@ -1,8 +1,10 @@
 /** What run.json records of a config's MCP servers: no secrets from URLs or command lines (issue 36, item 4). */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { McpServersConfig, recordableServers } from '../../../trainer/foundations/mcp/mcpConfig';
+import { describeServer, McpServerConfig, McpServersConfig, recordableServers } from '../../../trainer/foundations/mcp/mcpConfig';
 import { redactArguments, redactUrl } from '../../../trainer/foundations/mcp/redactSecrets';
+import { exactMatch } from '../../../trainer/pipeline/rewards';
+import { hashable, parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
 
 describe('secrets are not recorded', () => {
   it('a URL keeps its host and path; its user, password and credential query values go', () => {
@@ -34,5 +36,41 @@ describe('secrets are not recorded', () => {
     assert.equal(recorded.search.url, 'https://search.example/mcp?key=***');
     assert.deepEqual(recorded.search.headers, ['Authorization']);
     assert.doesNotMatch(JSON.stringify(recorded), /k9|Bearer t|\/x"/);
+  });
+
+  it('camelCase names, OAuth fragments, well-known token shapes and URLs in NAME=value are caught too', () => {
+    assert.equal(redactUrl('https://h.example/mcp?authToken=t1&clientSecret=c1&q=cats'), 'https://h.example/mcp?authToken=***&clientSecret=***&q=cats');
+    assert.equal(redactUrl('https://h.example/cb#access_token=t2&state=1'), 'https://h.example/cb#access_token=***&state=1');
+    const hf = `hf_${'a'.repeat(34)}`;
+    assert.equal(redactUrl(`https://h.example/mcp?u=${hf}`), 'https://h.example/mcp?u=***');
+    assert.deepEqual(
+      redactArguments([`ghp_${'b'.repeat(36)}`, `--url=https://u:p@h.example/mcp`, `ENDPOINT=https://h.example/mcp?token=t3`, `MODEL=${hf}`, '--keyword', 'cats']),
+      ['***', '--url=https://***:***@h.example/mcp', 'ENDPOINT=https://h.example/mcp?token=***', 'MODEL=***', '--keyword', 'cats'],
+    );
+  });
+});
+
+describe('what a run records and says of its MCP servers', () => {
+  const SECRET = 'hunter2-SECRET';
+  const withSecrets = {
+    web: { url: `https://bot:${SECRET}@mcp.example.com/mcp?session_token=${SECRET}&team=7`, headers: { Authorization: `Bearer ${SECRET}` } },
+    gh: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-github', '--personal-access-token', SECRET], env: { GITHUB_TOKEN: SECRET } },
+  };
+  const configWith = (mcpServers: Record<string, unknown>) =>
+    parseConfig({ model: { path: 'model', lora: false }, data: { train: 'train.jsonl' }, rewards: { outcome: [exactMatch()] }, steps: 10, algorithm: { name: 'grpo' }, mcpServers }, 'a.config.ts');
+
+  it("the config's record in run.json (and the hash a resume checks) holds no secret, and a rotated token leaves it unchanged", () => {
+    const recorded = JSON.stringify(hashable(configWith(withSecrets)));
+    assert.ok(!recorded.includes(SECRET), recorded);
+    assert.match(recorded, /mcp\.example\.com\/mcp\?session_token=\*\*\*&team=7/);
+    const rotated = JSON.parse(JSON.stringify(withSecrets).replaceAll(SECRET, 'a-new-token')) as Record<string, unknown>;
+    assert.equal(JSON.stringify(hashable(configWith(rotated))), recorded);
+  });
+
+  it('messages naming a server (its start failing, its calls failing) carry no secret', () => {
+    const text = describeServer('web', McpServerConfig.parse(withSecrets.web)) + describeServer('gh', McpServerConfig.parse(withSecrets.gh));
+    assert.ok(!text.includes(SECRET), text);
+    assert.match(text, /MCP server "web" \(https:\/\/\*\*\*:\*\*\*@mcp\.example\.com\/mcp/);
+    assert.match(text, /server-github --personal-access-token \*\*\*\)/);
   });
 });

@@ -129,7 +129,7 @@ export class ToolHost {
         }
       };
       worker.on('error', (error) => lost(`the tool worker of ${this.data.file} failed: ${error instanceof Error ? withoutTrainerFrames(error.stack ?? error.message) : String(error)}`));
-      worker.on('exit', (code) => lost(`the tool worker of ${this.data.file} exited (code ${code})`));
+      worker.on('exit', (code) => lost(`the tool worker of ${this.data.file} exited (code ${code}): process.exit in a tool or its module ends the worker, not the run; the call fails and the next one starts a new worker`));
     });
     return this.starting;
   }

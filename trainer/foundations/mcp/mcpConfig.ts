@@ -69,9 +69,9 @@ export function isStdioServer(server: McpServerConfig): server is StdioServerCon
   return 'command' in server;
 }
 
-/** The command line or URL, for messages. */
+/** The command line or URL, for messages — which reach the logs and run.json's error — with its secrets replaced as in run.json's record. */
 export function describeServer(name: string, server: McpServerConfig): string {
-  return isStdioServer(server) ? `MCP server "${name}" (${[server.command, ...server.args].join(' ')})` : `MCP server "${name}" (${server.url})`;
+  return isStdioServer(server) ? `MCP server "${name}" (${[server.command, ...redactArguments(server.args)].join(' ')})` : `MCP server "${name}" (${redactUrl(server.url)})`;
 }
 
 /**

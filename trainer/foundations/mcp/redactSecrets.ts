@@ -1,8 +1,12 @@
 /**
- * Secrets in what a run records about its MCP servers (run.json): a URL's user and password, its
- * query values named like credentials (`?token=…`, `api_key=…`, `sig=…`), and on a command line the
- * values of flags named so (`--api-key X`, `--token=X`) and `NAME=value` pairs named so. Each is
+ * Secrets in what a run records about its MCP servers (run.json, and the messages that name a
+ * server, which reach run.json's error and the logs): a URL's user and password, its query (and
+ * fragment) values named like credentials (`?token=…`, `api_key=…`, `sig=…`, `#access_token=…`),
+ * and on a command line the values of flags named so (`--api-key X`, `--token=X`), `NAME=value`
+ * pairs named so, and values shaped like well-known API tokens (`hf_…`, `ghp_…`, `sk-…`). Each is
  * replaced by `***`; everything else stays as written, so a reader still recognises the server.
+ * A secret in no such form (a token as a bare path segment) is still written: pass secrets in
+ * `env` or `headers`, whose values are never recorded.
  */
 
 export const REDACTED = '***';
@@ -11,9 +15,31 @@ export const REDACTED = '***';
 const CREDENTIAL = /^(api-?key|apikey|access-?token|auth|authorization|bearer|client-?secret|credentials?|key|pass|passwd|password|private-?key|secret|session|sig|signature|token)$/;
 
 export function isCredentialName(name: string): boolean {
-  const lower = name.toLowerCase().replace(/^-+/, '');
+  // camelCase parts count as parts too: authToken, clientSecret.
+  const lower = name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase().replace(/^-+/, '');
   if (CREDENTIAL.test(lower)) return true;
   return lower.split(/[-_.]/).some((part) => CREDENTIAL.test(part)) || CREDENTIAL.test(lower.replace(/_/g, '-'));
+}
+
+/** Tokens of well-known services, whatever they are called: Hugging Face, GitHub, OpenAI-style, Slack, AWS key ids. */
+const TOKEN_SHAPES = [/^hf_[A-Za-z0-9]{20,}$/, /^(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}$/, /^github_pat_[A-Za-z0-9_]{20,}$/, /^sk-[A-Za-z0-9_-]{20,}$/, /^xox[abposr]-[A-Za-z0-9-]{10,}$/, /^AKIA[A-Z0-9]{16}$/];
+
+export function looksLikeToken(value: string): boolean {
+  return TOKEN_SHAPES.some((shape) => shape.test(value));
+}
+
+/** `#access_token=…&state=1` (OAuth's implicit flow) with its credential values replaced; any other fragment as it is. */
+function redactFragment(hash: string): string {
+  if (!hash.includes('=')) return hash;
+  const params = new URLSearchParams(hash.slice(1));
+  let changed = false;
+  for (const [key, value] of [...params]) {
+    if (isCredentialName(key) || looksLikeToken(value)) {
+      params.set(key, REDACTED);
+      changed = true;
+    }
+  }
+  return changed ? `#${params.toString()}` : hash;
 }
 
 /** The URL with its credentials replaced; the same string when it has none (or is not a URL). */
@@ -34,10 +60,15 @@ export function redactUrl(text: string): string {
     changed = true;
   }
   for (const key of [...new Set(url.searchParams.keys())]) {
-    if (isCredentialName(key)) {
+    if (isCredentialName(key) || url.searchParams.getAll(key).some(looksLikeToken)) {
       url.searchParams.set(key, REDACTED);
       changed = true;
     }
+  }
+  const fragment = redactFragment(url.hash);
+  if (fragment !== url.hash) {
+    url.hash = fragment;
+    changed = true;
   }
   return changed ? url.toString() : text;
 }
@@ -48,8 +79,13 @@ export function redactArguments(args: readonly string[]): string[] {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     const assignment = /^(-{0,2}[A-Za-z][\w.-]*)=(.*)$/s.exec(arg);
-    if (assignment && isCredentialName(assignment[1])) {
+    if (assignment && (isCredentialName(assignment[1]) || looksLikeToken(assignment[2]))) {
       out.push(`${assignment[1]}=${REDACTED}`);
+      continue;
+    }
+    if (assignment) {
+      // --url=https://user:pass@host, ENDPOINT=https://…?token=…
+      out.push(`${assignment[1]}=${redactUrl(assignment[2])}`);
       continue;
     }
     if (/^--?[A-Za-z][\w.-]*$/.test(arg) && isCredentialName(arg) && i + 1 < args.length && !args[i + 1].startsWith('-')) {
@@ -57,7 +93,7 @@ export function redactArguments(args: readonly string[]): string[] {
       i++;
       continue;
     }
-    out.push(redactUrl(arg));
+    out.push(looksLikeToken(arg) ? REDACTED : redactUrl(arg));
   }
   return out;
 }

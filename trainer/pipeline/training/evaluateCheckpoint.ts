@@ -7,7 +7,7 @@ import { ModelRuntime } from '../../foundations/models/runtime';
 import { scoreTrajectories } from '../rewards/score';
 import { AgentLoop } from '../rollout/agentLoop';
 import { ToolSet } from '../../foundations/tools/toolSet';
-import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
+import { ConfigError, placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
 import { agentLoopOptions, evaluationSampling, providerFor, rolloutImagesFor } from './configOptions';
 import { rolloutMetrics } from './rolloutMetrics';
 import { downloadProgressReporter } from './modelSource';
@@ -17,6 +17,7 @@ import { resolveModelPath } from '../../foundations/models/hub/index';
 import type { TrainingEvent } from '../../contract/protocol';
 import { scoreKey, taskMetric } from './taskMetric';
 import { McpServers } from '../../foundations/mcp/servers';
+import { ChatTemplateError } from '../../foundations/models/modelErrors';
 
 export interface CheckpointEvaluation {
   rows: number;
@@ -48,9 +49,9 @@ export async function evaluateCheckpoint(
   try {
     model = await loadCheckpointModel(loaded, checkpointDir, device, report);
     const template = model.folder.chatTemplate;
-    if (!template) throw new Error(`${model.folder.dir}: the tokenizer has no chat template`);
+    if (!template) throw new ChatTemplateError(`${model.folder.dir}: the tokenizer has no chat template; agents need one`);
     const file = options.data ?? c.evaluation.data ?? c.data.eval;
-    if (!file) throw new Error(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
+    if (!file) throw new ConfigError(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
     const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
     mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
     placed = await placeConfigTools(loaded);

@@ -6,6 +6,7 @@ import type { Learners, RunParts } from './runParts';
 import type { LoadedCheckpoint } from './checkpoint';
 import type { OpenedRun } from './runStoreOpening';
 import { warmStart } from './warmStart';
+import { CheckpointError } from '../../foundations/models/modelErrors';
 
 /**
  * What learns, ready for the first step: a new run warm-starts first (the warm-started policy is
@@ -40,10 +41,10 @@ export async function restoreLearners(parts: RunParts, learners: Learners, saved
   if (learners.policy.hasReference) {
     // The reference is the policy as RL started; a run that warm-started cannot rebuild it from the model folder.
     if (saved.reference) await parts.model.restoreReference(saved.reference);
-    else if (parts.config.sft) throw new Error(`${checkpointDir}: reference.safetensors is missing; the reference policy (the warm start) cannot be rebuilt without it`);
+    else if (parts.config.sft) throw new CheckpointError(`${checkpointDir}: reference.safetensors is missing; the reference policy (the warm start) cannot be rebuilt without it`);
   }
   if (learners.critic) {
-    if (!saved.critic) throw new Error(`${checkpointDir}: critic/optimizer.safetensors is missing; this run trains a separate critic`);
+    if (!saved.critic) throw new CheckpointError(`${checkpointDir}: critic/optimizer.safetensors is missing; this run trains a separate critic`);
     await learners.critic.optimizer.restore(saved.critic);
   }
 }

@@ -15,6 +15,7 @@ import type { RunControl } from './runControl';
 import type { RunParts } from './runParts';
 import type { RunReporter } from './runReporter';
 import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
+import { ChatTemplateError } from '../../foundations/models/modelErrors';
 
 /**
  * Load what a run needs, in the order a failure is cheapest to report: the device, the model
@@ -34,7 +35,7 @@ export async function loadRunParts(
     settings.report.progress(0, 'load', 0, 1);
     opened.model = await ModelRuntime.load(opened.device, modelDir, { lora: c.model.lora === false ? undefined : c.model.lora, valueHead: sharedCritic(c), seed: c.seed, trainVision: c.model.trainVision });
     const template = opened.model.folder.chatTemplate;
-    if (!template) throw new Error(`${modelDir}: the tokenizer has no chat template; agents need one`);
+    if (!template) throw new ChatTemplateError(`${modelDir}: the tokenizer has no chat template; agents need one`);
     opened.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file), log: settings.report.log });
     opened.placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...opened.placed.tools, ...opened.mcp.tools]);

@@ -3,13 +3,13 @@ import * as path from 'node:path';
 import { CASSETTE_FILE, CassetteEntry } from '../../contract/protocol/cassetteFile';
 import { appendJsonl, readJsonl } from '../../contract/runstore/jsonl';
 import { CassettePlayer, ToolCassette, type CassetteMiss } from '../../foundations/tools/cassette';
-import type { LoadedConfig } from './trainingConfig';
+import { ConfigError, type LoadedConfig } from './trainingConfig';
 
 /** A cassette's recordings: `cassette.jsonl` of a run directory, or a cassette file. */
 export function readCassette(source: string): CassettePlayer {
   const file = fs.existsSync(source) && fs.statSync(source).isDirectory() ? path.join(source, CASSETTE_FILE) : source;
   if (!fs.existsSync(file)) {
-    throw new Error(`${file}: no recorded tool calls there; record them with toolCassette: { record: true } in the config (or train --record-tools)`);
+    throw new ConfigError(`${file}: no recorded tool calls there; record them with toolCassette: { record: true } in the config (or train --record-tools)`);
   }
   const read = readJsonl(file, CassetteEntry);
   return new CassettePlayer(read.records, file);

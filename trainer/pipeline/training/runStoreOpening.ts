@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ExecutionProviderName } from '../../foundations/engine/runtime/providers';
 import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
@@ -92,7 +93,7 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
  * dropped and written again by the resumed run.
  */
 export function reopenRun(parts: RunParts, dir: string): OpenedRun {
-  new RunStoreReader(dir).run(); // a folder that is not a run fails here, before a lock file is created in it
+  readRunToResume(dir); // a folder that is not a run fails here, before a lock file is created in it
   const lock = RunDirectoryLock.acquire(dir, {
     onTakeover: (stale) => parts.report.log(`${dir}: its last writer (pid ${stale.pid} on ${stale.host}, last seen ${stale.heartbeatAt}) is gone; resuming in its place`),
   });
@@ -126,6 +127,20 @@ export function reopenRun(parts: RunParts, dir: string): OpenedRun {
   }
 }
 
+/** run.json of the folder given to --resume; a folder that is not a run, or whose record is damaged, is a ResumeError saying what to give instead. */
+function readRunToResume(dir: string): RunRecord {
+  try {
+    return new RunStoreReader(dir).run();
+  } catch (error) {
+    if ((error as Error).name !== 'ProtocolError') throw error;
+    if (!fs.existsSync(path.join(dir, 'run.json'))) {
+      const what = fs.existsSync(dir) ? 'is not a Rollout Studio run (it has no run.json)' : 'does not exist';
+      throw new ResumeError(`${dir} ${what}; --resume takes the folder of an earlier run (the one train printed at its end, runs/<name>-<time>/), or leave --resume out to start a new run`);
+    }
+    throw new ResumeError(`${(error as Error).message}\nThe run's record is damaged, so it cannot be resumed; start a new run (the checkpoints under ${path.join(dir, 'checkpoints')} still load with eval --checkpoint)`);
+  }
+}
+
 /**
  * The newest checkpoint that loads whole, newest first; each damaged one is named in a warning.
  * A checkpoint of another config is not damage: it fails the resume at once.
@@ -144,7 +159,7 @@ function newestIntactCheckpoint(parts: RunParts, dir: string, run: RunRecord): {
       continue;
     }
     if (checkpoint.state.configHash !== parts.loaded.hash) {
-      throw new ResumeError(configMismatch(dir, run, parts));
+      throw new ResumeError(configMismatch(dir, run, parts, checkpoint.state.configHash));
     }
     if (damaged.length) parts.report.log(`warning: resuming from ${relative}, the newest intact checkpoint`);
     return { checkpoint, relative };
@@ -152,10 +167,18 @@ function newestIntactCheckpoint(parts: RunParts, dir: string, run: RunRecord): {
   throw new ResumeError(`${dir}: no checkpoint can be resumed from; every one is damaged:\n  ${damaged.join('\n  ')}`);
 }
 
-/** The refusal of a resume under another config, naming the fields that changed (from run.json's record of the config). */
-function configMismatch(dir: string, run: RunRecord, parts: RunParts): string {
+/**
+ * The refusal of a resume under another config, naming the fields that changed (from run.json's
+ * record of the config). When that record shows none — a run written by another version, which
+ * records or hashes a config differently — it says so, with both hashes and both versions.
+ */
+function configMismatch(dir: string, run: RunRecord, parts: RunParts, trainedHash: string): string {
   const recorded = run.config as Record<string, unknown> | undefined;
   const changes = recorded ? configDifferences(recorded, { ...hashable(parts.config) }) : [];
-  const what = changes.length ? `; what differs from the config it was trained with:\n  ${changes.join('\n  ')}` : ` (config hash ${parts.loaded.hash}, the run's is another)`;
-  return `${dir} was trained with another config${what}\nResume with the config it was trained with (put those fields back), or start a new run with this one`;
+  if (changes.length) {
+    return `${dir} was trained with another config; what differs from the config it was trained with:\n  ${changes.join('\n  ')}\nResume with the config it was trained with (put those fields back), or start a new run with this one`;
+  }
+  const written = run.versions.rolloutStudio;
+  const version = written === ROLLOUT_STUDIO_VERSION ? '' : ` (the run was written by rollout-studio ${written}, this is ${ROLLOUT_STUDIO_VERSION}: versions may record or hash a config differently)`;
+  return `${dir} was trained with another config: its checkpoints were made under config hash ${trainedHash}, this config's is ${parts.loaded.hash}, yet run.json's record of its config shows no field that differs${version}\nResume with the rollout-studio version and config it was trained with, or start a new run with this one`;
 }

@@ -7,11 +7,12 @@ import { saveModelFolder } from '../../foundations/models/save';
 import { SftTrainer, type SftSequence } from '../rl/sft';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { Random } from '../../foundations/models/random';
-import type { LoadedConfig } from './trainingConfig';
+import { ConfigError, type LoadedConfig } from './trainingConfig';
 import { rolloutImagesFor, sftOptions } from './configOptions';
 import { RunStoreReader } from '../../contract/runstore';
 import { evaluateCheckpoint, type CheckpointEvaluation } from './evaluateCheckpoint';
 import { readDemonstrationSequences } from './demonstrationSequences';
+import { ChatTemplateError } from '../../foundations/models/modelErrors';
 
 /**
  * The SFT-only baseline of an RL result: from the same warm start, keep training on the same
@@ -46,9 +47,9 @@ export interface SftBaselineResult {
 
 export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOptions): Promise<SftBaselineResult> {
   const c = loaded.config;
-  if (!c.sft) throw new Error(`${loaded.file}: the SFT-only baseline continues the warm start; the config has no sft section`);
+  if (!c.sft) throw new ConfigError(`${loaded.file}: the SFT-only baseline continues the warm start; the config has no sft section`);
   // A LoRA run's checkpoints are adapters; the baseline saves a whole model folder.
-  if (c.model.lora !== false) throw new Error(`${loaded.file}: the SFT-only baseline needs model.lora: false (it continues a full model folder)`);
+  if (c.model.lora !== false) throw new ConfigError(`${loaded.file}: the SFT-only baseline needs model.lora: false (it continues a full model folder)`);
   const device = createDevice(c.device === 'auto' ? 'cpu' : c.device);
   // The tower trains here exactly when it trained in the warm start.
   const model = await ModelRuntime.load(device, options.from, { trainVision: c.model.trainVision });
@@ -56,7 +57,7 @@ export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOpti
   let steps = 0;
   try {
     const template = model.folder.chatTemplate;
-    if (!template) throw new Error(`${options.from}: the tokenizer has no chat template`);
+    if (!template) throw new ChatTemplateError(`${options.from}: the tokenizer has no chat template; agents need one`);
     const tools = new ToolSet(c.tools);
     const reading = { template, tools, images: rolloutImagesFor(model, c), ...(c.rollout.templateKwargs ? { templateKwargs: c.rollout.templateKwargs } : {}) };
     const sequences: SftSequence[] = [];

@@ -85,7 +85,8 @@ export class TrainingRun {
       opened = this.options.resume ? reopenRun(parts, this.options.resume) : createRun(parts, provider, this.options.runDir);
     } catch (error) {
       await closeRunParts(parts);
-      throw error;
+      // A new run that could not be written has nothing to resume: a full disk's advice says so.
+      throw !this.options.resume && error instanceof StorageError ? withoutResumeAdvice(error) : error;
     }
     const { position } = opened;
     this.report.writer = position.writer;
