@@ -3,7 +3,7 @@
  * every relative link in a Markdown page reaches a file (and a heading, when it names one), every
  * command the README shows names an npm script or a `rollout-studio` command and options that
  * exist, and the tutorial's code blocks are the example's files (test/integration/tutorial.test.ts
- * trains those files).
+ * trains those files), and the CHANGELOG keeps Keep a Changelog's shape and ships in both packages.
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
@@ -110,6 +110,27 @@ function brokenCommand(command: string, scripts: Record<string, string>): string
   return unknown.length === 0 ? undefined : `${command}: "${name} --help" lists no ${unknown.join(', ')}`;
 }
 
+const CHANGE_TYPES = ['Added', 'Changed', 'Deprecated', 'Removed', 'Fixed', 'Security'];
+
+/** What breaks Keep a Changelog in `text`: Unreleased first, then versions with dates, each change type once per release. */
+export function changelogProblems(text: string, version: string): string[] {
+  const problems: string[] = [];
+  const releases = [...text.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
+  if (releases[0] !== '[Unreleased]') problems.push(`the first release is "${releases[0]}", not "[Unreleased]"`);
+  for (const release of releases.slice(1)) {
+    if (!/^\[\d+\.\d+\.\d+\] - \d{4}-\d{2}-\d{2}$/.test(release)) problems.push(`"## ${release}" is not "## [x.y.z] - YYYY-MM-DD"`);
+  }
+  if (!releases.some((r) => r.startsWith(`[${version}] `))) problems.push(`no section for package.json's version ${version}`);
+  for (const section of text.split(/^## /m).slice(1)) {
+    const release = section.slice(0, section.indexOf('\n'));
+    const types = [...section.matchAll(/^### (.+)$/gm)].map((m) => m[1]);
+    for (const type of types.filter((t, i) => !CHANGE_TYPES.includes(t) || types.indexOf(t) !== i)) {
+      problems.push(`${release}: "### ${type}" is ${CHANGE_TYPES.includes(type) ? 'repeated' : `not one of ${CHANGE_TYPES.join(', ')}`}`);
+    }
+  }
+  return problems;
+}
+
 describe('documentation', () => {
   it(`the README is at most ${README_MAX_LINES} lines`, () => {
     const lines = read('README.md').trimEnd().split('\n').length;
@@ -141,6 +162,13 @@ describe('documentation', () => {
     for (const file of files) assert.equal(blocks[file], read(`${dir}/${file}`), `${dir}/README.md's block for ${file}`);
   });
 
+  it('the CHANGELOG follows Keep a Changelog and ships in the npm package and the .vsix', () => {
+    const manifest = JSON.parse(read('package.json')) as { version: string; files: string[] };
+    assert.deepEqual(changelogProblems(read('CHANGELOG.md'), manifest.version), []);
+    assert.ok(manifest.files.includes('CHANGELOG.md'), "package.json's files (the npm tarball) has CHANGELOG.md");
+    assert.ok(read('.vscodeignore').split('\n').includes('!CHANGELOG.md'), '.vscodeignore keeps CHANGELOG.md in the .vsix');
+  });
+
   it('the checks catch what they look for (planted mistakes)', () => {
     const scripts = { demo: '', test: '' };
     assert.match(brokenLink('README.md', 'no/such/file.md') ?? '', /no such file/);
@@ -154,5 +182,11 @@ describe('documentation', () => {
     assert.match(brokenCommand('npx rollout-studio export onnx RUN', scripts) ?? '', /no command "export onnx"/);
     assert.equal(brokenCommand('ONNXRUNTIME_NODE_INSTALL=skip npm install x.tgz', scripts), undefined);
     assert.deepEqual(linkTargets('[a](x.md) `[b](y.md)`\n```\n[c](z.md)\n```\n![d](e.png "title")'), ['x.md', 'e.png']);
+    const changelog = '# Changelog\n\n## [Unreleased]\n\n### Added\n\n- a\n\n## [0.1.0] - 2026-12-05\n\n### Added\n\n- b\n';
+    assert.deepEqual(changelogProblems(changelog, '0.1.0'), []);
+    assert.deepEqual(changelogProblems(changelog.replace('- a\n', '- a\n\n### Added\n\n- c\n'), '0.1.0'), ['[Unreleased]: "### Added" is repeated']);
+    assert.deepEqual(changelogProblems(changelog.replace('### Added\n\n- b', '### New\n\n- b'), '0.1.0'), [`[0.1.0] - 2026-12-05: "### New" is not one of ${CHANGE_TYPES.join(', ')}`]);
+    assert.deepEqual(changelogProblems(changelog.replace(' - 2026-12-05', ''), '0.1.0'), ['"## [0.1.0]" is not "## [x.y.z] - YYYY-MM-DD"', "no section for package.json's version 0.1.0"]);
+    assert.deepEqual(changelogProblems(changelog, '0.2.0'), ["no section for package.json's version 0.2.0"]);
   });
 });
