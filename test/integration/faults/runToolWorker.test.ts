@@ -19,6 +19,7 @@ export const tools = [
   defineTool({ name: 'quit', description: 'Ends the process.', parameters: z.object({}), execute: () => process.exit(0) }),
   defineTool({ name: 'where', description: 'Says which thread runs it.', parameters: z.object({ n: z.number() }), execute: ({ n }) => \`\${n} on \${isMainThread ? 'the main thread' : 'a worker'}\` }),
   defineTool({ name: 'here', description: 'Asks to stay on the main thread.', parameters: z.object({}), isolation: 'trainer', execute: () => (isMainThread ? 'main thread' : 'worker') }),
+  defineTool({ name: 'leave', description: 'Ends the process from the main thread.', parameters: z.object({}), isolation: 'trainer', execute: () => process.exit(0) }),
 ];
 `;
 
@@ -56,6 +57,18 @@ describe('run-tool runs the tool as a rollout does', { timeout: 300_000 }, () =>
     assert.equal(report?.error?.kind, 'threw');
     assert.match(report!.error!.message, /the tool worker of .*tools\.ts exited \(code 0\): process\.exit in a tool or its module ends the worker/);
     assert.doesNotMatch(report!.error!.message, /\n\s+at /, 'said in words, without the trainer\'s stack frames');
+  });
+
+  it("a tool kept on run-tool's thread (isolation: trainer) that calls process.exit(0) is reported failed, with where it called it, and exits 1", async () => {
+    const { code, report, stderr } = await runTool('leave');
+    assert.equal(code, 1, `exit ${code}: ${stderr}`);
+    assert.equal(report?.error?.kind, 'threw');
+    assert.match(report!.error!.message, /^leave called process\.exit\(0\) at .*tools\.ts:\d+:\d+\)? while its call ran on run-tool's own thread \(isolation: 'trainer'\): the call did not finish/);
+    assert.equal(report?.tool.className, 'DefinedTool');
+    // The text report too: the same error where the observation would be.
+    const text = await runCli(['run-tool', 'tools.ts', '--tool', 'leave'], { cwd: dir, timeoutMs: 60_000 });
+    assert.equal(text.code, 1, text.stderr);
+    assert.match(text.stdout, /Error: threw\n─+\nleave called process\.exit\(0\)/);
   });
 
   it('an ordinary call runs in a worker and answers; isolation: trainer keeps a tool on the main thread', async () => {

@@ -1,14 +1,17 @@
+import * as fs from 'node:fs';
 import * as inspector from 'node:inspector';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseWith, PROTOCOL_VERSION, ToolSessionRequest, type ToolSelector } from '../../../contract/protocol';
 import { checkArguments, runToolOnce, toolInfo } from '../../authoring/runTool';
+import { watchExitDuringCall, type WriteEndedCall } from '../../authoring/exitDuringCall';
 import { formatToolRun } from '../../../contract/authoringReport';
 import { exportedTools, selectTool } from '../../usercode/selectTool';
 import { UserCodeError } from '../../../foundations/tools/toolErrors';
 import { compileUserModule, evaluateUserModule, loadUserModule } from '../../usercode/loadUserModule';
-import { isolateSelectedTool } from '../../usercode/toolHost';
+import { isolateSelectedTool, WorkerTool } from '../../usercode/toolHost';
 import type { Tool } from '../../../foundations/tools/tool';
+import type { ToolRunReport } from '../../../contract/protocol/authoring';
 import { declaredMcpServers, openDeclaredMcpServers } from '../../authoring/mcpTools';
 import { McpServers } from '../../../foundations/mcp/servers';
 import { hasParent, sendToParent } from '../ipc';
@@ -35,7 +38,8 @@ rollout (timeout, error kinds; isolation: 'trainer' and --inspect keep it on thi
                    messages until it disconnects (Run Tool… and Debug Tool in the editor)
   --inspect        with --session: open the Node inspector on a free port of 127.0.0.1 and
                    report its URL, so a debugger can attach before the tool runs
-Exit code 1 when the call fails (bad arguments, a throw, a timeout), unless --ipc.`;
+Exit code 1 when the call fails (bad arguments, a throw, a timeout, process.exit in the tool),
+unless --ipc.`;
 
 function selectorFrom(values: { tool?: string; class?: string; export?: string; 'mcp-server'?: string; list?: boolean }): ToolSelector | undefined {
   if (values['mcp-server'] !== undefined) {
@@ -64,6 +68,8 @@ interface LoadedTool {
   tool: Tool;
   servers: McpServers;
   close?: () => Promise<void>;
+  /** The tool runs on this thread (isolation: 'trainer', Debug Tool): a process.exit in it ends the command (exitDuringCall.ts). */
+  onThisThread?: boolean;
 }
 
 async function loadTool(file: string, selector: ToolSelector | undefined, isolate: boolean): Promise<LoadedTool> {
@@ -76,9 +82,9 @@ async function loadTool(file: string, selector: ToolSelector | undefined, isolat
   // The tool runs in a worker, as in a rollout: the worker finds it in the same code by the same
   // selector. Not under Debug Tool (--inspect): breakpoints bind on this thread.
   const inWorker = async (tool: Tool, by: ToolSelector): Promise<LoadedTool> => {
-    if (!isolate) return { tool, servers: McpServers.none() };
+    if (!isolate) return { tool, servers: McpServers.none(), onThisThread: true };
     const placed = await isolateSelectedTool(file, code, tool, by);
-    return { tool: placed.tool, servers: McpServers.none(), close: placed.close };
+    return { tool: placed.tool, servers: McpServers.none(), close: placed.close, onThisThread: !(placed.tool instanceof WorkerTool) };
   };
   if (selector) return inWorker(selectTool(exports, selector, file), selector);
   const tools = exportedTools(exports);
@@ -98,7 +104,7 @@ async function mcpTool(exports: Record<string, unknown>, file: string, server: s
 }
 
 /** Answers the extension until it disconnects; the tool module stays loaded (and debuggable) in between. */
-function serve(tool: Tool): Promise<number> {
+function serve(tool: Tool, run: (args: unknown) => Promise<ToolRunReport>): Promise<number> {
   return new Promise((resolve, reject) => {
     process.on('message', (raw) => {
       let request: ToolSessionRequest;
@@ -111,7 +117,7 @@ function serve(tool: Tool): Promise<number> {
       const answer =
         request.type === 'tool.check'
           ? checkArguments(tool, request.args).then((check) => sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.checked', id: request.id, check }))
-          : runToolOnce(tool, request.args).then((report) => sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.result', id: request.id, report }));
+          : run(request.args).then((report) => sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.result', id: request.id, report }));
       answer.catch(reject);
     });
     process.on('disconnect', () => resolve(0));
@@ -151,16 +157,34 @@ export async function runToolCommand(argv: string[]): Promise<number> {
     await servers.close();
     return 0;
   }
-  const { tool, servers, close } = await loadTool(file, selector, !values.inspect);
+  const { tool, servers, close, onThisThread } = await loadTool(file, selector, !values.inspect);
   try {
-    return await runLoaded(tool, file, args, values);
+    return await runLoaded(tool, file, args, { ...values, onThisThread: onThisThread ?? false });
   } finally {
     await close?.();
     await servers.close();
   }
 }
 
-async function runLoaded(tool: Tool, file: string, args: unknown, values: { session: boolean; inspect: boolean; ipc: boolean; json: boolean }): Promise<number> {
+/**
+ * The report of a call the tool ended with process.exit, where a finished call's report would go;
+ * over IPC on stderr, whose last lines the extension shows when the process exits during a call.
+ */
+function endedCallWriter(file: string, values: { ipc: boolean; json: boolean }): WriteEndedCall {
+  return (report) => {
+    if (values.ipc) fs.writeSync(2, `rollout-studio: ${report.error?.message}\n`);
+    else fs.writeSync(1, (values.json ? JSON.stringify(report, null, 2) : formatToolRun(report, file)) + '\n');
+  };
+}
+
+async function runLoaded(
+  tool: Tool,
+  file: string,
+  args: unknown,
+  values: { session: boolean; inspect: boolean; ipc: boolean; json: boolean; onThisThread: boolean },
+): Promise<number> {
+  const write = endedCallWriter(file, values);
+  const run = (callArgs: unknown) => (values.onThisThread ? watchExitDuringCall(tool, callArgs, write, () => runToolOnce(tool, callArgs)) : runToolOnce(tool, callArgs));
   if (values.session) {
     // Opened after loading: the tool's module is compiled by then, and its source map is there to bind breakpoints to.
     let inspectorUrl: string | undefined;
@@ -169,9 +193,9 @@ async function runLoaded(tool: Tool, file: string, args: unknown, values: { sess
       inspectorUrl = inspector.url();
     }
     await sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.ready', tool: toolInfo(tool), file, ...(inspectorUrl ? { inspectorUrl } : {}) });
-    return serve(tool);
+    return serve(tool, run);
   }
-  const report = await runToolOnce(tool, args);
+  const report = await run(args);
   if (values.ipc) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.result', report });
   else process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatToolRun(report, file) + '\n');
   // Over IPC the failure travels in the report; the process itself did its job.
