@@ -85,6 +85,27 @@ describe('MCP servers of a run', () => {
     );
   });
 
+  it("keeps the config's secrets out of what the SDK, fetch and a failing server say (issue 36, item 4)", async () => {
+    const SECRET = 'hunter2SECRETvalue';
+    const seen = (error: unknown) => `${String(error)}\n${(error as Error).stack}\n${String((error as Error).cause)}\n${((error as Error).cause as Error | undefined)?.stack}`;
+    // fetch refuses a URL with a user and password, quoting the whole URL in its message.
+    const http = await McpServers.open(McpServersConfig.parse({ web: { url: `http://bot:${SECRET}@127.0.0.1:9/mcp?token=${SECRET}&team=7` } }), { baseDir: ROOT }).catch((e: unknown) => e);
+    assert.ok(http instanceof Error, 'the URL is refused');
+    assert.ok(!seen(http).includes(SECRET), seen(http));
+    assert.match(http.message, /could not be reached: .*credentials: http:\/\/\*\*\*:\*\*\*@127\.0\.0\.1:9\/mcp\?token=\*\*\*&team=7/);
+    // A server that echoes its command line and environment to stderr and exits.
+    const echo = 'console.error("args", process.argv.slice(1).join(" "), "env", process.env.SERVICE_TOKEN); process.exit(3)';
+    const lines: string[] = [];
+    const stdio = await McpServers.open(
+      McpServersConfig.parse({ kb: { command: process.execPath, args: ['-e', echo, '--', '--api-key', SECRET], env: { SERVICE_TOKEN: `env-${SECRET}` } } }),
+      { baseDir: ROOT, onStderr: (line) => lines.push(line) },
+    ).catch((e: unknown) => e);
+    assert.ok(stdio instanceof Error, 'the server exits before it answers');
+    assert.match(stdio.message, /could not be started[^]*its stderr ended with:\n\s+args --api-key \*\*\* env \*\*\*/);
+    assert.ok(!seen(stdio).includes(SECRET), seen(stdio));
+    assert.ok(lines.length > 0 && !lines.join('\n').includes(SECRET), lines.join('\n'));
+  });
+
   it('calls the reference server over Streamable HTTP, with headers', async () => {
     const port = await freePort();
     const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });

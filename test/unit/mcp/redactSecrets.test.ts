@@ -1,8 +1,8 @@
 /** What run.json records of a config's MCP servers: no secrets from URLs or command lines (issue 36, item 4). */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { describeServer, McpServerConfig, McpServersConfig, recordableServers } from '../../../trainer/foundations/mcp/mcpConfig';
-import { redactArguments, redactUrl } from '../../../trainer/foundations/mcp/redactSecrets';
+import { describeServer, maskServerSecrets, McpServerConfig, McpServersConfig, recordableServers } from '../../../trainer/foundations/mcp/mcpConfig';
+import { maskSecrets, redactArguments, redactUrl } from '../../../trainer/foundations/mcp/redactSecrets';
 import { exactMatch } from '../../../trainer/pipeline/rewards';
 import { hashable, parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
 
@@ -47,6 +47,31 @@ describe('secrets are not recorded', () => {
       redactArguments([`ghp_${'b'.repeat(36)}`, `--url=https://u:p@h.example/mcp`, `ENDPOINT=https://h.example/mcp?token=t3`, `MODEL=${hf}`, '--keyword', 'cats']),
       ['***', '--url=https://***:***@h.example/mcp', 'ENDPOINT=https://h.example/mcp?token=***', 'MODEL=***', '--keyword', 'cats'],
     );
+  });
+});
+
+describe("other programs' messages about a server", () => {
+  it('a header on the command line (mcp-remote --header) is redacted; other colons are not', () => {
+    assert.deepEqual(
+      redactArguments(['mcp-remote', 'https://h.example/mcp', '--header', 'Authorization: Bearer abc123xyz', '--header', 'X-Api-Key:k-42', '--header', 'Accept: text/plain', 'C:\\tools']),
+      ['mcp-remote', 'https://h.example/mcp', '--header', 'Authorization: ***', '--header', 'X-Api-Key: ***', '--header', 'Accept: text/plain', 'C:\\tools'],
+    );
+  });
+
+  it('masks the whole URL as describeServer writes it, and each secret wherever else it appears, decoded too', () => {
+    const server = McpServerConfig.parse({ url: 'https://bob:p%40ss-word@h.example/mcp?token=tok-1234&team=7', headers: { Authorization: 'Bearer hdr-5678', Accept: 'text/plain' } });
+    const text = maskServerSecrets(
+      'Request cannot be constructed from a URL that includes credentials: https://bob:p%40ss-word@h.example/mcp?token=tok-1234&team=7; the server said p@ss-word, tok-1234 and hdr-5678 (Accept: text/plain)',
+      server,
+    );
+    assert.equal(text, `Request cannot be constructed from a URL that includes credentials: ${describeServer('w', server).slice('MCP server "w" ('.length, -1)}; the server said ***, *** and *** (Accept: text/plain)`);
+    assert.match(text, /https:\/\/\*\*\*:\*\*\*@h\.example\/mcp\?token=\*\*\*&team=7/);
+  });
+
+  it('a stdio server: its credential arguments and env values, not values too short to mean anything', () => {
+    const server = McpServerConfig.parse({ command: 'node', args: ['s.js', '--token', 'abcd1234', '--level', '2'], env: { API_TOKEN: 'env-secret-9', LEVEL: 'verbose-mode' } });
+    assert.equal(maskServerSecrets('argv: s.js --token abcd1234 --level 2; token env-secret-9, level verbose-mode', server), 'argv: s.js --token *** --level 2; token ***, level verbose-mode');
+    assert.equal(maskSecrets('a 1 on', ['1', 'on']), 'a 1 on', 'values under four characters are left');
   });
 });
 

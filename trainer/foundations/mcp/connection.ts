@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ROLLOUT_STUDIO_VERSION } from '../../version';
-import { describeServer, isStdioServer, type McpServerConfig } from './mcpConfig';
+import { describeServer, isStdioServer, maskServerSecrets, type McpServerConfig } from './mcpConfig';
 
 /**
  * What a server says of one of its tools, and what a call returns: the fields of MCP's `Tool` and
@@ -80,7 +80,8 @@ export class McpConnection {
       try {
         page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.server.startTimeoutMs });
       } catch (error) {
-        throw new McpServerError(`${this.description}: listing its tools failed: ${(error as Error).message}${this.stderrNote()}`, { cause: error });
+        const masked = this.maskedInPlace(error);
+        throw new McpServerError(this.masked(`${this.description}: listing its tools failed: ${(error as Error).message}${this.stderrNote()}`), { cause: masked });
       }
       tools.push(...(page.tools as McpToolDescription[]));
       cursor = page.nextCursor;
@@ -91,7 +92,30 @@ export class McpConnection {
   /** One tool call. `timeoutMs` is the SDK's own limit, a backstop behind the runner's deadline (which aborts `signal`). */
   async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<McpCallResult> {
     const client = await this.connected();
-    return (await client.callTool({ name, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
+    try {
+      return (await client.callTool({ name, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
+    } catch (error) {
+      // The message becomes the policy's observation and is recorded with the trajectory.
+      throw this.maskedInPlace(error);
+    }
+  }
+
+  /** The error with this server's secrets masked in its message and stack: it is kept as a cause, which --verbose prints. */
+  private maskedInPlace(error: unknown): unknown {
+    if (!(error instanceof Error)) return error;
+    try {
+      error.message = this.masked(error.message);
+      if (error.stack) error.stack = this.masked(error.stack);
+      return error;
+    } catch {
+      // A message that cannot be set (a DOMException's is a getter): a new error carries the masked words.
+      return new McpServerError(this.masked(`${error.name}: ${error.message}`));
+    }
+  }
+
+  /** `text` without this server's secrets (messages of the SDK, fetch and the server's stderr use the real values). */
+  private masked(text: string): string {
+    return maskServerSecrets(text, this.server);
   }
 
   /** Stops the server process (stdio) or ends the session (HTTP). Calls after this fail. */
@@ -128,7 +152,7 @@ export class McpConnection {
     if (this.exits > 0) {
       if (isStdioServer(server) && this.exits > server.maxRestarts) {
         this.failure = new McpServerError(
-          `${this.description} exited ${this.exits} times during the run (maxRestarts is ${server.maxRestarts}); its tools fail from now on${this.stderrNote()}`,
+          this.masked(`${this.description} exited ${this.exits} times during the run (maxRestarts is ${server.maxRestarts}); its tools fail from now on${this.stderrNote()}`),
         );
         throw this.failure;
       }
@@ -148,7 +172,7 @@ export class McpConnection {
       transport.stderr?.on('data', (chunk: Buffer) => {
         const text = chunk.toString('utf8');
         this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
-        if (this.options.onStderr) for (const line of text.split('\n')) if (line.trim()) this.options.onStderr(line);
+        if (this.options.onStderr) for (const line of text.split('\n')) if (line.trim()) this.options.onStderr(this.masked(line));
       });
     }
     client.onclose = () => {
@@ -161,11 +185,12 @@ export class McpConnection {
       await client.connect(transport, { timeout: server.startTimeoutMs });
     } catch (error) {
       await client.close().catch(() => undefined);
+      const masked = this.maskedInPlace(error);
       // A restart that fails counts against maxRestarts too, so a server that cannot come back is given up on.
       if (this.exits > 0) this.exits++;
       const what = isStdioServer(server) ? 'could not be started' : 'could not be reached';
       const hint = isStdioServer(server) && /ENOENT/.test(String((error as Error).message)) ? ` (is "${server.command}" installed and on PATH?)` : '';
-      throw new McpServerError(`${this.description} ${what}: ${(error as Error).message}${hint}${this.stderrNote()}`, { cause: error });
+      throw new McpServerError(this.masked(`${this.description} ${what}: ${(error as Error).message}${hint}${this.stderrNote()}`), { cause: masked });
     }
     if (this.closed) {
       await client.close().catch(() => undefined);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { redactArguments, redactUrl } from './redactSecrets';
+import { type FoundSecrets, isCredentialName, looksLikeToken, maskSecrets, redactArguments, redactUrl } from './redactSecrets';
 
 /**
  * How a training config names MCP servers whose tools the policy may call:
@@ -72,6 +72,35 @@ export function isStdioServer(server: McpServerConfig): server is StdioServerCon
 /** The command line or URL, for messages — which reach the logs and run.json's error — with its secrets replaced as in run.json's record. */
 export function describeServer(name: string, server: McpServerConfig): string {
   return isStdioServer(server) ? `MCP server "${name}" (${[server.command, ...redactArguments(server.args)].join(' ')})` : `MCP server "${name}" (${redactUrl(server.url)})`;
+}
+
+/** The values of `env` or `headers` entries named like credentials (`GITHUB_TOKEN`, `Authorization`) or shaped like tokens, and a scheme's token (`Bearer …`). */
+function credentialValues(entries: Record<string, string> | undefined, found: FoundSecrets): void {
+  for (const [name, value] of Object.entries(entries ?? {})) {
+    if (!isCredentialName(name) && !looksLikeToken(value)) continue;
+    found.add(value);
+    const scheme = /^\w+\s+(\S+)$/.exec(value);
+    if (scheme) found.add(scheme[1]);
+  }
+}
+
+/**
+ * `text` — a message from the MCP SDK, fetch or the server process, which use the real values —
+ * with the server's secrets masked as describeServer masks them: fetch, refusing a URL with a
+ * user and password, quotes the whole URL; a server may echo its arguments or environment.
+ */
+export function maskServerSecrets(text: string, server: McpServerConfig): string {
+  const found: FoundSecrets = new Set();
+  if (isStdioServer(server)) {
+    redactArguments(server.args, found);
+    credentialValues(server.env, found);
+    return maskSecrets(text, found);
+  }
+  const redacted = redactUrl(server.url, found);
+  credentialValues(server.headers, found);
+  // The whole URL first, as written or as URL writes it, so what is left of it reads as in describeServer.
+  const whole = text.replaceAll(server.url, redacted).replaceAll(URL.canParse(server.url) ? new URL(server.url).href : server.url, redacted);
+  return maskSecrets(whole, found);
 }
 
 /**

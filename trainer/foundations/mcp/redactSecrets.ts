@@ -3,7 +3,8 @@
  * server, which reach run.json's error and the logs): a URL's user and password, its query (and
  * fragment) values named like credentials (`?token=…`, `api_key=…`, `sig=…`, `#access_token=…`),
  * and on a command line the values of flags named so (`--api-key X`, `--token=X`), `NAME=value`
- * pairs named so, and values shaped like well-known API tokens (`hf_…`, `ghp_…`, `sk-…`). Each is
+ * pairs and `Name: value` headers named so, and values shaped like well-known API tokens (`hf_…`,
+ * `ghp_…`, `sk-…`). Each is
  * replaced by `***`; everything else stays as written, so a reader still recognises the server.
  * A secret in no such form (a token as a bare path segment) is still written: pass secrets in
  * `env` or `headers`, whose values are never recorded.
@@ -28,13 +29,34 @@ export function looksLikeToken(value: string): boolean {
   return TOKEN_SHAPES.some((shape) => shape.test(value));
 }
 
+/**
+ * The secret values a redaction replaced, as written and as decoded: messages from the libraries
+ * that use the real value (fetch quotes the whole URL when it refuses credentials in it) are
+ * masked with them (maskSecrets).
+ */
+export type FoundSecrets = Set<string>;
+
+function note(found: FoundSecrets | undefined, ...values: string[]): void {
+  if (!found) return;
+  for (const value of values) {
+    found.add(value);
+    try {
+      found.add(decodeURIComponent(value));
+    } catch {
+      // not percent-encoded: the value as written is enough
+    }
+    found.add(encodeURIComponent(value));
+  }
+}
+
 /** `#access_token=…&state=1` (OAuth's implicit flow) with its credential values replaced; any other fragment as it is. */
-function redactFragment(hash: string): string {
+function redactFragment(hash: string, found?: FoundSecrets): string {
   if (!hash.includes('=')) return hash;
   const params = new URLSearchParams(hash.slice(1));
   let changed = false;
   for (const [key, value] of [...params]) {
     if (isCredentialName(key) || looksLikeToken(value)) {
+      note(found, value);
       params.set(key, REDACTED);
       changed = true;
     }
@@ -43,7 +65,7 @@ function redactFragment(hash: string): string {
 }
 
 /** The URL with its credentials replaced; the same string when it has none (or is not a URL). */
-export function redactUrl(text: string): string {
+export function redactUrl(text: string, found?: FoundSecrets): string {
   let url: URL;
   try {
     url = new URL(text);
@@ -52,20 +74,23 @@ export function redactUrl(text: string): string {
   }
   let changed = false;
   if (url.username) {
+    note(found, url.username);
     url.username = REDACTED;
     changed = true;
   }
   if (url.password) {
+    note(found, url.password);
     url.password = REDACTED;
     changed = true;
   }
   for (const key of [...new Set(url.searchParams.keys())]) {
     if (isCredentialName(key) || url.searchParams.getAll(key).some(looksLikeToken)) {
+      note(found, ...url.searchParams.getAll(key));
       url.searchParams.set(key, REDACTED);
       changed = true;
     }
   }
-  const fragment = redactFragment(url.hash);
+  const fragment = redactFragment(url.hash, found);
   if (fragment !== url.hash) {
     url.hash = fragment;
     changed = true;
@@ -74,26 +99,47 @@ export function redactUrl(text: string): string {
 }
 
 /** A command line with the values of credential flags and `NAME=value` credentials replaced, and URLs redacted. */
-export function redactArguments(args: readonly string[]): string[] {
+export function redactArguments(args: readonly string[], found?: FoundSecrets): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     const assignment = /^(-{0,2}[A-Za-z][\w.-]*)=(.*)$/s.exec(arg);
     if (assignment && (isCredentialName(assignment[1]) || looksLikeToken(assignment[2]))) {
+      note(found, assignment[2]);
       out.push(`${assignment[1]}=${REDACTED}`);
+      continue;
+    }
+    // A header given on the command line (mcp-remote's --header "Authorization: Bearer …").
+    const header = /^([A-Za-z][\w-]*):\s*(\S.*)$/s.exec(arg);
+    if (header && isCredentialName(header[1])) {
+      note(found, header[2], ...(/^\w+\s+(\S+)$/.exec(header[2])?.slice(1) ?? []));
+      out.push(`${header[1]}: ${REDACTED}`);
       continue;
     }
     if (assignment) {
       // --url=https://user:pass@host, ENDPOINT=https://…?token=…
-      out.push(`${assignment[1]}=${redactUrl(assignment[2])}`);
+      out.push(`${assignment[1]}=${redactUrl(assignment[2], found)}`);
       continue;
     }
     if (/^--?[A-Za-z][\w.-]*$/.test(arg) && isCredentialName(arg) && i + 1 < args.length && !args[i + 1].startsWith('-')) {
+      note(found, args[i + 1]);
       out.push(arg, REDACTED);
       i++;
       continue;
     }
-    out.push(looksLikeToken(arg) ? REDACTED : redactUrl(arg));
+    if (looksLikeToken(arg)) note(found, arg);
+    out.push(looksLikeToken(arg) ? REDACTED : redactUrl(arg, found));
   }
   return out;
+}
+
+/** Shorter values are left alone: masking every "1" or "on" in a message would garble it, and they guard nothing. */
+const MIN_MASKED_LENGTH = 4;
+
+/** `text` with every one of `secrets` (longest first, so one inside another goes whole) replaced by `***`. */
+export function maskSecrets(text: string, secrets: Iterable<string>): string {
+  const ordered = [...new Set(secrets)].filter((s) => s.length >= MIN_MASKED_LENGTH).sort((a, b) => b.length - a.length);
+  let masked = text;
+  for (const secret of ordered) masked = masked.replaceAll(secret, REDACTED);
+  return masked;
 }
