@@ -1,8 +1,9 @@
 // The third-party packages esbuild bundled into what ships (the trainer, the extension, the
-// panels), with their versions and licences, as dist/THIRD_PARTY.md. They are devDependencies
-// of this package (bundled, not installed), so `npm audit --omit=dev` and licence scanners that
-// read package.json miss them: this file names them. test/unit/build/thirdParty.test.ts checks it
-// against the bundles' source maps.
+// panels), with their versions and licences, as dist/THIRD_PARTY.md (for people) and
+// dist/sbom.cdx.json (a CycloneDX SBOM, for scanners: `osv-scanner scan --sbom`, grype,
+// Dependency-Track). They are devDependencies of this package (bundled, not installed), so
+// `npm audit --omit=dev` and licence scanners that read package.json miss them: these files name
+// them. test/unit/build/thirdParty.test.ts checks both against the bundles' source maps.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
@@ -58,5 +59,43 @@ export function writeThirdParty(root, metafiles) {
     ...rows.flatMap((r) => [`### ${r.name}@${r.version}`, '', r.text ? ['~~~text', r.text, '~~~'].join('\n') : `(the package has no licence file; its package.json says ${r.license})`, '']),
   ].join('\n');
   fs.writeFileSync(path.join(root, 'dist', 'THIRD_PARTY.md'), text);
+  writeSbom(root, rows);
   return rows;
+}
+
+/** `pkg:npm/%40scope/name@1.2.3`: the package URL scanners match advisories by. */
+function purl(name, version) {
+  return `pkg:npm/${name.startsWith('@') ? `%40${name.slice(1)}` : name}@${version}`;
+}
+
+/**
+ * dist/sbom.cdx.json: the same packages as a CycloneDX 1.5 bill of materials. No timestamp or
+ * serial number (both optional), so the same sources build the same file.
+ */
+function writeSbom(root, rows) {
+  const self = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+  const component = (name, version, license, extra = {}) => {
+    const scoped = name.startsWith('@') ? { group: name.slice(0, name.indexOf('/')), name: name.slice(name.indexOf('/') + 1) } : { name };
+    return {
+      type: 'library',
+      'bom-ref': purl(name, version),
+      ...scoped,
+      version,
+      purl: purl(name, version),
+      // One SPDX expression each: a single id is one too, and "MIT OR Apache-2.0" needs no splitting.
+      ...(license && license !== 'UNKNOWN' ? { licenses: [{ expression: license }] } : {}),
+      ...extra,
+    };
+  };
+  const bom = {
+    bomFormat: 'CycloneDX',
+    specVersion: '1.5',
+    version: 1,
+    metadata: {
+      component: component(self.name, self.version, self.license, { type: 'application' }),
+      properties: [{ name: 'rollout-studio:scope', value: 'packages esbuild bundled into dist/ (not the installed dependencies, which npm audit covers)' }],
+    },
+    components: rows.map((r) => component(r.name, r.version, r.license, { properties: [{ name: 'rollout-studio:bundled-into', value: [...r.into].sort().join(', ') }] })),
+  };
+  fs.writeFileSync(path.join(root, 'dist', 'sbom.cdx.json'), JSON.stringify(bom, null, 2) + '\n');
 }

@@ -190,7 +190,7 @@ describe('a new user, outside the repository', { timeout: 900_000 }, () => {
     tarball = path.join(scratch, filename);
     console.log(`  npm package ${filename}: ${(size / 1e6).toFixed(2)} MB, ${(unpackedSize / 1e6).toFixed(1)} MB unpacked, ${entryCount} files (npm pack took ${packed.seconds.toFixed(0)} s)`);
     const paths = files.map((f) => f.path);
-    for (const wanted of ['package.json', 'README.md', 'LICENSE', 'dist/trainer/cli.js', 'dist/trainer/index.js', 'dist/trainer/device-worker.js', 'dist/trainer/tool-worker.js', 'dist/types/index.d.ts', 'dist/THIRD_PARTY.md', 'examples/calculator/tools.ts']) {
+    for (const wanted of ['package.json', 'README.md', 'LICENSE', 'dist/trainer/cli.js', 'dist/trainer/index.js', 'dist/trainer/device-worker.js', 'dist/trainer/tool-worker.js', 'dist/types/index.d.ts', 'dist/THIRD_PARTY.md', 'dist/sbom.cdx.json', 'examples/calculator/tools.ts']) {
       assert.ok(paths.includes(wanted), `${wanted} is in the tarball`);
     }
     // The pretrained models (rollout-studio:base, rollout-studio:base-long) are the one folder of trainer/ that ships: weights, not code.

@@ -1,5 +1,5 @@
 /**
- * dist/THIRD_PARTY.md names every third-party package bundled into what ships, with the version
+ * dist/THIRD_PARTY.md (and dist/sbom.cdx.json, for scanners) names every third-party package bundled into what ships, with the version
  * installed (issue 36: the bundled packages are devDependencies, so an audit of runtime
  * dependencies misses them). Checked against the bundles' own source maps, which list every
  * file esbuild put in — an independent reading of the same bundles. Needs `node .build/build.mjs`
@@ -51,5 +51,43 @@ describe('dist/THIRD_PARTY.md', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { files: string[] };
     assert.ok(pkg.files.includes('dist/THIRD_PARTY.md'), 'in the npm package');
     assert.match(fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8'), /^!dist\/THIRD_PARTY\.md$/m, 'in the .vsix');
+  });
+});
+
+interface SbomComponent {
+  type: string;
+  'bom-ref': string;
+  group?: string;
+  name: string;
+  version: string;
+  purl: string;
+  licenses?: { expression: string }[];
+}
+
+describe('dist/sbom.cdx.json', () => {
+  it('is a CycloneDX bill of the same packages, each with the package URL scanners match advisories by, and ships in both packages', () => {
+    const bom = JSON.parse(fs.readFileSync(path.join(dist, 'sbom.cdx.json'), 'utf8')) as { bomFormat: string; specVersion: string; metadata: { component: SbomComponent }; components: SbomComponent[] };
+    assert.equal(bom.bomFormat, 'CycloneDX');
+    assert.equal(bom.specVersion, '1.5');
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string; version: string; files: string[] };
+    assert.equal(bom.metadata.component.purl, `pkg:npm/${pkg.name}@${pkg.version}`);
+    const bundled = bundledPackages();
+    const inBom = new Map(bom.components.map((c) => [`${c.group ? `${c.group}/` : ''}${c.name}`, c]));
+    const text = fs.readFileSync(path.join(dist, 'THIRD_PARTY.md'), 'utf8');
+    // The same list as THIRD_PARTY.md (from esbuild's metafiles, which may also name a package whose code was all shaken out)…
+    const listed = [...text.matchAll(/^\| (\S+) \| (\S+) \| [^|]+ \|/gm)].map((m) => `${m[1]}@${m[2]}`).filter((k) => !k.startsWith('package@') && !k.startsWith('---@'));
+    assert.deepEqual(bom.components.map((c) => `${c.group ? `${c.group}/` : ''}${c.name}@${c.version}`).sort(), listed.sort());
+    // …so every package the source maps show in the bundles.
+    for (const [name, version] of bundled) {
+      const component = inBom.get(name);
+      assert.ok(component, `${name}@${version} is bundled but not in the SBOM`);
+      assert.equal(component.version, version, name);
+      assert.equal(component.purl, `pkg:npm/${name.replace(/^@/, '%40')}@${version}`, name);
+      assert.equal(component['bom-ref'], component.purl);
+      const licence = component.licenses?.[0]?.expression;
+      assert.ok(licence && text.includes(`| ${name} | ${version} | ${licence} |`), `${name}: the licence THIRD_PARTY.md gives (${licence})`);
+    }
+    assert.ok(pkg.files.includes('dist/sbom.cdx.json'), 'in the npm package');
+    assert.match(fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8'), /^!dist\/sbom\.cdx\.json$/m, 'in the .vsix');
   });
 });
