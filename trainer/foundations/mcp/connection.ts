@@ -103,9 +103,13 @@ export class McpConnection {
   /** The error with this server's secrets masked in its message and stack: it is kept as a cause, which --verbose prints. */
   private maskedInPlace(error: unknown): unknown {
     if (!(error instanceof Error)) return error;
+    const message = this.masked(error.message);
+    const stack = error.stack === undefined ? undefined : this.masked(error.stack);
+    // Nothing to mask (nearly always): the error as it was, its class and name intact (an AbortError stays one).
+    if (message === error.message && stack === error.stack) return error;
     try {
-      error.message = this.masked(error.message);
-      if (error.stack) error.stack = this.masked(error.stack);
+      error.message = message;
+      if (stack !== undefined) error.stack = stack;
       return error;
     } catch {
       // A message that cannot be set (a DOMException's is a getter): a new error carries the masked words.
