@@ -256,14 +256,20 @@ export function generateDataset(options: GenerateOptions): Record<string, { file
   );
 }
 
-/** The question type no training prompt or demonstration of the generalisation split contains: the only three-search one. */
-export const HELD_OUT_TYPE = 'employer_country';
+/**
+ * The question type no training prompt or demonstration of the generalisation split contains.
+ * Its two searches are each trained in other types (where was P born: birth_city; which country
+ * a city is in: the last of employer_country's three), so it asks for a new composition of
+ * skills the policy has, at a depth it has. (The three-search employer_country, held out before,
+ * was beyond every arm: 0 of 20 for all, so it could separate nothing.)
+ */
+export const HELD_OUT_TYPE = 'birth_country';
 
 /** The generalisation split's test sets: what each measures. */
 export const TEST_SETS = {
   in_dist: 'held-out people, the training world, the training question types',
   new_world: "a world drawn afresh (the same names, every relation redrawn: the training world's answers are wrong there)",
-  new_type: `a question type (${HELD_OUT_TYPE}, three searches) that no training prompt or demonstration has`,
+  new_type: `a question type (${HELD_OUT_TYPE}: two searches, each trained in another type) that no training prompt or demonstration has`,
 } as const;
 export type TestSetName = keyof typeof TEST_SETS;
 
@@ -282,8 +288,8 @@ export interface GeneralisationSplit {
  * The benchmark's split, measuring generalisation three ways (TEST_SETS): questions about people
  * no training question is about; questions in a freshly drawn world, where a policy that
  * memorised the training world's facts answers wrongly and one that searches answers rightly;
- * and the three-search question type, absent from every training prompt and demonstration (so
- * chain depth 3 is new too). Deterministic in `seed`.
+ * and a question type absent from every training prompt and demonstration, whose searches the
+ * training types teach one by one (HELD_OUT_TYPE). Deterministic in `seed`.
  */
 export function generateGeneralisationSplit(options: { seed: number; sft: number; short: number; newWorldQuestions: number }): GeneralisationSplit {
   const kb = knowledgeBase;

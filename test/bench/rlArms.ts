@@ -7,7 +7,7 @@
  *
  *   A  more SFT on the same imperfect demonstrations
  *   B  RFT on its own rollouts (algorithm 'rft': SFT on the rollouts that answered correctly)
- *   C  GRPO on its own rollouts
+ *   C  GRPO on its own rollouts, with dynamic sampling (groups without signal replaced)
  *   D  SFT on correct demonstrations of the training questions (the distillation ceiling)
  *   E  D, then GRPO
  *   F  D, then more correct SFT for E's optimizer steps
@@ -46,7 +46,7 @@ interface Arm {
 export const ARMS: Arm[] = [
   { name: 'A_more_sft', what: 'more SFT on the same imperfect demonstrations', from: 'warm', train: { sft: 'imperfect' } },
   { name: 'B_rft', what: 'RFT on its own rollouts', from: 'warm', train: { rl: 'rft' } },
-  { name: 'C_grpo', what: 'GRPO on its own rollouts', from: 'warm', train: { rl: 'grpo' } },
+  { name: 'C_grpo', what: 'GRPO on its own rollouts, with dynamic sampling', from: 'warm', train: { rl: 'grpo' } },
   { name: 'D_gold_sft', what: 'SFT on correct demonstrations (the ceiling)', from: 'warm', train: { sft: 'gold' } },
   { name: 'E_gold_then_grpo', what: 'D, then GRPO', from: 'D', train: { rl: 'grpo' } },
   { name: 'F_gold_then_more_sft', what: "D, then more correct SFT for E's optimizer steps", from: 'D', train: { sft: 'gold' } },
@@ -130,7 +130,10 @@ async function armConfig(arm: Arm, start: string, seed: number, budget: ArmBudge
   delete c.sft;
   if ('rl' in arm.train) {
     const { groupSize, epochs, miniBatches } = c.algorithm;
-    c.algorithm = AlgorithmSection.parse({ name: arm.train.rl, groupSize, epochs, miniBatches });
+    // GRPO with DAPO's dynamic sampling (the arm C): a group with no signal is replaced by
+    // fresh prompts, so its extra rollouts cost generation, not updates (the budget stays equal).
+    const dynamicSampling = arm.train.rl === 'grpo' ? { dynamicSampling: { enabled: true } } : {};
+    c.algorithm = AlgorithmSection.parse({ name: arm.train.rl, groupSize, epochs, miniBatches, ...dynamicSampling });
     c.optimization = { ...c.optimization, ...budget.rl };
     c.evaluation.every = options.evaluateEvery;
     return { loaded, steps: options.steps };
