@@ -1,0 +1,54 @@
+// npm run lint: typescript-eslint's recommended rules over all code, plus a function-length limit
+// on the code that ships (the trainer, the extension, the panels, the examples users copy).
+// Formatting is Prettier's job (npm run format), not a lint rule.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'test-output/',
+      '.rollout/',
+      'test/fixtures/**/generated/',
+      'test/grammar/vendor/',
+      'examples/*/data/',
+      'examples/*/model/',
+      'test/bench/*/data/',
+    ],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      // `_name` marks a parameter or binding kept for its position or to drop it from a rest spread.
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
+    },
+  },
+  {
+    files: ['trainer/**/*.ts', 'extension/**/*.ts', 'webview/**/*.ts', 'examples/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true, IIFEs: true }],
+    },
+  },
+  {
+    files: ['**/*.{js,mjs,cjs}'],
+    languageOptions: {
+      globals: {
+        console: 'readonly',
+        process: 'readonly',
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        Buffer: 'readonly',
+      },
+    },
+  },
+);
