@@ -63,14 +63,19 @@ const roomRules = Object.entries(TRAINER_ROOMS).map(([room, allowed]) => ({
   comment: `trainer/${room}/ may import only ${allowed.length ? allowed.map((r) => `trainer/${r}`).join(', ') : 'itself'} (the rooms below it)`,
   severity: 'error',
   from: { path: `^trainer/${room}/` },
-  to: { path: '^trainer/', pathNot: `^trainer/(${[room, ...allowed].map((r) => r.replace('.', '\\.')).join('|')})(/|$)` },
+  to: {
+    path: '^trainer/',
+    pathNot: `^trainer/(${[room, ...allowed].map((r) => r.replace('.', '\\.')).join('|')})(/|$)`,
+  },
 }));
 
 module.exports = {
   forbidden: [
     ...roomRules.map((rule) =>
       // The engine may name the protocol's provider names (a type, erased at run time).
-      rule.from.path === `^trainer/${ENGINE}/` ? { ...rule, to: { ...rule.to, dependencyTypesNot: ['type-only'] } } : rule,
+      rule.from.path === `^trainer/${ENGINE}/`
+        ? { ...rule, to: { ...rule.to, dependencyTypesNot: ['type-only'] } }
+        : rule,
     ),
     {
       name: 'trainer-engine-types-only-from-protocol',
@@ -88,10 +93,14 @@ module.exports = {
     },
     {
       name: 'extension-never-reaches-native-modules-or-engine',
-      comment: 'onnxruntime, webgpu, esbuild and the engine never load in the extension host, not even through another module',
+      comment:
+        'onnxruntime, webgpu, esbuild and the engine never load in the extension host, not even through another module',
       severity: 'error',
       from: { path: '^extension/' },
-      to: { path: `(^|/)node_modules/(onnxruntime-node|onnxruntime-common|onnxruntime-web|webgpu|esbuild)/|^trainer/${ENGINE}/`, reachable: true },
+      to: {
+        path: `(^|/)node_modules/(onnxruntime-node|onnxruntime-common|onnxruntime-web|webgpu|esbuild)/|^trainer/${ENGINE}/`,
+        reachable: true,
+      },
     },
     {
       name: 'webview-imports-only-the-protocol',
@@ -134,6 +143,9 @@ module.exports = {
     tsPreCompilationDeps: true,
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(dist|out|test-output)/' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
   },
 };

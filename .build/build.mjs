@@ -39,7 +39,10 @@ const sourceOnly = ['tsx', 'tsx/cjs'];
 const trainerRuntimePackages = ['esbuild'];
 
 const testEntries = Object.fromEntries(
-  [...filesUnder('test/vscode', ['.ts']), ...filesUnder('test/desktop', ['.ts'])].map((f) => [f.replace(/\.ts$/, ''), f]),
+  [...filesUnder('test/vscode', ['.ts']), ...filesUnder('test/desktop', ['.ts'])].map((f) => [
+    f.replace(/\.ts$/, ''),
+    f,
+  ]),
 );
 
 /** The builds that ship, in the order of `builds` below. */
@@ -49,7 +52,10 @@ const builds = [
   {
     ...common,
     // TypeScript's parser (for the code lenses) is a bundle of its own, loaded on first use.
-    entryPoints: { 'extension/extension': 'extension/extension.ts', 'extension/definitions': 'extension/authoring/definitions.ts' },
+    entryPoints: {
+      'extension/extension': 'extension/extension.ts',
+      'extension/definitions': 'extension/authoring/definitions.ts',
+    },
     platform: 'node',
     format: 'cjs',
     external: ['vscode'],
@@ -57,7 +63,12 @@ const builds = [
   {
     ...common,
     // The device worker runs onnxruntime in its own thread, the tool worker the user's tools; they sit next to the other trainer bundles.
-    entryPoints: { 'trainer/cli': 'trainer/bridges/cli/main.ts', 'trainer/index': 'trainer/index.ts', 'trainer/device-worker': 'trainer/foundations/engine/device/worker.ts', 'trainer/tool-worker': 'trainer/bridges/usercode/toolWorker.ts' },
+    entryPoints: {
+      'trainer/cli': 'trainer/bridges/cli/main.ts',
+      'trainer/index': 'trainer/index.ts',
+      'trainer/device-worker': 'trainer/foundations/engine/device/worker.ts',
+      'trainer/tool-worker': 'trainer/bridges/usercode/toolWorker.ts',
+    },
     platform: 'node',
     format: 'cjs',
     external: [...nativeModules, ...sourceOnly, ...trainerRuntimePackages],
@@ -91,7 +102,9 @@ if (watch) {
   console.log('[watch] watching for changes');
 } else {
   const started = Date.now();
-  const results = await Promise.all(builds.map((options, i) => esbuild.build({ ...options, metafile: i < SHIPPED.length })));
+  const results = await Promise.all(
+    builds.map((options, i) => esbuild.build({ ...options, metafile: i < SHIPPED.length })),
+  );
   // What ships (not the test bundles): its bundled third-party packages, named with their licences.
   writeThirdParty(root, Object.fromEntries(SHIPPED.map((label, i) => [label, results[i].metafile])));
   fs.chmodSync(path.join(root, 'dist/trainer/cli.js'), 0o755);

@@ -13,7 +13,9 @@ const target = targetArg > 0 ? process.argv[targetArg + 1] : `${process.platform
 const [platform, arch] = target.split('-');
 const supported = ['linux-x64', 'linux-arm64', 'win32-x64', 'win32-arm64', 'darwin-arm64'];
 if (!supported.includes(target)) {
-  console.error(`package-vsix: unsupported target "${target}"; onnxruntime-node ships binaries for ${supported.join(', ')}`);
+  console.error(
+    `package-vsix: unsupported target "${target}"; onnxruntime-node ships binaries for ${supported.join(', ')}`,
+  );
   process.exit(2);
 }
 
@@ -24,7 +26,10 @@ const dawnBinaries = `node_modules/webgpu/dist/${platform === 'darwin' ? 'darwin
 // esbuild (compiles the user's tools and configs) finds its binary in @esbuild/<platform>-<arch>.
 const esbuildBinaries = `node_modules/@esbuild/${target}`;
 // sharp (decoding and resizing images) finds its binary and libvips in @img/sharp-<platform>-<arch>.
-const sharpBinaries = [`node_modules/@img/sharp-${target}`, ...(platform === 'win32' ? [] : [`node_modules/@img/sharp-libvips-${target}`])];
+const sharpBinaries = [
+  `node_modules/@img/sharp-${target}`,
+  ...(platform === 'win32' ? [] : [`node_modules/@img/sharp-libvips-${target}`]),
+];
 for (const dir of [ortBinaries, dawnBinaries, esbuildBinaries, ...sharpBinaries]) {
   if (!fs.existsSync(path.join(root, dir))) {
     console.error(`package-vsix: ${dir} is missing; run npm install first`);
@@ -32,7 +37,9 @@ for (const dir of [ortBinaries, dawnBinaries, esbuildBinaries, ...sharpBinaries]
   }
 }
 const ignoreFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-vsix-')), '.vscodeignore');
-const rules = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8') + `\n!${ortBinaries}/**\n!${dawnBinaries}/**\n!${esbuildBinaries}/**\n${sharpBinaries.map((d) => `!${d}/**`).join('\n')}\n`;
+const rules =
+  fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8') +
+  `\n!${ortBinaries}/**\n!${dawnBinaries}/**\n!${esbuildBinaries}/**\n${sharpBinaries.map((d) => `!${d}/**`).join('\n')}\n`;
 fs.writeFileSync(ignoreFile, rules);
 
 const out = path.join(root, 'dist', `${manifest.name}-${target}-${manifest.version}.vsix`);
@@ -50,7 +57,17 @@ fs.writeFileSync(manifestFile, JSON.stringify(vsixManifest, null, 2) + '\n');
 try {
   execFileSync(
     process.execPath,
-    [path.join(root, 'node_modules/@vscode/vsce/vsce'), 'package', '--target', target, '--ignoreFile', ignoreFile, '--out', out, '--skip-license'],
+    [
+      path.join(root, 'node_modules/@vscode/vsce/vsce'),
+      'package',
+      '--target',
+      target,
+      '--ignoreFile',
+      ignoreFile,
+      '--out',
+      out,
+      '--skip-license',
+    ],
     { stdio: 'inherit', cwd: root },
   );
 } finally {

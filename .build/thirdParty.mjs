@@ -18,7 +18,10 @@ export function packageFolder(input) {
 
 /** The package's own licence and notice files, as it ships them (MIT, BSD and Apache ask that these travel with every copy). */
 function licenceTexts(folder) {
-  const names = fs.readdirSync(folder).filter((f) => /^(licen[cs]e|copying|notice)([.-][\w.-]+)?$/i.test(f)).sort();
+  const names = fs
+    .readdirSync(folder)
+    .filter((f) => /^(licen[cs]e|copying|notice)([.-][\w.-]+)?$/i.test(f))
+    .sort();
   return names.map((f) => fs.readFileSync(path.join(folder, f), 'utf8').trim()).join('\n\n');
 }
 
@@ -38,12 +41,20 @@ export function writeThirdParty(root, metafiles) {
       if (!found) continue;
       const manifest = JSON.parse(fs.readFileSync(path.join(root, found.folder, 'package.json'), 'utf8'));
       const key = `${found.name}@${manifest.version}`;
-      const entry = packages.get(key) ?? { name: found.name, version: manifest.version, license: licenseOf(manifest), text: licenceTexts(path.join(root, found.folder)), into: new Set() };
+      const entry = packages.get(key) ?? {
+        name: found.name,
+        version: manifest.version,
+        license: licenseOf(manifest),
+        text: licenceTexts(path.join(root, found.folder)),
+        into: new Set(),
+      };
       entry.into.add(label);
       packages.set(key, entry);
     }
   }
-  const rows = [...packages.values()].sort((a, b) => a.name.localeCompare(b.name) || a.version.localeCompare(b.version));
+  const rows = [...packages.values()].sort(
+    (a, b) => a.name.localeCompare(b.name) || a.version.localeCompare(b.version),
+  );
   const text = [
     '# Third-party packages bundled into Rollout Studio',
     '',
@@ -56,7 +67,14 @@ export function writeThirdParty(root, metafiles) {
     '',
     '## Licence texts',
     '',
-    ...rows.flatMap((r) => [`### ${r.name}@${r.version}`, '', r.text ? ['~~~text', r.text, '~~~'].join('\n') : `(the package has no licence file; its package.json says ${r.license})`, '']),
+    ...rows.flatMap((r) => [
+      `### ${r.name}@${r.version}`,
+      '',
+      r.text
+        ? ['~~~text', r.text, '~~~'].join('\n')
+        : `(the package has no licence file; its package.json says ${r.license})`,
+      '',
+    ]),
   ].join('\n');
   fs.writeFileSync(path.join(root, 'dist', 'THIRD_PARTY.md'), text);
   writeSbom(root, rows);
@@ -75,7 +93,9 @@ function purl(name, version) {
 function writeSbom(root, rows) {
   const self = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
   const component = (name, version, license, extra = {}) => {
-    const scoped = name.startsWith('@') ? { group: name.slice(0, name.indexOf('/')), name: name.slice(name.indexOf('/') + 1) } : { name };
+    const scoped = name.startsWith('@')
+      ? { group: name.slice(0, name.indexOf('/')), name: name.slice(name.indexOf('/') + 1) }
+      : { name };
     return {
       type: 'library',
       'bom-ref': purl(name, version),
@@ -93,9 +113,18 @@ function writeSbom(root, rows) {
     version: 1,
     metadata: {
       component: component(self.name, self.version, self.license, { type: 'application' }),
-      properties: [{ name: 'rollout-studio:scope', value: 'packages esbuild bundled into dist/ (not the installed dependencies, which npm audit covers)' }],
+      properties: [
+        {
+          name: 'rollout-studio:scope',
+          value: 'packages esbuild bundled into dist/ (not the installed dependencies, which npm audit covers)',
+        },
+      ],
     },
-    components: rows.map((r) => component(r.name, r.version, r.license, { properties: [{ name: 'rollout-studio:bundled-into', value: [...r.into].sort().join(', ') }] })),
+    components: rows.map((r) =>
+      component(r.name, r.version, r.license, {
+        properties: [{ name: 'rollout-studio:bundled-into', value: [...r.into].sort().join(', ') }],
+      }),
+    ),
   };
   fs.writeFileSync(path.join(root, 'dist', 'sbom.cdx.json'), JSON.stringify(bom, null, 2) + '\n');
 }

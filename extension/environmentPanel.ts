@@ -1,11 +1,17 @@
 import * as vscode from 'vscode';
-import { EnvironmentReport, EnvironmentPanelToWebview, EnvironmentWebviewToPanel, parseWith } from '../trainer/contract/protocol';
+import {
+  EnvironmentReport,
+  EnvironmentPanelToWebview,
+  EnvironmentWebviewToPanel,
+  parseWith,
+} from '../trainer/contract/protocol';
 import { resolveTrainerRuntime, runTrainer, TrainerProcessError } from './trainerProcess';
 import { webviewHtml, webviewOptions } from './webviewHtml';
 import { untrustedReason } from './workspaceTrust';
 
 /** What Check Environment ended with: the report, or the error the user was shown. */
-export type EnvironmentCheckOutcome = { ok: true; report: EnvironmentReport } | { ok: false; title: string; detail: string };
+export type EnvironmentCheckOutcome =
+  { ok: true; report: EnvironmentReport } | { ok: false; title: string; detail: string };
 
 /**
  * Rollout Studio: Check Environment. Starts the trainer process exactly as training will
@@ -36,7 +42,12 @@ export class EnvironmentPanel {
    */
   static async show(extensionUri: vscode.Uri, log: vscode.OutputChannel): Promise<EnvironmentCheckOutcome> {
     if (!EnvironmentPanel.current) {
-      const panel = vscode.window.createWebviewPanel(EnvironmentPanel.viewType, 'Rollout Studio: Environment', vscode.ViewColumn.Active, webviewOptions(extensionUri));
+      const panel = vscode.window.createWebviewPanel(
+        EnvironmentPanel.viewType,
+        'Rollout Studio: Environment',
+        vscode.ViewColumn.Active,
+        webviewOptions(extensionUri),
+      );
       EnvironmentPanel.current = new EnvironmentPanel(panel, extensionUri, log);
     } else {
       EnvironmentPanel.current.panel.reveal();
@@ -63,17 +74,26 @@ export class EnvironmentPanel {
     try {
       const messages = await runTrainer({ runtime, cliPath, args: ['env', '--ipc'], timeoutMs: 180_000 });
       const reportMessage = messages.find((m) => m.type === 'environment.report');
-      if (!reportMessage) throw new TrainerProcessError('The trainer finished without sending an environment report.', 'Rebuild or reinstall the extension.');
+      if (!reportMessage)
+        throw new TrainerProcessError(
+          'The trainer finished without sending an environment report.',
+          'Rebuild or reinstall the extension.',
+        );
       this.lastReport = reportMessage.report;
       this.post({ type: 'report', report: reportMessage.report });
       return { ok: true, report: reportMessage.report };
     } catch (error) {
-      const { title, detail } = error instanceof TrainerProcessError ? error : { title: 'Checking the environment failed.', detail: String(error) };
+      const { title, detail } =
+        error instanceof TrainerProcessError
+          ? error
+          : { title: 'Checking the environment failed.', detail: String(error) };
       this.log.appendLine(`${title}\n${detail}`);
       this.post({ type: 'failed', title, detail });
-      void vscode.window.showErrorMessage(`Rollout Studio: ${title}`, { detail, modal: false }, 'Show Log').then((choice) => {
-        if (choice === 'Show Log') this.log.show();
-      });
+      void vscode.window
+        .showErrorMessage(`Rollout Studio: ${title}`, { detail, modal: false }, 'Show Log')
+        .then((choice) => {
+          if (choice === 'Show Log') this.log.show();
+        });
       return { ok: false, title, detail };
     }
   }
@@ -106,4 +126,3 @@ export class EnvironmentPanel {
     if (this.ready) void this.panel.webview.postMessage(message);
   }
 }
-

@@ -18,7 +18,9 @@ export function activate(context: vscode.ExtensionContext): RolloutStudioApi {
   const log = vscode.window.createOutputChannel('Rollout Studio');
   context.subscriptions.push(
     log,
-    vscode.commands.registerCommand('rolloutStudio.checkEnvironment', () => EnvironmentPanel.show(context.extensionUri, log)),
+    vscode.commands.registerCommand('rolloutStudio.checkEnvironment', () =>
+      EnvironmentPanel.show(context.extensionUri, log),
+    ),
   );
   const trainings = new LiveTrainings();
   registerDebugger(context, trainings);

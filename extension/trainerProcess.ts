@@ -1,7 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ControlMessage, parseWith, PROTOCOL_VERSION, ProtocolError, TrainerMessage, WAIT_FOR_DEBUGGER_ENV } from '../trainer/contract/protocol';
+import {
+  ControlMessage,
+  parseWith,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  TrainerMessage,
+  WAIT_FOR_DEBUGGER_ENV,
+} from '../trainer/contract/protocol';
 
 /**
  * Starting the trainer process and talking to it. The extension never loads onnxruntime
@@ -22,10 +29,17 @@ export interface TrainerRuntime {
  * The configured Node when there is one; else VS Code's own runtime: Electron run as Node on
  * the desktop, or the extension host's Node when VS Code runs as a server (code-server).
  */
-export function resolveTrainerRuntime(configuredNodePath: string | undefined, baseEnv: NodeJS.ProcessEnv = process.env): TrainerRuntime {
+export function resolveTrainerRuntime(
+  configuredNodePath: string | undefined,
+  baseEnv: NodeJS.ProcessEnv = process.env,
+): TrainerRuntime {
   if (configuredNodePath && configuredNodePath.trim()) {
     const command = configuredNodePath.trim();
-    return { command, env: { ...baseEnv }, description: `the Node.js set in rolloutStudio.trainer.nodePath (${command})` };
+    return {
+      command,
+      env: { ...baseEnv },
+      description: `the Node.js set in rolloutStudio.trainer.nodePath (${command})`,
+    };
   }
   const env = { ...baseEnv, ELECTRON_RUN_AS_NODE: '1' };
   const description = process.versions.electron
@@ -139,7 +153,10 @@ export class TrainerProcess {
             : error.code === 'EACCES'
               ? 'The executable is not executable: fix the setting rolloutStudio.trainer.nodePath.'
               : 'Check the setting rolloutStudio.trainer.nodePath.';
-        this.failure ??= new TrainerProcessError(`Could not start the trainer with ${runtime.description}.`, `${error.message}. ${hint}`);
+        this.failure ??= new TrainerProcessError(
+          `Could not start the trainer with ${runtime.description}.`,
+          `${error.message}. ${hint}`,
+        );
         // A process that never started sends no 'close'.
         if (this.child.pid === undefined) this.finish(resolve, null, null);
       });
@@ -150,7 +167,10 @@ export class TrainerProcess {
   /** Start the trainer; throws a TrainerProcessError when its script is missing. */
   static start(launch: TrainerLaunch, options: TrainerProcessOptions): TrainerProcess {
     if (!fs.existsSync(launch.cliPath)) {
-      throw new TrainerProcessError('The trainer is missing from the extension.', `Expected ${launch.cliPath}. Rebuild the extension (npm run build) or reinstall it.`);
+      throw new TrainerProcessError(
+        'The trainer is missing from the extension.',
+        `Expected ${launch.cliPath}. Rebuild the extension (npm run build) or reinstall it.`,
+      );
     }
     return new TrainerProcess(launch, options);
   }
@@ -207,7 +227,10 @@ export class TrainerProcess {
     if (!error && code !== 0 && !this.killed) {
       const tail = this.stderrTail();
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      error = new TrainerProcessError(`The trainer process ${how}.`, tail ? `Its last output:\n${tail}` : 'It wrote nothing to stderr.');
+      error = new TrainerProcessError(
+        `The trainer process ${how}.`,
+        tail ? `Its last output:\n${tail}` : 'It wrote nothing to stderr.',
+      );
     }
     resolve({ code, signal, killed: this.killed, ...(error ? { error } : {}) });
   }
@@ -251,7 +274,11 @@ export async function runTrainer(request: TrainerRequest): Promise<TrainerMessag
   }, timeoutMs);
   const exit = await trainer.exited;
   clearTimeout(timer);
-  if (timedOut) throw new TrainerProcessError('The trainer did not answer in time.', `It ran for ${Math.round(timeoutMs / 1000)} s without finishing and was stopped.`);
+  if (timedOut)
+    throw new TrainerProcessError(
+      'The trainer did not answer in time.',
+      `It ran for ${Math.round(timeoutMs / 1000)} s without finishing and was stopped.`,
+    );
   if (exit.error) throw exit.error;
   if (!exit.killed && exit.code === 0) return messages;
   throw new TrainerProcessError('The trainer process was stopped.', 'It did not finish.');

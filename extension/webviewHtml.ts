@@ -8,7 +8,8 @@ import { webviewDocument } from './webviewDocument';
  */
 export function webviewHtml(webview: vscode.Webview, extensionUri: vscode.Uri, app: string, title: string): string {
   const nonce = () => crypto.randomBytes(18).toString('base64');
-  const asset = (file: string) => webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'dist', 'webview', file)).toString();
+  const asset = (file: string) =>
+    webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'dist', 'webview', file)).toString();
   return webviewDocument({
     cspSource: webview.cspSource,
     scriptNonce: nonce(),
@@ -21,12 +22,17 @@ export function webviewHtml(webview: vscode.Webview, extensionUri: vscode.Uri, a
 
 /** Options shared by all our panels: scripts on, and only our own dist/webview folder readable. */
 export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewPanelOptions & vscode.WebviewOptions {
-  return { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview')], retainContextWhenHidden: false };
+  return {
+    enableScripts: true,
+    localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview')],
+    retainContextWhenHidden: false,
+  };
 }
 
 /** A panel that cannot show its data (e.g. a restored panel whose run was deleted): text only, no script. */
 export function unavailableHtml(title: string, message: string): string {
-  const escape = (t: string) => t.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+  const escape = (t: string) =>
+    t.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
   return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'"><title>${escape(title)}</title></head><body><h1>${escape(title)}</h1><p>${escape(message)}</p></body></html>`;
 }
 
@@ -35,13 +41,23 @@ export function unavailableHtml(title: string, message: string): string {
  * focus; `host` gives the new panel its page and logic. A failure is logged, and leaves no
  * empty panel behind.
  */
-export function reopenInPlace(panel: vscode.WebviewPanel, extensionUri: vscode.Uri, log: (line: string) => void, host: (twin: vscode.WebviewPanel) => void): void {
+export function reopenInPlace(
+  panel: vscode.WebviewPanel,
+  extensionUri: vscode.Uri,
+  log: (line: string) => void,
+  host: (twin: vscode.WebviewPanel) => void,
+): void {
   const viewColumn = panel.viewColumn ?? vscode.ViewColumn.Active;
   const { viewType, title } = panel;
   panel.dispose();
   let twin: vscode.WebviewPanel | undefined;
   try {
-    twin = vscode.window.createWebviewPanel(viewType, title, { viewColumn, preserveFocus: true }, webviewOptions(extensionUri));
+    twin = vscode.window.createWebviewPanel(
+      viewType,
+      title,
+      { viewColumn, preserveFocus: true },
+      webviewOptions(extensionUri),
+    );
     host(twin);
   } catch (error) {
     twin?.dispose();

@@ -14,8 +14,20 @@ export { Random, type RandomState } from './foundations/models/random';
 export * from './foundations/tools';
 export { CalculatorTool, type CalculatorOptions } from './foundations/tools/builtin/calculator';
 export { ArithmeticError, evaluateArithmetic, formatNumber } from './foundations/tools/builtin/arithmetic';
-export { SearchTool, type SearchData, type SearchDocument, type SearchHit, type SearchToolOptions } from './foundations/tools/builtin/search';
-export { JavaScriptTool, SandboxError, runJavaScript, type JavaScriptRun, type JavaScriptToolOptions } from './foundations/tools/builtin/javascript';
+export {
+  SearchTool,
+  type SearchData,
+  type SearchDocument,
+  type SearchHit,
+  type SearchToolOptions,
+} from './foundations/tools/builtin/search';
+export {
+  JavaScriptTool,
+  SandboxError,
+  runJavaScript,
+  type JavaScriptRun,
+  type JavaScriptToolOptions,
+} from './foundations/tools/builtin/javascript';
 export * from './pipeline/rollout';
 export { toTrajectoryRecord, type RecordOptions, type RecordRewards } from './pipeline/training/trajectoryRecord';
 export * from './pipeline/rewards';
@@ -23,5 +35,12 @@ export { toRlSample } from './pipeline/rl/rewardPlacement';
 export * from './foundations/data';
 export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './pipeline/training/trainingConfig';
 /** Hugging Face Hub checkpoints: `pullModel('Qwen/Qwen3-0.6B')` into the Hugging Face cache; `resolveModelPath` for a folder or a repo id. */
-export { HubError, hubSettings, pullModel, resolveModelPath, type PullProgress, type PullResult } from './foundations/models/hub';
+export {
+  HubError,
+  hubSettings,
+  pullModel,
+  resolveModelPath,
+  type PullProgress,
+  type PullResult,
+} from './foundations/models/hub';
 export { McpServerError, McpTool, McpToolError, type McpServerConfigInput } from './foundations/mcp';

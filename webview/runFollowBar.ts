@@ -20,7 +20,11 @@ export function runFollowBar(onFollow: (follow: boolean) => void): RunFollowBar 
     element: h('span', { class: 'run-follow' }, box.element, note),
     update({ followsNewest, newer }) {
       box.set(followsNewest);
-      note.textContent = followsNewest ? '' : newer ? `Pinned to this run; ${newer.name} (${newer.id}) has started since.` : 'Pinned to this run.';
+      note.textContent = followsNewest
+        ? ''
+        : newer
+          ? `Pinned to this run; ${newer.name} (${newer.id}) has started since.`
+          : 'Pinned to this run.';
       note.hidden = note.textContent === '';
     },
   };

@@ -43,11 +43,19 @@ const PROBLEMS: ((random: Random) => Problem)[] = [
   },
   (r) => {
     const [boxes, per, extra] = [between(r, 23, 480), between(r, 12, 144), between(r, 1, 99)];
-    return { prompt: `A warehouse has ${boxes} boxes with ${per} items each, plus ${extra} loose items. How many items are there in total?`, expression: `${boxes} * ${per} + ${extra}` };
+    return {
+      prompt: `A warehouse has ${boxes} boxes with ${per} items each, plus ${extra} loose items. How many items are there in total?`,
+      expression: `${boxes} * ${per} + ${extra}`,
+    };
   },
 ];
 
-export function generateProblems(options: { seed: number; count: number; prefix: string; exclude?: ReadonlySet<string> }): ProblemRow[] {
+export function generateProblems(options: {
+  seed: number;
+  count: number;
+  prefix: string;
+  exclude?: ReadonlySet<string>;
+}): ProblemRow[] {
   const random = Random.fromSeed(options.seed);
   const seen = new Set(options.exclude ?? []);
   const rows: ProblemRow[] = [];
@@ -77,12 +85,17 @@ function mistype(text: string, random: Random): string {
   return text.slice(0, at) + replacement + text.slice(at + 1);
 }
 
-export function generateDemonstrations(problems: readonly ProblemRow[], options: { seed: number; skip: number; botch: number }): { id: string; kind: DemonstrationKind; questionId: string; messages: ChatMessage[] }[] {
-  if (options.skip < 0 || options.botch < 0 || options.skip + options.botch > 1) throw new RangeError('skip and botch are fractions that add up to at most 1');
+export function generateDemonstrations(
+  problems: readonly ProblemRow[],
+  options: { seed: number; skip: number; botch: number },
+): { id: string; kind: DemonstrationKind; questionId: string; messages: ChatMessage[] }[] {
+  if (options.skip < 0 || options.botch < 0 || options.skip + options.botch > 1)
+    throw new RangeError('skip and botch are fractions that add up to at most 1');
   const random = Random.fromSeed(options.seed);
   return problems.map((problem, i) => {
     const roll = random.nextFloat();
-    const kind: DemonstrationKind = roll < options.skip ? 'skip' : roll < options.skip + options.botch ? 'botch' : 'correct';
+    const kind: DemonstrationKind =
+      roll < options.skip ? 'skip' : roll < options.skip + options.botch ? 'botch' : 'correct';
     const messages: ChatMessage[] = [
       { role: 'system', content: problem.system },
       { role: 'user', content: problem.prompt },
@@ -106,7 +119,11 @@ export function generateDemonstrations(problems: readonly ProblemRow[], options:
         }
       }
       messages.push(
-        { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: calculator.name, arguments: { expression } } }] },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [{ type: 'function', function: { name: calculator.name, arguments: { expression } } }],
+        },
         { role: 'tool', name: calculator.name, content: result },
       );
       answer = result;
@@ -118,11 +135,25 @@ export function generateDemonstrations(problems: readonly ProblemRow[], options:
 
 export const DEFAULTS = { seed: 1, train: 400, heldout: 100, sft: 300, skip: 0.75, botch: 0 };
 
-export function generateDataset(options: typeof DEFAULTS & { out: string }): Record<string, { file: string; rows: number }> {
+export function generateDataset(
+  options: typeof DEFAULTS & { out: string },
+): Record<string, { file: string; rows: number }> {
   const train = generateProblems({ seed: options.seed, count: options.train, prefix: 'train' });
-  const heldout = generateProblems({ seed: options.seed + 1, count: options.heldout, prefix: 'heldout', exclude: new Set(train.map((p) => p.prompt)) });
-  if (options.sft > train.length) throw new RangeError(`--sft ${options.sft}: demonstrations are made from training problems, and there are ${train.length}`);
-  const sft = generateDemonstrations(train.slice(0, options.sft), { seed: options.seed + 2, skip: options.skip, botch: options.botch });
+  const heldout = generateProblems({
+    seed: options.seed + 1,
+    count: options.heldout,
+    prefix: 'heldout',
+    exclude: new Set(train.map((p) => p.prompt)),
+  });
+  if (options.sft > train.length)
+    throw new RangeError(
+      `--sft ${options.sft}: demonstrations are made from training problems, and there are ${train.length}`,
+    );
+  const sft = generateDemonstrations(train.slice(0, options.sft), {
+    seed: options.seed + 2,
+    skip: options.skip,
+    botch: options.botch,
+  });
   return Object.fromEntries(
     Object.entries({ train, heldout, sft }).map(([name, rows]) => {
       const file = path.join(options.out, `${name}.jsonl`);
@@ -145,7 +176,8 @@ function main(argv: string[]): void {
     if (!Number.isFinite(value)) throw new Error(`--${key}: expected a number, got ${JSON.stringify(raw)}`);
     options[key] = value;
   }
-  for (const [name, { file, rows }] of Object.entries(generateDataset(options))) console.log(`${name.padEnd(8)} ${String(rows).padStart(5)} rows  ${file}`);
+  for (const [name, { file, rows }] of Object.entries(generateDataset(options)))
+    console.log(`${name.padEnd(8)} ${String(rows).padStart(5)} rows  ${file}`);
 }
 
 if (require.main === module) main(process.argv.slice(2));

@@ -13,11 +13,14 @@ export function parseNumber(text: string): number | undefined {
   return Number(cleaned);
 }
 
-export const numericMatch = outcomeReward<CalculatorRow>('numeric_match', (trajectory: Trajectory<CalculatorRow>, row: CalculatorRow) => {
-  const answer = answerTag(trajectory);
-  const value = answer === undefined ? undefined : parseNumber(answer);
-  return value !== undefined && value === Number(row.answer) ? 1 : 0;
-});
+export const numericMatch = outcomeReward<CalculatorRow>(
+  'numeric_match',
+  (trajectory: Trajectory<CalculatorRow>, row: CalculatorRow) => {
+    const answer = answerTag(trajectory);
+    const value = answer === undefined ? undefined : parseNumber(answer);
+    return value !== undefined && value === Number(row.answer) ? 1 : 0;
+  },
+);
 
 export const rewards: RewardConfig<CalculatorRow> = {
   outcome: [numericMatch],

@@ -10,4 +10,5 @@ export const CalculatorFields = z.object({
 
 export type CalculatorRow = DatasetRow<z.output<typeof CalculatorFields>>;
 
-export const SYSTEM_PROMPT = 'Solve the arithmetic problem. Use the calculator tool for the computation, then reply with <answer>the number</answer>.';
+export const SYSTEM_PROMPT =
+  'Solve the arithmetic problem. Use the calculator tool for the computation, then reply with <answer>the number</answer>.';

@@ -20,7 +20,13 @@ function demonstration(q: ReturnType<typeof question>): { messages: ChatMessage[
     messages: [
       { role: 'system', content: q.system },
       { role: 'user', content: q.prompt },
-      { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'exchange', arguments: { amount: q.amount, from: q.from, to: q.to } } }] },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [
+          { type: 'function', function: { name: 'exchange', arguments: { amount: q.amount, from: q.from, to: q.to } } },
+        ],
+      },
       { role: 'tool', name: 'exchange', content: result },
       { role: 'assistant', content: `<answer>${reported}</answer>` },
     ],

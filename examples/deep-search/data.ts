@@ -24,8 +24,22 @@ import { parseArgs } from 'node:util';
 import { Random, writeJsonl, type ChatMessage } from 'rollout-studio';
 import { factId, type KnowledgeBase, type Person, type Relation } from '../multihop-search/kb';
 import { SYSTEM_PROMPT } from './rows';
-import { atlas as trainingAtlas, atlasOver, search as trainingSearch, searchOver, world as trainingWorld } from './tools';
-import { ATLAS_RELATIONS, buildDeepWorld, DEEP_KB_OPTIONS, deepAnswer, deepQuery, distractorId, type DeepWorld } from './world';
+import {
+  atlas as trainingAtlas,
+  atlasOver,
+  search as trainingSearch,
+  searchOver,
+  world as trainingWorld,
+} from './tools';
+import {
+  ATLAS_RELATIONS,
+  buildDeepWorld,
+  DEEP_KB_OPTIONS,
+  deepAnswer,
+  deepQuery,
+  distractorId,
+  type DeepWorld,
+} from './world';
 
 type AnswerKind = 'city' | 'country' | 'organisation' | 'person';
 
@@ -51,13 +65,19 @@ export const QUESTION_TEMPLATES: QuestionTemplate[] = [
 /** The entity id a relation of an entity points to. */
 function follow(kb: KnowledgeBase, id: string, relation: Relation): string {
   const entity = kb.byId.get(id) as unknown as Record<string, string>;
-  const field = { home: 'birthCity', company: 'organisation', owner: 'founder', location: 'city', country: 'country' }[relation as string];
+  const field = { home: 'birthCity', company: 'organisation', owner: 'founder', location: 'city', country: 'country' }[
+    relation as string
+  ];
   if (!field || !entity?.[field]) throw new Error(`no ${relation} for ${id}`);
   return entity[field];
 }
 
 /** The chain's hops (entity and relation) and the answer's entity id. */
-export function resolveChain(kb: KnowledgeBase, person: Person, relations: readonly Relation[]): { hops: { id: string; relation: Relation }[]; answer: string } {
+export function resolveChain(
+  kb: KnowledgeBase,
+  person: Person,
+  relations: readonly Relation[],
+): { hops: { id: string; relation: Relation }[]; answer: string } {
   const hops: { id: string; relation: Relation }[] = [];
   let id = person.id;
   for (const relation of relations) {
@@ -68,7 +88,10 @@ export function resolveChain(kb: KnowledgeBase, person: Person, relations: reado
 }
 
 export function questionText(template: QuestionTemplate, person: string): string {
-  const chain = [...template.relations].reverse().map((r) => `the ${r}`).join(' of ');
+  const chain = [...template.relations]
+    .reverse()
+    .map((r) => `the ${r}`)
+    .join(' of ');
   return template.answerKind === 'person' ? `Who is ${chain} of ${person}?` : `What is ${chain} of ${person}?`;
 }
 
@@ -90,8 +113,14 @@ export function splitPeople(kb: KnowledgeBase, seed: number): { train: Person[];
 }
 
 /** Every question about `people` (one per person and template), in a seeded order. */
-export function generateQuestions(kb: KnowledgeBase, people: readonly Person[], options: { seed: number; prefix: string }): QuestionRow[] {
-  const all = people.flatMap((person) => QUESTION_TEMPLATES.map((template) => ({ template, person, ...resolveChain(kb, person, template.relations) })));
+export function generateQuestions(
+  kb: KnowledgeBase,
+  people: readonly Person[],
+  options: { seed: number; prefix: string },
+): QuestionRow[] {
+  const all = people.flatMap((person) =>
+    QUESTION_TEMPLATES.map((template) => ({ template, person, ...resolveChain(kb, person, template.relations) })),
+  );
   return Random.fromSeed(options.seed)
     .shuffle(all)
     .map((q, i) => ({
@@ -122,11 +151,22 @@ export interface Mix {
 }
 
 /** One call and what the tool returns in that world. */
-function call(tools: { search: ReturnType<typeof searchOver>; atlas: ReturnType<typeof atlasOver> }, tool: 'search' | 'atlas', query: string): ChatMessage[] {
-  const result = tool === 'search' ? tools.search.execute({ query }) : (tools.atlas.execute({ query }, undefined as never) as { content: { text: string }[] });
+function call(
+  tools: { search: ReturnType<typeof searchOver>; atlas: ReturnType<typeof atlasOver> },
+  tool: 'search' | 'atlas',
+  query: string,
+): ChatMessage[] {
+  const result =
+    tool === 'search'
+      ? tools.search.execute({ query })
+      : (tools.atlas.execute({ query }, undefined as never) as { content: { text: string }[] });
   const text = result.content.map((c) => ('text' in c ? c.text : '')).join('\n');
   return [
-    { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: tool, arguments: { query } } }] },
+    {
+      role: 'assistant',
+      content: '',
+      tool_calls: [{ type: 'function', function: { name: tool, arguments: { query } } }],
+    },
     { role: 'tool', name: tool, content: text },
   ];
 }
@@ -134,7 +174,9 @@ function call(tools: { search: ReturnType<typeof searchOver>; atlas: ReturnType<
 const toolFor = (relation: Relation): 'search' | 'atlas' => (ATLAS_RELATIONS.includes(relation) ? 'atlas' : 'search');
 
 function wrongAnswer(kb: KnowledgeBase, kind: AnswerKind, right: string, random: Random): string {
-  const pool = { city: kb.cities, country: kb.countries, organisation: kb.organisations, person: kb.people }[kind].map((e) => e.name).filter((n) => n !== right);
+  const pool = { city: kb.cities, country: kb.countries, organisation: kb.organisations, person: kb.people }[kind]
+    .map((e) => e.name)
+    .filter((n) => n !== right);
   return pool[random.nextInt(pool.length)];
 }
 
@@ -150,9 +192,18 @@ function distractorValue(world: DeepWorld, hop: { id: string; relation: Relation
  * One demonstration of `question` in `world`, of the kind `kind`: the calls a correct agent makes
  * (each next name read from the fact just found), or one of the four ways of going wrong.
  */
-export function demonstrate(world: DeepWorld, template: QuestionTemplate, person: Person, kind: DemonstrationKind, random: Random): ChatMessage[] {
+export function demonstrate(
+  world: DeepWorld,
+  template: QuestionTemplate,
+  person: Person,
+  kind: DemonstrationKind,
+  random: Random,
+): ChatMessage[] {
   const kb = world.kb;
-  const tools = world === trainingWorld ? { search: trainingSearch, atlas: trainingAtlas } : { search: searchOver(world), atlas: atlasOver(world) };
+  const tools =
+    world === trainingWorld
+      ? { search: trainingSearch, atlas: trainingAtlas }
+      : { search: searchOver(world), atlas: atlasOver(world) };
   const { hops, answer } = resolveChain(kb, person, template.relations);
   const name = (id: string) => kb.byId.get(id)!.name;
   const turns: ChatMessage[] = [];
@@ -162,7 +213,8 @@ export function demonstrate(world: DeepWorld, template: QuestionTemplate, person
   } else if (kind === 'skip') {
     final = wrongAnswer(kb, template.answerKind, name(answer), random);
   } else if (kind === 'botch') {
-    for (const hop of hops.slice(0, -1)) turns.push(...call(tools, toolFor(hop.relation), deepQuery(hop.relation, name(hop.id))));
+    for (const hop of hops.slice(0, -1))
+      turns.push(...call(tools, toolFor(hop.relation), deepQuery(hop.relation, name(hop.id))));
     final = wrongAnswer(kb, template.answerKind, name(answer), random);
   } else if (kind === 'distracted') {
     // Take the distractor's name at one search step that has one, and follow the chain from it.
@@ -191,7 +243,8 @@ function drawKind(mix: Mix, template: QuestionTemplate, random: Random): Demonst
   if (roll < edge) return 'skip';
   if (roll < (edge += mix.botch)) return 'botch';
   if (roll < (edge += mix.distracted)) return 'distracted';
-  if (roll < (edge += mix.wrongtool)) return template.relations.some((r) => toolFor(r) === 'atlas') ? 'wrongtool' : 'distracted';
+  if (roll < (edge += mix.wrongtool))
+    return template.relations.some((r) => toolFor(r) === 'atlas') ? 'wrongtool' : 'distracted';
   return 'correct';
 }
 
@@ -203,19 +256,35 @@ export function generateWorldDemonstrations(count: number, options: { seed: numb
     const person = world.kb.people[random.nextInt(world.kb.people.length)];
     const template = QUESTION_TEMPLATES[random.nextInt(QUESTION_TEMPLATES.length)];
     const kind = drawKind(options.mix, template, random);
-    const messages: ChatMessage[] = [{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: questionText(template, person.name) }, ...demonstrate(world, template, person, kind, random)];
+    const messages: ChatMessage[] = [
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: questionText(template, person.name) },
+      ...demonstrate(world, template, person, kind, random),
+    ];
     return { id: `sft-${String(i).padStart(5, '0')}`, kind, questionId: '', messages };
   });
 }
 
 /** Correct demonstrations of the given questions in the training world (the SFT-only baseline's data). */
-export function generateGoldDemonstrations(questions: readonly QuestionRow[], people: readonly Person[]): DemonstrationRow[] {
+export function generateGoldDemonstrations(
+  questions: readonly QuestionRow[],
+  people: readonly Person[],
+): DemonstrationRow[] {
   const random = Random.fromSeed(1);
   const byName = new Map(people.map((p) => [p.name, p]));
   return questions.map((q) => {
     const template = QUESTION_TEMPLATES.find((t) => t.type === q.type)!;
     const person = byName.get(q.prompt.slice(q.prompt.lastIndexOf(' ') + 1, -1))!;
-    return { id: `gold-${q.id}`, kind: 'correct' as const, questionId: q.id, messages: [{ role: 'system', content: q.system }, { role: 'user', content: q.prompt }, ...demonstrate(trainingWorld, template, person, 'correct', random)] };
+    return {
+      id: `gold-${q.id}`,
+      kind: 'correct' as const,
+      questionId: q.id,
+      messages: [
+        { role: 'system', content: q.system },
+        { role: 'user', content: q.prompt },
+        ...demonstrate(trainingWorld, template, person, 'correct', random),
+      ],
+    };
   });
 }
 
@@ -227,7 +296,11 @@ export interface GenerateOptions {
 }
 
 /** 1,200 demonstrations: a warm start of 150 steps from the long base (the from-scratch model this task once started from took 8,000 and a reading stage). */
-export const DEFAULTS: Omit<GenerateOptions, 'out'> = { seed: 1, sft: 1200, mix: { skip: 0.3, botch: 0.15, distracted: 0.15, wrongtool: 0.1 } };
+export const DEFAULTS: Omit<GenerateOptions, 'out'> = {
+  seed: 1,
+  sft: 1200,
+  mix: { skip: 0.3, botch: 0.15, distracted: 0.15, wrongtool: 0.1 },
+};
 
 /** Writes the five files into `out`; returns their paths and counts. */
 export function generateDataset(options: GenerateOptions): Record<string, { file: string; rows: number }> {
@@ -251,7 +324,11 @@ export function generateDataset(options: GenerateOptions): Record<string, { file
 }
 
 if (require.main === module) {
-  const { values } = parseArgs({ args: process.argv.slice(2), options: { out: { type: 'string', default: path.join(__dirname, 'data') }, seed: { type: 'string', default: '1' } } });
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: { out: { type: 'string', default: path.join(__dirname, 'data') }, seed: { type: 'string', default: '1' } },
+  });
   const written = generateDataset({ ...DEFAULTS, out: values.out!, seed: Number(values.seed) });
-  for (const [name, { file, rows }] of Object.entries(written)) console.log(`${name.padEnd(8)} ${String(rows).padStart(5)} rows  ${file}`);
+  for (const [name, { file, rows }] of Object.entries(written))
+    console.log(`${name.padEnd(8)} ${String(rows).padStart(5)} rows  ${file}`);
 }

@@ -9,14 +9,23 @@
  * trajectory had brought up (a process reward: repeating a good call earns nothing).
  */
 import { createHash } from 'node:crypto';
-import { defineTool, SearchTool, z, type RewardContext, type SearchData, type SearchHit, type ToolCallOutcome } from 'rollout-studio';
+import {
+  defineTool,
+  SearchTool,
+  z,
+  type RewardContext,
+  type SearchData,
+  type SearchHit,
+  type ToolCallOutcome,
+} from 'rollout-studio';
 import { buildDeepWorld, type DeepWorld } from './world';
 import type { DeepSearchRow } from './rows';
 
 /** A call's reward: 1 when it returned a needed fact that no earlier call of the trajectory returned. */
 function newNeededFact(call: ToolCallOutcome<unknown>, ctx: RewardContext<DeepSearchRow>): number {
   const needed = new Set(ctx.row.neededDocs);
-  const found = (c: { result?: { data?: unknown } }) => ((c.result?.data as SearchData | undefined)?.documentIds ?? []).filter((id) => needed.has(id));
+  const found = (c: { result?: { data?: unknown } }) =>
+    ((c.result?.data as SearchData | undefined)?.documentIds ?? []).filter((id) => needed.has(id));
   const earlier = new Set(
     ctx.trajectory.calls
       .filter((c) => c.turn < call.turn || (c.turn === call.turn && c.index < call.index))
@@ -39,7 +48,10 @@ export class FactSearch extends SearchTool {
 
   override execute({ query }: { query: string }) {
     const hits = shuffledFor(query, this.search(query));
-    return { content: [{ type: 'text' as const, text: this.format(hits) }], data: { documentIds: hits.map((h) => h.id) } };
+    return {
+      content: [{ type: 'text' as const, text: this.format(hits) }],
+      data: { documentIds: hits.map((h) => h.id) },
+    };
   }
 
   override reward(call: ToolCallOutcome<{ query: string }>, ctx: RewardContext<DeepSearchRow>): number {
@@ -49,14 +61,22 @@ export class FactSearch extends SearchTool {
 
 /** `atlas`: looks a place's fact up exactly — `<relation> of <name>` — or says it knows nothing. */
 export function atlasOver(world: DeepWorld) {
-  const facts = new Map(world.atlasDocuments.map((d) => [d.text.slice(0, d.text.lastIndexOf(' is ')).replace(/^The /, '').toLowerCase(), d]));
+  const facts = new Map(
+    world.atlasDocuments.map((d) => [
+      d.text.slice(0, d.text.lastIndexOf(' is ')).replace(/^The /, '').toLowerCase(),
+      d,
+    ]),
+  );
   return defineTool({
     name: 'atlas',
     description: 'Where organisations and cities are.',
     parameters: z.object({ query: z.string().min(1) }),
     execute: ({ query }) => {
       const doc = facts.get(query.trim().replace(/\s+/g, ' ').toLowerCase());
-      return { content: [{ type: 'text', text: doc ? doc.text : 'The atlas knows nothing about that.' }], data: { documentIds: doc ? [doc.id] : [] } };
+      return {
+        content: [{ type: 'text', text: doc ? doc.text : 'The atlas knows nothing about that.' }],
+        data: { documentIds: doc ? [doc.id] : [] },
+      };
     },
     reward: (call, ctx) => newNeededFact(call, ctx as RewardContext<DeepSearchRow>),
   });

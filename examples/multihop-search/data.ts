@@ -25,7 +25,16 @@
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Random, writeJsonl, type ChatMessage } from 'rollout-studio';
-import { buildKnowledgeBase, factId, KB_OPTIONS, queryFor, RELATIONS, type KnowledgeBase, type Person, type Relation } from './kb';
+import {
+  buildKnowledgeBase,
+  factId,
+  KB_OPTIONS,
+  queryFor,
+  RELATIONS,
+  type KnowledgeBase,
+  type Person,
+  type Relation,
+} from './kb';
 import { SYSTEM_PROMPT } from './rows';
 import { knowledgeBase, search, searchOver, type KnowledgeBaseSearch } from './tools';
 
@@ -67,19 +76,37 @@ export const QUESTION_TEMPLATES: QuestionTemplate[] = [
     type: 'employer_city',
     answerKind: 'city',
     text: (p) => `In which city is the company that ${p} works for based?`,
-    resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'company' }, { id: p.organisation, relation: 'location' }], answer: orgOf(kb, p).city }),
+    resolve: (kb, p) => ({
+      chain: [
+        { id: p.id, relation: 'company' },
+        { id: p.organisation, relation: 'location' },
+      ],
+      answer: orgOf(kb, p).city,
+    }),
   },
   {
     type: 'birth_country',
     answerKind: 'country',
     text: (p) => `In which country was ${p} born?`,
-    resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'home' }, { id: p.birthCity, relation: 'country' }], answer: cityOf(kb, p.birthCity).country }),
+    resolve: (kb, p) => ({
+      chain: [
+        { id: p.id, relation: 'home' },
+        { id: p.birthCity, relation: 'country' },
+      ],
+      answer: cityOf(kb, p.birthCity).country,
+    }),
   },
   {
     type: 'employer_founder',
     answerKind: 'person',
     text: (p) => `Who founded the company that ${p} works for?`,
-    resolve: (kb, p) => ({ chain: [{ id: p.id, relation: 'company' }, { id: p.organisation, relation: 'owner' }], answer: orgOf(kb, p).founder }),
+    resolve: (kb, p) => ({
+      chain: [
+        { id: p.id, relation: 'company' },
+        { id: p.organisation, relation: 'owner' },
+      ],
+      answer: orgOf(kb, p).founder,
+    }),
   },
   {
     type: 'employer_country',
@@ -88,7 +115,11 @@ export const QUESTION_TEMPLATES: QuestionTemplate[] = [
     resolve: (kb, p) => {
       const org = orgOf(kb, p);
       return {
-        chain: [{ id: p.id, relation: 'company' }, { id: org.id, relation: 'location' }, { id: org.city, relation: 'country' }],
+        chain: [
+          { id: p.id, relation: 'company' },
+          { id: org.id, relation: 'location' },
+          { id: org.city, relation: 'country' },
+        ],
         answer: cityOf(kb, org.city).country,
       };
     },
@@ -115,14 +146,21 @@ export function splitPeople(kb: KnowledgeBase, seed: number): { train: Person[];
 }
 
 /** Every question about `people` (one per person and template), in a seeded order, at most `count`. */
-export function generateQuestions(kb: KnowledgeBase, people: readonly Person[], options: { seed: number; count: number; prefix: string }): QuestionRow[] {
+export function generateQuestions(
+  kb: KnowledgeBase,
+  people: readonly Person[],
+  options: { seed: number; count: number; prefix: string },
+): QuestionRow[] {
   const all = people.flatMap((person) =>
     QUESTION_TEMPLATES.map((template) => {
       const { chain, answer } = template.resolve(kb, person);
       return { template, person, chain, answer: entity(kb, answer).name };
     }),
   );
-  if (options.count > all.length) throw new RangeError(`only ${all.length} distinct questions exist for ${people.length} people; asked for ${options.count}`);
+  if (options.count > all.length)
+    throw new RangeError(
+      `only ${all.length} distinct questions exist for ${people.length} people; asked for ${options.count}`,
+    );
   return Random.fromSeed(options.seed)
     .shuffle(all)
     .slice(0, options.count)
@@ -159,14 +197,22 @@ export interface DemonstrationRow {
 export const answerReply = (name: string) => `<answer>${name}</answer>`;
 
 function searchTurns(kb: KnowledgeBase, tool: KnowledgeBaseSearch, hops: readonly Hop[]): ChatMessage[] {
-  return hops.map((hop) => queryFor(hop.relation, entity(kb, hop.id).name)).flatMap((query): ChatMessage[] => [
-    { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: tool.name, arguments: { query } } }] },
-    { role: 'tool', name: tool.name, content: tool.format(tool.search(query)) },
-  ]);
+  return hops
+    .map((hop) => queryFor(hop.relation, entity(kb, hop.id).name))
+    .flatMap((query): ChatMessage[] => [
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ type: 'function', function: { name: tool.name, arguments: { query } } }],
+      },
+      { role: 'tool', name: tool.name, content: tool.format(tool.search(query)) },
+    ]);
 }
 
 function wrongAnswer(kb: KnowledgeBase, kind: AnswerKind, right: string, random: Random): string {
-  const pool = { city: kb.cities, country: kb.countries, organisation: kb.organisations, person: kb.people }[kind].map((e) => e.name).filter((n) => n !== right);
+  const pool = { city: kb.cities, country: kb.countries, organisation: kb.organisations, person: kb.people }[kind]
+    .map((e) => e.name)
+    .filter((n) => n !== right);
   return pool[random.nextInt(pool.length)];
 }
 
@@ -175,9 +221,14 @@ function wrongAnswer(kb: KnowledgeBase, kind: AnswerKind, right: string, random:
  * comes from the question; each next name from the document just found) and then answer; `short`
  * ones stop one search early, as described at the top.
  */
-export function generateDemonstrations(kb: KnowledgeBase, questions: readonly QuestionRow[], options: { seed: number; short: number; idOffset?: number }): DemonstrationRow[] {
+export function generateDemonstrations(
+  kb: KnowledgeBase,
+  questions: readonly QuestionRow[],
+  options: { seed: number; short: number; idOffset?: number },
+): DemonstrationRow[] {
   const tool = kb === knowledgeBase ? search : searchOver(kb);
-  if (!(options.short >= 0 && options.short <= 1)) throw new RangeError(`short is a fraction between 0 and 1, got ${options.short}`);
+  if (!(options.short >= 0 && options.short <= 1))
+    throw new RangeError(`short is a fraction between 0 and 1, got ${options.short}`);
   const random = Random.fromSeed(options.seed);
   const templates = new Map(QUESTION_TEMPLATES.map((t) => [t.type, t]));
   return questions.map((question, i) => {
@@ -202,7 +253,12 @@ export function generateDemonstrations(kb: KnowledgeBase, questions: readonly Qu
       id: `sft-${String(i + (options.idOffset ?? 0)).padStart(4, '0')}`,
       kind,
       questionId: question.id,
-      messages: [{ role: 'system', content: question.system }, { role: 'user', content: question.prompt }, ...turns, { role: 'assistant', content: answerReply(answer) }],
+      messages: [
+        { role: 'system', content: question.system },
+        { role: 'user', content: question.prompt },
+        ...turns,
+        { role: 'assistant', content: answerReply(answer) },
+      ],
     };
   });
 }
@@ -216,15 +272,26 @@ export function generateDemonstrations(kb: KnowledgeBase, questions: readonly Qu
  * lowers its loss fastest by memorising that world's answers, and never learns to copy a name
  * from a result; we measured 15% held-out exact match after 1,125 such steps.)
  */
-export function generateWorldDemonstrations(count: number, options: { seed: number; short: number; excludeTypes?: readonly string[] }): DemonstrationRow[] {
+export function generateWorldDemonstrations(
+  count: number,
+  options: { seed: number; short: number; excludeTypes?: readonly string[] },
+): DemonstrationRow[] {
   const random = Random.fromSeed(options.seed);
   const excluded = new Set(options.excludeTypes ?? []);
   return Array.from({ length: count }, (_, i) => {
     const world = buildKnowledgeBase({ ...KB_OPTIONS, relationSeed: random.nextInt(2 ** 31) });
     const person = world.people[random.nextInt(world.people.length)];
-    const questions = generateQuestions(world, [person], { seed: random.nextInt(2 ** 31), count: QUESTION_TEMPLATES.length, prefix: `world-${i}` }).filter((q) => !excluded.has(q.type));
+    const questions = generateQuestions(world, [person], {
+      seed: random.nextInt(2 ** 31),
+      count: QUESTION_TEMPLATES.length,
+      prefix: `world-${i}`,
+    }).filter((q) => !excluded.has(q.type));
     const question = questions[random.nextInt(questions.length)];
-    return generateDemonstrations(world, [question], { seed: random.nextInt(2 ** 31), short: options.short, idOffset: i })[0];
+    return generateDemonstrations(world, [question], {
+      seed: random.nextInt(2 ** 31),
+      short: options.short,
+      idOffset: i,
+    })[0];
   });
 }
 
@@ -244,7 +311,11 @@ export function generateDataset(options: GenerateOptions): Record<string, { file
   const kb = knowledgeBase;
   const people = splitPeople(kb, options.seed);
   const train = generateQuestions(kb, people.train, { seed: options.seed + 1, count: options.train, prefix: 'train' });
-  const heldout = generateQuestions(kb, people.heldout, { seed: options.seed + 2, count: options.heldout, prefix: 'heldout' });
+  const heldout = generateQuestions(kb, people.heldout, {
+    seed: options.seed + 2,
+    count: options.heldout,
+    prefix: 'heldout',
+  });
   const sft = generateWorldDemonstrations(options.sft, { seed: options.seed + 3, short: options.short });
   const files = { corpus: kb.documents, train, heldout, sft };
   return Object.fromEntries(
@@ -268,7 +339,8 @@ export const HELD_OUT_TYPE = 'birth_country';
 /** The generalisation split's test sets: what each measures. */
 export const TEST_SETS = {
   in_dist: 'held-out people, the training world, the training question types',
-  new_world: "a world drawn afresh (the same names, every relation redrawn: the training world's answers are wrong there)",
+  new_world:
+    "a world drawn afresh (the same names, every relation redrawn: the training world's answers are wrong there)",
   new_type: `a question type (${HELD_OUT_TYPE}: two searches, each trained in another type) that no training prompt or demonstration has`,
 } as const;
 export type TestSetName = keyof typeof TEST_SETS;
@@ -291,10 +363,16 @@ export interface GeneralisationSplit {
  * and a question type absent from every training prompt and demonstration, whose searches the
  * training types teach one by one (HELD_OUT_TYPE). Deterministic in `seed`.
  */
-export function generateGeneralisationSplit(options: { seed: number; sft: number; short: number; newWorldQuestions: number }): GeneralisationSplit {
+export function generateGeneralisationSplit(options: {
+  seed: number;
+  sft: number;
+  short: number;
+  newWorldQuestions: number;
+}): GeneralisationSplit {
   const kb = knowledgeBase;
   const people = splitPeople(kb, options.seed);
-  const every = (world: KnowledgeBase, who: readonly Person[], prefix: string, seed: number) => generateQuestions(world, who, { seed, count: who.length * QUESTION_TEMPLATES.length, prefix });
+  const every = (world: KnowledgeBase, who: readonly Person[], prefix: string, seed: number) =>
+    generateQuestions(world, who, { seed, count: who.length * QUESTION_TEMPLATES.length, prefix });
   const train = every(kb, people.train, 'train', options.seed + 1).filter((q) => q.type !== HELD_OUT_TYPE);
   const inDist = every(kb, people.heldout, 'in_dist', options.seed + 2).filter((q) => q.type !== HELD_OUT_TYPE);
   const relationSeed = Random.fromSeed(options.seed + 4).nextInt(2 ** 31);
@@ -305,7 +383,11 @@ export function generateGeneralisationSplit(options: { seed: number; sft: number
   const newType = every(kb, kb.people, 'new_type', options.seed + 6).filter((q) => q.type === HELD_OUT_TYPE);
   return {
     train,
-    sft: generateWorldDemonstrations(options.sft, { seed: options.seed + 3, short: options.short, excludeTypes: [HELD_OUT_TYPE] }),
+    sft: generateWorldDemonstrations(options.sft, {
+      seed: options.seed + 3,
+      short: options.short,
+      excludeTypes: [HELD_OUT_TYPE],
+    }),
     gold: generateDemonstrations(kb, train, { seed: options.seed + 7, short: 0 }),
     sets: { in_dist: inDist, new_world: newWorld, new_type: newType },
   };
@@ -330,8 +412,16 @@ function main(argv: string[]): void {
     if (!Number.isFinite(value)) throw new Error(`--${name}: expected a number, got ${JSON.stringify(raw)}`);
     return value;
   };
-  const written = generateDataset({ out: values.out!, seed: number('seed'), train: number('train'), heldout: number('heldout'), sft: number('sft'), short: number('short') });
-  for (const [name, { file, rows }] of Object.entries(written)) console.log(`${name.padEnd(8)} ${String(rows).padStart(5)} rows  ${file}`);
+  const written = generateDataset({
+    out: values.out!,
+    seed: number('seed'),
+    train: number('train'),
+    heldout: number('heldout'),
+    sft: number('sft'),
+    short: number('short'),
+  });
+  for (const [name, { file, rows }] of Object.entries(written))
+    console.log(`${name.padEnd(8)} ${String(rows).padStart(5)} rows  ${file}`);
 }
 
 if (require.main === module) main(process.argv.slice(2));

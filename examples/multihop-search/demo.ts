@@ -26,7 +26,7 @@ import { parseArgs } from 'node:util';
 import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/pipeline/training/sftBaseline';
 import { TrainingRun, type EvaluationResult } from '../../trainer/pipeline/training/trainingRun';
 import { DEFAULTS, generateDataset } from './data';
-import { loadConfig } from "../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 
 const HERE = __dirname;
 
@@ -34,19 +34,32 @@ export function prepareData(fresh: boolean): void {
   const out = path.join(HERE, 'data');
   if (!fresh && ['train', 'heldout', 'sft'].every((f) => fs.existsSync(path.join(out, `${f}.jsonl`)))) return;
   const written = generateDataset({ out, ...DEFAULTS });
-  console.log(`data: ${Object.entries(written).map(([name, { rows }]) => `${name} ${rows}`).join(', ')} rows in ${path.relative(process.cwd(), out)}`);
+  console.log(
+    `data: ${Object.entries(written)
+      .map(([name, { rows }]) => `${name} ${rows}`)
+      .join(', ')} rows in ${path.relative(process.cwd(), out)}`,
+  );
 }
 
-const percent = (r: Pick<EvaluationResult, 'score'> | undefined) => (r?.score !== undefined ? (100 * r.score).toFixed(1) : 'n/a'); // the task metric: exact_match, the config's first outcome reward
+const percent = (r: Pick<EvaluationResult, 'score'> | undefined) =>
+  r?.score !== undefined ? (100 * r.score).toFixed(1) : 'n/a'; // the task metric: exact_match, the config's first outcome reward
 
 async function main(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { steps: { type: 'string' }, fresh: { type: 'boolean', default: false }, 'no-baseline': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      steps: { type: 'string' },
+      fresh: { type: 'boolean', default: false },
+      'no-baseline': { type: 'boolean', default: false },
+    },
+  });
   const started = Date.now();
   prepareData(values.fresh!);
   const loaded = await loadConfig(path.join(HERE, 'config.ts'));
   if (values.steps !== undefined) {
     const steps = Number(values.steps);
-    if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps: expected a positive whole number, got ${JSON.stringify(values.steps)}`);
+    if (!Number.isInteger(steps) || steps < 1)
+      throw new Error(`--steps: expected a positive whole number, got ${JSON.stringify(values.steps)}`);
     loaded.config.steps = steps;
   }
   // The baseline starts from the warm start: keep the step-0 checkpoint.
@@ -57,7 +70,10 @@ async function main(argv: string[]): Promise<void> {
   const log = (line: string) => console.log(`[${elapsed()}] ${line}`);
   const run = new TrainingRun(loaded, { runDir, log });
   const result = await run.run();
-  if (result.run.status !== 'finished') throw new Error(`the run ${result.run.status}: ${result.run.error?.message ?? 'see its run.json'} (${result.runDir})`);
+  if (result.run.status !== 'finished')
+    throw new Error(
+      `the run ${result.run.status}: ${result.run.error?.message ?? 'see its run.json'} (${result.runDir})`,
+    );
   console.log(`run store: ${path.relative(process.cwd(), result.runDir)}`);
   const grpoSeconds = rlSeconds(result.runDir);
   console.log(
@@ -66,7 +82,12 @@ async function main(argv: string[]): Promise<void> {
       `heldout_rows=${result.evalAfter?.rows ?? 0} grpo_steps=${loaded.config.steps} grpo_seconds=${grpoSeconds.toFixed(0)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`,
   );
   if (values['no-baseline']) return;
-  const baseline = await sftBaseline(loaded, { from: path.join(result.runDir, 'checkpoints', 'step-000000'), seconds: grpoSeconds, outDir: path.join(result.runDir, 'sft-only-baseline'), log });
+  const baseline = await sftBaseline(loaded, {
+    from: path.join(result.runDir, 'checkpoints', 'step-000000'),
+    seconds: grpoSeconds,
+    outDir: path.join(result.runDir, 'sft-only-baseline'),
+    log,
+  });
   console.log(
     `RESULT baseline=sft_only em_before=${percent(result.evalBefore)} em_after=${percent(baseline.evaluation)} ` +
       `tool_calls_after=${baseline.evaluation.toolCallsPerTrajectory.toFixed(2)} extra_sft_steps=${baseline.steps} sft_seconds=${baseline.seconds.toFixed(0)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`,

@@ -67,27 +67,107 @@ export interface KnowledgeBaseOptions {
 
 /** The names a world draws from, and the sentence of each fact document. */
 export interface KnowledgeBaseStyle {
-  names: { people: readonly string[]; cities: readonly string[]; countries: readonly string[]; organisations: readonly string[] };
+  names: {
+    people: readonly string[];
+    cities: readonly string[];
+    countries: readonly string[];
+    organisations: readonly string[];
+  };
   sentence: (relation: Relation, subject: string, value: string) => string;
 }
 
 /** The knowledge base the example's search tool serves and its datasets are generated from. */
-export const KB_OPTIONS: KnowledgeBaseOptions = { seed: 20251130, countries: 5, cities: 10, organisations: 10, people: 20 };
+export const KB_OPTIONS: KnowledgeBaseOptions = {
+  seed: 20251130,
+  countries: 5,
+  cities: 10,
+  organisations: 10,
+  people: 20,
+};
 
 const PERSON_NAMES = [
-  'William Harlow', 'Maria Okafor', 'Jonas Lindqvist', 'Priya Castellano', 'Tomasz Brennan', 'Aiko Moreau', 'Nadia Whitfield', 'Samuel Adeyemi',
-  'Elena Kowalski', 'Rafael Haddad', 'Ingrid Vasquez', 'Kofi Nakamura', 'Lucia Petrov', 'Hamid Ferreira', 'Greta Oyelaran', 'Mateo Larsen',
-  'Yara Dubois', 'Oskar Mendes', 'Leila Sato', 'Dmitri Quint',
+  'William Harlow',
+  'Maria Okafor',
+  'Jonas Lindqvist',
+  'Priya Castellano',
+  'Tomasz Brennan',
+  'Aiko Moreau',
+  'Nadia Whitfield',
+  'Samuel Adeyemi',
+  'Elena Kowalski',
+  'Rafael Haddad',
+  'Ingrid Vasquez',
+  'Kofi Nakamura',
+  'Lucia Petrov',
+  'Hamid Ferreira',
+  'Greta Oyelaran',
+  'Mateo Larsen',
+  'Yara Dubois',
+  'Oskar Mendes',
+  'Leila Sato',
+  'Dmitri Quint',
 ];
-const CITY_NAMES = ['Port Veyra', 'Caldmoor', 'New Ashby', 'Lake Orren', 'Brightwater', 'Saint Ilse', 'Dunmarrow', 'Kestrel Bay', 'Valderin', 'Hollowmere', 'East Tamsin', 'Fenwick Falls'];
+const CITY_NAMES = [
+  'Port Veyra',
+  'Caldmoor',
+  'New Ashby',
+  'Lake Orren',
+  'Brightwater',
+  'Saint Ilse',
+  'Dunmarrow',
+  'Kestrel Bay',
+  'Valderin',
+  'Hollowmere',
+  'East Tamsin',
+  'Fenwick Falls',
+];
 const COUNTRY_NAMES = ['Estavia', 'Norland', 'Marovia', 'Quellan', 'Dravenia', 'Solvane', 'Tirrhen', 'Ostwyn'];
 const ORGANISATION_NAMES = [
-  'Bluefin Labs', 'Harbor Analytics', 'Cobalt Works', 'Northwind Foundry', 'Juniper Press', 'Greyline Systems', 'Amberfield Bank', 'Silverleaf Observatory',
-  'Redcliff Institute', 'Orchid Robotics', 'Tidewater Mills', 'Larkspur Studios',
+  'Bluefin Labs',
+  'Harbor Analytics',
+  'Cobalt Works',
+  'Northwind Foundry',
+  'Juniper Press',
+  'Greyline Systems',
+  'Amberfield Bank',
+  'Silverleaf Observatory',
+  'Redcliff Institute',
+  'Orchid Robotics',
+  'Tidewater Mills',
+  'Larkspur Studios',
 ];
-const PROFESSIONS = ['chemist', 'painter', 'engineer', 'historian', 'pilot', 'architect', 'botanist', 'composer', 'surgeon', 'cartographer'];
-const ORG_KINDS = ['research laboratory', 'manufacturing company', 'research institute', 'craft guild', 'bank', 'publishing house', 'metal foundry', 'observatory'];
-const FEATURES = ['its harbour', 'its glassworks', 'its old bridges', 'its salt flats', 'its clock tower', 'its vineyards', 'its river markets', 'its libraries'];
+const PROFESSIONS = [
+  'chemist',
+  'painter',
+  'engineer',
+  'historian',
+  'pilot',
+  'architect',
+  'botanist',
+  'composer',
+  'surgeon',
+  'cartographer',
+];
+const ORG_KINDS = [
+  'research laboratory',
+  'manufacturing company',
+  'research institute',
+  'craft guild',
+  'bank',
+  'publishing house',
+  'metal foundry',
+  'observatory',
+];
+const FEATURES = [
+  'its harbour',
+  'its glassworks',
+  'its old bridges',
+  'its salt flats',
+  'its clock tower',
+  'its vineyards',
+  'its river markets',
+  'its libraries',
+];
 
 /** The relations a fact document can state. */
 export const RELATIONS = ['home', 'company', 'job', 'location', 'owner', 'year', 'country'] as const;
@@ -126,7 +206,8 @@ const ORDINARY_STYLE: KnowledgeBaseStyle = {
 
 /** The first `count` names of a seeded shuffle of `names`. */
 function drawNames(random: Random, names: readonly string[], count: number, what: string): string[] {
-  if (count > names.length) throw new RangeError(`${count} ${what} asked for; there are ${names.length} names for them`);
+  if (count > names.length)
+    throw new RangeError(`${count} ${what} asked for; there are ${names.length} names for them`);
   return random.shuffle([...names]).slice(0, count);
 }
 
@@ -147,7 +228,11 @@ export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): 
 
   // A city's feature, an organisation's kind and a country's capital are still drawn (so a seed
   // keeps giving the same world) but no fact states them: they are not part of any question.
-  const countries: Country[] = Array.from({ length: options.countries }, (_, i) => ({ id: `country-${i}`, name: countryNames[i], capital: '' }));
+  const countries: Country[] = Array.from({ length: options.countries }, (_, i) => ({
+    id: `country-${i}`,
+    name: countryNames[i],
+    capital: '',
+  }));
   const cities: City[] = Array.from({ length: options.cities }, (_, i) => ({
     id: `city-${i}`,
     name: cityNames[i],
@@ -174,11 +259,21 @@ export function buildKnowledgeBase(options: KnowledgeBaseOptions = KB_OPTIONS): 
   }));
   for (const person of people) person.organisation = organisations[random.nextInt(organisations.length)].id;
 
-  const byId = new Map<string, Country | City | Organisation | Person>([...countries, ...cities, ...organisations, ...people].map((e) => [e.id, e]));
+  const byId = new Map<string, Country | City | Organisation | Person>(
+    [...countries, ...cities, ...organisations, ...people].map((e) => [e.id, e]),
+  );
   const name = (id: string) => byId.get(id)!.name;
   const documents: SearchDocument[] = [
-    ...people.flatMap((p) => [fact(p, 'home', name(p.birthCity)), fact(p, 'company', name(p.organisation)), fact(p, 'job', p.profession)]),
-    ...organisations.flatMap((o) => [fact(o, 'location', name(o.city)), fact(o, 'owner', name(o.founder)), fact(o, 'year', String(o.founded))]),
+    ...people.flatMap((p) => [
+      fact(p, 'home', name(p.birthCity)),
+      fact(p, 'company', name(p.organisation)),
+      fact(p, 'job', p.profession),
+    ]),
+    ...organisations.flatMap((o) => [
+      fact(o, 'location', name(o.city)),
+      fact(o, 'owner', name(o.founder)),
+      fact(o, 'year', String(o.founded)),
+    ]),
     ...cities.map((c) => fact(c, 'country', name(c.country))),
   ];
   return { countries, cities, organisations, people, documents, byId };

@@ -4,7 +4,15 @@
  * reward — a search earns credit when it brings up a document the question needs that no
  * earlier search of the trajectory had found (so repeating a good search earns nothing).
  */
-import { SearchTool, type RewardContext, type SearchData, type SearchHit, type ToolCallOutcome, type ToolContext, type ToolResult } from 'rollout-studio';
+import {
+  SearchTool,
+  type RewardContext,
+  type SearchData,
+  type SearchHit,
+  type ToolCallOutcome,
+  type ToolContext,
+  type ToolResult,
+} from 'rollout-studio';
 import { buildKnowledgeBase, KB_OPTIONS, type KnowledgeBase } from './kb';
 import type { MultihopRow } from './rows';
 
@@ -16,7 +24,8 @@ export class KnowledgeBaseSearch extends SearchTool {
 
   override reward(call: ToolCallOutcome<{ query: string }>, ctx: RewardContext<MultihopRow>): number {
     const needed = new Set(ctx.row.neededDocs);
-    const found = (c: { result?: { data?: unknown } }) => ((c.result?.data as SearchData | undefined)?.documentIds ?? []).filter((id) => needed.has(id));
+    const found = (c: { result?: { data?: unknown } }) =>
+      ((c.result?.data as SearchData | undefined)?.documentIds ?? []).filter((id) => needed.has(id));
     const earlier = new Set(
       ctx.trajectory.calls
         .filter((c) => c.turn < call.turn || (c.turn === call.turn && c.index < call.index))
@@ -31,7 +40,8 @@ export const knowledgeBase = buildKnowledgeBase();
 /** The search tool over a knowledge base (the demonstrations' worlds have their own). */
 export function searchOver(kb: KnowledgeBase): KnowledgeBaseSearch {
   return new KnowledgeBaseSearch(kb.documents, {
-    description: 'Search the knowledge base of facts about people, organisations, cities and countries. Returns the best matching fact.',
+    description:
+      'Search the knowledge base of facts about people, organisations, cities and countries. Returns the best matching fact.',
     topK: 1,
   });
 }

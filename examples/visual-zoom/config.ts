@@ -20,7 +20,13 @@ export default defineConfig({
   algorithm: { name: 'grpo', groupSize: 8, clipLow: 0.2, clipHigh: 0.28 },
   rollout: {
     promptsPerStep: 8,
-    budget: { maxTurns: 3, maxNewTokensPerTurn: 32, maxTotalTokens: 512, maxToolResultTokens: 32, maxImagePixels: 256 * 256 },
+    budget: {
+      maxTurns: 3,
+      maxNewTokensPerTurn: 32,
+      maxTotalTokens: 512,
+      maxToolResultTokens: 32,
+      maxImagePixels: 256 * 256,
+    },
     temperature: 1,
     systemPrompt: SYSTEM_PROMPT,
   },

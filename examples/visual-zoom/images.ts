@@ -8,7 +8,12 @@
  */
 import sharp from 'sharp';
 
-export const COLOURS = { red: [220, 30, 30], green: [30, 190, 60], blue: [40, 70, 230], yellow: [235, 210, 40] } as const;
+export const COLOURS = {
+  red: [220, 30, 30],
+  green: [30, 190, 60],
+  blue: [40, 70, 230],
+  yellow: [235, 210, 40],
+} as const;
 export type Colour = keyof typeof COLOURS;
 export const COLOUR_NAMES = Object.keys(COLOURS) as Colour[];
 export const GRID = 9;
@@ -36,14 +41,17 @@ export function drawPicture(random: () => number): Picture {
       dots[r].push(colour);
       const y0 = r * CELL + 1 + Math.floor(random() * (CELL - DOT - 1));
       const x0 = c * CELL + 1 + Math.floor(random() * (CELL - DOT - 1));
-      for (let y = y0; y < y0 + DOT; y++) for (let x = x0; x < x0 + DOT; x++) rgb.set(COLOURS[colour], (y * SIZE + x) * 3);
+      for (let y = y0; y < y0 + DOT; y++)
+        for (let x = x0; x < x0 + DOT; x++) rgb.set(COLOURS[colour], (y * SIZE + x) * 3);
     }
   }
   return { dots, rgb };
 }
 
 export async function pictureToPng(picture: Picture): Promise<Buffer> {
-  return sharp(Buffer.from(picture.rgb), { raw: { width: SIZE, height: SIZE, channels: 3 } }).png().toBuffer();
+  return sharp(Buffer.from(picture.rgb), { raw: { width: SIZE, height: SIZE, channels: 3 } })
+    .png()
+    .toBuffer();
 }
 
 /** The centre cell, 1-based. */
@@ -51,5 +59,8 @@ export const CENTRE = (GRID + 1) / 2;
 
 /** One cell of a PNG picture, at full resolution. */
 export async function cropCell(png: Uint8Array, row: number, col: number): Promise<Buffer> {
-  return sharp(png).extract({ left: (col - 1) * CELL, top: (row - 1) * CELL, width: CELL, height: CELL }).png().toBuffer();
+  return sharp(png)
+    .extract({ left: (col - 1) * CELL, top: (row - 1) * CELL, width: CELL, height: CELL })
+    .png()
+    .toBuffer();
 }

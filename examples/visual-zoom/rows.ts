@@ -10,4 +10,5 @@ export const ZoomFields = z.object({
 
 export type ZoomRow = DatasetRow<z.output<typeof ZoomFields>>;
 
-export const SYSTEM_PROMPT = 'The picture is a 9 by 9 grid of cells, each with a small coloured dot. The zoom tool shows the centre cell up close. Reply with <answer> the colour</answer>.';
+export const SYSTEM_PROMPT =
+  'The picture is a 9 by 9 grid of cells, each with a small coloured dot. The zoom tool shows the centre cell up close. Reply with <answer> the colour</answer>.';

@@ -42,7 +42,12 @@ export function askArguments(options: ArgumentBoxOptions): Promise<{ text: strin
     try {
       const check = await options.session.check(parsed.value);
       if (mine !== generation) return verdict?.ok ?? false;
-      box.validationMessage = check.ok ? undefined : { message: `Does not match the schema of ${options.session.tool.name}: ${check.message}`, severity: vscode.InputBoxValidationSeverity.Error };
+      box.validationMessage = check.ok
+        ? undefined
+        : {
+            message: `Does not match the schema of ${options.session.tool.name}: ${check.message}`,
+            severity: vscode.InputBoxValidationSeverity.Error,
+          };
       verdict = { text, ok: check.ok };
       return check.ok;
     } catch (error) {

@@ -34,7 +34,9 @@ function exampleValue(schema: Schema): unknown {
 export function argumentSkeleton(parameters: Schema): Record<string, unknown> {
   const properties = (parameters['properties'] ?? {}) as Record<string, Schema>;
   const required = Array.isArray(parameters['required']) ? (parameters['required'] as string[]) : [];
-  return Object.fromEntries(required.filter((name) => properties[name]).map((name) => [name, exampleValue(properties[name])]));
+  return Object.fromEntries(
+    required.filter((name) => properties[name]).map((name) => [name, exampleValue(properties[name])]),
+  );
 }
 
 export type ParsedArguments = { ok: true; value: unknown } | { ok: false; message: string };

@@ -11,7 +11,10 @@ export interface AuthoringContext {
 
 export function trainerLaunch(context: AuthoringContext): { runtime: TrainerRuntime; cliPath: string } {
   const configured = vscode.workspace.getConfiguration('rolloutStudio').get<string>('trainer.nodePath');
-  return { runtime: resolveTrainerRuntime(configured), cliPath: vscode.Uri.joinPath(context.extension.extensionUri, 'dist', 'trainer', 'cli.js').fsPath };
+  return {
+    runtime: resolveTrainerRuntime(configured),
+    cliPath: vscode.Uri.joinPath(context.extension.extensionUri, 'dist', 'trainer', 'cli.js').fsPath,
+  };
 }
 
 /** The trainer compiles the file from disk: unsaved edits of it would not be what runs. */
@@ -23,11 +26,14 @@ export async function saveIfDirty(file: string): Promise<void> {
 /** A failure shown to the user: the title in the notification, the detail in it and in the log. */
 export function showFailure(context: AuthoringContext, what: string, error: unknown): void {
   const title = error instanceof TrainerProcessError ? error.title : `${what} failed.`;
-  const detail = error instanceof TrainerProcessError ? error.detail : error instanceof Error ? error.message : String(error);
+  const detail =
+    error instanceof TrainerProcessError ? error.detail : error instanceof Error ? error.message : String(error);
   context.log.appendLine(`[${what}] ${title}\n${detail}`);
   // A notification shows one paragraph: the first line of the detail (a compile error's location and text); the log has it all.
   const first = detail.split('\n').find((line) => line.trim()) ?? '';
-  void vscode.window.showErrorMessage(`${what}: ${title} ${first.length > 400 ? `${first.slice(0, 400)}…` : first}`, 'Show Log').then((choice) => {
-    if (choice === 'Show Log') context.log.show(true);
-  });
+  void vscode.window
+    .showErrorMessage(`${what}: ${title} ${first.length > 400 ? `${first.slice(0, 400)}…` : first}`, 'Show Log')
+    .then((choice) => {
+      if (choice === 'Show Log') context.log.show(true);
+    });
 }

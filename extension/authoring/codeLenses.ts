@@ -30,7 +30,11 @@ function command(spec: LensSpec): vscode.Command {
     case 'evaluateReward':
       return { ...base, command: AUTHORING_COMMANDS.evaluateReward, arguments: [spec.do.target] };
     case 'training':
-      return { ...base, command: AUTHORING_COMMANDS.runTrainingCommand, arguments: [spec.do.command.id, vscode.Uri.file(spec.do.file), spec.do.command.title] };
+      return {
+        ...base,
+        command: AUTHORING_COMMANDS.runTrainingCommand,
+        arguments: [spec.do.command.id, vscode.Uri.file(spec.do.file), spec.do.command.title],
+      };
     case 'explain':
       return { ...base, command: AUTHORING_COMMANDS.explainLens, arguments: [spec.do.message] };
   }

@@ -23,16 +23,23 @@ const READY_TIMEOUT_MS = 15_000;
 
 function inspectorPort(url: string): number {
   const port = Number(new URL(url).port);
-  if (!Number.isInteger(port) || port <= 0) throw new Error(`the trainer reported an inspector URL without a port: ${url}`);
+  if (!Number.isInteger(port) || port <= 0)
+    throw new Error(`the trainer reported an inspector URL without a port: ${url}`);
   return port;
 }
 
 function isDescendant(session: vscode.DebugSession | undefined, root: string): boolean {
-  for (let s = session; s; s = s.parentSession) if (s.id === root || (s.configuration as { rolloutStudioAttach?: string }).rolloutStudioAttach === root) return true;
+  for (let s = session; s; s = s.parentSession)
+    if (s.id === root || (s.configuration as { rolloutStudioAttach?: string }).rolloutStudioAttach === root)
+      return true;
   return false;
 }
 
-export async function attachDebugger(inspectorUrl: string, name: string, folder: vscode.WorkspaceFolder | undefined): Promise<AttachedDebugger> {
+export async function attachDebugger(
+  inspectorUrl: string,
+  name: string,
+  folder: vscode.WorkspaceFolder | undefined,
+): Promise<AttachedDebugger> {
   const token = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
   const configured = new Set<string>();
   const configuredAt = new Map<string, number>();

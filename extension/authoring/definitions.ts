@@ -48,7 +48,11 @@ export type Definition =
 const PACKAGE = 'rollout-studio';
 const TOOL_CLASSES = new Set(['Tool', 'SearchTool', 'CalculatorTool', 'JavaScriptTool']);
 const REWARD_FACTORIES = new Set(['exactMatch', 'f1', 'substringMatch', 'formatCheck', 'outcomeReward']);
-const REWARD_TYPES: Record<string, RewardKind> = { OutcomeReward: 'outcome', ProcessReward: 'process', RewardConfig: 'config' };
+const REWARD_TYPES: Record<string, RewardKind> = {
+  OutcomeReward: 'outcome',
+  ProcessReward: 'process',
+  RewardConfig: 'config',
+};
 
 /** What the module imports from 'rollout-studio': local name → exported name, and namespace aliases. */
 interface PackageImports {
@@ -60,11 +64,18 @@ function packageImports(source: ts.SourceFile): PackageImports {
   const named = new Map<string, string>();
   const namespaces = new Set<string>();
   for (const statement of source.statements) {
-    if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier) || statement.moduleSpecifier.text !== PACKAGE) continue;
+    if (
+      !ts.isImportDeclaration(statement) ||
+      !ts.isStringLiteral(statement.moduleSpecifier) ||
+      statement.moduleSpecifier.text !== PACKAGE
+    )
+      continue;
     const bindings = statement.importClause?.namedBindings;
     if (!bindings) continue;
     if (ts.isNamespaceImport(bindings)) namespaces.add(bindings.name.text);
-    else for (const element of bindings.elements) named.set(element.name.text, (element.propertyName ?? element.name).text);
+    else
+      for (const element of bindings.elements)
+        named.set(element.name.text, (element.propertyName ?? element.name).text);
   }
   return { named, namespaces };
 }
@@ -72,7 +83,10 @@ function packageImports(source: ts.SourceFile): PackageImports {
 /** The package export an expression or type name refers to (`Tool`, `rs.Tool`), if any. */
 function packageName(node: ts.Node, imports: PackageImports): string | undefined {
   if (ts.isIdentifier(node)) return imports.named.get(node.text);
-  if ((ts.isPropertyAccessExpression(node) || ts.isQualifiedName(node)) && ts.isIdentifier(ts.isPropertyAccessExpression(node) ? node.expression : node.left)) {
+  if (
+    (ts.isPropertyAccessExpression(node) || ts.isQualifiedName(node)) &&
+    ts.isIdentifier(ts.isPropertyAccessExpression(node) ? node.expression : node.left)
+  ) {
     const left = (ts.isPropertyAccessExpression(node) ? node.expression : node.left) as ts.Identifier;
     const right = ts.isPropertyAccessExpression(node) ? node.name : node.right;
     return imports.namespaces.has(left.text) ? right.text : undefined;
@@ -89,8 +103,14 @@ function exportAliases(source: ts.SourceFile): Map<string, string[]> {
   const aliases = new Map<string, string[]>();
   const add = (local: string, exported: string) => aliases.set(local, [...(aliases.get(local) ?? []), exported]);
   for (const statement of source.statements) {
-    if (ts.isExportDeclaration(statement) && !statement.moduleSpecifier && statement.exportClause && ts.isNamedExports(statement.exportClause)) {
-      for (const element of statement.exportClause.elements) add((element.propertyName ?? element.name).getText(source), element.name.getText(source));
+    if (
+      ts.isExportDeclaration(statement) &&
+      !statement.moduleSpecifier &&
+      statement.exportClause &&
+      ts.isNamedExports(statement.exportClause)
+    ) {
+      for (const element of statement.exportClause.elements)
+        add((element.propertyName ?? element.name).getText(source), element.name.getText(source));
     } else if (ts.isExportAssignment(statement) && !statement.isExportEquals && ts.isIdentifier(statement.expression)) {
       add(statement.expression.text, 'default');
     }
@@ -102,7 +122,10 @@ function unwrap(node: ts.Node): ts.Node {
   let current = node;
   while (
     current.parent &&
-    (ts.isParenthesizedExpression(current.parent) || ts.isAsExpression(current.parent) || ts.isSatisfiesExpression(current.parent) || ts.isNonNullExpression(current.parent))
+    (ts.isParenthesizedExpression(current.parent) ||
+      ts.isAsExpression(current.parent) ||
+      ts.isSatisfiesExpression(current.parent) ||
+      ts.isNonNullExpression(current.parent))
   ) {
     current = current.parent;
   }
@@ -112,7 +135,13 @@ function unwrap(node: ts.Node): ts.Node {
 /** An expression without the parentheses, `as`, `satisfies` and `!` around it. */
 function inner(node: ts.Expression): ts.Expression {
   let current = node;
-  while (ts.isParenthesizedExpression(current) || ts.isAsExpression(current) || ts.isSatisfiesExpression(current) || ts.isNonNullExpression(current)) current = current.expression;
+  while (
+    ts.isParenthesizedExpression(current) ||
+    ts.isAsExpression(current) ||
+    ts.isSatisfiesExpression(current) ||
+    ts.isNonNullExpression(current)
+  )
+    current = current.expression;
   return current;
 }
 
@@ -120,7 +149,8 @@ function inner(node: ts.Expression): ts.Expression {
 function lensAnchor(node: ts.Node): ts.Node {
   const outer = unwrap(node);
   const parent = outer.parent;
-  if (parent && ts.isVariableDeclaration(parent) && parent.initializer === outer) return ts.isVariableStatement(parent.parent.parent) ? parent.parent.parent : parent;
+  if (parent && ts.isVariableDeclaration(parent) && parent.initializer === outer)
+    return ts.isVariableStatement(parent.parent.parent) ? parent.parent.parent : parent;
   if (parent && ts.isExportAssignment(parent)) return parent;
   return node;
 }
@@ -166,7 +196,11 @@ class SourceDefinitions {
         if (key === undefined) return undefined;
         segments.unshift(key);
         current = unwrap(parent.parent);
-      } else if (ts.isCallExpression(parent) && parent.arguments[0] === current && this.isPackage(parent.expression, 'defineConfig')) {
+      } else if (
+        ts.isCallExpression(parent) &&
+        parent.arguments[0] === current &&
+        this.isPackage(parent.expression, 'defineConfig')
+      ) {
         current = unwrap(parent); // defineConfig returns its argument
       } else if (ts.isExportAssignment(parent) && !parent.isExportEquals) {
         segments.unshift('default');
@@ -174,7 +208,8 @@ class SourceDefinitions {
       } else if (ts.isVariableDeclaration(parent) && parent.initializer === current && ts.isIdentifier(parent.name)) {
         const statement = parent.parent.parent;
         const local = parent.name.text;
-        const exported = ts.isVariableStatement(statement) && hasExportModifier(statement) ? local : this.aliases.get(local)?.[0];
+        const exported =
+          ts.isVariableStatement(statement) && hasExportModifier(statement) ? local : this.aliases.get(local)?.[0];
         if (exported === undefined) return undefined;
         segments.unshift(exported);
         break;
@@ -188,7 +223,13 @@ class SourceDefinitions {
 
   private addReward(node: ts.Node, label: string, kind: RewardKind, at: ts.Node = node): void {
     const exportPath = this.exportPath(node);
-    this.found.push({ kind: 'reward', at: this.position(at), label, rewardKind: kind, ...(exportPath ? { exportPath } : {}) });
+    this.found.push({
+      kind: 'reward',
+      at: this.position(at),
+      label,
+      rewardKind: kind,
+      ...(exportPath ? { exportPath } : {}),
+    });
   }
 
   /** `extends Tool`, `extends SearchTool`, `extends rs.Tool`, or a tool class of this file. */
@@ -207,7 +248,12 @@ class SourceDefinitions {
     this.localToolClasses.add(node.name.text);
     const abstract = (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.AbstractKeyword);
     if (abstract) return;
-    this.found.push({ kind: 'tool', at: this.position(node), label: node.name.text, selector: { by: 'class', name: node.name.text } });
+    this.found.push({
+      kind: 'tool',
+      at: this.position(node),
+      label: node.name.text,
+      selector: { by: 'class', name: node.name.text },
+    });
   }
 
   private visitCall(node: ts.CallExpression): void {
@@ -217,21 +263,36 @@ class SourceDefinitions {
       const definition = node.arguments[0] && inner(node.arguments[0]);
       const nameProperty =
         definition && ts.isObjectLiteralExpression(definition)
-          ? definition.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'name')
+          ? definition.properties.find(
+              (p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'name',
+            )
           : undefined;
-      const name = nameProperty && ts.isStringLiteralLike(nameProperty.initializer) ? nameProperty.initializer.text : undefined;
-      const selector: ToolSelector | undefined = path ? { by: 'export', path } : name ? { by: 'name', name } : undefined;
-      this.found.push({ kind: 'tool', at: this.position(lensAnchor(node)), label: name ?? path ?? 'defineTool', ...(selector ? { selector } : {}) });
+      const name =
+        nameProperty && ts.isStringLiteralLike(nameProperty.initializer) ? nameProperty.initializer.text : undefined;
+      const selector: ToolSelector | undefined = path
+        ? { by: 'export', path }
+        : name
+          ? { by: 'name', name }
+          : undefined;
+      this.found.push({
+        kind: 'tool',
+        at: this.position(lensAnchor(node)),
+        label: name ?? path ?? 'defineTool',
+        ...(selector ? { selector } : {}),
+      });
     } else if (callee !== undefined && REWARD_FACTORIES.has(callee)) {
       const path = this.exportPath(node);
       const kind: RewardKind = path?.split(/[.[]/).includes('process') ? 'process' : 'outcome';
       this.addReward(node, path ?? callee, kind, lensAnchor(node));
     } else if (callee === 'defineConfig') {
       const path = this.exportPath(node);
-      if (path === 'default' || path === 'config') this.found.push({ kind: 'config', at: this.position(lensAnchor(node)), label: path });
+      if (path === 'default' || path === 'config')
+        this.found.push({ kind: 'config', at: this.position(lensAnchor(node)), label: path });
       const argument = node.arguments[0] && inner(node.arguments[0]);
       if (argument && ts.isObjectLiteralExpression(argument)) {
-        const rewards = argument.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'rewards');
+        const rewards = argument.properties.find(
+          (p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'rewards',
+        );
         const literal = rewards && inner(rewards.initializer);
         if (literal && ts.isObjectLiteralExpression(literal)) this.visitRewardConfig(literal, rewards);
         this.visitMcpServers(argument);
@@ -245,17 +306,25 @@ class SourceDefinitions {
     if (!imported) return;
     const path = this.exportPath(node);
     if (!path) return;
-    this.found.push({ kind: 'tool', at: this.position(lensAnchor(node)), label: path, selector: { by: 'export', path } });
+    this.found.push({
+      kind: 'tool',
+      at: this.position(lensAnchor(node)),
+      label: path,
+      selector: { by: 'export', path },
+    });
   }
 
   /** `mcpServers: { name: { … }, … }` in a config literal: a lens above each server. */
   private visitMcpServers(config: ts.ObjectLiteralExpression): void {
-    const property = config.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'mcpServers');
+    const property = config.properties.find(
+      (p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && propertyKey(p.name) === 'mcpServers',
+    );
     const servers = property && inner(property.initializer);
     if (!servers || !ts.isObjectLiteralExpression(servers)) return;
     for (const server of servers.properties) {
       const name = ts.isPropertyAssignment(server) ? propertyKey(server.name) : undefined;
-      if (name !== undefined) this.found.push({ kind: 'mcpServer', at: this.position(server), label: `MCP server ${name}`, server: name });
+      if (name !== undefined)
+        this.found.push({ kind: 'mcpServer', at: this.position(server), label: `MCP server ${name}`, server: name });
     }
   }
 
@@ -268,7 +337,8 @@ class SourceDefinitions {
       if (list !== 'outcome' && list !== 'process') continue;
       for (const element of property.initializer.elements) {
         // Calls of reward factories are found by visitCall; identifiers have a lens where they are declared.
-        if (ts.isObjectLiteralExpression(element)) this.addReward(element, this.exportPath(element) ?? `${list} reward`, list);
+        if (ts.isObjectLiteralExpression(element))
+          this.addReward(element, this.exportPath(element) ?? `${list} reward`, list);
       }
     }
   }
@@ -276,7 +346,8 @@ class SourceDefinitions {
   private visitVariable(node: ts.VariableDeclaration): void {
     if (!ts.isIdentifier(node.name) || !node.initializer) return;
     const typeNode = node.type ?? (ts.isSatisfiesExpression(node.initializer) ? node.initializer.type : undefined);
-    const typeName = typeNode && ts.isTypeReferenceNode(typeNode) ? packageName(typeNode.typeName, this.imports) : undefined;
+    const typeName =
+      typeNode && ts.isTypeReferenceNode(typeNode) ? packageName(typeNode.typeName, this.imports) : undefined;
     const kind = typeName ? REWARD_TYPES[typeName] : undefined;
     const initializer = inner(node.initializer);
     if (kind === 'config' && ts.isObjectLiteralExpression(initializer)) {
@@ -284,7 +355,10 @@ class SourceDefinitions {
     } else if (kind) {
       const statement = node.parent.parent;
       this.addReward(initializer, node.name.text, kind, statement);
-    } else if ((ts.isArrowFunction(initializer) || ts.isFunctionExpression(initializer)) && this.takesTrajectory(initializer)) {
+    } else if (
+      (ts.isArrowFunction(initializer) || ts.isFunctionExpression(initializer)) &&
+      this.takesTrajectory(initializer)
+    ) {
       this.addReward(initializer, node.name.text, 'function', node.parent.parent);
     }
   }
@@ -300,7 +374,13 @@ class SourceDefinitions {
     const exported = hasExportModifier(node) ? node.name.text : this.aliases.get(node.name.text)?.[0];
     const isDefault = (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
     const exportPath = isDefault ? 'default' : exported;
-    this.found.push({ kind: 'reward', at: this.position(node), label: node.name.text, rewardKind: 'function', ...(exportPath ? { exportPath } : {}) });
+    this.found.push({
+      kind: 'reward',
+      at: this.position(node),
+      label: node.name.text,
+      rewardKind: 'function',
+      ...(exportPath ? { exportPath } : {}),
+    });
   }
 
   visit = (node: ts.Node): void => {
@@ -321,7 +401,13 @@ export function mentionsPackage(text: string): boolean {
 /** Every definition of the source, in source order. */
 export function findDefinitions(text: string, fileName = 'file.ts'): Definition[] {
   if (!mentionsPackage(text)) return [];
-  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, fileName.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const source = ts.createSourceFile(
+    fileName,
+    text,
+    ts.ScriptTarget.Latest,
+    true,
+    fileName.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  );
   const definitions = new SourceDefinitions(source);
   definitions.visit(source);
   // One lens row per place: a RewardConfig found twice (declared and as a defineConfig property) is listed once.

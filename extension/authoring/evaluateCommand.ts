@@ -52,17 +52,30 @@ async function chooseDataSource(target: RewardTarget): Promise<{ config?: string
   if (configs.length === 0 && datasets.length === 0) return {};
   type Item = vscode.QuickPickItem & { source: { config?: string; data?: string } };
   const items: Item[] = [
-    ...configs.map((c) => ({ label: `$(settings-gear) ${vscode.workspace.asRelativePath(c)}`, description: 'training config: its data.train rows and its tools', source: { config: c } })),
-    ...datasets.map((d) => ({ label: `$(file) ${vscode.workspace.asRelativePath(d)}`, description: 'JSONL rows', source: { data: d } })),
+    ...configs.map((c) => ({
+      label: `$(settings-gear) ${vscode.workspace.asRelativePath(c)}`,
+      description: 'training config: its data.train rows and its tools',
+      source: { config: c },
+    })),
+    ...datasets.map((d) => ({
+      label: `$(file) ${vscode.workspace.asRelativePath(d)}`,
+      description: 'JSONL rows',
+      source: { data: d },
+    })),
   ];
-  const picked = await vscode.window.showQuickPick(items, { title: `Evaluate ${target.label} on samples from…`, placeHolder: 'A training config (its dataset and tools) or a JSONL dataset' });
+  const picked = await vscode.window.showQuickPick(items, {
+    title: `Evaluate ${target.label} on samples from…`,
+    placeHolder: 'A training config (its dataset and tools) or a JSONL dataset',
+  });
   return picked?.source;
 }
 
 /** The newest run of `config` in the workspace, else the newest run. */
 function newestRun(config: string | undefined): string | undefined {
   const runs = workspaceRuns().filter((r) => r.run);
-  const ofConfig = config ? runs.find((r) => r.run?.configPath && path.resolve(r.run.configPath) === path.resolve(config)) : undefined;
+  const ofConfig = config
+    ? runs.find((r) => r.run?.configPath && path.resolve(r.run.configPath) === path.resolve(config))
+    : undefined;
   return (ofConfig ?? runs[0])?.dir;
 }
 
@@ -71,31 +84,59 @@ function isRewardTarget(value: unknown): value is RewardTarget {
   return typeof t === 'object' && t !== null && typeof t.file === 'string' && typeof t.exportPath === 'string';
 }
 
-export async function evaluateRewardCommand(context: AuthoringContext, target: unknown, options: EvaluateOptions = {}): Promise<RewardEvaluation | undefined> {
+export async function evaluateRewardCommand(
+  context: AuthoringContext,
+  target: unknown,
+  options: EvaluateOptions = {},
+): Promise<RewardEvaluation | undefined> {
   if (!isRewardTarget(target)) {
-    void vscode.window.showInformationMessage('Evaluate on Samples runs from the code lens above a reward (an OutcomeReward, ProcessReward or RewardConfig export).');
+    void vscode.window.showInformationMessage(
+      'Evaluate on Samples runs from the code lens above a reward (an OutcomeReward, ProcessReward or RewardConfig export).',
+    );
     return undefined;
   }
   if (!requireTrust('Evaluate on Samples')) return undefined;
   await saveIfDirty(target.file);
   let source: { config?: string; data?: string } | undefined;
-  if (options.config !== undefined || options.data !== undefined) source = { ...(options.config ? { config: options.config } : {}), ...(options.data ? { data: options.data } : {}) };
+  if (options.config !== undefined || options.data !== undefined)
+    source = { ...(options.config ? { config: options.config } : {}), ...(options.data ? { data: options.data } : {}) };
   else source = await chooseDataSource(target);
   if (!source) return undefined;
   const run = options.run === undefined ? newestRun(source.config) : (options.run ?? undefined);
-  const samples = options.samples ?? vscode.workspace.getConfiguration('rolloutStudio').get<number>('evaluate.samples', 5);
+  const samples =
+    options.samples ?? vscode.workspace.getConfiguration('rolloutStudio').get<number>('evaluate.samples', 5);
 
-  const args = ['eval-reward', target.file, '--export', target.exportPath, '--kind', target.kind, '--samples', String(samples), '--ipc'];
+  const args = [
+    'eval-reward',
+    target.file,
+    '--export',
+    target.exportPath,
+    '--kind',
+    target.kind,
+    '--samples',
+    String(samples),
+    '--ipc',
+  ];
   if (source.config) args.push('--config', source.config);
   if (source.data) args.push('--data', source.data);
   if (run) args.push('--run', run);
   const { runtime, cliPath } = trainerLaunch(context);
   try {
-    const messages = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Evaluating ${target.label}…` }, () =>
-      runTrainer({ runtime, cliPath, args, cwd: vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file), timeoutMs: 300_000 }),
+    const messages = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `Evaluating ${target.label}…` },
+      () =>
+        runTrainer({
+          runtime,
+          cliPath,
+          args,
+          cwd:
+            vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file),
+          timeoutMs: 300_000,
+        }),
     );
     const message = messages.find((m) => m.type === 'reward.evaluation');
-    if (!message || message.type !== 'reward.evaluation') throw new Error('the trainer finished without sending an evaluation');
+    if (!message || message.type !== 'reward.evaluation')
+      throw new Error('the trainer finished without sending an evaluation');
     const evaluation = { ...message.evaluation, file: vscode.workspace.asRelativePath(message.evaluation.file) };
     await context.results.show(`${target.label} · Evaluate on Samples.txt`, formatRewardEvaluation(evaluation));
     return message.evaluation;

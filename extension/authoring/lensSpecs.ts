@@ -81,8 +81,18 @@ export function lensSpecs(definitions: readonly Definition[], file: string): Len
         }
         const target: ToolTarget = { file, selector: definition.selector, label: definition.label };
         return [
-          { at, title: '$(play) Run Tool…', tooltip: `Run ${definition.label} with arguments you type (checked against its schema)`, do: { action: 'runTool', target } },
-          { at, title: '$(debug-alt-small) Debug Tool', tooltip: `Run ${definition.label} under the Node debugger: breakpoints in its source hit`, do: { action: 'debugTool', target } },
+          {
+            at,
+            title: '$(play) Run Tool…',
+            tooltip: `Run ${definition.label} with arguments you type (checked against its schema)`,
+            do: { action: 'runTool', target },
+          },
+          {
+            at,
+            title: '$(debug-alt-small) Debug Tool',
+            tooltip: `Run ${definition.label} under the Node debugger: breakpoints in its source hit`,
+            do: { action: 'debugTool', target },
+          },
         ];
       }
       case 'reward': {
@@ -90,7 +100,12 @@ export function lensSpecs(definitions: readonly Definition[], file: string): Len
           const message = notReachable('The reward', definition.label);
           return [{ at, title: '$(beaker) Evaluate on Samples', tooltip: message, do: { action: 'explain', message } }];
         }
-        const target: RewardTarget = { file, exportPath: definition.exportPath, kind: definition.rewardKind, label: definition.label };
+        const target: RewardTarget = {
+          file,
+          exportPath: definition.exportPath,
+          kind: definition.rewardKind,
+          label: definition.label,
+        };
         return [
           {
             at,
@@ -111,8 +126,18 @@ export function lensSpecs(definitions: readonly Definition[], file: string): Len
         ];
       case 'config':
         return [
-          { at, title: `$(play) ${TRAINING_COMMANDS.start.title}`, tooltip: 'Train with this config', do: { action: 'training', command: TRAINING_COMMANDS.start, file } },
-          { at, title: `$(debug-alt) ${TRAINING_COMMANDS.debug.title}`, tooltip: 'Train with this config under the debugger (breakpoints on tools and turns)', do: { action: 'training', command: TRAINING_COMMANDS.debug, file } },
+          {
+            at,
+            title: `$(play) ${TRAINING_COMMANDS.start.title}`,
+            tooltip: 'Train with this config',
+            do: { action: 'training', command: TRAINING_COMMANDS.start, file },
+          },
+          {
+            at,
+            title: `$(debug-alt) ${TRAINING_COMMANDS.debug.title}`,
+            tooltip: 'Train with this config under the debugger (breakpoints on tools and turns)',
+            do: { action: 'training', command: TRAINING_COMMANDS.debug, file },
+          },
         ];
     }
   });

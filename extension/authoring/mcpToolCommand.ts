@@ -31,7 +31,12 @@ function listTools(context: AuthoringContext, target: McpServerTarget): Promise<
     execFile(
       runtime.command,
       [cliPath, 'run-tool', target.file, '--mcp-server', target.server, '--list'],
-      { cwd: vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file), env: runtime.env, maxBuffer: 16 * 1024 * 1024, timeout: 120_000 },
+      {
+        cwd: vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file),
+        env: runtime.env,
+        maxBuffer: 16 * 1024 * 1024,
+        timeout: 120_000,
+      },
       (error, stdout, stderr) => {
         if (error) {
           const detail = stderr.replace(/^rollout-studio: /, '').trim() || error.message;
@@ -41,22 +46,36 @@ function listTools(context: AuthoringContext, target: McpServerTarget): Promise<
         try {
           resolve(parseWith(z.array(ToolInfo), JSON.parse(stdout), `the tools of ${target.label}`));
         } catch (problem) {
-          reject(new TrainerProcessError(`The trainer listed the tools of ${target.label} in a form this extension does not read.`, (problem as Error).message));
+          reject(
+            new TrainerProcessError(
+              `The trainer listed the tools of ${target.label} in a form this extension does not read.`,
+              (problem as Error).message,
+            ),
+          );
         }
       },
     );
   });
 }
 
-export async function runMcpToolCommand(context: AuthoringContext, target: unknown, options: RunMcpToolOptions = {}): Promise<ToolRunReport | undefined> {
+export async function runMcpToolCommand(
+  context: AuthoringContext,
+  target: unknown,
+  options: RunMcpToolOptions = {},
+): Promise<ToolRunReport | undefined> {
   if (!isServerTarget(target)) {
-    void vscode.window.showInformationMessage('Run MCP Tool… runs from the code lens above a server of a training config\'s mcpServers.');
+    void vscode.window.showInformationMessage(
+      "Run MCP Tool… runs from the code lens above a server of a training config's mcpServers.",
+    );
     return undefined;
   }
   await saveIfDirty(target.file);
   let tools: ToolInfo[];
   try {
-    tools = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Starting ${target.label}…` }, () => listTools(context, target));
+    tools = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `Starting ${target.label}…` },
+      () => listTools(context, target),
+    );
   } catch (error) {
     showFailure(context, 'Run MCP Tool', error);
     return undefined;
@@ -65,13 +84,33 @@ export async function runMcpToolCommand(context: AuthoringContext, target: unkno
   if (name === undefined) {
     const picked = await vscode.window.showQuickPick(
       tools.map((t) => ({ label: t.name, detail: t.description })),
-      { title: `Run MCP Tool: ${target.label}`, placeHolder: `Which of its ${tools.length} tools?`, matchOnDetail: true },
+      {
+        title: `Run MCP Tool: ${target.label}`,
+        placeHolder: `Which of its ${tools.length} tools?`,
+        matchOnDetail: true,
+      },
     );
     if (!picked) return undefined;
     name = picked.label;
   } else if (!tools.some((t) => t.name === name)) {
-    showFailure(context, 'Run MCP Tool', new TrainerProcessError(`${target.label} has no tool named "${name}".`, `Its tools: ${tools.map((t) => t.name).join(', ') || 'none'}`));
+    showFailure(
+      context,
+      'Run MCP Tool',
+      new TrainerProcessError(
+        `${target.label} has no tool named "${name}".`,
+        `Its tools: ${tools.map((t) => t.name).join(', ') || 'none'}`,
+      ),
+    );
     return undefined;
   }
-  return runToolFromEditor(context, { file: target.file, selector: { by: 'mcp', server: target.server, tool: name }, label: `${name} (${target.label})` }, options, false);
+  return runToolFromEditor(
+    context,
+    {
+      file: target.file,
+      selector: { by: 'mcp', server: target.server, tool: name },
+      label: `${name} (${target.label})`,
+    },
+    options,
+    false,
+  );
 }

@@ -33,25 +33,34 @@ const CONFIG_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const NEW_FILE_KINDS = {
   tool: {
     what: 'New Tool',
-    prompt: 'The tool\'s name: what the policy writes to call it',
+    prompt: "The tool's name: what the policy writes to call it",
     placeholder: 'web_search',
-    check: (name) => (TOOL_NAME_PATTERN.test(name) ? undefined : `A tool name is ${TOOL_NAME_RULE} (the Tool API's rule), e.g. web_search`),
+    check: (name) =>
+      TOOL_NAME_PATTERN.test(name)
+        ? undefined
+        : `A tool name is ${TOOL_NAME_RULE} (the Tool API's rule), e.g. web_search`,
     fileName: (name) => `${name}.ts`,
     text: toolTemplate,
   },
   reward: {
     what: 'New Reward',
-    prompt: 'The reward\'s name: how the run records its score',
+    prompt: "The reward's name: how the run records its score",
     placeholder: 'contains_answer',
-    check: (name) => (REWARD_NAME.test(name) ? undefined : 'A reward name starts with a letter, then letters, digits, "_" or "-" (at most 64), e.g. contains_answer'),
+    check: (name) =>
+      REWARD_NAME.test(name)
+        ? undefined
+        : 'A reward name starts with a letter, then letters, digits, "_" or "-" (at most 64), e.g. contains_answer',
     fileName: (name) => `${name}.ts`,
     text: rewardTemplate,
   },
   config: {
     what: 'New Training Config',
-    prompt: 'The training run\'s name (the config file is <name>.config.ts)',
+    prompt: "The training run's name (the config file is <name>.config.ts)",
     placeholder: 'my-agent',
-    check: (name) => (CONFIG_NAME.test(name) ? undefined : 'A run name is letters, digits, ".", "_" or "-" (at most 64), starting with a letter or digit, e.g. my-agent'),
+    check: (name) =>
+      CONFIG_NAME.test(name)
+        ? undefined
+        : 'A run name is letters, digits, ".", "_" or "-" (at most 64), starting with a letter or digit, e.g. my-agent',
     fileName: (name) => `${name}.config.ts`,
     text: configTemplate,
   },
@@ -70,7 +79,11 @@ export async function newFileCommand(kind: Kind, options: NewFileOptions = {}): 
     void vscode.window.showErrorMessage(`${kind.what}: open a folder first; the new file goes into the workspace.`);
     return undefined;
   }
-  const problem = (name: string) => kind.check(name) ?? (fs.existsSync(path.join(folder, kind.fileName(name))) ? `${kind.fileName(name)} exists already in ${vscode.workspace.asRelativePath(folder)}` : undefined);
+  const problem = (name: string) =>
+    kind.check(name) ??
+    (fs.existsSync(path.join(folder, kind.fileName(name)))
+      ? `${kind.fileName(name)} exists already in ${vscode.workspace.asRelativePath(folder)}`
+      : undefined);
   let name = options.name;
   if (name === undefined) {
     name = await vscode.window.showInputBox({

@@ -22,7 +22,11 @@ export class ResultDocuments implements vscode.TextDocumentContentProvider {
     this.texts.set(uri.toString(), text);
     if (wasShown) this.changed.fire(uri);
     const document = await vscode.workspace.openTextDocument(uri);
-    return vscode.window.showTextDocument(document, { viewColumn: vscode.ViewColumn.Beside, preview: false, preserveFocus: true });
+    return vscode.window.showTextDocument(document, {
+      viewColumn: vscode.ViewColumn.Beside,
+      preview: false,
+      preserveFocus: true,
+    });
   }
 
   dispose(): void {

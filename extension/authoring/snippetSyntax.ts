@@ -28,7 +28,9 @@ class Parser {
   constructor(private readonly source: string) {}
 
   private fail(what: string): never {
-    throw new SnippetSyntaxError(`snippet body, offset ${this.at}: ${what} (near ${JSON.stringify(this.source.slice(Math.max(0, this.at - 10), this.at + 10))})`);
+    throw new SnippetSyntaxError(
+      `snippet body, offset ${this.at}: ${what} (near ${JSON.stringify(this.source.slice(Math.max(0, this.at - 10), this.at + 10))})`,
+    );
   }
 
   /** Nodes until the end, or until an unescaped `}` when inside `${…:…}`. */
@@ -89,17 +91,22 @@ class Parser {
     this.at++;
     const braceIndex = this.match(/\d+/y);
     const braceName = braceIndex === undefined ? this.match(/[A-Za-z_][A-Za-z0-9_]*/y) : undefined;
-    if (braceIndex === undefined && braceName === undefined) this.fail('expected a number or a variable name after "${"');
+    if (braceIndex === undefined && braceName === undefined)
+      this.fail('expected a number or a variable name after "${"');
     const next = this.source[this.at];
     if (next === '}') {
       this.at++;
-      return braceIndex !== undefined ? { type: 'placeholder', index: Number(braceIndex), children: undefined } : { type: 'variable', name: braceName!, children: undefined };
+      return braceIndex !== undefined
+        ? { type: 'placeholder', index: Number(braceIndex), children: undefined }
+        : { type: 'variable', name: braceName!, children: undefined };
     }
     if (next === ':') {
       this.at++;
       const children = this.parse(true);
       this.at++; // the closing brace
-      return braceIndex !== undefined ? { type: 'placeholder', index: Number(braceIndex), children } : { type: 'variable', name: braceName!, children };
+      return braceIndex !== undefined
+        ? { type: 'placeholder', index: Number(braceIndex), children }
+        : { type: 'variable', name: braceName!, children };
     }
     if (next === '|' && braceIndex !== undefined) return this.choice(Number(braceIndex));
     if (next === '/') this.fail('snippet transforms are not supported');

@@ -51,7 +51,9 @@ export function snakeCase(name: string): string {
 export function toolTemplate(name: string): string {
   const base = pascalCase(name).replace(/Tool$/, '') || 'My';
   // 1: class/schema stem, 2: the tool's name, 6: the exported instance.
-  return resolveSnippet(snippetByPrefix('tool').body, { values: { 1: /^\d/.test(base) ? `T${base}` : base, 2: name, 6: camelCase(name) } });
+  return resolveSnippet(snippetByPrefix('tool').body, {
+    values: { 1: /^\d/.test(base) ? `T${base}` : base, 2: name, 6: camelCase(name) },
+  });
 }
 
 /** An outcome reward recorded under `name` and exported as its camel-case form. */

@@ -31,13 +31,26 @@ function rememberKey(target: ToolTarget): string {
 
 function isToolTarget(value: unknown): value is ToolTarget {
   const t = value as ToolTarget | undefined;
-  return typeof t === 'object' && t !== null && typeof t.file === 'string' && typeof t.selector === 'object' && t.selector !== null;
+  return (
+    typeof t === 'object' &&
+    t !== null &&
+    typeof t.file === 'string' &&
+    typeof t.selector === 'object' &&
+    t.selector !== null
+  );
 }
 
-export async function runToolFromEditor(context: AuthoringContext, target: unknown, options: RunToolOptions = {}, debug = false): Promise<ToolRunReport | undefined> {
+export async function runToolFromEditor(
+  context: AuthoringContext,
+  target: unknown,
+  options: RunToolOptions = {},
+  debug = false,
+): Promise<ToolRunReport | undefined> {
   const what = debug ? 'Debug Tool' : 'Run Tool';
   if (!isToolTarget(target)) {
-    void vscode.window.showInformationMessage(`${what} runs from the code lens above a tool (a Tool subclass, a defineTool call or an exported tool instance).`);
+    void vscode.window.showInformationMessage(
+      `${what} runs from the code lens above a tool (a Tool subclass, a defineTool call or an exported tool instance).`,
+    );
     return undefined;
   }
   if (!requireTrust(what)) return undefined;
@@ -45,16 +58,19 @@ export async function runToolFromEditor(context: AuthoringContext, target: unkno
   const { runtime, cliPath } = trainerLaunch(context);
   let session: ToolSession;
   try {
-    session = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Loading ${target.label}…` }, () =>
-      ToolSession.start({
-        runtime,
-        cliPath,
-        file: target.file,
-        selector: target.selector,
-        inspect: debug,
-        cwd: vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file),
-        onOutput: (text) => context.log.append(text),
-      }),
+    session = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `Loading ${target.label}…` },
+      () =>
+        ToolSession.start({
+          runtime,
+          cliPath,
+          file: target.file,
+          selector: target.selector,
+          inspect: debug,
+          cwd:
+            vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file),
+          onOutput: (text) => context.log.append(text),
+        }),
     );
   } catch (error) {
     showFailure(context, what, error);
@@ -65,7 +81,11 @@ export async function runToolFromEditor(context: AuthoringContext, target: unkno
   try {
     if (debug) {
       if (!session.inspectorUrl) throw new Error('the trainer process did not open its inspector');
-      attached = await attachDebugger(session.inspectorUrl, `${what}: ${session.tool.name}`, vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file)));
+      attached = await attachDebugger(
+        session.inspectorUrl,
+        `${what}: ${session.tool.name}`,
+        vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file)),
+      );
     }
     let args: unknown;
     let argsText: string;
@@ -75,7 +95,9 @@ export async function runToolFromEditor(context: AuthoringContext, target: unkno
       args = parsed.value;
       argsText = options.args;
     } else {
-      const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {})[rememberKey(target)];
+      const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {})[
+        rememberKey(target)
+      ];
       const answer = await askArguments({
         title: `${what}: ${session.tool.name}`,
         prompt: `Arguments as JSON. ${session.tool.description}`.slice(0, 300),
@@ -87,10 +109,16 @@ export async function runToolFromEditor(context: AuthoringContext, target: unkno
       args = answer.value;
       argsText = answer.text;
     }
-    const report = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Running ${session.tool.name}…` }, () => session.run(args));
+    const report = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `Running ${session.tool.name}…` },
+      () => session.run(args),
+    );
     const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {});
     await context.extension.workspaceState.update(REMEMBERED_ARGS, { ...remembered, [rememberKey(target)]: argsText });
-    await context.results.show(`${session.tool.name} · ${what}.txt`, formatToolRun(report, vscode.workspace.asRelativePath(target.file)));
+    await context.results.show(
+      `${session.tool.name} · ${what}.txt`,
+      formatToolRun(report, vscode.workspace.asRelativePath(target.file)),
+    );
     return report;
   } catch (error) {
     showFailure(context, what, error);

@@ -42,8 +42,15 @@ export interface ToolSessionOptions {
 /** Resolves once the child's stdout and stderr have ended (or after a moment: a grandchild may hold them open). */
 function drained(child: ChildProcess): Promise<void> {
   const ended = (stream: NodeJS.ReadableStream | null) =>
-    new Promise<void>((resolve) => (stream && !(stream as { readableEnded?: boolean }).readableEnded ? stream.once('end', resolve).once('close', resolve) : resolve()));
-  return Promise.race([Promise.all([ended(child.stdout), ended(child.stderr)]).then(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, 500))]);
+    new Promise<void>((resolve) =>
+      stream && !(stream as { readableEnded?: boolean }).readableEnded
+        ? stream.once('end', resolve).once('close', resolve)
+        : resolve(),
+    );
+  return Promise.race([
+    Promise.all([ended(child.stdout), ended(child.stderr)]).then(() => undefined),
+    new Promise<void>((resolve) => setTimeout(resolve, 500)),
+  ]);
 }
 
 type Pending = { resolve: (message: TrainerMessage) => void; reject: (error: Error) => void };
@@ -66,13 +73,22 @@ export class ToolSession {
   static start(options: ToolSessionOptions): Promise<ToolSession> {
     const { runtime, cliPath } = options;
     if (!fs.existsSync(cliPath)) {
-      return Promise.reject(new TrainerProcessError('The trainer is missing from the extension.', `Expected ${cliPath}. Rebuild the extension (npm run build) or reinstall it.`));
+      return Promise.reject(
+        new TrainerProcessError(
+          'The trainer is missing from the extension.',
+          `Expected ${cliPath}. Rebuild the extension (npm run build) or reinstall it.`,
+        ),
+      );
     }
     const args = ['run-tool', options.file, '--session', '--ipc'];
     if (options.selector) {
       const { selector } = options;
       if (selector.by === 'mcp') args.push('--mcp-server', selector.server, '--tool', selector.tool);
-      else args.push(selector.by === 'name' ? '--tool' : selector.by === 'class' ? '--class' : '--export', selector.by === 'export' ? selector.path : selector.name);
+      else
+        args.push(
+          selector.by === 'name' ? '--tool' : selector.by === 'class' ? '--class' : '--export',
+          selector.by === 'export' ? selector.path : selector.name,
+        );
     }
     if (options.inspect) args.push('--inspect');
     const child = spawn(runtime.command, [...(options.nodeArgs ?? []), cliPath, ...args], {
@@ -91,7 +107,10 @@ export class ToolSession {
       let session: ToolSession | undefined;
       let fatal: TrainerProcessError | undefined;
       const timer = setTimeout(() => {
-        fatal = new TrainerProcessError('The tool did not load in time.', `Loading ${options.file} took more than ${Math.round((options.startTimeoutMs ?? 120_000) / 1000)} s; the process was stopped.`);
+        fatal = new TrainerProcessError(
+          'The tool did not load in time.',
+          `Loading ${options.file} took more than ${Math.round((options.startTimeoutMs ?? 120_000) / 1000)} s; the process was stopped.`,
+        );
         child.kill('SIGKILL');
       }, options.startTimeoutMs ?? 120_000);
 
@@ -101,7 +120,10 @@ export class ToolSession {
           message = parseWith(TrainerMessage, raw, 'message from the trainer');
         } catch (error) {
           const detail = error instanceof ProtocolError ? error.message : String(error);
-          const problem = new TrainerProcessError('The trainer sent a message this extension does not understand.', `${detail}. Rebuild or reinstall the extension.`);
+          const problem = new TrainerProcessError(
+            'The trainer sent a message this extension does not understand.',
+            `${detail}. Rebuild or reinstall the extension.`,
+          );
           if (session) session.fail(problem);
           else fatal ??= problem;
           child.kill();
@@ -112,31 +134,57 @@ export class ToolSession {
           session = new ToolSession(child, message.tool, message.file, message.inspectorUrl);
           resolve(session);
         } else if (message.type === 'fatal') {
-          const problem = new TrainerProcessError(session ? 'The tool session failed.' : 'The tool could not be loaded.', message.message);
+          const problem = new TrainerProcessError(
+            session ? 'The tool session failed.' : 'The tool could not be loaded.',
+            message.message,
+          );
           if (session) session.fail(problem);
           else fatal ??= problem;
-        } else if (session && (message.type === 'tool.checked' || message.type === 'tool.result') && message.id !== undefined) {
+        } else if (
+          session &&
+          (message.type === 'tool.checked' || message.type === 'tool.result') &&
+          message.id !== undefined
+        ) {
           session.settle(message.id, message);
         }
       });
       child.on('error', (error) => {
         clearTimeout(timer);
-        const problem = new TrainerProcessError(`Could not start the trainer with ${runtime.description}.`, `${error.message}. Check the setting rolloutStudio.trainer.nodePath.`);
+        const problem = new TrainerProcessError(
+          `Could not start the trainer with ${runtime.description}.`,
+          `${error.message}. Check the setting rolloutStudio.trainer.nodePath.`,
+        );
         if (session) session.fail(problem);
         else reject(problem);
       });
       // 'exit', not 'close': when this side disconnects, Node (20) never emits 'close'. The output is read to its end first.
-      child.on('exit', (code, signal) => void drained(child).then(() => {
-        clearTimeout(timer);
-        const tail = stderr.trim().split('\n').slice(-8).join('\n');
-        if (session) {
-          session.exited = true;
-          if (session.pending.size) session.fail(new TrainerProcessError(`The tool process ${signal ? `was killed by ${signal}` : `exited with code ${code}`} during a call.`, tail || 'It printed nothing.'));
-          for (const listener of session.exitListeners) listener();
-          return;
-        }
-        reject(fatal ?? new TrainerProcessError(`The trainer process ${signal ? `was killed by ${signal}` : `exited with code ${code}`} before the tool was loaded.`, tail || `It was started with ${runtime.description}.`));
-      }));
+      child.on(
+        'exit',
+        (code, signal) =>
+          void drained(child).then(() => {
+            clearTimeout(timer);
+            const tail = stderr.trim().split('\n').slice(-8).join('\n');
+            if (session) {
+              session.exited = true;
+              if (session.pending.size)
+                session.fail(
+                  new TrainerProcessError(
+                    `The tool process ${signal ? `was killed by ${signal}` : `exited with code ${code}`} during a call.`,
+                    tail || 'It printed nothing.',
+                  ),
+                );
+              for (const listener of session.exitListeners) listener();
+              return;
+            }
+            reject(
+              fatal ??
+                new TrainerProcessError(
+                  `The trainer process ${signal ? `was killed by ${signal}` : `exited with code ${code}`} before the tool was loaded.`,
+                  tail || `It was started with ${runtime.description}.`,
+                ),
+            );
+          }),
+      );
     });
   }
 
@@ -154,13 +202,15 @@ export class ToolSession {
 
   private request(type: ToolSessionRequest['type'], args: unknown): Promise<TrainerMessage> {
     if (this.failure) return Promise.reject(this.failure);
-    if (this.exited || !this.child.connected) return Promise.reject(new TrainerProcessError('The tool process has ended.', 'Run the tool again.'));
+    if (this.exited || !this.child.connected)
+      return Promise.reject(new TrainerProcessError('The tool process has ended.', 'Run the tool again.'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       const request: ToolSessionRequest = { protocol: PROTOCOL_VERSION, type, id, args };
       this.child.send(request, (error) => {
-        if (error && this.pending.delete(id)) reject(new TrainerProcessError('Could not reach the tool process.', error.message));
+        if (error && this.pending.delete(id))
+          reject(new TrainerProcessError('Could not reach the tool process.', error.message));
       });
     });
   }
@@ -168,14 +218,22 @@ export class ToolSession {
   /** The arguments checked against the tool's zod schema (the tool does not run). */
   async check(args: unknown): Promise<ArgumentCheck> {
     const message = await this.request('tool.check', args);
-    if (message.type !== 'tool.checked') throw new TrainerProcessError('The tool process answered out of turn.', `expected tool.checked, got ${message.type}`);
+    if (message.type !== 'tool.checked')
+      throw new TrainerProcessError(
+        'The tool process answered out of turn.',
+        `expected tool.checked, got ${message.type}`,
+      );
     return message.check;
   }
 
   /** One call of the tool, through the trainer's ToolRunner (its timeout included). */
   async run(args: unknown): Promise<ToolRunReport> {
     const message = await this.request('tool.run', args);
-    if (message.type !== 'tool.result') throw new TrainerProcessError('The tool process answered out of turn.', `expected tool.result, got ${message.type}`);
+    if (message.type !== 'tool.result')
+      throw new TrainerProcessError(
+        'The tool process answered out of turn.',
+        `expected tool.result, got ${message.type}`,
+      );
     return message.report;
   }
 

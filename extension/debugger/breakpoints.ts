@@ -13,7 +13,14 @@ import { compileTemplate, type CompiledTemplate } from './logTemplate';
 import { describePoint, type StopPoint } from './timeline';
 import type { BreakpointsDuringStep } from '../../trainer/contract/protocol/debugger';
 import type { MetricsRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
-import { CONTEXT_NAMES, turnContext, type ExceptionFact, type ExceptionFilterId, type PointFacts, type TurnContext } from './turnContext';
+import {
+  CONTEXT_NAMES,
+  turnContext,
+  type ExceptionFact,
+  type ExceptionFilterId,
+  type PointFacts,
+  type TurnContext,
+} from './turnContext';
 
 const CONDITION_HELP = 'an expression over the turn context, e.g. call.name === "search" && turn > 3';
 
@@ -45,7 +52,8 @@ export const EXCEPTION_FILTERS: DebugProtocol.ExceptionBreakpointsFilter[] = [
   {
     filter: 'truncated',
     label: 'Truncated by budget',
-    description: 'Stop where a length budget cut the rollout: a turn at its token limit, a truncated tool result, a trajectory out of turns or context.',
+    description:
+      'Stop where a length budget cut the rollout: a turn at its token limit, a truncated tool result, a trajectory out of turns or context.',
     default: false,
     supportsCondition: true,
     conditionDescription: CONDITION_HELP,
@@ -65,7 +73,8 @@ type HitCondition = (hits: number) => boolean;
 
 export function parseHitCondition(text: string): HitCondition {
   const match = /^\s*(>=|<=|==|>|<|%)?\s*(\d+)\s*$/.exec(text);
-  if (!match) throw new Error(`hit count "${text}": expected a number with an optional operator, e.g. 5, >=5, ==5, >5, <5, %5`);
+  if (!match)
+    throw new Error(`hit count "${text}": expected a number with an optional operator, e.g. 5, >=5, ==5, >5, <5, %5`);
   const n = Number(match[2]);
   switch (match[1] ?? '>=') {
     case '==':
@@ -183,7 +192,12 @@ export class BreakpointSet {
     return breakpoints.map((bp) => {
       const id = this.nextId++;
       const tool = bp.name.trim();
-      if (!/^[^\s()]+$/.test(tool)) return { id, verified: false, message: `"${bp.name}" is not a tool name: a function breakpoint names the tool to stop before, e.g. search` };
+      if (!/^[^\s()]+$/.test(tool))
+        return {
+          id,
+          verified: false,
+          message: `"${bp.name}" is not a tool name: a function breakpoint names the tool to stop before, e.g. search`,
+        };
       try {
         this.tools.push({ id, tool, hits: 0, ...compileRule(bp) });
         return { id, verified: true };
@@ -196,10 +210,18 @@ export class BreakpointSet {
   setExceptionBreakpoints(args: DebugProtocol.SetExceptionBreakpointsArguments): DebugProtocol.Breakpoint[] {
     this.filters.clear();
     const known = new Set(EXCEPTION_FILTERS.map((f) => f.filter));
-    const requested: Array<{ filterId: string; condition?: string }> = [...args.filters.map((filterId) => ({ filterId })), ...(args.filterOptions ?? [])];
+    const requested: Array<{ filterId: string; condition?: string }> = [
+      ...args.filters.map((filterId) => ({ filterId })),
+      ...(args.filterOptions ?? []),
+    ];
     return requested.map(({ filterId, condition }) => {
       const id = this.nextId++;
-      if (!known.has(filterId)) return { id, verified: false, message: `unknown exception filter "${filterId}"; known: ${[...known].join(', ')}` };
+      if (!known.has(filterId))
+        return {
+          id,
+          verified: false,
+          message: `unknown exception filter "${filterId}"; known: ${[...known].join(', ')}`,
+        };
       try {
         this.filters.set(filterId as ExceptionFilterId, { id, hits: 0, ...compileRule({ condition }) });
         return { id, verified: true };
@@ -214,12 +236,18 @@ export class BreakpointSet {
    * point it belongs to (the turn, call, result or end above it); the answer moves the
    * breakpoint to that point's line.
    */
-  setLineBreakpoints(step: number, index: number, breakpoints: readonly DebugProtocol.SourceBreakpoint[], points: readonly LinePoint[]): DebugProtocol.Breakpoint[] {
+  setLineBreakpoints(
+    step: number,
+    index: number,
+    breakpoints: readonly DebugProtocol.SourceBreakpoint[],
+    points: readonly LinePoint[],
+  ): DebugProtocol.Breakpoint[] {
     const rules: LineRule[] = [];
     const answers = breakpoints.map((bp) => {
       const id = this.nextId++;
       const point = [...points].reverse().find((p) => p.line <= bp.line) ?? points[0];
-      if (!point) return { id, verified: false, line: bp.line, message: `step ${step} has no trajectory #${index} in this run` };
+      if (!point)
+        return { id, verified: false, line: bp.line, message: `step ${step} has no trajectory #${index} in this run` };
       try {
         rules.push({ id, point, hits: 0, ...compileRule(bp) });
         return { id, verified: true, line: point.line };
@@ -241,14 +269,17 @@ export class BreakpointSet {
     return { tools: this.tools.length > 0, filters: [...this.filters.keys()], lines: this.lines.size > 0 };
   }
 
-
   /**
    * Does a breakpoint stop the rollout at this point? Logpoints print through `output`, and a
    * condition that cannot be evaluated is reported once (it counts as false). `stepping`: a step
    * of that trajectory is in progress, and `duringStep` says whether another trajectory's
    * breakpoint may interrupt it; one that may not is remembered for takePassedOver.
    */
-  stopAt(reached: ReachedPoint, output: (text: string, category: 'console' | 'stderr') => void, stepping?: SteppingTrajectory): BreakpointStop | undefined {
+  stopAt(
+    reached: ReachedPoint,
+    output: (text: string, category: 'console' | 'stderr') => void,
+    stepping?: SteppingTrajectory,
+  ): BreakpointStop | undefined {
     if (this.isEmpty) return undefined;
     const { step, point, metrics } = reached;
     const trajectory = point.trajectory >= 0 ? reached.trajectories[point.trajectory] : undefined;
@@ -264,7 +295,9 @@ export class BreakpointSet {
     if (stepping && point.trajectory !== stepping.trajectory && this.duringStep === 'stepped-trajectory') {
       // Another trajectory's breakpoint during a step: it counted as a hit, it does not stop the step.
       this.passedOverTrajectory = reached.trajectories[stepping.trajectory]?.index ?? stepping.trajectory;
-      this.passedOver.push(`${trajectory ? `step ${step} #${trajectory.index}` : `step ${step}`}: ${result.stop.description}`);
+      this.passedOver.push(
+        `${trajectory ? `step ${step} #${trajectory.index}` : `step ${step}`}: ${result.stop.description}`,
+      );
       return undefined;
     }
     return { ...result.stop, trajectory: Math.max(0, point.trajectory) };
@@ -304,11 +337,13 @@ export class BreakpointSet {
       const { point } = location;
       for (const rule of this.lines.get(`${location.step}:${location.index}`) ?? []) {
         const p = rule.point;
-        if (p.phase === point.phase && p.turn === point.turn && p.call === point.call && this.fires(rule, ctx, result)) lineIds.push(rule.id);
+        if (p.phase === point.phase && p.turn === point.turn && p.call === point.call && this.fires(rule, ctx, result))
+          lineIds.push(rule.id);
       }
     }
     if (facts.toolName !== undefined) {
-      for (const rule of this.tools) if (rule.tool === facts.toolName && this.fires(rule, ctx, result)) hitIds.push(rule.id);
+      for (const rule of this.tools)
+        if (rule.tool === facts.toolName && this.fires(rule, ctx, result)) hitIds.push(rule.id);
     }
     for (const fact of facts.exceptions) {
       const rule = this.filters.get(fact.filter);
@@ -318,9 +353,17 @@ export class BreakpointSet {
       result.stop = { reason: 'exception', description: exception.description, hitBreakpointIds: [], exception };
     } else if (hitIds.length) {
       const c = ctx();
-      result.stop = { reason: 'function breakpoint', description: `Paused before ${facts.toolName}(${display(c.call && (c.call as Record<string, unknown>).arguments)})`, hitBreakpointIds: hitIds };
+      result.stop = {
+        reason: 'function breakpoint',
+        description: `Paused before ${facts.toolName}(${display(c.call && (c.call as Record<string, unknown>).arguments)})`,
+        hitBreakpointIds: hitIds,
+      };
     } else if (lineIds.length) {
-      result.stop = { reason: 'breakpoint', description: `Paused at a breakpoint: ${describePoint(location!.point)} of #${location!.index}`, hitBreakpointIds: lineIds };
+      result.stop = {
+        reason: 'breakpoint',
+        description: `Paused at a breakpoint: ${describePoint(location!.point)} of #${location!.index}`,
+        hitBreakpointIds: lineIds,
+      };
     }
     return result;
   }
@@ -347,7 +390,11 @@ export class BreakpointSet {
   }
 }
 
-function compileRule(bp: { condition?: string; hitCondition?: string; logMessage?: string }): Omit<Rule, 'id' | 'hits'> {
+function compileRule(bp: {
+  condition?: string;
+  hitCondition?: string;
+  logMessage?: string;
+}): Omit<Rule, 'id' | 'hits'> {
   const rule: Omit<Rule, 'id' | 'hits'> = {};
   if (bp.condition?.trim()) {
     try {

@@ -35,8 +35,12 @@ export interface TargetContext {
 export function createTarget(args: RolloutLaunchArguments, context: TargetContext): RolloutTarget {
   const { breakpoints, listener } = context;
   if (args.config !== undefined) {
-    if (args.runDirectory !== undefined) throw new Error('set either "config" (train live) or "runDirectory" (replay a recorded run), not both');
-    if (!context.live) throw new Error('"config": this debug adapter was started without a trainer to run (live training needs the extension, or a TrainerLaunch in tests)');
+    if (args.runDirectory !== undefined)
+      throw new Error('set either "config" (train live) or "runDirectory" (replay a recorded run), not both');
+    if (!context.live)
+      throw new Error(
+        '"config": this debug adapter was started without a trainer to run (live training needs the extension, or a TrainerLaunch in tests)',
+      );
     const refusal = context.live.refusal?.();
     if (refusal !== undefined) throw new Error(refusal);
     return new LiveTarget(
@@ -54,7 +58,10 @@ export function createTarget(args: RolloutLaunchArguments, context: TargetContex
       listener,
     );
   }
-  const run = args.branch !== undefined ? new BranchRun(path.resolve(args.runDirectory!), args.branch) : new RecordedRun(path.resolve(args.runDirectory!));
+  const run =
+    args.branch !== undefined
+      ? new BranchRun(path.resolve(args.runDirectory!), args.branch)
+      : new RecordedRun(path.resolve(args.runDirectory!));
   run.run(); // validates run.json now, so a wrong directory fails the launch with the file and field named
   return new ReplayTarget(run, breakpoints, listener, args.startAt);
 }

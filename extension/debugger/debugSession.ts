@@ -26,7 +26,18 @@ import {
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { parseWith } from '../../trainer/contract/protocol/parse';
-import { RolloutLaunchArguments, STOP_POINT_REQUEST, StopPointArguments, TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, TranscriptRequestArguments, type StopPointBody, type ToolDebuggerEventBody, type TrainingStatusBody, type TranscriptResponseBody } from '../../trainer/contract/protocol/debugger';
+import {
+  RolloutLaunchArguments,
+  STOP_POINT_REQUEST,
+  StopPointArguments,
+  TOOL_DEBUGGER_EVENT,
+  TOOL_DEBUGGER_FAILED_REQUEST,
+  TranscriptRequestArguments,
+  type StopPointBody,
+  type ToolDebuggerEventBody,
+  type TrainingStatusBody,
+  type TranscriptResponseBody,
+} from '../../trainer/contract/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import { renderTranscript, runEndedPhrase, type RenderedTranscript } from '../../trainer/contract/transcript';
 import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
@@ -36,7 +47,12 @@ import { describeRecordedRun } from './replaySummary';
 import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './rolloutTarget';
 import { createTarget, type LiveTrainingHost } from './createTarget';
 import type { StopPoint } from './timeline';
-import { parseTranscriptUri, transcriptUri, TRANSCRIPTS_CHANGED_EVENT, type TranscriptsChangedBody } from './transcriptUri';
+import {
+  parseTranscriptUri,
+  transcriptUri,
+  TRANSCRIPTS_CHANGED_EVENT,
+  type TranscriptsChangedBody,
+} from './transcriptUri';
 import { CONTEXT_NAMES, turnContext } from './turnContext';
 import { VariableStore, type FrameSubject } from './variables';
 
@@ -80,7 +96,10 @@ export class RolloutDebugSession extends DebugSession {
     this.setDebuggerColumnsStartAt1(false);
   }
 
-  protected override initializeRequest(response: DebugProtocol.InitializeResponse, args: DebugProtocol.InitializeRequestArguments): void {
+  protected override initializeRequest(
+    response: DebugProtocol.InitializeResponse,
+    args: DebugProtocol.InitializeRequestArguments,
+  ): void {
     this.client = { progress: args.supportsProgressReporting === true };
     response.body = {
       ...response.body,
@@ -107,7 +126,10 @@ export class RolloutDebugSession extends DebugSession {
     this.configured();
   }
 
-  protected override async launchRequest(response: DebugProtocol.LaunchResponse, raw: DebugProtocol.LaunchRequestArguments): Promise<void> {
+  protected override async launchRequest(
+    response: DebugProtocol.LaunchResponse,
+    raw: DebugProtocol.LaunchRequestArguments,
+  ): Promise<void> {
     let args: RolloutLaunchArguments;
     try {
       args = parseWith(RolloutLaunchArguments, raw ?? {}, 'launch configuration');
@@ -116,7 +138,11 @@ export class RolloutDebugSession extends DebugSession {
     }
     this.breakpoints.duringStep = args.breakpointsDuringStep ?? 'stepped-trajectory';
     try {
-      this.target = createTarget(args, { breakpoints: this.breakpoints, listener: this.listener(), live: this.host.live });
+      this.target = createTarget(args, {
+        breakpoints: this.breakpoints,
+        listener: this.listener(),
+        live: this.host.live,
+      });
     } catch (error) {
       return this.fail(response, (error as Error).message);
     }
@@ -134,18 +160,32 @@ export class RolloutDebugSession extends DebugSession {
       return;
     }
     const run = this.target.run();
-    const stopping = args.startAt ? `, stopping at #${args.startAt.trajectory} of step ${args.startAt.step}` : args.stopOnEntry ? ', stopping at the first turn' : '';
-    if (run) this.output(`Replaying ${run.name} (${run.id}, ${run.status}) from ${this.target.runDirectory}${stopping}`, 'console');
+    const stopping = args.startAt
+      ? `, stopping at #${args.startAt.trajectory} of step ${args.startAt.step}`
+      : args.stopOnEntry
+        ? ', stopping at the first turn'
+        : '';
+    if (run)
+      this.output(
+        `Replaying ${run.name} (${run.id}, ${run.status}) from ${this.target.runDirectory}${stopping}`,
+        'console',
+      );
     this.target.start(args.stopOnEntry ?? false);
   }
 
-  protected override setFunctionBreakPointsRequest(response: DebugProtocol.SetFunctionBreakpointsResponse, args: DebugProtocol.SetFunctionBreakpointsArguments): void {
+  protected override setFunctionBreakPointsRequest(
+    response: DebugProtocol.SetFunctionBreakpointsResponse,
+    args: DebugProtocol.SetFunctionBreakpointsArguments,
+  ): void {
     response.body = { breakpoints: this.breakpoints.setFunctionBreakpoints(args.breakpoints) };
     this.sendResponse(response);
     this.target?.breakpointsChanged?.();
   }
 
-  protected override setExceptionBreakPointsRequest(response: DebugProtocol.SetExceptionBreakpointsResponse, args: DebugProtocol.SetExceptionBreakpointsArguments): void {
+  protected override setExceptionBreakPointsRequest(
+    response: DebugProtocol.SetExceptionBreakpointsResponse,
+    args: DebugProtocol.SetExceptionBreakpointsArguments,
+  ): void {
     response.body = { breakpoints: this.breakpoints.setExceptionBreakpoints(args) };
     this.sendResponse(response);
     this.target?.breakpointsChanged?.();
@@ -156,20 +196,37 @@ export class RolloutDebugSession extends DebugSession {
    * end. Breakpoints in other files belong to other debuggers (a child Node session for tool
    * code): say so. The run is open by the time they arrive: `initialized` follows the launch.
    */
-  protected override setBreakPointsRequest(response: DebugProtocol.SetBreakpointsResponse, args: DebugProtocol.SetBreakpointsArguments): void {
+  protected override setBreakPointsRequest(
+    response: DebugProtocol.SetBreakpointsResponse,
+    args: DebugProtocol.SetBreakpointsArguments,
+  ): void {
     const requested = args.breakpoints ?? [];
     const address = args.source.path ? parseTranscriptUri(args.source.path) : undefined;
     const unverified = (message: string) => requested.map((bp) => ({ verified: false, line: bp.line, message }));
     if (!address) {
-      response.body = { breakpoints: unverified('The rollout debugger stops on tools (function breakpoints), failures (exception filters) and transcript lines, not on lines of this file.') };
+      response.body = {
+        breakpoints: unverified(
+          'The rollout debugger stops on tools (function breakpoints), failures (exception filters) and transcript lines, not on lines of this file.',
+        ),
+      };
     } else if (this.target && !sameDirectory(address.runDirectory, this.target.runDirectory)) {
-      response.body = { breakpoints: unverified(`This transcript belongs to ${address.runDirectory}; this session ${this.target.mode === 'live' ? 'trains' : 'replays'} ${this.target.runDirectory || 'a run not created yet'}.`) };
+      response.body = {
+        breakpoints: unverified(
+          `This transcript belongs to ${address.runDirectory}; this session ${this.target.mode === 'live' ? 'trains' : 'replays'} ${this.target.runDirectory || 'a run not created yet'}.`,
+        ),
+      };
     } else {
       const trajectory = this.target?.findTrajectory(address.step, address.index);
       const points = trajectory ? linePoints(trajectory) : [];
       const lines = requested.map((bp) => ({ ...bp, line: this.convertClientLineToDebugger(bp.line) }));
       const answers = this.breakpoints.setLineBreakpoints(address.step, address.index, lines, points);
-      response.body = { breakpoints: answers.map((a) => ({ ...a, ...(a.line !== undefined ? { line: this.convertDebuggerLineToClient(a.line) } : {}), source: args.source })) };
+      response.body = {
+        breakpoints: answers.map((a) => ({
+          ...a,
+          ...(a.line !== undefined ? { line: this.convertDebuggerLineToClient(a.line) } : {}),
+          source: args.source,
+        })),
+      };
     }
     this.sendResponse(response);
     this.target?.breakpointsChanged?.();
@@ -177,30 +234,57 @@ export class RolloutDebugSession extends DebugSession {
 
   protected override threadsRequest(response: DebugProtocol.ThreadsResponse): void {
     const view = this.target?.view();
-    response.body = { threads: view ? view.trajectories.map((t) => new Thread(this.threadId(view.step, t.index), threadName(t))) : [] };
+    response.body = {
+      threads: view ? view.trajectories.map((t) => new Thread(this.threadId(view.step, t.index), threadName(t))) : [],
+    };
     this.sendResponse(response);
   }
 
-  protected override stackTraceRequest(response: DebugProtocol.StackTraceResponse, args: DebugProtocol.StackTraceArguments): void {
+  protected override stackTraceRequest(
+    response: DebugProtocol.StackTraceResponse,
+    args: DebugProtocol.StackTraceArguments,
+  ): void {
     const found = this.trajectoryOf(args.threadId);
     if (!found) return this.fail(response, `thread ${args.threadId} is not a trajectory of the current step`);
     const { view, position } = found;
     const trajectory = view.trajectories[position];
     const point = view.positions[position];
     const transcript = this.transcript(view.step, position, trajectory);
-    const source = new Source(`trajectory-${trajectory.index}.rollout.txt`, transcriptUri({ runDirectory: this.target!.runDirectory, step: view.step, index: trajectory.index }));
+    const source = new Source(
+      `trajectory-${trajectory.index}.rollout.txt`,
+      transcriptUri({ runDirectory: this.target!.runDirectory, step: view.step, index: trajectory.index }),
+    );
     const frames: DebugProtocol.StackFrame[] = [];
     const frame = (ref: FrameRef, name: string, line: number) => {
-      const f = new StackFrame(this.frames.create(ref), name, source, this.convertDebuggerLineToClient(line), this.convertDebuggerColumnToClient(0));
+      const f = new StackFrame(
+        this.frames.create(ref),
+        name,
+        source,
+        this.convertDebuggerLineToClient(line),
+        this.convertDebuggerColumnToClient(0),
+      );
       frames.push(f);
     };
-    if (point.phase === 'end') frame({ trajectory: position, kind: 'end', turn: trajectory.turns.length, call: -1 }, endFrameName(trajectory), transcript.endLine);
+    if (point.phase === 'end')
+      frame(
+        { trajectory: position, kind: 'end', turn: trajectory.turns.length, call: -1 },
+        endFrameName(trajectory),
+        transcript.endLine,
+      );
     if (point.phase === 'call' || point.phase === 'result') {
       const lines = transcript.callLines.find((c) => c.turn === point.turn && c.call === point.call)!;
-      frame({ trajectory: position, kind: 'call', turn: point.turn, call: point.call }, callFrameName(trajectory, point), point.phase === 'call' ? lines.line : lines.resultLine);
+      frame(
+        { trajectory: position, kind: 'call', turn: point.turn, call: point.call },
+        callFrameName(trajectory, point),
+        point.phase === 'call' ? lines.line : lines.resultLine,
+      );
     }
     for (let turn = Math.min(point.turn, trajectory.turns.length - 1); turn >= 0; turn--) {
-      frame({ trajectory: position, kind: 'turn', turn, call: -1 }, turnFrameName(trajectory, turn), transcript.turnLines[turn]);
+      frame(
+        { trajectory: position, kind: 'turn', turn, call: -1 },
+        turnFrameName(trajectory, turn),
+        transcript.turnLines[turn],
+      );
     }
     const start = args.startFrame ?? 0;
     const count = args.levels ? args.levels : frames.length;
@@ -215,14 +299,24 @@ export class RolloutDebugSession extends DebugSession {
     this.sendResponse(response);
   }
 
-  protected override variablesRequest(response: DebugProtocol.VariablesResponse, args: DebugProtocol.VariablesArguments): void {
+  protected override variablesRequest(
+    response: DebugProtocol.VariablesResponse,
+    args: DebugProtocol.VariablesArguments,
+  ): void {
     response.body = { variables: this.variables.variables(args.variablesReference) };
     this.sendResponse(response);
   }
 
-  protected override evaluateRequest(response: DebugProtocol.EvaluateResponse, args: DebugProtocol.EvaluateArguments): void {
+  protected override evaluateRequest(
+    response: DebugProtocol.EvaluateResponse,
+    args: DebugProtocol.EvaluateArguments,
+  ): void {
     const context = this.contextFor(args.frameId);
-    if (!context) return this.fail(response, `nothing to evaluate against yet: the ${this.target?.mode === 'live' ? 'training' : 'replay'} has not stopped`);
+    if (!context)
+      return this.fail(
+        response,
+        `nothing to evaluate against yet: the ${this.target?.mode === 'live' ? 'training' : 'replay'} has not stopped`,
+      );
     try {
       const value = compileExpression(args.expression).evaluate(context);
       response.body = this.variables.evaluated(value, args.expression);
@@ -232,7 +326,10 @@ export class RolloutDebugSession extends DebugSession {
     }
   }
 
-  protected override completionsRequest(response: DebugProtocol.CompletionsResponse, args: DebugProtocol.CompletionsArguments): void {
+  protected override completionsRequest(
+    response: DebugProtocol.CompletionsResponse,
+    args: DebugProtocol.CompletionsArguments,
+  ): void {
     const before = args.text.slice(0, args.column - 1);
     const member = /([A-Za-z_$][\w$]*)\.([\w$]*)$/.exec(before);
     const word = /[\w$]*$/.exec(before)![0];
@@ -241,18 +338,30 @@ export class RolloutDebugSession extends DebugSession {
       const value = this.contextFor(args.frameId)?.[member[1] as (typeof CONTEXT_NAMES)[number]];
       names = typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.keys(value) : [];
     }
-    response.body = { targets: names.filter((n) => n.startsWith(word)).map((label) => ({ label, type: member ? 'property' : 'variable', length: word.length })) };
+    response.body = {
+      targets: names
+        .filter((n) => n.startsWith(word))
+        .map((label) => ({ label, type: member ? 'property' : 'variable', length: word.length })),
+    };
     this.sendResponse(response);
   }
 
   protected override exceptionInfoRequest(response: DebugProtocol.ExceptionInfoResponse): void {
     const exception = this.lastStop?.exception;
     if (!exception) return this.fail(response, 'the rollout did not stop on a failure');
-    response.body = { exceptionId: exception.id, description: exception.description, breakMode: 'always', details: { message: exception.description, stackTrace: exception.details } };
+    response.body = {
+      exceptionId: exception.id,
+      description: exception.description,
+      breakMode: 'always',
+      details: { message: exception.description, stackTrace: exception.details },
+    };
     this.sendResponse(response);
   }
 
-  protected override continueRequest(response: DebugProtocol.ContinueResponse, args: DebugProtocol.ContinueArguments): void {
+  protected override continueRequest(
+    response: DebugProtocol.ContinueResponse,
+    args: DebugProtocol.ContinueArguments,
+  ): void {
     response.body = { allThreadsContinued: true };
     this.resume(response, 'continue', args.threadId);
   }
@@ -265,16 +374,25 @@ export class RolloutDebugSession extends DebugSession {
     this.resume(response, 'stepIn', args.threadId);
   }
 
-  protected override stepOutRequest(response: DebugProtocol.StepOutResponse, args: DebugProtocol.StepOutArguments): void {
+  protected override stepOutRequest(
+    response: DebugProtocol.StepOutResponse,
+    args: DebugProtocol.StepOutArguments,
+  ): void {
     this.resume(response, 'stepOut', args.threadId);
   }
 
-  protected override stepBackRequest(response: DebugProtocol.StepBackResponse, args: DebugProtocol.StepBackArguments): void {
+  protected override stepBackRequest(
+    response: DebugProtocol.StepBackResponse,
+    args: DebugProtocol.StepBackArguments,
+  ): void {
     if (this.target && !this.target.supportsStepBack) return this.fail(response, NO_GOING_BACK);
     this.resume(response, 'stepBack', args.threadId);
   }
 
-  protected override reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse, args: DebugProtocol.ReverseContinueArguments): void {
+  protected override reverseContinueRequest(
+    response: DebugProtocol.ReverseContinueResponse,
+    args: DebugProtocol.ReverseContinueArguments,
+  ): void {
     if (this.target && !this.target.supportsStepBack) return this.fail(response, NO_GOING_BACK);
     this.resume(response, 'reverseContinue', args.threadId);
   }
@@ -317,8 +435,14 @@ export class RolloutDebugSession extends DebugSession {
       return this.sendResponse(response);
     }
     if (command === TOOL_DEBUGGER_FAILED_REQUEST) {
-      const message = typeof (raw as { message?: unknown })?.message === 'string' ? (raw as { message: string }).message : 'no reason given';
-      this.output(`Could not attach a Node debug session to the trainer: ${message}. Stopping the training (it waits for a debugger before it starts).`, 'stderr');
+      const message =
+        typeof (raw as { message?: unknown })?.message === 'string'
+          ? (raw as { message: string }).message
+          : 'no reason given';
+      this.output(
+        `Could not attach a Node debug session to the trainer: ${message}. Stopping the training (it waits for a debugger before it starts).`,
+        'stderr',
+      );
       this.target?.terminate?.();
       return this.sendResponse(response);
     }
@@ -326,11 +450,15 @@ export class RolloutDebugSession extends DebugSession {
     if (command !== 'rolloutTranscript') return this.fail(response, `unknown request "${command}"`);
     try {
       const args = parseWith(TranscriptRequestArguments, raw, 'rolloutTranscript request');
-      if (!this.target || !sameDirectory(args.runDirectory, this.target.runDirectory)) throw new Error(`this session shows ${this.target?.runDirectory || 'nothing yet'}, not ${args.runDirectory}`);
+      if (!this.target || !sameDirectory(args.runDirectory, this.target.runDirectory))
+        throw new Error(`this session shows ${this.target?.runDirectory || 'nothing yet'}, not ${args.runDirectory}`);
       const trajectory = transcriptOf(this.target, args.step, args.index);
       const endedBy = this.trainingEnded ? runEndedPhrase(this.target.run()?.status ?? 'running') : undefined;
       const text = renderTranscript(trajectory, endedBy ? { endedBy } : {}).text;
-      const body: TranscriptResponseBody = { text, trajectory: { ...trajectory, tokens: { ids: '', pieces: [], mask: '', logprobs: '' } } };
+      const body: TranscriptResponseBody = {
+        text,
+        trajectory: { ...trajectory, tokens: { ids: '', pieces: [], mask: '', logprobs: '' } },
+      };
       response.body = body;
       this.sendResponse(response);
     } catch (error) {
@@ -343,12 +471,24 @@ export class RolloutDebugSession extends DebugSession {
     try {
       const args = parseWith(StopPointArguments, raw ?? {}, `${STOP_POINT_REQUEST} request`);
       const view = this.target?.view();
-      if (!this.target || !view || this.target.running) throw new Error('the rollout is not stopped: pause it or wait for a stop first');
-      const position = (args.threadId !== undefined ? this.trajectoryOf(args.threadId)?.position : undefined) ?? this.lastStop?.trajectory ?? view.point.trajectory;
+      if (!this.target || !view || this.target.running)
+        throw new Error('the rollout is not stopped: pause it or wait for a stop first');
+      const position =
+        (args.threadId !== undefined ? this.trajectoryOf(args.threadId)?.position : undefined) ??
+        this.lastStop?.trajectory ??
+        view.point.trajectory;
       const trajectory = view.trajectories[position];
       const point = view.positions[position];
       if (!trajectory || !point) throw new Error('no trajectory is stopped (the step is at its update)');
-      const body: StopPointBody = { mode: this.target.mode, runDirectory: this.target.runDirectory, step: view.step, index: trajectory.index, phase: point.phase, turn: point.turn, call: point.call };
+      const body: StopPointBody = {
+        mode: this.target.mode,
+        runDirectory: this.target.runDirectory,
+        step: view.step,
+        index: trajectory.index,
+        phase: point.phase,
+        turn: point.turn,
+        call: point.call,
+      };
       response.body = body;
       this.sendResponse(response);
     } catch (error) {
@@ -360,7 +500,11 @@ export class RolloutDebugSession extends DebugSession {
 
   private resume(response: DebugProtocol.Response, kind: ResumeKind, threadId: number): void {
     if (!this.target) return this.fail(response, 'nothing is running yet: launch first');
-    if (this.target.running) return this.fail(response, `the ${this.target.mode === 'live' ? 'training is running' : 'replay is already moving'}; pause it first`);
+    if (this.target.running)
+      return this.fail(
+        response,
+        `the ${this.target.mode === 'live' ? 'training is running' : 'replay is already moving'}; pause it first`,
+      );
     const position = this.trajectoryOf(threadId)?.position ?? this.lastStop?.trajectory ?? 0;
     this.sendResponse(response);
     // Every trajectory moves with a step (the batch runs together); only `continue`'s response can say so.
@@ -377,9 +521,15 @@ export class RolloutDebugSession extends DebugSession {
         const view = this.target?.view();
         // Live trajectories grow between stops: render their transcripts afresh, and let open ones be read again.
         this.transcripts.clear();
-        if (this.target?.mode === 'live' && view) this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target.runDirectory, step: view.step }));
+        if (this.target?.mode === 'live' && view)
+          this.sendEvent(
+            new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target.runDirectory, step: view.step }),
+          );
         const trajectory = view?.trajectories[stop.trajectory];
-        const event = new StoppedEvent(stop.reason, view && trajectory ? this.threadId(view.step, trajectory.index) : undefined) as DebugProtocol.StoppedEvent;
+        const event = new StoppedEvent(
+          stop.reason,
+          view && trajectory ? this.threadId(view.step, trajectory.index) : undefined,
+        ) as DebugProtocol.StoppedEvent;
         event.body.description = stop.description;
         event.body.allThreadsStopped = true;
         if (stop.exception) event.body.text = stop.exception.description;
@@ -388,13 +538,19 @@ export class RolloutDebugSession extends DebugSession {
       },
       output: (text, category) => this.output(text, category),
       // A recorded step's trajectories are final now: open transcripts of it are read again.
-      stepRecorded: (step) => this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target!.runDirectory, step })),
+      stepRecorded: (step) =>
+        this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target!.runDirectory, step })),
       progress: (progress) => this.progress(progress),
       ended: ({ exitCode }) => {
         this.reportPassedOver();
         // Open transcripts of the run are read again: now they say what was never recorded.
         this.trainingEnded = true;
-        if (this.target?.runDirectory) this.sendEvent(new Event(TRANSCRIPTS_CHANGED_EVENT, { runDirectory: this.target.runDirectory } satisfies TranscriptsChangedBody));
+        if (this.target?.runDirectory)
+          this.sendEvent(
+            new Event(TRANSCRIPTS_CHANGED_EVENT, {
+              runDirectory: this.target.runDirectory,
+            } satisfies TranscriptsChangedBody),
+          );
         if (this.openProgress) this.sendEvent(new ProgressEndEvent(this.openProgress));
         this.openProgress = undefined;
         this.sendEvent(new ExitedEvent(exitCode));
@@ -403,8 +559,10 @@ export class RolloutDebugSession extends DebugSession {
       inspector: (inspector) => this.attachToolDebugger(inspector),
       stepChanged: (previous, next) => {
         this.transcripts.clear();
-        for (const t of previous?.trajectories ?? []) this.sendEvent(new ThreadEvent('exited', this.threadId(previous!.step, t.index)));
-        for (const t of next.trajectories) this.sendEvent(new ThreadEvent('started', this.threadId(next.step, t.index)));
+        for (const t of previous?.trajectories ?? [])
+          this.sendEvent(new ThreadEvent('exited', this.threadId(previous!.step, t.index)));
+        for (const t of next.trajectories)
+          this.sendEvent(new ThreadEvent('started', this.threadId(next.step, t.index)));
       },
     };
   }
@@ -423,7 +581,11 @@ export class RolloutDebugSession extends DebugSession {
       this.openProgress = undefined;
       if (progress.done) return; // a phase seen only at its end (or reported twice) shows nothing
       this.openProgress = progress.id;
-      const start = new ProgressStartEvent(progress.id, progress.title, progress.message) as DebugProtocol.ProgressStartEvent;
+      const start = new ProgressStartEvent(
+        progress.id,
+        progress.title,
+        progress.message,
+      ) as DebugProtocol.ProgressStartEvent;
       start.body.percentage = progress.percentage;
       start.body.cancellable = false;
       this.sendEvent(start);
@@ -512,7 +674,10 @@ export class RolloutDebugSession extends DebugSession {
       return turnContext(view.step, point.phase === 'update' ? undefined : trajectory, point, view.metrics);
     }
     const visibleAt = view.positions[ref.trajectory];
-    const at: StopPoint = ref.kind === 'turn' && ref.turn !== visibleAt.turn ? { trajectory: ref.trajectory, phase: 'turn', turn: ref.turn, call: -1 } : visibleAt;
+    const at: StopPoint =
+      ref.kind === 'turn' && ref.turn !== visibleAt.turn
+        ? { trajectory: ref.trajectory, phase: 'turn', turn: ref.turn, call: -1 }
+        : visibleAt;
     return turnContext(view.step, view.trajectories[ref.trajectory], at, view.metrics, visibleAt);
   }
 
@@ -526,7 +691,8 @@ export class RolloutDebugSession extends DebugSession {
   }
 }
 
-const NO_GOING_BACK = 'Live training only moves forwards: replay the run (Rollout Studio: Replay Run in Debugger…) to step back through it.';
+const NO_GOING_BACK =
+  'Live training only moves forwards: replay the run (Rollout Studio: Replay Run in Debugger…) to step back through it.';
 
 /**
  * The trajectory a transcript shows: while stopped, as the stop shows it (its frames point into
@@ -535,12 +701,12 @@ const NO_GOING_BACK = 'Live training only moves forwards: replay the run (Rollou
  */
 function transcriptOf(target: RolloutTarget, step: number, index: number): TrajectoryRecord {
   const view = target.view();
-  const fromView = view?.step === step && !target.running ? view.trajectories.find((t) => t.index === index) : undefined;
+  const fromView =
+    view?.step === step && !target.running ? view.trajectories.find((t) => t.index === index) : undefined;
   const trajectory = fromView ?? target.findTrajectory(step, index);
   if (!trajectory) throw new Error(`step ${step} has no trajectory #${index}`);
   return trajectory;
 }
-
 
 function sameDirectory(a: string, b: string): boolean {
   const norm = (p: string) => p.replace(/\\/g, '/').replace(/\/+$/, '');

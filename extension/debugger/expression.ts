@@ -66,7 +66,16 @@ const FUNCTIONS: Record<string, (...args: Value[]) => Value> = {
 };
 
 /** Methods callable on strings and arrays; all pure and bounded by their input's size. */
-const STRING_METHODS = new Set(['includes', 'startsWith', 'endsWith', 'toLowerCase', 'toUpperCase', 'trim', 'indexOf', 'slice']);
+const STRING_METHODS = new Set([
+  'includes',
+  'startsWith',
+  'endsWith',
+  'toLowerCase',
+  'toUpperCase',
+  'trim',
+  'indexOf',
+  'slice',
+]);
 const ARRAY_METHODS = new Set(['includes', 'indexOf', 'join', 'slice']);
 
 function num(x: Value): number {
@@ -86,7 +95,34 @@ interface Token {
   at: number;
 }
 
-const PUNCTUATION = ['===', '!==', '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '<', '>', '+', '-', '*', '/', '%', '!', '?', ':', '.', ',', '(', ')', '[', ']'];
+const PUNCTUATION = [
+  '===',
+  '!==',
+  '==',
+  '!=',
+  '<=',
+  '>=',
+  '&&',
+  '||',
+  '??',
+  '?.',
+  '<',
+  '>',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  '!',
+  '?',
+  ':',
+  '.',
+  ',',
+  '(',
+  ')',
+  '[',
+  ']',
+];
 
 function tokenize(source: string): Token[] {
   const tokens: Token[] = [];
@@ -134,7 +170,16 @@ function readString(source: string, start: number): { value: string; end: number
   const quote = source[start];
   let value = '';
   let i = start + 1;
-  const escapes: Record<string, string> = { n: '\n', t: '\t', r: '\r', '0': '\0', '\\': '\\', '"': '"', "'": "'", '`': '`' };
+  const escapes: Record<string, string> = {
+    n: '\n',
+    t: '\t',
+    r: '\r',
+    '0': '\0',
+    '\\': '\\',
+    '"': '"',
+    "'": "'",
+    '`': '`',
+  };
   while (i < source.length && source[i] !== quote) {
     if (source[i] === '\\') {
       const next = source[i + 1];
@@ -142,7 +187,11 @@ function readString(source: string, start: number): { value: string; end: number
       value += escapes[next] ?? next;
       i += 2;
     } else {
-      if (quote === '`' && source.startsWith('${', i)) throw new ExpressionError(`template substitutions are not supported (position ${i + 1}); use + to join strings`, i);
+      if (quote === '`' && source.startsWith('${', i))
+        throw new ExpressionError(
+          `template substitutions are not supported (position ${i + 1}); use + to join strings`,
+          i,
+        );
       value += source[i++];
     }
   }
@@ -159,7 +208,8 @@ class Parser {
   parse(): Node {
     const node = this.expression();
     const rest = this.peek();
-    if (rest.type !== 'end') throw new ExpressionError(`unexpected ${describe(rest)} at position ${rest.at + 1}`, rest.at);
+    if (rest.type !== 'end')
+      throw new ExpressionError(`unexpected ${describe(rest)} at position ${rest.at + 1}`, rest.at);
     return node;
   }
 
@@ -194,7 +244,15 @@ class Parser {
     return { kind: 'conditional', test, then, otherwise };
   }
 
-  private static readonly LEVELS = [['??'], ['||'], ['&&'], ['===', '!==', '==', '!='], ['<', '<=', '>', '>='], ['+', '-'], ['*', '/', '%']];
+  private static readonly LEVELS = [
+    ['??'],
+    ['||'],
+    ['&&'],
+    ['===', '!==', '==', '!='],
+    ['<', '<=', '>', '>='],
+    ['+', '-'],
+    ['*', '/', '%'],
+  ];
 
   private binary(level: number): Node {
     if (level === Parser.LEVELS.length) return this.unary();
@@ -221,7 +279,8 @@ class Parser {
       const token = this.peek();
       if (this.take('.') || this.take('?.')) {
         const name = this.peek();
-        if (name.type !== 'name') throw new ExpressionError(`expected a field name after "${token.text}" at position ${name.at + 1}`, name.at);
+        if (name.type !== 'name')
+          throw new ExpressionError(`expected a field name after "${token.text}" at position ${name.at + 1}`, name.at);
         this.pos++;
         node = { kind: 'member', object: node, property: { kind: 'literal', value: name.text }, at: name.at };
       } else if (this.take('[')) {
@@ -250,7 +309,14 @@ class Parser {
     }
     if (token.type === 'name') {
       this.pos++;
-      const constants: Record<string, Value> = { true: true, false: false, null: null, undefined: undefined, NaN: Number.NaN, Infinity: Number.POSITIVE_INFINITY };
+      const constants: Record<string, Value> = {
+        true: true,
+        false: false,
+        null: null,
+        undefined: undefined,
+        NaN: Number.NaN,
+        Infinity: Number.POSITIVE_INFINITY,
+      };
       if (Object.hasOwn(constants, token.text)) return { kind: 'literal', value: constants[token.text] };
       return { kind: 'name', name: token.text, at: token.at };
     }
@@ -290,7 +356,8 @@ export interface CompiledExpression {
  * (a typo such as `rewrad`) is reported now, when the breakpoint is set, not at every stop.
  */
 export function compileExpression(source: string, knownNames?: readonly string[]): CompiledExpression {
-  if (source.length > MAX_LENGTH) throw new ExpressionError(`expression is ${source.length} characters long; at most ${MAX_LENGTH} are allowed`);
+  if (source.length > MAX_LENGTH)
+    throw new ExpressionError(`expression is ${source.length} characters long; at most ${MAX_LENGTH} are allowed`);
   if (source.trim() === '') throw new ExpressionError('expression is empty');
   const tree = new Parser(tokenize(source)).parse();
   const names = [...collectNames(tree, new Set())];
@@ -386,12 +453,26 @@ function call(node: Extract<Node, { kind: 'call' }>, context: Readonly<Record<st
     const method = String(evaluate(node.callee.property, context));
     const allowed = typeof target === 'string' ? STRING_METHODS : Array.isArray(target) ? ARRAY_METHODS : undefined;
     if (!allowed || !allowed.has(method)) {
-      const what = typeof target === 'string' ? 'a string' : Array.isArray(target) ? 'an array' : target === undefined ? 'undefined' : typeof target;
-      throw new ExpressionError(`cannot call .${method}() on ${what}; strings have ${[...STRING_METHODS].join(', ')}; arrays have ${[...ARRAY_METHODS].join(', ')}`, node.at);
+      const what =
+        typeof target === 'string'
+          ? 'a string'
+          : Array.isArray(target)
+            ? 'an array'
+            : target === undefined
+              ? 'undefined'
+              : typeof target;
+      throw new ExpressionError(
+        `cannot call .${method}() on ${what}; strings have ${[...STRING_METHODS].join(', ')}; arrays have ${[...ARRAY_METHODS].join(', ')}`,
+        node.at,
+      );
     }
     return (target as unknown as Record<string, (...a: Value[]) => Value>)[method](...args);
   }
-  if (node.callee.kind === 'name' && Object.hasOwn(FUNCTIONS, node.callee.name) && !Object.hasOwn(context, node.callee.name)) {
+  if (
+    node.callee.kind === 'name' &&
+    Object.hasOwn(FUNCTIONS, node.callee.name) &&
+    !Object.hasOwn(context, node.callee.name)
+  ) {
     return FUNCTIONS[node.callee.name](...args);
   }
   throw new ExpressionError(`only these functions can be called: ${Object.keys(FUNCTIONS).join(', ')}`, node.at);
@@ -422,7 +503,9 @@ function binary(op: string, leftNode: Node, rightNode: Node, context: Readonly<R
     case '>=':
       return compare(left, right, (a, b) => a >= b);
     case '+':
-      return typeof left === 'string' || typeof right === 'string' ? display(left) + display(right) : num(left) + num(right);
+      return typeof left === 'string' || typeof right === 'string'
+        ? display(left) + display(right)
+        : num(left) + num(right);
     case '-':
       return num(left) - num(right);
     case '*':
@@ -439,7 +522,8 @@ function binary(op: string, leftNode: Node, rightNode: Node, context: Readonly<R
 function looseEquals(a: Value, b: Value): boolean {
   if (a === b) return true;
   if ((a === null || a === undefined) && (b === null || b === undefined)) return true;
-  if ((typeof a === 'number' && typeof b === 'string') || (typeof a === 'string' && typeof b === 'number')) return Number(a) === Number(b);
+  if ((typeof a === 'number' && typeof b === 'string') || (typeof a === 'string' && typeof b === 'number'))
+    return Number(a) === Number(b);
   return false;
 }
 

@@ -14,8 +14,10 @@ export function linePoints(trajectory: TrajectoryRecord): LinePoint[] {
   const points: LinePoint[] = [];
   turnLines.forEach((line, turn) => {
     points.push({ phase: 'turn', turn, call: -1, line });
-    for (const c of callLines.filter((c) => c.turn === turn)) points.push({ phase: 'call', turn, call: c.call, line: c.line });
-    for (const c of callLines.filter((c) => c.turn === turn)) points.push({ phase: 'result', turn, call: c.call, line: c.resultLine });
+    for (const c of callLines.filter((c) => c.turn === turn))
+      points.push({ phase: 'call', turn, call: c.call, line: c.line });
+    for (const c of callLines.filter((c) => c.turn === turn))
+      points.push({ phase: 'result', turn, call: c.call, line: c.resultLine });
   });
   points.push({ phase: 'end', turn: trajectory.turns.length, call: -1, line: endLine });
   return points.sort((a, b) => a.line - b.line);

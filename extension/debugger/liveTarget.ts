@@ -19,7 +19,15 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { isTrainingEvent, PROTOCOL_VERSION, type MetricsRecord, type RunRecord, type TrainerMessage, type TrainingEvent, type TrajectoryRecord } from '../../trainer/contract/protocol';
+import {
+  isTrainingEvent,
+  PROTOCOL_VERSION,
+  type MetricsRecord,
+  type RunRecord,
+  type TrainerMessage,
+  type TrainingEvent,
+  type TrajectoryRecord,
+} from '../../trainer/contract/protocol';
 import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import { formatBytes } from '../../trainer/contract/formatBytes';
 import { TrainerProcess, type TrainerExit, type TrainerLaunch } from '../trainerProcess';
@@ -28,7 +36,14 @@ import { markRunStopped } from '../live/stoppedRun';
 import type { BreakpointSet, SteppingTrajectory } from './breakpoints';
 import { holdConfiguration } from './holdPolicy';
 import { liveFacts, liveView, type Hold } from './liveView';
-import { toTargetStop, type ResumeKind, type RolloutTarget, type TargetListener, type TargetStop, type TargetView } from './rolloutTarget';
+import {
+  toTargetStop,
+  type ResumeKind,
+  type RolloutTarget,
+  type TargetListener,
+  type TargetStop,
+  type TargetView,
+} from './rolloutTarget';
 import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
 
 export interface LiveTargetOptions {
@@ -55,8 +70,22 @@ type Intent =
   | { kind: 'pause' }
   | { kind: 'step'; how: 'next' | 'stepIn' | 'stepOut'; trajectory: number };
 
-const PHASE_TITLES: Record<string, string> = { download: 'Downloading the model', load: 'Loading the model', sft: 'Warm start (SFT)', rollout: 'Rollout', reward: 'Rewards', update: 'Update', eval: 'Evaluation', checkpoint: 'Checkpoint' };
-const PHASE_UNITS: Record<string, string> = { sft: 'steps', rollout: 'trajectories', reward: 'trajectories', eval: 'rows' };
+const PHASE_TITLES: Record<string, string> = {
+  download: 'Downloading the model',
+  load: 'Loading the model',
+  sft: 'Warm start (SFT)',
+  rollout: 'Rollout',
+  reward: 'Rewards',
+  update: 'Update',
+  eval: 'Evaluation',
+  checkpoint: 'Checkpoint',
+};
+const PHASE_UNITS: Record<string, string> = {
+  sft: 'steps',
+  rollout: 'trajectories',
+  reward: 'trajectories',
+  eval: 'rows',
+};
 
 export class LiveTarget implements RolloutTarget {
   readonly mode = 'live';
@@ -155,7 +184,10 @@ export class LiveTarget implements RolloutTarget {
       setImmediate(() => this.listener.ended?.({ exitCode: 1, message: 'The trainer could not be started.' }));
       return;
     }
-    this.listener.output(`Starting the trainer (pid ${this.trainer.pid ?? '?'}) for ${config}${noDebug ? ', without debugging' : ''}`, 'console');
+    this.listener.output(
+      `Starting the trainer (pid ${this.trainer.pid ?? '?'}) for ${config}${noDebug ? ', without debugging' : ''}`,
+      'console',
+    );
     this.reconfigure();
     const trainer = this.trainer;
     this.exitHandled = trainer.exited.then((exit) => this.onExit(exit));
@@ -168,7 +200,10 @@ export class LiveTarget implements RolloutTarget {
       return;
     }
     if (kind === 'stepBack' || kind === 'reverseContinue') {
-      this.listener.output('Live training cannot go back: replay the run (Rollout Studio: Replay Run in Debugger…) to step backwards.', 'stderr');
+      this.listener.output(
+        'Live training cannot go back: replay the run (Rollout Studio: Replay Run in Debugger…) to step backwards.',
+        'stderr',
+      );
       return;
     }
     const at = this.lastView?.positions[trajectory];
@@ -213,7 +248,10 @@ export class LiveTarget implements RolloutTarget {
       this.queue.length = 0;
       this.stoppedAt = undefined;
       const timeout = this.options.stopTimeoutMs ?? 30_000;
-      this.listener.output('Stopping the training: the trainer finishes what it must and marks the run stopped…', 'console');
+      this.listener.output(
+        'Stopping the training: the trainer finishes what it must and marks the run stopped…',
+        'console',
+      );
       await trainer.stop(timeout);
       await this.exitHandled;
     })();
@@ -231,7 +269,10 @@ export class LiveTarget implements RolloutTarget {
       case 'run.started':
         this.dir = message.runDirectory;
         this.record = message.run;
-        this.listener.output(`Training ${message.run.name} (${message.run.id}): ${message.run.algorithm}, ${message.run.totalSteps} steps on ${message.run.device}; run directory ${message.runDirectory}`, 'console');
+        this.listener.output(
+          `Training ${message.run.name} (${message.run.id}): ${message.run.algorithm}, ${message.run.totalSteps} steps on ${message.run.device}; run directory ${message.runDirectory}`,
+          'console',
+        );
         this.options.trainings?.started(this.publication);
         break;
       case 'run.ended':
@@ -244,7 +285,12 @@ export class LiveTarget implements RolloutTarget {
         this.progress(message);
         break;
       case 'debug.hold':
-        this.queue.push({ id: message.id, point: message.point, trajectories: message.trajectories, ...(message.metrics ? { metrics: message.metrics } : {}) });
+        this.queue.push({
+          id: message.id,
+          point: message.point,
+          trajectories: message.trajectories,
+          ...(message.metrics ? { metrics: message.metrics } : {}),
+        });
         this.drain();
         break;
       case 'step.completed':
@@ -257,7 +303,10 @@ export class LiveTarget implements RolloutTarget {
   }
 
   private onInspector(inspector: { url: string; port: number }): void {
-    this.listener.output(`Your tool code runs in the trainer, whose Node inspector listens on 127.0.0.1:${inspector.port}${this.options.childSessions ? ': attaching a Node debug session' : ': attach a Node debugger there to stop in it'}.`, 'console');
+    this.listener.output(
+      `Your tool code runs in the trainer, whose Node inspector listens on 127.0.0.1:${inspector.port}${this.options.childSessions ? ': attaching a Node debug session' : ': attach a Node debugger there to stop in it'}.`,
+      'console',
+    );
     this.listener.inspector?.({ ...inspector, skipFiles: [path.dirname(this.options.launch.cliPath)] });
   }
 
@@ -273,7 +322,9 @@ export class LiveTarget implements RolloutTarget {
       this.listener.output(message, 'stderr');
     } else {
       const run = this.record;
-      message = run ? `Training ${run.status}${run.lastStep !== undefined ? ` after step ${run.lastStep} of ${run.totalSteps}` : ''}${run.error ? `: ${run.error.message}` : ''}.` : 'The trainer exited.';
+      message = run
+        ? `Training ${run.status}${run.lastStep !== undefined ? ` after step ${run.lastStep} of ${run.totalSteps}` : ''}${run.error ? `: ${run.error.message}` : ''}.`
+        : 'The trainer exited.';
       this.listener.output(message, run?.status === 'failed' ? 'stderr' : 'console');
     }
     // The session first, so that it answers for an ended training when transcripts are read again on `trainings.ended`.
@@ -330,11 +381,13 @@ export class LiveTarget implements RolloutTarget {
       case 'entry':
         return { reason: 'entry', trajectory: focus, description: `Paused at the first stop point: ${where}` };
       case 'pause':
-        if (isTurnBoundary(point) || point.phase === 'update') return { reason: 'pause', trajectory: focus, description: `Paused: ${where}` };
+        if (isTurnBoundary(point) || point.phase === 'update')
+          return { reason: 'pause', trajectory: focus, description: `Paused: ${where}` };
         return this.check(view);
       case 'step': {
         const stepped = this.intent.trajectory;
-        if (point.trajectory === stepped && reachesStep(this.intent.how, point)) return { reason: 'step', trajectory: focus, description: where };
+        if (point.trajectory === stepped && reachesStep(this.intent.how, point))
+          return { reason: 'step', trajectory: focus, description: where };
         return this.check(view, { trajectory: stepped });
       }
       case 'run':
@@ -344,7 +397,11 @@ export class LiveTarget implements RolloutTarget {
 
   private check(view: TargetView, stepping?: SteppingTrajectory): TargetStop | undefined {
     if (this.options.noDebug) return undefined;
-    const stop = this.breakpoints.stopAt({ ...view, facts: (trajectory) => liveFacts(trajectory, view.point, view.metrics) }, (text, category) => this.listener.output(text, category), stepping);
+    const stop = this.breakpoints.stopAt(
+      { ...view, facts: (trajectory) => liveFacts(trajectory, view.point, view.metrics) },
+      (text, category) => this.listener.output(text, category),
+      stepping,
+    );
     return stop && toTargetStop(stop);
   }
 
@@ -356,10 +413,15 @@ export class LiveTarget implements RolloutTarget {
 
   private reconfigure(): void {
     if (!this.trainer?.running) return;
-    const config = holdConfiguration({ noDebug: this.options.noDebug, moving: this.intent.kind !== 'run', breakpoints: this.breakpoints.summary() });
+    const config = holdConfiguration({
+      noDebug: this.options.noDebug,
+      moving: this.intent.kind !== 'run',
+      breakpoints: this.breakpoints.summary(),
+    });
     const key = JSON.stringify(config);
     if (key === this.sentConfiguration) return;
-    if (this.trainer.send({ protocol: PROTOCOL_VERSION, type: 'debug.configure', ...config })) this.sentConfiguration = key;
+    if (this.trainer.send({ protocol: PROTOCOL_VERSION, type: 'debug.configure', ...config }))
+      this.sentConfiguration = key;
   }
 
   private release(id: number): void {
@@ -376,6 +438,9 @@ function reachesStep(how: 'next' | 'stepIn' | 'stepOut', point: StopPoint): bool
 function metricsLine(metrics: MetricsRecord | undefined): string {
   const reward = metrics?.values['reward/mean'];
   const loss = metrics?.values['loss/total'];
-  const parts = [typeof reward === 'number' ? `reward ${reward.toFixed(3)}` : undefined, typeof loss === 'number' ? `loss ${loss.toFixed(4)}` : undefined].filter(Boolean);
+  const parts = [
+    typeof reward === 'number' ? `reward ${reward.toFixed(3)}` : undefined,
+    typeof loss === 'number' ? `loss ${loss.toFixed(4)}` : undefined,
+  ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no metrics';
 }

@@ -24,7 +24,12 @@ export function stopPointOf(hold: Hold): StopPoint {
   const { point, trajectories } = hold;
   if (point.kind === 'update') return UPDATE_POINT;
   const turns = trajectories[point.trajectory]?.turns.length ?? 0;
-  return { trajectory: point.trajectory, phase: point.kind, turn: point.kind === 'end' ? turns : (point.turn ?? 0), call: point.call ?? -1 };
+  return {
+    trajectory: point.trajectory,
+    phase: point.kind,
+    turn: point.kind === 'end' ? turns : (point.turn ?? 0),
+    call: point.call ?? -1,
+  };
 }
 
 /** Where a trajectory of a snapshot is, from its record: ended, waiting for a call, after its calls, or after its last turn. */
@@ -36,7 +41,8 @@ export function livePosition(trajectory: TrajectoryRecord, position: number): St
   const calls = last.toolCalls ?? [];
   const pending = calls.find((c) => c.pending);
   if (pending) return { trajectory: position, phase: 'call', turn: last.index, call: pending.index };
-  if (calls.length) return { trajectory: position, phase: 'result', turn: last.index, call: calls[calls.length - 1].index };
+  if (calls.length)
+    return { trajectory: position, phase: 'result', turn: last.index, call: calls[calls.length - 1].index };
   return { trajectory: position, phase: 'turn', turn: last.index, call: -1 };
 }
 
@@ -54,7 +60,11 @@ export function liveView(hold: Hold): TargetView {
 const FOUND_BY_RUNNING = new Set(['parse', 'unknown_tool', 'invalid_arguments']);
 
 /** What breakpoints can match at a live point (see the module comment for how it differs from replay). */
-export function liveFacts(trajectory: TrajectoryRecord | undefined, point: StopPoint, metrics: MetricsRecord | undefined): PointFacts {
+export function liveFacts(
+  trajectory: TrajectoryRecord | undefined,
+  point: StopPoint,
+  metrics: MetricsRecord | undefined,
+): PointFacts {
   const facts = pointFacts(trajectory, point, metrics);
   if (point.phase !== 'result' || !trajectory) return facts;
   const call = trajectory.turns[point.turn]?.toolCalls?.find((c) => c.index === point.call);

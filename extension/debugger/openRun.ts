@@ -19,7 +19,9 @@ export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<
   else if (target !== undefined) {
     const args = OpenRunInDebuggerArgs.safeParse(target);
     if (!args.success) {
-      void vscode.window.showErrorMessage(`Replay Run in Debugger: expected a run directory, got ${JSON.stringify(target)}`);
+      void vscode.window.showErrorMessage(
+        `Replay Run in Debugger: expected a run directory, got ${JSON.stringify(target)}`,
+      );
       return false;
     }
     dir = args.data.runDirectory;

@@ -54,7 +54,13 @@ export class RecordedRun implements RecordedRunSource {
       return cached;
     }
     const { records, tornLastLine } = this.reader.trajectories(step);
-    const data: StepData = { step, trajectories: records, metrics: this.metrics(step), timeline: stepTimeline(records), tornLastLine };
+    const data: StepData = {
+      step,
+      trajectories: records,
+      metrics: this.metrics(step),
+      timeline: stepTimeline(records),
+      tornLastLine,
+    };
     this.cache.set(step, data);
     if (this.cache.size > CACHED_STEPS) this.cache.delete(this.cache.keys().next().value!);
     return data;
@@ -63,7 +69,12 @@ export class RecordedRun implements RecordedRunSource {
   private metrics(step: number): MetricsRecord | undefined {
     if (!this.metricsByStep?.has(step)) {
       // Read again when a step is missing: a running run appends metrics as it goes.
-      this.metricsByStep = new Map(this.reader.metrics().records.filter((m) => m.kind === 'train').map((m) => [m.step, m]));
+      this.metricsByStep = new Map(
+        this.reader
+          .metrics()
+          .records.filter((m) => m.kind === 'train')
+          .map((m) => [m.step, m]),
+      );
     }
     return this.metricsByStep.get(step);
   }

@@ -17,7 +17,10 @@ import { untrustedReason } from '../workspaceTrust';
 /** The trainer bundled with the extension, run by the configured runtime (read at each launch). */
 function trainerLaunch(context: vscode.ExtensionContext): TrainerLaunch {
   const configured = vscode.workspace.getConfiguration('rolloutStudio').get<string>('trainer.nodePath');
-  return { runtime: resolveTrainerRuntime(configured), cliPath: vscode.Uri.joinPath(context.extensionUri, 'dist', 'trainer', 'cli.js').fsPath };
+  return {
+    runtime: resolveTrainerRuntime(configured),
+    cliPath: vscode.Uri.joinPath(context.extensionUri, 'dist', 'trainer', 'cli.js').fsPath,
+  };
 }
 
 export function registerDebugger(context: vscode.ExtensionContext, trainings?: LiveTrainings): void {
@@ -25,10 +28,28 @@ export function registerDebugger(context: vscode.ExtensionContext, trainings?: L
   const configurations = new RolloutConfigurationProvider();
   context.subscriptions.push(
     vscode.debug.registerDebugAdapterDescriptorFactory('rollout', {
-      createDebugAdapterDescriptor: () => new vscode.DebugAdapterInlineImplementation(new RolloutDebugSession({ live: { launch: trainerLaunch(context), toolDebugger: true, refusal: () => untrustedReason('Training'), ...(trainings ? { trainings } : {}) } })),
+      createDebugAdapterDescriptor: () =>
+        new vscode.DebugAdapterInlineImplementation(
+          new RolloutDebugSession({
+            live: {
+              launch: trainerLaunch(context),
+              toolDebugger: true,
+              refusal: () => untrustedReason('Training'),
+              ...(trainings ? { trainings } : {}),
+            },
+          }),
+        ),
     }),
-    vscode.debug.registerDebugConfigurationProvider('rollout', configurations, vscode.DebugConfigurationProviderTriggerKind.Initial),
-    vscode.debug.registerDebugConfigurationProvider('rollout', configurations, vscode.DebugConfigurationProviderTriggerKind.Dynamic),
+    vscode.debug.registerDebugConfigurationProvider(
+      'rollout',
+      configurations,
+      vscode.DebugConfigurationProviderTriggerKind.Initial,
+    ),
+    vscode.debug.registerDebugConfigurationProvider(
+      'rollout',
+      configurations,
+      vscode.DebugConfigurationProviderTriggerKind.Dynamic,
+    ),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, documents),
     documents.trackSessions(trainings),
     registerToolDebugger(),

@@ -10,7 +10,15 @@
  */
 import type { BreakpointSet, SteppingTrajectory } from './breakpoints';
 import type { RecordedRunSource, StepData } from './recordedRun';
-import { toTargetStop, type ResumeKind, type RolloutTarget, type StopReason, type TargetListener, type TargetStop, type TargetView } from './rolloutTarget';
+import {
+  toTargetStop,
+  type ResumeKind,
+  type RolloutTarget,
+  type StopReason,
+  type TargetListener,
+  type TargetStop,
+  type TargetView,
+} from './rolloutTarget';
 import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
 import { pointFacts } from './turnContext';
@@ -49,7 +57,8 @@ export class ReplayTarget implements RolloutTarget {
     private readonly startAt?: ReplayStart,
   ) {
     this.steps = source.steps();
-    if (this.steps.length === 0) throw new Error(`${source.directory} has no recorded steps yet: rollouts/ holds no step-NNNNNN.jsonl file`);
+    if (this.steps.length === 0)
+      throw new Error(`${source.directory} has no recorded steps yet: rollouts/ holds no step-NNNNNN.jsonl file`);
     if (startAt) this.entry = this.startCursor(startAt); // a step or trajectory that is not there fails the launch, named
   }
 
@@ -89,7 +98,9 @@ export class ReplayTarget implements RolloutTarget {
         return this.stopAt('entry', 0, `Paused at the first turn of step ${this.steps[0]}`);
       });
     } else {
-      this.execute(() => this.walkForward({ ordinal: 0, index: -1 }, (data, index) => this.checkBreakpoints(data, index)));
+      this.execute(() =>
+        this.walkForward({ ordinal: 0, index: -1 }, (data, index) => this.checkBreakpoints(data, index)),
+      );
     }
   }
 
@@ -107,11 +118,26 @@ export class ReplayTarget implements RolloutTarget {
       case 'stepIn':
       case 'stepOut': {
         // At a trajectory's end, `stepOut` has nowhere further out to go: it steps on like `next`.
-        const target = kind === 'stepIn' ? () => true : kind === 'stepOut' && !atEnd ? (p: StopPoint) => p.phase === 'end' : isTurnBoundary;
-        return this.execute(() => this.walkForward({ ordinal: cursor.ordinal, index: Math.max(cursor.index, shown) }, this.stepVisitor(trajectory, target)));
+        const target =
+          kind === 'stepIn'
+            ? () => true
+            : kind === 'stepOut' && !atEnd
+              ? (p: StopPoint) => p.phase === 'end'
+              : isTurnBoundary;
+        return this.execute(() =>
+          this.walkForward(
+            { ordinal: cursor.ordinal, index: Math.max(cursor.index, shown) },
+            this.stepVisitor(trajectory, target),
+          ),
+        );
       }
       case 'stepBack':
-        return this.execute(() => this.walkBackward({ ordinal: cursor.ordinal, index: Math.min(cursor.index, shown) }, this.stepVisitor(trajectory, isTurnBoundary)));
+        return this.execute(() =>
+          this.walkBackward(
+            { ordinal: cursor.ordinal, index: Math.min(cursor.index, shown) },
+            this.stepVisitor(trajectory, isTurnBoundary),
+          ),
+        );
     }
   }
 
@@ -128,14 +154,19 @@ export class ReplayTarget implements RolloutTarget {
   private startCursor({ step, trajectory }: ReplayStart): Cursor {
     const ordinal = this.steps.indexOf(step);
     if (ordinal < 0) {
-      const range = this.steps.length === 1 ? `${this.steps[0]}` : `${this.steps[0]}–${this.steps[this.steps.length - 1]}`;
-      throw new Error(`startAt.step: step ${step} is not recorded in ${this.source.directory} (recorded steps: ${range})`);
+      const range =
+        this.steps.length === 1 ? `${this.steps[0]}` : `${this.steps[0]}–${this.steps[this.steps.length - 1]}`;
+      throw new Error(
+        `startAt.step: step ${step} is not recorded in ${this.source.directory} (recorded steps: ${range})`,
+      );
     }
     const data = this.source.load(step);
     const position = data.trajectories.findIndex((t) => t.index === trajectory);
     if (position < 0) {
       const indices = data.trajectories.map((t) => `#${t.index}`).join(', ');
-      throw new Error(`startAt.trajectory: step ${step} has no trajectory #${trajectory} (it has ${indices || 'none'})`);
+      throw new Error(
+        `startAt.trajectory: step ${step} has no trajectory #${trajectory} (it has ${indices || 'none'})`,
+      );
     }
     return { ordinal, index: data.timeline.findIndex((point) => point.trajectory === position) };
   }
@@ -146,16 +177,28 @@ export class ReplayTarget implements RolloutTarget {
    */
   private stepVisitor(trajectory: number, isTarget: (point: StopPoint) => boolean): Visitor {
     return (data, index) => {
-      if (trajectory >= data.trajectories.length) return this.stopAt('step', 0, `Step ${data.step} has no trajectory #${trajectory}`);
+      if (trajectory >= data.trajectories.length)
+        return this.stopAt('step', 0, `Step ${data.step} has no trajectory #${trajectory}`);
       const point = data.timeline[index];
-      if (point.trajectory === trajectory && isTarget(point)) return this.stopAt('step', trajectory, `Step ${data.step}, #${data.trajectories[trajectory].index}: ${describePoint(point)}`);
+      if (point.trajectory === trajectory && isTarget(point))
+        return this.stopAt(
+          'step',
+          trajectory,
+          `Step ${data.step}, #${data.trajectories[trajectory].index}: ${describePoint(point)}`,
+        );
       return this.checkBreakpoints(data, index, { trajectory });
     };
   }
 
   private checkBreakpoints(data: StepData, index: number, stepping?: SteppingTrajectory): TargetStop | undefined {
     const point = data.timeline[index];
-    const reached = { step: data.step, trajectories: data.trajectories, point, metrics: data.metrics, facts: (trajectory: TrajectoryRecord | undefined) => pointFacts(trajectory, point, data.metrics) };
+    const reached = {
+      step: data.step,
+      trajectories: data.trajectories,
+      point,
+      metrics: data.metrics,
+      facts: (trajectory: TrajectoryRecord | undefined) => pointFacts(trajectory, point, data.metrics),
+    };
     const stop = this.breakpoints.stopAt(reached, (text, category) => this.listener.output(text, category), stepping);
     return stop && toTargetStop(stop);
   }
@@ -167,18 +210,26 @@ export class ReplayTarget implements RolloutTarget {
       const data = this.source.load(this.steps[ordinal]);
       for (; index < data.timeline.length; index++) {
         const stop = visit(data, index);
-        if (stop) return this.moveTo({ ordinal, index }), stop;
+        if (stop) return (this.moveTo({ ordinal, index }), stop);
       }
       // A run that is still being written may have grown since the replay began.
       if (ordinal + 1 >= this.steps.length) this.steps = this.source.steps();
       if (ordinal + 1 >= this.steps.length) {
         this.moveTo({ ordinal, index: data.timeline.length - 1 });
         const status = this.source.run().status;
-        return this.stopAt('end', 0, `End of the run (step ${data.step}, ${status}): step back or reverse-continue to go back`);
+        return this.stopAt(
+          'end',
+          0,
+          `End of the run (step ${data.step}, ${status}): step back or reverse-continue to go back`,
+        );
       }
       ordinal++;
       index = 0;
-      if (await this.interrupted()) return this.moveTo({ ordinal, index }), this.stopAt('pause', 0, `Paused at the start of step ${this.steps[ordinal]}`);
+      if (await this.interrupted())
+        return (
+          this.moveTo({ ordinal, index }),
+          this.stopAt('pause', 0, `Paused at the start of step ${this.steps[ordinal]}`)
+        );
     }
   }
 
@@ -190,7 +241,7 @@ export class ReplayTarget implements RolloutTarget {
       if (index >= data.timeline.length) index = data.timeline.length - 1;
       for (; index >= 0; index--) {
         const stop = visit(data, index);
-        if (stop) return this.moveTo({ ordinal, index }), stop;
+        if (stop) return (this.moveTo({ ordinal, index }), stop);
       }
       if (ordinal === 0) {
         this.moveTo({ ordinal: 0, index: 0 });
@@ -200,7 +251,10 @@ export class ReplayTarget implements RolloutTarget {
       index = Number.MAX_SAFE_INTEGER;
       if (await this.interrupted()) {
         const last = this.source.load(this.steps[ordinal]).timeline.length - 1;
-        return this.moveTo({ ordinal, index: last }), this.stopAt('pause', 0, `Paused at the end of step ${this.steps[ordinal]}`);
+        return (
+          this.moveTo({ ordinal, index: last }),
+          this.stopAt('pause', 0, `Paused at the end of step ${this.steps[ordinal]}`)
+        );
       }
     }
   }
@@ -243,7 +297,11 @@ export class ReplayTarget implements RolloutTarget {
     const next = this.viewAt(cursor);
     if (!previous || previous.step !== next.step) {
       const data = this.source.load(next.step);
-      if (data.tornLastLine) this.listener.output(`Step ${next.step}: the last trajectory was cut short by a crash and is left out.`, 'important');
+      if (data.tornLastLine)
+        this.listener.output(
+          `Step ${next.step}: the last trajectory was cut short by a crash and is left out.`,
+          'important',
+        );
       this.listener.stepChanged(previous, next);
     }
   }

@@ -16,7 +16,8 @@ import type { ExceptionFact } from './turnContext';
 
 export type ResumeKind = 'continue' | 'next' | 'stepIn' | 'stepOut' | 'stepBack' | 'reverseContinue';
 
-export type StopReason = 'entry' | 'step' | 'pause' | 'breakpoint' | 'function breakpoint' | 'exception' | 'end' | 'start';
+export type StopReason =
+  'entry' | 'step' | 'pause' | 'breakpoint' | 'function breakpoint' | 'exception' | 'end' | 'start';
 
 export interface TargetStop {
   reason: StopReason;

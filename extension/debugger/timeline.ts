@@ -39,7 +39,9 @@ export function trajectoryPoints(trajectory: TrajectoryRecord, position: number)
  * trajectory), then the step's update.
  */
 export function stepTimeline(trajectories: readonly TrajectoryRecord[]): StopPoint[] {
-  const keyed = trajectories.flatMap((t, position) => trajectoryPoints(t, position).map((point, order) => ({ point, order })));
+  const keyed = trajectories.flatMap((t, position) =>
+    trajectoryPoints(t, position).map((point, order) => ({ point, order })),
+  );
   keyed.sort((a, b) => a.point.turn - b.point.turn || a.point.trajectory - b.point.trajectory || a.order - b.order);
   return [...keyed.map((k) => k.point), { trajectory: -1, phase: 'update', turn: -1, call: -1 }];
 }

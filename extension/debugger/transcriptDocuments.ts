@@ -21,7 +21,14 @@ import { renderTranscript, runEndedPhrase } from '../../trainer/contract/transcr
 import { renderBranchTranscript } from '../reroll/branchTranscript';
 import { branchDirectoryParts, readBranchSet } from './branchRun';
 import { readBranchSets } from '../../trainer/contract/runstore/branchStore';
-import { parseBranchTranscriptPath, parseTranscriptPath, TRANSCRIPT_SCHEME, TRANSCRIPTS_CHANGED_EVENT, type TranscriptAddress, type TranscriptsChangedBody } from './transcriptUri';
+import {
+  parseBranchTranscriptPath,
+  parseTranscriptPath,
+  TRANSCRIPT_SCHEME,
+  TRANSCRIPTS_CHANGED_EVENT,
+  type TranscriptAddress,
+  type TranscriptsChangedBody,
+} from './transcriptUri';
 
 export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
   /** The rollout debug sessions whose adapter runs, by session id, with that adapter (a restart starts a new one for the same session). */
@@ -41,10 +48,14 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
    * events may never arrive.
    */
   trackSessions(trainings?: LiveTrainings): vscode.Disposable {
-    const stopFollowingTrainings = trainings?.onChange((change) => change.type === 'ended' && this.runChanged(change.training.runDirectory));
+    const stopFollowingTrainings = trainings?.onChange(
+      (change) => change.type === 'ended' && this.runChanged(change.training.runDirectory),
+    );
     return vscode.Disposable.from(
       this.changed,
-      vscode.debug.registerDebugAdapterTrackerFactory('rollout', { createDebugAdapterTracker: (session) => this.adapterStarted(session) }),
+      vscode.debug.registerDebugAdapterTrackerFactory('rollout', {
+        createDebugAdapterTracker: (session) => this.adapterStarted(session),
+      }),
       vscode.debug.onDidReceiveDebugSessionCustomEvent((event) => {
         if (event.session.type !== 'rollout' || event.event !== TRANSCRIPTS_CHANGED_EVENT) return;
         const { runDirectory, step } = event.body as TranscriptsChangedBody;
@@ -64,14 +75,20 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
 
   private adapterStopped(sessionId: string, adapter: object): void {
     if (this.sessions.get(sessionId)?.adapter === adapter) this.sessions.delete(sessionId);
-    for (const document of this.openTranscripts()) if (this.served.get(document.uri.toString())?.adapter === adapter) this.changed.fire(document.uri);
+    for (const document of this.openTranscripts())
+      if (this.served.get(document.uri.toString())?.adapter === adapter) this.changed.fire(document.uri);
   }
 
   /** Open transcripts of `runDirectory` (of one step, or all) are read again. */
   private runChanged(runDirectory: string, step?: number): void {
     for (const document of this.openTranscripts()) {
       const address = parseTranscriptPath(document.uri.path);
-      if (address && path.resolve(address.runDirectory) === path.resolve(runDirectory) && (step === undefined || address.step === step)) this.changed.fire(document.uri);
+      if (
+        address &&
+        path.resolve(address.runDirectory) === path.resolve(runDirectory) &&
+        (step === undefined || address.step === step)
+      )
+        this.changed.fire(document.uri);
     }
   }
 
@@ -83,11 +100,18 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
       return renderBranchTranscript(set, branch.branch);
     }
     const address = parseTranscriptPath(uri.path);
-    if (!address) throw new Error(`${uri.toString()} is not a transcript: expected <run directory>/step-NNNNNN/trajectory-N.rollout.txt`);
+    if (!address)
+      throw new Error(
+        `${uri.toString()} is not a transcript: expected <run directory>/step-NNNNNN/trajectory-N.rollout.txt`,
+      );
     for (const { session, adapter } of [...this.sessions.values()]) {
       let body: TranscriptResponseBody;
       try {
-        body = parseWith(TranscriptResponseBody, await session.customRequest('rolloutTranscript', address), `transcript from debug session "${session.name}"`);
+        body = parseWith(
+          TranscriptResponseBody,
+          await session.customRequest('rolloutTranscript', address),
+          `transcript from debug session "${session.name}"`,
+        );
       } catch {
         continue; // Not this session's run (or it has ended): try the next, then the run directory.
       }
@@ -102,11 +126,14 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
     // A branch replayed in the debugger (debugger/branchRun.ts), its session gone: read its branch set.
     const branch = branchDirectoryParts(address.runDirectory);
     if (branch) {
-      const trajectory = readBranchSet(branch.runDirectory, branch.id).branches[address.index]?.trajectory ?? lastServed;
+      const trajectory =
+        readBranchSet(branch.runDirectory, branch.id).branches[address.index]?.trajectory ?? lastServed;
       return trajectory ? renderTranscript(trajectory).text : `Re-roll ${branch.id} has no branch ${address.index}.\n`;
     }
     const reader = new RunStoreReader(address.runDirectory);
-    const recorded = reader.steps().includes(address.step) ? reader.trajectories(address.step).records.find((t) => t.index === address.index) : undefined;
+    const recorded = reader.steps().includes(address.step)
+      ? reader.trajectories(address.step).records.find((t) => t.index === address.index)
+      : undefined;
     if (recorded) return renderTranscript(recorded).text;
     let status: RunStatus | undefined;
     try {
@@ -119,7 +146,8 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider {
     // Asked for before any session served it (VS Code reopens a transcript tab whose session was
     // just stopped): say so in the document rather than fail with "An unknown error occurred".
     const where = `step ${address.step}, trajectory #${address.index} of ${address.runDirectory}`;
-    if (status === 'finished' || status === 'stopped' || status === 'failed') return `There is no ${where}: ${endedBy} before it was recorded.\n`;
+    if (status === 'finished' || status === 'stopped' || status === 'failed')
+      return `There is no ${where}: ${endedBy} before it was recorded.\n`;
     return `There is no ${where} yet, and no debug session of this run serves it.\n`;
   }
 

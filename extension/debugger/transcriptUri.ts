@@ -58,7 +58,10 @@ export function parseTranscriptPath(path: string): TranscriptAddress | undefined
 export function parseTranscriptUri(uri: string): TranscriptAddress | undefined {
   const prefix = `${TRANSCRIPT_SCHEME}:`;
   if (!uri.startsWith(prefix)) return undefined;
-  const path = uri.slice(prefix.length).replace(/^\/\/[^/]*/, '').split(/[?#]/)[0];
+  const path = uri
+    .slice(prefix.length)
+    .replace(/^\/\/[^/]*/, '')
+    .split(/[?#]/)[0];
   try {
     return parseTranscriptPath(decodeURIComponent(path));
   } catch {

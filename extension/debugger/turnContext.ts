@@ -10,7 +10,12 @@
  * rewards and advantage are the exception: in replay they are recorded facts, and filtering
  * on them (`advantage > 0.5`) is the point of replaying.
  */
-import type { MetricsRecord, ToolCallRecord, ToolErrorKind, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
+import type {
+  MetricsRecord,
+  ToolCallRecord,
+  ToolErrorKind,
+  TrajectoryRecord,
+} from '../../trainer/contract/protocol/runStore';
 import type { StopPoint } from './timeline';
 
 /** Top-level names of the turn context; expressions are checked against them when set. */
@@ -73,7 +78,12 @@ export function callView(call: ToolCallRecord, turn: number, point: StopPoint): 
     state: done ? (call.error ? 'failed' : 'done') : 'pending',
     error: visibleError ? { kind: visibleError.kind, message: visibleError.message } : undefined,
     ...(done
-      ? { observation: call.observation, truncated: call.truncated, latencyMs: call.latencyMs, processReward: call.processReward }
+      ? {
+          observation: call.observation,
+          truncated: call.truncated,
+          latencyMs: call.latencyMs,
+          processReward: call.processReward,
+        }
       : { observation: undefined, truncated: undefined, latencyMs: undefined, processReward: undefined }),
   };
 }
@@ -83,7 +93,13 @@ export function callView(call: ToolCallRecord, turn: number, point: StopPoint): 
  * `visibleAt` is how far the trajectory has got, when that is later than `point` (an outer
  * stack frame): results that exist by then are shown.
  */
-export function turnContext(step: number, trajectory: TrajectoryRecord | undefined, point: StopPoint, metrics: MetricsRecord | undefined, visibleAt: StopPoint = point): TurnContext {
+export function turnContext(
+  step: number,
+  trajectory: TrajectoryRecord | undefined,
+  point: StopPoint,
+  metrics: MetricsRecord | undefined,
+  visibleAt: StopPoint = point,
+): TurnContext {
   const context = Object.fromEntries(CONTEXT_NAMES.map((name) => [name, undefined])) as TurnContext;
   context.step = step;
   context.phase = point.phase;
@@ -94,7 +110,9 @@ export function turnContext(step: number, trajectory: TrajectoryRecord | undefin
   const turn = trajectory.turns[turnIndex];
   const calls = (turn?.toolCalls ?? []).map((c) => callView(c, turn.index, visibleAt));
   const call = point.call >= 0 ? calls.find((c) => c.index === point.call) : undefined;
-  const done = trajectory.turns.flatMap((t) => (t.toolCalls ?? []).filter((c) => callIsDone(t.index, c.index, visibleAt)));
+  const done = trajectory.turns.flatMap((t) =>
+    (t.toolCalls ?? []).filter((c) => callIsDone(t.index, c.index, visibleAt)),
+  );
   // Live, during the rollout: rewards and the advantage do not exist yet (undefined, so `reward < 0` is false).
   const scored = !trajectory.inFlight;
   Object.assign(context, {
@@ -123,7 +141,11 @@ export function turnContext(step: number, trajectory: TrajectoryRecord | undefin
           total: trajectory.rewards.total,
           advantage: trajectory.advantage,
           components: { ...trajectory.rewards.components },
-          rewards: { ...trajectory.rewards, components: { ...trajectory.rewards.components }, advantage: trajectory.advantage },
+          rewards: {
+            ...trajectory.rewards,
+            components: { ...trajectory.rewards.components },
+            advantage: trajectory.advantage,
+          },
           answer: trajectory.answer,
         }
       : {}),
@@ -150,7 +172,11 @@ export interface PointFacts {
 }
 
 /** What a breakpoint can match at `point`. */
-export function pointFacts(trajectory: TrajectoryRecord | undefined, point: StopPoint, metrics: MetricsRecord | undefined): PointFacts {
+export function pointFacts(
+  trajectory: TrajectoryRecord | undefined,
+  point: StopPoint,
+  metrics: MetricsRecord | undefined,
+): PointFacts {
   const facts: PointFacts = { exceptions: [] };
   if (point.phase === 'update') {
     const nonFinite = metrics?.nonFinite ?? [];
@@ -169,21 +195,43 @@ export function pointFacts(trajectory: TrajectoryRecord | undefined, point: Stop
   const call = point.call >= 0 ? turn?.toolCalls?.find((c) => c.index === point.call) : undefined;
   if (point.phase === 'call' && call) {
     facts.toolName = call.name;
-    if (call.error?.kind === 'parse') facts.exceptions.push(callFailure('toolCallParse', call, 'Tool-call parse failure'));
-    if (call.error?.kind === 'unknown_tool' || call.error?.kind === 'invalid_arguments') facts.exceptions.push(callFailure('toolCallInvalid', call, call.error.kind === 'unknown_tool' ? 'Unknown tool' : 'Invalid arguments'));
+    if (call.error?.kind === 'parse')
+      facts.exceptions.push(callFailure('toolCallParse', call, 'Tool-call parse failure'));
+    if (call.error?.kind === 'unknown_tool' || call.error?.kind === 'invalid_arguments')
+      facts.exceptions.push(
+        callFailure('toolCallInvalid', call, call.error.kind === 'unknown_tool' ? 'Unknown tool' : 'Invalid arguments'),
+      );
   }
   if (point.phase === 'result' && call) {
-    if (call.error?.kind === 'threw' || call.error?.kind === 'timeout') facts.exceptions.push(callFailure('toolThrew', call, call.error.kind === 'threw' ? 'Tool threw' : 'Tool timed out'));
-    if (call.truncated) facts.exceptions.push({ filter: 'truncated', id: 'result truncated', description: `The result of ${call.name ?? 'the call'} was truncated to the tool-result budget` });
+    if (call.error?.kind === 'threw' || call.error?.kind === 'timeout')
+      facts.exceptions.push(
+        callFailure('toolThrew', call, call.error.kind === 'threw' ? 'Tool threw' : 'Tool timed out'),
+      );
+    if (call.truncated)
+      facts.exceptions.push({
+        filter: 'truncated',
+        id: 'result truncated',
+        description: `The result of ${call.name ?? 'the call'} was truncated to the tool-result budget`,
+      });
   }
   if (point.phase === 'turn' && turn?.finish === 'length') {
-    facts.exceptions.push({ filter: 'truncated', id: 'max_turn_tokens', description: `Turn ${turn.index} stopped at the per-turn token budget` });
+    facts.exceptions.push({
+      filter: 'truncated',
+      id: 'max_turn_tokens',
+      description: `Turn ${turn.index} stopped at the per-turn token budget`,
+    });
   }
-  if (point.phase === 'end' && (trajectory.finishReason === 'max_total_tokens' || trajectory.finishReason === 'max_turns')) {
+  if (
+    point.phase === 'end' &&
+    (trajectory.finishReason === 'max_total_tokens' || trajectory.finishReason === 'max_turns')
+  ) {
     facts.exceptions.push({
       filter: 'truncated',
       id: trajectory.finishReason,
-      description: trajectory.finishReason === 'max_turns' ? 'The trajectory ran out of turns' : 'The trajectory reached the total context budget',
+      description:
+        trajectory.finishReason === 'max_turns'
+          ? 'The trajectory ran out of turns'
+          : 'The trajectory reached the total context budget',
     });
   }
   return facts;

@@ -47,7 +47,12 @@ export class VariableStore {
     const { trajectory, turn: turnIndex, call: callIndex, visibleAt } = subject;
     const turn = trajectory.turns[Math.min(turnIndex, trajectory.turns.length - 1)];
     const add = (name: string, value: unknown, path?: string, hint?: DebugProtocol.Scope['presentationHint']) =>
-      scopes.push({ name, variablesReference: this.handles.create({ value, path }), expensive: false, ...(hint ? { presentationHint: hint } : {}) });
+      scopes.push({
+        name,
+        variablesReference: this.handles.create({ value, path }),
+        expensive: false,
+        ...(hint ? { presentationHint: hint } : {}),
+      });
 
     const call = callIndex >= 0 ? turn?.toolCalls?.find((c) => c.index === callIndex) : undefined;
     if (call) add('Tool call', prune(callView(call, turn.index, visibleAt)), 'call', 'arguments');
@@ -55,7 +60,11 @@ export class VariableStore {
     if (subject.isEnd) add('Rewards', rewards, 'rewards');
     if (turn && !subject.isEnd) add('Turn', this.turn(subject), undefined, 'locals');
     if (turn && !call && !subject.isEnd && turn.toolCalls?.length) {
-      add('Tool calls', turn.toolCalls.map((c) => prune(callView(c, turn.index, visibleAt))), 'calls');
+      add(
+        'Tool calls',
+        turn.toolCalls.map((c) => prune(callView(c, turn.index, visibleAt))),
+        'calls',
+      );
     }
     if (!subject.isEnd) add('Rewards', rewards, 'rewards');
     const images = this.images(subject);
@@ -66,23 +75,38 @@ export class VariableStore {
 
   /** A value shown in the debug console or a watch: expandable when it is an object. */
   evaluated(value: unknown, expression: string): { result: string; variablesReference: number; type: string } {
-    return { result: preview(value), variablesReference: isExpandable(value) ? this.handles.create({ value, path: expression }) : 0, type: typeOf(value) };
+    return {
+      result: preview(value),
+      variablesReference: isExpandable(value) ? this.handles.create({ value, path: expression }) : 0,
+      type: typeOf(value),
+    };
   }
 
   variables(reference: number): DebugProtocol.Variable[] {
     const container = this.handles.get(reference);
     if (!container) return [];
     const { value, path } = container;
-    const entries: Array<[string, unknown]> = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value as object);
+    const entries: Array<[string, unknown]> = Array.isArray(value)
+      ? value.map((v, i) => [String(i), v])
+      : Object.entries(value as object);
     return entries.map(([name, v]) => {
-      const childPath = path === undefined ? undefined : Array.isArray(value) ? `${path}[${name}]` : /^[A-Za-z_$][\w$]*$/.test(name) ? `${path}.${name}` : `${path}[${JSON.stringify(name)}]`;
+      const childPath =
+        path === undefined
+          ? undefined
+          : Array.isArray(value)
+            ? `${path}[${name}]`
+            : /^[A-Za-z_$][\w$]*$/.test(name)
+              ? `${path}.${name}`
+              : `${path}[${JSON.stringify(name)}]`;
       return {
         name: Array.isArray(value) && isCallLike(v) ? `${name}: ${callLabel(v)}` : name,
         value: preview(v),
         type: typeOf(v),
         variablesReference: isExpandable(v) ? this.handles.create({ value: v, path: childPath }) : 0,
         ...(childPath ? { evaluateName: childPath } : {}),
-        ...(typeof v === 'string' && v.length > 80 ? { presentationHint: { kind: 'data', attributes: ['rawString'] } } : {}),
+        ...(typeof v === 'string' && v.length > 80
+          ? { presentationHint: { kind: 'data', attributes: ['rawString'] } }
+          : {}),
       } satisfies DebugProtocol.Variable;
     });
   }
@@ -126,7 +150,9 @@ export class VariableStore {
         finishReason: trajectory.inFlight.ended ? trajectory.finishReason : 'in progress',
       };
     }
-    const done = trajectory.turns.flatMap((t) => (t.toolCalls ?? []).filter((c) => callIsDone(t.index, c.index, visibleAt)));
+    const done = trajectory.turns.flatMap((t) =>
+      (t.toolCalls ?? []).filter((c) => callIsDone(t.index, c.index, visibleAt)),
+    );
     return prune({
       outcome: trajectory.rewards.outcome,
       process: trajectory.rewards.process,
@@ -166,7 +192,11 @@ function prune<T extends Record<string, unknown>>(record: T): T {
 }
 
 function isExpandable(value: unknown): value is object {
-  return typeof value === 'object' && value !== null && (Array.isArray(value) ? value.length > 0 : Object.keys(value).length > 0);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (Array.isArray(value) ? value.length > 0 : Object.keys(value).length > 0)
+  );
 }
 
 function isCallLike(value: unknown): value is { index: number; name?: string; state?: string } {
@@ -187,7 +217,10 @@ export function preview(value: unknown, budget = 120): string {
   if (Array.isArray(value)) return `Array(${value.length})`;
   if (typeof value === 'object' && value !== null) {
     const text = `{${Object.entries(value)
-      .map(([k, v]) => `${k}: ${typeof v === 'object' && v !== null ? (Array.isArray(v) ? `Array(${v.length})` : '{…}') : typeof v === 'string' ? JSON.stringify(v) : display(v)}`)
+      .map(
+        ([k, v]) =>
+          `${k}: ${typeof v === 'object' && v !== null ? (Array.isArray(v) ? `Array(${v.length})` : '{…}') : typeof v === 'string' ? JSON.stringify(v) : display(v)}`,
+      )
       .join(', ')}}`;
     return text.length > budget ? `${text.slice(0, budget - 2)}…}` : text;
   }

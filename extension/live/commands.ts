@@ -12,7 +12,12 @@ import { requireTrust } from '../workspaceTrust';
 
 /** The launch configuration that trains `config`. */
 export function trainingConfiguration(config: vscode.Uri, debug: boolean): vscode.DebugConfiguration {
-  return { type: 'rollout', request: 'launch', name: `${debug ? 'Debug' : 'Train'} ${path.basename(config.fsPath)}`, config: config.fsPath };
+  return {
+    type: 'rollout',
+    request: 'launch',
+    name: `${debug ? 'Debug' : 'Train'} ${path.basename(config.fsPath)}`,
+    config: config.fsPath,
+  };
 }
 
 function isTraining(session: vscode.DebugSession): boolean {
@@ -23,7 +28,11 @@ export function registerTrainingCommands(context: vscode.ExtensionContext): void
   const sessions = new Set<vscode.DebugSession>();
   const start = async (arg: unknown, debug: boolean): Promise<boolean> => {
     if (!requireTrust(debug ? 'Debug Training' : 'Start Training')) return false;
-    const config = await chooseTrainingConfig(context, arg, debug ? 'Debug training of which config?' : 'Train which config?');
+    const config = await chooseTrainingConfig(
+      context,
+      arg,
+      debug ? 'Debug training of which config?' : 'Train which config?',
+    );
     if (!config) return false;
     const folder = vscode.workspace.getWorkspaceFolder(config) ?? vscode.workspace.workspaceFolders?.[0];
     return vscode.debug.startDebugging(folder, trainingConfiguration(config, debug), { noDebug: !debug });
@@ -42,12 +51,20 @@ export function registerTrainingCommands(context: vscode.ExtensionContext): void
       const session =
         running.length === 1
           ? running[0]
-          : (await vscode.window.showQuickPick(running.map((s) => ({ label: s.name, description: String(s.configuration.config), session: s })), { title: 'Stop which training?' }))?.session;
+          : (
+              await vscode.window.showQuickPick(
+                running.map((s) => ({ label: s.name, description: String(s.configuration.config), session: s })),
+                { title: 'Stop which training?' },
+              )
+            )?.session;
       if (!session) return false;
       // Through the debug session, as the toolbar's stop does: the trainer stops cleanly and marks the run stopped.
       await vscode.debug.stopDebugging(session);
       return true;
     }),
-    vscode.commands.registerCommand('rolloutStudio.pickTrainingConfig', async () => (await chooseTrainingConfig(context))?.fsPath),
+    vscode.commands.registerCommand(
+      'rolloutStudio.pickTrainingConfig',
+      async () => (await chooseTrainingConfig(context))?.fsPath,
+    ),
   );
 }

@@ -9,7 +9,11 @@
  */
 import * as vscode from 'vscode';
 import { parseWith } from '../../trainer/contract/protocol/parse';
-import { TOOL_DEBUGGER_EVENT, TOOL_DEBUGGER_FAILED_REQUEST, ToolDebuggerEventBody } from '../../trainer/contract/protocol/debugger';
+import {
+  TOOL_DEBUGGER_EVENT,
+  TOOL_DEBUGGER_FAILED_REQUEST,
+  ToolDebuggerEventBody,
+} from '../../trainer/contract/protocol/debugger';
 
 export function registerToolDebugger(): vscode.Disposable {
   return vscode.debug.onDidReceiveDebugSessionCustomEvent(async (event) => {
@@ -35,6 +39,7 @@ export function registerToolDebugger(): vscode.Disposable {
     } catch (error) {
       reason = (error as Error).message;
     }
-    if (!started) await session.customRequest(TOOL_DEBUGGER_FAILED_REQUEST, { message: reason }).then(undefined, () => undefined);
+    if (!started)
+      await session.customRequest(TOOL_DEBUGGER_FAILED_REQUEST, { message: reason }).then(undefined, () => undefined);
   });
 }

@@ -47,7 +47,11 @@ function fromArgument(arg: unknown): vscode.Uri | undefined {
  * pick with the last one trained first and the active editor's config next. Undefined when
  * there is none (the user is told) or the pick was dismissed.
  */
-export async function chooseTrainingConfig(context: vscode.ExtensionContext, arg?: unknown, title = 'Train which config?'): Promise<vscode.Uri | undefined> {
+export async function chooseTrainingConfig(
+  context: vscode.ExtensionContext,
+  arg?: unknown,
+  title = 'Train which config?',
+): Promise<vscode.Uri | undefined> {
   const given = fromArgument(arg);
   if (given) return remember(context, given);
   const configs = await findTrainingConfigs();
@@ -65,7 +69,12 @@ export async function chooseTrainingConfig(context: vscode.ExtensionContext, arg
     .sort((a, b) => rank(a) - rank(b))
     .map((uri) => ({
       label: path.basename(uri.fsPath),
-      description: [vscode.workspace.asRelativePath(path.dirname(uri.fsPath)), uri.fsPath === last ? 'last trained' : uri.fsPath === active ? 'open in the editor' : ''].filter(Boolean).join(' · '),
+      description: [
+        vscode.workspace.asRelativePath(path.dirname(uri.fsPath)),
+        uri.fsPath === last ? 'last trained' : uri.fsPath === active ? 'open in the editor' : '',
+      ]
+        .filter(Boolean)
+        .join(' · '),
       uri,
     }));
   const picked = await vscode.window.showQuickPick(items, { title, placeHolder: 'Training configs of this workspace' });

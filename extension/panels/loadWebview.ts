@@ -38,7 +38,12 @@ export interface LoadWebviewOptions {
  * Resolves when the page has started, or when this panel is closed or handed over to its
  * recreated twin: whoever opens a second panel waits for it (see Open Run in register.ts).
  */
-export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log: (line: string) => void, options: LoadWebviewOptions = {}): Promise<void> {
+export function loadWebview(
+  panel: vscode.WebviewPanel,
+  html: () => string,
+  log: (line: string) => void,
+  options: LoadWebviewOptions = {},
+): Promise<void> {
   const { firstWaitMs = 3000, maxWaitMs = 12_000, reloadsBeforeRecreate = 1, recreations = 0 } = options;
   const recreate = recreations < MAX_RECREATIONS ? options.recreate : undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -49,7 +54,9 @@ export function loadWebview(panel: vscode.WebviewPanel, html: () => string, log:
   };
   const retry = (waited: number) => {
     if (recreate && reloads >= reloadsBeforeRecreate) {
-      log(`${panel.title}: the page did not start after ${reloads} reload${reloads === 1 ? '' : 's'}; opening the panel again in a new frame`);
+      log(
+        `${panel.title}: the page did not start after ${reloads} reload${reloads === 1 ? '' : 's'}; opening the panel again in a new frame`,
+      );
       stop();
       recreate();
       return;

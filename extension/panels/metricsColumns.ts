@@ -17,7 +17,8 @@ export function toMetricsColumns(records: readonly MetricsRecord[]): MetricsColu
       const column = (columns.values[name] ??= new Array<number | null>(n).fill(null));
       column[row] = record.values[name];
     }
-    if (record.warnings?.length) (columns.warnings ??= new Array<HealthWarning[] | null>(n).fill(null))[row] = record.warnings;
+    if (record.warnings?.length)
+      (columns.warnings ??= new Array<HealthWarning[] | null>(n).fill(null))[row] = record.warnings;
   }
   return columns;
 }

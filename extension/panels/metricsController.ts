@@ -59,7 +59,12 @@ export class MetricsController {
       case 'exportCsv':
         this.host.saveCsv(message.fileName, message.csv).then(
           (file) => file && this.post({ type: 'notice', level: 'info', message: `Saved ${file}` }),
-          (error: unknown) => this.post({ type: 'notice', level: 'error', message: `Could not save the CSV: ${error instanceof Error ? error.message : String(error)}` }),
+          (error: unknown) =>
+            this.post({
+              type: 'notice',
+              level: 'error',
+              message: `Could not save the CSV: ${error instanceof Error ? error.message : String(error)}`,
+            }),
         );
         break;
     }
@@ -97,7 +102,13 @@ export class MetricsController {
         const lease = this.host.acquire(dir);
         const unsubscribe = lease.source.onUpdate((update) => {
           if (!this.ready) return;
-          if (update.type === 'metrics') this.post({ type: 'metrics', runDir: dir, reset: update.reset ?? false, columns: toMetricsColumns(update.records) });
+          if (update.type === 'metrics')
+            this.post({
+              type: 'metrics',
+              runDir: dir,
+              reset: update.reset ?? false,
+              columns: toMetricsColumns(update.records),
+            });
           else if (update.type === 'run') this.post({ type: 'run', run: runSummaryOf(dir, update.run) });
           else if (update.type === 'error') this.post({ type: 'notice', level: 'error', message: update.message });
         });
@@ -120,7 +131,8 @@ export class MetricsController {
     const available = this.host.availableRuns();
     // Shown runs stay listed even when they live outside the workspace's runs folder.
     for (const dir of this.order) {
-      if (!available.some((r) => path.resolve(r.dir) === dir)) available.push(runSummaryOf(dir, this.shown.get(dir)!.lease.source.run()));
+      if (!available.some((r) => path.resolve(r.dir) === dir))
+        available.push(runSummaryOf(dir, this.shown.get(dir)!.lease.source.run()));
     }
     this.post({ type: 'runs', available, shown: this.order });
   }

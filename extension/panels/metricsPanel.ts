@@ -66,9 +66,19 @@ export class MetricsPanel {
     const recreate = () => {
       const dirs = this.controller.runDirs;
       const follows = this.following.followsNewest;
-      reopenInPlace(panel, context.extensionUri, (line) => context.log.appendLine(line), (twin) => new MetricsPanel(twin, context, dirs, follows, recreations + 1));
+      reopenInPlace(
+        panel,
+        context.extensionUri,
+        (line) => context.log.appendLine(line),
+        (twin) => new MetricsPanel(twin, context, dirs, follows, recreations + 1),
+      );
     };
-    loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'metrics', panel.title), (line) => context.log.appendLine(line), { recreate, recreations });
+    loadWebview(
+      panel,
+      () => webviewHtml(panel.webview, context.extensionUri, 'metrics', panel.title),
+      (line) => context.log.appendLine(line),
+      { recreate, recreations },
+    );
     MetricsPanel.panels.add(this);
   }
 
@@ -109,7 +119,12 @@ export class MetricsPanel {
       return existing;
     }
     const title = metricsTitle(context, dir); // validates the run before a panel opens
-    const panel = vscode.window.createWebviewPanel(MetricsPanel.viewType, title, { viewColumn: column, preserveFocus }, webviewOptions(context.extensionUri));
+    const panel = vscode.window.createWebviewPanel(
+      MetricsPanel.viewType,
+      title,
+      { viewColumn: column, preserveFocus },
+      webviewOptions(context.extensionUri),
+    );
     return new MetricsPanel(panel, context, [dir], followsNewest);
   }
 
@@ -117,7 +132,10 @@ export class MetricsPanel {
   static restore(context: PanelContext, panel: vscode.WebviewPanel, state: unknown): void {
     const parsed = MetricsPanelState.safeParse(state);
     if (!parsed.success) {
-      panel.webview.html = unavailableHtml('Metrics', 'This panel has no saved run to show. Open Metrics again from the Rollout Runs view.');
+      panel.webview.html = unavailableHtml(
+        'Metrics',
+        'This panel has no saved run to show. Open Metrics again from the Rollout Runs view.',
+      );
       return;
     }
     const { runDirs, followsNewest } = parsed.data;
@@ -125,7 +143,10 @@ export class MetricsPanel {
     try {
       restored = new MetricsPanel(panel, context, runDirs, followsNewest);
     } catch (error) {
-      panel.webview.html = unavailableHtml('Metrics', `${runDirs[0]} can no longer be shown: ${(error as Error).message}`);
+      panel.webview.html = unavailableHtml(
+        'Metrics',
+        `${runDirs[0]} can no longer be shown: ${(error as Error).message}`,
+      );
       return;
     }
     const newest = context.newestRun.run;

@@ -31,7 +31,13 @@ export interface PanelsApi {
     notices: Array<{ runDir: string; severity: 'warn' | 'critical'; code: string; step: number; message: string }>;
   };
   /** Open Trajectories panels; `readableDirs`: the folders their page may load files from (the runs' images). */
-  trajectoriesPanels(): Array<{ runDir: string; selection: StepSelection; shown: number | undefined; followsNewest: boolean; readableDirs: string[] }>;
+  trajectoriesPanels(): Array<{
+    runDir: string;
+    selection: StepSelection;
+    shown: number | undefined;
+    followsNewest: boolean;
+    readableDirs: string[];
+  }>;
   metricsPanels(): Array<{ runDirs: string[]; followsNewest: boolean }>;
   /** The run that panels following the newest run show. */
   newestRun(): string | undefined;
@@ -61,7 +67,12 @@ function runArgument(arg: unknown): RunChoice | undefined {
   if (typeof arg === 'object' && arg !== null) {
     const o = arg as { dir?: unknown; runDirectory?: unknown; step?: unknown; followsNewest?: unknown };
     const dir = typeof o.runDirectory === 'string' ? o.runDirectory : typeof o.dir === 'string' ? o.dir : undefined;
-    if (dir) return { dir, ...(typeof o.step === 'number' ? { step: o.step } : {}), ...(o.followsNewest === true ? { followsNewest: true } : {}) };
+    if (dir)
+      return {
+        dir,
+        ...(typeof o.step === 'number' ? { step: o.step } : {}),
+        ...(o.followsNewest === true ? { followsNewest: true } : {}),
+      };
   }
   return undefined;
 }
@@ -78,7 +89,9 @@ function startedRun(dir: string): (RunRef & { createdAt: string }) | undefined {
 
 /** What the runs folder lists, as NewestRun reads it. */
 function listed(entries: readonly RunEntry[]): ListedRun[] {
-  return entries.flatMap((e) => (e.run ? [{ dir: e.dir, id: e.run.id, name: e.run.name, createdAt: e.run.createdAt, status: e.run.status }] : []));
+  return entries.flatMap((e) =>
+    e.run ? [{ dir: e.dir, id: e.run.id, name: e.run.name, createdAt: e.run.createdAt, status: e.run.status }] : [],
+  );
 }
 
 /**
@@ -88,9 +101,16 @@ function listed(entries: readonly RunEntry[]): ListedRun[] {
  * them loses its page for a reload or two (extension/panels/loadWebview.ts).
  */
 async function openRunPanels(context: PanelContext, run: RunChoice, placement: PanelPlacement): Promise<void> {
-  const trajectories = TrajectoriesPanel.show(context, run.dir, { ...placement, followsNewest: run.followsNewest ?? false, ...(run.step !== undefined ? { step: run.step } : {}) });
+  const trajectories = TrajectoriesPanel.show(context, run.dir, {
+    ...placement,
+    followsNewest: run.followsNewest ?? false,
+    ...(run.step !== undefined ? { step: run.step } : {}),
+  });
   await Promise.race([trajectories.started, new Promise((resolve) => setTimeout(resolve, 4000))]);
-  const column = trajectories.panel.viewColumn !== undefined ? Math.min(vscode.ViewColumn.Nine, trajectories.panel.viewColumn + 1) : vscode.ViewColumn.Beside;
+  const column =
+    trajectories.panel.viewColumn !== undefined
+      ? Math.min(vscode.ViewColumn.Nine, trajectories.panel.viewColumn + 1)
+      : vscode.ViewColumn.Beside;
   // The Trajectories panel's run, not `run`: one that follows the newest run may have moved on while its page started.
   MetricsPanel.show(context, trajectories.runDir, { ...placement, column, followsNewest: run.followsNewest ?? false });
 }
@@ -99,13 +119,32 @@ async function openRunPanels(context: PanelContext, run: RunChoice, placement: P
 async function pickRun(entries: readonly RunEntry[]): Promise<string | undefined> {
   const browse = { label: '$(folder-opened) Browse for a run directory…', dir: undefined as string | undefined };
   const items = [
-    ...entries.flatMap((e) => (e.run ? [{ label: e.run.name, description: `${e.run.id} · ${e.run.status}`, detail: e.dir, dir: e.dir as string | undefined }] : [])),
+    ...entries.flatMap((e) =>
+      e.run
+        ? [
+            {
+              label: e.run.name,
+              description: `${e.run.id} · ${e.run.status}`,
+              detail: e.dir,
+              dir: e.dir as string | undefined,
+            },
+          ]
+        : [],
+    ),
     browse,
   ];
-  const chosen = await vscode.window.showQuickPick(items, { title: 'Open a Rollout Studio run', placeHolder: 'A run of this workspace, or a run directory elsewhere' });
+  const chosen = await vscode.window.showQuickPick(items, {
+    title: 'Open a Rollout Studio run',
+    placeHolder: 'A run of this workspace, or a run directory elsewhere',
+  });
   if (!chosen) return undefined;
   if (chosen.dir) return chosen.dir;
-  const folders = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: 'Open Run', title: 'A run directory (it holds run.json)' });
+  const folders = await vscode.window.showOpenDialog({
+    canSelectFolders: true,
+    canSelectFiles: false,
+    openLabel: 'Open Run',
+    title: 'A run directory (it holds run.json)',
+  });
   return folders?.[0]?.fsPath;
 }
 
@@ -115,7 +154,11 @@ async function pickRun(entries: readonly RunEntry[]): Promise<string | undefined
  * A run that a training in this window is writing is followed through the trainer's events
  * (`trainings`); any other run through its files.
  */
-export function registerPanels(context: vscode.ExtensionContext, log: vscode.OutputChannel, trainings?: LiveTrainings): PanelsApi {
+export function registerPanels(
+  context: vscode.ExtensionContext,
+  log: vscode.OutputChannel,
+  trainings?: LiveTrainings,
+): PanelsApi {
   const sources = new RunSources((dir) => {
     const live = trainings?.get(dir);
     return live?.active ? new LiveRunSource(dir, live) : new RunDirectorySource(dir);
@@ -146,7 +189,11 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
     newestRun.started(run);
     if (!vscode.workspace.getConfiguration('rolloutStudio').get<boolean>(OPEN_ON_TRAINING_START_SETTING, true)) return;
     try {
-      await openRunPanels(panels, { dir, followsNewest: true }, { column: vscode.ViewColumn.Beside, preserveFocus: true });
+      await openRunPanels(
+        panels,
+        { dir, followsNewest: true },
+        { column: vscode.ViewColumn.Beside, preserveFocus: true },
+      );
     } catch (error) {
       log.appendLine(`Rollout Studio could not open the panels of ${dir}: ${(error as Error).message}`);
     }
@@ -162,7 +209,9 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
     watchers.forEach((w) => w.dispose());
     watchers = runsRoots().flatMap((root) =>
       ['*', '*/run.json'].map((glob) => {
-        const watcher = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(vscode.Uri.file(root), glob));
+        const watcher = vscode.workspace.createFileSystemWatcher(
+          new vscode.RelativePattern(vscode.Uri.file(root), glob),
+        );
         watcher.onDidCreate(refreshSoon);
         watcher.onDidChange(refreshSoon);
         watcher.onDidDelete(refreshSoon);
@@ -182,7 +231,9 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
     const newest = trainingDirs().at(-1) ?? refresh().find((e) => e.run)?.dir;
     if (newest) return { dir: newest, followsNewest: true };
     const where = runsRoots().join(', ') || 'a workspace folder (none is open)';
-    void vscode.window.showInformationMessage(`Rollout Studio: no runs yet. Runs appear in ${where} when training starts.`);
+    void vscode.window.showInformationMessage(
+      `Rollout Studio: no runs yet. Runs appear in ${where} when training starts.`,
+    );
     return undefined;
   };
   const open = (arg: unknown, what: (run: RunChoice) => void): string | undefined => {
@@ -206,9 +257,16 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
     { dispose: () => sources.dispose() },
     { dispose: stopTellingPanels },
     vscode.commands.registerCommand('rolloutStudio.openTrajectories', (arg?: unknown) =>
-      open(arg, (run) => TrajectoriesPanel.show(panels, run.dir, { followsNewest: run.followsNewest ?? false, ...(run.step !== undefined ? { step: run.step } : {}) })),
+      open(arg, (run) =>
+        TrajectoriesPanel.show(panels, run.dir, {
+          followsNewest: run.followsNewest ?? false,
+          ...(run.step !== undefined ? { step: run.step } : {}),
+        }),
+      ),
     ),
-    vscode.commands.registerCommand('rolloutStudio.openMetrics', (arg?: unknown) => open(arg, (run) => MetricsPanel.show(panels, run.dir, { followsNewest: run.followsNewest ?? false }))),
+    vscode.commands.registerCommand('rolloutStudio.openMetrics', (arg?: unknown) =>
+      open(arg, (run) => MetricsPanel.show(panels, run.dir, { followsNewest: run.followsNewest ?? false })),
+    ),
     vscode.commands.registerCommand('rolloutStudio.openRun', async (arg?: unknown) => {
       const chosen = arg === undefined ? await pickRun(runs.refresh()) : arg;
       const run = chosen === undefined ? undefined : chooseRun(chosen);
@@ -250,9 +308,27 @@ export function registerPanels(context: vscode.ExtensionContext, log: vscode.Out
   if (stopFollowing) context.subscriptions.push({ dispose: stopFollowing });
 
   return {
-    statusBar: () => ({ text: statusBar.text, runDir: statusBar.runDir, live: statusBar.live, health: statusBar.healthMarker, notices: [...statusBar.notices] }),
-    trajectoriesPanels: () => TrajectoriesPanel.all().map((p) => ({ runDir: p.runDir, selection: p.step.selection, shown: p.step.shown, followsNewest: p.followsNewest, readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath) })),
-    metricsPanels: () => MetricsPanel.all().map((p) => ({ runDirs: [...p.runDirs], followsNewest: p.followsNewest, readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath) })),
+    statusBar: () => ({
+      text: statusBar.text,
+      runDir: statusBar.runDir,
+      live: statusBar.live,
+      health: statusBar.healthMarker,
+      notices: [...statusBar.notices],
+    }),
+    trajectoriesPanels: () =>
+      TrajectoriesPanel.all().map((p) => ({
+        runDir: p.runDir,
+        selection: p.step.selection,
+        shown: p.step.shown,
+        followsNewest: p.followsNewest,
+        readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath),
+      })),
+    metricsPanels: () =>
+      MetricsPanel.all().map((p) => ({
+        runDirs: [...p.runDirs],
+        followsNewest: p.followsNewest,
+        readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath),
+      })),
     newestRun: () => newestRun.run?.dir,
     refreshRuns: refresh,
   };

@@ -26,7 +26,9 @@ export function shortName(code: string): string {
 }
 
 /** The warnings of the newest step that has records (its training record and the evaluation after it), critical first. */
-export function latestStepWarnings(records: readonly MetricsRecord[]): { step: number; warnings: HealthWarning[] } | undefined {
+export function latestStepWarnings(
+  records: readonly MetricsRecord[],
+): { step: number; warnings: HealthWarning[] } | undefined {
   let step = -1;
   for (const record of records) if (record.kind !== 'sft' && record.step > step) step = record.step;
   if (step < 0) return undefined;
@@ -40,7 +42,11 @@ function severityRank(warning: HealthWarning): number {
 
 /** One warning in plain words: what was seen, what to try, what the trainer did. */
 export function warningLines(warning: HealthWarning): string[] {
-  return [`${warning.severity === 'critical' ? 'Critical' : 'Warning'}: ${warning.message}`, `Try: ${warning.advice}`, ...(warning.action ? [`Done: ${warning.action}`] : [])];
+  return [
+    `${warning.severity === 'critical' ? 'Critical' : 'Warning'}: ${warning.message}`,
+    `Try: ${warning.advice}`,
+    ...(warning.action ? [`Done: ${warning.action}`] : []),
+  ];
 }
 
 export interface HealthMarker {
@@ -88,7 +94,11 @@ export interface HealthNotice {
  * so a burst of records never becomes a burst of notifications. `run.key` tells runs apart (its
  * directory), `run.name` is shown.
  */
-export function healthNotice(run: { key: string; name: string }, records: readonly MetricsRecord[], notified: NotifiedKeys): HealthNotice | undefined {
+export function healthNotice(
+  run: { key: string; name: string },
+  records: readonly MetricsRecord[],
+  notified: NotifiedKeys,
+): HealthNotice | undefined {
   const due: Array<{ warning: HealthWarning; step: number }> = [];
   const keysDue = new Set<string>();
   for (const record of records) {
@@ -101,7 +111,12 @@ export function healthNotice(run: { key: string; name: string }, records: readon
   }
   if (due.length === 0) return undefined;
   for (const key of keysDue) notified.add(key);
-  const chosen = due.reduce((best, next) => (severityRank(next.warning) > severityRank(best.warning) || (severityRank(next.warning) === severityRank(best.warning) && next.step >= best.step) ? next : best));
+  const chosen = due.reduce((best, next) =>
+    severityRank(next.warning) > severityRank(best.warning) ||
+    (severityRank(next.warning) === severityRank(best.warning) && next.step >= best.step)
+      ? next
+      : best,
+  );
   const others = due.length - 1;
   const { warning, step } = chosen;
   const message = [

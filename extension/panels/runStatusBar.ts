@@ -18,8 +18,16 @@ import type { RunEntry } from './workspaceRuns';
  * notification (runHealth.ts decides which).
  */
 export class RunStatusBar implements vscode.Disposable {
-  private readonly item = vscode.window.createStatusBarItem('rolloutStudio.liveRun', vscode.StatusBarAlignment.Left, 20);
-  private readonly health = vscode.window.createStatusBarItem('rolloutStudio.runHealth', vscode.StatusBarAlignment.Left, 19);
+  private readonly item = vscode.window.createStatusBarItem(
+    'rolloutStudio.liveRun',
+    vscode.StatusBarAlignment.Left,
+    20,
+  );
+  private readonly health = vscode.window.createStatusBarItem(
+    'rolloutStudio.runHealth',
+    vscode.StatusBarAlignment.Left,
+    19,
+  );
   private lease: RunSourceLease | undefined;
   private unsubscribe: (() => void) | undefined;
   /** The notifications shown, oldest first (for the extension's API and its tests). */
@@ -37,7 +45,12 @@ export class RunStatusBar implements vscode.Disposable {
   get healthMarker(): { text: string; tooltip: string; critical: boolean; command: vscode.Command } | undefined {
     if (!this.lease || !this.health.text) return undefined;
     const background = this.health.backgroundColor as vscode.ThemeColor | undefined;
-    return { text: this.health.text, tooltip: String(this.health.tooltip), critical: background?.id === 'statusBarItem.errorBackground', command: this.health.command as vscode.Command };
+    return {
+      text: this.health.text,
+      tooltip: String(this.health.tooltip),
+      critical: background?.id === 'statusBarItem.errorBackground',
+      command: this.health.command as vscode.Command,
+    };
   }
 
   /** The text shown now, or undefined while hidden. */
@@ -93,7 +106,11 @@ export class RunStatusBar implements vscode.Disposable {
     this.item.text = text;
     this.item.tooltip = tooltip;
     // The panels it opens follow the newest run: the next training takes this one's place in them.
-    this.item.command = { command: 'rolloutStudio.openRun', title: 'Open Run', arguments: [{ runDirectory: source.dir, followsNewest: true }] };
+    this.item.command = {
+      command: 'rolloutStudio.openRun',
+      title: 'Open Run',
+      arguments: [{ runDirectory: source.dir, followsNewest: true }],
+    };
     this.item.show();
     this.renderHealth();
   }
@@ -108,8 +125,14 @@ export class RunStatusBar implements vscode.Disposable {
     }
     this.health.text = marker.text;
     this.health.tooltip = marker.tooltip;
-    this.health.backgroundColor = new vscode.ThemeColor(marker.severity === 'critical' ? 'statusBarItem.errorBackground' : 'statusBarItem.warningBackground');
-    this.health.command = { command: 'rolloutStudio.openMetrics', title: 'Open Metrics', arguments: [{ runDirectory: source.dir, followsNewest: true }] };
+    this.health.backgroundColor = new vscode.ThemeColor(
+      marker.severity === 'critical' ? 'statusBarItem.errorBackground' : 'statusBarItem.warningBackground',
+    );
+    this.health.command = {
+      command: 'rolloutStudio.openMetrics',
+      title: 'Open Metrics',
+      arguments: [{ runDirectory: source.dir, followsNewest: true }],
+    };
     this.health.show();
   }
 
@@ -122,7 +145,8 @@ export class RunStatusBar implements vscode.Disposable {
     const show = notice.severity === 'critical' ? vscode.window.showErrorMessage : vscode.window.showWarningMessage;
     const runDirectory = source.dir;
     void show(notice.message, 'Open Metrics').then((choice) => {
-      if (choice) void vscode.commands.executeCommand('rolloutStudio.openMetrics', { runDirectory, followsNewest: true });
+      if (choice)
+        void vscode.commands.executeCommand('rolloutStudio.openMetrics', { runDirectory, followsNewest: true });
     });
   }
 

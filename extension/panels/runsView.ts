@@ -57,7 +57,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunEntry> {
     const tooltip = new vscode.MarkdownString(undefined, true);
     tooltip.appendMarkdown('**').appendText(run.name).appendMarkdown('** · ').appendText(run.id).appendMarkdown('\n\n');
     tooltip.appendText(`${run.status}, ${run.algorithm} on ${run.device}, ${step}`).appendMarkdown('\n\n');
-    tooltip.appendText(`started ${new Date(run.createdAt).toLocaleString()}${run.endedAt ? `, ended ${new Date(run.endedAt).toLocaleString()}` : ''}`).appendMarkdown('\n\n');
+    tooltip
+      .appendText(
+        `started ${new Date(run.createdAt).toLocaleString()}${run.endedAt ? `, ended ${new Date(run.endedAt).toLocaleString()}` : ''}`,
+      )
+      .appendMarkdown('\n\n');
     if (run.error) tooltip.appendMarkdown('$(error) ').appendText(run.error.message).appendMarkdown('\n\n');
     tooltip.appendText(entry.dir);
     item.tooltip = tooltip;

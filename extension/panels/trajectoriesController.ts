@@ -102,20 +102,38 @@ export class TrajectoriesController {
         break;
       case 'openTrajectory': {
         const evaluation = message.set === 'eval';
-        const record = evaluation ? this.source.evaluationTrajectory(message.step, message.index) : this.source.trajectory(message.step, message.index);
+        const record = evaluation
+          ? this.source.evaluationTrajectory(message.step, message.index)
+          : this.source.trajectory(message.step, message.index);
         if (record) {
           const images = record.images ?? [];
           const uri = this.actions.resourceUri;
-          const imageUris = uri && images.length ? Object.fromEntries(images.map((image) => [image.sha256, uri(this.source.dir, image.file)])) : undefined;
-          const branches = branchSummaries(branchesOf(this.source.dir, { set: message.set, step: message.step, index: message.index }));
+          const imageUris =
+            uri && images.length
+              ? Object.fromEntries(images.map((image) => [image.sha256, uri(this.source.dir, image.file)]))
+              : undefined;
+          const branches = branchSummaries(
+            branchesOf(this.source.dir, { set: message.set, step: message.step, index: message.index }),
+          );
           this.post({ type: 'trajectory', set: message.set, record, ...(imageUris ? { imageUris } : {}), branches });
-        } else this.post({ type: 'notice', level: 'error', message: `${evaluation ? 'The evaluation after step' : 'Step'} ${message.step} has no trajectory ${message.index}.` });
+        } else
+          this.post({
+            type: 'notice',
+            level: 'error',
+            message: `${evaluation ? 'The evaluation after step' : 'Step'} ${message.step} has no trajectory ${message.index}.`,
+          });
         break;
       }
       case 'openInDebugger':
         this.actions
           .openInDebugger({ runDirectory: this.source.dir, step: message.step, trajectory: message.index })
-          .catch((error: unknown) => this.post({ type: 'notice', level: 'error', message: error instanceof Error ? error.message : String(error) }));
+          .catch((error: unknown) =>
+            this.post({
+              type: 'notice',
+              level: 'error',
+              message: error instanceof Error ? error.message : String(error),
+            }),
+          );
         break;
       case 'followNewestRun':
         this.actions.followNewestRun?.(message.follow);
@@ -134,7 +152,8 @@ export class TrajectoriesController {
 
   /** A re-roll saved branches of a trajectory of this run: the webview asks for its detail again if it shows it. */
   branchesChanged(runDirectory: string, step: number, index: number): void {
-    if (this.ready && path.resolve(runDirectory) === path.resolve(this.source.dir)) this.post({ type: 'branchesChanged', step, index });
+    if (this.ready && path.resolve(runDirectory) === path.resolve(this.source.dir))
+      this.post({ type: 'branchesChanged', step, index });
   }
 
   dispose(): void {
@@ -159,7 +178,8 @@ export class TrajectoriesController {
         if (this.shownSet === undefined) this.show(resolveStepSelection(this.selection, this.source.steps()));
         break;
       case 'rows':
-        if (this.shownSet?.set === 'train' && update.step === this.shownSet.step) this.postRows(this.shownSet, update.rows, update.reset ?? false);
+        if (this.shownSet?.set === 'train' && update.step === this.shownSet.step)
+          this.postRows(this.shownSet, update.rows, update.reset ?? false);
         break;
       case 'error':
         this.post({ type: 'notice', level: 'error', message: update.message });
@@ -195,11 +215,23 @@ export class TrajectoriesController {
       return;
     }
     for (let i = 0; i < rows.length; i += ROWS_PER_MESSAGE) {
-      this.post({ type: 'rows', set, step, selection: this.selection, reset: reset && i === 0, rows: rows.slice(i, i + ROWS_PER_MESSAGE) });
+      this.post({
+        type: 'rows',
+        set,
+        step,
+        selection: this.selection,
+        reset: reset && i === 0,
+        rows: rows.slice(i, i + ROWS_PER_MESSAGE),
+      });
     }
   }
 
   private postRun(): void {
-    this.post({ type: 'run', run: runSummaryOf(this.source.dir, this.source.run()), steps: this.source.steps(), evaluations: this.source.evaluations() });
+    this.post({
+      type: 'run',
+      run: runSummaryOf(this.source.dir, this.source.run()),
+      steps: this.source.steps(),
+      evaluations: this.source.evaluations(),
+    });
   }
 }

@@ -1,6 +1,12 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { OpenRunInDebuggerArgs, parseWith, TrajectoriesPanelState, type RunRef, type StepSelection } from '../../trainer/contract/protocol';
+import {
+  OpenRunInDebuggerArgs,
+  parseWith,
+  TrajectoriesPanelState,
+  type RunRef,
+  type StepSelection,
+} from '../../trainer/contract/protocol';
 import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
 import { loadWebview } from './loadWebview';
 import type { PanelContext, PanelPlacement } from './panelContext';
@@ -60,9 +66,20 @@ export class TrajectoriesPanel {
       const { runDir } = this;
       const selection = this.controller.step;
       const follows = this.following.followsNewest;
-      reopenInPlace(panel, context.extensionUri, (line) => context.log.appendLine(line), (twin) => new TrajectoriesPanel(twin, context.sources.acquire(runDir), context, selection, follows, recreations + 1));
+      reopenInPlace(
+        panel,
+        context.extensionUri,
+        (line) => context.log.appendLine(line),
+        (twin) =>
+          new TrajectoriesPanel(twin, context.sources.acquire(runDir), context, selection, follows, recreations + 1),
+      );
     };
-    this.started = loadWebview(panel, () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title), (line) => context.log.appendLine(line), { recreate, recreations });
+    this.started = loadWebview(
+      panel,
+      () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title),
+      (line) => context.log.appendLine(line),
+      { recreate, recreations },
+    );
     TrajectoriesPanel.panels.add(this);
   }
 
@@ -84,16 +101,25 @@ export class TrajectoriesPanel {
     this.panel.title = `Trajectories · ${this.lease.source.run().id}`;
     allowRunDirectory(this.panel.webview, this.lease.source.dir);
     const { webview } = this.panel;
-    const resourceUri = (runDirectory: string, file: string) => webview.asWebviewUri(vscode.Uri.file(path.join(runDirectory, file))).toString();
+    const resourceUri = (runDirectory: string, file: string) =>
+      webview.asWebviewUri(vscode.Uri.file(path.join(runDirectory, file))).toString();
     const actions = {
       openInDebugger,
       resourceUri,
       followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow),
-      reroll: (args: { runDirectory: string; step: number; index: number }) => void vscode.commands.executeCommand('rolloutStudio.rerollFromHere', args),
-      showBranch: (args: { runDirectory: string; id: string; branch: number }) => void vscode.commands.executeCommand('rolloutStudio.showBranch', args),
-      replayBranch: (args: { runDirectory: string; id: string }) => void vscode.commands.executeCommand('rolloutStudio.replayBranch', args),
+      reroll: (args: { runDirectory: string; step: number; index: number }) =>
+        void vscode.commands.executeCommand('rolloutStudio.rerollFromHere', args),
+      showBranch: (args: { runDirectory: string; id: string; branch: number }) =>
+        void vscode.commands.executeCommand('rolloutStudio.showBranch', args),
+      replayBranch: (args: { runDirectory: string; id: string }) =>
+        void vscode.commands.executeCommand('rolloutStudio.replayBranch', args),
     };
-    return new TrajectoriesController(this.lease.source, (message) => void this.panel.webview.postMessage(message), actions, step);
+    return new TrajectoriesController(
+      this.lease.source,
+      (message) => void this.panel.webview.postMessage(message),
+      actions,
+      step,
+    );
   }
 
   /** Show another run here, at its newest step; false (and logged) when it cannot be read. */
@@ -128,7 +154,11 @@ export class TrajectoriesPanel {
    * newest run (else it stays on this one); a panel that already shows the run is revealed as it
    * is. Throws when the directory is not a readable run.
    */
-  static show(context: PanelContext, runDir: string, options: PanelPlacement & { step?: number } = {}): TrajectoriesPanel {
+  static show(
+    context: PanelContext,
+    runDir: string,
+    options: PanelPlacement & { step?: number } = {},
+  ): TrajectoriesPanel {
     const { step, followsNewest = false, column = vscode.ViewColumn.Active, preserveFocus = false } = options;
     const dir = path.resolve(runDir);
     const showing = [...TrajectoriesPanel.panels].filter((p) => p.runDir === dir);
@@ -139,7 +169,12 @@ export class TrajectoriesPanel {
       return existing;
     }
     const lease = context.sources.acquire(dir);
-    const panel = vscode.window.createWebviewPanel(TrajectoriesPanel.viewType, 'Trajectories', { viewColumn: column, preserveFocus }, webviewOptions(context.extensionUri));
+    const panel = vscode.window.createWebviewPanel(
+      TrajectoriesPanel.viewType,
+      'Trajectories',
+      { viewColumn: column, preserveFocus },
+      webviewOptions(context.extensionUri),
+    );
     return new TrajectoriesPanel(panel, lease, context, step ?? 'follow', followsNewest);
   }
 
@@ -147,7 +182,10 @@ export class TrajectoriesPanel {
   static restore(context: PanelContext, panel: vscode.WebviewPanel, state: unknown): void {
     const parsed = TrajectoriesPanelState.safeParse(state);
     if (!parsed.success) {
-      panel.webview.html = unavailableHtml('Trajectories', 'This panel has no saved run to show. Open Trajectories again from the Rollout Runs view.');
+      panel.webview.html = unavailableHtml(
+        'Trajectories',
+        'This panel has no saved run to show. Open Trajectories again from the Rollout Runs view.',
+      );
       return;
     }
     try {
@@ -157,7 +195,10 @@ export class TrajectoriesPanel {
       const newest = context.newestRun.run;
       if (followsNewest && newest) restored.newestRunChanged(newest);
     } catch (error) {
-      panel.webview.html = unavailableHtml('Trajectories', `${parsed.data.runDir} can no longer be shown: ${(error as Error).message}`);
+      panel.webview.html = unavailableHtml(
+        'Trajectories',
+        `${parsed.data.runDir} can no longer be shown: ${(error as Error).message}`,
+      );
     }
   }
 }
@@ -173,7 +214,9 @@ function allowRunDirectory(webview: vscode.Webview, dir: string): void {
   const roots = webview.options.localResourceRoots ?? [];
   const inside = (root: vscode.Uri) => {
     const relative = path.relative(root.fsPath, dir);
-    return root.scheme === 'file' && relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+    return (
+      root.scheme === 'file' && relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative)
+    );
   };
   if (roots.some(inside)) return;
   webview.options = { ...webview.options, localResourceRoots: [...roots, vscode.Uri.file(dir)] };

@@ -16,8 +16,11 @@ export interface RunEntry {
 
 /** The runs folder (setting `rolloutStudio.runs.directory`, relative to the folder) of each workspace folder. */
 export function runsRoots(): string[] {
-  const configured = vscode.workspace.getConfiguration('rolloutStudio').get<string>(RUNS_DIRECTORY_SETTING) || DEFAULT_RUNS_DIRECTORY;
-  return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => path.resolve(f.uri.fsPath, configured));
+  const configured =
+    vscode.workspace.getConfiguration('rolloutStudio').get<string>(RUNS_DIRECTORY_SETTING) || DEFAULT_RUNS_DIRECTORY;
+  return (vscode.workspace.workspaceFolders ?? [])
+    .filter((f) => f.uri.scheme === 'file')
+    .map((f) => path.resolve(f.uri.fsPath, configured));
 }
 
 /** Every run of the workspace, newest first; unreadable ones are listed with their error. */

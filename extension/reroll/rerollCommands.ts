@@ -12,7 +12,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { BranchSet, parseWith, STOP_POINT_REQUEST, StopPointBody, type TrajectoryRecord } from '../../trainer/contract/protocol';
+import {
+  BranchSet,
+  parseWith,
+  STOP_POINT_REQUEST,
+  StopPointBody,
+  type TrajectoryRecord,
+} from '../../trainer/contract/protocol';
 import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import { readBranchSets } from '../../trainer/contract/runstore/branchStore';
 import { resolveTrainerRuntime } from '../trainerProcess';
@@ -35,7 +41,11 @@ export const RerollFromHereArgs = z.object({
 });
 export type RerollFromHereArgs = z.infer<typeof RerollFromHereArgs>;
 
-export const ShowBranchArgs = z.object({ runDirectory: z.string().min(1), id: z.string().min(1), branch: z.number().int().nonnegative().default(0) });
+export const ShowBranchArgs = z.object({
+  runDirectory: z.string().min(1),
+  id: z.string().min(1),
+  branch: z.number().int().nonnegative().default(0),
+});
 
 const RerollOutput = BranchSet.extend({ file: z.string() });
 
@@ -70,7 +80,12 @@ export function registerReroll(context: vscode.ExtensionContext, log: vscode.Out
     changed.fire({ runDirectory: target.runDirectory, step: target.step, index: target.index });
     await showBranches(target.runDirectory, set);
   };
-  const updateEditing = () => void vscode.commands.executeCommand('setContext', EDITING_CONTEXT, pending.has(vscode.window.activeTextEditor?.document.uri.toString() ?? ''));
+  const updateEditing = () =>
+    void vscode.commands.executeCommand(
+      'setContext',
+      EDITING_CONTEXT,
+      pending.has(vscode.window.activeTextEditor?.document.uri.toString() ?? ''),
+    );
   context.subscriptions.push(
     changed,
     vscode.window.onDidChangeActiveTextEditor(updateEditing),
@@ -82,11 +97,20 @@ export function registerReroll(context: vscode.ExtensionContext, log: vscode.Out
         const given = raw === undefined ? undefined : RerollFromHereArgs.parse(raw);
         const settings = await askSettings(target, given);
         if (!settings) return;
-        if (target.point.cut.at !== 'call' || given?.editedResult !== undefined) return await run(target, settings, given?.editedResult);
+        if (target.point.cut.at !== 'call' || given?.editedResult !== undefined)
+          return await run(target, settings, given?.editedResult);
         const choice = await vscode.window.showQuickPick(
           [
-            { label: 'Edit the tool result first', description: 'in an editor; then run "Re-roll With Edited Result"', edit: true },
-            { label: 'Re-roll as it is', description: 'the calls run again (or come from the run’s recording)', edit: false },
+            {
+              label: 'Edit the tool result first',
+              description: 'in an editor; then run "Re-roll With Edited Result"',
+              edit: true,
+            },
+            {
+              label: 'Re-roll as it is',
+              description: 'the calls run again (or come from the run’s recording)',
+              edit: false,
+            },
           ],
           { title: `Re-roll from ${target.point.label}` },
         );
@@ -96,17 +120,24 @@ export function registerReroll(context: vscode.ExtensionContext, log: vscode.Out
         pending.set(document.uri.toString(), { target, settings });
         updateEditing();
         void vscode.window
-          .showInformationMessage(`Edit the result the policy will see, then re-roll (the editor's ▷ button or "Rollout Studio: Re-roll With Edited Result").`, 'Re-roll With Edited Result')
+          .showInformationMessage(
+            `Edit the result the policy will see, then re-roll (the editor's ▷ button or "Rollout Studio: Re-roll With Edited Result").`,
+            'Re-roll With Edited Result',
+          )
           .then((pick) => pick && vscode.commands.executeCommand('rolloutStudio.rerollWithEditedResult', document.uri));
       } catch (error) {
         void vscode.window.showErrorMessage(`Re-roll From Here: ${(error as Error).message}`);
       }
     }),
     vscode.commands.registerCommand('rolloutStudio.rerollWithEditedResult', async (uri?: vscode.Uri) => {
-      const document = uri ? vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString()) : vscode.window.activeTextEditor?.document;
+      const document = uri
+        ? vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString())
+        : vscode.window.activeTextEditor?.document;
       const edit = document && pending.get(document.uri.toString());
       if (!document || !edit) {
-        void vscode.window.showErrorMessage('Re-roll With Edited Result: the active editor is not a tool result being edited for a re-roll (start with "Re-roll From Here").');
+        void vscode.window.showErrorMessage(
+          'Re-roll With Edited Result: the active editor is not a tool result being edited for a re-roll (start with "Re-roll From Here").',
+        );
         return;
       }
       pending.delete(document.uri.toString());
@@ -119,8 +150,17 @@ export function registerReroll(context: vscode.ExtensionContext, log: vscode.Out
     }),
     vscode.commands.registerCommand('rolloutStudio.replayBranch', async (raw: unknown) => {
       const args = ShowBranchArgs.parse(raw);
-      const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(args.runDirectory)) ?? vscode.workspace.workspaceFolders?.[0];
-      await vscode.debug.startDebugging(folder, { type: 'rollout', request: 'launch', name: `Re-roll ${args.id}`, runDirectory: args.runDirectory, branch: args.id, stopOnEntry: true });
+      const folder =
+        vscode.workspace.getWorkspaceFolder(vscode.Uri.file(args.runDirectory)) ??
+        vscode.workspace.workspaceFolders?.[0];
+      await vscode.debug.startDebugging(folder, {
+        type: 'rollout',
+        request: 'launch',
+        name: `Re-roll ${args.id}`,
+        runDirectory: args.runDirectory,
+        branch: args.id,
+        stopOnEntry: true,
+      });
     }),
     vscode.commands.registerCommand('rolloutStudio.showBranch', async (raw: unknown) => {
       const args = ShowBranchArgs.parse(raw);
@@ -133,18 +173,40 @@ export function registerReroll(context: vscode.ExtensionContext, log: vscode.Out
 
 /** From the panel's arguments, or from the active rollout debug session's stop. */
 async function rerollTarget(raw: unknown): Promise<Target | undefined> {
-  let where: { runDirectory: string; step: number; index: number; point?: { phase: string; turn: number; call: number } };
+  let where: {
+    runDirectory: string;
+    step: number;
+    index: number;
+    point?: { phase: string; turn: number; call: number };
+  };
   if (raw !== undefined) where = RerollFromHereArgs.parse(raw);
   else {
     const session = vscode.debug.activeDebugSession;
-    if (session?.type !== 'rollout') throw new Error('no rollout debug session is active: replay a run in the debugger and stop where you want to re-roll from (or use the Trajectories panel)');
+    if (session?.type !== 'rollout')
+      throw new Error(
+        'no rollout debug session is active: replay a run in the debugger and stop where you want to re-roll from (or use the Trajectories panel)',
+      );
     const item = vscode.debug.activeStackItem;
     const threadId = item && 'threadId' in item ? item.threadId : undefined;
-    const stop = parseWith(StopPointBody, await session.customRequest(STOP_POINT_REQUEST, threadId !== undefined ? { threadId } : {}), 'the debug session’s stop point');
-    if (stop.mode !== 'replay') throw new Error('re-rolls start from recorded steps: replay the run (Replay Run in Debugger) once this step is recorded');
-    where = { runDirectory: stop.runDirectory, step: stop.step, index: stop.index, point: { phase: stop.phase, turn: stop.turn, call: stop.call } };
+    const stop = parseWith(
+      StopPointBody,
+      await session.customRequest(STOP_POINT_REQUEST, threadId !== undefined ? { threadId } : {}),
+      'the debug session’s stop point',
+    );
+    if (stop.mode !== 'replay')
+      throw new Error(
+        're-rolls start from recorded steps: replay the run (Replay Run in Debugger) once this step is recorded',
+      );
+    where = {
+      runDirectory: stop.runDirectory,
+      step: stop.step,
+      index: stop.index,
+      point: { phase: stop.phase, turn: stop.turn, call: stop.call },
+    };
   }
-  const record = new RunStoreReader(where.runDirectory).trajectories(where.step).records.find((t) => t.index === where.index);
+  const record = new RunStoreReader(where.runDirectory)
+    .trajectories(where.step)
+    .records.find((t) => t.index === where.index);
   if (!record) throw new Error(`step ${where.step} of ${where.runDirectory} has no recorded trajectory ${where.index}`);
   let point: RerollPoint;
   if (where.point) point = rerollPoint(record, where.point);
@@ -164,7 +226,8 @@ async function askSettings(target: Target, given: RerollFromHereArgs | undefined
   if (!checkpoint) return undefined;
   const run = new RunStoreReader(target.runDirectory).run();
   const runTemperature = (run.config['rollout'] as { temperature?: number } | undefined)?.temperature ?? 1;
-  const temperature = given?.temperature ?? (await askNumber('Sampling temperature (0: greedy)', String(runTemperature), 0));
+  const temperature =
+    given?.temperature ?? (await askNumber('Sampling temperature (0: greedy)', String(runTemperature), 0));
   if (temperature === undefined) return undefined;
   const samples = given?.samples ?? (await askNumber('How many branches?', '1', 1, true));
   if (samples === undefined) return undefined;
@@ -176,16 +239,32 @@ async function askCheckpoint(target: Target): Promise<{ value: string | undefine
   const hasBest = fs.existsSync(path.join(target.runDirectory, 'checkpoints', 'best'));
   type Item = vscode.QuickPickItem & { value?: string; browse?: boolean };
   const items: Item[] = [
-    { label: `step-${target.step - 1}`, description: 'the weights that generated this trajectory (with its seed: the same random numbers)' },
-    ...(hasBest ? [{ label: 'best', description: 'checkpoints/best: the best held-out evaluation', value: 'best' }] : []),
-    ...kept.filter((k) => k !== `step-${String(target.step - 1).padStart(6, '0')}`).map((k) => ({ label: k.replace(/^step-0*(\d)/, 'step-$1'), description: `checkpoints/${k}`, value: k })),
-    { label: 'warm-start', description: 'the model after the SFT warm start (or the config’s model)', value: 'warm-start' },
+    {
+      label: `step-${target.step - 1}`,
+      description: 'the weights that generated this trajectory (with its seed: the same random numbers)',
+    },
+    ...(hasBest
+      ? [{ label: 'best', description: 'checkpoints/best: the best held-out evaluation', value: 'best' }]
+      : []),
+    ...kept
+      .filter((k) => k !== `step-${String(target.step - 1).padStart(6, '0')}`)
+      .map((k) => ({ label: k.replace(/^step-0*(\d)/, 'step-$1'), description: `checkpoints/${k}`, value: k })),
+    {
+      label: 'warm-start',
+      description: 'the model after the SFT warm start (or the config’s model)',
+      value: 'warm-start',
+    },
     { label: 'Model folder…', description: 'any Hugging Face model folder', browse: true },
   ];
   const picked = await vscode.window.showQuickPick(items, { title: 'Re-roll with which checkpoint?' });
   if (!picked) return undefined;
   if (!picked.browse) return { value: picked.value };
-  const folder = await vscode.window.showOpenDialog({ canSelectFiles: false, canSelectFolders: true, canSelectMany: false, openLabel: 'Re-roll With This Model' });
+  const folder = await vscode.window.showOpenDialog({
+    canSelectFiles: false,
+    canSelectFolders: true,
+    canSelectMany: false,
+    openLabel: 'Re-roll With This Model',
+  });
   return folder?.length ? { value: folder[0].fsPath } : undefined;
 }
 
@@ -195,7 +274,9 @@ async function askNumber(title: string, value: string, min: number, integer = fa
     value,
     validateInput: (v) => {
       const n = Number(v);
-      return v.trim() !== '' && Number.isFinite(n) && n >= min && (!integer || Number.isInteger(n)) ? undefined : `expected ${integer ? 'an integer' : 'a number'} ≥ ${min}`;
+      return v.trim() !== '' && Number.isFinite(n) && n >= min && (!integer || Number.isInteger(n))
+        ? undefined
+        : `expected ${integer ? 'an integer' : 'a number'} ≥ ${min}`;
     },
   });
   return text === undefined ? undefined : Number(text);
@@ -203,7 +284,9 @@ async function askNumber(title: string, value: string, min: number, integer = fa
 
 /** An untitled editor holding the recorded result of the call the cut stands before. */
 async function openResultEditor(target: Target): Promise<vscode.TextDocument> {
-  const turn = target.record.turns.filter((t) => t.role === 'assistant' && t.finish !== undefined)[target.point.cut.turn];
+  const turn = target.record.turns.filter((t) => t.role === 'assistant' && t.finish !== undefined)[
+    target.point.cut.turn
+  ];
   const call = turn?.toolCalls?.find((c) => c.index === (target.point.call ?? 0));
   const document = await vscode.workspace.openTextDocument({ content: call?.observation ?? '', language: 'plaintext' });
   await vscode.window.showTextDocument(document, { preview: false });
@@ -217,35 +300,84 @@ function workspaceFolderOf(dir: string): string {
 function cliArgs(target: Target, settings: Settings, editFile: string | undefined): string[] {
   const { cut } = target.point;
   return [
-    'reroll', target.runDirectory, '--step', String(target.step), '--trajectory', String(target.index), '--turn', String(cut.turn), '--at', cut.at,
+    'reroll',
+    target.runDirectory,
+    '--step',
+    String(target.step),
+    '--trajectory',
+    String(target.index),
+    '--turn',
+    String(cut.turn),
+    '--at',
+    cut.at,
     ...(editFile ? ['--edit-result', editFile, '--call', String(target.point.call ?? 0)] : []),
     ...(settings.checkpoint !== undefined ? ['--checkpoint', settings.checkpoint] : []),
-    '-n', String(settings.samples), '--temperature', String(settings.temperature), '--json',
+    '-n',
+    String(settings.samples),
+    '--temperature',
+    String(settings.temperature),
+    '--json',
   ];
 }
 
-async function runReroll(context: vscode.ExtensionContext, log: vscode.OutputChannel, target: Target, settings: Settings, editedResult: string | undefined): Promise<BranchSet | undefined> {
-  const editFile = editedResult === undefined ? undefined : path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-reroll-')), 'result.txt');
+async function runReroll(
+  context: vscode.ExtensionContext,
+  log: vscode.OutputChannel,
+  target: Target,
+  settings: Settings,
+  editedResult: string | undefined,
+): Promise<BranchSet | undefined> {
+  const editFile =
+    editedResult === undefined
+      ? undefined
+      : path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rollout-reroll-')), 'result.txt');
   if (editFile) fs.writeFileSync(editFile, editedResult!);
-  const runtime = resolveTrainerRuntime(vscode.workspace.getConfiguration('rolloutStudio').get<string>('trainer.nodePath'));
+  const runtime = resolveTrainerRuntime(
+    vscode.workspace.getConfiguration('rolloutStudio').get<string>('trainer.nodePath'),
+  );
   const cliPath = vscode.Uri.joinPath(context.extensionUri, 'dist', 'trainer', 'cli.js').fsPath;
   const args = cliArgs(target, settings, editFile);
   log.appendLine(`[Re-roll] ${runtime.command} ${cliPath} ${args.join(' ')}`);
   try {
-    return await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Re-rolling #${target.index} of step ${target.step} from ${target.point.label}`, cancellable: true }, (_, token) =>
-      new Promise<BranchSet | undefined>((resolve, reject) => {
-        const child: ChildProcess = execFile(runtime.command, [cliPath, ...args], { cwd: workspaceFolderOf(target.runDirectory), env: runtime.env, maxBuffer: 256 * 1024 * 1024, timeout: 30 * 60_000 }, (error, stdout, stderr) => {
-          log.append(stderr);
-          if (token.isCancellationRequested) return resolve(undefined);
-          if (error) return reject(new Error(stderr.split('\n').filter((l) => l.startsWith('rollout-studio: ')).pop()?.replace(/^rollout-studio: /, '') || error.message));
-          try {
-            resolve(parseWith(RerollOutput, JSON.parse(stdout), 'the re-roll’s output'));
-          } catch (parseError) {
-            reject(parseError);
-          }
-        });
-        token.onCancellationRequested(() => child.kill());
-      }),
+    return await vscode.window.withProgress(
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: `Re-rolling #${target.index} of step ${target.step} from ${target.point.label}`,
+        cancellable: true,
+      },
+      (_, token) =>
+        new Promise<BranchSet | undefined>((resolve, reject) => {
+          const child: ChildProcess = execFile(
+            runtime.command,
+            [cliPath, ...args],
+            {
+              cwd: workspaceFolderOf(target.runDirectory),
+              env: runtime.env,
+              maxBuffer: 256 * 1024 * 1024,
+              timeout: 30 * 60_000,
+            },
+            (error, stdout, stderr) => {
+              log.append(stderr);
+              if (token.isCancellationRequested) return resolve(undefined);
+              if (error)
+                return reject(
+                  new Error(
+                    stderr
+                      .split('\n')
+                      .filter((l) => l.startsWith('rollout-studio: '))
+                      .pop()
+                      ?.replace(/^rollout-studio: /, '') || error.message,
+                  ),
+                );
+              try {
+                resolve(parseWith(RerollOutput, JSON.parse(stdout), 'the re-roll’s output'));
+              } catch (parseError) {
+                reject(parseError);
+              }
+            },
+          );
+          token.onCancellationRequested(() => child.kill());
+        }),
     );
   } finally {
     if (editFile) fs.rmSync(path.dirname(editFile), { recursive: true, force: true });
@@ -254,8 +386,15 @@ async function runReroll(context: vscode.ExtensionContext, log: vscode.OutputCha
 
 async function showBranches(runDirectory: string, set: BranchSet): Promise<void> {
   for (let k = 0; k < Math.min(set.branches.length, 4); k++) await showBranch(runDirectory, set, k);
-  const rewards = set.branches.map((b, k) => `branch ${k}: total ${b.trajectory.rewards.total.toFixed(2)}${b.firstDivergence === null ? ' (identical)' : ''}`).join(' · ');
-  void vscode.window.showInformationMessage(`Re-rolled #${set.parent.index} of step ${set.parent.step}: ${rewards}. Saved in branches/${set.id}.json.`);
+  const rewards = set.branches
+    .map(
+      (b, k) =>
+        `branch ${k}: total ${b.trajectory.rewards.total.toFixed(2)}${b.firstDivergence === null ? ' (identical)' : ''}`,
+    )
+    .join(' · ');
+  void vscode.window.showInformationMessage(
+    `Re-rolled #${set.parent.index} of step ${set.parent.step}: ${rewards}. Saved in branches/${set.id}.json.`,
+  );
 }
 
 async function showBranch(runDirectory: string, set: BranchSet, branch: number): Promise<void> {

@@ -38,7 +38,8 @@ export interface ArmBudget {
  * RL steps (each `epochs × miniBatches` optimizer steps) for RL, so the two agree at every RL step.
  */
 export function armBudget(shape: RlShape, peakLr: number): ArmBudget {
-  for (const [name, v] of Object.entries(shape)) if (!Number.isInteger(v) || v < 1) throw new Error(`armBudget: ${name} must be a whole number ≥ 1, got ${v}`);
+  for (const [name, v] of Object.entries(shape))
+    if (!Number.isInteger(v) || v < 1) throw new Error(`armBudget: ${name} must be a whole number ≥ 1, got ${v}`);
   const trajectories = shape.steps * shape.promptsPerStep * shape.groupSize;
   const perRlStep = shape.epochs * shape.miniBatches;
   const warmupRlSteps = Math.max(1, Math.round(shape.steps / 4));
@@ -58,7 +59,8 @@ export function armBudget(shape: RlShape, peakLr: number): ArmBudget {
  */
 export function demonstrationPasses<T>(rows: readonly T[], count: number, seed: number): T[] {
   if (rows.length === 0) throw new Error('demonstrationPasses: no rows');
-  if (!Number.isInteger(count) || count < 0) throw new Error(`demonstrationPasses: count must be a whole number ≥ 0, got ${count}`);
+  if (!Number.isInteger(count) || count < 0)
+    throw new Error(`demonstrationPasses: count must be a whole number ≥ 0, got ${count}`);
   const random = Random.fromSeed(seed);
   const out: T[] = [];
   while (out.length < count) out.push(...random.shuffle([...rows]).slice(0, count - out.length));
@@ -76,7 +78,10 @@ export interface ScoredQuestion {
  * Scores as the bootstrap's grid: for each seed's run (in seed order), the score of each question
  * of `questionIds` (in that order). A question missing from a run is an error naming both.
  */
-export function scoreGrid(runs: ReadonlyArray<{ label: string; questions: readonly ScoredQuestion[] }>, questionIds: readonly string[]): { scores: number[][]; callsPerTrajectory: number } {
+export function scoreGrid(
+  runs: ReadonlyArray<{ label: string; questions: readonly ScoredQuestion[] }>,
+  questionIds: readonly string[],
+): { scores: number[][]; callsPerTrajectory: number } {
   let calls = 0;
   const scores = runs.map((run) => {
     const byId = new Map(run.questions.map((q) => [q.rowId, q]));

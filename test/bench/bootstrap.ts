@@ -28,9 +28,11 @@ export interface Interval {
 }
 
 function checkGrid(grid: readonly (readonly number[])[], what: string): void {
-  if (grid.length === 0 || grid[0].length === 0) throw new Error(`${what}: expected at least one seed and one question`);
+  if (grid.length === 0 || grid[0].length === 0)
+    throw new Error(`${what}: expected at least one seed and one question`);
   grid.forEach((row, s) => {
-    if (row.length !== grid[0].length) throw new Error(`${what}: seed ${s} has ${row.length} questions, seed 0 has ${grid[0].length}`);
+    if (row.length !== grid[0].length)
+      throw new Error(`${what}: seed ${s} has ${row.length} questions, seed 0 has ${grid[0].length}`);
     row.forEach((v, q) => {
       if (!Number.isFinite(v)) throw new Error(`${what}: seed ${s}, question ${q}: not a finite score (${v})`);
     });
@@ -49,11 +51,18 @@ function quantile(sorted: readonly number[], p: number): number {
  * The interval of the mean of `a` (one arm), or of `a − b` (two arms scored on the same seeds and
  * questions, paired cell by cell).
  */
-export function pairedBootstrap(a: readonly (readonly number[])[], b?: readonly (readonly number[])[], options: BootstrapOptions = {}): Interval {
+export function pairedBootstrap(
+  a: readonly (readonly number[])[],
+  b?: readonly (readonly number[])[],
+  options: BootstrapOptions = {},
+): Interval {
   checkGrid(a, 'pairedBootstrap: a');
   if (b) {
     checkGrid(b, 'pairedBootstrap: b');
-    if (b.length !== a.length || b[0].length !== a[0].length) throw new Error(`pairedBootstrap: a is ${a.length} seeds × ${a[0].length} questions, b ${b.length} × ${b[0].length}; a paired comparison needs the same grid`);
+    if (b.length !== a.length || b[0].length !== a[0].length)
+      throw new Error(
+        `pairedBootstrap: a is ${a.length} seeds × ${a[0].length} questions, b ${b.length} × ${b[0].length}; a paired comparison needs the same grid`,
+      );
   }
   const cells = a.map((row, s) => row.map((v, q) => v - (b ? b[s][q] : 0)));
   const seeds = cells.length;

@@ -35,7 +35,10 @@ const TOOLS = {
   exchange: z.object({ amount: z.number(), from: z.enum(CURRENCIES), to: z.enum(CURRENCIES) }),
   search: z.object({ query: z.string(), limit: z.int().optional() }),
 };
-const SPECS = Object.entries(TOOLS).map(([name, schema]) => ({ type: 'function' as const, function: { name, description: name, parameters: parametersJsonSchema(name, schema) } }));
+const SPECS = Object.entries(TOOLS).map(([name, schema]) => ({
+  type: 'function' as const,
+  function: { name, description: name, parameters: parametersJsonSchema(name, schema) },
+}));
 
 async function measure(name: string, modelDir: string, prompt: number[]): Promise<void> {
   const device = createDevice('cpu', { threads: os.availableParallelism() });
@@ -55,7 +58,11 @@ async function measure(name: string, modelDir: string, prompt: number[]): Promis
     const t = await seconds(async () => {
       const session = await policy.startSession(rows, 7);
       await session.generate(
-        Array.from({ length: rows }, (_, sequence) => ({ sequence, append: opened, ...(constrained ? { constraint: inCall() } : {}) })),
+        Array.from({ length: rows }, (_, sequence) => ({
+          sequence,
+          append: opened,
+          ...(constrained ? { constraint: inCall() } : {}),
+        })),
         { temperature: 0, topK: 0, topP: 1, maxNewTokens: NEW_TOKENS, stopTokenIds: [] },
       );
       await session.close();
@@ -64,7 +71,13 @@ async function measure(name: string, modelDir: string, prompt: number[]): Promis
   };
   for (const rows of [1, 32]) {
     const label = `${name} b${rows} constrained vs unconstrained`;
-    const result = await interleavedPairs(label, { pairs: PAIRS, warmup: 1, kind: 'rate', unit: 'tokens/s' }, generate(rows, true), generate(rows, false), (a, b) => a / b);
+    const result = await interleavedPairs(
+      label,
+      { pairs: PAIRS, warmup: 1, kind: 'rate', unit: 'tokens/s' },
+      generate(rows, true),
+      generate(rows, false),
+      (a, b) => a / b,
+    );
     console.log(resultLine(`constrained_${name}_b${rows}`, result.ratio));
   }
   console.log(`${name}: ${constraint.cachedStates} grammar states' masks computed`);
@@ -78,12 +91,30 @@ async function main(): Promise<void> {
     const baseDir = builtInModelDir('base');
     const base = Tokenizer.load(baseDir);
     const template = ChatTemplate.fromTokenizer(base);
-    const prompt = template.promptTokens([{ role: "user", content: "How much is 412.5 EUR in JPY?" }], { tools: SPECS, kwargs: { enable_thinking: false } }).ids;
+    const prompt = template.promptTokens([{ role: 'user', content: 'How much is 412.5 EUR in JPY?' }], {
+      tools: SPECS,
+      kwargs: { enable_thinking: false },
+    }).ids;
     await measure('base', baseDir, prompt);
     const qwen = Tokenizer.load(QWEN3);
     const dir = path.join(root, 'qwen3-151k');
-    createModel({ family: 'qwen3', layers: 4, hidden: 256, heads: 4, kvHeads: 2, intermediate: 768, tokenizer: qwen, outDir: dir, seed: 3, init: 'varied' });
-    await measure('151k', dir, qwen.encode('<|im_start|>user\nFind the price of a red kettle.<|im_end|>\n<|im_start|>assistant\n'));
+    createModel({
+      family: 'qwen3',
+      layers: 4,
+      hidden: 256,
+      heads: 4,
+      kvHeads: 2,
+      intermediate: 768,
+      tokenizer: qwen,
+      outDir: dir,
+      seed: 3,
+      init: 'varied',
+    });
+    await measure(
+      '151k',
+      dir,
+      qwen.encode('<|im_start|>user\nFind the price of a red kettle.<|im_end|>\n<|im_start|>assistant\n'),
+    );
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -27,22 +27,37 @@ const TASKS: Record<string, () => void> = {
   'multihop-search': () => multihopData({ ...MULTIHOP, out: path.join(root, 'examples/multihop-search/data') }),
 };
 
-async function run(task: string, runDir: string, edit: (config: Awaited<ReturnType<typeof loadConfig>>['config']) => void) {
+async function run(
+  task: string,
+  runDir: string,
+  edit: (config: Awaited<ReturnType<typeof loadConfig>>['config']) => void,
+) {
   const loaded = await loadConfig(path.join(root, 'examples', task, 'config.ts'));
   edit(loaded.config);
   const started = Date.now();
-  const result = await new TrainingRun(loaded, { runDir, log: (line) => console.log(`  [${task} ${path.basename(runDir)}] ${line}`) }).run();
-  if (result.run.status !== 'finished') throw new Error(`${runDir}: ${result.run.status} ${result.run.error?.message ?? ''}`);
+  const result = await new TrainingRun(loaded, {
+    runDir,
+    log: (line) => console.log(`  [${task} ${path.basename(runDir)}] ${line}`),
+  }).run();
+  if (result.run.status !== 'finished')
+    throw new Error(`${runDir}: ${result.run.status} ${result.run.error?.message ?? ''}`);
   return { result, seconds: (Date.now() - started) / 1000 };
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { tasks: { type: 'string', default: 'calculator,multihop-search' }, steps: { type: 'string', default: '12' }, 'sft-epochs': { type: 'string' }, 'eval-samples': { type: 'string' }, out: { type: 'string' } },
+    options: {
+      tasks: { type: 'string', default: 'calculator,multihop-search' },
+      steps: { type: 'string', default: '12' },
+      'sft-epochs': { type: 'string' },
+      'eval-samples': { type: 'string' },
+      out: { type: 'string' },
+    },
   });
   const positive = (name: string, value: string | undefined) => {
     if (value === undefined) return undefined;
-    if (!/^[1-9]\d*$/.test(value)) throw new Error(`--${name}: expected a positive whole number, got ${JSON.stringify(value)}`);
+    if (!/^[1-9]\d*$/.test(value))
+      throw new Error(`--${name}: expected a positive whole number, got ${JSON.stringify(value)}`);
     return Number(value);
   };
   const sftEpochs = positive('sft-epochs', values['sft-epochs']);

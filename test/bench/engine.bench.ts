@@ -33,7 +33,10 @@ const MATMUL = 1024;
 /** Matrix-multiply FLOPs of one forward pass (the backward pass costs twice as many). */
 function forwardFlops(c: typeof REFERENCE): number {
   const tokens = c.batch * c.seq;
-  const perLayer = 2 * tokens * c.hidden * c.hidden * 4 + 2 * tokens * c.hidden * c.ffn * 3 + 2 * 2 * c.batch * c.seq * c.seq * c.hidden;
+  const perLayer =
+    2 * tokens * c.hidden * c.hidden * 4 +
+    2 * tokens * c.hidden * c.ffn * 3 +
+    2 * 2 * c.batch * c.seq * c.seq * c.hidden;
   return c.layers * perLayer + 2 * tokens * c.hidden * c.vocab;
 }
 
@@ -45,7 +48,10 @@ async function matmulGflops(threads: number): Promise<number> {
   const session = await device.load({ model: serializeGraph(g), settings: { threads } });
   const r = seeded(1);
   const data = () => Float32Array.from({ length: MATMUL * MATMUL }, () => r() - 0.5);
-  await device.setState({ a: { dtype: 'float32', shape: [MATMUL, MATMUL], data: data() }, b: { dtype: 'float32', shape: [MATMUL, MATMUL], data: data() } });
+  await device.setState({
+    a: { dtype: 'float32', shape: [MATMUL, MATMUL], data: data() },
+    b: { dtype: 'float32', shape: [MATMUL, MATMUL], data: data() },
+  });
   const run = () => device.run(session, { a: { state: 'a' }, b: { state: 'b' } }, { c: { state: 'c' } });
   await run();
   const times: number[] = [];
@@ -56,10 +62,21 @@ async function matmulGflops(threads: number): Promise<number> {
 
 /** Our forward pass (parameters resident, only the loss comes back) and train step at `threads`, ready to time. */
 async function ours(threads: number) {
-  const config: TinyLmConfig = { vocab: REFERENCE.vocab, hidden: REFERENCE.hidden, layers: REFERENCE.layers, heads: REFERENCE.heads, kvHeads: REFERENCE.heads, ffn: REFERENCE.ffn };
+  const config: TinyLmConfig = {
+    vocab: REFERENCE.vocab,
+    hidden: REFERENCE.hidden,
+    layers: REFERENCE.layers,
+    heads: REFERENCE.heads,
+    kvHeads: REFERENCE.heads,
+    ffn: REFERENCE.ffn,
+  };
   const init = initTinyLm(config, seeded(1));
   const r = seeded(2);
-  const batch = lmBatch(Array.from({ length: REFERENCE.batch }, () => Array.from({ length: REFERENCE.seq + 1 }, () => Math.floor(r() * REFERENCE.vocab))));
+  const batch = lmBatch(
+    Array.from({ length: REFERENCE.batch }, () =>
+      Array.from({ length: REFERENCE.seq + 1 }, () => Math.floor(r() * REFERENCE.vocab)),
+    ),
+  );
   const forwardDevice = createDevice('cpu', { worker: false });
   const fwd = buildTinyLm(config, 'forward');
   fwd.graph.output(fwd.loss, 'loss');
@@ -81,21 +98,34 @@ async function ours(threads: number) {
 
 async function main(): Promise<void> {
   const threads = Number(process.env.BENCH_THREADS ?? defaultThreads());
-  console.log(`reference decoder ${JSON.stringify(REFERENCE)}, ${threads} threads, ${PAIRS} interleaved pairs per ratio`);
+  console.log(
+    `reference decoder ${JSON.stringify(REFERENCE)}, ${threads} threads, ${PAIRS} interleaved pairs per ratio`,
+  );
   const fma = FmaPeakProgram.build();
   const one = fma.measure(1);
   const all = fma.measure(threads);
-  console.log(`FMA peak (${all.isa}, fma_peak.c): ${one.gflops.toFixed(1)} GFLOP/s on one thread, ${all.gflops.toFixed(1)} on ${threads}`);
+  console.log(
+    `FMA peak (${all.isa}, fma_peak.c): ${one.gflops.toFixed(1)} GFLOP/s on one thread, ${all.gflops.toFixed(1)} on ${threads}`,
+  );
   // Started once, before our sessions exist: a process started between pairs would fork ours.
   const peakBetweenPairs = fma.serve(threads, 0.2, 1);
 
   const peer = await startBestTorchPeer('engine_peer.py', threads, { model: REFERENCE }, { op: 'train_step' });
   // Ours at its fastest of one thread and every core too (the same on a quiet machine).
   const setups = await Promise.all([...new Set([1, threads])].map((t) => ours(t)));
-  const mine = { forward: await pickFastest('ours forward seconds', setups, (s) => s.forward(), { higher: false }), trainStep: await pickFastest('ours train step seconds', setups, (s) => s.trainStep(), { higher: false }) };
+  const mine = {
+    forward: await pickFastest('ours forward seconds', setups, (s) => s.forward(), { higher: false }),
+    trainStep: await pickFastest('ours train step seconds', setups, (s) => s.trainStep(), { higher: false }),
+  };
   try {
     const cpu = { ours: ownCpuSeconds, peer: () => peer.peer.cpuSeconds() };
-    const forward = await interleavedPairs('forward', { pairs: PAIRS, kind: 'seconds', unit: 's', cpu }, mine.forward.forward, async () => (await peer.peer.request<{ seconds: number }>({ op: 'forward' })).seconds, (a, b) => a / b);
+    const forward = await interleavedPairs(
+      'forward',
+      { pairs: PAIRS, kind: 'seconds', unit: 's', cpu },
+      mine.forward.forward,
+      async () => (await peer.peer.request<{ seconds: number }>({ op: 'forward' })).seconds,
+      (a, b) => a / b,
+    );
     const flops = 3 * forwardFlops(REFERENCE);
     const fractions: number[] = [];
     const torchFractions: number[] = [];
@@ -121,11 +151,18 @@ async function main(): Promise<void> {
       (a, b) => a / b,
     );
     const matmul = await matmulGflops(threads);
-    const torchMatmul = (2 * MATMUL ** 3) / (await peer.peer.request<{ seconds: number }>({ op: 'matmul', n: MATMUL })).seconds / 1e9;
+    const torchMatmul =
+      (2 * MATMUL ** 3) / (await peer.peer.request<{ seconds: number }>({ op: 'matmul', n: MATMUL })).seconds / 1e9;
     const peak = spread(peaks);
-    console.log(`\nours:    forward ${formatSpread(forward.ours)} s, train step ${formatSpread(train.ours)} s (${(flops / train.ours.median / 1e9).toFixed(1)} GFLOP/s)`);
-    console.log(`PyTorch: forward ${formatSpread(forward.peer)} s, train step ${formatSpread(train.peer)} s (${(flops / train.peer.median / 1e9).toFixed(1)} GFLOP/s)`);
-    console.log(`FMA peak during the train pairs: ${formatSpread(peak, 1)} GFLOP/s; ${MATMUL}³ MatMul: onnxruntime ${matmul.toFixed(1)}, PyTorch ${torchMatmul.toFixed(1)} GFLOP/s`);
+    console.log(
+      `\nours:    forward ${formatSpread(forward.ours)} s, train step ${formatSpread(train.ours)} s (${(flops / train.ours.median / 1e9).toFixed(1)} GFLOP/s)`,
+    );
+    console.log(
+      `PyTorch: forward ${formatSpread(forward.peer)} s, train step ${formatSpread(train.peer)} s (${(flops / train.peer.median / 1e9).toFixed(1)} GFLOP/s)`,
+    );
+    console.log(
+      `FMA peak during the train pairs: ${formatSpread(peak, 1)} GFLOP/s; ${MATMUL}³ MatMul: onnxruntime ${matmul.toFixed(1)}, PyTorch ${torchMatmul.toFixed(1)} GFLOP/s`,
+    );
     console.log(resultLine('train_step_ratio', train.ratio));
     console.log(resultLine('train_step_cpu_ratio', train.cpuRatio!));
     console.log(resultLine('forward_cpu_ratio', forward.cpuRatio!));

@@ -25,10 +25,23 @@ async function load(request: { modelPath: string; gpu?: 'cuda' | 'vulkan' }) {
   // maxThreads 0: each context uses exactly the threads it asks for.
   llama ??= await getLlama({ gpu: request.gpu ?? false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: 0 });
   model = await llama.loadModel({ modelPath: request.modelPath, gpuLayers: request.gpu ? 'max' : 0 });
-  return { llamaCpp: llama.llamaCppRelease.release, buildType: llama.buildType, systemInfo: llama.systemInfo, gpu: llama.gpu, gpuNames: await llama.getGpuDeviceNames() };
+  return {
+    llamaCpp: llama.llamaCppRelease.release,
+    buildType: llama.buildType,
+    systemInfo: llama.systemInfo,
+    gpu: llama.gpu,
+    gpuNames: await llama.getGpuDeviceNames(),
+  };
 }
 
-async function context(request: { name: string; sequences: number; contextSize: number; batchSize: number; flashAttention: boolean; threads: number }) {
+async function context(request: {
+  name: string;
+  sequences: number;
+  contextSize: number;
+  batchSize: number;
+  flashAttention: boolean;
+  threads: number;
+}) {
   const created = await model!.createContext({
     sequences: request.sequences,
     contextSize: request.contextSize,
@@ -55,7 +68,10 @@ async function generate(request: { context: string; prompts: number[][]; newToke
   await Promise.all(
     sequences.map(async (sequence, i) => {
       let count = 0;
-      for await (const _token of sequence.evaluate(request.prompts[i] as Token[], { temperature: 0, yieldEogToken: true })) {
+      for await (const _token of sequence.evaluate(request.prompts[i] as Token[], {
+        temperature: 0,
+        yieldEogToken: true,
+      })) {
         if (++count >= request.newTokens) break;
       }
       tokens += count;

@@ -33,7 +33,15 @@ import { ModelRuntime } from '../../trainer/foundations/models/runtime';
 import { buildScoringGraph } from '../../trainer/foundations/models/scoring';
 import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateTokenizer';
 import { Random } from '../../trainer/foundations/models/random';
-import { formatSpread, interleavedPairs, ownCpuSeconds, pickFastest, resultLine, seconds, type PairedResult } from './lib/pairs';
+import {
+  formatSpread,
+  interleavedPairs,
+  ownCpuSeconds,
+  pickFastest,
+  resultLine,
+  seconds,
+  type PairedResult,
+} from './lib/pairs';
 import { PeerProcess } from './lib/peerProcess';
 import { settingResult, startBestTorchPeer } from './lib/torchPeer';
 
@@ -51,31 +59,64 @@ type Batch = 'b1' | 'b32';
  * threads on two loaded cores). The probe generates 8 tokens per sequence.
  */
 async function startLlamaCpp(file: string, threads: number, prompts: Record<Batch, number[][]>) {
-  const peer = PeerProcess.start(`llama.cpp peer (${path.basename(file)})`, process.execPath, ['--import', 'tsx', path.join(__dirname, 'llamacpp_peer.ts')]);
-  const info = await peer.request<{ llamaCpp: string; buildType: string; systemInfo: string }>({ op: 'load', modelPath: file });
-  const settings = [...new Set([1, threads])].flatMap((t) => [true, false].map((fa) => ({ threads: t, flashAttention: fa, name: `${t} thread${t > 1 ? 's' : ''}, flash attention ${fa ? 'on' : 'off'}` })));
+  const peer = PeerProcess.start(`llama.cpp peer (${path.basename(file)})`, process.execPath, [
+    '--import',
+    'tsx',
+    path.join(__dirname, 'llamacpp_peer.ts'),
+  ]);
+  const info = await peer.request<{ llamaCpp: string; buildType: string; systemInfo: string }>({
+    op: 'load',
+    modelPath: file,
+  });
+  const settings = [...new Set([1, threads])].flatMap((t) =>
+    [true, false].map((fa) => ({
+      threads: t,
+      flashAttention: fa,
+      name: `${t} thread${t > 1 ? 's' : ''}, flash attention ${fa ? 'on' : 'off'}`,
+    })),
+  );
   const open = (batch: Batch, setting: (typeof settings)[number]) => {
     const sequences = prompts[batch].length;
     // contextSize is per sequence in node-llama-cpp; the batch holds every prompt at once.
-    return peer.request({ op: 'context', name: batch, sequences, contextSize: 256, batchSize: Math.max(512, sequences * WORK.prompt), flashAttention: setting.flashAttention, threads: setting.threads });
+    return peer.request({
+      op: 'context',
+      name: batch,
+      sequences,
+      contextSize: 256,
+      batchSize: Math.max(512, sequences * WORK.prompt),
+      flashAttention: setting.flashAttention,
+      threads: setting.threads,
+    });
   };
   const run = async (batch: Batch, newTokens = WORK.newTokens) => {
-    const reply = await peer.request<{ seconds: number; tokens: number }>({ op: 'generate', context: batch, prompts: prompts[batch], newTokens });
+    const reply = await peer.request<{ seconds: number; tokens: number }>({
+      op: 'generate',
+      context: batch,
+      prompts: prompts[batch],
+      newTokens,
+    });
     return reply.tokens / reply.seconds;
   };
   const best: Record<Batch, string> = { b1: '', b32: '' };
   for (const batch of ['b1', 'b32'] as const) {
-    const chosen = await pickFastest(`llama.cpp ${path.basename(file)} ${batch} tokens/s`, settings, async (setting) => {
-      await open(batch, setting);
-      await run(batch, 8); // a fresh context's first run allocates
-      const rate = await run(batch, 8);
-      await peer.request({ op: 'dispose', name: batch });
-      return rate;
-    }, { higher: true });
+    const chosen = await pickFastest(
+      `llama.cpp ${path.basename(file)} ${batch} tokens/s`,
+      settings,
+      async (setting) => {
+        await open(batch, setting);
+        await run(batch, 8); // a fresh context's first run allocates
+        const rate = await run(batch, 8);
+        await peer.request({ op: 'dispose', name: batch });
+        return rate;
+      },
+      { higher: true },
+    );
     best[batch] = chosen.name;
     await open(batch, chosen);
   }
-  console.log(`llama.cpp ${info.llamaCpp} (${info.buildType} binary; ${info.systemInfo.trim()}) on ${path.basename(file)}: best setting b1 ${best.b1}; b32 ${best.b32}`);
+  console.log(
+    `llama.cpp ${info.llamaCpp} (${info.buildType} binary; ${info.systemInfo.trim()}) on ${path.basename(file)}: best setting b1 ${best.b1}; b32 ${best.b32}`,
+  );
   return { peer, best, generate: (batch: Batch) => run(batch), close: () => peer.close() };
 }
 
@@ -87,14 +128,31 @@ async function main(): Promise<void> {
     const tokenizerDir = path.join(root, 'tokenizer-32k');
     truncateBpeTokenizer(QWEN3, SHAPE.vocab - 256 - 26, tokenizerDir);
     const dir = path.join(root, 'llama-8x512');
-    createModel({ family: 'llama', layers: SHAPE.layers, hidden: SHAPE.hidden, heads: SHAPE.heads, kvHeads: SHAPE.kvHeads, intermediate: SHAPE.ffn, tieEmbeddings: true, tokenizer: tokenizerDir, outDir: dir, seed: 1, vocabSize: SHAPE.vocab });
+    createModel({
+      family: 'llama',
+      layers: SHAPE.layers,
+      hidden: SHAPE.hidden,
+      heads: SHAPE.heads,
+      kvHeads: SHAPE.kvHeads,
+      intermediate: SHAPE.ffn,
+      tieEmbeddings: true,
+      tokenizer: tokenizerDir,
+      outDir: dir,
+      seed: 1,
+      vocabSize: SHAPE.vocab,
+    });
     const ggufs = { f32: path.join(root, 'model-f32.gguf'), q8_0: path.join(root, 'model-q8_0.gguf') };
     for (const type of ['f32', 'q8_0'] as const) exportGguf({ modelDir: dir, out: ggufs[type], type });
-    console.log(`model ${JSON.stringify(SHAPE)}, work ${JSON.stringify(WORK)}, ${threads} threads, ${PAIRS} interleaved pairs per ratio`);
+    console.log(
+      `model ${JSON.stringify(SHAPE)}, work ${JSON.stringify(WORK)}, ${threads} threads, ${PAIRS} interleaved pairs per ratio`,
+    );
 
     const random = Random.fromSeed(1);
     const ids = (n: number) => Array.from({ length: n }, () => random.nextInt(SHAPE.vocab - 300));
-    const prompts: Record<Batch, number[][]> = { b1: [ids(WORK.prompt)], b32: Array.from({ length: WORK.batch }, () => ids(WORK.prompt)) };
+    const prompts: Record<Batch, number[][]> = {
+      b1: [ids(WORK.prompt)],
+      b32: Array.from({ length: WORK.batch }, () => ids(WORK.prompt)),
+    };
     const scoreIds = Array.from({ length: WORK.scoreBatch }, () => ids(WORK.scoreLength));
 
     // Ours: the generation session the rollout uses, greedy; the scoring graph the update uses. Like
@@ -109,18 +167,26 @@ async function main(): Promise<void> {
         const scoring = buildScoringGraph(model.config, { dtype: 'float32', fused: fusedKernelsFor('cpu') });
         scoring.graph.output(scoring.logprobs, 'logprobs');
         const scoreSession = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-        const scoreFeeds = { ...packForScoring(scoreIds).feeds, ...model.weightFeeds(scoring.weights), inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) } };
+        const scoreFeeds = {
+          ...packForScoring(scoreIds).feeds,
+          ...model.weightFeeds(scoring.weights),
+          inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) },
+        };
         const policy = new ModelPolicy(model);
         const generate = async (batch: Batch, newTokens = WORK.newTokens) => {
           const rows = prompts[batch];
           const t = await seconds(async () => {
             const s = await policy.startSession(rows.length, 7);
-            await s.generate(rows.map((append, sequence) => ({ sequence, append })), { temperature: 0, topK: 0, topP: 1, maxNewTokens: newTokens, stopTokenIds: [] });
+            await s.generate(
+              rows.map((append, sequence) => ({ sequence, append })),
+              { temperature: 0, topK: 0, topP: 1, maxNewTokens: newTokens, stopTokenIds: [] },
+            );
             await s.close();
           });
           return (rows.length * newTokens) / t;
         };
-        const score = async () => scoredTokens / (await seconds(() => device.run(scoreSession, scoreFeeds, { logprobs: 'return' })));
+        const score = async () =>
+          scoredTokens / (await seconds(() => device.run(scoreSession, scoreFeeds, { logprobs: 'return' })));
         return { name: `${t} thread${t > 1 ? 's' : ''}`, generate, score };
       }),
     );
@@ -139,7 +205,18 @@ async function main(): Promise<void> {
       try {
         for (const batch of ['b1', 'b32'] as const) {
           const label = `generate ${batch} vs llama.cpp ${type}`;
-          results[label] = await interleavedPairs(label, { pairs: batch === 'b1' ? PAIRS : Math.max(3, Math.ceil(PAIRS / 2)), kind: 'rate', unit: 'tokens/s', cpu: { ours: ownCpuSeconds, peer: () => llamaCpp.peer.cpuSeconds() } }, () => ours[batch].generate(batch), () => llamaCpp.generate(batch), higherIsBetter);
+          results[label] = await interleavedPairs(
+            label,
+            {
+              pairs: batch === 'b1' ? PAIRS : Math.max(3, Math.ceil(PAIRS / 2)),
+              kind: 'rate',
+              unit: 'tokens/s',
+              cpu: { ours: ownCpuSeconds, peer: () => llamaCpp.peer.cpuSeconds() },
+            },
+            () => ours[batch].generate(batch),
+            () => llamaCpp.generate(batch),
+            higherIsBetter,
+          );
         }
       } finally {
         await llamaCpp.close();
@@ -150,14 +227,21 @@ async function main(): Promise<void> {
     closers.push(() => torch.peer.close());
     results['score vs PyTorch'] = await interleavedPairs(
       'score vs PyTorch',
-      { pairs: PAIRS, kind: 'rate', unit: 'tokens/s', cpu: { ours: ownCpuSeconds, peer: () => torch.peer.cpuSeconds() } },
+      {
+        pairs: PAIRS,
+        kind: 'rate',
+        unit: 'tokens/s',
+        cpu: { ours: ownCpuSeconds, peer: () => torch.peer.cpuSeconds() },
+      },
       () => ours.score.score(),
-      async () => scoredTokens / (await torch.peer.request<{ seconds: number }>({ op: 'score', ids: scoreIds })).seconds,
+      async () =>
+        scoredTokens / (await torch.peer.request<{ seconds: number }>({ op: 'score', ids: scoreIds })).seconds,
       higherIsBetter,
     );
 
     console.log('');
-    for (const [label, r] of Object.entries(results)) console.log(`${label.padEnd(30)} ours ${formatSpread(r.ours, 1)} tokens/s, peer ${formatSpread(r.peer, 1)}`);
+    for (const [label, r] of Object.entries(results))
+      console.log(`${label.padEnd(30)} ours ${formatSpread(r.ours, 1)} tokens/s, peer ${formatSpread(r.peer, 1)}`);
     console.log(resultLine('generate_b1_vs_llamacpp', results['generate b1 vs llama.cpp f32'].ratio));
     console.log(resultLine('generate_b32_vs_llamacpp', results['generate b32 vs llama.cpp f32'].ratio));
     console.log(resultLine('generate_b1_vs_llamacpp_cpu', results['generate b1 vs llama.cpp f32'].cpuRatio!));

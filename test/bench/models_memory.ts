@@ -26,16 +26,31 @@ async function main(): Promise<void> {
   const runner = await OptimizerRuntime.create(device, {
     build: () => {
       const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora: model.options.lora });
-      const loss = op.neg(op.div(op.reduceSum(scoring.logprobs), op.cast(op.size(scoring.inputs.scoreTokens), 'float32')));
-      return { graph: scoring.graph, loss, params: model.extraWeights.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: true })) };
+      const loss = op.neg(
+        op.div(op.reduceSum(scoring.logprobs), op.cast(op.size(scoring.inputs.scoreTokens), 'float32')),
+      );
+      return {
+        graph: scoring.graph,
+        loss,
+        params: model.extraWeights.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: true })),
+      };
     },
     adamw: DEFAULT_ADAMW,
     resident: model.baseWeights,
     accumulate: false,
   });
   const random = Random.fromSeed(3);
-  const packed = packForScoring(Array.from({ length: 4 }, () => Array.from({ length: 256 }, () => random.nextInt(150000))));
-  await runner.step({ ...packed.feeds, ...model.loraScaleFeed(true), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, 1e-4);
+  const packed = packForScoring(
+    Array.from({ length: 4 }, () => Array.from({ length: 256 }, () => random.nextInt(150000))),
+  );
+  await runner.step(
+    {
+      ...packed.feeds,
+      ...model.loraScaleFeed(true),
+      inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+    },
+    1e-4,
+  );
   console.log(JSON.stringify({ load, train: peak() }));
   model.close();
   await device.close();

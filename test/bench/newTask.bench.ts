@@ -31,14 +31,33 @@ import * as unitConversion from './unit-conversion/data';
 import * as shippingQuote from './shipping-quote/data';
 
 const TASKS = {
-  'unit-conversion': { dir: 'unit-conversion', generate: () => unitConversion.generateDataset({ ...unitConversion.DEFAULTS, out: path.join(__dirname, 'unit-conversion', 'data') }) },
-  'shipping-quote': { dir: 'shipping-quote', generate: () => shippingQuote.generateDataset({ ...shippingQuote.DEFAULTS, out: path.join(__dirname, 'shipping-quote', 'data') }) },
+  'unit-conversion': {
+    dir: 'unit-conversion',
+    generate: () =>
+      unitConversion.generateDataset({
+        ...unitConversion.DEFAULTS,
+        out: path.join(__dirname, 'unit-conversion', 'data'),
+      }),
+  },
+  'shipping-quote': {
+    dir: 'shipping-quote',
+    generate: () =>
+      shippingQuote.generateDataset({ ...shippingQuote.DEFAULTS, out: path.join(__dirname, 'shipping-quote', 'data') }),
+  },
 } as const;
 
 const pct = (x: number | undefined) => (x === undefined ? 'n/a' : (100 * x).toFixed(1));
 
 async function main(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { task: { type: 'string', default: 'unit-conversion' }, seeds: { type: 'string', default: '1' }, steps: { type: 'string' }, 'no-baseline': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      task: { type: 'string', default: 'unit-conversion' },
+      seeds: { type: 'string', default: '1' },
+      steps: { type: 'string' },
+      'no-baseline': { type: 'boolean', default: false },
+    },
+  });
   const task = TASKS[values.task as keyof typeof TASKS];
   if (!task) throw new Error(`--task: expected one of ${Object.keys(TASKS).join(', ')}, got ${values.task}`);
   const seeds = values.seeds!.split(',').map(Number);
@@ -51,14 +70,26 @@ async function main(argv: string[]): Promise<void> {
     const loaded = await loadConfig(path.join(taskDir, 'config.ts'));
     loaded.config.seed = seed;
     if (values.steps) loaded.config.steps = Number(values.steps);
-    const runDir = path.join(process.cwd(), '.rollout', 'runs', `new-task-${values.task}-seed${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    const runDir = path.join(
+      process.cwd(),
+      '.rollout',
+      'runs',
+      `new-task-${values.task}-seed${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+    );
     const result = await new TrainingRun(loaded, { runDir, log }).run();
-    if (result.run.status !== 'finished') throw new Error(`the run ${result.run.status}: ${result.run.error?.message ?? ''} (${result.runDir})`);
+    if (result.run.status !== 'finished')
+      throw new Error(`the run ${result.run.status}: ${result.run.error?.message ?? ''} (${result.runDir})`);
     report(values.task!, seed, loaded.config.steps, taskDir, result);
-    if (result.evalBefore?.score !== undefined && result.evalAfter?.score !== undefined) gains.push(100 * (result.evalAfter.score - result.evalBefore.score));
+    if (result.evalBefore?.score !== undefined && result.evalAfter?.score !== undefined)
+      gains.push(100 * (result.evalAfter.score - result.evalBefore.score));
     if (!values['no-baseline']) {
       const seconds = rlSeconds(result.runDir);
-      const baseline = await sftBaseline(loaded, { from: path.join(result.runDir, 'checkpoints', 'step-000000'), seconds, outDir: path.join(result.runDir, 'sft-only-baseline'), log });
+      const baseline = await sftBaseline(loaded, {
+        from: path.join(result.runDir, 'checkpoints', 'step-000000'),
+        seconds,
+        outDir: path.join(result.runDir, 'sft-only-baseline'),
+        log,
+      });
       console.log(
         `RESULT baseline=sft_only seed=${seed} em_before=${pct(result.evalBefore?.score)} em_after=${pct(baseline.evaluation.score)} tool_calls_after=${baseline.evaluation.toolCallsPerTrajectory.toFixed(2)} ` +
           `extra_sft_steps=${baseline.steps} sft_seconds=${baseline.seconds.toFixed(0)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`,
@@ -66,7 +97,10 @@ async function main(argv: string[]): Promise<void> {
       console.log(SFT_BASELINE_MEANING);
     }
   }
-  if (gains.length) console.log(`RESULT task=${values.task} seeds=${seeds.join(',')} gain_mean=${(gains.reduce((a, b) => a + b, 0) / gains.length).toFixed(1)} gain_min=${Math.min(...gains).toFixed(1)} gain_max=${Math.max(...gains).toFixed(1)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`);
+  if (gains.length)
+    console.log(
+      `RESULT task=${values.task} seeds=${seeds.join(',')} gain_mean=${(gains.reduce((a, b) => a + b, 0) / gains.length).toFixed(1)} gain_min=${Math.min(...gains).toFixed(1)} gain_max=${Math.max(...gains).toFixed(1)} seconds=${((Date.now() - started) / 1000).toFixed(0)}`,
+    );
 }
 
 function report(task: string, seed: number, steps: number, taskDir: string, result: TrainResult): void {
@@ -74,9 +108,14 @@ function report(task: string, seed: number, steps: number, taskDir: string, resu
   const records = reader.metrics().records;
   const warnings = records.flatMap((r) => r.warnings ?? []);
   const collapses = warnings.filter((w) => w.severity === 'critical').length;
-  const curve = records.filter((r) => r.kind === 'train').map((r) => (100 * ((r.values['score/exact_match'] as number | undefined) ?? 0)).toFixed(0));
+  const curve = records
+    .filter((r) => r.kind === 'train')
+    .map((r) => (100 * ((r.values['score/exact_match'] as number | undefined) ?? 0)).toFixed(0));
   const parseErrors = records.filter((r) => r.kind === 'train').map((r) => r.values['tools/parse_error_rate'] ?? 0);
-  const demos = fs.readFileSync(path.join(taskDir, 'data', 'sft.jsonl'), 'utf8').trim().split('\n').length;
+  const demos = fs
+    .readFileSync(path.join(taskDir, 'data', 'sft.jsonl'), 'utf8')
+    .trim()
+    .split('\n').length;
   console.log(
     `RESULT task=${task} seed=${seed} demonstrations=${demos} grpo_steps=${steps} ` +
       `em_before=${pct(result.evalBefore?.score)} em_after=${pct(result.evalAfter?.score)} tool_calls_before=${result.evalBefore?.toolCallsPerTrajectory.toFixed(2)} tool_calls_after=${result.evalAfter?.toolCallsPerTrajectory.toFixed(2)} ` +

@@ -23,7 +23,13 @@ import { RunDirectorySource } from '../../extension/panels/source/runDirectorySo
 import { RunSources } from '../../extension/panels/source/registry';
 import { runSummaryOf } from '../../extension/panels/source/summarize';
 import { TrajectoriesController } from '../../extension/panels/trajectoriesController';
-import { METRICS, PROTOCOL_VERSION, type MetricsRecord, type TrajectoriesToWebview, type TrajectoryRow } from '../../trainer/contract/protocol';
+import {
+  METRICS,
+  PROTOCOL_VERSION,
+  type MetricsRecord,
+  type TrajectoriesToWebview,
+  type TrajectoryRow,
+} from '../../trainer/contract/protocol';
 import { appendJsonl, RunStoreWriter } from '../../trainer/contract/runstore';
 import { buildTrajectory } from '../fixtures/recordedRun';
 import { launchBrowser } from '../harness/browser';
@@ -122,7 +128,7 @@ async function plainTable(page: Page, rows: TrajectoryRow[]): Promise<number> {
 async function benchTrajectories(root: string): Promise<void> {
   const writer = newRun(root, 'traj');
   let seed = 7;
-  const rng = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  const rng = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
   const trajectories = Array.from({ length: TRAJECTORIES }, (_, i) => buildTrajectory(1, i, 8, rng));
   writer.appendTrajectories(1, trajectories);
   const fileMb = fs.statSync(path.join(writer.dir, 'rollouts', 'step-000001.jsonl')).size / 2 ** 20;
@@ -141,7 +147,9 @@ async function benchTrajectories(root: string): Promise<void> {
   if (rows.length !== TRAJECTORIES) throw new Error(`read ${rows.length} rows, expected ${TRAJECTORIES}`);
   const [snapshot, snapshotMs] = timed(() => {
     const posted: TrajectoriesToWebview[] = [];
-    const controller = new TrajectoriesController(source, (m) => posted.push(m), { openInDebugger: async () => undefined });
+    const controller = new TrajectoriesController(source, (m) => posted.push(m), {
+      openInDebugger: async () => undefined,
+    });
     controller.receive({ type: 'ready' });
     controller.dispose();
     return posted;
@@ -154,7 +162,11 @@ async function benchTrajectories(root: string): Promise<void> {
   try {
     const app = await openWebviewApp(browser, 'trajectories', { viewport: { width: 1400, height: 900 } });
     const page = app.page;
-    const firstRender = await measure(page, snapshot, `document.getElementById('row-count')?.textContent === '${TRAJECTORIES} trajectories' && document.querySelectorAll('.vt-window .vt-row').length > 0`);
+    const firstRender = await measure(
+      page,
+      snapshot,
+      `document.getElementById('row-count')?.textContent === '${TRAJECTORIES} trajectories' && document.querySelectorAll('.vt-window .vt-row').length > 0`,
+    );
     result('trajectories_first_render_ms', firstRender);
     const domRows = await page.evaluate(`document.querySelectorAll('.vt-window .vt-row').length`);
     result('trajectories_rows_in_dom', domRows as number, 0);
@@ -163,8 +175,21 @@ async function benchTrajectories(root: string): Promise<void> {
     const appends: number[] = [];
     for (let i = 0; i < REPEATS; i++) {
       const row = { ...rows[i], index: TRAJECTORIES + i };
-      const message: TrajectoriesToWebview = { type: 'rows', set: 'train', step: 1, selection: 'follow', reset: false, rows: [row] };
-      appends.push(await measure(page, [message], `document.getElementById('row-count')?.textContent === '${TRAJECTORIES + i + 1} trajectories'`));
+      const message: TrajectoriesToWebview = {
+        type: 'rows',
+        set: 'train',
+        step: 1,
+        selection: 'follow',
+        reset: false,
+        rows: [row],
+      };
+      appends.push(
+        await measure(
+          page,
+          [message],
+          `document.getElementById('row-count')?.textContent === '${TRAJECTORIES + i + 1} trajectories'`,
+        ),
+      );
     }
     result('trajectories_append_update_ms', median(appends));
 
@@ -217,12 +242,28 @@ async function benchTrajectories(root: string): Promise<void> {
     const peerApp = await openWebviewApp(browser, 'trajectories', { viewport: { width: 1400, height: 900 } });
     const peerFirst = await plainTable(peerApp.page, rows);
     result('plain_table_first_render_ms', peerFirst);
-    result('plain_table_rows_in_dom', (await peerApp.page.evaluate(`document.querySelectorAll('#plain tbody tr').length`)) as number, 0);
+    result(
+      'plain_table_rows_in_dom',
+      (await peerApp.page.evaluate(`document.querySelectorAll('#plain tbody tr').length`)) as number,
+      0,
+    );
     const peerAppends: number[] = [];
-    for (let i = 0; i < 5; i++) peerAppends.push(await plainTable(peerApp.page, [...rows, ...rows.slice(0, i + 1).map((r, j) => ({ ...r, index: TRAJECTORIES + j }))]));
+    for (let i = 0; i < 5; i++)
+      peerAppends.push(
+        await plainTable(peerApp.page, [
+          ...rows,
+          ...rows.slice(0, i + 1).map((r, j) => ({ ...r, index: TRAJECTORIES + j })),
+        ]),
+      );
     result('plain_table_append_update_ms', median(peerAppends));
     const peerSorts: number[] = [];
-    for (let i = 0; i < 4; i++) peerSorts.push(await plainTable(peerApp.page, [...rows].sort((a, b) => (i % 2 ? a.reward - b.reward : b.reward - a.reward) || a.index - b.index)));
+    for (let i = 0; i < 4; i++)
+      peerSorts.push(
+        await plainTable(
+          peerApp.page,
+          [...rows].sort((a, b) => (i % 2 ? a.reward - b.reward : b.reward - a.reward) || a.index - b.index),
+        ),
+      );
     result('plain_table_sort_ms', median(peerSorts));
 
     result('ratio_first_render_plain_over_virtualised', peerFirst / firstRender, 2);
@@ -247,7 +288,11 @@ async function benchMetrics(root: string): Promise<void> {
   const sources = new RunSources(() => source);
   const posted: unknown[] = [];
   const controller = new MetricsController(
-    { acquire: (d) => sources.acquire(d), availableRuns: () => [runSummaryOf(writer.dir, source.run())], saveCsv: async () => undefined },
+    {
+      acquire: (d) => sources.acquire(d),
+      availableRuns: () => [runSummaryOf(writer.dir, source.run())],
+      saveCsv: async () => undefined,
+    },
     (m) => posted.push(m),
     [writer.dir],
   );
@@ -259,7 +304,8 @@ async function benchMetrics(root: string): Promise<void> {
     const app = await openWebviewApp(browser, 'metrics', { viewport: { width: 1400, height: 1000 } });
     const page = app.page;
     const charts = `document.querySelectorAll('.chart').length`;
-    const allAt = (points: number) => `document.querySelectorAll('.chart').length >= 12 && [...document.querySelectorAll('.chart')].every((c) => c.dataset.points === '${points}')`;
+    const allAt = (points: number) =>
+      `document.querySelectorAll('.chart').length >= 12 && [...document.querySelectorAll('.chart')].every((c) => c.dataset.points === '${points}')`;
     const first = await measure(page, posted, allAt(METRIC_STEPS));
     result('metrics_first_render_ms', first);
     result('metrics_charts', (await page.evaluate(charts)) as number, 0);
@@ -268,7 +314,13 @@ async function benchMetrics(root: string): Promise<void> {
     const appends: number[] = [];
     for (let i = 0; i < REPEATS; i++) {
       const record = metricsRecord(METRIC_STEPS + i + 1);
-      appends.push(await measure(page, [{ type: 'metrics', runDir, reset: false, columns: toMetricsColumns([record]) }], allAt(METRIC_STEPS + i + 1)));
+      appends.push(
+        await measure(
+          page,
+          [{ type: 'metrics', runDir, reset: false, columns: toMetricsColumns([record]) }],
+          allAt(METRIC_STEPS + i + 1),
+        ),
+      );
       records.push(record);
     }
     result('metrics_append_update_ms', median(appends));
@@ -278,7 +330,13 @@ async function benchMetrics(root: string): Promise<void> {
     for (let i = 0; i < 5; i++) {
       const record = metricsRecord(records.length + 1);
       records.push(record);
-      resends.push(await measure(page, [{ type: 'metrics', runDir, reset: true, columns: toMetricsColumns(records) }], allAt(records.length)));
+      resends.push(
+        await measure(
+          page,
+          [{ type: 'metrics', runDir, reset: true, columns: toMetricsColumns(records) }],
+          allAt(records.length),
+        ),
+      );
     }
     result('metrics_full_resend_update_ms', median(resends));
     result('ratio_update_resend_over_append', median(resends) / median(appends), 2);
@@ -305,12 +363,15 @@ async function benchMetrics(root: string): Promise<void> {
 }
 
 function assertNoProblems(what: string, violations: string[], errors: string[]): void {
-  if (violations.length || errors.length) throw new Error(`${what} webview reported problems: ${[...violations, ...errors].join('; ')}`);
+  if (violations.length || errors.length)
+    throw new Error(`${what} webview reported problems: ${[...violations, ...errors].join('; ')}`);
 }
 
 async function main(): Promise<void> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panels-bench-'));
-  console.log(`Chromium (playwright-core) on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.versions.node}`);
+  console.log(
+    `Chromium (playwright-core) on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.versions.node}`,
+  );
   try {
     await benchTrajectories(root);
     await benchMetrics(root);

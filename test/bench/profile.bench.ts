@@ -15,7 +15,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createDevice } from '../../trainer/foundations/engine/device/device';
 import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSession';
-import { matrixFlops, readProfile, timeByOp, type ProfiledNode } from '../../trainer/foundations/engine/runtime/profile';
+import {
+  matrixFlops,
+  readProfile,
+  timeByOp,
+  type ProfiledNode,
+} from '../../trainer/foundations/engine/runtime/profile';
 import { serializeGraph } from '../../trainer/foundations/engine/serialize';
 import { packForScoring } from '../../trainer/foundations/models/batch';
 import { createModel } from '../../trainer/foundations/models/createModel';
@@ -39,9 +44,13 @@ const COUNTED = RUNS - 1;
 function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fmaPeakGflops: number): void {
   const nodes = graphs.flat();
   const total = nodes.reduce((n, x) => n + x.micros, 0);
-  console.log(`\n${name}: ${(total / 1e6 / COUNTED).toFixed(3)} s of kernel time a run (mean of runs 2–${RUNS}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`);
+  console.log(
+    `\n${name}: ${(total / 1e6 / COUNTED).toFixed(3)} s of kernel time a run (mean of runs 2–${RUNS}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`,
+  );
   for (const row of timeByOp(nodes).slice(0, 14)) {
-    console.log(`  ${row.op.padEnd(24)} ${(row.micros / 1e3 / COUNTED).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`);
+    console.log(
+      `  ${row.op.padEnd(24)} ${(row.micros / 1e3 / COUNTED).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`,
+    );
   }
   // How far the FMA peak is, and why: the fraction of the whole is the matrix kernels' share of the
   // time times their own fraction of the peak (the other kernels do next to no FMA work).
@@ -54,7 +63,9 @@ function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fma
     `  matrix products: ${(flops / 1e9 / COUNTED).toFixed(2)} GFLOP in ${(micros / 1e3 / COUNTED).toFixed(1)} ms a run = ${(flops / (micros / 1e6) / 1e9).toFixed(1)} GFLOP/s, ${(100 * matrixFraction).toFixed(1)} % of the FMA peak (${fmaPeakGflops.toFixed(1)} GFLOP/s); ` +
       `${(100 * share).toFixed(1)} % of the kernel time → the whole at ${(100 * share * matrixFraction).toFixed(1)} % of the peak`,
   );
-  console.log(`RESULT ${name}_matrix_time_share=${share.toFixed(3)} ${name}_matrix_fma_fraction=${matrixFraction.toFixed(3)} ${name}_kernel_fma_fraction=${(share * matrixFraction).toFixed(3)}`);
+  console.log(
+    `RESULT ${name}_matrix_time_share=${share.toFixed(3)} ${name}_matrix_fma_fraction=${matrixFraction.toFixed(3)} ${name}_kernel_fma_fraction=${(share * matrixFraction).toFixed(3)}`,
+  );
 }
 
 /** Run `work` with every session profiled; the profiles of its graphs (the device's tiny copy sessions left out). */
@@ -64,7 +75,10 @@ async function profiled(root: string, name: string, fmaPeakGflops: number, work:
   process.env.ROLLOUT_ORT_PROFILE = path.join(dir, 'session');
   const wall = await work();
   delete process.env.ROLLOUT_ORT_PROFILE;
-  const graphs = fs.readdirSync(dir).map((f) => readProfile(path.join(dir, f), { skipRuns: 1 })).filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
+  const graphs = fs
+    .readdirSync(dir)
+    .map((f) => readProfile(path.join(dir, f), { skipRuns: 1 }))
+    .filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
   report(name, graphs, wall, fmaPeakGflops);
 }
 
@@ -81,7 +95,9 @@ async function main(): Promise<void> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-profile-'));
   const threads = defaultThreads();
   const peak = FmaPeakProgram.build().measure(threads);
-  console.log(`FMA peak (${peak.isa}, fma_peak.c): ${peak.gflops.toFixed(1)} GFLOP/s on ${threads} threads; onnxruntime runs at ${threads} threads`);
+  console.log(
+    `FMA peak (${peak.isa}, fma_peak.c): ${peak.gflops.toFixed(1)} GFLOP/s on ${threads} threads; onnxruntime runs at ${threads} threads`,
+  );
   try {
     if (wanted.has('train')) {
       await profiled(root, 'train', peak.gflops, async () => {
@@ -89,7 +105,9 @@ async function main(): Promise<void> {
         const device = createDevice('cpu', { worker: false });
         const runner = await tinyLmOptimizer(device, config, initTinyLm(config, seeded(1)));
         const r = seeded(2);
-        const batch = lmBatch(Array.from({ length: 8 }, () => Array.from({ length: 257 }, () => Math.floor(r() * config.vocab))));
+        const batch = lmBatch(
+          Array.from({ length: 8 }, () => Array.from({ length: 257 }, () => Math.floor(r() * config.vocab))),
+        );
         const wall = await timedRuns(() => runner.step(batch, 1e-4));
         await device.close();
         return wall;
@@ -97,7 +115,19 @@ async function main(): Promise<void> {
     }
     if (['score', 'b1', 'b32'].some((w) => wanted.has(w as Workload))) {
       truncateBpeTokenizer(QWEN3, 32000 - 256 - 26, path.join(root, 'tokenizer'));
-      createModel({ family: 'llama', layers: 8, hidden: 512, heads: 8, kvHeads: 8, intermediate: 1408, tieEmbeddings: true, tokenizer: path.join(root, 'tokenizer'), outDir: path.join(root, 'model'), seed: 1, vocabSize: 32000 });
+      createModel({
+        family: 'llama',
+        layers: 8,
+        hidden: 512,
+        heads: 8,
+        kvHeads: 8,
+        intermediate: 1408,
+        tieEmbeddings: true,
+        tokenizer: path.join(root, 'tokenizer'),
+        outDir: path.join(root, 'model'),
+        seed: 1,
+        vocabSize: 32000,
+      });
       const random = Random.fromSeed(1);
       const ids = (n: number) => Array.from({ length: n }, () => random.nextInt(31700));
       for (const workload of ['score', 'b1', 'b32'] as const) {
@@ -110,7 +140,11 @@ async function main(): Promise<void> {
             const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
             scoring.graph.output(scoring.logprobs, 'logprobs');
             const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-            const feeds = { ...packForScoring(Array.from({ length: 8 }, () => ids(512))).feeds, ...model.weightFeeds(scoring.weights), inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) } };
+            const feeds = {
+              ...packForScoring(Array.from({ length: 8 }, () => ids(512))).feeds,
+              ...model.weightFeeds(scoring.weights),
+              inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) },
+            };
             wall = await timedRuns(() => device.run(session, feeds, { logprobs: 'return' }));
           } else {
             const batch = workload === 'b1' ? 1 : 32;
@@ -118,7 +152,10 @@ async function main(): Promise<void> {
             const policy = new ModelPolicy(model);
             wall = await timedRuns(async () => {
               const s = await policy.startSession(batch, 7);
-              await s.generate(prompts.map((append, sequence) => ({ sequence, append })), { temperature: 0, topK: 0, topP: 1, maxNewTokens: 64, stopTokenIds: [] });
+              await s.generate(
+                prompts.map((append, sequence) => ({ sequence, append })),
+                { temperature: 0, topK: 0, topP: 1, maxNewTokens: 64, stopTokenIds: [] },
+              );
               await s.close();
             });
           }

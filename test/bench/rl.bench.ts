@@ -49,7 +49,12 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { withoutProcessRewards } from '../../trainer/pipeline/rewards';
 import { RunStoreReader } from '../../trainer/contract/runstore';
-import { AlgorithmSection, CriticSection, type LoadedConfig, type TrainingConfig } from '../../trainer/pipeline/training/trainingConfig';
+import {
+  AlgorithmSection,
+  CriticSection,
+  type LoadedConfig,
+  type TrainingConfig,
+} from '../../trainer/pipeline/training/trainingConfig';
 import { TrainingRun, type EvaluationResult } from '../../trainer/pipeline/training/trainingRun';
 import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 import * as deepSearch from '../../examples/deep-search/data';
@@ -73,9 +78,14 @@ const TASKS: Record<string, BenchTask> = {
     example: path.resolve(__dirname, '../../examples/multihop-search'),
     prepare(out) {
       const data = path.join(this.example, 'data');
-      if (!['train', 'heldout', 'sft'].every((f) => fs.existsSync(path.join(data, `${f}.jsonl`)))) multihop.generateDataset({ ...multihop.DEFAULTS, out: data });
+      if (!['train', 'heldout', 'sft'].every((f) => fs.existsSync(path.join(data, `${f}.jsonl`))))
+        multihop.generateDataset({ ...multihop.DEFAULTS, out: data });
       // Gold: a correct demonstration of every training question, in the training world.
-      const questions = fs.readFileSync(path.join(data, 'train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as multihop.QuestionRow);
+      const questions = fs
+        .readFileSync(path.join(data, 'train.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as multihop.QuestionRow);
       const gold = path.join(out, 'gold.jsonl');
       writeJsonl(gold, multihop.generateDemonstrations(knowledgeBase, questions, { seed: 1, short: 0 }));
       return gold;
@@ -87,7 +97,8 @@ const TASKS: Record<string, BenchTask> = {
     example: path.resolve(__dirname, '../../examples/deep-search'),
     prepare() {
       const data = path.join(this.example, 'data');
-      if (!['train', 'heldout', 'sft', 'gold'].every((f) => fs.existsSync(path.join(data, `${f}.jsonl`)))) deepSearch.generateDataset({ ...deepSearch.DEFAULTS, out: data });
+      if (!['train', 'heldout', 'sft', 'gold'].every((f) => fs.existsSync(path.join(data, `${f}.jsonl`))))
+        deepSearch.generateDataset({ ...deepSearch.DEFAULTS, out: data });
       return path.join(data, 'gold.jsonl');
     },
   },
@@ -119,7 +130,10 @@ const VARIANTS: Variant[] = [
   { name: 'reinforce++-baseline', change: algorithm('reinforce++-baseline') },
   { name: 'rloo', change: algorithm('rloo') },
   { name: 'grpo-loss-mask-off', change: (c) => (algorithm('grpo')(c), (c.algorithm.lossMask = 'response')) },
-  { name: 'grpo-process-rewards-off', change: (c) => (algorithm('grpo')(c), (c.rewards = withoutProcessRewards(c.rewards))) },
+  {
+    name: 'grpo-process-rewards-off',
+    change: (c) => (algorithm('grpo')(c), (c.rewards = withoutProcessRewards(c.rewards))),
+  },
 ];
 
 interface RunOutcome {
@@ -136,9 +150,16 @@ interface RunOutcome {
  */
 async function train(loaded: LoadedConfig, runDir: string, steps?: number): Promise<{ after?: EvaluationResult }> {
   fs.rmSync(runDir, { recursive: true, force: true });
-  const log = (line: string) => (/^(eval|run |step \d+\/|sft step)/.test(line) ? console.log(`  ${path.basename(runDir)}: ${line}`) : undefined);
-  const result = await new TrainingRun(loaded, { runDir, log, evaluateBefore: false, ...(steps !== undefined ? { steps } : {}) }).run();
-  if (result.run.status !== 'finished') throw new Error(`${runDir}: the run ${result.run.status}: ${result.run.error?.message ?? ''}`);
+  const log = (line: string) =>
+    /^(eval|run |step \d+\/|sft step)/.test(line) ? console.log(`  ${path.basename(runDir)}: ${line}`) : undefined;
+  const result = await new TrainingRun(loaded, {
+    runDir,
+    log,
+    evaluateBefore: false,
+    ...(steps !== undefined ? { steps } : {}),
+  }).run();
+  if (result.run.status !== 'finished')
+    throw new Error(`${runDir}: the run ${result.run.status}: ${result.run.error?.message ?? ''}`);
   return { after: result.evalAfter };
 }
 
@@ -147,27 +168,39 @@ function outcome(runDir: string, seconds: number, warmStartScore?: number): RunO
   const records = new RunStoreReader(runDir).metrics().records;
   const score = (m: (typeof records)[number]) => m.values['score/exact_match'];
   const heldout = new Map<number, number>(warmStartScore !== undefined ? [[0, warmStartScore]] : []);
-  for (const m of records) if (m.kind === 'eval' && typeof score(m) === 'number') heldout.set(m.step, score(m) as number);
-  const training = new Map(records.filter((m) => m.kind === 'train' && typeof score(m) === 'number').map((m) => [m.step, score(m) as number]));
+  for (const m of records)
+    if (m.kind === 'eval' && typeof score(m) === 'number') heldout.set(m.step, score(m) as number);
+  const training = new Map(
+    records.filter((m) => m.kind === 'train' && typeof score(m) === 'number').map((m) => [m.step, score(m) as number]),
+  );
   const lastEval = records.filter((m) => m.kind === 'eval').at(-1);
   return { heldout, training, toolCalls: (lastEval?.values['tools/calls_per_trajectory'] as number) ?? NaN, seconds };
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 /** Sample standard deviation (n − 1); 0 for one value. */
-const std = (xs: number[]) => (xs.length > 1 ? Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / (xs.length - 1)) : 0);
+const std = (xs: number[]) =>
+  xs.length > 1 ? Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / (xs.length - 1)) : 0;
 const pct = (x: number) => (100 * x).toFixed(1);
 
 /** The most common training answer of each question type, scored on the held-out questions. */
 function majorityBaseline(example: string): number {
-  const read = (f: string) => fs.readFileSync(path.join(example, 'data', f), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; answer: string });
+  const read = (f: string) =>
+    fs
+      .readFileSync(path.join(example, 'data', f), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; answer: string });
   const counts = new Map<string, Map<string, number>>();
   for (const q of read('train.jsonl')) {
     const byAnswer = counts.get(q.type) ?? new Map<string, number>();
     byAnswer.set(q.answer, (byAnswer.get(q.answer) ?? 0) + 1);
     counts.set(q.type, byAnswer);
   }
-  const majority = (type: string) => [...(counts.get(type) ?? new Map<string, number>())].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0];
+  const majority = (type: string) =>
+    [...(counts.get(type) ?? new Map<string, number>())].sort(
+      (a, b) => b[1] - a[1] || a[0].localeCompare(b[0]),
+    )[0]?.[0];
   const heldout = read('heldout.jsonl');
   return heldout.filter((q) => majority(q.type) === q.answer).length / heldout.length;
 }
@@ -175,11 +208,25 @@ function majorityBaseline(example: string): number {
 async function main(argv: string[]): Promise<void> {
   const started = Date.now();
   const cpuStarted = process.cpuUsage();
-  const { values } = parseArgs({ args: argv, options: { task: { type: 'string', default: 'multihop-search' }, seeds: { type: 'string', default: '3' }, steps: { type: 'string' }, only: { type: 'string' }, 'reuse-warm-start': { type: 'boolean', default: false }, 'report-only': { type: 'boolean', default: false }, 'warm-start-rows': { type: 'string' }, variants: { type: 'boolean', default: false }, 'eval-rows': { type: 'string' } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      task: { type: 'string', default: 'multihop-search' },
+      seeds: { type: 'string', default: '3' },
+      steps: { type: 'string' },
+      only: { type: 'string' },
+      'reuse-warm-start': { type: 'boolean', default: false },
+      'report-only': { type: 'boolean', default: false },
+      'warm-start-rows': { type: 'string' },
+      variants: { type: 'boolean', default: false },
+      'eval-rows': { type: 'string' },
+    },
+  });
   const seeds = Array.from({ length: Number(values.seeds) }, (_, i) => i + 1);
   if (values.task === 'multihop-search' && !values.variants) {
     const whole = (name: string, v: string | undefined) => {
-      if (v !== undefined && !(Number.isInteger(Number(v)) && Number(v) >= 1)) throw new Error(`--${name}: expected a whole number ≥ 1, got ${v}`);
+      if (v !== undefined && !(Number.isInteger(Number(v)) && Number(v) >= 1))
+        throw new Error(`--${name}: expected a whole number ≥ 1, got ${v}`);
       return v === undefined ? undefined : Number(v);
     };
     const steps = whole('steps', values.steps) ?? TASKS['multihop-search'].steps!;
@@ -187,12 +234,23 @@ async function main(argv: string[]): Promise<void> {
     fs.mkdirSync(out, { recursive: true });
     const evalRows = whole('eval-rows', values['eval-rows']);
     const warmStartRows = whole('warm-start-rows', values['warm-start-rows']);
-    await runArms({ out, seeds, steps, reuseWarmStart: values['reuse-warm-start']!, reportOnly: values['report-only']!, evaluateEvery: Math.max(1, Math.round(steps / 2)), ...(evalRows !== undefined ? { evalRows } : {}), ...(warmStartRows !== undefined ? { warmStartRows } : {}) });
+    await runArms({
+      out,
+      seeds,
+      steps,
+      reuseWarmStart: values['reuse-warm-start']!,
+      reportOnly: values['report-only']!,
+      evaluateEvery: Math.max(1, Math.round(steps / 2)),
+      ...(evalRows !== undefined ? { evalRows } : {}),
+      ...(warmStartRows !== undefined ? { warmStartRows } : {}),
+    });
     return;
   }
   const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;
   const known = [...VARIANTS.map((v) => v.name), 'sft-only'];
-  if (only) for (const name of only) if (!known.includes(name)) throw new Error(`--only: no variant "${name}"; variants: ${known.join(', ')}`);
+  if (only)
+    for (const name of only)
+      if (!known.includes(name)) throw new Error(`--only: no variant "${name}"; variants: ${known.join(', ')}`);
   const task = TASKS[values.task!];
   if (!task) throw new Error(`--task: no task "${values.task}"; tasks: ${Object.keys(TASKS).join(', ')}`);
   const out = path.resolve(__dirname, '../../test-output/bench-rl', values.task!);
@@ -211,7 +269,8 @@ async function main(argv: string[]): Promise<void> {
   }
   const warm = outcome(warmDir, 0);
   const warmScore = warm.heldout.get(0)!;
-  const steps = values.steps !== undefined ? Number(values.steps) : (task.steps ?? (await exampleConfig()).config.steps);
+  const steps =
+    values.steps !== undefined ? Number(values.steps) : (task.steps ?? (await exampleConfig()).config.steps);
 
   const results = new Map<string, RunOutcome[]>();
   /** One run per seed of a variant: the example's config from the warm start, changed as the variant says. */
@@ -228,7 +287,10 @@ async function main(argv: string[]): Promise<void> {
       const runDir = path.join(out, `${name}-seed${seed}`);
       const t0 = Date.now();
       await train(loaded, runDir, rlSteps);
-      results.set(name, [...(results.get(name) ?? []), outcome(runDir, (Date.now() - t0) / 1000, rlSteps === 0 ? undefined : warmScore)]);
+      results.set(name, [
+        ...(results.get(name) ?? []),
+        outcome(runDir, (Date.now() - t0) / 1000, rlSteps === 0 ? undefined : warmScore),
+      ]);
     }
   };
   for (const v of VARIANTS) await runVariant(v.name, v.change);
@@ -243,23 +305,43 @@ async function main(argv: string[]): Promise<void> {
       const perStep = c.rollout.promptsPerStep * c.algorithm.groupSize;
       const rows = fs.readFileSync(gold, 'utf8').trim().split('\n').length;
       const batchSize = Math.ceil(perStep / c.algorithm.miniBatches);
-      c.sft = { data: gold, epochs: Math.max(1, Math.round((steps * c.algorithm.epochs * perStep) / rows)), lr: warmStartLr, batchSize, warmupSteps: 0 };
+      c.sft = {
+        data: gold,
+        epochs: Math.max(1, Math.round((steps * c.algorithm.epochs * perStep) / rows)),
+        lr: warmStartLr,
+        batchSize,
+        warmupSteps: 0,
+      };
     },
     0,
   );
 
-  report(results, { task: values.task!, example: task.example, out, warmScore, steps, seeds, started, cpu: process.cpuUsage(cpuStarted), smoke: values['warm-start-rows'] !== undefined });
+  report(results, {
+    task: values.task!,
+    example: task.example,
+    out,
+    warmScore,
+    steps,
+    seeds,
+    started,
+    cpu: process.cpuUsage(cpuStarted),
+    smoke: values['warm-start-rows'] !== undefined,
+  });
 }
 
 /** The warm start on the first `rows` rows of each of its demonstration files (copies under `out`): a smoke run. */
 function shortenWarmStart(loaded: LoadedConfig, rows: number, out: string): void {
   const sft = loaded.config.sft;
-  if (!sft || !Number.isInteger(rows) || rows < 1) throw new Error(`--warm-start-rows: expected a whole number ≥ 1, got ${rows}`);
+  if (!sft || !Number.isInteger(rows) || rows < 1)
+    throw new Error(`--warm-start-rows: expected a whole number ≥ 1, got ${rows}`);
   const dir = path.join(out, 'warm-start-data');
   fs.mkdirSync(dir, { recursive: true });
   sft.data = (typeof sft.data === 'string' ? [sft.data] : sft.data).map((file) => {
     const out = path.join(dir, path.basename(file));
-    fs.writeFileSync(out, `${fs.readFileSync(loaded.resolve(file), 'utf8').trim().split('\n').slice(0, rows).join('\n')}\n`);
+    fs.writeFileSync(
+      out,
+      `${fs.readFileSync(loaded.resolve(file), 'utf8').trim().split('\n').slice(0, rows).join('\n')}\n`,
+    );
     return out;
   });
   console.log(`warm start shortened to ${rows} rows per file (a smoke run, not the benchmark)`);
@@ -270,13 +352,33 @@ function finalScore(name: string, run: RunOutcome): number {
   return name === 'sft-only' ? run.heldout.get(0)! : [...run.heldout].sort((a, b) => a[0] - b[0]).at(-1)![1];
 }
 
-function report(results: Map<string, RunOutcome[]>, info: { task: string; example: string; out: string; warmScore: number; steps: number; seeds: number[]; started: number; cpu: NodeJS.CpuUsage; smoke: boolean }): void {
+function report(
+  results: Map<string, RunOutcome[]>,
+  info: {
+    task: string;
+    example: string;
+    out: string;
+    warmScore: number;
+    steps: number;
+    seeds: number[];
+    started: number;
+    cpu: NodeJS.CpuUsage;
+    smoke: boolean;
+  },
+): void {
   const majority = majorityBaseline(info.example);
   const wall = (Date.now() - info.started) / 60_000;
   const cpu = (info.cpu.user + info.cpu.system) / 6e7;
   const rows = [...results].map(([name, runs]) => {
     const scores = runs.map((r) => finalScore(name, r));
-    return { name, scores, mean: mean(scores), std: std(scores), toolCalls: mean(runs.map((r) => r.toolCalls)), minutes: mean(runs.map((r) => r.seconds)) / 60 };
+    return {
+      name,
+      scores,
+      mean: mean(scores),
+      std: std(scores),
+      toolCalls: mean(runs.map((r) => r.toolCalls)),
+      minutes: mean(runs.map((r) => r.seconds)) / 60,
+    };
   });
   const table = [
     `bench:rl --task ${info.task} on ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}: ` +
@@ -284,29 +386,52 @@ function report(results: Map<string, RunOutcome[]>, info: { task: string; exampl
     '',
     '| variant | held-out exact match, mean ± std (%) | per seed (%) | tool calls / question (greedy) | minutes / run |',
     '|---|---:|---|---:|---:|',
-    ...rows.map((r) => `| ${r.name} | ${pct(r.mean)} ± ${pct(r.std)} | ${r.scores.map(pct).join(', ')} | ${r.toolCalls.toFixed(2)} | ${r.minutes.toFixed(1)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${pct(r.mean)} ± ${pct(r.std)} | ${r.scores.map(pct).join(', ')} | ${r.toolCalls.toFixed(2)} | ${r.minutes.toFixed(1)} |`,
+    ),
     `| warm start (before RL) | ${pct(info.warmScore)} | | | |`,
     `| majority answer per question type | ${pct(majority)} | | | |`,
   ].join('\n');
   fs.writeFileSync(path.join(info.out, 'table.md'), `${table}\n`);
-  fs.writeFileSync(path.join(info.out, 'results.json'), JSON.stringify({ warmStart: info.warmScore, majority, rows, wallMinutes: wall, cpuMinutes: cpu }, null, 2));
-  const series: ChartSeries[] = [...results].filter(([name]) => name !== 'sft-only').map(([name, runs]) => {
-    const at = (pick: (r: RunOutcome) => Map<number, number>) => [...new Set(runs.flatMap((r) => [...pick(r).keys()]))].sort((a, b) => a - b);
-    return {
-      name,
-      heldout: at((r) => r.heldout).map((step) => ({ step, mean: mean(runs.map((r) => r.heldout.get(step)!)), std: std(runs.map((r) => r.heldout.get(step)!)) })),
-      training: at((r) => r.training).map((step) => ({ step, mean: mean(runs.map((r) => r.training.get(step)!)) })),
-    };
-  });
+  fs.writeFileSync(
+    path.join(info.out, 'results.json'),
+    JSON.stringify({ warmStart: info.warmScore, majority, rows, wallMinutes: wall, cpuMinutes: cpu }, null, 2),
+  );
+  const series: ChartSeries[] = [...results]
+    .filter(([name]) => name !== 'sft-only')
+    .map(([name, runs]) => {
+      const at = (pick: (r: RunOutcome) => Map<number, number>) =>
+        [...new Set(runs.flatMap((r) => [...pick(r).keys()]))].sort((a, b) => a - b);
+      return {
+        name,
+        heldout: at((r) => r.heldout).map((step) => ({
+          step,
+          mean: mean(runs.map((r) => r.heldout.get(step)!)),
+          std: std(runs.map((r) => r.heldout.get(step)!)),
+        })),
+        training: at((r) => r.training).map((step) => ({ step, mean: mean(runs.map((r) => r.training.get(step)!)) })),
+      };
+    });
   const sft = rows.find((r) => r.name === 'sft-only');
-  const baselines = [{ name: 'warm start', value: info.warmScore }, ...(sft ? [{ name: 'SFT-only', value: sft.mean }] : []), { name: 'majority answer', value: majority }];
-  const svg = rlChartSvg(series, baselines, { steps: info.steps, title: `${info.task}: RL algorithms from one warm start`, note: `${info.seeds.length} seeds; generated by npm run bench:rl from each run's metrics.jsonl` });
+  const baselines = [
+    { name: 'warm start', value: info.warmScore },
+    ...(sft ? [{ name: 'SFT-only', value: sft.mean }] : []),
+    { name: 'majority answer', value: majority },
+  ];
+  const svg = rlChartSvg(series, baselines, {
+    steps: info.steps,
+    title: `${info.task}: RL algorithms from one warm start`,
+    note: `${info.seeds.length} seeds; generated by npm run bench:rl from each run's metrics.jsonl`,
+  });
   fs.writeFileSync(path.join(info.out, 'bench-rl.svg'), svg);
   // A smoke run's chart stays in test-output: the example's README shows the benchmark's only.
   if (!info.smoke) fs.writeFileSync(path.join(info.example, 'bench-rl.svg'), svg);
   console.log(`\n${table}\n`);
   for (const r of rows) console.log(`RESULT ${r.name}_heldout_mean=${pct(r.mean)} ${r.name}_heldout_std=${pct(r.std)}`);
-  console.log(`RESULT warm_start_heldout=${pct(info.warmScore)} majority_answer_heldout=${pct(majority)} wall_minutes=${wall.toFixed(1)} cpu_minutes=${cpu.toFixed(1)}`);
+  console.log(
+    `RESULT warm_start_heldout=${pct(info.warmScore)} majority_answer_heldout=${pct(majority)} wall_minutes=${wall.toFixed(1)} cpu_minutes=${cpu.toFixed(1)}`,
+  );
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

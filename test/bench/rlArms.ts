@@ -26,7 +26,12 @@ import { RunStoreReader } from '../../trainer/contract/runstore';
 import { AlgorithmSection, type LoadedConfig } from '../../trainer/pipeline/training/trainingConfig';
 import { TrainingRun } from '../../trainer/pipeline/training/trainingRun';
 import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
-import { DEFAULTS, generateGeneralisationSplit, TEST_SETS, type TestSetName } from '../../examples/multihop-search/data';
+import {
+  DEFAULTS,
+  generateGeneralisationSplit,
+  TEST_SETS,
+  type TestSetName,
+} from '../../examples/multihop-search/data';
 import { MultiWorldSearch } from '../../examples/multihop-search/tools';
 import { armBudget, demonstrationPasses, scoreGrid, type ArmBudget, type ScoredQuestion } from './armBudget';
 import { pairedBootstrap, separation, type Interval } from './bootstrap';
@@ -44,19 +49,34 @@ interface Arm {
 }
 
 export const ARMS: Arm[] = [
-  { name: 'A_more_sft', what: 'more SFT on the same imperfect demonstrations', from: 'warm', train: { sft: 'imperfect' } },
+  {
+    name: 'A_more_sft',
+    what: 'more SFT on the same imperfect demonstrations',
+    from: 'warm',
+    train: { sft: 'imperfect' },
+  },
   { name: 'B_rft', what: 'RFT on its own rollouts', from: 'warm', train: { rl: 'rft' } },
   { name: 'C_grpo', what: 'GRPO on its own rollouts, with dynamic sampling', from: 'warm', train: { rl: 'grpo' } },
   { name: 'D_gold_sft', what: 'SFT on correct demonstrations (the ceiling)', from: 'warm', train: { sft: 'gold' } },
   { name: 'E_gold_then_grpo', what: 'D, then GRPO', from: 'D', train: { rl: 'grpo' } },
-  { name: 'F_gold_then_more_sft', what: "D, then more correct SFT for E's optimizer steps", from: 'D', train: { sft: 'gold' } },
+  {
+    name: 'F_gold_then_more_sft',
+    what: "D, then more correct SFT for E's optimizer steps",
+    from: 'D',
+    train: { sft: 'gold' },
+  },
 ];
 
 /** Stated before the run. */
 export const COMPARISONS: ReadonlyArray<{ better: string; than: string; sets: readonly TestSetName[]; why: string }> = [
   { better: 'C_grpo', than: 'A_more_sft', sets: SETS, why: 'RL against more of the same SFT' },
   { better: 'C_grpo', than: 'B_rft', sets: SETS, why: 'RL against rejection sampling on the same rollouts' },
-  { better: 'E_gold_then_grpo', than: 'F_gold_then_more_sft', sets: ['new_world', 'new_type'], why: 'the headline: RL from the best SFT model against more SFT, out of distribution' },
+  {
+    better: 'E_gold_then_grpo',
+    than: 'F_gold_then_more_sft',
+    sets: ['new_world', 'new_type'],
+    why: 'the headline: RL from the best SFT model against more SFT, out of distribution',
+  },
 ];
 
 export interface ArmsOptions {
@@ -87,16 +107,35 @@ interface Files {
 
 /** The split's files under `out/data`. */
 function writeSplit(out: string, options: ArmsOptions): Files {
-  const split = generateGeneralisationSplit({ seed: DEFAULTS.seed, sft: DEFAULTS.sft, short: DEFAULTS.short, newWorldQuestions: 30 });
+  const split = generateGeneralisationSplit({
+    seed: DEFAULTS.seed,
+    sft: DEFAULTS.sft,
+    short: DEFAULTS.short,
+    newWorldQuestions: 30,
+  });
   const dir = path.join(out, 'data');
   fs.mkdirSync(dir, { recursive: true });
-  const sets = Object.fromEntries(SETS.map((s) => [s, split.sets[s].slice(0, options.evalRows ?? Infinity)])) as Record<TestSetName, typeof split.train>;
-  const files = { train: path.join(dir, 'train.jsonl'), eval: path.join(dir, 'eval.jsonl'), imperfect: path.join(dir, 'sft.jsonl'), gold: path.join(dir, 'gold.jsonl') };
+  const sets = Object.fromEntries(SETS.map((s) => [s, split.sets[s].slice(0, options.evalRows ?? Infinity)])) as Record<
+    TestSetName,
+    typeof split.train
+  >;
+  const files = {
+    train: path.join(dir, 'train.jsonl'),
+    eval: path.join(dir, 'eval.jsonl'),
+    imperfect: path.join(dir, 'sft.jsonl'),
+    gold: path.join(dir, 'gold.jsonl'),
+  };
   writeJsonl(files.train, split.train);
-  writeJsonl(files.eval, SETS.flatMap((s) => sets[s]));
+  writeJsonl(
+    files.eval,
+    SETS.flatMap((s) => sets[s]),
+  );
   writeJsonl(files.imperfect, split.sft.slice(0, options.warmStartRows ?? Infinity));
   writeJsonl(files.gold, split.gold);
-  return { ...files, questionIds: Object.fromEntries(SETS.map((s) => [s, sets[s].map((q) => q.id)])) as Record<TestSetName, string[]> };
+  return {
+    ...files,
+    questionIds: Object.fromEntries(SETS.map((s) => [s, sets[s].map((q) => q.id)])) as Record<TestSetName, string[]>,
+  };
 }
 
 /** The example's config on the split: its data, a search tool that serves every test set's world, on the trainer's thread. */
@@ -114,15 +153,25 @@ async function splitConfig(files: Files): Promise<LoadedConfig> {
 
 async function train(loaded: LoadedConfig, runDir: string, steps: number): Promise<number> {
   fs.rmSync(runDir, { recursive: true, force: true });
-  const log = (line: string) => (/^(eval|run |step \d+\/|sft step)/.test(line) ? console.log(`  ${path.basename(runDir)}: ${line}`) : undefined);
+  const log = (line: string) =>
+    /^(eval|run |step \d+\/|sft step)/.test(line) ? console.log(`  ${path.basename(runDir)}: ${line}`) : undefined;
   const t0 = Date.now();
   const result = await new TrainingRun(loaded, { runDir, log, evaluateBefore: false, steps }).run();
-  if (result.run.status !== 'finished') throw new Error(`${runDir}: the run ${result.run.status}: ${result.run.error?.message ?? ''}`);
+  if (result.run.status !== 'finished')
+    throw new Error(`${runDir}: the run ${result.run.status}: ${result.run.error?.message ?? ''}`);
   return (Date.now() - t0) / 1000;
 }
 
 /** An arm's config for one seed: from its starting model, RL on its own rollouts or SFT on `passes` demonstrations. */
-async function armConfig(arm: Arm, start: string, seed: number, budget: ArmBudget, files: Files, out: string, options: ArmsOptions): Promise<{ loaded: LoadedConfig; steps: number }> {
+async function armConfig(
+  arm: Arm,
+  start: string,
+  seed: number,
+  budget: ArmBudget,
+  files: Files,
+  out: string,
+  options: ArmsOptions,
+): Promise<{ loaded: LoadedConfig; steps: number }> {
   const loaded = await splitConfig(files);
   const c = loaded.config;
   c.model.path = start;
@@ -141,23 +190,44 @@ async function armConfig(arm: Arm, start: string, seed: number, budget: ArmBudge
   const source = arm.train.sft === 'gold' ? files.gold : files.imperfect;
   const rows = fs.readFileSync(source, 'utf8').trim().split('\n');
   const passes = path.join(out, 'data', `${arm.name}-seed${seed}.jsonl`);
-  fs.writeFileSync(passes, `${demonstrationPasses(rows, budget.sequencePasses, 1000 * seed + arm.name.charCodeAt(0)).join('\n')}\n`);
-  c.sft = { data: passes, epochs: 1, lr: budget.sft.lr, batchSize: budget.batchSize, warmupSteps: budget.sft.warmupSteps };
+  fs.writeFileSync(
+    passes,
+    `${demonstrationPasses(rows, budget.sequencePasses, 1000 * seed + arm.name.charCodeAt(0)).join('\n')}\n`,
+  );
+  c.sft = {
+    data: passes,
+    epochs: 1,
+    lr: budget.sft.lr,
+    batchSize: budget.batchSize,
+    warmupSteps: budget.sft.warmupSteps,
+  };
   return { loaded, steps: 0 };
 }
 
 /** Per question of the run's last evaluation: exact match and tool calls; and the score per set at every evaluation. */
-function readRun(runDir: string, files: Files): { final: ScoredQuestion[]; curve: Array<{ step: number } & Record<TestSetName, { score: number; calls: number }>> } {
+function readRun(
+  runDir: string,
+  files: Files,
+): { final: ScoredQuestion[]; curve: Array<{ step: number } & Record<TestSetName, { score: number; calls: number }>> } {
   const reader = new RunStoreReader(runDir);
   const evaluations = reader.evaluations();
   if (evaluations.length === 0) throw new Error(`${runDir}: no evaluation recorded`);
   const scored = (step: number): ScoredQuestion[] =>
-    reader.evaluationTrajectories(step).records.map((r) => ({ rowId: r.rowId, score: r.rewards.components.exact_match ?? 0, calls: r.turns.reduce((n, t) => n + (t.toolCalls?.length ?? 0), 0) }));
+    reader
+      .evaluationTrajectories(step)
+      .records.map((r) => ({
+        rowId: r.rowId,
+        score: r.rewards.components.exact_match ?? 0,
+        calls: r.turns.reduce((n, t) => n + (t.toolCalls?.length ?? 0), 0),
+      }));
   const curve = evaluations.map((step) => {
     const questions = new Map(scored(step).map((q) => [q.rowId, q]));
     const per = (set: TestSetName) => {
       const qs = files.questionIds[set].map((id) => questions.get(id)!).filter(Boolean);
-      return { score: qs.reduce((a, q) => a + q.score, 0) / Math.max(1, qs.length), calls: qs.reduce((a, q) => a + q.calls, 0) / Math.max(1, qs.length) };
+      return {
+        score: qs.reduce((a, q) => a + q.score, 0) / Math.max(1, qs.length),
+        calls: qs.reduce((a, q) => a + q.calls, 0) / Math.max(1, qs.length),
+      };
     };
     return { step, in_dist: per('in_dist'), new_world: per('new_world'), new_type: per('new_type') };
   });
@@ -173,14 +243,25 @@ function reportExisting(options: ArmsOptions, budget: ArmBudget, files: Files): 
       return false;
     }
   };
-  const seeds = options.seeds.filter((seed) => ARMS.every((arm) => finished(path.join(options.out, `${arm.name}-seed${seed}`))));
-  if (seeds.length === 0) throw new Error(`${options.out}: no seed of ${options.seeds.join(', ')} has a finished run of every arm`);
+  const seeds = options.seeds.filter((seed) =>
+    ARMS.every((arm) => finished(path.join(options.out, `${arm.name}-seed${seed}`))),
+  );
+  if (seeds.length === 0)
+    throw new Error(`${options.out}: no seed of ${options.seeds.join(', ')} has a finished run of every arm`);
   const dropped = options.seeds.filter((s) => !seeds.includes(s));
-  if (dropped.length) console.log(`report only: seeds ${seeds.join(', ')}; seed ${dropped.join(', ')} left out (not every arm finished)`);
+  if (dropped.length)
+    console.log(`report only: seeds ${seeds.join(', ')}; seed ${dropped.join(', ')} left out (not every arm finished)`);
   const warmDir = path.join(options.out, 'warm-start');
   const runs = new Map<string, Array<{ seed: number; seconds: number } & ReturnType<typeof readRun>>>();
-  runs.set('W_warm_start', seeds.map((seed) => ({ seed, seconds: 0, ...readRun(warmDir, files) })));
-  for (const arm of ARMS) runs.set(arm.name, seeds.map((seed) => ({ seed, seconds: 0, ...readRun(path.join(options.out, `${arm.name}-seed${seed}`), files) })));
+  runs.set(
+    'W_warm_start',
+    seeds.map((seed) => ({ seed, seconds: 0, ...readRun(warmDir, files) })),
+  );
+  for (const arm of ARMS)
+    runs.set(
+      arm.name,
+      seeds.map((seed) => ({ seed, seconds: 0, ...readRun(path.join(options.out, `${arm.name}-seed${seed}`), files) })),
+    );
   report(runs, files, { ...options, seeds, budget, wallMinutes: 0, cpu: { user: 0, system: 0 } });
 }
 
@@ -188,14 +269,27 @@ export async function runArms(options: ArmsOptions): Promise<void> {
   const started = Date.now();
   const cpuStarted = process.cpuUsage();
   // Reporting only: the split is regenerated (it is seeded) beside the runs, not over their data.
-  const files = writeSplit(options.reportOnly ? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rl-split-')) : options.out, options);
+  const files = writeSplit(
+    options.reportOnly ? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-rl-split-')) : options.out,
+    options,
+  );
   const example = (await splitConfig(files)).config;
-  const budget = armBudget({ steps: options.steps, promptsPerStep: example.rollout.promptsPerStep, groupSize: example.algorithm.groupSize, epochs: example.algorithm.epochs, miniBatches: example.algorithm.miniBatches }, example.optimization.lr);
+  const budget = armBudget(
+    {
+      steps: options.steps,
+      promptsPerStep: example.rollout.promptsPerStep,
+      groupSize: example.algorithm.groupSize,
+      epochs: example.algorithm.epochs,
+      miniBatches: example.algorithm.miniBatches,
+    },
+    example.optimization.lr,
+  );
   console.log(
     `budget per arm: ${budget.optimizerSteps} optimizer steps of ${budget.batchSize} sequences (${budget.sequencePasses} sequence passes: RL ${budget.trajectories} trajectories × ${example.algorithm.epochs} epochs, SFT as many demonstrations); ` +
       `lr peak ${budget.rl.lr}, warm-up ${budget.sft.warmupSteps} optimizer steps (${budget.rl.warmupSteps} RL steps), cosine to ${budget.rl.minLrRatio} of the peak; seeds ${options.seeds.join(', ')}`,
   );
-  for (const c of COMPARISONS) console.log(`comparison stated before the run: ${c.better} − ${c.than} on ${c.sets.join(', ')} (${c.why})`);
+  for (const c of COMPARISONS)
+    console.log(`comparison stated before the run: ${c.better} − ${c.than} on ${c.sets.join(', ')} (${c.why})`);
   if (options.reportOnly) return reportExisting(options, budget, files);
 
   const warmDir = path.join(options.out, 'warm-start');
@@ -207,24 +301,43 @@ export async function runArms(options: ArmsOptions): Promise<void> {
     await train(loaded, warmDir, 0);
   }
   const runs = new Map<string, Array<{ seed: number; seconds: number } & ReturnType<typeof readRun>>>();
-  runs.set('W_warm_start', options.seeds.map((seed) => ({ seed, seconds: 0, ...readRun(warmDir, files) })));
+  runs.set(
+    'W_warm_start',
+    options.seeds.map((seed) => ({ seed, seconds: 0, ...readRun(warmDir, files) })),
+  );
   for (const seed of options.seeds) {
     for (const arm of ARMS) {
       console.log(`${arm.name} (${arm.what}), seed ${seed}`);
-      const start = arm.from === 'warm' ? warmModel : path.join(options.out, `D_gold_sft-seed${seed}`, 'checkpoints', 'step-000000');
+      const start =
+        arm.from === 'warm'
+          ? warmModel
+          : path.join(options.out, `D_gold_sft-seed${seed}`, 'checkpoints', 'step-000000');
       const { loaded, steps } = await armConfig(arm, start, seed, budget, files, options.out, options);
       const runDir = path.join(options.out, `${arm.name}-seed${seed}`);
       const seconds = await train(loaded, runDir, steps);
       runs.set(arm.name, [...(runs.get(arm.name) ?? []), { seed, seconds, ...readRun(runDir, files) }]);
     }
   }
-  report(runs, files, { ...options, budget, wallMinutes: (Date.now() - started) / 60_000, cpu: process.cpuUsage(cpuStarted) });
+  report(runs, files, {
+    ...options,
+    budget,
+    wallMinutes: (Date.now() - started) / 60_000,
+    cpu: process.cpuUsage(cpuStarted),
+  });
 }
 
 const pct = (x: number) => (100 * x).toFixed(1);
 
-function report(runs: Map<string, Array<{ seed: number; seconds: number } & ReturnType<typeof readRun>>>, files: Files, info: ArmsOptions & { budget: ArmBudget; wallMinutes: number; cpu: NodeJS.CpuUsage }): void {
-  const grid = (arm: string, set: TestSetName) => scoreGrid(runs.get(arm)!.map((r) => ({ label: `${arm} seed ${r.seed}`, questions: r.final })), files.questionIds[set]);
+function report(
+  runs: Map<string, Array<{ seed: number; seconds: number } & ReturnType<typeof readRun>>>,
+  files: Files,
+  info: ArmsOptions & { budget: ArmBudget; wallMinutes: number; cpu: NodeJS.CpuUsage },
+): void {
+  const grid = (arm: string, set: TestSetName) =>
+    scoreGrid(
+      runs.get(arm)!.map((r) => ({ label: `${arm} seed ${r.seed}`, questions: r.final })),
+      files.questionIds[set],
+    );
   const lines: string[] = [];
   const table = [
     `bench:rl arms on ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}: seeds ${info.seeds.join(', ')}, ${info.steps} RL steps (${info.budget.optimizerSteps} optimizer steps per arm); ${info.reportOnly ? 'reported from finished runs (--report-only: their time is not measured here)' : `wall ${info.wallMinutes.toFixed(1)} min, CPU ${((info.cpu.user + info.cpu.system) / 6e7).toFixed(1)} min`}.`,
@@ -239,10 +352,14 @@ function report(runs: Map<string, Array<{ seed: number; seconds: number } & Retu
       const { scores, callsPerTrajectory } = grid(arm, set);
       const ci = { ...pairedBootstrap(scores), calls: callsPerTrajectory };
       intervals[arm][set] = ci;
-      lines.push(`RESULT ${arm}_${set}_mean=${pct(ci.mean)} ${arm}_${set}_ci_low=${pct(ci.low)} ${arm}_${set}_ci_high=${pct(ci.high)} ${arm}_${set}_calls_per_trajectory=${ci.calls.toFixed(2)}`);
+      lines.push(
+        `RESULT ${arm}_${set}_mean=${pct(ci.mean)} ${arm}_${set}_ci_low=${pct(ci.low)} ${arm}_${set}_ci_high=${pct(ci.high)} ${arm}_${set}_calls_per_trajectory=${ci.calls.toFixed(2)}`,
+      );
       return `${pct(ci.mean)} [${pct(ci.low)}, ${pct(ci.high)}] (${ci.calls.toFixed(2)})`;
     });
-    table.push(`| ${arm} | ${cells.join(' | ')} | ${(armRuns.reduce((a, r) => a + r.seconds, 0) / armRuns.length / 60).toFixed(1)} |`);
+    table.push(
+      `| ${arm} | ${cells.join(' | ')} | ${(armRuns.reduce((a, r) => a + r.seconds, 0) / armRuns.length / 60).toFixed(1)} |`,
+    );
   }
   table.push('', '| comparison | set | difference, points [95 % CI] | |', '|---|---|---:|---|');
   const comparisons: Array<{ name: string; set: string } & Interval> = [];
@@ -251,15 +368,31 @@ function report(runs: Map<string, Array<{ seed: number; seconds: number } & Retu
       const ci = pairedBootstrap(grid(c.better, set).scores, grid(c.than, set).scores);
       const name = `${c.better}_minus_${c.than}`;
       comparisons.push({ name, set, ...ci });
-      lines.push(`RESULT ${name}_${set}_mean=${pct(ci.mean)} ${name}_${set}_ci_low=${pct(ci.low)} ${name}_${set}_ci_high=${pct(ci.high)}`);
-      table.push(`| ${c.better} − ${c.than} | ${set} | ${pct(ci.mean)} [${pct(ci.low)}, ${pct(ci.high)}] | ${separation(ci) === 'not separated' ? 'not separated' : `separated: ${c.better} ${separation(ci)}`} |`);
+      lines.push(
+        `RESULT ${name}_${set}_mean=${pct(ci.mean)} ${name}_${set}_ci_low=${pct(ci.low)} ${name}_${set}_ci_high=${pct(ci.high)}`,
+      );
+      table.push(
+        `| ${c.better} − ${c.than} | ${set} | ${pct(ci.mean)} [${pct(ci.low)}, ${pct(ci.high)}] | ${separation(ci) === 'not separated' ? 'not separated' : `separated: ${c.better} ${separation(ci)}`} |`,
+      );
     }
   }
-  if (!info.reportOnly) lines.push(`RESULT wall_minutes=${info.wallMinutes.toFixed(1)} cpu_minutes=${((info.cpu.user + info.cpu.system) / 6e7).toFixed(1)}`);
+  if (!info.reportOnly)
+    lines.push(
+      `RESULT wall_minutes=${info.wallMinutes.toFixed(1)} cpu_minutes=${((info.cpu.user + info.cpu.system) / 6e7).toFixed(1)}`,
+    );
   const text = table.join('\n');
   fs.writeFileSync(path.join(info.out, 'arms-table.md'), `${text}\n`);
-  const curves = Object.fromEntries([...runs].map(([arm, r]) => [arm, r.map((run) => ({ seed: run.seed, curve: run.curve }))]));
-  fs.writeFileSync(path.join(info.out, 'arms-results.json'), JSON.stringify({ budget: info.budget, sets: TEST_SETS, intervals, comparisons, curves, wallMinutes: info.wallMinutes }, null, 2));
+  const curves = Object.fromEntries(
+    [...runs].map(([arm, r]) => [arm, r.map((run) => ({ seed: run.seed, curve: run.curve }))]),
+  );
+  fs.writeFileSync(
+    path.join(info.out, 'arms-results.json'),
+    JSON.stringify(
+      { budget: info.budget, sets: TEST_SETS, intervals, comparisons, curves, wallMinutes: info.wallMinutes },
+      null,
+      2,
+    ),
+  );
   console.log(`\n${text}\n`);
   for (const line of lines) console.log(line);
 }

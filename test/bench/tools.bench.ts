@@ -27,10 +27,23 @@ export default defineConfig({ model: { path: 'model' }, data: { train: 'train.js
 );
 
 const row = datasetFromRows('bench', [{ id: 'r', prompt: 'x' }]).rows[0];
-const request = (name: string, args: unknown, index: number): ToolCallRequest => ({ name, arguments: args, trajectory: { index, rowId: 'r', group: 0, sample: 0, messages: [], calls: [] }, turn: 0, callIndex: 0, row });
+const request = (name: string, args: unknown, index: number): ToolCallRequest => ({
+  name,
+  arguments: args,
+  trajectory: { index, rowId: 'r', group: 0, sample: 0, messages: [], calls: [] },
+  turn: 0,
+  callIndex: 0,
+  row,
+});
 
 /** Mean milliseconds per call over `rounds` rounds of `perRound` concurrent calls (after a warm-up round). */
-async function perCall(tools: readonly Tool[], name: string, args: unknown, rounds: number, perRound: number): Promise<number> {
+async function perCall(
+  tools: readonly Tool[],
+  name: string,
+  args: unknown,
+  rounds: number,
+  perRound: number,
+): Promise<number> {
   const runner = new ToolRunner(new ToolSet(tools));
   const round = () => runner.run(Array.from({ length: perRound }, (_, i) => request(name, args, i)));
   await round();
@@ -61,7 +74,9 @@ async function main(): Promise<void> {
         trainer = Math.min(trainer, await perCall(inline, name, args, 100, perRound));
         worker = Math.min(worker, await perCall(placed.tools, name, args, 100, perRound));
       }
-      console.log(`RESULT tool=${name} concurrent=${perRound} trainer_ms_per_call=${trainer.toFixed(4)} worker_ms_per_call=${worker.toFixed(4)} added_ms_per_call=${(worker - trainer).toFixed(4)} ratio=${(worker / trainer).toFixed(2)}`);
+      console.log(
+        `RESULT tool=${name} concurrent=${perRound} trainer_ms_per_call=${trainer.toFixed(4)} worker_ms_per_call=${worker.toFixed(4)} added_ms_per_call=${(worker - trainer).toFixed(4)} ratio=${(worker / trainer).toFixed(2)}`,
+      );
     }
     console.log(`RESULT tool_worker_start_ms=${startMs.toFixed(0)}`);
   } finally {

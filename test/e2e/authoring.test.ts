@@ -15,7 +15,10 @@ async function editorText(page: Page): Promise<string> {
 /** Waits until the active editor (or any editor) shows `text`. */
 async function shows(page: Page, text: string, where: 'active' | 'any' = 'active', timeout = 30_000): Promise<void> {
   await page.waitForFunction(
-    ([wanted, selector]) => [...document.querySelectorAll(selector)].some((v) => (v.textContent ?? '').replace(/\u00a0/g, ' ').includes(wanted)),
+    ([wanted, selector]) =>
+      [...document.querySelectorAll(selector)].some((v) =>
+        (v.textContent ?? '').replace(/\u00a0/g, ' ').includes(wanted),
+      ),
     [text, where === 'active' ? '.editor-group-container.active .view-lines' : '.view-lines'] as const,
     { timeout },
   );
@@ -69,14 +72,29 @@ describe('Authoring in a real VS Code: a snippet, and Run Tool… from a code le
     const { workspace } = workbench;
     // The example's search tool with what it imports; snippets first in the suggestions.
     fs.mkdirSync(path.join(workspace, 'multihop'), { recursive: true });
-    for (const file of ['tools.ts', 'kb.ts', 'rows.ts']) fs.copyFileSync(path.join(repoRoot, 'examples/multihop-search', file), path.join(workspace, 'multihop', file));
+    for (const file of ['tools.ts', 'kb.ts', 'rows.ts'])
+      fs.copyFileSync(path.join(repoRoot, 'examples/multihop-search', file), path.join(workspace, 'multihop', file));
     fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
-    fs.writeFileSync(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'editor.snippetSuggestions': 'top' }));
+    fs.writeFileSync(
+      path.join(workspace, '.vscode', 'settings.json'),
+      JSON.stringify({ 'editor.snippetSuggestions': 'top' }),
+    );
     fs.writeFileSync(path.join(workspace, 'lookup.ts'), '');
     // As if the package were installed: the editor resolves 'rollout-studio' to this repository's trainer.
     fs.writeFileSync(
       path.join(workspace, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'ESNext', moduleResolution: 'Bundler', skipLibCheck: true, noEmit: true, types: [], paths: { 'rollout-studio': [path.join(repoRoot, 'trainer/index.ts')] } } }),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          target: 'ES2022',
+          module: 'ESNext',
+          moduleResolution: 'Bundler',
+          skipLibCheck: true,
+          noEmit: true,
+          types: [],
+          paths: { 'rollout-studio': [path.join(repoRoot, 'trainer/index.ts')] },
+        },
+      }),
     );
   });
   after(() => workbench?.close());
@@ -95,7 +113,7 @@ describe('Authoring in a real VS Code: a snippet, and Run Tool… from a code le
     await page.keyboard.press('Escape');
   });
 
-  it('Run Tool… from the search tool\'s code lens: the argument box checks the schema, the result opens beside', async () => {
+  it("Run Tool… from the search tool's code lens: the argument box checks the schema, the result opens beside", async () => {
     const { page } = workbench;
     await openFile(page, 'multihop/tools.ts');
     // The file defines two tools (KnowledgeBaseSearch, then MultiWorldSearch): a pair of lenses each.
@@ -108,22 +126,35 @@ describe('Authoring in a real VS Code: a snippet, and Run Tool… from a code le
 
     // The box starts from the schema's required fields; an empty query fails the tool's .min(1).
     const input = page.locator('.quick-input-widget input');
-    await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Run Tool: search' }).waitFor({ timeout: 60_000 });
+    await page
+      .locator('.quick-input-widget .quick-input-title', { hasText: 'Run Tool: search' })
+      .waitFor({ timeout: 60_000 });
     assert.equal(await input.inputValue(), '{"query":""}');
     const message = page.locator('.quick-input-widget .quick-input-message');
     await message.filter({ hasText: 'query: Too small' }).waitFor({ timeout: 30_000 });
     await input.fill('{"query": 3}');
-    await message.filter({ hasText: 'query: Invalid input: expected string, received number' }).waitFor({ timeout: 30_000 });
+    await message
+      .filter({ hasText: 'query: Invalid input: expected string, received number' })
+      .waitFor({ timeout: 30_000 });
     await input.fill('{"query": "who does William Harlow work for"');
     await message.filter({ hasText: 'Not valid JSON' }).waitFor({ timeout: 30_000 });
     await input.fill('{"query": "who does William Harlow work for"}');
-    await page.waitForFunction(() => !/Does not match|Not valid JSON/.test(document.querySelector('.quick-input-widget .quick-input-message')?.textContent ?? ''), undefined, { timeout: 30_000 });
+    await page.waitForFunction(
+      () =>
+        !/Does not match|Not valid JSON/.test(
+          document.querySelector('.quick-input-widget .quick-input-message')?.textContent ?? '',
+        ),
+      undefined,
+      { timeout: 30_000 },
+    );
     await page.keyboard.press('Enter');
 
     const tab = page.locator('.tab', { hasText: 'search · Run Tool.txt' });
     await tab.waitFor({ timeout: 60_000 });
     await shows(page, 'Observation (what the policy sees)', 'any');
-    const result = [...(await page.locator('.view-lines').allInnerTexts())].map((t) => t.replace(/\u00a0/g, ' ')).find((t) => t.includes('Observation'))!;
+    const result = [...(await page.locator('.view-lines').allInnerTexts())]
+      .map((t) => t.replace(/\u00a0/g, ' '))
+      .find((t) => t.includes('Observation'))!;
     assert.match(result, /search \(KnowledgeBaseSearch\) from multihop\/tools\.ts/);
     assert.match(result, /William Harlow works for [\w ]+\./);
     assert.match(result, /"documentIds": \[/);

@@ -21,12 +21,18 @@ describe('Rollout Studio: Check Environment, from the command palette of a real 
     assert.equal(await cpu.locator('.state').textContent(), 'available');
     const webgpu = view.locator('.provider[data-provider="webgpu"]');
     assert.equal(await webgpu.locator('.state').textContent(), 'available');
-    assert.ok(((await webgpu.locator('.adapter-device').textContent()) ?? '').length > 3, 'the WebGPU adapter is named');
+    assert.ok(
+      ((await webgpu.locator('.adapter-device').textContent()) ?? '').length > 3,
+      'the WebGPU adapter is named',
+    );
 
     // CUDA is not installed by default: the user sees why and what to run.
     const cuda = view.locator('.provider[data-provider="cuda"]');
     assert.equal(await cuda.locator('.state').textContent(), 'unavailable');
-    assert.match((await cuda.locator('.reason').textContent()) ?? '', /libonnxruntime_providers_cuda\.so .* are not in .*ONNXRUNTIME_NODE_INSTALL=cuda12 node \S+\/onnxruntime-node\/script\/install\.js/);
+    assert.match(
+      (await cuda.locator('.reason').textContent()) ?? '',
+      /libonnxruntime_providers_cuda\.so .* are not in .*ONNXRUNTIME_NODE_INSTALL=cuda12 node \S+\/onnxruntime-node\/script\/install\.js/,
+    );
 
     await page.waitForTimeout(500);
     const file = await screenshot(page, 'check-environment.png');

@@ -16,7 +16,14 @@ function workspaceWithRecordedRun(): string {
   fs.mkdirSync(path.join(dir, '.vscode'));
   const launch = {
     version: '0.2.0',
-    configurations: [{ type: 'rollout', request: 'launch', name: 'Replay the demo run', runDirectory: '${workspaceFolder}/.rollout/runs/demo-run' }],
+    configurations: [
+      {
+        type: 'rollout',
+        request: 'launch',
+        name: 'Replay the demo run',
+        runDirectory: '${workspaceFolder}/.rollout/runs/demo-run',
+      },
+    ],
   };
   fs.writeFileSync(path.join(dir, '.vscode', 'launch.json'), JSON.stringify(launch, null, 2));
   return dir;
@@ -36,7 +43,9 @@ describe('Debugger: replay a recorded run from launch.json, in a real VS Code', 
       await replayToTheBreakpoint();
     } catch (error) {
       console.log(`screenshot of the failure: ${await screenshot(workbench.page, 'debugger-replay-failure.png')}`);
-      console.log(`debug console:\n${(await workbench.page.locator('.repl .monaco-list-row').allTextContents()).join('\n')}`);
+      console.log(
+        `debug console:\n${(await workbench.page.locator('.repl .monaco-list-row').allTextContents()).join('\n')}`,
+      );
       throw error;
     }
   });
@@ -45,7 +54,11 @@ describe('Debugger: replay a recorded run from launch.json, in a real VS Code', 
     const { page } = workbench;
     // The first search call of step 1, as the batch meets them: turn by turn, trajectory by trajectory.
     const trajectories = new RunStoreReader(path.join(fixture, '.rollout', 'runs', 'demo-run')).trajectories(1).records;
-    const firstSearch = Array.from({ length: Math.max(...trajectories.map((t) => t.turns.length)) }, (_, turn) => trajectories.flatMap((t) => (t.turns[turn]?.toolCalls ?? []).filter((c) => c.name === 'search').map((call) => ({ t, turn, call })))).flat()[0];
+    const firstSearch = Array.from({ length: Math.max(...trajectories.map((t) => t.turns.length)) }, (_, turn) =>
+      trajectories.flatMap((t) =>
+        (t.turns[turn]?.toolCalls ?? []).filter((c) => c.name === 'search').map((call) => ({ t, turn, call })),
+      ),
+    ).flat()[0];
     const query = (firstSearch.call.arguments as { query: string }).query;
 
     // The Run view lists the launch configuration once the extension host has registered the
@@ -66,7 +79,10 @@ describe('Debugger: replay a recorded run from launch.json, in a real VS Code', 
     const callStack = page.locator('.debug-call-stack');
     const pendingCall = callStack.locator('.monaco-list-row', { hasText: 'before it runs' });
     await pendingCall.waitFor({ timeout: 90_000 });
-    assert.match((await pendingCall.textContent()) ?? '', new RegExp(`search\\(\\{"query":"${query}"\\}\\) · before it runs`));
+    assert.match(
+      (await pendingCall.textContent()) ?? '',
+      new RegExp(`search\\(\\{"query":"${query}"\\}\\) · before it runs`),
+    );
     // The list renders only the rows in view: scroll it while a frame is below the fold.
     for (const turn of [`assistant (turn ${firstSearch.turn}) · tool_call`, 'user (turn 1)', 'system (turn 0)']) {
       const row = callStack.locator('.monaco-list-row', { hasText: turn }).first();
@@ -83,7 +99,9 @@ describe('Debugger: replay a recorded run from launch.json, in a real VS Code', 
     }
 
     // The editor shows the transcript at the call.
-    await page.locator('.tab', { hasText: `trajectory-${firstSearch.t.index}.rollout.txt` }).waitFor({ timeout: 30_000 });
+    await page
+      .locator('.tab', { hasText: `trajectory-${firstSearch.t.index}.rollout.txt` })
+      .waitFor({ timeout: 30_000 });
     await page.locator('.monaco-editor .view-line', { hasText: '<tool_call>' }).first().waitFor({ timeout: 15_000 });
 
     // VARIABLES: the Tool call scope is open; expanding its arguments shows the query.

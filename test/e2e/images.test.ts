@@ -16,8 +16,19 @@ describe('images a trajectory saw, in a real VS Code', () => {
   let index: number;
   before(async () => {
     workbench = await openWorkbench('e2e-images');
-    const dir = writeRecordedRun(path.join(workbench.workspace, '.rollout', 'runs', 'run-images'), { steps: 1, batch: 4, groupSize: 4, seed: 5, status: 'running' });
-    const png = async (colour: string) => new Uint8Array(await sharp({ create: { width: 32, height: 24, channels: 3, background: colour } }).png().toBuffer());
+    const dir = writeRecordedRun(path.join(workbench.workspace, '.rollout', 'runs', 'run-images'), {
+      steps: 1,
+      batch: 4,
+      groupSize: 4,
+      seed: 5,
+      status: 'running',
+    });
+    const png = async (colour: string) =>
+      new Uint8Array(
+        await sharp({ create: { width: 32, height: 24, channels: 3, background: colour } })
+          .png()
+          .toBuffer(),
+      );
     const records = writeStepWithImages(dir, 2, 8, { prompt: await png('#2060c0'), tool: await png('#e04020') });
     index = records.find((r) => r.images!.length === 2)!.index;
   });
@@ -31,12 +42,21 @@ describe('images a trajectory saw, in a real VS Code', () => {
     await view.locator(`.vt-window .vt-row[data-key="${index}"]`).click();
     const detail = view.locator(`#detail .detail-body[data-index="${index}"]`);
     await detail.waitFor({ timeout: 30_000 });
-    await view.waitForFunction(() => {
-      const images = [...document.querySelectorAll('figure.trajectory-image img')] as HTMLImageElement[];
-      return images.length === 3 && images.every((img) => img.complete && img.naturalWidth === 32);
-    }, undefined, { timeout: 30_000 });
-    const sources = await view.$$eval('figure.trajectory-image img', (imgs) => imgs.map((img) => (img as HTMLImageElement).src));
-    assert.ok(sources.every((src) => /run-images\/images\/[0-9a-f]{64}\.png/.test(decodeURIComponent(src))), sources.join(', '));
+    await view.waitForFunction(
+      () => {
+        const images = [...document.querySelectorAll('figure.trajectory-image img')] as HTMLImageElement[];
+        return images.length === 3 && images.every((img) => img.complete && img.naturalWidth === 32);
+      },
+      undefined,
+      { timeout: 30_000 },
+    );
+    const sources = await view.$$eval('figure.trajectory-image img', (imgs) =>
+      imgs.map((img) => (img as HTMLImageElement).src),
+    );
+    assert.ok(
+      sources.every((src) => /run-images\/images\/[0-9a-f]{64}\.png/.test(decodeURIComponent(src))),
+      sources.join(', '),
+    );
     await detail.locator('#images').scrollIntoViewIfNeeded();
     console.log(`screenshot: ${await screenshot(page, 'trajectory-images.png')}`);
 

@@ -10,7 +10,14 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { repoRoot, testOutputDir } from '../harness/paths';
-import { addFunctionBreakpoint, openWorkbench, readPanel, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import {
+  addFunctionBreakpoint,
+  openWorkbench,
+  readPanel,
+  runCommand,
+  screenshot,
+  type Workbench,
+} from '../harness/workbench';
 import { writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 import { processAlive, readRun, runsOf } from '../helpers/liveTraining';
 
@@ -25,7 +32,11 @@ async function workspaceWithTinyAgent(): Promise<string> {
   return dir;
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -64,7 +75,9 @@ describe('Start Training, Stop, Debug Training: the panels and transcripts follo
       await body();
     } catch (error) {
       console.log(`screenshot of the failure: ${await screenshot(workbench.page, `${name}-failure.png`)}`);
-      console.log(`debug console:\n${(await workbench.page.locator('.repl .monaco-list-row').allTextContents()).join('\n')}`);
+      console.log(
+        `debug console:\n${(await workbench.page.locator('.repl .monaco-list-row').allTextContents()).join('\n')}`,
+      );
       throw error;
     }
   }
@@ -78,7 +91,13 @@ describe('Start Training, Stop, Debug Training: the panels and transcripts follo
   }
 
   /** The run the open Trajectories panel shows (its title holds the run directory). */
-  const trajectoriesRun = () => readPanel(workbench.page, 'trajectories', async (frame) => frame.locator('#run-title').getAttribute('title', { timeout: 5000 }), 60_000);
+  const trajectoriesRun = () =>
+    readPanel(
+      workbench.page,
+      'trajectories',
+      async (frame) => frame.locator('#run-title').getAttribute('title', { timeout: 5000 }),
+      60_000,
+    );
 
   it('Start Training opens the live Trajectories panel, following the run, and it fills with rows; Metrics opens beside it', () =>
     explained('follow-start', async () => {
@@ -88,11 +107,26 @@ describe('Start Training, Stop, Debug Training: the panels and transcripts follo
 
       // No click anywhere: the panel opened with the run.
       await page.locator('.tab', { hasText: 'Trajectories ·' }).first().waitFor({ timeout: 90_000 });
-      await readPanel(page, 'trajectories', (frame) => frame.locator('#row-count', { hasText: '4 trajectories' }).waitFor({ timeout: 60_000 }), 120_000);
+      await readPanel(
+        page,
+        'trajectories',
+        (frame) => frame.locator('#row-count', { hasText: '4 trajectories' }).waitFor({ timeout: 60_000 }),
+        120_000,
+      );
       assert.equal(await trajectoriesRun(), runDir);
-      assert.equal(await readPanel(page, 'trajectories', (frame) => frame.locator('#follow-run').getAttribute('aria-checked', { timeout: 5000 })), 'true');
-      const rewards = await readPanel(page, 'trajectories', (frame) => frame.locator('.vt-window .vt-row .vt-cell[data-column="reward"]').allTextContents());
-      assert.ok(rewards.length >= 1 && rewards.every((r) => /^-?\d+\.\d+$/.test(r.trim())), `rewards: ${rewards.join(', ')}`);
+      assert.equal(
+        await readPanel(page, 'trajectories', (frame) =>
+          frame.locator('#follow-run').getAttribute('aria-checked', { timeout: 5000 }),
+        ),
+        'true',
+      );
+      const rewards = await readPanel(page, 'trajectories', (frame) =>
+        frame.locator('.vt-window .vt-row .vt-cell[data-column="reward"]').allTextContents(),
+      );
+      assert.ok(
+        rewards.length >= 1 && rewards.every((r) => /^-?\d+\.\d+$/.test(r.trim())),
+        `rewards: ${rewards.join(', ')}`,
+      );
       await page.locator('.tab', { hasText: 'Metrics ·' }).first().waitFor({ timeout: 30_000 });
       assert.equal(readRun(runDir).status, 'running', 'the panel showed rows while the run trained');
       console.log(`screenshot: ${await screenshot(page, 'follow-start.png')}`);
@@ -106,7 +140,9 @@ describe('Start Training, Stop, Debug Training: the panels and transcripts follo
       const stoppedRun = runsOf(workbench.workspace).at(-1)!;
       await addFunctionBreakpoint(page, 'search');
       await runCommand(page, 'Rollout Studio: Debug Training');
-      await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'before it runs' }).waitFor({ timeout: 120_000 });
+      await page
+        .locator('.debug-call-stack .monaco-list-row', { hasText: 'before it runs' })
+        .waitFor({ timeout: 120_000 });
       const runDir = runsOf(workbench.workspace).at(-1)!;
       assert.notEqual(runDir, stoppedRun);
 
@@ -125,7 +161,11 @@ describe('Start Training, Stop, Debug Training: the panels and transcripts follo
       // Without the breakpoint the training goes on; once step 1 is recorded, stop it.
       await runCommand(page, 'Remove All Breakpoints');
       await runCommand(page, 'Debug: Continue');
-      await until('step 1 to be recorded', () => fs.existsSync(path.join(runDir, 'rollouts', 'step-000001.jsonl')), 120_000);
+      await until(
+        'step 1 to be recorded',
+        () => fs.existsSync(path.join(runDir, 'rollouts', 'step-000001.jsonl')),
+        120_000,
+      );
       await stopTraining();
       // The session is over when its toolbar is gone (it floats over the tabs while it lasts).
       await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: 30_000 });
@@ -141,7 +181,16 @@ describe('Start Training, Stop, Debug Training: the panels and transcripts follo
 
       // The Trajectories page itself shows the new run, still following the newest run.
       await trajectoriesTab.click();
-      await until('the Trajectories panel to show the new run', async () => (await trajectoriesRun()) === runDir, 60_000);
-      assert.equal(await readPanel(page, 'trajectories', (frame) => frame.locator('#follow-run').getAttribute('aria-checked', { timeout: 5000 })), 'true');
+      await until(
+        'the Trajectories panel to show the new run',
+        async () => (await trajectoriesRun()) === runDir,
+        60_000,
+      );
+      assert.equal(
+        await readPanel(page, 'trajectories', (frame) =>
+          frame.locator('#follow-run').getAttribute('aria-checked', { timeout: 5000 }),
+        ),
+        'true',
+      );
     }));
 });

@@ -9,7 +9,15 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { repoRoot, testOutputDir } from '../harness/paths';
-import { addFunctionBreakpoint, openFile, openWorkbench, readPanel, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import {
+  addFunctionBreakpoint,
+  openFile,
+  openWorkbench,
+  readPanel,
+  runCommand,
+  screenshot,
+  type Workbench,
+} from '../harness/workbench';
 import { TINY_QUERY, writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 import { processAlive, readRun, runsOf } from '../helpers/liveTraining';
 
@@ -25,15 +33,27 @@ async function workspaceWithTinyAgent(): Promise<string> {
   fs.cpSync(path.join(repoRoot, 'test/fixtures/workspace'), dir, { recursive: true });
   await writeTinyAgentWorkspace(dir, { steps: STEPS });
   fs.mkdirSync(path.join(dir, '.vscode'));
-  const launch = { version: '0.2.0', configurations: [{ type: 'rollout', request: 'launch', name: 'Debug the tiny agent', config: '${workspaceFolder}/tiny.config.ts' }] };
+  const launch = {
+    version: '0.2.0',
+    configurations: [
+      { type: 'rollout', request: 'launch', name: 'Debug the tiny agent', config: '${workspaceFolder}/tiny.config.ts' },
+    ],
+  };
   fs.writeFileSync(path.join(dir, '.vscode', 'launch.json'), JSON.stringify(launch, null, 2));
   // The debug toolbar docked in the Run and Debug view: floating, it lies over the editor tabs the
   // tests click while the (never-ending) run trains.
-  fs.writeFileSync(path.join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'debug.toolBarLocation': 'docked' }, null, 2));
+  fs.writeFileSync(
+    path.join(dir, '.vscode', 'settings.json'),
+    JSON.stringify({ 'debug.toolBarLocation': 'docked' }, null, 2),
+  );
   return dir;
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -72,7 +92,9 @@ describe('Live training in a real VS Code', () => {
       await body();
     } catch (error) {
       console.log(`screenshot of the failure: ${await screenshot(workbench.page, `${name}-failure.png`)}`);
-      console.log(`debug console:\n${(await workbench.page.locator('.repl .monaco-list-row').allTextContents()).join('\n')}`);
+      console.log(
+        `debug console:\n${(await workbench.page.locator('.repl .monaco-list-row').allTextContents()).join('\n')}`,
+      );
       throw error;
     }
   }
@@ -90,7 +112,10 @@ describe('Live training in a real VS Code', () => {
       const callStack = page.locator('.debug-call-stack');
       const pendingCall = callStack.locator('.monaco-list-row', { hasText: 'before it runs' });
       await pendingCall.waitFor({ timeout: 120_000 });
-      assert.match((await pendingCall.textContent()) ?? '', new RegExp(`search\\(\\{"query":"${TINY_QUERY}"\\}\\) · before it runs`));
+      assert.match(
+        (await pendingCall.textContent()) ?? '',
+        new RegExp(`search\\(\\{"query":"${TINY_QUERY}"\\}\\) · before it runs`),
+      );
       for (const turn of ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']) {
         await callStack.locator('.monaco-list-row', { hasText: turn }).first().waitFor({ timeout: 15_000 });
       }
@@ -122,7 +147,7 @@ describe('Live training in a real VS Code', () => {
       await runCommand(page, 'View: Close All Editors');
     }));
 
-  it('Start Training from the config\'s code lens: the status bar follows the run, and its panels fill with trajectories and growing charts', () =>
+  it("Start Training from the config's code lens: the status bar follows the run, and its panels fill with trajectories and growing charts", () =>
     explained('live-panels', async () => {
       const { page } = workbench;
       const before = runsOf(workbench.workspace).length;
@@ -131,7 +156,10 @@ describe('Live training in a real VS Code', () => {
       const lens = page.locator('.codelens-decoration a', { hasText: 'Start Training' });
       await lens.waitFor({ timeout: 90_000 });
       await lens.click();
-      const runDir = await until('the run directory', () => runsOf(workbench.workspace).length > before && runsOf(workbench.workspace).at(-1));
+      const runDir = await until(
+        'the run directory',
+        () => runsOf(workbench.workspace).length > before && runsOf(workbench.workspace).at(-1),
+      );
 
       // The status-bar item shows the live run; clicking it opens both panels.
       const item = page.locator('.statusbar-item', { hasText: new RegExp(`step [–\\d]+/${STEPS}`) });
@@ -139,7 +167,13 @@ describe('Live training in a real VS Code', () => {
       await item.first().click();
       // The reward chart's points, read afresh each time: the panel's page may be rebuilt under us.
       const reward = '.chart[data-group="reward"]';
-      const points = () => readPanel(page, 'metrics', async (frame) => Number((await frame.locator(reward).getAttribute('data-points', { timeout: 5000 })) ?? 0), 60_000);
+      const points = () =>
+        readPanel(
+          page,
+          'metrics',
+          async (frame) => Number((await frame.locator(reward).getAttribute('data-points', { timeout: 5000 })) ?? 0),
+          60_000,
+        );
       await readPanel(page, 'metrics', (frame) => frame.locator(reward).waitFor({ timeout: 60_000 }));
       const first = await until('the first point of the reward chart', async () => (await points()) >= 1 && points());
       assert.ok(first < STEPS, `the panel opened while the run was training (${first} of ${STEPS} steps shown)`);
@@ -147,7 +181,9 @@ describe('Live training in a real VS Code', () => {
 
       // Both panels opened together; a webview renders once its tab has been shown.
       await page.locator('.tab', { hasText: 'Trajectories ·' }).first().click();
-      await readPanel(page, 'trajectories', (frame) => frame.locator('#row-count', { hasText: '4 trajectories' }).waitFor({ timeout: 60_000 }));
+      await readPanel(page, 'trajectories', (frame) =>
+        frame.locator('#row-count', { hasText: '4 trajectories' }).waitFor({ timeout: 60_000 }),
+      );
       // The panel follows the newest step. The tiny agent calls the tool in most steps but not
       // in every one (a sampled step can hold four answers without a call), so wait for a step
       // on screen whose rows show a call rather than assert on whichever step is shown.
@@ -158,14 +194,21 @@ describe('Live training in a real VS Code', () => {
           rewards: await frame.locator('.vt-window .vt-row .vt-cell[data-column="reward"]').allTextContents(),
         }));
       let seen = await read();
-      const withCall = await until('a step whose trajectories called a tool', async () => {
-        seen = await read();
-        return seen.rowCount >= 1 && seen.tools.some((n) => Number(n) > 0) && seen;
-      }, 60_000).catch((error: Error) => {
+      const withCall = await until(
+        'a step whose trajectories called a tool',
+        async () => {
+          seen = await read();
+          return seen.rowCount >= 1 && seen.tools.some((n) => Number(n) > 0) && seen;
+        },
+        60_000,
+      ).catch((error: Error) => {
         throw new Error(`${error.message}; rows with tool calls last seen: ${seen.tools.join(', ')}`);
       });
       const { rewards } = withCall;
-      assert.ok(rewards.length >= 1 && rewards.every((r) => /^-?\d+\.\d+$/.test(r.trim())), `rewards: ${rewards.join(', ')}`);
+      assert.ok(
+        rewards.length >= 1 && rewards.every((r) => /^-?\d+\.\d+$/.test(r.trim())),
+        `rewards: ${rewards.join(', ')}`,
+      );
       await page.waitForTimeout(300);
       console.log(`screenshot: ${await screenshot(page, 'live-panels.png')}`);
 
@@ -174,7 +217,11 @@ describe('Live training in a real VS Code', () => {
       await until('the run to stop', () => readRun(runDir).status === 'stopped', 120_000);
       const { lastStep } = readRun(runDir);
       assert.ok(lastStep && lastStep > first && lastStep < STEPS, `the run stopped after step ${lastStep}`);
-      await until(`the chart to show every recorded step (${lastStep})`, async () => (await points()) === lastStep, 120_000);
+      await until(
+        `the chart to show every recorded step (${lastStep})`,
+        async () => (await points()) === lastStep,
+        120_000,
+      );
       await runCommand(page, 'View: Close All Editors');
     }));
 
@@ -185,7 +232,9 @@ describe('Live training in a real VS Code', () => {
       await addFunctionBreakpoint(page, 'search');
       await runCommand(page, 'Rollout Studio: Debug Training');
       // Held at the breakpoint: the trainer waits for the debugger that is about to go away.
-      await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'before it runs' }).waitFor({ timeout: 120_000 });
+      await page
+        .locator('.debug-call-stack .monaco-list-row', { hasText: 'before it runs' })
+        .waitFor({ timeout: 120_000 });
       const runDir = runsOf(workbench.workspace).at(-1)!;
       assert.equal(runsOf(workbench.workspace).length, before + 1);
       const [trainer] = trainersOf(config);

@@ -8,7 +8,12 @@ describe('Rollout Studio panels on a recorded run, in a real VS Code', () => {
   let workbench: Workbench;
   before(async () => {
     workbench = await openWorkbench('e2e-panels');
-    writeRecordedRun(path.join(workbench.workspace, '.rollout', 'runs', 'run-e2e'), { steps: 8, batch: 24, groupSize: 4, seed: 17 });
+    writeRecordedRun(path.join(workbench.workspace, '.rollout', 'runs', 'run-e2e'), {
+      steps: 8,
+      batch: 24,
+      groupSize: 4,
+      seed: 17,
+    });
   });
   after(() => workbench?.close());
 
@@ -51,7 +56,10 @@ describe('Rollout Studio panels on a recorded run, in a real VS Code', () => {
     await view.locator('vscode-button', { hasText: 'Open in Debugger' }).click();
     await page.locator('.debug-toolbar').waitFor({ timeout: 30_000 });
     await page.locator('.tab', { hasText: `trajectory-${index}.rollout.txt` }).waitFor({ timeout: 30_000 });
-    await page.locator('.monaco-editor .view-line', { hasText: `═══ step 8 · #${index} · row` }).first().waitFor({ timeout: 15_000 });
+    await page
+      .locator('.monaco-editor .view-line', { hasText: `═══ step 8 · #${index} · row` })
+      .first()
+      .waitFor({ timeout: 15_000 });
     // The toolbar's own Stop: typing "Debug: Stop" in the palette can land on another command.
     await page.locator('.debug-toolbar .codicon-debug-stop').click();
     await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: 30_000 });

@@ -10,7 +10,14 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { repoRoot, testOutputDir } from '../harness/paths';
-import { addFunctionBreakpoint, openWorkbench, panelFrame, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import {
+  addFunctionBreakpoint,
+  openWorkbench,
+  panelFrame,
+  runCommand,
+  screenshot,
+  type Workbench,
+} from '../harness/workbench';
 import { writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
 import { RunStoreReader, readBranchSets } from '../../trainer/contract/runstore';
 import { TrainingRun } from '../../trainer/pipeline/training/trainingRun';
@@ -24,14 +31,36 @@ async function workspaceWithRecordedRun(): Promise<string> {
   fs.rmSync(dir, { recursive: true, force: true });
   fs.cpSync(path.join(repoRoot, 'test/fixtures/workspace'), dir, { recursive: true });
   const config = await writeTinyAgentWorkspace(dir, { steps: 2, extraConfig: '  toolCassette: { record: true },\n' });
-  fs.writeFileSync(config, fs.readFileSync(config, 'utf8').replace('output: { checkpointEvery: 0 }', 'output: { checkpointEvery: 1, keepCheckpoints: 3 }'));
+  fs.writeFileSync(
+    config,
+    fs
+      .readFileSync(config, 'utf8')
+      .replace('output: { checkpointEvery: 0 }', 'output: { checkpointEvery: 1, keepCheckpoints: 3 }'),
+  );
   const runDir = path.join(dir, '.rollout', 'runs', 'tiny-run');
-  const result = await new TrainingRun(await loadConfig(config), { runDir, inProcessDevice: true, log: () => undefined }).run();
+  const result = await new TrainingRun(await loadConfig(config), {
+    runDir,
+    inProcessDevice: true,
+    log: () => undefined,
+  }).run();
   assert.equal(result.run.status, 'finished');
   fs.mkdirSync(path.join(dir, '.vscode'));
-  const launch = { version: '0.2.0', configurations: [{ type: 'rollout', request: 'launch', name: 'Replay the tiny run', runDirectory: '${workspaceFolder}/.rollout/runs/tiny-run' }] };
+  const launch = {
+    version: '0.2.0',
+    configurations: [
+      {
+        type: 'rollout',
+        request: 'launch',
+        name: 'Replay the tiny run',
+        runDirectory: '${workspaceFolder}/.rollout/runs/tiny-run',
+      },
+    ],
+  };
   fs.writeFileSync(path.join(dir, '.vscode', 'launch.json'), JSON.stringify(launch, null, 2));
-  fs.writeFileSync(path.join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'debug.toolBarLocation': 'docked' }, null, 2));
+  fs.writeFileSync(
+    path.join(dir, '.vscode', 'settings.json'),
+    JSON.stringify({ 'debug.toolBarLocation': 'docked' }, null, 2),
+  );
   return dir;
 }
 
@@ -105,12 +134,24 @@ describe('Re-roll From Here, in a real VS Code', () => {
     const diff = page.locator('.monaco-diff-editor');
     await page.locator('.tab', { hasText: '↔ branch 0' }).waitFor({ timeout: 240_000 });
     await diff.waitFor({ timeout: 30_000 });
-    await diff.locator('.editor.modified .view-line', { hasText: 'branch 0 of step 1' }).first().waitFor({ timeout: 30_000 });
-    await diff.locator('.editor.original .view-line', { hasText: `═══ step 1 · #${index} · row` }).first().waitFor({ timeout: 30_000 });
-    await diff.locator('.editor.modified .view-line', { hasText: 'rewards: outcome' }).first().waitFor({ timeout: 30_000 });
+    await diff
+      .locator('.editor.modified .view-line', { hasText: 'branch 0 of step 1' })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    await diff
+      .locator('.editor.original .view-line', { hasText: `═══ step 1 · #${index} · row` })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    await diff
+      .locator('.editor.modified .view-line', { hasText: 'rewards: outcome' })
+      .first()
+      .waitFor({ timeout: 30_000 });
     const sets = readBranchSets(runDir);
     assert.equal(sets.length, 1);
-    assert.deepEqual([sets[0].parent.step, sets[0].parent.index, sets[0].cut.at, sets[0].checkpoint.spec], [1, index, 'call', 'step-000002']);
+    assert.deepEqual(
+      [sets[0].parent.step, sets[0].parent.index, sets[0].cut.at, sets[0].checkpoint.spec],
+      [1, index, 'call', 'step-000002'],
+    );
     assert.deepEqual(sets[0].edits, [{ kind: 'result', call: 0, text: EDITED }]);
     const call = sets[0].branches[0].trajectory.turns.flatMap((t) => t.toolCalls ?? [])[0];
     assert.equal(call.observation, EDITED, 'the policy saw the edited result');
@@ -118,7 +159,10 @@ describe('Re-roll From Here, in a real VS Code', () => {
     await diff.locator('.editor.modified .view-lines').click();
     await page.keyboard.press('Control+J'); // the panel
     await page.keyboard.press('Control+B'); // the side bar
-    await page.locator('.part.panel').waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
+    await page
+      .locator('.part.panel')
+      .waitFor({ state: 'hidden', timeout: 10_000 })
+      .catch(() => undefined);
     await diff.locator('.editor.modified .view-lines').click();
     await page.keyboard.press('Control+F');
     await page.keyboard.insertText('Nobody by that name');
@@ -131,7 +175,10 @@ describe('Re-roll From Here, in a real VS Code', () => {
 
     // The branch survives a reload: it is in the run store, listed under its trajectory.
     await page.keyboard.press('Shift+F5'); // Debug: Stop (the docked toolbar went with the side bar)
-    await page.locator('.statusbar.debugging').waitFor({ state: 'detached', timeout: 30_000 }).catch(() => undefined);
+    await page
+      .locator('.statusbar.debugging')
+      .waitFor({ state: 'detached', timeout: 30_000 })
+      .catch(() => undefined);
     await page.waitForTimeout(10_000);
     await page.evaluate(async () => {
       for (const registration of await navigator.serviceWorker.getRegistrations()) await registration.unregister();
@@ -143,9 +190,20 @@ describe('Re-roll From Here, in a real VS Code', () => {
     await view.locator('#row-count').waitFor({ timeout: 60_000 });
     await view.locator('#step-previous').click();
     await view.waitForFunction(() => document.querySelector<HTMLInputElement>('#step')?.value === '1');
-    await view.locator('.vt-window .vt-row').filter({ has: view.locator('.vt-cell[data-column="index"]', { hasText: new RegExp(`^${index}$`) }) }).first().click();
+    await view
+      .locator('.vt-window .vt-row')
+      .filter({ has: view.locator('.vt-cell[data-column="index"]', { hasText: new RegExp(`^${index}$`) }) })
+      .first()
+      .click();
     await view.locator('#branches li.branch').first().waitFor({ timeout: 60_000 });
-    assert.match((await view.locator('#branches li.branch').first().textContent()) ?? '', /branch 0 from before turn 0's results · result of call 0 edited · step-000002/);
-    assert.equal(new RunStoreReader(runDir).trajectories(1).records.length, 4, 'the run’s own records are as they were');
+    assert.match(
+      (await view.locator('#branches li.branch').first().textContent()) ?? '',
+      /branch 0 from before turn 0's results · result of call 0 edited · step-000002/,
+    );
+    assert.equal(
+      new RunStoreReader(runDir).trajectories(1).records.length,
+      4,
+      'the run’s own records are as they were',
+    );
   }
 });

@@ -11,7 +11,10 @@ import { repoRoot } from './paths';
  */
 export function codeServerBinary(): string {
   if (process.env.CODE_SERVER_BIN) return process.env.CODE_SERVER_BIN;
-  const out = execFileSync('bash', [path.join(repoRoot, 'test/setup/ensure-deps.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync('bash', [path.join(repoRoot, 'test/setup/ensure-deps.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const bin = out.trim().split('\n').pop()!;
   if (!fs.existsSync(bin)) throw new Error(`ensure-deps.sh reported ${bin}, which does not exist`);
   return bin;
@@ -75,10 +78,14 @@ export function createProfile(dir: string, settings: Record<string, unknown> = {
 
 /** `code-server --install-extension x.vsix` into the profile. */
 export function installExtension(bin: string, profile: CodeServerProfile, vsix: string): void {
-  execFileSync(bin, ['--user-data-dir', profile.userDataDir, '--extensions-dir', profile.extensionsDir, '--install-extension', vsix], {
-    env: profile.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  execFileSync(
+    bin,
+    ['--user-data-dir', profile.userDataDir, '--extensions-dir', profile.extensionsDir, '--install-extension', vsix],
+    {
+      env: profile.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
 }
 
 export interface RunningCodeServer {
@@ -102,24 +109,35 @@ export async function startCodeServer(
   const logFile = path.join(profile.dir, 'code-server.log');
   const log = fs.openSync(logFile, 'w');
   const args = [
-    '--user-data-dir', profile.userDataDir,
-    '--extensions-dir', profile.extensionsDir,
-    '--bind-addr', `127.0.0.1:${port}`,
-    '--auth', 'none',
+    '--user-data-dir',
+    profile.userDataDir,
+    '--extensions-dir',
+    profile.extensionsDir,
+    '--bind-addr',
+    `127.0.0.1:${port}`,
+    '--auth',
+    'none',
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
     '--disable-getting-started-override',
     folder,
   ];
-  const child: ChildProcess = spawn(bin, args, { env: { ...profile.env, ...extraEnv }, stdio: ['ignore', log, log], detached: true });
+  const child: ChildProcess = spawn(bin, args, {
+    env: { ...profile.env, ...extraEnv },
+    stdio: ['ignore', log, log],
+    detached: true,
+  });
   fs.closeSync(log);
   let exited = false;
   child.on('exit', () => (exited = true));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (exited) throw new Error(`code-server exited during start-up; see ${logFile}:\n${fs.readFileSync(logFile, 'utf8').slice(-2000)}`);
+    if (exited)
+      throw new Error(
+        `code-server exited during start-up; see ${logFile}:\n${fs.readFileSync(logFile, 'utf8').slice(-2000)}`,
+      );
     try {
       const res = await fetch(`${url}/healthz`);
       if (res.ok) break;

@@ -46,6 +46,7 @@ for (const file of files) {
   if (runTests([file]) === 0) flaky.push(file);
   else failed.push(file);
 }
-for (const file of flaky) console.log(`FLAKY: ${file} failed once and passed when run again — its first failure is printed above`);
+for (const file of flaky)
+  console.log(`FLAKY: ${file} failed once and passed when run again — its first failure is printed above`);
 for (const file of failed) console.log(`FAILED: ${file} failed twice`);
 process.exit(failed.length > 0 ? 1 : 0);

@@ -30,7 +30,11 @@ async function main(): Promise<number> {
   const resultLog = path.join(testOutputDir, 'extension-tests.log');
   fs.rmSync(resultLog, { force: true });
 
-  const server = await startCodeServer(bin, profile, workspace, { ROLLOUT_TEST_LOG: resultLog, ROLLOUT_TEST_WORKSPACE: workspace, ...(process.env.ROLLOUT_TEST_GREP ? { ROLLOUT_TEST_GREP: process.env.ROLLOUT_TEST_GREP } : {}) });
+  const server = await startCodeServer(bin, profile, workspace, {
+    ROLLOUT_TEST_LOG: resultLog,
+    ROLLOUT_TEST_WORKSPACE: workspace,
+    ...(process.env.ROLLOUT_TEST_GREP ? { ROLLOUT_TEST_GREP: process.env.ROLLOUT_TEST_GREP } : {}),
+  });
   const browser = await launchBrowser();
   let printed = 0;
   const flushLog = () => {
@@ -47,7 +51,8 @@ async function main(): Promise<number> {
     await page.exposeFunction('codeAutomationExit', (code: number) => exit(code));
     page.on('console', (message) => {
       const text = message.text();
-      if (message.type() === 'error' && !/favicon|ERR_NAME_NOT_RESOLVED|net::ERR/.test(text)) console.log(`  [workbench] ${text.slice(0, 400)}`);
+      if (message.type() === 'error' && !/favicon|ERR_NAME_NOT_RESOLVED|net::ERR/.test(text))
+        console.log(`  [workbench] ${text.slice(0, 400)}`);
     });
     const remote = (p: string) => `vscode-remote://127.0.0.1:${server.port}${p}`;
     const payload = JSON.stringify([
@@ -55,7 +60,10 @@ async function main(): Promise<number> {
       ['extensionTestsPath', remote(testsEntry)],
     ]);
     await page.goto(`${server.url}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(payload)}`);
-    const code = await Promise.race([exited, new Promise<number>((resolve) => setTimeout(() => resolve(-1), TIMEOUT_MS))]);
+    const code = await Promise.race([
+      exited,
+      new Promise<number>((resolve) => setTimeout(() => resolve(-1), TIMEOUT_MS)),
+    ]);
     flushLog();
     if (code === -1) {
       console.error(`extension tests did not finish within ${TIMEOUT_MS / 1000} s; code-server log: ${server.logFile}`);

@@ -24,7 +24,7 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'editor-background': '#1f1f1f',
     'editorWidget-background': '#202020',
     'panel-border': '#2b2b2b',
-    'errorForeground': '#f85149',
+    errorForeground: '#f85149',
     'textLink-foreground': '#4daafc',
     'list-activeSelectionBackground': '#04395e',
     'list-activeSelectionForeground': '#ffffff',
@@ -39,11 +39,11 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'charts-orange': '#d18616',
     'charts-green': '#89d185',
     'charts-purple': '#b180d7',
-    'disabledForeground': 'rgba(204, 204, 204, 0.5)',
+    disabledForeground: 'rgba(204, 204, 204, 0.5)',
     'textCodeBlock-background': '#2b2b2b',
     'editorError-foreground': '#f14c4c',
     'editorWarning-foreground': '#cca700',
-    'focusBorder': '#0078d4',
+    focusBorder: '#0078d4',
   },
   light: {
     'font-family': 'system-ui, sans-serif',
@@ -54,7 +54,7 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'editor-background': '#ffffff',
     'editorWidget-background': '#f8f8f8',
     'panel-border': '#e5e5e5',
-    'errorForeground': '#f85149',
+    errorForeground: '#f85149',
     'textLink-foreground': '#005fb8',
     'list-activeSelectionBackground': '#e8e8e8',
     'list-activeSelectionForeground': '#000000',
@@ -69,11 +69,11 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'charts-orange': '#d18616',
     'charts-green': '#388a34',
     'charts-purple': '#652d90',
-    'disabledForeground': 'rgba(97, 97, 97, 0.5)',
+    disabledForeground: 'rgba(97, 97, 97, 0.5)',
     'textCodeBlock-background': '#f8f8f8',
     'editorError-foreground': '#e51400',
     'editorWarning-foreground': '#bf8803',
-    'focusBorder': '#005fb8',
+    focusBorder: '#005fb8',
   },
   'high-contrast': {
     'font-family': 'system-ui, sans-serif',
@@ -84,8 +84,8 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'editor-background': '#000000',
     'editorWidget-background': '#0c141f',
     'panel-border': '#6fc3df',
-    'contrastBorder': '#6fc3df',
-    'errorForeground': '#f48771',
+    contrastBorder: '#6fc3df',
+    errorForeground: '#f48771',
     'textLink-foreground': '#21a6ff',
     'list-activeSelectionBackground': '#000000',
     'list-activeSelectionForeground': '#ffffff',
@@ -100,11 +100,11 @@ export const THEMES: Record<Theme, Record<string, string>> = {
     'charts-orange': '#ff8c00',
     'charts-green': '#89d185',
     'charts-purple': '#b180d7',
-    'disabledForeground': '#a5a5a5',
+    disabledForeground: '#a5a5a5',
     'textCodeBlock-background': '#000000',
     'editorError-foreground': '#f48771',
     'editorWarning-foreground': '#ffd370',
-    'focusBorder': '#f38518',
+    focusBorder: '#f38518',
   },
 };
 
@@ -146,7 +146,8 @@ export interface OpenOptions {
 
 export async function openWebviewApp(browser: Browser, app: string, options: OpenOptions = {}): Promise<WebviewApp> {
   const dist = path.join(repoRoot, 'dist', 'webview');
-  if (!fs.existsSync(path.join(dist, `${app}.js`))) throw new Error(`${dist}/${app}.js is missing: run npm run build first`);
+  if (!fs.existsSync(path.join(dist, `${app}.js`)))
+    throw new Error(`${dist}/${app}.js is missing: run npm run build first`);
   const page = await browser.newPage({ viewport: options.viewport ?? { width: 1400, height: 900 } });
   const fromWebview: unknown[] = [];
   const listeners: Array<(message: unknown) => void> = [];
@@ -166,17 +167,26 @@ export async function openWebviewApp(browser: Browser, app: string, options: Ope
     if (name.startsWith('run/') && options.runDir) {
       const resource = path.join(options.runDir, name.slice('run/'.length));
       if (!fs.existsSync(resource)) return route.fulfill({ status: 404, body: '' });
-      return route.fulfill({ contentType: `image/${path.extname(resource).slice(1)}`, body: fs.readFileSync(resource) });
+      return route.fulfill({
+        contentType: `image/${path.extname(resource).slice(1)}`,
+        body: fs.readFileSync(resource),
+      });
     }
     const file = path.join(dist, path.basename(name));
     if (!fs.existsSync(file)) return route.fulfill({ status: 404, body: '' });
-    return route.fulfill({ contentType: file.endsWith('.css') ? 'text/css' : 'text/javascript', body: fs.readFileSync(file) });
+    return route.fulfill({
+      contentType: file.endsWith('.css') ? 'text/css' : 'text/javascript',
+      body: fs.readFileSync(file),
+    });
   });
   // Anything else would be a network request, which a webview must never make.
-  await page.route((url) => !url.href.startsWith(ORIGIN) && !url.href.startsWith('data:'), (route) => {
-    violations.push(`network request to ${route.request().url()}`);
-    return route.abort();
-  });
+  await page.route(
+    (url) => !url.href.startsWith(ORIGIN) && !url.href.startsWith('data:'),
+    (route) => {
+      violations.push(`network request to ${route.request().url()}`);
+      return route.abort();
+    },
+  );
   await page.exposeFunction('__rolloutToHost', (message: unknown) => {
     fromWebview.push(message);
     for (const listener of listeners) listener(message);
@@ -187,7 +197,9 @@ export async function openWebviewApp(browser: Browser, app: string, options: Ope
   });
   page.on('pageerror', (error) => consoleErrors.push(`uncaught: ${error.message}`));
   // A string, not a function: tsx's transform would add helpers the page does not have.
-  await page.addInitScript(`(${INIT_SCRIPT})(${JSON.stringify({ state: options.state, vars: THEMES[options.theme ?? 'dark'], themeClass: bodyClass(options.theme ?? 'dark') })})`);
+  await page.addInitScript(
+    `(${INIT_SCRIPT})(${JSON.stringify({ state: options.state, vars: THEMES[options.theme ?? 'dark'], themeClass: bodyClass(options.theme ?? 'dark') })})`,
+  );
   await page.goto(`${ORIGIN}/index.html`);
   let chain: Promise<void> = Promise.resolve();
   return {
@@ -207,7 +219,9 @@ export async function openWebviewApp(browser: Browser, app: string, options: Ope
     },
     state: () => page.evaluate('window.__rolloutState'),
     setTheme: (theme) =>
-      page.evaluate(`window.__rolloutApplyTheme(${JSON.stringify(THEMES[theme])}, ${JSON.stringify(bodyClass(theme))})`),
+      page.evaluate(
+        `window.__rolloutApplyTheme(${JSON.stringify(THEMES[theme])}, ${JSON.stringify(bodyClass(theme))})`,
+      ),
     close: () => page.close(),
   };
 }
@@ -251,7 +265,10 @@ function bodyClass(theme: Theme): string {
  * webview and returns the controller; the webview's messages (those already sent, like
  * `ready`, first) go to its `receive`. Messages it rejects are kept in `app.hostErrors`.
  */
-export function connect<C extends { receive(message: unknown): void }>(app: WebviewApp, create: (post: (message: unknown) => void) => C): C {
+export function connect<C extends { receive(message: unknown): void }>(
+  app: WebviewApp,
+  create: (post: (message: unknown) => void) => C,
+): C {
   const controller = create((message) => void app.send(message));
   app.onMessage((message) => {
     try {

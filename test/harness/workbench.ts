@@ -2,7 +2,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Browser, Frame, FrameLocator, Page } from 'playwright-core';
 import { launchBrowser } from './browser';
-import { codeServerBinary, createProfile, installExtension, startCodeServer, type RunningCodeServer } from './codeServer';
+import {
+  codeServerBinary,
+  createProfile,
+  installExtension,
+  startCodeServer,
+  type RunningCodeServer,
+} from './codeServer';
 import { repoRoot, testOutputDir } from './paths';
 
 /**
@@ -18,15 +24,24 @@ export interface Workbench {
 
 /** The .vsix `npm run package` made for this platform; packaged on demand when missing. */
 export function packagedVsix(): string {
-  const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { name: string; version: string };
-  const vsix = path.join(repoRoot, 'dist', `${manifest.name}-${process.platform}-${process.arch}-${manifest.version}.vsix`);
+  const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+  };
+  const vsix = path.join(
+    repoRoot,
+    'dist',
+    `${manifest.name}-${process.platform}-${process.arch}-${manifest.version}.vsix`,
+  );
   if (!fs.existsSync(vsix)) throw new Error(`${vsix} is missing: run npm run package first (npm test does)`);
   return vsix;
 }
 
 export async function openWorkbench(name: string, fixtureWorkspace = 'test/fixtures/workspace'): Promise<Workbench> {
   const bin = codeServerBinary();
-  const profile = createProfile(path.join(testOutputDir, 'code-server', name), { 'workbench.colorTheme': 'Default Dark Modern' });
+  const profile = createProfile(path.join(testOutputDir, 'code-server', name), {
+    'workbench.colorTheme': 'Default Dark Modern',
+  });
   installExtension(bin, profile, packagedVsix());
   const workspace = path.join(testOutputDir, 'workspaces', name);
   fs.rmSync(workspace, { recursive: true, force: true });
@@ -86,7 +101,10 @@ export async function openFile(page: Page, relative: string): Promise<void> {
   await page.keyboard.press('F1');
   await input.waitFor({ timeout: 15_000 });
   await input.fill(relative);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(relative) }).first().waitFor({ timeout: 30_000 });
+  await page
+    .locator('.quick-input-list .monaco-list-row', { hasText: path.basename(relative) })
+    .first()
+    .waitFor({ timeout: 30_000 });
   await page.keyboard.press('Enter');
   await page.locator('.tab.active', { hasText: path.basename(relative) }).waitFor({ timeout: 30_000 });
 }
@@ -142,7 +160,12 @@ export async function addFunctionBreakpoint(page: Page, name: string): Promise<v
  * read: VS Code discards a hidden webview's page and rebuilds it when shown, and our panels
  * reload a page that did not start in time, so a frame found a moment ago may be gone.
  */
-export async function readPanel<T>(page: Page, app: 'trajectories' | 'metrics', read: (frame: Frame) => Promise<T>, timeoutMs = 60_000): Promise<T> {
+export async function readPanel<T>(
+  page: Page,
+  app: 'trajectories' | 'metrics',
+  read: (frame: Frame) => Promise<T>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const frame = await panelFrame(page, app, Math.max(1000, deadline - Date.now()));

@@ -33,7 +33,11 @@ export interface CliProcess {
 
 export function startCli(args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): CliProcess {
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   let messageAtMs: number | undefined;
@@ -43,13 +47,25 @@ export function startCli(args: readonly string[], options: { cwd: string; env?: 
     if (messageAtMs === undefined && /(^|\n)rollout-studio: /.test(stderr)) messageAtMs = performance.now() - started;
   });
   const done = new Promise<CliResult>((resolve) =>
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, ...(messageAtMs !== undefined ? { messageAtMs } : {}), exitAtMs: performance.now() - started })),
+    child.on('close', (code, signal) =>
+      resolve({
+        code,
+        signal,
+        stdout,
+        stderr,
+        ...(messageAtMs !== undefined ? { messageAtMs } : {}),
+        exitAtMs: performance.now() - started,
+      }),
+    ),
   );
   return { child, stdout: () => stdout, stderr: () => stderr, done };
 }
 
 /** Run the CLI to its end; a process still running after `timeoutMs` is killed (and the test will say so). */
-export async function runCli(args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult> {
+export async function runCli(
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<CliResult> {
   const cli = startCli(args, options);
   const timer = setTimeout(() => cli.child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
   try {

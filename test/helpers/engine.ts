@@ -32,6 +32,9 @@ export function assertGradients(results: TensorGradCheck[], tolerance = 1e-6): v
   for (const r of results) {
     assert.ok(r.checked > 0, `${r.name}: nothing checked`);
     assert.ok(r.maxAbsNumeric > 1e-9, `${r.name}: the numeric gradient is zero — the check cannot fail`);
-    assert.ok(r.relativeError < tolerance, `${r.name}: relative error ${r.relativeError.toExponential(2)} ≥ ${tolerance} (max |numeric| ${r.maxAbsNumeric.toExponential(2)})`);
+    assert.ok(
+      r.relativeError < tolerance,
+      `${r.name}: relative error ${r.relativeError.toExponential(2)} ≥ ${tolerance} (max |numeric| ${r.maxAbsNumeric.toExponential(2)})`,
+    );
   }
 }

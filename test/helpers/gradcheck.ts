@@ -52,7 +52,12 @@ export async function gradCheck(
   const backwardSession = await createSession(backwardModel, settings);
   try {
     const inputNames = new Set(withGrad.inputs.map((t) => t.name));
-    const toOrt = (values: Record<string, HostTensor>) => Object.fromEntries(Object.entries(values).filter(([k]) => inputNames.has(k)).map(([k, v]) => [k, toOrtTensor(v)]));
+    const toOrt = (values: Record<string, HostTensor>) =>
+      Object.fromEntries(
+        Object.entries(values)
+          .filter(([k]) => inputNames.has(k))
+          .map(([k, v]) => [k, toOrtTensor(v)]),
+      );
     const analyticOut = await backwardSession.run(toOrt(feeds));
     const results: TensorGradCheck[] = [];
     for (let t = 0; t < b.wrt.length; t++) {

@@ -55,7 +55,9 @@ export function sha256(content: Buffer): string {
 
 /** The git LFS pointer file the repo's git tree holds in place of an LFS file. */
 function lfsPointer(content: Buffer): Buffer {
-  return Buffer.from(`version https://git-lfs.github.com/spec/v1\noid sha256:${sha256(content)}\nsize ${content.length}\n`);
+  return Buffer.from(
+    `version https://git-lfs.github.com/spec/v1\noid sha256:${sha256(content)}\nsize ${content.length}\n`,
+  );
 }
 
 /** The Hub's name for a file's blob in the cache: sha256 for LFS files, the git blob id otherwise. */
@@ -65,8 +67,15 @@ export function hubEtag(file: HubFile): string {
 
 /** A repo's files from a model folder (symlinks followed), LFS for weights as on the Hub. */
 export function filesFromFolder(dir: string, extra: Record<string, string | Buffer> = {}): HubFile[] {
-  const files: HubFile[] = fs.readdirSync(dir).map((name) => ({ path: name, content: fs.readFileSync(path.join(dir, name)), lfs: /\.(safetensors|bin|gguf|onnx)$/.test(name) }));
-  for (const [name, content] of Object.entries(extra)) files.push({ path: name, content: Buffer.from(content), lfs: /\.(safetensors|bin|gguf|onnx)$/.test(name) });
+  const files: HubFile[] = fs
+    .readdirSync(dir)
+    .map((name) => ({
+      path: name,
+      content: fs.readFileSync(path.join(dir, name)),
+      lfs: /\.(safetensors|bin|gguf|onnx)$/.test(name),
+    }));
+  for (const [name, content] of Object.entries(extra))
+    files.push({ path: name, content: Buffer.from(content), lfs: /\.(safetensors|bin|gguf|onnx)$/.test(name) });
   return files;
 }
 
@@ -106,14 +115,24 @@ export class HubServer {
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://hub');
-    this.requests.push({ method: req.method ?? 'GET', url: url.pathname, range: req.headers.range, authorization: req.headers.authorization });
+    this.requests.push({
+      method: req.method ?? 'GET',
+      url: url.pathname,
+      range: req.headers.range,
+      authorization: req.headers.authorization,
+    });
     const token = req.headers.authorization?.replace(/^Bearer /, '');
     const error = (status: number, code: string | undefined, message: string) => {
-      res.writeHead(status, { 'Content-Type': 'application/json', ...(code ? { 'X-Error-Code': code } : {}), 'X-Error-Message': message });
+      res.writeHead(status, {
+        'Content-Type': 'application/json',
+        ...(code ? { 'X-Error-Code': code } : {}),
+        'X-Error-Message': message,
+      });
       res.end(JSON.stringify({ error: message }));
     };
     const findRepo = (name: string): HubRepo | undefined => this.repos.get(name);
-    const findCommit = (repo: HubRepo, rev: string): string | undefined => repo.refs[rev] ?? (repo.commits[rev] ? rev : undefined);
+    const findCommit = (repo: HubRepo, rev: string): string | undefined =>
+      repo.refs[rev] ?? (repo.commits[rev] ? rev : undefined);
 
     let m = /^\/api\/models\/([^/]+\/[^/]+)\/(revision|tree)\/(.+)$/.exec(url.pathname);
     if (m) {
@@ -126,7 +145,17 @@ export class HubServer {
       const files = repo.commits[commit];
       if (kind === 'revision') {
         res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ _id: crypto.createHash('md5').update(name).digest('hex').slice(0, 24), id: name, sha: commit, private: false, gated: repo.gatedToken ? 'manual' : false, lastModified: '2026-01-01T00:00:00.000Z', siblings: files.map((f) => ({ rfilename: f.path })) }));
+        res.end(
+          JSON.stringify({
+            _id: crypto.createHash('md5').update(name).digest('hex').slice(0, 24),
+            id: name,
+            sha: commit,
+            private: false,
+            gated: repo.gatedToken ? 'manual' : false,
+            lastModified: '2026-01-01T00:00:00.000Z',
+            siblings: files.map((f) => ({ rfilename: f.path })),
+          }),
+        );
         return;
       }
       res.writeHead(200, { 'Content-Type': 'application/json' });
@@ -134,7 +163,17 @@ export class HubServer {
         JSON.stringify(
           files.map((f) =>
             f.lfs
-              ? { type: 'file', oid: gitBlobId(lfsPointer(f.content)), size: f.content.length, path: f.path, lfs: { oid: f.listedId ?? sha256(f.content), size: f.content.length, pointerSize: lfsPointer(f.content).length } }
+              ? {
+                  type: 'file',
+                  oid: gitBlobId(lfsPointer(f.content)),
+                  size: f.content.length,
+                  path: f.path,
+                  lfs: {
+                    oid: f.listedId ?? sha256(f.content),
+                    size: f.content.length,
+                    pointerSize: lfsPointer(f.content).length,
+                  },
+                }
               : { type: 'file', oid: f.listedId ?? gitBlobId(f.content), size: f.content.length, path: f.path },
           ),
         ),
@@ -149,13 +188,26 @@ export class HubServer {
       const commit = findCommit(repo, decodeURIComponent(rawRev));
       if (!commit) return error(404, 'RevisionNotFound', `Invalid rev id: ${rawRev}`);
       if (repo.gatedToken && token !== repo.gatedToken) {
-        return error(token ? 403 : 401, 'GatedRepo', `Access to model ${name} is restricted. You must have access to it and be authenticated to access it. Please log in.`);
+        return error(
+          token ? 403 : 401,
+          'GatedRepo',
+          `Access to model ${name} is restricted. You must have access to it and be authenticated to access it. Please log in.`,
+        );
       }
       const file = repo.commits[commit].find((f) => f.path === decodeURIComponent(rawFile));
       if (!file) return error(404, 'EntryNotFound', 'Entry not found');
-      const common = { 'X-Repo-Commit': commit, 'Access-Control-Expose-Headers': 'X-Repo-Commit,X-Linked-Etag,X-Linked-Size' };
+      const common = {
+        'X-Repo-Commit': commit,
+        'Access-Control-Expose-Headers': 'X-Repo-Commit,X-Linked-Etag,X-Linked-Size',
+      };
       if (file.lfs) {
-        res.writeHead(302, { ...common, Location: `/cdn/${sha256(file.content)}?file=${encodeURIComponent(file.path)}`, 'X-Linked-Etag': `"${sha256(file.content)}"`, 'X-Linked-Size': String(file.content.length), ETag: `"${gitBlobId(lfsPointer(file.content))}"` });
+        res.writeHead(302, {
+          ...common,
+          Location: `/cdn/${sha256(file.content)}?file=${encodeURIComponent(file.path)}`,
+          'X-Linked-Etag': `"${sha256(file.content)}"`,
+          'X-Linked-Size': String(file.content.length),
+          ETag: `"${gitBlobId(lfsPointer(file.content))}"`,
+        });
         res.end();
         return;
       }
@@ -173,7 +225,12 @@ export class HubServer {
     error(404, undefined, `not found: ${url.pathname}`);
   }
 
-  private sendBytes(req: http.IncomingMessage, res: http.ServerResponse, file: HubFile, headers: Record<string, string>): void {
+  private sendBytes(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    file: HubFile,
+    headers: Record<string, string>,
+  ): void {
     const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     const size = file.content.length;
     const start = range ? Number(range[1]) : 0;

@@ -50,5 +50,8 @@ export function readRun(runDirectory: string): RunRecord {
 export function runsOf(workspace: string): string[] {
   const root = path.join(workspace, '.rollout', 'runs');
   if (!fs.existsSync(root)) return [];
-  return fs.readdirSync(root).sort().map((d) => path.join(root, d));
+  return fs
+    .readdirSync(root)
+    .sort()
+    .map((d) => path.join(root, d));
 }

@@ -18,7 +18,7 @@ import { generateQuestions, splitPeople } from '../../examples/multihop-search/d
 import { rewards as multihopRewards } from '../../examples/multihop-search/rewards';
 import { MultihopFields, type MultihopRow } from '../../examples/multihop-search/rows';
 import { knowledgeBase, tools } from '../../examples/multihop-search/tools';
-import { toRlSample } from "../../trainer/pipeline/rl/rewardPlacement";
+import { toRlSample } from '../../trainer/pipeline/rl/rewardPlacement';
 
 export interface MultihopRolloutOptions {
   template: ChatTemplate;
@@ -39,10 +39,22 @@ export interface MultihopRollout {
   samples: RlSample[];
 }
 
-export const SMALL_BUDGET: LengthBudget = { maxTurns: 4, maxNewTokensPerTurn: 48, maxTotalTokens: 1024, maxToolResultTokens: 160 };
+export const SMALL_BUDGET: LengthBudget = {
+  maxTurns: 4,
+  maxNewTokensPerTurn: 48,
+  maxTotalTokens: 1024,
+  maxToolResultTokens: 160,
+};
 
-export async function rolloutMultihopExample(policy: Policy, options: MultihopRolloutOptions): Promise<MultihopRollout> {
-  const questions = generateQuestions(knowledgeBase, splitPeople(knowledgeBase, options.seed).heldout, { seed: options.seed, count: options.questions, prefix: 'heldout' });
+export async function rolloutMultihopExample(
+  policy: Policy,
+  options: MultihopRolloutOptions,
+): Promise<MultihopRollout> {
+  const questions = generateQuestions(knowledgeBase, splitPeople(knowledgeBase, options.seed).heldout, {
+    seed: options.seed,
+    count: options.questions,
+    prefix: 'heldout',
+  });
   const rows = datasetFromRows('multihop (generated)', questions, { fields: MultihopFields }).rows;
   const toolSet = new ToolSet(tools);
   const loop = new AgentLoop({
@@ -54,11 +66,21 @@ export async function rolloutMultihopExample(policy: Policy, options: MultihopRo
     ...(options.templateKwargs ? { templateKwargs: options.templateKwargs } : {}),
   });
   loop.checkRows(rows);
-  const episodes = rows.flatMap((row, group) => Array.from({ length: options.groupSize }, (_, sample) => ({ row, group, sample })));
+  const episodes = rows.flatMap((row, group) =>
+    Array.from({ length: options.groupSize }, (_, sample) => ({ row, group, sample })),
+  );
   const trajectories = await loop.run(episodes, { seed: options.seed });
   const scored = await scoreTrajectories(trajectories, multihopRewards, toolSet);
   const records = trajectories.map((t, i) =>
-    parseWith(TrajectoryRecord, JSON.parse(JSON.stringify(toTrajectoryRecord(t, scored.trajectories[i], { step: 0, tokenizer: options.template.tokenizer }))), `trajectory ${i}`),
+    parseWith(
+      TrajectoryRecord,
+      JSON.parse(
+        JSON.stringify(
+          toTrajectoryRecord(t, scored.trajectories[i], { step: 0, tokenizer: options.template.tokenizer }),
+        ),
+      ),
+      `trajectory ${i}`,
+    ),
   );
   const samples = trajectories.map((t, i) => toRlSample(t, scored.trajectories[i]));
   return { rows, trajectories, rewards: scored, records, samples };

@@ -8,7 +8,13 @@ import { ropeInverseFrequencies, type ModelConfig } from '../../trainer/foundati
 
 export type Weights = Record<string, Float32Array | Float64Array>;
 
-function matvec(w: ArrayLike<number>, x: Float64Array, out: number, inp: number, bias?: ArrayLike<number>): Float64Array {
+function matvec(
+  w: ArrayLike<number>,
+  x: Float64Array,
+  out: number,
+  inp: number,
+  bias?: ArrayLike<number>,
+): Float64Array {
   const y = new Float64Array(out);
   for (let o = 0; o < out; o++) {
     let acc = bias ? bias[o] : 0;
@@ -40,7 +46,12 @@ function rotate(x: Float64Array, position: number, invFreq: Float64Array): Float
 }
 
 /** Log-softmax of the logits at every position of `ids` (positions 0..n−1), one sequence. */
-export function referenceLogProbs(config: ModelConfig, w: Weights, ids: number[], options: { invTemperature?: number; lora?: { scale: number; rank: number; targets: string[] } } = {}): Float64Array[] {
+export function referenceLogProbs(
+  config: ModelConfig,
+  w: Weights,
+  ids: number[],
+  options: { invTemperature?: number; lora?: { scale: number; rank: number; targets: string[] } } = {},
+): Float64Array[] {
   const c = config;
   const H = c.hiddenSize;
   const hd = c.headDim;
@@ -56,7 +67,9 @@ export function referenceLogProbs(config: ModelConfig, w: Weights, ids: number[]
     }
     return y;
   };
-  let hs: Float64Array[] = ids.map((id) => Float64Array.from(w['model.embed_tokens.weight'].subarray(id * H, (id + 1) * H)));
+  let hs: Float64Array[] = ids.map((id) =>
+    Float64Array.from(w['model.embed_tokens.weight'].subarray(id * H, (id + 1) * H)),
+  );
   for (let l = 0; l < c.numLayers; l++) {
     const p = `model.layers.${l}`;
     const normed = hs.map((h) => rms(h, w[`${p}.input_layernorm.weight`], c.rmsNormEps));
@@ -67,7 +80,8 @@ export function referenceLogProbs(config: ModelConfig, w: Weights, ids: number[]
       const q = proj(x, `${p}.self_attn.q_proj`, c.numHeads * hd, H, c.qkvBias);
       const k = proj(x, `${p}.self_attn.k_proj`, c.numKvHeads * hd, H, c.qkvBias);
       const v = proj(x, `${p}.self_attn.v_proj`, c.numKvHeads * hd, H, c.qkvBias);
-      const heads = (y: Float64Array, n: number): Float64Array<ArrayBufferLike>[] => Array.from({ length: n }, (_, i) => y.slice(i * hd, (i + 1) * hd));
+      const heads = (y: Float64Array, n: number): Float64Array<ArrayBufferLike>[] =>
+        Array.from({ length: n }, (_, i) => y.slice(i * hd, (i + 1) * hd));
       let qh = heads(q, c.numHeads);
       let kh = heads(k, c.numKvHeads);
       if (c.qkNorm) {

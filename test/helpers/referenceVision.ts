@@ -108,32 +108,48 @@ export function referenceVisionEncoder(v: VisionConfig, w: Weights, images: read
   let hs: Vec[] = [];
   for (const image of images) {
     const n = image.grid[0] * image.grid[1] * image.grid[2];
-    for (let i = 0; i < n; i++) hs.push(matvec(w[`${p}.patch_embed.proj.weight`], Float64Array.from(image.patches.subarray(i * patchWidth, (i + 1) * patchWidth)), v.width, patchWidth));
+    for (let i = 0; i < n; i++)
+      hs.push(
+        matvec(
+          w[`${p}.patch_embed.proj.weight`],
+          Float64Array.from(image.patches.subarray(i * patchWidth, (i + 1) * patchWidth)),
+          v.width,
+          patchWidth,
+        ),
+      );
   }
   // rot_pos_emb
   const dim = v.headDim / 2;
-  const invFreq = Array.from({ length: dim / 2 }, (_, i) => Math.fround(1 / Math.fround(Math.pow(10000, Math.fround((2 * i) / dim)))));
+  const invFreq = Array.from({ length: dim / 2 }, (_, i) =>
+    Math.fround(1 / Math.fround(Math.pow(10000, Math.fround((2 * i) / dim)))),
+  );
   let rotary: Vec[] = [];
   for (const image of images) {
     const [t, h, ww] = image.grid;
     const hpos: number[] = [];
     const wpos: number[] = [];
-    for (let a = 0; a < h / m; a++) for (let b = 0; b < ww / m; b++) for (let c = 0; c < m; c++) for (let d = 0; d < m; d++) {
-      hpos.push(a * m + c);
-      wpos.push(b * m + d);
-    }
-    for (let f = 0; f < t; f++) for (let i = 0; i < hpos.length; i++) {
-      const row = new Float64Array(dim);
-      for (let k = 0; k < dim / 2; k++) {
-        row[k] = hpos[i] * invFreq[k];
-        row[dim / 2 + k] = wpos[i] * invFreq[k];
+    for (let a = 0; a < h / m; a++)
+      for (let b = 0; b < ww / m; b++)
+        for (let c = 0; c < m; c++)
+          for (let d = 0; d < m; d++) {
+            hpos.push(a * m + c);
+            wpos.push(b * m + d);
+          }
+    for (let f = 0; f < t; f++)
+      for (let i = 0; i < hpos.length; i++) {
+        const row = new Float64Array(dim);
+        for (let k = 0; k < dim / 2; k++) {
+          row[k] = hpos[i] * invFreq[k];
+          row[dim / 2 + k] = wpos[i] * invFreq[k];
+        }
+        rotary.push(row);
       }
-      rotary.push(row);
-    }
   }
   // cu_seqlens: one chunk per frame.
   const cuSeqlens = [0];
-  for (const image of images) for (let f = 0; f < image.grid[0]; f++) cuSeqlens.push(cuSeqlens[cuSeqlens.length - 1] + image.grid[1] * image.grid[2]);
+  for (const image of images)
+    for (let f = 0; f < image.grid[0]; f++)
+      cuSeqlens.push(cuSeqlens[cuSeqlens.length - 1] + image.grid[1] * image.grid[2]);
   // Qwen2.5-VL: get_window_index, and the reordering of merged units.
   let windowIndex: number[] | undefined;
   let cuWindow: number[] | undefined;
@@ -151,18 +167,20 @@ export function referenceVisionEncoder(v: VisionConfig, w: Weights, images: read
       const nh = (lh + padH) / vws;
       const nw = (lw + padW) / vws;
       for (let f = 0; f < t; f++) {
-        for (let wh = 0; wh < nh; wh++) for (let wwi = 0; wwi < nw; wwi++) {
-          let count = 0;
-          for (let a = 0; a < vws; a++) for (let b = 0; b < vws; b++) {
-            const r = wh * vws + a;
-            const c = wwi * vws + b;
-            if (r < lh && c < lw) {
-              windowIndex.push(offset + f * lh * lw + r * lw + c);
-              count++;
-            }
+        for (let wh = 0; wh < nh; wh++)
+          for (let wwi = 0; wwi < nw; wwi++) {
+            let count = 0;
+            for (let a = 0; a < vws; a++)
+              for (let b = 0; b < vws; b++) {
+                const r = wh * vws + a;
+                const c = wwi * vws + b;
+                if (r < lh && c < lw) {
+                  windowIndex.push(offset + f * lh * lw + r * lw + c);
+                  count++;
+                }
+              }
+            cuWindow.push(cuWindow[cuWindow.length - 1] + count * unit);
           }
-          cuWindow.push(cuWindow[cuWindow.length - 1] + count * unit);
-        }
       }
       offset += t * lh * lw;
     }
@@ -173,13 +191,17 @@ export function referenceVisionEncoder(v: VisionConfig, w: Weights, images: read
   }
   const cos = rotary.map((r) => Float64Array.from([...r, ...r], Math.cos));
   const sin = rotary.map((r) => Float64Array.from([...r, ...r], Math.sin));
-  const norm = (x: Vec, name: string) => (v.norm === 'layernorm' ? layerNorm(x, w[`${name}.weight`], w[`${name}.bias`], 1e-6) : rmsNorm(x, w[`${name}.weight`], 1e-6));
+  const norm = (x: Vec, name: string) =>
+    v.norm === 'layernorm'
+      ? layerNorm(x, w[`${name}.weight`], w[`${name}.bias`], 1e-6)
+      : rmsNorm(x, w[`${name}.weight`], 1e-6);
   for (let layer = 0; layer < v.depth; layer++) {
     const b = `${p}.blocks.${layer}`;
     const chunks = v.family === 'qwen2_vl' || v.fullAttentionBlocks.includes(layer) ? cuSeqlens : cuWindow!;
     const normed = hs.map((x) => norm(x, `${b}.norm1`));
     const qkv = normed.map((x) => matvec(w[`${b}.attn.qkv.weight`], x, 3 * v.width, v.width, w[`${b}.attn.qkv.bias`]));
-    const head = (i: number, part: number, hh: number) => qkv[i].slice(part * v.width + hh * v.headDim, part * v.width + (hh + 1) * v.headDim);
+    const head = (i: number, part: number, hh: number) =>
+      qkv[i].slice(part * v.width + hh * v.headDim, part * v.width + (hh + 1) * v.headDim);
     const out = hs.map(() => new Float64Array(v.width));
     for (let c = 0; c + 1 < chunks.length; c++) {
       const [s, e] = [chunks[c], chunks[c + 1]];
@@ -206,12 +228,20 @@ export function referenceVisionEncoder(v: VisionConfig, w: Weights, images: read
       const h2 = norm(x, `${b}.norm2`);
       let mlp: Vec;
       if (v.family === 'qwen2_vl') {
-        const hidden = matvec(w[`${b}.mlp.fc1.weight`], h2, v.mlpSize, v.width, w[`${b}.mlp.fc1.bias`]).map((y) => act(v.act, y));
+        const hidden = matvec(w[`${b}.mlp.fc1.weight`], h2, v.mlpSize, v.width, w[`${b}.mlp.fc1.bias`]).map((y) =>
+          act(v.act, y),
+        );
         mlp = matvec(w[`${b}.mlp.fc2.weight`], hidden, v.width, v.mlpSize, w[`${b}.mlp.fc2.bias`]);
       } else {
         const gate = matvec(w[`${b}.mlp.gate_proj.weight`], h2, v.mlpSize, v.width, w[`${b}.mlp.gate_proj.bias`]);
         const up = matvec(w[`${b}.mlp.up_proj.weight`], h2, v.mlpSize, v.width, w[`${b}.mlp.up_proj.bias`]);
-        mlp = matvec(w[`${b}.mlp.down_proj.weight`], gate.map((g, i) => act(v.act, g) * up[i]), v.width, v.mlpSize, w[`${b}.mlp.down_proj.bias`]);
+        mlp = matvec(
+          w[`${b}.mlp.down_proj.weight`],
+          gate.map((g, i) => act(v.act, g) * up[i]),
+          v.width,
+          v.mlpSize,
+          w[`${b}.mlp.down_proj.bias`],
+        );
       }
       return x.map((y, d) => y + mlp[d]);
     });
@@ -236,7 +266,11 @@ export function referenceVisionEncoder(v: VisionConfig, w: Weights, images: read
 }
 
 /** get_rope_index for one unpadded sequence: [3][T]. */
-export function referenceRopeIndex(config: ModelConfig, ids: readonly number[], grids: readonly [number, number, number][]): number[][] {
+export function referenceRopeIndex(
+  config: ModelConfig,
+  ids: readonly number[],
+  grids: readonly [number, number, number][],
+): number[][] {
   const v = config.vision!;
   const positions: number[][] = [[], [], []];
   let st = 0;
@@ -257,7 +291,9 @@ export function referenceRopeIndex(config: ModelConfig, ids: readonly number[], 
     const textLen = ed - st;
     const stIdx = last + 1;
     for (let i = 0; i < textLen; i++) push(stIdx + i, stIdx + i, stIdx + i);
-    for (let a = 0; a < lt; a++) for (let b = 0; b < lh; b++) for (let c = 0; c < lw; c++) push(a + textLen + stIdx, b + textLen + stIdx, c + textLen + stIdx);
+    for (let a = 0; a < lt; a++)
+      for (let b = 0; b < lh; b++)
+        for (let c = 0; c < lw; c++) push(a + textLen + stIdx, b + textLen + stIdx, c + textLen + stIdx);
     st = ed + lt * lh * lw;
   }
   if (st < ids.length) {
@@ -268,15 +304,29 @@ export function referenceRopeIndex(config: ModelConfig, ids: readonly number[], 
 }
 
 /** Log-softmax at every position of one sequence with images (Qwen2VLForConditionalGeneration.forward). */
-export function referenceVisionLanguageLogProbs(config: ModelConfig, w: Weights, ids: readonly number[], images: readonly ReferenceImage[], options: { lora?: { scale: number; rank: number; targets: string[] } } = {}): Vec[] {
+export function referenceVisionLanguageLogProbs(
+  config: ModelConfig,
+  w: Weights,
+  ids: readonly number[],
+  images: readonly ReferenceImage[],
+  options: { lora?: { scale: number; rank: number; targets: string[] } } = {},
+): Vec[] {
   const c = config;
   const H = c.hiddenSize;
   const hd = c.headDim;
   const embeds = images.length ? referenceVisionEncoder(c.vision!, w, images) : [];
   let next = 0;
-  let hs: Vec[] = ids.map((id) => (id === c.vision!.imageTokenId ? Float64Array.from(embeds[next++]) : Float64Array.from(w['model.embed_tokens.weight'].subarray(id * H, (id + 1) * H))));
+  let hs: Vec[] = ids.map((id) =>
+    id === c.vision!.imageTokenId
+      ? Float64Array.from(embeds[next++])
+      : Float64Array.from(w['model.embed_tokens.weight'].subarray(id * H, (id + 1) * H)),
+  );
   if (next !== embeds.length) throw new Error(`reference: ${embeds.length} image features for ${next} image tokens`);
-  const positions = referenceRopeIndex(c, ids, images.map((im) => im.grid));
+  const positions = referenceRopeIndex(
+    c,
+    ids,
+    images.map((im) => im.grid),
+  );
   // Qwen2VLRotaryEmbedding: inv_freq = 1 / θ^(2i/hd) in float32, then per axis; sections pick the axis.
   const invFreq = Array.from({ length: hd / 2 }, (_, i) => Math.fround(1 / Math.pow(c.ropeTheta, (2 * i) / hd)));
   const section = [...c.mropeSection!, ...c.mropeSection!];
@@ -310,14 +360,25 @@ export function referenceVisionLanguageLogProbs(config: ModelConfig, w: Weights,
     const p = `model.layers.${l}`;
     const normed = hs.map((h) => rmsNorm(h, w[`${p}.input_layernorm.weight`], c.rmsNormEps));
     const heads = (y: Vec, n: number) => Array.from({ length: n }, (_, i) => y.slice(i * hd, (i + 1) * hd));
-    const qs = normed.map((x, t) => heads(proj(x, `${p}.self_attn.q_proj`, c.numHeads * hd, H, true), c.numHeads).map((q) => rotateHalfApply(q, cosSin[t].cos, cosSin[t].sin)));
-    const ks = normed.map((x, t) => heads(proj(x, `${p}.self_attn.k_proj`, c.numKvHeads * hd, H, true), c.numKvHeads).map((k) => rotateHalfApply(k, cosSin[t].cos, cosSin[t].sin)));
+    const qs = normed.map((x, t) =>
+      heads(proj(x, `${p}.self_attn.q_proj`, c.numHeads * hd, H, true), c.numHeads).map((q) =>
+        rotateHalfApply(q, cosSin[t].cos, cosSin[t].sin),
+      ),
+    );
+    const ks = normed.map((x, t) =>
+      heads(proj(x, `${p}.self_attn.k_proj`, c.numKvHeads * hd, H, true), c.numKvHeads).map((k) =>
+        rotateHalfApply(k, cosSin[t].cos, cosSin[t].sin),
+      ),
+    );
     const vs = normed.map((x) => heads(proj(x, `${p}.self_attn.v_proj`, c.numKvHeads * hd, H, true), c.numKvHeads));
     const attn = hs.map((_, t) => {
       const merged = new Float64Array(c.numHeads * hd);
       for (let h = 0; h < c.numHeads; h++) {
         const kvh = Math.floor(h / group);
-        const scores = Array.from({ length: t + 1 }, (_, s) => qs[t][h].reduce((a, x, i) => a + x * ks[s][kvh][i], 0) / Math.sqrt(hd));
+        const scores = Array.from(
+          { length: t + 1 },
+          (_, s) => qs[t][h].reduce((a, x, i) => a + x * ks[s][kvh][i], 0) / Math.sqrt(hd),
+        );
         const max = Math.max(...scores);
         const e = scores.map((x) => Math.exp(x - max));
         const sum = e.reduce((a, b) => a + b, 0);
@@ -330,7 +391,13 @@ export function referenceVisionLanguageLogProbs(config: ModelConfig, w: Weights,
       const x = rmsNorm(h, w[`${p}.post_attention_layernorm.weight`], c.rmsNormEps);
       const gate = proj(x, `${p}.mlp.gate_proj`, c.intermediateSize, H, false);
       const up = proj(x, `${p}.mlp.up_proj`, c.intermediateSize, H, false);
-      const down = proj(gate.map((g, i) => silu(g) * up[i]), `${p}.mlp.down_proj`, H, c.intermediateSize, false);
+      const down = proj(
+        gate.map((g, i) => silu(g) * up[i]),
+        `${p}.mlp.down_proj`,
+        H,
+        c.intermediateSize,
+        false,
+      );
       return h.map((x2, i) => x2 + down[i]);
     });
   }

@@ -11,7 +11,9 @@ import type { MetricsRecord, TrajectoryRecord } from '../../trainer/contract/pro
 import { RunStoreReader } from '../../trainer/contract/runstore';
 
 function withoutClock(record: MetricsRecord): unknown {
-  const values = Object.fromEntries(Object.entries(record.values).filter(([k]) => !k.startsWith('time/') && !k.startsWith('throughput/')));
+  const values = Object.fromEntries(
+    Object.entries(record.values).filter(([k]) => !k.startsWith('time/') && !k.startsWith('throughput/')),
+  );
   const { time: _time, ...rest } = record;
   return { ...rest, values };
 }
@@ -24,14 +26,26 @@ function withoutLatency(record: TrajectoryRecord): unknown {
 export function assertSameRecords(expected: string, actual: string, what: string): void {
   const a = new RunStoreReader(expected);
   const b = new RunStoreReader(actual);
-  assert.deepEqual(b.metrics().records.map(withoutClock), a.metrics().records.map(withoutClock), `${what}: metrics.jsonl`);
+  assert.deepEqual(
+    b.metrics().records.map(withoutClock),
+    a.metrics().records.map(withoutClock),
+    `${what}: metrics.jsonl`,
+  );
   assert.deepEqual(b.steps(), a.steps(), `${what}: rollout steps`);
   for (const step of a.steps()) {
-    assert.deepEqual(b.trajectories(step).records.map(withoutLatency), a.trajectories(step).records.map(withoutLatency), `${what}: trajectories of step ${step}`);
+    assert.deepEqual(
+      b.trajectories(step).records.map(withoutLatency),
+      a.trajectories(step).records.map(withoutLatency),
+      `${what}: trajectories of step ${step}`,
+    );
   }
   assert.deepEqual(b.evaluations(), a.evaluations(), `${what}: evaluations`);
   for (const step of a.evaluations()) {
-    assert.deepEqual(b.evaluationTrajectories(step).records.map(withoutLatency), a.evaluationTrajectories(step).records.map(withoutLatency), `${what}: evaluation after step ${step}`);
+    assert.deepEqual(
+      b.evaluationTrajectories(step).records.map(withoutLatency),
+      a.evaluationTrajectories(step).records.map(withoutLatency),
+      `${what}: evaluation after step ${step}`,
+    );
   }
 }
 

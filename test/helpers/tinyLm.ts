@@ -74,7 +74,12 @@ export interface ParameterInit {
 }
 
 /** An OptimizerRuntime training the tiny LM from `init`. */
-export function tinyLmOptimizer(device: Device, config: TinyLmConfig, init: ParameterInit[], options: { adamw?: AdamWConfig; accumulate?: boolean; optimization?: 'basic' | 'all' } = {}): Promise<OptimizerRuntime> {
+export function tinyLmOptimizer(
+  device: Device,
+  config: TinyLmConfig,
+  init: ParameterInit[],
+  options: { adamw?: AdamWConfig; accumulate?: boolean; optimization?: 'basic' | 'all' } = {},
+): Promise<OptimizerRuntime> {
   return OptimizerRuntime.create(device, {
     build: () => {
       const { graph, loss, params } = buildTinyLm(config);

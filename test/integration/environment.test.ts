@@ -4,18 +4,31 @@ import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { EnvironmentReport, parseWith } from '../../trainer/contract/protocol';
-import { CHECK_COLS, CHECK_INNER, CHECK_ROWS, checkGraphBytes, checkInputs } from '../../trainer/bridges/environment/checkGraph';
+import {
+  CHECK_COLS,
+  CHECK_INNER,
+  CHECK_ROWS,
+  checkGraphBytes,
+  checkInputs,
+} from '../../trainer/bridges/environment/checkGraph';
 
 const root = path.resolve(__dirname, '../..');
 const setupHint = 'WebGPU runs here on Mesa 25 lavapipe: run test/setup/ensure-deps.sh as root (npm test does).';
 
 function runCli(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), ...args], { encoding: 'utf8', cwd: root, timeout: 180_000 });
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), ...args],
+    { encoding: 'utf8', cwd: root, timeout: 180_000 },
+  );
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
 async function runCheckGraph(provider: 'cpu' | 'webgpu'): Promise<Float32Array> {
-  const session = await ort.InferenceSession.create(checkGraphBytes(), { executionProviders: [provider], logSeverityLevel: 3 });
+  const session = await ort.InferenceSession.create(checkGraphBytes(), {
+    executionProviders: [provider],
+    logSeverityLevel: 3,
+  });
   const { x, w, b } = checkInputs();
   const out = await session.run({
     x: new ort.Tensor('float32', x, [CHECK_ROWS, CHECK_INNER]),
@@ -33,7 +46,11 @@ describe('rollout-studio env', () => {
     assert.equal(status, 0, stderr);
     const report = parseWith(EnvironmentReport, JSON.parse(stdout), 'rollout-studio env --json');
     assert.equal(report.providers.cpu.available, true, report.providers.cpu.reason);
-    assert.equal(report.providers.webgpu.available, true, `${report.providers.webgpu.reason} ${report.providers.webgpu.error ?? ''} — ${setupHint}`);
+    assert.equal(
+      report.providers.webgpu.available,
+      true,
+      `${report.providers.webgpu.reason} ${report.providers.webgpu.error ?? ''} — ${setupHint}`,
+    );
     const adapter = report.providers.webgpu.adapter;
     assert.ok(adapter, 'the WebGPU check names the adapter it ran on');
     assert.ok(adapter.vendor.length > 0 && adapter.device.length > 0, JSON.stringify(adapter));
@@ -45,9 +62,21 @@ describe('rollout-studio env', () => {
     if (process.platform === 'linux' && process.arch === 'x64') {
       const packageDir = path.dirname(require.resolve('onnxruntime-node/package.json'));
       const binDir = path.join(packageDir, 'bin/napi-v6/linux/x64');
-      assert.deepEqual(cuda.providerLibrary, { installed: false, path: path.join(binDir, 'libonnxruntime_providers_cuda.so'), missing: ['libonnxruntime_providers_cuda.so', 'libonnxruntime_providers_shared.so'] });
-      assert.ok(cuda.reason!.includes(`libonnxruntime_providers_cuda.so and libonnxruntime_providers_shared.so are not in ${binDir}`), cuda.reason);
-      assert.ok(cuda.reason!.includes(`ONNXRUNTIME_NODE_INSTALL=cuda12 node ${path.join(packageDir, 'script/install.js')}`), cuda.reason);
+      assert.deepEqual(cuda.providerLibrary, {
+        installed: false,
+        path: path.join(binDir, 'libonnxruntime_providers_cuda.so'),
+        missing: ['libonnxruntime_providers_cuda.so', 'libonnxruntime_providers_shared.so'],
+      });
+      assert.ok(
+        cuda.reason!.includes(
+          `libonnxruntime_providers_cuda.so and libonnxruntime_providers_shared.so are not in ${binDir}`,
+        ),
+        cuda.reason,
+      );
+      assert.ok(
+        cuda.reason!.includes(`ONNXRUNTIME_NODE_INSTALL=cuda12 node ${path.join(packageDir, 'script/install.js')}`),
+        cuda.reason,
+      );
     } else assert.match(cuda.reason ?? '', /Linux x64 only/);
   });
 

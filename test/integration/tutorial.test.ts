@@ -31,7 +31,11 @@ before(() => {
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 function run(command: string, args: string[]): string {
-  const result = spawnSync(command, args, { cwd: dir, encoding: 'utf8', env: { ...process.env, PATH: `${path.join(dir, 'node_modules/.bin')}${path.delimiter}${process.env.PATH}` } });
+  const result = spawnSync(command, args, {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${path.join(dir, 'node_modules/.bin')}${path.delimiter}${process.env.PATH}` },
+  });
   assert.equal(result.status, 0, `${command} ${args.join(' ')} failed:\n${result.stdout}\n${result.stderr}`);
   return result.stdout;
 }
@@ -42,7 +46,10 @@ describe('tutorial (examples/currency-agent): your own task from an empty folder
     const files = tutorialFiles();
     assert.deepEqual(Object.keys(files).sort(), ['config.ts', 'data.ts', 'rewards.ts', 'tools.ts']);
     // `npm init -y && npm install rollout-studio tsx`, offline: the package and tsx linked where npm puts them.
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'currency-agent', version: '1.0.0', private: true }));
+    fs.writeFileSync(
+      path.join(dir, 'package.json'),
+      JSON.stringify({ name: 'currency-agent', version: '1.0.0', private: true }),
+    );
     fs.mkdirSync(path.join(dir, 'node_modules/.bin'), { recursive: true });
     fs.symlinkSync(ROOT, path.join(dir, 'node_modules/rollout-studio'), 'dir');
     fs.symlinkSync(CLI, path.join(dir, 'node_modules/.bin/rollout-studio'));
@@ -50,8 +57,15 @@ describe('tutorial (examples/currency-agent): your own task from an empty folder
     for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
 
     run('tsx', ['data.ts', '24,4,16']);
-    const lines = (file: string) => fs.readFileSync(path.join(dir, 'data', file), 'utf8').trim().split('\n');
-    assert.deepEqual(['train.jsonl', 'heldout.jsonl', 'sft.jsonl'].map((f) => lines(f).length), [24, 4, 16]);
+    const lines = (file: string) =>
+      fs
+        .readFileSync(path.join(dir, 'data', file), 'utf8')
+        .trim()
+        .split('\n');
+    assert.deepEqual(
+      ['train.jsonl', 'heldout.jsonl', 'sft.jsonl'].map((f) => lines(f).length),
+      [24, 4, 16],
+    );
 
     const out = run('rollout-studio', ['train', 'config.ts', '--steps', '2', '--run-dir', 'run']);
     assert.match(out, /sft step 6\/6: loss/); // 16 demonstrations, batches of 8, 3 epochs
@@ -61,15 +75,33 @@ describe('tutorial (examples/currency-agent): your own task from an empty folder
     const runDir = path.join(dir, 'run');
     const record = JSON.parse(fs.readFileSync(path.join(runDir, 'run.json'), 'utf8'));
     assert.equal(record.status, 'finished');
-    assert.match(record.model.path, /trainer[/\\]bases[/\\]weights[/\\]base$/, 'rollout-studio:base is the shipped base');
-    const metrics = fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(metrics.filter((m) => m.kind === 'train').map((m) => m.step), [1, 2]);
+    assert.match(
+      record.model.path,
+      /trainer[/\\]bases[/\\]weights[/\\]base$/,
+      'rollout-studio:base is the shipped base',
+    );
+    const metrics = fs
+      .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      metrics.filter((m) => m.kind === 'train').map((m) => m.step),
+      [1, 2],
+    );
     // Before RL, after step 1 (evaluations are on by default: every ⌈2 / 5⌉ = 1 step) and after.
-    assert.deepEqual(metrics.filter((m) => m.kind === 'eval').map((m) => m.step), [0, 1, 2]);
+    assert.deepEqual(
+      metrics.filter((m) => m.kind === 'eval').map((m) => m.step),
+      [0, 1, 2],
+    );
     assert.match(out, /^best: step [012], exact_match [\d.]+ \(checkpoints\/best\)$/m);
     assert.ok(fs.existsSync(path.join(runDir, 'checkpoints', 'best', 'model.safetensors')));
     // Every rollout offered the tutorial's tool in the prompt (the schema from its zod arguments).
-    const trajectories = fs.readFileSync(path.join(runDir, 'rollouts', 'step-000001.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const trajectories = fs
+      .readFileSync(path.join(runDir, 'rollouts', 'step-000001.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(trajectories.length, 32);
     for (const t of trajectories as { turns: { role: string; text: string }[] }[]) {
       assert.match(t.turns[0].text, /"name": "exchange".*"amount": \{"type": "number"/s);

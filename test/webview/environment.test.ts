@@ -18,12 +18,29 @@ after(() => browser?.close());
 
 const report: EnvironmentReport = {
   generatedAt: '2026-12-01T10:00:00Z',
-  runtime: { node: '20.20.2', platform: 'linux', arch: 'x64', cpuModel: 'test CPU', cpuCount: 2, totalMemoryBytes: 2 ** 34, freeMemoryBytes: 2 ** 33 },
+  runtime: {
+    node: '20.20.2',
+    platform: 'linux',
+    arch: 'x64',
+    cpuModel: 'test CPU',
+    cpuCount: 2,
+    totalMemoryBytes: 2 ** 34,
+    freeMemoryBytes: 2 ** 33,
+  },
   onnxruntime: { version: '1.30.0', backends: [{ name: 'cpu', bundled: true }] },
   providers: {
     cpu: { name: 'cpu', available: true, maxAbsError: 1e-7, elapsedMs: 12 },
-    webgpu: { name: 'webgpu', available: true, adapter: { vendor: 'mesa', architecture: 'llvmpipe', device: 'lavapipe', description: 'software' } },
-    cuda: { name: 'cuda', available: false, reason: 'Download the CUDA provider: ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js' },
+    webgpu: {
+      name: 'webgpu',
+      available: true,
+      adapter: { vendor: 'mesa', architecture: 'llvmpipe', device: 'lavapipe', description: 'software' },
+    },
+    cuda: {
+      name: 'cuda',
+      available: false,
+      reason:
+        'Download the CUDA provider: ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js',
+    },
   },
 };
 

@@ -30,13 +30,26 @@ const cleanups: Array<() => void> = [];
 /** Two recorded runs in one runs folder; run A also has evaluations and a skipped update. */
 function recordedRuns() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-dom-'));
-  const a = writeRecordedRun(path.join(root, 'run-a'), { steps: 10, batch: 8, groupSize: 4, seed: 21, status: 'running' });
+  const a = writeRecordedRun(path.join(root, 'run-a'), {
+    steps: 10,
+    batch: 8,
+    groupSize: 4,
+    seed: 21,
+    status: 'running',
+  });
   const b = writeRecordedRun(path.join(root, 'run-b'), { steps: 7, batch: 8, groupSize: 4, seed: 22 });
   const time = new Date().toISOString();
   appendJsonl(path.join(a, 'metrics.jsonl'), [
     { step: 5, time, kind: 'eval', values: { 'reward/mean': 0.8, 'score/exact_match': 0.6 } },
     { step: 10, time, kind: 'eval', values: { 'reward/mean': 0.9, 'score/exact_match': 0.7 } },
-    { step: 11, time, kind: 'train', values: { 'reward/mean': 0.7, 'loss/total': null, 'grad/norm': null }, nonFinite: ['loss/total', 'grad/norm'], skipped: { reason: 'non-finite gradient' } },
+    {
+      step: 11,
+      time,
+      kind: 'train',
+      values: { 'reward/mean': 0.7, 'loss/total': null, 'grad/norm': null },
+      nonFinite: ['loss/total', 'grad/norm'],
+      skipped: { reason: 'non-finite gradient' },
+    },
   ] satisfies MetricsRecord[]);
   return { root, a, b };
 }
@@ -98,17 +111,53 @@ describe('Metrics webview', () => {
     const { app, page } = await open(root, [a]);
     await chart(page, 'reward').locator('canvas').waitFor();
     const groups = await page.locator('.chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group));
-    assert.deepEqual(groups, ['entropy', 'clip', 'tool-errors', 'kl', 'reward', 'score', 'loss', 'grad', 'lr', 'length', 'tool-calls', 'throughput', 'time']);
-    assert.deepEqual(await page.locator('#health-charts .chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group)), ['entropy', 'clip', 'tool-errors', 'kl'], 'the health charts come first, in a section of their own');
-    assert.equal(await page.locator('#warnings').isVisible(), false, 'a run without health checks has no warnings list');
+    assert.deepEqual(groups, [
+      'entropy',
+      'clip',
+      'tool-errors',
+      'kl',
+      'reward',
+      'score',
+      'loss',
+      'grad',
+      'lr',
+      'length',
+      'tool-calls',
+      'throughput',
+      'time',
+    ]);
+    assert.deepEqual(
+      await page
+        .locator('#health-charts .chart')
+        .evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group)),
+      ['entropy', 'clip', 'tool-errors', 'kl'],
+      'the health charts come first, in a section of their own',
+    );
+    assert.equal(
+      await page.locator('#warnings').isVisible(),
+      false,
+      'a run without health checks has no warnings list',
+    );
     assert.equal(await page.locator('#best-eval').isVisible(), false);
-    assert.deepEqual(await seriesOf(page, 'reward'), ['reward/mean', 'reward/outcome_mean', 'reward/process_mean', 'reward/mean (eval)']);
+    assert.deepEqual(await seriesOf(page, 'reward'), [
+      'reward/mean',
+      'reward/outcome_mean',
+      'reward/process_mean',
+      'reward/mean (eval)',
+    ]);
     assert.deepEqual(await seriesOf(page, 'time'), ['time/reward_s', 'time/rollout_s', 'time/step_s', 'time/update_s']);
     assert.equal(await chart(page, 'reward').getAttribute('data-bands'), '1');
     assert.equal(await chart(page, 'reward').getAttribute('data-points'), '11');
     assert.equal(await chart(page, 'loss').getAttribute('data-skipped'), '1');
-    assert.match((await page.locator('#summary').textContent()) ?? '', /11 training steps · 2 evaluations · last step 11 · skipped updates .*11 \(non-finite gradient\)/);
-    assert.equal(await chart(page, 'reward').locator('.u-legend .u-series').count(), 1 + 4 + 2, 'step, four lines, two band edges');
+    assert.match(
+      (await page.locator('#summary').textContent()) ?? '',
+      /11 training steps · 2 evaluations · last step 11 · skipped updates .*11 \(non-finite gradient\)/,
+    );
+    assert.equal(
+      await chart(page, 'reward').locator('.u-legend .u-series').count(),
+      1 + 4 + 2,
+      'step, four lines, two band edges',
+    );
     assert.equal(await chart(page, 'reward').locator('.u-legend .u-series.band-edge').count(), 2);
     assert.equal(await page.locator('#run-status').textContent(), 'running');
     assertClean(app);
@@ -119,15 +168,40 @@ describe('Metrics webview', () => {
     const dir = writeRecordedHealthRun(path.join(root, 'run-health'));
     const { app, page, refresh } = await open(root, [dir]);
     await chart(page, 'signal').locator('canvas').waitFor();
-    assert.deepEqual(await page.locator('#health-charts .chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group)), ['signal', 'entropy', 'clip', 'tool-errors', 'kl']);
+    assert.deepEqual(
+      await page
+        .locator('#health-charts .chart')
+        .evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group)),
+      ['signal', 'entropy', 'clip', 'tool-errors', 'kl'],
+    );
     assert.deepEqual(await seriesOf(page, 'signal'), ['health/zero_signal_groups', 'health/dropped_groups']);
-    assert.deepEqual(await seriesOf(page, 'tool-errors'), ['tools/parse_error_rate', 'tools/schema_error_rate', 'tools/error_rate', 'tools/error_rate (eval)']);
+    assert.deepEqual(await seriesOf(page, 'tool-errors'), [
+      'tools/parse_error_rate',
+      'tools/schema_error_rate',
+      'tools/error_rate',
+      'tools/error_rate (eval)',
+    ]);
     assert.deepEqual(await seriesOf(page, 'kl'), ['kl/approx_update', 'kl/mean']);
-    assert.equal(await chart(page, 'entropy').getAttribute('data-warned'), '6:warn 7:warn 8:warn 9:warn 10:warn 11:critical 12:warn', 'health charts mark the warned steps');
+    assert.equal(
+      await chart(page, 'entropy').getAttribute('data-warned'),
+      '6:warn 7:warn 8:warn 9:warn 10:warn 11:critical 12:warn',
+      'health charts mark the warned steps',
+    );
     assert.equal(await chart(page, 'reward').getAttribute('data-warned'), '', 'other charts do not');
-    assert.equal(await page.locator('#best-eval').textContent(), 'Best evaluation: step 8, exact_match 0.610 — checkpoints/best');
+    assert.equal(
+      await page.locator('#best-eval').textContent(),
+      'Best evaluation: step 8, exact_match 0.610 — checkpoints/best',
+    );
 
-    const lines = () => page.locator('#warnings li').evaluateAll((els) => els.map((e) => `${(e as HTMLElement).dataset.severity} ${(e as HTMLElement).dataset.code} ${e.querySelector('.warning-step')!.textContent}`));
+    const lines = () =>
+      page
+        .locator('#warnings li')
+        .evaluateAll((els) =>
+          els.map(
+            (e) =>
+              `${(e as HTMLElement).dataset.severity} ${(e as HTMLElement).dataset.code} ${e.querySelector('.warning-step')!.textContent}`,
+          ),
+        );
     assert.deepEqual(await lines(), [
       'warn heldout_drop evaluation after step 12',
       'warn tool_errors steps 10–12 (3 steps)',
@@ -142,37 +216,73 @@ describe('Metrics webview', () => {
     assert.equal(await page.locator('#warnings-more').isVisible(), false, 'four lines need no "show more"');
 
     // Severity colours are the theme's error and warning colours, and follow a theme change.
-    const border = (code: string) => page.locator(`#warnings li[data-code="${code}"]`).evaluate((e) => getComputedStyle(e).borderLeftColor);
+    const border = (code: string) =>
+      page.locator(`#warnings li[data-code="${code}"]`).evaluate((e) => getComputedStyle(e).borderLeftColor);
     const rgb = (hex: string) => `rgb(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(', ')})`;
     assert.equal(await border('collapse'), rgb(THEMES.dark['editorError-foreground']));
     assert.equal(await border('zero_signal'), rgb(THEMES.dark['editorWarning-foreground']));
     fs.mkdirSync(path.join(testOutputDir, 'screenshots'), { recursive: true });
     await page.screenshot({ path: path.join(testOutputDir, 'screenshots', 'metrics-health-dark.png') });
     await app.setTheme('light');
-    await page.waitForFunction((colour) => getComputedStyle(document.querySelector('#warnings li[data-code="collapse"]')!).borderLeftColor === colour, rgb(THEMES.light['editorError-foreground']));
+    await page.waitForFunction(
+      (colour) =>
+        getComputedStyle(document.querySelector('#warnings li[data-code="collapse"]')!).borderLeftColor === colour,
+      rgb(THEMES.light['editorError-foreground']),
+    );
     await chart(page, 'signal').locator('canvas').waitFor();
     await page.screenshot({ path: path.join(testOutputDir, 'screenshots', 'metrics-health-light.png') });
 
     // Held-out score against tool calls per trajectory, one point per evaluation in step order.
-    assert.equal(await chart(page, 'score-vs-tools').getAttribute('data-points'), '0:0.4:0.22 4:1.2:0.41 8:1.9:0.61 12:4.6:0.35');
-    assert.equal(await chart(page, 'score-vs-tools').locator('h3').textContent(), 'Held-out exact_match against tool calls per trajectory');
-    const trainingOrder = await page.locator('#charts .chart').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group));
+    assert.equal(
+      await chart(page, 'score-vs-tools').getAttribute('data-points'),
+      '0:0.4:0.22 4:1.2:0.41 8:1.9:0.61 12:4.6:0.35',
+    );
+    assert.equal(
+      await chart(page, 'score-vs-tools').locator('h3').textContent(),
+      'Held-out exact_match against tool calls per trajectory',
+    );
+    const trainingOrder = await page
+      .locator('#charts .chart')
+      .evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.group));
     assert.equal(trainingOrder[trainingOrder.indexOf('score') + 1], 'score-vs-tools', 'beside the score it explains');
     await chart(page, 'score-vs-tools').scrollIntoViewIfNeeded();
-    await chart(page, 'score-vs-tools').screenshot({ path: path.join(testOutputDir, 'screenshots', 'metrics-score-vs-tools-light.png') });
+    await chart(page, 'score-vs-tools').screenshot({
+      path: path.join(testOutputDir, 'screenshots', 'metrics-score-vs-tools-light.png'),
+    });
 
     // A live step with a new critical warning goes on top; the best moves with run.json.
     const writer = recordedRunWriter(dir);
-    writer.appendMetrics({ step: 13, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.2 }, warnings: [
-        { code: 'zero_signal', severity: 'warn', message: '4 of 4 groups had equal rewards: no learning signal in them', advice: 'raise rollout.temperature' },
-        { code: 'entropy_collapse', severity: 'critical', message: 'entropy fell to 0.01', advice: 'raise rollout.temperature' },
+    writer.appendMetrics({
+      step: 13,
+      time: new Date().toISOString(),
+      kind: 'train',
+      values: { 'reward/mean': 0.2 },
+      warnings: [
+        {
+          code: 'zero_signal',
+          severity: 'warn',
+          message: '4 of 4 groups had equal rewards: no learning signal in them',
+          advice: 'raise rollout.temperature',
+        },
+        {
+          code: 'entropy_collapse',
+          severity: 'critical',
+          message: 'entropy fell to 0.01',
+          advice: 'raise rollout.temperature',
+        },
       ],
     });
     writer.update({ best: { step: 12, metric: 'exact_match', value: 0.7, checkpoint: 'checkpoints/best' } });
     refresh(dir);
     await page.locator('#warnings li:first-child[data-code="entropy_collapse"][data-severity="critical"]').waitFor();
-    assert.equal(await page.locator('#warnings li:nth-child(2)').getAttribute('data-code'), 'zero_signal', 'a warning seen again after a gap is a new line');
-    await page.locator('#best-eval', { hasText: 'Best evaluation: step 12, exact_match 0.700 — checkpoints/best' }).waitFor();
+    assert.equal(
+      await page.locator('#warnings li:nth-child(2)').getAttribute('data-code'),
+      'zero_signal',
+      'a warning seen again after a gap is a new line',
+    );
+    await page
+      .locator('#best-eval', { hasText: 'Best evaluation: step 12, exact_match 0.700 — checkpoints/best' })
+      .waitFor();
     assert.match((await chart(page, 'signal').getAttribute('data-warned')) ?? '', / 13:critical$/);
     // More than five lines: the older ones wait behind "Show 1 older".
     assert.equal(await page.locator('#warnings li').count(), 5);
@@ -189,12 +299,21 @@ describe('Metrics webview', () => {
     const { app, page, refresh } = await open(root, [a]);
     await chart(page, 'reward').locator('canvas').waitFor();
     const writer = recordedRunWriter(a);
-    writer.appendMetrics({ step: 12, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 1.1, 'kl/mean': 0.03, 'custom/thing': 4 } });
+    writer.appendMetrics({
+      step: 12,
+      time: new Date().toISOString(),
+      kind: 'train',
+      values: { 'reward/mean': 1.1, 'kl/mean': 0.03, 'custom/thing': 4 },
+    });
     refresh(a);
     await page.locator('.chart[data-group="reward"][data-last-step="12"]').waitFor();
     assert.equal(await chart(page, 'reward').getAttribute('data-points'), '12');
     await chart(page, 'other-custom').waitFor();
-    assert.deepEqual(await seriesOf(page, 'other-custom'), ['custom/thing'], 'a metric never seen before gets its own chart');
+    assert.deepEqual(
+      await seriesOf(page, 'other-custom'),
+      ['custom/thing'],
+      'a metric never seen before gets its own chart',
+    );
     writer.finish('finished');
     refresh(a);
     await page.locator('#run-status', { hasText: 'finished' }).waitFor();
@@ -213,7 +332,11 @@ describe('Metrics webview', () => {
     assert.equal(await page.locator('#runs-summary').textContent(), 'Comparing 2 runs');
     const colours = ((await chart(page, 'kl').getAttribute('data-colours')) ?? '').split('|');
     assert.notEqual(colours[0], colours[1], 'compared runs have different colours');
-    assert.equal(await page.locator(`#run-list vscode-checkbox[data-run-dir="${a}"]`).getAttribute('disabled'), '', 'the panel’s own run stays');
+    assert.equal(
+      await page.locator(`#run-list vscode-checkbox[data-run-dir="${a}"]`).getAttribute('disabled'),
+      '',
+      'the panel’s own run stays',
+    );
     await page.locator(`#run-list vscode-checkbox[data-run-dir="${b}"]`).click();
     await page.locator('.chart[data-group="kl"][data-series="kl/mean"]').waitFor();
     assert.deepEqual(((await app.state()) as MetricsPanelState).runDirs, [a]);
@@ -249,9 +372,17 @@ describe('Metrics webview', () => {
     const colours = async () => ((await chart(page, 'throughput').getAttribute('data-colours')) ?? '').split('|');
     assert.deepEqual(await colours(), [THEMES.dark['charts-blue'], THEMES.dark['charts-orange']]);
     await app.setTheme('light');
-    await page.locator(`.chart[data-group="throughput"][data-colours="${THEMES.light['charts-blue']}|${THEMES.light['charts-orange']}"]`).waitFor();
+    await page
+      .locator(
+        `.chart[data-group="throughput"][data-colours="${THEMES.light['charts-blue']}|${THEMES.light['charts-orange']}"]`,
+      )
+      .waitFor();
     await app.setTheme('high-contrast');
-    await page.locator(`.chart[data-group="throughput"][data-colours="${THEMES['high-contrast']['charts-blue']}|${THEMES['high-contrast']['charts-orange']}"]`).waitFor();
+    await page
+      .locator(
+        `.chart[data-group="throughput"][data-colours="${THEMES['high-contrast']['charts-blue']}|${THEMES['high-contrast']['charts-orange']}"]`,
+      )
+      .waitFor();
     assertClean(app);
   });
 
@@ -259,11 +390,18 @@ describe('Metrics webview', () => {
     const { root, a, b } = recordedRuns();
     const { app, page, controller } = await open(root, [a]);
     await chart(page, 'reward').locator('canvas').waitFor();
-    await app.send({ type: 'following', following: { followsNewest: false, newer: { dir: b, id: 'run-b', name: 'the next run' } } });
-    await page.locator('#run-pin', { hasText: 'Pinned to this run; the next run (run-b) has started since.' }).waitFor();
+    await app.send({
+      type: 'following',
+      following: { followsNewest: false, newer: { dir: b, id: 'run-b', name: 'the next run' } },
+    });
+    await page
+      .locator('#run-pin', { hasText: 'Pinned to this run; the next run (run-b) has started since.' })
+      .waitFor();
     await page.locator('#follow-run').click();
     const deadline = Date.now() + 5000;
-    while (!app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'followNewestRun', follow: true }))) {
+    while (
+      !app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'followNewestRun', follow: true }))
+    ) {
       assert.ok(Date.now() < deadline, 'the webview asks the host to follow the newest run');
       await page.waitForTimeout(20);
     }

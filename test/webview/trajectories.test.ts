@@ -26,7 +26,15 @@ function recordedRun(options: { steps: number; batch: number; status?: 'running'
   return writeRecordedRun(path.join(root, 'run-dom'), { groupSize: 4, seed: 11, status: 'running', ...options });
 }
 
-async function open(dir: string, options: { state?: TrajectoriesPanelState; step?: StepSelection; theme?: Theme; openInDebugger?: () => Promise<void> } = {}) {
+async function open(
+  dir: string,
+  options: {
+    state?: TrajectoriesPanelState;
+    step?: StepSelection;
+    theme?: Theme;
+    openInDebugger?: () => Promise<void>;
+  } = {},
+) {
   const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
   const app = await openWebviewApp(browser, 'trajectories', { state: options.state, theme: options.theme });
   const controller = connect(
@@ -35,7 +43,11 @@ async function open(dir: string, options: { state?: TrajectoriesPanelState; step
       new TrajectoriesController(
         source,
         post,
-        { openInDebugger: options.openInDebugger ?? (async () => Promise.reject(new Error('Open in Debugger needs the replay debugger'))) },
+        {
+          openInDebugger:
+            options.openInDebugger ??
+            (async () => Promise.reject(new Error('Open in Debugger needs the replay debugger'))),
+        },
         options.step ?? options.state?.step ?? 'follow',
       ),
   );
@@ -73,7 +85,7 @@ async function until(probe: () => boolean, timeoutMs = 5000): Promise<void> {
 }
 
 let seed = 99;
-const rng = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+const rng = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
 
 before(async () => {
   browser = await launchBrowser();
@@ -117,7 +129,8 @@ describe('Trajectories webview', () => {
     const { app, page, source } = await open(dir);
     await page.locator('#row-count', { hasText: '40 trajectories' }).waitFor();
     const rows = source.rows(2);
-    const shownKeys = () => page.locator('.vt-window .vt-row').evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.key)));
+    const shownKeys = () =>
+      page.locator('.vt-window .vt-row').evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.key)));
 
     await page.locator('.vt-head[data-column="reward"]').click();
     assert.equal(await page.locator('.vt-head[data-column="reward"]').getAttribute('aria-sort'), 'descending');
@@ -142,7 +155,10 @@ describe('Trajectories webview', () => {
     await page.locator('#errors-filter vscode-option', { hasText: 'With tool errors' }).click();
     const withErrors = rows.filter((r) => r.errors > 0);
     await page.locator('#row-count', { hasText: `${withErrors.length} of 40 trajectories` }).waitFor();
-    assert.deepEqual((await shownKeys()).sort((a, b) => a - b), withErrors.map((r) => r.index));
+    assert.deepEqual(
+      (await shownKeys()).sort((a, b) => a - b),
+      withErrors.map((r) => r.index),
+    );
 
     await page.locator('#search input').fill(rows[5].rowId);
     const matching = withErrors.filter((r) => r.rowId.includes(rows[5].rowId) || r.prompt.includes(rows[5].rowId));
@@ -165,9 +181,17 @@ describe('Trajectories webview', () => {
     await page.locator(`.vt-window .vt-row[data-key="${record.index}"]`).click();
     const detail = page.locator(`#detail .detail-body[data-index="${record.index}"]`);
     await detail.waitFor();
-    assert.ok(app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'openTrajectory', set: 'train', step: 2, index: record.index })));
+    assert.ok(
+      app.fromWebview.some(
+        (m) =>
+          JSON.stringify(m) === JSON.stringify({ type: 'openTrajectory', set: 'train', step: 2, index: record.index }),
+      ),
+    );
     assert.equal(await detail.locator('[data-field="outcome"]').textContent(), String(record.rewards.outcome));
-    assert.equal(await detail.locator('[data-field="total"]').textContent(), Number.isInteger(record.rewards.total) ? String(record.rewards.total) : record.rewards.total.toFixed(3));
+    assert.equal(
+      await detail.locator('[data-field="total"]').textContent(),
+      Number.isInteger(record.rewards.total) ? String(record.rewards.total) : record.rewards.total.toFixed(3),
+    );
     assert.equal(await detail.locator('[data-field="advantage"]').textContent(), record.advantage!.toFixed(3));
     assert.equal(await detail.locator('article.turn').count(), record.turns.length);
     const calls = record.turns.flatMap((t) => t.toolCalls ?? []);
@@ -196,7 +220,8 @@ describe('Trajectories webview', () => {
     const tokens = decodeTokens(record.tokens);
     await page.locator('.vt-window .vt-row[data-key="3"]').click();
     await page.locator('.tokens .tok').first().waitFor();
-    const classes = () => page.locator('.tokens .tok').evaluateAll((els) => els.map((e) => e.className.replace(/^tok /, '')));
+    const classes = () =>
+      page.locator('.tokens .tok').evaluateAll((els) => els.map((e) => e.className.replace(/^tok /, '')));
     assert.deepEqual(await classes(), colourTokens(tokens, 'advantage').classes);
     const masked = await page.locator('.tokens .tok.masked').count();
     assert.equal(masked, tokens.mask.filter((m) => m === 0).length);
@@ -207,13 +232,19 @@ describe('Trajectories webview', () => {
     await page.locator('.tokens[data-colour-by="logprob"]').waitFor();
     const logprobClasses = await classes();
     assert.deepEqual(logprobClasses, colourTokens(tokens, 'logprob').classes);
-    assert.ok(logprobClasses.some((c) => /^seq-[1-4]$/.test(c)), 'some policy tokens are coloured');
+    assert.ok(
+      logprobClasses.some((c) => /^seq-[1-4]$/.test(c)),
+      'some policy tokens are coloured',
+    );
     assert.ok((await page.locator('#token-legend .legend-entry').count()) >= 6);
     assert.match((await page.locator('#token-legend').textContent()) ?? '', /not generated by the policy/);
 
     const policyIndex = tokens.mask.findIndex((m) => m === 1);
     await page.locator(`.tokens .tok[data-i="${policyIndex}"]`).hover();
-    assert.match((await page.locator('#token-info').textContent()) ?? '', new RegExp(`token ${policyIndex} .* log-prob ${tokens.logprobs[policyIndex].toFixed(3)}`));
+    assert.match(
+      (await page.locator('#token-info').textContent()) ?? '',
+      new RegExp(`token ${policyIndex} .* log-prob ${tokens.logprobs[policyIndex].toFixed(3)}`),
+    );
     assert.equal(((await app.state()) as TrajectoriesPanelState).colourBy, 'logprob');
     assertClean(app);
   });
@@ -252,13 +283,18 @@ describe('Trajectories webview', () => {
   it('shows the held-out evaluations beside the training steps, with the task metric named', async () => {
     const dir = recordedRun({ steps: 2, batch: 8 });
     const writer = recordedRunWriter(dir);
-    const evaluation = (step: number, rows: number) => Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
+    const evaluation = (step: number, rows: number) =>
+      Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
     writer.writeEvaluation(0, evaluation(0, 5));
     writer.writeEvaluation(2, evaluation(2, 3));
     const { app, page } = await open(dir);
     await page.locator('#row-count', { hasText: '8 trajectories' }).waitFor();
     await page.locator('#evaluation').click();
-    assert.deepEqual(await page.locator('#evaluation vscode-option').allTextContents(), ['Training steps', 'Evaluation before RL', 'Evaluation after step 2']);
+    assert.deepEqual(await page.locator('#evaluation vscode-option').allTextContents(), [
+      'Training steps',
+      'Evaluation before RL',
+      'Evaluation after step 2',
+    ]);
     await page.locator('#evaluation vscode-option', { hasText: 'Evaluation before RL' }).click();
     await page.locator('#row-count', { hasText: '5 trajectories' }).waitFor();
     assert.equal(await page.locator('#follow').getAttribute('aria-checked'), 'false');
@@ -266,7 +302,11 @@ describe('Trajectories webview', () => {
     const detail = page.locator('#detail .detail-body[data-index="3"]');
     await detail.waitFor();
     assert.match((await detail.locator('header').first().textContent()) ?? '', /evaluation before RL/);
-    assert.equal(await detail.locator('vscode-button', { hasText: 'Open in Debugger' }).count(), 0, 'replay steps through training steps only');
+    assert.equal(
+      await detail.locator('vscode-button', { hasText: 'Open in Debugger' }).count(),
+      0,
+      'replay steps through training steps only',
+    );
     assert.equal(await detail.locator('dt', { hasText: 'exact_match (task metric)' }).count(), 1);
     assert.deepEqual(((await app.state()) as TrajectoriesPanelState).step, { evaluation: 0 });
     await page.locator('#follow').click();
@@ -281,13 +321,21 @@ describe('Trajectories webview', () => {
     await page.locator('.vt-window .vt-row[data-key="1"]').click();
     await page.locator('vscode-button', { hasText: 'Open in Debugger' }).click();
     await page.locator('.notice.error', { hasText: 'Open in Debugger needs the replay debugger' }).waitFor();
-    assert.ok(app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'openInDebugger', step: 1, index: 1 })));
+    assert.ok(
+      app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'openInDebugger', step: 1, index: 1 })),
+    );
     assertClean(app);
   });
 
   it('says whether it follows the newest run or is pinned, and moves to another run with nothing of the last one left', async () => {
     const dir = recordedRun({ steps: 2, batch: 8 });
-    const other = writeRecordedRun(path.join(path.dirname(dir), 'run-next'), { steps: 3, batch: 4, groupSize: 2, seed: 12, status: 'running' });
+    const other = writeRecordedRun(path.join(path.dirname(dir), 'run-next'), {
+      steps: 3,
+      batch: 4,
+      groupSize: 2,
+      seed: 12,
+      status: 'running',
+    });
     const { app, page, controller } = await open(dir);
     await page.locator('#row-count', { hasText: '8 trajectories' }).waitFor();
     const note = page.locator('#run-pin');
@@ -296,13 +344,18 @@ describe('Trajectories webview', () => {
     await app.send({ type: 'following', following: { followsNewest: false } });
     await note.filter({ hasText: 'Pinned to this run.' }).waitFor();
     assert.equal(await follow.getAttribute('aria-checked'), 'false');
-    await app.send({ type: 'following', following: { followsNewest: false, newer: { dir: other, id: 'run-next', name: 'next run' } } });
+    await app.send({
+      type: 'following',
+      following: { followsNewest: false, newer: { dir: other, id: 'run-next', name: 'next run' } },
+    });
     await note.filter({ hasText: 'Pinned to this run; next run (run-next) has started since.' }).waitFor();
     assert.equal(((await app.state()) as TrajectoriesPanelState).followsNewest, false);
 
     // Ticking the box asks the host to follow; the host answers with the new state.
     await follow.click();
-    await until(() => app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'followNewestRun', follow: true })));
+    await until(() =>
+      app.fromWebview.some((m) => JSON.stringify(m) === JSON.stringify({ type: 'followNewestRun', follow: true })),
+    );
     await app.send({ type: 'following', following: { followsNewest: true } });
     await page.waitForFunction(() => (document.getElementById('run-pin') as HTMLElement).hidden);
     assert.equal(await follow.getAttribute('aria-checked'), 'true');

@@ -28,13 +28,15 @@ export function formatToolRun(report: ToolRunReport, file: string): string {
   ];
   if (report.error && report.issues?.length) {
     lines.push(heading(`Error: ${report.error.kind}`), `The arguments do not match the schema of ${tool.name}:`);
-    for (const issue of report.issues) lines.push(`  ${issue.path.length ? issue.path.join('.') : '(the arguments)'}: ${issue.message}`);
+    for (const issue of report.issues)
+      lines.push(`  ${issue.path.length ? issue.path.join('.') : '(the arguments)'}: ${issue.message}`);
     lines.push('');
   } else if (report.error) {
     lines.push(heading(`Error: ${report.error.kind}`), report.error.message, '');
   } else {
     lines.push(heading('Observation (what the policy sees)'), report.observation ?? '', '');
-    if (report.data !== undefined) lines.push(heading('Data (for rewards, not shown to the policy)'), json(report.data), '');
+    if (report.data !== undefined)
+      lines.push(heading('Data (for rewards, not shown to the policy)'), json(report.data), '');
   }
   if (report.logs.length) lines.push(heading('Logs'), ...report.logs, '');
   return lines.join('\n');
@@ -48,7 +50,12 @@ function number(value: number): string {
 /** Columns padded to their widest cell. */
 function table(rows: readonly (readonly string[])[]): string[] {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 function clip(text: string, width: number): string {
@@ -56,12 +63,19 @@ function clip(text: string, width: number): string {
   return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
 }
 
-const SOURCE_LABEL: Record<RewardSample['source'], string> = { gold: 'gold answer', unanswered: 'no answer', recorded: 'recorded' };
+const SOURCE_LABEL: Record<RewardSample['source'], string> = {
+  gold: 'gold answer',
+  unanswered: 'no answer',
+  recorded: 'recorded',
+};
 
 export function formatRewardEvaluation(evaluation: RewardEvaluation): string {
   const lines = [`${evaluation.export} (${evaluation.kind}: ${evaluation.rewards.join(', ')}) from ${evaluation.file}`];
   if (evaluation.data) lines.push(`dataset  ${evaluation.data.file} (${evaluation.data.rows} rows)`);
-  if (evaluation.run) lines.push(`run      ${evaluation.run.dir} (step${evaluation.run.steps.length === 1 ? '' : 's'} ${evaluation.run.steps.join(', ') || 'none'})`);
+  if (evaluation.run)
+    lines.push(
+      `run      ${evaluation.run.dir} (step${evaluation.run.steps.length === 1 ? '' : 's'} ${evaluation.run.steps.join(', ') || 'none'})`,
+    );
   lines.push('');
 
   if (evaluation.summary.length) {
@@ -69,7 +83,14 @@ export function formatRewardEvaluation(evaluation: RewardEvaluation): string {
     lines.push(
       ...table([
         ['trajectories', 'score', 'n', 'mean', 'min', 'max'],
-        ...evaluation.summary.map((s) => [SOURCE_LABEL[s.source], s.score, String(s.count), number(s.mean), number(s.min), number(s.max)]),
+        ...evaluation.summary.map((s) => [
+          SOURCE_LABEL[s.source],
+          s.score,
+          String(s.count),
+          number(s.mean),
+          number(s.min),
+          number(s.max),
+        ]),
       ]),
       '',
     );
@@ -84,14 +105,20 @@ export function formatRewardEvaluation(evaluation: RewardEvaluation): string {
       clip(s.label, 48),
       clip(s.answer ?? '—', 24),
       ...scoreNames.map((n) => (s.error ? 'error' : s.scores[n] === undefined ? '' : number(s.scores[n]))),
-      s.recorded ? Object.entries(s.recorded).map(([k, v]) => `${k}=${number(v)}`).join(' ') : '',
+      s.recorded
+        ? Object.entries(s.recorded)
+            .map(([k, v]) => `${k}=${number(v)}`)
+            .join(' ')
+        : '',
     ]);
     lines.push(...table([header, ...rows]), '');
     const withCalls = evaluation.samples.filter((s) => s.calls?.length);
     if (withCalls.length) {
       lines.push(heading('Calls'));
       for (const s of withCalls) {
-        lines.push(`${s.label}: ${s.calls!.map((c) => `turn ${c.turn} ${c.name ?? '(unparsed)'} → ${c.score === null ? 'no opinion' : number(c.score)}`).join('; ')}`);
+        lines.push(
+          `${s.label}: ${s.calls!.map((c) => `turn ${c.turn} ${c.name ?? '(unparsed)'} → ${c.score === null ? 'no opinion' : number(c.score)}`).join('; ')}`,
+        );
       }
       lines.push('');
     }

@@ -7,5 +7,7 @@ export function formatBytes(bytes: number): string {
     value /= 1000;
     unit++;
   }
-  return unit === 0 ? `${Math.round(value)} B` : `${value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2)} ${units[unit]}`;
+  return unit === 0
+    ? `${Math.round(value)} B`
+    : `${value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2)} ${units[unit]}`;
 }

@@ -61,7 +61,10 @@ export interface RenderedTranscript {
   endLine: number;
 }
 
-export function renderTranscript(trajectory: TrajectoryRecord, options: TranscriptRenderOptions = {}): RenderedTranscript {
+export function renderTranscript(
+  trajectory: TrajectoryRecord,
+  options: TranscriptRenderOptions = {},
+): RenderedTranscript {
   const digits = options.digits ?? 2;
   const fixed = (x: number) => formatRewardNumber(x, digits, false);
   const signed = (x: number) => formatRewardNumber(x, digits, true);
@@ -72,12 +75,16 @@ export function renderTranscript(trajectory: TrajectoryRecord, options: Transcri
   const t = trajectory;
   const endedBy = t.inFlight ? options.endedBy : undefined;
   lines.push(`═══ step ${t.step} · #${t.index} · row ${t.rowId} · group ${t.group} / sample ${t.sample} ═══`);
-  if (endedBy) lines.push(`note: ${endedBy} before step ${t.step} was recorded; this is the trajectory as the debugger last saw it`);
+  if (endedBy)
+    lines.push(
+      `note: ${endedBy} before step ${t.step} was recorded; this is the trajectory as the debugger last saw it`,
+    );
   lines.push(`prompt: ${oneLine(t.prompt)}`);
   lines.push(`finish: ${finishText(t, endedBy)}${t.answer !== undefined ? ` · answer: ${oneLine(t.answer)}` : ''}`);
   lines.push(`rewards: ${rewardSummary(t, fixed, signed, endedBy)}`);
   const components = Object.entries(t.rewards.components);
-  if (components.length) lines.push(`components: ${components.map(([name, value]) => `${name} ${fixed(value)}`).join(' · ')}`);
+  if (components.length)
+    lines.push(`components: ${components.map(([name, value]) => `${name} ${fixed(value)}`).join(' · ')}`);
   lines.push(`tokens: prompt ${t.lengths.prompt} · response ${t.lengths.response} · total ${t.lengths.total}`);
 
   for (const turn of t.turns) {
@@ -96,7 +103,9 @@ export function renderTranscript(trajectory: TrajectoryRecord, options: Transcri
   lines.push('');
   lines.push('── end ──');
   const endLine = lines.length;
-  lines.push(`⟨${finishText(t, endedBy)} · ${t.inFlight ? (endedBy ? 'rewards never computed' : 'rewards pending') : rewardSummary(t, fixed, signed)}⟩`);
+  lines.push(
+    `⟨${finishText(t, endedBy)} · ${t.inFlight ? (endedBy ? 'rewards never computed' : 'rewards pending') : rewardSummary(t, fixed, signed)}⟩`,
+  );
   return { text: lines.join('\n') + '\n', turnLines, callLines, endLine };
 }
 
@@ -146,10 +155,19 @@ function finishText(t: TrajectoryRecord, endedBy?: string): string {
   return endedBy ? 'not finished' : 'in progress';
 }
 
-function rewardSummary(t: TrajectoryRecord, fixed: (x: number) => string, signed: (x: number) => string, endedBy?: string): string {
+function rewardSummary(
+  t: TrajectoryRecord,
+  fixed: (x: number) => string,
+  signed: (x: number) => string,
+  endedBy?: string,
+): string {
   if (t.inFlight && endedBy) return `never computed (${endedBy} before step ${t.step} was scored)`;
   if (t.inFlight) return 'pending (scored when the whole batch has finished its rollout)';
-  const parts = [`outcome ${fixed(t.rewards.outcome)}`, `process ${fixed(t.rewards.process)}`, `total ${fixed(t.rewards.total)}`];
+  const parts = [
+    `outcome ${fixed(t.rewards.outcome)}`,
+    `process ${fixed(t.rewards.process)}`,
+    `total ${fixed(t.rewards.total)}`,
+  ];
   if (t.advantage !== undefined) parts.push(`advantage ${signed(t.advantage)}`);
   return parts.join(' · ');
 }

@@ -112,13 +112,23 @@ export interface Dropdown {
   set(value: string): void;
 }
 
-export function dropdown(options: { id?: string; label: string; options: readonly DropdownOption[]; value: string; onChange: (value: string) => void }): Dropdown {
+export function dropdown(options: {
+  id?: string;
+  label: string;
+  options: readonly DropdownOption[];
+  value: string;
+  onChange: (value: string) => void;
+}): Dropdown {
   const el = document.createElement('vscode-dropdown') as ValueElement;
   if (options.id) el.id = options.id;
   el.setAttribute('aria-label', options.label);
   let current = '';
   const setOptions = (list: readonly DropdownOption[], value: string) => {
-    const same = list.length === el.children.length && list.every((o, i) => (el.children[i] as ValueElement).value === o.value && el.children[i].textContent === o.label);
+    const same =
+      list.length === el.children.length &&
+      list.every(
+        (o, i) => (el.children[i] as ValueElement).value === o.value && el.children[i].textContent === o.label,
+      );
     if (!same) {
       el.replaceChildren(
         ...list.map((o) => {
@@ -138,7 +148,15 @@ export function dropdown(options: { id?: string; label: string; options: readonl
     current = el.value;
     options.onChange(el.value);
   });
-  return { element: el, setOptions, set: (value) => setOptions([...el.children].map((c) => ({ value: (c as ValueElement).value, label: c.textContent ?? '' })), value) };
+  return {
+    element: el,
+    setOptions,
+    set: (value) =>
+      setOptions(
+        [...el.children].map((c) => ({ value: (c as ValueElement).value, label: c.textContent ?? '' })),
+        value,
+      ),
+  };
 }
 
 export interface Checkbox {
@@ -147,7 +165,12 @@ export interface Checkbox {
   set(checked: boolean): void;
 }
 
-export function checkbox(options: { id?: string; label: string; checked: boolean; onChange: (checked: boolean) => void }): Checkbox {
+export function checkbox(options: {
+  id?: string;
+  label: string;
+  checked: boolean;
+  onChange: (checked: boolean) => void;
+}): Checkbox {
   const el = document.createElement('vscode-checkbox') as HTMLElement & { checked: boolean };
   if (options.id) el.id = options.id;
   el.textContent = options.label;

@@ -107,7 +107,14 @@ export class MetricsChart {
     const series: uPlot.Series[] = data.series.map((s) => {
       const colour = colourOf(s);
       if (s.role !== 'line') return { label: s.label, stroke: 'transparent', width: 0, points: { show: false } };
-      const dash = s.kind === 'eval' ? [5, 4] : s.kind === 'sft' ? [1, 3] : runs > 1 ? DASHES[metricOrder.indexOf(s.metric) % DASHES.length] : [];
+      const dash =
+        s.kind === 'eval'
+          ? [5, 4]
+          : s.kind === 'sft'
+            ? [1, 3]
+            : runs > 1
+              ? DASHES[metricOrder.indexOf(s.metric) % DASHES.length]
+              : [];
       return {
         label: s.label,
         stroke: colour,
@@ -123,7 +130,10 @@ export class MetricsChart {
       scales: { x: { time: false } },
       axes: [{ ...axis }, { ...axis, size: 56, values: (_u, splits) => splits.map(formatValue) }],
       series: [{ label: 'step', value: (_u, v) => (v === null ? '—' : String(v)) }, ...series],
-      bands: data.bands.map((b) => ({ series: [b.upper + 1, b.lower + 1] as [number, number], fill: withAlpha(colourOf(data.series[b.upper]), 0.18) })),
+      bands: data.bands.map((b) => ({
+        series: [b.upper + 1, b.lower + 1] as [number, number],
+        fill: withAlpha(colourOf(data.series[b.upper]), 0.18),
+      })),
       cursor: { drag: { x: true, y: false } },
       legend: { live: true },
       hooks: {

@@ -63,7 +63,13 @@ export function unionSteps(runs: readonly RunMetrics[]): { x: number[]; rowsAreX
   return { x: [...all].sort((a, b) => a - b), rowsAreX: false };
 }
 
-function column(run: RunMetrics, metric: string, kind: RecordKind, x: readonly number[], position: Map<number, number> | undefined): Array<number | null | undefined> {
+function column(
+  run: RunMetrics,
+  metric: string,
+  kind: RecordKind,
+  x: readonly number[],
+  position: Map<number, number> | undefined,
+): Array<number | null | undefined> {
   const out = new Array<number | null | undefined>(x.length).fill(undefined);
   const values = run.values.get(metric);
   if (!values) return out;
@@ -82,7 +88,11 @@ export function seriesLabel(runs: readonly RunMetrics[], run: number, metric: st
 }
 
 /** The chart of `group` over `runs` (the panel's own run first): aligned series, smoothed, with the reward band. */
-export function chartData(group: ChartGroup, runs: readonly RunMetrics[], options: { smoothing: number; band: BandMode }): ChartData {
+export function chartData(
+  group: ChartGroup,
+  runs: readonly RunMetrics[],
+  options: { smoothing: number; band: BandMode },
+): ChartData {
   const { x, rowsAreX } = unionSteps(runs);
   const position = rowsAreX ? undefined : new Map(x.map((step, i) => [step, i]));
   const series: SeriesData[] = [];
@@ -91,13 +101,36 @@ export function chartData(group: ChartGroup, runs: readonly RunMetrics[], option
     for (const kind of run.kindsPresent()) {
       for (const metric of group.metrics) {
         if (!run.has(metric, kind)) continue;
-        series.push({ label: seriesLabel(runs, r, metric, kind), run: r, metric, kind, role: 'line', values: ema(column(run, metric, kind, x, position), options.smoothing) });
+        series.push({
+          label: seriesLabel(runs, r, metric, kind),
+          run: r,
+          metric,
+          kind,
+          role: 'line',
+          values: ema(column(run, metric, kind, x, position), options.smoothing),
+        });
       }
     }
     const band = group.band && bandEdges(run, group.band, options.band, x, position);
     if (band) {
-      const upper = series.push({ label: `${seriesLabel(runs, r, group.band!.mean, 'train')} ${band.label} upper`, run: r, metric: group.band!.mean, kind: 'train', role: 'band-upper', values: ema(band.upper, options.smoothing) }) - 1;
-      const lower = series.push({ label: `${seriesLabel(runs, r, group.band!.mean, 'train')} ${band.label} lower`, run: r, metric: group.band!.mean, kind: 'train', role: 'band-lower', values: ema(band.lower, options.smoothing) }) - 1;
+      const upper =
+        series.push({
+          label: `${seriesLabel(runs, r, group.band!.mean, 'train')} ${band.label} upper`,
+          run: r,
+          metric: group.band!.mean,
+          kind: 'train',
+          role: 'band-upper',
+          values: ema(band.upper, options.smoothing),
+        }) - 1;
+      const lower =
+        series.push({
+          label: `${seriesLabel(runs, r, group.band!.mean, 'train')} ${band.label} lower`,
+          run: r,
+          metric: group.band!.mean,
+          kind: 'train',
+          role: 'band-lower',
+          values: ema(band.lower, options.smoothing),
+        }) - 1;
       bands.push({ upper, lower, run: r });
     }
   });
@@ -123,13 +156,26 @@ function bandEdges(
 ): { upper: Array<number | null | undefined>; lower: Array<number | null | undefined>; label: string } | undefined {
   const hasMinMax = run.has(band.min, 'train') && run.has(band.max, 'train');
   const hasStd = run.has(band.std, 'train') && run.has(band.mean, 'train');
-  if (mode === 'minmax' && hasMinMax) return { upper: column(run, band.max, 'train', x, position), lower: column(run, band.min, 'train', x, position), label: 'min–max' };
+  if (mode === 'minmax' && hasMinMax)
+    return {
+      upper: column(run, band.max, 'train', x, position),
+      lower: column(run, band.min, 'train', x, position),
+      label: 'min–max',
+    };
   if (hasStd) {
     const mean = column(run, band.mean, 'train', x, position);
     const std = column(run, band.std, 'train', x, position);
-    const edge = (sign: number) => mean.map((m, i) => (m === undefined || std[i] === undefined ? undefined : m === null || std[i] === null ? null : m + sign * std[i]!));
+    const edge = (sign: number) =>
+      mean.map((m, i) =>
+        m === undefined || std[i] === undefined ? undefined : m === null || std[i] === null ? null : m + sign * std[i]!,
+      );
     return { upper: edge(1), lower: edge(-1), label: '±std' };
   }
-  if (hasMinMax) return { upper: column(run, band.max, 'train', x, position), lower: column(run, band.min, 'train', x, position), label: 'min–max' };
+  if (hasMinMax)
+    return {
+      upper: column(run, band.max, 'train', x, position),
+      lower: column(run, band.min, 'train', x, position),
+      label: 'min–max',
+    };
   return undefined;
 }

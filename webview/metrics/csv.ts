@@ -25,8 +25,14 @@ export function metricsCsv(runs: readonly RunMetrics[], smoothing: number): stri
         const out = new Array<number | null>(run.rows).fill(null);
         if (column) {
           for (const kind of ['train', 'eval', 'sft'] as RecordKind[]) {
-            const rows = run.kinds.map((k, i) => (k === kind ? i : -1)).filter((i) => i >= 0).sort((a, b) => run.steps[a] - run.steps[b]);
-            const values = ema(rows.map((i) => column[i]), smoothing);
+            const rows = run.kinds
+              .map((k, i) => (k === kind ? i : -1))
+              .filter((i) => i >= 0)
+              .sort((a, b) => run.steps[a] - run.steps[b]);
+            const values = ema(
+              rows.map((i) => column[i]),
+              smoothing,
+            );
             rows.forEach((row, j) => (out[row] = values[j]));
           }
         }
@@ -34,7 +40,13 @@ export function metricsCsv(runs: readonly RunMetrics[], smoothing: number): stri
       }
     }
     for (let i = 0; i < run.rows; i++) {
-      const fields: Array<string | number | null> = [run.run.name, run.run.id, run.kinds[i], run.steps[i], run.skipped[i]];
+      const fields: Array<string | number | null> = [
+        run.run.name,
+        run.run.id,
+        run.kinds[i],
+        run.steps[i],
+        run.skipped[i],
+      ];
       for (const metric of metrics) fields.push(run.values.get(metric)?.[i] ?? null);
       if (smoothing > 0) for (const metric of metrics) fields.push(smoothed.get(metric)![i]);
       lines.push(fields.map(csvField).join(','));

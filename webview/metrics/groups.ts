@@ -29,12 +29,28 @@ interface KnownGroup {
 const REWARD_BAND = { mean: 'reward/mean', min: 'reward/min', max: 'reward/max', std: 'reward/std' };
 
 const KNOWN: KnownGroup[] = [
-  { id: 'signal', title: 'Groups without learning signal (share)', section: 'health', exact: ['health/zero_signal_groups', 'health/dropped_groups'], prefix: 'health/' },
+  {
+    id: 'signal',
+    title: 'Groups without learning signal (share)',
+    section: 'health',
+    exact: ['health/zero_signal_groups', 'health/dropped_groups'],
+    prefix: 'health/',
+  },
   { id: 'entropy', title: 'Entropy (nats/token)', section: 'health', prefix: 'entropy/' },
   { id: 'clip', title: 'Clip fraction', section: 'health', prefix: 'clip/' },
-  { id: 'tool-errors', title: 'Failed tool calls (share): unreadable, off-schema, any', section: 'health', exact: ['tools/parse_error_rate', 'tools/schema_error_rate', 'tools/error_rate'] },
+  {
+    id: 'tool-errors',
+    title: 'Failed tool calls (share): unreadable, off-schema, any',
+    section: 'health',
+    exact: ['tools/parse_error_rate', 'tools/schema_error_rate', 'tools/error_rate'],
+  },
   { id: 'kl', title: 'KL divergence (to the reference; of the update)', section: 'health', prefix: 'kl/' },
-  { id: 'reward', title: 'Reward (mean, spread)', exact: ['reward/mean', 'reward/outcome_mean', 'reward/process_mean'], band: REWARD_BAND },
+  {
+    id: 'reward',
+    title: 'Reward (mean, spread)',
+    exact: ['reward/mean', 'reward/outcome_mean', 'reward/process_mean'],
+    band: REWARD_BAND,
+  },
   { id: 'score', title: 'Task score', prefix: 'score/' },
   { id: 'loss', title: 'Policy, value and total loss', exact: ['loss/policy', 'loss/value', 'loss/total'] },
   { id: 'loss-terms', title: 'Other loss terms', prefix: 'loss/' },
@@ -54,17 +70,31 @@ export function groupMetrics(names: Iterable<string>, metric?: string): ChartGro
   const all = new Set(names);
   const remaining = new Set(all);
   // The spread of the reward is drawn as the band around its mean, not as lines of its own.
-  if (all.has(REWARD_BAND.mean)) for (const edge of [REWARD_BAND.min, REWARD_BAND.max, REWARD_BAND.std]) remaining.delete(edge);
+  if (all.has(REWARD_BAND.mean))
+    for (const edge of [REWARD_BAND.min, REWARD_BAND.max, REWARD_BAND.std]) remaining.delete(edge);
   const groups: ChartGroup[] = [];
   for (const known of KNOWN) {
     const metrics = (known.exact ?? []).filter((m) => remaining.has(m));
-    if (known.prefix) metrics.push(...[...remaining].filter((m) => m.startsWith(known.prefix!) && !metrics.includes(m)).sort());
-    const headline = known.id === 'score' && metric !== undefined && metrics.includes(`score/${metric}`) ? `score/${metric}` : undefined;
+    if (known.prefix)
+      metrics.push(...[...remaining].filter((m) => m.startsWith(known.prefix!) && !metrics.includes(m)).sort());
+    const headline =
+      known.id === 'score' && metric !== undefined && metrics.includes(`score/${metric}`)
+        ? `score/${metric}`
+        : undefined;
     if (headline) metrics.sort((a, b) => Number(b === headline) - Number(a === headline));
-    const hasBand = known.band && all.has(known.band.mean) && ((all.has(known.band.min) && all.has(known.band.max)) || all.has(known.band.std));
+    const hasBand =
+      known.band &&
+      all.has(known.band.mean) &&
+      ((all.has(known.band.min) && all.has(known.band.max)) || all.has(known.band.std));
     if (metrics.length === 0) continue;
     metrics.forEach((m) => remaining.delete(m));
-    groups.push({ id: known.id, title: headline ? `Task metric: ${metric}` : known.title, section: known.section ?? 'training', metrics, ...(hasBand ? { band: known.band } : {}) });
+    groups.push({
+      id: known.id,
+      title: headline ? `Task metric: ${metric}` : known.title,
+      section: known.section ?? 'training',
+      metrics,
+      ...(hasBand ? { band: known.band } : {}),
+    });
   }
   const byPrefix = new Map<string, string[]>();
   for (const name of [...remaining].sort()) {

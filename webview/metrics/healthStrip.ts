@@ -30,12 +30,23 @@ export function healthStrip(): HealthStrip {
   const list = h('ul', { class: 'warnings', id: 'warnings', 'aria-label': 'Health warnings, newest first' });
   let expanded = false;
   let last: RunMetrics | undefined;
-  const more = button('', () => {
-    expanded = !expanded;
-    render(last);
-  }, 'secondary');
+  const more = button(
+    '',
+    () => {
+      expanded = !expanded;
+      render(last);
+    },
+    'secondary',
+  );
   more.id = 'warnings-more';
-  const element = h('div', { class: 'health-strip', id: 'health-strip', role: 'status', 'aria-live': 'polite' }, best, heading, list, more);
+  const element = h(
+    'div',
+    { class: 'health-strip', id: 'health-strip', role: 'status', 'aria-live': 'polite' },
+    best,
+    heading,
+    list,
+    more,
+  );
 
   function render(run: RunMetrics | undefined): void {
     last = run;
@@ -65,9 +76,22 @@ function warningItem(entry: WarningEntry): HTMLElement {
   const { warning } = entry;
   return h(
     'li',
-    { class: `warning ${entry.severity}`, 'data-code': entry.code, 'data-severity': entry.severity, 'data-step': String(entry.lastStep) },
-    h('div', { class: 'warning-title' }, h('span', { class: 'severity' }, entry.severity === 'critical' ? 'critical' : 'warning'), h('span', { class: 'warning-step' }, entrySteps(entry)), h('span', { class: 'warning-message' }, warning.message)),
+    {
+      class: `warning ${entry.severity}`,
+      'data-code': entry.code,
+      'data-severity': entry.severity,
+      'data-step': String(entry.lastStep),
+    },
+    h(
+      'div',
+      { class: 'warning-title' },
+      h('span', { class: 'severity' }, entry.severity === 'critical' ? 'critical' : 'warning'),
+      h('span', { class: 'warning-step' }, entrySteps(entry)),
+      h('span', { class: 'warning-message' }, warning.message),
+    ),
     h('div', { class: 'warning-advice' }, h('span', { class: 'label' }, 'Try: '), warning.advice),
-    warning.action ? h('div', { class: 'warning-action' }, h('span', { class: 'label' }, 'Done: '), warning.action) : undefined,
+    warning.action
+      ? h('div', { class: 'warning-action' }, h('span', { class: 'label' }, 'Done: '), warning.action)
+      : undefined,
   );
 }

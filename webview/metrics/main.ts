@@ -1,5 +1,11 @@
 import '../zodConfig';
-import { MetricsPanelState, MetricsToWebview, type BandMode, type MetricsToHost, type RunSummary } from '../../trainer/contract/protocol';
+import {
+  MetricsPanelState,
+  MetricsToWebview,
+  type BandMode,
+  type MetricsToHost,
+  type RunSummary,
+} from '../../trainer/contract/protocol';
 import { button, dropdown, registerComponents } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';
@@ -36,7 +42,13 @@ const charts = new Map<string, MetricsChart>();
 let scoreVsTools: ScoreVsToolsChart | undefined;
 
 function saveState(): void {
-  if (model.runDirs.length) vscode.setState({ runDirs: model.runDirs, followsNewest: model.followsNewest, smoothing: model.smoothing, band: model.band });
+  if (model.runDirs.length)
+    vscode.setState({
+      runDirs: model.runDirs,
+      followsNewest: model.followsNewest,
+      smoothing: model.smoothing,
+      band: model.band,
+    });
 }
 
 const root = document.getElementById('app')!;
@@ -51,7 +63,14 @@ const picker = runPicker((runDirs) => {
   saveState();
 });
 const smoothingValue = h('span', { class: 'smoothing-value', id: 'smoothing-value' });
-const smoothing = h('input', { type: 'range', id: 'smoothing', min: '0', max: '0.99', step: '0.01', 'aria-label': 'Smoothing (EMA weight)' });
+const smoothing = h('input', {
+  type: 'range',
+  id: 'smoothing',
+  min: '0',
+  max: '0.99',
+  step: '0.01',
+  'aria-label': 'Smoothing (EMA weight)',
+});
 smoothing.value = String(model.smoothing);
 smoothing.addEventListener('input', () => {
   model.smoothing = Number(smoothing.value);
@@ -91,13 +110,31 @@ const grid = h('div', { class: 'charts', id: 'charts' });
 const healthGrid = h('div', { class: 'charts', id: 'health-charts' });
 const health = healthStrip();
 // "Is it learning?" first: the warnings, the best evaluation and the health charts; then the rest.
-const healthSection = h('section', { class: 'chart-section', id: 'health-section', 'aria-labelledby': 'health-heading' }, h('h2', { id: 'health-heading' }, 'Is it learning?'), health.element, healthGrid);
-const trainingSection = h('section', { class: 'chart-section', id: 'training-section', 'aria-labelledby': 'training-heading' }, h('h2', { id: 'training-heading' }, 'Reward, score and the rest'), grid);
+const healthSection = h(
+  'section',
+  { class: 'chart-section', id: 'health-section', 'aria-labelledby': 'health-heading' },
+  h('h2', { id: 'health-heading' }, 'Is it learning?'),
+  health.element,
+  healthGrid,
+);
+const trainingSection = h(
+  'section',
+  { class: 'chart-section', id: 'training-section', 'aria-labelledby': 'training-heading' },
+  h('h2', { id: 'training-heading' }, 'Reward, score and the rest'),
+  grid,
+);
 const empty = h('p', { class: 'empty', id: 'empty' }, 'Waiting for metrics…');
 root.append(
   h('header', { class: 'run-header' }, title, status, following.element),
   notices.element,
-  h('div', { class: 'toolbar' }, picker.element, h('label', { class: 'smoothing' }, 'Smoothing ', smoothing, smoothingValue), band.element, exportButton),
+  h(
+    'div',
+    { class: 'toolbar' },
+    picker.element,
+    h('label', { class: 'smoothing' }, 'Smoothing ', smoothing, smoothingValue),
+    band.element,
+    exportButton,
+  ),
   summary,
   empty,
   healthSection,
@@ -183,10 +220,19 @@ function renderSummary(runs: RunMetrics[]): void {
   const train = own.kinds.filter((k) => k === 'train').length;
   const evals = own.kinds.filter((k) => k === 'eval').length;
   const skipped = own.skippedSteps();
-  const parts = [`${train} training steps`, evals ? `${evals} evaluations` : '', own.steps.length ? `last step ${own.steps.reduce((a, b) => Math.max(a, b))}` : ''];
+  const parts = [
+    `${train} training steps`,
+    evals ? `${evals} evaluations` : '',
+    own.steps.length ? `last step ${own.steps.reduce((a, b) => Math.max(a, b))}` : '',
+  ];
   if (skipped.length) {
-    const listed = skipped.slice(0, 5).map((s) => `${s.step} (${s.reason})`).join(', ');
-    parts.push(`skipped updates (dashed red lines): ${listed}${skipped.length > 5 ? `, and ${skipped.length - 5} more` : ''}`);
+    const listed = skipped
+      .slice(0, 5)
+      .map((s) => `${s.step} (${s.reason})`)
+      .join(', ');
+    parts.push(
+      `skipped updates (dashed red lines): ${listed}${skipped.length > 5 ? `, and ${skipped.length - 5} more` : ''}`,
+    );
   }
   summary.textContent = parts.filter(Boolean).join(' · ');
 }

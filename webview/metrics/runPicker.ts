@@ -34,7 +34,8 @@ export function runPicker(onChange: (runDirs: string[]) => void): RunPicker {
           return box.element;
         }),
       );
-      if (available.length <= 1) list.append(h('p', { class: 'muted' }, 'No other runs in this workspace to compare with.'));
+      if (available.length <= 1)
+        list.append(h('p', { class: 'muted' }, 'No other runs in this workspace to compare with.'));
     },
   };
 }

@@ -20,7 +20,12 @@ export class ScoreVsToolsChart {
 
   constructor() {
     this.body = h('div', { class: 'chart-body' });
-    this.element = h('section', { class: 'chart', 'data-group': 'score-vs-tools' }, h('h3', { id: 'score-vs-tools-title' }, 'Held-out score against tool calls per trajectory'), this.body);
+    this.element = h(
+      'section',
+      { class: 'chart', 'data-group': 'score-vs-tools' },
+      h('h3', { id: 'score-vs-tools-title' }, 'Held-out score against tool calls per trajectory'),
+      this.body,
+    );
     this.resize.observe(this.body);
   }
 
@@ -33,10 +38,17 @@ export class ScoreVsToolsChart {
     const series = scoreVsToolCalls(runs).filter((r) => r.points.length > 0);
     const metrics = [...new Set(series.map((s) => s.metric))];
     this.element.querySelector('h3')!.textContent = `Held-out ${metrics.join(', ')} against tool calls per trajectory`;
-    this.element.dataset.points = series.map((s) => s.points.map((p) => `${p.step}:${p.calls}:${p.score}`).join(' ')).join('|');
-    this.element.dataset.series = series.map((s) => (runs.length > 1 ? `${s.run.run.id} · ` : '') + `score/${s.metric} (eval)`).join('|');
+    this.element.dataset.points = series
+      .map((s) => s.points.map((p) => `${p.step}:${p.calls}:${p.score}`).join(' '))
+      .join('|');
+    this.element.dataset.series = series
+      .map((s) => (runs.length > 1 ? `${s.run.run.id} · ` : '') + `score/${s.metric} (eval)`)
+      .join('|');
     this.plot?.destroy();
-    const data = [null, ...series.map((s) => [s.points.map((p) => p.calls), s.points.map((p) => p.score)])] as unknown as uPlot.AlignedData;
+    const data = [
+      null,
+      ...series.map((s) => [s.points.map((p) => p.calls), s.points.map((p) => p.score)]),
+    ] as unknown as uPlot.AlignedData;
     this.plot = new uPlot(this.options(series, theme, runs.length), data, this.body);
   }
 
@@ -52,7 +64,12 @@ export class ScoreVsToolsChart {
   }
 
   private options(series: ReturnType<typeof scoreVsToolCalls>, theme: ChartTheme, shownRuns: number): uPlot.Options {
-    const axis: uPlot.Axis = { stroke: theme.foreground, grid: { stroke: theme.grid, width: 1 }, ticks: { stroke: theme.grid, width: 1 }, font: `11px ${theme.font}` };
+    const axis: uPlot.Axis = {
+      stroke: theme.foreground,
+      grid: { stroke: theme.grid, width: 1 },
+      ticks: { stroke: theme.grid, width: 1 },
+      font: `11px ${theme.font}`,
+    };
     const colour = (i: number) => theme.palette[i % theme.palette.length];
     // A lone point (or points in a line) would give a range of zero width.
     const padded = (_u: uPlot, min: number, max: number): uPlot.Range.MinMax => {
@@ -65,14 +82,20 @@ export class ScoreVsToolsChart {
       height: HEIGHT,
       scales: { x: { time: false, range: padded }, y: { range: padded } },
       axes: [
-        { ...axis, label: 'tool calls per trajectory', labelSize: 18, labelFont: `11px ${theme.font}`, values: (_u, splits) => splits.map(formatValue) },
+        {
+          ...axis,
+          label: 'tool calls per trajectory',
+          labelSize: 18,
+          labelFont: `11px ${theme.font}`,
+          values: (_u, splits) => splits.map(formatValue),
+        },
         { ...axis, size: 56, values: (_u, splits) => splits.map(formatValue) },
       ],
       legend: { show: true, live: false },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
       series: [
         {},
-        ...series.map((s, i) => ({
+        ...(series.map((s, i) => ({
           label: (shownRuns > 1 ? `${s.run.run.id} · ` : '') + `score/${s.metric} (eval)`,
           stroke: colour(i),
           fill: colour(i),
@@ -83,14 +106,19 @@ export class ScoreVsToolsChart {
             { scale: 'x', auto: true },
             { scale: 'y', auto: true },
           ],
-        })) as uPlot.Series[],
+        })) as uPlot.Series[]),
       ],
       hooks: { draw: [(u) => this.drawPaths(u, series, colour, theme)] },
     };
   }
 
   /** Each run's evaluations as points joined in step order, each labelled with its step. */
-  private drawPaths(u: uPlot, series: ReturnType<typeof scoreVsToolCalls>, colour: (i: number) => string, theme: ChartTheme): void {
+  private drawPaths(
+    u: uPlot,
+    series: ReturnType<typeof scoreVsToolCalls>,
+    colour: (i: number) => string,
+    theme: ChartTheme,
+  ): void {
     const ctx = u.ctx;
     ctx.save();
     ctx.font = `${Math.round(10 * devicePixelRatio)}px ${theme.font}`;
@@ -112,7 +140,9 @@ export class ScoreVsToolsChart {
         ctx.fill();
       }
       ctx.fillStyle = theme.foreground;
-      at.forEach(([x, y], k) => ctx.fillText(`${s.points[k].step}`, x + 5 * devicePixelRatio, y - 5 * devicePixelRatio));
+      at.forEach(([x, y], k) =>
+        ctx.fillText(`${s.points[k].step}`, x + 5 * devicePixelRatio, y - 5 * devicePixelRatio),
+      );
     });
     ctx.restore();
   }

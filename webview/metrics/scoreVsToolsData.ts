@@ -10,7 +10,9 @@ export interface EvaluationPoint {
 }
 
 /** Per run, its evaluations that recorded both the task score and the tool calls per trajectory, in step order. */
-export function scoreVsToolCalls(runs: readonly RunMetrics[]): Array<{ run: RunMetrics; metric: string; points: EvaluationPoint[] }> {
+export function scoreVsToolCalls(
+  runs: readonly RunMetrics[],
+): Array<{ run: RunMetrics; metric: string; points: EvaluationPoint[] }> {
   return runs.map((run) => {
     const metric = run.run.metric ?? 'exact_match';
     const scores = run.values.get(`score/${metric}`);
@@ -19,7 +21,8 @@ export function scoreVsToolCalls(runs: readonly RunMetrics[]): Array<{ run: RunM
     run.steps.forEach((step, i) => {
       const score = scores?.[i];
       const call = calls?.[i];
-      if (run.kinds[i] === 'eval' && score !== null && score !== undefined && call !== null && call !== undefined) points.push({ step, calls: call, score });
+      if (run.kinds[i] === 'eval' && score !== null && score !== undefined && call !== null && call !== undefined)
+        points.push({ step, calls: call, score });
     });
     return { run, metric, points: points.sort((a, b) => a.step - b.step) };
   });

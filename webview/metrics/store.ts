@@ -26,9 +26,15 @@ export class RunMetrics {
     const before = this.steps.length;
     const added = columns.steps.length;
     for (const [name, column] of Object.entries(columns.values)) {
-      if (column.length !== added) throw new Error(`metrics of ${this.run.dir}: column ${name} has ${column.length} values for ${added} steps`);
+      if (column.length !== added)
+        throw new Error(`metrics of ${this.run.dir}: column ${name} has ${column.length} values for ${added} steps`);
     }
-    if (columns.kinds.length !== added || columns.skipped.length !== added || (columns.warnings && columns.warnings.length !== added)) throw new Error(`metrics of ${this.run.dir}: kinds, skipped and warnings must have one entry per step`);
+    if (
+      columns.kinds.length !== added ||
+      columns.skipped.length !== added ||
+      (columns.warnings && columns.warnings.length !== added)
+    )
+      throw new Error(`metrics of ${this.run.dir}: kinds, skipped and warnings must have one entry per step`);
     for (let i = 0; i < added; i++) {
       this.steps.push(columns.steps[i]);
       this.kinds.push(columns.kinds[i]);

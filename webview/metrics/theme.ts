@@ -14,7 +14,14 @@ export interface ChartTheme {
   font: string;
 }
 
-const PALETTE_VARIABLES = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-yellow', '--vscode-charts-red'];
+const PALETTE_VARIABLES = [
+  '--vscode-charts-blue',
+  '--vscode-charts-orange',
+  '--vscode-charts-green',
+  '--vscode-charts-purple',
+  '--vscode-charts-yellow',
+  '--vscode-charts-red',
+];
 const FALLBACK_PALETTE = ['#3794ff', '#d18616', '#89d185', '#b180d7', '#cca700', '#f14c4c'];
 
 export function readTheme(): ChartTheme {

@@ -33,14 +33,28 @@ export function warningEntries(run: Pick<RunMetrics, 'steps' | 'kinds' | 'warnin
     for (const warning of run.warnings[row] ?? []) {
       const key = `${kind} ${warning.code}`;
       const previous = open.get(key);
-      if (previous && previous.row === ordinal - 1 && !warning.action && !previous.entry.warning.action && previous.entry.severity === warning.severity) {
+      if (
+        previous &&
+        previous.row === ordinal - 1 &&
+        !warning.action &&
+        !previous.entry.warning.action &&
+        previous.entry.severity === warning.severity
+      ) {
         previous.entry.lastStep = step;
         previous.entry.occurrences++;
         previous.entry.warning = warning;
         previous.row = ordinal;
         continue;
       }
-      const entry: WarningEntry = { code: warning.code, severity: warning.severity, kind, firstStep: step, lastStep: step, occurrences: 1, warning };
+      const entry: WarningEntry = {
+        code: warning.code,
+        severity: warning.severity,
+        kind,
+        firstStep: step,
+        lastStep: step,
+        occurrences: 1,
+        warning,
+      };
       entries.push(entry);
       open.set(key, { entry, row: ordinal });
     }
@@ -59,6 +73,7 @@ function rank(entry: WarningEntry): number {
 export function entrySteps(entry: WarningEntry): string {
   const what = entry.kind === 'eval' ? 'evaluation after step' : entry.kind === 'sft' ? 'warm-start step' : 'step';
   if (entry.occurrences === 1) return `${what} ${entry.lastStep}`;
-  const plural = entry.kind === 'eval' ? 'evaluations after steps' : entry.kind === 'sft' ? 'warm-start steps' : 'steps';
+  const plural =
+    entry.kind === 'eval' ? 'evaluations after steps' : entry.kind === 'sft' ? 'warm-start steps' : 'steps';
   return `${plural} ${entry.firstStep}–${entry.lastStep} (${entry.occurrences} ${entry.kind === 'eval' ? 'evaluations' : 'steps'})`;
 }

@@ -38,7 +38,13 @@ export function filtersBar(initial: TrajectoryFilters, onChange: (filters: Traje
     });
     return field;
   };
-  const search = textField({ id: 'search', label: 'Search prompts and answers', placeholder: 'Search prompt, answer, row id', value: filters.text, onInput: (text) => update({ text }) });
+  const search = textField({
+    id: 'search',
+    label: 'Search prompts and answers',
+    placeholder: 'Search prompt, answer, row id',
+    value: filters.text,
+    onInput: (text) => update({ text }),
+  });
   const min = bound('reward-min', 'Smallest total reward', filters.rewardMin, 'rewardMin');
   const max = bound('reward-max', 'Largest total reward', filters.rewardMax, 'rewardMax');
   const errors = dropdown({
@@ -52,8 +58,17 @@ export function filtersBar(initial: TrajectoryFilters, onChange: (filters: Traje
     value: filters.errors,
     onChange: (value) => update({ errors: value as TrajectoryFilters['errors'] }),
   });
-  const toolOptions = (tools: readonly string[]) => [{ value: '', label: 'Tool: any' }, ...tools.map((t) => ({ value: t, label: `Tool: ${t}` }))];
-  const tool: Dropdown = dropdown({ id: 'tool-filter', label: 'Tool called', options: toolOptions(filters.tool ? [filters.tool] : []), value: filters.tool, onChange: (value) => update({ tool: value }) });
+  const toolOptions = (tools: readonly string[]) => [
+    { value: '', label: 'Tool: any' },
+    ...tools.map((t) => ({ value: t, label: `Tool: ${t}` })),
+  ];
+  const tool: Dropdown = dropdown({
+    id: 'tool-filter',
+    label: 'Tool called',
+    options: toolOptions(filters.tool ? [filters.tool] : []),
+    value: filters.tool,
+    onChange: (value) => update({ tool: value }),
+  });
   const finish = dropdown({
     id: 'finish-filter',
     label: 'Finish reason',
@@ -94,7 +109,12 @@ export function filtersBar(initial: TrajectoryFilters, onChange: (filters: Traje
   );
   return {
     element,
-    setTools: (tools) => tool.setOptions(toolOptions(filters.tool && !tools.includes(filters.tool) ? [...tools, filters.tool] : tools), filters.tool),
-    setCount: (shown, total) => (count.textContent = shown === total ? `${total} trajectories` : `${shown} of ${total} trajectories`),
+    setTools: (tools) =>
+      tool.setOptions(
+        toolOptions(filters.tool && !tools.includes(filters.tool) ? [...tools, filters.tool] : tools),
+        filters.tool,
+      ),
+    setCount: (shown, total) =>
+      (count.textContent = shown === total ? `${total} trajectories` : `${shown} of ${total} trajectories`),
   };
 }

@@ -58,7 +58,15 @@ const model = {
 
 function saveState(): void {
   if (!model.run) return;
-  vscode.setState({ runDir: model.run.dir, followsNewest: model.followsNewest, step: model.selection, filters: model.filters, sort: model.sort, selected: model.selected, colourBy: model.colourBy });
+  vscode.setState({
+    runDir: model.run.dir,
+    followsNewest: model.followsNewest,
+    step: model.selection,
+    filters: model.filters,
+    sort: model.sort,
+    selected: model.selected,
+    colourBy: model.colourBy,
+  });
 }
 
 const root = document.getElementById('app')!;
@@ -125,7 +133,8 @@ function select(index: number | null): void {
   model.detail = undefined;
   table.select(index ?? undefined, true);
   renderDetail();
-  if (index !== null && model.shown !== undefined) post({ type: 'openTrajectory', set: model.shown.set, step: model.shown.step, index });
+  if (index !== null && model.shown !== undefined)
+    post({ type: 'openTrajectory', set: model.shown.set, step: model.shown.step, index });
   saveState();
 }
 
@@ -140,18 +149,26 @@ function renderDetail(): void {
     return;
   }
   detail.replaceChildren(
-    trajectoryDetail(model.detail, model.colourBy, model.imageUris, {
-      openInDebugger: (step, index) => post({ type: 'openInDebugger', step, index }),
-      reroll: (step, index) => post({ type: 'reroll', step, index }),
-      showBranch: (id, branch) => post({ type: 'showBranch', id, branch }),
-      replayBranch: (id) => post({ type: 'replayBranch', id }),
-      colourBy: (by) => {
-        model.colourBy = by;
-        renderDetail();
-        saveState();
+    trajectoryDetail(
+      model.detail,
+      model.colourBy,
+      model.imageUris,
+      {
+        openInDebugger: (step, index) => post({ type: 'openInDebugger', step, index }),
+        reroll: (step, index) => post({ type: 'reroll', step, index }),
+        showBranch: (id, branch) => post({ type: 'showBranch', id, branch }),
+        replayBranch: (id) => post({ type: 'replayBranch', id }),
+        colourBy: (by) => {
+          model.colourBy = by;
+          renderDetail();
+          saveState();
+        },
+        close: () => select(null),
       },
-      close: () => select(null),
-    }, model.run?.metric, model.shown?.set === 'eval', model.branches),
+      model.run?.metric,
+      model.shown?.set === 'eval',
+      model.branches,
+    ),
   );
 }
 
@@ -205,7 +222,11 @@ function render(message: TrajectoriesToWebview): void {
       refreshTable();
       break;
     case 'trajectory':
-      if (message.set === model.shown?.set && message.record.step === model.shown.step && message.record.index === model.selected) {
+      if (
+        message.set === model.shown?.set &&
+        message.record.step === model.shown.step &&
+        message.record.index === model.selected
+      ) {
         model.detail = message.record;
         model.imageUris = message.imageUris ?? {};
         model.branches = message.branches;
@@ -213,7 +234,8 @@ function render(message: TrajectoriesToWebview): void {
       }
       break;
     case 'branchesChanged':
-      if (model.shown?.set === 'train' && model.shown.step === message.step && model.selected === message.index) post({ type: 'openTrajectory', set: 'train', step: message.step, index: message.index });
+      if (model.shown?.set === 'train' && model.shown.step === message.step && model.selected === message.index)
+        post({ type: 'openTrajectory', set: 'train', step: message.step, index: message.index });
       break;
     case 'notice':
       notices.show(message.level, message.message);

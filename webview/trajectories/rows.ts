@@ -2,7 +2,14 @@ import type { SortOrder, TrajectoryColumn, TrajectoryFilters, TrajectoryRow } fr
 
 /** The table's rows: filtering, sorting and the choices the filters offer. Pure, so unit-testable. */
 
-export const NO_FILTERS: TrajectoryFilters = { text: '', rewardMin: null, rewardMax: null, errors: 'any', tool: '', finishReason: '' };
+export const NO_FILTERS: TrajectoryFilters = {
+  text: '',
+  rewardMin: null,
+  rewardMax: null,
+  errors: 'any',
+  tool: '',
+  finishReason: '',
+};
 
 export const DEFAULT_SORT: SortOrder = { column: 'index', direction: 'asc' };
 
@@ -15,7 +22,12 @@ export function matchesFilters(row: TrajectoryRow, filters: TrajectoryFilters): 
   if (filters.finishReason && row.finishReason !== filters.finishReason) return false;
   if (filters.text) {
     const needle = filters.text.toLowerCase();
-    if (!row.prompt.toLowerCase().includes(needle) && !(row.answer ?? '').toLowerCase().includes(needle) && !row.rowId.toLowerCase().includes(needle)) return false;
+    if (
+      !row.prompt.toLowerCase().includes(needle) &&
+      !(row.answer ?? '').toLowerCase().includes(needle) &&
+      !row.rowId.toLowerCase().includes(needle)
+    )
+      return false;
   }
   return true;
 }
@@ -42,7 +54,11 @@ export function compareRows(a: TrajectoryRow, b: TrajectoryRow, sort: SortOrder)
   return order !== 0 ? sign * order : a.index - b.index;
 }
 
-export function visibleRows(rows: readonly TrajectoryRow[], filters: TrajectoryFilters, sort: SortOrder): TrajectoryRow[] {
+export function visibleRows(
+  rows: readonly TrajectoryRow[],
+  filters: TrajectoryFilters,
+  sort: SortOrder,
+): TrajectoryRow[] {
   return rows.filter((r) => matchesFilters(r, filters)).sort((a, b) => compareRows(a, b, sort));
 }
 

@@ -6,7 +6,12 @@ import { adjacentStep, nearestStep } from './rows';
 export interface StepBar {
   element: HTMLElement;
   /** Show the steps and evaluations that exist, what is selected and what is on screen. */
-  update(steps: readonly number[], evaluations: readonly number[], selection: StepSelection, shown: ShownSet | undefined): void;
+  update(
+    steps: readonly number[],
+    evaluations: readonly number[],
+    selection: StepSelection,
+    shown: ShownSet | undefined,
+  ): void;
 }
 
 /** "before RL" for the evaluation at step 0, "after step N" for the others. */
@@ -42,7 +47,12 @@ export function stepBar(onSelect: (selection: StepSelection) => void): StepBar {
   const next = button('▶', () => shown !== undefined && pin(adjacentStep(steps, shown.step, 1)), 'icon');
   next.setAttribute('aria-label', 'Next step');
   next.id = 'step-next';
-  const follow = checkbox({ id: 'follow', label: 'Follow newest step', checked: true, onChange: (checked) => (checked ? onSelect('follow') : pin(shown?.step)) });
+  const follow = checkbox({
+    id: 'follow',
+    label: 'Follow newest step',
+    checked: true,
+    onChange: (checked) => (checked ? onSelect('follow') : pin(shown?.step)),
+  });
   const range = h('span', { class: 'muted', id: 'step-range' });
   const TRAINING = 'training';
   const evaluation = dropdown({
@@ -53,15 +63,33 @@ export function stepBar(onSelect: (selection: StepSelection) => void): StepBar {
     onChange: (value) => onSelect(value === TRAINING ? 'follow' : { evaluation: Number(value) }),
   });
   return {
-    element: h('div', { class: 'toolbar steps' }, h('span', { class: 'field-label' }, 'Step'), previous, field, next, range, follow.element, evaluation.element),
+    element: h(
+      'div',
+      { class: 'toolbar steps' },
+      h('span', { class: 'field-label' }, 'Step'),
+      previous,
+      field,
+      next,
+      range,
+      follow.element,
+      evaluation.element,
+    ),
     update(nextSteps, evaluations, selection, nextShown) {
       steps = nextSteps;
       shown = nextShown;
       field.value = shown === undefined ? '' : String(shown.step);
       follow.set(selection === 'follow');
-      range.textContent = steps.length ? `of ${steps[0]}–${steps[steps.length - 1]} (${steps.length} steps)` : 'no steps yet';
+      range.textContent = steps.length
+        ? `of ${steps[0]}–${steps[steps.length - 1]} (${steps.length} steps)`
+        : 'no steps yet';
       const chosen = typeof selection === 'object' ? String(selection.evaluation) : TRAINING;
-      evaluation.setOptions([{ value: TRAINING, label: 'Training steps' }, ...evaluations.map((s) => ({ value: String(s), label: evaluationLabel(s) }))], chosen);
+      evaluation.setOptions(
+        [
+          { value: TRAINING, label: 'Training steps' },
+          ...evaluations.map((s) => ({ value: String(s), label: evaluationLabel(s) })),
+        ],
+        chosen,
+      );
       evaluation.element.hidden = evaluations.length === 0;
     },
   };

@@ -43,7 +43,11 @@ export class VirtualTable<Row, Key extends string> {
   private selectedKey: number | undefined;
   private frame = 0;
   /** What is on screen: the row objects in view and the selection they were drawn with. */
-  private rendered: { rows: readonly Row[]; first: number; selected: number | undefined } = { rows: [], first: -1, selected: undefined };
+  private rendered: { rows: readonly Row[]; first: number; selected: number | undefined } = {
+    rows: [],
+    first: -1,
+    selected: undefined,
+  };
   private viewportHeight = 0;
   private scrollTop = 0;
 
@@ -137,7 +141,13 @@ export class VirtualTable<Row, Key extends string> {
     const last = Math.min(this.rows.length, Math.ceil((this.scrollTop + height) / rowHeight) + OVERSCAN);
     const inView = this.rows.slice(first, last);
     const previous = this.rendered;
-    if (first === previous.first && this.selectedKey === previous.selected && inView.length === previous.rows.length && inView.every((row, i) => row === previous.rows[i])) return;
+    if (
+      first === previous.first &&
+      this.selectedKey === previous.selected &&
+      inView.length === previous.rows.length &&
+      inView.every((row, i) => row === previous.rows[i])
+    )
+      return;
     this.rendered = { rows: inView, first, selected: this.selectedKey };
     this.window.style.transform = `translateY(${first * rowHeight}px)`;
     this.window.replaceChildren(...inView.map((row, i) => this.renderRow(row, first + i)));
@@ -157,7 +167,16 @@ export class VirtualTable<Row, Key extends string> {
     for (const column of this.options.columns) {
       const extra = column.cellClass?.(row);
       element.append(
-        h('div', { class: `vt-cell${column.numeric ? ' num' : ''}${extra ? ` ${extra}` : ''}`, role: 'gridcell', 'data-column': column.key, title: column.tooltip?.(row) }, column.cell(row)),
+        h(
+          'div',
+          {
+            class: `vt-cell${column.numeric ? ' num' : ''}${extra ? ` ${extra}` : ''}`,
+            role: 'gridcell',
+            'data-column': column.key,
+            title: column.tooltip?.(row),
+          },
+          column.cell(row),
+        ),
       );
     }
     return element;

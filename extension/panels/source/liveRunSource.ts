@@ -21,7 +21,10 @@ export class LiveRunSource implements RunSource {
     training: LiveTraining,
   ) {
     this.files = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
-    this.unsubscribe = [this.files.onUpdate((update) => this.emitter.emit(update)), training.onEvent((event) => this.onEvent(event))];
+    this.unsubscribe = [
+      this.files.onUpdate((update) => this.emitter.emit(update)),
+      training.onEvent((event) => this.onEvent(event)),
+    ];
   }
 
   run() {
@@ -81,7 +84,13 @@ export class LiveRunSource implements RunSource {
   private onEvent(event: TrainingEvent): void {
     switch (event.type) {
       case 'progress':
-        this.latest = { step: event.step, phase: event.phase, done: event.done, total: event.total, ...(event.tokensPerSecond !== undefined ? { tokensPerSecond: event.tokensPerSecond } : {}) };
+        this.latest = {
+          step: event.step,
+          phase: event.phase,
+          done: event.done,
+          total: event.total,
+          ...(event.tokensPerSecond !== undefined ? { tokensPerSecond: event.tokensPerSecond } : {}),
+        };
         this.emitter.emit({ type: 'progress', progress: this.latest });
         break;
       case 'run.ended':

@@ -1,6 +1,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { MetricsRecord, stepFileName, trajectoryFile, TrajectoryRecord, TrajectoryRecordWithoutTokens, type RunRecord, type TrajectoryRow } from '../../../trainer/contract/protocol';
+import {
+  MetricsRecord,
+  stepFileName,
+  trajectoryFile,
+  TrajectoryRecord,
+  TrajectoryRecordWithoutTokens,
+  type RunRecord,
+  type TrajectoryRow,
+} from '../../../trainer/contract/protocol';
 import { JsonlTail, RunStoreReader, type LineLocation } from '../../../trainer/contract/runstore';
 import { metricsKey, trajectoryKey } from '../../../trainer/contract/runstore/recordKeys';
 import { UpdateEmitter, type RunSource, type RunUpdate } from './runSource';
@@ -216,7 +224,11 @@ export class RunDirectorySource implements RunSource {
       return loaded;
     }
     const fresh: LoadedStep = {
-      tail: new JsonlTail(path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`), TrajectoryRecordWithoutTokens, { key: trajectoryKey }),
+      tail: new JsonlTail(
+        path.join(this.dir, 'rollouts', `${stepFileName(step)}.jsonl`),
+        TrajectoryRecordWithoutTokens,
+        { key: trajectoryKey },
+      ),
       rows: [],
       locations: new Map(),
       followers: 0,
@@ -235,7 +247,8 @@ export class RunDirectorySource implements RunSource {
       await new Promise((resolve) => setImmediate(resolve));
       if (this.disposed || this.loaded.get(step) !== loaded) break;
       const { rows, restarted, more } = this.readStep(loaded, this.readBudget, (e) => this.reportError(e));
-      if (rows.length || restarted) this.emitter.emit({ type: 'rows', step, rows, ...(restarted ? { reset: true } : {}) });
+      if (rows.length || restarted)
+        this.emitter.emit({ type: 'rows', step, rows, ...(restarted ? { reset: true } : {}) });
       if (!more) break;
     }
     loaded.loading = undefined;
@@ -250,7 +263,11 @@ export class RunDirectorySource implements RunSource {
   }
 
   /** Append what the step's file gained; returns the new rows. */
-  private readStep(loaded: LoadedStep, budget = Number.POSITIVE_INFINITY, report: (message: string) => void = (e) => this.keepError(e)): { rows: TrajectoryRow[]; restarted: boolean; more: boolean } {
+  private readStep(
+    loaded: LoadedStep,
+    budget = Number.POSITIVE_INFINITY,
+    report: (message: string) => void = (e) => this.keepError(e),
+  ): { rows: TrajectoryRow[]; restarted: boolean; more: boolean } {
     const read = loaded.tail.read(budget);
     if (read.restarted) {
       loaded.rows = [];
@@ -291,7 +308,8 @@ export class RunDirectorySource implements RunSource {
     if (next === this.evaluationsStamp) return;
     this.evaluationsStamp = next;
     const evaluations = this.reader.evaluations();
-    if (evaluations.length === this.evaluationList.length && evaluations.every((s, i) => s === this.evaluationList[i])) return;
+    if (evaluations.length === this.evaluationList.length && evaluations.every((s, i) => s === this.evaluationList[i]))
+      return;
     this.evaluationList = evaluations;
     this.emitter.emit({ type: 'evaluations', evaluations });
   }
@@ -307,7 +325,8 @@ export class RunDirectorySource implements RunSource {
 
   private refreshStep(step: number, loaded: LoadedStep): void {
     const { rows, restarted } = this.readStep(loaded, Number.POSITIVE_INFINITY, (e) => this.reportError(e));
-    if (rows.length || restarted) this.emitter.emit({ type: 'rows', step, rows, ...(restarted ? { reset: true } : {}) });
+    if (rows.length || restarted)
+      this.emitter.emit({ type: 'rows', step, rows, ...(restarted ? { reset: true } : {}) });
   }
 
   private keepError(message: string): void {

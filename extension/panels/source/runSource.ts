@@ -1,4 +1,10 @@
-import type { MetricsRecord, RunRecord, TrainingPhase, TrajectoryRecord, TrajectoryRow } from '../../../trainer/contract/protocol';
+import type {
+  MetricsRecord,
+  RunRecord,
+  TrainingPhase,
+  TrajectoryRecord,
+  TrajectoryRow,
+} from '../../../trainer/contract/protocol';
 
 /**
  * What a run looks like to the panels and the status bar, wherever its data comes from: a run

@@ -1,4 +1,10 @@
-import { runMetric, type RunRecord, type RunSummary, type TrajectoryRecordWithoutTokens, type TrajectoryRow } from '../../../trainer/contract/protocol';
+import {
+  runMetric,
+  type RunRecord,
+  type RunSummary,
+  type TrajectoryRecordWithoutTokens,
+  type TrajectoryRow,
+} from '../../../trainer/contract/protocol';
 
 /** A trajectory record reduced to its table row: counts and rewards, no text beyond prompt and answer. */
 export function summarizeTrajectory(record: TrajectoryRecordWithoutTokens): TrajectoryRow {

@@ -23,13 +23,20 @@ export class FmaPeakProgram {
   static build(): FmaPeakProgram {
     const source = fs.readFileSync(SOURCE);
     const cc = process.env.CC ?? 'gcc';
-    const binary = path.join(os.tmpdir(), `rollout-bench-fma-${createHash('sha256').update(source).update(cc).digest('hex').slice(0, 12)}`);
+    const binary = path.join(
+      os.tmpdir(),
+      `rollout-bench-fma-${createHash('sha256').update(source).update(cc).digest('hex').slice(0, 12)}`,
+    );
     if (!fs.existsSync(binary)) {
       try {
-        execFileSync(cc, ['-O3', '-march=native', '-pthread', SOURCE, '-o', binary], { stdio: ['ignore', 'ignore', 'pipe'] });
+        execFileSync(cc, ['-O3', '-march=native', '-pthread', SOURCE, '-o', binary], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
       } catch (error) {
         const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? (error as Error).message;
-        throw new Error(`building the FMA peak program failed (${cc} -O3 -march=native -pthread ${SOURCE}); install gcc or set CC:\n${stderr}`);
+        throw new Error(
+          `building the FMA peak program failed (${cc} -O3 -march=native -pthread ${SOURCE}); install gcc or set CC:\n${stderr}`,
+        );
       }
     }
     return new FmaPeakProgram(binary);
@@ -42,8 +49,16 @@ export class FmaPeakProgram {
    * would charge that to whichever side runs next.
    */
   serve(threads: number, seconds: number, reps: number): { measure(): Promise<FmaPeak>; close(): Promise<void> } {
-    const peer = PeerProcess.start('FMA peak program', this.binary, ['serve', String(threads), String(seconds), String(reps)]);
-    return { measure: () => peer.request<FmaPeak & Record<string, unknown>>({ op: 'measure' }), close: () => peer.close() };
+    const peer = PeerProcess.start('FMA peak program', this.binary, [
+      'serve',
+      String(threads),
+      String(seconds),
+      String(reps),
+    ]);
+    return {
+      measure: () => peer.request<FmaPeak & Record<string, unknown>>({ op: 'measure' }),
+      close: () => peer.close(),
+    };
   }
 
   /** The best GFLOP/s of `reps` runs of about `seconds` each (a process started for it). */

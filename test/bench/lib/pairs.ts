@@ -78,7 +78,13 @@ export interface PairOptions {
  * `pairs` alternating pairs after `warmup` unpaired rounds of each. `ours` and `peer` return
  * a measurement (seconds or a rate); `ratio` turns a pair into the reported ratio.
  */
-export async function interleavedPairs(label: string, options: PairOptions, ours: () => Promise<number>, peer: () => Promise<number>, ratio: (ours: number, peer: number) => number): Promise<PairedResult> {
+export async function interleavedPairs(
+  label: string,
+  options: PairOptions,
+  ours: () => Promise<number>,
+  peer: () => Promise<number>,
+  ratio: (ours: number, peer: number) => number,
+): Promise<PairedResult> {
   for (let i = 0; i < (options.warmup ?? 1); i++) {
     await ours();
     await peer();
@@ -111,7 +117,9 @@ export async function interleavedPairs(label: string, options: PairOptions, ours
     r.push(ratio(a.value, b.value));
     if (options.cpu) c.push(ratio(a.onCpu, b.onCpu));
     const cpuText = options.cpu ? ` (on CPU time ${c[c.length - 1].toFixed(3)})` : '';
-    console.log(`  ${label} pair ${i + 1}/${options.pairs}: ours ${a.value.toFixed(3)} ${options.unit}, peer ${b.value.toFixed(3)} ${options.unit}, ratio ${r[r.length - 1].toFixed(3)}${cpuText}`);
+    console.log(
+      `  ${label} pair ${i + 1}/${options.pairs}: ours ${a.value.toFixed(3)} ${options.unit}, peer ${b.value.toFixed(3)} ${options.unit}, ratio ${r[r.length - 1].toFixed(3)}${cpuText}`,
+    );
     await options.onPair?.(a.value, b.value);
   }
   return { ours: spread(o), peer: spread(p), ratio: spread(r), ...(options.cpu ? { cpuRatio: spread(c) } : {}) };
@@ -131,14 +139,21 @@ export async function seconds(fn: () => Promise<unknown>): Promise<number> {
  * four times as long as the best one's probes so far is not measured further (on a loaded
  * machine a spinning thread pool can be 30× slower, and probing it would take minutes).
  */
-export async function pickFastest<T extends { name: string }>(label: string, candidates: readonly T[], probe: (candidate: T) => Promise<number>, options: { reps?: number; higher: boolean }): Promise<T> {
+export async function pickFastest<T extends { name: string }>(
+  label: string,
+  candidates: readonly T[],
+  probe: (candidate: T) => Promise<number>,
+  options: { reps?: number; higher: boolean },
+): Promise<T> {
   let best: T | undefined;
   let bestValue = 0;
   let bestWall = Infinity;
   for (const candidate of candidates) {
     const warmup = await seconds(() => probe(candidate));
     if (best && warmup > 4 * bestWall) {
-      console.log(`  ${label}, ${candidate.name}: skipped (its warm-up took ${warmup.toFixed(1)} s, over 4× the best setting's probe)`);
+      console.log(
+        `  ${label}, ${candidate.name}: skipped (its warm-up took ${warmup.toFixed(1)} s, over 4× the best setting's probe)`,
+      );
       continue;
     }
     const values: number[] = [];

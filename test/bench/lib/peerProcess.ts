@@ -30,13 +30,16 @@ export class PeerProcess {
     });
     child.on('exit', (code, signal) => {
       this.exited = `exited (${signal ?? `code ${code}`})`;
-      for (const reply of this.replies.splice(0)) reply(JSON.stringify({ error: `${name} ${this.exited}\n${this.stderr}` }));
+      for (const reply of this.replies.splice(0))
+        reply(JSON.stringify({ error: `${name} ${this.exited}\n${this.stderr}` }));
     });
   }
 
   static start(name: string, command: string, args: string[], env: Record<string, string> = {}): PeerProcess {
     if (command === PYTHON && !fs.existsSync(PYTHON)) {
-      throw new Error(`${PYTHON} not found: install Debian's python3-torch and libopenblas0-pthread (apt-get install python3-torch libopenblas0-pthread), or set BENCH_PYTHON`);
+      throw new Error(
+        `${PYTHON} not found: install Debian's python3-torch and libopenblas0-pthread (apt-get install python3-torch libopenblas0-pthread), or set BENCH_PYTHON`,
+      );
     }
     const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     return new PeerProcess(name, child);
@@ -53,7 +56,8 @@ export class PeerProcess {
           reject(new Error(`${this.name} answered with something that is not JSON: ${line.slice(0, 200)}`));
           return;
         }
-        if (typeof reply.error === 'string') reject(new Error(`${this.name} failed on ${JSON.stringify(message).slice(0, 200)}:\n${reply.error}`));
+        if (typeof reply.error === 'string')
+          reject(new Error(`${this.name} failed on ${JSON.stringify(message).slice(0, 200)}:\n${reply.error}`));
         else resolve(reply as T);
       });
       this.child.stdin.write(JSON.stringify(message) + '\n');

@@ -45,11 +45,19 @@ export interface BestTorchPeer {
 /** Every thread pair (1 or every core, for each pool), with glibc's default allocator and keeping freed memory. */
 export function peerSettings(cores: number): TorchSetting[] {
   const counts = [...new Set([1, cores])];
-  return [false, true].flatMap((keepFreedMemory) => counts.flatMap((torchThreads) => counts.map((blasThreads) => ({ torchThreads, blasThreads, keepFreedMemory }))));
+  return [false, true].flatMap((keepFreedMemory) =>
+    counts.flatMap((torchThreads) => counts.map((blasThreads) => ({ torchThreads, blasThreads, keepFreedMemory }))),
+  );
 }
 
 export function describeSetting(s: TorchSetting): string {
-  return `torch.set_num_threads(${s.torchThreads}), OPENBLAS_NUM_THREADS=${s.blasThreads}${s.keepFreedMemory ? `, ${Object.entries(KEEP_FREED_MEMORY).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`;
+  return `torch.set_num_threads(${s.torchThreads}), OPENBLAS_NUM_THREADS=${s.blasThreads}${
+    s.keepFreedMemory
+      ? `, ${Object.entries(KEEP_FREED_MEMORY)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')}`
+      : ''
+  }`;
 }
 
 /** The setting as a RESULT line's value. */
@@ -75,13 +83,23 @@ export async function startBestTorchPeer(
   let bestSeconds = Infinity;
   const tried: BestTorchPeer['tried'] = [];
   for (const setting of peerSettings(cores)) {
-    const env = { OPENBLAS_NUM_THREADS: String(setting.blasThreads), ...(setting.keepFreedMemory ? KEEP_FREED_MEMORY : {}) };
-    const peer = PeerProcess.start(`PyTorch peer (${describeSetting(setting)})`, PYTHON, [path.join(__dirname, '..', script)], env);
+    const env = {
+      OPENBLAS_NUM_THREADS: String(setting.blasThreads),
+      ...(setting.keepFreedMemory ? KEEP_FREED_MEMORY : {}),
+    };
+    const peer = PeerProcess.start(
+      `PyTorch peer (${describeSetting(setting)})`,
+      PYTHON,
+      [path.join(__dirname, '..', script)],
+      env,
+    );
     const info = await peer.request<TorchPeerInfo>({ ...setup, op: 'setup', threads: setting.torchThreads });
     const warmup = (await peer.request<{ seconds: number }>(probe)).seconds;
     if (warmup > 4 * bestSeconds) {
       // An oversubscribed setting on a loaded machine: measuring it further would take minutes.
-      console.log(`  PyTorch setting ${describeSetting(setting)}: skipped (warm-up ${warmup.toFixed(3)} s, over 4× the best)`);
+      console.log(
+        `  PyTorch setting ${describeSetting(setting)}: skipped (warm-up ${warmup.toFixed(3)} s, over 4× the best)`,
+      );
       tried.push({ setting, seconds: warmup });
       await peer.close();
       continue;
@@ -98,6 +116,8 @@ export async function startBestTorchPeer(
     } else await peer.close();
   }
   const chosen = { ...best!, tried };
-  console.log(`PyTorch ${chosen.info.torch} at its best setting: ${describeSetting(chosen.setting)}; BLAS: ${chosen.info.blas} (${chosen.info.blas_loaded.join(', ') || 'none found'})`);
+  console.log(
+    `PyTorch ${chosen.info.torch} at its best setting: ${describeSetting(chosen.setting)}; BLAS: ${chosen.info.blas} (${chosen.info.blas_loaded.join(', ') || 'none found'})`,
+  );
   return chosen;
 }

@@ -12,7 +12,8 @@ import * as path from 'node:path';
 import { Random, writeJsonl, type ChatMessage } from 'rollout-studio';
 import { cityPairs, distanceKm, shippingCost, type City } from './world';
 
-export const SYSTEM_PROMPT = 'Find the distance with the distance tool, price the parcel with the shipping_cost tool, then reply with <answer>the price</answer>.';
+export const SYSTEM_PROMPT =
+  'Find the distance with the distance tool, price the parcel with the shipping_cost tool, then reply with <answer>the price</answer>.';
 
 export interface QuoteRow {
   id: string;
@@ -41,7 +42,14 @@ function weight(random: Random, min: number, max: number): number {
   return random.nextFloat() < 0.5 ? whole : Number(`${whole}.${1 + random.nextInt(9)}`);
 }
 
-export function generateQuestions(options: { seed: number; count: number; prefix: string; pairs: readonly [City, City][]; weights: [number, number]; exclude?: ReadonlySet<string> }): QuoteRow[] {
+export function generateQuestions(options: {
+  seed: number;
+  count: number;
+  prefix: string;
+  pairs: readonly [City, City][];
+  weights: [number, number];
+  exclude?: ReadonlySet<string>;
+}): QuoteRow[] {
   const random = Random.fromSeed(options.seed);
   const seen = new Set(options.exclude ?? []);
   const rows: QuoteRow[] = [];
@@ -53,14 +61,29 @@ export function generateQuestions(options: { seed: number; count: number; prefix
     if (seen.has(prompt)) continue;
     seen.add(prompt);
     const answer = shippingCost(w, distanceKm(origin, destination));
-    rows.push({ id: `${options.prefix}-${String(rows.length).padStart(4, '0')}`, system: SYSTEM_PROMPT, prompt, answer, weight: w, origin, destination });
+    rows.push({
+      id: `${options.prefix}-${String(rows.length).padStart(4, '0')}`,
+      system: SYSTEM_PROMPT,
+      prompt,
+      answer,
+      weight: w,
+      origin,
+      destination,
+    });
   }
   return rows;
 }
 
-const call = (name: string, args: Record<string, unknown>): ChatMessage => ({ role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name, arguments: args } }] });
+const call = (name: string, args: Record<string, unknown>): ChatMessage => ({
+  role: 'assistant',
+  content: '',
+  tool_calls: [{ type: 'function', function: { name, arguments: args } }],
+});
 
-export function generateDemonstrations(rows: readonly QuoteRow[], options: { seed: number; round: number; botch: number }): { id: string; kind: string; messages: ChatMessage[] }[] {
+export function generateDemonstrations(
+  rows: readonly QuoteRow[],
+  options: { seed: number; round: number; botch: number },
+): { id: string; kind: string; messages: ChatMessage[] }[] {
   const random = Random.fromSeed(options.seed);
   return rows.map((row, i) => {
     const roll = random.nextFloat();
@@ -86,10 +109,32 @@ export const DEFAULTS = { seed: 1, train: 400, heldout: 100, sft: 300, round: 0.
 
 export function generateDataset(options: typeof DEFAULTS & { out: string }): void {
   const { train: trainPairs, heldout: heldoutPairs } = splitPairs();
-  const train = generateQuestions({ seed: options.seed, count: options.train, prefix: 'train', pairs: trainPairs, weights: [1, 30] });
-  const heldout = generateQuestions({ seed: options.seed + 1, count: options.heldout, prefix: 'heldout', pairs: heldoutPairs, weights: [31, 99] });
-  const demoQuestions = generateQuestions({ seed: options.seed + 2, count: options.sft, prefix: 'demo', pairs: trainPairs, weights: [1, 30], exclude: new Set(train.map((r) => r.prompt)) });
+  const train = generateQuestions({
+    seed: options.seed,
+    count: options.train,
+    prefix: 'train',
+    pairs: trainPairs,
+    weights: [1, 30],
+  });
+  const heldout = generateQuestions({
+    seed: options.seed + 1,
+    count: options.heldout,
+    prefix: 'heldout',
+    pairs: heldoutPairs,
+    weights: [31, 99],
+  });
+  const demoQuestions = generateQuestions({
+    seed: options.seed + 2,
+    count: options.sft,
+    prefix: 'demo',
+    pairs: trainPairs,
+    weights: [1, 30],
+    exclude: new Set(train.map((r) => r.prompt)),
+  });
   writeJsonl(path.join(options.out, 'train.jsonl'), train);
   writeJsonl(path.join(options.out, 'heldout.jsonl'), heldout);
-  writeJsonl(path.join(options.out, 'sft.jsonl'), generateDemonstrations(demoQuestions, { seed: options.seed + 3, round: options.round, botch: options.botch }));
+  writeJsonl(
+    path.join(options.out, 'sft.jsonl'),
+    generateDemonstrations(demoQuestions, { seed: options.seed + 3, round: options.round, botch: options.botch }),
+  );
 }

@@ -3,7 +3,20 @@
  * the pair), and a price list (a base fee plus a rate per kilogram-kilometre). Nothing here is in
  * an example or in the pretraining corpus.
  */
-export const CITIES = ['Oslo', 'Lima', 'Cairo', 'Perth', 'Dakar', 'Quito', 'Hanoi', 'Minsk', 'Tunis', 'Sofia', 'Accra', 'Dhaka'] as const;
+export const CITIES = [
+  'Oslo',
+  'Lima',
+  'Cairo',
+  'Perth',
+  'Dakar',
+  'Quito',
+  'Hanoi',
+  'Minsk',
+  'Tunis',
+  'Sofia',
+  'Accra',
+  'Dhaka',
+] as const;
 export type City = (typeof CITIES)[number];
 
 /** Kilometres between two cities: 300–8,999, the same both ways. */

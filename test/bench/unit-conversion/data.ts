@@ -17,7 +17,8 @@ import * as path from 'node:path';
 import { Random, writeJsonl, type ChatMessage } from 'rollout-studio';
 import { convert, UNITS, type Unit } from './units';
 
-export const SYSTEM_PROMPT = 'Answer the question with the convert_units tool, then reply with <answer>the number</answer>.';
+export const SYSTEM_PROMPT =
+  'Answer the question with the convert_units tool, then reply with <answer>the number</answer>.';
 
 export interface ConversionRow {
   id: string;
@@ -41,7 +42,12 @@ function value(random: Random): number {
   return random.nextFloat() < 0.5 ? whole : Number(`${whole}.${1 + random.nextInt(9)}`);
 }
 
-export function generateQuestions(options: { seed: number; count: number; prefix: string; exclude?: ReadonlySet<string> }): ConversionRow[] {
+export function generateQuestions(options: {
+  seed: number;
+  count: number;
+  prefix: string;
+  exclude?: ReadonlySet<string>;
+}): ConversionRow[] {
   const random = Random.fromSeed(options.seed);
   const seen = new Set(options.exclude ?? []);
   const rows: ConversionRow[] = [];
@@ -53,16 +59,34 @@ export function generateQuestions(options: { seed: number; count: number; prefix
     const prompt = TEMPLATES[random.nextInt(TEMPLATES.length)](String(v), from.name, to.name);
     if (seen.has(prompt)) continue;
     seen.add(prompt);
-    rows.push({ id: `${options.prefix}-${String(rows.length).padStart(4, '0')}`, system: SYSTEM_PROMPT, prompt, answer: String(convert(v, from.name, to.name)), value: v, from: from.name, to: to.name });
+    rows.push({
+      id: `${options.prefix}-${String(rows.length).padStart(4, '0')}`,
+      system: SYSTEM_PROMPT,
+      prompt,
+      answer: String(convert(v, from.name, to.name)),
+      value: v,
+      from: from.name,
+      to: to.name,
+    });
   }
   return rows;
 }
 
-export function generateDemonstrations(rows: readonly ConversionRow[], options: { seed: number; skip: number; botch: number; round: number }): { id: string; kind: string; messages: ChatMessage[] }[] {
+export function generateDemonstrations(
+  rows: readonly ConversionRow[],
+  options: { seed: number; skip: number; botch: number; round: number },
+): { id: string; kind: string; messages: ChatMessage[] }[] {
   const random = Random.fromSeed(options.seed);
   return rows.map((row, i) => {
     const roll = random.nextFloat();
-    const kind = roll < options.skip ? 'skip' : roll < options.skip + options.botch ? 'botch' : roll < options.skip + options.botch + options.round ? 'round' : 'correct';
+    const kind =
+      roll < options.skip
+        ? 'skip'
+        : roll < options.skip + options.botch
+          ? 'botch'
+          : roll < options.skip + options.botch + options.round
+            ? 'round'
+            : 'correct';
     const messages: ChatMessage[] = [
       { role: 'system', content: row.system },
       { role: 'user', content: row.prompt },
@@ -73,7 +97,16 @@ export function generateDemonstrations(rows: readonly ConversionRow[], options: 
       const v = kind === 'botch' ? row.value + 1 + random.nextInt(9) : row.value;
       const result = String(convert(v, row.from, row.to));
       messages.push(
-        { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'convert_units', arguments: { value: v, from_unit: row.from, to_unit: row.to } } }] },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [
+            {
+              type: 'function',
+              function: { name: 'convert_units', arguments: { value: v, from_unit: row.from, to_unit: row.to } },
+            },
+          ],
+        },
         { role: 'tool', name: 'convert_units', content: result },
       );
       answer = kind === 'round' ? String(Math.round(Number(result))) : result;
@@ -87,10 +120,28 @@ export const DEFAULTS = { seed: 1, train: 400, heldout: 100, sft: 300, skip: 0, 
 
 export function generateDataset(options: typeof DEFAULTS & { out: string }): void {
   const train = generateQuestions({ seed: options.seed, count: options.train, prefix: 'train' });
-  const heldout = generateQuestions({ seed: options.seed + 1, count: options.heldout, prefix: 'heldout', exclude: new Set(train.map((r) => r.prompt)) });
+  const heldout = generateQuestions({
+    seed: options.seed + 1,
+    count: options.heldout,
+    prefix: 'heldout',
+    exclude: new Set(train.map((r) => r.prompt)),
+  });
   // Demonstrations are about questions of their own (neither training nor held-out ones).
-  const demoQuestions = generateQuestions({ seed: options.seed + 2, count: options.sft, prefix: 'demo', exclude: new Set([...train, ...heldout].map((r) => r.prompt)) });
+  const demoQuestions = generateQuestions({
+    seed: options.seed + 2,
+    count: options.sft,
+    prefix: 'demo',
+    exclude: new Set([...train, ...heldout].map((r) => r.prompt)),
+  });
   writeJsonl(path.join(options.out, 'train.jsonl'), train);
   writeJsonl(path.join(options.out, 'heldout.jsonl'), heldout);
-  writeJsonl(path.join(options.out, 'sft.jsonl'), generateDemonstrations(demoQuestions, { seed: options.seed + 3, skip: options.skip, botch: options.botch, round: options.round }));
+  writeJsonl(
+    path.join(options.out, 'sft.jsonl'),
+    generateDemonstrations(demoQuestions, {
+      seed: options.seed + 3,
+      skip: options.skip,
+      botch: options.botch,
+      round: options.round,
+    }),
+  );
 }

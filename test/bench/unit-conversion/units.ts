@@ -40,7 +40,8 @@ export function convert(value: number, from: string, to: string): number {
   const a = UNITS.find((u) => u.name === from);
   const b = UNITS.find((u) => u.name === to);
   if (!a || !b) throw new ConversionError(`unknown unit ${!a ? from : to}`);
-  if (a.dimension !== b.dimension) throw new ConversionError(`cannot convert ${a.dimension} (${from}) to ${b.dimension} (${to})`);
+  if (a.dimension !== b.dimension)
+    throw new ConversionError(`cannot convert ${a.dimension} (${from}) to ${b.dimension} (${to})`);
   const base = value * a.scale + (a.offset ?? 0);
   return round((base - (b.offset ?? 0)) / b.scale);
 }

@@ -23,7 +23,13 @@ const TINY: Recipe = parseRecipe(
     name: 'tiny',
     tokenizer: { merges: 2000 },
     model: { ...BASE_RECIPE.model, layers: 2, hidden: 32, heads: 2, kvHeads: 2, intermediate: 64 },
-    data: { ...BASE_RECIPE.data, openingMix: { steps: 2, mix: { repeat: 1 } }, mix: { repeat: 1, lookup: 1, chat: 1 }, rows: 2, length: 256 },
+    data: {
+      ...BASE_RECIPE.data,
+      openingMix: { steps: 2, mix: { repeat: 1 } },
+      mix: { repeat: 1, lookup: 1, chat: 1 },
+      rows: 2,
+      length: 256,
+    },
     optimization: { ...BASE_RECIPE.optimization, steps: 4, warmupSteps: 1, microBatchSize: 2 },
     evaluation: { ...BASE_RECIPE.evaluation, every: 2, episodesPerSet: 2 },
     checkpoint: { every: 1, keep: 2 },
@@ -35,7 +41,10 @@ let root: string;
 before(() => (root = fs.mkdtempSync(path.join(os.tmpdir(), 'pretrain-'))));
 after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-const run = (name: string, options: { recipe?: Recipe; stopAfter?: number; noEvaluation?: boolean } = {}): Promise<PretrainResult> =>
+const run = (
+  name: string,
+  options: { recipe?: Recipe; stopAfter?: number; noEvaluation?: boolean } = {},
+): Promise<PretrainResult> =>
   pretrain({ recipe: options.recipe ?? TINY, outDir: path.join(root, name), inProcessDevice: true, ...options });
 
 describe('pretraining recipe', () => {
@@ -56,17 +65,40 @@ describe('pretraining recipe', () => {
     assert.deepEqual(JSON.parse(fs.readFileSync(path.join(full.modelDir!, 'pretrain_recipe.json'), 'utf8')), TINY);
     const summary = JSON.parse(fs.readFileSync(path.join(root, 'full', 'summary.json'), 'utf8'));
     assert.equal(summary.steps, 4);
-    assert.ok(summary.heldout.loss > 0 && Object.keys(summary.heldout.exactMatch).length === SKILLS.length, JSON.stringify(summary.heldout));
+    assert.ok(
+      summary.heldout.loss > 0 && Object.keys(summary.heldout.exactMatch).length === SKILLS.length,
+      JSON.stringify(summary.heldout),
+    );
     // Per skill, the share of target tokens right and their loss; the overall target loss is a mean of the per-skill ones.
-    const { tokenAccuracy, targetLossBySkill, targetLoss } = summary.heldout as { tokenAccuracy: Record<string, number>; targetLossBySkill: Record<string, number>; targetLoss: number };
+    const { tokenAccuracy, targetLossBySkill, targetLoss } = summary.heldout as {
+      tokenAccuracy: Record<string, number>;
+      targetLossBySkill: Record<string, number>;
+      targetLoss: number;
+    };
     assert.deepEqual(Object.keys(tokenAccuracy).sort(), Object.keys(summary.heldout.exactMatch).sort());
-    assert.ok(Object.values(tokenAccuracy).every((a) => a >= 0 && a <= 1), JSON.stringify(tokenAccuracy));
+    assert.ok(
+      Object.values(tokenAccuracy).every((a) => a >= 0 && a <= 1),
+      JSON.stringify(tokenAccuracy),
+    );
     const bySkill = Object.values(targetLossBySkill);
     assert.equal(bySkill.length, SKILLS.length);
-    assert.ok(Math.min(...bySkill) <= targetLoss + 1e-9 && targetLoss <= Math.max(...bySkill) + 1e-9, `${targetLoss} outside ${JSON.stringify(targetLossBySkill)}`);
-    const records = fs.readFileSync(path.join(root, 'full', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(records.filter((r) => r.kind === 'heldout').map((r) => r.step), [0, 2, 4]);
-    assert.deepEqual(records.filter((r) => r.kind === 'train').map((r) => r.loss), full.losses);
+    assert.ok(
+      Math.min(...bySkill) <= targetLoss + 1e-9 && targetLoss <= Math.max(...bySkill) + 1e-9,
+      `${targetLoss} outside ${JSON.stringify(targetLossBySkill)}`,
+    );
+    const records = fs
+      .readFileSync(path.join(root, 'full', 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      records.filter((r) => r.kind === 'heldout').map((r) => r.step),
+      [0, 2, 4],
+    );
+    assert.deepEqual(
+      records.filter((r) => r.kind === 'train').map((r) => r.loss),
+      full.losses,
+    );
   });
 
   it('gives identical losses when run again from scratch', async () => {
@@ -82,25 +114,56 @@ describe('pretraining recipe', () => {
     assert.deepEqual(rest.losses, full.losses.slice(2));
     assert.equal(rest.heldout!.loss, full.heldout!.loss);
     // The checkpoint it resumed from was pruned on the way (keep 2); the final folder is still whole.
-    assert.ok(!fs.existsSync(path.join(root, 'resumed', 'checkpoints', 'step-000002')), 'the resumed-from checkpoint was pruned');
+    assert.ok(
+      !fs.existsSync(path.join(root, 'resumed', 'checkpoints', 'step-000002')),
+      'the resumed-from checkpoint was pruned',
+    );
     for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) {
-      assert.equal(fs.readFileSync(path.join(rest.modelDir!, file), 'utf8'), fs.readFileSync(path.join(full.modelDir!, file), 'utf8'), file);
+      assert.equal(
+        fs.readFileSync(path.join(rest.modelDir!, file), 'utf8'),
+        fs.readFileSync(path.join(full.modelDir!, file), 'utf8'),
+        file,
+      );
       assert.ok(fs.existsSync(path.join(root, 'resumed', 'checkpoints', 'step-000004', file)), `step-000004/${file}`);
     }
-    assert.deepEqual(fs.readFileSync(path.join(rest.modelDir!, 'model.safetensors')), fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')));
+    assert.deepEqual(
+      fs.readFileSync(path.join(rest.modelDir!, 'model.safetensors')),
+      fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')),
+    );
   });
 
   it('continues from a finished model when the recipe names it as init: the same weights, then new steps', async () => {
     const sha256 = fileSha256(path.join(full.modelDir!, 'model.safetensors'));
-    const longer = parseRecipe({ ...TINY, name: 'tiny-long', init: { model: full.modelDir!, sha256 }, data: { ...TINY.data, openingMix: undefined, mix: { chat: 1, fact_chain: 1 }, length: 512 }, optimization: { ...TINY.optimization, steps: 2 } }, 'tiny-long');
+    const longer = parseRecipe(
+      {
+        ...TINY,
+        name: 'tiny-long',
+        init: { model: full.modelDir!, sha256 },
+        data: { ...TINY.data, openingMix: undefined, mix: { chat: 1, fact_chain: 1 }, length: 512 },
+        optimization: { ...TINY.optimization, steps: 2 },
+      },
+      'tiny-long',
+    );
     const continued = await run('continued', { recipe: longer });
     assert.equal(continued.steps, 2);
-    const heldout = fs.readFileSync(path.join(root, 'continued', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.kind === 'heldout');
+    const heldout = fs
+      .readFileSync(path.join(root, 'continued', 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.kind === 'heldout');
     // Before its first step the run evaluates the init model itself: the finished run's last numbers.
     assert.equal(heldout[0].step, 0);
     assert.equal(heldout[0].loss, full.heldout!.loss);
-    assert.notDeepEqual(fs.readFileSync(path.join(continued.modelDir!, 'model.safetensors')), fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')), 'it trained');
-    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(continued.modelDir!, 'pretrain_recipe.json'), 'utf8')).init, { model: full.modelDir, sha256 });
+    assert.notDeepEqual(
+      fs.readFileSync(path.join(continued.modelDir!, 'model.safetensors')),
+      fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')),
+      'it trained',
+    );
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(continued.modelDir!, 'pretrain_recipe.json'), 'utf8')).init, {
+      model: full.modelDir,
+      sha256,
+    });
   });
 
   it('refuses to continue a folder with another recipe', async () => {

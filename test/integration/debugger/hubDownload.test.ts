@@ -31,12 +31,24 @@ describe('Start Training with a Hub repo as the model', { timeout: 240_000 }, ()
   before(async () => {
     workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'hub-adapter-'));
     config = await writeTinyAgentWorkspace(workspace, { steps: 1 });
-    const repos = new Map<string, HubRepo>([[REPO, { refs: { main: COMMIT }, commits: { [COMMIT]: filesFromFolder(path.join(workspace, 'model')) } }]]);
+    const repos = new Map<string, HubRepo>([
+      [REPO, { refs: { main: COMMIT }, commits: { [COMMIT]: filesFromFolder(path.join(workspace, 'model')) } }],
+    ]);
     fs.rmSync(path.join(workspace, 'model'), { recursive: true });
-    fs.writeFileSync(config, fs.readFileSync(config, 'utf8').replace("model: { path: 'model', lora: false }", `model: { path: '${REPO}', lora: false }`));
+    fs.writeFileSync(
+      config,
+      fs
+        .readFileSync(config, 'utf8')
+        .replace("model: { path: 'model', lora: false }", `model: { path: '${REPO}', lora: false }`),
+    );
     hub = await new HubServer(repos).start();
-    for (const key of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'HF_HOME', 'HUGGINGFACE_HUB_CACHE']) delete process.env[key];
-    Object.assign(process.env, { HF_ENDPOINT: hub.endpoint, HF_HUB_CACHE: path.join(workspace, 'hf-cache'), HF_TOKEN_PATH: path.join(workspace, 'no-token') });
+    for (const key of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'HF_HOME', 'HUGGINGFACE_HUB_CACHE'])
+      delete process.env[key];
+    Object.assign(process.env, {
+      HF_ENDPOINT: hub.endpoint,
+      HF_HUB_CACHE: path.join(workspace, 'hf-cache'),
+      HF_TOKEN_PATH: path.join(workspace, 'no-token'),
+    });
     // The launch copies the environment now: the trainer it starts sees the local Hub and cache.
     adapter = await serveAdapter(0, { live: { launch: sourceTrainerLaunch(), stopTimeoutMs: 20_000 } });
   });
@@ -56,22 +68,59 @@ describe('Start Training with a Hub repo as the model', { timeout: 240_000 }, ()
     const events: DebugProtocol.Event[] = [];
     const outputs: string[] = [];
     dc.on('output', (event: DebugProtocol.OutputEvent) => outputs.push(event.body.output));
-    for (const name of ['progressStart', 'progressUpdate', 'progressEnd']) dc.on(name, (event: DebugProtocol.Event) => events.push(event));
+    for (const name of ['progressStart', 'progressUpdate', 'progressEnd'])
+      dc.on(name, (event: DebugProtocol.Event) => events.push(event));
     try {
-      await dc.initializeRequest({ adapterID: 'rollout', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path', supportsProgressReporting: true });
+      await dc.initializeRequest({
+        adapterID: 'rollout',
+        linesStartAt1: true,
+        columnsStartAt1: true,
+        pathFormat: 'path',
+        supportsProgressReporting: true,
+      });
       const terminated = dc.waitForEvent('terminated', 180_000);
-      await Promise.all([dc.waitForEvent('initialized').then(() => dc.configurationDoneRequest()), dc.launchRequest({ config, noDebug: true } as DebugProtocol.LaunchRequestArguments)]);
+      await Promise.all([
+        dc.waitForEvent('initialized').then(() => dc.configurationDoneRequest()),
+        dc.launchRequest({ config, noDebug: true } as DebugProtocol.LaunchRequestArguments),
+      ]);
       await terminated;
-      const start = events.find((e) => e.event === 'progressStart' && (e as DebugProtocol.ProgressStartEvent).body.title === 'Downloading the model') as DebugProtocol.ProgressStartEvent | undefined;
-      assert.ok(start, `no download progress; progress titles: ${events.map((e) => (e as DebugProtocol.ProgressStartEvent).body.title).filter(Boolean).join(', ')}\n${outputs.join('')}`);
-      const messages = events.filter((e) => (e.body as { progressId?: string }).progressId === start.body.progressId).map((e) => (e.body as { message?: string }).message ?? '');
-      assert.ok(messages.some((m) => /^test-org\/tiny-agent · model\.safetensors: [\d.]+ [kM]?B of [\d.]+ [kM]?B$/.test(m)), messages.join('\n'));
-      assert.ok(events.some((e) => e.event === 'progressEnd' && (e as DebugProtocol.ProgressEndEvent).body.progressId === start.body.progressId), 'the download progress ends');
-      assert.ok(outputs.some((o) => o.includes('test-org/tiny-agent: downloading 5 files')), outputs.join(''));
+      const start = events.find(
+        (e) =>
+          e.event === 'progressStart' && (e as DebugProtocol.ProgressStartEvent).body.title === 'Downloading the model',
+      ) as DebugProtocol.ProgressStartEvent | undefined;
+      assert.ok(
+        start,
+        `no download progress; progress titles: ${events
+          .map((e) => (e as DebugProtocol.ProgressStartEvent).body.title)
+          .filter(Boolean)
+          .join(', ')}\n${outputs.join('')}`,
+      );
+      const messages = events
+        .filter((e) => (e.body as { progressId?: string }).progressId === start.body.progressId)
+        .map((e) => (e.body as { message?: string }).message ?? '');
+      assert.ok(
+        messages.some((m) => /^test-org\/tiny-agent · model\.safetensors: [\d.]+ [kM]?B of [\d.]+ [kM]?B$/.test(m)),
+        messages.join('\n'),
+      );
+      assert.ok(
+        events.some(
+          (e) =>
+            e.event === 'progressEnd' &&
+            (e as DebugProtocol.ProgressEndEvent).body.progressId === start.body.progressId,
+        ),
+        'the download progress ends',
+      );
+      assert.ok(
+        outputs.some((o) => o.includes('test-org/tiny-agent: downloading 5 files')),
+        outputs.join(''),
+      );
       const [runDir] = runsOf(workspace);
       const run = new RunStoreReader(runDir).run();
       assert.equal(run.status, 'finished', outputs.join(''));
-      assert.equal(run.model.path, path.join(workspace, 'hf-cache', 'models--test-org--tiny-agent', 'snapshots', COMMIT));
+      assert.equal(
+        run.model.path,
+        path.join(workspace, 'hf-cache', 'models--test-org--tiny-agent', 'snapshots', COMMIT),
+      );
     } finally {
       await dc.stop();
     }

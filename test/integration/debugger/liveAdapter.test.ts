@@ -36,7 +36,10 @@ interface Session {
  */
 async function launch(
   args: Record<string, unknown>,
-  breakpoints: { functions?: DebugProtocol.FunctionBreakpoint[]; exceptions?: DebugProtocol.SetExceptionBreakpointsArguments } = {},
+  breakpoints: {
+    functions?: DebugProtocol.FunctionBreakpoint[];
+    exceptions?: DebugProtocol.SetExceptionBreakpointsArguments;
+  } = {},
 ): Promise<Session> {
   const dc = new DebugClient('node', 'unused', 'rollout');
   dc.defaultTimeout = 60_000;
@@ -44,8 +47,25 @@ async function launch(
   const outputs: string[] = [];
   const events: DebugProtocol.Event[] = [];
   dc.on('output', (event: DebugProtocol.OutputEvent) => outputs.push(event.body.output));
-  for (const name of ['stopped', 'terminated', 'exited', 'progressStart', 'progressUpdate', 'progressEnd', 'capabilities', 'thread', 'rolloutTranscriptsChanged']) dc.on(name, (event: DebugProtocol.Event) => events.push(event));
-  await dc.initializeRequest({ adapterID: 'rollout', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path', supportsProgressReporting: true });
+  for (const name of [
+    'stopped',
+    'terminated',
+    'exited',
+    'progressStart',
+    'progressUpdate',
+    'progressEnd',
+    'capabilities',
+    'thread',
+    'rolloutTranscriptsChanged',
+  ])
+    dc.on(name, (event: DebugProtocol.Event) => events.push(event));
+  await dc.initializeRequest({
+    adapterID: 'rollout',
+    linesStartAt1: true,
+    columnsStartAt1: true,
+    pathFormat: 'path',
+    supportsProgressReporting: true,
+  });
   await Promise.all([
     dc.waitForEvent('initialized').then(async () => {
       if (breakpoints.functions) await dc.setFunctionBreakpointsRequest({ breakpoints: breakpoints.functions });
@@ -64,23 +84,33 @@ async function next(session: Session, name: string, timeoutMs = 60_000): Promise
   for (;;) {
     const found = session.events.filter((e) => e.event === name)[seen];
     if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no "${name}" event within ${timeoutMs} ms; console:\n${session.outputs.join('')}`);
+    if (Date.now() > deadline)
+      throw new Error(`no "${name}" event within ${timeoutMs} ms; console:\n${session.outputs.join('')}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
 /** The first event (seen or to come) that `matches`. */
-async function first(session: Session, matches: (event: DebugProtocol.Event) => boolean, timeoutMs = 60_000): Promise<DebugProtocol.Event> {
+async function first(
+  session: Session,
+  matches: (event: DebugProtocol.Event) => boolean,
+  timeoutMs = 60_000,
+): Promise<DebugProtocol.Event> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const found = session.events.find(matches);
     if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no matching event within ${timeoutMs} ms; console:\n${session.outputs.join('')}`);
+    if (Date.now() > deadline)
+      throw new Error(`no matching event within ${timeoutMs} ms; console:\n${session.outputs.join('')}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
-async function resume(session: Session, request: 'continue' | 'next' | 'stepIn' | 'stepOut', threadId: number): Promise<DebugProtocol.StoppedEvent> {
+async function resume(
+  session: Session,
+  request: 'continue' | 'next' | 'stepIn' | 'stepOut',
+  threadId: number,
+): Promise<DebugProtocol.StoppedEvent> {
   const stopped = next(session, 'stopped');
   await session.dc[`${request}Request`]({ threadId });
   return (await stopped) as DebugProtocol.StoppedEvent;
@@ -94,7 +124,11 @@ async function variablesOf(dc: DebugClient, reference: number): Promise<Map<stri
   return new Map((await dc.variablesRequest({ variablesReference: reference })).body.variables.map((v) => [v.name, v]));
 }
 
-async function scopeVariables(dc: DebugClient, frameId: number, scope: string): Promise<Map<string, DebugProtocol.Variable>> {
+async function scopeVariables(
+  dc: DebugClient,
+  frameId: number,
+  scope: string,
+): Promise<Map<string, DebugProtocol.Variable>> {
   const scopes = (await dc.scopesRequest({ frameId })).body.scopes;
   const found = scopes.find((s) => s.name === scope);
   assert.ok(found, `no scope "${scope}" among ${scopes.map((s) => s.name).join(', ')}`);
@@ -130,9 +164,19 @@ function assertRunStoreIntact(runDirectory: string, lastStep: number): void {
     assert.equal(tornLastLine, false, `step ${step} ends in a torn line`);
     assert.equal(records.length, BATCH, `step ${step} has ${records.length} trajectories`);
   }
-  assert.deepEqual(reader.steps(), Array.from({ length: lastStep }, (_, i) => i + 1), 'only completed steps have rollouts');
-  const trainMetrics = reader.metrics().records.filter((m) => m.kind === 'train').map((m) => m.step);
-  assert.deepEqual(trainMetrics, Array.from({ length: lastStep }, (_, i) => i + 1));
+  assert.deepEqual(
+    reader.steps(),
+    Array.from({ length: lastStep }, (_, i) => i + 1),
+    'only completed steps have rollouts',
+  );
+  const trainMetrics = reader
+    .metrics()
+    .records.filter((m) => m.kind === 'train')
+    .map((m) => m.step);
+  assert.deepEqual(
+    trainMetrics,
+    Array.from({ length: lastStep }, (_, i) => i + 1),
+  );
 }
 
 describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, () => {
@@ -154,7 +198,8 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       assert.equal(stop.body.reason, 'function breakpoint');
       assert.equal(stop.body.allThreadsStopped, true);
       assert.equal(stop.body.description, `Paused before search({"query":"${TINY_QUERY}"})`);
-      const capabilities = session.events.find((e) => e.event === 'capabilities') as DebugProtocol.CapabilitiesEvent | undefined;
+      const capabilities = session.events.find((e) => e.event === 'capabilities') as
+        DebugProtocol.CapabilitiesEvent | undefined;
       assert.equal(capabilities?.body.capabilities.supportsStepBack, false, 'live training says it cannot step back');
 
       const threads = (await dc.threadsRequest()).body.threads;
@@ -166,10 +211,22 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       // Innermost the pending call, then its turn and the prompt's turns.
       const stack = await frames(dc, threadId);
       assert.equal(stack[0].name, `search({"query":"${TINY_QUERY}"}) · before it runs`);
-      assert.deepEqual(stack.slice(1).map((f) => f.name), ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']);
+      assert.deepEqual(
+        stack.slice(1).map((f) => f.name),
+        ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)'],
+      );
       const runDirectory = await runDirectoryOf(session);
-      assert.match(stack[0].source?.path ?? '', new RegExp(`^rollout:${runDirectory}/step-000001/trajectory-\\d\\.rollout\\.txt$`));
-      const transcript = (await dc.customRequest('rolloutTranscript', { runDirectory, step: 1, index: Number(/#(\d+)/.exec(thread.name)![1]) })).body.text as string;
+      assert.match(
+        stack[0].source?.path ?? '',
+        new RegExp(`^rollout:${runDirectory}/step-000001/trajectory-\\d\\.rollout\\.txt$`),
+      );
+      const transcript = (
+        await dc.customRequest('rolloutTranscript', {
+          runDirectory,
+          step: 1,
+          index: Number(/#(\d+)/.exec(thread.name)![1]),
+        })
+      ).body.text as string;
       assert.equal(transcript.split('\n')[stack[0].line - 1], '<tool_call>');
       assert.match(transcript, /^rewards: pending/m);
       assert.match(transcript, /⟨call 0 search · not run yet⟩/);
@@ -187,7 +244,11 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       const turn = await scopeVariables(dc, stack[0].id, 'Turn');
       assert.equal(turn.get('role')?.value, '"assistant"');
       const tokens = await variablesOf(dc, turn.get('tokens')!.variablesReference);
-      assert.equal(tokens.get('generated')?.value, tokens.get('count')?.value, 'every token of an assistant turn was generated');
+      assert.equal(
+        tokens.get('generated')?.value,
+        tokens.get('count')?.value,
+        'every token of an assistant turn was generated',
+      );
 
       // Conditions evaluate over the live turn context.
       assert.equal(await evaluate(dc, 'call.name === "search" && turn == 2', stack[0].id), 'true');
@@ -227,8 +288,13 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       assert.equal(run.status, 'finished');
       assert.equal(run.lastStep, 2);
       assertRunStoreIntact(runDirectory, 2);
-      const progress = session.events.filter((e) => e.event === 'progressStart').map((e) => (e as DebugProtocol.ProgressStartEvent).body.title);
-      assert.ok(progress.includes('Rollout · step 2/2') && progress.includes('Update · step 2/2'), `progress: ${progress.join(', ')}`);
+      const progress = session.events
+        .filter((e) => e.event === 'progressStart')
+        .map((e) => (e as DebugProtocol.ProgressStartEvent).body.title);
+      assert.ok(
+        progress.includes('Rollout · step 2/2') && progress.includes('Update · step 2/2'),
+        `progress: ${progress.join(', ')}`,
+      );
     } finally {
       await dc.stop();
     }
@@ -238,11 +304,15 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
     /** Step 1's search calls (that reached the tool: parsed, named) in the round of trajectory `index`'s first one, by the other trajectories. */
     const othersInRound = (runDirectory: string, index: number) => {
       const records = new RunStoreReader(runDirectory).trajectories(1).records;
-      const searches = (t: (typeof records)[number]) => t.turns.flatMap((u) => (u.toolCalls ?? []).filter((c) => c.name === 'search' && c.error?.kind !== 'parse').map(() => u.index));
+      const searches = (t: (typeof records)[number]) =>
+        t.turns.flatMap((u) =>
+          (u.toolCalls ?? []).filter((c) => c.name === 'search' && c.error?.kind !== 'parse').map(() => u.index),
+        );
       const round = searches(records.find((t) => t.index === index)!)[0];
       return records.filter((t) => t.index !== index && searches(t).includes(round)).map((t) => t.index);
     };
-    const indexOf = async (dc: DebugClient, threadId: number) => Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === threadId)!.name)![1]);
+    const indexOf = async (dc: DebugClient, threadId: number) =>
+      Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === threadId)!.name)![1]);
     const finish = async (session: Session, threadId: number) => {
       await session.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
       const terminated = next(session, 'terminated');
@@ -262,8 +332,12 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       assert.ok(passed.length > 0, 'the tiny agent’s other trajectories search in the same round');
       const said = stepped.outputs.find((o) => o.startsWith('While stepping'));
       assert.ok(said, `the console lists what the step went past:\n${stepped.outputs.join('')}`);
-      assert.match(said, new RegExp(`^While stepping #${index}, ${passed.length} breakpoint hits? in other trajectories did not stop: `));
-      for (const other of passed) assert.ok(said.includes(`step 1 #${other}: Paused before search(`), `${said} names #${other}`);
+      assert.match(
+        said,
+        new RegExp(`^While stepping #${index}, ${passed.length} breakpoint hits? in other trajectories did not stop: `),
+      );
+      for (const other of passed)
+        assert.ok(said.includes(`step 1 #${other}: Paused before search(`), `${said} names #${other}`);
     } finally {
       await stepped.dc.stop();
     }
@@ -277,7 +351,11 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       const other = await indexOf(all.dc, event.body.threadId!);
       assert.match(event.body.description ?? '', /^Paused before search\(/);
       await finish(all, event.body.threadId!);
-      assert.equal(other, othersInRound(await runDirectoryOf(all), index)[0], 'the next search call of the round, in batch order');
+      assert.equal(
+        other,
+        othersInRound(await runDirectoryOf(all), index)[0],
+        'the next search call of the round, in batch order',
+      );
       assert.equal(all.outputs.filter((o) => o.startsWith('While stepping')).length, 0);
     } finally {
       await all.dc.stop();
@@ -290,8 +368,14 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
     try {
       const stop = (await next(session, 'stopped')) as DebugProtocol.StoppedEvent;
       const runDirectory = await runDirectoryOf(session);
-      const index = Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === stop.body.threadId)!.name)![1]);
-      const ask = async () => (await dc.customRequest('rolloutTranscript', { runDirectory, step: 1, index })).body as { text: string; trajectory?: { inFlight?: unknown } };
+      const index = Number(
+        /^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === stop.body.threadId)!.name)![1],
+      );
+      const ask = async () =>
+        (await dc.customRequest('rolloutTranscript', { runDirectory, step: 1, index })).body as {
+          text: string;
+          trajectory?: { inFlight?: unknown };
+        };
       const during = await ask();
       assert.match(during.text, /⟨call 0 search · not run yet⟩/);
       assert.deepEqual(during.trajectory?.inFlight, { ended: false }, 'the snapshot comes with the text');
@@ -300,8 +384,13 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'search', condition: 'step == 2' }] });
       const second = await resume(session, 'continue', stop.body.threadId!);
       assert.equal(second.body.reason, 'function breakpoint');
-      const changed = session.events.filter((e) => e.event === 'rolloutTranscriptsChanged').map((e) => e.body as { runDirectory: string; step: number });
-      assert.ok(changed.some((c) => c.step === 1 && c.runDirectory === runDirectory), `transcripts changed: ${JSON.stringify(changed)}`);
+      const changed = session.events
+        .filter((e) => e.event === 'rolloutTranscriptsChanged')
+        .map((e) => e.body as { runDirectory: string; step: number });
+      assert.ok(
+        changed.some((c) => c.step === 1 && c.runDirectory === runDirectory),
+        `transcripts changed: ${JSON.stringify(changed)}`,
+      );
       const recorded = new RunStoreReader(runDirectory).trajectories(1).records.find((t) => t.index === index)!;
       const after = await ask();
       assert.equal(after.text, renderTranscript(recorded).text, 'the recorded trajectory, as the run store has it');
@@ -309,15 +398,24 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       assert.match(after.text, new RegExp(`^rewards: outcome ${recorded.rewards.outcome.toFixed(2)} · `, 'm'));
 
       // Stopped now, held in step 2: that step is never recorded, and its transcripts say so.
-      const index2 = Number(/^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === second.body.threadId)!.name)![1]);
+      const index2 = Number(
+        /^#(\d+)/.exec((await dc.threadsRequest()).body.threads.find((t) => t.id === second.body.threadId)!.name)![1],
+      );
       const terminated = next(session, 'terminated');
       await dc.terminateRequest({});
       await terminated;
-      const runChanged = session.events.filter((e) => e.event === 'rolloutTranscriptsChanged').map((e) => e.body as { runDirectory: string; step?: number });
-      assert.ok(runChanged.some((c) => c.runDirectory === runDirectory && c.step === undefined), 'the end of the training changes every transcript of the run');
+      const runChanged = session.events
+        .filter((e) => e.event === 'rolloutTranscriptsChanged')
+        .map((e) => e.body as { runDirectory: string; step?: number });
+      assert.ok(
+        runChanged.some((c) => c.runDirectory === runDirectory && c.step === undefined),
+        'the end of the training changes every transcript of the run',
+      );
       assert.equal(readRun(runDirectory).status, 'stopped');
       assert.deepEqual(new RunStoreReader(runDirectory).steps(), [1]);
-      const ended = (await dc.customRequest('rolloutTranscript', { runDirectory, step: 2, index: index2 })).body as { text: string };
+      const ended = (await dc.customRequest('rolloutTranscript', { runDirectory, step: 2, index: index2 })).body as {
+        text: string;
+      };
       assert.match(ended.text, /^note: the run stopped before step 2 was recorded; /m);
       assert.match(ended.text, /⟨call 0 search · result never known: the run stopped first⟩/);
       assert.match(ended.text, /^rewards: never computed \(the run stopped before step 2 was scored\)$/m);
@@ -336,8 +434,17 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
       const runDirectory = runsOf(workspace).at(-1)!;
       assert.equal(readRun(runDirectory).status, 'finished');
       // The trainer did hold before each call and the condition was checked there: every search call of the run.
-      const calls = new RunStoreReader(runDirectory).steps().flatMap((s) => new RunStoreReader(runDirectory).trajectories(s).records.flatMap((t) => t.turns.flatMap((u) => u.toolCalls ?? [])));
-      assert.ok(calls.some((c) => c.name === 'search'), 'the run made search calls the condition was checked on');
+      const calls = new RunStoreReader(runDirectory)
+        .steps()
+        .flatMap((s) =>
+          new RunStoreReader(runDirectory)
+            .trajectories(s)
+            .records.flatMap((t) => t.turns.flatMap((u) => u.toolCalls ?? [])),
+        );
+      assert.ok(
+        calls.some((c) => c.name === 'search'),
+        'the run made search calls the condition was checked on',
+      );
     } finally {
       await session.dc.stop();
     }
@@ -346,7 +453,10 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
   it('stops on a tool-call parse failure (exception filter) at its result', async () => {
     // Constrained calls always parse: this run samples them freely, so the tiny agent garbles some.
     const free = path.join(workspace, 'free-calls.config.ts');
-    fs.writeFileSync(free, fs.readFileSync(config, 'utf8').replace('temperature: 0.7,', 'temperature: 0.7,\n    constrainToolCalls: false,'));
+    fs.writeFileSync(
+      free,
+      fs.readFileSync(config, 'utf8').replace('temperature: 0.7,', 'temperature: 0.7,\n    constrainToolCalls: false,'),
+    );
     const session = await launch({ config: free }, { exceptions: { filters: ['toolCallParse'] } });
     const { dc } = session;
     try {
@@ -383,7 +493,11 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
     const session = await launch({ noDebug: true });
     const { dc } = session;
     try {
-      await first(session, (e) => e.event === 'progressStart' && (e as DebugProtocol.ProgressStartEvent).body.title === 'Update · step 1/2');
+      await first(
+        session,
+        (e) =>
+          e.event === 'progressStart' && (e as DebugProtocol.ProgressStartEvent).body.title === 'Update · step 1/2',
+      );
       const { pid, runDirectory } = await status(dc);
       await dc.disconnectRequest({});
       await processGone(pid!, 5_000);
@@ -416,7 +530,10 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
     const rows = path.join(workspace, 'data', 'bad-row.jsonl');
     fs.writeFileSync(rows, fs.readFileSync(path.join(workspace, 'data', 'train.jsonl'), 'utf8') + '{"id": "broken"}\n');
     const broken = path.join(workspace, 'bad-row.config.ts');
-    fs.writeFileSync(broken, fs.readFileSync(config, 'utf8').replace("train: 'data/train.jsonl'", "train: 'data/bad-row.jsonl'"));
+    fs.writeFileSync(
+      broken,
+      fs.readFileSync(config, 'utf8').replace("train: 'data/train.jsonl'", "train: 'data/bad-row.jsonl'"),
+    );
     const session = await launch({ config: broken });
     try {
       const exited = (await first(session, (e) => e.event === 'exited')) as DebugProtocol.ExitedEvent;

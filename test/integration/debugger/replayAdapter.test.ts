@@ -32,7 +32,8 @@ function callsInBatchOrder(step: number): Array<{ trajectory: TrajectoryRecord; 
   const rounds = Math.max(...trajectories.map((t) => t.turns.length));
   const out: Array<{ trajectory: TrajectoryRecord; turn: number; call: ToolCallRecord }> = [];
   for (let turn = 0; turn < rounds; turn++) {
-    for (const trajectory of trajectories) for (const call of trajectory.turns[turn]?.toolCalls ?? []) out.push({ trajectory, turn, call });
+    for (const trajectory of trajectories)
+      for (const call of trajectory.turns[turn]?.toolCalls ?? []) out.push({ trajectory, turn, call });
   }
   return out;
 }
@@ -60,7 +61,11 @@ interface Started {
 /** Connect, set breakpoints between `initialized` and `configurationDone`, launch, wait for the first stop. */
 async function start(
   launch: Record<string, unknown>,
-  breakpoints: { functions?: DebugProtocol.FunctionBreakpoint[]; exceptions?: DebugProtocol.SetExceptionBreakpointsArguments; lines?: DebugProtocol.SetBreakpointsArguments } = {},
+  breakpoints: {
+    functions?: DebugProtocol.FunctionBreakpoint[];
+    exceptions?: DebugProtocol.SetExceptionBreakpointsArguments;
+    lines?: DebugProtocol.SetBreakpointsArguments;
+  } = {},
   answers: { functions?: DebugProtocol.Breakpoint[]; lines?: DebugProtocol.Breakpoint[] } = {},
 ): Promise<Started> {
   const dc = new DebugClient('node', 'unused', 'rollout');
@@ -70,7 +75,10 @@ async function start(
   const stopped = dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
   await Promise.all([
     dc.waitForEvent('initialized').then(async () => {
-      if (breakpoints.functions) answers.functions = (await dc.setFunctionBreakpointsRequest({ breakpoints: breakpoints.functions })).body.breakpoints;
+      if (breakpoints.functions)
+        answers.functions = (
+          await dc.setFunctionBreakpointsRequest({ breakpoints: breakpoints.functions })
+        ).body.breakpoints;
       if (breakpoints.exceptions) await dc.setExceptionBreakpointsRequest(breakpoints.exceptions);
       if (breakpoints.lines) answers.lines = (await dc.setBreakpointsRequest(breakpoints.lines)).body.breakpoints;
       await dc.configurationDoneRequest();
@@ -80,7 +88,11 @@ async function start(
   return { dc, stop: await stopped, outputs };
 }
 
-async function resume(dc: DebugClient, request: 'continue' | 'next' | 'stepIn' | 'stepOut' | 'stepBack' | 'reverseContinue', threadId: number): Promise<DebugProtocol.StoppedEvent> {
+async function resume(
+  dc: DebugClient,
+  request: 'continue' | 'next' | 'stepIn' | 'stepOut' | 'stepBack' | 'reverseContinue',
+  threadId: number,
+): Promise<DebugProtocol.StoppedEvent> {
   const stopped = dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
   await dc[`${request}Request`]({ threadId });
   return stopped;
@@ -94,7 +106,11 @@ async function variablesOf(dc: DebugClient, reference: number): Promise<Map<stri
   return new Map((await dc.variablesRequest({ variablesReference: reference })).body.variables.map((v) => [v.name, v]));
 }
 
-async function scopeVariables(dc: DebugClient, frameId: number, scope: string): Promise<Map<string, DebugProtocol.Variable>> {
+async function scopeVariables(
+  dc: DebugClient,
+  frameId: number,
+  scope: string,
+): Promise<Map<string, DebugProtocol.Variable>> {
   const scopes = (await dc.scopesRequest({ frameId })).body.scopes;
   const found = scopes.find((s) => s.name === scope);
   assert.ok(found, `no scope "${scope}" among ${scopes.map((s) => s.name).join(', ')}`);
@@ -113,7 +129,12 @@ function transcriptLine(trajectory: TrajectoryRecord, turn: number, call: number
 
 describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 60_000 }, () => {
   before(async () => {
-    runDir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'replay-adapter-')), 'run-7'), { steps: STEPS, batch: BATCH, groupSize: 2, seed: 7 });
+    runDir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'replay-adapter-')), 'run-7'), {
+      steps: STEPS,
+      batch: BATCH,
+      groupSize: 2,
+      seed: 7,
+    });
     reader = new RunStoreReader(runDir);
     server = await serveAdapter();
   });
@@ -210,7 +231,10 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       event = await resume(dc, 'stepOut', threadId);
       assert.equal(event.body.reason, 'step');
       frame = await topFrame(dc, threadId);
-      assert.equal(frame.name, `end · ${t.finishReason} · total ${t.rewards.total.toFixed(2)} · advantage ${t.advantage! >= 0 ? '+' : ''}${t.advantage!.toFixed(2)}`);
+      assert.equal(
+        frame.name,
+        `end · ${t.finishReason} · total ${t.rewards.total.toFixed(2)} · advantage ${t.advantage! >= 0 ? '+' : ''}${t.advantage!.toFixed(2)}`,
+      );
       assert.equal(frame.line, renderTranscript(t).endLine + 1);
       const endScopes = (await dc.scopesRequest({ frameId: frame.id })).body.scopes.map((s) => s.name);
       assert.deepEqual(endScopes, ['Rewards', 'Step']);
@@ -218,7 +242,10 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       event = await resume(dc, 'stepBack', threadId);
       assert.equal(event.body.reason, 'step');
       frame = await topFrame(dc, threadId);
-      assert.equal(frame.name, `${t.turns[t.turns.length - 1].role} (turn ${t.turns.length - 1}) · ${t.turns[t.turns.length - 1].finish}`);
+      assert.equal(
+        frame.name,
+        `${t.turns[t.turns.length - 1].role} (turn ${t.turns.length - 1}) · ${t.turns[t.turns.length - 1].finish}`,
+      );
 
       // Backwards to the breakpoint we came from.
       event = await resume(dc, 'reverseContinue', threadId);
@@ -240,10 +267,17 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     try {
       const threads = (await dc.threadsRequest()).body.threads;
       // A trajectory later in the batch, still at a turn boundary (it has not reached this round's calls).
-      const atTurn = await Promise.all(threads.map(async (t) => /^\w+ \(turn \d+\)/.test((await topFrame(dc, t.id)).name)));
+      const atTurn = await Promise.all(
+        threads.map(async (t) => /^\w+ \(turn \d+\)/.test((await topFrame(dc, t.id)).name)),
+      );
       const other = threads.find((t, i) => t.id !== stop.body.threadId && atTurn[i])!;
       assert.ok(other, 'the fixture has a trajectory waiting at a turn boundary');
-      const turnOf = async (threadId: number) => Number(/\(turn (\d+)\)/.exec((await dc.stackTraceRequest({ threadId })).body.stackFrames.find((f) => /\(turn \d+\)/.test(f.name))!.name)![1]);
+      const turnOf = async (threadId: number) =>
+        Number(
+          /\(turn (\d+)\)/.exec(
+            (await dc.stackTraceRequest({ threadId })).body.stackFrames.find((f) => /\(turn \d+\)/.test(f.name))!.name,
+          )![1],
+        );
       const before = await turnOf(other.id);
       let event = await resume(dc, 'stepBack', other.id);
       assert.equal(event.body.threadId, other.id, 'the stop focuses the stepped trajectory');
@@ -267,7 +301,11 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       .steps()
       .map((step) => {
         const searches = callsInBatchOrder(step).filter((c) => c.call.name === 'search');
-        return [step, searches[0], searches.filter((c) => c.turn === searches[0]?.turn && c.trajectory.index !== searches[0].trajectory.index)] as const;
+        return [
+          step,
+          searches[0],
+          searches.filter((c) => c.turn === searches[0]?.turn && c.trajectory.index !== searches[0].trajectory.index),
+        ] as const;
       })
       .find(([, , others]) => others.length > 0)!;
     assert.ok(first, 'the fixture has a search call with others in its round');
@@ -281,8 +319,17 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       assert.equal((await topFrame(stepped.dc, event.body.threadId!)).name, `tool (turn ${first.turn + 1})`);
       const said = stepped.outputs.find((o) => o.startsWith('While stepping'));
       assert.ok(said, `the console lists what the step went past: ${stepped.outputs.join('')}`);
-      assert.match(said, new RegExp(`^While stepping #${first.trajectory.index}, ${sameRound.length} breakpoint hits? in other trajectories did not stop: `));
-      for (const c of sameRound) assert.ok(said.includes(`step ${step} #${c.trajectory.index}: Paused before search(`), `${said} names #${c.trajectory.index}`);
+      assert.match(
+        said,
+        new RegExp(
+          `^While stepping #${first.trajectory.index}, ${sameRound.length} breakpoint hits? in other trajectories did not stop: `,
+        ),
+      );
+      for (const c of sameRound)
+        assert.ok(
+          said.includes(`step ${step} #${c.trajectory.index}: Paused before search(`),
+          `${said} names #${c.trajectory.index}`,
+        );
     } finally {
       await stepped.dc.stop();
     }
@@ -294,7 +341,10 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       assert.notEqual(event.body.threadId, all.stop.body.threadId, 'the stop focuses the other trajectory');
       const frame = await topFrame(all.dc, event.body.threadId!);
       const next = sameRound[0];
-      assert.equal(frame.source?.path, `rollout:${runDir}/step-${String(step).padStart(6, '0')}/trajectory-${next.trajectory.index}.rollout.txt`);
+      assert.equal(
+        frame.source?.path,
+        `rollout:${runDir}/step-${String(step).padStart(6, '0')}/trajectory-${next.trajectory.index}.rollout.txt`,
+      );
       assert.equal(frame.line, transcriptLine(next.trajectory, next.turn, next.call.index, 'call'));
       assert.equal(all.outputs.filter((o) => o.startsWith('While stepping')).length, 0);
     } finally {
@@ -315,13 +365,21 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
         assert.equal(event.body.reason, 'function breakpoint');
         const frame = await topFrame(dc, event.body.threadId!);
         const threads = (await dc.threadsRequest()).body.threads;
-        seen.push(`${frame.source!.path!.match(/step-(\d+)\/trajectory-(\d+)/)!.slice(1).map(Number).join('/')}@${frame.line}`);
+        seen.push(
+          `${frame
+            .source!.path!.match(/step-(\d+)\/trajectory-(\d+)/)!
+            .slice(1)
+            .map(Number)
+            .join('/')}@${frame.line}`,
+        );
         assert.equal(threads.length, BATCH);
         event = await resume(dc, 'continue', event.body.threadId!);
       }
       assert.deepEqual(
         seen,
-        expected.map((c) => `${c.step}/${c.trajectory.index}@${transcriptLine(c.trajectory, c.turn, c.call.index, 'call')}`),
+        expected.map(
+          (c) => `${c.step}/${c.trajectory.index}@${transcriptLine(c.trajectory, c.turn, c.call.index, 'call')}`,
+        ),
       );
       assert.match(event.body.description ?? '', /^End of the run \(step 3, finished\)/);
       // Each step change retires the batch's threads and starts the next batch's.
@@ -353,15 +411,25 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     const { dc, stop } = await start({}, { functions: [{ name: 'search', hitCondition: '==3' }] });
     try {
       assert.equal(stop.body.reason, 'function breakpoint');
-      assert.equal((await topFrame(dc, stop.body.threadId!)).line, transcriptLine(third.trajectory, third.turn, third.call.index, 'call'));
-      assert.equal((await resume(dc, 'continue', stop.body.threadId!)).body.reason, 'end', '==3 stops at the third hit only');
+      assert.equal(
+        (await topFrame(dc, stop.body.threadId!)).line,
+        transcriptLine(third.trajectory, third.turn, third.call.index, 'call'),
+      );
+      assert.equal(
+        (await resume(dc, 'continue', stop.body.threadId!)).body.reason,
+        'end',
+        '==3 stops at the third hit only',
+      );
     } finally {
       await dc.stop();
     }
     const inStep2 = calls.find((c) => c.step === 2 && c.turn > 3)!;
     const second = await start({}, { functions: [{ name: 'search', condition: 'step === 2 && turn > 3' }] });
     try {
-      assert.equal((await topFrame(second.dc, second.stop.body.threadId!)).line, transcriptLine(inStep2.trajectory, inStep2.turn, inStep2.call.index, 'call'));
+      assert.equal(
+        (await topFrame(second.dc, second.stop.body.threadId!)).line,
+        transcriptLine(inStep2.trajectory, inStep2.turn, inStep2.call.index, 'call'),
+      );
     } finally {
       await second.dc.stop();
     }
@@ -369,7 +437,16 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
 
   it('rejects a condition with a typo when it is set, naming the unknown field', async () => {
     const answers: { functions?: DebugProtocol.Breakpoint[] } = {};
-    const { dc, stop } = await start({}, { functions: [{ name: 'search', condition: 'rewad < 0' }, { name: 'search', hitCondition: 'often' }] }, answers);
+    const { dc, stop } = await start(
+      {},
+      {
+        functions: [
+          { name: 'search', condition: 'rewad < 0' },
+          { name: 'search', hitCondition: 'often' },
+        ],
+      },
+      answers,
+    );
     try {
       assert.equal(answers.functions![0].verified, false);
       assert.match(answers.functions![0].message!, /unknown name "rewad"; the turn context has: .*reward/);
@@ -399,7 +476,10 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       await thrown.dc.stop();
     }
 
-    const parsed = await start({}, { exceptions: { filters: [], filterOptions: [{ filterId: 'toolCallParse', condition: 'phase === "call"' }] } });
+    const parsed = await start(
+      {},
+      { exceptions: { filters: [], filterOptions: [{ filterId: 'toolCallParse', condition: 'phase === "call"' }] } },
+    );
     try {
       assert.equal(parsed.stop.body.reason, 'exception');
       assert.match(parsed.stop.body.text ?? '', /^Tool-call parse failure: /);
@@ -428,7 +508,14 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     Object.assign(cut, { finishReason: 'max_turn_tokens', answer: undefined });
     const writer = RunStoreWriter.create(dir, { ...reader.run(), id: 'run-nan', status: 'running', totalSteps: 1 });
     writer.appendTrajectories(1, trajectories);
-    writer.appendMetrics({ step: 1, time: '2026-11-30T09:00:41Z', kind: 'train', values: { 'reward/mean': 0.5, 'loss/total': null }, nonFinite: ['loss/total'], skipped: { reason: 'the loss was NaN' } });
+    writer.appendMetrics({
+      step: 1,
+      time: '2026-11-30T09:00:41Z',
+      kind: 'train',
+      values: { 'reward/mean': 0.5, 'loss/total': null },
+      nonFinite: ['loss/total'],
+      skipped: { reason: 'the loss was NaN' },
+    });
     writer.completeStep(1);
     writer.finish('failed', { message: 'loss became NaN', step: 1 });
 
@@ -438,7 +525,10 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       const frame = await topFrame(truncated.dc, truncated.stop.body.threadId!);
       assert.equal(frame.name, `assistant (turn ${last.index}) · length`);
       assert.equal(frame.line, renderTranscript(cut).turnLines[last.index] + 1);
-      assert.equal((await truncated.dc.exceptionInfoRequest({ threadId: truncated.stop.body.threadId! })).body.exceptionId, 'max_turn_tokens');
+      assert.equal(
+        (await truncated.dc.exceptionInfoRequest({ threadId: truncated.stop.body.threadId! })).body.exceptionId,
+        'max_turn_tokens',
+      );
     } finally {
       await truncated.dc.stop();
     }
@@ -450,10 +540,14 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       const info = await nan.dc.exceptionInfoRequest({ threadId: nan.stop.body.threadId! });
       assert.equal(info.body.exceptionId, 'non-finite loss');
       // At the update every trajectory has ended; the console reads the step's metrics.
-      for (const thread of (await nan.dc.threadsRequest()).body.threads) assert.match((await topFrame(nan.dc, thread.id)).name, /^end · /);
+      for (const thread of (await nan.dc.threadsRequest()).body.threads)
+        assert.match((await topFrame(nan.dc, thread.id)).name, /^end · /);
       assert.equal(await evaluate(nan.dc, 'metrics["loss/total"]'), 'null');
       assert.equal(await evaluate(nan.dc, 'phase'), '"update"');
-      assert.equal((await resume(nan.dc, 'continue', nan.stop.body.threadId!)).body.description, 'End of the run (step 1, failed): step back or reverse-continue to go back');
+      assert.equal(
+        (await resume(nan.dc, 'continue', nan.stop.body.threadId!)).body.description,
+        'End of the run (step 1, failed): step back or reverse-continue to go back',
+      );
     } finally {
       await nan.dc.stop();
     }
@@ -468,13 +562,25 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       assert.equal(await evaluate(dc, 'turn > 3', frameId), String(first.turn > 3));
       assert.equal(await evaluate(dc, 'advantage > 0.5', frameId), String(first.trajectory.advantage! > 0.5));
       assert.equal(await evaluate(dc, 'reward < 0', frameId), 'false');
-      assert.equal(await evaluate(dc, 'call.arguments.query', frameId), JSON.stringify((first.call.arguments as { query: string }).query));
-      assert.equal(await evaluate(dc, 'metrics["reward/mean"]', frameId), String(reader.metrics().records[0].values['reward/mean']));
+      assert.equal(
+        await evaluate(dc, 'call.arguments.query', frameId),
+        JSON.stringify((first.call.arguments as { query: string }).query),
+      );
+      assert.equal(
+        await evaluate(dc, 'metrics["reward/mean"]', frameId),
+        String(reader.metrics().records[0].values['reward/mean']),
+      );
       const object = await dc.evaluateRequest({ expression: 'call.arguments', frameId, context: 'watch' });
       assert.ok(object.body.variablesReference > 0, 'objects can be expanded');
-      await assert.rejects(dc.evaluateRequest({ expression: 'process.exit(1)', frameId, context: 'repl' }), /cannot call \.exit\(\) on number/);
+      await assert.rejects(
+        dc.evaluateRequest({ expression: 'process.exit(1)', frameId, context: 'repl' }),
+        /cannot call \.exit\(\) on number/,
+      );
       assert.equal(await evaluate(dc, 'call.constructor', frameId), 'undefined', 'no prototype access');
-      await assert.rejects(dc.evaluateRequest({ expression: 'rewad', frameId, context: 'repl' }), /unknown name "rewad"/);
+      await assert.rejects(
+        dc.evaluateRequest({ expression: 'rewad', frameId, context: 'repl' }),
+        /unknown name "rewad"/,
+      );
       const completions = await dc.completionsRequest({ text: 'call.ar', column: 8, frameId });
       assert.deepEqual(
         completions.body.targets.map((c) => c.label),
@@ -534,13 +640,23 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
 
   it('says which breakpoints it cannot take', async () => {
     const answers: { lines?: DebugProtocol.Breakpoint[] } = {};
-    const { dc } = await start({ stopOnEntry: true }, { lines: { source: { path: '/work/tools.ts' }, breakpoints: [{ line: 3 }] } }, answers);
+    const { dc } = await start(
+      { stopOnEntry: true },
+      { lines: { source: { path: '/work/tools.ts' }, breakpoints: [{ line: 3 }] } },
+      answers,
+    );
     try {
       assert.equal(answers.lines![0].verified, false);
       assert.match(answers.lines![0].message!, /not on lines of this file/);
-      const missing = await dc.setBreakpointsRequest({ source: { path: transcriptUri({ runDirectory: runDir, step: 9, index: 0 }) }, breakpoints: [{ line: 3 }] });
+      const missing = await dc.setBreakpointsRequest({
+        source: { path: transcriptUri({ runDirectory: runDir, step: 9, index: 0 }) },
+        breakpoints: [{ line: 3 }],
+      });
       assert.match(missing.body.breakpoints[0].message!, /step 9 has no trajectory #0 in this run/);
-      const bad = await dc.setBreakpointsRequest({ source: { path: transcriptUri({ runDirectory: runDir, step: 1, index: 0 }) }, breakpoints: [{ line: 9, hitCondition: '>=x' }] });
+      const bad = await dc.setBreakpointsRequest({
+        source: { path: transcriptUri({ runDirectory: runDir, step: 1, index: 0 }) },
+        breakpoints: [{ line: 9, hitCondition: '>=x' }],
+      });
       assert.match(bad.body.breakpoints[0].message!, /hit count ">=x": expected a number/);
     } finally {
       await dc.stop();
@@ -556,11 +672,22 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       await entry.dc.stop();
     }
 
-    const longRun = writeRecordedRun(path.join(path.dirname(runDir), 'run-long'), { steps: 60, batch: 8, groupSize: 4, seed: 3 });
-    const long = await start({ runDirectory: longRun, stopOnEntry: true }, { functions: [{ name: 'search', condition: 'reward < 0' }] });
+    const longRun = writeRecordedRun(path.join(path.dirname(runDir), 'run-long'), {
+      steps: 60,
+      batch: 8,
+      groupSize: 4,
+      seed: 3,
+    });
+    const long = await start(
+      { runDirectory: longRun, stopOnEntry: true },
+      { functions: [{ name: 'search', condition: 'reward < 0' }] },
+    );
     try {
       const stopped = long.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
-      await Promise.all([long.dc.continueRequest({ threadId: long.stop.body.threadId! }), long.dc.pauseRequest({ threadId: long.stop.body.threadId! })]);
+      await Promise.all([
+        long.dc.continueRequest({ threadId: long.stop.body.threadId! }),
+        long.dc.pauseRequest({ threadId: long.stop.body.threadId! }),
+      ]);
       const event = await stopped;
       assert.equal(event.body.reason, 'pause');
       assert.match(event.body.description ?? '', /^Paused at the start of step (\d+)$/);
@@ -577,7 +704,10 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       const terminated = dc.waitForEvent('terminated');
       await Promise.all([dc.configurationSequence(), dc.launch({ runDirectory: runDir, noDebug: true })]);
       await terminated;
-      assert.match(outputs.join(''), /multihop-search \(recorded fixture\) \(run-7\): grpo on cpu, finished\n3 steps recorded \(1–3\) of 3\n {2}step 1: reward\/mean /);
+      assert.match(
+        outputs.join(''),
+        /multihop-search \(recorded fixture\) \(run-7\): grpo on cpu, finished\n3 steps recorded \(1–3\) of 3\n {2}step 1: reward\/mean /,
+      );
     } finally {
       await dc.stop();
     }
@@ -593,9 +723,12 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
       assert.deepEqual(
         threads.map((t) => Number(/^#(\d+) /.exec(t.name)![1])),
         reader.trajectories(2).records.map((t) => t.index),
-        'the threads are step 2\'s trajectories',
+        "the threads are step 2's trajectories",
       );
-      assert.match(threads.find((t) => t.id === stop.body.threadId)!.name, new RegExp(`^#${wanted.index} ${wanted.rowId} `));
+      assert.match(
+        threads.find((t) => t.id === stop.body.threadId)!.name,
+        new RegExp(`^#${wanted.index} ${wanted.rowId} `),
+      );
       assert.equal((await topFrame(dc, stop.body.threadId!)).name, `${wanted.turns[0].role} (turn 0)`);
       assert.match(outputs.join(''), new RegExp(`stopping at #${wanted.index} of step 2`));
       // Stepping goes on from there: the same trajectory's next turn.
@@ -610,12 +743,25 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     await dc2.start(server.port);
     try {
       await dc2.initializeRequest();
-      const launch = (startAt: unknown, more: Record<string, unknown> = { runDirectory: runDir }) => dc2.launchRequest({ ...more, startAt } as DebugProtocol.LaunchRequestArguments);
-      await assert.rejects(launch({ step: 9, trajectory: 0 }), /startAt\.step: step 9 is not recorded in .*run-7 \(recorded steps: 1–3\)/);
-      const indices = reader.trajectories(2).records.map((t) => `#${t.index}`).join(', ');
-      await assert.rejects(launch({ step: 2, trajectory: 99 }), new RegExp(`startAt\\.trajectory: step 2 has no trajectory #99 \\(it has ${indices}\\)`));
+      const launch = (startAt: unknown, more: Record<string, unknown> = { runDirectory: runDir }) =>
+        dc2.launchRequest({ ...more, startAt } as DebugProtocol.LaunchRequestArguments);
+      await assert.rejects(
+        launch({ step: 9, trajectory: 0 }),
+        /startAt\.step: step 9 is not recorded in .*run-7 \(recorded steps: 1–3\)/,
+      );
+      const indices = reader
+        .trajectories(2)
+        .records.map((t) => `#${t.index}`)
+        .join(', ');
+      await assert.rejects(
+        launch({ step: 2, trajectory: 99 }),
+        new RegExp(`startAt\\.trajectory: step 2 has no trajectory #99 \\(it has ${indices}\\)`),
+      );
       await assert.rejects(launch({ step: 2 }), /launch configuration: startAt\.trajectory: /);
-      await assert.rejects(launch({ step: 1, trajectory: 0 }, { config: 'train.config.ts' }), /startAt: a live training starts at its first step/);
+      await assert.rejects(
+        launch({ step: 1, trajectory: 0 }, { config: 'train.config.ts' }),
+        /startAt: a live training starts at its first step/,
+      );
     } finally {
       await dc2.stop();
     }
@@ -626,7 +772,15 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     const { dc, stop } = await start({}, { functions: [{ name: 'search' }] });
     try {
       const body = (await dc.customRequest('rolloutStopPoint', { threadId: stop.body.threadId })).body;
-      assert.deepEqual(body, { mode: 'replay', runDirectory: runDir, step: 1, index: first.trajectory.index, phase: 'call', turn: first.turn, call: first.call.index });
+      assert.deepEqual(body, {
+        mode: 'replay',
+        runDirectory: runDir,
+        step: 1,
+        index: first.trajectory.index,
+        phase: 'call',
+        turn: first.turn,
+        call: first.call.index,
+      });
       const next = await resume(dc, 'next', stop.body.threadId!);
       const after = (await dc.customRequest('rolloutStopPoint', {})).body;
       assert.equal(after.phase === 'turn' || after.phase === 'end', true, `after next: ${JSON.stringify(after)}`);
@@ -638,7 +792,10 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
 
   it('replays a re-roll’s branches as the threads of the parent’s step, with transcripts of their own', async () => {
     const parent = reader.trajectories(2).records[1];
-    const branches = [0, 1].map((k) => ({ trajectory: { ...buildTrajectory(2, k, 2, () => 0.25 + k / 4), rowId: parent.rowId }, firstDivergence: 10 }));
+    const branches = [0, 1].map((k) => ({
+      trajectory: { ...buildTrajectory(2, k, 2, () => 0.25 + k / 4), rowId: parent.rowId },
+      firstDivergence: 10,
+    }));
     writeBranchSet(runDir, {
       protocol: PROTOCOL_VERSION,
       id: 'train-2-1-t0s-test',
@@ -655,11 +812,20 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     try {
       assert.equal(stop.body.reason, 'entry');
       const threads = (await dc.threadsRequest()).body.threads;
-      assert.deepEqual(threads.map((t) => /^#(\d+) /.exec(t.name)![1]), ['0', '1'], 'one thread per branch');
+      assert.deepEqual(
+        threads.map((t) => /^#(\d+) /.exec(t.name)![1]),
+        ['0', '1'],
+        'one thread per branch',
+      );
       const frame = await topFrame(dc, stop.body.threadId!);
       const address = path.join(runDir, 'branches', 'train-2-1-t0s-test');
-      assert.equal(frame.source?.path, transcriptUri({ runDirectory: address, step: 2, index: 0 }), 'a transcript URI of the branch set, not the run’s trajectory #0');
-      const text = (await dc.customRequest('rolloutTranscript', { runDirectory: address, step: 2, index: 1 })).body.text;
+      assert.equal(
+        frame.source?.path,
+        transcriptUri({ runDirectory: address, step: 2, index: 0 }),
+        'a transcript URI of the branch set, not the run’s trajectory #0',
+      );
+      const text = (await dc.customRequest('rolloutTranscript', { runDirectory: address, step: 2, index: 1 })).body
+        .text;
       assert.equal(text, renderTranscript(branches[1].trajectory).text);
     } finally {
       await dc.stop();
@@ -671,12 +837,30 @@ describe('rollout debug adapter, replaying a recorded run over DAP', { timeout: 
     await dc.start(server.port);
     try {
       await dc.initializeRequest();
-      await assert.rejects(dc.launchRequest({ runDirectory: path.join(runDir, 'missing') } as DebugProtocol.LaunchRequestArguments), /missing\/run\.json: not found — .* is not a Rollout Studio run directory/);
-      await assert.rejects(dc.launchRequest({ name: 'nothing to launch' } as DebugProtocol.LaunchRequestArguments), /launch configuration: runDirectory: set "runDirectory" to replay a recorded run, or "config" to train/);
-      await assert.rejects(dc.launchRequest({ runDirectory: runDir, breakpointsDuringStep: 'others' } as DebugProtocol.LaunchRequestArguments), /launch configuration: breakpointsDuringStep: .*"stepped-trajectory".*"all"/);
+      await assert.rejects(
+        dc.launchRequest({ runDirectory: path.join(runDir, 'missing') } as DebugProtocol.LaunchRequestArguments),
+        /missing\/run\.json: not found — .* is not a Rollout Studio run directory/,
+      );
+      await assert.rejects(
+        dc.launchRequest({ name: 'nothing to launch' } as DebugProtocol.LaunchRequestArguments),
+        /launch configuration: runDirectory: set "runDirectory" to replay a recorded run, or "config" to train/,
+      );
+      await assert.rejects(
+        dc.launchRequest({
+          runDirectory: runDir,
+          breakpointsDuringStep: 'others',
+        } as DebugProtocol.LaunchRequestArguments),
+        /launch configuration: breakpointsDuringStep: .*"stepped-trajectory".*"all"/,
+      );
       // This server has no trainer to run (live training is tested in liveAdapter.test.ts).
-      await assert.rejects(dc.launchRequest({ config: 'train.config.ts' } as DebugProtocol.LaunchRequestArguments), /"config": this debug adapter was started without a trainer to run/);
-      await assert.rejects(dc.launchRequest({ config: 'train.config.ts', runDirectory: runDir } as DebugProtocol.LaunchRequestArguments), /set either "config" \(train live\) or "runDirectory"/);
+      await assert.rejects(
+        dc.launchRequest({ config: 'train.config.ts' } as DebugProtocol.LaunchRequestArguments),
+        /"config": this debug adapter was started without a trainer to run/,
+      );
+      await assert.rejects(
+        dc.launchRequest({ config: 'train.config.ts', runDirectory: runDir } as DebugProtocol.LaunchRequestArguments),
+        /set either "config" \(train live\) or "runDirectory"/,
+      );
     } finally {
       await dc.stop();
     }

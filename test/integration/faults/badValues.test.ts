@@ -38,12 +38,15 @@ async function train(name: string, overrides: Record<string, string>) {
     data: "{ train: 'data/train.jsonl', fields: MultihopFields }",
     steps: '3',
     algorithm: "{ name: 'grpo', groupSize: 2 }",
-    rollout: "{ promptsPerStep: 1, budget: { maxTurns: 2, maxNewTokensPerTurn: 16, maxTotalTokens: 640, maxToolResultTokens: 64 }, systemPrompt: SYSTEM_PROMPT, templateKwargs: { enable_thinking: false } }",
+    rollout:
+      '{ promptsPerStep: 1, budget: { maxTurns: 2, maxNewTokensPerTurn: 16, maxTotalTokens: 640, maxToolResultTokens: 64 }, systemPrompt: SYSTEM_PROMPT, templateKwargs: { enable_thinking: false } }',
     rewards: VARIED,
     ...overrides,
   });
   const runDir = path.join(fixture.dir, 'runs', name);
-  const result = await new TrainingRun(await loadConfig(config), { inProcessDevice: true, runDir }).run().catch((error: Error) => error);
+  const result = await new TrainingRun(await loadConfig(config), { inProcessDevice: true, runDir })
+    .run()
+    .catch((error: Error) => error);
   return { result, runDir, reader: new RunStoreReader(runDir) };
 }
 
@@ -55,26 +58,44 @@ describe('bad values', { timeout: 300_000 }, () => {
   ] as const) {
     it(`a reward of ${label} in step 2 fails the run naming the reward, the row and the value`, async () => {
       // Step 1 scores two trajectories; the third trajectory scored is step 2's first.
-      const { result, reader } = await train(`reward-${label}`, { rewards: `{ outcome: [{ name: 'judge', score: (() => { let n = 0; return () => (++n === 3 ? ${value} : 0.5); })() }] }` });
+      const { result, reader } = await train(`reward-${label}`, {
+        rewards: `{ outcome: [{ name: 'judge', score: (() => { let n = 0; return () => (++n === 3 ? ${value} : 0.5); })() }] }`,
+      });
       assert.ok(result instanceof Error, 'the run failed');
-      assert.match(result.message, new RegExp(`^outcome reward "judge" on trajectory 0 \\(.*train\\.jsonl:\\d+ \\(row train-\\d{4}\\)\\) returned ${said}`));
+      assert.match(
+        result.message,
+        new RegExp(
+          `^outcome reward "judge" on trajectory 0 \\(.*train\\.jsonl:\\d+ \\(row train-\\d{4}\\)\\) returned ${said}`,
+        ),
+      );
       assert.equal(reader.run().lastStep, 1, 'step 1 is complete');
       const run = reader.run();
       assert.equal(run.status, 'failed');
       assert.equal(run.error!.message, result.message);
       // Every step before it is complete, and nothing of the failed step was recorded.
-      const steps = reader.metrics().records.filter((m) => m.kind === 'train').map((m) => m.step);
-      assert.deepEqual(steps, Array.from({ length: run.lastStep ?? 0 }, (_, i) => i + 1));
+      const steps = reader
+        .metrics()
+        .records.filter((m) => m.kind === 'train')
+        .map((m) => m.step);
+      assert.deepEqual(
+        steps,
+        Array.from({ length: run.lastStep ?? 0 }, (_, i) => i + 1),
+      );
       assert.deepEqual(reader.steps(), steps);
     });
   }
 
   it('an update that leaves the policy non-finite stops the run before a rollout or a checkpoint sees it', async () => {
-    const { result, reader } = await train('diverged', { optimization: '{ lr: 1e15, maxGradNorm: 0, microBatchSize: 8 }' });
+    const { result, reader } = await train('diverged', {
+      optimization: '{ lr: 1e15, maxGradNorm: 0, microBatchSize: 8 }',
+    });
     assert.ok(!(result instanceof Error), String(result));
     const run = reader.run();
     assert.equal(run.status, 'failed');
-    assert.match(run.error!.message, /^the update of step 1 \(lr 1000000000000000\) made the policy's log-probs non-finite: training diverged\. .* The last good checkpoint is checkpoints\/step-000000\.$/);
+    assert.match(
+      run.error!.message,
+      /^the update of step 1 \(lr 1000000000000000\) made the policy's log-probs non-finite: training diverged\. .* The last good checkpoint is checkpoints\/step-000000\.$/,
+    );
     assert.equal(run.lastCheckpoint, 'checkpoints/step-000000');
     assert.deepEqual(reader.checkpoints(), ['checkpoints/step-000000'], 'the diverged weights were not saved');
     const [step1] = reader.metrics().records.filter((m) => m.kind === 'train');

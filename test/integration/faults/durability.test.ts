@@ -28,7 +28,12 @@ async function train(options: ConstructorParameters<typeof TrainingRun>[1]) {
 
 before(async () => {
   fixture = createTrainingFixture();
-  config = fixture.writeConfig('durable.config.ts', { sft: '', evaluation: '{ samples: 2 }', steps: '3', algorithm: "{ name: 'grpo', groupSize: 2 }" });
+  config = fixture.writeConfig('durable.config.ts', {
+    sft: '',
+    evaluation: '{ samples: 2 }',
+    steps: '3',
+    algorithm: "{ name: 'grpo', groupSize: 2 }",
+  });
   straight = path.join(fixture.dir, 'runs', 'straight');
   await train({ runDir: straight });
 });
@@ -50,11 +55,20 @@ function fillDiskFor(target: RegExp, partially?: number): void {
     if (file && target.test(file)) {
       if (partially !== undefined && partially > 0) {
         const [buffer, offset = 0] = rest as [Buffer, number];
-        const n = (write as (...a: unknown[]) => number)(fd, buffer, offset, Math.min(partially, buffer.length - offset));
+        const n = (write as (...a: unknown[]) => number)(
+          fd,
+          buffer,
+          offset,
+          Math.min(partially, buffer.length - offset),
+        );
         partially = 0;
         return n;
       }
-      throw Object.assign(new Error(`ENOSPC: no space left on device, write`), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+      throw Object.assign(new Error(`ENOSPC: no space left on device, write`), {
+        code: 'ENOSPC',
+        errno: -28,
+        syscall: 'write',
+      });
     }
     return (write as (...a: unknown[]) => number)(fd, ...rest);
   });
@@ -69,9 +83,16 @@ describe('a damaged checkpoint', { timeout: 300_000 }, () => {
     fs.truncateSync(weights, fs.statSync(weights).size - 100);
     const logs: string[] = [];
     assert.equal((await train({ resume: runDir, log: (line) => logs.push(line) })).run.status, 'finished');
-    assert.match(logs.join('\n'), /warning: checkpoints\/step-000003 is damaged and is skipped \(.*model\.safetensors: \d+ bytes where \d+ were saved; the checkpoint is damaged\)\nwarning: resuming from checkpoints\/step-000002, the newest intact checkpoint/);
+    assert.match(
+      logs.join('\n'),
+      /warning: checkpoints\/step-000003 is damaged and is skipped \(.*model\.safetensors: \d+ bytes where \d+ were saved; the checkpoint is damaged\)\nwarning: resuming from checkpoints\/step-000002, the newest intact checkpoint/,
+    );
     assertSameRecords(straight, runDir, 'resumed from the checkpoint before a damaged one');
-    assertSameCheckpoint(path.join(straight, 'checkpoints/step-000003'), path.join(runDir, 'checkpoints/step-000003'), 'resumed from the checkpoint before a damaged one');
+    assertSameCheckpoint(
+      path.join(straight, 'checkpoints/step-000003'),
+      path.join(runDir, 'checkpoints/step-000003'),
+      'resumed from the checkpoint before a damaged one',
+    );
   });
 });
 
@@ -89,17 +110,28 @@ describe('a full disk', { timeout: 300_000 }, () => {
     mock.restoreAll();
     assert.ok(failed, 'the run failed');
     assert.equal(failed.name, 'StorageError');
-    assert.match(failed.message, /checkpoints\/step-000002\.partial: saving the checkpoint of step 2 failed \(ENOSPC\): no space left on the device holding .*checkpoints\. Free space there .*--resume continues from that checkpoint/);
+    assert.match(
+      failed.message,
+      /checkpoints\/step-000002\.partial: saving the checkpoint of step 2 failed \(ENOSPC\): no space left on the device holding .*checkpoints\. Free space there .*--resume continues from that checkpoint/,
+    );
     const reader = new RunStoreReader(runDir);
     const run = reader.run();
     assert.equal(run.status, 'failed');
     assert.equal(run.lastCheckpoint, 'checkpoints/step-000001');
     // (`best`: the best evaluation's weights, kept beside the step checkpoints.)
-    assert.deepEqual(fs.readdirSync(path.join(runDir, 'checkpoints')).sort(), ['best', 'step-000000', 'step-000001'], 'no .partial folder is left');
+    assert.deepEqual(
+      fs.readdirSync(path.join(runDir, 'checkpoints')).sort(),
+      ['best', 'step-000000', 'step-000001'],
+      'no .partial folder is left',
+    );
 
     assert.equal((await train({ resume: runDir })).run.status, 'finished');
     assertSameRecords(straight, runDir, 'resumed after a full disk during a checkpoint');
-    assertSameCheckpoint(path.join(straight, 'checkpoints/step-000003'), path.join(runDir, 'checkpoints/step-000003'), 'resumed after a full disk during a checkpoint');
+    assertSameCheckpoint(
+      path.join(straight, 'checkpoints/step-000003'),
+      path.join(runDir, 'checkpoints/step-000003'),
+      'resumed after a full disk during a checkpoint',
+    );
   });
 
   it('while the first checkpoint is saved: the message does not offer a --resume that has nothing to resume from', async () => {
@@ -112,7 +144,10 @@ describe('a full disk', { timeout: 300_000 }, () => {
     mock.restoreAll();
     assert.ok(failed, 'the run failed');
     assert.equal(failed.name, 'StorageError');
-    assert.match(failed.message, /step-000000\.partial: saving the checkpoint of step 0 failed \(ENOSPC\): .*the run has no checkpoint yet, so --resume cannot continue it: start the training again once there is space$/);
+    assert.match(
+      failed.message,
+      /step-000000\.partial: saving the checkpoint of step 0 failed \(ENOSPC\): .*the run has no checkpoint yet, so --resume cannot continue it: start the training again once there is space$/,
+    );
     assert.doesNotMatch(failed.message, /--resume continues/);
     const run = new RunStoreReader(runDir).run();
     assert.equal(run.status, 'failed');
@@ -129,7 +164,10 @@ describe('a full disk', { timeout: 300_000 }, () => {
     mock.restoreAll();
     assert.ok(failed, 'the run failed');
     assert.equal(failed.name, 'StorageError');
-    assert.match(failed.message, /run\.json: .*failed \(ENOSPC\): .*--resume cannot continue it: start the training again once there is space$/);
+    assert.match(
+      failed.message,
+      /run\.json: .*failed \(ENOSPC\): .*--resume cannot continue it: start the training again once there is space$/,
+    );
     assert.doesNotMatch(failed.message, /--resume continues/);
     assert.ok(!fs.existsSync(path.join(runDir, 'run.lock')), 'the lock is released');
   });
@@ -141,7 +179,8 @@ describe('a full disk', { timeout: 300_000 }, () => {
       runDir,
       events: (event) => {
         // Step 2's trajectories are written; its metrics record goes in only 40 bytes before the disk is full.
-        if (event.type === 'progress' && event.step === 2 && event.phase === 'update' && event.done === 0) fillDiskFor(/metrics\.jsonl$/, 40);
+        if (event.type === 'progress' && event.step === 2 && event.phase === 'update' && event.done === 0)
+          fillDiskFor(/metrics\.jsonl$/, 40);
       },
     }).catch((error: Error) => (failed = error));
     mock.restoreAll();
@@ -149,7 +188,13 @@ describe('a full disk', { timeout: 300_000 }, () => {
     assert.match(failed.message, /metrics\.jsonl: appending a record failed \(ENOSPC\): no space left on the device/);
     const text = fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8');
     assert.ok(text.endsWith('\n'), 'no half record at the end of metrics.jsonl');
-    assert.deepEqual(new RunStoreReader(runDir).metrics().records.filter((m) => m.kind === 'train').map((m) => m.step), [1]);
+    assert.deepEqual(
+      new RunStoreReader(runDir)
+        .metrics()
+        .records.filter((m) => m.kind === 'train')
+        .map((m) => m.step),
+      [1],
+    );
 
     assert.equal((await train({ resume: runDir })).run.status, 'finished');
     assertSameRecords(straight, runDir, 'resumed after a full disk during a record');

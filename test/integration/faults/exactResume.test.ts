@@ -50,13 +50,23 @@ const CASES: ResumeCase[] = [
   },
   {
     name: 'LoRA, SFT warm start, KL in the reward (k1), RLOO, crash in step 1: resumed from the warm start',
-    overrides: { model: LORA, algorithm: "{ name: 'rloo', groupSize: 4, kl: { coef: 0.2, mode: 'reward', estimator: 'k1' } }", sft: "{ data: 'data/sft.jsonl', epochs: 1, lr: 1e-3, batchSize: 8 }" },
+    overrides: {
+      model: LORA,
+      algorithm: "{ name: 'rloo', groupSize: 4, kl: { coef: 0.2, mode: 'reward', estimator: 'k1' } }",
+      sft: "{ data: 'data/sft.jsonl', epochs: 1, lr: 1e-3, batchSize: 8 }",
+    },
     steps: 2,
     crashIn: 1,
   },
   {
     name: 'LoRA, PPO with its separate critic (2 epochs × 2 mini-batches, a critic warm-up step), no warm start',
-    overrides: { model: LORA, sft: '', algorithm: "{ name: 'ppo', groupSize: 2, epochs: 2, miniBatches: 2 }", critic: '{ warmupSteps: 1 }', optimization: '{ lr: 1e-3, microBatchSize: 4 }' },
+    overrides: {
+      model: LORA,
+      sft: '',
+      algorithm: "{ name: 'ppo', groupSize: 2, epochs: 2, miniBatches: 2 }",
+      critic: '{ warmupSteps: 1 }',
+      optimization: '{ lr: 1e-3, microBatchSize: 4 }',
+    },
     steps: 3,
     crashIn: 3,
   },
@@ -74,13 +84,22 @@ const CASES: ResumeCase[] = [
   },
   {
     name: 'LoRA, SFT warm start, REINFORCE++ and then Dr. GRPO (no KL), cosine schedule',
-    overrides: { model: LORA, algorithm: "{ name: 'reinforce++', groupSize: 2 }", optimization: "{ lr: 1e-3, microBatchSize: 8, schedule: 'cosine', warmupSteps: 1 }" },
+    overrides: {
+      model: LORA,
+      algorithm: "{ name: 'reinforce++', groupSize: 2 }",
+      optimization: "{ lr: 1e-3, microBatchSize: 8, schedule: 'cosine', warmupSteps: 1 }",
+    },
     steps: 3,
     crashIn: 2,
   },
   {
     name: 'full fine-tuning, Dr. GRPO with a clipped, entropy-regularised loss',
-    overrides: { model: FULL, sft: '', algorithm: "{ name: 'grpo', groupSize: 2, scaleByStd: false, entropyCoef: 0.01, dualClip: 3, aggregation: 'seq-mean-token-mean' }" },
+    overrides: {
+      model: FULL,
+      sft: '',
+      algorithm:
+        "{ name: 'grpo', groupSize: 2, scaleByStd: false, entropyCoef: 0.01, dualClip: 3, aggregation: 'seq-mean-token-mean' }",
+    },
     steps: 2,
     crashIn: 2,
   },
@@ -89,26 +108,38 @@ const CASES: ResumeCase[] = [
 class SimulatedCrash extends Error {}
 
 async function train(configFile: string, options: ConstructorParameters<typeof TrainingRun>[1]) {
-  return new TrainingRun(await loadConfig(configFile), { inProcessDevice: true, log: () => undefined, ...options }).run();
+  return new TrainingRun(await loadConfig(configFile), {
+    inProcessDevice: true,
+    log: () => undefined,
+    ...options,
+  }).run();
 }
 
 /** Leave what a kill in the middle of a write leaves: a last line without its end. */
 function tearLastLines(runDir: string, step: number): void {
   fs.appendFileSync(path.join(runDir, 'metrics.jsonl'), '{"step":' + step + ',"time":"2026-');
-  fs.appendFileSync(path.join(runDir, 'rollouts', `step-${String(step).padStart(6, '0')}.jsonl`), '{"step":' + step + ',"index":99,"rowId":"tr');
+  fs.appendFileSync(
+    path.join(runDir, 'rollouts', `step-${String(step).padStart(6, '0')}.jsonl`),
+    '{"step":' + step + ',"index":99,"rowId":"tr',
+  );
 }
 
 describe('resume is exact', { timeout: 600_000 }, () => {
   CASES.forEach((c, i) => {
     it(c.name, async () => {
-      const config = fixture.writeConfig(`resume-${i}.config.ts`, { evaluation: '{ samples: 2 }', steps: String(c.steps), ...c.overrides });
+      const config = fixture.writeConfig(`resume-${i}.config.ts`, {
+        evaluation: '{ samples: 2 }',
+        steps: String(c.steps),
+        ...c.overrides,
+      });
       const straight = path.join(fixture.dir, 'runs', `resume-${i}-straight`);
       const crashed = path.join(fixture.dir, 'runs', `resume-${i}-crashed`);
       assert.equal((await train(config, { runDir: straight })).run.status, 'finished');
 
       // The crash: once the step's metrics are written, before its checkpoint.
       const crash = (event: TrainingEvent) => {
-        if (event.type === 'metrics' && event.record.kind === 'train' && event.record.step === c.crashIn) throw new SimulatedCrash(`crash in step ${c.crashIn}`);
+        if (event.type === 'metrics' && event.record.kind === 'train' && event.record.step === c.crashIn)
+          throw new SimulatedCrash(`crash in step ${c.crashIn}`);
       };
       await assert.rejects(train(config, { runDir: crashed, events: crash }), SimulatedCrash);
       tearLastLines(crashed, c.crashIn);
@@ -122,7 +153,11 @@ describe('resume is exact', { timeout: 600_000 }, () => {
       assertSameRecords(straight, crashed, c.name);
       const last = checkpointDirName(c.steps);
       assertSameCheckpoint(path.join(straight, last), path.join(crashed, last), c.name);
-      assert.deepEqual(new RunStoreReader(crashed).checkpoints(), new RunStoreReader(straight).checkpoints(), 'the same checkpoints are kept');
+      assert.deepEqual(
+        new RunStoreReader(crashed).checkpoints(),
+        new RunStoreReader(straight).checkpoints(),
+        'the same checkpoints are kept',
+      );
     });
   });
 });

@@ -21,7 +21,12 @@ const savedEnv = { ...process.env };
 /** What pull selects for a model: the contents do not matter to a pull, only the names and ids. */
 function files(configId?: string): HubFile[] {
   return [
-    { path: 'config.json', content: Buffer.from('{"model_type":"qwen3"}'), lfs: false, ...(configId ? { listedId: configId } : {}) },
+    {
+      path: 'config.json',
+      content: Buffer.from('{"model_type":"qwen3"}'),
+      lfs: false,
+      ...(configId ? { listedId: configId } : {}),
+    },
     { path: 'tokenizer.json', content: Buffer.from('{}'), lfs: false },
     { path: 'model.safetensors', content: Buffer.alloc(64, 3), lfs: true },
   ];
@@ -30,12 +35,18 @@ function files(configId?: string): HubFile[] {
 async function serve(refs: Record<string, string>, listed: HubFile[]): Promise<void> {
   server = await new HubServer(new Map([['evil/model', { refs, commits: { [COMMIT]: listed } }]])).start();
   for (const key of ['HF_HOME', 'HF_TOKEN', 'HF_HUB_OFFLINE', 'HUGGINGFACE_HUB_CACHE']) delete process.env[key];
-  Object.assign(process.env, { HF_ENDPOINT: server.endpoint, HF_HUB_CACHE: cacheDir, HF_TOKEN_PATH: path.join(work, 'no-token') });
+  Object.assign(process.env, {
+    HF_ENDPOINT: server.endpoint,
+    HF_HUB_CACHE: cacheDir,
+    HF_TOKEN_PATH: path.join(work, 'no-token'),
+  });
 }
 
 /** Every file under `dir` (recursively), relative to it. */
 function filesUnder(dir: string): string[] {
-  return (fs.readdirSync(dir, { recursive: true }) as string[]).filter((f) => fs.lstatSync(path.join(dir, f)).isFile()).sort();
+  return (fs.readdirSync(dir, { recursive: true }) as string[])
+    .filter((f) => fs.lstatSync(path.join(dir, f)).isFile())
+    .sort();
 }
 
 before(() => (work = fs.mkdtempSync(path.join(os.tmpdir(), 'hub-cache-'))));
@@ -56,19 +67,33 @@ describe('a Hub cache that cannot be escaped', () => {
     await serve({ main: COMMIT }, files(path.relative(path.join(cacheDir, 'models--evil--model', 'blobs'), outside)));
     await assert.rejects(pullModel('evil/model'), (error: Error) => {
       assert.equal(error.name, 'HubError');
-      assert.match(error.message, /listed "config\.json" of evil\/model, whose id is "\.\.\/\.\.\/\.\.\/ESCAPED", not a git blob id \(40 hex digits\) or a sha256 \(64 hex digits\)/);
+      assert.match(
+        error.message,
+        /listed "config\.json" of evil\/model, whose id is "\.\.\/\.\.\/\.\.\/ESCAPED", not a git blob id \(40 hex digits\) or a sha256 \(64 hex digits\)/,
+      );
       return true;
     });
     assert.equal(fs.existsSync(outside), false, 'no file outside the cache');
-    assert.deepEqual(fs.readdirSync(work).filter((f) => !f.startsWith('cache-')), [], 'nothing next to the cache');
+    assert.deepEqual(
+      fs.readdirSync(work).filter((f) => !f.startsWith('cache-')),
+      [],
+      'nothing next to the cache',
+    );
     assert.equal(server!.fileRequests().length, 0, 'nothing was downloaded');
   });
 
   it('a revision that climbs out of refs/ is refused before any request, even when the mirror answers it', async () => {
     await serve({ main: COMMIT, '../../../X': COMMIT }, files());
-    await assert.rejects(pullModel('evil/model', { revision: '../../../X' }), /the revision "\.\.\/\.\.\/\.\.\/X" is not a branch, tag or commit hash/);
+    await assert.rejects(
+      pullModel('evil/model', { revision: '../../../X' }),
+      /the revision "\.\.\/\.\.\/\.\.\/X" is not a branch, tag or commit hash/,
+    );
     assert.equal(server!.requests.length, 0, 'the Hub was not asked');
-    assert.deepEqual(filesUnder(work).filter((f) => !f.startsWith('cache-') && f !== 'no-token'), [], 'no ref written outside the cache');
+    assert.deepEqual(
+      filesUnder(work).filter((f) => !f.startsWith('cache-') && f !== 'no-token'),
+      [],
+      'no ref written outside the cache',
+    );
     assert.deepEqual(filesUnder(cacheDir), []);
   });
 
@@ -84,6 +109,9 @@ describe('a Hub cache that cannot be escaped', () => {
     fs.mkdirSync(refs, { recursive: true });
     fs.writeFileSync(path.join(refs, 'main'), '../../../elsewhere');
     process.env.HF_HUB_OFFLINE = '1';
-    await assert.rejects(pullModel('evil/model'), /HF_HUB_OFFLINE is set and the Hugging Face cache .* has no revision "main" of evil\/model/);
+    await assert.rejects(
+      pullModel('evil/model'),
+      /HF_HUB_OFFLINE is set and the Hugging Face cache .* has no revision "main" of evil\/model/,
+    );
   });
 });

@@ -38,13 +38,16 @@ after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 async function runTool(name: string, args = '{}') {
   const started = performance.now();
-  const result = await runCli(['run-tool', 'tools.ts', '--tool', name, '--args', args, '--json'], { cwd: dir, timeoutMs: 60_000 });
+  const result = await runCli(['run-tool', 'tools.ts', '--tool', name, '--args', args, '--json'], {
+    cwd: dir,
+    timeoutMs: 60_000,
+  });
   const report = result.stdout.trim() ? (JSON.parse(result.stdout) as Report) : undefined;
   return { ...result, report, ms: performance.now() - started };
 }
 
 describe('run-tool runs the tool as a rollout does', { timeout: 300_000 }, () => {
-  it('a tool that never yields times out with the rollout\'s timeout error, and the command ends', async () => {
+  it("a tool that never yields times out with the rollout's timeout error, and the command ends", async () => {
     const { code, report, stderr, ms } = await runTool('spin');
     assert.equal(code, 1, stderr);
     assert.deepEqual(report?.error, { kind: 'timeout', message: 'spin did not finish within 300 ms' });
@@ -55,15 +58,21 @@ describe('run-tool runs the tool as a rollout does', { timeout: 300_000 }, () =>
     const { code, report, stderr } = await runTool('quit');
     assert.equal(code, 1, `exit ${code}: ${stderr}`);
     assert.equal(report?.error?.kind, 'threw');
-    assert.match(report!.error!.message, /the tool worker of .*tools\.ts exited \(code 0\): process\.exit in a tool or its module ends the worker/);
-    assert.doesNotMatch(report!.error!.message, /\n\s+at /, 'said in words, without the trainer\'s stack frames');
+    assert.match(
+      report!.error!.message,
+      /the tool worker of .*tools\.ts exited \(code 0\): process\.exit in a tool or its module ends the worker/,
+    );
+    assert.doesNotMatch(report!.error!.message, /\n\s+at /, "said in words, without the trainer's stack frames");
   });
 
   it("a tool kept on run-tool's thread (isolation: trainer) that calls process.exit(0) is reported failed, with where it called it, and exits 1", async () => {
     const { code, report, stderr } = await runTool('leave');
     assert.equal(code, 1, `exit ${code}: ${stderr}`);
     assert.equal(report?.error?.kind, 'threw');
-    assert.match(report!.error!.message, /^leave called process\.exit\(0\) at .*tools\.ts:\d+:\d+\)? while its call ran on run-tool's own thread \(isolation: 'trainer'\): the call did not finish/);
+    assert.match(
+      report!.error!.message,
+      /^leave called process\.exit\(0\) at .*tools\.ts:\d+:\d+\)? while its call ran on run-tool's own thread \(isolation: 'trainer'\): the call did not finish/,
+    );
     assert.equal(report?.tool.className, 'DefinedTool');
     // The text report too: the same error where the observation would be.
     const text = await runCli(['run-tool', 'tools.ts', '--tool', 'leave'], { cwd: dir, timeoutMs: 60_000 });
@@ -80,9 +89,12 @@ describe('run-tool runs the tool as a rollout does', { timeout: 300_000 }, () =>
     assert.equal(here.report?.observation, 'main thread');
   });
 
-  it('run-tool CONFIG --tool NAME finds the tool in the config\'s tools and names its class, not the worker\'s stand-in', async () => {
+  it("run-tool CONFIG --tool NAME finds the tool in the config's tools and names its class, not the worker's stand-in", async () => {
     const config = path.resolve(__dirname, '../../../examples/calculator/config.ts');
-    const { code, stdout, stderr } = await runCli(['run-tool', config, '--tool', 'calculator', '--args', '{"expression":"2+3"}', '--json'], { cwd: dir, timeoutMs: 60_000 });
+    const { code, stdout, stderr } = await runCli(
+      ['run-tool', config, '--tool', 'calculator', '--args', '{"expression":"2+3"}', '--json'],
+      { cwd: dir, timeoutMs: 60_000 },
+    );
     assert.equal(code, 0, stderr);
     const report = JSON.parse(stdout) as Report;
     assert.equal(report.observation, '5');

@@ -46,7 +46,10 @@ function lastStep(runDir: string): number {
 }
 
 describe('signals and unexpected exits end a run recorded', { timeout: 600_000 }, () => {
-  for (const [signal, code] of [['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+  for (const [signal, code] of [
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
     it(`${signal} stops the run cleanly: stopped, lock released, exit ${code}`, async () => {
       const runDir = path.join(workspace, 'runs', signal);
       const trainer = startCli(['train', config, '--run-dir', runDir], { cwd: workspace });
@@ -74,11 +77,18 @@ describe('signals and unexpected exits end a run recorded', { timeout: 600_000 }
     const run = readRun(runDir);
     assert.equal(run.status, 'failed');
     // Both are pending at once, and Linux delivers the lower-numbered first: either order can arrive.
-    const order = /^(SIGINT after SIGTERM|SIGTERM after SIGINT): ended at once; the step in flight was not recorded$/.exec(run.error?.message ?? '');
+    const order =
+      /^(SIGINT after SIGTERM|SIGTERM after SIGINT): ended at once; the step in flight was not recorded$/.exec(
+        run.error?.message ?? '',
+      );
     assert.ok(order, run.error?.message);
     // The process ended by the second (ending) signal, raised again after the run was recorded
     // (a shell reads 128 + its number): no abort on the way out.
-    assert.equal(result.signal, order[1].startsWith('SIGINT') ? 'SIGINT' : 'SIGTERM', `code ${result.code}, signal ${result.signal}: ${result.stderr}`);
+    assert.equal(
+      result.signal,
+      order[1].startsWith('SIGINT') ? 'SIGINT' : 'SIGTERM',
+      `code ${result.code}, signal ${result.signal}: ${result.stderr}`,
+    );
     assert.doesNotMatch(result.stderr, /terminate called|Napi::Error/);
     assert.equal(readRunLock(runDir), undefined);
   });
@@ -92,13 +102,20 @@ describe('signals and unexpected exits end a run recorded', { timeout: 600_000 }
 export const tools = exampleTools.map((tool) => Object.assign(Object.create(Object.getPrototypeOf(tool)), tool, { isolation: 'trainer', execute: () => process.exit(0) }));
 `,
     );
-    const exiting = await writeTinyAgentWorkspace(path.join(workspace, 'exiting'), { steps: 3, toolsModule, name: 'exiting' });
+    const exiting = await writeTinyAgentWorkspace(path.join(workspace, 'exiting'), {
+      steps: 3,
+      toolsModule,
+      name: 'exiting',
+    });
     const runDir = path.join(workspace, 'runs', 'exiting');
     const result = await startCli(['train', exiting, '--run-dir', runDir], { cwd: path.dirname(exiting) }).done;
     assert.equal(result.code, 1, `exit code: ${result.stderr}`);
     const run = readRun(runDir);
     assert.equal(run.status, 'failed');
-    assert.match(run.error?.message ?? '', /^process\.exit\(0\) was called while the run was in progress, at .*exitingTools\.ts.* \(a tool with isolation: 'trainer', a reward or a config must not end the process\)$/);
+    assert.match(
+      run.error?.message ?? '',
+      /^process\.exit\(0\) was called while the run was in progress, at .*exitingTools\.ts.* \(a tool with isolation: 'trainer', a reward or a config must not end the process\)$/,
+    );
     assert.match(result.stderr, /rollout-studio: the run failed: process\.exit\(0\) was called/);
     assert.equal(readRunLock(runDir), undefined);
   });
@@ -107,22 +124,37 @@ export const tools = exampleTools.map((tool) => Object.assign(Object.create(Obje
     const fixture = createTrainingFixture();
     try {
       // 16 demonstrations, one per step, 50 epochs: 800 SFT steps, minutes if the stop were not honoured.
-      const sftConfig = fixture.writeConfig('warm.config.ts', { sft: "{ data: 'data/sft.jsonl', epochs: 50, lr: 1e-3, batchSize: 1 }" });
+      const sftConfig = fixture.writeConfig('warm.config.ts', {
+        sft: "{ data: 'data/sft.jsonl', epochs: 50, lr: 1e-3, batchSize: 1 }",
+      });
       const runDir = path.join(fixture.dir, 'runs', 'warm');
       const trainer = startCli(['train', sftConfig, '--run-dir', runDir], { cwd: fixture.dir });
-      const sftSteps = () => (fs.existsSync(path.join(runDir, 'metrics.jsonl')) ? fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"kind":"sft"')).length : 0);
+      const sftSteps = () =>
+        fs.existsSync(path.join(runDir, 'metrics.jsonl'))
+          ? fs
+              .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+              .split('\n')
+              .filter((l) => l.includes('"kind":"sft"')).length
+          : 0;
       await until('the first SFT steps', () => sftSteps() >= 2);
       trainer.child.kill('SIGINT');
       const signalled = Date.now();
       const result = await trainer.done;
       assert.ok(Date.now() - signalled < 15_000, `it ended ${Date.now() - signalled} ms after Ctrl-C`);
       assert.equal(result.code, 130, result.stderr);
-      assert.match(result.stdout, /warm start stopped after sft step \d+\/800; a half warm-started model is not checkpointed/);
+      assert.match(
+        result.stdout,
+        /warm start stopped after sft step \d+\/800; a half warm-started model is not checkpointed/,
+      );
       const metrics = fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8');
       assert.ok(sftSteps() < 100, `${sftSteps()} SFT steps ran after the stop`);
       assert.doesNotMatch(metrics, /"kind":"eval"/, 'no evaluation after the stop');
       assert.equal(readRun(runDir).status, 'stopped');
-      assert.equal(fs.existsSync(path.join(runDir, 'checkpoints', 'step-000000')), false, 'no checkpoint of a half warm start');
+      assert.equal(
+        fs.existsSync(path.join(runDir, 'checkpoints', 'step-000000')),
+        false,
+        'no checkpoint of a half warm start',
+      );
       assert.equal(readRunLock(runDir), undefined);
     } finally {
       fixture.cleanup();

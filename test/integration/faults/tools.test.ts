@@ -13,7 +13,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { datasetFromRows } from '../../../trainer/foundations/data';
-import { observationImages, observationText, ToolRunner, ToolSet, type ToolCallRequest, type ToolRunOutcome } from '../../../trainer/foundations/tools';
+import {
+  observationImages,
+  observationText,
+  ToolRunner,
+  ToolSet,
+  type ToolCallRequest,
+  type ToolRunOutcome,
+} from '../../../trainer/foundations/tools';
 import type { PlacedTools } from '../../../trainer/pipeline/training/trainingConfig';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 import { PING_GRACE_MS, WorkerTool, type ToolHost } from '../../../trainer/bridges/usercode/toolHost';
@@ -54,12 +61,20 @@ export default defineConfig({
 `;
 
 /** Frames of the trainer (its folders, the tool worker), of Node, or built-ins without a place that the trainer's awaits add. */
-const TRAINER_FRAMES = /trainer[\\/](bridges|foundations|pipeline|contract)|toolWorker|node:internal|\(node:|\(index \d+\)|\(<anonymous>\)/;
+const TRAINER_FRAMES =
+  /trainer[\\/](bridges|foundations|pipeline|contract)|toolWorker|node:internal|\(node:|\(index \d+\)|\(<anonymous>\)/;
 
 const row = datasetFromRows('tools', [{ id: 'r7', prompt: 'x' }]).rows[0];
 
 function request(name: string, args: unknown = {}, index = 0): ToolCallRequest {
-  return { name, arguments: args, trajectory: { index, rowId: 'r7', group: 0, sample: index, messages: [], calls: [] }, turn: 0, callIndex: 0, row };
+  return {
+    name,
+    arguments: args,
+    trajectory: { index, rowId: 'r7', group: 0, sample: index, messages: [], calls: [] },
+    turn: 0,
+    callIndex: 0,
+    row,
+  };
 }
 
 let dir: string;
@@ -76,7 +91,9 @@ before(async () => {
   fs.writeFileSync(path.join(dir, 'tools.config.ts'), CONFIG);
   const loaded = await loadConfig(path.join(dir, 'tools.config.ts'));
   placed = await loaded.placeTools!(loaded.config.tools);
-  runner = new ToolRunner(new ToolSet(placed.tools), { onLog: (line) => logs.push(`${line.tool} ${line.level}: ${line.message}`) });
+  runner = new ToolRunner(new ToolSet(placed.tools), {
+    onLog: (line) => logs.push(`${line.tool} ${line.level}: ${line.message}`),
+  });
 });
 after(async () => {
   await placed?.close();
@@ -94,7 +111,25 @@ async function one(name: string, args: unknown = {}): Promise<ToolRunOutcome> {
 
 describe('tools in the tool worker', { timeout: 120_000 }, () => {
   it('run in a worker, with their closures, transforming schemas and instanceof intact', async () => {
-    assert.deepEqual(placed.tools.map((t) => (t instanceof WorkerTool ? 'worker' : 'trainer')), ['worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'worker', 'trainer', 'trainer', 'trainer', 'worker']);
+    assert.deepEqual(
+      placed.tools.map((t) => (t instanceof WorkerTool ? 'worker' : 'trainer')),
+      [
+        'worker',
+        'worker',
+        'worker',
+        'worker',
+        'worker',
+        'worker',
+        'worker',
+        'worker',
+        'worker',
+        'worker',
+        'trainer',
+        'trainer',
+        'trainer',
+        'worker',
+      ],
+    );
     assert.equal(text(await one('greet', { who: 'Ada' })), 'hello Ada on a worker');
     const host = await one('host', { url: 'https://example.org/a' });
     assert.equal(text(host), 'true example.org true 2');
@@ -117,7 +152,10 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
     assert.match(fails.error!.message, /^RangeError: out of range\n\s+at .*tools\.config\.ts:\d+/);
     // The policy reads this: the tool's own frames, none of the trainer's (its worker, its runner, the awaits it runs them under) or Node's.
     assert.doesNotMatch(fails.error!.message, TRAINER_FRAMES, fails.error!.message);
-    assert.deepEqual(await one('bigint').then((o) => o.error), { kind: 'threw', message: 'thrown value: 12345678901234567890n' });
+    assert.deepEqual(await one('bigint').then((o) => o.error), {
+      kind: 'threw',
+      message: 'thrown value: 12345678901234567890n',
+    });
     const circular = await one('circular');
     assert.equal(circular.error?.kind, 'threw');
     assert.match(circular.error!.message, /^thrown value: <ref \*1> \{ kind: 'loop', self: \[Circular \*1\] \}$/);
@@ -126,7 +164,10 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
   it('fail a call whose result cannot leave the worker, saying what to do', async () => {
     const outcome = await one('function_data');
     assert.equal(outcome.error?.kind, 'threw');
-    assert.match(outcome.error!.message, /tool "function_data" returned a result that cannot leave its worker thread .*keep a result's data to plain values/);
+    assert.match(
+      outcome.error!.message,
+      /tool "function_data" returned a result that cannot leave its worker thread .*keep a result's data to plain values/,
+    );
     assert.doesNotMatch(outcome.error!.message, TRAINER_FRAMES, outcome.error!.message);
   });
 
@@ -138,7 +179,11 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
     assert.equal(stray.error?.kind, 'threw');
     assert.match(stray.error!.message, /the tool worker of .*tools\.config\.ts failed: Error: stray throw/);
     assert.doesNotMatch(stray.error!.message, TRAINER_FRAMES, stray.error!.message);
-    assert.equal(text(await one('greet', { who: 'again' })), 'hello again on a worker', 'the next call finds a fresh worker');
+    assert.equal(
+      text(await one('greet', { who: 'again' })),
+      'hello again on a worker',
+      'the next call finds a fresh worker',
+    );
   });
 
   it("forward a tool's log lines", async () => {
@@ -153,8 +198,15 @@ describe('tools in the tool worker', { timeout: 120_000 }, () => {
     assert.ok(spin.latencyMs < 300 + 500, `the timeout came at its deadline (${spin.latencyMs} ms)`);
     // The call beside it in the same worker is stopped with it, and says why.
     assert.equal(beside.error?.kind, 'threw');
-    assert.match(beside.error!.message, /the tool worker was restarted: a call of "spin" ran past its timeout without yielding/);
-    assert.doesNotMatch(beside.error!.message, /\n\s+at /, `a failure of the worker itself is said in words, without stack frames: ${beside.error!.message}`);
+    assert.match(
+      beside.error!.message,
+      /the tool worker was restarted: a call of "spin" ran past its timeout without yielding/,
+    );
+    assert.doesNotMatch(
+      beside.error!.message,
+      /\n\s+at /,
+      `a failure of the worker itself is said in words, without stack frames: ${beside.error!.message}`,
+    );
     assert.ok(performance.now() - started < 300 + PING_GRACE_MS + 3000);
     const startsBefore = host().starts;
     assert.equal(text(await one('greet', { who: 'again' })), 'hello again on a worker');

@@ -28,21 +28,50 @@ before(async () => {
   truncateBpeTokenizer(QWEN3_TOKENIZER, 800, path.join(dir, 'tokenizer'));
   createTinyVisionModel('qwen2_5_vl', path.join(dir, 'model'), path.join(dir, 'tokenizer'));
   fs.mkdirSync(path.join(dir, 'data/img'), { recursive: true });
-  const prompt = (i: number) => [{ type: 'image', path: `img/${i}.png` }, { type: 'text', text: 'Which picture is it? Zoom first.' }];
+  const prompt = (i: number) => [
+    { type: 'image', path: `img/${i}.png` },
+    { type: 'text', text: 'Which picture is it? Zoom first.' },
+  ];
   for (let i = 0; i < 4; i++) {
-    fs.writeFileSync(path.join(dir, `data/img/${i}.png`), await sharp({ create: { width: 32, height: 24, channels: 3, background: { r: 40 * i, g: 200, b: 90 } } }).png().toBuffer());
+    fs.writeFileSync(
+      path.join(dir, `data/img/${i}.png`),
+      await sharp({ create: { width: 32, height: 24, channels: 3, background: { r: 40 * i, g: 200, b: 90 } } })
+        .png()
+        .toBuffer(),
+    );
   }
-  fs.writeFileSync(path.join(dir, 'zoom.png'), await sharp({ create: { width: 16, height: 16, channels: 3, background: '#ff8800' } }).png().toBuffer());
+  fs.writeFileSync(
+    path.join(dir, 'zoom.png'),
+    await sharp({ create: { width: 16, height: 16, channels: 3, background: '#ff8800' } })
+      .png()
+      .toBuffer(),
+  );
   const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  fs.writeFileSync(path.join(dir, 'data/train.jsonl'), jsonl([0, 1, 2, 3].map((i) => ({ id: `r${i}`, answer: String(i), messages: [{ role: 'user', content: prompt(i) }] }))));
+  fs.writeFileSync(
+    path.join(dir, 'data/train.jsonl'),
+    jsonl(
+      [0, 1, 2, 3].map((i) => ({ id: `r${i}`, answer: String(i), messages: [{ role: 'user', content: prompt(i) }] })),
+    ),
+  );
   fs.writeFileSync(
     path.join(dir, 'data/sft.jsonl'),
     jsonl(
       [0, 1].map((i) => ({
         messages: [
           { role: 'user', content: prompt(i) },
-          { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'zoom', arguments: { x: 1 } } }] },
-          { role: 'tool', name: 'zoom', content: [{ type: 'image', path: '../zoom.png' }, { type: 'text', text: 'zoomed' }] },
+          {
+            role: 'assistant',
+            content: '',
+            tool_calls: [{ type: 'function', function: { name: 'zoom', arguments: { x: 1 } } }],
+          },
+          {
+            role: 'tool',
+            name: 'zoom',
+            content: [
+              { type: 'image', path: '../zoom.png' },
+              { type: 'text', text: 'zoomed' },
+            ],
+          },
           { role: 'assistant', content: `<answer>${i}</answer>` },
         ],
       })),
@@ -86,7 +115,8 @@ describe('resume of a vision-language run', { timeout: 600_000 }, () => {
     const crashed = path.join(dir, 'runs', 'crashed');
     assert.equal((await train({ runDir: straight })).run.status, 'finished');
     const crash = (event: TrainingEvent) => {
-      if (event.type === 'metrics' && event.record.kind === 'train' && event.record.step === 2) throw new SimulatedCrash('crash in step 2');
+      if (event.type === 'metrics' && event.record.kind === 'train' && event.record.step === 2)
+        throw new SimulatedCrash('crash in step 2');
     };
     await assert.rejects(train({ runDir: crashed, events: crash }), SimulatedCrash);
     fs.appendFileSync(path.join(crashed, 'metrics.jsonl'), '{"step":2,"time":"2026-');
@@ -98,8 +128,15 @@ describe('resume of a vision-language run', { timeout: 600_000 }, () => {
     assert.match(logs.join('\n'), /resuming crashed after step 1 from checkpoints\/step-000001/);
     assertSameRecords(straight, crashed, 'vision');
     const records = new RunStoreReader(crashed).trajectories(2).records;
-    assert.ok(records.length > 0 && records.every((r) => r.images && r.images.length >= 1), 'the resumed step saw its images');
-    assert.deepEqual(fs.readdirSync(path.join(crashed, 'images')).sort(), fs.readdirSync(path.join(straight, 'images')).sort(), 'the same image files');
+    assert.ok(
+      records.length > 0 && records.every((r) => r.images && r.images.length >= 1),
+      'the resumed step saw its images',
+    );
+    assert.deepEqual(
+      fs.readdirSync(path.join(crashed, 'images')).sort(),
+      fs.readdirSync(path.join(straight, 'images')).sort(),
+      'the same image files',
+    );
     assertSameCheckpoint(path.join(straight, checkpointDirName(2)), path.join(crashed, checkpointDirName(2)), 'vision');
   });
 });

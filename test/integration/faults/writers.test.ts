@@ -24,7 +24,10 @@ let config: string;
 before(async () => {
   workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'writers-'));
   config = await writeTinyAgentWorkspace(workspace, { steps: 4 });
-  fs.writeFileSync(config, fs.readFileSync(config, 'utf8').replace('checkpointEvery: 0', 'checkpointEvery: 1, keepCheckpoints: 10'));
+  fs.writeFileSync(
+    config,
+    fs.readFileSync(config, 'utf8').replace('checkpointEvery: 0', 'checkpointEvery: 1, keepCheckpoints: 10'),
+  );
 });
 after(() => fs.rmSync(workspace, { recursive: true, force: true }));
 
@@ -48,16 +51,32 @@ function lastStep(runDir: string): number {
 describe('one writer per run', { timeout: 600_000 }, () => {
   it('two trainers started together on one run directory: one trains, the other is refused naming it', async () => {
     const runDir = path.join(workspace, 'runs', 'together');
-    const [a, b] = [startCli(['train', config, '--run-dir', runDir, '--steps', '2'], { cwd: workspace }), startCli(['train', config, '--run-dir', runDir, '--steps', '2'], { cwd: workspace })];
+    const [a, b] = [
+      startCli(['train', config, '--run-dir', runDir, '--steps', '2'], { cwd: workspace }),
+      startCli(['train', config, '--run-dir', runDir, '--steps', '2'], { cwd: workspace }),
+    ];
     const results = await Promise.all([a.done, b.done]);
     const pids = [a.child.pid, b.child.pid];
     const refused = results.findIndex((r) => r.code === 1);
-    assert.notEqual(refused, -1, `one must be refused: ${results.map((r) => `${r.code}: ${r.stderr}`).join('\n---\n')}`);
+    assert.notEqual(
+      refused,
+      -1,
+      `one must be refused: ${results.map((r) => `${r.code}: ${r.stderr}`).join('\n---\n')}`,
+    );
     assert.equal(results[1 - refused].code, 0, results[1 - refused].stderr);
-    assert.match(results[refused].stderr, new RegExp(`together is being written by another process: pid ${pids[1 - refused]} on ${os.hostname()}`));
+    assert.match(
+      results[refused].stderr,
+      new RegExp(`together is being written by another process: pid ${pids[1 - refused]} on ${os.hostname()}`),
+    );
     const reader = new RunStoreReader(runDir);
     assert.equal(reader.run().status, 'finished');
-    assert.deepEqual(reader.metrics().records.filter((m) => m.kind === 'train').map((m) => m.step), [1, 2]);
+    assert.deepEqual(
+      reader
+        .metrics()
+        .records.filter((m) => m.kind === 'train')
+        .map((m) => m.step),
+      [1, 2],
+    );
     for (const step of reader.steps()) reader.trajectories(step); // no trajectory recorded twice
   });
 
@@ -68,12 +87,21 @@ describe('one writer per run', { timeout: 600_000 }, () => {
     await until('step 1 of the live run', () => lastStep(runDir) >= 1);
     const resume = await runCli(['train', config, '--resume', runDir], { cwd: workspace });
     assert.equal(resume.code, 1, resume.stderr);
-    assert.match(resume.stderr, new RegExp(`live is being written by another process: pid ${live.child.pid} on ${os.hostname()}`));
+    assert.match(
+      resume.stderr,
+      new RegExp(`live is being written by another process: pid ${live.child.pid} on ${os.hostname()}`),
+    );
     const done = await live.done;
     assert.equal(done.code, 0, done.stderr);
     const reader = new RunStoreReader(runDir);
     assert.equal(reader.run().status, 'finished');
-    assert.deepEqual(reader.metrics().records.filter((m) => m.kind === 'train').map((m) => m.step), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.deepEqual(
+      reader
+        .metrics()
+        .records.filter((m) => m.kind === 'train')
+        .map((m) => m.step),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    );
   });
 
   it('a trainer killed with SIGKILL: its run reads as interrupted, and --resume takes over and ends exactly as an uninterrupted run', async () => {
@@ -87,15 +115,24 @@ describe('one writer per run', { timeout: 600_000 }, () => {
     victim.child.kill('SIGKILL');
     await processGone(victim.child.pid!);
     assert.equal(readRun(killed).status, 'running', 'run.json still says running');
-    assert.equal(readRunLock(killed)?.pid, victim.child.pid, 'the dead writer\'s lock is left');
+    assert.equal(readRunLock(killed)?.pid, victim.child.pid, "the dead writer's lock is left");
     assert.equal(new RunStoreReader(killed).run().status, 'interrupted', 'readers see the writer is gone');
 
     const resumed = await runCli(['train', config, '--resume', killed], { cwd: workspace });
     assert.equal(resumed.code, 0, resumed.stderr);
-    assert.match(resumed.stdout, new RegExp(`its last writer \\(pid ${victim.child.pid} on ${os.hostname()}, last seen .*\\) is gone; resuming in its place`));
+    assert.match(
+      resumed.stdout,
+      new RegExp(
+        `its last writer \\(pid ${victim.child.pid} on ${os.hostname()}, last seen .*\\) is gone; resuming in its place`,
+      ),
+    );
     assert.equal(new RunStoreReader(killed).run().status, 'finished');
     assertSameRecords(straight, killed, 'killed and resumed');
-    assertSameCheckpoint(path.join(straight, 'checkpoints/step-000004'), path.join(killed, 'checkpoints/step-000004'), 'killed and resumed');
+    assertSameCheckpoint(
+      path.join(straight, 'checkpoints/step-000004'),
+      path.join(killed, 'checkpoints/step-000004'),
+      'killed and resumed',
+    );
   });
 
   it('train … | head -2: the run stops cleanly when the reader of its output goes away', async () => {

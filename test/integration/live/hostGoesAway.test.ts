@@ -20,7 +20,11 @@ let config: string;
 
 /** Run the vanishing host until it kills itself; what it printed just before. */
 async function hostThatVanishes(when: 'held' | 'update'): Promise<{ pid: number; runDirectory: string }> {
-  const host = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/fixtures/trainers/vanishing-host.ts'), config, when], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const host = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(ROOT, 'test/fixtures/trainers/vanishing-host.ts'), config, when],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   host.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -59,6 +63,12 @@ describe('the editor going away mid-training', { timeout: 180_000 }, () => {
     const { records, tornLastLine } = reader.trajectories(1);
     assert.equal(tornLastLine, false);
     assert.equal(records.length, 4);
-    assert.deepEqual(reader.metrics().records.filter((m) => m.kind === 'train').map((m) => m.step), [1]);
+    assert.deepEqual(
+      reader
+        .metrics()
+        .records.filter((m) => m.kind === 'train')
+        .map((m) => m.step),
+      [1],
+    );
   });
 });

@@ -47,19 +47,32 @@ export default defineConfig({
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 describe('run-tool on MCP tools', () => {
-  it('lists a server\'s tools with their JSON Schemas', () => {
+  it("lists a server's tools with their JSON Schemas", () => {
     const result = runCli('run-tool', config, '--mcp-server', 'everything', '--list');
     assert.equal(result.status, 0, result.stderr);
     const tools = JSON.parse(result.stdout) as { name: string; parameters: { required?: string[] } }[];
-    assert.deepEqual(tools.map((t) => t.name), ['echo', 'get-sum']);
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['echo', 'get-sum'],
+    );
     assert.deepEqual(tools[1].parameters.required, ['a', 'b']);
   });
 
-  it('runs a tool of the config\'s servers by the name the policy calls it, and names a bad argument', () => {
+  it("runs a tool of the config's servers by the name the policy calls it, and names a bad argument", () => {
     const ok = runCli('run-tool', config, '--tool', 'get-sum', '--args', '{"a": 1, "b": 2}', '--json');
     assert.equal(ok.status, 0, ok.stderr);
     assert.equal(JSON.parse(ok.stdout).observation, 'The sum of 1 and 2 is 3.');
-    const bad = runCli('run-tool', config, '--mcp-server', 'everything', '--tool', 'get-sum', '--args', '{"a": 1}', '--json');
+    const bad = runCli(
+      'run-tool',
+      config,
+      '--mcp-server',
+      'everything',
+      '--tool',
+      'get-sum',
+      '--args',
+      '{"a": 1}',
+      '--json',
+    );
     assert.equal(bad.status, 1);
     const report = JSON.parse(bad.stdout);
     assert.equal(report.error.kind, 'invalid_arguments');
@@ -70,7 +83,14 @@ describe('run-tool on MCP tools', () => {
   });
 
   it('a ToolSession checks arguments as they are typed, runs calls, and stops the server when closed', async () => {
-    const session = await ToolSession.start({ runtime: node, cliPath: cli, nodeArgs: ['--import', 'tsx'], cwd: root, file: config, selector: { by: 'mcp', server: 'kb', tool: 'pid' } });
+    const session = await ToolSession.start({
+      runtime: node,
+      cliPath: cli,
+      nodeArgs: ['--import', 'tsx'],
+      cwd: root,
+      file: config,
+      selector: { by: 'mcp', server: 'kb', tool: 'pid' },
+    });
     let pid: number;
     try {
       assert.equal(session.tool.name, 'pid');
@@ -84,7 +104,14 @@ describe('run-tool on MCP tools', () => {
     await new Promise((r) => setTimeout(r, 300));
     assert.throws(() => process.kill(pid!, 0), 'the server process ended with the session');
 
-    const search = await ToolSession.start({ runtime: node, cliPath: cli, nodeArgs: ['--import', 'tsx'], cwd: root, file: config, selector: { by: 'mcp', server: 'kb', tool: 'search' } });
+    const search = await ToolSession.start({
+      runtime: node,
+      cliPath: cli,
+      nodeArgs: ['--import', 'tsx'],
+      cwd: root,
+      file: config,
+      selector: { by: 'mcp', server: 'kb', tool: 'search' },
+    });
     try {
       const check = await search.check({ query: '' });
       assert.equal(check.ok, false);

@@ -19,7 +19,14 @@ const SEARCH_SERVER = path.join(ROOT, 'test/fixtures/mcp/searchServer.mjs');
 const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 
 function request(name: string, args: unknown): ToolCallRequest {
-  return { name, arguments: args, trajectory: { index: 0, rowId: 'r', group: 0, sample: 0, messages: [], calls: [] }, turn: 0, callIndex: 0, row: {} };
+  return {
+    name,
+    arguments: args,
+    trajectory: { index: 0, rowId: 'r', group: 0, sample: 0, messages: [], calls: [] },
+    turn: 0,
+    callIndex: 0,
+    row: {},
+  };
 }
 
 async function call(runner: ToolRunner, name: string, args: unknown = {}) {
@@ -51,7 +58,12 @@ after(() => children.forEach((c) => c.kill()));
 describe('MCP servers of a run', () => {
   it('restarts a stdio server that exits, and stops it on close', async () => {
     const logs: string[] = [];
-    const servers = await McpServers.open(McpServersConfig.parse({ kb: { command: process.execPath, args: [SEARCH_SERVER], tools: ['crash', 'pid'], maxRestarts: 2 } }), { baseDir: ROOT, log: (l) => logs.push(l) });
+    const servers = await McpServers.open(
+      McpServersConfig.parse({
+        kb: { command: process.execPath, args: [SEARCH_SERVER], tools: ['crash', 'pid'], maxRestarts: 2 },
+      }),
+      { baseDir: ROOT, log: (l) => logs.push(l) },
+    );
     const runner = new ToolRunner(new ToolSet([...servers.tools]));
     const first = Number(observationText((await call(runner, 'pid')).result!));
     const crashed = await call(runner, 'crash');
@@ -67,37 +79,62 @@ describe('MCP servers of a run', () => {
   });
 
   it('gives up after maxRestarts exits, naming the server and quoting its stderr', async () => {
-    const servers = await McpServers.open(McpServersConfig.parse({ kb: { command: process.execPath, args: [SEARCH_SERVER], tools: ['crash'], maxRestarts: 1 } }), { baseDir: ROOT });
+    const servers = await McpServers.open(
+      McpServersConfig.parse({
+        kb: { command: process.execPath, args: [SEARCH_SERVER], tools: ['crash'], maxRestarts: 1 },
+      }),
+      { baseDir: ROOT },
+    );
     const runner = new ToolRunner(new ToolSet([...servers.tools]));
     await call(runner, 'crash');
     await call(runner, 'crash');
     const outcome = await call(runner, 'crash');
     assert.equal(outcome.error?.kind, 'threw');
-    assert.match(outcome.error!.message, /McpServerError: MCP server "kb" \(.*\) exited 2 times during the run \(maxRestarts is 1\); its tools fail from now on/);
+    assert.match(
+      outcome.error!.message,
+      /McpServerError: MCP server "kb" \(.*\) exited 2 times during the run \(maxRestarts is 1\); its tools fail from now on/,
+    );
     assert.match(outcome.error!.message, /test-search: crashing on purpose/);
     await servers.close();
   });
 
   it('refuses a tools list naming a tool the server does not have', async () => {
     await assert.rejects(
-      McpServers.open(McpServersConfig.parse({ kb: { command: process.execPath, args: [SEARCH_SERVER], tools: ['serch'] } }), { baseDir: ROOT }),
+      McpServers.open(
+        McpServersConfig.parse({ kb: { command: process.execPath, args: [SEARCH_SERVER], tools: ['serch'] } }),
+        { baseDir: ROOT },
+      ),
       /MCP server "kb" \(.*\) has no tool named "serch"; it lists: search, crash, pid/,
     );
   });
 
   it("keeps the config's secrets out of what the SDK, fetch and a failing server say (issue 36, item 4)", async () => {
     const SECRET = 'hunter2SECRETvalue';
-    const seen = (error: unknown) => `${String(error)}\n${(error as Error).stack}\n${String((error as Error).cause)}\n${((error as Error).cause as Error | undefined)?.stack}`;
+    const seen = (error: unknown) =>
+      `${String(error)}\n${(error as Error).stack}\n${String((error as Error).cause)}\n${((error as Error).cause as Error | undefined)?.stack}`;
     // fetch refuses a URL with a user and password, quoting the whole URL in its message.
-    const http = await McpServers.open(McpServersConfig.parse({ web: { url: `http://bot:${SECRET}@127.0.0.1:9/mcp?token=${SECRET}&team=7` } }), { baseDir: ROOT }).catch((e: unknown) => e);
+    const http = await McpServers.open(
+      McpServersConfig.parse({ web: { url: `http://bot:${SECRET}@127.0.0.1:9/mcp?token=${SECRET}&team=7` } }),
+      { baseDir: ROOT },
+    ).catch((e: unknown) => e);
     assert.ok(http instanceof Error, 'the URL is refused');
     assert.ok(!seen(http).includes(SECRET), seen(http));
-    assert.match(http.message, /could not be reached: .*credentials: http:\/\/\*\*\*:\*\*\*@127\.0\.0\.1:9\/mcp\?token=\*\*\*&team=7/);
+    assert.match(
+      http.message,
+      /could not be reached: .*credentials: http:\/\/\*\*\*:\*\*\*@127\.0\.0\.1:9\/mcp\?token=\*\*\*&team=7/,
+    );
     // A server that echoes its command line and environment to stderr and exits.
-    const echo = 'console.error("args", process.argv.slice(1).join(" "), "env", process.env.SERVICE_TOKEN); process.exit(3)';
+    const echo =
+      'console.error("args", process.argv.slice(1).join(" "), "env", process.env.SERVICE_TOKEN); process.exit(3)';
     const lines: string[] = [];
     const stdio = await McpServers.open(
-      McpServersConfig.parse({ kb: { command: process.execPath, args: ['-e', echo, '--', '--api-key', SECRET], env: { SERVICE_TOKEN: `env-${SECRET}` } } }),
+      McpServersConfig.parse({
+        kb: {
+          command: process.execPath,
+          args: ['-e', echo, '--', '--api-key', SECRET],
+          env: { SERVICE_TOKEN: `env-${SECRET}` },
+        },
+      }),
       { baseDir: ROOT, onStderr: (line) => lines.push(line) },
     ).catch((e: unknown) => e);
     assert.ok(stdio instanceof Error, 'the server exits before it answers');
@@ -108,16 +145,35 @@ describe('MCP servers of a run', () => {
 
   it('calls the reference server over Streamable HTTP, with headers', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+      env: { ...process.env, PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     children.push(child);
     await new Promise<void>((resolve, reject) => {
       child.stderr!.on('data', (chunk: Buffer) => (/listening on port/.test(chunk.toString()) ? resolve() : undefined));
       child.on('exit', (code) => reject(new Error(`server-everything exited with ${code}`)));
     });
-    const servers = await McpServers.open(McpServersConfig.parse({ web: { url: `http://127.0.0.1:${port}/mcp`, headers: { 'X-Test': '1' }, tools: ['get-sum', 'echo'], prefix: 'web_' } }), { baseDir: ROOT });
-    assert.deepEqual(servers.tools.map((t) => t.name), ['web_echo', 'web_get-sum']);
+    const servers = await McpServers.open(
+      McpServersConfig.parse({
+        web: {
+          url: `http://127.0.0.1:${port}/mcp`,
+          headers: { 'X-Test': '1' },
+          tools: ['get-sum', 'echo'],
+          prefix: 'web_',
+        },
+      }),
+      { baseDir: ROOT },
+    );
+    assert.deepEqual(
+      servers.tools.map((t) => t.name),
+      ['web_echo', 'web_get-sum'],
+    );
     const runner = new ToolRunner(new ToolSet([...servers.tools]));
-    assert.equal(observationText((await call(runner, 'web_get-sum', { a: 2, b: 3 })).result!), 'The sum of 2 and 3 is 5.');
+    assert.equal(
+      observationText((await call(runner, 'web_get-sum', { a: 2, b: 3 })).result!),
+      'The sum of 2 and 3 is 5.',
+    );
     const bad = await call(runner, 'web_get-sum', { a: 2, b: 'three' });
     assert.equal(bad.error?.kind, 'invalid_arguments');
     assert.match(bad.error!.message, /b: must be number/);

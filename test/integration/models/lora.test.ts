@@ -17,7 +17,12 @@ import { loadModelConfig } from '../../../trainer/foundations/models/modelConfig
 import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
 import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { mergeLoraWeight, readLoraAdapter, saveLoraAdapter, saveModelFolder } from '../../../trainer/foundations/models/save';
+import {
+  mergeLoraWeight,
+  readLoraAdapter,
+  saveLoraAdapter,
+  saveModelFolder,
+} from '../../../trainer/foundations/models/save';
 import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
 import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
 import { Random } from '../../../trainer/foundations/models/random';
@@ -31,7 +36,19 @@ let sequences: number[][];
 before(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'lora-'));
   tokenizer = Tokenizer.load(QWEN3_TOKENIZER);
-  createModel({ family: 'qwen2', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, tieEmbeddings: true, tokenizer, outDir: path.join(root, 'base'), seed: 11, init: 'varied' });
+  createModel({
+    family: 'qwen2',
+    layers: 2,
+    hidden: 32,
+    heads: 4,
+    kvHeads: 2,
+    intermediate: 48,
+    tieEmbeddings: true,
+    tokenizer,
+    outDir: path.join(root, 'base'),
+    seed: 11,
+    init: 'varied',
+  });
   sequences = [tokenizer.encode('The tool returned three documents about'), tokenizer.encode('Answer:')];
 });
 after(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -41,7 +58,16 @@ async function logprobs(device: Device, model: ModelRuntime, withAdapter: boolea
   scoring.graph.output(scoring.logprobs, 'logprobs');
   const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
   const packed = packForScoring(sequences);
-  const out = await device.run(session, { ...packed.feeds, ...model.weightFeeds(scoring.weights), ...model.loraScaleFeed(withAdapter), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, { logprobs: 'return' });
+  const out = await device.run(
+    session,
+    {
+      ...packed.feeds,
+      ...model.weightFeeds(scoring.weights),
+      ...model.loraScaleFeed(withAdapter),
+      inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+    },
+    { logprobs: 'return' },
+  );
   return out.logprobs.data as Float32Array;
 }
 
@@ -98,7 +124,11 @@ describe('LoRA adapters and checkpoints', () => {
     saveModelFolder(
       path.join(root, 'merged'),
       path.join(root, 'base'),
-      Object.entries(baseWeights).map(([name, t]) => ({ name, shape: t.shape, data: mergeLoraWeight(name, t.data as Float32Array, reread, model.config) ?? (t.data as Float32Array) })),
+      Object.entries(baseWeights).map(([name, t]) => ({
+        name,
+        shape: t.shape,
+        data: mergeLoraWeight(name, t.data as Float32Array, reread, model.config) ?? (t.data as Float32Array),
+      })),
     );
     model.close();
     await device.close();
@@ -106,7 +136,10 @@ describe('LoRA adapters and checkpoints', () => {
     const device2 = createDevice('cpu', { worker: false });
     const merged = await ModelRuntime.load(device2, path.join(root, 'merged'));
     const mergedLogprobs = await logprobs(device2, merged, false);
-    assert.ok(maxDiff(mergedLogprobs, withAdapter) < 1e-4, `merged export differs from the adapted model by ${maxDiff(mergedLogprobs, withAdapter)}`);
+    assert.ok(
+      maxDiff(mergedLogprobs, withAdapter) < 1e-4,
+      `merged export differs from the adapted model by ${maxDiff(mergedLogprobs, withAdapter)}`,
+    );
     merged.close();
     await device2.close();
   });
@@ -127,12 +160,19 @@ describe('LoRA adapters and checkpoints', () => {
       tensors[names.b] = { shape: [m.outFeatures, rs.rank], data: b };
     }
     saveLoraAdapter(path.join(root, 'rslora'), path.join(root, 'base'), { lora: rs, tensors });
-    assert.equal(JSON.parse(fs.readFileSync(path.join(root, 'rslora', 'adapter_config.json'), 'utf8')).use_rslora, true);
+    assert.equal(
+      JSON.parse(fs.readFileSync(path.join(root, 'rslora', 'adapter_config.json'), 'utf8')).use_rslora,
+      true,
+    );
     // Loaded the way eval and chat load an adapter.
     const adapter = readLoraAdapter(path.join(root, 'rslora'), config);
     assert.equal(adapter.lora.rslora, true);
     const model = await ModelRuntime.load(device, path.join(root, 'base'), { lora: adapter.lora });
-    await device.setState(Object.fromEntries(Object.entries(adapter.tensors).map(([name, t]) => [name, { dtype: 'float32' as const, ...t }])));
+    await device.setState(
+      Object.fromEntries(
+        Object.entries(adapter.tensors).map(([name, t]) => [name, { dtype: 'float32' as const, ...t }]),
+      ),
+    );
     const adapted = await logprobs(device, model, true);
     model.close();
     await device.close();
@@ -147,16 +187,26 @@ describe('LoRA adapters and checkpoints', () => {
       const w = Float32Array.from(weights[`${m.module}.weight`].data as Float32Array);
       const a = tensors[names.a].data;
       const b = tensors[names.b].data;
-      for (let o = 0; o < m.outFeatures; o++) for (let k = 0; k < rs.rank; k++) for (let i = 0; i < m.inFeatures; i++) w[o * m.inFeatures + i] += scale * b[o * rs.rank + k] * a[k * m.inFeatures + i];
+      for (let o = 0; o < m.outFeatures; o++)
+        for (let k = 0; k < rs.rank; k++)
+          for (let i = 0; i < m.inFeatures; i++)
+            w[o * m.inFeatures + i] += scale * b[o * rs.rank + k] * a[k * m.inFeatures + i];
       weights[`${m.module}.weight`] = { ...weights[`${m.module}.weight`], data: w };
     }
-    saveModelFolder(path.join(root, 'rslora-merged'), path.join(root, 'base'), Object.entries(weights).map(([name, t]) => ({ name, shape: t.shape, data: t.data as Float32Array })));
+    saveModelFolder(
+      path.join(root, 'rslora-merged'),
+      path.join(root, 'base'),
+      Object.entries(weights).map(([name, t]) => ({ name, shape: t.shape, data: t.data as Float32Array })),
+    );
     const device2 = createDevice('cpu', { worker: false });
     const merged = await ModelRuntime.load(device2, path.join(root, 'rslora-merged'));
     const expected = await logprobs(device2, merged, false);
     merged.close();
     await device2.close();
-    assert.ok(maxDiff(adapted, expected) < 1e-4, `the rsLoRA adapter differs from its alpha/√r merge by ${maxDiff(adapted, expected)}`);
+    assert.ok(
+      maxDiff(adapted, expected) < 1e-4,
+      `the rsLoRA adapter differs from its alpha/√r merge by ${maxDiff(adapted, expected)}`,
+    );
     // And read as plain LoRA (alpha/r) it would not match: the test tells the two scales apart.
     assert.ok(rs.alpha / rs.rank !== scale);
   });
@@ -166,7 +216,10 @@ describe('LoRA adapters and checkpoints', () => {
     const good = JSON.parse(fs.readFileSync(path.join(root, 'adapter', 'adapter_config.json'), 'utf8'));
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [{ use_dora: true }, /use_dora: true is not supported: DoRA adapters carry a magnitude vector per module/],
-      [{ rank_pattern: { 'model.layers.0.self_attn.q_proj': 8 } }, /rank_pattern: .* is not supported: every module must have rank r/],
+      [
+        { rank_pattern: { 'model.layers.0.self_attn.q_proj': 8 } },
+        /rank_pattern: .* is not supported: every module must have rank r/,
+      ],
       [{ alpha_pattern: { q_proj: 16 } }, /alpha_pattern: .* is not supported/],
       [{ layers_to_transform: [0] }, /layers_to_transform: \[0\] is not supported: the adapter must cover every layer/],
       [{ modules_to_save: ['lm_head'] }, /modules_to_save: \["lm_head"\] is not supported/],
@@ -177,12 +230,22 @@ describe('LoRA adapters and checkpoints', () => {
       const dir = path.join(root, `adapter-${Object.keys(change)[0]}`);
       fs.cpSync(path.join(root, 'adapter'), dir, { recursive: true });
       fs.writeFileSync(path.join(dir, 'adapter_config.json'), JSON.stringify({ ...good, ...change }));
-      assert.throws(() => readLoraAdapter(dir, config), (error: Error) => error.name === 'CheckpointError' && message.test(error.message) && error.message.includes(path.join(dir, 'adapter_config.json')), JSON.stringify(change));
+      assert.throws(
+        () => readLoraAdapter(dir, config),
+        (error: Error) =>
+          error.name === 'CheckpointError' &&
+          message.test(error.message) &&
+          error.message.includes(path.join(dir, 'adapter_config.json')),
+        JSON.stringify(change),
+      );
     }
     // What only training uses, or what says nothing, is fine: dropout, an empty pattern, null modules_to_save.
     const dir = path.join(root, 'adapter-lenient');
     fs.cpSync(path.join(root, 'adapter'), dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, 'adapter_config.json'), JSON.stringify({ ...good, lora_dropout: 0.05, rank_pattern: {}, modules_to_save: null, use_dora: false }));
+    fs.writeFileSync(
+      path.join(dir, 'adapter_config.json'),
+      JSON.stringify({ ...good, lora_dropout: 0.05, rank_pattern: {}, modules_to_save: null, use_dora: false }),
+    );
     assert.equal(readLoraAdapter(dir, config).lora.dropout, 0);
   });
 
@@ -190,11 +253,18 @@ describe('LoRA adapters and checkpoints', () => {
     const reader = CheckpointReader.open(path.join(root, 'base'));
     const weights = readModelWeights(reader, loadModelConfig(path.join(root, 'base')));
     reader.close();
-    const files = saveModelFolder(path.join(root, 'copy'), path.join(root, 'base'), Object.entries(weights).map(([name, t]) => ({ name, shape: t.shape, data: t.data as Float32Array })), { maxShardBytes: 400_000 });
+    const files = saveModelFolder(
+      path.join(root, 'copy'),
+      path.join(root, 'base'),
+      Object.entries(weights).map(([name, t]) => ({ name, shape: t.shape, data: t.data as Float32Array })),
+      { maxShardBytes: 400_000 },
+    );
     assert.ok(files.length > 1, 'the copy is sharded');
     const again = CheckpointReader.open(path.join(root, 'copy'));
     for (const [name, t] of Object.entries(weights)) assert.deepEqual(again.read(name), t.data, name);
     again.close();
-    assert.ok(fs.existsSync(path.join(root, 'copy', 'tokenizer.json')) && fs.existsSync(path.join(root, 'copy', 'config.json')));
+    assert.ok(
+      fs.existsSync(path.join(root, 'copy', 'tokenizer.json')) && fs.existsSync(path.join(root, 'copy', 'config.json')),
+    );
   });
 });

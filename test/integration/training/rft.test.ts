@@ -46,22 +46,41 @@ describe('RFT on the tiny agent', () => {
     for (const m of metrics) {
       const records = reader.trajectories(m.step).records;
       const kept = records.filter((r) => r.advantage === 1);
-      assert.deepEqual(kept, records.filter((r) => r.rewards.outcome >= 1), `step ${m.step}: kept exactly the trajectories whose outcome reached 1`);
-      assert.ok(records.every((r) => r.advantage === 0 || r.advantage === 1), `step ${m.step}: advantages are 1 (kept) or 0`);
+      assert.deepEqual(
+        kept,
+        records.filter((r) => r.rewards.outcome >= 1),
+        `step ${m.step}: kept exactly the trajectories whose outcome reached 1`,
+      );
+      assert.ok(
+        records.every((r) => r.advantage === 0 || r.advantage === 1),
+        `step ${m.step}: advantages are 1 (kept) or 0`,
+      );
       assert.equal(m.values['rft/kept_fraction'], kept.length / records.length, `step ${m.step}: kept fraction`);
       const maskOf = (r: (typeof records)[number]) => decodeUint8(r.tokens.mask);
-      assert.equal(m.values['tokens/in_loss'], kept.reduce((n, r) => n + maskOf(r).reduce((a, b) => a + b, 0), 0), `step ${m.step}: the loss covers the kept trajectories' generated tokens only`);
+      assert.equal(
+        m.values['tokens/in_loss'],
+        kept.reduce((n, r) => n + maskOf(r).reduce((a, b) => a + b, 0), 0),
+        `step ${m.step}: the loss covers the kept trajectories' generated tokens only`,
+      );
       if (kept.length === 0) continue;
       trainedSteps++;
       assert.equal(m.values['clip/fraction'], 0, 'no ratio, nothing clipped');
       // The probe is the first kept trajectory, scored by the updated policy; before, it had its sampling log-probs.
       const mask = maskOf(kept[0]);
-      const sampled = decodeFloat32(kept[0].tokens.logprobs).reduce((a, lp, k) => a + (mask[k] ? lp : 0), 0) / mask.reduce((a, b) => a + b, 0);
+      const sampled =
+        decodeFloat32(kept[0].tokens.logprobs).reduce((a, lp, k) => a + (mask[k] ? lp : 0), 0) /
+        mask.reduce((a, b) => a + b, 0);
       const after = m.values['logprob/after_update'];
       // By more than the rollout engine and the scoring graph differ on the same weights (~1e-6).
-      assert.ok(typeof after === 'number' && after > sampled + 1e-4, `step ${m.step}: mean log-prob of the kept trajectory ${sampled.toFixed(4)} → ${after}`);
+      assert.ok(
+        typeof after === 'number' && after > sampled + 1e-4,
+        `step ${m.step}: mean log-prob of the kept trajectory ${sampled.toFixed(4)} → ${after}`,
+      );
     }
     const fractions = metrics.map((m) => m.values['rft/kept_fraction'] as number);
-    assert.ok(trainedSteps >= 2 && fractions.some((f) => f > 0 && f < 1), `the filter kept part of a batch: kept fractions ${fractions.join(', ')}`);
+    assert.ok(
+      trainedSteps >= 2 && fractions.some((f) => f > 0 && f < 1),
+      `the filter kept part of a batch: kept fractions ${fractions.join(', ')}`,
+    );
   });
 });

@@ -11,7 +11,7 @@ import { CheckpointReader } from '../../../trainer/foundations/models/checkpoint
 import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
-import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 
 let fixture: TrainingFixture;
 before(() => {
@@ -37,31 +37,61 @@ describe('a training run', () => {
     assert.ok(run.model.trainableParameters > 0);
     const metrics = reader.metrics().records;
     assert.ok(metrics.some((m) => m.kind === 'sft' && m.values['loss/sft'] !== null));
-    assert.deepEqual(metrics.filter((m) => m.kind === 'eval').map((m) => m.step), [0, 3]);
-    assert.deepEqual(metrics.filter((m) => m.kind === 'train').map((m) => m.step), [1, 2, 3]);
+    assert.deepEqual(
+      metrics.filter((m) => m.kind === 'eval').map((m) => m.step),
+      [0, 3],
+    );
+    assert.deepEqual(
+      metrics.filter((m) => m.kind === 'train').map((m) => m.step),
+      [1, 2, 3],
+    );
     for (const m of metrics.filter((m) => m.kind === 'train')) {
-      for (const key of ['reward/mean', 'loss/total', 'grad/norm', 'lr', 'length/response_mean', 'tools/calls_per_trajectory', 'time/rollout_s', 'time/update_s']) {
+      for (const key of [
+        'reward/mean',
+        'loss/total',
+        'grad/norm',
+        'lr',
+        'length/response_mean',
+        'tools/calls_per_trajectory',
+        'time/rollout_s',
+        'time/update_s',
+      ]) {
         assert.equal(typeof m.values[key], 'number', `step ${m.step}: ${key}`);
       }
     }
     assert.deepEqual(reader.steps(), [1, 2, 3]);
     // The task metric: the config names none, so it is its first outcome reward.
     assert.equal(run.metric, 'exact_match');
-    for (const m of metrics.filter((m) => m.kind !== 'sft')) assert.equal(typeof m.values['score/exact_match'], 'number', `${m.kind} ${m.step}: score/exact_match`);
+    for (const m of metrics.filter((m) => m.kind !== 'sft'))
+      assert.equal(typeof m.values['score/exact_match'], 'number', `${m.kind} ${m.step}: score/exact_match`);
     assert.equal(result.evalAfter!.metric, 'exact_match');
-    assert.equal(result.evalAfter!.score, metrics.find((m) => m.kind === 'eval' && m.step === 3)!.values['score/exact_match']);
+    assert.equal(
+      result.evalAfter!.score,
+      metrics.find((m) => m.kind === 'eval' && m.step === 3)!.values['score/exact_match'],
+    );
     // Each evaluation's trajectories, one per held-out row, beside the training steps.
     assert.deepEqual(reader.evaluations(), [0, 3]);
     for (const step of [0, 3]) {
       const evaluated = reader.evaluationTrajectories(step).records;
-      assert.deepEqual(evaluated.map((t) => [t.step, t.index, t.advantage]), Array.from({ length: 6 }, (_, i) => [step, i, undefined]));
+      assert.deepEqual(
+        evaluated.map((t) => [t.step, t.index, t.advantage]),
+        Array.from({ length: 6 }, (_, i) => [step, i, undefined]),
+      );
       const recorded = evaluated.reduce((a, t) => a + (t.rewards.components['exact_match'] ?? 0), 0) / evaluated.length;
-      assert.equal(recorded, metrics.find((m) => m.kind === 'eval' && m.step === step)!.values['score/exact_match'], 'the recorded evaluation is the one scored');
+      assert.equal(
+        recorded,
+        metrics.find((m) => m.kind === 'eval' && m.step === step)!.values['score/exact_match'],
+        'the recorded evaluation is the one scored',
+      );
     }
     const trajectories = reader.trajectories(2).records;
     assert.equal(trajectories.length, 8, '2 prompts × groups of 4');
     assert.ok(trajectories.every((t) => t.tokens.pieces.length === t.lengths.total));
-    assert.deepEqual(reader.checkpoints(), ['checkpoints/step-000001', 'checkpoints/step-000002', 'checkpoints/step-000003']);
+    assert.deepEqual(reader.checkpoints(), [
+      'checkpoints/step-000001',
+      'checkpoints/step-000002',
+      'checkpoints/step-000003',
+    ]);
     const state = JSON.parse(fs.readFileSync(path.join(runDir, 'checkpoints/step-000003/trainer_state.json'), 'utf8'));
     assert.equal(state.step, 3);
     assert.equal(state.weights, 'full');
@@ -80,15 +110,30 @@ describe('a training run', () => {
     const pick = (dir: string) => new RunStoreReader(dir).metrics().records.filter((m) => m.kind === 'train');
     const a = pick(straight);
     const b = pick(interrupted);
-    assert.deepEqual(b.map((m) => m.step), [1, 2, 3, 4]);
+    assert.deepEqual(
+      b.map((m) => m.step),
+      [1, 2, 3, 4],
+    );
     for (const step of [3, 4]) {
       const x = a.find((m) => m.step === step)!.values;
       const y = b.find((m) => m.step === step)!.values;
-      for (const key of ['reward/mean', 'loss/total', 'loss/policy', 'grad/norm', 'length/response_mean', 'entropy/mean']) assert.equal(y[key], x[key], `step ${step} ${key}`);
+      for (const key of [
+        'reward/mean',
+        'loss/total',
+        'loss/policy',
+        'grad/norm',
+        'length/response_mean',
+        'entropy/mean',
+      ])
+        assert.equal(y[key], x[key], `step ${step} ${key}`);
     }
     const trajectoriesA = new RunStoreReader(straight).trajectories(4).records;
     const trajectoriesB = new RunStoreReader(interrupted).trajectories(4).records;
-    assert.deepEqual(trajectoriesB.map((t) => t.tokens.ids), trajectoriesA.map((t) => t.tokens.ids), 'step 4 sampled the same tokens');
+    assert.deepEqual(
+      trajectoriesB.map((t) => t.tokens.ids),
+      trajectoriesA.map((t) => t.tokens.ids),
+      'step 4 sampled the same tokens',
+    );
     const weightsA = CheckpointReader.open(path.join(straight, 'checkpoints/step-000004'));
     const weightsB = CheckpointReader.open(path.join(interrupted, 'checkpoints/step-000004'));
     for (const name of weightsA.names()) assert.deepEqual(weightsB.read(name), weightsA.read(name), name);
@@ -108,11 +153,17 @@ describe('a training run', () => {
     const runDir = path.join(fixture.dir, 'runs', 'diverge');
     const result = await train(config, { runDir });
     assert.equal(result.run.status, 'failed');
-    assert.match(result.run.error!.message, /3 steps in a row had only non-finite losses or gradients; stopped\. The last good checkpoint is checkpoints\/step-000000/);
+    assert.match(
+      result.run.error!.message,
+      /3 steps in a row had only non-finite losses or gradients; stopped\. The last good checkpoint is checkpoints\/step-000000/,
+    );
     const records = new RunStoreReader(runDir).metrics().records.filter((m) => m.kind === 'train');
     const skipped = records.filter((m) => m.skipped);
     assert.ok(skipped.length >= 3, 'the skipped updates are recorded');
-    assert.ok(skipped.every((m) => /would have made the weights non-finite/.test(m.skipped!.reason)), 'the reason is recorded');
+    assert.ok(
+      skipped.every((m) => /would have made the weights non-finite/.test(m.skipped!.reason)),
+      'the reason is recorded',
+    );
     assert.ok(records.length < 8, 'the run stopped early');
     // The run store stays readable and the last good checkpoint is complete.
     const reader = new RunStoreReader(runDir);

@@ -16,7 +16,7 @@ import { type LoadedConfig } from '../../../trainer/pipeline/training/trainingCo
 import { exportVerl, type ExportResult } from '../../../trainer/bridges/verl/export';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { MultihopFields, SYSTEM_PROMPT } from '../../../examples/multihop-search/rows';
-import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 
 const root = path.resolve(__dirname, '../../..');
 const VERL_KEYS = new Set(
@@ -40,12 +40,14 @@ after(() => fixture.cleanup());
 
 async function readParquet(file: string): Promise<Record<string, unknown>[]> {
   const buffer = fs.readFileSync(file);
-  const rows = await parquetReadObjects({ file: buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength) as ArrayBuffer });
+  const rows = await parquetReadObjects({
+    file: buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength) as ArrayBuffer,
+  });
   return JSON.parse(JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)));
 }
 
 describe('export verl', () => {
-  it('writes the datasets as Parquet in verl\'s RLHF layout, row for row', async () => {
+  it("writes the datasets as Parquet in verl's RLHF layout, row for row", async () => {
     for (const [split, file, source] of [
       ['train', 'data/train.parquet', 'data/train.jsonl'],
       ['val', 'data/val.parquet', 'data/heldout.jsonl'],
@@ -55,8 +57,15 @@ describe('export verl', () => {
       assert.equal(rows.length, dataset.rows.length, file);
       rows.forEach((row, i) => {
         const expected = dataset.rows[i];
-        const messages = expected.messages[0].role === 'system' ? expected.messages : [{ role: 'system', content: SYSTEM_PROMPT }, ...expected.messages];
-        assert.deepEqual(row['prompt'], messages.map((m) => ({ role: m.role, content: m.content })), `${file} row ${i}: prompt`);
+        const messages =
+          expected.messages[0].role === 'system'
+            ? expected.messages
+            : [{ role: 'system', content: SYSTEM_PROMPT }, ...expected.messages];
+        assert.deepEqual(
+          row['prompt'],
+          messages.map((m) => ({ role: m.role, content: m.content })),
+          `${file} row ${i}: prompt`,
+        );
         assert.equal(row['data_source'], 'tiny');
         assert.equal(row['agent_name'], 'tool_agent');
         assert.deepEqual(row['reward_model'], { style: 'rule', ground_truth: expected.answer });
@@ -72,7 +81,7 @@ describe('export verl', () => {
     assert.equal(result.valRows, 6);
   });
 
-  it('writes a launch script whose every Hydra key is one of verl\'s config keys', () => {
+  it("writes a launch script whose every Hydra key is one of verl's config keys", () => {
     const script = fs.readFileSync(path.join(out, 'launch.sh'), 'utf8');
     assert.ok((fs.statSync(path.join(out, 'launch.sh')).mode & 0o100) !== 0, 'executable');
     const overrides = [...script.matchAll(/^ {2}'?([a-z_][\w.]*)=(.*?)'? \\$/gm)].map((m) => [m[1], m[2]]);
@@ -101,7 +110,9 @@ describe('export verl', () => {
     assert.match(tools, /class_name: verl\.tools\.mcp_base_tool\.MCPBaseTool/);
     assert.match(tools, /type: mcp/);
     assert.match(tools, /mcp_servers_config_path: tools\/mcp_server\.json/);
-    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(out, 'tools/mcp_server.json'), 'utf8')), { mcpServers: { 'rollout-studio': { url: 'http://10.0.0.5:8808/mcp', transport: 'http' } } });
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(out, 'tools/mcp_server.json'), 'utf8')), {
+      mcpServers: { 'rollout-studio': { url: 'http://10.0.0.5:8808/mcp', transport: 'http' } },
+    });
     const reward = fs.readFileSync(path.join(out, 'reward/rollout_studio_reward.py'), 'utf8');
     assert.match(reward, /DEFAULT_URL = "http:\/\/10\.0\.0\.5:8808\/reward"/);
     // Every import is of Python's standard library (sys.stdlib_module_names, Python 3.10+).
@@ -111,16 +122,26 @@ names = {a.name.split('.')[0] for n in ast.walk(tree) if isinstance(n, ast.Impor
 names |= {n.module.split('.')[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
 print(' '.join(sorted(names)))
 sys.exit(0 if names <= set(sys.stdlib_module_names) else 1)`;
-    const imports = spawnSync('/usr/bin/python3', ['-c', check, path.join(out, 'reward/rollout_studio_reward.py')], { encoding: 'utf8' });
+    const imports = spawnSync('/usr/bin/python3', ['-c', check, path.join(out, 'reward/rollout_studio_reward.py')], {
+      encoding: 'utf8',
+    });
     assert.equal(imports.status, 0, `imports beyond the standard library: ${imports.stdout}${imports.stderr}`);
     assert.equal(imports.stdout.trim(), 'json os urllib');
   });
 
   it('tables every mapped setting and every setting verl cannot express in the README', () => {
     const readme = fs.readFileSync(path.join(out, 'README.md'), 'utf8');
-    for (const m of result.mapping.mapped) assert.ok(readme.includes(`| ${m.setting} | ${m.key} |`), `${m.setting} → ${m.key}`);
+    for (const m of result.mapping.mapped)
+      assert.ok(readme.includes(`| ${m.setting} | ${m.key} |`), `${m.setting} → ${m.key}`);
     for (const u of result.mapping.unmapped) assert.ok(readme.includes(`| ${u.setting} |`), u.setting);
     const unmapped = result.mapping.unmapped.map((u) => u.setting);
-    for (const setting of ['sft', 'rollout.budget.maxNewTokensPerTurn', 'optimization.eps', 'rewards (per-call placement)', 'toolArgs (per-row tool arguments)']) assert.ok(unmapped.includes(setting), setting);
+    for (const setting of [
+      'sft',
+      'rollout.budget.maxNewTokensPerTurn',
+      'optimization.eps',
+      'rewards (per-call placement)',
+      'toolArgs (per-row tool arguments)',
+    ])
+      assert.ok(unmapped.includes(setting), setting);
   });
 });

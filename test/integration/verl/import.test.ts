@@ -27,9 +27,14 @@ before(() => {
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 describe('import verl', () => {
-  it('turns verl\'s dumps and metrics into a run the run store reads back', () => {
+  it("turns verl's dumps and metrics into a run the run store reads back", () => {
     const runDir = path.join(dir, 'runs', 'imported');
-    const run = new VerlImport({ rolloutDataDir: path.join(FIXTURE, 'rollouts'), metricsFile: path.join(FIXTURE, 'metrics.jsonl'), runDir, name: 'verl-fixture' });
+    const run = new VerlImport({
+      rolloutDataDir: path.join(FIXTURE, 'rollouts'),
+      metricsFile: path.join(FIXTURE, 'metrics.jsonl'),
+      runDir,
+      name: 'verl-fixture',
+    });
     assert.deepEqual(run.importNew(), [1, 2]);
     run.finish();
     const reader = new RunStoreReader(runDir);
@@ -40,11 +45,25 @@ describe('import verl', () => {
     assert.deepEqual(reader.steps(), [1, 2]);
 
     const [first, second, third, fourth] = reader.trajectories(1).records;
-    assert.deepEqual([first, second, third, fourth].map((t) => [t.group, t.sample, t.rowId]), [[0, 0, 'q-001'], [0, 1, 'q-001'], [1, 0, 'q-002'], [1, 1, 'q-002']]);
-    assert.deepEqual(first.turns.map((t) => t.role), ['system', 'user', 'assistant', 'tool', 'assistant']);
+    assert.deepEqual(
+      [first, second, third, fourth].map((t) => [t.group, t.sample, t.rowId]),
+      [
+        [0, 0, 'q-001'],
+        [0, 1, 'q-001'],
+        [1, 0, 'q-002'],
+        [1, 1, 'q-002'],
+      ],
+    );
+    assert.deepEqual(
+      first.turns.map((t) => t.role),
+      ['system', 'user', 'assistant', 'tool', 'assistant'],
+    );
     assert.equal(first.prompt, 'Who founded the company of Ada?');
     const call = first.turns[2].toolCalls![0];
-    assert.deepEqual([call.name, call.arguments, call.observation, call.processReward, call.error], ['search', { query: 'Ada' }, 'Ada works for Orbital.', 0.1, undefined]);
+    assert.deepEqual(
+      [call.name, call.arguments, call.observation, call.processReward, call.error],
+      ['search', { query: 'Ada' }, 'Ada works for Orbital.', 0.1, undefined],
+    );
     assert.deepEqual(first.rewards, { outcome: 0, process: 0.1, total: 0.1, components: { exact_match: 0 } });
     assert.equal(first.answer, 'Orbital');
     assert.equal(first.finishReason, 'answered');
@@ -53,21 +72,36 @@ describe('import verl', () => {
     assert.equal(fourth.turns[2].toolCalls![0].error?.kind, 'timeout');
     assert.equal(fourth.finishReason, 'max_turns', 'ended on tool results, no answer');
     const twoCalls = reader.trajectories(2).records[0];
-    assert.deepEqual(twoCalls.turns.filter((t) => t.role === 'assistant').map((t) => t.toolCalls?.length ?? 0), [1, 1, 0]);
+    assert.deepEqual(
+      twoCalls.turns.filter((t) => t.role === 'assistant').map((t) => t.toolCalls?.length ?? 0),
+      [1, 1, 0],
+    );
 
     const metrics = reader.metrics().records;
-    assert.deepEqual(metrics.map((m) => [m.step, m.kind]), [[1, 'train'], [2, 'train'], [2, 'eval']]);
+    assert.deepEqual(
+      metrics.map((m) => [m.step, m.kind]),
+      [
+        [1, 'train'],
+        [2, 'train'],
+        [2, 'eval'],
+      ],
+    );
     assert.equal(metrics[0].values['reward/mean'], 0.45);
-    assert.equal(metrics[0].values['critic/score/mean'], 0.45, 'verl\'s own names are kept');
+    assert.equal(metrics[0].values['critic/score/mean'], 0.45, "verl's own names are kept");
     assert.equal(metrics[0].values['loss/policy'], -0.012);
     assert.equal(metrics[1].values['grad/norm'], null);
     assert.deepEqual(metrics[1].nonFinite, ['actor/grad_norm', 'grad/norm']);
     assert.equal(metrics[2].values['val-core/rollout_studio/reward/mean@1'], 0.5);
   });
 
-  it('tokenises the turns for the token view with a tokenizer: the policy\'s turns masked in', () => {
+  it("tokenises the turns for the token view with a tokenizer: the policy's turns masked in", () => {
     const runDir = path.join(dir, 'runs', 'tokens');
-    const run = new VerlImport({ rolloutDataDir: path.join(FIXTURE, 'rollouts'), runDir, name: 'verl-tokens', tokenizer: Tokenizer.load(QWEN3) });
+    const run = new VerlImport({
+      rolloutDataDir: path.join(FIXTURE, 'rollouts'),
+      runDir,
+      name: 'verl-tokens',
+      tokenizer: Tokenizer.load(QWEN3),
+    });
     run.importNew();
     run.finish();
     const [t] = new RunStoreReader(runDir).trajectories(1).records;
@@ -77,7 +111,10 @@ describe('import verl', () => {
     for (const turn of t.turns) {
       const inTurn = Array.from(mask.subarray(turn.tokenStart, turn.tokenEnd));
       assert.ok(inTurn.length > 0, `turn ${turn.index} has tokens`);
-      assert.ok(inTurn.every((m) => m === (turn.role === 'assistant' ? 1 : 0)), `turn ${turn.index} (${turn.role})`);
+      assert.ok(
+        inTurn.every((m) => m === (turn.role === 'assistant' ? 1 : 0)),
+        `turn ${turn.index} (${turn.role})`,
+      );
       assert.equal(t.tokens.pieces.slice(turn.tokenStart, turn.tokenEnd).join(''), turn.text);
     }
   });
@@ -111,10 +148,13 @@ describe('import verl', () => {
     assert.equal(reader.trajectories(2).records.length, 4);
   });
 
-  it('names the file and line of a dump line that is not verl\'s', () => {
+  it("names the file and line of a dump line that is not verl's", () => {
     const source = path.join(dir, 'bad');
     fs.mkdirSync(source);
-    fs.writeFileSync(path.join(source, '3.jsonl'), '{"input": "x", "output": "y", "score": 1, "step": 3}\n{"input": "x", "score": 1, "step": 3}\n');
+    fs.writeFileSync(
+      path.join(source, '3.jsonl'),
+      '{"input": "x", "output": "y", "score": 1, "step": 3}\n{"input": "x", "score": 1, "step": 3}\n',
+    );
     const run = new VerlImport({ rolloutDataDir: source, runDir: path.join(dir, 'runs', 'bad'), name: 'bad' });
     assert.throws(() => run.importNew(), /3\.jsonl:2: not a verl rollout dump line: output: /);
   });
@@ -124,7 +164,20 @@ describe('import verl', () => {
     fs.mkdirSync(source);
     fs.writeFileSync(path.join(source, '1.jsonl'), '{"input": "x", "score": 1, "step": 1}\n');
     const runDir = path.join(dir, 'runs', 'bad-cli');
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), 'import', 'verl', source, '--run-dir', runDir], { cwd: root, encoding: 'utf8' });
+    const cli = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.join(root, 'trainer/bridges/cli/main.ts'),
+        'import',
+        'verl',
+        source,
+        '--run-dir',
+        runDir,
+      ],
+      { cwd: root, encoding: 'utf8' },
+    );
     assert.equal(cli.status, 1, cli.stderr);
     assert.match(cli.stderr, /1\.jsonl:1: not a verl rollout dump line: output: /);
     const run = new RunStoreReader(runDir).run();
@@ -133,7 +186,22 @@ describe('import verl', () => {
   });
 
   it('runs as a command', () => {
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), 'import', 'verl', path.join(FIXTURE, 'rollouts'), '--metrics', path.join(FIXTURE, 'metrics.jsonl'), '--runs-dir', path.join(dir, 'cli-runs')], { cwd: root, encoding: 'utf8' });
+    const cli = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.join(root, 'trainer/bridges/cli/main.ts'),
+        'import',
+        'verl',
+        path.join(FIXTURE, 'rollouts'),
+        '--metrics',
+        path.join(FIXTURE, 'metrics.jsonl'),
+        '--runs-dir',
+        path.join(dir, 'cli-runs'),
+      ],
+      { cwd: root, encoding: 'utf8' },
+    );
     assert.equal(cli.status, 0, cli.stderr);
     assert.match(cli.stdout, /imported 2 steps into .*cli-runs\/\d{8}-\d{6}-verl-run/);
   });

@@ -25,7 +25,7 @@ import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { startToolServer, type RunningToolServer } from '../../../trainer/bridges/serve/httpServer';
 import { exportVerl } from '../../../trainer/bridges/verl/export';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
-import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 
 const PYTHON = '/usr/bin/python3';
 const DRIVER = `import importlib.util, json, sys
@@ -39,10 +39,21 @@ print(json.dumps({"batch": batch, "single": single}))
 `;
 
 /** Runs python3 without blocking this process: the reward endpoint it calls lives here. */
-function python(args: string[], env: Record<string, string>): Promise<{ status: number; stdout: string; stderr: string }> {
+function python(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ status: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(PYTHON, args, { encoding: 'utf8', env: { ...process.env, ROLLOUT_STUDIO_REWARD_TIMEOUT: '60', ...env }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ status: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      PYTHON,
+      args,
+      {
+        encoding: 'utf8',
+        env: { ...process.env, ROLLOUT_STUDIO_REWARD_TIMEOUT: '60', ...env },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+      (error, stdout, stderr) =>
+        resolve({ status: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -63,7 +74,12 @@ function close(actual: number, expected: number, what: string): void {
 
 describe('the exported reward module', () => {
   it('returns, through serve-tools, the rewards our own scoring recorded', async () => {
-    const configFile = await writeTinyAgentWorkspace(workspace, { steps: 2, promptsPerStep: 3, groupSize: 2, name: 'reward-check' });
+    const configFile = await writeTinyAgentWorkspace(workspace, {
+      steps: 2,
+      promptsPerStep: 3,
+      groupSize: 2,
+      name: 'reward-check',
+    });
     const loaded = await loadConfig(configFile);
     const runDir = path.join(workspace, 'runs', 'r');
     const run = await new TrainingRun(loaded, { runDir, inProcessDevice: true }).run();
@@ -73,7 +89,13 @@ describe('the exported reward module', () => {
     server = await startToolServer(loaded, { host: '127.0.0.1', port: 0 });
 
     const buffer = fs.readFileSync(path.join(out, 'data/train.parquet'));
-    const parquetRows = (await parquetReadObjects({ file: buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength) as ArrayBuffer })) as { data_source: string; reward_model: { ground_truth: string }; extra_info: { row_id: string; row: string; index: bigint } }[];
+    const parquetRows = (await parquetReadObjects({
+      file: buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength) as ArrayBuffer,
+    })) as {
+      data_source: string;
+      reward_model: { ground_truth: string };
+      extra_info: { row_id: string; row: string; index: bigint };
+    }[];
     const byId = new Map(parquetRows.map((r) => [r.extra_info.row_id, r]));
     const tokenizer = Tokenizer.load(path.join(workspace, 'model'));
     const client = new Client({ name: 'verl-stand-in', version: '1' });
@@ -87,7 +109,8 @@ describe('the exported reward module', () => {
       // The step's tool calls, made through serve-tools as verl's MCP tool would make them.
       for (const record of records) {
         for (const call of record.turns.flatMap((t) => t.toolCalls ?? [])) {
-          if (!call.error && call.name) await client.callTool({ name: call.name, arguments: call.arguments as Record<string, unknown> });
+          if (!call.error && call.name)
+            await client.callTool({ name: call.name, arguments: call.arguments as Record<string, unknown> });
         }
       }
       const items = records.map((record) => {
@@ -102,9 +125,14 @@ describe('the exported reward module', () => {
       });
       const input = path.join(workspace, `items-${step}.json`);
       fs.writeFileSync(input, JSON.stringify(items));
-      const ran = await python(['-c', DRIVER, path.join(out, 'reward/rollout_studio_reward.py'), input], { ROLLOUT_STUDIO_REWARD_URL: `${server.url}/reward` });
+      const ran = await python(['-c', DRIVER, path.join(out, 'reward/rollout_studio_reward.py'), input], {
+        ROLLOUT_STUDIO_REWARD_URL: `${server.url}/reward`,
+      });
       assert.equal(ran.status, 0, ran.stderr);
-      const { batch, single } = JSON.parse(ran.stdout) as Record<'batch' | 'single', { score: number; rs_outcome: number; rs_process: number; rs_row_id: string; rs_calls: string }[]>;
+      const { batch, single } = JSON.parse(ran.stdout) as Record<
+        'batch' | 'single',
+        { score: number; rs_outcome: number; rs_process: number; rs_row_id: string; rs_calls: string }[]
+      >;
       records.forEach((record, i) => {
         const where = `step ${step} trajectory ${record.index}`;
         for (const result of [batch[i], single[i]]) {
@@ -132,9 +160,22 @@ describe('the exported reward module', () => {
   it('says what is wrong when serve-tools cannot be reached', async () => {
     const module = path.join(workspace, 'verl/reward/rollout_studio_reward.py');
     const input = path.join(workspace, 'unreachable.json');
-    fs.writeFileSync(input, JSON.stringify([{ data_source: 'x', solution_str: 'a', ground_truth: 'a', extra_info: { row: '{"id":"q","prompt":"p","answer":"a"}' } }]));
+    fs.writeFileSync(
+      input,
+      JSON.stringify([
+        {
+          data_source: 'x',
+          solution_str: 'a',
+          ground_truth: 'a',
+          extra_info: { row: '{"id":"q","prompt":"p","answer":"a"}' },
+        },
+      ]),
+    );
     const ran = await python(['-c', DRIVER, module, input], { ROLLOUT_STUDIO_REWARD_URL: 'http://127.0.0.1:9/reward' });
     assert.notEqual(ran.status, 0);
-    assert.match(ran.stderr, /RolloutStudioRewardError: cannot reach the reward endpoint http:\/\/127\.0\.0\.1:9\/reward .*is `rollout-studio serve-tools` running\?/);
+    assert.match(
+      ran.stderr,
+      /RolloutStudioRewardError: cannot reach the reward endpoint http:\/\/127\.0\.0\.1:9\/reward .*is `rollout-studio serve-tools` running\?/,
+    );
   });
 });

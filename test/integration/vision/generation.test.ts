@@ -39,7 +39,11 @@ after(async () => {
 const options: TurnOptions = { temperature: 0.9, topK: 0, topP: 1, maxNewTokens: 6, stopTokenIds: [] };
 
 function imageTokens(image: PreparedImage): number[] {
-  return [tokenizer.tokenId('<|vision_start|>'), ...new Array(image.tokens).fill(tokenizer.tokenId('<|image_pad|>')), tokenizer.tokenId('<|vision_end|>')];
+  return [
+    tokenizer.tokenId('<|vision_start|>'),
+    ...new Array(image.tokens).fill(tokenizer.tokenId('<|image_pad|>')),
+    tokenizer.tokenId('<|vision_end|>'),
+  ];
 }
 
 function batchImage(image: PreparedImage) {
@@ -58,15 +62,30 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
         const second = await prepareImage(await randomPng(16, 24, 6), processor, 3);
         const policy = new ModelPolicy(model, { captureDistributions: true });
         const session = (await policy.startSession(2, 7)) as GenerationSession;
-        const prompt = [...tokenizer.encode('<|im_start|>user\nLook '), ...imageTokens(first), ...tokenizer.encode(' what is it?<|im_end|>\n<|im_start|>assistant\n')];
-        const turn1 = await session.generate([0, 1].map((sequence) => ({ sequence, append: prompt, images: [batchImage(first)] })), options);
-        const toolResult = [...tokenizer.encode('<|im_end|>\n<|im_start|>user\n<tool_response>\n'), ...imageTokens(second), ...tokenizer.encode('\n</tool_response><|im_end|>\n<|im_start|>assistant\n')];
-        const turn2 = await session.generate([{ sequence: 1, append: toolResult, images: [batchImage(second)] }], options);
+        const prompt = [
+          ...tokenizer.encode('<|im_start|>user\nLook '),
+          ...imageTokens(first),
+          ...tokenizer.encode(' what is it?<|im_end|>\n<|im_start|>assistant\n'),
+        ];
+        const turn1 = await session.generate(
+          [0, 1].map((sequence) => ({ sequence, append: prompt, images: [batchImage(first)] })),
+          options,
+        );
+        const toolResult = [
+          ...tokenizer.encode('<|im_end|>\n<|im_start|>user\n<tool_response>\n'),
+          ...imageTokens(second),
+          ...tokenizer.encode('\n</tool_response><|im_end|>\n<|im_start|>assistant\n'),
+        ];
+        const turn2 = await session.generate(
+          [{ sequence: 1, append: toolResult, images: [batchImage(second)] }],
+          options,
+        );
         // The prompt image is encoded once for both rows, the tool's image once more.
         assert.equal(session.images!.encoded, 2);
         // The policy never writes an image placeholder: its log-probability is masked to nothing.
         const vocab = model.config.vocabSize;
-        for (const distribution of session.distributions) for (let b = 0; b < 2; b++) assert.ok(distribution[b * vocab + model.config.vision!.imageTokenId] < -1e8);
+        for (const distribution of session.distributions)
+          for (let b = 0; b < 2; b++) assert.ok(distribution[b * vocab + model.config.vision!.imageTokenId] < -1e8);
         await session.close();
 
         // Sequence 1 as the trajectory holds it: the last sampled token of turn 1 entered the cache with turn 2's chunk.
@@ -74,7 +93,11 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
         const seq1 = [...prompt, ...turn1[1].tokens, ...toolResult, ...turn2[0].tokens];
         const generated = [
           { from: prompt.length, logprobs: turn1[0].logprobs },
-          { from: prompt.length, logprobs: turn1[1].logprobs, then: { from: prompt.length + turn1[1].tokens.length + toolResult.length, logprobs: turn2[0].logprobs } },
+          {
+            from: prompt.length,
+            logprobs: turn1[1].logprobs,
+            then: { from: prompt.length + turn1[1].tokens.length + toolResult.length, logprobs: turn2[0].logprobs },
+          },
         ];
         const sequences = [
           { ids: seq0, images: [batchImage(first)] },
@@ -82,13 +105,23 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
         ];
         const marks = [
           Uint8Array.from(seq0, (_, t) => (t >= prompt.length ? 1 : 0)),
-          Uint8Array.from(seq1, (_, t) => (t >= prompt.length && (t < prompt.length + turn1[1].tokens.length || t >= generated[1].then!.from) ? 1 : 0)),
+          Uint8Array.from(seq1, (_, t) =>
+            t >= prompt.length && (t < prompt.length + turn1[1].tokens.length || t >= generated[1].then!.from) ? 1 : 0,
+          ),
         ];
         const packed = packSequences(sequences, marks, model.config.vision);
         const scoring = buildScoringGraph(model.config, { dtype: 'float32', sharedPrefix: packed.prefix > 0 });
         scoring.graph.output(scoring.logprobs, 'logprobs');
         const id = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-        const out = await device.run(id, { ...packed.feeds, ...model.weightFeeds(scoring.weights), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1 / 0.9) } }, { logprobs: 'return' });
+        const out = await device.run(
+          id,
+          {
+            ...packed.feeds,
+            ...model.weightFeeds(scoring.weights),
+            inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1 / 0.9) },
+          },
+          { logprobs: 'return' },
+        );
         await device.release(id);
         const scored = out.logprobs.data as Float32Array;
         const at = (b: number, t: number) => scored[b * packed.length + t - packed.prefix];
@@ -114,12 +147,25 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
 describe('a text-only model', () => {
   it('refuses a request that carries an image, naming the sequence', async () => {
     const dir = path.join(root, 'text');
-    createModel({ family: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 16, tokenizer, outDir: dir, seed: 1 });
+    createModel({
+      family: 'qwen2',
+      layers: 1,
+      hidden: 16,
+      heads: 2,
+      kvHeads: 1,
+      intermediate: 16,
+      tokenizer,
+      outDir: dir,
+      seed: 1,
+    });
     const model = await ModelRuntime.load(device, dir);
     try {
       const session = await new ModelPolicy(model).startSession(1, 1);
       const image = { key: 'k', grid: [1, 2, 2] as const, patches: new Float32Array(4 * 96) };
-      await assert.rejects(session.generate([{ sequence: 0, append: [1, 2, 3], images: [image] }], options), /sequence 0: the request has 1 image\(s\), but Qwen2ForCausalLM is a text-only model/);
+      await assert.rejects(
+        session.generate([{ sequence: 0, append: [1, 2, 3], images: [image] }], options),
+        /sequence 0: the request has 1 image\(s\), but Qwen2ForCausalLM is a text-only model/,
+      );
       await session.close();
     } finally {
       model.close();

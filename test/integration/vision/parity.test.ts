@@ -22,10 +22,18 @@ import { openModelFolder, type ModelFolder } from '../../../trainer/foundations/
 import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
 import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
 import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
-import { addVisionFeeds, encoderFeeds, type ImageSequence } from '../../../trainer/foundations/models/vision/visionBatch';
+import {
+  addVisionFeeds,
+  encoderFeeds,
+  type ImageSequence,
+} from '../../../trainer/foundations/models/vision/visionBatch';
 import type { VisionLanguageFamily } from '../../../trainer/foundations/models/vision/visionConfig';
 import { visionEncoder, visionGraphInputs } from '../../../trainer/foundations/models/vision/encoder';
-import { loadImageProcessorConfig, prepareImage, type PreparedImage } from '../../../trainer/foundations/models/vision/preprocess';
+import {
+  loadImageProcessorConfig,
+  prepareImage,
+  type PreparedImage,
+} from '../../../trainer/foundations/models/vision/preprocess';
 import { referenceVisionEncoder, referenceVisionLanguageLogProbs, type Weights } from '../../helpers/referenceVision';
 import { createTinyVisionModel, QWEN3_TOKENIZER, randomPng } from '../../helpers/visionFixture';
 
@@ -43,18 +51,24 @@ after(async () => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
-async function setUp(family: VisionLanguageFamily): Promise<{ folder: ModelFolder; weights: Record<string, HostTensor>; images: PreparedImage[] }> {
+async function setUp(
+  family: VisionLanguageFamily,
+): Promise<{ folder: ModelFolder; weights: Record<string, HostTensor>; images: PreparedImage[] }> {
   const dir = path.join(root, family);
   if (!fs.existsSync(dir)) createTinyVisionModel(family, dir, tokenizer);
   const folder = openModelFolder(dir, { tokenizer });
   const weights = readModelWeights(folder.checkpoint, folder.config);
   const processor = loadImageProcessorConfig(dir, folder.config.vision!);
   // 40×24 → a 10×6 patch grid, 5×3 merged units: windows of 2×2 units leave ragged ones at the edges.
-  const images = [await prepareImage(await randomPng(40, 24, 1), processor, 3), await prepareImage(await randomPng(16, 16, 2), processor, 3)];
+  const images = [
+    await prepareImage(await randomPng(40, 24, 1), processor, 3),
+    await prepareImage(await randomPng(16, 16, 2), processor, 3),
+  ];
   return { folder, weights, images };
 }
 
-const plain = (weights: Record<string, HostTensor>): Weights => Object.fromEntries(Object.entries(weights).map(([k, t]) => [k, t.data as Float32Array]));
+const plain = (weights: Record<string, HostTensor>): Weights =>
+  Object.fromEntries(Object.entries(weights).map(([k, t]) => [k, t.data as Float32Array]));
 
 function batchImage(image: PreparedImage) {
   return { key: image.sha256, grid: image.grid, patches: image.patches };
@@ -63,7 +77,11 @@ function batchImage(image: PreparedImage) {
 /** Text, then `<|vision_start|>` + one `<|image_pad|>` per merged patch + `<|vision_end|>`, then more text. */
 function withImage(before: string, image: PreparedImage, afterText: string): number[] {
   const pad = tokenizer.tokenId('<|image_pad|>');
-  return [...tokenizer.encode(before + '<|vision_start|>'), ...new Array(image.tokens).fill(pad), ...tokenizer.encode('<|vision_end|>' + afterText)];
+  return [
+    ...tokenizer.encode(before + '<|vision_start|>'),
+    ...new Array(image.tokens).fill(pad),
+    ...tokenizer.encode('<|vision_end|>' + afterText),
+  ];
 }
 
 for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
@@ -80,14 +98,20 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
       for (const name of w.used.keys()) feeds[name] = weights[name];
       const out = await device.run(session, feeds, { embeds: 'return' });
       const got = out.embeds.data as Float32Array;
-      const expected = referenceVisionEncoder(vision, plain(weights), images.map((im) => ({ grid: im.grid, patches: im.patches })));
+      const expected = referenceVisionEncoder(
+        vision,
+        plain(weights),
+        images.map((im) => ({ grid: im.grid, patches: im.patches })),
+      );
       assert.deepEqual(out.embeds.shape, [expected.length, folder.config.hiddenSize]);
       let worst = 0;
       let scale = 0;
-      expected.forEach((row, r) => row.forEach((x, d) => {
-        worst = Math.max(worst, Math.abs(got[r * row.length + d] - x));
-        scale = Math.max(scale, Math.abs(x));
-      }));
+      expected.forEach((row, r) =>
+        row.forEach((x, d) => {
+          worst = Math.max(worst, Math.abs(got[r * row.length + d] - x));
+          scale = Math.max(scale, Math.abs(x));
+        }),
+      );
       assert.ok(scale > 0.05, `the embeddings are not trivial (max ${scale})`);
       assert.ok(worst < 1e-4, `vision embeddings differ by ${worst}`);
       await device.release(session);
@@ -101,19 +125,33 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
         const sequences: ImageSequence[] = shared
           ? [
               { ids: withImage('Look: ', images[0], ' How many dots? Five.'), images: [batchImage(images[0])] },
-              { ids: [...withImage('Look: ', images[0], ' And this'), ...withImage(' one: ', images[1], ' three')], images: [batchImage(images[0]), batchImage(images[1])] },
+              {
+                ids: [...withImage('Look: ', images[0], ' And this'), ...withImage(' one: ', images[1], ' three')],
+                images: [batchImage(images[0]), batchImage(images[1])],
+              },
             ]
           : [
               { ids: withImage('Count the dots in ', images[0], ' please: 7'), images: [batchImage(images[0])] },
               { ids: tokenizer.encode('No image here, just text.'), images: [] },
-              { ids: [...withImage('Two: ', images[1], ' and'), ...withImage(' ', images[0], '.')], images: [batchImage(images[1]), batchImage(images[0])] },
+              {
+                ids: [...withImage('Two: ', images[1], ' and'), ...withImage(' ', images[0], '.')],
+                images: [batchImage(images[1]), batchImage(images[0])],
+              },
             ];
         // Score the text tokens (image tokens are never predicted: the loss never covers them); with a
         // shared prefix, those after the first image (a prefix ends before the first scored token).
         const pad = config.vision!.imageTokenId;
         const firstScored = shared ? sequences[0].ids.indexOf(tokenizer.tokenId('<|vision_end|>')) + 2 : 1;
         const score = sequences.map((s) => Uint8Array.from(s.ids, (id, t) => (t >= firstScored && id !== pad ? 1 : 0)));
-        const packed = shared ? packWithSharedPrefix(sequences.map((s) => s.ids), score) : packForScoring(sequences.map((s) => s.ids), score);
+        const packed = shared
+          ? packWithSharedPrefix(
+              sequences.map((s) => s.ids),
+              score,
+            )
+          : packForScoring(
+              sequences.map((s) => s.ids),
+              score,
+            );
         assert.equal(packed.prefix > 0, shared, 'the prefix is shared exactly when asked');
         if (shared) assert.ok(packed.prefix > images[0].tokens, 'the shared prefix holds the first image');
         addVisionFeeds(packed, sequences, config.vision!);
@@ -130,15 +168,24 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
       const { folder, weights } = await setUp(family);
       const config = folder.config;
       const processor = loadImageProcessorConfig(path.join(root, family), config.vision!);
-      const pictures = [await prepareImage(await randomPng(16, 16, 7), processor, 3), await prepareImage(await randomPng(16, 16, 8), processor, 3)];
-      const sequences: ImageSequence[] = pictures.map((im) => ({ ids: withImage('Look: ', im, ' What is it? A cat.'), images: [batchImage(im)] }));
+      const pictures = [
+        await prepareImage(await randomPng(16, 16, 7), processor, 3),
+        await prepareImage(await randomPng(16, 16, 8), processor, 3),
+      ];
+      const sequences: ImageSequence[] = pictures.map((im) => ({
+        ids: withImage('Look: ', im, ' What is it? A cat.'),
+        images: [batchImage(im)],
+      }));
       assert.deepEqual(sequences[0].ids, sequences[1].ids);
       assert.notEqual(pictures[0].sha256, pictures[1].sha256);
       const firstScored = sequences[0].ids.indexOf(tokenizer.tokenId('<|vision_end|>')) + 2;
       const score = sequences.map((s) => Uint8Array.from(s.ids, (_, t) => (t >= firstScored ? 1 : 0)));
       const packed = packSequences(sequences, score, config.vision!);
       const firstImageToken = sequences[0].ids.indexOf(config.vision!.imageTokenId);
-      assert.ok(packed.prefix > 0 && packed.prefix <= firstImageToken, `shared prefix ${packed.prefix}, first image token ${firstImageToken}`);
+      assert.ok(
+        packed.prefix > 0 && packed.prefix <= firstImageToken,
+        `shared prefix ${packed.prefix}, first image token ${firstImageToken}`,
+      );
       const { worst, checked } = await compareWithReference(config, weights, sequences, score, packed);
       assert.ok(checked >= 10, `only ${checked} tokens compared`);
       assert.ok(worst < 1e-4, `log-probs differ by ${worst}`);
@@ -148,23 +195,39 @@ for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
 }
 
 /** The scoring graph's log-probs of the scored tokens of a packed batch against the float64 reference, sequence by sequence. */
-async function compareWithReference(config: ModelConfig, weights: Record<string, HostTensor>, sequences: readonly ImageSequence[], score: readonly Uint8Array[], packed: PackedBatch): Promise<{ worst: number; checked: number }> {
+async function compareWithReference(
+  config: ModelConfig,
+  weights: Record<string, HostTensor>,
+  sequences: readonly ImageSequence[],
+  score: readonly Uint8Array[],
+  packed: PackedBatch,
+): Promise<{ worst: number; checked: number }> {
   const shared = packed.prefix > 0;
   const scoring = buildScoringGraph(config, { dtype: 'float32', sharedPrefix: shared });
   scoring.graph.output(scoring.logprobs, 'logprobs');
   // Sizes that vary independently have their own symbolic names: onnxruntime plans buffers as if equal names meant equal sizes.
   const dimOf = (input: string) => scoring.graph.inputs.find((t) => t.name === input)!.shape[0];
-  const independent = ['score_tokens', 'pixel_patches', 'image_slots', ...(shared ? ['prefix_image_slots'] : [])].map(dimOf);
+  const independent = ['score_tokens', 'pixel_patches', 'image_slots', ...(shared ? ['prefix_image_slots'] : [])].map(
+    dimOf,
+  );
   assert.equal(new Set(independent).size, independent.length, `symbolic sizes ${independent.join(', ')}`);
   const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-  const feeds: Record<string, HostTensor> = { ...(packed.feeds as Record<string, HostTensor>), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } };
+  const feeds: Record<string, HostTensor> = {
+    ...(packed.feeds as Record<string, HostTensor>),
+    inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+  };
   for (const name of scoring.weights.used.keys()) feeds[name] = weights[name];
   const out = await device.run(session, feeds, { logprobs: 'return' });
   const logprobs = out.logprobs.data as Float32Array;
   let worst = 0;
   let checked = 0;
   sequences.forEach((s, b) => {
-    const ref = referenceVisionLanguageLogProbs(config, plain(weights), s.ids, (s.images ?? []).map((im) => ({ grid: [...im.grid] as [number, number, number], patches: im.patches })));
+    const ref = referenceVisionLanguageLogProbs(
+      config,
+      plain(weights),
+      s.ids,
+      (s.images ?? []).map((im) => ({ grid: [...im.grid] as [number, number, number], patches: im.patches })),
+    );
     for (let t = Math.max(1, packed.prefix); t < s.ids.length; t++) {
       if (!score[b][t]) continue;
       worst = Math.max(worst, Math.abs(logprobs[b * packed.length + t - packed.prefix] - ref[t - 1][s.ids[t]]));

@@ -18,7 +18,7 @@ import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { sftBaseline } from '../../../trainer/pipeline/training/sftBaseline';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { createTinyVisionModel, QWEN3_TOKENIZER } from '../../helpers/visionFixture';
-import { loadConfig } from "../../../trainer/bridges/usercode/loadConfig";
+import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 
 let dir: string;
 before(async () => {
@@ -28,27 +28,85 @@ before(async () => {
   fs.mkdirSync(path.join(dir, 'data/img'), { recursive: true });
   const rows: string[] = [];
   for (let i = 0; i < 4; i++) {
-    const png = await sharp({ create: { width: 32, height: 24, channels: 3, background: { r: 40 * i, g: 200, b: 90 } } }).png().toBuffer();
+    const png = await sharp({
+      create: { width: 32, height: 24, channels: 3, background: { r: 40 * i, g: 200, b: 90 } },
+    })
+      .png()
+      .toBuffer();
     fs.writeFileSync(path.join(dir, `data/img/${i}.png`), png);
-    rows.push(JSON.stringify({ id: `r${i}`, answer: String(i), messages: [{ role: 'user', content: [{ type: 'image', path: `img/${i}.png` }, { type: 'text', text: 'Which picture is it? Zoom first.' }] }] }));
+    rows.push(
+      JSON.stringify({
+        id: `r${i}`,
+        answer: String(i),
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image', path: `img/${i}.png` },
+              { type: 'text', text: 'Which picture is it? Zoom first.' },
+            ],
+          },
+        ],
+      }),
+    );
   }
   fs.writeFileSync(path.join(dir, 'data/train.jsonl'), rows.join('\n') + '\n');
   // Demonstrations: the picture, a zoom call, the zoomed picture as the tool's result, the answer.
   const demos = [0, 1, 2, 3].map((i) =>
     JSON.stringify({
       messages: [
-        { role: 'user', content: [{ type: 'image', path: `img/${i}.png` }, { type: 'text', text: 'Which picture is it? Zoom first.' }] },
-        { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'zoom', arguments: { x: 1 } } }] },
-        { role: 'tool', name: 'zoom', content: [{ type: 'image', path: '../zoom.png' }, { type: 'text', text: 'zoomed' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'image', path: `img/${i}.png` },
+            { type: 'text', text: 'Which picture is it? Zoom first.' },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [{ type: 'function', function: { name: 'zoom', arguments: { x: 1 } } }],
+        },
+        {
+          role: 'tool',
+          name: 'zoom',
+          content: [
+            { type: 'image', path: '../zoom.png' },
+            { type: 'text', text: 'zoomed' },
+          ],
+        },
         { role: 'assistant', content: `<answer>${i}</answer>` },
       ],
     }),
   );
   fs.writeFileSync(path.join(dir, 'data/sft.jsonl'), demos.join('\n') + '\n');
-  fs.writeFileSync(path.join(dir, 'data/missing.jsonl'), JSON.stringify({ id: 'gone', answer: '1', messages: [{ role: 'user', content: [{ type: 'image', path: 'img/none.png' }, { type: 'text', text: 'Hm?' }] }] }) + '\n');
-  const zoomPng = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#ff8800' } }).png().toBuffer();
+  fs.writeFileSync(
+    path.join(dir, 'data/missing.jsonl'),
+    JSON.stringify({
+      id: 'gone',
+      answer: '1',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image', path: 'img/none.png' },
+            { type: 'text', text: 'Hm?' },
+          ],
+        },
+      ],
+    }) + '\n',
+  );
+  const zoomPng = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#ff8800' } })
+    .png()
+    .toBuffer();
   fs.writeFileSync(path.join(dir, 'zoom.png'), zoomPng);
-  const config = (name: string, train: string, algorithm = "{ name: 'grpo', groupSize: 2 }", extra = '', model = "{ path: 'model', lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] } }") =>
+  const config = (
+    name: string,
+    train: string,
+    algorithm = "{ name: 'grpo', groupSize: 2 }",
+    extra = '',
+    model = "{ path: 'model', lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] } }",
+  ) =>
     fs.writeFileSync(
       path.join(dir, name),
       `import * as fs from 'node:fs';
@@ -74,16 +132,30 @@ export default defineConfig({
   config('vision.config.ts', 'data/train.jsonl');
   config('missing.config.ts', 'data/missing.jsonl');
   // PPO with a separate critic that trains every language-model weight (a full copy of the policy).
-  config('ppo.config.ts', 'data/train.jsonl', "{ name: 'ppo', groupSize: 2 }", '\n  critic: { lora: false, lr: 1e-2 },');
+  config(
+    'ppo.config.ts',
+    'data/train.jsonl',
+    "{ name: 'ppo', groupSize: 2 }",
+    '\n  critic: { lora: false, lr: 1e-2 },',
+  );
   // Full fine-tuning, the tower frozen: what the SFT-only baseline continues.
-  config('full.config.ts', 'data/train.jsonl', undefined, "\n  evaluation: { data: 'data/train.jsonl' },", "{ path: 'model', lora: false }");
+  config(
+    'full.config.ts',
+    'data/train.jsonl',
+    undefined,
+    "\n  evaluation: { data: 'data/train.jsonl' },",
+    "{ path: 'model', lora: false }",
+  );
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 describe('a vision-language training run', () => {
   it('trains on rows with images, records each image once by hash, and keeps the vision tower frozen', async () => {
     const runDir = path.join(dir, 'runs', 'run');
-    const result = await new TrainingRun(await loadConfig(path.join(dir, 'vision.config.ts')), { inProcessDevice: true, runDir }).run();
+    const result = await new TrainingRun(await loadConfig(path.join(dir, 'vision.config.ts')), {
+      inProcessDevice: true,
+      runDir,
+    }).run();
     assert.equal(result.run.status, 'finished');
     const reader = new RunStoreReader(runDir);
     // The warm start trained on demonstrations holding the prompt's and the tool's images.
@@ -97,9 +169,19 @@ describe('a vision-language training run', () => {
       const prompt = r.images[0];
       assert.equal(prompt.from.kind, 'prompt');
       const bytes = fs.readFileSync(path.join(runDir, prompt.file));
-      assert.equal(crypto.createHash('sha256').update(bytes).digest('hex'), prompt.sha256, 'the file is the image, named by its hash');
-      assert.equal(r.tokens.pieces.slice(prompt.tokenStart, prompt.tokenStart + prompt.tokens).join(''), '<|image_pad|>'.repeat(prompt.tokens));
-      for (const turn of r.turns) for (const call of turn.toolCalls ?? []) if (call.images) assert.ok(call.images.every((h) => r.images!.some((im) => im.sha256 === h && im.from.kind === 'tool')));
+      assert.equal(
+        crypto.createHash('sha256').update(bytes).digest('hex'),
+        prompt.sha256,
+        'the file is the image, named by its hash',
+      );
+      assert.equal(
+        r.tokens.pieces.slice(prompt.tokenStart, prompt.tokenStart + prompt.tokens).join(''),
+        '<|image_pad|>'.repeat(prompt.tokens),
+      );
+      for (const turn of r.turns)
+        for (const call of turn.toolCalls ?? [])
+          if (call.images)
+            assert.ok(call.images.every((h) => r.images!.some((im) => im.sha256 === h && im.from.kind === 'tool')));
     }
     const files = fs.readdirSync(path.join(runDir, 'images'));
     const hashes = new Set(records.flatMap((r) => r.images!.map((im) => im.file.slice('images/'.length))));
@@ -111,7 +193,10 @@ describe('a vision-language training run', () => {
 
   it("PPO's separate critic values the images too: a full-copy critic trains its language model, not the untied LM head, and keeps its vision tower frozen as the policy does", async () => {
     const runDir = path.join(dir, 'runs', 'ppo');
-    const result = await new TrainingRun(await loadConfig(path.join(dir, 'ppo.config.ts')), { inProcessDevice: true, runDir }).run();
+    const result = await new TrainingRun(await loadConfig(path.join(dir, 'ppo.config.ts')), {
+      inProcessDevice: true,
+      runDir,
+    }).run();
     assert.equal(result.run.status, 'finished', result.run.error?.message);
     const reader = new RunStoreReader(runDir);
     const train = reader.metrics().records.filter((m) => m.kind === 'train');
@@ -121,12 +206,22 @@ describe('a vision-language training run', () => {
       assert.ok((m.values['critic/grad_norm'] as number) > 0, `step ${m.step}: the critic has a gradient`);
     }
     // The critic's checkpoint: its trainable tensors under critic/… — language model and value head, no vision weight.
-    const critic = CheckpointReader.open(path.join(runDir, reader.run().lastCheckpoint!, 'critic'), 'optimizer.safetensors');
+    const critic = CheckpointReader.open(
+      path.join(runDir, reader.run().lastCheckpoint!, 'critic'),
+      'optimizer.safetensors',
+    );
     try {
       const names = critic.names().filter((n) => !n.endsWith('.m') && !n.endsWith('.v'));
-      assert.ok(names.some((n) => n.startsWith('critic/model.layers.')), 'the language model trains');
+      assert.ok(
+        names.some((n) => n.startsWith('critic/model.layers.')),
+        'the language model trains',
+      );
       assert.ok(names.includes('critic/v_head.summary.weight'));
-      assert.deepEqual(names.filter((n) => n.startsWith('critic/visual.')), [], 'no vision weight trains');
+      assert.deepEqual(
+        names.filter((n) => n.startsWith('critic/visual.')),
+        [],
+        'no vision weight trains',
+      );
       assert.ok(!names.includes('critic/lm_head.weight'), 'a critic has no LM head');
     } finally {
       critic.close();
@@ -135,7 +230,11 @@ describe('a vision-language training run', () => {
 
   it('the SFT-only baseline trains on the demonstrations with their images (prompt and tool), keeps the frozen tower as it was, and evaluates', async () => {
     const outDir = path.join(dir, 'runs', 'baseline');
-    const baseline = await sftBaseline(await loadConfig(path.join(dir, 'full.config.ts')), { from: path.join(dir, 'model'), seconds: 0.5, outDir });
+    const baseline = await sftBaseline(await loadConfig(path.join(dir, 'full.config.ts')), {
+      from: path.join(dir, 'model'),
+      seconds: 0.5,
+      outDir,
+    });
     assert.ok(baseline.steps >= 1, `${baseline.steps} SFT steps`);
     assert.equal(baseline.evaluation.rows, 4);
     assert.ok(fs.existsSync(path.join(outDir, 'preprocessor_config.json')), 'the processor travels with the model');
@@ -145,8 +244,15 @@ describe('a vision-language training run', () => {
       const names = before.names();
       const bytes = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
       const changed = names.filter((n) => !bytes(before.read(n)).equals(bytes(after.read(n))));
-      assert.ok(changed.some((n) => n.startsWith('model.layers.')), 'the language model trained');
-      assert.deepEqual(changed.filter((n) => n.startsWith('visual.')), [], 'the frozen tower is saved as it was read');
+      assert.ok(
+        changed.some((n) => n.startsWith('model.layers.')),
+        'the language model trained',
+      );
+      assert.deepEqual(
+        changed.filter((n) => n.startsWith('visual.')),
+        [],
+        'the frozen tower is saved as it was read',
+      );
     } finally {
       before.close();
       after.close();
@@ -155,8 +261,14 @@ describe('a vision-language training run', () => {
 
   it('a row whose image file is missing stops the run before it starts, naming the row and the file', async () => {
     await assert.rejects(
-      async () => new TrainingRun(await loadConfig(path.join(dir, 'missing.config.ts')), { inProcessDevice: true, runDir: path.join(dir, 'runs', 'missing') }).run(),
-      new RegExp(`missing\\.jsonl:1 \\(row gone\\): messages\\.0\\.content\\.0: the image file .*img/none\\.png does not exist`),
+      async () =>
+        new TrainingRun(await loadConfig(path.join(dir, 'missing.config.ts')), {
+          inProcessDevice: true,
+          runDir: path.join(dir, 'runs', 'missing'),
+        }).run(),
+      new RegExp(
+        `missing\\.jsonl:1 \\(row gone\\): messages\\.0\\.content\\.0: the image file .*img/none\\.png does not exist`,
+      ),
     );
     assert.ok(!fs.existsSync(path.join(dir, 'runs', 'missing', 'run.json')), 'no half-made run directory');
   });

@@ -101,12 +101,19 @@ describe('architecture boundaries (dependency-cruiser)', () => {
       const ruleNames = new Set(violations.map((v) => v.rule.name));
       // Reached through trainer/contract/leak.ts: the path, not a direct import, is what is forbidden.
       assert.ok(
-        violations.some((v) => v.rule.name === 'extension-never-reaches-native-modules-or-engine' && /onnxruntime-node/.test(v.to)),
+        violations.some(
+          (v) => v.rule.name === 'extension-never-reaches-native-modules-or-engine' && /onnxruntime-node/.test(v.to),
+        ),
         `onnxruntime-node reached through a contract module was not caught:\n${describeViolations(violations)}`,
       );
-      assert.ok(ruleNames.has('trainer-never-imports-vscode'), `the vscode import was not caught:\n${describeViolations(violations)}`);
       assert.ok(
-        violations.some((v) => v.rule.name === 'no-import-cycles' && /trainer\/pipeline\/rollout\/(a|b)\.ts/.test(v.from)),
+        ruleNames.has('trainer-never-imports-vscode'),
+        `the vscode import was not caught:\n${describeViolations(violations)}`,
+      );
+      assert.ok(
+        violations.some(
+          (v) => v.rule.name === 'no-import-cycles' && /trainer\/pipeline\/rollout\/(a|b)\.ts/.test(v.from),
+        ),
         `the cycle was not caught:\n${describeViolations(violations)}`,
       );
     });

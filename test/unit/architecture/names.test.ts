@@ -16,7 +16,9 @@ const ENTRY_POINT_NAMES = new Set(['index.ts', 'main.ts']);
 
 function sourceFiles(): string[] {
   return SHIPPED.flatMap((dir) =>
-    (fs.readdirSync(path.join(root, dir), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => path.join(dir, f)),
+    (fs.readdirSync(path.join(root, dir), { recursive: true }) as string[])
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => path.join(dir, f)),
   );
 }
 
@@ -26,7 +28,8 @@ function duplicates(entries: Array<[key: string, where: string]>): string[] {
   return [...byKey].filter(([, places]) => places.length > 1).map(([key, places]) => `${key}: ${places.join(', ')}`);
 }
 
-const EXPORTED_DECLARATION = /^export (?:declare )?(?:async )?(?:abstract )?(function\*?|class|const|let|interface|type|enum) ([A-Za-z_$][\w$]*)/gm;
+const EXPORTED_DECLARATION =
+  /^export (?:declare )?(?:async )?(?:abstract )?(function\*?|class|const|let|interface|type|enum) ([A-Za-z_$][\w$]*)/gm;
 
 describe('names', () => {
   it('no two source files share a name (index.ts and main.ts excepted)', () => {
@@ -44,7 +47,9 @@ describe('names', () => {
       }
     }
     const values = new Map(entries.filter(([k]) => !k.endsWith(' (type)')).map(([k, f]) => [k, f]));
-    const clashes = duplicates(entries.filter(([k, f]) => !(k.endsWith(' (type)') && values.get(k.slice(0, -' (type)'.length)) === f)));
+    const clashes = duplicates(
+      entries.filter(([k, f]) => !(k.endsWith(' (type)') && values.get(k.slice(0, -' (type)'.length)) === f)),
+    );
     assert.deepEqual(clashes, []);
   });
 
@@ -52,6 +57,13 @@ describe('names', () => {
     const planted = 'export function summarizeRun() {}\nexport const other = 1;\n';
     const names = [...planted.matchAll(EXPORTED_DECLARATION)].map((m) => m[2]);
     assert.deepEqual(names, ['summarizeRun', 'other']);
-    assert.deepEqual(duplicates([['summarizeRun', 'a.ts'], ['summarizeRun', 'b.ts'], ['other', 'a.ts']]), ['summarizeRun: a.ts, b.ts']);
+    assert.deepEqual(
+      duplicates([
+        ['summarizeRun', 'a.ts'],
+        ['summarizeRun', 'b.ts'],
+        ['other', 'a.ts'],
+      ]),
+      ['summarizeRun: a.ts, b.ts'],
+    );
   });
 });

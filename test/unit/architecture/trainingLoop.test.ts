@@ -16,7 +16,13 @@ function longFunctions(fileName: string, text: string, limit: number): string[] 
   const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true);
   const found: string[] = [];
   const visit = (node: ts.Node) => {
-    if (ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isArrowFunction(node) || ts.isFunctionExpression(node) || ts.isConstructorDeclaration(node)) {
+    if (
+      ts.isFunctionDeclaration(node) ||
+      ts.isMethodDeclaration(node) ||
+      ts.isArrowFunction(node) ||
+      ts.isFunctionExpression(node) ||
+      ts.isConstructorDeclaration(node)
+    ) {
       const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
       const last = source.getLineAndCharacterOfPosition(node.getEnd()).line;
       const lines = last - first + 1;
@@ -35,8 +41,13 @@ describe('the training loop', () => {
   it(`has no function longer than ${LIMIT} lines`, () => {
     const dir = path.join(root, 'trainer', 'pipeline', 'training');
     const files = fs.readdirSync(dir).filter((f) => f.endsWith('.ts'));
-    assert.ok(files.includes('trainingStep.ts'), 'trainer/pipeline/training/trainingStep.ts is where a training step happens');
-    const long = files.flatMap((f) => longFunctions(`trainer/pipeline/training/${f}`, fs.readFileSync(path.join(dir, f), 'utf8'), LIMIT));
+    assert.ok(
+      files.includes('trainingStep.ts'),
+      'trainer/pipeline/training/trainingStep.ts is where a training step happens',
+    );
+    const long = files.flatMap((f) =>
+      longFunctions(`trainer/pipeline/training/${f}`, fs.readFileSync(path.join(dir, f), 'utf8'), LIMIT),
+    );
     assert.deepEqual(long, []);
   });
 

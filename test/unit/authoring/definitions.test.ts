@@ -21,21 +21,35 @@ const brief = (d: Definition) =>
 const found = (text: string) => findDefinitions(text, 'x.ts').map(brief);
 
 describe('code lens definitions, from the syntax tree', () => {
-  it('finds the examples\' tools, rewards and config, and how the trainer reaches each', () => {
-    assert.deepEqual(found(example('multihop-search/tools.ts')), ['tool@11 class KnowledgeBaseSearch', 'tool@48 class MultiWorldSearch']);
+  it("finds the examples' tools, rewards and config, and how the trainer reaches each", () => {
+    assert.deepEqual(found(example('multihop-search/tools.ts')), [
+      'tool@11 class KnowledgeBaseSearch',
+      'tool@48 class MultiWorldSearch',
+    ]);
     assert.deepEqual(found(example('calculator/tools.ts')), ['tool@4 export calculator']);
-    assert.deepEqual(found(example('multihop-search/rewards.ts')), ['reward@10 config rewards', 'reward@11 outcome rewards.outcome[0]']);
-    assert.deepEqual(found(example('calculator/rewards.ts')), ['reward@16 outcome numericMatch', 'reward@22 config rewards']);
+    assert.deepEqual(found(example('multihop-search/rewards.ts')), [
+      'reward@10 config rewards',
+      'reward@11 outcome rewards.outcome[0]',
+    ]);
+    assert.deepEqual(found(example('calculator/rewards.ts')), [
+      'reward@16 outcome numericMatch',
+      'reward@22 config rewards',
+    ]);
     assert.deepEqual(found(example('multihop-search/config.ts')), ['config@11 default']);
     assert.deepEqual(found(example('multihop-search/kb.ts')), []);
   });
 
-  it('finds every snippet\'s definition once expanded', () => {
-    const expand = (prefix: string) => resolveSnippet(snippetByPrefix(prefix).body, { variables: { TM_FILENAME_BASE: 'data' } });
+  it("finds every snippet's definition once expanded", () => {
+    const expand = (prefix: string) =>
+      resolveSnippet(snippetByPrefix(prefix).body, { variables: { TM_FILENAME_BASE: 'data' } });
     assert.deepEqual(found(expand('tool')), ['tool@8 class LookupTool']);
     assert.deepEqual(found(expand('reward')), ['reward@4 outcome containsAnswer']);
     assert.deepEqual(found(expand('processreward')), ['reward@4 process novelResult']);
-    assert.deepEqual(found(expand('rolloutconfig')), ['config@3 default', 'reward@14 config default.rewards', 'reward@14 outcome default.rewards.outcome[0]']);
+    assert.deepEqual(found(expand('rolloutconfig')), [
+      'config@3 default',
+      'reward@14 config default.rewards',
+      'reward@14 outcome default.rewards.outcome[0]',
+    ]);
     assert.deepEqual(found(expand('dataset')), []);
   });
 
@@ -83,7 +97,7 @@ describe('code lens definitions, from the syntax tree', () => {
     ]);
   });
 
-  it('finds each server of a config\'s mcpServers, by its name', () => {
+  it("finds each server of a config's mcpServers, by its name", () => {
     const source = [
       "import { defineConfig } from 'rollout-studio';",
       'export default defineConfig({',
@@ -94,18 +108,29 @@ describe('code lens definitions, from the syntax tree', () => {
       '} as never);',
     ].join('\n');
     assert.deepEqual(found(source), ['config@2 default', 'mcp@4 files', 'mcp@5 web-search']);
-    const lens = lensSpecs(findDefinitions(source, '/w/a.config.ts'), '/w/a.config.ts').find((l) => l.do.action === 'runMcpTool')!;
+    const lens = lensSpecs(findDefinitions(source, '/w/a.config.ts'), '/w/a.config.ts').find(
+      (l) => l.do.action === 'runMcpTool',
+    )!;
     assert.equal(lens.title, '$(play) Run MCP Tool…');
-    assert.deepEqual(lens.do, { action: 'runMcpTool', target: { file: '/w/a.config.ts', server: 'files', label: 'MCP server files' } });
+    assert.deepEqual(lens.do, {
+      action: 'runMcpTool',
+      target: { file: '/w/a.config.ts', server: 'files', label: 'MCP server files' },
+    });
   });
 
   it('ignores files and names that do not come from rollout-studio', () => {
-    assert.deepEqual(found("class Tool {}\nexport class Search extends Tool {}\nexport const e = exactMatch();"), []);
-    assert.deepEqual(found("import { Tool } from './my-tools';\nexport class Search extends Tool {}\n// rollout-studio"), []);
+    assert.deepEqual(found('class Tool {}\nexport class Search extends Tool {}\nexport const e = exactMatch();'), []);
+    assert.deepEqual(
+      found("import { Tool } from './my-tools';\nexport class Search extends Tool {}\n// rollout-studio"),
+      [],
+    );
     // A tool class from the user's own base still counts when it looks like one.
-    assert.deepEqual(found("import { z } from 'rollout-studio';\nimport { Base } from './base';\nexport class Search extends Base {\n  parameters = z.object({});\n  execute() { return ''; }\n}"), [
-      'tool@3 class Search',
-    ]);
+    assert.deepEqual(
+      found(
+        "import { z } from 'rollout-studio';\nimport { Base } from './base';\nexport class Search extends Base {\n  parameters = z.object({});\n  execute() { return ''; }\n}",
+      ),
+      ['tool@3 class Search'],
+    );
   });
 });
 
@@ -116,7 +141,10 @@ describe('code lens commands', () => {
   it('puts Run Tool… and Debug Tool over a tool, with the file and the selector as the argument', () => {
     const [run, debug] = lenses(example('multihop-search/tools.ts'));
     assert.equal(run.title, '$(play) Run Tool…');
-    assert.deepEqual(run.do, { action: 'runTool', target: { file, selector: { by: 'class', name: 'KnowledgeBaseSearch' }, label: 'KnowledgeBaseSearch' } });
+    assert.deepEqual(run.do, {
+      action: 'runTool',
+      target: { file, selector: { by: 'class', name: 'KnowledgeBaseSearch' }, label: 'KnowledgeBaseSearch' },
+    });
     assert.equal(debug.title, '$(debug-alt-small) Debug Tool');
     assert.equal(debug.do.action, 'debugTool');
   });
@@ -126,8 +154,14 @@ describe('code lens commands', () => {
     assert.deepEqual(
       specs.map((s) => [s.title, s.do]),
       [
-        ['$(play) Start Training', { action: 'training', command: { id: 'rolloutStudio.startTraining', title: 'Start Training' }, file }],
-        ['$(debug-alt) Debug Training', { action: 'training', command: { id: 'rolloutStudio.debugTraining', title: 'Debug Training' }, file }],
+        [
+          '$(play) Start Training',
+          { action: 'training', command: { id: 'rolloutStudio.startTraining', title: 'Start Training' }, file },
+        ],
+        [
+          '$(debug-alt) Debug Training',
+          { action: 'training', command: { id: 'rolloutStudio.debugTraining', title: 'Debug Training' }, file },
+        ],
       ],
     );
     assert.equal(
@@ -138,8 +172,14 @@ describe('code lens commands', () => {
 
   it('puts Evaluate on Samples over a reward, and an explanation where the trainer could not reach it', () => {
     const [config, outcome] = lenses(example('multihop-search/rewards.ts'));
-    assert.deepEqual(config.do, { action: 'evaluateReward', target: { file, exportPath: 'rewards', kind: 'config', label: 'rewards' } });
-    assert.deepEqual(outcome.do, { action: 'evaluateReward', target: { file, exportPath: 'rewards.outcome[0]', kind: 'outcome', label: 'rewards.outcome[0]' } });
+    assert.deepEqual(config.do, {
+      action: 'evaluateReward',
+      target: { file, exportPath: 'rewards', kind: 'config', label: 'rewards' },
+    });
+    assert.deepEqual(outcome.do, {
+      action: 'evaluateReward',
+      target: { file, exportPath: 'rewards.outcome[0]', kind: 'outcome', label: 'rewards.outcome[0]' },
+    });
     const [hidden] = lenses("import { exactMatch } from 'rollout-studio';\nconst match = exactMatch();");
     assert.equal(hidden.do.action, 'explain');
     assert.match(hidden.tooltip, /not reachable from the module's exports/);

@@ -35,7 +35,7 @@ describe('Run Tool in the trainer: selecting, checking and running one tool', ()
         "  readonly description = 'Repeats the text.';",
         '  readonly parameters = Echo;',
         '  execute(args: z.output<typeof Echo>) {',
-        "    return args.text.repeat(args.times);",
+        '    return args.text.repeat(args.times);',
         '  }',
         '}',
         'export const tools = [',
@@ -65,7 +65,10 @@ describe('Run Tool in the trainer: selecting, checking and running one tool', ()
     const tool = selectTool(exports, { by: 'export', path: 'tools[0]' }, multihopTools);
     const report = await runToolOnce(tool, { q: 'Ada' });
     assert.equal(report.error?.kind, 'invalid_arguments');
-    assert.deepEqual(report.issues?.map((i) => i.path), [['query']]);
+    assert.deepEqual(
+      report.issues?.map((i) => i.path),
+      [['query']],
+    );
     assert.match(report.error!.message, /query: Invalid input: expected string, received undefined/);
     assert.equal(report.latencyMs, 0);
   });
@@ -77,31 +80,54 @@ describe('Run Tool in the trainer: selecting, checking and running one tool', ()
     const broken = await runToolOnce(selectTool(exports, { by: 'export', path: 'tools[1]' }, 'tools.ts'), {});
     assert.equal(broken.error?.kind, 'threw');
     assert.match(broken.error!.message, /the index is not loaded/);
-    assert.match(broken.error!.message, /tools\.ts:13:\d+/, 'the stack points at the user\'s TypeScript line');
+    assert.match(broken.error!.message, /tools\.ts:13:\d+/, "the stack points at the user's TypeScript line");
   });
 
   it('makes an instance of an exported class whose constructor needs nothing, and applies schema defaults', async () => {
     const exports = await loadUserModule(path.join(dir, 'tools.ts'));
-    const report = await runToolOnce(selectTool(exports, { by: 'class', name: 'EchoTool' }, 'tools.ts'), { text: 'ab' });
+    const report = await runToolOnce(selectTool(exports, { by: 'class', name: 'EchoTool' }, 'tools.ts'), {
+      text: 'ab',
+    });
     assert.equal(report.observation, 'ab');
     assert.deepEqual(report.arguments, { text: 'ab', times: 1 });
   });
 
   it('says what the module exports when the selector finds nothing', async () => {
     const exports = await loadUserModule(path.join(dir, 'tools.ts'));
-    assert.throws(() => selectTool(exports, { by: 'name', name: 'search' }, 'tools.ts'), /exports no tool named "search" \(its tools: "slow" \(DefinedTool\), "broken" \(DefinedTool\)\)/);
-    assert.throws(() => selectTool(exports, { by: 'export', path: 'tools[5]' }, 'tools.ts'), /tools has 2 elements, so tools\[5\] does not exist/);
-    assert.throws(() => selectTool(exports, { by: 'export', path: 'search' }, 'tools.ts'), /does not export "search"; its exports are: EchoTool, tools/);
-    assert.throws(() => selectTool(exports, { by: 'export', path: 'EchoTool' }, 'tools.ts'), /is the class EchoTool, not a tool; export an instance/);
+    assert.throws(
+      () => selectTool(exports, { by: 'name', name: 'search' }, 'tools.ts'),
+      /exports no tool named "search" \(its tools: "slow" \(DefinedTool\), "broken" \(DefinedTool\)\)/,
+    );
+    assert.throws(
+      () => selectTool(exports, { by: 'export', path: 'tools[5]' }, 'tools.ts'),
+      /tools has 2 elements, so tools\[5\] does not exist/,
+    );
+    assert.throws(
+      () => selectTool(exports, { by: 'export', path: 'search' }, 'tools.ts'),
+      /does not export "search"; its exports are: EchoTool, tools/,
+    );
+    assert.throws(
+      () => selectTool(exports, { by: 'export', path: 'EchoTool' }, 'tools.ts'),
+      /is the class EchoTool, not a tool; export an instance/,
+    );
     // A class named by the lens may be a base of the exported instance's class.
     const multihop = await loadUserModule(multihopTools);
-    assert.equal(selectTool(multihop, { by: 'class', name: 'SearchTool' }, 'x.ts').constructor.name, 'KnowledgeBaseSearch');
+    assert.equal(
+      selectTool(multihop, { by: 'class', name: 'SearchTool' }, 'x.ts').constructor.name,
+      'KnowledgeBaseSearch',
+    );
   });
 });
 
 describe('rollout-studio run-tool', () => {
   it('runs the calculator example and prints the report as JSON', () => {
-    const { status, stdout, stderr } = runCli(['run-tool', calculatorTools, '--args', '{"expression": "6 * (3 + 4)"}', '--json']);
+    const { status, stdout, stderr } = runCli([
+      'run-tool',
+      calculatorTools,
+      '--args',
+      '{"expression": "6 * (3 + 4)"}',
+      '--json',
+    ]);
     assert.equal(status, 0, stderr);
     const report = JSON.parse(stdout);
     assert.equal(report.observation, '42');
@@ -109,7 +135,14 @@ describe('rollout-studio run-tool', () => {
   });
 
   it('fails with exit code 1 and names the field when the arguments do not match', () => {
-    const { status, stdout } = runCli(['run-tool', calculatorTools, '--tool', 'calculator', '--args', '{"expr": "1+1"}']);
+    const { status, stdout } = runCli([
+      'run-tool',
+      calculatorTools,
+      '--tool',
+      'calculator',
+      '--args',
+      '{"expr": "1+1"}',
+    ]);
     assert.equal(status, 1);
     assert.match(stdout, /Error: invalid_arguments/);
     assert.match(stdout, /^ {2}expression: Invalid input: expected string, received undefined$/m);
@@ -156,10 +189,17 @@ describe('ToolSession (the extension side of Run Tool… and Debug Tool) against
     assert.equal(session.running, false);
   });
 
-  it('rejects with the trainer\'s reason when the tool cannot be loaded', async () => {
+  it("rejects with the trainer's reason when the tool cannot be loaded", async () => {
     await assert.rejects(
-      ToolSession.start({ runtime: node, cliPath: cli, nodeArgs: ['--import', 'tsx'], file: multihopTools, selector: { by: 'name', name: 'lookup' } }),
-      (error: Error & { title?: string; detail?: string }) => error.title === 'The tool could not be loaded.' && /exports no tool named "lookup"/.test(error.detail ?? ''),
+      ToolSession.start({
+        runtime: node,
+        cliPath: cli,
+        nodeArgs: ['--import', 'tsx'],
+        file: multihopTools,
+        selector: { by: 'name', name: 'lookup' },
+      }),
+      (error: Error & { title?: string; detail?: string }) =>
+        error.title === 'The tool could not be loaded.' && /exports no tool named "lookup"/.test(error.detail ?? ''),
     );
   });
 });

@@ -12,7 +12,10 @@ describe('snippet syntax', () => {
 
   it('fills placeholders by index everywhere they appear, and variables by name or default', () => {
     assert.equal(resolveSnippet('${1:A}-${2:b}-$1', { values: { 1: 'Z' } }), 'Z-b-Z');
-    assert.equal(resolveSnippet('${TM_FILENAME_BASE:data}.ts $TM_FILENAME_BASE', { variables: { TM_FILENAME_BASE: 'gen' } }), 'gen.ts gen');
+    assert.equal(
+      resolveSnippet('${TM_FILENAME_BASE:data}.ts $TM_FILENAME_BASE', { variables: { TM_FILENAME_BASE: 'gen' } }),
+      'gen.ts gen',
+    );
     assert.equal(resolveSnippet('${TM_FILENAME_BASE:data}.ts'), 'data.ts');
     assert.throws(() => resolveSnippet('$UNKNOWN_VARIABLE'), /\$UNKNOWN_VARIABLE has no value and no default/);
   });
@@ -39,7 +42,13 @@ describe('Run Tool… argument text', () => {
   it('starts from the required fields of the JSON Schema', () => {
     const schema = {
       type: 'object',
-      properties: { query: { type: 'string' }, k: { type: 'integer', minimum: 1 }, mode: { enum: ['fast', 'slow'] }, deep: { type: 'boolean', default: true }, opt: { type: 'string' } },
+      properties: {
+        query: { type: 'string' },
+        k: { type: 'integer', minimum: 1 },
+        mode: { enum: ['fast', 'slow'] },
+        deep: { type: 'boolean', default: true },
+        opt: { type: 'string' },
+      },
       required: ['query', 'k', 'mode', 'deep'],
     };
     assert.deepEqual(argumentSkeleton(schema), { query: '', k: 1, mode: 'fast', deep: true });

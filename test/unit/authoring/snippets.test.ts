@@ -2,7 +2,13 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
 import * as ts from 'typescript';
-import { configTemplate, rewardTemplate, SNIPPETS, snippetByPrefix, toolTemplate } from '../../../extension/authoring/templates';
+import {
+  configTemplate,
+  rewardTemplate,
+  SNIPPETS,
+  snippetByPrefix,
+  toolTemplate,
+} from '../../../extension/authoring/templates';
 import { resolveSnippet } from '../../../extension/authoring/snippetSyntax';
 
 /**
@@ -16,12 +22,16 @@ const root = path.resolve(__dirname, '../../..');
 const virtualDir = path.join(root, 'test/unit/authoring/__expanded__');
 
 function compilerOptions(): ts.CompilerOptions {
-  const parsed = ts.getParsedCommandLineOfConfigFile(path.join(root, 'tsconfig.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    path.join(root, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
+  );
   assert.ok(parsed, 'tsconfig.json could not be read');
   return { ...parsed.options, noEmit: true, types: ['node'] };
 }
@@ -34,17 +44,24 @@ function typeCheck(files: Record<string, string>): Record<string, string[]> {
   const getSourceFile = host.getSourceFile.bind(host);
   const fileExists = host.fileExists.bind(host);
   const readFile = host.readFile.bind(host);
-  host.getSourceFile = (file, language, onError, create) => (virtual.has(file) ? ts.createSourceFile(file, virtual.get(file)!, language) : getSourceFile(file, language, onError, create));
+  host.getSourceFile = (file, language, onError, create) =>
+    virtual.has(file)
+      ? ts.createSourceFile(file, virtual.get(file)!, language)
+      : getSourceFile(file, language, onError, create);
   host.fileExists = (file) => virtual.has(file) || fileExists(file);
   // The virtual files import one another ('./tools'): their folder exists for module resolution.
   const directoryExists = host.directoryExists?.bind(host);
-  host.directoryExists = (dir) => path.resolve(dir) === virtualDir || (directoryExists ? directoryExists(dir) : ts.sys.directoryExists(dir));
+  host.directoryExists = (dir) =>
+    path.resolve(dir) === virtualDir || (directoryExists ? directoryExists(dir) : ts.sys.directoryExists(dir));
   host.readFile = (file) => virtual.get(file) ?? readFile(file);
   const program = ts.createProgram([...virtual.keys()], options, host);
   const result: Record<string, string[]> = {};
   for (const [file] of virtual) {
     const source = program.getSourceFile(file)!;
-    result[path.basename(file)] = [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) => {
+    result[path.basename(file)] = [
+      ...program.getSyntacticDiagnostics(source),
+      ...program.getSemanticDiagnostics(source),
+    ].map((d) => {
       const at = d.start !== undefined ? source.getLineAndCharacterOfPosition(d.start) : undefined;
       return `${path.basename(file)}${at ? `:${at.line + 1}:${at.character + 1}` : ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
     });
@@ -71,35 +88,53 @@ function insideToolClass(method: string): string {
 
 describe('snippets', () => {
   it('has the five snippets of the design (and the reward hook and demonstrations), each with a description', () => {
-    const prefixes = Object.values(SNIPPETS).map((s) => s.prefix).sort();
-    assert.deepEqual(prefixes, ['dataset', 'demonstration', 'processreward', 'reward', 'rewardhook', 'rolloutconfig', 'tool']);
+    const prefixes = Object.values(SNIPPETS)
+      .map((s) => s.prefix)
+      .sort();
+    assert.deepEqual(prefixes, [
+      'dataset',
+      'demonstration',
+      'processreward',
+      'reward',
+      'rewardhook',
+      'rolloutconfig',
+      'tool',
+    ]);
     for (const snippet of Object.values(SNIPPETS)) assert.ok(snippet.description.length > 20, snippet.prefix);
   });
 
-  it('expand to code, and the commands write files, that type-check against rollout-studio; a broken body does not', { timeout: 120_000 }, () => {
-    const expand = (prefix: string) => resolveSnippet(snippetByPrefix(prefix).body, { variables: { TM_FILENAME_BASE: 'data' } });
-    const files: Record<string, string> = {
-      'tool.ts': expand('tool'),
-      'reward.ts': expand('reward'),
-      'processreward.ts': expand('processreward'),
-      'rewardhook.ts': insideToolClass(expand('rewardhook')),
-      'rolloutconfig.ts': expand('rolloutconfig'),
-      'dataset.ts': expand('dataset'),
-      // The demonstrations snippet imports the tool and the rows from the files the other snippets write, by their default names.
-      'tools.ts': expand('tool'),
-      'data.ts': expand('dataset'),
-      'demonstrations.ts': expand('demonstration'),
-      'new-tool.ts': toolTemplate('web-search'),
-      'new-reward.ts': rewardTemplate('exact_answer'),
-      'new-config.ts': configTemplate('calculator-grpo'),
-      // The control: a tool whose execute returns a number must not compile, or this test proves nothing.
-      'broken.ts': expand('tool').replace("return 'No entry for ' + args.term + '.';", 'return 42;'),
-    };
-    const diagnostics = typeCheck(files);
-    const { 'broken.ts': broken, ...rest } = diagnostics;
-    assert.deepEqual(Object.values(rest).flat(), [], 'expanded snippets and templates must compile');
-    assert.ok(broken.some((d) => /number/.test(d) && /string/.test(d)), `the control must fail to compile, got: ${broken.join('\n')}`);
-  });
+  it(
+    'expand to code, and the commands write files, that type-check against rollout-studio; a broken body does not',
+    { timeout: 120_000 },
+    () => {
+      const expand = (prefix: string) =>
+        resolveSnippet(snippetByPrefix(prefix).body, { variables: { TM_FILENAME_BASE: 'data' } });
+      const files: Record<string, string> = {
+        'tool.ts': expand('tool'),
+        'reward.ts': expand('reward'),
+        'processreward.ts': expand('processreward'),
+        'rewardhook.ts': insideToolClass(expand('rewardhook')),
+        'rolloutconfig.ts': expand('rolloutconfig'),
+        'dataset.ts': expand('dataset'),
+        // The demonstrations snippet imports the tool and the rows from the files the other snippets write, by their default names.
+        'tools.ts': expand('tool'),
+        'data.ts': expand('dataset'),
+        'demonstrations.ts': expand('demonstration'),
+        'new-tool.ts': toolTemplate('web-search'),
+        'new-reward.ts': rewardTemplate('exact_answer'),
+        'new-config.ts': configTemplate('calculator-grpo'),
+        // The control: a tool whose execute returns a number must not compile, or this test proves nothing.
+        'broken.ts': expand('tool').replace("return 'No entry for ' + args.term + '.';", 'return 42;'),
+      };
+      const diagnostics = typeCheck(files);
+      const { 'broken.ts': broken, ...rest } = diagnostics;
+      assert.deepEqual(Object.values(rest).flat(), [], 'expanded snippets and templates must compile');
+      assert.ok(
+        broken.some((d) => /number/.test(d) && /string/.test(d)),
+        `the control must fail to compile, got: ${broken.join('\n')}`,
+      );
+    },
+  );
 
   it('expand placeholders as the editor does: defaults, mirrors, choices', () => {
     const tool = resolveSnippet(snippetByPrefix('tool').body);

@@ -35,9 +35,21 @@ before(() => {
   const tokenizer = Tokenizer.load(dir);
   const context = new CorpusContext(ChatTemplate.fromTokenizer(tokenizer));
   // 80 steps of the base recipe's own rows: about 330,000 tokens.
-  const rows = Array.from({ length: 80 }, (_, step) => packStep(context, BASE_RECIPE.data.mix, BASE_RECIPE.data.weights, BASE_RECIPE.data.rows, BASE_RECIPE.data.length, BASE_RECIPE.seed, step + 1)).flat();
+  const rows = Array.from({ length: 80 }, (_, step) =>
+    packStep(
+      context,
+      BASE_RECIPE.data.mix,
+      BASE_RECIPE.data.weights,
+      BASE_RECIPE.data.rows,
+      BASE_RECIPE.data.length,
+      BASE_RECIPE.seed,
+      step + 1,
+    ),
+  ).flat();
   // And chains of facts (fact_chain), which a recipe may add: the nearest thing in the corpus to the search examples.
-  const chains = Array.from({ length: 20 }, (_, step) => packStep(context, { fact_chain: 1 }, BASE_RECIPE.data.weights, 8, 1024, BASE_RECIPE.seed, step + 1)).flat();
+  const chains = Array.from({ length: 20 }, (_, step) =>
+    packStep(context, { fact_chain: 1 }, BASE_RECIPE.data.weights, 8, 1024, BASE_RECIPE.seed, step + 1),
+  ).flat();
   chainText = chains.map((r) => tokenizer.decode(r.ids)).join('\n');
   text = [...rows, ...chains].map((r) => tokenizer.decode(r.ids)).join('\n');
   fs.rmSync(dir, { recursive: true, force: true });
@@ -72,9 +84,11 @@ describe('the pretraining corpus holds no example task', () => {
     for (const template of DEEP_TEMPLATES) {
       const question = deepQuestion(template, 'PERSON');
       assert.ok(!text.includes(question.slice(0, question.indexOf('PERSON'))), `question "${question}"`);
-      for (const relation of template.relations) assert.doesNotMatch(chainText, new RegExp(`[Tt]he ${relation} of [A-Z]`), `relation ${relation}`);
+      for (const relation of template.relations)
+        assert.doesNotMatch(chainText, new RegExp(`[Tt]he ${relation} of [A-Z]`), `relation ${relation}`);
     }
-    for (const prompt of [MULTIHOP_PROMPT, DEEP_PROMPT, CALCULATOR_PROMPT, ZOOM_PROMPT]) assert.ok(!text.includes(prompt.slice(0, 40)), prompt);
+    for (const prompt of [MULTIHOP_PROMPT, DEEP_PROMPT, CALCULATOR_PROMPT, ZOOM_PROMPT])
+      assert.ok(!text.includes(prompt.slice(0, 40)), prompt);
   });
 
   it('has no arithmetic to do', () => {

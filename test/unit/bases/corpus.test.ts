@@ -6,7 +6,12 @@ import * as path from 'node:path';
 import { ChatTemplate } from '../../../trainer/foundations/models/chatTemplate';
 import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
 import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
-import { chainEpisode, chatAnswerEpisode, plainRequestEpisode, toolEpisode } from '../../../trainer/bases/recipes/corpus/chatEpisodes';
+import {
+  chainEpisode,
+  chatAnswerEpisode,
+  plainRequestEpisode,
+  toolEpisode,
+} from '../../../trainer/bases/recipes/corpus/chatEpisodes';
 import { CorpusContext } from '../../../trainer/bases/recipes/corpus/corpusContext';
 import { encodeSegments, ROLE_ID, SKILL_ID, type CorpusEpisode } from '../../../trainer/bases/recipes/corpus/episode';
 import { EPISODE_KINDS, packStep } from '../../../trainer/bases/recipes/corpus/mix';
@@ -32,7 +37,8 @@ function targetTexts(episode: CorpusEpisode, skill?: keyof typeof SKILL_ID): str
   const runs: string[] = [];
   let current: number[] = [];
   episode.ids.forEach((id, t) => {
-    const inTarget = episode.roles[t] === ROLE_ID.target && (skill === undefined || episode.skills[t] === SKILL_ID[skill]);
+    const inTarget =
+      episode.roles[t] === ROLE_ID.target && (skill === undefined || episode.skills[t] === SKILL_ID[skill]);
     if (inTarget) current.push(id);
     else if (current.length) {
       runs.push(tokenizer.decode(current));
@@ -45,7 +51,8 @@ function targetTexts(episode: CorpusEpisode, skill?: keyof typeof SKILL_ID): str
 
 const text = (episode: CorpusEpisode) => tokenizer.decode(episode.ids);
 /** The text before the first target token. */
-const prefix = (episode: CorpusEpisode) => tokenizer.decode(episode.ids.slice(0, episode.roles.indexOf(ROLE_ID.target)));
+const prefix = (episode: CorpusEpisode) =>
+  tokenizer.decode(episode.ids.slice(0, episode.roles.indexOf(ROLE_ID.target)));
 
 describe('pretraining corpus', () => {
   it('gives a token the strongest role of the text it covers, on the whole text tokenized at once', () => {
@@ -57,7 +64,10 @@ describe('pretraining corpus', () => {
     assert.deepEqual(episode.ids, tokenizer.encode('The code is "Dalvorin Keth".'));
     const target = targetTexts(episode)[0];
     assert.ok(target.includes('Dalvorin Keth'), target);
-    assert.ok(target.length <= '"Dalvorin Keth"'.length, `only the tokens touching the name: ${JSON.stringify(target)}`);
+    assert.ok(
+      target.length <= '"Dalvorin Keth"'.length,
+      `only the tokens touching the name: ${JSON.stringify(target)}`,
+    );
     assert.ok(episode.skills.every((s, t) => (episode.roles[t] === ROLE_ID.target ? s === SKILL_ID.name : s === 0)));
   });
 
@@ -70,7 +80,11 @@ describe('pretraining corpus', () => {
         assert.ok(copy.length > 0);
         // Every piece of the target occurs before it (the first occurrence of the span).
         // (A token that joins the copy's last character with the punctuation after it belongs to the copy.)
-        for (const piece of targetTexts(episode)) assert.ok(prefix(episode).includes(piece.trim().replace(/\.$/, '')), `${focus}: ${JSON.stringify(piece)} not in ${JSON.stringify(prefix(episode))}`);
+        for (const piece of targetTexts(episode))
+          assert.ok(
+            prefix(episode).includes(piece.trim().replace(/\.$/, '')),
+            `${focus}: ${JSON.stringify(piece)} not in ${JSON.stringify(prefix(episode))}`,
+          );
         assert.ok(targetTexts(episode, focus === 'span' ? 'span' : focus).length > 0, `${focus} skill marked`);
       }
     }
@@ -95,9 +109,14 @@ describe('pretraining corpus', () => {
       .flat()
       .flatMap((s) => s.split(/[\s,;|]+/))
       .filter((s) => s !== '');
-    assert.ok(numbers.every((n) => /^-?\d+(\.\d+)?$/.test(n)), numbers.find((n) => !/^-?\d+(\.\d+)?$/.test(n)));
+    assert.ok(
+      numbers.every((n) => /^-?\d+(\.\d+)?$/.test(n)),
+      numbers.find((n) => !/^-?\d+(\.\d+)?$/.test(n)),
+    );
     assert.ok(numbers.some((n) => n.startsWith('-')) && numbers.some((n) => n.includes('.')));
-    assert.ok(numbers.some((n) => n.replace(/\D/g, '').length >= 10) && numbers.some((n) => n.replace(/\D/g, '').length <= 2));
+    assert.ok(
+      numbers.some((n) => n.replace(/\D/g, '').length >= 10) && numbers.some((n) => n.replace(/\D/g, '').length <= 2),
+    );
     // Qwen3's tokenizer splits digits: a number is as many tokens as it has digits and signs.
     const episode = encodeSegments(tokenizer, 'digits', [{ text: 'x 12345.6', role: 'text' }]);
     assert.equal(episode.ids.length, 9);
@@ -127,10 +146,15 @@ describe('pretraining corpus', () => {
       assert.ok(all.includes(`"name": "${parsed.name}"`), 'the called tool is among those offered');
       const user = all.slice(all.indexOf('<|im_start|>user'), all.indexOf('<|im_start|>assistant'));
       for (const value of Object.values(parsed.arguments)) {
-        if (typeof value !== 'boolean') assert.ok(user.includes(String(value)), `argument ${JSON.stringify(value)} copied from the request: ${user}`);
+        if (typeof value !== 'boolean')
+          assert.ok(user.includes(String(value)), `argument ${JSON.stringify(value)} copied from the request: ${user}`);
       }
       const response = /<tool_response>\n(.*)\n<\/tool_response>/s.exec(all)![1];
-      const answered = answer.replace(/^<think>\n\n<\/think>\n\n/, '').replace(/<\|im_end\|>$/, '').replace(/^<answer>(.*)<\/answer>$/, '$1').replace(/^The .*? is (.*)\.$/, '$1');
+      const answered = answer
+        .replace(/^<think>\n\n<\/think>\n\n/, '')
+        .replace(/<\|im_end\|>$/, '')
+        .replace(/^<answer>(.*)<\/answer>$/, '$1')
+        .replace(/^The .*? is (.*)\.$/, '$1');
       assert.ok(response.includes(answered), `answer ${JSON.stringify(answered)} read from the result ${response}`);
       called++;
       // The system turn (tool schemas) is read, never scored.
@@ -161,14 +185,20 @@ describe('pretraining corpus', () => {
       const record = result.split('\n').find((line) => line.startsWith('{'));
       if (!record) return undefined;
       const fields = JSON.parse(record) as Record<string, unknown>;
-      return fields.name === subject ? Object.keys(fields).find((k) => k !== 'name' && String(fields[k]) === value)?.replace(/_/g, ' ') : undefined;
+      return fields.name === subject
+        ? Object.keys(fields)
+            .find((k) => k !== 'name' && String(fields[k]) === value)
+            ?.replace(/_/g, ' ')
+        : undefined;
     };
     const random = Random.fromSeed(11);
     let depths = new Set<number>();
     for (let i = 0; i < 40; i++) {
       const episode = factChainEpisode(context, random);
       const all = text(episode);
-      const calls = targetTexts(episode, 'fact_call').map((c) => Object.values((JSON.parse(/\{.*\}/s.exec(c)![0]) as { arguments: Record<string, string> }).arguments)[0]);
+      const calls = targetTexts(episode, 'fact_call').map(
+        (c) => Object.values((JSON.parse(/\{.*\}/s.exec(c)![0]) as { arguments: Record<string, string> }).arguments)[0],
+      );
       const results = [...all.matchAll(/<tool_response>\n(.*?)\n<\/tool_response>/gs)].map((m) => m[1]);
       const [answer] = targetTexts(episode, 'fact_answer');
       assert.equal(results.length, calls.length);
@@ -179,8 +209,13 @@ describe('pretraining corpus', () => {
         const subject = calls[k];
         // What the next step takes from this result: the next call's name, or (last) the answer's value.
         const record = results[k].split('\n').find((line) => line.startsWith('{'));
-        const stated = [...results[k].matchAll(/ is ([^\n]*?)\.(?=\s|$)/g)].map((m) => m[1]).concat(record ? Object.values(JSON.parse(record) as object).map(String) : []);
-        const value = k + 1 < calls.length ? calls[k + 1] : stated.find((v) => answer.includes(v) && fieldOf(results[k], subject, v));
+        const stated = [...results[k].matchAll(/ is ([^\n]*?)\.(?=\s|$)/g)]
+          .map((m) => m[1])
+          .concat(record ? Object.values(JSON.parse(record) as object).map(String) : []);
+        const value =
+          k + 1 < calls.length
+            ? calls[k + 1]
+            : stated.find((v) => answer.includes(v) && fieldOf(results[k], subject, v));
         assert.ok(value, `the answer ${answer} is read out of ${results[k]}`);
         const field = fieldOf(results[k], subject, value);
         assert.ok(field, `result ${k} states a fact of ${subject} whose value is ${value}: ${results[k]}`);
@@ -202,7 +237,10 @@ describe('pretraining corpus', () => {
       const episode = plainRequestEpisode(context, random);
       const all = text(episode);
       const [call] = targetTexts(episode, 'tool_call');
-      const parsed = JSON.parse(/<tool_call>\n(\{.*\})\n<\/tool_call>/s.exec(call)![1]) as { name: string; arguments: Record<string, string | number> };
+      const parsed = JSON.parse(/<tool_call>\n(\{.*\})\n<\/tool_call>/s.exec(call)![1]) as {
+        name: string;
+        arguments: Record<string, string | number>;
+      };
       const user = all.slice(all.indexOf('<|im_start|>user'), all.indexOf('<|im_start|>assistant'));
       const keys = Object.keys(parsed.arguments);
       const fromKey = keys.find((k) => /^(from|source|origin|old|current)_/.test(k))!;
@@ -212,21 +250,39 @@ describe('pretraining corpus', () => {
       const to = String(parsed.arguments[toKey]);
       assert.notEqual(from, to);
       // The request says which is which by its words, not by the parameters' names.
-      assert.ok(user.includes(`from ${from}`) || user.includes(`out of ${from}`) || user.includes(`${from} to ${to}`), `${fromKey}=${from} in ${user}`);
+      assert.ok(
+        user.includes(`from ${from}`) || user.includes(`out of ${from}`) || user.includes(`${from} to ${to}`),
+        `${fromKey}=${from} in ${user}`,
+      );
       assert.ok(user.includes(`to ${to}`), `${toKey}=${to} in ${user}`);
-      for (const key of keys) assert.ok(!user.includes(key.replace(/_/g, ' ')) || key === 'number', `the request names no parameter (${key}): ${user}`);
-      for (const value of Object.values(parsed.arguments)) assert.ok(user.includes(String(value)), `${value} copied from the request`);
+      for (const key of keys)
+        assert.ok(
+          !user.includes(key.replace(/_/g, ' ')) || key === 'number',
+          `the request names no parameter (${key}): ${user}`,
+        );
+      for (const value of Object.values(parsed.arguments))
+        assert.ok(user.includes(String(value)), `${value} copied from the request`);
       // Every argument is one the offered schema takes, with an option it lists when it lists options.
-      const schema = JSON.parse(all.split('\n').find((line) => line.includes(`"name": "${parsed.name}"`))!) as { function: { parameters: { properties: Record<string, { enum?: string[] }> } } };
+      const schema = JSON.parse(all.split('\n').find((line) => line.includes(`"name": "${parsed.name}"`))!) as {
+        function: { parameters: { properties: Record<string, { enum?: string[] }> } };
+      };
       for (const [key, value] of Object.entries(parsed.arguments)) {
         const property = schema.function.parameters.properties[key];
         assert.ok(property, `${key} in the schema`);
-        if (property.enum) assert.ok(property.enum.includes(String(value)), `${value} among ${property.enum.join(', ')}`);
+        if (property.enum)
+          assert.ok(property.enum.includes(String(value)), `${value} among ${property.enum.join(', ')}`);
       }
-      if (Object.keys(schema.function.parameters.properties).indexOf(fromKey) > Object.keys(schema.function.parameters.properties).indexOf(toKey)) schemaOrderDiffers++;
+      if (
+        Object.keys(schema.function.parameters.properties).indexOf(fromKey) >
+        Object.keys(schema.function.parameters.properties).indexOf(toKey)
+      )
+        schemaOrderDiffers++;
       assert.equal(targetTexts(episode, 'tool_answer').length, 1);
     }
-    assert.ok(schemaOrderDiffers >= 5 && schemaOrderDiffers <= 35, `the schema lists the pair in either order (${schemaOrderDiffers} of 40 reversed)`);
+    assert.ok(
+      schemaOrderDiffers >= 5 && schemaOrderDiffers <= 35,
+      `the schema lists the pair in either order (${schemaOrderDiffers} of 40 reversed)`,
+    );
   });
 
   it('states the answer format whenever it asks for one', () => {
@@ -244,7 +300,11 @@ describe('pretraining corpus', () => {
     for (let i = 0; i < 100; i++) {
       const tool = generateTool(random);
       assert.match(tool.name, /^[a-z][a-z_]*$/);
-      const parameters = tool.spec.function.parameters as { type: string; properties: Record<string, { type?: string; enum?: unknown[] }>; required: string[] };
+      const parameters = tool.spec.function.parameters as {
+        type: string;
+        properties: Record<string, { type?: string; enum?: unknown[] }>;
+        required: string[];
+      };
       assert.equal(parameters.type, 'object');
       assert.ok(!('$schema' in parameters));
       for (const p of Object.values(parameters.properties)) types.add(p.enum ? 'enum' : p.type!);
@@ -271,7 +331,10 @@ describe('pretraining corpus', () => {
     const { mix } = BASE_RECIPE.data;
     const rows = packStep(context, { prose: 1 }, { target: 1, text: 0.1, sampleBelowOne: 0.25 }, 8, 512, 1, 1);
     const scored = rows.flatMap((r) => [...r.weights].filter((w) => w > 0));
-    assert.ok(scored.every((w) => Math.abs(w - 0.4) < 1e-6), 'kept tokens carry 0.1 / 0.25');
+    assert.ok(
+      scored.every((w) => Math.abs(w - 0.4) < 1e-6),
+      'kept tokens carry 0.1 / 0.25',
+    );
     const total = rows.reduce((a, r) => a + r.weights.reduce((x, w) => x + w, 0), 0);
     const expected = rows.reduce((a, r) => a + r.ids.filter((id) => id !== context.endOfText).length, 0) * 0.1;
     assert.ok(Math.abs(total / expected - 1) < 0.1, `Σw ${total.toFixed(1)} ≈ ${expected.toFixed(1)}`);

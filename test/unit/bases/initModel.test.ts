@@ -25,16 +25,29 @@ before(() => {
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const continued = (changes: Partial<Recipe> = {}): Recipe => parseRecipe({ ...BASE_RECIPE, init: { model: 'rollout-studio:base', sha256: baseSha }, ...changes }, 'r.json');
+const continued = (changes: Partial<Recipe> = {}): Recipe =>
+  parseRecipe({ ...BASE_RECIPE, init: { model: 'rollout-studio:base', sha256: baseSha }, ...changes }, 'r.json');
 
 describe("a recipe's init model", () => {
   it('is validated as a model name and a SHA-256, and joins the hash only when present', () => {
-    assert.throws(() => parseRecipe({ ...BASE_RECIPE, init: { model: 'rollout-studio:base', sha256: 'abc' } }, 'r.json'), /r\.json: init\.sha256: expected the 64 hex digits of a SHA-256/);
-    assert.throws(() => parseRecipe({ ...BASE_RECIPE, init: { model: '', sha256: baseSha } }, 'r.json'), /r\.json: init\.model/);
+    assert.throws(
+      () => parseRecipe({ ...BASE_RECIPE, init: { model: 'rollout-studio:base', sha256: 'abc' } }, 'r.json'),
+      /r\.json: init\.sha256: expected the 64 hex digits of a SHA-256/,
+    );
+    assert.throws(
+      () => parseRecipe({ ...BASE_RECIPE, init: { model: '', sha256: baseSha } }, 'r.json'),
+      /r\.json: init\.model/,
+    );
     assert.notEqual(recipeHash(continued()), recipeHash(BASE_RECIPE));
-    assert.notEqual(recipeHash(continued()), recipeHash(continued({ init: { model: 'rollout-studio:base', sha256: '0'.repeat(64) } })));
+    assert.notEqual(
+      recipeHash(continued()),
+      recipeHash(continued({ init: { model: 'rollout-studio:base', sha256: '0'.repeat(64) } })),
+    );
     // The shipped base's recipe, written before `init` existed, keeps its hash.
-    const shipped = parseRecipe(JSON.parse(fs.readFileSync(path.join(builtInModelDir('base'), 'pretrain_recipe.json'), 'utf8')), 'pretrain_recipe.json');
+    const shipped = parseRecipe(
+      JSON.parse(fs.readFileSync(path.join(builtInModelDir('base'), 'pretrain_recipe.json'), 'utf8')),
+      'pretrain_recipe.json',
+    );
     assert.equal(recipeHash(shipped), recipeHash(BASE_RECIPE));
   });
 
@@ -43,19 +56,66 @@ describe("a recipe's init model", () => {
     const { source } = copyInitModel(continued(), tokenizerDir, out);
     assert.equal(source, builtInModelDir('base'));
     assert.equal(fileSha256(path.join(out, 'model.safetensors')), baseSha);
-    assert.deepEqual(fs.readdirSync(out).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+    assert.deepEqual(fs.readdirSync(out).sort(), [
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
   });
 
   it('refuses other weights, another shape and another tokenizer, naming what differs', () => {
     const other = '0'.repeat(64);
-    assert.throws(() => copyInitModel(continued({ init: { model: 'rollout-studio:base', sha256: other } }), tokenizerDir, path.join(dir, 'a')), new RegExp(`init\\.model "rollout-studio:base": model\\.safetensors has SHA-256 ${baseSha}, and init\\.sha256 pins ${other}`));
-    assert.throws(() => copyInitModel(continued({ model: { ...BASE_RECIPE.model, layers: 6 } }), tokenizerDir, path.join(dir, 'b')), /config\.json's num_hidden_layers is 4, and the recipe's model\.layers is 6/);
-    assert.throws(() => copyInitModel(continued({ model: { ...BASE_RECIPE.model, maxPositionEmbeddings: 4096 } }), tokenizerDir, path.join(dir, 'c')), /max_position_embeddings is 2048, and the recipe's model\.maxPositionEmbeddings is 4096/);
+    assert.throws(
+      () =>
+        copyInitModel(
+          continued({ init: { model: 'rollout-studio:base', sha256: other } }),
+          tokenizerDir,
+          path.join(dir, 'a'),
+        ),
+      new RegExp(
+        `init\\.model "rollout-studio:base": model\\.safetensors has SHA-256 ${baseSha}, and init\\.sha256 pins ${other}`,
+      ),
+    );
+    assert.throws(
+      () => copyInitModel(continued({ model: { ...BASE_RECIPE.model, layers: 6 } }), tokenizerDir, path.join(dir, 'b')),
+      /config\.json's num_hidden_layers is 4, and the recipe's model\.layers is 6/,
+    );
+    assert.throws(
+      () =>
+        copyInitModel(
+          continued({ model: { ...BASE_RECIPE.model, maxPositionEmbeddings: 4096 } }),
+          tokenizerDir,
+          path.join(dir, 'c'),
+        ),
+      /max_position_embeddings is 2048, and the recipe's model\.maxPositionEmbeddings is 4096/,
+    );
     const smaller = path.join(dir, 'tokenizer-900');
     truncateBpeTokenizer(qwen3TokenizerDir(), 900, smaller);
-    assert.throws(() => copyInitModel(continued({ tokenizer: { merges: 900 } }), smaller, path.join(dir, 'd')), /its tokenizer is not the one tokenizer\.merges 900 makes/);
-    assert.throws(() => copyInitModel(continued({ init: { model: path.join(dir, 'nowhere'), sha256: baseSha } }), tokenizerDir, path.join(dir, 'e')), /nowhere[/\\]model\.safetensors is missing/);
-    assert.throws(() => copyInitModel(continued({ init: { model: 'rollout-studio:large', sha256: baseSha } }), tokenizerDir, path.join(dir, 'f')), /"rollout-studio:large" is not a built-in model/);
-    for (const refused of ['a', 'b', 'c', 'd', 'e', 'f']) assert.ok(!fs.existsSync(path.join(dir, refused)), `nothing copied for ${refused}`);
+    assert.throws(
+      () => copyInitModel(continued({ tokenizer: { merges: 900 } }), smaller, path.join(dir, 'd')),
+      /its tokenizer is not the one tokenizer\.merges 900 makes/,
+    );
+    assert.throws(
+      () =>
+        copyInitModel(
+          continued({ init: { model: path.join(dir, 'nowhere'), sha256: baseSha } }),
+          tokenizerDir,
+          path.join(dir, 'e'),
+        ),
+      /nowhere[/\\]model\.safetensors is missing/,
+    );
+    assert.throws(
+      () =>
+        copyInitModel(
+          continued({ init: { model: 'rollout-studio:large', sha256: baseSha } }),
+          tokenizerDir,
+          path.join(dir, 'f'),
+        ),
+      /"rollout-studio:large" is not a built-in model/,
+    );
+    for (const refused of ['a', 'b', 'c', 'd', 'e', 'f'])
+      assert.ok(!fs.existsSync(path.join(dir, refused)), `nothing copied for ${refused}`);
   });
 });

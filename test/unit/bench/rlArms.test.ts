@@ -14,7 +14,10 @@ describe('the paired bootstrap over (seed, question)', () => {
     const ci = pairedBootstrap(scores, undefined, { resamples: 4000, seed: 3 });
     const half = 1.96 * Math.sqrt(0.25 / 400);
     assert.equal(ci.mean, 0.5);
-    assert.ok(Math.abs(ci.low - (0.5 - half)) < 0.006 && Math.abs(ci.high - (0.5 + half)) < 0.006, `[${ci.low}, ${ci.high}] against ±${half}`);
+    assert.ok(
+      Math.abs(ci.low - (0.5 - half)) < 0.006 && Math.abs(ci.high - (0.5 + half)) < 0.006,
+      `[${ci.low}, ${ci.high}] against ±${half}`,
+    );
   });
 
   it('pairs the arms cell by cell: a constant difference has a zero-width interval, however much the questions vary', () => {
@@ -24,7 +27,12 @@ describe('the paired bootstrap over (seed, question)', () => {
     ];
     const better = base.map((row) => row.map((v) => v + 0.25));
     const paired = pairedBootstrap(better, base, { seed: 5 });
-    assert.ok(Math.abs(paired.mean - 0.25) < 1e-12 && Math.abs(paired.low - 0.25) < 1e-12 && Math.abs(paired.high - 0.25) < 1e-12, JSON.stringify(paired));
+    assert.ok(
+      Math.abs(paired.mean - 0.25) < 1e-12 &&
+        Math.abs(paired.low - 0.25) < 1e-12 &&
+        Math.abs(paired.high - 0.25) < 1e-12,
+      JSON.stringify(paired),
+    );
     const alone = pairedBootstrap(better, undefined, { seed: 5 });
     assert.ok(alone.high - alone.low > 0.3, 'one arm alone varies with the questions drawn');
     assert.equal(separation(paired), 'ahead');
@@ -40,7 +48,10 @@ describe('the paired bootstrap over (seed, question)', () => {
   });
 
   it('is deterministic given its seed', () => {
-    const scores = [Array.from({ length: 30 }, (_, q) => (q * 7) % 3 === 0 ? 1 : 0), Array.from({ length: 30 }, (_, q) => (q * 5) % 4 === 0 ? 1 : 0)];
+    const scores = [
+      Array.from({ length: 30 }, (_, q) => ((q * 7) % 3 === 0 ? 1 : 0)),
+      Array.from({ length: 30 }, (_, q) => ((q * 5) % 4 === 0 ? 1 : 0)),
+    ];
     assert.deepEqual(pairedBootstrap(scores, undefined, { seed: 9 }), pairedBootstrap(scores, undefined, { seed: 9 }));
     // Another seed draws other resamples: with few of them the percentiles move.
     const few = (seed: number) => pairedBootstrap(scores, undefined, { seed, resamples: 50, level: 0.8 });
@@ -59,8 +70,15 @@ describe('equal budgets', () => {
   const budget = armBudget(shape, 1e-4);
 
   it("the example's shape: 48 optimizer steps of 16 sequences, 384 trajectories trained twice, 768 demonstrations", () => {
-    assert.deepEqual([budget.optimizerSteps, budget.batchSize, budget.trajectories, budget.sequencePasses], [48, 16, 384, 768]);
-    assert.equal(budget.sequencePasses / budget.batchSize, budget.optimizerSteps, 'an SFT arm of that many demonstrations makes as many optimizer steps');
+    assert.deepEqual(
+      [budget.optimizerSteps, budget.batchSize, budget.trajectories, budget.sequencePasses],
+      [48, 16, 384, 768],
+    );
+    assert.equal(
+      budget.sequencePasses / budget.batchSize,
+      budget.optimizerSteps,
+      'an SFT arm of that many demonstrations makes as many optimizer steps',
+    );
     assert.deepEqual([budget.rl.warmupSteps, budget.sft.warmupSteps], [3, 12]);
   });
 
@@ -68,8 +86,13 @@ describe('equal budgets', () => {
     const perRlStep = shape.epochs * shape.miniBatches;
     for (let j = 0; j < shape.steps; j++) {
       const rl = learningRate(budget.rl, j, shape.steps);
-      const sft = Array.from({ length: perRlStep }, (_, k) => learningRate(budget.sft, j * perRlStep + k, budget.optimizerSteps));
-      assert.ok(rl >= Math.min(...sft) - 1e-15 && rl <= Math.max(...sft) + 1e-15, `RL step ${j + 1}: ${rl} outside [${Math.min(...sft)}, ${Math.max(...sft)}]`);
+      const sft = Array.from({ length: perRlStep }, (_, k) =>
+        learningRate(budget.sft, j * perRlStep + k, budget.optimizerSteps),
+      );
+      assert.ok(
+        rl >= Math.min(...sft) - 1e-15 && rl <= Math.max(...sft) + 1e-15,
+        `RL step ${j + 1}: ${rl} outside [${Math.min(...sft)}, ${Math.max(...sft)}]`,
+      );
     }
     assert.equal(learningRate(budget.sft, 11, 48), 1e-4, 'the peak, at the end of the warm-up');
     assert.ok(Math.abs(learningRate(budget.sft, 48, 48) - 1e-5) < 1e-18, 'decays to a tenth');
@@ -90,10 +113,28 @@ describe('equal budgets', () => {
 
   it('the score grid: seeds by questions in the given order, calls per trajectory, a missing question named', () => {
     const runs = [
-      { label: 'C seed 1', questions: [{ rowId: 'b', score: 1, calls: 2 }, { rowId: 'a', score: 0, calls: 1 }] },
-      { label: 'C seed 2', questions: [{ rowId: 'a', score: 1, calls: 3 }, { rowId: 'b', score: 1, calls: 2 }] },
+      {
+        label: 'C seed 1',
+        questions: [
+          { rowId: 'b', score: 1, calls: 2 },
+          { rowId: 'a', score: 0, calls: 1 },
+        ],
+      },
+      {
+        label: 'C seed 2',
+        questions: [
+          { rowId: 'a', score: 1, calls: 3 },
+          { rowId: 'b', score: 1, calls: 2 },
+        ],
+      },
     ];
-    assert.deepEqual(scoreGrid(runs, ['a', 'b']), { scores: [[0, 1], [1, 1]], callsPerTrajectory: 2 });
+    assert.deepEqual(scoreGrid(runs, ['a', 'b']), {
+      scores: [
+        [0, 1],
+        [1, 1],
+      ],
+      callsPerTrajectory: 2,
+    });
     assert.throws(() => scoreGrid(runs, ['a', 'c']), /C seed 1: no evaluation of question c/);
   });
 });

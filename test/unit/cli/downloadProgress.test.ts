@@ -21,7 +21,15 @@ const steps: PullProgress[] = [
   { repo: 'o/m', file: 'config.json', fileIndex: 1, fileCount: 2, done: 0, total: 2_000_000, finished: false },
   { repo: 'o/m', file: 'config.json', fileIndex: 1, fileCount: 2, done: 1000, total: 2_000_000, finished: false },
   { repo: 'o/m', file: 'model.safetensors', fileIndex: 2, fileCount: 2, done: 1000, total: 2_000_000, finished: false },
-  { repo: 'o/m', file: 'model.safetensors', fileIndex: 2, fileCount: 2, done: 1_000_000, total: 2_000_000, finished: false },
+  {
+    repo: 'o/m',
+    file: 'model.safetensors',
+    fileIndex: 2,
+    fileCount: 2,
+    done: 1_000_000,
+    total: 2_000_000,
+    finished: false,
+  },
   { repo: 'o/m', file: undefined, fileIndex: 2, fileCount: 2, done: 2_000_000, total: 2_000_000, finished: true },
 ];
 

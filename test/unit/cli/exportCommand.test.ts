@@ -26,7 +26,10 @@ describe('export command', () => {
   it('its usage lists both targets, the overview line first', () => {
     const [first] = exportUsage.split('\n');
     assert.match(first, /export gguf .* \| export verl /);
-    assert.match(exportUsage, /rollout-studio export gguf <run\|checkpoint\|model> --out FILE \[--type f32\|f16\|q8_0\]/);
+    assert.match(
+      exportUsage,
+      /rollout-studio export gguf <run\|checkpoint\|model> --out FILE \[--type f32\|f16\|q8_0\]/,
+    );
     assert.match(exportUsage, /rollout-studio export verl <config\.ts> --out DIR/);
   });
 });

@@ -24,7 +24,17 @@ function twoCallTrajectory(): TrajectoryRecord {
         logprob: { mean: -0.3163, min: -4.1 },
         entropy: { mean: 0.812 },
         toolCalls: [
-          { index: 0, name: 'search', arguments: { query: 'Northwind' }, raw: '{"name": "search", "arguments": {"query": "Northwind"}}', observation: 'Northwind Labs is in Veldmark.', truncated: false, latencyMs: 12.4, processReward: 0.2, tokenEnd: 40 },
+          {
+            index: 0,
+            name: 'search',
+            arguments: { query: 'Northwind' },
+            raw: '{"name": "search", "arguments": {"query": "Northwind"}}',
+            observation: 'Northwind Labs is in Veldmark.',
+            truncated: false,
+            latencyMs: 12.4,
+            processReward: 0.2,
+            tokenEnd: 40,
+          },
           {
             index: 1,
             raw: '{"name": "search", "arguments": {"query": "Labs"',
@@ -36,8 +46,22 @@ function twoCallTrajectory(): TrajectoryRecord {
           },
         ],
       },
-      { index: 2, role: 'tool', text: '<tool_response>\nNorthwind Labs is in Veldmark.\n</tool_response>', tokenStart: 53, tokenEnd: 70 },
-      { index: 3, role: 'assistant', text: '<answer>Veldmark</answer>', tokenStart: 70, tokenEnd: 80, finish: 'eos', logprob: { mean: -0.1, min: -0.5 } },
+      {
+        index: 2,
+        role: 'tool',
+        text: '<tool_response>\nNorthwind Labs is in Veldmark.\n</tool_response>',
+        tokenStart: 53,
+        tokenEnd: 70,
+      },
+      {
+        index: 3,
+        role: 'assistant',
+        text: '<answer>Veldmark</answer>',
+        tokenStart: 70,
+        tokenEnd: 80,
+        finish: 'eos',
+        logprob: { mean: -0.1, min: -0.5 },
+      },
     ],
     finishReason: 'answered',
     answer: 'Veldmark',
@@ -66,10 +90,16 @@ describe('renderTranscript', () => {
     const lines = text.split('\n');
     assert.equal(turnLines.length, 4);
     assert.equal(lines[turnLines[0]], '── user (turn 0) ─ 12 tokens ──');
-    assert.equal(lines[turnLines[1]], '── assistant (turn 1) ─ 41 tokens · logprob mean -0.32 min -4.10 · entropy 0.81 · tool_call ──');
+    assert.equal(
+      lines[turnLines[1]],
+      '── assistant (turn 1) ─ 41 tokens · logprob mean -0.32 min -4.10 · entropy 0.81 · tool_call ──',
+    );
     assert.equal(lines[turnLines[2]], '── tool (turn 2) ─ 17 tokens ──');
     // The body follows the header exactly as written, tags included.
-    assert.equal(lines.slice(turnLines[1] + 1, turnLines[1] + 1 + t.turns[1].text.split('\n').length).join('\n'), t.turns[1].text);
+    assert.equal(
+      lines.slice(turnLines[1] + 1, turnLines[1] + 1 + t.turns[1].text.split('\n').length).join('\n'),
+      t.turns[1].text,
+    );
     assert.equal(lines.slice(turnLines[2] + 1, turnLines[2] + 4).join('\n'), t.turns[2].text);
   });
 
@@ -113,7 +143,25 @@ describe('renderTranscript', () => {
     const full = twoCallTrajectory();
     const live: TrajectoryRecord = {
       ...full,
-      turns: [full.turns[0], { ...full.turns[1], toolCalls: [{ index: 0, name: 'search', arguments: { query: 'Northwind' }, raw: full.turns[1].toolCalls![0].raw, observation: '', truncated: false, latencyMs: 0, pending: true, tokenEnd: 40 }] }],
+      turns: [
+        full.turns[0],
+        {
+          ...full.turns[1],
+          toolCalls: [
+            {
+              index: 0,
+              name: 'search',
+              arguments: { query: 'Northwind' },
+              raw: full.turns[1].toolCalls![0].raw,
+              observation: '',
+              truncated: false,
+              latencyMs: 0,
+              pending: true,
+              tokenEnd: 40,
+            },
+          ],
+        },
+      ],
       rewards: { outcome: 0, process: 0, total: 0, components: {} },
       advantage: undefined,
       answer: undefined,
@@ -128,7 +176,10 @@ describe('renderTranscript', () => {
 
     const after = renderTranscript(live, { endedBy: 'the run stopped' });
     const lines = after.text.split('\n');
-    assert.equal(lines[1], 'note: the run stopped before step 4 was recorded; this is the trajectory as the debugger last saw it');
+    assert.equal(
+      lines[1],
+      'note: the run stopped before step 4 was recorded; this is the trajectory as the debugger last saw it',
+    );
     assert.equal(lines[3], 'finish: not finished');
     assert.equal(lines[4], 'rewards: never computed (the run stopped before step 4 was scored)');
     assert.equal(lines[after.callLines[0].resultLine], '⟨call 0 search · result never known: the run stopped first⟩');
@@ -137,20 +188,27 @@ describe('renderTranscript', () => {
     assert.doesNotMatch(after.text, /not run yet|pending|in progress/);
 
     // A trajectory that had reached its end keeps its finish reason; a recorded one ignores endedBy.
-    assert.match(renderTranscript({ ...live, inFlight: { ended: true } }, { endedBy: 'the run stopped' }).text, /^finish: answered$/m);
+    assert.match(
+      renderTranscript({ ...live, inFlight: { ended: true } }, { endedBy: 'the run stopped' }).text,
+      /^finish: answered$/m,
+    );
     assert.equal(renderTranscript(full, { endedBy: 'the run stopped' }).text, renderTranscript(full).text);
   });
 
   it('renders every recorded fixture trajectory with consistent line tables', () => {
     let seed = 11;
-    const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     for (let i = 0; i < 40; i++) {
       const t = buildTrajectory(1 + (i % 5), i, 4, random);
       const { text, turnLines, callLines, endLine } = renderTranscript(t);
       const lines = text.split('\n');
       assert.equal(turnLines.length, t.turns.length);
-      for (const [k, line] of turnLines.entries()) assert.match(lines[line], new RegExp(`^── ${t.turns[k].role} \\(turn ${k}\\)`));
-      assert.equal(callLines.length, t.turns.reduce((n, turn) => n + (turn.toolCalls?.length ?? 0), 0));
+      for (const [k, line] of turnLines.entries())
+        assert.match(lines[line], new RegExp(`^── ${t.turns[k].role} \\(turn ${k}\\)`));
+      assert.equal(
+        callLines.length,
+        t.turns.reduce((n, turn) => n + (turn.toolCalls?.length ?? 0), 0),
+      );
       for (const c of callLines) {
         assert.equal(lines[c.line], '<tool_call>');
         assert.match(lines[c.resultLine], /^⟨call \d+/);

@@ -69,7 +69,10 @@ describe('expression evaluator', () => {
   });
 
   it('names unknown fields when the expression is compiled, listing what exists', () => {
-    assert.throws(() => compileExpression('rewad < 0', Object.keys(context)), /unknown name "rewad"; the turn context has: turn, role, reward/);
+    assert.throws(
+      () => compileExpression('rewad < 0', Object.keys(context)),
+      /unknown name "rewad"; the turn context has: turn, role, reward/,
+    );
     assert.throws(() => compileExpression('process.mainModule', ['turn']), /unknown name "process"/);
     // Field names after a dot are not context names.
     assert.doesNotThrow(() => compileExpression('call.whatever', ['call']));
@@ -89,7 +92,10 @@ describe('expression evaluator', () => {
 
 describe('logpoint templates', () => {
   it('interpolates {expressions} and keeps {{ }} as braces', () => {
-    const template = compileTemplate('turn {turn}: {call.name}({json(call.arguments)}) {{literal}}', Object.keys(context));
+    const template = compileTemplate(
+      'turn {turn}: {call.name}({json(call.arguments)}) {{literal}}',
+      Object.keys(context),
+    );
     assert.equal(template.render(context), 'turn 4: search({"query":"Ada Brenner","k":3}) {literal}');
   });
 

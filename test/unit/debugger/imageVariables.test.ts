@@ -19,8 +19,26 @@ function trajectoryWithImages() {
     if (!turn) continue;
     const sha = (c: string) => c.repeat(64);
     record.images = [
-      { sha256: sha('a'), format: 'png', file: `images/${sha('a')}.png`, width: 32, height: 24, tokenStart: 2, tokens: 12, from: { kind: 'prompt' } },
-      { sha256: sha('b'), format: 'webp', file: `images/${sha('b')}.webp`, width: 16, height: 16, tokenStart: turn.tokenEnd, tokens: 4, from: { kind: 'tool', turn: turn.index, call: 0 } },
+      {
+        sha256: sha('a'),
+        format: 'png',
+        file: `images/${sha('a')}.png`,
+        width: 32,
+        height: 24,
+        tokenStart: 2,
+        tokens: 12,
+        from: { kind: 'prompt' },
+      },
+      {
+        sha256: sha('b'),
+        format: 'webp',
+        file: `images/${sha('b')}.webp`,
+        width: 16,
+        height: 16,
+        tokenStart: turn.tokenEnd,
+        tokens: 4,
+        from: { kind: 'tool', turn: turn.index, call: 0 },
+      },
     ];
     return { record, turn: turn.index };
   }
@@ -31,9 +49,20 @@ describe('debugger variables with images', () => {
     const { record, turn } = trajectoryWithImages();
     const store = new VariableStore();
     const imagesAt = (phase: 'call' | 'result') => {
-      const scopes = store.scopes({ step: 1, trajectory: record, turn, call: 0, isEnd: false, visibleAt: { trajectory: 0, phase, turn, call: 0 }, runDirectory: '/runs/r1' });
+      const scopes = store.scopes({
+        step: 1,
+        trajectory: record,
+        turn,
+        call: 0,
+        isEnd: false,
+        visibleAt: { trajectory: 0, phase, turn, call: 0 },
+        runDirectory: '/runs/r1',
+      });
       const scope = scopes.find((s) => s.name.startsWith('Images'));
-      return { name: scope?.name, items: scope ? store.variables(scope.variablesReference).map((v) => store.variables(v.variablesReference)) : [] };
+      return {
+        name: scope?.name,
+        items: scope ? store.variables(scope.variablesReference).map((v) => store.variables(v.variablesReference)) : [],
+      };
     };
     const before = imagesAt('call');
     assert.equal(before.name, 'Images (1)');

@@ -40,7 +40,8 @@ function markdownPages(): string[] {
 const withoutCode = (text: string) => text.replace(/^```[^\n]*\n[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
 
 /** The targets of `[text](target)` and `![alt](target)` links. */
-const linkTargets = (text: string) => [...withoutCode(text).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]);
+const linkTargets = (text: string) =>
+  [...withoutCode(text).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]);
 
 /** GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
 export function headingAnchors(text: string): Set<string> {
@@ -63,10 +64,12 @@ export function headingAnchors(text: string): Set<string> {
 function brokenLink(page: string, target: string): string | undefined {
   if (/^[a-z][a-z+.-]*:/i.test(target)) return undefined; // https:, mailto:
   const [file, anchor] = target.split('#', 2) as [string, string | undefined];
-  const resolved = file === '' ? page : path.posix.normalize(path.posix.join(path.posix.dirname(page), decodeURI(file)));
+  const resolved =
+    file === '' ? page : path.posix.normalize(path.posix.join(path.posix.dirname(page), decodeURI(file)));
   if (resolved.startsWith('..')) return `${target}: leaves the repository`;
   if (!fs.existsSync(path.join(ROOT, resolved))) return `${target}: no such file (${resolved})`;
-  if (anchor !== undefined && resolved.endsWith('.md') && !headingAnchors(read(resolved)).has(anchor)) return `${target}: ${resolved} has no heading #${anchor}`;
+  if (anchor !== undefined && resolved.endsWith('.md') && !headingAnchors(read(resolved)).has(anchor))
+    return `${target}: ${resolved} has no heading #${anchor}`;
   return undefined;
 }
 
@@ -98,15 +101,22 @@ function commandsIn(text: string): string[] {
 /** What is wrong with a shown command, or undefined when the script or command and its options exist. */
 function brokenCommand(command: string, scripts: Record<string, string>): string | undefined {
   const words = command.replace(/^([A-Z_]+=\S+\s+)+/, '').split(/\s+/);
-  if (words[0] === 'npm' && words[1] === 'run') return words[2] in scripts ? undefined : `${command}: package.json has no script "${words[2]}"`;
-  if (words[0] === 'npm' && words[1] === 'test') return 'test' in scripts ? undefined : `${command}: package.json has no test script`;
-  if (words[0] === 'npm') return ['install', 'pack', 'audit'].includes(words[1]) ? undefined : `${command}: an npm command this test does not know`;
+  if (words[0] === 'npm' && words[1] === 'run')
+    return words[2] in scripts ? undefined : `${command}: package.json has no script "${words[2]}"`;
+  if (words[0] === 'npm' && words[1] === 'test')
+    return 'test' in scripts ? undefined : `${command}: package.json has no test script`;
+  if (words[0] === 'npm')
+    return ['install', 'pack', 'audit'].includes(words[1])
+      ? undefined
+      : `${command}: an npm command this test does not know`;
   if (words[0] !== 'npx' || words[1] !== 'rollout-studio') return `${command}: neither npm nor npx rollout-studio`;
   if (words[2] === '--help') return undefined;
   const name = words[2] === 'export' || words[2] === 'import' ? `${words[2]} ${words[3]}` : words[2];
   const usage = USAGE[name];
   if (usage === undefined) return `${command}: rollout-studio has no command "${name}"`;
-  const unknown = words.filter((w) => w.startsWith('--') && w !== '--help' && !new RegExp(`(^|[\\s\\[|])${w.split('=')[0]}\\b`).test(usage));
+  const unknown = words.filter(
+    (w) => w.startsWith('--') && w !== '--help' && !new RegExp(`(^|[\\s\\[|])${w.split('=')[0]}\\b`).test(usage),
+  );
   return unknown.length === 0 ? undefined : `${command}: "${name} --help" lists no ${unknown.join(', ')}`;
 }
 
@@ -118,14 +128,18 @@ export function changelogProblems(text: string, version: string): string[] {
   const releases = [...text.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
   if (releases[0] !== '[Unreleased]') problems.push(`the first release is "${releases[0]}", not "[Unreleased]"`);
   for (const release of releases.slice(1)) {
-    if (!/^\[\d+\.\d+\.\d+\] - \d{4}-\d{2}-\d{2}$/.test(release)) problems.push(`"## ${release}" is not "## [x.y.z] - YYYY-MM-DD"`);
+    if (!/^\[\d+\.\d+\.\d+\] - \d{4}-\d{2}-\d{2}$/.test(release))
+      problems.push(`"## ${release}" is not "## [x.y.z] - YYYY-MM-DD"`);
   }
-  if (!releases.some((r) => r.startsWith(`[${version}] `))) problems.push(`no section for package.json's version ${version}`);
+  if (!releases.some((r) => r.startsWith(`[${version}] `)))
+    problems.push(`no section for package.json's version ${version}`);
   for (const section of text.split(/^## /m).slice(1)) {
     const release = section.slice(0, section.indexOf('\n'));
     const types = [...section.matchAll(/^### (.+)$/gm)].map((m) => m[1]);
     for (const type of types.filter((t, i) => !CHANGE_TYPES.includes(t) || types.indexOf(t) !== i)) {
-      problems.push(`${release}: "### ${type}" is ${CHANGE_TYPES.includes(type) ? 'repeated' : `not one of ${CHANGE_TYPES.join(', ')}`}`);
+      problems.push(
+        `${release}: "### ${type}" is ${CHANGE_TYPES.includes(type) ? 'repeated' : `not one of ${CHANGE_TYPES.join(', ')}`}`,
+      );
     }
   }
   return problems;
@@ -134,15 +148,29 @@ export function changelogProblems(text: string, version: string): string[] {
 describe('documentation', () => {
   it(`the README is at most ${README_MAX_LINES} lines`, () => {
     const lines = read('README.md').trimEnd().split('\n').length;
-    assert.ok(lines <= README_MAX_LINES, `README.md has ${lines} lines; move the detail next to what it describes and link it`);
+    assert.ok(
+      lines <= README_MAX_LINES,
+      `README.md has ${lines} lines; move the detail next to what it describes and link it`,
+    );
   });
 
   it('every relative link of every Markdown page reaches a file, and the heading it names', () => {
     const pages = markdownPages();
-    for (const page of ['README.md', 'CHANGELOG.md', 'trainer/ARCHITECTURE.md', 'trainer/TROUBLESHOOTING.md', 'test/bench/README.md', 'examples/currency-agent/README.md']) {
+    for (const page of [
+      'README.md',
+      'CHANGELOG.md',
+      'trainer/ARCHITECTURE.md',
+      'trainer/TROUBLESHOOTING.md',
+      'test/bench/README.md',
+      'examples/currency-agent/README.md',
+    ]) {
       assert.ok(pages.includes(page), `${page} is among the pages checked`);
     }
-    const broken = pages.flatMap((page) => linkTargets(read(page)).flatMap((target) => brokenLink(page, target) ?? []).map((why) => `${page}: ${why}`));
+    const broken = pages.flatMap((page) =>
+      linkTargets(read(page))
+        .flatMap((target) => brokenLink(page, target) ?? [])
+        .map((why) => `${page}: ${why}`),
+    );
     assert.deepEqual(broken, []);
   });
 
@@ -151,22 +179,31 @@ describe('documentation', () => {
     const commands = commandsIn(read('README.md'));
     assert.ok(commands.includes('npm run demo') && commands.includes('npm test'), 'the main job and the tests');
     assert.ok(commands.filter((c) => c.startsWith('npx rollout-studio ')).length >= 14, 'the CLI at a glance');
-    assert.deepEqual(commands.flatMap((c) => brokenCommand(c, scripts) ?? []), []);
+    assert.deepEqual(
+      commands.flatMap((c) => brokenCommand(c, scripts) ?? []),
+      [],
+    );
   });
 
   it('the tutorial shows the example files as they are', () => {
     const dir = 'examples/currency-agent';
-    const blocks = Object.fromEntries([...read(`${dir}/README.md`).matchAll(/^```ts (\S+)\n([\s\S]*?)^```/gm)].map((m) => [m[1], m[2]]));
+    const blocks = Object.fromEntries(
+      [...read(`${dir}/README.md`).matchAll(/^```ts (\S+)\n([\s\S]*?)^```/gm)].map((m) => [m[1], m[2]]),
+    );
     const files = fs.readdirSync(path.join(ROOT, dir)).filter((f) => f.endsWith('.ts'));
     assert.deepEqual(Object.keys(blocks).sort(), files.sort());
-    for (const file of files) assert.equal(blocks[file], read(`${dir}/${file}`), `${dir}/README.md's block for ${file}`);
+    for (const file of files)
+      assert.equal(blocks[file], read(`${dir}/${file}`), `${dir}/README.md's block for ${file}`);
   });
 
   it('the CHANGELOG follows Keep a Changelog and ships in the npm package and the .vsix', () => {
     const manifest = JSON.parse(read('package.json')) as { version: string; files: string[] };
     assert.deepEqual(changelogProblems(read('CHANGELOG.md'), manifest.version), []);
     assert.ok(manifest.files.includes('CHANGELOG.md'), "package.json's files (the npm tarball) has CHANGELOG.md");
-    assert.ok(read('.vscodeignore').split('\n').includes('!CHANGELOG.md'), '.vscodeignore keeps CHANGELOG.md in the .vsix');
+    assert.ok(
+      read('.vscodeignore').split('\n').includes('!CHANGELOG.md'),
+      '.vscodeignore keeps CHANGELOG.md in the .vsix',
+    );
   });
 
   it('the checks catch what they look for (planted mistakes)', () => {
@@ -178,15 +215,26 @@ describe('documentation', () => {
     assert.deepEqual([...headingAnchors('# A: `b c`\n## A: b c\n```sh\n# not a heading\n```\n')], ['a-b-c', 'a-b-c-1']);
     assert.match(brokenCommand('npm run no-such-script', scripts) ?? '', /no script "no-such-script"/);
     assert.match(brokenCommand('npx rollout-studio trian config.ts', scripts) ?? '', /no command "trian"/);
-    assert.match(brokenCommand('npx rollout-studio train config.ts --no-such-flag', scripts) ?? '', /lists no --no-such-flag/);
+    assert.match(
+      brokenCommand('npx rollout-studio train config.ts --no-such-flag', scripts) ?? '',
+      /lists no --no-such-flag/,
+    );
     assert.match(brokenCommand('npx rollout-studio export onnx RUN', scripts) ?? '', /no command "export onnx"/);
     assert.equal(brokenCommand('ONNXRUNTIME_NODE_INSTALL=skip npm install x.tgz', scripts), undefined);
     assert.deepEqual(linkTargets('[a](x.md) `[b](y.md)`\n```\n[c](z.md)\n```\n![d](e.png "title")'), ['x.md', 'e.png']);
-    const changelog = '# Changelog\n\n## [Unreleased]\n\n### Added\n\n- a\n\n## [0.1.0] - 2026-12-05\n\n### Added\n\n- b\n';
+    const changelog =
+      '# Changelog\n\n## [Unreleased]\n\n### Added\n\n- a\n\n## [0.1.0] - 2026-12-05\n\n### Added\n\n- b\n';
     assert.deepEqual(changelogProblems(changelog, '0.1.0'), []);
-    assert.deepEqual(changelogProblems(changelog.replace('- a\n', '- a\n\n### Added\n\n- c\n'), '0.1.0'), ['[Unreleased]: "### Added" is repeated']);
-    assert.deepEqual(changelogProblems(changelog.replace('### Added\n\n- b', '### New\n\n- b'), '0.1.0'), [`[0.1.0] - 2026-12-05: "### New" is not one of ${CHANGE_TYPES.join(', ')}`]);
-    assert.deepEqual(changelogProblems(changelog.replace(' - 2026-12-05', ''), '0.1.0'), ['"## [0.1.0]" is not "## [x.y.z] - YYYY-MM-DD"', "no section for package.json's version 0.1.0"]);
+    assert.deepEqual(changelogProblems(changelog.replace('- a\n', '- a\n\n### Added\n\n- c\n'), '0.1.0'), [
+      '[Unreleased]: "### Added" is repeated',
+    ]);
+    assert.deepEqual(changelogProblems(changelog.replace('### Added\n\n- b', '### New\n\n- b'), '0.1.0'), [
+      `[0.1.0] - 2026-12-05: "### New" is not one of ${CHANGE_TYPES.join(', ')}`,
+    ]);
+    assert.deepEqual(changelogProblems(changelog.replace(' - 2026-12-05', ''), '0.1.0'), [
+      '"## [0.1.0]" is not "## [x.y.z] - YYYY-MM-DD"',
+      "no section for package.json's version 0.1.0",
+    ]);
     assert.deepEqual(changelogProblems(changelog, '0.2.0'), ["no section for package.json's version 0.2.0"]);
   });
 });

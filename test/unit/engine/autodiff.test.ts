@@ -25,7 +25,11 @@ describe('grad', () => {
     const b = g.input('b', 'float64', [2, 2]);
     const [, db] = grad(op.reduceSum(op.exp(a)), [a, b]);
     g.output(db, 'db');
-    const { db: out } = await runGraphOnce(g, { a: f64([3], seeded(1)), b: f64([2, 2], seeded(2)) }, { provider: 'cpu' });
+    const { db: out } = await runGraphOnce(
+      g,
+      { a: f64([3], seeded(1)), b: f64([2, 2], seeded(2)) },
+      { provider: 'cpu' },
+    );
     assert.deepEqual(out.shape, [2, 2]);
     assert.deepEqual(Array.from(out.data as Float64Array), [0, 0, 0, 0]);
   });
@@ -34,7 +38,12 @@ describe('grad', () => {
     const g = new Graph('norule');
     const a = g.input('a', 'float32', [3]);
     const y = g.withScope('block', () => g.addNode('Acos', [a], [{ dtype: 'float32', shape: [3] }])[0]);
-    assert.throws(() => grad(op.reduceSum(y), [a]), (e: unknown) => e instanceof GraphBuildError && /no gradient rule for Acos \(node block\/Acos in scope "block"\)/.test(e.message));
+    assert.throws(
+      () => grad(op.reduceSum(y), [a]),
+      (e: unknown) =>
+        e instanceof GraphBuildError &&
+        /no gradient rule for Acos \(node block\/Acos in scope "block"\)/.test(e.message),
+    );
   });
 
   it('does not need a rule for nodes off the path to the inputs', () => {
@@ -59,6 +68,9 @@ describe('grad', () => {
     const a = g.input('a', 'float32', [3]);
     const y = g.withScope('layers.0', () => g.withScope('mlp', () => op.sigmoid(a)));
     grad(op.reduceSum(y), [a]);
-    assert.ok(g.nodes.some((n) => n.name.startsWith('grad/layers.0/mlp/')), g.dump());
+    assert.ok(
+      g.nodes.some((n) => n.name.startsWith('grad/layers.0/mlp/')),
+      g.dump(),
+    );
   });
 });

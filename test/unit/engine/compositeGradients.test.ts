@@ -49,7 +49,8 @@ async function checkBlock(family: 'qwen2' | 'qwen3', seed: number): Promise<void
     key_mask: i64([B, T], [0, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
     positions: i64([B, T], [0, 0, 1, 2, 3, 0, 1, 2, 3, 4]),
   };
-  for (const t of expectedTensors(config)) feeds[t.name] = f64(t.shape, r, t.role === 'norm' ? 0.3 : 0.4, t.role === 'norm' ? 1 : 0);
+  for (const t of expectedTensors(config))
+    feeds[t.name] = f64(t.shape, r, t.role === 'norm' ? 0.3 : 0.4, t.role === 'norm' ? 1 : 0);
   // A padded query's output is never used (the loss masks it), so the projection ignores it.
   const projection = f64([B, T, hidden], r);
   for (let i = 0; i < hidden; i++) (projection.data as Float64Array)[i] = 0;
@@ -68,7 +69,8 @@ async function checkBlock(family: 'qwen2' | 'qwen3', seed: number): Promise<void
 }
 
 describe('composite gradients (float64 finite differences)', () => {
-  it('a pre-norm decoder layer with GQA, rotary, left padding and q/k/v bias (Qwen2 shape)', () => checkBlock('qwen2', 11));
+  it('a pre-norm decoder layer with GQA, rotary, left padding and q/k/v bias (Qwen2 shape)', () =>
+    checkBlock('qwen2', 11));
 
   it('a pre-norm decoder layer with q/k RMSNorm (Qwen3 shape)', () => checkBlock('qwen3', 12));
 

@@ -12,23 +12,35 @@ describe('build-time checks', () => {
     const w = g.input('w', 'float32', [4, 5]);
     assert.throws(
       () => g.withScope('layers.2', () => g.withScope('mlp', () => op.matmul(x, w))),
-      (e: unknown) => e instanceof GraphBuildError && e.message === 'MatMul in scope "layers.2/mlp": inner dimensions differ (3 vs 4); x: float32[B, 3], w: float32[4, 5]',
+      (e: unknown) =>
+        e instanceof GraphBuildError &&
+        e.message ===
+          'MatMul in scope "layers.2/mlp": inner dimensions differ (3 vs 4); x: float32[B, 3], w: float32[4, 5]',
     );
   });
 
   it('a broadcast that cannot work names both shapes', () => {
     const g = new Graph('m');
-    assert.throws(() => op.add(g.input('a', 'float32', [2, 3]), g.input('b', 'float32', [4])), /Add: shapes do not broadcast: dimension 1 is 3 in one and 4 in the other; a: float32\[2, 3\], b: float32\[4\]/);
+    assert.throws(
+      () => op.add(g.input('a', 'float32', [2, 3]), g.input('b', 'float32', [4])),
+      /Add: shapes do not broadcast: dimension 1 is 3 in one and 4 in the other; a: float32\[2, 3\], b: float32\[4\]/,
+    );
   });
 
   it('a dtype mismatch names both dtypes', () => {
     const g = new Graph('m');
-    assert.throws(() => op.mul(g.input('a', 'float32', [2]), g.input('b', 'float64', [2])), /Mul: operands must have one dtype, got float32 and float64/);
+    assert.throws(
+      () => op.mul(g.input('a', 'float32', [2]), g.input('b', 'float64', [2])),
+      /Mul: operands must have one dtype, got float32 and float64/,
+    );
   });
 
   it('a reshape that cannot hold the elements says so', () => {
     const g = new Graph('m');
-    assert.throws(() => op.reshape(g.input('a', 'float32', [2, 3]), [4, -1]), /Reshape: 6 elements do not split into \[4,-1\]/);
+    assert.throws(
+      () => op.reshape(g.input('a', 'float32', [2, 3]), [4, -1]),
+      /Reshape: 6 elements do not split into \[4,-1\]/,
+    );
   });
 
   it('symbolic dimensions flow through reshape', () => {

@@ -1,14 +1,30 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { createDevice } from '../../../trainer/foundations/engine/device/device';
-import { buildApplyGraph, DEFAULT_ADAMW, gradName, momentName, nextName, type AdamWConfig } from '../../../trainer/foundations/engine/optimizer';
+import {
+  buildApplyGraph,
+  DEFAULT_ADAMW,
+  gradName,
+  momentName,
+  nextName,
+  type AdamWConfig,
+} from '../../../trainer/foundations/engine/optimizer';
 import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
 import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
 import { seeded } from '../../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
 
 /** AdamW exactly as PyTorch's torch.optim.AdamW steps it, in float64 JavaScript. */
-function referenceAdamW(p: Float64Array, m: Float64Array, v: Float64Array, gradient: Float64Array, t: number, lr: number, c: AdamWConfig, decay: boolean): void {
+function referenceAdamW(
+  p: Float64Array,
+  m: Float64Array,
+  v: Float64Array,
+  gradient: Float64Array,
+  t: number,
+  lr: number,
+  c: AdamWConfig,
+  decay: boolean,
+): void {
   for (let i = 0; i < p.length; i++) {
     if (decay) p[i] *= 1 - lr * c.weightDecay;
     m[i] = c.beta1 * m[i] + (1 - c.beta1) * gradient[i];
@@ -42,9 +58,20 @@ describe('AdamW in the graph', () => {
     const r = seeded(9);
     const ref = specs.map((s) => {
       const n = s.shape.reduce((a, b) => a * b, 1);
-      return { ...s, p: Float64Array.from({ length: n }, () => r() - 0.5), m: new Float64Array(n), v: new Float64Array(n) };
+      return {
+        ...s,
+        p: Float64Array.from({ length: n }, () => r() - 0.5),
+        m: new Float64Array(n),
+        v: new Float64Array(n),
+      };
     });
-    const state = Object.fromEntries(ref.flatMap((s) => [[s.name, f64(s.shape, Float64Array.from(s.p))], [momentName(s.name, 'm'), f64(s.shape, new Float64Array(s.p.length))], [momentName(s.name, 'v'), f64(s.shape, new Float64Array(s.p.length))]]));
+    const state = Object.fromEntries(
+      ref.flatMap((s) => [
+        [s.name, f64(s.shape, Float64Array.from(s.p))],
+        [momentName(s.name, 'm'), f64(s.shape, new Float64Array(s.p.length))],
+        [momentName(s.name, 'v'), f64(s.shape, new Float64Array(s.p.length))],
+      ]),
+    );
     let t = 0;
     for (let step = 1; step <= 6; step++) {
       // Step 3 has huge gradients (clipping active); step 5 has a NaN (must be skipped).
@@ -63,13 +90,21 @@ describe('AdamW in the graph', () => {
       const applied = Number(out.update_applied.data[0]) === 1;
       if (step === 5) {
         assert.equal(applied, false, 'a NaN gradient skips the update');
-        ref.forEach((s) => assert.deepEqual(Array.from(out[nextName(s.name)].data as Float64Array), Array.from(state[s.name].data as Float64Array)));
+        ref.forEach((s) =>
+          assert.deepEqual(
+            Array.from(out[nextName(s.name)].data as Float64Array),
+            Array.from(state[s.name].data as Float64Array),
+          ),
+        );
         continue;
       }
       assert.equal(applied, true);
       t++;
       const { norm, clipped } = referenceClip(grads, config.maxGradNorm!);
-      assert.ok(Math.abs(Number(out.grad_norm.data[0]) - norm) < 1e-12 * Math.max(1, norm), `grad norm ${out.grad_norm.data[0]} vs ${norm}`);
+      assert.ok(
+        Math.abs(Number(out.grad_norm.data[0]) - norm) < 1e-12 * Math.max(1, norm),
+        `grad norm ${out.grad_norm.data[0]} vs ${norm}`,
+      );
       ref.forEach((s, i) => {
         referenceAdamW(s.p, s.m, s.v, clipped[i], t, 1e-2, config, s.decay);
         const got = out[nextName(s.name)].data as Float64Array;
@@ -99,14 +134,25 @@ describe('AdamW in the graph', () => {
     await fusedDevice.close();
 
     const device = createDevice('cpu', { worker: false });
-    const accumulating = await tinyLmOptimizer(device, config, init, { adamw, accumulate: true, optimization: 'basic' });
+    const accumulating = await tinyLmOptimizer(device, config, init, {
+      adamw,
+      accumulate: true,
+      optimization: 'basic',
+    });
     const losses: number[] = [];
-    for (const half of [sequences.slice(0, 2), sequences.slice(2)]) losses.push((await accumulating.accumulate(lmBatch(half, 'float64'))).loss);
+    for (const half of [sequences.slice(0, 2), sequences.slice(2)])
+      losses.push((await accumulating.accumulate(lmBatch(half, 'float64'))).loss);
     // Each micro-batch's loss is its own mean, so the step's gradient is their average.
     const applied = await accumulating.apply(3e-3, 0.5);
-    assert.ok(Math.abs((losses[0] + losses[1]) / 2 - whole.loss) < 1e-12, 'the mean of the micro-batch losses is the batch loss');
+    assert.ok(
+      Math.abs((losses[0] + losses[1]) / 2 - whole.loss) < 1e-12,
+      'the mean of the micro-batch losses is the batch loss',
+    );
     assert.ok(applied.applied);
-    assert.ok(Math.abs(applied.gradNorm - whole.gradNorm) < 1e-10, `grad norm ${applied.gradNorm} vs ${whole.gradNorm}`);
+    assert.ok(
+      Math.abs(applied.gradNorm - whole.gradNorm) < 1e-10,
+      `grad norm ${applied.gradNorm} vs ${whole.gradNorm}`,
+    );
     const got = await accumulating.parameters();
     for (const p of init) {
       const a = expected[p.name].data as Float64Array;
@@ -115,7 +161,10 @@ describe('AdamW in the graph', () => {
       assert.ok(err < 1e-12, `${p.name}: accumulated update differs by ${err}`);
     }
     const accumulators = await device.getState([gradName(init[0].name)]);
-    assert.ok(Array.from(accumulators[gradName(init[0].name)].data as Float64Array).every((x) => x === 0), 'apply zeroes the accumulators');
+    assert.ok(
+      Array.from(accumulators[gradName(init[0].name)].data as Float64Array).every((x) => x === 0),
+      'apply zeroes the accumulators',
+    );
     assert.equal(accumulating.steps, 1);
     await device.close();
   });
@@ -123,7 +172,10 @@ describe('AdamW in the graph', () => {
   it('gives the same parameters in a worker thread as in this thread', async () => {
     const config: TinyLmConfig = { vocab: 11, hidden: 16, layers: 1, heads: 2, kvHeads: 2, ffn: 16 };
     const init = initTinyLm(config, seeded(5));
-    const batch = lmBatch([[1, 2, 3, 4, 5, 6, 7, 8], [8, 7, 6, 5, 4, 3, 2, 1]]);
+    const batch = lmBatch([
+      [1, 2, 3, 4, 5, 6, 7, 8],
+      [8, 7, 6, 5, 4, 3, 2, 1],
+    ]);
     const results = [];
     for (const worker of [false, true]) {
       const device = createDevice('cpu', { worker });

@@ -5,12 +5,22 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { matrixFlops, readProfile } from '../../../trainer/foundations/engine/runtime/profile';
 
-const node = (op: string, a: number[], b: number[], out: number[]) => ({ op, inputs: [{ dtype: 'float', shape: a }, { dtype: 'float', shape: b }], outputs: [{ dtype: 'float', shape: out }] });
+const node = (op: string, a: number[], b: number[], out: number[]) => ({
+  op,
+  inputs: [
+    { dtype: 'float', shape: a },
+    { dtype: 'float', shape: b },
+  ],
+  outputs: [{ dtype: 'float', shape: out }],
+});
 
 test('matrixFlops counts 2·M·K·N per product, batched, transposed or not', () => {
   assert.equal(matrixFlops(node('MatMul', [2048, 256], [256, 1024], [2048, 1024])), 2 * 2048 * 256 * 1024);
   // Batched attention scores: [B, H, T, d] × [B, H, d, T].
-  assert.equal(matrixFlops(node('MatMul', [8, 4, 256, 64], [8, 4, 64, 256], [8, 4, 256, 256])), 2 * 8 * 4 * 256 * 64 * 256);
+  assert.equal(
+    matrixFlops(node('MatMul', [8, 4, 256, 64], [8, 4, 64, 256], [8, 4, 256, 256])),
+    2 * 8 * 4 * 256 * 64 * 256,
+  );
   // A weight gradient Xᵀ·dY, a FusedMatMul with transA: X [T=2048, 256], dY [2048, 1024], product [256, 1024], K = T.
   assert.equal(matrixFlops(node('FusedMatMul', [2048, 256], [2048, 1024], [256, 1024])), 2 * 256 * 1024 * 2048);
   // Square A: K = M whichever way it was read.
@@ -29,7 +39,12 @@ test('readProfile sums a node’s matrix FLOPs over its runs, each from that run
     cat: 'Node',
     name: 'q_proj_kernel_time',
     dur: 100,
-    args: { op_name: 'MatMul', provider: 'CPUExecutionProvider', input_type_shape: [{ float: [m, 64] }, { float: [64, 64] }], output_type_shape: [{ float: [m, 64] }] },
+    args: {
+      op_name: 'MatMul',
+      provider: 'CPUExecutionProvider',
+      input_type_shape: [{ float: [m, 64] }, { float: [64, 64] }],
+      output_type_shape: [{ float: [m, 64] }],
+    },
   });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-test-'));
   try {
@@ -41,7 +56,10 @@ test('readProfile sums a node’s matrix FLOPs over its runs, each from that run
     assert.equal(node.matrixFlops, 2 * 64 * 64 * (32 + 1 + 1));
     // Leaving out the prefill: the two one-token steps.
     const [steady] = readProfile(file, { skipRuns: 1 });
-    assert.deepEqual([steady.runs, steady.micros, steady.matrixFlops, steady.inputs[0].shape], [2, 200, 2 * 64 * 64 * 2, [1, 64]]);
+    assert.deepEqual(
+      [steady.runs, steady.micros, steady.matrixFlops, steady.inputs[0].shape],
+      [2, 200, 2 * 64 * 64 * 2, [1, 64]],
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -37,17 +37,28 @@ describe('the embedding gradient with repeated ids', () => {
     const expected = new Float32Array(ROWS * WIDTH);
     for (let i = 0; i < COUNT; i++) {
       const row = Number(ids[i]);
-      for (let j = 0; j < WIDTH; j++) expected[row * WIDTH + j] = Math.fround(expected[row * WIDTH + j] + (upstream.data as Float32Array)[i * WIDTH + j]);
+      for (let j = 0; j < WIDTH; j++)
+        expected[row * WIDTH + j] = Math.fround(
+          expected[row * WIDTH + j] + (upstream.data as Float32Array)[i * WIDTH + j],
+        );
     }
     const model = serializeGraph(embeddingGradientGraph());
     const session = await createSession(model, { provider: 'cpu', threads: 2 });
     try {
-      const feeds = { table: toOrtTensor(f32([ROWS, WIDTH], random)), ids: toOrtTensor({ dtype: 'int64', shape: [COUNT], data: ids }), upstream: toOrtTensor(upstream) };
+      const feeds = {
+        table: toOrtTensor(f32([ROWS, WIDTH], random)),
+        ids: toOrtTensor({ dtype: 'int64', shape: [COUNT], data: ids }),
+        upstream: toOrtTensor(upstream),
+      };
       for (let run = 0; run < 16; run++) {
         const out = await session.run(feeds);
         const got = fromOrtTensor(out.d_table).data as Float32Array;
         const differing = got.reduce((n, v, i) => n + (v === expected[i] ? 0 : 1), 0);
-        assert.equal(differing, 0, `run ${run}: ${differing} of ${got.length} gradient elements differ from the in-order sum`);
+        assert.equal(
+          differing,
+          0,
+          `run ${run}: ${differing} of ${got.length} gradient elements differ from the in-order sum`,
+        );
       }
     } finally {
       await releaseSession(session);

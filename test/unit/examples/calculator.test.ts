@@ -11,18 +11,26 @@ import { evaluateArithmetic, formatNumber } from '../../../trainer/foundations/t
 import { generateDataset, generateDemonstrations, generateProblems } from '../../../examples/calculator/data';
 import { CalculatorFields, type CalculatorRow } from '../../../examples/calculator/rows';
 import { numericMatch, parseNumber } from '../../../examples/calculator/rewards';
-import { loadTools } from "../../../trainer/bridges/usercode/loadTools";
+import { loadTools } from '../../../trainer/bridges/usercode/loadTools';
 
 describe('examples/calculator', () => {
   it('generates problems with exact answers, held-out ones distinct from training ones', () => {
     const train = generateProblems({ seed: 1, count: 200, prefix: 'train' });
-    const heldout = generateProblems({ seed: 2, count: 50, prefix: 'heldout', exclude: new Set(train.map((p) => p.prompt)) });
+    const heldout = generateProblems({
+      seed: 2,
+      count: 50,
+      prefix: 'heldout',
+      exclude: new Set(train.map((p) => p.prompt)),
+    });
     for (const p of [...train, ...heldout]) {
       assert.equal(p.answer, formatNumber(evaluateArithmetic(p.expression)));
       assert.match(p.answer, /^-?\d+$/, `${p.prompt} has an integer answer`);
       for (const operand of p.expression.match(/\d+/g)!) assert.ok(p.prompt.includes(operand));
     }
-    assert.ok(train.some((p) => Number(p.answer) > 100_000), 'numbers a small model cannot multiply in its head');
+    assert.ok(
+      train.some((p) => Number(p.answer) > 100_000),
+      'numbers a small model cannot multiply in its head',
+    );
     const prompts = new Set(train.map((p) => p.prompt));
     assert.equal(prompts.size, train.length);
     assert.ok(heldout.every((p) => !prompts.has(p.prompt)));
@@ -38,9 +46,14 @@ describe('examples/calculator', () => {
       const call = demo.messages.find((m) => m.role === 'assistant' && m.tool_calls);
       if (demo.kind === 'skip') assert.equal(call, undefined);
       else {
-        const expression = (call as unknown as { tool_calls: { function: { arguments: { expression: string } } }[] }).tool_calls[0].function.arguments.expression;
+        const expression = (call as unknown as { tool_calls: { function: { arguments: { expression: string } } }[] })
+          .tool_calls[0].function.arguments.expression;
         const result = demo.messages[demo.messages.indexOf(call!) + 1];
-        assert.deepEqual(result, { role: 'tool', name: 'calculator', content: formatNumber(evaluateArithmetic(expression)) });
+        assert.deepEqual(result, {
+          role: 'tool',
+          name: 'calculator',
+          content: formatNumber(evaluateArithmetic(expression)),
+        });
         assert.equal(answer, result.content, 'the answer repeats what the calculator said');
       }
       if (demo.kind === 'correct') assert.equal(answer, problems[i].answer);
@@ -61,12 +74,22 @@ describe('examples/calculator', () => {
       const files = generateDataset({ out: dir, seed: 3, train: 20, heldout: 5, sft: 10, skip: 0.2, botch: 0.2 });
       const [row] = loadJsonlDataset(files.train.file, { fields: CalculatorFields }).rows;
       const answered = (content: string) =>
-        ({ turns: [{ index: 0, role: 'assistant', tokenStart: 0, tokenEnd: 1, content }], row }) as unknown as Trajectory<CalculatorRow>;
+        ({
+          turns: [{ index: 0, role: 'assistant', tokenStart: 0, tokenEnd: 1, content }],
+          row,
+        }) as unknown as Trajectory<CalculatorRow>;
       const negative = { ...row, answer: '-1234' };
-      assert.equal(await numericMatch.score(answered(`<answer>${Number(row.answer).toLocaleString('en-US')}</answer>`), row), 1);
+      assert.equal(
+        await numericMatch.score(answered(`<answer>${Number(row.answer).toLocaleString('en-US')}</answer>`), row),
+        1,
+      );
       assert.equal(await numericMatch.score(answered(`<answer>${row.answer}1</answer>`), row), 0);
       assert.equal(await numericMatch.score(answered('<answer>-1,234</answer>'), negative), 1);
-      assert.equal(await numericMatch.score(answered('<answer>1234</answer>'), negative), 0, 'the sign matters (SQuAD normalisation would drop it)');
+      assert.equal(
+        await numericMatch.score(answered('<answer>1234</answer>'), negative),
+        0,
+        'the sign matters (SQuAD normalisation would drop it)',
+      );
     } finally {
       fs.rmSync(dir, { recursive: true });
     }

@@ -8,13 +8,26 @@ import * as assert from 'node:assert/strict';
 import { contentText } from '../../../trainer/contract/protocol/chatMessages';
 import { observationText, type ToolContext } from '../../../trainer/foundations/tools';
 import { buildKnowledgeBase, KB_OPTIONS, queryFor, type Relation } from '../../../examples/multihop-search/kb';
-import { DEFAULTS, generateGeneralisationSplit, generateQuestions, HELD_OUT_TYPE, QUESTION_TEMPLATES } from '../../../examples/multihop-search/data';
+import {
+  DEFAULTS,
+  generateGeneralisationSplit,
+  generateQuestions,
+  HELD_OUT_TYPE,
+  QUESTION_TEMPLATES,
+} from '../../../examples/multihop-search/data';
 import { MultihopFields } from '../../../examples/multihop-search/rows';
 import { knowledgeBase, MultiWorldSearch } from '../../../examples/multihop-search/tools';
 
-const split = generateGeneralisationSplit({ seed: DEFAULTS.seed, sft: 120, short: DEFAULTS.short, newWorldQuestions: 30 });
+const split = generateGeneralisationSplit({
+  seed: DEFAULTS.seed,
+  sft: 120,
+  short: DEFAULTS.short,
+  newWorldQuestions: 30,
+});
 // The held-out template's words before the person's name.
-const heldOutText = QUESTION_TEMPLATES.find((t) => t.type === HELD_OUT_TYPE)!.text('\u0000').split('\u0000')[0];
+const heldOutText = QUESTION_TEMPLATES.find((t) => t.type === HELD_OUT_TYPE)!
+  .text('\u0000')
+  .split('\u0000')[0];
 const person = (q: { neededDocs: string[] }) => q.neededDocs[0].split('/')[0];
 
 describe('the generalisation split', () => {
@@ -27,11 +40,22 @@ describe('the generalisation split', () => {
     const trained = new Set(split.train.flatMap(relations));
     assert.deepEqual(relations(split.sets.new_type[0]), ['home', 'country']);
     assert.ok(trained.has('home') && trained.has('country'));
-    const asked = (messages: (typeof split.sft)[number]['messages']) => contentText(messages.find((m) => m.role === 'user')!.content);
+    const asked = (messages: (typeof split.sft)[number]['messages']) =>
+      contentText(messages.find((m) => m.role === 'user')!.content);
     assert.equal(split.sft.length, 120);
-    assert.ok(split.sft.every((d) => !asked(d.messages).startsWith(heldOutText)), 'no imperfect demonstration asks it');
-    assert.ok(split.sft.some((d) => d.kind === 'short') && split.sft.some((d) => d.kind === 'correct'), 'the warm start stays imperfect');
-    assert.deepEqual(split.gold.map((d) => d.questionId), split.train.map((q) => q.id), 'one correct demonstration per training question');
+    assert.ok(
+      split.sft.every((d) => !asked(d.messages).startsWith(heldOutText)),
+      'no imperfect demonstration asks it',
+    );
+    assert.ok(
+      split.sft.some((d) => d.kind === 'short') && split.sft.some((d) => d.kind === 'correct'),
+      'the warm start stays imperfect',
+    );
+    assert.deepEqual(
+      split.gold.map((d) => d.questionId),
+      split.train.map((q) => q.id),
+      'one correct demonstration per training question',
+    );
     assert.ok(split.gold.every((d) => d.kind === 'correct' && !asked(d.messages).startsWith(heldOutText)));
     assert.equal(split.sets.new_type.length, 20);
     assert.ok(split.sets.new_type.every((q) => q.type === HELD_OUT_TYPE && q.hops === 2 && q.world === undefined));
@@ -40,7 +64,9 @@ describe('the generalisation split', () => {
   it('asks the in-distribution set about people no training question is about, in the training types', () => {
     const trained = new Set(split.train.map(person));
     assert.equal(split.sets.in_dist.length, 5 * 5);
-    assert.ok(split.sets.in_dist.every((q) => !trained.has(person(q)) && q.type !== HELD_OUT_TYPE && q.world === undefined));
+    assert.ok(
+      split.sets.in_dist.every((q) => !trained.has(person(q)) && q.type !== HELD_OUT_TYPE && q.world === undefined),
+    );
   });
 
   it("draws the new world afresh: most of its answers are not the training world's, and its rows parse with their world", () => {
@@ -48,7 +74,12 @@ describe('the generalisation split', () => {
     assert.equal(rows.length, 30);
     const world = rows[0].world!;
     assert.ok(Number.isInteger(world) && rows.every((q) => q.world === world && q.type !== HELD_OUT_TYPE));
-    const trainingWorld = new Map(generateQuestions(knowledgeBase, knowledgeBase.people, { seed: 1, count: 120, prefix: 'x' }).map((q) => [q.prompt, q.answer]));
+    const trainingWorld = new Map(
+      generateQuestions(knowledgeBase, knowledgeBase.people, { seed: 1, count: 120, prefix: 'x' }).map((q) => [
+        q.prompt,
+        q.answer,
+      ]),
+    );
     const same = rows.filter((q) => trainingWorld.get(q.prompt) === q.answer).length;
     assert.ok(same < rows.length / 2, `${same} of ${rows.length} new-world answers are the training world's`);
     assert.equal(MultihopFields.parse(rows[0]).world, world, 'the row schema keeps the world');
@@ -65,9 +96,17 @@ describe('the generalisation split', () => {
       const query = queryFor(relation, newWorld.byId.get(id)!.name);
       const theirs = tool.execute({ query }, context(q));
       assert.equal(theirs.data!.documentIds[0], q.neededDocs[0], `${q.id}: finds its own fact first`);
-      assert.equal(observationText(theirs), newWorld.documents.find((d) => d.id === q.neededDocs[0])!.text, `${q.id}: the new world's sentence`);
+      assert.equal(
+        observationText(theirs),
+        newWorld.documents.find((d) => d.id === q.neededDocs[0])!.text,
+        `${q.id}: the new world's sentence`,
+      );
       const ours = tool.execute({ query }, context({ ...q, world: undefined }));
-      assert.equal(observationText(ours), knowledgeBase.documents.find((d) => d.id === q.neededDocs[0])!.text, `${q.id}: without a world, the training world's`);
+      assert.equal(
+        observationText(ours),
+        knowledgeBase.documents.find((d) => d.id === q.neededDocs[0])!.text,
+        `${q.id}: without a world, the training world's`,
+      );
       if (observationText(theirs) !== observationText(ours)) differs++;
     }
     assert.ok(differs > split.sets.new_world.length / 2, `only ${differs} first facts differ between the worlds`);

@@ -26,8 +26,10 @@ describe('bench:new-task data (unit conversion)', () => {
       const q = questions[i];
       counts[demo.kind]++;
       const answer = contentText(demo.messages.at(-1)!.content).match(/^<answer>(.*)<\/answer>$/)![1];
-      const calling = demo.messages.find((m) => m.role === 'assistant' && 'tool_calls' in m) as { tool_calls: { function: { arguments: unknown } }[] } | undefined;
-      const call = calling?.tool_calls[0].function.arguments as { value: number; from_unit: string; to_unit: string } | undefined;
+      const calling = demo.messages.find((m) => m.role === 'assistant' && 'tool_calls' in m) as
+        { tool_calls: { function: { arguments: unknown } }[] } | undefined;
+      const call = calling?.tool_calls[0].function.arguments as
+        { value: number; from_unit: string; to_unit: string } | undefined;
       const result = demo.messages.find((m) => m.role === 'tool');
       if (demo.kind === 'skip') {
         assert.equal(call, undefined);
@@ -35,7 +37,11 @@ describe('bench:new-task data (unit conversion)', () => {
         return;
       }
       assert.deepEqual([call!.from_unit, call!.to_unit], [q.from, q.to]);
-      assert.equal(contentText(result!.content), String(convert(call!.value, q.from, q.to)), 'the tool message is what the tool returns');
+      assert.equal(
+        contentText(result!.content),
+        String(convert(call!.value, q.from, q.to)),
+        'the tool message is what the tool returns',
+      );
       if (demo.kind === 'botch') assert.ok(call!.value > q.value && call!.value <= q.value + 9);
       else assert.equal(call!.value, q.value);
       if (demo.kind === 'round') assert.equal(answer, String(Math.round(Number(q.answer))));
@@ -47,7 +53,10 @@ describe('bench:new-task data (unit conversion)', () => {
   });
 
   it('the tool converts, and refuses a unit it does not know or a change of dimension', () => {
-    assert.equal(convertUnits.parameters.safeParse({ value: 3, from_unit: 'miles', to_unit: 'parsecs' }).success, false);
+    assert.equal(
+      convertUnits.parameters.safeParse({ value: 3, from_unit: 'miles', to_unit: 'parsecs' }).success,
+      false,
+    );
     assert.equal(convert(100, 'celsius', 'fahrenheit'), 212);
     assert.equal(convert(1, 'miles', 'meters'), 1609.34);
     assert.throws(() => convert(1, 'miles', 'grams'), /cannot convert length \(miles\) to mass \(grams\)/);

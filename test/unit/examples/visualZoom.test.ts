@@ -19,7 +19,9 @@ import { zoom } from '../../../examples/visual-zoom/tools';
 /** The colour of the one non-grey pixel group in an RGB buffer. */
 function dotColour(data: Buffer): Colour | undefined {
   for (let i = 0; i < data.length; i += 3) {
-    const found = (Object.entries(COLOURS) as [Colour, readonly number[]][]).find(([, rgb]) => rgb.every((v, k) => v === data[i + k]));
+    const found = (Object.entries(COLOURS) as [Colour, readonly number[]][]).find(([, rgb]) =>
+      rgb.every((v, k) => v === data[i + k]),
+    );
     if (found) return found[0];
   }
   return undefined;
@@ -35,15 +37,27 @@ describe('visual-zoom example', () => {
       const { data, info } = await sharp(path.join(out, row.image)).raw().toBuffer({ resolveWithObject: true });
       assert.deepEqual([info.width, info.height], [SIZE, SIZE]);
       const cell = Buffer.alloc(CELL * CELL * 3);
-      for (let y = 0; y < CELL; y++) data.copy(cell, y * CELL * 3, (((CENTRE - 1) * CELL + y) * SIZE + (CENTRE - 1) * CELL) * 3, (((CENTRE - 1) * CELL + y) * SIZE + CENTRE * CELL) * 3);
+      for (let y = 0; y < CELL; y++)
+        data.copy(
+          cell,
+          y * CELL * 3,
+          (((CENTRE - 1) * CELL + y) * SIZE + (CENTRE - 1) * CELL) * 3,
+          (((CENTRE - 1) * CELL + y) * SIZE + CENTRE * CELL) * 3,
+        );
       assert.equal(dotColour(cell), row.answer, `${row.id}: the centre dot is ${row.answer}`);
       const result = await zoom.execute({}, { row } as never);
       const [image] = observationImages(typeof result === 'string' ? { content: [] } : result);
-      const zoomed = await sharp(image.data as Buffer).raw().toBuffer({ resolveWithObject: true });
+      const zoomed = await sharp(image.data as Buffer)
+        .raw()
+        .toBuffer({ resolveWithObject: true });
       assert.deepEqual([zoomed.info.width, zoomed.info.height], [CELL, CELL]);
       assert.equal(dotColour(zoomed.data), row.answer);
     }
-    const demos = fs.readFileSync(path.join(out, 'sft.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { messages: { role: string }[] });
+    const demos = fs
+      .readFileSync(path.join(out, 'sft.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { messages: { role: string }[] });
     const zooming = demos.filter((d) => d.messages.some((m) => m.role === 'tool')).length;
     assert.ok(zooming > 0 && zooming < demos.length, `${zooming} of ${demos.length} demonstrations zoom`);
     fs.rmSync(out, { recursive: true, force: true });

@@ -9,7 +9,13 @@ import { writeRecordedRun } from '../../fixtures/recordedRun';
 
 describe('markRunStopped (a trainer that had to be killed)', () => {
   it('marks a running run stopped and leaves its records as they were', () => {
-    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'stopped-run-')), 'run'), { steps: 2, batch: 2, groupSize: 2, seed: 3, status: 'running' });
+    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'stopped-run-')), 'run'), {
+      steps: 2,
+      batch: 2,
+      groupSize: 2,
+      seed: 3,
+      status: 'running',
+    });
     const before = fs.readFileSync(path.join(dir, 'rollouts', 'step-000002.jsonl'), 'utf8');
     assert.equal(markRunStopped(dir), true);
     const run = new RunStoreReader(dir).run();
@@ -20,7 +26,13 @@ describe('markRunStopped (a trainer that had to be killed)', () => {
   });
 
   it('leaves a run that has ended alone', () => {
-    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'stopped-run-')), 'run'), { steps: 1, batch: 2, groupSize: 2, seed: 3, status: 'finished' });
+    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'stopped-run-')), 'run'), {
+      steps: 1,
+      batch: 2,
+      groupSize: 2,
+      seed: 3,
+      status: 'finished',
+    });
     assert.equal(markRunStopped(dir), false);
     assert.equal(new RunStoreReader(dir).run().status, 'finished');
     assert.equal(markRunStopped(path.join(dir, 'nothing-here')), false);

@@ -1,10 +1,16 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { resolveTrainerRuntime, runTrainer, TrainerProcess, TrainerProcessError, type TrainerRuntime } from '../../../extension/trainerProcess';
+import {
+  resolveTrainerRuntime,
+  runTrainer,
+  TrainerProcess,
+  TrainerProcessError,
+  type TrainerRuntime,
+} from '../../../extension/trainerProcess';
 
 const fixtures = path.resolve(__dirname, '../../fixtures/trainers');
-const node: TrainerRuntime = { command: process.execPath, env: process.env, description: 'the test runner\'s Node' };
+const node: TrainerRuntime = { command: process.execPath, env: process.env, description: "the test runner's Node" };
 
 async function failure(promise: Promise<unknown>): Promise<TrainerProcessError> {
   try {
@@ -17,7 +23,7 @@ async function failure(promise: Promise<unknown>): Promise<TrainerProcessError> 
 }
 
 describe('resolveTrainerRuntime', () => {
-  it('uses VS Code\'s own runtime as Node when no path is configured', () => {
+  it("uses VS Code's own runtime as Node when no path is configured", () => {
     const runtime = resolveTrainerRuntime('', { PATH: '/bin' });
     assert.equal(runtime.command, process.execPath);
     assert.equal(runtime.env.ELECTRON_RUN_AS_NODE, '1');
@@ -34,7 +40,11 @@ describe('resolveTrainerRuntime', () => {
 describe('runTrainer', () => {
   it('names the missing executable and the setting to fix', async () => {
     const error = await failure(
-      runTrainer({ runtime: { ...node, command: '/no/such/node', description: 'the configured /no/such/node' }, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [] }),
+      runTrainer({
+        runtime: { ...node, command: '/no/such/node', description: 'the configured /no/such/node' },
+        cliPath: path.join(fixtures, 'silent-trainer.js'),
+        args: [],
+      }),
     );
     assert.match(error.title, /Could not start the trainer with the configured \/no\/such\/node/);
     assert.match(error.detail, /ENOENT/);
@@ -48,26 +58,38 @@ describe('runTrainer', () => {
   });
 
   it('rejects a message that breaks the protocol and names the field', async () => {
-    const error = await failure(runTrainer({ runtime: node, cliPath: path.join(fixtures, 'invalid-message-trainer.js'), args: [] }));
+    const error = await failure(
+      runTrainer({ runtime: node, cliPath: path.join(fixtures, 'invalid-message-trainer.js'), args: [] }),
+    );
     assert.match(error.title, /does not understand/);
     assert.match(error.detail, /report\.runtime: Invalid input/);
   });
 
-  it('passes the trainer\'s own fatal error on', async () => {
-    const error = await failure(runTrainer({ runtime: node, cliPath: path.join(fixtures, 'fatal-trainer.js'), args: [] }));
+  it("passes the trainer's own fatal error on", async () => {
+    const error = await failure(
+      runTrainer({ runtime: node, cliPath: path.join(fixtures, 'fatal-trainer.js'), args: [] }),
+    );
     assert.equal(error.title, 'The trainer failed.');
     assert.equal(error.detail, 'config.ts: model.path: expected a folder');
   });
 
   it('reports the exit code and the last lines of stderr of a trainer that dies', async () => {
-    const error = await failure(runTrainer({ runtime: { ...node, command: path.join(fixtures, 'crashing-node.sh') }, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [] }));
+    const error = await failure(
+      runTrainer({
+        runtime: { ...node, command: path.join(fixtures, 'crashing-node.sh') },
+        cliPath: path.join(fixtures, 'silent-trainer.js'),
+        args: [],
+      }),
+    );
     assert.match(error.title, /exited with code 3/);
     assert.match(error.detail, /simulated crash: out of memory/);
   });
 
   it('stops a trainer that does not answer in time', async () => {
     const started = Date.now();
-    const error = await failure(runTrainer({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [], timeoutMs: 300 }));
+    const error = await failure(
+      runTrainer({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [], timeoutMs: 300 }),
+    );
     assert.match(error.title, /did not answer in time/);
     assert.ok(Date.now() - started < 10_000);
   });
@@ -75,7 +97,10 @@ describe('runTrainer', () => {
 
 describe('TrainerProcess', () => {
   it('kills a trainer that does not stop within the timeout, and says it was killed', async () => {
-    const trainer = TrainerProcess.start({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js') }, { args: [] });
+    const trainer = TrainerProcess.start(
+      { runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js') },
+      { args: [] },
+    );
     assert.ok(trainer.pid !== undefined && trainer.running);
     const started = Date.now();
     const exit = await trainer.stop(300);
@@ -89,7 +114,10 @@ describe('TrainerProcess', () => {
 
   it('hands each validated message over, and a fatal one as the exit error', async () => {
     const messages: string[] = [];
-    const trainer = TrainerProcess.start({ runtime: node, cliPath: path.join(fixtures, 'fatal-trainer.js') }, { args: [], onMessage: (m) => messages.push(m.type) });
+    const trainer = TrainerProcess.start(
+      { runtime: node, cliPath: path.join(fixtures, 'fatal-trainer.js') },
+      { args: [], onMessage: (m) => messages.push(m.type) },
+    );
     const exit = await trainer.exited;
     assert.deepEqual(messages, ['fatal']);
     assert.equal(exit.error?.detail, 'config.ts: model.path: expected a folder');
@@ -97,7 +125,10 @@ describe('TrainerProcess', () => {
 
   it('reads the inspector port the trainer prints when started with the Node inspector', async () => {
     let inspector: { url: string; port: number } | undefined;
-    const trainer = TrainerProcess.start({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js') }, { args: [], inspect: true, onInspector: (i) => (inspector = i) });
+    const trainer = TrainerProcess.start(
+      { runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js') },
+      { args: [], inspect: true, onInspector: (i) => (inspector = i) },
+    );
     const deadline = Date.now() + 10_000;
     while (!inspector && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     await trainer.stop(200);

@@ -9,8 +9,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as {
-  capabilities?: { untrustedWorkspaces?: { supported?: unknown; description?: unknown; restrictedConfigurations?: unknown } };
-  contributes: { commands: { command: string; enablement?: string }[]; configuration: { properties: Record<string, { scope?: string; markdownDescription?: string }> } };
+  capabilities?: {
+    untrustedWorkspaces?: { supported?: unknown; description?: unknown; restrictedConfigurations?: unknown };
+  };
+  contributes: {
+    commands: { command: string; enablement?: string }[];
+    configuration: { properties: Record<string, { scope?: string; markdownDescription?: string }> };
+  };
 };
 
 /** Commands that start the trainer on the workspace's config, tools or rewards, or start a configured program. */
@@ -25,7 +30,14 @@ const RUNS_WORKSPACE_CODE = [
   'rolloutStudio.runTrainingCommand',
 ];
 /** Commands that only read recorded runs, or stop what runs. */
-const VIEWS = ['rolloutStudio.openRun', 'rolloutStudio.openTrajectories', 'rolloutStudio.openMetrics', 'rolloutStudio.refreshRuns', 'rolloutStudio.openRunInDebugger', 'rolloutStudio.stopTraining'];
+const VIEWS = [
+  'rolloutStudio.openRun',
+  'rolloutStudio.openTrajectories',
+  'rolloutStudio.openMetrics',
+  'rolloutStudio.refreshRuns',
+  'rolloutStudio.openRunInDebugger',
+  'rolloutStudio.stopTraining',
+];
 
 describe('Workspace Trust in package.json', () => {
   it('declares limited support in untrusted workspaces, saying what works there', () => {
@@ -35,11 +47,20 @@ describe('Workspace Trust in package.json', () => {
   });
 
   it('settings that name a program are machine settings, restricted in untrusted workspaces', () => {
-    const programs = Object.entries(manifest.contributes.configuration.properties).filter(([, p]) => /executable|Node\.js/i.test(p.markdownDescription ?? ''));
-    assert.deepEqual(programs.map(([name]) => name), ['rolloutStudio.trainer.nodePath'], 'the settings that name a program');
+    const programs = Object.entries(manifest.contributes.configuration.properties).filter(([, p]) =>
+      /executable|Node\.js/i.test(p.markdownDescription ?? ''),
+    );
+    assert.deepEqual(
+      programs.map(([name]) => name),
+      ['rolloutStudio.trainer.nodePath'],
+      'the settings that name a program',
+    );
     for (const [name, property] of programs) {
       assert.equal(property.scope, 'machine', `${name}: a workspace's .vscode/settings.json must not set it`);
-      assert.ok((manifest.capabilities?.untrustedWorkspaces?.restrictedConfigurations as string[] | undefined)?.includes(name), `${name} is a restricted configuration`);
+      assert.ok(
+        (manifest.capabilities?.untrustedWorkspaces?.restrictedConfigurations as string[] | undefined)?.includes(name),
+        `${name} is a restricted configuration`,
+      );
     }
   });
 

@@ -14,7 +14,10 @@ const schema = {
     query: { type: 'string', minLength: 1 },
     limit: { type: 'integer', minimum: 1, maximum: 10 },
     mode: { enum: ['fast', 'exact'] },
-    filters: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' } }, required: ['field'] } },
+    filters: {
+      type: 'array',
+      items: { type: 'object', properties: { field: { type: 'string' } }, required: ['field'] },
+    },
     since: { type: 'string', format: 'date' },
   },
   required: ['query'],
@@ -48,12 +51,20 @@ describe('MCP argument schemas', () => {
   });
 
   it('reads the 2020-12 dialect when the schema says so (zod and the SDK write it)', () => {
-    const p = argumentsFromJsonSchema('t', { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { a: { type: 'array', prefixItems: [{ type: 'number' }] } } });
+    const p = argumentsFromJsonSchema('t', {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { a: { type: 'array', prefixItems: [{ type: 'number' }] } },
+    });
     assert.equal(p.safeParse({ a: [1] }).success, true);
     assert.equal(p.safeParse({ a: ['x'] }).success, false);
   });
 
   it('a schema that does not compile is a definition error naming the tool', () => {
-    assert.throws(() => argumentsFromJsonSchema('broken', { type: 'object', properties: { a: { type: 'no-such-type' } } }), (e: Error) => e instanceof ToolDefinitionError && /tool "broken": its input schema is not valid JSON Schema/.test(e.message));
+    assert.throws(
+      () => argumentsFromJsonSchema('broken', { type: 'object', properties: { a: { type: 'no-such-type' } } }),
+      (e: Error) =>
+        e instanceof ToolDefinitionError && /tool "broken": its input schema is not valid JSON Schema/.test(e.message),
+    );
   });
 });

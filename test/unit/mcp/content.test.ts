@@ -15,8 +15,14 @@ describe('MCP content as observations', () => {
       { type: 'audio', mimeType: 'audio/wav', data: 'AA==' },
     ];
     const result = toToolResult(content, { count: 2 });
-    assert.equal(observationText(result), 'found 2\n[image image/png, 3 bytes]\ninside a\n[resource file:///b.bin (application/octet-stream), 6 bytes]\n[resource file:///c "c"]\n[audio audio/wav, 1 bytes]');
-    assert.deepEqual(result.data, { structuredContent: { count: 2 }, images: [{ mimeType: 'image/png', data: 'AAAA' }] });
+    assert.equal(
+      observationText(result),
+      'found 2\n[image image/png, 3 bytes]\ninside a\n[resource file:///b.bin (application/octet-stream), 6 bytes]\n[resource file:///c "c"]\n[audio audio/wav, 1 bytes]',
+    );
+    assert.deepEqual(result.data, {
+      structuredContent: { count: 2 },
+      images: [{ mimeType: 'image/png', data: 'AAAA' }],
+    });
     assert.deepEqual(imageBlocks(content), [{ mimeType: 'image/png', data: 'AAAA' }]);
   });
 

@@ -3,7 +3,12 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadModelConfig, ModelConfigError, ropeInverseFrequencies, type ModelConfig } from '../../../trainer/foundations/models';
+import {
+  loadModelConfig,
+  ModelConfigError,
+  ropeInverseFrequencies,
+  type ModelConfig,
+} from '../../../trainer/foundations/models';
 
 // config.json files as released on the Hugging Face Hub (copied field for field).
 const QWEN25_05B_INSTRUCT = {
@@ -80,7 +85,13 @@ const LLAMA32_1B_INSTRUCT = {
   num_key_value_heads: 8,
   pretraining_tp: 1,
   rms_norm_eps: 1e-5,
-  rope_scaling: { factor: 32.0, high_freq_factor: 4.0, low_freq_factor: 1.0, original_max_position_embeddings: 8192, rope_type: 'llama3' },
+  rope_scaling: {
+    factor: 32.0,
+    high_freq_factor: 4.0,
+    low_freq_factor: 1.0,
+    original_max_position_embeddings: 8192,
+    rope_type: 'llama3',
+  },
   rope_theta: 500000.0,
   tie_word_embeddings: true,
   torch_dtype: 'bfloat16',
@@ -198,7 +209,13 @@ describe('loadModelConfig', () => {
   it('normalises Llama 3.2-1B-Instruct with llama3 rope scaling and several eos ids', () => {
     const config = load(LLAMA32_1B_INSTRUCT);
     assert.equal(config.family, 'llama');
-    assert.deepEqual(config.ropeScaling, { type: 'llama3', factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 });
+    assert.deepEqual(config.ropeScaling, {
+      type: 'llama3',
+      factor: 32,
+      lowFreqFactor: 1,
+      highFreqFactor: 4,
+      originalMaxPositionEmbeddings: 8192,
+    });
     assert.equal(config.ropeTheta, 500000);
     assert.deepEqual(config.eosTokenIds, [128001, 128008, 128009]);
     assert.equal(config.rmsNormEps, 1e-5);
@@ -215,7 +232,12 @@ describe('loadModelConfig', () => {
   });
 
   it('reads Llama attention_bias and mlp_bias, and the older rope_scaling "type" key', () => {
-    const config = load({ ...SMOLLM2_135M_INSTRUCT, attention_bias: true, mlp_bias: true, rope_scaling: { type: 'linear', factor: 2 } });
+    const config = load({
+      ...SMOLLM2_135M_INSTRUCT,
+      attention_bias: true,
+      mlp_bias: true,
+      rope_scaling: { type: 'linear', factor: 2 },
+    });
     assert.equal(config.qkvBias, true);
     assert.equal(config.oProjBias, true);
     assert.equal(config.mlpBias, true);
@@ -224,14 +246,25 @@ describe('loadModelConfig', () => {
 
   it('reads transformers 5 rope_parameters and dtype', () => {
     const { rope_theta: _theta, rope_scaling: _scaling, torch_dtype: _dtype, ...rest } = LLAMA32_1B_INSTRUCT;
-    const config = load({ ...rest, dtype: 'float32', rope_parameters: { ...LLAMA32_1B_INSTRUCT.rope_scaling, rope_theta: 500000 } });
+    const config = load({
+      ...rest,
+      dtype: 'float32',
+      rope_parameters: { ...LLAMA32_1B_INSTRUCT.rope_scaling, rope_theta: 500000 },
+    });
     assert.equal(config.ropeTheta, 500000);
     assert.equal(config.ropeScaling.type, 'llama3');
     assert.equal(config.torchDtype, 'float32');
   });
 
   it("fills absent fields with the family config class's defaults", () => {
-    const minimal = { model_type: 'llama', vocab_size: 100, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2, num_attention_heads: 4 };
+    const minimal = {
+      model_type: 'llama',
+      vocab_size: 100,
+      hidden_size: 32,
+      intermediate_size: 64,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+    };
     const config = load(minimal);
     assert.equal(config.architecture, 'LlamaForCausalLM');
     assert.equal(config.numKvHeads, 4);
@@ -248,51 +281,93 @@ describe('loadModelConfig', () => {
   describe('rejects what it cannot run, naming config.json, the field and the supported values', () => {
     it('an unsupported architecture', () => {
       const message = loadError({ ...QWEN3_06B, architectures: ['MistralForCausalLM'] });
-      assert.match(message, /architectures\[0\] is "MistralForCausalLM".*supported: "Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM"/);
+      assert.match(
+        message,
+        /architectures\[0\] is "MistralForCausalLM".*supported: "Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM"/,
+      );
     });
 
     it('an unsupported model_type', () => {
-      assert.match(loadError({ ...QWEN3_06B, model_type: 'qwen3_moe' }), /model_type is "qwen3_moe".*supported: "qwen2", "qwen3", "llama"/);
+      assert.match(
+        loadError({ ...QWEN3_06B, model_type: 'qwen3_moe' }),
+        /model_type is "qwen3_moe".*supported: "qwen2", "qwen3", "llama"/,
+      );
     });
 
     it('an architecture that disagrees with model_type', () => {
-      assert.match(loadError({ ...QWEN3_06B, model_type: 'qwen2' }), /architectures\[0\] is "Qwen3ForCausalLM" but model_type is "qwen2"/);
+      assert.match(
+        loadError({ ...QWEN3_06B, model_type: 'qwen2' }),
+        /architectures\[0\] is "Qwen3ForCausalLM" but model_type is "qwen2"/,
+      );
     });
 
     it('an activation other than silu', () => {
-      assert.match(loadError({ ...SMOLLM2_135M_INSTRUCT, hidden_act: 'gelu' }), /hidden_act is "gelu", which is not supported; supported: "silu"/);
+      assert.match(
+        loadError({ ...SMOLLM2_135M_INSTRUCT, hidden_act: 'gelu' }),
+        /hidden_act is "gelu", which is not supported; supported: "silu"/,
+      );
     });
 
     it('sliding-window attention in use', () => {
-      assert.match(loadError({ ...QWEN25_05B_INSTRUCT, use_sliding_window: true }), /use_sliding_window is true, which is not supported; supported: false/);
-      assert.match(loadError({ ...QWEN3_06B, layer_types: ['full_attention', 'sliding_attention'] }), /layer_types is "sliding_attention"/);
+      assert.match(
+        loadError({ ...QWEN25_05B_INSTRUCT, use_sliding_window: true }),
+        /use_sliding_window is true, which is not supported; supported: false/,
+      );
+      assert.match(
+        loadError({ ...QWEN3_06B, layer_types: ['full_attention', 'sliding_attention'] }),
+        /layer_types is "sliding_attention"/,
+      );
     });
 
     it('a rope scaling type other than default, linear and llama3', () => {
-      assert.match(loadError({ ...QWEN25_05B_INSTRUCT, rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 32768 } }), /rope_scaling\.rope_type is "yarn".*supported: "default", "linear", "llama3"/);
+      assert.match(
+        loadError({
+          ...QWEN25_05B_INSTRUCT,
+          rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 32768 },
+        }),
+        /rope_scaling\.rope_type is "yarn".*supported: "default", "linear", "llama3"/,
+      );
     });
 
     it('llama3 scaling with a missing field', () => {
       const { low_freq_factor: _low, ...scaling } = LLAMA32_1B_INSTRUCT.rope_scaling;
-      assert.match(loadError({ ...LLAMA32_1B_INSTRUCT, rope_scaling: scaling }), /rope_scaling\.low_freq_factor is required for rope type "llama3"/);
+      assert.match(
+        loadError({ ...LLAMA32_1B_INSTRUCT, rope_scaling: scaling }),
+        /rope_scaling\.low_freq_factor is required for rope type "llama3"/,
+      );
     });
 
     it('interleaved rotary, partial rotary, dropout and quantization', () => {
       assert.match(loadError({ ...SMOLLM2_135M_INSTRUCT, rope_interleaved: true }), /rope_interleaved is true/);
-      assert.match(loadError({ ...SMOLLM2_135M_INSTRUCT, partial_rotary_factor: 0.5 }), /partial_rotary_factor is 0\.5/);
-      assert.match(loadError({ ...SMOLLM2_135M_INSTRUCT, attention_dropout: 0.1 }), /attention_dropout is 0\.1, which is not supported; supported: 0/);
-      assert.match(loadError({ ...QWEN3_06B, quantization_config: { quant_method: 'awq' } }), /quantization_config is set/);
+      assert.match(
+        loadError({ ...SMOLLM2_135M_INSTRUCT, partial_rotary_factor: 0.5 }),
+        /partial_rotary_factor is 0\.5/,
+      );
+      assert.match(
+        loadError({ ...SMOLLM2_135M_INSTRUCT, attention_dropout: 0.1 }),
+        /attention_dropout is 0\.1, which is not supported; supported: 0/,
+      );
+      assert.match(
+        loadError({ ...QWEN3_06B, quantization_config: { quant_method: 'awq' } }),
+        /quantization_config is set/,
+      );
     });
 
     it('heads that do not group over the kv heads, and an odd head dimension', () => {
-      assert.match(loadError({ ...SMOLLM2_135M_INSTRUCT, num_key_value_heads: 4 }), /num_attention_heads \(9\) must be a multiple of num_key_value_heads \(4\)/);
+      assert.match(
+        loadError({ ...SMOLLM2_135M_INSTRUCT, num_key_value_heads: 4 }),
+        /num_attention_heads \(9\) must be a multiple of num_key_value_heads \(4\)/,
+      );
       assert.match(loadError({ ...SMOLLM2_135M_INSTRUCT, head_dim: 63 }), /head_dim is 63/);
     });
 
     it('a missing or mistyped field, and a file that is not JSON', () => {
       const { hidden_size: _h, ...noHidden } = QWEN3_06B;
       assert.match(loadError(noHidden), /hidden_size: Invalid input: expected number, received undefined/);
-      assert.match(loadError({ ...QWEN3_06B, num_hidden_layers: '28' }), /num_hidden_layers: Invalid input: expected number, received string/);
+      assert.match(
+        loadError({ ...QWEN3_06B, num_hidden_layers: '28' }),
+        /num_hidden_layers: Invalid input: expected number, received string/,
+      );
       assert.match(loadError('{"model_type": "qwen3",'), /config\.json: not valid JSON/);
     });
 
@@ -309,12 +384,16 @@ describe('ropeInverseFrequencies', () => {
     // theta 10000, d 8: 10000^(-i/4) = 10^-i.
     const inv = ropeInverseFrequencies({ headDim: 8, ropeTheta: 10000, ropeScaling: { type: 'default' } });
     assert.equal(inv.length, 4);
-    [1, 0.1, 0.01, 0.001].forEach((expected, i) => assert.ok(Math.abs(inv[i]! - expected) <= 1e-15 * expected, `inv[${i}] = ${inv[i]}`));
+    [1, 0.1, 0.01, 0.001].forEach((expected, i) =>
+      assert.ok(Math.abs(inv[i]! - expected) <= 1e-15 * expected, `inv[${i}] = ${inv[i]}`),
+    );
   });
 
   it('divides every frequency by the linear factor', () => {
     const inv = ropeInverseFrequencies({ headDim: 8, ropeTheta: 10000, ropeScaling: { type: 'linear', factor: 4 } });
-    [0.25, 0.025, 0.0025, 0.00025].forEach((expected, i) => assert.ok(Math.abs(inv[i]! - expected) <= 1e-15 * expected));
+    [0.25, 0.025, 0.0025, 0.00025].forEach((expected, i) =>
+      assert.ok(Math.abs(inv[i]! - expected) <= 1e-15 * expected),
+    );
   });
 
   it("applies Llama 3's scaling: high frequencies kept, low ones divided, a ramp between", () => {
@@ -322,7 +401,17 @@ describe('ropeInverseFrequencies', () => {
     // wavelengths below 8192/4 = 2048 keep their frequency, above 8192/1 are divided by 32,
     // and between them s = (8192/wavelen - 1)/(4 - 1) blends: (1 - s) f/32 + s f.
     // Reference values computed independently in Python (float64).
-    const inv = ropeInverseFrequencies({ headDim: 64, ropeTheta: 500000, ropeScaling: { type: 'llama3', factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 } });
+    const inv = ropeInverseFrequencies({
+      headDim: 64,
+      ropeTheta: 500000,
+      ropeScaling: {
+        type: 'llama3',
+        factor: 32,
+        lowFreqFactor: 1,
+        highFreqFactor: 4,
+        originalMaxPositionEmbeddings: 8192,
+      },
+    });
     assert.equal(inv.length, 32);
     const expected: Record<number, number> = {
       0: 1.0, // wavelength 2π: unchanged

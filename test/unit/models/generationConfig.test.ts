@@ -11,7 +11,11 @@ describe('loadGenerationConfig', () => {
   const folder = (json?: unknown) => {
     const dir = path.join(root, `g${n++}`);
     fs.mkdirSync(dir);
-    if (json !== undefined) fs.writeFileSync(path.join(dir, 'generation_config.json'), typeof json === 'string' ? json : JSON.stringify(json));
+    if (json !== undefined)
+      fs.writeFileSync(
+        path.join(dir, 'generation_config.json'),
+        typeof json === 'string' ? json : JSON.stringify(json),
+      );
     return dir;
   };
   before(() => {
@@ -21,10 +25,27 @@ describe('loadGenerationConfig', () => {
 
   it("reads Qwen3's sampling defaults and its list of eos ids", () => {
     // generation_config.json of Qwen/Qwen3-0.6B.
-    const dir = folder({ bos_token_id: 151643, do_sample: true, eos_token_id: [151645, 151643], pad_token_id: 151643, temperature: 0.6, top_k: 20, top_p: 0.95, transformers_version: '4.51.0' });
+    const dir = folder({
+      bos_token_id: 151643,
+      do_sample: true,
+      eos_token_id: [151645, 151643],
+      pad_token_id: 151643,
+      temperature: 0.6,
+      top_k: 20,
+      top_p: 0.95,
+      transformers_version: '4.51.0',
+    });
     const { file, ...config } = loadGenerationConfig(dir)!;
     assert.equal(file, path.join(dir, 'generation_config.json'));
-    assert.deepEqual(config, { bosTokenId: 151643, eosTokenIds: [151645, 151643], padTokenId: 151643, doSample: true, temperature: 0.6, topK: 20, topP: 0.95 });
+    assert.deepEqual(config, {
+      bosTokenId: 151643,
+      eosTokenIds: [151645, 151643],
+      padTokenId: 151643,
+      doSample: true,
+      temperature: 0.6,
+      topK: 20,
+      topP: 0.95,
+    });
   });
 
   it('accepts a single eos id and leaves absent defaults undefined', () => {
@@ -39,8 +60,15 @@ describe('loadGenerationConfig', () => {
   });
 
   it('names the file and the field of a bad value', () => {
-    assert.throws(() => loadGenerationConfig(folder({ eos_token_id: 'x' })), (error: unknown) => error instanceof ModelConfigError && /generation_config\.json: eos_token_id: Invalid input/.test(error.message));
-    assert.throws(() => loadGenerationConfig(folder({ top_p: 1.5 })), /generation_config\.json: top_p: Too big: expected number to be <=1/);
+    assert.throws(
+      () => loadGenerationConfig(folder({ eos_token_id: 'x' })),
+      (error: unknown) =>
+        error instanceof ModelConfigError && /generation_config\.json: eos_token_id: Invalid input/.test(error.message),
+    );
+    assert.throws(
+      () => loadGenerationConfig(folder({ top_p: 1.5 })),
+      /generation_config\.json: top_p: Too big: expected number to be <=1/,
+    );
     assert.throws(() => loadGenerationConfig(folder('{')), /generation_config\.json: not valid JSON/);
   });
 });

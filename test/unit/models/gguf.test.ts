@@ -31,7 +31,8 @@ describe('GGUF encoding', () => {
     assert.equal(view.getInt8(2 + 17), 8);
     assert.equal(view.getInt8(2 + 1), -119);
     const back = decodeQ8_0(bytes, 32, half);
-    for (let i = 0; i < 32; i++) assert.ok(Math.abs(back[i] - values[i]) <= 4 / 127 / 2 + 1e-3, `value ${i}: ${back[i]} vs ${values[i]}`);
+    for (let i = 0; i < 32; i++)
+      assert.ok(Math.abs(back[i] - values[i]) <= 4 / 127 / 2 + 1e-3, `value ${i}: ${back[i]} vs ${values[i]}`);
   });
 
   it('Q8_0 of an all-zero block is a zero scale and zeros', () => {
@@ -56,10 +57,17 @@ describe('GGUF container', () => {
     try {
       const file = path.join(dir, 'x.gguf');
       const matrix = Float32Array.from({ length: 6 }, (_, i) => i);
-      const size = writeGguf(file, [['general.architecture', meta.str('llama')], ['llama.block_count', meta.u32(3)]], [
-        { name: 'a', shape: [2, 3], type: 'F32', values: () => matrix },
-        { name: 'b', shape: [3], type: 'F32', values: () => Float32Array.of(7, 8, 9) },
-      ]);
+      const size = writeGguf(
+        file,
+        [
+          ['general.architecture', meta.str('llama')],
+          ['llama.block_count', meta.u32(3)],
+        ],
+        [
+          { name: 'a', shape: [2, 3], type: 'F32', values: () => matrix },
+          { name: 'b', shape: [3], type: 'F32', values: () => Float32Array.of(7, 8, 9) },
+        ],
+      );
       const bytes = fs.readFileSync(file);
       assert.equal(bytes.length, size);
       assert.equal(bytes.readUInt32LE(0), GGUF_MAGIC);
@@ -78,8 +86,14 @@ describe('GGUF container', () => {
       assert.equal(bOffset, GGUF_ALIGNMENT, 'each tensor starts on the alignment');
       const dataStart = size - GGUF_ALIGNMENT - 32;
       assert.equal(dataStart % GGUF_ALIGNMENT, 0);
-      assert.deepEqual([...new Float32Array(bytes.buffer.slice(bytes.byteOffset + dataStart, bytes.byteOffset + dataStart + 24))], [...matrix]);
-      assert.deepEqual([...new Float32Array(bytes.buffer.slice(bytes.byteOffset + dataStart + 32, bytes.byteOffset + dataStart + 44))], [7, 8, 9]);
+      assert.deepEqual(
+        [...new Float32Array(bytes.buffer.slice(bytes.byteOffset + dataStart, bytes.byteOffset + dataStart + 24))],
+        [...matrix],
+      );
+      assert.deepEqual(
+        [...new Float32Array(bytes.buffer.slice(bytes.byteOffset + dataStart + 32, bytes.byteOffset + dataStart + 44))],
+        [7, 8, 9],
+      );
       assert.ok(!fs.existsSync(`${file}.partial`));
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -89,7 +103,18 @@ describe('GGUF container', () => {
   it('refuses a duplicate tensor or key, naming it', () => {
     const t = { name: 'w', shape: [4], type: 'F32' as const, values: () => new Float32Array(4) };
     assert.throws(() => writeGguf('/nonexistent/x.gguf', [], [t, t]), /GGUF tensor w is given twice/);
-    assert.throws(() => writeGguf('/nonexistent/x.gguf', [['k', meta.u32(1)], ['k', meta.u32(2)]], []), /key k is given twice/);
+    assert.throws(
+      () =>
+        writeGguf(
+          '/nonexistent/x.gguf',
+          [
+            ['k', meta.u32(1)],
+            ['k', meta.u32(2)],
+          ],
+          [],
+        ),
+      /key k is given twice/,
+    );
   });
 });
 
@@ -104,13 +129,38 @@ describe('llama.cpp layout', () => {
   });
 
   it('names the pre-tokenizers llama.cpp implements and refuses others', () => {
-    const split = (regex: string) => ({ type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated' }, { type: 'ByteLevel', use_regex: false }] });
-    const qwen = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    const split = (regex: string) => ({
+      type: 'Sequence',
+      pretokenizers: [
+        { type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated' },
+        { type: 'ByteLevel', use_regex: false },
+      ],
+    });
+    const qwen =
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
     assert.equal(preTokenizerName(split(qwen), 'tokenizer.json'), 'qwen2');
     assert.equal(preTokenizerName(split(qwen.replace('\\p{N}|', '\\p{N}{1,3}|')), 'tokenizer.json'), 'llama-bpe');
-    assert.equal(preTokenizerName({ type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, { type: 'ByteLevel', use_regex: true }] }, 'f'), 'smollm');
+    assert.equal(
+      preTokenizerName(
+        {
+          type: 'Sequence',
+          pretokenizers: [
+            { type: 'Digits', individual_digits: true },
+            { type: 'ByteLevel', use_regex: true },
+          ],
+        },
+        'f',
+      ),
+      'smollm',
+    );
     assert.equal(preTokenizerName({ type: 'ByteLevel', add_prefix_space: false }, 'f'), 'gpt-2');
-    assert.throws(() => preTokenizerName(split('\\w+'), 'dir/tokenizer.json'), /dir\/tokenizer\.json: the pre-tokenizer's split pattern "\\\\w\+" is not one llama\.cpp implements/);
-    assert.throws(() => preTokenizerName({ type: 'Metaspace' }, 'dir/tokenizer.json'), /pre_tokenizer \["Metaspace"\] is not one llama\.cpp implements/);
+    assert.throws(
+      () => preTokenizerName(split('\\w+'), 'dir/tokenizer.json'),
+      /dir\/tokenizer\.json: the pre-tokenizer's split pattern "\\\\w\+" is not one llama\.cpp implements/,
+    );
+    assert.throws(
+      () => preTokenizerName({ type: 'Metaspace' }, 'dir/tokenizer.json'),
+      /pre_tokenizer \["Metaspace"\] is not one llama\.cpp implements/,
+    );
   });
 });

@@ -40,7 +40,8 @@ function tinyConfig(family: 'qwen2' | 'qwen3'): ModelConfig {
 async function checkModel(config: ModelConfig, lora?: LoraConfig, valueHead = false): Promise<void> {
   const r = seeded(config.family.length * 31);
   const feeds: Record<string, HostTensor> = {};
-  for (const t of expectedTensors(config)) feeds[t.name] = f64(t.shape, r, t.role === 'norm' ? 0.2 : 0.3, t.role === 'norm' ? 1 : 0);
+  for (const t of expectedTensors(config))
+    feeds[t.name] = f64(t.shape, r, t.role === 'norm' ? 0.2 : 0.3, t.role === 'norm' ? 1 : 0);
   if (lora) {
     for (const m of loraModules(config, lora)) {
       const names = loraTensorNames(m.module);
@@ -53,7 +54,10 @@ async function checkModel(config: ModelConfig, lora?: LoraConfig, valueHead = fa
     feeds[VALUE_HEAD.weight] = f64([1, config.hiddenSize], r, 0.3);
     feeds[VALUE_HEAD.bias] = f64([1], r, 0.3);
   }
-  const packed = packForScoring([[1, 5, 9, 2, 22, 7], [3, 3, 14, 0]]);
+  const packed = packForScoring([
+    [1, 5, 9, 2, 22, 7],
+    [3, 3, 14, 0],
+  ]);
   Object.assign(feeds, packed.feeds, { inv_temperature: { dtype: 'float64', shape: [], data: Float64Array.of(1.3) } });
   const projection = f64([2, packed.length], r);
   const valueProjection = f64([2, packed.length], r);
@@ -64,7 +68,8 @@ async function checkModel(config: ModelConfig, lora?: LoraConfig, valueHead = fa
     const g = scoring.graph;
     const proj = g.input('projection', 'float64', ['B', 'T']);
     let loss = op.reduceSum(op.mul(op.add(scoring.logprobs, op.mul(scoring.entropy!, 0.5)), proj));
-    if (scoring.values) loss = op.add(loss, op.reduceSum(op.mul(scoring.values, g.input('value_projection', 'float64', ['B', 'T']))));
+    if (scoring.values)
+      loss = op.add(loss, op.reduceSum(op.mul(scoring.values, g.input('value_projection', 'float64', ['B', 'T']))));
     const trainable = [...scoring.weights.used.values()];
     return { loss, wrt: trainable, graph: g };
   };
@@ -74,5 +79,10 @@ async function checkModel(config: ModelConfig, lora?: LoraConfig, valueHead = fa
 
 describe('whole-model gradients (float64 finite differences)', () => {
   it('Qwen3: every weight, through log-probs and entropy', () => checkModel(tinyConfig('qwen3')));
-  it('Qwen2 with tied embeddings, LoRA on q/v/down and a value head', () => checkModel(tinyConfig('qwen2'), { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] }, true));
+  it('Qwen2 with tied embeddings, LoRA on q/v/down and a value head', () =>
+    checkModel(
+      tinyConfig('qwen2'),
+      { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] },
+      true,
+    ));
 });

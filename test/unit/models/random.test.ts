@@ -91,7 +91,10 @@ describe('Random (xoshiro128**)', () => {
     const a = Random.fromSeed(9).shuffle([...Array(20).keys()]);
     const b = Random.fromSeed(9).shuffle([...Array(20).keys()]);
     assert.deepEqual(a, b);
-    assert.deepEqual([...a].sort((x, y) => x - y), [...Array(20).keys()]);
+    assert.deepEqual(
+      [...a].sort((x, y) => x - y),
+      [...Array(20).keys()],
+    );
     assert.notDeepEqual(a, [...Array(20).keys()]);
   });
 

@@ -76,7 +76,10 @@ describe('safetensors', () => {
       '"w.bf16":{"dtype":"BF16","shape":[3],"data_offsets":[8,14]},' +
       '"w.f32":{"dtype":"F32","shape":[],"data_offsets":[14,18]},' +
       '"ids":{"dtype":"I64","shape":[1],"data_offsets":[18,26]}}   ';
-    const data = [0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00, 0x80, 0x3f, 0x00, 0xbf, 0x49, 0x40, 0x00, 0x00, 0x50, 0x40, 7, 0, 0, 0, 0, 0, 0, 0];
+    const data = [
+      0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00, 0x80, 0x3f, 0x00, 0xbf, 0x49, 0x40, 0x00, 0x00, 0x50, 0x40, 7, 0,
+      0, 0, 0, 0, 0, 0,
+    ];
     const file = rawFile(header, data);
     const st = SafetensorsFile.open(file);
     try {
@@ -86,7 +89,12 @@ describe('safetensors', () => {
       assert.deepEqual(Array.from(st.read('w.bf16')), [1, -0.5, 3.140625]);
       assert.deepEqual(Array.from(st.read('w.f32')), [3.25]);
       assert.deepEqual(Array.from(st.readBytes('ids')), [7, 0, 0, 0, 0, 0, 0, 0]);
-      assert.throws(() => st.read('ids'), new RegExp(`^CheckpointError: ${file}: tensor "ids" has dtype I64, which is not supported; supported: F32, F16, BF16$`));
+      assert.throws(
+        () => st.read('ids'),
+        new RegExp(
+          `^CheckpointError: ${file}: tensor "ids" has dtype I64, which is not supported; supported: F32, F16, BF16$`,
+        ),
+      );
       assert.throws(() => st.read('nope'), /no tensor "nope"/);
     } finally {
       st.close();
@@ -103,7 +111,8 @@ describe('safetensors', () => {
       ],
       { dtype: 'bfloat16', metadata: { step: '3' } },
     );
-    const json = '{"__metadata__":{"step":"3","format":"pt"},"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[2,6]}}';
+    const json =
+      '{"__metadata__":{"step":"3","format":"pt"},"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[2,6]}}';
     const padded = json + ' '.repeat((8 - (json.length % 8)) % 8);
     const length = Buffer.alloc(8);
     length.writeBigUInt64LE(BigInt(padded.length));
@@ -152,7 +161,10 @@ describe('safetensors', () => {
 
   it('refuses tensors whose data does not match their shape, and duplicate names', () => {
     const file = fresh('bad.safetensors');
-    assert.throws(() => writeSafetensors(file, [{ name: 'w', shape: [2, 3], data: new Float32Array(5) }]), /tensor "w" has shape \[2, 3\] \(6 values\) but its data is 5 values/);
+    assert.throws(
+      () => writeSafetensors(file, [{ name: 'w', shape: [2, 3], data: new Float32Array(5) }]),
+      /tensor "w" has shape \[2, 3\] \(6 values\) but its data is 5 values/,
+    );
     assert.ok(!fs.existsSync(file));
     assert.deepEqual(fs.readdirSync(path.dirname(file)), []);
     const same = { name: 'w', shape: [1], data: new Float32Array(1) };
@@ -160,7 +172,11 @@ describe('safetensors', () => {
   });
 
   describe('rejects damaged files with the file and the tensor named', () => {
-    const entry = (dtype: string, shape: number[], offsets: [number, number]) => ({ dtype, shape, data_offsets: offsets });
+    const entry = (dtype: string, shape: number[], offsets: [number, number]) => ({
+      dtype,
+      shape,
+      data_offsets: offsets,
+    });
 
     it('a missing file', () => {
       const file = path.join(root, 'missing.safetensors');
@@ -170,7 +186,10 @@ describe('safetensors', () => {
     it('a file truncated inside the data', () => {
       const file = rawFile({ a: entry('F32', [2], [0, 8]), b: entry('F32', [3], [8, 20]) }, new Uint8Array(20));
       fs.truncateSync(file, fs.statSync(file).size - 5);
-      assert.match(openError(file), /truncated: tensor "b" ends at data byte 20 but the file holds only 15 bytes of data/);
+      assert.match(
+        openError(file),
+        /truncated: tensor "b" ends at data byte 20 but the file holds only 15 bytes of data/,
+      );
     });
 
     it('a file truncated inside the header, or shorter than the length field', () => {
@@ -189,26 +208,48 @@ describe('safetensors', () => {
     it('a header that is not JSON, or not an object of tensors', () => {
       assert.match(openError(rawFile('{"a": {"dtype": "F32",', [])), /corrupted header: not valid JSON/);
       assert.match(openError(rawFile('[1, 2]', [])), /corrupted header: expected a JSON object of tensors/);
-      assert.match(openError(rawFile({ w: { dtype: 'F32', shape: [1] } }, new Uint8Array(4))), /tensor "w": data_offsets: Invalid input/);
+      assert.match(
+        openError(rawFile({ w: { dtype: 'F32', shape: [1] } }, new Uint8Array(4))),
+        /tensor "w": data_offsets: Invalid input/,
+      );
     });
 
     it('a dtype the format does not define', () => {
-      assert.match(openError(rawFile({ w: entry('Q4_K', [2], [0, 1]) }, new Uint8Array(1))), /tensor "w" has dtype "Q4_K", which the safetensors format does not define/);
+      assert.match(
+        openError(rawFile({ w: entry('Q4_K', [2], [0, 1]) }, new Uint8Array(1))),
+        /tensor "w" has dtype "Q4_K", which the safetensors format does not define/,
+      );
     });
 
     it('offsets that disagree with the shape', () => {
-      assert.match(openError(rawFile({ w: entry('F32', [3], [0, 8]) }, new Uint8Array(8))), /tensor "w" has data_offsets \[0, 8\] \(8 bytes\) but shape \[3\] of F32 needs 12 bytes/);
+      assert.match(
+        openError(rawFile({ w: entry('F32', [3], [0, 8]) }, new Uint8Array(8))),
+        /tensor "w" has data_offsets \[0, 8\] \(8 bytes\) but shape \[3\] of F32 needs 12 bytes/,
+      );
     });
 
     it('overlapping tensors, a gap, and bytes nobody owns', () => {
-      assert.match(openError(rawFile({ a: entry('F32', [2], [0, 8]), b: entry('F32', [2], [4, 12]) }, new Uint8Array(12))), /tensor "b" .*overlaps tensor "a"/);
-      assert.match(openError(rawFile({ a: entry('F32', [1], [0, 4]), b: entry('F32', [1], [8, 12]) }, new Uint8Array(12))), /4 bytes before tensor "b" belong to no tensor/);
-      assert.match(openError(rawFile({ a: entry('F32', [1], [0, 4]) }, new Uint8Array(9))), /the header accounts for 4 bytes of data but the file holds 9/);
+      assert.match(
+        openError(rawFile({ a: entry('F32', [2], [0, 8]), b: entry('F32', [2], [4, 12]) }, new Uint8Array(12))),
+        /tensor "b" .*overlaps tensor "a"/,
+      );
+      assert.match(
+        openError(rawFile({ a: entry('F32', [1], [0, 4]), b: entry('F32', [1], [8, 12]) }, new Uint8Array(12))),
+        /4 bytes before tensor "b" belong to no tensor/,
+      );
+      assert.match(
+        openError(rawFile({ a: entry('F32', [1], [0, 4]) }, new Uint8Array(9))),
+        /the header accounts for 4 bytes of data but the file holds 9/,
+      );
     });
   });
 
   describe('sharded checkpoints', () => {
-    const tensor = (name: string, n: number, start: number): WritableTensor => ({ name, shape: [n], data: Float32Array.from({ length: n }, (_, i) => start + i) });
+    const tensor = (name: string, n: number, start: number): WritableTensor => ({
+      name,
+      shape: [n],
+      data: Float32Array.from({ length: n }, (_, i) => start + i),
+    });
 
     it('groups tensors into shards like huggingface_hub: in order, oversized tensors alone', () => {
       const sizes = [
@@ -224,9 +265,18 @@ describe('safetensors', () => {
 
     it('writes model-0000k-of-0000n shards with the transformers index, and reads them back', () => {
       const dir = path.dirname(fresh());
-      const tensors = [tensor('model.embed_tokens.weight', 40, 0), tensor('model.norm.weight', 10, 100), tensor('lm_head.weight', 40, 200), tensor('model.layers.0.mlp.up_proj.weight', 30, 300)];
+      const tensors = [
+        tensor('model.embed_tokens.weight', 40, 0),
+        tensor('model.norm.weight', 10, 100),
+        tensor('lm_head.weight', 40, 200),
+        tensor('model.layers.0.mlp.up_proj.weight', 30, 300),
+      ];
       const result = writeShardedSafetensors(dir, tensors, { maxShardBytes: 200 });
-      assert.deepEqual(result.files, ['model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors']);
+      assert.deepEqual(result.files, [
+        'model-00001-of-00003.safetensors',
+        'model-00002-of-00003.safetensors',
+        'model-00003-of-00003.safetensors',
+      ]);
       assert.equal(result.index, 'model.safetensors.index.json');
       const index = fs.readFileSync(path.join(dir, 'model.safetensors.index.json'), 'utf8');
       assert.equal(
@@ -246,12 +296,19 @@ describe('safetensors', () => {
       );
       const reader = CheckpointReader.open(dir);
       try {
-        assert.deepEqual(reader.names(), ['lm_head.weight', 'model.embed_tokens.weight', 'model.layers.0.mlp.up_proj.weight', 'model.norm.weight']);
+        assert.deepEqual(reader.names(), [
+          'lm_head.weight',
+          'model.embed_tokens.weight',
+          'model.layers.0.mlp.up_proj.weight',
+          'model.norm.weight',
+        ]);
         for (const t of tensors) assert.deepEqual(reader.read(t.name), t.data);
         assert.equal(reader.info('lm_head.weight').file, path.join(dir, 'model-00002-of-00003.safetensors'));
         assert.throws(
           () => reader.read('model.norm.weight', [12]),
-          new RegExp(`${dir}/model-00001-of-00003.safetensors: tensor "model.norm.weight" has shape \\[10\\] but the model config needs \\[12\\]`),
+          new RegExp(
+            `${dir}/model-00001-of-00003.safetensors: tensor "model.norm.weight" has shape \\[10\\] but the model config needs \\[12\\]`,
+          ),
         );
       } finally {
         reader.close();
@@ -260,7 +317,9 @@ describe('safetensors', () => {
 
     it('replaces an earlier save in the same folder without leaving its files behind', () => {
       const dir = path.dirname(fresh());
-      writeShardedSafetensors(dir, [tensor('a', 40, 0), tensor('b', 40, 0), tensor('c', 40, 0)], { maxShardBytes: 200 });
+      writeShardedSafetensors(dir, [tensor('a', 40, 0), tensor('b', 40, 0), tensor('c', 40, 0)], {
+        maxShardBytes: 200,
+      });
       fs.writeFileSync(path.join(dir, 'config.json'), '{}');
       const result = writeShardedSafetensors(dir, [tensor('a', 4, 1)]);
       assert.deepEqual(result.files, ['model.safetensors']);
@@ -272,20 +331,37 @@ describe('safetensors', () => {
 
     it('names the index, the shard and the tensor when they disagree', () => {
       const dir = path.dirname(fresh());
-      writeShardedSafetensors(dir, [tensor('a', 40, 0), tensor('b', 40, 0), tensor('c', 40, 0)], { maxShardBytes: 200 });
+      writeShardedSafetensors(dir, [tensor('a', 40, 0), tensor('b', 40, 0), tensor('c', 40, 0)], {
+        maxShardBytes: 200,
+      });
       const indexFile = path.join(dir, 'model.safetensors.index.json');
       const index = JSON.parse(fs.readFileSync(indexFile, 'utf8'));
 
-      fs.writeFileSync(indexFile, JSON.stringify({ ...index, weight_map: { ...index.weight_map, d: 'model-00009-of-00009.safetensors' } }));
-      assert.throws(() => CheckpointReader.open(dir), new RegExp(`${dir}/model-00009-of-00009.safetensors: file not found \\(the index lists it for tensor "d"`));
+      fs.writeFileSync(
+        indexFile,
+        JSON.stringify({ ...index, weight_map: { ...index.weight_map, d: 'model-00009-of-00009.safetensors' } }),
+      );
+      assert.throws(
+        () => CheckpointReader.open(dir),
+        new RegExp(`${dir}/model-00009-of-00009.safetensors: file not found \\(the index lists it for tensor "d"`),
+      );
 
       assert.equal(index.weight_map.b, 'model-00002-of-00003.safetensors');
       const swapped = { ...index.weight_map, a: index.weight_map.b, b: index.weight_map.a };
       fs.writeFileSync(indexFile, JSON.stringify({ ...index, weight_map: swapped }));
-      assert.throws(() => CheckpointReader.open(dir), /model-00002-of-00003\.safetensors: holds tensor "b", which .*index\.json places in model-00001-of-00003\.safetensors \(the index is out of date\)/);
+      assert.throws(
+        () => CheckpointReader.open(dir),
+        /model-00002-of-00003\.safetensors: holds tensor "b", which .*index\.json places in model-00001-of-00003\.safetensors \(the index is out of date\)/,
+      );
 
-      fs.writeFileSync(indexFile, JSON.stringify({ ...index, weight_map: { ...index.weight_map, z: 'model-00002-of-00003.safetensors' } }));
-      assert.throws(() => CheckpointReader.open(dir), /model-00002-of-00003\.safetensors: has no tensor "z", which .*index\.json places there/);
+      fs.writeFileSync(
+        indexFile,
+        JSON.stringify({ ...index, weight_map: { ...index.weight_map, z: 'model-00002-of-00003.safetensors' } }),
+      );
+      assert.throws(
+        () => CheckpointReader.open(dir),
+        /model-00002-of-00003\.safetensors: has no tensor "z", which .*index\.json places there/,
+      );
 
       fs.writeFileSync(indexFile, '{"weight_map": 3}');
       assert.throws(() => CheckpointReader.open(dir), /model\.safetensors\.index\.json: weight_map: Invalid input/);
@@ -294,7 +370,10 @@ describe('safetensors', () => {
     it('explains a folder without safetensors weights', () => {
       const dir = path.dirname(fresh());
       fs.writeFileSync(path.join(dir, 'pytorch_model.bin'), 'x');
-      assert.throws(() => CheckpointReader.open(dir), /no model\.safetensors or model\.safetensors\.index\.json \(found pytorch_model\.bin: PyTorch pickles are not read; convert them to safetensors/);
+      assert.throws(
+        () => CheckpointReader.open(dir),
+        /no model\.safetensors or model\.safetensors\.index\.json \(found pytorch_model\.bin: PyTorch pickles are not read; convert them to safetensors/,
+      );
       assert.throws(() => CheckpointReader.open(path.join(root, 'nowhere')), /nowhere: model folder not found/);
     });
   });

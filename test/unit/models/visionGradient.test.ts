@@ -43,7 +43,15 @@ function tinyConfig(family: 'qwen2_vl' | 'qwen2_5_vl'): ModelConfig {
       vision_config:
         family === 'qwen2_vl'
           ? { ...common, embed_dim: 8, hidden_size: 12, mlp_ratio: 2, hidden_act: 'quick_gelu' }
-          : { ...common, hidden_size: 8, out_hidden_size: 12, intermediate_size: 12, hidden_act: 'silu', window_size: 4, fullatt_block_indexes: [1] },
+          : {
+              ...common,
+              hidden_size: 8,
+              out_hidden_size: 12,
+              intermediate_size: 12,
+              hidden_act: 'silu',
+              window_size: 4,
+              fullatt_block_indexes: [1],
+            },
     },
     `${family}/config.json`,
   );
@@ -52,7 +60,8 @@ function tinyConfig(family: 'qwen2_vl' | 'qwen2_5_vl'): ModelConfig {
 async function check(config: ModelConfig, options: { trainVision: boolean; lora?: LoraConfig }): Promise<void> {
   const r = seeded(config.family.length * 97 + (options.trainVision ? 1 : 0));
   const feeds: Record<string, HostTensor> = {};
-  for (const t of expectedTensors(config)) feeds[t.name] = f64(t.shape, r, t.role === 'norm' ? 0.2 : 0.4, t.role === 'norm' ? 1 : 0);
+  for (const t of expectedTensors(config))
+    feeds[t.name] = f64(t.shape, r, t.role === 'norm' ? 0.2 : 0.4, t.role === 'norm' ? 1 : 0);
   if (options.lora) {
     for (const m of loraModules(config, options.lora)) {
       const names = loraTensorNames(m.module);
@@ -63,18 +72,31 @@ async function check(config: ModelConfig, options: { trainVision: boolean; lora?
   }
   // Images: a 4×6 patch grid (2×3 merged units, 6 tokens) and a 4×4 one (4 tokens).
   const patchWidth = 3 * 2 * 2 * 2;
-  const image = (key: string, h: number, w: number): BatchImage => ({ key, grid: [1, h, w], patches: Float32Array.from((f64([h * w, patchWidth], r).data as Float64Array)) });
+  const image = (key: string, h: number, w: number): BatchImage => ({
+    key,
+    grid: [1, h, w],
+    patches: Float32Array.from(f64([h * w, patchWidth], r).data as Float64Array),
+  });
   const wide = image('wide', 4, 6);
   const square = image('square', 4, 4);
   const sequences = [
     // The gradient check samples embedding rows 0, 6, 12 and 18: the texts use those tokens.
     { ids: [3, 20, ...new Array(6).fill(22), 21, 5, 0, 6, 7], images: [wide] },
-    { ids: [12, 20, ...new Array(6).fill(22), 21, 18, 20, ...new Array(4).fill(22), 21, 11, 4], images: [wide, square] },
+    {
+      ids: [12, 20, ...new Array(6).fill(22), 21, 18, 20, ...new Array(4).fill(22), 21, 11, 4],
+      images: [wide, square],
+    },
   ];
-  const packed = packForScoring(sequences.map((s) => s.ids), sequences.map((s) => Uint8Array.from(s.ids, (id, t) => (t > 0 && id !== 22 ? 1 : 0))));
+  const packed = packForScoring(
+    sequences.map((s) => s.ids),
+    sequences.map((s) => Uint8Array.from(s.ids, (id, t) => (t > 0 && id !== 22 ? 1 : 0))),
+  );
   addVisionFeeds(packed, sequences, config.vision!);
   for (const [name, value] of Object.entries(packed.feeds as Record<string, HostTensor>)) {
-    feeds[name] = value.dtype === 'float32' ? { dtype: 'float64', shape: value.shape, data: Float64Array.from(value.data as Float32Array) } : value;
+    feeds[name] =
+      value.dtype === 'float32'
+        ? { dtype: 'float64', shape: value.shape, data: Float64Array.from(value.data as Float32Array) }
+        : value;
   }
   feeds.inv_temperature = { dtype: 'float64', shape: [], data: Float64Array.of(1.1) };
   feeds.projection = f64([2, packed.length], r);
@@ -82,13 +104,19 @@ async function check(config: ModelConfig, options: { trainVision: boolean; lora?
   const build = () => {
     const scoring = buildScoringGraph(config, { dtype: 'float64', lora: options.lora, entropy: true }, 'gradcheck');
     const g = scoring.graph;
-    const loss = op.reduceSum(op.mul(op.add(scoring.logprobs, op.mul(scoring.entropy!, 0.5)), g.input('projection', 'float64', ['B', 'T'])));
+    const loss = op.reduceSum(
+      op.mul(op.add(scoring.logprobs, op.mul(scoring.entropy!, 0.5)), g.input('projection', 'float64', ['B', 'T'])),
+    );
     const wrt = [...scoring.weights.used.entries()].filter(([name]) => options.trainVision || !isVisionWeight(name));
     names = wrt.map(([name]) => name);
     return { loss, wrt: wrt.map(([, t]) => t), graph: g };
   };
   const results = await gradCheck(build, feeds, { maxElementsPerTensor: 4, step: 1e-5 });
-  assert.equal(names.some(isVisionWeight), options.trainVision, 'the vision tower is differentiated exactly when it is trained');
+  assert.equal(
+    names.some(isVisionWeight),
+    options.trainVision,
+    'the vision tower is differentiated exactly when it is trained',
+  );
   if (options.lora) assert.ok(names.some((n) => n.includes('lora_A')));
   assertGradients(results);
 }
@@ -96,7 +124,11 @@ async function check(config: ModelConfig, options: { trainVision: boolean; lora?
 describe('vision-language gradients (float64 finite differences)', () => {
   for (const family of ['qwen2_vl', 'qwen2_5_vl'] as const) {
     it(`${family}: the language model and LoRA adapters, with image tokens present and the encoder frozen`, () =>
-      check(tinyConfig(family), { trainVision: false, lora: { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] } }));
-    it(`${family}: every weight of the vision tower and the language model, the encoder trained`, () => check(tinyConfig(family), { trainVision: true }));
+      check(tinyConfig(family), {
+        trainVision: false,
+        lora: { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] },
+      }));
+    it(`${family}: every weight of the vision tower and the language model, the encoder trained`, () =>
+      check(tinyConfig(family), { trainVision: true }));
   }
 });

@@ -3,12 +3,33 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CheckpointError, CheckpointReader, expectedTensors, parseModelConfig, validateCheckpoint, writeSafetensors, type ModelConfig } from '../../../trainer/foundations/models';
+import {
+  CheckpointError,
+  CheckpointReader,
+  expectedTensors,
+  parseModelConfig,
+  validateCheckpoint,
+  writeSafetensors,
+  type ModelConfig,
+} from '../../../trainer/foundations/models';
 
-const base = { vocab_size: 11, hidden_size: 8, intermediate_size: 12, num_hidden_layers: 1, num_attention_heads: 4, num_key_value_heads: 2 };
+const base = {
+  vocab_size: 11,
+  hidden_size: 8,
+  intermediate_size: 12,
+  num_hidden_layers: 1,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+};
 const qwen2 = parseModelConfig({ ...base, model_type: 'qwen2' }, '/m/config.json');
-const qwen3 = parseModelConfig({ ...base, model_type: 'qwen3', head_dim: 6, tie_word_embeddings: true }, '/m/config.json');
-const llama = parseModelConfig({ ...base, model_type: 'llama', attention_bias: true, mlp_bias: true }, '/m/config.json');
+const qwen3 = parseModelConfig(
+  { ...base, model_type: 'qwen3', head_dim: 6, tie_word_embeddings: true },
+  '/m/config.json',
+);
+const llama = parseModelConfig(
+  { ...base, model_type: 'llama', attention_bias: true, mlp_bias: true },
+  '/m/config.json',
+);
 
 const list = (config: ModelConfig) => expectedTensors(config).map((t) => `${t.name} [${t.shape.join(', ')}] ${t.role}`);
 
@@ -54,8 +75,17 @@ describe('expectedTensors', () => {
 
   it('adds Llama attention and MLP biases when configured, for every layer', () => {
     const names = expectedTensors({ ...llama, numLayers: 3 }).map((t) => t.name);
-    for (const proj of ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj', 'self_attn.o_proj', 'mlp.gate_proj', 'mlp.up_proj', 'mlp.down_proj']) {
-      for (const layer of [0, 1, 2]) assert.ok(names.includes(`model.layers.${layer}.${proj}.bias`), `${layer} ${proj}`);
+    for (const proj of [
+      'self_attn.q_proj',
+      'self_attn.k_proj',
+      'self_attn.v_proj',
+      'self_attn.o_proj',
+      'mlp.gate_proj',
+      'mlp.up_proj',
+      'mlp.down_proj',
+    ]) {
+      for (const layer of [0, 1, 2])
+        assert.ok(names.includes(`model.layers.${layer}.${proj}.bias`), `${layer} ${proj}`);
     }
     assert.equal(names.filter((n) => n.endsWith('.bias')).length, 21);
   });
@@ -70,7 +100,10 @@ describe('validateCheckpoint', () => {
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
   /** A checkpoint folder holding `config`'s tensors, edited by `edit`. */
-  function checkpoint(config: ModelConfig, edit: (tensors: { name: string; shape: number[] }[]) => { name: string; shape: number[] }[] = (t) => t): CheckpointReader {
+  function checkpoint(
+    config: ModelConfig,
+    edit: (tensors: { name: string; shape: number[] }[]) => { name: string; shape: number[] }[] = (t) => t,
+  ): CheckpointReader {
     const dir = path.join(root, `c${n++}`);
     const tensors = edit(expectedTensors(config).map(({ name, shape }) => ({ name, shape })));
     writeSafetensors(
@@ -85,13 +118,23 @@ describe('validateCheckpoint', () => {
     for (const config of [qwen2, qwen3, llama]) {
       const reader = checkpoint(config);
       const problems = validateCheckpoint(reader, config);
-      assert.deepEqual(problems, { missing: [], unexpected: [], shapeMismatches: [], unsupportedDtypes: [], ignored: [] });
+      assert.deepEqual(problems, {
+        missing: [],
+        unexpected: [],
+        shapeMismatches: [],
+        unsupportedDtypes: [],
+        ignored: [],
+      });
       reader.close();
     }
   });
 
   it('ignores saved rotary buffers and a tied lm_head, as transformers does', () => {
-    const reader = checkpoint(qwen3, (t) => [...t, { name: 'lm_head.weight', shape: [11, 8] }, { name: 'model.layers.0.self_attn.rotary_emb.inv_freq', shape: [3] }]);
+    const reader = checkpoint(qwen3, (t) => [
+      ...t,
+      { name: 'lm_head.weight', shape: [11, 8] },
+      { name: 'model.layers.0.self_attn.rotary_emb.inv_freq', shape: [3] },
+    ]);
     const problems = validateCheckpoint(reader, qwen3);
     assert.deepEqual(
       problems.ignored.map((i) => i.name),
@@ -138,7 +181,11 @@ describe('validateCheckpoint', () => {
     let offset = 0;
     for (const t of tensors) {
       const bytes = t.shape.reduce((a, b) => a * b, 1) * 4;
-      header[t.name] = { dtype: t.name === 'model.norm.weight' ? 'I32' : 'F32', shape: t.shape, data_offsets: [offset, offset + bytes] };
+      header[t.name] = {
+        dtype: t.name === 'model.norm.weight' ? 'I32' : 'F32',
+        shape: t.shape,
+        data_offsets: [offset, offset + bytes],
+      };
       offset += bytes;
     }
     const json = Buffer.from(JSON.stringify(header));
@@ -146,7 +193,10 @@ describe('validateCheckpoint', () => {
     length.writeBigUInt64LE(BigInt(json.length));
     fs.writeFileSync(path.join(dir, 'model.safetensors'), Buffer.concat([length, json, Buffer.alloc(offset)]));
     const reader = CheckpointReader.open(dir);
-    assert.throws(() => validateCheckpoint(reader, llama), /unsupported dtypes \(1\):\n  model\.norm\.weight: I32 in .*model\.safetensors \(supported: F32, F16, BF16\)/);
+    assert.throws(
+      () => validateCheckpoint(reader, llama),
+      /unsupported dtypes \(1\):\n  model\.norm\.weight: I32 in .*model\.safetensors \(supported: F32, F16, BF16\)/,
+    );
     reader.close();
   });
 });

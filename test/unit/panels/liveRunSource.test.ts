@@ -28,12 +28,18 @@ function fakeTraining(runDirectory: string): LiveTraining & { emit(event: Traini
 
 function random(): () => number {
   let s = 7;
-  return () => ((s = (s * 16807) % 2147483647) / 2147483647);
+  return () => (s = (s * 16807) % 2147483647) / 2147483647;
 }
 
 describe('LiveRunSource', () => {
   it('reads the run store when the trainer says it changed, and passes the phase in flight on', () => {
-    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'live-source-')), 'run-1'), { steps: 1, batch: 4, groupSize: 2, seed: 5, status: 'running' });
+    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'live-source-')), 'run-1'), {
+      steps: 1,
+      batch: 4,
+      groupSize: 2,
+      seed: 5,
+      status: 'running',
+    });
     const training = fakeTraining(dir);
     const source = new LiveRunSource(dir, training);
     const updates: RunUpdate[] = [];
@@ -41,21 +47,39 @@ describe('LiveRunSource', () => {
     assert.deepEqual(source.steps(), [1]);
     assert.equal(source.progress(), undefined);
 
-    training.emit({ protocol: PROTOCOL_VERSION, type: 'progress', step: 2, phase: 'rollout', done: 1, total: 4, tokensPerSecond: 321 });
+    training.emit({
+      protocol: PROTOCOL_VERSION,
+      type: 'progress',
+      step: 2,
+      phase: 'rollout',
+      done: 1,
+      total: 4,
+      tokensPerSecond: 321,
+    });
     assert.deepEqual(source.progress(), { step: 2, phase: 'rollout', done: 1, total: 4, tokensPerSecond: 321 });
     assert.equal(updates.at(-1)?.type, 'progress');
     const text = runStatusText(source.run(), latestTrainMetrics(source.metrics()), source.progress()).text;
-    assert.match(text, /^\$\(pulse\) step 2\/1 · rollout 1\/4 · reward -?\d\.\d{3} · exact_match \d\.\d{3} · 321 tok\/s$/);
+    assert.match(
+      text,
+      /^\$\(pulse\) step 2\/1 · rollout 1\/4 · reward -?\d\.\d{3} · exact_match \d\.\d{3} · 321 tok\/s$/,
+    );
 
     // The trainer writes step 2, then says so: nothing is read before that (no watcher, no poll).
     const writer = recordedRunWriter(dir);
     const rng = random();
-    writer.appendTrajectories(2, [0, 1, 2, 3].map((i) => buildTrajectory(2, i, 2, rng)));
+    writer.appendTrajectories(
+      2,
+      [0, 1, 2, 3].map((i) => buildTrajectory(2, i, 2, rng)),
+    );
     writer.appendMetrics({ step: 2, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.25 } });
     writer.completeStep(2);
     updates.length = 0;
     assert.deepEqual(source.steps(), [1]);
-    training.emit({ protocol: PROTOCOL_VERSION, type: 'metrics', record: { step: 2, time: 't', kind: 'train', values: { 'reward/mean': 0.25 } } });
+    training.emit({
+      protocol: PROTOCOL_VERSION,
+      type: 'metrics',
+      record: { step: 2, time: 't', kind: 'train', values: { 'reward/mean': 0.25 } },
+    });
     training.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step: 2 });
     assert.deepEqual(source.steps(), [1, 2]);
     assert.equal(source.metrics().at(-1)?.values['reward/mean'], 0.25);
@@ -71,7 +95,13 @@ describe('LiveRunSource', () => {
 
   it('is what the panels get for a run a training in this window writes; other runs are read from disk', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'live-sources-'));
-    const liveDir = writeRecordedRun(path.join(root, 'live'), { steps: 1, batch: 2, groupSize: 2, seed: 1, status: 'running' });
+    const liveDir = writeRecordedRun(path.join(root, 'live'), {
+      steps: 1,
+      batch: 2,
+      groupSize: 2,
+      seed: 1,
+      status: 'running',
+    });
     const diskDir = writeRecordedRun(path.join(root, 'disk'), { steps: 1, batch: 2, groupSize: 2, seed: 2 });
     const trainings = new LiveTrainings();
     const changes: string[] = [];
@@ -80,7 +110,9 @@ describe('LiveRunSource', () => {
     trainings.started(training);
     const sources = new RunSources((dir) => {
       const live = trainings.get(dir);
-      return live?.active ? new LiveRunSource(dir, live) : new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
+      return live?.active
+        ? new LiveRunSource(dir, live)
+        : new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
     });
     const live = sources.acquire(liveDir + '/');
     const disk = sources.acquire(diskDir);

@@ -16,10 +16,19 @@ function fakePanel() {
       set html(value: string) {
         loads.push(value);
       },
-      onDidReceiveMessage: (listener: () => void) => (messageListeners.add(listener), { dispose: () => messageListeners.delete(listener) }),
+      onDidReceiveMessage: (listener: () => void) => (
+        messageListeners.add(listener),
+        { dispose: () => messageListeners.delete(listener) }
+      ),
     },
-    onDidDispose: (listener: () => void) => (disposeListeners.add(listener), { dispose: () => disposeListeners.delete(listener) }),
-    onDidChangeViewState: (listener: (e: { webviewPanel: { visible: boolean } }) => void) => (viewStateListeners.add(listener), { dispose: () => viewStateListeners.delete(listener) }),
+    onDidDispose: (listener: () => void) => (
+      disposeListeners.add(listener),
+      { dispose: () => disposeListeners.delete(listener) }
+    ),
+    onDidChangeViewState: (listener: (e: { webviewPanel: { visible: boolean } }) => void) => (
+      viewStateListeners.add(listener),
+      { dispose: () => viewStateListeners.delete(listener) }
+    ),
   };
   return {
     panel: panel as unknown as vscode.WebviewPanel,
@@ -39,7 +48,11 @@ describe('loadWebview', () => {
   it('loads once and never again when the page says ready in time', (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const fake = fakePanel();
-    loadWebview(fake.panel, () => 'page', () => {});
+    loadWebview(
+      fake.panel,
+      () => 'page',
+      () => {},
+    );
     t.mock.timers.tick(2000);
     fake.speak();
     t.mock.timers.tick(60_000);
@@ -51,7 +64,12 @@ describe('loadWebview', () => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const fake = fakePanel();
     const log: string[] = [];
-    loadWebview(fake.panel, () => `page ${fake.loads.length}`, (line) => log.push(line), { firstWaitMs: 1000, maxWaitMs: 4000 });
+    loadWebview(
+      fake.panel,
+      () => `page ${fake.loads.length}`,
+      (line) => log.push(line),
+      { firstWaitMs: 1000, maxWaitMs: 4000 },
+    );
     const loadsAt = (ms: number) => (t.mock.timers.tick(ms), fake.loads.length);
     assert.equal(fake.loads.length, 1);
     assert.equal(loadsAt(999), 1);
@@ -73,7 +91,12 @@ describe('loadWebview', () => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const fake = fakePanel();
     fake.state.visible = false;
-    loadWebview(fake.panel, () => 'page', () => {}, { firstWaitMs: 1000, maxWaitMs: 4000 });
+    loadWebview(
+      fake.panel,
+      () => 'page',
+      () => {},
+      { firstWaitMs: 1000, maxWaitMs: 4000 },
+    );
     t.mock.timers.tick(10_000);
     assert.equal(fake.loads.length, 1, 'a hidden webview loads when shown; no reload meanwhile');
     fake.show();
@@ -92,7 +115,12 @@ describe('loadWebview', () => {
     const fake = fakePanel();
     const log: string[] = [];
     let recreated = 0;
-    loadWebview(fake.panel, () => 'page', (line) => log.push(line), { firstWaitMs: 1000, maxWaitMs: 4000, reloadsBeforeRecreate: 2, recreate: () => recreated++ });
+    loadWebview(
+      fake.panel,
+      () => 'page',
+      (line) => log.push(line),
+      { firstWaitMs: 1000, maxWaitMs: 4000, reloadsBeforeRecreate: 2, recreate: () => recreated++ },
+    );
     t.mock.timers.tick(1000);
     t.mock.timers.tick(2000); // two reloads
     assert.deepEqual([fake.loads.length, recreated], [3, 0]);
@@ -100,7 +128,10 @@ describe('loadWebview', () => {
     assert.equal(recreated, 0);
     t.mock.timers.tick(1);
     assert.deepEqual([fake.loads.length, recreated], [3, 1], 'the third check recreates instead of reloading');
-    assert.match(log.at(-1)!, /Metrics · run: the page did not start after 2 reloads; opening the panel again in a new frame/);
+    assert.match(
+      log.at(-1)!,
+      /Metrics · run: the page did not start after 2 reloads; opening the panel again in a new frame/,
+    );
     assert.equal(fake.listening(), 0, 'the old panel is left alone');
     t.mock.timers.tick(100_000);
     assert.deepEqual([fake.loads.length, recreated], [3, 1]);
@@ -109,7 +140,11 @@ describe('loadWebview', () => {
   it('says when the page has started, and settles too when the panel is closed first', async () => {
     const speaking = fakePanel();
     let started = false;
-    void loadWebview(speaking.panel, () => 'page', () => {}).then(() => (started = true));
+    void loadWebview(
+      speaking.panel,
+      () => 'page',
+      () => {},
+    ).then(() => (started = true));
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(started, false, 'not before the page speaks');
     speaking.speak();
@@ -117,7 +152,11 @@ describe('loadWebview', () => {
     assert.equal(started, true);
 
     const closed = fakePanel();
-    const settled = loadWebview(closed.panel, () => 'page', () => {});
+    const settled = loadWebview(
+      closed.panel,
+      () => 'page',
+      () => {},
+    );
     closed.dispose();
     await settled; // would hang (and time the test out) if a closed panel never settled
   });

@@ -15,7 +15,13 @@ import { MetricsToWebview, type MetricsRecord } from '../../../trainer/contract/
 
 function setup() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-ctl-'));
-  const a = writeRecordedRun(path.join(root, 'run-a'), { steps: 4, batch: 4, groupSize: 2, seed: 1, status: 'running' });
+  const a = writeRecordedRun(path.join(root, 'run-a'), {
+    steps: 4,
+    batch: 4,
+    groupSize: 2,
+    seed: 1,
+    status: 'running',
+  });
   const b = writeRecordedRun(path.join(root, 'run-b'), { steps: 6, batch: 4, groupSize: 2, seed: 2 });
   const sources = new RunSources((dir) => new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false }));
   const posted: MetricsToWebview[] = [];
@@ -35,14 +41,22 @@ function setup() {
   return { a, b, sources, posted, saved, controller };
 }
 
-const metricsOf = (posted: MetricsToWebview[]) => posted.filter((m): m is Extract<MetricsToWebview, { type: 'metrics' }> => m.type === 'metrics');
+const metricsOf = (posted: MetricsToWebview[]) =>
+  posted.filter((m): m is Extract<MetricsToWebview, { type: 'metrics' }> => m.type === 'metrics');
 
 describe('toMetricsColumns', () => {
   it('turns records into aligned columns, null where a metric is missing', () => {
     const records: MetricsRecord[] = [
       { step: 1, time: 't1', kind: 'train', values: { a: 1 } },
       { step: 2, time: 't2', kind: 'eval', values: { a: 2, b: 20 } },
-      { step: 3, time: 't3', kind: 'train', values: { b: null }, nonFinite: ['b'], skipped: { reason: 'non-finite loss' } },
+      {
+        step: 3,
+        time: 't3',
+        kind: 'train',
+        values: { b: null },
+        nonFinite: ['b'],
+        skipped: { reason: 'non-finite loss' },
+      },
     ];
     assert.deepEqual(toMetricsColumns(records), {
       steps: [1, 2, 3],
@@ -53,7 +67,12 @@ describe('toMetricsColumns', () => {
   });
 
   it("carries the health checks' warnings row by row, and only when some record has one", () => {
-    const warning = { code: 'zero_signal', severity: 'warn' as const, message: '3 of 4 groups had equal rewards', advice: 'raise rollout.temperature' };
+    const warning = {
+      code: 'zero_signal',
+      severity: 'warn' as const,
+      message: '3 of 4 groups had equal rewards',
+      advice: 'raise rollout.temperature',
+    };
     const records: MetricsRecord[] = [
       { step: 1, time: 't1', kind: 'train', values: { a: 1 } },
       { step: 2, time: 't2', kind: 'train', values: { a: 2 }, warnings: [warning] },
@@ -127,7 +146,10 @@ describe('MetricsController', () => {
     controller.receive({ type: 'showRuns', runDirs: [a, '/nonexistent/run'] });
     assert.deepEqual(controller.runDirs, [a]);
     const notice = posted.find((m) => m.type === 'notice');
-    assert.match(notice?.type === 'notice' ? notice.message : '', /Cannot show \/nonexistent\/run: .*run\.json: not found/);
+    assert.match(
+      notice?.type === 'notice' ? notice.message : '',
+      /Cannot show \/nonexistent\/run: .*run\.json: not found/,
+    );
   });
 
   it('saves the exported CSV through the host and says where', async () => {
@@ -141,6 +163,9 @@ describe('MetricsController', () => {
 
   it('rejects a malformed message, naming the field', () => {
     const { controller } = setup();
-    assert.throws(() => controller.receive({ type: 'showRuns', runDirs: [] }), /message from the Metrics panel: runDirs/);
+    assert.throws(
+      () => controller.receive({ type: 'showRuns', runDirs: [] }),
+      /message from the Metrics panel: runDirs/,
+    );
   });
 });

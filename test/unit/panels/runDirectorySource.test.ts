@@ -10,17 +10,25 @@ import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixt
 import { RunStoreReader } from '../../../trainer/contract/runstore';
 
 function recordedRun(options: { steps: number; batch: number; status?: 'running' | 'finished' }): string {
-  return writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'source-test-')), 'run-1'), { groupSize: 4, seed: 3, ...options });
+  return writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'source-test-')), 'run-1'), {
+    groupSize: 4,
+    seed: 3,
+    ...options,
+  });
 }
 
 function random(): () => number {
   let s = 42;
-  return () => ((s = (s * 16807) % 2147483647) / 2147483647);
+  return () => (s = (s * 16807) % 2147483647) / 2147483647;
 }
 
 /** A source that only looks when told to (no watcher, no timer), recording its updates. */
 function manualSource(dir: string, cachedSteps?: number): { source: RunDirectorySource; updates: RunUpdate[] } {
-  const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false, ...(cachedSteps !== undefined ? { cachedSteps } : {}) });
+  const source = new RunDirectorySource(dir, {
+    pollIntervalMs: 0,
+    watch: false,
+    ...(cachedSteps !== undefined ? { cachedSteps } : {}),
+  });
   const updates: RunUpdate[] = [];
   source.onUpdate((u) => updates.push(u));
   return { source, updates };
@@ -55,7 +63,10 @@ describe('RunDirectorySource', () => {
     source.refresh();
     assert.equal(fs.readFileSync(path.join(dir, 'run.json'), 'utf8'), before);
     assert.equal(source.run().status, 'interrupted');
-    assert.deepEqual(updates.filter((u) => u.type === 'run').map((u) => u.type === 'run' && u.run.status), ['interrupted']);
+    assert.deepEqual(
+      updates.filter((u) => u.type === 'run').map((u) => u.type === 'run' && u.run.status),
+      ['interrupted'],
+    );
     source.dispose();
   });
 
@@ -66,11 +77,20 @@ describe('RunDirectorySource', () => {
     writer.appendMetrics({ step: 2, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 9 } });
     writer.appendTrajectories(2, [buildTrajectory(2, 1, 4, random())]);
     source.refresh();
-    assert.deepEqual(source.metrics().map((m) => m.step), [1, 2]);
+    assert.deepEqual(
+      source.metrics().map((m) => m.step),
+      [1, 2],
+    );
     assert.equal(source.metrics()[1].values['reward/mean'] === 9, false, 'the second record of step 2 is not taken');
     assert.equal(source.rows(2).length, 4);
-    assert.match(source.errors().join('\n'), /metrics\.jsonl line 3: train step 2 is recorded twice \(first at line 2\)/);
-    assert.match(source.errors().join('\n'), /step-000002\.jsonl line 5: trajectory index 1 is recorded twice \(first at line 2\)/);
+    assert.match(
+      source.errors().join('\n'),
+      /metrics\.jsonl line 3: train step 2 is recorded twice \(first at line 2\)/,
+    );
+    assert.match(
+      source.errors().join('\n'),
+      /step-000002\.jsonl line 5: trajectory index 1 is recorded twice \(first at line 2\)/,
+    );
     writer.finish('finished');
     source.dispose();
   });
@@ -130,7 +150,10 @@ describe('RunDirectorySource', () => {
 
   it('says what is wrong when the directory is not a run', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'not-a-run-'));
-    assert.throws(() => new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false }), /run\.json: not found .* is not a Rollout Studio run directory/);
+    assert.throws(
+      () => new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false }),
+      /run\.json: not found .* is not a Rollout Studio run directory/,
+    );
   });
 
   it('keeps followed steps and drops the least recently used others', () => {
@@ -157,7 +180,9 @@ describe('RunDirectorySource', () => {
     const first = source.rows(1).length;
     assert.ok(first > 0 && first < 40, `${first} rows in the first part`);
     await source.whenRead(1);
-    const later = updates.filter((u) => u.type === 'rows').flatMap((u) => (u as { rows: Array<{ index: number }> }).rows.map((r) => r.index));
+    const later = updates
+      .filter((u) => u.type === 'rows')
+      .flatMap((u) => (u as { rows: Array<{ index: number }> }).rows.map((r) => r.index));
     assert.ok(updates.filter((u) => u.type === 'rows').length >= 2, 'several parts');
     assert.equal(first + later.length, 40);
     assert.deepEqual(

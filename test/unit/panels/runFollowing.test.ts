@@ -15,7 +15,12 @@ import { RunSources } from '../../../extension/panels/source/registry';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { runSummaryOf } from '../../../extension/panels/source/summarize';
 import { TrajectoriesController } from '../../../extension/panels/trajectoriesController';
-import { MetricsToWebview, TrajectoriesToWebview, type RunFollowingState, type RunRef } from '../../../trainer/contract/protocol';
+import {
+  MetricsToWebview,
+  TrajectoriesToWebview,
+  type RunFollowingState,
+  type RunRef,
+} from '../../../trainer/contract/protocol';
 import { listRuns } from '../../../trainer/contract/runstore';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
 
@@ -136,7 +141,13 @@ describe('moving a panel’s controller to another run', () => {
   function twoRuns() {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'follow-ctl-'));
     const a = writeRecordedRun(path.join(root, 'run-a'), { steps: 2, batch: 4, groupSize: 2, seed: 1 });
-    const b = writeRecordedRun(path.join(root, 'run-b'), { steps: 3, batch: 4, groupSize: 2, seed: 2, status: 'running' });
+    const b = writeRecordedRun(path.join(root, 'run-b'), {
+      steps: 3,
+      batch: 4,
+      groupSize: 2,
+      seed: 2,
+      status: 'running',
+    });
     const sources = new RunSources((dir) => new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false }));
     return { root, a, b, sources };
   }
@@ -146,7 +157,11 @@ describe('moving a panel’s controller to another run', () => {
     const posted: TrajectoriesToWebview[] = [];
     const follows: boolean[] = [];
     const actions = { openInDebugger: async () => {}, followNewestRun: (follow: boolean) => follows.push(follow) };
-    const first = new TrajectoriesController(sources.acquire(a).source, (m) => posted.push(TrajectoriesToWebview.parse(m)), actions);
+    const first = new TrajectoriesController(
+      sources.acquire(a).source,
+      (m) => posted.push(TrajectoriesToWebview.parse(m)),
+      actions,
+    );
     assert.equal(first.isReady, false);
     first.receive({ type: 'ready' });
     first.receive({ type: 'followNewestRun', follow: true });
@@ -154,7 +169,11 @@ describe('moving a panel’s controller to another run', () => {
     assert.equal(first.isReady, true);
     first.dispose();
     posted.length = 0;
-    const second = new TrajectoriesController(sources.acquire(b).source, (m) => posted.push(TrajectoriesToWebview.parse(m)), actions);
+    const second = new TrajectoriesController(
+      sources.acquire(b).source,
+      (m) => posted.push(TrajectoriesToWebview.parse(m)),
+      actions,
+    );
     second.start();
     assert.equal(posted[0].type === 'run' && posted[0].run.dir, b);
     const rows = posted.find((m) => m.type === 'rows');

@@ -7,12 +7,34 @@ import { RunDirectorySource } from '../../../extension/panels/source/runDirector
 import { ROWS_PER_MESSAGE, TrajectoriesController } from '../../../extension/panels/trajectoriesController';
 import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
 import { RunStoreReader, writeBranchSet } from '../../../trainer/contract/runstore';
-import { PROTOCOL_VERSION, TrajectoriesToWebview, type OpenRunInDebuggerArgs, type StepSelection } from '../../../trainer/contract/protocol';
+import {
+  PROTOCOL_VERSION,
+  TrajectoriesToWebview,
+  type OpenRunInDebuggerArgs,
+  type StepSelection,
+} from '../../../trainer/contract/protocol';
 
-function setup(options: { steps: number; batch: number; status?: 'running' | 'finished'; step?: StepSelection; debugger?: (args: OpenRunInDebuggerArgs) => Promise<void>; readBudgetBytes?: number }) {
-  const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-t'), { steps: options.steps, batch: options.batch, groupSize: 4, seed: 5, status: options.status ?? 'finished' });
+function setup(options: {
+  steps: number;
+  batch: number;
+  status?: 'running' | 'finished';
+  step?: StepSelection;
+  debugger?: (args: OpenRunInDebuggerArgs) => Promise<void>;
+  readBudgetBytes?: number;
+}) {
+  const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-t'), {
+    steps: options.steps,
+    batch: options.batch,
+    groupSize: 4,
+    seed: 5,
+    status: options.status ?? 'finished',
+  });
   // The whole step at once, so message chunking is what these tests see.
-  const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false, readBudgetBytes: options.readBudgetBytes ?? Number.POSITIVE_INFINITY });
+  const source = new RunDirectorySource(dir, {
+    pollIntervalMs: 0,
+    watch: false,
+    readBudgetBytes: options.readBudgetBytes ?? Number.POSITIVE_INFINITY,
+  });
   const posted: TrajectoriesToWebview[] = [];
   const controller = new TrajectoriesController(
     source,
@@ -23,7 +45,8 @@ function setup(options: { steps: number; batch: number; status?: 'running' | 'fi
   return { dir, source, posted, controller };
 }
 
-const rowsOf = (posted: TrajectoriesToWebview[]) => posted.filter((m): m is Extract<TrajectoriesToWebview, { type: 'rows' }> => m.type === 'rows');
+const rowsOf = (posted: TrajectoriesToWebview[]) =>
+  posted.filter((m): m is Extract<TrajectoriesToWebview, { type: 'rows' }> => m.type === 'rows');
 
 describe('TrajectoriesController', () => {
   it('sends nothing before the webview is ready, then the run and the newest step’s rows', () => {
@@ -74,7 +97,7 @@ describe('TrajectoriesController', () => {
     controller.receive({ type: 'ready' });
     const writer = recordedRunWriter(dir);
     let seed = 1;
-    const rng = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const rng = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
     writer.appendTrajectories(3, [buildTrajectory(3, 0, 4, rng)]);
     posted.length = 0;
     source.refresh();
@@ -107,9 +130,10 @@ describe('TrajectoriesController', () => {
   it('shows a held-out evaluation beside the training steps, when asked and once it is recorded', () => {
     const { dir, posted, controller, source } = setup({ steps: 2, batch: 4, status: 'running' });
     let seed = 3;
-    const rng = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const rng = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
     const writer = recordedRunWriter(dir);
-    const evaluation = (step: number, rows: number) => Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
+    const evaluation = (step: number, rows: number) =>
+      Array.from({ length: rows }, (_, i) => ({ ...buildTrajectory(step, i, 1, rng), advantage: undefined }));
     writer.writeEvaluation(0, evaluation(0, 3));
     source.refresh();
     controller.receive({ type: 'ready' });
@@ -126,9 +150,16 @@ describe('TrajectoriesController', () => {
     assert.equal(controller.shown, undefined, 'no training step is shown');
     controller.receive({ type: 'openTrajectory', set: 'eval', step: 0, index: 1 });
     const detail = posted.at(-1)!;
-    assert.deepEqual(detail.type === 'trajectory' && [detail.set, detail.record], ['eval', new RunStoreReader(dir).evaluationTrajectories(0).records[1]]);
+    assert.deepEqual(detail.type === 'trajectory' && [detail.set, detail.record], [
+      'eval',
+      new RunStoreReader(dir).evaluationTrajectories(0).records[1],
+    ]);
     controller.receive({ type: 'openTrajectory', set: 'eval', step: 0, index: 9 });
-    assert.deepEqual(posted.at(-1), { type: 'notice', level: 'error', message: 'The evaluation after step 0 has no trajectory 9.' });
+    assert.deepEqual(posted.at(-1), {
+      type: 'notice',
+      level: 'error',
+      message: 'The evaluation after step 0 has no trajectory 9.',
+    });
 
     // New training steps do not move an evaluation off the screen.
     posted.length = 0;
@@ -143,7 +174,13 @@ describe('TrajectoriesController', () => {
     writer.writeEvaluation(3, evaluation(3, 2));
     source.refresh();
     assert.deepEqual(
-      posted.map((m) => (m.type === 'rows' ? [m.type, m.set, m.step, m.rows.length] : m.type === 'run' ? [m.type, m.evaluations] : [m.type])),
+      posted.map((m) =>
+        m.type === 'rows'
+          ? [m.type, m.set, m.step, m.rows.length]
+          : m.type === 'run'
+            ? [m.type, m.evaluations]
+            : [m.type],
+      ),
       [
         ['run', [0, 3]],
         ['rows', 'eval', 3, 2],
@@ -174,7 +211,12 @@ describe('TrajectoriesController', () => {
   it('lists a trajectory’s re-roll branches in its detail, passes Re-roll and Compare on, and says when branches change', () => {
     const reroll: unknown[] = [];
     const shown: unknown[] = [];
-    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-b'), { steps: 1, batch: 2, groupSize: 2, seed: 5 });
+    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-b'), {
+      steps: 1,
+      batch: 2,
+      groupSize: 2,
+      seed: 5,
+    });
     const parent = new RunStoreReader(dir).trajectories(1).records[1];
     const branch = { ...parent, index: 0, rewards: { ...parent.rewards, total: parent.rewards.total + 1 } };
     writeBranchSet(dir, {
@@ -191,7 +233,11 @@ describe('TrajectoriesController', () => {
     });
     const posted: TrajectoriesToWebview[] = [];
     const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
-    const controller = new TrajectoriesController(source, (m) => posted.push(TrajectoriesToWebview.parse(m)), { openInDebugger: async () => undefined, reroll: (a) => reroll.push(a), showBranch: (a) => shown.push(a) });
+    const controller = new TrajectoriesController(source, (m) => posted.push(TrajectoriesToWebview.parse(m)), {
+      openInDebugger: async () => undefined,
+      reroll: (a) => reroll.push(a),
+      showBranch: (a) => shown.push(a),
+    });
     controller.receive({ type: 'ready' });
     controller.receive({ type: 'openTrajectory', step: 1, index: 1 });
     const detail = posted.at(-1)!;
@@ -232,7 +278,10 @@ describe('TrajectoriesController', () => {
 
   it('rejects a malformed message, naming the field', () => {
     const { controller } = setup({ steps: 1, batch: 2 });
-    assert.throws(() => controller.receive({ type: 'showStep', step: -1 }), /message from the Trajectories panel: step/);
+    assert.throws(
+      () => controller.receive({ type: 'showStep', step: -1 }),
+      /message from the Trajectories panel: step/,
+    );
     assert.throws(() => controller.receive({ type: 'delete' }), /message from the Trajectories panel: type/);
   });
 });

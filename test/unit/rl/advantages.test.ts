@@ -1,6 +1,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/pipeline/rl/advantages';
+import {
+  gaeAdvantages,
+  grpoAdvantages,
+  reinforcePlusPlusAdvantages,
+  rlooAdvantages,
+} from '../../../trainer/pipeline/rl/advantages';
 import { klPenalty } from '../../../trainer/pipeline/rl/kl';
 import type { RlSample } from '../../../trainer/pipeline/rl/samples';
 
@@ -8,7 +13,13 @@ import type { RlSample } from '../../../trainer/pipeline/rl/samples';
  * A sample whose policy tokens are at `policy`, with rewards {position: value}: the value on the
  * last policy token is the outcome, every other one a call's reward (in token order).
  */
-function sample(group: number, length: number, policy: number[], rewards: Record<number, number>, values?: number[]): RlSample {
+function sample(
+  group: number,
+  length: number,
+  policy: number[],
+  rewards: Record<number, number>,
+  values?: number[],
+): RlSample {
   const mask = new Uint8Array(length);
   for (const p of policy) mask[p] = 1;
   const last = Math.max(...policy);
@@ -16,10 +27,17 @@ function sample(group: number, length: number, policy: number[], rewards: Record
     .map(([p, v]) => ({ token: Number(p), reward: v }))
     .filter((c) => c.token !== last)
     .sort((a, b) => a.token - b.token);
-  return { group, mask, outcome: { token: last, reward: rewards[last] ?? 0 }, calls, ...(values ? { values: Float32Array.from(values) } : {}) };
+  return {
+    group,
+    mask,
+    outcome: { token: last, reward: rewards[last] ?? 0 },
+    calls,
+    ...(values ? { values: Float32Array.from(values) } : {}),
+  };
 }
 
-const close = (a: number, b: number, message = "", tol = 1e-6) => assert.ok(Math.abs(a - b) < tol, `${a} ≠ ${b} ${message}`);
+const close = (a: number, b: number, message = '', tol = 1e-6) =>
+  assert.ok(Math.abs(a - b) < tol, `${a} ≠ ${b} ${message}`);
 
 describe('advantage estimators', () => {
   // Group 0: returns 1, 0, 1, 0 (outcome on the last policy token); group 1: 0.5 and 0.5.
@@ -75,7 +93,9 @@ describe('advantage estimators', () => {
     for (const a of advantages) for (const t of [1, 2, 4, 5]) close(a[t], 0);
     // Outcomes 1 and 0 (std 0.7071): the outcome side is scaled, the process side is not.
     const std = Math.sqrt(0.5);
-    const mixed = grpoAdvantages([sample(0, 6, [1, 2, 4, 5], { 2: 0.2, 5: 1 }), sample(0, 6, [1, 2, 4, 5], { 5: 0 })], { scaleByStd: true }).advantages;
+    const mixed = grpoAdvantages([sample(0, 6, [1, 2, 4, 5], { 2: 0.2, 5: 1 }), sample(0, 6, [1, 2, 4, 5], { 5: 0 })], {
+      scaleByStd: true,
+    }).advantages;
     close(mixed[0][1], 0.5 / (std + 1e-6) + 0.1);
     close(mixed[0][4], 0.5 / (std + 1e-6));
     close(mixed[1][1], -0.5 / (std + 1e-6) - 0.1);
@@ -93,11 +113,21 @@ describe('advantage estimators', () => {
     close(advantages[1][3], (raw[4] - mean) / (std + 1e-6));
     assert.equal(advantages[0][3], 0);
     const policyValues = [advantages[0][1], advantages[0][2], advantages[0][4], advantages[1][1], advantages[1][3]];
-    close(policyValues.reduce((a, b) => a + b, 0), 0, 'whitened values sum to zero', 1e-5);
+    close(
+      policyValues.reduce((a, b) => a + b, 0),
+      0,
+      'whitened values sum to zero',
+      1e-5,
+    );
   });
 
   it('REINFORCE++ with baseline subtracts the group mean return before whitening', () => {
-    const samples = [sample(0, 3, [1, 2], { 2: 1 }), sample(0, 3, [1, 2], { 2: 0 }), sample(1, 3, [1, 2], { 2: 1 }), sample(1, 3, [1, 2], { 2: 1 })];
+    const samples = [
+      sample(0, 3, [1, 2], { 2: 1 }),
+      sample(0, 3, [1, 2], { 2: 0 }),
+      sample(1, 3, [1, 2], { 2: 1 }),
+      sample(1, 3, [1, 2], { 2: 1 }),
+    ];
     const { advantages } = reinforcePlusPlusAdvantages(samples, { gamma: 1, baseline: true });
     // After the baseline: 0.5, 0.5, −0.5, −0.5, 0, 0, 0, 0 → mean 0.
     assert.ok(advantages[0][1] > 0 && advantages[1][1] < 0);

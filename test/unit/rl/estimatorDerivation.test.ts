@@ -27,8 +27,25 @@ interface HandSample {
 
 const BATCH: HandSample[] = [
   //        0123456789
-  { group: 0, layout: 'PPGGTTGGTG', outcome: 1, calls: [[3, 0.3], [7, -0.1]], kl: { 2: -0.01, 6: -0.02, 9: 0.005 }, values: { 2: 0.1, 3: 0.2, 6: 0.4, 7: 0.3, 9: 0.8 } },
-  { group: 0, layout: 'PPGGTTGG', outcome: 0, calls: [[3, 0.3]], kl: { 3: -0.03 }, values: { 2: 0.2, 3: 0.1, 6: -0.1, 7: 0.05 } },
+  {
+    group: 0,
+    layout: 'PPGGTTGGTG',
+    outcome: 1,
+    calls: [
+      [3, 0.3],
+      [7, -0.1],
+    ],
+    kl: { 2: -0.01, 6: -0.02, 9: 0.005 },
+    values: { 2: 0.1, 3: 0.2, 6: 0.4, 7: 0.3, 9: 0.8 },
+  },
+  {
+    group: 0,
+    layout: 'PPGGTTGG',
+    outcome: 0,
+    calls: [[3, 0.3]],
+    kl: { 3: -0.03 },
+    values: { 2: 0.2, 3: 0.1, 6: -0.1, 7: 0.05 },
+  },
   { group: 0, layout: 'PPGGG', outcome: 0.5, calls: [], kl: {}, values: { 2: 0.3, 3: 0.3, 4: 0.2 } },
   { group: 1, layout: 'PGGTGG', outcome: 0, calls: [[2, -0.1]], kl: {}, values: { 1: 0, 2: 0, 4: 0, 5: 0 } },
   { group: 1, layout: 'PGGTTGG', outcome: 0, calls: [[2, -0.1]], kl: {}, values: { 1: 0, 2: 0, 5: 0, 6: 0 } },
@@ -43,10 +60,23 @@ function toSample(s: HandSample): RlSample {
   for (const [t, v] of Object.entries(s.kl)) kl[Number(t)] = v;
   const values = new Float32Array(s.layout.length);
   for (const [t, v] of Object.entries(s.values)) values[Number(t)] = v;
-  return { group: s.group, mask, outcome: { token: last(s), reward: s.outcome }, calls: s.calls.map(([token, reward]) => ({ token, reward })), kl, values };
+  return {
+    group: s.group,
+    mask,
+    outcome: { token: last(s), reward: s.outcome },
+    calls: s.calls.map(([token, reward]) => ({ token, reward })),
+    kl,
+    values,
+  };
 }
 
-const settings = (name: EstimatorSettings['name'], extra: Partial<EstimatorSettings> = {}): EstimatorSettings => ({ name, scaleByStd: name !== 'dr-grpo', gamma: 1, lambda: 1, ...extra });
+const settings = (name: EstimatorSettings['name'], extra: Partial<EstimatorSettings> = {}): EstimatorSettings => ({
+  name,
+  scaleByStd: name !== 'dr-grpo',
+  gamma: 1,
+  lambda: 1,
+  ...extra,
+});
 
 /** Expected advantage per sample per generated token, as a map position → value. */
 type Expected = Map<number, number>[];
@@ -148,7 +178,10 @@ function check(name: string, got: Float32Array[], expected: Expected): void {
   BATCH.forEach((s, i) => {
     for (let t = 0; t < s.layout.length; t++) {
       const want = expected[i].get(t) ?? 0;
-      assert.ok(Math.abs(got[i][t] - want) < 2e-6, `${name}: sample ${i} token ${t} (${s.layout[t]}): ${got[i][t]}, expected ${want}`);
+      assert.ok(
+        Math.abs(got[i][t] - want) < 2e-6,
+        `${name}: sample ${i} token ${t} (${s.layout[t]}): ${got[i][t]}, expected ${want}`,
+      );
     }
   });
 }
@@ -157,21 +190,40 @@ describe('each estimator, re-derived by hand on one batch', () => {
   const samples = BATCH.map(toSample);
 
   it('GRPO', () => check('grpo', computeAdvantages(settings('grpo'), samples).advantages, groupRelative('grpo')));
-  it('Dr. GRPO', () => check('dr-grpo', computeAdvantages(settings('dr-grpo'), samples).advantages, groupRelative('dr-grpo')));
+  it('Dr. GRPO', () =>
+    check('dr-grpo', computeAdvantages(settings('dr-grpo'), samples).advantages, groupRelative('dr-grpo')));
   it('RLOO', () => check('rloo', computeAdvantages(settings('rloo'), samples).advantages, groupRelative('rloo')));
-  it('REINFORCE++ (γ = 0.9)', () => check('reinforce++', computeAdvantages(settings('reinforce++', { gamma: 0.9 }), samples).advantages, whitened(discountedReturns(0.9))));
-  it('REINFORCE++-baseline', () => check('reinforce++-baseline', computeAdvantages(settings('reinforce++-baseline'), samples).advantages, whitened(groupRelative('dr-grpo'))));
+  it('REINFORCE++ (γ = 0.9)', () =>
+    check(
+      'reinforce++',
+      computeAdvantages(settings('reinforce++', { gamma: 0.9 }), samples).advantages,
+      whitened(discountedReturns(0.9)),
+    ));
+  it('REINFORCE++-baseline', () =>
+    check(
+      'reinforce++-baseline',
+      computeAdvantages(settings('reinforce++-baseline'), samples).advantages,
+      whitened(groupRelative('dr-grpo')),
+    ));
   it('PPO (GAE, γ = 0.95, λ = 0.9, whitened), and its returns', () => {
     const got = computeAdvantages(settings('ppo', { gamma: 0.95, lambda: 0.9 }), samples);
     const raw = gae(0.95, 0.9);
     check('ppo', got.advantages, whitened(raw));
-    check('ppo returns', got.returns!, raw.map((m, i) => new Map([...m].map(([t, a]) => [t, a + BATCH[i].values[t]]))));
+    check(
+      'ppo returns',
+      got.returns!,
+      raw.map((m, i) => new Map([...m].map(([t, a]) => [t, a + BATCH[i].values[t]]))),
+    );
   });
 
   it('a group whose outcomes tie and whose calls earned the same gets zero advantage (GRPO, Dr. GRPO, RLOO)', () => {
     for (const name of ['grpo', 'dr-grpo', 'rloo'] as const) {
       const { advantages } = computeAdvantages(settings(name), samples);
-      for (const i of [3, 4]) assert.ok(advantages[i].every((a) => Math.abs(a) < 1e-9), `${name}: sample ${i}: ${[...advantages[i]]}`);
+      for (const i of [3, 4])
+        assert.ok(
+          advantages[i].every((a) => Math.abs(a) < 1e-9),
+          `${name}: sample ${i}: ${[...advantages[i]]}`,
+        );
     }
   });
 });

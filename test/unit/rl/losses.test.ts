@@ -37,7 +37,7 @@ function reference(c: PolicyLossConfig): number {
     let sequences = 0;
     for (let b = 0; b < B; b++) {
       let any = false;
-      for (let k = 0; k < T; k++) if (data.mask[b * T + k]) (sum += perToken(b * T + k)), (any = true);
+      for (let k = 0; k < T; k++) if (data.mask[b * T + k]) ((sum += perToken(b * T + k)), (any = true));
       if (any) sequences++;
     }
     return sum / (sequences * c.lossScaleFactor!);
@@ -45,7 +45,7 @@ function reference(c: PolicyLossConfig): number {
   if (c.aggregation === 'token-mean') {
     let sum = 0;
     let n = 0;
-    for (let i = 0; i < B * T; i++) if (data.mask[i]) (sum += perToken(i)), n++;
+    for (let i = 0; i < B * T; i++) if (data.mask[i]) ((sum += perToken(i)), n++);
     return sum / n;
   }
   let total = 0;
@@ -53,8 +53,8 @@ function reference(c: PolicyLossConfig): number {
   for (let b = 0; b < B; b++) {
     let sum = 0;
     let n = 0;
-    for (let k = 0; k < T; k++) if (data.mask[b * T + k]) (sum += perToken(b * T + k)), n++;
-    if (n) (total += sum / n), sequences++;
+    for (let k = 0; k < T; k++) if (data.mask[b * T + k]) ((sum += perToken(b * T + k)), n++);
+    if (n) ((total += sum / n), sequences++);
   }
   return total / sequences;
 }
@@ -70,16 +70,35 @@ function build(g: Graph, c: PolicyLossConfig) {
   return { out: policyLoss(inputs, c), inputs };
 }
 
-const feeds = { logprobs: t(data.logprobs), old: t(data.oldLogprobs), adv: t(data.advantages), mask: t(data.mask), ref: t(data.ref) };
-const base: PolicyLossConfig = { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3', entropyCoef: 0 };
+const feeds = {
+  logprobs: t(data.logprobs),
+  old: t(data.oldLogprobs),
+  adv: t(data.advantages),
+  mask: t(data.mask),
+  ref: t(data.ref),
+};
+const base: PolicyLossConfig = {
+  clipLow: 0.2,
+  clipHigh: 0.28,
+  aggregation: 'token-mean',
+  klCoef: 0,
+  klEstimator: 'k3',
+  entropyCoef: 0,
+};
 const variants: Array<[string, PolicyLossConfig]> = [
   ['token-mean, asymmetric clip', base],
   ['sequence-mean of token-means', { ...base, aggregation: 'seq-mean-token-mean' }],
-  ['Dr. GRPO: token sums over a constant (C = 7), sequence-mean', { ...base, aggregation: 'seq-mean-token-sum-norm', lossScaleFactor: 7, klCoef: 0.05, klEstimator: 'k2' }],
+  [
+    'Dr. GRPO: token sums over a constant (C = 7), sequence-mean',
+    { ...base, aggregation: 'seq-mean-token-sum-norm', lossScaleFactor: 7, klCoef: 0.05, klEstimator: 'k2' },
+  ],
   ['dual clip', { ...base, dualClip: 3 }],
   ['KL loss k1', { ...base, klCoef: 0.1, klEstimator: 'k1' }],
   ['KL loss k2', { ...base, klCoef: 0.1, klEstimator: 'k2' }],
-  ['KL loss k3 with dual clip, sequence-mean', { ...base, klCoef: 0.05, klEstimator: 'k3', dualClip: 2.5, aggregation: 'seq-mean-token-mean' }],
+  [
+    'KL loss k3 with dual clip, sequence-mean',
+    { ...base, klCoef: 0.05, klEstimator: 'k3', dualClip: 2.5, aggregation: 'seq-mean-token-mean' },
+  ],
 ];
 
 describe('policy loss', () => {
@@ -109,10 +128,22 @@ describe('policy loss', () => {
     const tensor = (values: Float64Array): HostTensor => ({ dtype: 'float64', shape, data: values });
     const run = async (config: PolicyLossConfig, logprobs: Float64Array) => {
       const g = new Graph('clip_higher');
-      const out = policyLoss({ logprobs: g.input('logprobs', 'float64', shape), oldLogprobs: g.input('old', 'float64', shape), advantages: g.input('adv', 'float64', shape), mask: g.input('mask', 'float64', shape) }, config);
+      const out = policyLoss(
+        {
+          logprobs: g.input('logprobs', 'float64', shape),
+          oldLogprobs: g.input('old', 'float64', shape),
+          advantages: g.input('adv', 'float64', shape),
+          mask: g.input('mask', 'float64', shape),
+        },
+        config,
+      );
       g.output(out.loss, 'loss');
       g.output(out.clipFraction, 'clip');
-      const result = await runGraphOnce(g, { logprobs: tensor(logprobs), old: tensor(old), adv: tensor(advantages), mask: tensor(Float64Array.of(1, 1)) }, { provider: 'cpu', optimization: 'basic' });
+      const result = await runGraphOnce(
+        g,
+        { logprobs: tensor(logprobs), old: tensor(old), adv: tensor(advantages), mask: tensor(Float64Array.of(1, 1)) },
+        { provider: 'cpu', optimization: 'basic' },
+      );
       return { loss: Number(result.loss.data[0]), clip: Number(result.clip.data[0]) };
     };
     const at = Float64Array.of(old[0] + Math.log(1.25), old[1] + Math.log(0.75));
@@ -123,12 +154,20 @@ describe('policy loss', () => {
       const minus = Float64Array.from(at, (v, k) => (k === i ? v - h : v));
       return ((await run(config, plus)).loss - (await run(config, minus)).loss) / (2 * h);
     };
-    const dapo: PolicyLossConfig = { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3', entropyCoef: 0 };
+    const dapo: PolicyLossConfig = {
+      clipLow: 0.2,
+      clipHigh: 0.28,
+      aggregation: 'token-mean',
+      klCoef: 0,
+      klEstimator: 'k3',
+      entropyCoef: 0,
+    };
     const symmetric: PolicyLossConfig = { ...dapo, clipHigh: 0.2 };
     // Token-mean over 2 tokens: −ratio·A / 2 → slope −1.25 / 2 for the rising token while it is not clipped.
     assert.ok(Math.abs((await slope(dapo, 0)) + 0.625) < 1e-6, 'under ε_high 0.28 the rising token still learns');
     assert.equal(await slope(symmetric, 0), 0, 'under a symmetric 0.2 it is clipped');
-    for (const config of [dapo, symmetric]) assert.equal(await slope(config, 1), 0, 'the falling token is clipped by ε_low 0.2 either way');
+    for (const config of [dapo, symmetric])
+      assert.equal(await slope(config, 1), 0, 'the falling token is clipped by ε_low 0.2 either way');
     assert.equal((await run(dapo, at)).clip, 0.5);
     assert.equal((await run(symmetric, at)).clip, 1);
   });
@@ -137,9 +176,15 @@ describe('policy loss', () => {
     for (const estimator of ['k1', 'k2', 'k3'] as const) {
       const g = new Graph('kl');
       g.output(klTerm(g.input('logprobs', 'float64', [B, T]), g.input('ref', 'float64', [B, T]), estimator), 'kl');
-      const out = (await runGraphOnce(g, { logprobs: feeds.logprobs, ref: feeds.ref }, { provider: 'cpu', optimization: 'basic' })).kl.data as Float64Array;
+      const out = (
+        await runGraphOnce(g, { logprobs: feeds.logprobs, ref: feeds.ref }, { provider: 'cpu', optimization: 'basic' })
+      ).kl.data as Float64Array;
       out.forEach((v, i) => assert.ok(Math.abs(v - klEstimate(data.logprobs[i], data.ref[i], estimator)) < 1e-12));
-      if (estimator === 'k3') assert.ok(Array.from(out).every((v) => v >= 0), 'k3 is non-negative');
+      if (estimator === 'k3')
+        assert.ok(
+          Array.from(out).every((v) => v >= 0),
+          'k3 is non-negative',
+        );
     }
   });
 
@@ -149,25 +194,48 @@ describe('policy loss', () => {
     const ref = Float64Array.from(logRatios, () => -1.5);
     const logprobs = Float64Array.from(logRatios, (x, i) => ref[i] + x);
     const expected = logRatios.map((x) => Math.min(Math.exp(-Math.max(x, -20)) + Math.max(x, -20) - 1, 10));
-    assert.deepEqual(expected.map((v) => Number(v.toFixed(6))), [10, 10, Number((Math.exp(2) - 3).toFixed(6)), 0, Number((Math.exp(-0.5) - 0.5).toFixed(6)), 10]);
-    logRatios.forEach((x, i) => assert.ok(Math.abs(klEstimate(logprobs[i], ref[i], 'k3') - expected[i]) < 1e-12, `JavaScript k3 at log-ratio ${x}`));
+    assert.deepEqual(
+      expected.map((v) => Number(v.toFixed(6))),
+      [10, 10, Number((Math.exp(2) - 3).toFixed(6)), 0, Number((Math.exp(-0.5) - 0.5).toFixed(6)), 10],
+    );
+    logRatios.forEach((x, i) =>
+      assert.ok(
+        Math.abs(klEstimate(logprobs[i], ref[i], 'k3') - expected[i]) < 1e-12,
+        `JavaScript k3 at log-ratio ${x}`,
+      ),
+    );
     const shape = [1, logRatios.length];
     const tensor = (values: Float64Array): HostTensor => ({ dtype: 'float64', shape, data: values });
     const g = new Graph('k3_bounded');
     g.output(klTerm(g.input('logprobs', 'float64', shape), g.input('ref', 'float64', shape), 'k3'), 'kl');
-    const out = (await runGraphOnce(g, { logprobs: tensor(logprobs), ref: tensor(ref) }, { provider: 'cpu', optimization: 'basic' })).kl.data as Float64Array;
+    const out = (
+      await runGraphOnce(
+        g,
+        { logprobs: tensor(logprobs), ref: tensor(ref) },
+        { provider: 'cpu', optimization: 'basic' },
+      )
+    ).kl.data as Float64Array;
     out.forEach((v, i) => assert.ok(Math.abs(v - expected[i]) < 1e-12, `graph k3 at log-ratio ${logRatios[i]}: ${v}`));
     // The gradient matches central differences inside the bounds, and past them it is exactly 0
     // (checked alone: with nothing but bounded tokens, any analytic gradient at all is an error).
     const gradientOf = (pick: number[]) =>
-      gradCheck((graph) => {
-        const lp = graph.input('logprobs', 'float64', [1, pick.length]);
-        return { loss: op.reduceSum(klTerm(lp, graph.input('ref', 'float64', [1, pick.length]), 'k3')), wrt: [lp] };
-      }, { logprobs: { dtype: 'float64', shape: [1, pick.length], data: Float64Array.from(pick, (i) => logprobs[i]) }, ref: { dtype: 'float64', shape: [1, pick.length], data: Float64Array.from(pick, (i) => ref[i]) } });
+      gradCheck(
+        (graph) => {
+          const lp = graph.input('logprobs', 'float64', [1, pick.length]);
+          return { loss: op.reduceSum(klTerm(lp, graph.input('ref', 'float64', [1, pick.length]), 'k3')), wrt: [lp] };
+        },
+        {
+          logprobs: { dtype: 'float64', shape: [1, pick.length], data: Float64Array.from(pick, (i) => logprobs[i]) },
+          ref: { dtype: 'float64', shape: [1, pick.length], data: Float64Array.from(pick, (i) => ref[i]) },
+        },
+      );
     assertGradients(await gradientOf([2, 3, 4]));
     const [past] = await gradientOf([0, 1, 5]);
     assert.equal(past.maxAbsNumeric, 0);
-    assert.ok(past.relativeError === 0, `past the bounds the analytic gradient is not 0 (relative error ${past.relativeError})`);
+    assert.ok(
+      past.relativeError === 0,
+      `past the bounds the analytic gradient is not 0 (relative error ${past.relativeError})`,
+    );
   });
 
   it('the value loss clips as PPO does', async () => {
@@ -180,7 +248,15 @@ describe('policy loss', () => {
     const values = arr(() => r() * 2);
     const olds = arr(() => r() * 2);
     const returns = arr(() => r() * 2);
-    const out = Number((await runGraphOnce(g, { v: t(values), old: t(olds), ret: t(returns), mask: t(data.mask) }, { provider: 'cpu', optimization: 'basic' })).loss.data[0]);
+    const out = Number(
+      (
+        await runGraphOnce(
+          g,
+          { v: t(values), old: t(olds), ret: t(returns), mask: t(data.mask) },
+          { provider: 'cpu', optimization: 'basic' },
+        )
+      ).loss.data[0],
+    );
     let sum = 0;
     let n = 0;
     for (let i = 0; i < B * T; i++) {
@@ -192,4 +268,3 @@ describe('policy loss', () => {
     assert.ok(Math.abs(out - (0.5 * sum) / n) < 1e-12);
   });
 });
-

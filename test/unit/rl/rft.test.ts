@@ -25,24 +25,56 @@ const GENERATED = [...LAYOUT].flatMap((c, i) => (c === 'G' ? [i] : []));
 
 /** A sample with the layout above, its outcome on the last generated token and one call (reward `call`) on the first turn's last token. */
 function sample(group: number, outcome: number, call = 0): RlSample {
-  return { group, mask: Uint8Array.from(LAYOUT, (c) => (c === 'G' ? 1 : 0)), outcome: { token: LAYOUT.lastIndexOf('G'), reward: outcome }, calls: [{ token: 5, reward: call }] };
+  return {
+    group,
+    mask: Uint8Array.from(LAYOUT, (c) => (c === 'G' ? 1 : 0)),
+    outcome: { token: LAYOUT.lastIndexOf('G'), reward: outcome },
+    calls: [{ token: 5, reward: call }],
+  };
 }
 
 /** The trajectory of a sample, as far as prepareBatch reads one (a test double: ids, mask, sampling log-probs, prompt length). */
 function trajectory(index: number): Trajectory {
   const mask = Uint8Array.from(LAYOUT, (c) => (c === 'G' ? 1 : 0));
-  return { index, ids: Array.from(LAYOUT, (_, k) => 10 + k), mask: Array.from(mask), logprobs: Array.from(mask, (m, k) => (m ? -0.1 * (k + 1) : 0)), promptLength: 3 } as unknown as Trajectory;
+  return {
+    index,
+    ids: Array.from(LAYOUT, (_, k) => 10 + k),
+    mask: Array.from(mask),
+    logprobs: Array.from(mask, (m, k) => (m ? -0.1 * (k + 1) : 0)),
+    promptLength: 3,
+  } as unknown as Trajectory;
 }
 
-const rft = (threshold?: number): EstimatorSettings => ({ name: 'rft', scaleByStd: false, gamma: 1, lambda: 1, ...(threshold !== undefined ? { rftThreshold: threshold } : {}) });
+const rft = (threshold?: number): EstimatorSettings => ({
+  name: 'rft',
+  scaleByStd: false,
+  gamma: 1,
+  lambda: 1,
+  ...(threshold !== undefined ? { rftThreshold: threshold } : {}),
+});
 
 describe('RFT: the filter', () => {
   it('keeps a trajectory whose outcome reaches the threshold (≥, not >), and only those', () => {
     const outcomes = [1, 0.999, 1.5, 0, -1, Number.NaN, Number.POSITIVE_INFINITY];
-    const { kept } = rftAdvantages(outcomes.map((o) => sample(0, o)), { threshold: 1 });
+    const { kept } = rftAdvantages(
+      outcomes.map((o) => sample(0, o)),
+      { threshold: 1 },
+    );
     assert.deepEqual(kept, [true, false, true, false, false, false, false], 'a non-finite outcome is never kept');
-    assert.deepEqual(rftAdvantages(outcomes.map((o) => sample(0, o)), { threshold: 0.999 }).kept, [true, true, true, false, false, false, false]);
-    assert.deepEqual(rftAdvantages(outcomes.map((o) => sample(0, o)), { threshold: 0 }).kept, [true, true, true, true, false, false, false]);
+    assert.deepEqual(
+      rftAdvantages(
+        outcomes.map((o) => sample(0, o)),
+        { threshold: 0.999 },
+      ).kept,
+      [true, true, true, false, false, false, false],
+    );
+    assert.deepEqual(
+      rftAdvantages(
+        outcomes.map((o) => sample(0, o)),
+        { threshold: 0 },
+      ).kept,
+      [true, true, true, true, false, false, false],
+    );
   });
 
   it('the default threshold is 1: a correct answer under exact match', () => {
@@ -54,8 +86,17 @@ describe('RFT: the filter', () => {
     const { advantages, kept } = computeAdvantages(rft(1), samples);
     assert.deepEqual(kept, [true, false, false, false, true, true]);
     // A tied group is not zero here (GRPO's would be): all its members are correct, so all are demonstrations.
-    for (const i of [0, 4, 5]) assert.deepEqual(Array.from(advantages[i]), Array.from(LAYOUT, (c) => (c === 'G' ? 1 : 0)), `sample ${i}: 1 on its generated tokens, 0 elsewhere`);
-    for (const i of [1, 2, 3]) assert.ok(advantages[i].every((a) => a === 0), `sample ${i}: nothing`);
+    for (const i of [0, 4, 5])
+      assert.deepEqual(
+        Array.from(advantages[i]),
+        Array.from(LAYOUT, (c) => (c === 'G' ? 1 : 0)),
+        `sample ${i}: 1 on its generated tokens, 0 elsewhere`,
+      );
+    for (const i of [1, 2, 3])
+      assert.ok(
+        advantages[i].every((a) => a === 0),
+        `sample ${i}: nothing`,
+      );
   });
 
   it('filters on the outcome alone: process rewards and KL in the reward do not decide', () => {
@@ -67,7 +108,11 @@ describe('RFT: the filter', () => {
 });
 
 describe('RFT: the mask', () => {
-  const settings = { lossMask: 'generated' as const, kl: { coef: 0, estimator: 'k3' as const, mode: 'loss' as const }, estimator: rft(1) };
+  const settings = {
+    lossMask: 'generated' as const,
+    kl: { coef: 0, estimator: 'k3' as const, mode: 'loss' as const },
+    estimator: rft(1),
+  };
   const outcomes = [0, 1, 0, 0, 1, 0.5];
   const trajectories = outcomes.map((_, i) => trajectory(i));
   const samples = outcomes.map((o, i) => sample(Math.floor(i / 2), o));
@@ -75,15 +120,28 @@ describe('RFT: the mask', () => {
 
   it('trains on the kept trajectories only, and reports the share kept', () => {
     assert.equal(prepared.sequences.length, 2);
-    assert.deepEqual(prepared.sequences.map((s) => s.ids), [trajectories[1].ids, trajectories[4].ids]);
+    assert.deepEqual(
+      prepared.sequences.map((s) => s.ids),
+      [trajectories[1].ids, trajectories[4].ids],
+    );
     assert.equal(prepared.keptFraction, 2 / 6);
-    assert.equal(prepared.advantages.advantages.length, 6, 'advantages stay one per trajectory (the run store records them)');
+    assert.equal(
+      prepared.advantages.advantages.length,
+      6,
+      'advantages stay one per trajectory (the run store records them)',
+    );
   });
 
   it('gives prompt, tool-result and template tokens no loss: mask and advantage are 1 exactly on the generated tokens', () => {
     for (const s of prepared.sequences) {
-      assert.deepEqual([...s.mask].flatMap((m, k) => (m ? [k] : [])), GENERATED);
-      assert.deepEqual([...s.advantages].flatMap((a, k) => (a ? [k] : [])), GENERATED);
+      assert.deepEqual(
+        [...s.mask].flatMap((m, k) => (m ? [k] : [])),
+        GENERATED,
+      );
+      assert.deepEqual(
+        [...s.advantages].flatMap((a, k) => (a ? [k] : [])),
+        GENERATED,
+      );
       for (const k of GENERATED) assert.equal(s.advantages[k], 1);
     }
   });
@@ -91,7 +149,12 @@ describe('RFT: the mask', () => {
   it("normalises as SFT on the kept trajectories: the step's token total is their generated tokens, and that is what the graph is fed", () => {
     const totals = stepTotals(prepared.sequences);
     assert.deepEqual(totals, { tokens: 2 * GENERATED.length, sequences: 2 });
-    const { feeds } = policyBatchFeeds(prepared.sequences, totals, { invTemperature: 1, value: false, ref: false, padId: 0 });
+    const { feeds } = policyBatchFeeds(prepared.sequences, totals, {
+      invTemperature: 1,
+      value: false,
+      ref: false,
+      padId: 0,
+    });
     const sum = (t: HostTensor) => Array.from(t.data as Float32Array).reduce((a, b) => a + b, 0);
     assert.equal(sum(feeds.loss_mask), 2 * GENERATED.length, 'only generated tokens are in the packed loss mask');
     assert.equal(sum(feeds.advantages), 2 * GENERATED.length);
@@ -99,7 +162,13 @@ describe('RFT: the mask', () => {
   });
 
   it('a batch with none kept trains on nothing', () => {
-    const none = prepareBatch(trajectories.slice(0, 1), [sample(0, 0)], lossMasks(trajectories.slice(0, 1), 'generated'), {}, settings);
+    const none = prepareBatch(
+      trajectories.slice(0, 1),
+      [sample(0, 0)],
+      lossMasks(trajectories.slice(0, 1), 'generated'),
+      {},
+      settings,
+    );
     assert.equal(none.sequences.length, 0);
     assert.equal(none.keptFraction, 0);
   });
@@ -116,10 +185,23 @@ describe('RFT: the loss', () => {
   const advantages = Float64Array.from(mask);
   const t = (values: Float64Array): HostTensor => ({ dtype: 'float64', shape: [B, T], data: values });
   const feeds = { logprobs: t(logprobs), old: t(old), adv: t(advantages), mask: t(mask) };
-  const config: PolicyLossConfig = { surrogate: 'log-likelihood', clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3', entropyCoef: 0 };
+  const config: PolicyLossConfig = {
+    surrogate: 'log-likelihood',
+    clipLow: 0.2,
+    clipHigh: 0.2,
+    aggregation: 'token-mean',
+    klCoef: 0,
+    klEstimator: 'k3',
+    entropyCoef: 0,
+  };
 
   const build = (g: Graph, c: PolicyLossConfig) => {
-    const inputs = { logprobs: g.input('logprobs', 'float64', [B, T]), oldLogprobs: g.input('old', 'float64', [B, T]), advantages: g.input('adv', 'float64', [B, T]), mask: g.input('mask', 'float64', [B, T]) };
+    const inputs = {
+      logprobs: g.input('logprobs', 'float64', [B, T]),
+      oldLogprobs: g.input('old', 'float64', [B, T]),
+      advantages: g.input('adv', 'float64', [B, T]),
+      mask: g.input('mask', 'float64', [B, T]),
+    };
     return { inputs, out: policyLoss(inputs, c) };
   };
 
@@ -132,7 +214,11 @@ describe('RFT: the loss', () => {
     g.output(out.clipFraction, 'clip');
     g.output(d, 'd');
     const result = await runGraphOnce(g, feeds, { provider: 'cpu', optimization: 'basic' });
-    return { loss: Number(result.loss.data[0]), clip: Number(result.clip.data[0]), gradient: result.d.data as Float64Array };
+    return {
+      loss: Number(result.loss.data[0]),
+      clip: Number(result.clip.data[0]),
+      gradient: result.d.data as Float64Array,
+    };
   }
 
   it("equals SFT's token-mean negative log-likelihood of the kept tokens, by hand", async () => {
@@ -153,6 +239,9 @@ describe('RFT: the loss', () => {
     );
     // The same tokens under the clipped ratio: a token whose ratio is past 1 + clipHigh with A = 1 gets no gradient — RFT must not lose it.
     const clipped = await lossAndGradient({ ...config, surrogate: 'clipped-ratio' });
-    assert.ok(clipped.clip > 0 && [...clipped.gradient].some((d, i) => mask[i] === 1 && d === 0), 'the ratio objective would have dropped tokens');
+    assert.ok(
+      clipped.clip > 0 && [...clipped.gradient].some((d, i) => mask[i] === 1 && d === 0),
+      'the ratio objective would have dropped tokens',
+    );
   });
 });

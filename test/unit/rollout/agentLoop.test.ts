@@ -2,9 +2,22 @@ import { describe, it, before } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
 import type { ChatTemplate, Tokenizer } from '../../../trainer/foundations/models';
-import { decodeFloat32, decodeInt32, decodeUint8, parseWith, TrajectoryRecord, type ChatMessage } from '../../../trainer/contract/protocol';
+import {
+  decodeFloat32,
+  decodeInt32,
+  decodeUint8,
+  parseWith,
+  TrajectoryRecord,
+  type ChatMessage,
+} from '../../../trainer/contract/protocol';
 import { datasetFromRows, type DatasetRow } from '../../../trainer/foundations/data';
-import { AgentLoop, CodeBlockFormat, HermesFormat, type RolloutObserver, type Trajectory } from '../../../trainer/pipeline/rollout';
+import {
+  AgentLoop,
+  CodeBlockFormat,
+  HermesFormat,
+  type RolloutObserver,
+  type Trajectory,
+} from '../../../trainer/pipeline/rollout';
 import { toTrajectoryRecord } from '../../../trainer/pipeline/training/trajectoryRecord';
 import { exactMatch, scoreTrajectories } from '../../../trainer/pipeline/rewards';
 import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
@@ -12,12 +25,16 @@ import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calcu
 import { JavaScriptTool } from '../../../trainer/foundations/tools/builtin/javascript';
 import { SearchTool } from '../../../trainer/foundations/tools/builtin/search';
 import { fakeEntropy, fakeLogprob, qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
-import { toRlSample } from "../../../trainer/pipeline/rl/rewardPlacement";
+import { toRlSample } from '../../../trainer/pipeline/rl/rewardPlacement';
 import { tokenRewards } from '../../../trainer/pipeline/rl/samples';
 
 const DOCS = [
   { id: 'p-ada', title: 'Ada Brenner', text: 'Ada Brenner is a chemist who works at Northwind Labs.' },
-  { id: 'o-northwind', title: 'Northwind Labs', text: 'Northwind Labs is a research company headquartered in Veldmark.' },
+  {
+    id: 'o-northwind',
+    title: 'Northwind Labs',
+    text: 'Northwind Labs is a research company headquartered in Veldmark.',
+  },
   { id: 'c-veldmark', title: 'Veldmark', text: 'Veldmark is a harbour city in Ostria.' },
 ];
 const SAMPLING = { temperature: 1, topK: 0, topP: 1 };
@@ -28,7 +45,8 @@ function rows(...values: Record<string, unknown>[]): DatasetRow[] {
   return datasetFromRows('test.jsonl', values).rows;
 }
 
-const call = (name: string, args: Record<string, unknown>) => `<tool_call>\n${JSON.stringify({ name, arguments: args }).replace(/":/g, '": ').replace(/,"/g, ', "')}\n</tool_call>`;
+const call = (name: string, args: Record<string, unknown>) =>
+  `<tool_call>\n${JSON.stringify({ name, arguments: args }).replace(/":/g, '": ').replace(/,"/g, ', "')}\n</tool_call>`;
 
 describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () => {
   let tokenizer: Tokenizer;
@@ -52,8 +70,20 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
 
   it("lays the tools' JSON Schemas out in the prompt exactly as Qwen3's template does", () => {
     const Lookup = z.object({ id: z.int().describe('Document id'), page: z.int().min(1).default(1) });
-    const lookup = defineTool({ name: 'lookup', description: 'Open a document by id.', parameters: Lookup, execute: ({ id }) => `document ${id}` });
-    const loop = new AgentLoop({ policy: scripted(() => ''), template, tools: new ToolSet([search, lookup]), budget: BUDGET, sampling: SAMPLING, systemPrompt: SYSTEM });
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Open a document by id.',
+      parameters: Lookup,
+      execute: ({ id }) => `document ${id}`,
+    });
+    const loop = new AgentLoop({
+      policy: scripted(() => ''),
+      template,
+      tools: new ToolSet([search, lookup]),
+      budget: BUDGET,
+      sampling: SAMPLING,
+      systemPrompt: SYSTEM,
+    });
     const [row] = rows({ id: 'q1', prompt: 'Where does Ada Brenner work?' });
     assert.equal(
       loop.renderPrompt(row).text,
@@ -76,7 +106,11 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
       call('calculator', { expression: '12*7' });
     const turn2 = '<think>\nBoth found.\n</think>\n\n<answer>Northwind Labs</answer>';
     const policy = scripted((_s, turn) => [turn1, turn2][turn]);
-    const [row] = rows({ id: 'q1', prompt: 'Where does Ada Brenner work, and what is 12*7?', answer: 'Northwind Labs' });
+    const [row] = rows({
+      id: 'q1',
+      prompt: 'Where does Ada Brenner work, and what is 12*7?',
+      answer: 'Northwind Labs',
+    });
     const [t] = await loopWith(policy).run([{ row, group: 3, sample: 1 }], { seed: 5 });
 
     const promptText = template.render(
@@ -93,12 +127,30 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     const results = tokenizer.encode(appended);
     const gen2 = [...tokenizer.encode(turn2), EOT];
     assert.deepEqual(t.ids, [...prompt, ...gen1, ...results, ...gen2]);
-    assert.deepEqual(t.mask, [...prompt.map(() => 0), ...gen1.map(() => 1), ...results.map(() => 0), ...gen2.map(() => 1)]);
-    assert.deepEqual(t.logprobs, [...prompt.map(() => 0), ...gen1.map((_, k) => fakeLogprob(0, 0, k)), ...results.map(() => 0), ...gen2.map((_, k) => fakeLogprob(0, 1, k))]);
-    assert.deepEqual(t.entropies, [...prompt.map(() => 0), ...gen1.map((_, k) => fakeEntropy(0, 0, k)), ...results.map(() => 0), ...gen2.map((_, k) => fakeEntropy(0, 1, k))]);
+    assert.deepEqual(t.mask, [
+      ...prompt.map(() => 0),
+      ...gen1.map(() => 1),
+      ...results.map(() => 0),
+      ...gen2.map(() => 1),
+    ]);
+    assert.deepEqual(t.logprobs, [
+      ...prompt.map(() => 0),
+      ...gen1.map((_, k) => fakeLogprob(0, 0, k)),
+      ...results.map(() => 0),
+      ...gen2.map((_, k) => fakeLogprob(0, 1, k)),
+    ]);
+    assert.deepEqual(t.entropies, [
+      ...prompt.map(() => 0),
+      ...gen1.map((_, k) => fakeEntropy(0, 0, k)),
+      ...results.map(() => 0),
+      ...gen2.map((_, k) => fakeEntropy(0, 1, k)),
+    ]);
     // What the policy saw and produced is the trajectory, and it was sent each token once.
     assert.deepEqual(policy.contexts.get(0), t.ids);
-    assert.deepEqual(policy.calls.map((c) => c.requests[0].append.length), [prompt.length, results.length]);
+    assert.deepEqual(
+      policy.calls.map((c) => c.requests[0].append.length),
+      [prompt.length, results.length],
+    );
     assert.deepEqual(policy.calls[0].options.stopTokenIds, [EOT]);
     assert.equal(policy.closed, 1);
 
@@ -145,8 +197,17 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     const turn1 = call('search', { query: 'Northwind Labs' });
     const turn2 = '<answer>Veldmark</answer>';
     const [row] = rows({ id: 'q2', prompt: 'Where is Northwind Labs?', answer: 'Veldmark' });
-    const [t] = await loopWith(scripted((_s, turn) => [turn1, turn2][turn])).run([{ row, group: 0, sample: 0 }], { seed: 1 });
-    const batch = await scoreTrajectories([t], { outcome: [exactMatch()], process: [{ name: 'searched', score: (c) => (c.name === 'search' ? 0.25 : undefined) }] }, tools);
+    const [t] = await loopWith(scripted((_s, turn) => [turn1, turn2][turn])).run([{ row, group: 0, sample: 0 }], {
+      seed: 1,
+    });
+    const batch = await scoreTrajectories(
+      [t],
+      {
+        outcome: [exactMatch()],
+        process: [{ name: 'searched', score: (c) => (c.name === 'search' ? 0.25 : undefined) }],
+      },
+      tools,
+    );
     const rewards = batch.trajectories[0];
     assert.equal(rewards.outcome, 1);
     assert.equal(rewards.answer, 'Veldmark');
@@ -156,14 +217,20 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     const last = t.mask.lastIndexOf(1);
     assert.equal(placed[last], 1);
     assert.equal(placed[t.calls[0].tokenEnd], 0.25);
-    assert.equal(placed.reduce((a, b) => a + b, 0), 1.25);
+    assert.equal(
+      placed.reduce((a, b) => a + b, 0),
+      1.25,
+    );
     assert.deepEqual([...sample.mask], t.mask);
 
     const record = toTrajectoryRecord(t, rewards, { step: 7, tokenizer });
     const checked = parseWith(TrajectoryRecord, JSON.parse(JSON.stringify(record)), 'record');
     assert.deepEqual([...decodeInt32(checked.tokens.ids)], t.ids);
     assert.deepEqual([...decodeUint8(checked.tokens.mask)], t.mask);
-    assert.deepEqual([...decodeFloat32(checked.tokens.logprobs)], t.logprobs.map((v) => Math.fround(v)));
+    assert.deepEqual(
+      [...decodeFloat32(checked.tokens.logprobs)],
+      t.logprobs.map((v) => Math.fround(v)),
+    );
     assert.equal(checked.turns.map((turn) => turn.text).join(''), tokenizer.decode(t.ids));
     assert.equal(checked.tokens.pieces.join(''), tokenizer.decode(t.ids));
     const assistant = checked.turns[2];
@@ -182,28 +249,57 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
         tokenEnd: t.calls[0].tokenEnd,
       },
     ]);
-    assert.deepEqual(checked.rewards, { outcome: 1, process: 0.25, total: 1.25, components: { exact_match: 1, 'process/searched': 0.25 }, processScale: 1 });
-    assert.deepEqual(checked.lengths, { prompt: t.promptLength, response: t.mask.filter(Boolean).length, total: t.ids.length });
+    assert.deepEqual(checked.rewards, {
+      outcome: 1,
+      process: 0.25,
+      total: 1.25,
+      components: { exact_match: 1, 'process/searched': 0.25 },
+      processScale: 1,
+    });
+    assert.deepEqual(checked.lengths, {
+      prompt: t.promptLength,
+      response: t.mask.filter(Boolean).length,
+      total: t.ids.length,
+    });
     assert.equal(checked.finishReason, 'answered');
     assert.equal(checked.answer, 'Veldmark');
   });
 
-  it('keeps the policy\'s tokens when Qwen3 drops the empty thinking block of an earlier turn, and records the rewrite', async () => {
+  it("keeps the policy's tokens when Qwen3 drops the empty thinking block of an earlier turn, and records the rewrite", async () => {
     const turn1 = call('calculator', { expression: '6*7' });
     const policy = scripted((_s, turn) => [turn1, 'It is <answer>42</answer>.'][turn]);
     const [row] = rows({ prompt: 'Compute 6*7.' });
-    const [t] = await loopWith(policy, { systemPrompt: undefined, templateKwargs: { enable_thinking: false } }).run([{ row, group: 0, sample: 0 }], { seed: 1 });
-    const promptText = template.render([{ role: 'user', content: 'Compute 6*7.' }], { tools: tools.specs(), kwargs: { enable_thinking: false }, addGenerationPrompt: true });
+    const [t] = await loopWith(policy, { systemPrompt: undefined, templateKwargs: { enable_thinking: false } }).run(
+      [{ row, group: 0, sample: 0 }],
+      { seed: 1 },
+    );
+    const promptText = template.render([{ role: 'user', content: 'Compute 6*7.' }], {
+      tools: tools.specs(),
+      kwargs: { enable_thinking: false },
+      addGenerationPrompt: true,
+    });
     assert.ok(promptText.endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n'));
-    const appended = '\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
-    assert.deepEqual(t.ids, [...tokenizer.encode(promptText), ...tokenizer.encode(turn1), EOT, ...tokenizer.encode(appended), ...tokenizer.encode('It is <answer>42</answer>.'), EOT]);
+    const appended =
+      '\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
+    assert.deepEqual(t.ids, [
+      ...tokenizer.encode(promptText),
+      ...tokenizer.encode(turn1),
+      EOT,
+      ...tokenizer.encode(appended),
+      ...tokenizer.encode('It is <answer>42</answer>.'),
+      EOT,
+    ]);
     assert.equal(t.historyRewrites.length, 1);
     // The prompt is one turn (no system message: the tools' system block belongs to it); the assistant turn is turns[1].
     assert.equal(t.historyRewrites[0].afterTurn, 1);
     assert.match(t.historyRewrites[0].before, /<think>\n\n<\/think>\n\n<tool_call>/);
     assert.doesNotMatch(t.historyRewrites[0].after, /<think>/);
     assert.equal(t.finishReason, 'answered');
-    const record = toTrajectoryRecord(t, { outcome: 0, process: 0, total: 0, components: {}, calls: [{ components: {} }] }, { step: 0, tokenizer });
+    const record = toTrajectoryRecord(
+      t,
+      { outcome: 0, process: 0, total: 0, components: {}, calls: [{ components: {} }] },
+      { step: 0, tokenizer },
+    );
     assert.deepEqual(record.historyRewrites, t.historyRewrites);
   });
 
@@ -212,7 +308,10 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     const turn1 = call('calculator', { expression: '2+3' }) + '\nI expect 5.';
     const policy = scripted((_s, turn) => [turn1, '<answer>5</answer>'][turn]);
     const [row] = rows({ prompt: 'Add 2 and 3.' });
-    const [t] = await loopWith(policy, { format: new HermesFormat({ stopAtCallEnd: true }) }).run([{ row, group: 0, sample: 0 }], { seed: 1 });
+    const [t] = await loopWith(policy, { format: new HermesFormat({ stopAtCallEnd: true }) }).run(
+      [{ row, group: 0, sample: 0 }],
+      { seed: 1 },
+    );
     const close = tokenizer.tokenId('</tool_call>');
     assert.deepEqual(policy.calls[0].options.stopTokenIds, [EOT, close]);
     const turn = t.turns[2];
@@ -224,20 +323,41 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     assert.equal(t.ids[turn.tokenEnd], EOT);
     assert.equal(t.mask[turn.tokenEnd], 0);
     assert.equal(t.mask[turn.tokenEnd - 1], 1);
-    assert.equal(tokenizer.decode(t.ids.slice(turn.tokenEnd)), '<|im_end|>\n<|im_start|>user\n<tool_response>\n5\n</tool_response><|im_end|>\n<|im_start|>assistant\n<answer>5</answer><|im_end|>');
+    assert.equal(
+      tokenizer.decode(t.ids.slice(turn.tokenEnd)),
+      '<|im_end|>\n<|im_start|>user\n<tool_response>\n5\n</tool_response><|im_end|>\n<|im_start|>assistant\n<answer>5</answer><|im_end|>',
+    );
   });
 
   it('runs fenced code blocks through the code tool (the ReTool-style format)', async () => {
     const codeTools = new ToolSet([new JavaScriptTool()]);
-    const turn1 = 'Let me compute it.\n```javascript\nconst xs = [3, 4, 5];\nprint(xs.map((x) => x * x).reduce((a, b) => a + b))\n```\n```js\nthrow new Error("nope")\n```';
+    const turn1 =
+      'Let me compute it.\n```javascript\nconst xs = [3, 4, 5];\nprint(xs.map((x) => x * x).reduce((a, b) => a + b))\n```\n```js\nthrow new Error("nope")\n```';
     const policy = scripted((_s, turn) => [turn1, 'The sum is <answer>50</answer>.'][turn]);
     const [row] = rows({ prompt: 'Sum of squares of 3, 4, 5?' });
-    const [t] = await new AgentLoop({ policy, template, tools: codeTools, budget: BUDGET, sampling: SAMPLING, format: new CodeBlockFormat() }).run([{ row, group: 0, sample: 0 }], { seed: 1 });
+    const [t] = await new AgentLoop({
+      policy,
+      template,
+      tools: codeTools,
+      budget: BUDGET,
+      sampling: SAMPLING,
+      format: new CodeBlockFormat(),
+    }).run([{ row, group: 0, sample: 0 }], { seed: 1 });
     assert.deepEqual(
       t.calls.map((c) => [c.name, c.arguments, c.observation, c.error?.kind]),
       [
-        ['run_javascript', { code: 'const xs = [3, 4, 5];\nprint(xs.map((x) => x * x).reduce((a, b) => a + b))' }, '50', undefined],
-        ['run_javascript', { code: 'throw new Error("nope")' }, 'Error: run_javascript failed: SandboxError: Error: nope (line 1)', 'threw'],
+        [
+          'run_javascript',
+          { code: 'const xs = [3, 4, 5];\nprint(xs.map((x) => x * x).reduce((a, b) => a + b))' },
+          '50',
+          undefined,
+        ],
+        [
+          'run_javascript',
+          { code: 'throw new Error("nope")' },
+          'Error: run_javascript failed: SandboxError: Error: nope (line 1)',
+          'threw',
+        ],
       ],
     );
     // The second block's closing fence is the end of the turn text: its reward token is the turn's last before <|im_end|>.
@@ -250,7 +370,11 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     const script: Script = (sequence, turn) => {
       if (sequence === 0) return '<answer>direct</answer>';
       if (sequence === 1) return [call('search', { query: 'Veldmark' }), '<answer>Ostria</answer>'][turn];
-      return [call('calculator', { expression: '1+1' }), call('calculator', { expression: '2+2' }), '<answer>4</answer>'][turn];
+      return [
+        call('calculator', { expression: '1+1' }),
+        call('calculator', { expression: '2+2' }),
+        '<answer>4</answer>',
+      ][turn];
     };
     const policy = scripted(script);
     const batch = rows({ id: 'a', prompt: 'A?' }, { id: 'b', prompt: 'B?' }, { id: 'c', prompt: 'C?' });
@@ -263,7 +387,12 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
       [[0, 1, 2], [1, 2], [2]],
     );
     assert.deepEqual(
-      trajectories.map((t) => [t.rowId, t.finishReason, t.calls.length, t.turns.filter((x) => x.role === 'assistant').length]),
+      trajectories.map((t) => [
+        t.rowId,
+        t.finishReason,
+        t.calls.length,
+        t.turns.filter((x) => x.role === 'assistant').length,
+      ]),
       [
         ['a', 'answered', 0, 1],
         ['b', 'answered', 1, 2],
@@ -291,8 +420,18 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
       trajectoryFinished: (t) => void events.push(`end ${t.index} ${t.finishReason}`),
     };
     const [row] = rows({ prompt: 'x' });
-    await loopWith(scripted((_s, turn) => [call('calculator', { expression: '3*3' }), 'done'][turn]), { observer }).run([{ row, group: 0, sample: 0 }], { seed: 1 });
-    assert.deepEqual(events, ['turn 0:2 tool_call', 'before 0 calculator', 'released', 'after 0 calculator 9', 'turn 0:4 eos', 'end 0 answered']);
+    await loopWith(
+      scripted((_s, turn) => [call('calculator', { expression: '3*3' }), 'done'][turn]),
+      { observer },
+    ).run([{ row, group: 0, sample: 0 }], { seed: 1 });
+    assert.deepEqual(events, [
+      'turn 0:2 tool_call',
+      'before 0 calculator',
+      'released',
+      'after 0 calculator 9',
+      'turn 0:4 eos',
+      'end 0 answered',
+    ]);
   });
 
   it("splits a messages row's prompt into its turns, an earlier assistant turn included", async () => {
@@ -303,7 +442,10 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
       { role: 'user', content: 'What is 2+2?' },
     ];
     const [row] = rows({ messages });
-    const [t] = await loopWith(scripted(() => '<answer>4</answer>'), { systemPrompt: 'ignored when the row has one' }).run([{ row, group: 0, sample: 0 }], { seed: 1 });
+    const [t] = await loopWith(
+      scripted(() => '<answer>4</answer>'),
+      { systemPrompt: 'ignored when the row has one' },
+    ).run([{ row, group: 0, sample: 0 }], { seed: 1 });
     assert.deepEqual(
       t.turns.map((turn) => turn.role),
       ['system', 'user', 'assistant', 'user', 'assistant'],
@@ -319,14 +461,28 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     const long = 'word '.repeat(400);
     const batch = rows({ id: 'ok', prompt: 'short' }, { id: 'long', prompt: long });
     const loop = loopWith(policy, { budget: { ...BUDGET, maxTotalTokens: 500, maxNewTokensPerTurn: 100 } });
-    assert.throws(() => loop.checkRows(batch), /1 dataset row\(s\) do not fit the rollout:\n {2}test\.jsonl:2 \(row long\): the prompt is \d+ tokens; with budget\.maxNewTokensPerTurn 100 it needs \d+ tokens, more than budget\.maxTotalTokens 500/);
-    await assert.rejects(loop.run(batch.map((row) => ({ row, group: 0, sample: 0 })), { seed: 1 }), /test\.jsonl:2 \(row long\): the prompt is/);
+    assert.throws(
+      () => loop.checkRows(batch),
+      /1 dataset row\(s\) do not fit the rollout:\n {2}test\.jsonl:2 \(row long\): the prompt is \d+ tokens; with budget\.maxNewTokensPerTurn 100 it needs \d+ tokens, more than budget\.maxTotalTokens 500/,
+    );
+    await assert.rejects(
+      loop.run(
+        batch.map((row) => ({ row, group: 0, sample: 0 })),
+        { seed: 1 },
+      ),
+      /test\.jsonl:2 \(row long\): the prompt is/,
+    );
     assert.equal(policy.sessions, 0);
   });
 
   it('keeps trajectories typed by their rows', async () => {
-    const typed = datasetFromRows('typed', [{ prompt: 'q', answer: 'a' }], { fields: z.object({ answer: z.string() }) }).rows;
-    const out: Trajectory<(typeof typed)[number]>[] = await loopWith(scripted(() => 'a')).run(typed.map((row) => ({ row, group: 0, sample: 0 })), { seed: 1 });
+    const typed = datasetFromRows('typed', [{ prompt: 'q', answer: 'a' }], {
+      fields: z.object({ answer: z.string() }),
+    }).rows;
+    const out: Trajectory<(typeof typed)[number]>[] = await loopWith(scripted(() => 'a')).run(
+      typed.map((row) => ({ row, group: 0, sample: 0 })),
+      { seed: 1 },
+    );
     assert.equal(out[0].row.answer, 'a');
   });
 });

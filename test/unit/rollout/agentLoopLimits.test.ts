@@ -3,13 +3,19 @@ import * as assert from 'node:assert/strict';
 import { z } from 'zod';
 import type { ChatTemplate, Tokenizer } from '../../../trainer/foundations/models';
 import { datasetFromRows, type DatasetRow } from '../../../trainer/foundations/data';
-import { AgentLoop, BudgetError, checkBudget, PolicyContractError, type AgentLoopOptions } from '../../../trainer/pipeline/rollout';
+import {
+  AgentLoop,
+  BudgetError,
+  checkBudget,
+  PolicyContractError,
+  type AgentLoopOptions,
+} from '../../../trainer/pipeline/rollout';
 import type { Policy } from '../../../trainer/foundations/models/generation/policy';
 import { scoreTrajectories } from '../../../trainer/pipeline/rewards';
 import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
 import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calculator';
 import { qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
-import { toRlSample } from "../../../trainer/pipeline/rl/rewardPlacement";
+import { toRlSample } from '../../../trainer/pipeline/rl/rewardPlacement';
 import { tokenRewards } from '../../../trainer/pipeline/rl/samples';
 
 const SAMPLING = { temperature: 0.7, topK: 0, topP: 1 };
@@ -18,7 +24,8 @@ const BUDGET = { maxTurns: 4, maxNewTokensPerTurn: 120, maxTotalTokens: 1500, ma
 function rows(...values: Record<string, unknown>[]): DatasetRow[] {
   return datasetFromRows('limits.jsonl', values).rows;
 }
-const call = (name: string, args: unknown) => `<tool_call>\n{"name": "${name}", "arguments": ${JSON.stringify(args)}}\n</tool_call>`;
+const call = (name: string, args: unknown) =>
+  `<tool_call>\n{"name": "${name}", "arguments": ${JSON.stringify(args)}}\n</tool_call>`;
 
 describe('AgentLoop failures, budgets and truncation', () => {
   let tokenizer: Tokenizer;
@@ -31,7 +38,14 @@ describe('AgentLoop failures, budgets and truncation', () => {
     slowAborted = false;
     tools = new ToolSet([
       new CalculatorTool(),
-      defineTool({ name: 'fragile', description: 'Always fails.', parameters: z.object({}), execute: () => { throw new Error('index not loaded'); } }),
+      defineTool({
+        name: 'fragile',
+        description: 'Always fails.',
+        parameters: z.object({}),
+        execute: () => {
+          throw new Error('index not loaded');
+        },
+      }),
       defineTool({
         name: 'slow',
         description: 'Never answers in time.',
@@ -45,7 +59,12 @@ describe('AgentLoop failures, budgets and truncation', () => {
             }),
           ),
       }),
-      defineTool({ name: 'verbose', description: 'Returns a long text.', parameters: z.object({ words: z.int() }), execute: ({ words }) => Array.from({ length: words }, (_, i) => `word${i}`).join(' ') }),
+      defineTool({
+        name: 'verbose',
+        description: 'Returns a long text.',
+        parameters: z.object({ words: z.int() }),
+        execute: ({ words }) => Array.from({ length: words }, (_, i) => `word${i}`).join(' '),
+      }),
     ]);
   });
 
@@ -64,9 +83,14 @@ describe('AgentLoop failures, budgets and truncation', () => {
       call('calculator', { expression: '7*6' }), // fine
       '<tool_call>\n{"arguments": {}}\n</tool_call>', // parse: no name
     ];
-    const { policy, loop } = loopWith((sequence, turn) => (sequence === 0 ? [calls.join('\n'), '<answer>42</answer>'][turn] : '<answer>fine</answer>'));
+    const { policy, loop } = loopWith((sequence, turn) =>
+      sequence === 0 ? [calls.join('\n'), '<answer>42</answer>'][turn] : '<answer>fine</answer>',
+    );
     const batch = rows({ id: 'bad', prompt: 'Try everything.' }, { id: 'good', prompt: 'Just answer.' });
-    const [t, other] = await loop.run(batch.map((row, i) => ({ row, group: i, sample: 0 })), { seed: 1 });
+    const [t, other] = await loop.run(
+      batch.map((row, i) => ({ row, group: i, sample: 0 })),
+      { seed: 1 },
+    );
 
     assert.deepEqual(
       t.calls.map((c) => [c.name, c.error?.kind]),
@@ -107,7 +131,16 @@ describe('AgentLoop failures, budgets and truncation', () => {
     assert.deepEqual(policy.contexts.get(0), t.ids);
 
     // An error penalty lands on each failed call's last token; configurable per kind.
-    const rewards = (await scoreTrajectories([t], { outcome: [], errorPenalty: { parse: 0.5, timeout: 0.1, unknown_tool: 0.2, invalid_arguments: 0.3, threw: 0.4 } }, tools)).trajectories[0];
+    const rewards = (
+      await scoreTrajectories(
+        [t],
+        {
+          outcome: [],
+          errorPenalty: { parse: 0.5, timeout: 0.1, unknown_tool: 0.2, invalid_arguments: 0.3, threw: 0.4 },
+        },
+        tools,
+      )
+    ).trajectories[0];
     assert.deepEqual(
       rewards.calls.map((c) => c.processReward),
       [-0.5, -0.2, -0.3, -0.4, -0.1, undefined, -0.5],
@@ -117,7 +150,9 @@ describe('AgentLoop failures, budgets and truncation', () => {
   });
 
   it('uses the configured wording for error observations', async () => {
-    const { loop } = loopWith((_s, turn) => [call('nope', {}), 'ok'][turn], { errorObservation: ({ kind, tool }) => `[${kind}] ${tool}` });
+    const { loop } = loopWith((_s, turn) => [call('nope', {}), 'ok'][turn], {
+      errorObservation: ({ kind, tool }) => `[${kind}] ${tool}`,
+    });
     const [t] = await loop.run([{ row: rows({ prompt: 'x' })[0], group: 0, sample: 0 }], { seed: 1 });
     assert.equal(t.calls[0].observation, '[unknown_tool] nope');
     assert.match(tokenizer.decode(t.ids), /<tool_response>\n\[unknown_tool\] nope\n<\/tool_response>/);
@@ -136,7 +171,10 @@ describe('AgentLoop failures, budgets and truncation', () => {
   });
 
   it('cuts a turn at maxNewTokensPerTurn: the trajectory ends, half-written calls do not run', async () => {
-    const { policy, loop } = loopWith(() => ({ text: 'thinking '.repeat(200) + call('calculator', { expression: '1+1' }), end: false }));
+    const { policy, loop } = loopWith(() => ({
+      text: 'thinking '.repeat(200) + call('calculator', { expression: '1+1' }),
+      end: false,
+    }));
     const [t] = await loop.run([{ row: rows({ prompt: 'x' })[0], group: 0, sample: 0 }], { seed: 1 });
     assert.equal(policy.calls[0].options.maxNewTokens, BUDGET.maxNewTokensPerTurn);
     const turn = t.turns.at(-1)!;
@@ -158,7 +196,10 @@ describe('AgentLoop failures, budgets and truncation', () => {
     // The first turn (a call, ~27 tokens) and its result (~20) leave less than a full turn.
     const maxTotalTokens = longPrompt + BUDGET.maxNewTokensPerTurn + 20;
     const { policy, loop } = loopWith(script, { budget: { ...BUDGET, maxTotalTokens } });
-    const [a, b] = await loop.run([short, long].map((row, i) => ({ row, group: i, sample: 0 })), { seed: 1 });
+    const [a, b] = await loop.run(
+      [short, long].map((row, i) => ({ row, group: i, sample: 0 })),
+      { seed: 1 },
+    );
     assert.equal(b.ids.length, maxTotalTokens);
     assert.equal(b.finishReason, 'max_total_tokens');
     assert.equal(a.finishReason, 'max_turn_tokens');
@@ -168,7 +209,7 @@ describe('AgentLoop failures, budgets and truncation', () => {
       round2.map((c) => [c.requests.map((r) => r.sequence), c.options.maxNewTokens]),
       [
         [[0], BUDGET.maxNewTokensPerTurn],
-        [[1], maxTotalTokens - (b.turns.at(-1)!.tokenStart)],
+        [[1], maxTotalTokens - b.turns.at(-1)!.tokenStart],
       ],
     );
   });
@@ -180,7 +221,9 @@ describe('AgentLoop failures, budgets and truncation', () => {
     const first = call('verbose', { words: 40 });
     const firstLength = tokenizer.encode(first).length + 1;
     const maxNewTokensPerTurn = firstLength + 2;
-    const { loop } = loopWith((_s, turn) => [first, 'never'][turn], { budget: { ...BUDGET, maxNewTokensPerTurn, maxTotalTokens: promptLength + maxNewTokensPerTurn + 10 } });
+    const { loop } = loopWith((_s, turn) => [first, 'never'][turn], {
+      budget: { ...BUDGET, maxNewTokensPerTurn, maxTotalTokens: promptLength + maxNewTokensPerTurn + 10 },
+    });
     const [t] = await loop.run([{ row, group: 0, sample: 0 }], { seed: 1 });
     assert.equal(t.finishReason, 'max_total_tokens');
     assert.equal(t.ids.length, promptLength + firstLength);
@@ -191,38 +234,87 @@ describe('AgentLoop failures, budgets and truncation', () => {
   });
 
   it('stops after maxTurns; calls in the last turn still run and are recorded', async () => {
-    const { policy, loop } = loopWith(() => call('calculator', { expression: '2*21' }), { budget: { ...BUDGET, maxTurns: 2 } });
+    const { policy, loop } = loopWith(() => call('calculator', { expression: '2*21' }), {
+      budget: { ...BUDGET, maxTurns: 2 },
+    });
     const [t] = await loop.run([{ row: rows({ prompt: 'x' })[0], group: 0, sample: 0 }], { seed: 1 });
     assert.equal(policy.calls.length, 2);
     assert.equal(t.finishReason, 'max_turns');
-    assert.deepEqual(t.calls.map((c) => [c.turn, c.observation]), [[0, '42'], [1, '42']]);
+    assert.deepEqual(
+      t.calls.map((c) => [c.turn, c.observation]),
+      [
+        [0, '42'],
+        [1, '42'],
+      ],
+    );
     assert.equal(t.turns.at(-1)!.role, 'assistant');
     assert.equal(t.mask.at(-1), 1);
   });
 
   it('validates the budget, naming each bad field', () => {
-    assert.throws(() => checkBudget({ maxTurns: 0, maxNewTokensPerTurn: 10, maxTotalTokens: 5, maxToolResultTokens: 4 }), (error: unknown) => {
-      assert.ok(error instanceof BudgetError);
-      assert.match(error.message, /budget\.maxTurns: Too small: expected number to be >=1/);
-      assert.match(error.message, /budget\.maxToolResultTokens: must be at least 16/);
-      return true;
-    });
-    assert.throws(() => checkBudget({ maxTurns: 2, maxNewTokensPerTurn: 10, maxTotalTokens: 10, maxToolResultTokens: 20 }), /budget\.maxNewTokensPerTurn: must be less than maxTotalTokens \(10\): the prompt needs room too; budget\.maxToolResultTokens: must be less than maxTotalTokens \(10\)/);
-    assert.throws(() => checkBudget({ maxTurns: 2, maxNewTokensPerTurn: 10, maxTotalTokens: 100, maxToolResultTokens: 20, maxPromptTokens: 5 }), /budget: Unrecognized key: "maxPromptTokens"/);
-    assert.throws(() => loopWith(() => '', { budget: { ...BUDGET, maxToolResultTokens: 16 }, truncationMarker: (n) => `\n[cut ${n} tokens, and this marker goes on and on for far too long]` }), /budget\.maxToolResultTokens \(16\) must exceed the \d+ tokens of the truncation marker/);
+    assert.throws(
+      () => checkBudget({ maxTurns: 0, maxNewTokensPerTurn: 10, maxTotalTokens: 5, maxToolResultTokens: 4 }),
+      (error: unknown) => {
+        assert.ok(error instanceof BudgetError);
+        assert.match(error.message, /budget\.maxTurns: Too small: expected number to be >=1/);
+        assert.match(error.message, /budget\.maxToolResultTokens: must be at least 16/);
+        return true;
+      },
+    );
+    assert.throws(
+      () => checkBudget({ maxTurns: 2, maxNewTokensPerTurn: 10, maxTotalTokens: 10, maxToolResultTokens: 20 }),
+      /budget\.maxNewTokensPerTurn: must be less than maxTotalTokens \(10\): the prompt needs room too; budget\.maxToolResultTokens: must be less than maxTotalTokens \(10\)/,
+    );
+    assert.throws(
+      () =>
+        checkBudget({
+          maxTurns: 2,
+          maxNewTokensPerTurn: 10,
+          maxTotalTokens: 100,
+          maxToolResultTokens: 20,
+          maxPromptTokens: 5,
+        }),
+      /budget: Unrecognized key: "maxPromptTokens"/,
+    );
+    assert.throws(
+      () =>
+        loopWith(() => '', {
+          budget: { ...BUDGET, maxToolResultTokens: 16 },
+          truncationMarker: (n) => `\n[cut ${n} tokens, and this marker goes on and on for far too long]`,
+        }),
+      /budget\.maxToolResultTokens \(16\) must exceed the \d+ tokens of the truncation marker/,
+    );
   });
 
   it('refuses per-row tool arguments for tools that do not exist, naming the row', () => {
     const { loop } = loopWith(() => '');
-    assert.throws(() => loop.checkRows(rows({ prompt: 'x' }, { prompt: 'y', toolArgs: { serach: { index: 'wiki' } } })), /limits\.jsonl:2: toolArgs names the tool "serach", which is not one of the tools \(calculator, fragile, slow, verbose\)/);
+    assert.throws(
+      () => loop.checkRows(rows({ prompt: 'x' }, { prompt: 'y', toolArgs: { serach: { index: 'wiki' } } })),
+      /limits\.jsonl:2: toolArgs names the tool "serach", which is not one of the tools \(calculator, fragile, slow, verbose\)/,
+    );
   });
 
   it('gives each tool its row arguments in ctx.rowArgs', async () => {
     const seen: unknown[] = [];
-    const probe = defineTool({ name: 'probe', description: 'Reports its row arguments.', parameters: z.object({}), execute: (_a, ctx) => { seen.push([ctx.row.id, ctx.rowArgs, ctx.turn, ctx.callIndex, ctx.trajectory.index]); return 'ok'; } });
+    const probe = defineTool({
+      name: 'probe',
+      description: 'Reports its row arguments.',
+      parameters: z.object({}),
+      execute: (_a, ctx) => {
+        seen.push([ctx.row.id, ctx.rowArgs, ctx.turn, ctx.callIndex, ctx.trajectory.index]);
+        return 'ok';
+      },
+    });
     const policy = new ScriptedPolicy(tokenizer, (_s, turn) => [call('probe', {}), 'done'][turn], template.endOfTurnId);
     const loop = new AgentLoop({ policy, template, tools: new ToolSet([probe]), budget: BUDGET, sampling: SAMPLING });
-    await loop.run(rows({ id: 'r1', prompt: 'x', toolArgs: { probe: { shard: 3 } } }, { id: 'r2', prompt: 'y' }).map((row, i) => ({ row, group: i, sample: 0 })), { seed: 1 });
+    await loop.run(
+      rows({ id: 'r1', prompt: 'x', toolArgs: { probe: { shard: 3 } } }, { id: 'r2', prompt: 'y' }).map((row, i) => ({
+        row,
+        group: i,
+        sample: 0,
+      })),
+      { seed: 1 },
+    );
     assert.deepEqual(seen, [
       ['r1', { shard: 3 }, 0, 0, 0],
       ['r2', undefined, 0, 0, 1],
@@ -239,11 +331,21 @@ describe('AgentLoop failures, budgets and truncation', () => {
       },
       'strict test template',
     );
-    const policy = new ScriptedPolicy(tokenizer, (sequence) => (sequence === 0 ? call('calculator', { expression: '1' }) : 'plain'), template.endOfTurnId);
+    const policy = new ScriptedPolicy(
+      tokenizer,
+      (sequence) => (sequence === 0 ? call('calculator', { expression: '1' }) : 'plain'),
+      template.endOfTurnId,
+    );
     const loop = new AgentLoop({ policy, template: strict, tools, budget: BUDGET, sampling: SAMPLING });
-    const [a, b] = await loop.run(rows({ prompt: 'x' }, { prompt: 'y' }).map((row, i) => ({ row, group: i, sample: 0 })), { seed: 1 });
+    const [a, b] = await loop.run(
+      rows({ prompt: 'x' }, { prompt: 'y' }).map((row, i) => ({ row, group: i, sample: 0 })),
+      { seed: 1 },
+    );
     assert.equal(a.finishReason, 'error');
-    assert.match(a.error!, /^after turn 1: strict test template: chat template "default" failed to render: tools are not supported here$/);
+    assert.match(
+      a.error!,
+      /^after turn 1: strict test template: chat template "default" failed to render: tools are not supported here$/,
+    );
     assert.equal(a.calls.length, 1);
     assert.equal(b.finishReason, 'answered');
   });
@@ -251,23 +353,43 @@ describe('AgentLoop failures, budgets and truncation', () => {
   it('treats a broken policy contract as an error, not an observation', async () => {
     const broken: Policy = {
       startSession: async () => ({
-        generate: async (requests) => requests.map((r) => ({ sequence: r.sequence, tokens: [1, 2], logprobs: [0], entropies: [0, 0], finish: 'length' as const })),
+        generate: async (requests) =>
+          requests.map((r) => ({
+            sequence: r.sequence,
+            tokens: [1, 2],
+            logprobs: [0],
+            entropies: [0, 0],
+            finish: 'length' as const,
+          })),
         close: async () => {},
       }),
     };
     const loop = new AgentLoop({ policy: broken, template, tools, budget: BUDGET, sampling: SAMPLING });
-    await assert.rejects(loop.run([{ row: rows({ prompt: 'x' })[0], group: 0, sample: 0 }], { seed: 1 }), (error: unknown) => {
-      assert.ok(error instanceof PolicyContractError);
-      assert.match(error.message, /sequence 0: 2 tokens but 1 log-probs and 2 entropies/);
-      return true;
-    });
+    await assert.rejects(
+      loop.run([{ row: rows({ prompt: 'x' })[0], group: 0, sample: 0 }], { seed: 1 }),
+      (error: unknown) => {
+        assert.ok(error instanceof PolicyContractError);
+        assert.match(error.message, /sequence 0: 2 tokens but 1 log-probs and 2 entropies/);
+        return true;
+      },
+    );
   });
 
   it('stops between rounds when the signal aborts, and closes the session', async () => {
     const controller = new AbortController();
     const policy = new ScriptedPolicy(tokenizer, () => call('calculator', { expression: '1' }), template.endOfTurnId);
-    const loop = new AgentLoop({ policy, template, tools, budget: BUDGET, sampling: SAMPLING, observer: { turnGenerated: () => controller.abort(new Error('stopped by the user')) } });
-    await assert.rejects(loop.run([{ row: rows({ prompt: 'x' })[0], group: 0, sample: 0 }], { seed: 1, signal: controller.signal }), /stopped by the user/);
+    const loop = new AgentLoop({
+      policy,
+      template,
+      tools,
+      budget: BUDGET,
+      sampling: SAMPLING,
+      observer: { turnGenerated: () => controller.abort(new Error('stopped by the user')) },
+    });
+    await assert.rejects(
+      loop.run([{ row: rows({ prompt: 'x' })[0], group: 0, sample: 0 }], { seed: 1, signal: controller.signal }),
+      /stopped by the user/,
+    );
     assert.equal(policy.calls.length, 1);
     assert.equal(policy.closed, 1);
   });

@@ -9,7 +9,13 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { ChatTemplate } from '../../../trainer/foundations/models/chatTemplate';
 import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
-import { advance, callObjectDone, callStart, DONE, type CallGrammar } from '../../../trainer/pipeline/rollout/constraints/callFrame';
+import {
+  advance,
+  callObjectDone,
+  callStart,
+  DONE,
+  type CallGrammar,
+} from '../../../trainer/pipeline/rollout/constraints/callFrame';
 import { ToolCallConstraint } from '../../../trainer/pipeline/rollout/constraints/callConstraint';
 import type { GrammarState } from '../../../trainer/pipeline/rollout/constraints/jsonFrames';
 import { ShapeBuilder } from '../../../trainer/pipeline/rollout/constraints/schemaShape';
@@ -23,18 +29,27 @@ const TOOLS = {
   lookup: z.object({
     id: z.int(),
     note: z.string().max(4).optional(),
-    tags: z.array(z.enum(['a', 'bb'])).max(2).optional(),
+    tags: z
+      .array(z.enum(['a', 'bb']))
+      .max(2)
+      .optional(),
     maybe: z.string().nullable().optional(),
     nested: z.object({ on: z.boolean() }).optional(),
     free: z.record(z.string(), z.unknown()).optional(),
   }),
 };
-const SPECS = Object.entries(TOOLS).map(([name, schema]) => ({ type: 'function' as const, function: { name, description: name, parameters: parametersJsonSchema(name, schema) } }));
+const SPECS = Object.entries(TOOLS).map(([name, schema]) => ({
+  type: 'function' as const,
+  function: { name, description: name, parameters: parametersJsonSchema(name, schema) },
+}));
 
 function grammar(): CallGrammar {
   const shapes = new ShapeBuilder();
   const utf8 = new TextEncoder();
-  return { names: SPECS.map((s) => utf8.encode(JSON.stringify(s.function.name))), argumentShapes: SPECS.map((s) => shapes.fromSchema(s.function.parameters)) };
+  return {
+    names: SPECS.map((s) => utf8.encode(JSON.stringify(s.function.name))),
+    argumentShapes: SPECS.map((s) => shapes.fromSchema(s.function.parameters)),
+  };
 }
 
 /** The state after the whole text, or null at the first refused byte. */
@@ -51,9 +66,19 @@ const call = (name: string, args: string) => `\n{"name": "${name}", "arguments":
 describe('the tool-call grammar', () => {
   it('accepts calls of known tools with arguments of their schemas, as templates write them', () => {
     assert.ok(complete(call('exchange', '{"amount": 12.5, "from": "USD", "to": "EUR"}')));
-    assert.ok(complete(call('exchange', '{"to": "EUR", "amount": -0.25e+3, "from": "GBP"}')), 'keys in any order, any JSON number');
+    assert.ok(
+      complete(call('exchange', '{"to": "EUR", "amount": -0.25e+3, "from": "GBP"}')),
+      'keys in any order, any JSON number',
+    );
     assert.ok(complete('{"name":"lookup","arguments":{"id":7}}'), 'compact, optional keys left out');
-    assert.ok(complete(call('lookup', '{"id": 0, "note": "\\"é\\u00e9", "tags": ["bb", "a"], "maybe": null, "nested": {"on": true}, "free": {"x": [1, {"y": "z"}]}}')));
+    assert.ok(
+      complete(
+        call(
+          'lookup',
+          '{"id": 0, "note": "\\"é\\u00e9", "tags": ["bb", "a"], "maybe": null, "nested": {"on": true}, "free": {"x": [1, {"y": "z"}]}}',
+        ),
+      ),
+    );
   });
 
   it('refuses what would not parse or not validate: repeated keys, unknown names and keys, missing required keys, wrong types', () => {
@@ -115,7 +140,13 @@ describe('token masks', () => {
   it('allow exactly the tokens whose every byte the grammar accepts (the sorted-vocabulary walk against a check of each token)', () => {
     const index = TokenIndex.of(tokenizer);
     const added = new Set(tokenizer.addedTokens.map((t) => t.id));
-    const prefixes = ['', '\n{"name": "', '\n{"name": "lookup", "arguments": {"id": 4', '\n{"name": "lookup", "arguments": {"id": 4, "note": "ab', '\n{"name": "lookup", "arguments": {"free": {"k": [tr'];
+    const prefixes = [
+      '',
+      '\n{"name": "',
+      '\n{"name": "lookup", "arguments": {"id": 4',
+      '\n{"name": "lookup", "arguments": {"id": 4, "note": "ab',
+      '\n{"name": "lookup", "arguments": {"free": {"k": [tr',
+    ];
     for (const prefix of prefixes) {
       const state = feed(prefix)!;
       assert.ok(state, prefix);
@@ -126,10 +157,17 @@ describe('token masks', () => {
         let s: GrammarState | null = state;
         for (const b of bytes) if (s !== null) s = advance(s, b);
         const expected = !added.has(id) && bytes.length > 0 && s !== null ? 1 : 0;
-        assert.equal(walked[id], expected, `after ${JSON.stringify(prefix)}: token ${id} ${JSON.stringify(tokenizer.decode([id]))}`);
+        assert.equal(
+          walked[id],
+          expected,
+          `after ${JSON.stringify(prefix)}: token ${id} ${JSON.stringify(tokenizer.decode([id]))}`,
+        );
         count += expected;
       }
-      assert.ok(count > 0 && count < tokenizer.vocabSize / 2, `${count} tokens allowed after ${JSON.stringify(prefix)}`);
+      assert.ok(
+        count > 0 && count < tokenizer.vocabSize / 2,
+        `${count} tokens allowed after ${JSON.stringify(prefix)}`,
+      );
     }
   });
 
@@ -157,7 +195,10 @@ describe('token masks', () => {
     const template = ChatTemplate.fromTokenizer(tokenizer);
     const calls = [
       { name: 'exchange', arguments: { amount: 1234.56, from: 'USD', to: 'GBP' } },
-      { name: 'lookup', arguments: { id: 42, note: 'ok', tags: ['bb'], maybe: null, nested: { on: false }, free: { a: [1, 'x'] } } },
+      {
+        name: 'lookup',
+        arguments: { id: 42, note: 'ok', tags: ['bb'], maybe: null, nested: { on: false }, free: { a: [1, 'x'] } },
+      },
     ];
     const text = template.render(
       [

@@ -8,11 +8,20 @@ import { fitToTokens, truncateToTokens } from '../../../trainer/pipeline/rollout
 const tokenizer = Tokenizer.load(path.resolve(__dirname, '../../../trainer/bases/weights/base'));
 
 describe('error observations on a small tool-result budget', () => {
-  const error = defaultErrorObservation({ kind: 'invalid_arguments', tool: 'convert', message: 'arguments of convert do not match its schema: …', summary: '"cmi" is not one of km, m, mi, ft' });
+  const error = defaultErrorObservation({
+    kind: 'invalid_arguments',
+    tool: 'convert',
+    message: 'arguments of convert do not match its schema: …',
+    summary: '"cmi" is not one of km, m, mi, ft',
+  });
 
   it('are short enough to be shown whole on the tutorial budget (32 tokens)', () => {
     assert.equal(error, 'Error: convert arguments: "cmi" is not one of km, m, mi, ft');
-    assert.deepEqual(fitToTokens(tokenizer, error, 32), { text: error, truncated: false, tokens: tokenizer.encode(error).length });
+    assert.deepEqual(fitToTokens(tokenizer, error, 32), {
+      text: error,
+      truncated: false,
+      tokens: tokenizer.encode(error).length,
+    });
   });
 
   it('are shortened with an ellipsis, never cut to a truncation marker, when the budget is smaller still', () => {

@@ -15,7 +15,12 @@ describe('HermesFormat', () => {
       calls.map((c) => [c.name, c.arguments, c.raw, c.parseError]),
       [
         ['search', { query: 'Ada' }, '{"name": "search", "arguments": {"query": "Ada"}}', undefined],
-        ['calculator', { expression: '1+1' }, '{"name": "calculator", "arguments": "{\\"expression\\": \\"1+1\\"}"}', undefined],
+        [
+          'calculator',
+          { expression: '1+1' },
+          '{"name": "calculator", "arguments": "{\\"expression\\": \\"1+1\\"}"}',
+          undefined,
+        ],
       ],
     );
     for (const call of calls) {
@@ -24,8 +29,10 @@ describe('HermesFormat', () => {
     }
   });
 
-  it('says where a call stops being JSON, in the policy\'s own text', () => {
-    const garbled = hermes.parse('<tool_call>\n{"name": "convert", "arguments": {"value": 23.8, "fm", "to": "km"}}\n</tool_call>');
+  it("says where a call stops being JSON, in the policy's own text", () => {
+    const garbled = hermes.parse(
+      '<tool_call>\n{"name": "convert", "arguments": {"value": 23.8, "fm", "to": "km"}}\n</tool_call>',
+    );
     assert.equal(garbled[0].parseError, 'not valid JSON at ", \\"to\\": \\"km\\""…');
     assert.equal(hermes.parse('<tool_call>{"name" "x"}</tool_call>')[0].parseError, 'not valid JSON at "\\"x\\"}"');
   });
@@ -62,7 +69,8 @@ describe('HermesFormat', () => {
   });
 
   it('gives the turn back as a message with tool_calls, the text between calls as content', () => {
-    const text = '<think>\nplan\n</think>\n\nLet me look.\n<tool_call>\n{"name": "search", "arguments": {"query": "Ada"}}\n</tool_call>\n<tool_call>\nnot json\n</tool_call>';
+    const text =
+      '<think>\nplan\n</think>\n\nLet me look.\n<tool_call>\n{"name": "search", "arguments": {"query": "Ada"}}\n</tool_call>\n<tool_call>\nnot json\n</tool_call>';
     assert.deepEqual(hermes.assistantMessage(text, hermes.parse(text)), {
       role: 'assistant',
       content: '<think>\nplan\n</think>\n\nLet me look.\n\n<tool_call>\nnot json\n</tool_call>',

@@ -6,7 +6,18 @@ import { checkTrajectory, TrajectoryInvariantError, type Trajectory } from '../.
 /** prompt (3) · assistant turn with a call ending on token 4 (2) · tool turn (2) · assistant answer (2) */
 function valid(): Trajectory {
   const row = datasetFromRows('v', [{ id: 'r', prompt: 'x' }]).rows[0];
-  const call = { turn: 0, turnIndex: 1, index: 0, name: 'search', raw: '', observation: 'o', truncated: false, latencyMs: 1, tokenEnd: 4, logs: [] };
+  const call = {
+    turn: 0,
+    turnIndex: 1,
+    index: 0,
+    name: 'search',
+    raw: '',
+    observation: 'o',
+    truncated: false,
+    latencyMs: 1,
+    tokenEnd: 4,
+    logs: [],
+  };
   return {
     index: 0,
     rowId: 'r',
@@ -22,7 +33,16 @@ function valid(): Trajectory {
     promptLength: 3,
     turns: [
       { index: 0, role: 'user', tokenStart: 0, tokenEnd: 3 },
-      { index: 1, role: 'assistant', tokenStart: 3, tokenEnd: 5, finish: 'tool_call', assistantTurn: 0, content: '', calls: [call] },
+      {
+        index: 1,
+        role: 'assistant',
+        tokenStart: 3,
+        tokenEnd: 5,
+        finish: 'tool_call',
+        assistantTurn: 0,
+        content: '',
+        calls: [call],
+      },
       { index: 2, role: 'tool', tokenStart: 5, tokenEnd: 7 },
       { index: 3, role: 'assistant', tokenStart: 7, tokenEnd: 9, finish: 'eos', assistantTurn: 1, content: '' },
     ],
@@ -53,7 +73,14 @@ describe('checkTrajectory', () => {
     for (const [corrupt, message] of cases) {
       const t = valid();
       corrupt(t);
-      assert.throws(() => checkTrajectory(t), (e: unknown) => e instanceof TrajectoryInvariantError && /^trajectory 0 \(row r\): /.test(e.message) && message.test(e.message), String(message));
+      assert.throws(
+        () => checkTrajectory(t),
+        (e: unknown) =>
+          e instanceof TrajectoryInvariantError &&
+          /^trajectory 0 \(row r\): /.test(e.message) &&
+          message.test(e.message),
+        String(message),
+      );
     }
   });
 });

@@ -12,7 +12,14 @@ import { trajectoryFromMessages } from '../../../trainer/bridges/serve/trajector
 import { defineTool } from '../../../trainer/foundations/tools/tool';
 import { ToolSet } from '../../../trainer/foundations/tools/toolSet';
 
-const tools = new ToolSet([defineTool({ name: 'lookup', description: 'Look up.', parameters: z.object({ word: z.string(), limit: z.number().default(3) }), execute: () => 'x' })]);
+const tools = new ToolSet([
+  defineTool({
+    name: 'lookup',
+    description: 'Look up.',
+    parameters: z.object({ word: z.string(), limit: z.number().default(3) }),
+    execute: () => 'x',
+  }),
+]);
 const [row] = datasetFromRows('rows', [{ id: 'r1', system: 'Be brief.', prompt: 'What is x?' }]).rows;
 const format = new HermesFormat();
 const call = (args: string) => `<tool_call>\n{"name": "lookup", "arguments": ${args}}\n</tool_call>`;
@@ -25,18 +32,39 @@ describe('trajectories from messages', () => {
         { role: 'assistant', content: `${call('{"word": "a"}')}\n${call('{"word": 1}')}` },
         { role: 'tool', content: 'about a' },
         { role: 'tool', content: 'Error: arguments of lookup do not match its schema: word: expected string' },
-        { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'lookup', arguments: '{"word": "b"}' } }] },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [{ type: 'function', function: { name: 'lookup', arguments: '{"word": "b"}' } }],
+        },
         { role: 'tool', content: 'about b' },
         { role: 'assistant', content: '<answer>b</answer>' },
       ],
-      { format, tools, index: 3, dataFor: (name, args) => (name === 'lookup' && (args as { word: string }).word === 'a' ? { id: 7 } : undefined) },
+      {
+        format,
+        tools,
+        index: 3,
+        dataFor: (name, args) => (name === 'lookup' && (args as { word: string }).word === 'a' ? { id: 7 } : undefined),
+      },
     );
-    assert.deepEqual(t.turns.map((x) => x.role), ['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'tool', 'assistant']);
-    assert.deepEqual(t.calls.map((c) => [c.turn, c.index, c.arguments, c.error?.kind ?? null, c.observation]), [
-      [0, 0, { word: 'a', limit: 3 }, null, 'about a'],
-      [0, 1, { word: 1 }, 'invalid_arguments', 'Error: arguments of lookup do not match its schema: word: expected string'],
-      [1, 0, { word: 'b', limit: 3 }, null, 'about b'],
-    ]);
+    assert.deepEqual(
+      t.turns.map((x) => x.role),
+      ['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'tool', 'assistant'],
+    );
+    assert.deepEqual(
+      t.calls.map((c) => [c.turn, c.index, c.arguments, c.error?.kind ?? null, c.observation]),
+      [
+        [0, 0, { word: 'a', limit: 3 }, null, 'about a'],
+        [
+          0,
+          1,
+          { word: 1 },
+          'invalid_arguments',
+          'Error: arguments of lookup do not match its schema: word: expected string',
+        ],
+        [1, 0, { word: 'b', limit: 3 }, null, 'about b'],
+      ],
+    );
     assert.deepEqual(t.calls[0].result, { content: [{ type: 'text', text: 'about a' }], data: { id: 7 } });
     assert.equal(t.calls[2].result?.data, undefined);
     assert.equal(t.finishReason, 'answered');
@@ -45,19 +73,33 @@ describe('trajectories from messages', () => {
   });
 
   it('a last turn cut mid-call has no calls and ends the trajectory on the budget', () => {
-    const t = trajectoryFromMessages(row, [{ role: 'assistant', content: `${call('{"word": "a"}')}\n<tool_call>\n{"name": "look` }], { format, tools });
+    const t = trajectoryFromMessages(
+      row,
+      [{ role: 'assistant', content: `${call('{"word": "a"}')}\n<tool_call>\n{"name": "look` }],
+      { format, tools },
+    );
     assert.deepEqual(t.calls, []);
     assert.equal(t.turns[2].finish, 'length');
     assert.equal(t.finishReason, 'max_total_tokens');
   });
 
   it('a call that cannot be read before the last turn is a parse error, as in our loop', () => {
-    const t = trajectoryFromMessages(row, [
-      { role: 'assistant', content: '<tool_call>\n{"name": }\n</tool_call>' },
-      { role: 'tool', content: 'Error: the tool call could not be read: the tool call is not valid JSON' },
-      { role: 'assistant', content: `${call('{"word": "a"}')}` },
-    ], { format, tools });
-    assert.deepEqual(t.calls.map((c) => [c.turn, c.error?.kind ?? null]), [[0, 'parse'], [1, null]]);
+    const t = trajectoryFromMessages(
+      row,
+      [
+        { role: 'assistant', content: '<tool_call>\n{"name": }\n</tool_call>' },
+        { role: 'tool', content: 'Error: the tool call could not be read: the tool call is not valid JSON' },
+        { role: 'assistant', content: `${call('{"word": "a"}')}` },
+      ],
+      { format, tools },
+    );
+    assert.deepEqual(
+      t.calls.map((c) => [c.turn, c.error?.kind ?? null]),
+      [
+        [0, 'parse'],
+        [1, null],
+      ],
+    );
     assert.equal(t.finishReason, 'max_turns', 'ended on an unanswered call');
   });
 });

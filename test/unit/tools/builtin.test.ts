@@ -1,7 +1,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { observationText } from '../../../trainer/foundations/tools/result';
-import { ArithmeticError, evaluateArithmetic, formatNumber } from '../../../trainer/foundations/tools/builtin/arithmetic';
+import {
+  ArithmeticError,
+  evaluateArithmetic,
+  formatNumber,
+} from '../../../trainer/foundations/tools/builtin/arithmetic';
 import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calculator';
 import { JavaScriptTool, runJavaScript, SandboxError } from '../../../trainer/foundations/tools/builtin/javascript';
 import { SearchTool } from '../../../trainer/foundations/tools/builtin/search';
@@ -46,7 +50,11 @@ describe('arithmetic (the calculator grammar)', () => {
       ['sqrt(-1)', /not a finite number \(NaN\)/],
     ];
     for (const [expression, message] of cases) {
-      assert.throws(() => evaluateArithmetic(expression), (error: unknown) => error instanceof ArithmeticError && message.test(error.message), expression);
+      assert.throws(
+        () => evaluateArithmetic(expression),
+        (error: unknown) => error instanceof ArithmeticError && message.test(error.message),
+        expression,
+      );
     }
   });
 
@@ -59,7 +67,10 @@ describe('arithmetic (the calculator grammar)', () => {
 
   it('is a tool whose errors come back as thrown errors', () => {
     const calculator = new CalculatorTool();
-    assert.deepEqual(calculator.execute({ expression: '6 * 7' }), { content: [{ type: 'text', text: '42' }], data: { value: 42 } });
+    assert.deepEqual(calculator.execute({ expression: '6 * 7' }), {
+      content: [{ type: 'text', text: '42' }],
+      data: { value: 42 },
+    });
     assert.throws(() => calculator.execute({ expression: '6 *' }), ArithmeticError);
     assert.doesNotThrow(() => new ToolSet([calculator]));
   });
@@ -78,19 +89,31 @@ describe('SearchTool (MiniSearch, BM25+)', () => {
     const result = search.execute({ query: 'Northwind Labs headquarters' });
     assert.deepEqual(result.data?.documentIds[0], 'o1');
     assert.equal(result.data?.documentIds.length, 2);
-    assert.match(observationText(result), /^\[1\] Northwind Labs: Northwind Labs is headquartered in Veldmark\.\n\[2\] /);
+    assert.match(
+      observationText(result),
+      /^\[1\] Northwind Labs: Northwind Labs is headquartered in Veldmark\.\n\[2\] /,
+    );
     assert.equal(search.search('Ada Brener')[0].id, 'p1', 'a small misspelling still finds the person');
   });
 
   it('says so when nothing matches, and is reproducible', () => {
     const search = new SearchTool(docs);
-    assert.deepEqual(search.execute({ query: 'zzzz qqqq' }), { content: [{ type: 'text', text: 'No documents match the query.' }], data: { documentIds: [] } });
+    assert.deepEqual(search.execute({ query: 'zzzz qqqq' }), {
+      content: [{ type: 'text', text: 'No documents match the query.' }],
+      data: { documentIds: [] },
+    });
     assert.deepEqual(search.search('Veldmark'), new SearchTool([...docs].reverse()).search('Veldmark'));
   });
 
   it('checks its corpus', () => {
-    assert.throws(() => new SearchTool([docs[0], { ...docs[1], id: 'p1' }]), (e: unknown) => e instanceof ToolDefinitionError && /documents\[1\] repeats the id "p1"/.test(e.message));
-    assert.throws(() => new SearchTool([{ id: 'x', title: 'y' } as never]), /documents\[0\] must be \{ id: string, title: string, text: string \}/);
+    assert.throws(
+      () => new SearchTool([docs[0], { ...docs[1], id: 'p1' }]),
+      (e: unknown) => e instanceof ToolDefinitionError && /documents\[1\] repeats the id "p1"/.test(e.message),
+    );
+    assert.throws(
+      () => new SearchTool([{ id: 'x', title: 'y' } as never]),
+      /documents\[0\] must be \{ id: string, title: string, text: string \}/,
+    );
     assert.throws(() => new SearchTool(docs, { topK: 0 }), /topK must be a positive integer/);
   });
 });
@@ -100,35 +123,67 @@ describe('JavaScript sandbox (the code tool)', () => {
 
   it('shows printed lines (promise jobs included) and the last value', async () => {
     assert.equal(await run('1 + 2'), '3');
-    assert.equal(await run('print("a", { x: 1 }, [2]); console.log(2n ** 70n); undefined'), 'a {"x":1} [2]\n1180591620717411303424n');
+    assert.equal(
+      await run('print("a", { x: 1 }, [2]); console.log(2n ** 70n); undefined'),
+      'a {"x":1} [2]\n1180591620717411303424n',
+    );
     assert.equal(await run('function f(n) { return n < 2 ? n : f(n - 1) + f(n - 2); } f(20)'), '6765');
     assert.equal(await run('Promise.resolve(6).then((x) => print(x * 7)); "first"'), '42\nfirst');
     assert.equal(await new JavaScriptTool().execute({ code: 'let x = 1' }), '(no output)');
   });
 
   it('has no require, process, timers or code generation from strings', async () => {
-    assert.equal(await run('[typeof require, typeof process, typeof setTimeout, typeof fetch, typeof module].join()'), 'undefined,undefined,undefined,undefined,undefined');
-    for (const escape of ['this.constructor.constructor("return process")()', 'print.constructor("return 1")()', 'eval("1")', 'new Function("return 1")']) {
+    assert.equal(
+      await run('[typeof require, typeof process, typeof setTimeout, typeof fetch, typeof module].join()'),
+      'undefined,undefined,undefined,undefined,undefined',
+    );
+    for (const escape of [
+      'this.constructor.constructor("return process")()',
+      'print.constructor("return 1")()',
+      'eval("1")',
+      'new Function("return 1")',
+    ]) {
       await assert.rejects(run(escape), /EvalError: Code generation from strings disallowed for this context/, escape);
     }
   });
 
   it('stops endless code, promise jobs included, and reports errors with their line', async () => {
-    await assert.rejects(run('while (true) {}'), (e: unknown) => e instanceof SandboxError && e.message === 'the code ran longer than 200 ms and was stopped');
+    await assert.rejects(
+      run('while (true) {}'),
+      (e: unknown) => e instanceof SandboxError && e.message === 'the code ran longer than 200 ms and was stopped',
+    );
     await assert.rejects(run('Promise.resolve().then(() => { for (;;) {} })'), /ran longer than 200 ms/);
-    await assert.rejects(run('({ toJSON() { for (;;) {} } })'), /ran longer than 200 ms/, 'rendering the value is timed too');
-    await assert.rejects(run('const a = 1;\nnull.x'), /^SandboxError: TypeError: Cannot read properties of null \(reading 'x'\) \(line 2\)$/);
+    await assert.rejects(
+      run('({ toJSON() { for (;;) {} } })'),
+      /ran longer than 200 ms/,
+      'rendering the value is timed too',
+    );
+    await assert.rejects(
+      run('const a = 1;\nnull.x'),
+      /^SandboxError: TypeError: Cannot read properties of null \(reading 'x'\) \(line 2\)$/,
+    );
     await assert.rejects(run('let = ;'), /^SandboxError: SyntaxError: /);
   });
 
   it('contains what would take down the trainer: unhandled rejections, exhausted memory', async () => {
-    await assert.rejects(run('Promise.reject(new RangeError("nobody catches me"))'), /^SandboxError: RangeError: nobody catches me/);
-    await assert.rejects(runJavaScript('const xs = []; for (;;) xs.push(new Array(1e6).fill(1))', { timeoutMs: 5000, maxHeapMb: 32 }), /the code ran out of memory \(limit 32 MB\)/);
+    await assert.rejects(
+      run('Promise.reject(new RangeError("nobody catches me"))'),
+      /^SandboxError: RangeError: nobody catches me/,
+    );
+    await assert.rejects(
+      runJavaScript('const xs = []; for (;;) xs.push(new Array(1e6).fill(1))', { timeoutMs: 5000, maxHeapMb: 32 }),
+      /the code ran out of memory \(limit 32 MB\)/,
+    );
     assert.equal(await run('"still here"'), 'still here');
   });
 
   it('caps the output', async () => {
-    const out = (await runJavaScript('for (let i = 0; i < 10000; i++) print("0123456789")', { timeoutMs: 500, maxOutputChars: 100 })).output;
+    const out = (
+      await runJavaScript('for (let i = 0; i < 10000; i++) print("0123456789")', {
+        timeoutMs: 500,
+        maxOutputChars: 100,
+      })
+    ).output;
     assert.ok(out.length < 160);
     assert.match(out, /\[output cut at 100 characters\]$/);
   });

@@ -7,7 +7,13 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
 import { datasetFromRows } from '../../../trainer/foundations/data';
-import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type TrajectoryView } from '../../../trainer/foundations/tools';
+import {
+  defineTool,
+  ToolRunner,
+  ToolSet,
+  type ToolCallRequest,
+  type TrajectoryView,
+} from '../../../trainer/foundations/tools';
 import { canonicalJson, CassettePlayer, ToolCassette } from '../../../trainer/foundations/tools/cassette';
 import { CassetteEntry } from '../../../trainer/contract/protocol/cassetteFile';
 import { parseWith } from '../../../trainer/contract/protocol/parse';
@@ -41,7 +47,9 @@ function counterTool() {
 async function record(requests: ToolCallRequest[][], step = 1) {
   const { tool } = counterTool();
   const entries: CassetteEntry[] = [];
-  const cassette = new ToolCassette({ record: (e) => entries.push(...e.map((x) => parseWith(CassetteEntry, JSON.parse(JSON.stringify(x)), 'entry'))) });
+  const cassette = new ToolCassette({
+    record: (e) => entries.push(...e.map((x) => parseWith(CassetteEntry, JSON.parse(JSON.stringify(x)), 'entry'))),
+  });
   cassette.enter('train', step);
   const runner = new ToolRunner(new ToolSet([tool]), { interceptor: cassette });
   const outcomes = [];
@@ -51,7 +59,10 @@ async function record(requests: ToolCallRequest[][], step = 1) {
 
 describe('canonicalJson', () => {
   it('sorts keys at every level, so key order does not matter', () => {
-    assert.equal(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } }), '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}');
+    assert.equal(
+      canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } }),
+      '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
+    );
     assert.equal(canonicalJson({ a: 1, b: 2 }), canonicalJson({ b: 2, a: 1 }));
     assert.notEqual(canonicalJson({ a: 1 }), canonicalJson({ a: '1' }));
   });
@@ -59,22 +70,51 @@ describe('canonicalJson', () => {
 
 describe('ToolCassette', () => {
   it('records each call that passed validation, with its result, data, logs and where it was made', async () => {
-    const { entries, outcomes } = await record([[request('lookup', { q: 'x' }, 0, 0), request('lookup', { q: 1 }, 1, 0), request('nope', {}, 2, 0)]]);
+    const { entries, outcomes } = await record([
+      [request('lookup', { q: 'x' }, 0, 0), request('lookup', { q: 1 }, 1, 0), request('nope', {}, 2, 0)],
+    ]);
     assert.equal(outcomes[1].error?.kind, 'invalid_arguments');
     assert.equal(entries.length, 1, 'invalid and unknown calls do not depend on the tool: not recorded');
-    assert.deepEqual({ ...entries[0], latencyMs: 0 }, { set: 'train', step: 1, trajectory: 0, turn: 0, call: 0, tool: 'lookup', arguments: { k: 1, q: 'x' }, result: { content: [{ type: 'text', text: 'x#1' }], data: { call: 1 } }, latencyMs: 0, logs: ['info: looking up x'] });
+    assert.deepEqual(
+      { ...entries[0], latencyMs: 0 },
+      {
+        set: 'train',
+        step: 1,
+        trajectory: 0,
+        turn: 0,
+        call: 0,
+        tool: 'lookup',
+        arguments: { k: 1, q: 'x' },
+        result: { content: [{ type: 'text', text: 'x#1' }], data: { call: 1 } },
+        latencyMs: 0,
+        logs: ['info: looking up x'],
+      },
+    );
   });
 
   it('replays calls in their recorded order per sequence, without calling the tool', async () => {
     // Sequence 0 asks for "x" twice, sequence 1 once: three different answers were recorded.
-    const { entries, outcomes: live } = await record([[request('lookup', { q: 'x' }, 0), request('lookup', { q: 'x' }, 1)], [request('lookup', { k: 1, q: 'x' }, 0, 0, 1)]]);
-    assert.deepEqual(live.map((o) => o.result?.content[0]), [{ type: 'text', text: 'x#1' }, { type: 'text', text: 'x#2' }, { type: 'text', text: 'x#3' }]);
+    const { entries, outcomes: live } = await record([
+      [request('lookup', { q: 'x' }, 0), request('lookup', { q: 'x' }, 1)],
+      [request('lookup', { k: 1, q: 'x' }, 0, 0, 1)],
+    ]);
+    assert.deepEqual(
+      live.map((o) => o.result?.content[0]),
+      [
+        { type: 'text', text: 'x#1' },
+        { type: 'text', text: 'x#2' },
+        { type: 'text', text: 'x#3' },
+      ],
+    );
     const { tool, count } = counterTool();
     const cassette = new ToolCassette({ player: new CassettePlayer(entries, 'test cassette') });
     cassette.enter('train', 1);
     const runner = new ToolRunner(new ToolSet([tool]), { interceptor: cassette });
     // Asked in another order, and with the arguments' keys in another order: each sequence gets its own recordings.
-    const replayed = [...(await runner.run([request('lookup', { q: 'x' }, 1)])), ...(await runner.run([request('lookup', { q: 'x' }, 0), request('lookup', { q: 'x', k: 1 }, 0)]))];
+    const replayed = [
+      ...(await runner.run([request('lookup', { q: 'x' }, 1)])),
+      ...(await runner.run([request('lookup', { q: 'x' }, 0), request('lookup', { q: 'x', k: 1 }, 0)])),
+    ];
     assert.equal(count(), 0, 'the tool was never called');
     assert.deepEqual(
       replayed.map((o) => [(o.result?.content[0] as { text: string }).text, o.result?.data, o.logs]),
@@ -84,7 +124,11 @@ describe('ToolCassette', () => {
         ['x#3', { call: 3 }, ['info: looking up x']],
       ],
     );
-    assert.deepEqual(replayed.map((o) => o.latencyMs), [entries[1].latencyMs, entries[0].latencyMs, entries[2].latencyMs], 'the recorded latency');
+    assert.deepEqual(
+      replayed.map((o) => o.latencyMs),
+      [entries[1].latencyMs, entries[0].latencyMs, entries[2].latencyMs],
+      'the recorded latency',
+    );
     assert.deepEqual(cassette.counts, { replayed: 3, missed: 0 });
   });
 
@@ -92,7 +136,9 @@ describe('ToolCassette', () => {
     const { entries } = await record([[request('lookup', { q: 'x' }, 3)]], 2);
     const cassette = new ToolCassette({ player: new CassettePlayer(entries, 'test cassette') });
     cassette.enter('train', 7);
-    const outcomes = await new ToolRunner(new ToolSet([counterTool().tool]), { interceptor: cassette }).run([request('lookup', { q: 'x' }, 0)]);
+    const outcomes = await new ToolRunner(new ToolSet([counterTool().tool]), { interceptor: cassette }).run([
+      request('lookup', { q: 'x' }, 0),
+    ]);
     assert.equal((outcomes[0].result?.content[0] as { text: string }).text, 'x#1');
   });
 
@@ -101,10 +147,15 @@ describe('ToolCassette', () => {
     const { tool, count } = counterTool();
     const cassette = new ToolCassette({ player: new CassettePlayer(entries, 'run-a/cassette.jsonl') });
     cassette.enter('train', 1);
-    const [outcome] = await new ToolRunner(new ToolSet([tool]), { interceptor: cassette }).run([request('lookup', { q: 'y' }, 0)]);
+    const [outcome] = await new ToolRunner(new ToolSet([tool]), { interceptor: cassette }).run([
+      request('lookup', { q: 'y' }, 0),
+    ]);
     assert.equal(count(), 0);
     assert.equal(outcome.error?.kind, 'unrecorded');
-    assert.match(outcome.error!.message, /lookup was called with \{"k":1,"q":"y"\}, which run-a\/cassette\.jsonl has no recording of/);
+    assert.match(
+      outcome.error!.message,
+      /lookup was called with \{"k":1,"q":"y"\}, which run-a\/cassette\.jsonl has no recording of/,
+    );
     assert.deepEqual(cassette.counts, { replayed: 0, missed: 1 });
   });
 
@@ -112,11 +163,28 @@ describe('ToolCassette', () => {
     const { entries } = await record([[request('lookup', { q: 'x' }, 0)]]);
     const { tool, count } = counterTool();
     const again: CassetteEntry[] = [];
-    const cassette = new ToolCassette({ player: new CassettePlayer(entries, 'test cassette'), onMiss: 'live', record: (e) => again.push(...e) });
+    const cassette = new ToolCassette({
+      player: new CassettePlayer(entries, 'test cassette'),
+      onMiss: 'live',
+      record: (e) => again.push(...e),
+    });
     cassette.enter('train', 1);
-    const outcomes = await new ToolRunner(new ToolSet([tool]), { interceptor: cassette }).run([request('lookup', { q: 'x' }, 0), request('lookup', { q: 'y' }, 0, 1)]);
+    const outcomes = await new ToolRunner(new ToolSet([tool]), { interceptor: cassette }).run([
+      request('lookup', { q: 'x' }, 0),
+      request('lookup', { q: 'y' }, 0, 1),
+    ]);
     assert.equal(count(), 1, 'only the unrecorded call ran');
-    assert.deepEqual(outcomes.map((o) => (o.result?.content[0] as { text: string }).text), ['x#1', 'y#1']);
-    assert.deepEqual(again.map((e) => [e.call, (e.result?.content[0] as { text: string }).text]), [[0, 'x#1'], [1, 'y#1']], 'replayed and live calls alike');
+    assert.deepEqual(
+      outcomes.map((o) => (o.result?.content[0] as { text: string }).text),
+      ['x#1', 'y#1'],
+    );
+    assert.deepEqual(
+      again.map((e) => [e.call, (e.result?.content[0] as { text: string }).text]),
+      [
+        [0, 'x#1'],
+        [1, 'y#1'],
+      ],
+      'replayed and live calls alike',
+    );
   });
 });

@@ -3,7 +3,12 @@ import * as assert from 'node:assert/strict';
 import { z } from 'zod';
 import { summarizeIssues } from '../../../trainer/foundations/tools/issueSummary';
 
-const convert = z.object({ value: z.number(), from: z.enum(['km', 'm', 'mi', 'ft']), to: z.enum(['km', 'm', 'mi', 'ft']), note: z.string().max(3).optional() });
+const convert = z.object({
+  value: z.number(),
+  from: z.enum(['km', 'm', 'mi', 'ft']),
+  to: z.enum(['km', 'm', 'mi', 'ft']),
+  note: z.string().max(3).optional(),
+});
 const summary = (args: unknown, limit?: number) => {
   const parsed = convert.safeParse(args);
   assert.ok(!parsed.success);

@@ -4,7 +4,14 @@ import { getEventListeners } from 'node:events';
 import { observationText } from '../../../trainer/foundations/tools/result';
 import { z } from 'zod';
 import { datasetFromRows } from '../../../trainer/foundations/data';
-import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type ToolLogLine, type TrajectoryView } from '../../../trainer/foundations/tools';
+import {
+  defineTool,
+  ToolRunner,
+  ToolSet,
+  type ToolCallRequest,
+  type ToolLogLine,
+  type TrajectoryView,
+} from '../../../trainer/foundations/tools';
 import { MAX_TOOL_TEXT_CHARS } from '../../../trainer/foundations/tools/result';
 
 const row = datasetFromRows('runner', [{ id: 'r', prompt: 'x', toolArgs: { echo: { prefix: '>' } } }]).rows[0];
@@ -25,10 +32,14 @@ describe('ToolRunner', () => {
       name: 'echo',
       description: 'Echoes.',
       parameters: z.object({ text: z.string(), times: z.int().min(1).default(1) }),
-      execute: ({ text, times }, ctx) => `${String(ctx.rowArgs?.['prefix'] ?? '')}${text.repeat(times)}@${ctx.trajectory.index}.${ctx.callIndex}`,
+      execute: ({ text, times }, ctx) =>
+        `${String(ctx.rowArgs?.['prefix'] ?? '')}${text.repeat(times)}@${ctx.trajectory.index}.${ctx.callIndex}`,
     });
     const runner = new ToolRunner(new ToolSet([echo]));
-    const outcomes = await runner.run([request('echo', { text: 'a' }, 0, 0), request('echo', { text: 'b', times: 2 }, 1, 3)]);
+    const outcomes = await runner.run([
+      request('echo', { text: 'a' }, 0, 0),
+      request('echo', { text: 'b', times: 2 }, 1, 3),
+    ]);
     assert.deepEqual(
       outcomes.map((o) => [o.arguments, o.result?.content, o.error]),
       [
@@ -41,9 +52,26 @@ describe('ToolRunner', () => {
   it('reports unknown tools, schema failures, throws, timeouts and bad output as error kinds', async () => {
     let aborted = false;
     const tools = new ToolSet([
-      defineTool({ name: 'add', description: 'Adds.', parameters: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => String(a + b) }),
-      defineTool({ name: 'boom', description: 'Throws.', parameters: z.object({}), execute: () => { throw new RangeError('out of range'); } }),
-      defineTool({ name: 'rejects', description: 'Rejects with a string.', parameters: z.object({}), execute: () => Promise.reject('plain string') }),
+      defineTool({
+        name: 'add',
+        description: 'Adds.',
+        parameters: z.object({ a: z.number(), b: z.number() }),
+        execute: ({ a, b }) => String(a + b),
+      }),
+      defineTool({
+        name: 'boom',
+        description: 'Throws.',
+        parameters: z.object({}),
+        execute: () => {
+          throw new RangeError('out of range');
+        },
+      }),
+      defineTool({
+        name: 'rejects',
+        description: 'Rejects with a string.',
+        parameters: z.object({}),
+        execute: () => Promise.reject('plain string'),
+      }),
       defineTool({
         name: 'hang',
         description: 'Hangs.',
@@ -51,8 +79,18 @@ describe('ToolRunner', () => {
         timeoutMs: 30,
         execute: (_a, ctx) => new Promise(() => ctx.signal.addEventListener('abort', () => (aborted = true))),
       }),
-      defineTool({ name: 'odd', description: 'Returns a number.', parameters: z.object({}), execute: () => 42 as unknown as string }),
-      defineTool({ name: 'parts', description: 'Returns bad parts.', parameters: z.object({}), execute: () => ({ content: [{ type: 'image', url: 'x' }] }) as never }),
+      defineTool({
+        name: 'odd',
+        description: 'Returns a number.',
+        parameters: z.object({}),
+        execute: () => 42 as unknown as string,
+      }),
+      defineTool({
+        name: 'parts',
+        description: 'Returns bad parts.',
+        parameters: z.object({}),
+        execute: () => ({ content: [{ type: 'image', url: 'x' }] }) as never,
+      }),
     ]);
     const outcomes = await new ToolRunner(tools).run([
       request('sub', {}),
@@ -65,16 +103,34 @@ describe('ToolRunner', () => {
       request('parts', {}),
     ]);
     const errors = outcomes.map((o) => o.error);
-    assert.deepEqual(errors[0], { kind: 'unknown_tool', message: 'there is no tool named "sub"; the tools are: add, boom, rejects, hang, odd, parts', summary: 'no tool "sub"; tools: add, boom, rejects, hang, odd, parts' });
-    assert.deepEqual(errors[1], { kind: 'invalid_arguments', message: 'arguments of add do not match its schema: b: Invalid input: expected number, received string', summary: '"b" must be a number' });
-    assert.deepEqual(errors[2], { kind: 'invalid_arguments', message: 'arguments of add do not match its schema: (root): Invalid input: expected object, received array', summary: 'the arguments must be an object' });
+    assert.deepEqual(errors[0], {
+      kind: 'unknown_tool',
+      message: 'there is no tool named "sub"; the tools are: add, boom, rejects, hang, odd, parts',
+      summary: 'no tool "sub"; tools: add, boom, rejects, hang, odd, parts',
+    });
+    assert.deepEqual(errors[1], {
+      kind: 'invalid_arguments',
+      message: 'arguments of add do not match its schema: b: Invalid input: expected number, received string',
+      summary: '"b" must be a number',
+    });
+    assert.deepEqual(errors[2], {
+      kind: 'invalid_arguments',
+      message: 'arguments of add do not match its schema: (root): Invalid input: expected object, received array',
+      summary: 'the arguments must be an object',
+    });
     assert.equal(errors[3]!.kind, 'threw');
     assert.match(errors[3]!.message, /^RangeError: out of range\n\s+at .*runner\.test\.ts/);
     assert.deepEqual(errors[4], { kind: 'threw', message: 'thrown value: plain string' });
     assert.deepEqual(errors[5], { kind: 'timeout', message: 'hang did not finish within 30 ms' });
     assert.ok(aborted);
-    assert.match(errors[6]!.message, /^TypeError: tool "odd" returned a number \(42\); expected a string or \{ content: \[\{ type: "text", text \} \| \{ type: "image", data: Uint8Array \| base64 string \}\], data\? \}/);
-    assert.match(errors[7]!.message, /^TypeError: tool "parts" returned content\[0\], an image whose data is undefined; expected PNG, JPEG or WebP bytes/);
+    assert.match(
+      errors[6]!.message,
+      /^TypeError: tool "odd" returned a number \(42\); expected a string or \{ content: \[\{ type: "text", text \} \| \{ type: "image", data: Uint8Array \| base64 string \}\], data\? \}/,
+    );
+    assert.match(
+      errors[7]!.message,
+      /^TypeError: tool "parts" returned content\[0\], an image whose data is undefined; expected PNG, JPEG or WebP bytes/,
+    );
     assert.ok(outcomes[5].latencyMs >= 25 && outcomes[5].latencyMs < 1000);
     assert.equal(outcomes[0].latencyMs, 0);
   });
@@ -82,9 +138,39 @@ describe('ToolRunner', () => {
   it('describes anything a tool throws without throwing itself: a BigInt, a circular object, a null-prototype object, a hostile Proxy', async () => {
     const circular: Record<string, unknown> = { kind: 'loop' };
     circular.self = circular;
-    const hostile = new Proxy({}, { get: () => { throw new Error('no'); }, getPrototypeOf: () => { throw new Error('no'); }, ownKeys: () => { throw new Error('no'); } });
-    const thrown: Array<[string, unknown]> = [['bigint', 10n], ['circular', circular], ['bare', Object.assign(Object.create(null), { a: 1 })], ['hostile', hostile], ['huge', 'x'.repeat(100_000)]];
-    const tools = new ToolSet(thrown.map(([name, value]) => defineTool({ name, description: 'Throws.', parameters: z.object({}), execute: () => { throw value; } })));
+    const hostile = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('no');
+        },
+        getPrototypeOf: () => {
+          throw new Error('no');
+        },
+        ownKeys: () => {
+          throw new Error('no');
+        },
+      },
+    );
+    const thrown: Array<[string, unknown]> = [
+      ['bigint', 10n],
+      ['circular', circular],
+      ['bare', Object.assign(Object.create(null), { a: 1 })],
+      ['hostile', hostile],
+      ['huge', 'x'.repeat(100_000)],
+    ];
+    const tools = new ToolSet(
+      thrown.map(([name, value]) =>
+        defineTool({
+          name,
+          description: 'Throws.',
+          parameters: z.object({}),
+          execute: () => {
+            throw value;
+          },
+        }),
+      ),
+    );
     const outcomes = await new ToolRunner(tools).run(thrown.map(([name]) => request(name, {})));
     assert.ok(outcomes.every((o) => o.error?.kind === 'threw'));
     const [bigint, loop, bare, proxy, huge] = outcomes.map((o) => o.error!.message);
@@ -97,23 +183,63 @@ describe('ToolRunner', () => {
 
   it('fails a call whose text is over the output limit, naming its size', async () => {
     const tools = new ToolSet([
-      defineTool({ name: 'flood', description: 'Too much.', parameters: z.object({}), execute: () => 'x'.repeat(MAX_TOOL_TEXT_CHARS + 1) }),
-      defineTool({ name: 'parts', description: 'Just enough, in parts.', parameters: z.object({}), execute: () => ({ content: [{ type: 'text', text: 'y'.repeat(MAX_TOOL_TEXT_CHARS / 2) }, { type: 'text', text: 'z'.repeat(MAX_TOOL_TEXT_CHARS / 2) }] }) }),
+      defineTool({
+        name: 'flood',
+        description: 'Too much.',
+        parameters: z.object({}),
+        execute: () => 'x'.repeat(MAX_TOOL_TEXT_CHARS + 1),
+      }),
+      defineTool({
+        name: 'parts',
+        description: 'Just enough, in parts.',
+        parameters: z.object({}),
+        execute: () => ({
+          content: [
+            { type: 'text', text: 'y'.repeat(MAX_TOOL_TEXT_CHARS / 2) },
+            { type: 'text', text: 'z'.repeat(MAX_TOOL_TEXT_CHARS / 2) },
+          ],
+        }),
+      }),
     ]);
     const [flood, parts] = await new ToolRunner(tools).run([request('flood', {}), request('parts', {})]);
     assert.equal(flood.error?.kind, 'threw');
-    assert.match(flood.error!.message, /^RangeError: tool "flood" returned 1,000,001 characters of text; the limit is 1,000,000/);
+    assert.match(
+      flood.error!.message,
+      /^RangeError: tool "flood" returned 1,000,001 characters of text; the limit is 1,000,000/,
+    );
     assert.equal(parts.error, undefined);
   });
 
-  it('validates with async refinements and reports a refinement that throws as the tool\'s fault', async () => {
+  it("validates with async refinements and reports a refinement that throws as the tool's fault", async () => {
     const tools = new ToolSet([
-      defineTool({ name: 'known', description: 'Only known ids.', parameters: z.object({ id: z.string().refine(async (id) => id.startsWith('doc-'), 'unknown document id') }), execute: ({ id }) => id }),
-      defineTool({ name: 'buggy', description: 'Buggy schema.', parameters: z.object({ id: z.string().refine(() => { throw new Error('refine bug'); }) }), execute: () => '' }),
+      defineTool({
+        name: 'known',
+        description: 'Only known ids.',
+        parameters: z.object({ id: z.string().refine(async (id) => id.startsWith('doc-'), 'unknown document id') }),
+        execute: ({ id }) => id,
+      }),
+      defineTool({
+        name: 'buggy',
+        description: 'Buggy schema.',
+        parameters: z.object({
+          id: z.string().refine(() => {
+            throw new Error('refine bug');
+          }),
+        }),
+        execute: () => '',
+      }),
     ]);
-    const [good, bad, buggy] = await new ToolRunner(tools).run([request('known', { id: 'doc-1' }), request('known', { id: 'x' }), request('buggy', { id: 'x' })]);
+    const [good, bad, buggy] = await new ToolRunner(tools).run([
+      request('known', { id: 'doc-1' }),
+      request('known', { id: 'x' }),
+      request('buggy', { id: 'x' }),
+    ]);
     assert.equal(good.result && observationText(good.result), 'doc-1');
-    assert.deepEqual(bad.error, { kind: 'invalid_arguments', message: 'arguments of known do not match its schema: id: unknown document id', summary: '"id": unknown document id' });
+    assert.deepEqual(bad.error, {
+      kind: 'invalid_arguments',
+      message: 'arguments of known do not match its schema: id: unknown document id',
+      summary: '"id": unknown document id',
+    });
     assert.equal(buggy.error?.kind, 'threw');
     assert.match(buggy.error!.message, /^validating the arguments of buggy threw: Error: refine bug/);
   });
@@ -137,7 +263,10 @@ describe('ToolRunner', () => {
       });
     const runner = new ToolRunner(new ToolSet([make('narrow', 2), make('wide', 16)]));
     const started = performance.now();
-    const outcomes = await runner.run([...Array.from({ length: 6 }, (_, i) => request('narrow', {}, i)), ...Array.from({ length: 6 }, (_, i) => request('wide', {}, i))]);
+    const outcomes = await runner.run([
+      ...Array.from({ length: 6 }, (_, i) => request('narrow', {}, i)),
+      ...Array.from({ length: 6 }, (_, i) => request('wide', {}, i)),
+    ]);
     assert.ok(outcomes.every((o) => !o.error));
     assert.deepEqual(peak, { narrow: 2, wide: 6 });
     // Waiting for a slot is not latency: each call reports about its own 15 ms.
@@ -157,11 +286,18 @@ describe('ToolRunner', () => {
       },
       executeBatch: async (calls) => {
         batches.push(calls.map((c) => `${c.ctx.trajectory.index}:${c.args.key}`));
-        return calls.map((c) => (c.args.key === 'missing' ? new Error(`no entry ${c.args.key}`) : `value of ${c.args.key}`));
+        return calls.map((c) =>
+          c.args.key === 'missing' ? new Error(`no entry ${c.args.key}`) : `value of ${c.args.key}`,
+        );
       },
     });
-    const outcomes = await new ToolRunner(new ToolSet([lookup])).run(['a', 'b', 'missing', 'd', 'e'].map((key, i) => request('lookup', { key }, i)));
-    assert.deepEqual(batches, [['0:a', '1:b', '2:missing'], ['3:d', '4:e']]);
+    const outcomes = await new ToolRunner(new ToolSet([lookup])).run(
+      ['a', 'b', 'missing', 'd', 'e'].map((key, i) => request('lookup', { key }, i)),
+    );
+    assert.deepEqual(batches, [
+      ['0:a', '1:b', '2:missing'],
+      ['3:d', '4:e'],
+    ]);
     assert.deepEqual(
       outcomes.map((o) => (o.result ? observationText(o.result) : undefined) ?? o.error?.message.split('\n')[0]),
       ['value of a', 'value of b', 'Error: no entry missing', 'value of d', 'value of e'],
@@ -170,15 +306,39 @@ describe('ToolRunner', () => {
   });
 
   it('fails every call of a batch that returns the wrong number of outputs, or times out', async () => {
-    const short = defineTool({ name: 'short', description: 'Drops one.', parameters: z.object({}), execute: () => '', executeBatch: async (calls) => calls.slice(1).map(() => 'x') });
-    const slow = defineTool({ name: 'slow', description: 'Slow batch.', parameters: z.object({}), timeoutMs: 20, execute: () => '', executeBatch: () => new Promise(() => {}) });
-    const outcomes = await new ToolRunner(new ToolSet([short, slow])).run([request('short', {}, 0), request('short', {}, 1), request('slow', {}, 2), request('slow', {}, 3)]);
-    assert.match(outcomes[0].error!.message, /^TypeError: tool "short": executeBatch returned 1 outputs for 2 calls; return one output \(or Error\) per call, in order/);
-    assert.equal(outcomes[1].error?.kind, 'threw');
-    assert.deepEqual([outcomes[2].error, outcomes[3].error], [
-      { kind: 'timeout', message: 'slow did not finish within 20 ms' },
-      { kind: 'timeout', message: 'slow did not finish within 20 ms' },
+    const short = defineTool({
+      name: 'short',
+      description: 'Drops one.',
+      parameters: z.object({}),
+      execute: () => '',
+      executeBatch: async (calls) => calls.slice(1).map(() => 'x'),
+    });
+    const slow = defineTool({
+      name: 'slow',
+      description: 'Slow batch.',
+      parameters: z.object({}),
+      timeoutMs: 20,
+      execute: () => '',
+      executeBatch: () => new Promise(() => {}),
+    });
+    const outcomes = await new ToolRunner(new ToolSet([short, slow])).run([
+      request('short', {}, 0),
+      request('short', {}, 1),
+      request('slow', {}, 2),
+      request('slow', {}, 3),
     ]);
+    assert.match(
+      outcomes[0].error!.message,
+      /^TypeError: tool "short": executeBatch returned 1 outputs for 2 calls; return one output \(or Error\) per call, in order/,
+    );
+    assert.equal(outcomes[1].error?.kind, 'threw');
+    assert.deepEqual(
+      [outcomes[2].error, outcomes[3].error],
+      [
+        { kind: 'timeout', message: 'slow did not finish within 20 ms' },
+        { kind: 'timeout', message: 'slow did not finish within 20 ms' },
+      ],
+    );
   });
 
   it('keeps what a tool logs on its outcome and forwards it', async () => {
@@ -193,7 +353,9 @@ describe('ToolRunner', () => {
         return 'done';
       },
     });
-    const [outcome] = await new ToolRunner(new ToolSet([chatty]), { onLog: (line) => lines.push(line) }).run([request('chatty', {}, 4)]);
+    const [outcome] = await new ToolRunner(new ToolSet([chatty]), { onLog: (line) => lines.push(line) }).run([
+      request('chatty', {}, 4),
+    ]);
     assert.deepEqual(outcome.logs, ['info: starting', 'warn: slow index']);
     assert.deepEqual(lines, [
       { tool: 'chatty', trajectory: 4, turn: 0, level: 'info', message: 'starting' },
@@ -203,7 +365,13 @@ describe('ToolRunner', () => {
 
   it('aborts running calls when the rollout is stopped', async () => {
     const controller = new AbortController();
-    const waits = defineTool({ name: 'waits', description: 'Waits for abort.', parameters: z.object({}), execute: (_a, ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))) });
+    const waits = defineTool({
+      name: 'waits',
+      description: 'Waits for abort.',
+      parameters: z.object({}),
+      execute: (_a, ctx) =>
+        new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))),
+    });
     const pending = new ToolRunner(new ToolSet([waits]), { signal: controller.signal }).run([request('waits', {})]);
     setTimeout(() => controller.abort(new Error('rollout stopped')), 10);
     const [outcome] = await pending;
@@ -236,14 +404,28 @@ describe('ToolRunner', () => {
       const runner = new ToolRunner(new ToolSet([waits]), { signal: controller.signal });
       const outcomes = await runner.run(Array.from({ length: 24 }, (_, i) => request('waits', {}, i)));
       assert.equal(listenersDuringRound, 1, 'one listener on the stop signal for the whole round');
-      assert.deepEqual(new Set(outcomes.map((o) => o.error?.message.split('\n')[0])), new Set(['Error: rollout stopped']));
+      assert.deepEqual(
+        new Set(outcomes.map((o) => o.error?.message.split('\n')[0])),
+        new Set(['Error: rollout stopped']),
+      );
       // A round that finishes normally leaves nothing on the signal either.
       const calm = new AbortController();
-      const echo = defineTool({ name: 'echo', description: 'Echoes.', parameters: z.object({}), concurrency: 24, execute: async () => 'ok' });
-      await new ToolRunner(new ToolSet([echo]), { signal: calm.signal }).run(Array.from({ length: 24 }, (_, i) => request('echo', {}, i)));
+      const echo = defineTool({
+        name: 'echo',
+        description: 'Echoes.',
+        parameters: z.object({}),
+        concurrency: 24,
+        execute: async () => 'ok',
+      });
+      await new ToolRunner(new ToolSet([echo]), { signal: calm.signal }).run(
+        Array.from({ length: 24 }, (_, i) => request('echo', {}, i)),
+      );
       assert.equal(getEventListeners(calm.signal, 'abort').length, 0);
       await sleep(10); // warnings are emitted on a later tick
-      assert.deepEqual(warnings.map((w) => w.name), []);
+      assert.deepEqual(
+        warnings.map((w) => w.name),
+        [],
+      );
     } finally {
       process.off('warning', onWarning);
     }

@@ -15,7 +15,12 @@ import type { BatchRewards, TrajectoryRewards } from '../../../trainer/pipeline/
 /** A sample of `group` with this outcome reward and these call rewards (tokens 1, 2, … ; outcome on the last). */
 function sample(group: number, outcome: number, calls: number[] = []): RlSample {
   const length = calls.length + 3;
-  return { group, mask: Uint8Array.from({ length }, (_, i) => (i > 0 ? 1 : 0)), outcome: { token: length - 1, reward: outcome }, calls: calls.map((reward, j) => ({ token: j + 1, reward })) };
+  return {
+    group,
+    mask: Uint8Array.from({ length }, (_, i) => (i > 0 ? 1 : 0)),
+    outcome: { token: length - 1, reward: outcome },
+    calls: calls.map((reward, j) => ({ token: j + 1, reward })),
+  };
 }
 
 describe('groups with signal', () => {
@@ -23,18 +28,46 @@ describe('groups with signal', () => {
     const samples = [
       ...[1, 1, 1].map((r) => sample(0, r)), // all right: none
       ...[0, 0, 0].map((r) => sample(1, r)), // all wrong: none
-      sample(2, 1), sample(2, 0), sample(2, 1), // outcomes differ
-      sample(3, 1, [0.5]), sample(3, 1, [0.5]), sample(3, 1, [0.2]), // a call reward differs
-      sample(4, 1, [0.5]), sample(4, 1, [0.5]), sample(4, 1, []), // one member made no call: it counts 0
-      sample(5, 0, [0, 0]), sample(5, 0, []), sample(5, 0, [0]), // fewer calls, all rewarded 0: the same
+      sample(2, 1),
+      sample(2, 0),
+      sample(2, 1), // outcomes differ
+      sample(3, 1, [0.5]),
+      sample(3, 1, [0.5]),
+      sample(3, 1, [0.2]), // a call reward differs
+      sample(4, 1, [0.5]),
+      sample(4, 1, [0.5]),
+      sample(4, 1, []), // one member made no call: it counts 0
+      sample(5, 0, [0, 0]),
+      sample(5, 0, []),
+      sample(5, 0, [0]), // fewer calls, all rewarded 0: the same
     ];
-    assert.deepEqual([...groupsWithSignal(samples)], [[0, false], [1, false], [2, true], [3, true], [4, true], [5, false]]);
+    assert.deepEqual(
+      [...groupsWithSignal(samples)],
+      [
+        [0, false],
+        [1, false],
+        [2, true],
+        [3, true],
+        [4, true],
+        [5, false],
+      ],
+    );
   });
 
   it('agrees with the estimators: a group without signal gets zero advantage on every token, one with signal does not', () => {
-    const samples = [sample(0, 1, [0.3]), sample(0, 1, [0.3]), sample(1, 0, [0, 0]), sample(1, 0, []), sample(2, 1, [0.3]), sample(2, 1, [])];
+    const samples = [
+      sample(0, 1, [0.3]),
+      sample(0, 1, [0.3]),
+      sample(1, 0, [0, 0]),
+      sample(1, 0, []),
+      sample(2, 1, [0.3]),
+      sample(2, 1, []),
+    ];
     const signal = groupsWithSignal(samples);
-    for (const advantages of [grpoAdvantages(samples, { scaleByStd: true }).advantages, rlooAdvantages(samples).advantages]) {
+    for (const advantages of [
+      grpoAdvantages(samples, { scaleByStd: true }).advantages,
+      rlooAdvantages(samples).advantages,
+    ]) {
       samples.forEach((s, i) => {
         const zero = advantages[i].every((a) => a === 0);
         assert.equal(zero, !signal.get(s.group), `group ${s.group} sample ${i}`);
@@ -83,8 +116,14 @@ describe('group selection', () => {
     const dropped = selection.dropped();
     const trained = Array.from({ length: 22 }, (_, g) => g).filter((g) => !dropped.has(g));
     assert.deepEqual(trained, [0, 3, 5, 9, 10, 12, 16, 17], 'the first 8 with signal, in rollout order');
-    assert.deepEqual([18, 21].map((g) => dropped.get(g)), ['surplus', 'surplus']);
-    assert.deepEqual([1, 2, 4, 8, 11, 19, 20].map((g) => dropped.get(g)), Array(7).fill('no_signal'));
+    assert.deepEqual(
+      [18, 21].map((g) => dropped.get(g)),
+      ['surplus', 'surplus'],
+    );
+    assert.deepEqual(
+      [1, 2, 4, 8, 11, 19, 20].map((g) => dropped.get(g)),
+      Array(7).fill('no_signal'),
+    );
     assert.equal(dropped.size, 22 - 8);
   });
 
@@ -96,7 +135,10 @@ describe('group selection', () => {
     assert.equal(selection.nextPrompts(), 0, 'the bound: 2 rounds');
     assert.throws(() => selection.add(groupsOf([true], 8)), /at most 2 rollout round/);
     const dropped = selection.dropped();
-    assert.deepEqual(Array.from({ length: 8 }, (_, g) => g).filter((g) => !dropped.has(g)), [1, 6]);
+    assert.deepEqual(
+      Array.from({ length: 8 }, (_, g) => g).filter((g) => !dropped.has(g)),
+      [1, 6],
+    );
   });
 
   it('no group with signal after every round: trains on the first round, drops the others', () => {
@@ -106,7 +148,15 @@ describe('group selection', () => {
     selection.add(groupsOf([false, false], 2));
     selection.add(groupsOf([false, false], 4));
     assert.equal(selection.nextPrompts(), 0);
-    assert.deepEqual([...selection.dropped()], [[2, 'no_signal'], [3, 'no_signal'], [4, 'no_signal'], [5, 'no_signal']]);
+    assert.deepEqual(
+      [...selection.dropped()],
+      [
+        [2, 'no_signal'],
+        [3, 'no_signal'],
+        [4, 'no_signal'],
+        [5, 'no_signal'],
+      ],
+    );
   });
 
   it('refuses a bound or a size that is not a positive integer', () => {
@@ -123,25 +173,62 @@ describe('a sampled step', () => {
     const samples: RlSample[] = [];
     signals.forEach((signal, g) => {
       for (let k = 0; k < 2; k++) {
-        trajectories.push({ index: index + trajectories.length, group: first + g, sample: k, mask: [0, 1], ids: [1, 2] } as unknown as Trajectory);
+        trajectories.push({
+          index: index + trajectories.length,
+          group: first + g,
+          sample: k,
+          mask: [0, 1],
+          ids: [1, 2],
+        } as unknown as Trajectory);
         const outcome = signal ? k : 1;
         rewards.push({ outcome, process: 0, total: outcome, components: {}, processScale: 1, calls: [] });
         samples.push(sample(first + g, outcome));
       }
     });
-    const batch: BatchRewards = { trajectories: rewards, combine: 'weighted-sum', processScale: 1, maxProcessRewardToGo: 0 };
-    return { trajectories, rewards: batch, samples, rolloutSeconds: 2, rewardSeconds: 0.5, generatedTokens: 10 * signals.length };
+    const batch: BatchRewards = {
+      trajectories: rewards,
+      combine: 'weighted-sum',
+      processScale: 1,
+      maxProcessRewardToGo: 0,
+    };
+    return {
+      trajectories,
+      rewards: batch,
+      samples,
+      rolloutSeconds: 2,
+      rewardSeconds: 0.5,
+      generatedTokens: 10 * signals.length,
+    };
   }
 
   it('keeps every rollout in order with why it was dropped, trains on the rest, and describes the first round', () => {
     const rounds = [round(0, [false, true], 0), round(2, [true, false], 4)];
     const selection = new GroupSelection(2, { enabled: true, maxRounds: 2 });
-    for (const r of rounds) selection.add([...groupsWithSignal(r.samples)].map(([group, signal]) => ({ group, signal })));
+    for (const r of rounds)
+      selection.add([...groupsWithSignal(r.samples)].map(([group, signal]) => ({ group, signal })));
     const step = sampledStep(rounds, selection.dropped());
-    assert.deepEqual(step.rollouts.trajectories.map((t) => t.index), [0, 1, 2, 3, 4, 5, 6, 7]);
-    assert.deepEqual(step.rollouts.dropped, ['no_signal', 'no_signal', undefined, undefined, undefined, undefined, 'no_signal', 'no_signal']);
-    assert.deepEqual(step.trained.trajectories.map((t) => t.group), [1, 1, 2, 2]);
-    assert.deepEqual(step.trained.samples.map((s) => s.group), [1, 1, 2, 2]);
+    assert.deepEqual(
+      step.rollouts.trajectories.map((t) => t.index),
+      [0, 1, 2, 3, 4, 5, 6, 7],
+    );
+    assert.deepEqual(step.rollouts.dropped, [
+      'no_signal',
+      'no_signal',
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      'no_signal',
+      'no_signal',
+    ]);
+    assert.deepEqual(
+      step.trained.trajectories.map((t) => t.group),
+      [1, 1, 2, 2],
+    );
+    assert.deepEqual(
+      step.trained.samples.map((s) => s.group),
+      [1, 1, 2, 2],
+    );
     assert.equal(step.firstRound.trajectories.length, 4);
     assert.deepEqual([step.rounds, step.groups, step.droppedGroups], [2, 4, 2]);
     assert.deepEqual([step.rolloutSeconds, step.rewardSeconds, step.generatedTokens], [4, 1, 40]);

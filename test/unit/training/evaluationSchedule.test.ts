@@ -11,7 +11,17 @@ import { parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
 
 const reward = outcomeReward('exact_match', () => 0);
 const config = (extra: Record<string, unknown>) =>
-  parseConfig({ model: { path: 'model' }, data: { train: 'train.jsonl', eval: 'heldout.jsonl' }, rewards: { outcome: [reward] }, algorithm: { name: 'grpo', groupSize: 2 }, steps: 40, ...extra }, 'a.config.ts');
+  parseConfig(
+    {
+      model: { path: 'model' },
+      data: { train: 'train.jsonl', eval: 'heldout.jsonl' },
+      rewards: { outcome: [reward] },
+      algorithm: { name: 'grpo', groupSize: 2 },
+      steps: 40,
+      ...extra,
+    },
+    'a.config.ts',
+  );
 
 describe('the evaluation schedule', () => {
   it('evaluates five or six times a run by default, every step in runs under five steps', () => {
@@ -25,7 +35,10 @@ describe('the evaluation schedule', () => {
     assert.equal(evaluationEvery(config({ evaluation: { every: 0 } }), 40), 0);
     assert.equal(evaluationEvery(config({ evaluation: { every: 3 } }), 40), 3);
     assert.equal(evaluationEvery(config({ data: { train: 'train.jsonl' } }), 40), 0);
-    assert.equal(evaluationEvery(config({ data: { train: 'train.jsonl' }, evaluation: { data: 'other.jsonl' } }), 40), 8);
+    assert.equal(
+      evaluationEvery(config({ data: { train: 'train.jsonl' }, evaluation: { data: 'other.jsonl' } }), 40),
+      8,
+    );
   });
 
   it('uses the first 100 rows unless evaluation.samples says', () => {
@@ -41,7 +54,11 @@ describe('the collapse settings', () => {
     const c = config({});
     assert.equal(c.onCollapse, 'warn');
     assert.equal(c.health.zeroSignal, 0.5);
-    assert.equal(config({ health: { zeroSignal: 0.8 } }).health.window, 5, 'a partial section keeps the other defaults');
+    assert.equal(
+      config({ health: { zeroSignal: 0.8 } }).health.window,
+      5,
+      'a partial section keeps the other defaults',
+    );
   });
 
   it('name the field of a wrong value', () => {

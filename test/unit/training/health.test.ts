@@ -6,7 +6,15 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import type { MetricsRecord } from '../../../trainer/contract/protocol/runStore';
-import { collapseOf, evaluationWarnings, healthHistory, healthSample, stepWarnings, zeroSignalShare, type HealthSample } from '../../../trainer/pipeline/training/health';
+import {
+  collapseOf,
+  evaluationWarnings,
+  healthHistory,
+  healthSample,
+  stepWarnings,
+  zeroSignalShare,
+  type HealthSample,
+} from '../../../trainer/pipeline/training/health';
 import { HealthSettings } from '../../../trainer/pipeline/training/healthSettings';
 import { planCollapseResponse, withAction } from '../../../trainer/pipeline/training/collapseResponse';
 import { rolloutMetrics } from '../../../trainer/pipeline/training/rolloutMetrics';
@@ -34,7 +42,13 @@ function values(patch: Record<string, number> = {}): Record<string, number> {
 
 /** Steps 1..n of a steady run with small wobbles. */
 function history(n: number, patch: (step: number) => Record<string, number> = () => ({})): HealthSample[] {
-  return Array.from({ length: n }, (_, i) => healthSample(i + 1, values({ 'entropy/mean': 0.06 + 0.01 * (i % 2), [SCORE]: 0.95 + 0.02 * (i % 2), ...patch(i + 1) }), SCORE));
+  return Array.from({ length: n }, (_, i) =>
+    healthSample(
+      i + 1,
+      values({ 'entropy/mean': 0.06 + 0.01 * (i % 2), [SCORE]: 0.95 + 0.02 * (i % 2), ...patch(i + 1) }),
+      SCORE,
+    ),
+  );
 }
 
 const codes = (warnings: { code: string }[]) => warnings.map((w) => w.code).sort();
@@ -49,9 +63,47 @@ describe('the health metrics', () => {
   });
 
   it('tell parse errors from schema errors, apart from tools that failed on their own', () => {
-    const call = (kind?: 'parse' | 'unknown_tool' | 'invalid_arguments' | 'threw') => ({ turn: 0, index: 0, raw: '', observation: '', truncated: false, turnIndex: 1, tokenEnd: 1, logs: [], ...(kind ? { error: { kind, message: kind } } : {}) });
-    const trajectory = { index: 0, rowId: 'r', group: 0, sample: 0, row: { id: 'r', messages: [] }, prompt: 'q', messages: [], ids: [1, 2], mask: [0, 1], logprobs: [0, 0], entropies: [0, 0.5], promptLength: 1, turns: [], finishReason: 'answered', historyRewrites: [], calls: [call('parse'), call('unknown_tool'), call('invalid_arguments'), call('threw'), call(), call(), call(), call()] } as unknown as Trajectory;
-    const metrics = rolloutMetrics([trajectory], { trajectories: [{ outcome: 0, process: 0, total: 0, components: {}, calls: [] }] } as never);
+    const call = (kind?: 'parse' | 'unknown_tool' | 'invalid_arguments' | 'threw') => ({
+      turn: 0,
+      index: 0,
+      raw: '',
+      observation: '',
+      truncated: false,
+      turnIndex: 1,
+      tokenEnd: 1,
+      logs: [],
+      ...(kind ? { error: { kind, message: kind } } : {}),
+    });
+    const trajectory = {
+      index: 0,
+      rowId: 'r',
+      group: 0,
+      sample: 0,
+      row: { id: 'r', messages: [] },
+      prompt: 'q',
+      messages: [],
+      ids: [1, 2],
+      mask: [0, 1],
+      logprobs: [0, 0],
+      entropies: [0, 0.5],
+      promptLength: 1,
+      turns: [],
+      finishReason: 'answered',
+      historyRewrites: [],
+      calls: [
+        call('parse'),
+        call('unknown_tool'),
+        call('invalid_arguments'),
+        call('threw'),
+        call(),
+        call(),
+        call(),
+        call(),
+      ],
+    } as unknown as Trajectory;
+    const metrics = rolloutMetrics([trajectory], {
+      trajectories: [{ outcome: 0, process: 0, total: 0, components: {}, calls: [] }],
+    } as never);
     assert.equal(metrics['tools/parse_error_rate'], 1 / 8);
     assert.equal(metrics['tools/schema_error_rate'], 2 / 8);
     assert.equal(metrics['tools/error_rate'], 4 / 8);
@@ -64,18 +116,29 @@ describe('the step warnings', () => {
   });
 
   it('warn when most groups carry no signal, with advice that fits the score', () => {
-    const easy = stepWarnings(values({ 'health/zero_signal_groups': 0.875, [SCORE]: 0.97 }), history(5), settings, SCORE);
+    const easy = stepWarnings(
+      values({ 'health/zero_signal_groups': 0.875, [SCORE]: 0.97 }),
+      history(5),
+      settings,
+      SCORE,
+    );
     assert.deepEqual(codes(easy), ['zero_signal']);
     assert.match(easy[0].message, /88 % of the groups had all-equal rewards/);
     assert.match(easy[0].message, /too easy/);
     assert.match(easy[0].advice, /rollout\.temperature or algorithm\.groupSize, add harder prompts/);
     const hard = stepWarnings(values({ 'health/zero_signal_groups': 1, [SCORE]: 0 }), history(5), settings, SCORE);
     assert.match(hard[0].advice, /add demonstrations \(sft\) or easier prompts/);
-    assert.deepEqual(stepWarnings(values({ 'health/zero_signal_groups': 0.49 }), history(5), settings, SCORE), [], 'below the threshold');
+    assert.deepEqual(
+      stepWarnings(values({ 'health/zero_signal_groups': 0.49 }), history(5), settings, SCORE),
+      [],
+      'below the threshold',
+    );
   });
 
   it('warn when entropy collapses towards 0', () => {
-    assert.deepEqual(codes(stepWarnings(values({ 'entropy/mean': 0.004 }), history(5), settings, SCORE)), ['entropy_collapse']);
+    assert.deepEqual(codes(stepWarnings(values({ 'entropy/mean': 0.004 }), history(5), settings, SCORE)), [
+      'entropy_collapse',
+    ]);
     assert.deepEqual(stepWarnings(values({ 'entropy/mean': 0.02 }), history(5), settings, SCORE), []);
   });
 
@@ -83,24 +146,60 @@ describe('the step warnings', () => {
     const jump = stepWarnings(values({ 'entropy/mean': 0.2, [SCORE]: 0.95 }), history(5), settings, SCORE);
     assert.deepEqual(codes(jump), ['entropy_explosion']);
     assert.match(jump[0].message, /from 0\.060 to 0\.200/);
-    assert.deepEqual(stepWarnings(values({ 'entropy/mean': 0.2, [SCORE]: 0.95 }), history(2), settings, SCORE), [], 'two steps are not a trend');
-    assert.deepEqual(stepWarnings(values({ 'entropy/mean': 0.1, [SCORE]: 0.95 }), history(5), settings, SCORE), [], 'under twice the median');
+    assert.deepEqual(
+      stepWarnings(values({ 'entropy/mean': 0.2, [SCORE]: 0.95 }), history(2), settings, SCORE),
+      [],
+      'two steps are not a trend',
+    );
+    assert.deepEqual(
+      stepWarnings(values({ 'entropy/mean': 0.1, [SCORE]: 0.95 }), history(5), settings, SCORE),
+      [],
+      'under twice the median',
+    );
   });
 
   it('warn when tool calls do not parse or match their schema, only where calls were made', () => {
-    const errors = stepWarnings(values({ 'tools/parse_error_rate': 0.2, 'tools/schema_error_rate': 0.1, 'tools/error_rate': 0.3 }), history(5), settings, SCORE);
+    const errors = stepWarnings(
+      values({ 'tools/parse_error_rate': 0.2, 'tools/schema_error_rate': 0.1, 'tools/error_rate': 0.3 }),
+      history(5),
+      settings,
+      SCORE,
+    );
     assert.deepEqual(codes(errors), ['tool_errors']);
     assert.match(errors[0].message, /30 % of the tool calls could not be used: 20 % did not parse, 10 %/);
-    assert.deepEqual(stepWarnings(values({ 'tools/parse_error_rate': 0.2, 'tools/schema_error_rate': 0.1, 'tools/calls_per_trajectory': 0 }), history(5), settings, SCORE), []);
+    assert.deepEqual(
+      stepWarnings(
+        values({ 'tools/parse_error_rate': 0.2, 'tools/schema_error_rate': 0.1, 'tools/calls_per_trajectory': 0 }),
+        history(5),
+        settings,
+        SCORE,
+      ),
+      [],
+    );
   });
 
   it('warn when the clip fraction is very high, and when the KL grows fast', () => {
-    assert.deepEqual(codes(stepWarnings(values({ 'clip/fraction': 0.45 }), history(5), settings, SCORE)), ['clip_fraction']);
+    assert.deepEqual(codes(stepWarnings(values({ 'clip/fraction': 0.45 }), history(5), settings, SCORE)), [
+      'clip_fraction',
+    ]);
     const kl = stepWarnings(values({ 'kl/mean': 0.09 }), history(5), settings, SCORE);
     assert.deepEqual(codes(kl), ['kl_growth']);
     assert.match(kl[0].message, /0\.090 nats per token, up from 0\.010/);
-    assert.deepEqual(stepWarnings(values({ 'kl/mean': 0.04 }), history(5), settings, SCORE), [], 'growing, but under klMin');
-    assert.deepEqual(stepWarnings(values({ 'kl/mean': 0.09 }), history(5, () => ({ 'kl/mean': 0.06 })), settings, SCORE), [], 'high, but not growing fast');
+    assert.deepEqual(
+      stepWarnings(values({ 'kl/mean': 0.04 }), history(5), settings, SCORE),
+      [],
+      'growing, but under klMin',
+    );
+    assert.deepEqual(
+      stepWarnings(
+        values({ 'kl/mean': 0.09 }),
+        history(5, () => ({ 'kl/mean': 0.06 })),
+        settings,
+        SCORE,
+      ),
+      [],
+      'high, but not growing fast',
+    );
   });
 
   it('follow the config: a threshold set there is the one used', () => {
@@ -116,7 +215,11 @@ describe('the truncation check', () => {
     assert.ok(truncated, JSON.stringify(warnings));
     assert.match(truncated.message, /^75 % of the trajectories ran into a length limit/);
     assert.match(truncated.advice, /rewards\.truncationPenalty/);
-    assert.ok(!stepWarnings(values({ 'health/truncated': 0.1 }), history(5), settings, SCORE).some((w) => w.code === 'truncated'));
+    assert.ok(
+      !stepWarnings(values({ 'health/truncated': 0.1 }), history(5), settings, SCORE).some(
+        (w) => w.code === 'truncated',
+      ),
+    );
   });
 });
 
@@ -129,24 +232,46 @@ describe('the collapse detector', () => {
     const collapsed = values({ 'entropy/mean': 0.27, 'tools/error_rate': 0.84, [SCORE]: 0.9 });
     const first = stepWarnings(collapsed, history(5), defaults, SCORE);
     assert.equal(collapseOf(first), undefined);
-    assert.deepEqual(first.filter((w) => w.code.startsWith('collapse')).map((w) => [w.code, w.severity]), [['collapse_risk', 'warn']]);
-    const second = stepWarnings(collapsed, [...history(5).slice(1), healthSample(6, collapsed, SCORE)], defaults, SCORE);
+    assert.deepEqual(
+      first.filter((w) => w.code.startsWith('collapse')).map((w) => [w.code, w.severity]),
+      [['collapse_risk', 'warn']],
+    );
+    const second = stepWarnings(
+      collapsed,
+      [...history(5).slice(1), healthSample(6, collapsed, SCORE)],
+      defaults,
+      SCORE,
+    );
     assert.equal(collapseOf(second)?.code, 'collapse');
     assert.match(collapseOf(second)!.message, /2 steps in a row/);
     // A hard batch between healthy steps: a risk, then nothing.
-    const after = stepWarnings(values({ 'entropy/mean': 0.07, [SCORE]: 0.96 }), [...history(5).slice(1), healthSample(6, collapsed, SCORE)], defaults, SCORE);
+    const after = stepWarnings(
+      values({ 'entropy/mean': 0.07, [SCORE]: 0.96 }),
+      [...history(5).slice(1), healthSample(6, collapsed, SCORE)],
+      defaults,
+      SCORE,
+    );
     assert.ok(!after.some((w) => w.code.startsWith('collapse')), JSON.stringify(after));
   });
 
   it("fires on issue 31's collapse: an entropy jump with the tool error rate shooting up", () => {
-    const collapsed = values({ 'entropy/mean': 0.27, 'tools/error_rate': 0.84, 'tools/parse_error_rate': 0.6, 'tools/schema_error_rate': 0.24, [SCORE]: 0.9 });
+    const collapsed = values({
+      'entropy/mean': 0.27,
+      'tools/error_rate': 0.84,
+      'tools/parse_error_rate': 0.6,
+      'tools/schema_error_rate': 0.24,
+      [SCORE]: 0.9,
+    });
     const warnings = stepWarnings(collapsed, history(5), settings, SCORE);
     const collapse = collapseOf(warnings);
     assert.ok(collapse, JSON.stringify(warnings));
     assert.equal(collapse.code, 'collapse');
     assert.equal(collapse.severity, 'critical');
     assert.match(collapse.message, /entropy jumped from 0\.060 to 0\.270 .* the tool error rate rose from 2 % to 84 %/);
-    assert.ok(!warnings.some((w) => w.code === 'entropy_explosion'), 'the jump is reported once, as part of the collapse');
+    assert.ok(
+      !warnings.some((w) => w.code === 'entropy_explosion'),
+      'the jump is reported once, as part of the collapse',
+    );
   });
 
   it('fires on an entropy jump with the training score falling', () => {
@@ -155,12 +280,24 @@ describe('the collapse detector', () => {
   });
 
   it('does not fire on a score drop or an error spike without an entropy jump, nor on a jump alone', () => {
-    assert.equal(collapseOf(stepWarnings(values({ [SCORE]: 0.2, 'tools/error_rate': 0.9 }), history(5), settings, SCORE)), undefined);
-    assert.equal(collapseOf(stepWarnings(values({ 'entropy/mean': 0.3, [SCORE]: 0.9 }), history(5), settings, SCORE)), undefined);
+    assert.equal(
+      collapseOf(stepWarnings(values({ [SCORE]: 0.2, 'tools/error_rate': 0.9 }), history(5), settings, SCORE)),
+      undefined,
+    );
+    assert.equal(
+      collapseOf(stepWarnings(values({ 'entropy/mean': 0.3, [SCORE]: 0.9 }), history(5), settings, SCORE)),
+      undefined,
+    );
   });
 
   it('does not fire on a run that learns: rising score, entropy slowly falling, steady errors', () => {
-    const steps = Array.from({ length: 30 }, (_, i) => values({ [SCORE]: Math.min(1, 0.2 + 0.03 * i) + 0.04 * Math.sin(i), 'entropy/mean': 0.3 * Math.exp(-i / 15) + 0.02 * Math.cos(i), 'tools/error_rate': 0.05 + 0.03 * Math.sin(2 * i) }));
+    const steps = Array.from({ length: 30 }, (_, i) =>
+      values({
+        [SCORE]: Math.min(1, 0.2 + 0.03 * i) + 0.04 * Math.sin(i),
+        'entropy/mean': 0.3 * Math.exp(-i / 15) + 0.02 * Math.cos(i),
+        'tools/error_rate': 0.05 + 0.03 * Math.sin(2 * i),
+      }),
+    );
     const past: HealthSample[] = [];
     for (const [i, v] of steps.entries()) {
       assert.equal(collapseOf(stepWarnings(v, past, settings, SCORE)), undefined, `step ${i + 1}`);
@@ -171,8 +308,12 @@ describe('the collapse detector', () => {
 
   it('fires within the window on a synthetic history that collapses', () => {
     // 20 healthy steps, then the policy falls apart over three.
-    const healthy = Array.from({ length: 20 }, (_, i) => values({ [SCORE]: 0.97 + 0.02 * (i % 2), 'entropy/mean': 0.06 + 0.005 * (i % 3), 'tools/error_rate': 0.01 }));
-    const falling = [0.15, 0.2, 0.27].map((e, i) => values({ [SCORE]: [0.7, 0.4, 0.2][i], 'entropy/mean': e, 'tools/error_rate': [0.4, 0.6, 0.84][i] }));
+    const healthy = Array.from({ length: 20 }, (_, i) =>
+      values({ [SCORE]: 0.97 + 0.02 * (i % 2), 'entropy/mean': 0.06 + 0.005 * (i % 3), 'tools/error_rate': 0.01 }),
+    );
+    const falling = [0.15, 0.2, 0.27].map((e, i) =>
+      values({ [SCORE]: [0.7, 0.4, 0.2][i], 'entropy/mean': e, 'tools/error_rate': [0.4, 0.6, 0.84][i] }),
+    );
     const past: HealthSample[] = [];
     const fired: number[] = [];
     for (const [i, v] of [...healthy, ...falling].entries()) {
@@ -188,14 +329,35 @@ describe('the held-out drop', () => {
   it("warns on a drop below the best and calls the tutorial's 22 % → 8 % a collapse", () => {
     const best = { step: 12, value: 0.22 };
     const collapse = evaluationWarnings({ step: 37, metric: 'exact_match', value: 0.08 }, best, settings);
-    assert.deepEqual(collapse.map((w) => [w.code, w.severity]), [['heldout_collapse', 'critical']]);
+    assert.deepEqual(
+      collapse.map((w) => [w.code, w.severity]),
+      [['heldout_collapse', 'critical']],
+    );
     assert.match(collapse[0].message, /held-out exact_match 0\.080 at step 37, down from the best 0\.220 \(step 12\)/);
     assert.match(collapse[0].advice, /checkpoints\/best/);
-    const drop = evaluationWarnings({ step: 20, metric: 'exact_match', value: 0.65 }, { step: 10, value: 0.85 }, settings);
-    assert.deepEqual(drop.map((w) => [w.code, w.severity]), [['heldout_drop', 'warn']]);
-    assert.deepEqual(evaluationWarnings({ step: 20, metric: 'exact_match', value: 0.82 }, { step: 10, value: 0.85 }, settings), [], 'within the noise of 100 rows');
-    assert.deepEqual(evaluationWarnings({ step: 20, metric: 'exact_match', value: 0.9 }, { step: 10, value: 0.85 }, settings), []);
-    assert.deepEqual(evaluationWarnings({ step: 0, metric: 'exact_match', value: 0.1 }, undefined, settings), [], 'no best yet');
+    const drop = evaluationWarnings(
+      { step: 20, metric: 'exact_match', value: 0.65 },
+      { step: 10, value: 0.85 },
+      settings,
+    );
+    assert.deepEqual(
+      drop.map((w) => [w.code, w.severity]),
+      [['heldout_drop', 'warn']],
+    );
+    assert.deepEqual(
+      evaluationWarnings({ step: 20, metric: 'exact_match', value: 0.82 }, { step: 10, value: 0.85 }, settings),
+      [],
+      'within the noise of 100 rows',
+    );
+    assert.deepEqual(
+      evaluationWarnings({ step: 20, metric: 'exact_match', value: 0.9 }, { step: 10, value: 0.85 }, settings),
+      [],
+    );
+    assert.deepEqual(
+      evaluationWarnings({ step: 0, metric: 'exact_match', value: 0.1 }, undefined, settings),
+      [],
+      'no best yet',
+    );
   });
 });
 
@@ -206,25 +368,70 @@ describe('the response to a collapse', () => {
     assert.deepEqual(planCollapseResponse('warn', best, 1), { kind: 'warn', lrScale: 1 });
     const rollback = planCollapseResponse('rollback', best, 0.5);
     assert.equal(rollback.lrScale, 0.25);
-    assert.equal(rollback.action, 'rolled back to step 24, exact_match 0.610 (checkpoints/best); learning rate ×0.25 from now on');
-    assert.match(planCollapseResponse('rollback', undefined, 1).action!, /no best checkpoint to roll back to yet.*×0\.5/);
-    assert.match(planCollapseResponse('stop', best, 1).action!, /^stopped the run \(onCollapse: 'stop'\); the best weights are at step 24/);
-    const warnings = [{ code: 'zero_signal', severity: 'warn' as const, message: 'm', advice: 'a' }, { code: 'collapse', severity: 'critical' as const, message: 'm', advice: 'a' }];
-    assert.deepEqual(withAction(warnings, warnings[1], rollback).map((w) => w.action), [undefined, rollback.action]);
+    assert.equal(
+      rollback.action,
+      'rolled back to step 24, exact_match 0.610 (checkpoints/best); learning rate ×0.25 from now on',
+    );
+    assert.match(
+      planCollapseResponse('rollback', undefined, 1).action!,
+      /no best checkpoint to roll back to yet.*×0\.5/,
+    );
+    assert.match(
+      planCollapseResponse('stop', best, 1).action!,
+      /^stopped the run \(onCollapse: 'stop'\); the best weights are at step 24/,
+    );
+    const warnings = [
+      { code: 'zero_signal', severity: 'warn' as const, message: 'm', advice: 'a' },
+      { code: 'collapse', severity: 'critical' as const, message: 'm', advice: 'a' },
+    ];
+    assert.deepEqual(
+      withAction(warnings, warnings[1], rollback).map((w) => w.action),
+      [undefined, rollback.action],
+    );
   });
 });
 
 describe('the history a resumed run rebuilds', () => {
-  const record = (kind: MetricsRecord['kind'], step: number, patch: Record<string, number> = {}, warnings?: MetricsRecord['warnings']): MetricsRecord => ({ step, kind, time: '', values: values(patch), ...(warnings ? { warnings } : {}) });
+  const record = (
+    kind: MetricsRecord['kind'],
+    step: number,
+    patch: Record<string, number> = {},
+    warnings?: MetricsRecord['warnings'],
+  ): MetricsRecord => ({ step, kind, time: '', values: values(patch), ...(warnings ? { warnings } : {}) });
 
   it('is the newest training steps up to the checkpoint, after the last collapse acted on', () => {
-    const records = [record('sft', 3), ...[1, 2, 3, 4, 5, 6, 7, 8].map((s) => record('train', s, { 'entropy/mean': s })), record('eval', 4)];
-    assert.deepEqual(healthHistory(records, 6, 3, SCORE).map((s) => [s.step, s.entropy]), [[4, 4], [5, 5], [6, 6]]);
-    const acted = [{ code: 'collapse', severity: 'critical' as const, message: 'm', advice: 'a', action: 'rolled back to …' }];
+    const records = [
+      record('sft', 3),
+      ...[1, 2, 3, 4, 5, 6, 7, 8].map((s) => record('train', s, { 'entropy/mean': s })),
+      record('eval', 4),
+    ];
+    assert.deepEqual(
+      healthHistory(records, 6, 3, SCORE).map((s) => [s.step, s.entropy]),
+      [
+        [4, 4],
+        [5, 5],
+        [6, 6],
+      ],
+    );
+    const acted = [
+      { code: 'collapse', severity: 'critical' as const, message: 'm', advice: 'a', action: 'rolled back to …' },
+    ];
     const warned = [{ code: 'collapse', severity: 'critical' as const, message: 'm', advice: 'a' }];
-    const withRollback = records.map((r) => (r.kind === 'train' && r.step === 5 ? { ...r, warnings: acted } : r.kind === 'train' && r.step === 4 ? { ...r, warnings: warned } : r));
-    assert.deepEqual(healthHistory(withRollback, 8, 5, SCORE).map((s) => s.step), [6, 7, 8]);
+    const withRollback = records.map((r) =>
+      r.kind === 'train' && r.step === 5
+        ? { ...r, warnings: acted }
+        : r.kind === 'train' && r.step === 4
+          ? { ...r, warnings: warned }
+          : r,
+    );
+    assert.deepEqual(
+      healthHistory(withRollback, 8, 5, SCORE).map((s) => s.step),
+      [6, 7, 8],
+    );
     const afterEvalRollback = [...records.slice(0, 5), record('eval', 4, {}, acted), ...records.slice(5)];
-    assert.deepEqual(healthHistory(afterEvalRollback, 8, 5, SCORE).map((s) => s.step), [5, 6, 7, 8]);
+    assert.deepEqual(
+      healthHistory(afterEvalRollback, 8, 5, SCORE).map((s) => s.step),
+      [5, 6, 7, 8],
+    );
   });
 });

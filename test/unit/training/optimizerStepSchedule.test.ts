@@ -13,7 +13,9 @@ import { parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
 const close = (a: number, b: number) => assert.ok(Math.abs(a - b) < 1e-15, `${a} vs ${b}`);
 /** Every optimizer step's rate over a run of `rlSteps` RL steps with `perStep` optimizer steps each. */
 const rates = (config: ScheduleConfig, rlSteps: number, perStep: number) =>
-  Array.from({ length: rlSteps }, (_, s) => Array.from({ length: perStep }, (_, k) => optimizerStepRates(config, s + 1, rlSteps, perStep)(k))).flat();
+  Array.from({ length: rlSteps }, (_, s) =>
+    Array.from({ length: perStep }, (_, k) => optimizerStepRates(config, s + 1, rlSteps, perStep)(k)),
+  ).flat();
 
 describe('the RL schedule over optimizer steps', () => {
   it('warms up over optimizer steps: 3 of them, inside the first RL step of 4', () => {
@@ -27,7 +29,8 @@ describe('the RL schedule over optimizer steps', () => {
     const got = rates(config, 5, 3);
     assert.equal(got.length, 15);
     assert.deepEqual(got.slice(0, 2), [5e-4, 1e-3], 'two optimizer steps of warm-up, inside the first RL step');
-    for (let i = 3; i < got.length; i++) assert.ok(got[i] < got[i - 1], `falls after the warm-up, at optimizer step ${i}`);
+    for (let i = 3; i < got.length; i++)
+      assert.ok(got[i] < got[i - 1], `falls after the warm-up, at optimizer step ${i}`);
     // Optimizer step i of 15 (0-based), 13 after the warm-up: progress (i − 2) / 13.
     got.slice(2).forEach((lr, j) => close(lr, 1e-4 + 9e-4 * 0.5 * (1 + Math.cos((Math.PI * j) / 13))));
     close(got[14], learningRate(config, 14, 15));
@@ -36,18 +39,32 @@ describe('the RL schedule over optimizer steps', () => {
 
   it('one optimizer step per RL step is the schedule it always was', () => {
     const config: ScheduleConfig = { lr: 2e-4, warmupSteps: 2, schedule: 'linear', minLrRatio: 0 };
-    assert.deepEqual(rates(config, 6, 1), Array.from({ length: 6 }, (_, s) => learningRate(config, s, 6)));
+    assert.deepEqual(
+      rates(config, 6, 1),
+      Array.from({ length: 6 }, (_, s) => learningRate(config, s, 6)),
+    );
   });
 
   it('refuses an optimizer step the RL step does not plan', () => {
     const at = optimizerStepRates({ lr: 1, warmupSteps: 0, schedule: 'constant', minLrRatio: 0 }, 1, 2, 2);
     assert.throws(() => at(2), /optimizer step 2 of an RL step that plans 2/);
-    assert.throws(() => optimizerStepRates({ lr: 1, warmupSteps: 0, schedule: 'constant', minLrRatio: 0 }, 1, 2, 0), /positive integer/);
+    assert.throws(
+      () => optimizerStepRates({ lr: 1, warmupSteps: 0, schedule: 'constant', minLrRatio: 0 }, 1, 2, 0),
+      /positive integer/,
+    );
   });
 
   it('a config plans epochs × mini-batches optimizer steps per RL step; the critic follows the same count at its own rate', () => {
     const config = parseConfig(
-      { model: { path: 'model' }, data: { train: 't.jsonl' }, rewards: { outcome: [] }, steps: 4, algorithm: { name: 'ppo', epochs: 2, miniBatches: 3 }, critic: { lr: 5e-5 }, optimization: { lr: 1e-4, warmupSteps: 4, schedule: 'cosine' } },
+      {
+        model: { path: 'model' },
+        data: { train: 't.jsonl' },
+        rewards: { outcome: [] },
+        steps: 4,
+        algorithm: { name: 'ppo', epochs: 2, miniBatches: 3 },
+        critic: { lr: 5e-5 },
+        optimization: { lr: 1e-4, warmupSteps: 4, schedule: 'cosine' },
+      },
       'config.ts',
     );
     assert.equal(optimizerStepsPerRlStep(config), 6);

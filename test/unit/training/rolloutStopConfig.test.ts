@@ -9,7 +9,17 @@ import type { Policy } from '../../../trainer/foundations/models/generation/poli
 import { ToolSet } from '../../../trainer/foundations/tools';
 
 const parse = (rollout: Record<string, unknown>) =>
-  parseConfig({ model: { path: 'model', lora: false }, data: { train: 'train.jsonl' }, rewards: { outcome: [exactMatch()] }, steps: 10, algorithm: { name: 'grpo' }, rollout }, 'a.config.ts');
+  parseConfig(
+    {
+      model: { path: 'model', lora: false },
+      data: { train: 'train.jsonl' },
+      rewards: { outcome: [exactMatch()] },
+      steps: 10,
+      algorithm: { name: 'grpo' },
+      rollout,
+    },
+    'a.config.ts',
+  );
 const parts = { policy: {} as Policy, template: {} as ChatTemplate, tools: new ToolSet([]) };
 
 describe('rollout.stop', () => {

@@ -12,15 +12,41 @@ import { rolloutMetrics } from '../../../trainer/pipeline/training/rolloutMetric
 import { formatScore, taskMetric } from '../../../trainer/pipeline/training/taskMetric';
 import { ToolSet } from '../../../trainer/foundations/tools';
 
-const within = outcomeReward('within_1pct', (_t, row) => (Number((row as unknown as { answer: string }).answer) > 10 ? 1 : 0));
+const within = outcomeReward('within_1pct', (_t, row) =>
+  Number((row as unknown as { answer: string }).answer) > 10 ? 1 : 0,
+);
 const format = outcomeReward('format', () => 1);
 
 function config(extra: Record<string, unknown>) {
-  return { model: { path: 'model' }, data: { train: 'train.jsonl' }, rewards: { outcome: [within, format] }, algorithm: { name: 'grpo', groupSize: 2 }, steps: 2, ...extra };
+  return {
+    model: { path: 'model' },
+    data: { train: 'train.jsonl' },
+    rewards: { outcome: [within, format] },
+    algorithm: { name: 'grpo', groupSize: 2 },
+    steps: 2,
+    ...extra,
+  };
 }
 
 function trajectory(index: number, row: Trajectory['row']): Trajectory {
-  return { index, rowId: row.id, group: 0, sample: index, row, prompt: 'q', messages: [], ids: [1, 2], mask: [0, 1], logprobs: [0, 0], entropies: [0, 0], promptLength: 1, turns: [], calls: [], finishReason: 'answered', historyRewrites: [] };
+  return {
+    index,
+    rowId: row.id,
+    group: 0,
+    sample: index,
+    row,
+    prompt: 'q',
+    messages: [],
+    ids: [1, 2],
+    mask: [0, 1],
+    logprobs: [0, 0],
+    entropies: [0, 0],
+    promptLength: 1,
+    turns: [],
+    calls: [],
+    finishReason: 'answered',
+    historyRewrites: [],
+  };
 }
 
 describe('the task metric', () => {
@@ -31,12 +57,18 @@ describe('the task metric', () => {
 
   it('must name an outcome reward; the error names the field and the choices', () => {
     assert.throws(() => parseConfig(config({ metric: 'exact_match' }), 'a.config.ts'), {
-      message: 'a.config.ts: metric: "exact_match" is not the name of an outcome reward; expected one of "within_1pct", "format"',
+      message:
+        'a.config.ts: metric: "exact_match" is not the name of an outcome reward; expected one of "within_1pct", "format"',
     });
   });
 
   it('is recorded as score/<name> — not only when a reward is called exact_match', async () => {
-    const rows = datasetFromRows('rows', [{ id: 'a', prompt: 'q', answer: '12' }, { id: 'b', prompt: 'q', answer: '3' }, { id: 'c', prompt: 'q', answer: '40' }, { id: 'd', prompt: 'q', answer: '99' }]).rows;
+    const rows = datasetFromRows('rows', [
+      { id: 'a', prompt: 'q', answer: '12' },
+      { id: 'b', prompt: 'q', answer: '3' },
+      { id: 'c', prompt: 'q', answer: '40' },
+      { id: 'd', prompt: 'q', answer: '99' },
+    ]).rows;
     const trajectories = rows.map((row, i) => trajectory(i, row));
     const rewards = await scoreTrajectories(trajectories, { outcome: [within, format] }, new ToolSet([]));
     const metrics = rolloutMetrics(trajectories, rewards, 'within_1pct');

@@ -17,10 +17,17 @@ describe('verl responses as messages', () => {
       '<think>\n\n</think>\n\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>' +
       '\nuser\n<tool_response>\nthird\n</tool_response>\nassistant\n<answer>x</answer>';
     assert.deepEqual(splitVerlResponse(text), [
-      { role: 'assistant', content: 'Let me look.\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>\n<tool_call>\n{"name": "b", "arguments": {}}\n</tool_call>' },
+      {
+        role: 'assistant',
+        content:
+          'Let me look.\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>\n<tool_call>\n{"name": "b", "arguments": {}}\n</tool_call>',
+      },
       { role: 'tool', content: 'first\nresult' },
       { role: 'tool', content: 'second' },
-      { role: 'assistant', content: '<think>\n\n</think>\n\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>' },
+      {
+        role: 'assistant',
+        content: '<think>\n\n</think>\n\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>',
+      },
       { role: 'tool', content: 'third' },
       { role: 'assistant', content: '<answer>x</answer>' },
     ]);
@@ -29,10 +36,15 @@ describe('verl responses as messages', () => {
   it('keeps a response without tools as one turn, and ends without an empty turn after the last results', () => {
     assert.deepEqual(splitVerlResponse('<answer>y</answer>'), [{ role: 'assistant', content: '<answer>y</answer>' }]);
     assert.deepEqual(splitVerlResponse(''), [{ role: 'assistant', content: '' }]);
-    assert.deepEqual(splitVerlResponse('c<tool_call>x</tool_call>user\n<tool_response>\nr\n</tool_response>\nassistant\n<think>\n\n</think>\n\n'), [
-      { role: 'assistant', content: 'c<tool_call>x</tool_call>' },
-      { role: 'tool', content: 'r' },
-    ]);
+    assert.deepEqual(
+      splitVerlResponse(
+        'c<tool_call>x</tool_call>user\n<tool_response>\nr\n</tool_response>\nassistant\n<think>\n\n</think>\n\n',
+      ),
+      [
+        { role: 'assistant', content: 'c<tool_call>x</tool_call>' },
+        { role: 'tool', content: 'r' },
+      ],
+    );
   });
 });
 

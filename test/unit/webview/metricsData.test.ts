@@ -9,7 +9,15 @@ import { scoreVsToolCalls } from '../../../webview/metrics/scoreVsToolsData';
 import { entrySteps, warningEntries } from '../../../webview/metrics/warningEntries';
 
 function summary(id: string): RunSummary {
-  return { dir: `/runs/${id}`, id, name: `run ${id}`, status: 'finished', algorithm: 'grpo', createdAt: '2026-01-01T00:00:00Z', totalSteps: 10 };
+  return {
+    dir: `/runs/${id}`,
+    id,
+    name: `run ${id}`,
+    status: 'finished',
+    algorithm: 'grpo',
+    createdAt: '2026-01-01T00:00:00Z',
+    totalSteps: 10,
+  };
 }
 
 function run(id: string, columns: MetricsColumns): RunMetrics {
@@ -20,7 +28,22 @@ function run(id: string, columns: MetricsColumns): RunMetrics {
 
 describe('metric groups', () => {
   it('puts known metrics in their charts in a fixed order, and the rest by prefix', () => {
-    const groups = groupMetrics(['lr', 'reward/std', 'reward/mean', 'reward/min', 'reward/max', 'loss/policy', 'loss/kl', 'loss/total', 'time/step_s', 'reward/format', 'custom', 'myscore/a', 'myscore/b', 'score/exact_match']);
+    const groups = groupMetrics([
+      'lr',
+      'reward/std',
+      'reward/mean',
+      'reward/min',
+      'reward/max',
+      'loss/policy',
+      'loss/kl',
+      'loss/total',
+      'time/step_s',
+      'reward/format',
+      'custom',
+      'myscore/a',
+      'myscore/b',
+      'score/exact_match',
+    ]);
     assert.deepEqual(
       groups.map((g) => [g.id, g.metrics]),
       [
@@ -40,9 +63,18 @@ describe('metric groups', () => {
   });
 
   it("titles the score chart by the run's task metric and draws it first", () => {
-    const score = groupMetrics(['reward/mean', 'score/exact_match', 'score/within_1pct'], 'within_1pct').find((g) => g.id === 'score')!;
-    assert.deepEqual([score.title, score.metrics], ['Task metric: within_1pct', ['score/within_1pct', 'score/exact_match']]);
-    assert.equal(groupMetrics(['score/exact_match']).find((g) => g.id === 'score')!.title, 'Task score', 'without a metric');
+    const score = groupMetrics(['reward/mean', 'score/exact_match', 'score/within_1pct'], 'within_1pct').find(
+      (g) => g.id === 'score',
+    )!;
+    assert.deepEqual(
+      [score.title, score.metrics],
+      ['Task metric: within_1pct', ['score/within_1pct', 'score/exact_match']],
+    );
+    assert.equal(
+      groupMetrics(['score/exact_match']).find((g) => g.id === 'score')!.title,
+      'Task score',
+      'without a metric',
+    );
   });
 
   it('keeps the reward spread as lines when there is no mean to put a band around', () => {
@@ -60,7 +92,7 @@ describe('EMA smoothing', () => {
     smoothed.forEach((v) => assert.ok(Math.abs(v! - 2) < 1e-12, 'a constant stays constant (no pull toward 0)'));
     const [a, b] = ema([0, 10], 0.5);
     assert.equal(a, 0);
-    assert.ok(Math.abs(b! - 10 * 0.5 / 0.75) < 1e-12);
+    assert.ok(Math.abs(b! - (10 * 0.5) / 0.75) < 1e-12);
   });
 
   it('passes gaps through without resetting the average', () => {
@@ -76,9 +108,19 @@ describe('chart data', () => {
     steps: [1, 2, 3, 4],
     kinds: ['train', 'train', 'eval', 'train'],
     skipped: [null, null, null, 'non-finite loss'],
-    values: { 'reward/mean': [0.1, 0.2, 0.5, null], 'reward/min': [0, 0, null, null], 'reward/max': [1, 1, null, null], 'reward/std': [0.2, 0.3, null, null] },
+    values: {
+      'reward/mean': [0.1, 0.2, 0.5, null],
+      'reward/min': [0, 0, null, null],
+      'reward/max': [1, 1, null, null],
+      'reward/std': [0.2, 0.3, null, null],
+    },
   });
-  const b = run('b', { steps: [2, 6], kinds: ['train', 'train'], skipped: [null, null], values: { 'reward/mean': [0.4, 0.6] } });
+  const b = run('b', {
+    steps: [2, 6],
+    kinds: ['train', 'train'],
+    skipped: [null, null],
+    values: { 'reward/mean': [0.4, 0.6] },
+  });
   const [reward] = groupMetrics(['reward/mean', 'reward/min', 'reward/max', 'reward/std']);
 
   it('shares the union of steps as x, with gaps for non-finite values and spans across other kinds', () => {
@@ -104,7 +146,11 @@ describe('chart data', () => {
     const std = chartData(reward, [a], { smoothing: 0, band: 'std' });
     const upper = std.series[std.bands[0].upper].values;
     assert.ok(Math.abs(upper[0]! - 0.3) < 1e-12 && Math.abs(upper[1]! - 0.5) < 1e-12);
-    assert.equal(chartData(reward, [b], { smoothing: 0, band: 'minmax' }).bands.length, 0, 'no spread recorded, no band');
+    assert.equal(
+      chartData(reward, [b], { smoothing: 0, band: 'minmax' }).bands.length,
+      0,
+      'no spread recorded, no band',
+    );
   });
 
   it('smooths every line with the same EMA', () => {
@@ -116,7 +162,10 @@ describe('chart data', () => {
     const grow = run('g', { steps: [1], kinds: ['train'], skipped: [null], values: { x: [1] } });
     grow.append({ steps: [2], kinds: ['train'], skipped: [null], values: { x: [2], y: [5] } });
     assert.deepEqual(grow.values.get('y'), [null, 5]);
-    assert.throws(() => grow.append({ steps: [3], kinds: ['train'], skipped: [null], values: { x: [1, 2] } }), /column x has 2 values for 1 steps/);
+    assert.throws(
+      () => grow.append({ steps: [3], kinds: ['train'], skipped: [null], values: { x: [1, 2] } }),
+      /column x has 2 values for 1 steps/,
+    );
   });
 });
 
@@ -130,8 +179,16 @@ describe('metrics CSV', () => {
   });
 
   it('has one line per recorded row and one column per metric, plus smoothed columns when smoothing', () => {
-    const r = run('a', { steps: [1, 2], kinds: ['train', 'train'], skipped: [null, 'nan, twice'], values: { loss: [0.5, null], acc: [0.1, 0.3] } });
-    assert.equal(metricsCsv([r], 0), 'run,run_id,kind,step,skipped,acc,loss\nrun a,a,train,1,,0.1,0.5\nrun a,a,train,2,"nan, twice",0.3,\n');
+    const r = run('a', {
+      steps: [1, 2],
+      kinds: ['train', 'train'],
+      skipped: [null, 'nan, twice'],
+      values: { loss: [0.5, null], acc: [0.1, 0.3] },
+    });
+    assert.equal(
+      metricsCsv([r], 0),
+      'run,run_id,kind,step,skipped,acc,loss\nrun a,a,train,1,,0.1,0.5\nrun a,a,train,2,"nan, twice",0.3,\n',
+    );
     const lines = metricsCsv([r], 0.5).trim().split('\n');
     assert.equal(lines[0], 'run,run_id,kind,step,skipped,acc,loss,acc (EMA 0.50),loss (EMA 0.50)');
     const last = lines[2].split(',');
@@ -140,10 +197,28 @@ describe('metrics CSV', () => {
 });
 
 describe('health', () => {
-  const warn = (code: string, extra: Partial<HealthWarning> = {}): HealthWarning => ({ code, severity: 'warn', message: `${code} seen`, advice: `fix ${code}`, ...extra });
+  const warn = (code: string, extra: Partial<HealthWarning> = {}): HealthWarning => ({
+    code,
+    severity: 'warn',
+    message: `${code} seen`,
+    advice: `fix ${code}`,
+    ...extra,
+  });
 
   it('puts the health metrics in their own charts, first', () => {
-    const groups = groupMetrics(['reward/mean', 'kl/mean', 'kl/approx_update', 'tools/error_rate', 'tools/schema_error_rate', 'tools/parse_error_rate', 'health/dropped_groups', 'health/zero_signal_groups', 'entropy/mean', 'clip/fraction', 'tools/calls_per_trajectory']);
+    const groups = groupMetrics([
+      'reward/mean',
+      'kl/mean',
+      'kl/approx_update',
+      'tools/error_rate',
+      'tools/schema_error_rate',
+      'tools/parse_error_rate',
+      'health/dropped_groups',
+      'health/zero_signal_groups',
+      'entropy/mean',
+      'clip/fraction',
+      'tools/calls_per_trajectory',
+    ]);
     assert.deepEqual(
       groups.map((g) => [g.section, g.id, g.metrics]),
       [
@@ -169,7 +244,13 @@ describe('health', () => {
       [5, 'train', [warn('zero_signal'), warn('collapse', { severity: 'critical', action: 'rolled back' })]],
       [6, 'train', [warn('collapse', { severity: 'critical', action: 'rolled back again' })]],
     ];
-    r.append({ steps: rows.map((x) => x[0]), kinds: rows.map((x) => x[1]), skipped: rows.map(() => null), values: {}, warnings: rows.map((x) => x[2]) });
+    r.append({
+      steps: rows.map((x) => x[0]),
+      kinds: rows.map((x) => x[1]),
+      skipped: rows.map(() => null),
+      values: {},
+      warnings: rows.map((x) => x[2]),
+    });
     const entries = warningEntries(r);
     assert.deepEqual(
       entries.map((e) => [e.code, e.kind, e.firstStep, e.lastStep, e.occurrences, entrySteps(e)]),
@@ -186,13 +267,27 @@ describe('health', () => {
   });
 
   it('takes the score against tool calls from the evaluations that recorded both, in step order', () => {
-    const r = run('s', { steps: [0, 1, 4, 4, 8], kinds: ['eval', 'train', 'eval', 'train', 'eval'], skipped: [null, null, null, null, null], values: { 'score/exact_match': [0.2, 0.9, 0.4, 0.5, null], 'tools/calls_per_trajectory': [0.5, 3, 1.5, 2, 2] } });
+    const r = run('s', {
+      steps: [0, 1, 4, 4, 8],
+      kinds: ['eval', 'train', 'eval', 'train', 'eval'],
+      skipped: [null, null, null, null, null],
+      values: { 'score/exact_match': [0.2, 0.9, 0.4, 0.5, null], 'tools/calls_per_trajectory': [0.5, 3, 1.5, 2, 2] },
+    });
     assert.deepEqual(scoreVsToolCalls([r])[0].points, [
       { step: 0, calls: 0.5, score: 0.2 },
       { step: 4, calls: 1.5, score: 0.4 },
     ]);
     const named = new RunMetrics({ ...summary('n'), metric: 'f1' });
-    named.append({ steps: [2], kinds: ['eval'], skipped: [null], values: { 'score/f1': [0.7], 'score/exact_match': [0.1], 'tools/calls_per_trajectory': [1] } });
-    assert.deepEqual(scoreVsToolCalls([named])[0], { run: named, metric: 'f1', points: [{ step: 2, calls: 1, score: 0.7 }] }, "by the run's own task metric");
+    named.append({
+      steps: [2],
+      kinds: ['eval'],
+      skipped: [null],
+      values: { 'score/f1': [0.7], 'score/exact_match': [0.1], 'tools/calls_per_trajectory': [1] },
+    });
+    assert.deepEqual(
+      scoreVsToolCalls([named])[0],
+      { run: named, metric: 'f1', points: [{ step: 2, calls: 1, score: 0.7 }] },
+      "by the run's own task metric",
+    );
   });
 });

@@ -60,10 +60,24 @@ describe('token colours', () => {
   });
 
   it('decodes the record’s base64 arrays and rejects ones of the wrong length', () => {
-    const decoded = decodeTokens({ ids: encodeInt32([1, 2]), pieces: ['a', 'b'], mask: encodeUint8([0, 1]), logprobs: encodeFloat32([0, -0.5]) });
+    const decoded = decodeTokens({
+      ids: encodeInt32([1, 2]),
+      pieces: ['a', 'b'],
+      mask: encodeUint8([0, 1]),
+      logprobs: encodeFloat32([0, -0.5]),
+    });
     assert.deepEqual([...decoded.mask], [0, 1]);
     assert.deepEqual([...decoded.logprobs], [0, -0.5]);
-    assert.throws(() => decodeTokens({ ids: encodeInt32([1]), pieces: ['a', 'b'], mask: encodeUint8([0]), logprobs: encodeFloat32([0, 0]) }), /tokens\.mask has 1 values but tokens\.pieces has 2/);
+    assert.throws(
+      () =>
+        decodeTokens({
+          ids: encodeInt32([1]),
+          pieces: ['a', 'b'],
+          mask: encodeUint8([0]),
+          logprobs: encodeFloat32([0, 0]),
+        }),
+      /tokens\.mask has 1 values but tokens\.pieces has 2/,
+    );
   });
 
   it('shows whitespace tokens visibly', () => {

@@ -1,7 +1,17 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import type { TrajectoryRow } from '../../../trainer/contract/protocol';
-import { adjacentStep, DEFAULT_SORT, matchesFilters, nearestStep, NO_FILTERS, parseBound, toggleSort, toolNames, visibleRows } from '../../../webview/trajectories/rows';
+import {
+  adjacentStep,
+  DEFAULT_SORT,
+  matchesFilters,
+  nearestStep,
+  NO_FILTERS,
+  parseBound,
+  toggleSort,
+  toolNames,
+  visibleRows,
+} from '../../../webview/trajectories/rows';
 
 function row(index: number, patch: Partial<TrajectoryRow> = {}): TrajectoryRow {
   return {
@@ -70,7 +80,8 @@ describe('trajectory table rows', () => {
   });
 
   it('filters by reward range, errors, tool and finish reason, all together', () => {
-    const only = (patch: Partial<typeof NO_FILTERS>) => rows.filter((r) => matchesFilters(r, { ...NO_FILTERS, ...patch })).map((r) => r.index);
+    const only = (patch: Partial<typeof NO_FILTERS>) =>
+      rows.filter((r) => matchesFilters(r, { ...NO_FILTERS, ...patch })).map((r) => r.index);
     assert.deepEqual(only({ rewardMin: 0.3 }), [0, 2, 3]);
     assert.deepEqual(only({ rewardMin: 0, rewardMax: 0.3 }), [2, 3]);
     assert.deepEqual(only({ errors: 'with' }), [1]);

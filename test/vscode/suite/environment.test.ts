@@ -11,7 +11,9 @@ async function checkEnvironment(): Promise<EnvironmentCheckOutcome> {
 }
 
 async function setNodePath(value: string | undefined): Promise<void> {
-  await vscode.workspace.getConfiguration('rolloutStudio').update('trainer.nodePath', value, vscode.ConfigurationTarget.Global);
+  await vscode.workspace
+    .getConfiguration('rolloutStudio')
+    .update('trainer.nodePath', value, vscode.ConfigurationTarget.Global);
 }
 
 describe('Check Environment', () => {

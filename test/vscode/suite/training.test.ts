@@ -59,7 +59,9 @@ describe('Training live in the editor', function () {
 
   function nextStop(type = 'rollout'): Promise<SeenStop> {
     const seen = stops.length;
-    return until(`a stopped event from a ${type} session`, () => stops.slice(seen).find((s) => s.session.type === type));
+    return until(`a stopped event from a ${type} session`, () =>
+      stops.slice(seen).find((s) => s.session.type === type),
+    );
   }
 
   before(async () => {
@@ -69,13 +71,23 @@ describe('Training live in the editor', function () {
       vscode.debug.registerDebugAdapterTrackerFactory('*', {
         createDebugAdapterTracker: (session) => ({
           onDidSendMessage: (message: DebugProtocol.ProtocolMessage) => {
-            if (message.type === 'event' && (message as DebugProtocol.Event).event === 'stopped') stops.push({ session, event: message as DebugProtocol.StoppedEvent });
-            if (message.type === 'event' && (message as DebugProtocol.Event).event === 'output') transcript.push(`[${session.type}] ${(message as DebugProtocol.OutputEvent).body.output.trimEnd()}`);
-            if (message.type === 'request') transcript.push(`[${session.type}] reverse request ${JSON.stringify(message).slice(0, 400)}`);
-            if (message.type === 'response' && !(message as DebugProtocol.Response).success) transcript.push(`[${session.type}] failed ${JSON.stringify(message).slice(0, 400)}`);
+            if (message.type === 'event' && (message as DebugProtocol.Event).event === 'stopped')
+              stops.push({ session, event: message as DebugProtocol.StoppedEvent });
+            if (message.type === 'event' && (message as DebugProtocol.Event).event === 'output')
+              transcript.push(`[${session.type}] ${(message as DebugProtocol.OutputEvent).body.output.trimEnd()}`);
+            if (message.type === 'request')
+              transcript.push(`[${session.type}] reverse request ${JSON.stringify(message).slice(0, 400)}`);
+            if (message.type === 'response' && !(message as DebugProtocol.Response).success)
+              transcript.push(`[${session.type}] failed ${JSON.stringify(message).slice(0, 400)}`);
           },
           onWillReceiveMessage: (message: DebugProtocol.ProtocolMessage) => {
-            if (message.type === 'request' && ['initialize', 'launch', 'attach', 'setBreakpoints', 'source'].includes((message as DebugProtocol.Request).command)) transcript.push(`[${session.type}] ← ${JSON.stringify(message).slice(0, 400)}`);
+            if (
+              message.type === 'request' &&
+              ['initialize', 'launch', 'attach', 'setBreakpoints', 'source'].includes(
+                (message as DebugProtocol.Request).command,
+              )
+            )
+              transcript.push(`[${session.type}] ← ${JSON.stringify(message).slice(0, 400)}`);
           },
           onError: (error: Error) => transcript.push(`[${session.type}] error ${error.message}`),
         }),
@@ -89,7 +101,11 @@ describe('Training live in the editor', function () {
 
   afterEach(async function () {
     cleanups.splice(0).forEach((cleanup) => cleanup());
-    if (this.currentTest?.state === 'failed' && process.env.ROLLOUT_TEST_LOG) fs.appendFileSync(process.env.ROLLOUT_TEST_LOG, `        debug sessions said:\n${transcript.map((l) => `          ${l}`).join('\n')}\n`);
+    if (this.currentTest?.state === 'failed' && process.env.ROLLOUT_TEST_LOG)
+      fs.appendFileSync(
+        process.env.ROLLOUT_TEST_LOG,
+        `        debug sessions said:\n${transcript.map((l) => `          ${l}`).join('\n')}\n`,
+      );
     transcript.length = 0;
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
     await vscode.debug.stopDebugging();
@@ -110,7 +126,9 @@ describe('Training live in the editor', function () {
     assert.equal(await vscode.commands.executeCommand('rolloutStudio.startTraining', vscode.Uri.file(config())), true); // named: the authoring suite leaves other configs in the workspace, and with several the command asks
     const training = await until('the training to start', () => trainings.all()[0]);
     assert.equal(training.config, config());
-    const session = await until('its debug session', () => [...sessions.values()].find((s) => s.type === 'rollout' && !ended.has(s.id)));
+    const session = await until('its debug session', () =>
+      [...sessions.values()].find((s) => s.type === 'rollout' && !ended.has(s.id)),
+    );
     assert.equal(session.configuration.noDebug, true, 'Start Training runs without debugging');
 
     // The status bar shows the run while it trains, driven by the trainer's events.
@@ -120,12 +138,22 @@ describe('Training live in the editor', function () {
     });
     assert.match(shown, /^\$\(pulse\) step [–\d]\/2/);
     // Its panels open by themselves, following the newest run: Trajectories, then Metrics beside it.
-    await until('the Trajectories panel of the new run', () => panels.trajectoriesPanels().find((p) => p.runDir === training.runDirectory && p.followsNewest));
-    await until('the Metrics panel of the new run', () => panels.metricsPanels().find((p) => p.runDirs[0] === training.runDirectory && p.followsNewest));
+    await until('the Trajectories panel of the new run', () =>
+      panels.trajectoriesPanels().find((p) => p.runDir === training.runDirectory && p.followsNewest),
+    );
+    await until('the Metrics panel of the new run', () =>
+      panels.metricsPanels().find((p) => p.runDirs[0] === training.runDirectory && p.followsNewest),
+    );
     await until('the run to end', () => ended.has(session.id));
     clearInterval(sampler);
-    assert.ok([...during].some((t) => /reward -?\d\.\d{3}/.test(t)), `the status bar showed a reward: ${[...during].join(' | ')}`);
-    assert.ok([...during].some((t) => /\d+ tok\/s/.test(t)), `the status bar showed tokens per second: ${[...during].join(' | ')}`);
+    assert.ok(
+      [...during].some((t) => /reward -?\d\.\d{3}/.test(t)),
+      `the status bar showed a reward: ${[...during].join(' | ')}`,
+    );
+    assert.ok(
+      [...during].some((t) => /\d+ tok\/s/.test(t)),
+      `the status bar showed tokens per second: ${[...during].join(' | ')}`,
+    );
 
     const run = new RunStoreReader(training.runDirectory).run();
     assert.equal(run.status, 'finished');
@@ -145,24 +173,36 @@ describe('Training live in the editor', function () {
     assert.equal(event.body.reason, 'function breakpoint');
     assert.equal(session.configuration.noDebug, undefined);
 
-    const stack = (await session.customRequest('stackTrace', { threadId: event.body.threadId })) as DebugProtocol.StackTraceResponse['body'];
+    const stack = (await session.customRequest('stackTrace', {
+      threadId: event.body.threadId,
+    })) as DebugProtocol.StackTraceResponse['body'];
     assert.match(stack.stackFrames[0].name, /^search\(\{"query":"William"\}\) · before it runs$/);
-    assert.deepEqual(stack.stackFrames.slice(1).map((f) => f.name), ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)']);
+    assert.deepEqual(
+      stack.stackFrames.slice(1).map((f) => f.name),
+      ['assistant (turn 2) · tool_call', 'user (turn 1)', 'system (turn 0)'],
+    );
     const transcriptUri = vscode.Uri.parse(stack.stackFrames[0].source!.path!);
     // VS Code opens the top frame's source at a stop, usually within a second; on a loaded CI
     // machine (2 cores) it has twice not done so at all, with the transcript itself fine. What
     // this test owns is the adapter's side — the frame's source and line — so it opens the
     // source as a click on the frame would when the workbench has not, and says so.
     const editor =
-      (await until('the transcript editor', () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout'), 15_000).catch(() => undefined)) ??
-      (console.log(`the workbench did not open ${transcriptUri.toString()} at the stop; opening it as a click on the frame would`),
+      (await until(
+        'the transcript editor',
+        () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout'),
+        15_000,
+      ).catch(() => undefined)) ??
+      (console.log(
+        `the workbench did not open ${transcriptUri.toString()} at the stop; opening it as a click on the frame would`,
+      ),
       await vscode.window.showTextDocument(transcriptUri, { preview: true }));
     assert.equal(editor.document.uri.toString(), transcriptUri.toString());
     assert.equal(editor.document.languageId, 'rollout-transcript');
     assert.equal(editor.document.lineAt(stack.stackFrames[0].line - 1).text, '<tool_call>');
     assert.match(editor.document.getText(), /⟨call 0 search · not run yet⟩/);
     // Kept open (not a preview the next stop's transcript replaces), to read it after this session ends.
-    const transcript = (await vscode.window.showTextDocument(editor.document, { preview: false, preserveFocus: true })).document;
+    const transcript = (await vscode.window.showTextDocument(editor.document, { preview: false, preserveFocus: true }))
+      .document;
 
     const first = (await session.customRequest('rolloutTraining')) as { pid: number; runDirectory: string };
     assert.ok(alive(first.pid));
@@ -182,13 +222,22 @@ describe('Training live in the editor', function () {
     assert.notEqual(status.runDirectory, first.runDirectory);
     assert.ok(alive(status.pid));
     // The first run's transcript no longer promises what is not coming: its step was never recorded.
-    await until('the transcript of the stopped run to say so', () => transcript.getText().includes('result never known') && transcript.getText());
+    await until(
+      'the transcript of the stopped run to say so',
+      () => transcript.getText().includes('result never known') && transcript.getText(),
+    );
     assert.match(transcript.getText(), /^note: the run stopped before step 1 was recorded; /m);
     assert.doesNotMatch(transcript.getText(), /not run yet|rewards pending/);
     // The open panels follow the newest run: they show the restarted run now.
     const { panels } = await api();
-    await until('the Trajectories panel to follow the new run', () => panels.trajectoriesPanels().find((p) => p.runDir === status.runDirectory && p.followsNewest));
-    assert.equal(panels.trajectoriesPanels().filter((p) => p.runDir === first.runDirectory).length, 0, 'no panel stayed on the stopped run');
+    await until('the Trajectories panel to follow the new run', () =>
+      panels.trajectoriesPanels().find((p) => p.runDir === status.runDirectory && p.followsNewest),
+    );
+    assert.equal(
+      panels.trajectoriesPanels().filter((p) => p.runDir === first.runDirectory).length,
+      0,
+      'no panel stayed on the stopped run',
+    );
 
     assert.equal(await vscode.commands.executeCommand('rolloutStudio.stopTraining'), true);
     await until('the session to end', () => ended.has(restarted.session.id));
@@ -218,9 +267,19 @@ describe('Training live in the editor', function () {
       ].join('\n'),
     );
     const traced = path.join(workspace(), 'traced.config.ts');
-    fs.writeFileSync(traced, tiny.replace(/import \{ tools \} from "[^"]+";/, 'import { tools } from "./tracedTools";').replace(/name: "[^"]+"/, 'name: "traced"'));
-    const line = fs.readFileSync(toolsFile, 'utf8').split('\n').findIndex((l) => l.includes('args.query.trim()'));
-    vscode.debug.addBreakpoints([new vscode.SourceBreakpoint(new vscode.Location(vscode.Uri.file(toolsFile), new vscode.Position(line, 0)))]);
+    fs.writeFileSync(
+      traced,
+      tiny
+        .replace(/import \{ tools \} from "[^"]+";/, 'import { tools } from "./tracedTools";')
+        .replace(/name: "[^"]+"/, 'name: "traced"'),
+    );
+    const line = fs
+      .readFileSync(toolsFile, 'utf8')
+      .split('\n')
+      .findIndex((l) => l.includes('args.query.trim()'));
+    vscode.debug.addBreakpoints([
+      new vscode.SourceBreakpoint(new vscode.Location(vscode.Uri.file(toolsFile), new vscode.Position(line, 0))),
+    ]);
 
     // With the setting off, a training opens no panel.
     const settings = vscode.workspace.getConfiguration('rolloutStudio');
@@ -229,7 +288,16 @@ describe('Training live in the editor', function () {
     let session: vscode.DebugSession;
     let event: DebugProtocol.StoppedEvent;
     try {
-      assert.equal(await vscode.debug.startDebugging(folder(), { type: 'rollout', request: 'launch', name: 'Debug tools', config: traced, debugTools: true }), true);
+      assert.equal(
+        await vscode.debug.startDebugging(folder(), {
+          type: 'rollout',
+          request: 'launch',
+          name: 'Debug tools',
+          config: traced,
+          debugTools: true,
+        }),
+        true,
+      );
       ({ session, event } = await stopped);
       const { panels, trainings } = await api();
       assert.ok(trainings.all().length > 0, 'the training had started (its run exists) before the tool code ran');
@@ -244,14 +312,22 @@ describe('Training live in the editor', function () {
     while (root?.parentSession && root.type !== 'rollout') root = root.parentSession;
     assert.equal(root?.id, parent.id, 'the Node session is a child of the rollout session');
 
-    const stack = (await session.customRequest('stackTrace', { threadId: event.body.threadId })) as DebugProtocol.StackTraceResponse['body'];
+    const stack = (await session.customRequest('stackTrace', {
+      threadId: event.body.threadId,
+    })) as DebugProtocol.StackTraceResponse['body'];
     const top = stack.stackFrames[0];
     // Paths reach an extension as URIs of the remote (code-server) when they are not local.
     const source = top.source?.path ?? '';
-    assert.equal(/^[a-z-]+:\/\//.test(source) ? vscode.Uri.parse(source).path : source, toolsFile, `stopped in ${source}`);
+    assert.equal(
+      /^[a-z-]+:\/\//.test(source) ? vscode.Uri.parse(source).path : source,
+      toolsFile,
+      `stopped in ${source}`,
+    );
     assert.equal(top.line, line + 1, 'the breakpoint bound to the TypeScript line (inline source map)');
     const scopes = (await session.customRequest('scopes', { frameId: top.id })) as DebugProtocol.ScopesResponse['body'];
-    const locals = (await session.customRequest('variables', { variablesReference: scopes.scopes[0].variablesReference })) as DebugProtocol.VariablesResponse['body'];
+    const locals = (await session.customRequest('variables', {
+      variablesReference: scopes.scopes[0].variablesReference,
+    })) as DebugProtocol.VariablesResponse['body'];
     const args = locals.variables.find((v) => v.name === 'args');
     assert.match(args?.value ?? '', /William/);
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);

@@ -23,12 +23,20 @@ async function api(): Promise<RolloutStudioApi> {
   return extension.isActive ? extension.exports : extension.activate();
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 30_000, state?: () => unknown): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | false,
+  timeoutMs = 30_000,
+  state?: () => unknown,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = probe();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${state ? `; state: ${JSON.stringify(state())}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${state ? `; state: ${JSON.stringify(state())}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -41,7 +49,12 @@ describe('A verl run imported into the workspace', () => {
   let tracker: vscode.Disposable;
 
   before(async () => {
-    const imported = new VerlImport({ rolloutDataDir: path.join(FIXTURE, 'rollouts'), metricsFile: path.join(FIXTURE, 'metrics.jsonl'), runDir, name: 'verl fixture' });
+    const imported = new VerlImport({
+      rolloutDataDir: path.join(FIXTURE, 'rollouts'),
+      metricsFile: path.join(FIXTURE, 'metrics.jsonl'),
+      runDir,
+      name: 'verl fixture',
+    });
     assert.deepEqual(imported.importNew(), [1, 2]);
     imported.finish();
     await api();
@@ -49,7 +62,8 @@ describe('A verl run imported into the workspace', () => {
       vscode.debug.registerDebugAdapterTrackerFactory('rollout', {
         createDebugAdapterTracker: () => ({
           onDidSendMessage: (message: DebugProtocol.ProtocolMessage) => {
-            if (message.type === 'event' && (message as DebugProtocol.Event).event === 'stopped') stops.push(message as DebugProtocol.StoppedEvent);
+            if (message.type === 'event' && (message as DebugProtocol.Event).event === 'stopped')
+              stops.push(message as DebugProtocol.StoppedEvent);
           },
         }),
       }),
@@ -72,22 +86,48 @@ describe('A verl run imported into the workspace', () => {
     assert.ok(entry, `the Runs view lists ${runDir}`);
     assert.equal(entry.run?.status, 'finished');
     await vscode.commands.executeCommand('rolloutStudio.openRun', { runDirectory: runDir, step: 1 });
-    const trajectories = await until('the Trajectories panel on step 1 of the imported run', () => panels.trajectoriesPanels().find((p) => p.runDir === runDir && p.shown === 1), 30_000, () => panels.trajectoriesPanels());
+    const trajectories = await until(
+      'the Trajectories panel on step 1 of the imported run',
+      () => panels.trajectoriesPanels().find((p) => p.runDir === runDir && p.shown === 1),
+      30_000,
+      () => panels.trajectoriesPanels(),
+    );
     assert.equal(trajectories.selection, 1);
-    await until('the Metrics panel on the imported run', () => panels.metricsPanels().find((p) => p.runDirs.includes(runDir)), 30_000, () => panels.metricsPanels());
+    await until(
+      'the Metrics panel on the imported run',
+      () => panels.metricsPanels().find((p) => p.runDirs.includes(runDir)),
+      30_000,
+      () => panels.metricsPanels(),
+    );
   });
 
-  it('replays in the debugger, stopped at a trajectory\'s first turn, its transcript showing the failed call', async () => {
+  it("replays in the debugger, stopped at a trajectory's first turn, its transcript showing the failed call", async () => {
     const wanted = new RunStoreReader(runDir).trajectories(1).records[1];
     const seen = stops.length;
-    assert.equal(await vscode.commands.executeCommand('rolloutStudio.openRunInDebugger', { runDirectory: runDir, step: 1, trajectory: wanted.index }), true);
+    assert.equal(
+      await vscode.commands.executeCommand('rolloutStudio.openRunInDebugger', {
+        runDirectory: runDir,
+        step: 1,
+        trajectory: wanted.index,
+      }),
+      true,
+    );
     const event = await until('a stopped event', () => stops.length > seen && stops[seen]);
     assert.equal(event.body.reason, 'entry');
-    const session = await until('the replay session', () => started.find((s) => s.name.endsWith(`· step 1 #${wanted.index}`)));
+    const session = await until('the replay session', () =>
+      started.find((s) => s.name.endsWith(`· step 1 #${wanted.index}`)),
+    );
     const threads = (await session.customRequest('threads')) as DebugProtocol.ThreadsResponse['body'];
-    assert.match(threads.threads.find((t) => t.id === event.body.threadId)!.name, new RegExp(`^#${wanted.index} q-001 `));
+    assert.match(
+      threads.threads.find((t) => t.id === event.body.threadId)!.name,
+      new RegExp(`^#${wanted.index} q-001 `),
+    );
     const header = new RegExp(`^═══ step 1 · #${wanted.index} · row q-001 `);
-    const editor = await until('the transcript in an editor', () => vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'rollout' && header.test(e.document.getText())));
+    const editor = await until('the transcript in an editor', () =>
+      vscode.window.visibleTextEditors.find(
+        (e) => e.document.uri.scheme === 'rollout' && header.test(e.document.getText()),
+      ),
+    );
     assert.match(editor.document.getText(), /Error: search failed: Error: the index is rebuilding/);
   });
 });

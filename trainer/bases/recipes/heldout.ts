@@ -42,7 +42,10 @@ export interface HeldoutResult {
 /** The sets: episode kinds chosen so every skill is measured, `perSet` episodes each. */
 export function heldoutEpisodes(context: CorpusContext, seed: number, perSet: number): CorpusEpisode[] {
   const sets: Array<(r: Random) => CorpusEpisode> = [
-    ...(['number', 'name', 'string', 'span'] as CopyFocus[]).map((focus) => (r: Random) => (r.nextFloat() < 0.5 ? repeatEpisode(context, r, focus) : inductionEpisode(context, r, focus))),
+    ...(['number', 'name', 'string', 'span'] as CopyFocus[]).map(
+      (focus) => (r: Random) =>
+        r.nextFloat() < 0.5 ? repeatEpisode(context, r, focus) : inductionEpisode(context, r, focus),
+    ),
     (r) => lookupEpisode(context, r),
     (r) => chatAnswerEpisode(context, r),
     (r) => toolEpisode(context, r),
@@ -70,7 +73,10 @@ export class HeldoutEvaluator {
       const graph = buildScoringGraph(this.model.config, { dtype: 'float32', argmaxGap: true }, 'pretrain_heldout');
       graph.graph.output(graph.logprobs, 'logprobs');
       graph.graph.output(graph.argmaxGap!, 'argmax_gap');
-      this.session = { id: await this.model.device.load({ model: serializeGraph(graph.graph), settings: {} }), weights: graph.weights };
+      this.session = {
+        id: await this.model.device.load({ model: serializeGraph(graph.graph), settings: {} }),
+        weights: graph.weights,
+      };
     }
     return this.session;
   }
@@ -87,9 +93,19 @@ export class HeldoutEvaluator {
     for (let start = 0; start < this.episodes.length; start += this.batchSize) {
       const chunk = this.episodes.slice(start, start + this.batchSize);
       const scored = chunk.map((e) => Uint8Array.from(e.roles, (r, t) => (t > 0 && r !== ROLE_ID.hidden ? 1 : 0)));
-      const packed = packForScoring(chunk.map((e) => e.ids), scored);
-      const feeds: Record<string, HostTensor> = { ...packed.feeds, inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } };
-      const out = await this.model.device.run(id, { ...feeds, ...this.model.weightFeeds(weights) }, { logprobs: 'return', argmax_gap: 'return' });
+      const packed = packForScoring(
+        chunk.map((e) => e.ids),
+        scored,
+      );
+      const feeds: Record<string, HostTensor> = {
+        ...packed.feeds,
+        inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+      };
+      const out = await this.model.device.run(
+        id,
+        { ...feeds, ...this.model.weightFeeds(weights) },
+        { logprobs: 'return', argmax_gap: 'return' },
+      );
       const logprobs = out.logprobs.data as Float32Array;
       const gaps = out.argmax_gap.data as Float32Array;
       chunk.forEach((episode, b) => {
@@ -137,7 +153,9 @@ export class HeldoutEvaluator {
     }
     const targetLoss = targetNll / Math.max(1, targets);
     const textLoss = textNll / Math.max(1, texts);
-    const loss = (this.weights.target * targetNll + this.weights.text * textNll) / Math.max(1e-12, this.weights.target * targets + this.weights.text * texts);
+    const loss =
+      (this.weights.target * targetNll + this.weights.text * textNll) /
+      Math.max(1e-12, this.weights.target * targets + this.weights.text * texts);
     const exactMatch = Object.fromEntries([...spans].map(([skill, s]) => [skill, s.right / s.total]));
     const tokenAccuracy = Object.fromEntries([...tokens].map(([skill, s]) => [skill, s.right / s.total]));
     const targetLossBySkill = Object.fromEntries([...tokens].map(([skill, s]) => [skill, s.nll / s.total]));

@@ -62,14 +62,27 @@ export function copyInitModel(recipe: Recipe, tokenizerDir: string, outDir: stri
   const weights = path.join(source, 'model.safetensors');
   if (!fs.existsSync(weights)) throw new RecipeError(`${what}: ${weights} is missing`);
   const actual = fileSha256(weights);
-  if (actual !== init.sha256) throw new RecipeError(`${what}: model.safetensors has SHA-256 ${actual}, and init.sha256 pins ${init.sha256}: not the weights this recipe starts from`);
+  if (actual !== init.sha256)
+    throw new RecipeError(
+      `${what}: model.safetensors has SHA-256 ${actual}, and init.sha256 pins ${init.sha256}: not the weights this recipe starts from`,
+    );
   const config = readJson(path.join(source, 'config.json'), what);
   for (const [recipeField, configField, value] of expectedConfig(recipe)) {
-    if (config[configField] !== value) throw new RecipeError(`${what}: config.json's ${configField} is ${JSON.stringify(config[configField])}, and the recipe's ${recipeField} is ${JSON.stringify(value)}`);
+    if (config[configField] !== value)
+      throw new RecipeError(
+        `${what}: config.json's ${configField} is ${JSON.stringify(config[configField])}, and the recipe's ${recipeField} is ${JSON.stringify(value)}`,
+      );
   }
-  const theirs = readJson(path.join(source, 'tokenizer.json'), what).model as { vocab?: unknown; merges?: unknown } | undefined;
-  const ours = readJson(path.join(tokenizerDir, 'tokenizer.json'), 'the recipe\'s tokenizer').model as { vocab?: unknown; merges?: unknown };
-  if (JSON.stringify(theirs?.vocab) !== JSON.stringify(ours.vocab) || JSON.stringify(theirs?.merges) !== JSON.stringify(ours.merges)) {
+  const theirs = readJson(path.join(source, 'tokenizer.json'), what).model as
+    { vocab?: unknown; merges?: unknown } | undefined;
+  const ours = readJson(path.join(tokenizerDir, 'tokenizer.json'), "the recipe's tokenizer").model as {
+    vocab?: unknown;
+    merges?: unknown;
+  };
+  if (
+    JSON.stringify(theirs?.vocab) !== JSON.stringify(ours.vocab) ||
+    JSON.stringify(theirs?.merges) !== JSON.stringify(ours.merges)
+  ) {
     throw new RecipeError(`${what}: its tokenizer is not the one tokenizer.merges ${recipe.tokenizer.merges} makes`);
   }
   fs.mkdirSync(outDir, { recursive: true });

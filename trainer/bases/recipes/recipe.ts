@@ -22,7 +22,12 @@ export const Recipe = z.strictObject({
    * recipe always starts from the same weights. Its architecture and tokenizer must be the
    * recipe's; the optimizer's moments start at zero.
    */
-  init: z.strictObject({ model: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected the 64 hex digits of a SHA-256') }).optional(),
+  init: z
+    .strictObject({
+      model: z.string().min(1),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected the 64 hex digits of a SHA-256'),
+    })
+    .optional(),
   tokenizer: z.strictObject({
     /** Keep Qwen3's first N BPE merges (its chat template and special tokens stay). */
     merges: positiveInt,
@@ -49,7 +54,14 @@ export const Recipe = z.strictObject({
      * probe that learns in 150 steps on one-episode rows does not move in 8×512 packed rows
      * (BASE_RECIPE's comment has the pretraining runs).
      */
-    openingMix: z.strictObject({ steps: z.number().int().min(0), mix: Mix, rows: positiveInt.optional(), length: z.number().int().min(16).optional() }).optional(),
+    openingMix: z
+      .strictObject({
+        steps: z.number().int().min(0),
+        mix: Mix,
+        rows: positiveInt.optional(),
+        length: z.number().int().min(16).optional(),
+      })
+      .optional(),
     mix: Mix,
     weights: LossWeights,
     /** Rows per optimizer step and tokens per row (episodes packed back to back). */
@@ -92,13 +104,29 @@ export class RecipeError extends Error {
 
 export function parseRecipe(value: unknown, origin: string): Recipe {
   const result = Recipe.safeParse(value);
-  if (!result.success) throw new RecipeError(`${origin}: ${describeIssues(result.error.issues).split('; ').join(`\n${origin}: `)}`);
+  if (!result.success)
+    throw new RecipeError(`${origin}: ${describeIssues(result.error.issues).split('; ').join(`\n${origin}: `)}`);
   const r = result.data;
-  if (r.model.heads % r.model.kvHeads !== 0) throw new RecipeError(`${origin}: model.heads (${r.model.heads}) must be a multiple of model.kvHeads (${r.model.kvHeads})`);
-  if (r.model.hidden % r.model.heads !== 0) throw new RecipeError(`${origin}: model.hidden (${r.model.hidden}) must be divisible by model.heads (${r.model.heads})`);
-  if (r.data.openingMix && r.data.openingMix.steps >= r.optimization.steps) throw new RecipeError(`${origin}: data.openingMix.steps (${r.data.openingMix.steps}) must be fewer than optimization.steps (${r.optimization.steps})`);
-  if (r.data.openingMix?.length && r.data.openingMix.length > r.model.maxPositionEmbeddings) throw new RecipeError(`${origin}: data.openingMix.length ${r.data.openingMix.length} is longer than model.maxPositionEmbeddings ${r.model.maxPositionEmbeddings}`);
-  if (r.data.length > r.model.maxPositionEmbeddings) throw new RecipeError(`${origin}: data.length ${r.data.length} is longer than model.maxPositionEmbeddings ${r.model.maxPositionEmbeddings}`);
+  if (r.model.heads % r.model.kvHeads !== 0)
+    throw new RecipeError(
+      `${origin}: model.heads (${r.model.heads}) must be a multiple of model.kvHeads (${r.model.kvHeads})`,
+    );
+  if (r.model.hidden % r.model.heads !== 0)
+    throw new RecipeError(
+      `${origin}: model.hidden (${r.model.hidden}) must be divisible by model.heads (${r.model.heads})`,
+    );
+  if (r.data.openingMix && r.data.openingMix.steps >= r.optimization.steps)
+    throw new RecipeError(
+      `${origin}: data.openingMix.steps (${r.data.openingMix.steps}) must be fewer than optimization.steps (${r.optimization.steps})`,
+    );
+  if (r.data.openingMix?.length && r.data.openingMix.length > r.model.maxPositionEmbeddings)
+    throw new RecipeError(
+      `${origin}: data.openingMix.length ${r.data.openingMix.length} is longer than model.maxPositionEmbeddings ${r.model.maxPositionEmbeddings}`,
+    );
+  if (r.data.length > r.model.maxPositionEmbeddings)
+    throw new RecipeError(
+      `${origin}: data.length ${r.data.length} is longer than model.maxPositionEmbeddings ${r.model.maxPositionEmbeddings}`,
+    );
   return r;
 }
 
@@ -122,7 +150,8 @@ export interface PretrainStepData {
 
 export function dataForStep(recipe: Recipe, step: number): PretrainStepData {
   const { openingMix: opening, mix, rows, length } = recipe.data;
-  if (opening && step <= opening.steps) return { mix: opening.mix, rows: opening.rows ?? rows, length: opening.length ?? length };
+  if (opening && step <= opening.steps)
+    return { mix: opening.mix, rows: opening.rows ?? rows, length: opening.length ?? length };
   return { mix, rows, length };
 }
 
@@ -135,7 +164,11 @@ export function dataForStep(recipe: Recipe, step: number): PretrainStepData {
 export function recipeHash(recipe: Recipe): string {
   const { seed, init, tokenizer, model, data, optimization, output } = recipe;
   // `init` joins the hash only when present, so the recipes without one keep their hashes.
-  return crypto.createHash('sha256').update(JSON.stringify({ seed, ...(init ? { init } : {}), tokenizer, model, data, optimization, output })).digest('hex').slice(0, 16);
+  return crypto
+    .createHash('sha256')
+    .update(JSON.stringify({ seed, ...(init ? { init } : {}), tokenizer, model, data, optimization, output }))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /**
@@ -169,15 +202,51 @@ export const BASE_RECIPE: Recipe = parseRecipe(
     name: 'rollout-studio-base',
     seed: 1,
     tokenizer: { merges: 1000 },
-    model: { family: 'llama', layers: 4, hidden: 256, heads: 4, kvHeads: 4, intermediate: 704, tieEmbeddings: true, ropeTheta: 10000, maxPositionEmbeddings: 2048 },
+    model: {
+      family: 'llama',
+      layers: 4,
+      hidden: 256,
+      heads: 4,
+      kvHeads: 4,
+      intermediate: 704,
+      tieEmbeddings: true,
+      ropeTheta: 10000,
+      maxPositionEmbeddings: 2048,
+    },
     data: {
-      openingMix: { steps: 300, mix: { repeat_span: 0.5, repeat: 0.3, lookup: 0.1, induction: 0.1 }, rows: 64, length: 64 },
-      mix: { repeat: 0.22, induction: 0.08, lookup: 0.08, prose: 0.04, chat: 0.08, tool: 0.2, chain: 0.1, plain_request: 0.15, multi_turn: 0.05 },
+      openingMix: {
+        steps: 300,
+        mix: { repeat_span: 0.5, repeat: 0.3, lookup: 0.1, induction: 0.1 },
+        rows: 64,
+        length: 64,
+      },
+      mix: {
+        repeat: 0.22,
+        induction: 0.08,
+        lookup: 0.08,
+        prose: 0.04,
+        chat: 0.08,
+        tool: 0.2,
+        chain: 0.1,
+        plain_request: 0.15,
+        multi_turn: 0.05,
+      },
       weights: { target: 1, text: 0.1, sampleBelowOne: 0.25 },
       rows: 8,
       length: 512,
     },
-    optimization: { steps: 2000, lr: 2e-3, warmupSteps: 50, minLrRatio: 0.1, weightDecay: 0.1, beta1: 0.9, beta2: 0.95, eps: 1e-8, maxGradNorm: 1, microBatchSize: 8 },
+    optimization: {
+      steps: 2000,
+      lr: 2e-3,
+      warmupSteps: 50,
+      minLrRatio: 0.1,
+      weightDecay: 0.1,
+      beta1: 0.9,
+      beta2: 0.95,
+      eps: 1e-8,
+      maxGradNorm: 1,
+      microBatchSize: 8,
+    },
     evaluation: { every: 100, episodesPerSet: 24, seed: 424242 },
     checkpoint: { every: 50, keep: 2 },
     output: { dtype: 'float32' },
@@ -204,7 +273,12 @@ export const BASE_LONG_RECIPE: Recipe = parseRecipe(
     ...BASE_RECIPE,
     name: 'rollout-studio-base-long',
     init: { model: 'rollout-studio:base', sha256: '9a46899991d226f1ccee7db00255f8ff26816faeb4c34ff13669a75024320fd6' },
-    data: { ...BASE_RECIPE.data, openingMix: undefined, mix: { ...BASE_RECIPE.data.mix, fact_chain: 0.12 }, length: 1024 },
+    data: {
+      ...BASE_RECIPE.data,
+      openingMix: undefined,
+      mix: { ...BASE_RECIPE.data.mix, fact_chain: 0.12 },
+      length: 1024,
+    },
     optimization: { ...BASE_RECIPE.optimization, steps: 600, lr: 6e-4, warmupSteps: 30 },
   },
   'BASE_LONG_RECIPE',

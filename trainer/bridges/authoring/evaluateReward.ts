@@ -1,4 +1,10 @@
-import type { RewardEvaluation, RewardKind, RewardSample, SampleSource, ScoreSummary } from '../../contract/protocol/authoring';
+import type {
+  RewardEvaluation,
+  RewardKind,
+  RewardSample,
+  SampleSource,
+  ScoreSummary,
+} from '../../contract/protocol/authoring';
 import type { TrajectoryRecord } from '../../contract/protocol/runStore';
 import type { DatasetRow } from '../../foundations/data/row';
 import { answerTag, type AnswerExtractor } from '../../pipeline/rewards/answer';
@@ -52,19 +58,25 @@ interface Scorer {
   score(trajectory: Trajectory<DatasetRow>): Promise<Scored>;
 }
 
-function isScoringObject(value: unknown): value is { name: string; score: (...args: never[]) => unknown; weight?: number } {
+function isScoringObject(
+  value: unknown,
+): value is { name: string; score: (...args: never[]) => unknown; weight?: number } {
   return typeof value === 'object' && value !== null && typeof (value as { score?: unknown }).score === 'function';
 }
 
 export function inferRewardKind(value: unknown, exportPath: string): RewardKind {
-  if (typeof value === 'object' && value !== null && Array.isArray((value as { outcome?: unknown }).outcome)) return 'config';
+  if (typeof value === 'object' && value !== null && Array.isArray((value as { outcome?: unknown }).outcome))
+    return 'config';
   if (typeof value === 'function') return 'function';
   if (isScoringObject(value)) return parseExportPath(exportPath).includes('process') ? 'process' : 'outcome';
   return 'outcome';
 }
 
 function finiteScore(value: unknown, what: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new RewardError(`${what} returned ${typeof value === 'number' ? value : JSON.stringify(value) ?? String(value)}; rewards must be finite numbers`);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw new RewardError(
+      `${what} returned ${typeof value === 'number' ? value : (JSON.stringify(value) ?? String(value))}; rewards must be finite numbers`,
+    );
   return value;
 }
 
@@ -77,9 +89,14 @@ async function guarded<T>(what: string, run: () => T | Promise<T>): Promise<T> {
   }
 }
 
-function checkScoringObject(value: unknown, where: string): asserts value is { name: string; score: (...args: never[]) => unknown } {
-  if (!isScoringObject(value)) throw new UserCodeError(`${where} is ${value === null ? 'null' : typeof value}; a reward is { name, score(…) }`);
-  if (typeof value.name !== 'string' || value.name === '') throw new UserCodeError(`${where}: a reward needs a non-empty name`);
+function checkScoringObject(
+  value: unknown,
+  where: string,
+): asserts value is { name: string; score: (...args: never[]) => unknown } {
+  if (!isScoringObject(value))
+    throw new UserCodeError(`${where} is ${value === null ? 'null' : typeof value}; a reward is { name, score(…) }`);
+  if (typeof value.name !== 'string' || value.name === '')
+    throw new UserCodeError(`${where}: a reward needs a non-empty name`);
 }
 
 function scorerFor(value: unknown, kind: RewardKind, where: string, exportPath: string, tools: ToolSet): Scorer {
@@ -91,14 +108,28 @@ function scorerFor(value: unknown, kind: RewardKind, where: string, exportPath: 
         names: [reward.name],
         answer: answerTag,
         needsCalls: false,
-        score: async (t) => ({ scores: { [reward.name]: finiteScore(await guarded(`outcome reward "${reward.name}"`, () => reward.score(t, t.row)), `outcome reward "${reward.name}"`) } }),
+        score: async (t) => ({
+          scores: {
+            [reward.name]: finiteScore(
+              await guarded(`outcome reward "${reward.name}"`, () => reward.score(t, t.row)),
+              `outcome reward "${reward.name}"`,
+            ),
+          },
+        }),
       };
     }
     case 'function': {
       if (typeof value !== 'function') throw new UserCodeError(`${where} is ${typeof value}, not a function`);
       const name = parseExportPath(exportPath).at(-1)!.toString();
       const fn = value as (trajectory: Trajectory<DatasetRow>, row: DatasetRow) => unknown;
-      return { names: [name], answer: answerTag, needsCalls: false, score: async (t) => ({ scores: { [name]: finiteScore(await guarded(`${name}()`, () => fn(t, t.row)), `${name}()`) } }) };
+      return {
+        names: [name],
+        answer: answerTag,
+        needsCalls: false,
+        score: async (t) => ({
+          scores: { [name]: finiteScore(await guarded(`${name}()`, () => fn(t, t.row)), `${name}()`) },
+        }),
+      };
     }
     case 'process': {
       checkScoringObject(value, where);
@@ -115,7 +146,12 @@ function scorerFor(value: unknown, kind: RewardKind, where: string, exportPath: 
             const raw = await guarded(what, () => reward.score(call, { row: t.row, trajectory: t }));
             const score = raw === undefined ? null : finiteScore(raw, what);
             if (score !== null) sum += score;
-            calls.push({ turn: call.turn, index: call.index, ...(call.name !== undefined ? { name: call.name } : {}), score });
+            calls.push({
+              turn: call.turn,
+              index: call.index,
+              ...(call.name !== undefined ? { name: call.name } : {}),
+              score,
+            });
           }
           return { scores: { [reward.name]: sum }, calls };
         },
@@ -156,7 +192,11 @@ export function goldAnswerText(row: DatasetRow): string | undefined {
   }
 }
 
-async function scoreSample(scorer: Scorer, trajectory: Trajectory<DatasetRow>, base: Omit<RewardSample, 'scores'>): Promise<RewardSample> {
+async function scoreSample(
+  scorer: Scorer,
+  trajectory: Trajectory<DatasetRow>,
+  base: Omit<RewardSample, 'scores'>,
+): Promise<RewardSample> {
   const answer = scorer.answer(trajectory as Trajectory<object>);
   const sample: RewardSample = { ...base, ...(answer !== undefined ? { answer } : {}), scores: {} };
   try {
@@ -193,7 +233,10 @@ function summarize(samples: readonly RewardSample[]): ScoreSummary[] {
   }));
 }
 
-export async function evaluateReward(exports: Record<string, unknown>, input: EvaluationInput): Promise<RewardEvaluation> {
+export async function evaluateReward(
+  exports: Record<string, unknown>,
+  input: EvaluationInput,
+): Promise<RewardEvaluation> {
   const value = resolveExportPath(exports, input.exportPath, input.file);
   const kind = input.kind ?? inferRewardKind(value, input.exportPath);
   const tools = input.tools ?? new ToolSet([]);
@@ -202,8 +245,12 @@ export async function evaluateReward(exports: Record<string, unknown>, input: Ev
   const notes: string[] = [];
   const rows = input.data?.rows ?? [];
 
-  if (!input.data) notes.push('no dataset: reference trajectories need dataset rows (pick a training config or a JSONL file)');
-  else if (scorer.needsCalls) notes.push('a process reward scores tool calls, and reference trajectories make none: only recorded trajectories are scored');
+  if (!input.data)
+    notes.push('no dataset: reference trajectories need dataset rows (pick a training config or a JSONL file)');
+  else if (scorer.needsCalls)
+    notes.push(
+      'a process reward scores tool calls, and reference trajectories make none: only recorded trajectories are scored',
+    );
   else {
     let withoutAnswer = 0;
     for (const row of rows.slice(0, input.samples)) {
@@ -211,11 +258,26 @@ export async function evaluateReward(exports: Record<string, unknown>, input: Ev
       if (gold === undefined) withoutAnswer++;
       const label = rowLabel(row);
       if (gold !== undefined) {
-        samples.push(await scoreSample(scorer, referenceTrajectory(row, `<answer>${gold}</answer>`, samples.length), { source: 'gold', label, rowId: row.id }));
+        samples.push(
+          await scoreSample(scorer, referenceTrajectory(row, `<answer>${gold}</answer>`, samples.length), {
+            source: 'gold',
+            label,
+            rowId: row.id,
+          }),
+        );
       }
-      samples.push(await scoreSample(scorer, referenceTrajectory(row, 'I do not know.', samples.length), { source: 'unanswered', label, rowId: row.id }));
+      samples.push(
+        await scoreSample(scorer, referenceTrajectory(row, 'I do not know.', samples.length), {
+          source: 'unanswered',
+          label,
+          rowId: row.id,
+        }),
+      );
     }
-    if (withoutAnswer) notes.push(`${withoutAnswer} row${withoutAnswer === 1 ? ' has' : 's have'} no "answer" or "answers" field: no gold-answer trajectory was made for ${withoutAnswer === 1 ? 'it' : 'them'}`);
+    if (withoutAnswer)
+      notes.push(
+        `${withoutAnswer} row${withoutAnswer === 1 ? ' has' : 's have'} no "answer" or "answers" field: no gold-answer trajectory was made for ${withoutAnswer === 1 ? 'it' : 'them'}`,
+      );
   }
 
   if (input.recorded) {
@@ -230,20 +292,39 @@ export async function evaluateReward(exports: Record<string, unknown>, input: Ev
         continue;
       }
       taken++;
-      const recorded = { outcome: record.rewards.outcome, process: record.rewards.process, total: record.rewards.total, ...record.rewards.components };
+      const recorded = {
+        outcome: record.rewards.outcome,
+        process: record.rewards.process,
+        total: record.rewards.total,
+        ...record.rewards.components,
+      };
       const label = `${input.recorded.dir.split(/[\\/]/).pop()} step ${record.step} #${record.index}`;
-      samples.push(await scoreSample(scorer, recordedTrajectory(record, row), { source: 'recorded', label, rowId: record.rowId, recorded }));
+      samples.push(
+        await scoreSample(scorer, recordedTrajectory(record, row), {
+          source: 'recorded',
+          label,
+          rowId: record.rowId,
+          recorded,
+        }),
+      );
     }
     if (missing) {
-      notes.push(`${missing} recorded trajector${missing === 1 ? 'y was' : 'ies were'} skipped: ${missing === 1 ? 'its row is' : 'their rows are'} not in ${input.data?.file ?? 'the dataset (none was given)'}`);
+      notes.push(
+        `${missing} recorded trajector${missing === 1 ? 'y was' : 'ies were'} skipped: ${missing === 1 ? 'its row is' : 'their rows are'} not in ${input.data?.file ?? 'the dataset (none was given)'}`,
+      );
     }
-    if (kind !== 'outcome' && kind !== 'function') notes.push('recorded calls keep the observation the policy saw, not the tool\'s result data: rewards that read call.result.data see none');
+    if (kind !== 'outcome' && kind !== 'function')
+      notes.push(
+        "recorded calls keep the observation the policy saw, not the tool's result data: rewards that read call.result.data see none",
+      );
   }
   if (kind === 'config' && (value as RewardConfig).combine === 'agent-r1') {
-    notes.push('combine "agent-r1" divides process rewards by the largest reward-to-go of the batch; here each trajectory is scored alone, so its process part is normalised by its own');
+    notes.push(
+      'combine "agent-r1" divides process rewards by the largest reward-to-go of the batch; here each trajectory is scored alone, so its process part is normalised by its own',
+    );
   }
   if (kind === 'config' && tools.tools.length === 0 && (value as RewardConfig).toolRewards !== false) {
-    notes.push('the tools\' own reward hooks were not evaluated: no tools were given (evaluate with a training config)');
+    notes.push("the tools' own reward hooks were not evaluated: no tools were given (evaluate with a training config)");
   }
 
   return {

@@ -50,7 +50,13 @@ function reportAndExit(code?: number | string | null): never {
         `${tool.name} called process.exit(${code ?? ''})${where ? ` ${where}` : ''} while its call ran on run-tool's own thread ` +
         `(${tool.isolation === 'trainer' ? "isolation: 'trainer'" : 'Debug Tool'}): the call did not finish. In a rollout this ends the training ` +
         `process and fails the run; with isolation: 'worker' (the default) it would fail only the call.`;
-      call.write({ tool: toolInfo(tool), arguments: call.args, error: { kind: 'threw', message }, latencyMs: performance.now() - call.started, logs: [] });
+      call.write({
+        tool: toolInfo(tool),
+        arguments: call.args,
+        error: { kind: 'threw', message },
+        latencyMs: performance.now() - call.started,
+        logs: [],
+      });
     }
   } finally {
     exit.call(process, 1);
@@ -62,7 +68,12 @@ function reportAndExit(code?: number | string | null): never {
  * Runs `call` (one call of `tool` on this thread) with `process.exit` watched: called before the
  * call settles, it writes the failed call's report with `write` and exits with code 1.
  */
-export async function watchExitDuringCall<T>(tool: Tool, args: unknown, write: WriteEndedCall, call: () => Promise<T>): Promise<T> {
+export async function watchExitDuringCall<T>(
+  tool: Tool,
+  args: unknown,
+  write: WriteEndedCall,
+  call: () => Promise<T>,
+): Promise<T> {
   const entry: CallInFlight = { tool, args, started: performance.now(), write };
   if (inFlight.size === 0) {
     originalExit = process.exit;

@@ -18,17 +18,27 @@ export function declaredMcpServers(exports: Record<string, unknown>): unknown {
 }
 
 /** Starts the module's MCP servers (or only `server`); errors name the file, the server and what is wrong. */
-export async function openDeclaredMcpServers(exports: Record<string, unknown>, file: string, server?: string): Promise<McpServers> {
+export async function openDeclaredMcpServers(
+  exports: Record<string, unknown>,
+  file: string,
+  server?: string,
+): Promise<McpServers> {
   const declared = declaredMcpServers(exports);
   if (declared === undefined) {
-    if (server !== undefined) throw new UserCodeError(`${file}: declares no MCP servers (no mcpServers in its config), so there is no server "${server}"`);
+    if (server !== undefined)
+      throw new UserCodeError(
+        `${file}: declares no MCP servers (no mcpServers in its config), so there is no server "${server}"`,
+      );
     return McpServers.none();
   }
   const parsed = McpServersConfig.safeParse(declared);
   if (!parsed.success) throw new UserCodeError(`${file}: mcpServers: ${describeIssues(parsed.error.issues)}`);
   let servers = parsed.data;
   if (server !== undefined) {
-    if (!(server in servers)) throw new UserCodeError(`${file}: declares no MCP server "${server}" (its servers: ${Object.keys(servers).join(', ') || 'none'})`);
+    if (!(server in servers))
+      throw new UserCodeError(
+        `${file}: declares no MCP server "${server}" (its servers: ${Object.keys(servers).join(', ') || 'none'})`,
+      );
     servers = { [server]: servers[server] };
   }
   return McpServers.open(servers, { baseDir: path.dirname(path.resolve(file)) });

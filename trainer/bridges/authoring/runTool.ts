@@ -16,7 +16,13 @@ import { WorkerTool } from '../usercode/toolHost';
 export function toolInfo(tool: Tool): ToolInfo {
   // A tool run in a worker (run-tool) is shown as the user's class, not as the stand-in that forwards to it.
   const className = (tool instanceof WorkerTool ? tool.original : tool).constructor.name;
-  return { name: tool.name, description: tool.description, className, parameters: tool.jsonSchema(), timeoutMs: tool.timeoutMs };
+  return {
+    name: tool.name,
+    description: tool.description,
+    className,
+    parameters: tool.jsonSchema(),
+    timeoutMs: tool.timeoutMs,
+  };
 }
 
 /** Checks the arguments against the tool's schema without running it. */
@@ -25,10 +31,17 @@ export async function checkArguments(tool: Tool, args: unknown): Promise<Argumen
   try {
     parsed = await tool.parameters.safeParseAsync(args);
   } catch (error) {
-    return { ok: false, message: `validating the arguments threw: ${describeThrown(error).split('\n')[0]}`, issues: [] };
+    return {
+      ok: false,
+      message: `validating the arguments threw: ${describeThrown(error).split('\n')[0]}`,
+      issues: [],
+    };
   }
   if (parsed.success) return { ok: true };
-  const issues: ArgumentIssue[] = parsed.error.issues.map((issue) => ({ path: issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p)), message: issue.message }));
+  const issues: ArgumentIssue[] = parsed.error.issues.map((issue) => ({
+    path: issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
+    message: issue.message,
+  }));
   return { ok: false, message: describeIssues(parsed.error.issues), issues };
 }
 
@@ -47,13 +60,29 @@ function handRow(tool: Tool): DatasetRow {
   return { id: 'run-tool', messages: [], toolArgs: {}, source: { file: `run-tool ${tool.name}`, line: 1 } };
 }
 
-export async function runToolOnce(tool: Tool, args: unknown, options: { onLog?: (line: string) => void } = {}): Promise<ToolRunReport> {
+export async function runToolOnce(
+  tool: Tool,
+  args: unknown,
+  options: { onLog?: (line: string) => void } = {},
+): Promise<ToolRunReport> {
   const info = toolInfo(tool);
   const check = await checkArguments(tool, args);
   if (!check.ok) {
-    return { tool: info, arguments: args, error: { kind: 'invalid_arguments', message: `arguments of ${tool.name} do not match its schema: ${check.message}` }, issues: check.issues, latencyMs: 0, logs: [] };
+    return {
+      tool: info,
+      arguments: args,
+      error: {
+        kind: 'invalid_arguments',
+        message: `arguments of ${tool.name} do not match its schema: ${check.message}`,
+      },
+      issues: check.issues,
+      latencyMs: 0,
+      logs: [],
+    };
   }
-  const runner = new ToolRunner(new ToolSet([tool]), { onLog: (line) => options.onLog?.(`${line.level}: ${line.message}`) });
+  const runner = new ToolRunner(new ToolSet([tool]), {
+    onLog: (line) => options.onLog?.(`${line.level}: ${line.message}`),
+  });
   const request: ToolCallRequest = {
     name: tool.name,
     arguments: args,
@@ -63,7 +92,12 @@ export async function runToolOnce(tool: Tool, args: unknown, options: { onLog?: 
     row: handRow(tool),
   };
   const [outcome] = await runner.run([request]);
-  const report: ToolRunReport = { tool: info, arguments: outcome.arguments, latencyMs: outcome.latencyMs, logs: outcome.logs };
+  const report: ToolRunReport = {
+    tool: info,
+    arguments: outcome.arguments,
+    latencyMs: outcome.latencyMs,
+    logs: outcome.logs,
+  };
   if (outcome.error) report.error = outcome.error;
   if (outcome.result) {
     report.observation = observationText(outcome.result);

@@ -19,13 +19,27 @@ import { textResult } from '../../foundations/tools/result';
 
 /** The text of the row's last user message (what `Trajectory.prompt` holds). */
 function lastUserText(messages: readonly ChatMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return contentText(messages[i].content);
+  for (let i = messages.length - 1; i >= 0; i--)
+    if (messages[i].role === 'user') return contentText(messages[i].content);
   return '';
 }
 
-export function referenceTrajectory<Row extends DatasetRow>(row: Row, finalText: string, index: number): Trajectory<Row> {
+export function referenceTrajectory<Row extends DatasetRow>(
+  row: Row,
+  finalText: string,
+  index: number,
+): Trajectory<Row> {
   const prompt: TrajectoryTurn[] = row.messages.map((m, i) => ({ index: i, role: m.role, tokenStart: 0, tokenEnd: 0 }));
-  const answer: TrajectoryTurn = { index: prompt.length, role: 'assistant', tokenStart: 0, tokenEnd: 0, finish: 'eos', assistantTurn: 0, content: finalText, calls: [] };
+  const answer: TrajectoryTurn = {
+    index: prompt.length,
+    role: 'assistant',
+    tokenStart: 0,
+    tokenEnd: 0,
+    finish: 'eos',
+    assistantTurn: 0,
+    content: finalText,
+    calls: [],
+  };
   return {
     index,
     rowId: row.id,
@@ -86,8 +100,11 @@ export function recordedTrajectory<Row extends DatasetRow>(record: TrajectoryRec
     });
     return turn;
   });
-  const messages: ChatMessage[] = record.turns.map((t) => ({ role: t.role, content: t.role === 'assistant' ? assistantContent(t.text) : t.text }) as ChatMessage);
-  const promptEnd = record.turns.find((t) => t.role === 'assistant' && t.finish !== undefined)?.tokenStart ?? record.lengths.prompt;
+  const messages: ChatMessage[] = record.turns.map(
+    (t) => ({ role: t.role, content: t.role === 'assistant' ? assistantContent(t.text) : t.text }) as ChatMessage,
+  );
+  const promptEnd =
+    record.turns.find((t) => t.role === 'assistant' && t.finish !== undefined)?.tokenStart ?? record.lengths.prompt;
   return {
     index: record.index,
     rowId: record.rowId,

@@ -19,8 +19,12 @@ export class DownloadProgressBar {
 
   update(p: PullProgress): void {
     if (!this.stream.isTTY) {
-      if (p.file && p.file !== this.lastFile) this.stream.write(`${p.repo}: downloading ${p.file} (file ${p.fileIndex} of ${p.fileCount}, ${formatBytes(p.done)} of ${formatBytes(p.total)} so far)\n`);
-      if (p.finished) this.stream.write(`${p.repo}: downloaded ${formatBytes(p.total)} in ${this.seconds().toFixed(1)} s\n`);
+      if (p.file && p.file !== this.lastFile)
+        this.stream.write(
+          `${p.repo}: downloading ${p.file} (file ${p.fileIndex} of ${p.fileCount}, ${formatBytes(p.done)} of ${formatBytes(p.total)} so far)\n`,
+        );
+      if (p.finished)
+        this.stream.write(`${p.repo}: downloaded ${formatBytes(p.total)} in ${this.seconds().toFixed(1)} s\n`);
       this.lastFile = p.file;
       return;
     }

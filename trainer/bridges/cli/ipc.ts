@@ -7,6 +7,9 @@ export function hasParent(): boolean {
 
 /** Send one protocol message to the parent process and wait until it is handed to the OS. */
 export function sendToParent(message: TrainerMessage): Promise<void> {
-  if (!hasParent()) throw new Error('--ipc was given but this process has no IPC channel; it must be started by the extension.');
-  return new Promise((resolve, reject) => process.send!(message, undefined, {}, (error) => (error ? reject(error) : resolve())));
+  if (!hasParent())
+    throw new Error('--ipc was given but this process has no IPC channel; it must be started by the extension.');
+  return new Promise((resolve, reject) =>
+    process.send!(message, undefined, {}, (error) => (error ? reject(error) : resolve())),
+  );
 }

@@ -80,7 +80,13 @@ main(argv)
       } else {
         const err = error instanceof Error ? error : new Error(String(error));
         process.stderr.write(`rollout-studio: ${describeFailure(err, verbose)}\n`);
-        if (hasParent()) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'fatal', message: err.message, ...(err.stack ? { stack: err.stack } : {}) }).catch(() => {});
+        if (hasParent())
+          await sendToParent({
+            protocol: PROTOCOL_VERSION,
+            type: 'fatal',
+            message: err.message,
+            ...(err.stack ? { stack: err.stack } : {}),
+          }).catch(() => {});
         process.exitCode = 1;
       }
     },

@@ -13,14 +13,17 @@ export const EXIT_GRACE_MS = 5_000;
 /** What keeps the process alive, e.g. "MessagePort, PipeWrap ×2" (timers that do not hold it open left out). */
 function openResources(): string {
   const counts = new Map<string, number>();
-  for (const name of process.getActiveResourcesInfo()) if (name !== 'Timeout' && name !== 'Immediate') counts.set(name, (counts.get(name) ?? 0) + 1);
+  for (const name of process.getActiveResourcesInfo())
+    if (name !== 'Timeout' && name !== 'Immediate') counts.set(name, (counts.get(name) ?? 0) + 1);
   return [...counts].map(([name, n]) => (n > 1 ? `${name} ×${n}` : name)).join(', ') || 'nothing visible';
 }
 
 /** After the command settled: end the process within the grace period, whatever is still open. */
 export function endProcessSoon(graceMs = EXIT_GRACE_MS): void {
   const timer = setTimeout(() => {
-    process.stderr.write(`rollout-studio: the command ended ${graceMs / 1000} s ago but the process was kept open (${openResources()}); exiting\n`);
+    process.stderr.write(
+      `rollout-studio: the command ended ${graceMs / 1000} s ago but the process was kept open (${openResources()}); exiting\n`,
+    );
     process.exit();
   }, graceMs);
   // Only a process that would not end by itself meets this timer.

@@ -14,6 +14,12 @@ export async function resolveDevice(requested: string): Promise<ExecutionProvide
   const report = await collectEnvironmentReport();
   if (report.providers.cuda.available) return 'cuda';
   const adapter = report.providers.webgpu.adapter;
-  if (report.providers.webgpu.available && adapter && adapter.architecture !== 'software' && !/llvmpipe|swiftshader|lavapipe/i.test(adapter.device + adapter.description)) return 'webgpu';
+  if (
+    report.providers.webgpu.available &&
+    adapter &&
+    adapter.architecture !== 'software' &&
+    !/llvmpipe|swiftshader|lavapipe/i.test(adapter.device + adapter.description)
+  )
+    return 'webgpu';
   return 'cpu';
 }

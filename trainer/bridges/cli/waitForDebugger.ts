@@ -9,6 +9,9 @@ import { WAIT_FOR_DEBUGGER_ENV } from '../../contract/protocol/debugger';
 export function waitForDebuggerIfAsked(): void {
   if (process.env[WAIT_FOR_DEBUGGER_ENV] !== '1') return;
   delete process.env[WAIT_FOR_DEBUGGER_ENV];
-  if (!inspector.url()) throw new Error(`${WAIT_FOR_DEBUGGER_ENV} is set but the Node inspector is not open: start the trainer with --inspect`);
+  if (!inspector.url())
+    throw new Error(
+      `${WAIT_FOR_DEBUGGER_ENV} is set but the Node inspector is not open: start the trainer with --inspect`,
+    );
   inspector.waitForDebugger();
 }

@@ -43,7 +43,12 @@ export function expectedCheckOutput({ x, w, b }: CheckInputs): Float64Array {
 }
 
 function valueInfo(name: string, dims: number[]): onnx.IValueInfoProto {
-  return { name, type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: dims.map((d) => ({ dimValue: d })) } } } };
+  return {
+    name,
+    type: {
+      tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: dims.map((d) => ({ dimValue: d })) } },
+    },
+  };
 }
 
 function scalar(name: string, value: number): onnx.ITensorProto {
@@ -57,13 +62,23 @@ export function checkGraphBytes(): Uint8Array {
     opsetImport: [{ domain: '', version: 18 }],
     graph: {
       name: 'environment_check',
-      input: [valueInfo('x', [CHECK_ROWS, CHECK_INNER]), valueInfo('w', [CHECK_INNER, CHECK_COLS]), valueInfo('b', [CHECK_COLS])],
+      input: [
+        valueInfo('x', [CHECK_ROWS, CHECK_INNER]),
+        valueInfo('w', [CHECK_INNER, CHECK_COLS]),
+        valueInfo('b', [CHECK_COLS]),
+      ],
       output: [valueInfo('y', [CHECK_ROWS, CHECK_COLS])],
       initializer: [scalar('two', 2), scalar('one', 1)],
       node: [
         { opType: 'MatMul', input: ['x', 'w'], output: ['xw'], name: 'matmul' },
         { opType: 'Add', input: ['xw', 'b'], output: ['logits'], name: 'add_bias' },
-        { opType: 'Softmax', input: ['logits'], output: ['p'], name: 'softmax', attribute: [{ name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: -1 }] },
+        {
+          opType: 'Softmax',
+          input: ['logits'],
+          output: ['p'],
+          name: 'softmax',
+          attribute: [{ name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: -1 }],
+        },
         { opType: 'Mul', input: ['p', 'two'], output: ['p2'], name: 'scale' },
         { opType: 'Sub', input: ['p2', 'one'], output: ['y'], name: 'shift' },
       ],

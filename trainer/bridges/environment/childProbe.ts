@@ -9,7 +9,10 @@ export const PROBE_TIMEOUT_MS = 90_000;
  * Run `rollout-studio env --probe <provider>` in a child process and read its one-line JSON
  * answer. A driver that aborts or hangs then costs a report line, not the trainer.
  */
-export function probeInChildProcess(provider: ExecutionProviderName, timeoutMs = PROBE_TIMEOUT_MS): Promise<ProviderCheck> {
+export function probeInChildProcess(
+  provider: ExecutionProviderName,
+  timeoutMs = PROBE_TIMEOUT_MS,
+): Promise<ProviderCheck> {
   const started = performance.now();
   const { command, args } = trainerCliInvocation(['env', '--probe', provider]);
   return new Promise((resolve) => {
@@ -20,7 +23,13 @@ export function probeInChildProcess(provider: ExecutionProviderName, timeoutMs =
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     const fail = (reason: string, error?: string): void =>
-      resolve({ name: provider, available: false, reason, ...(error ? { error } : {}), elapsedMs: performance.now() - started });
+      resolve({
+        name: provider,
+        available: false,
+        reason,
+        ...(error ? { error } : {}),
+        elapsedMs: performance.now() - started,
+      });
     child.on('error', (error) => {
       clearTimeout(timer);
       fail(`The ${provider} check could not start a process: ${error.message}`);
@@ -37,9 +46,22 @@ export function probeInChildProcess(provider: ExecutionProviderName, timeoutMs =
           return;
         }
       }
-      const tail = stderr.trim().split('\n').filter((l) => !/artificially reduced/.test(l)).slice(-6).join('\n');
-      if (signal === 'SIGKILL') fail(`The ${provider} check did not finish within ${timeoutMs / 1000} s; the driver seems to hang.`, tail || undefined);
-      else if (signal) fail(`The ${provider} provider crashed the process (${signal}) while creating a session or running the check graph.`, tail || undefined);
+      const tail = stderr
+        .trim()
+        .split('\n')
+        .filter((l) => !/artificially reduced/.test(l))
+        .slice(-6)
+        .join('\n');
+      if (signal === 'SIGKILL')
+        fail(
+          `The ${provider} check did not finish within ${timeoutMs / 1000} s; the driver seems to hang.`,
+          tail || undefined,
+        );
+      else if (signal)
+        fail(
+          `The ${provider} provider crashed the process (${signal}) while creating a session or running the check graph.`,
+          tail || undefined,
+        );
       else fail(`The ${provider} check exited with code ${code}.`, tail || undefined);
     });
   });

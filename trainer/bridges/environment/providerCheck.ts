@@ -68,7 +68,13 @@ export async function runProviderCheck(ort: OnnxRuntime, provider: ExecutionProv
     return { name: provider, available: true, maxAbsError, elapsedMs: performance.now() - started };
   } catch (error) {
     const message = (error as Error).message ?? String(error);
-    return { name: provider, available: false, reason: explainProviderError(provider, message), error: message, elapsedMs: performance.now() - started };
+    return {
+      name: provider,
+      available: false,
+      reason: explainProviderError(provider, message),
+      error: message,
+      elapsedMs: performance.now() - started,
+    };
   } finally {
     fs.rmSync(profileDir, { recursive: true, force: true });
   }
@@ -81,7 +87,10 @@ export async function runProviderCheck(ort: OnnxRuntime, provider: ExecutionProv
 function kernelPlacement(profileDir: string, providerId: string): { onProvider: number; elsewhere: number } {
   const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.json'));
   if (!file) throw new Error(`onnxruntime wrote no profile into ${profileDir}`);
-  const events = JSON.parse(fs.readFileSync(path.join(profileDir, file), 'utf8')) as Array<{ cat?: string; args?: { provider?: string } }>;
+  const events = JSON.parse(fs.readFileSync(path.join(profileDir, file), 'utf8')) as Array<{
+    cat?: string;
+    args?: { provider?: string };
+  }>;
   const kernels = events.filter((e) => e.cat === 'Node' && e.args?.provider);
   const onProvider = kernels.filter((e) => e.args!.provider === providerId).length;
   return { onProvider, elsewhere: kernels.length - onProvider };
@@ -94,7 +103,11 @@ function kernelPlacement(profileDir: string, providerId: string): { onProvider: 
  */
 export async function describeWebGpuAdapter(): Promise<WebGpuAdapterInfo | { error: string }> {
   try {
-    const dawn = (await import('webgpu')) as { create: (flags: string[]) => { requestAdapter(options?: { powerPreference?: string }): Promise<{ info: WebGpuAdapterInfo } | null> } };
+    const dawn = (await import('webgpu')) as {
+      create: (flags: string[]) => {
+        requestAdapter(options?: { powerPreference?: string }): Promise<{ info: WebGpuAdapterInfo } | null>;
+      };
+    };
     const gpu = dawn.create([]);
     const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
     if (!adapter) return { error: 'Dawn found no adapter' };

@@ -21,7 +21,11 @@ export async function collectEnvironmentReport(): Promise<EnvironmentReport> {
   };
   const loaded = loadOnnxRuntime();
   if ('error' in loaded) {
-    const unavailable = (name: ProviderCheck['name']): ProviderCheck => ({ name, available: false, reason: loaded.error });
+    const unavailable = (name: ProviderCheck['name']): ProviderCheck => ({
+      name,
+      available: false,
+      reason: loaded.error,
+    });
     return {
       generatedAt: new Date().toISOString(),
       runtime,
@@ -32,7 +36,12 @@ export async function collectEnvironmentReport(): Promise<EnvironmentReport> {
   const backends = loaded.ort.listSupportedBackends().map(({ name, bundled }) => ({ name, bundled }));
   const cpu = await runProviderCheck(loaded.ort, 'cpu');
   const [webgpu, cuda] = await Promise.all([checkWebGpu(backends), checkCuda(loaded.packageDir, backends)]);
-  return { generatedAt: new Date().toISOString(), runtime, onnxruntime: { version: loaded.version, backends }, providers: { cpu, webgpu, cuda } };
+  return {
+    generatedAt: new Date().toISOString(),
+    runtime,
+    onnxruntime: { version: loaded.version, backends },
+    providers: { cpu, webgpu, cuda },
+  };
 }
 
 type Backends = Array<{ name: string; bundled: boolean }>;
@@ -56,7 +65,11 @@ async function checkCuda(packageDir: string, backends: Backends): Promise<Provid
   }
   const binDir = nativeBinaryDir(packageDir);
   const missing = CUDA_PROVIDER_FILES.filter((file) => !fs.existsSync(path.join(binDir, file)));
-  const providerLibrary = { installed: missing.length === 0, path: path.join(binDir, CUDA_PROVIDER_FILES[0]), ...(missing.length ? { missing } : {}) };
+  const providerLibrary = {
+    installed: missing.length === 0,
+    path: path.join(binDir, CUDA_PROVIDER_FILES[0]),
+    ...(missing.length ? { missing } : {}),
+  };
   if (!providerLibrary.installed) {
     return {
       name: 'cuda',
@@ -109,14 +122,25 @@ export function formatEnvironmentReport(report: EnvironmentReport): string {
     const mark = check.available ? 'available' : 'unavailable';
     const timing = check.elapsedMs !== undefined ? ` (checked in ${Math.round(check.elapsedMs)} ms)` : '';
     lines.push(`  ${check.name.padEnd(8)} ${mark}${check.available ? timing : ''}`);
-    if (check.adapter) lines.push(`           adapter: ${check.adapter.vendor} / ${check.adapter.architecture} / ${check.adapter.device}${check.adapter.description ? ` — ${check.adapter.description}` : ''}`);
+    if (check.adapter)
+      lines.push(
+        `           adapter: ${check.adapter.vendor} / ${check.adapter.architecture} / ${check.adapter.device}${check.adapter.description ? ` — ${check.adapter.description}` : ''}`,
+      );
     if (check.nvidiaDriver) lines.push(`           NVIDIA driver: ${check.nvidiaDriver}`);
     if (check.providerLibrary) {
       const library = check.providerLibrary;
-      lines.push(`           provider library: ${library.installed ? `installed (${library.path})` : `not installed (missing: ${(library.missing ?? [path.basename(library.path)]).join(', ')})`}`);
+      lines.push(
+        `           provider library: ${library.installed ? `installed (${library.path})` : `not installed (missing: ${(library.missing ?? [path.basename(library.path)]).join(', ')})`}`,
+      );
     }
     if (!check.available && check.reason) lines.push(`           why: ${check.reason}`);
-    if (!check.available && check.error) lines.push(...check.error.split('\n').slice(0, 4).map((l) => `           error: ${l}`));
+    if (!check.available && check.error)
+      lines.push(
+        ...check.error
+          .split('\n')
+          .slice(0, 4)
+          .map((l) => `           error: ${l}`),
+      );
   }
   return lines.join('\n');
 }

@@ -11,7 +11,16 @@ import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../../pip
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { RewardRequestError, scoreRewardRequest } from './rewards';
 import { ToolCallService } from './toolServer';
-import { allowedHostNames, checkBatchSize, checkCaller, checkJsonBody, DEFAULT_LIMITS, readLimitedBody, RefusedRequest, type GuardLimits } from './requestGuard';
+import {
+  allowedHostNames,
+  checkBatchSize,
+  checkCaller,
+  checkJsonBody,
+  DEFAULT_LIMITS,
+  readLimitedBody,
+  RefusedRequest,
+  type GuardLimits,
+} from './requestGuard';
 
 /**
  * `rollout-studio serve-tools`: one HTTP server with
@@ -82,10 +91,15 @@ function authorised(req: http.IncomingMessage, token: string | undefined): boole
 
 export async function startToolServer(loaded: LoadedConfig, options: ServeOptions): Promise<RunningToolServer> {
   if (!LOOPBACK.has(options.host) && !options.token) {
-    throw new ServeConfigError(`--host ${options.host} is reachable from other machines; set ROLLOUT_STUDIO_TOKEN or give --token-file FILE (clients send "Authorization: Bearer <token>"), or serve on 127.0.0.1`);
+    throw new ServeConfigError(
+      `--host ${options.host} is reachable from other machines; set ROLLOUT_STUDIO_TOKEN or give --token-file FILE (clients send "Authorization: Bearer <token>"), or serve on 127.0.0.1`,
+    );
   }
   const config = loaded.config;
-  const mcp = await McpServers.open(config.mcpServers, { baseDir: path.dirname(loaded.file), ...(options.log ? { log: options.log } : {}) });
+  const mcp = await McpServers.open(config.mcpServers, {
+    baseDir: path.dirname(loaded.file),
+    ...(options.log ? { log: options.log } : {}),
+  });
   let tools: ToolSet;
   let placed: PlacedTools | undefined;
   const closeTools = async () => {
@@ -107,7 +121,15 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
   const handleMcp = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method !== 'POST') {
       // Stateless: no session to stream to (GET) or to end (DELETE).
-      res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this server is stateless; POST JSON-RPC requests' }, id: null }));
+      res
+        .writeHead(405, { allow: 'POST', 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            error: { code: -32000, message: 'Method not allowed: this server is stateless; POST JSON-RPC requests' },
+            id: null,
+          }),
+        );
       return;
     }
     checkJsonBody(req);
@@ -116,7 +138,15 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     try {
       body = JSON.parse(text);
     } catch (error) {
-      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${(error as Error).message}` }, id: null }));
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            error: { code: -32700, message: `Parse error: ${(error as Error).message}` },
+            id: null,
+          }),
+        );
       return;
     }
     if (Array.isArray(body)) checkBatchSize(body.length, limits, 'JSON-RPC batch');
@@ -145,7 +175,9 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     const parsed = RewardRequest.safeParse(value);
     if (!parsed.success) return fail(res, 400, describeIssues(parsed.error.issues));
     try {
-      const response: RewardResponse = await scoreRewardRequest(config, tools, parsed.data, (name, args) => service.dataFor(name, args));
+      const response: RewardResponse = await scoreRewardRequest(config, tools, parsed.data, (name, args) =>
+        service.dataFor(name, args),
+      );
       sendJson(res, 200, response);
     } catch (error) {
       if (error instanceof RewardRequestError) return fail(res, 400, error.message);
@@ -161,9 +193,16 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     } catch (error) {
       return refuse(req, res, error as RefusedRequest);
     }
-    if (!authorised(req, options.token)) return fail(res, 401, 'missing or wrong token: send "Authorization: Bearer <token>"');
+    if (!authorised(req, options.token))
+      return fail(res, 401, 'missing or wrong token: send "Authorization: Bearer <token>"');
     const handle =
-      route === '/mcp' ? handleMcp : route === '/reward' ? handleReward : route === '/health' ? async () => sendJson(res, 200, { ok: true, tools: tools.names }) : async () => fail(res, 404, `no route ${route}; the routes are /mcp, /reward and /health`);
+      route === '/mcp'
+        ? handleMcp
+        : route === '/reward'
+          ? handleReward
+          : route === '/health'
+            ? async () => sendJson(res, 200, { ok: true, tools: tools.names })
+            : async () => fail(res, 404, `no route ${route}; the routes are /mcp, /reward and /health`);
     handle(req, res).catch((error: unknown) => {
       if (error instanceof RefusedRequest) return refuse(req, res, error);
       options.log?.(`serve-tools: ${req.method} ${route} failed: ${(error as Error).stack ?? String(error)}`);
@@ -176,7 +215,11 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     server.listen(options.port, options.host, () => resolve());
   }).catch(async (error: NodeJS.ErrnoException) => {
     await closeTools();
-    throw new ServeConfigError(error.code === 'EADDRINUSE' ? `port ${options.port} on ${options.host} is in use; choose another with --port` : `cannot listen on ${options.host}:${options.port}: ${error.message}`);
+    throw new ServeConfigError(
+      error.code === 'EADDRINUSE'
+        ? `port ${options.port} on ${options.host} is in use; choose another with --port`
+        : `cannot listen on ${options.host}:${options.port}: ${error.message}`,
+    );
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

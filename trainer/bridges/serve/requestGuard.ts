@@ -51,7 +51,8 @@ export function allowedHostNames(listenHost: string, extra: readonly string[] = 
   if (isWildcard(listenHost)) {
     // Every address of the machine is served: its own names and addresses are what clients use.
     names.add(os.hostname().toLowerCase());
-    for (const list of Object.values(os.networkInterfaces())) for (const address of list ?? []) names.add(address.address.toLowerCase());
+    for (const list of Object.values(os.networkInterfaces()))
+      for (const address of list ?? []) names.add(address.address.toLowerCase());
   } else names.add(listenHost.replace(/^\[|\]$/g, '').toLowerCase());
   return names;
 }
@@ -69,23 +70,34 @@ export function hostNameOf(header: string | undefined): string | undefined {
 export function checkCaller(req: http.IncomingMessage, hosts: ReadonlySet<string>, origins: ReadonlySet<string>): void {
   const host = hostNameOf(req.headers.host);
   if (host === undefined || !hosts.has(host)) {
-    throw new RefusedRequest(403, `Host "${req.headers.host ?? ''}" is not an address this server listens on (${[...hosts].join(', ')}); give --allow-host NAME to accept another name`);
+    throw new RefusedRequest(
+      403,
+      `Host "${req.headers.host ?? ''}" is not an address this server listens on (${[...hosts].join(', ')}); give --allow-host NAME to accept another name`,
+    );
   }
   const origin = req.headers.origin;
   if (origin !== undefined && !origins.has(origin.toLowerCase())) {
-    throw new RefusedRequest(403, `requests from web pages are refused (Origin "${origin}"); give --allow-origin ${origin} to accept that page`);
+    throw new RefusedRequest(
+      403,
+      `requests from web pages are refused (Origin "${origin}"); give --allow-origin ${origin} to accept that page`,
+    );
   }
 }
 
 /** A POST must say its body is JSON. */
 export function checkJsonBody(req: http.IncomingMessage): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-  if (type !== 'application/json') throw new RefusedRequest(415, `send the body as Content-Type: application/json (got ${type ? `"${type}"` : 'none'})`);
+  if (type !== 'application/json')
+    throw new RefusedRequest(
+      415,
+      `send the body as Content-Type: application/json (got ${type ? `"${type}"` : 'none'})`,
+    );
 }
 
 /** The body as text, refused with 413 past `maxBytes` (by its Content-Length before reading, or while reading). */
 export function readLimitedBody(req: http.IncomingMessage, maxBytes: number): Promise<string> {
-  const tooLarge = () => new RefusedRequest(413, `the request body is larger than ${maxBytes} bytes, this server's limit (--max-body-mb)`);
+  const tooLarge = () =>
+    new RefusedRequest(413, `the request body is larger than ${maxBytes} bytes, this server's limit (--max-body-mb)`);
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge());
   return new Promise((resolve, reject) => {
@@ -105,5 +117,9 @@ export function readLimitedBody(req: http.IncomingMessage, maxBytes: number): Pr
 
 /** A JSON-RPC batch (an array of messages) larger than the limit is refused. */
 export function checkBatchSize(count: number, limits: GuardLimits, what: string): void {
-  if (count > limits.maxBatch) throw new RefusedRequest(413, `${what}: ${count} items, more than this server's limit of ${limits.maxBatch} per request (--max-batch); send them in smaller requests`);
+  if (count > limits.maxBatch)
+    throw new RefusedRequest(
+      413,
+      `${what}: ${count} items, more than this server's limit of ${limits.maxBatch} per request (--max-batch); send them in smaller requests`,
+    );
 }

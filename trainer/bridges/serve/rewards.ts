@@ -20,7 +20,12 @@ export class RewardRequestError extends Error {
  * config's `fields` schema checked), its generated part rebuilt as a trajectory, and the batch
  * scored by the config's rewards with the same `scoreTrajectories` a training step uses.
  */
-export async function scoreRewardRequest(config: TrainingConfig, tools: ToolSet, request: RewardRequest, dataFor?: (name: string, args: unknown) => unknown): Promise<RewardResponse> {
+export async function scoreRewardRequest(
+  config: TrainingConfig,
+  tools: ToolSet,
+  request: RewardRequest,
+  dataFor?: (name: string, args: unknown) => unknown,
+): Promise<RewardResponse> {
   const format = config.rollout.format ?? new HermesFormat();
   const trajectories = request.items.map((item, i) => {
     let row;

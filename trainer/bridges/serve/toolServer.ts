@@ -21,7 +21,12 @@ import { ROLLOUT_STUDIO_VERSION } from '../../version';
  * MCP tools send only the arguments).
  */
 
-const SERVED_ROW: DatasetRow = { id: 'serve-tools', messages: [], toolArgs: {}, source: { file: 'serve-tools', line: 1 } };
+const SERVED_ROW: DatasetRow = {
+  id: 'serve-tools',
+  messages: [],
+  toolArgs: {},
+  source: { file: 'serve-tools', line: 1 },
+};
 
 /** How many served calls' `data` are remembered for the reward endpoint. */
 const REMEMBERED_CALLS = 50_000;
@@ -40,21 +45,42 @@ export class ToolCallService {
     readonly tools: ToolSet,
     options: { onLog?: (line: string) => void } = {},
   ) {
-    this.runner = new ToolRunner(tools, { onLog: (line) => options.onLog?.(`${line.tool}: ${line.level}: ${line.message}`) });
+    this.runner = new ToolRunner(tools, {
+      onLog: (line) => options.onLog?.(`${line.tool}: ${line.level}: ${line.message}`),
+    });
   }
 
   /** The tools as `tools/list` lists them. */
   list() {
-    return this.tools.tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: { type: 'object' as const, ...tool.jsonSchema() } }));
+    return this.tools.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: { type: 'object' as const, ...tool.jsonSchema() },
+    }));
   }
 
   async call(name: string, args: unknown): Promise<CallToolResult> {
     const index = this.calls++;
     const [outcome] = await this.runner.run([
-      { name, arguments: args ?? {}, trajectory: { index, rowId: SERVED_ROW.id, group: 0, sample: 0, messages: [], calls: [] }, turn: 0, callIndex: 0, row: SERVED_ROW },
+      {
+        name,
+        arguments: args ?? {},
+        trajectory: { index, rowId: SERVED_ROW.id, group: 0, sample: 0, messages: [], calls: [] },
+        turn: 0,
+        callIndex: 0,
+        row: SERVED_ROW,
+      },
     ]);
     if (outcome.error) {
-      return { isError: true, content: [{ type: 'text', text: defaultErrorObservation({ ...outcome.error, ...(this.tools.get(name) ? { tool: name } : {}) }) }] };
+      return {
+        isError: true,
+        content: [
+          {
+            type: 'text',
+            text: defaultErrorObservation({ ...outcome.error, ...(this.tools.get(name) ? { tool: name } : {}) }),
+          },
+        ],
+      };
     }
     if (outcome.result!.data !== undefined) this.remember(callKey(name, outcome.arguments), outcome.result!.data);
     return { content: outcome.result!.content.map(mcpContent) };
@@ -73,9 +99,14 @@ export class ToolCallService {
 
   /** A fresh MCP server over this service (one per HTTP request: the endpoint is stateless). */
   mcpServer(): Server {
-    const server = new Server({ name: 'rollout-studio', version: ROLLOUT_STUDIO_VERSION }, { capabilities: { tools: {} } });
+    const server = new Server(
+      { name: 'rollout-studio', version: ROLLOUT_STUDIO_VERSION },
+      { capabilities: { tools: {} } },
+    );
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.list() }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => this.call(request.params.name, request.params.arguments));
+    server.setRequestHandler(CallToolRequestSchema, async (request) =>
+      this.call(request.params.name, request.params.arguments),
+    );
     return server;
   }
 }
@@ -94,6 +125,7 @@ function mcpContent(part: ToolContent): CallToolResult['content'][number] {
 function imageMimeType(bytes: Buffer): string {
   if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
   if (bytes[0] === 0xff && bytes[1] === 0xd8) return 'image/jpeg';
-  if (bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
+  if (bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP')
+    return 'image/webp';
   return 'application/octet-stream';
 }

@@ -20,7 +20,16 @@ import { turnCalls } from '../verl/response';
  * (serve-tools remembers the calls it served; without it a process reward that reads `data` sees none). Arguments of successful calls are parsed by the tool's own
  * schema, as the reward hooks expect them. There are no tokens.
  */
-export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generated: readonly ChatMessage[], options: { format: ToolCallFormat; tools: ToolSet; index?: number; dataFor?: (name: string, args: unknown) => unknown }): Trajectory<Row> {
+export function trajectoryFromMessages<Row extends DatasetRow>(
+  row: Row,
+  generated: readonly ChatMessage[],
+  options: {
+    format: ToolCallFormat;
+    tools: ToolSet;
+    index?: number;
+    dataFor?: (name: string, args: unknown) => unknown;
+  },
+): Trajectory<Row> {
   const turns: TrajectoryTurn[] = row.messages.map((m, i) => ({ index: i, role: m.role, tokenStart: 0, tokenEnd: 0 }));
   const calls: ToolCallResult[] = [];
   let assistantTurns = 0;
@@ -28,23 +37,37 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
   generated.forEach((message, m) => {
     const index = turns.length;
     if (message.role === 'assistant') {
-      const turnCalls = callsOf(message, options.format, m === generated.length - 1).map((parsed, k): ToolCallResult => ({
-        turn: assistantTurns,
-        index: k,
-        ...(parsed.name !== undefined ? { name: parsed.name } : {}),
-        ...(parsed.arguments !== undefined ? { arguments: parsed.arguments } : {}),
-        raw: parsed.raw,
-        observation: '',
-        truncated: false,
-        ...(parsed.parseError !== undefined ? { error: { kind: 'parse' as const, message: parsed.parseError } } : {}),
-        latencyMs: 0,
-        turnIndex: index,
-        tokenEnd: 0,
-        logs: [],
-      }));
+      const turnCalls = callsOf(message, options.format, m === generated.length - 1).map(
+        (parsed, k): ToolCallResult => ({
+          turn: assistantTurns,
+          index: k,
+          ...(parsed.name !== undefined ? { name: parsed.name } : {}),
+          ...(parsed.arguments !== undefined ? { arguments: parsed.arguments } : {}),
+          raw: parsed.raw,
+          observation: '',
+          truncated: false,
+          ...(parsed.parseError !== undefined ? { error: { kind: 'parse' as const, message: parsed.parseError } } : {}),
+          latencyMs: 0,
+          turnIndex: index,
+          tokenEnd: 0,
+          logs: [],
+        }),
+      );
       // A last turn whose unreadable call was dropped (turnCalls) was cut by the budget.
-      const cut = m === generated.length - 1 && turnCalls.length === 0 && options.format.parse(contentText(message.content)).length > 0;
-      turns.push({ index, role: 'assistant', tokenStart: 0, tokenEnd: 0, finish: cut ? 'length' : turnCalls.length ? 'tool_call' : 'eos', assistantTurn: assistantTurns++, content: contentText(message.content), calls: turnCalls });
+      const cut =
+        m === generated.length - 1 &&
+        turnCalls.length === 0 &&
+        options.format.parse(contentText(message.content)).length > 0;
+      turns.push({
+        index,
+        role: 'assistant',
+        tokenStart: 0,
+        tokenEnd: 0,
+        finish: cut ? 'length' : turnCalls.length ? 'tool_call' : 'eos',
+        assistantTurn: assistantTurns++,
+        content: contentText(message.content),
+        calls: turnCalls,
+      });
       calls.push(...turnCalls);
       pending = [...turnCalls];
     } else if (message.role === 'tool') {
@@ -57,7 +80,12 @@ export function trajectoryFromMessages<Row extends DatasetRow>(row: Row, generat
   });
   const lastTurn = turns[turns.length - 1];
   const last = generated[generated.length - 1];
-  const finishReason = last?.role === 'assistant' && lastTurn.finish === 'eos' ? 'answered' : lastTurn.finish === 'length' ? 'max_total_tokens' : 'max_turns';
+  const finishReason =
+    last?.role === 'assistant' && lastTurn.finish === 'eos'
+      ? 'answered'
+      : lastTurn.finish === 'length'
+        ? 'max_total_tokens'
+        : 'max_turns';
   return {
     index: options.index ?? 0,
     rowId: row.id,
@@ -85,7 +113,11 @@ interface ReadCall {
   parseError?: string;
 }
 
-function callsOf(message: Extract<ChatMessage, { role: 'assistant' }>, format: ToolCallFormat, last: boolean): ReadCall[] {
+function callsOf(
+  message: Extract<ChatMessage, { role: 'assistant' }>,
+  format: ToolCallFormat,
+  last: boolean,
+): ReadCall[] {
   if (message.tool_calls?.length) {
     return message.tool_calls.map((c) => {
       let args: unknown = c.function.arguments;
@@ -96,13 +128,27 @@ function callsOf(message: Extract<ChatMessage, { role: 'assistant' }>, format: T
           // Left as written: the tool's schema reports that an object was expected.
         }
       }
-      return { name: c.function.name, arguments: args, raw: JSON.stringify({ name: c.function.name, arguments: c.function.arguments }) };
+      return {
+        name: c.function.name,
+        arguments: args,
+        raw: JSON.stringify({ name: c.function.name, arguments: c.function.arguments }),
+      };
     });
   }
-  return turnCalls(format, contentText(message.content), last).map(({ name, arguments: args, raw, parseError }) => ({ ...(name !== undefined ? { name } : {}), ...(args !== undefined ? { arguments: args } : {}), raw, ...(parseError !== undefined ? { parseError } : {}) }));
+  return turnCalls(format, contentText(message.content), last).map(({ name, arguments: args, raw, parseError }) => ({
+    ...(name !== undefined ? { name } : {}),
+    ...(args !== undefined ? { arguments: args } : {}),
+    raw,
+    ...(parseError !== undefined ? { parseError } : {}),
+  }));
 }
 
-function answer(call: ToolCallResult, observation: string, tools: ToolSet, dataFor?: (name: string, args: unknown) => unknown): void {
+function answer(
+  call: ToolCallResult,
+  observation: string,
+  tools: ToolSet,
+  dataFor?: (name: string, args: unknown) => unknown,
+): void {
   call.observation = observation;
   if (call.error) return;
   const error = readErrorObservation(observation);

@@ -12,7 +12,9 @@ export type PathSegment = string | number;
 
 export function parseExportPath(text: string): PathSegment[] {
   if (!EXPORT_PATH_PATTERN.test(text)) {
-    throw new UserCodeError(`"${text}" is not an export path; write it as in code: "search", "tools[0]" or "rewards.outcome[0]"`);
+    throw new UserCodeError(
+      `"${text}" is not an export path; write it as in code: "search", "tools[0]" or "rewards.outcome[0]"`,
+    );
   }
   return [...text.matchAll(/[A-Za-z_$][\w$]*|\[(\d+)\]/g)].map((m) => (m[1] !== undefined ? Number(m[1]) : m[0]));
 }
@@ -28,15 +30,23 @@ export function resolveExportPath(exports: Record<string, unknown>, path: string
   segments.forEach((segment, i) => {
     const reached = i === 0 ? 'the module' : formatExportPath(segments.slice(0, i));
     if (typeof segment === 'number') {
-      if (!Array.isArray(value)) throw new UserCodeError(`${file}: ${reached} is not an array, so ${formatExportPath(segments.slice(0, i + 1))} does not exist`);
-      if (segment >= value.length) throw new UserCodeError(`${file}: ${reached} has ${value.length} element${value.length === 1 ? '' : 's'}, so ${formatExportPath(segments.slice(0, i + 1))} does not exist`);
+      if (!Array.isArray(value))
+        throw new UserCodeError(
+          `${file}: ${reached} is not an array, so ${formatExportPath(segments.slice(0, i + 1))} does not exist`,
+        );
+      if (segment >= value.length)
+        throw new UserCodeError(
+          `${file}: ${reached} has ${value.length} element${value.length === 1 ? '' : 's'}, so ${formatExportPath(segments.slice(0, i + 1))} does not exist`,
+        );
       value = value[segment];
       return;
     }
     if (typeof value !== 'object' || value === null || !(segment in value)) {
       if (i === 0) {
         const names = Object.keys(exports).filter((k) => k !== '__esModule');
-        throw new UserCodeError(`${file}: does not export "${segment}"; its exports are: ${names.length ? names.join(', ') : '(none)'}`);
+        throw new UserCodeError(
+          `${file}: does not export "${segment}"; its exports are: ${names.length ? names.join(', ') : '(none)'}`,
+        );
       }
       throw new UserCodeError(`${file}: ${reached} has no property "${segment}"`);
     }

@@ -17,7 +17,10 @@ export async function loadTools(file: string): Promise<Tool[]> {
     const list = Array.isArray(listed) ? listed : [listed];
     list.forEach((value, i) => {
       if (!(value instanceof Tool)) {
-        const seen = typeof value === 'function' && value.prototype instanceof Tool ? `the class ${value.name} (export an instance: new ${value.name}(…))` : describe(value);
+        const seen =
+          typeof value === 'function' && value.prototype instanceof Tool
+            ? `the class ${value.name} (export an instance: new ${value.name}(…))`
+            : describe(value);
         throw new UserCodeError(`${absolute}: ${which}${Array.isArray(listed) ? `[${i}]` : ''} is ${seen}, not a Tool`);
       }
     });
@@ -25,9 +28,15 @@ export async function loadTools(file: string): Promise<Tool[]> {
   }
   const found = Object.values(exports).filter((v): v is Tool => v instanceof Tool);
   if (found.length === 0) {
-    const classes = Object.entries(exports).filter(([, v]) => typeof v === 'function' && (v as { prototype?: unknown }).prototype instanceof Tool);
-    const hint = classes.length ? ` (it exports the class${classes.length > 1 ? 'es' : ''} ${classes.map(([k]) => k).join(', ')}; export instances)` : '';
-    throw new UserCodeError(`${absolute}: exports no tools${hint}; export an array of tools as "tools" or default, or export Tool instances`);
+    const classes = Object.entries(exports).filter(
+      ([, v]) => typeof v === 'function' && (v as { prototype?: unknown }).prototype instanceof Tool,
+    );
+    const hint = classes.length
+      ? ` (it exports the class${classes.length > 1 ? 'es' : ''} ${classes.map(([k]) => k).join(', ')}; export instances)`
+      : '';
+    throw new UserCodeError(
+      `${absolute}: exports no tools${hint}; export an array of tools as "tools" or default, or export Tool instances`,
+    );
   }
   return found;
 }

@@ -73,7 +73,9 @@ export async function compileUserModule(file: string): Promise<string> {
   } catch (error) {
     const failure = error as esbuild.BuildFailure;
     if (Array.isArray(failure.errors) && failure.errors.length) {
-      throw new UserCodeError(`${absolute} does not compile:\n${failure.errors.map(formatMessage).join('\n')}`, { cause: error });
+      throw new UserCodeError(`${absolute} does not compile:\n${failure.errors.map(formatMessage).join('\n')}`, {
+        cause: error,
+      });
     }
     throw new UserCodeError(`${absolute}: esbuild failed (${(error as Error).message})`, { cause: error });
   }
@@ -123,7 +125,8 @@ export function evaluateUserModule(absolute: string, code: string): Record<strin
   // Node's `require` inside the module calls `mod.require`, so this is where 'rollout-studio' is answered.
   mod.require = ((id: string) => {
     if (id === PACKAGE_NAME) return publicApi();
-    if (PACKAGE_IMPORT.test(id)) throw new UserCodeError(`${absolute}: import from '${PACKAGE_NAME}' itself, not from '${id}'`);
+    if (PACKAGE_IMPORT.test(id))
+      throw new UserCodeError(`${absolute}: import from '${PACKAGE_NAME}' itself, not from '${id}'`);
     return requireFromUserFolder(id);
   }) as NodeJS.Require;
   loadedModules.push(mod);

@@ -14,7 +14,9 @@ import { resolveExportPath } from './exportPath';
 type ToolClass = abstract new (...args: never[]) => Tool;
 
 function isToolClass(value: unknown): value is ToolClass {
-  return typeof value === 'function' && (value === Tool || (value as { prototype?: unknown }).prototype instanceof Tool);
+  return (
+    typeof value === 'function' && (value === Tool || (value as { prototype?: unknown }).prototype instanceof Tool)
+  );
 }
 
 /** Every Tool instance among the exports and in exported arrays (`export const tools = [..]`), once each. */
@@ -25,7 +27,10 @@ export function exportedTools(exports: Record<string, unknown>): Tool[] {
   }
   // A training config (`export default defineConfig({ tools: [...] })`) holds its tools in `tools`: `run-tool CONFIG --tool NAME` finds them.
   for (const config of [exports['default'], exports['config']]) {
-    const tools = typeof config === 'object' && config !== null && !(config instanceof Tool) ? (config as { tools?: unknown }).tools : undefined;
+    const tools =
+      typeof config === 'object' && config !== null && !(config instanceof Tool)
+        ? (config as { tools?: unknown }).tools
+        : undefined;
     if (Array.isArray(tools)) for (const item of tools) if (item instanceof Tool) found.add(item);
   }
   return [...found];
@@ -34,7 +39,11 @@ export function exportedTools(exports: Record<string, unknown>): Tool[] {
 /** The names of the classes from the instance's own class up to (not including) Tool. */
 function classChain(tool: Tool): string[] {
   const names: string[] = [];
-  for (let proto = Object.getPrototypeOf(tool); proto && proto !== Tool.prototype; proto = Object.getPrototypeOf(proto)) {
+  for (
+    let proto = Object.getPrototypeOf(tool);
+    proto && proto !== Tool.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
     names.push((proto.constructor as { name?: string }).name ?? '');
   }
   return names;
@@ -51,17 +60,22 @@ function byClass(exports: Record<string, unknown>, className: string, file: stri
   const matches = exact.length ? exact : inherited;
   if (matches.length === 1) return matches[0];
   if (matches.length > 1) {
-    throw new UserCodeError(`${file}: exports ${matches.length} instances of ${className} (${listTools(matches)}); run one by its name instead`);
+    throw new UserCodeError(
+      `${file}: exports ${matches.length} instances of ${className} (${listTools(matches)}); run one by its name instead`,
+    );
   }
   // No instance: an exported class whose constructor needs nothing can be made here.
   const exportedClass = Object.values(exports).find((v): v is ToolClass => isToolClass(v) && v.name === className);
   const hint = `export an instance: export const tool = new ${className}(…)`;
-  if (!exportedClass) throw new UserCodeError(`${file}: exports no instance of ${className} (its tools: ${listTools(tools)}); ${hint}`);
+  if (!exportedClass)
+    throw new UserCodeError(`${file}: exports no instance of ${className} (its tools: ${listTools(tools)}); ${hint}`);
   try {
     const made = new (exportedClass as unknown as new () => unknown)();
     if (made instanceof Tool) return made;
   } catch (error) {
-    throw new UserCodeError(`${file}: exports no instance of ${className}, and new ${className}() threw: ${describeThrown(error).split('\n')[0]}; ${hint}`);
+    throw new UserCodeError(
+      `${file}: exports no instance of ${className}, and new ${className}() threw: ${describeThrown(error).split('\n')[0]}; ${hint}`,
+    );
   }
   throw new UserCodeError(`${file}: new ${className}() did not make a Tool; ${hint}`);
 }
@@ -71,19 +85,25 @@ export function selectTool(exports: Record<string, unknown>, selector: ToolSelec
     case 'export': {
       const value = resolveExportPath(exports, selector.path, file);
       if (value instanceof Tool) return value;
-      if (isToolClass(value)) throw new UserCodeError(`${file}: ${selector.path} is the class ${value.name}, not a tool; export an instance: new ${value.name}(…)`);
+      if (isToolClass(value))
+        throw new UserCodeError(
+          `${file}: ${selector.path} is the class ${value.name}, not a tool; export an instance: new ${value.name}(…)`,
+        );
       throw new UserCodeError(`${file}: ${selector.path} is ${value === null ? 'null' : typeof value}, not a Tool`);
     }
     case 'name': {
       const tools = exportedTools(exports);
       const tool = tools.find((t) => t.name === selector.name);
-      if (!tool) throw new UserCodeError(`${file}: exports no tool named "${selector.name}" (its tools: ${listTools(tools)})`);
+      if (!tool)
+        throw new UserCodeError(`${file}: exports no tool named "${selector.name}" (its tools: ${listTools(tools)})`);
       return tool;
     }
     case 'class':
       return byClass(exports, selector.name, file);
     case 'mcp':
       // An MCP tool lives in a server process, not in the module: run-tool starts the server (authoring/mcpTools.ts).
-      throw new UserCodeError(`${file}: the tool "${selector.tool}" of MCP server "${selector.server}" is not an export; open the module's MCP servers to reach it`);
+      throw new UserCodeError(
+        `${file}: the tool "${selector.tool}" of MCP server "${selector.server}" is not an export; open the module's MCP servers to reach it`,
+      );
   }
 }

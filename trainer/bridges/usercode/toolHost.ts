@@ -40,7 +40,10 @@ function workerEntry(): { script: string; eval: boolean } {
   const bundled = path.join(__dirname, 'tool-worker.js');
   if (__filename.endsWith('.js') && fs.existsSync(bundled)) return { script: bundled, eval: false };
   const source = path.join(__dirname, 'toolWorker.ts');
-  return { script: `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(source)});`, eval: true };
+  return {
+    script: `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(source)});`,
+    eval: true,
+  };
 }
 
 interface PendingCall {
@@ -73,7 +76,10 @@ function workerFailure(message: string): Error {
 
 function invocation(args: unknown, ctx: ToolContext<object>): WorkerInvocation {
   const raw = (ctx as { [RAW_ARGUMENTS]?: unknown })[RAW_ARGUMENTS] ?? args;
-  return { rawArgs: raw, ctx: { trajectory: ctx.trajectory, turn: ctx.turn, callIndex: ctx.callIndex, row: ctx.row, rowArgs: ctx.rowArgs } };
+  return {
+    rawArgs: raw,
+    ctx: { trajectory: ctx.trajectory, turn: ctx.turn, callIndex: ctx.callIndex, row: ctx.row, rowArgs: ctx.rowArgs },
+  };
 }
 
 export class ToolHost {
@@ -128,8 +134,16 @@ export class ToolHost {
           this.failPending(reason);
         }
       };
-      worker.on('error', (error) => lost(`the tool worker of ${this.data.file} failed: ${error instanceof Error ? withoutTrainerFrames(error.stack ?? error.message) : String(error)}`));
-      worker.on('exit', (code) => lost(`the tool worker of ${this.data.file} exited (code ${code}): process.exit in a tool or its module ends the worker, not the run; the call fails and the next one starts a new worker`));
+      worker.on('error', (error) =>
+        lost(
+          `the tool worker of ${this.data.file} failed: ${error instanceof Error ? withoutTrainerFrames(error.stack ?? error.message) : String(error)}`,
+        ),
+      );
+      worker.on('exit', (code) =>
+        lost(
+          `the tool worker of ${this.data.file} exited (code ${code}): process.exit in a tool or its module ends the worker, not the run; the call fails and the next one starts a new worker`,
+        ),
+      );
     });
     return this.starting;
   }
@@ -158,11 +172,21 @@ export class ToolHost {
     call.resolve(message);
   }
 
-  private async send(message: Extract<HostMessage, { type: 'call' | 'batch' }>, logs: PendingCall['logs'], signal: AbortSignal): Promise<WorkerMessage> {
+  private async send(
+    message: Extract<HostMessage, { type: 'call' | 'batch' }>,
+    logs: PendingCall['logs'],
+    signal: AbortSignal,
+  ): Promise<WorkerMessage> {
     const worker = await this.ensureWorker();
-    const result = new Promise<WorkerMessage>((resolve, reject) => this.pending.set(message.id, { tool: message.tool, resolve, reject, logs }));
+    const result = new Promise<WorkerMessage>((resolve, reject) =>
+      this.pending.set(message.id, { tool: message.tool, resolve, reject, logs }),
+    );
     const onAbort = () => {
-      worker.postMessage({ type: 'abort', id: message.id, reason: String((signal.reason as Error | undefined)?.message ?? 'aborted') } satisfies HostMessage);
+      worker.postMessage({
+        type: 'abort',
+        id: message.id,
+        reason: String((signal.reason as Error | undefined)?.message ?? 'aborted'),
+      } satisfies HostMessage);
       void this.checkResponsive(worker, message.tool);
     };
     if (signal.aborted) onAbort();
@@ -172,12 +196,17 @@ export class ToolHost {
         worker.postMessage(message);
       } catch {
         // A context that cannot be cloned (a value in an earlier call's data): send it as JSON instead.
-        worker.postMessage(JSON.parse(JSON.stringify(message, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))));
+        worker.postMessage(
+          JSON.parse(JSON.stringify(message, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))),
+        );
       }
     } catch (error) {
       this.pending.delete(message.id);
       signal.removeEventListener('abort', onAbort);
-      throw Object.assign(workerFailure(`the call of "${message.tool}" cannot be sent to its tool worker: ${(error as Error).message}`), { cause: error });
+      throw Object.assign(
+        workerFailure(`the call of "${message.tool}" cannot be sent to its tool worker: ${(error as Error).message}`),
+        { cause: error },
+      );
     }
     try {
       return await result;
@@ -202,19 +231,29 @@ export class ToolHost {
     });
     if (answered || this.worker !== worker) return;
     this.worker = undefined;
-    this.failPending(`the tool worker was restarted: a call of "${tool}" ran past its timeout without yielding (a synchronous loop?), which stopped every call running beside it`);
+    this.failPending(
+      `the tool worker was restarted: a call of "${tool}" ran past its timeout without yielding (a synchronous loop?), which stopped every call running beside it`,
+    );
     await worker.terminate();
   }
 
   async call(tool: string, args: unknown, ctx: ToolContext<object>): Promise<unknown> {
-    const reply = await this.send({ type: 'call', id: this.nextId++, tool, invocation: invocation(args, ctx) }, [ctx.log], ctx.signal);
+    const reply = await this.send(
+      { type: 'call', id: this.nextId++, tool, invocation: invocation(args, ctx) },
+      [ctx.log],
+      ctx.signal,
+    );
     if (reply.type === 'error') throw rethrown(reply.error);
     return (reply as Extract<WorkerMessage, { type: 'result' }>).output;
   }
 
   async batch(tool: string, calls: readonly ToolInvocation<unknown, object>[]): Promise<unknown[]> {
     const signal = calls[0]?.ctx.signal ?? new AbortController().signal;
-    const reply = await this.send({ type: 'batch', id: this.nextId++, tool, invocations: calls.map((c) => invocation(c.args, c.ctx)) }, calls.map((c) => c.ctx.log), signal);
+    const reply = await this.send(
+      { type: 'batch', id: this.nextId++, tool, invocations: calls.map((c) => invocation(c.args, c.ctx)) },
+      calls.map((c) => c.ctx.log),
+      signal,
+    );
     if (reply.type === 'error') throw rethrown(reply.error);
     const outputs = (reply as Extract<WorkerMessage, { type: 'results' }>).outputs;
     return Array.isArray(outputs) ? outputs.map((o) => ('error' in o ? rethrown(o.error) : o.output)) : outputs;
@@ -248,7 +287,8 @@ export class WorkerTool extends Tool {
     this.maxBatchSize = original.maxBatchSize;
     this.isolation = original.isolation;
     if (original.reward) this.reward = original.reward.bind(original);
-    if (original.executeBatch) this.executeBatch = async (calls) => (await this.host.batch(this.name, calls as never)) as (ToolOutput | Error)[];
+    if (original.executeBatch)
+      this.executeBatch = async (calls) => (await this.host.batch(this.name, calls as never)) as (ToolOutput | Error)[];
   }
 
   async execute(args: unknown, ctx: ToolContext): Promise<ToolOutput> {
@@ -261,7 +301,12 @@ export class WorkerTool extends Tool {
  * tools (run-tool: a busy loop times out, `process.exit` in the tool ends only its worker). Stays
  * on this thread when it asks to (`isolation: 'trainer'`) or under the inspector (Debug Tool).
  */
-export async function isolateSelectedTool(file: string, code: string, tool: Tool, selector: ToolSelector): Promise<{ tool: Tool; close(): Promise<void> }> {
+export async function isolateSelectedTool(
+  file: string,
+  code: string,
+  tool: Tool,
+  selector: ToolSelector,
+): Promise<{ tool: Tool; close(): Promise<void> }> {
   if (tool.isolation !== 'worker' || inspector.url() !== undefined) return { tool, close: async () => undefined };
   const host = await ToolHost.start({ file, code, tools: [tool.name], selector });
   return { tool: new WorkerTool(tool, host), close: () => host.close() };
@@ -271,9 +316,17 @@ export async function isolateSelectedTool(file: string, code: string, tool: Tool
  * The tools of a config as a run uses them: those with `isolation: 'worker'` moved to one tool
  * worker for the module, the others as they are. Nothing moves under the inspector (see above).
  */
-export async function isolateTools(file: string, code: string, tools: readonly Tool[]): Promise<{ tools: Tool[]; host?: ToolHost; close(): Promise<void> }> {
+export async function isolateTools(
+  file: string,
+  code: string,
+  tools: readonly Tool[],
+): Promise<{ tools: Tool[]; host?: ToolHost; close(): Promise<void> }> {
   const moving = tools.filter((t) => t.isolation === 'worker');
   if (moving.length === 0 || inspector.url() !== undefined) return { tools: [...tools], close: async () => undefined };
   const host = await ToolHost.start({ file, code, tools: moving.map((t) => t.name) });
-  return { tools: tools.map((t) => (t.isolation === 'worker' ? new WorkerTool(t, host) : t)), host, close: () => host.close() };
+  return {
+    tools: tools.map((t) => (t.isolation === 'worker' ? new WorkerTool(t, host) : t)),
+    host,
+    close: () => host.close(),
+  };
 }

@@ -23,7 +23,12 @@ function post(message: WorkerMessage): void {
 
 function thrown(error: unknown): ThrownValue {
   try {
-    if (error instanceof Error) return { name: String(error.name), message: String(error.message), ...(typeof error.stack === 'string' ? { stack: error.stack } : {}) };
+    if (error instanceof Error)
+      return {
+        name: String(error.name),
+        message: String(error.message),
+        ...(typeof error.stack === 'string' ? { stack: error.stack } : {}),
+      };
   } catch {
     // A hostile Error-like value: described below.
   }
@@ -43,17 +48,33 @@ function loadTools(): Map<string, Tool> {
   for (const tool of list) if (tool instanceof Tool) tools.set(tool.name, tool);
   const missing = data.tools.filter((name) => !tools.has(name));
   if (missing.length) {
-    throw new Error(`${data.file}: evaluated again in the tool worker, its config has no tool named ${missing.map((n) => `"${n}"`).join(', ')} (its tools: ${[...tools.keys()].join(', ') || 'none'}); a config must make the same tools each time it is loaded, or mark such tools isolation: 'trainer'`);
+    throw new Error(
+      `${data.file}: evaluated again in the tool worker, its config has no tool named ${missing.map((n) => `"${n}"`).join(', ')} (its tools: ${[...tools.keys()].join(', ') || 'none'}); a config must make the same tools each time it is loaded, or mark such tools isolation: 'trainer'`,
+    );
   }
   return tools;
 }
 
-async function contextFor(tool: Tool, id: number, index: number, invocation: WorkerInvocation, signal: AbortSignal): Promise<{ args: unknown; ctx: ToolContext<object> }> {
+async function contextFor(
+  tool: Tool,
+  id: number,
+  index: number,
+  invocation: WorkerInvocation,
+  signal: AbortSignal,
+): Promise<{ args: unknown; ctx: ToolContext<object> }> {
   const parsed = await tool.parameters.safeParseAsync(invocation.rawArgs);
   // The trainer validated these arguments with the same schema; a schema that answers differently here is not deterministic.
-  if (!parsed.success) throw new TypeError(`tool "${tool.name}": the arguments the trainer accepted fail the schema in the tool worker (${parsed.error.issues.map((i) => i.message).join('; ')})`);
-  const emit = (level: 'info' | 'warn' | 'error') => (message: string) => post({ type: 'log', id, index, level, message: String(message) });
-  const ctx = { ...(invocation.ctx as Omit<ToolContext<object>, 'signal' | 'log'>), signal, log: { info: emit('info'), warn: emit('warn'), error: emit('error') } };
+  if (!parsed.success)
+    throw new TypeError(
+      `tool "${tool.name}": the arguments the trainer accepted fail the schema in the tool worker (${parsed.error.issues.map((i) => i.message).join('; ')})`,
+    );
+  const emit = (level: 'info' | 'warn' | 'error') => (message: string) =>
+    post({ type: 'log', id, index, level, message: String(message) });
+  const ctx = {
+    ...(invocation.ctx as Omit<ToolContext<object>, 'signal' | 'log'>),
+    signal,
+    log: { info: emit('info'), warn: emit('warn'), error: emit('error') },
+  };
   return { args: parsed.data, ctx };
 }
 
@@ -63,7 +84,14 @@ function reply(message: WorkerMessage, id: number, toolName: string): void {
     post(message);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    post({ type: 'error', id, error: { name: 'TypeError', message: `tool "${toolName}" returned a result that cannot leave its worker thread (${reason}); keep a result's data to plain values (objects, arrays, strings, numbers, Map, Set, Date), or give the tool isolation: 'trainer'` } });
+    post({
+      type: 'error',
+      id,
+      error: {
+        name: 'TypeError',
+        message: `tool "${toolName}" returned a result that cannot leave its worker thread (${reason}); keep a result's data to plain values (objects, arrays, strings, numbers, Map, Set, Date), or give the tool isolation: 'trainer'`,
+      },
+    });
   }
 }
 
@@ -82,9 +110,13 @@ async function serve(tools: Map<string, Tool>, message: HostMessage): Promise<vo
       const output = await tool.execute(args as never, ctx as never);
       reply({ type: 'result', id: message.id, output }, message.id, tool.name);
     } else {
-      const invocations = await Promise.all(message.invocations.map((invocation, i) => contextFor(tool, message.id, i, invocation, controller.signal)));
+      const invocations = await Promise.all(
+        message.invocations.map((invocation, i) => contextFor(tool, message.id, i, invocation, controller.signal)),
+      );
       const outputs = await tool.executeBatch!(invocations as never);
-      const list = Array.isArray(outputs) ? outputs.map((output) => (output instanceof Error ? { error: thrown(output) } : { output })) : outputs;
+      const list = Array.isArray(outputs)
+        ? outputs.map((output) => (output instanceof Error ? { error: thrown(output) } : { output }))
+        : outputs;
       reply({ type: 'results', id: message.id, outputs: list as never }, message.id, tool.name);
     }
   } catch (error) {

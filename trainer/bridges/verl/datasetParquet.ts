@@ -28,7 +28,12 @@ export interface VerlRow {
   extra_info: { split: string; index: bigint; row_id: string; row: string };
 }
 
-const text = (name: string) => ({ name, type: 'BYTE_ARRAY' as const, converted_type: 'UTF8' as const, repetition_type: 'REQUIRED' as const });
+const text = (name: string) => ({
+  name,
+  type: 'BYTE_ARRAY' as const,
+  converted_type: 'UTF8' as const,
+  repetition_type: 'REQUIRED' as const,
+});
 
 /** The Parquet schema, written out: nested columns need it (a 3-level LIST of STRUCTs, and STRUCTs). */
 const SCHEMA = [
@@ -64,15 +69,22 @@ export function rowJson(row: DatasetRow): string {
 }
 
 function promptMessages(row: DatasetRow, systemPrompt: string | undefined): { role: string; content: string }[] {
-  const messages: ChatMessage[] = systemPrompt !== undefined && row.messages[0]?.role !== 'system' ? [{ role: 'system', content: systemPrompt }, ...row.messages] : row.messages;
+  const messages: ChatMessage[] =
+    systemPrompt !== undefined && row.messages[0]?.role !== 'system'
+      ? [{ role: 'system', content: systemPrompt }, ...row.messages]
+      : row.messages;
   return messages.map((m, k) => {
     // verl's multimodal rows carry images in a column of their own; exporting them is not built yet.
-    if (contentImages(m.content).length) throw new Error(`row ${row.id}: message ${k} holds an image; exporting image rows to verl is not supported yet`);
+    if (contentImages(m.content).length)
+      throw new Error(`row ${row.id}: message ${k} holds an image; exporting image rows to verl is not supported yet`);
     return { role: m.role, content: contentText(m.content) };
   });
 }
 
-export function toVerlRows(rows: readonly DatasetRow[], options: { dataSource: string; split: string; systemPrompt?: string }): VerlRow[] {
+export function toVerlRows(
+  rows: readonly DatasetRow[],
+  options: { dataSource: string; split: string; systemPrompt?: string },
+): VerlRow[] {
   return rows.map((row, i) => {
     const fields = ownFields(row);
     const answer = fields['answer'];

@@ -42,10 +42,17 @@ const PROMPT = /^(?:system\n([\s\S]*?)\n)?user\n([\s\S]*)\nassistant\n(?:<think>
 function promptTurns(input: string): { role: 'system' | 'user'; text: string }[] {
   const match = PROMPT.exec(input);
   if (!match) return [{ role: 'user', text: input }];
-  return [...(match[1] !== undefined ? [{ role: 'system' as const, text: match[1] }] : []), { role: 'user', text: match[2] }];
+  return [
+    ...(match[1] !== undefined ? [{ role: 'system' as const, text: match[1] }] : []),
+    { role: 'user', text: match[2] },
+  ];
 }
 
-export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, tokenizer?: Tokenizer): TrajectoryRecord[] {
+export function verlStepRecords(
+  lines: readonly VerlDumpLine[],
+  step: number,
+  tokenizer?: Tokenizer,
+): TrajectoryRecord[] {
   const format = new HermesFormat();
   let group = -1;
   let sample = 0;
@@ -82,12 +89,22 @@ export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, to
             ...(c.parseError !== undefined ? { error: { kind: 'parse' as const, message: c.parseError } } : {}),
             latencyMs: 0,
             ...(dumped?.processReward !== undefined ? { processReward: dumped.processReward } : {}),
-            ...(dumped?.components && Object.keys(dumped.components).length ? { rewardComponents: dumped.components } : {}),
+            ...(dumped?.components && Object.keys(dumped.components).length
+              ? { rewardComponents: dumped.components }
+              : {}),
             tokenEnd: 0,
           };
         });
         const cut = isLast && toolCalls.length === 0 && format.parse(contentText(message.content)).length > 0;
-        add({ role: 'assistant', text: contentText(message.content), finish: cut ? 'length' : toolCalls.length ? 'tool_call' : isLast ? 'eos' : 'stop', ...(toolCalls.length ? { toolCalls } : {}) }, true);
+        add(
+          {
+            role: 'assistant',
+            text: contentText(message.content),
+            finish: cut ? 'length' : toolCalls.length ? 'tool_call' : isLast ? 'eos' : 'stop',
+            ...(toolCalls.length ? { toolCalls } : {}),
+          },
+          true,
+        );
         pending = [...toolCalls];
       } else {
         add({ role: 'tool', text: contentText(message.content) }, false);
@@ -111,7 +128,12 @@ export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, to
       sample,
       prompt: prompt[prompt.length - 1].text,
       turns,
-      finishReason: lastTurn.role === 'assistant' && lastTurn.finish === 'eos' ? 'answered' : lastTurn.finish === 'length' ? 'max_total_tokens' : 'max_turns',
+      finishReason:
+        lastTurn.role === 'assistant' && lastTurn.finish === 'eos'
+          ? 'answered'
+          : lastTurn.finish === 'length'
+            ? 'max_total_tokens'
+            : 'max_turns',
       ...(line.rs_answer ? { answer: line.rs_answer } : {}),
       rewards: {
         outcome: line.rs_outcome ?? score,
@@ -125,8 +147,13 @@ export function verlStepRecords(lines: readonly VerlDumpLine[], step: number, to
   });
 }
 
-function tokenize(texts: readonly { text: string; policy: boolean }[], turns: TurnRecord[], tokenizer: Tokenizer | undefined): Pick<TrajectoryRecord, 'tokens' | 'lengths'> {
-  if (!tokenizer) return { tokens: { ids: '', pieces: [], mask: '', logprobs: '' }, lengths: { prompt: 0, response: 0, total: 0 } };
+function tokenize(
+  texts: readonly { text: string; policy: boolean }[],
+  turns: TurnRecord[],
+  tokenizer: Tokenizer | undefined,
+): Pick<TrajectoryRecord, 'tokens' | 'lengths'> {
+  if (!tokenizer)
+    return { tokens: { ids: '', pieces: [], mask: '', logprobs: '' }, lengths: { prompt: 0, response: 0, total: 0 } };
   const ids: number[] = [];
   const mask: number[] = [];
   let promptLength = 0;
@@ -140,7 +167,12 @@ function tokenize(texts: readonly { text: string; policy: boolean }[], turns: Tu
     for (const call of turns[i].toolCalls ?? []) call.tokenEnd = Math.max(turns[i].tokenStart, ids.length - 1);
   });
   return {
-    tokens: { ids: encodeInt32(ids), pieces: tokenizer.pieces(ids), mask: encodeUint8(mask), logprobs: encodeFloat32(new Float32Array(ids.length)) },
+    tokens: {
+      ids: encodeInt32(ids),
+      pieces: tokenizer.pieces(ids),
+      mask: encodeUint8(mask),
+      logprobs: encodeFloat32(new Float32Array(ids.length)),
+    },
     lengths: { prompt: promptLength, response: ids.length - promptLength, total: ids.length },
   };
 }

@@ -59,7 +59,10 @@ export function readDumpFile(file: string): VerlDumpLine[] {
       throw new VerlImportError(`${file}:${i + 1}: not valid JSON (${(error as Error).message})`);
     }
     const parsed = VerlDumpLine.safeParse(value);
-    if (!parsed.success) throw new VerlImportError(`${file}:${i + 1}: not a verl rollout dump line: ${parsed.error.issues.map((x) => `${x.path.join('.') || '(root)'}: ${x.message}`).join('; ')}`);
+    if (!parsed.success)
+      throw new VerlImportError(
+        `${file}:${i + 1}: not a verl rollout dump line: ${parsed.error.issues.map((x) => `${x.path.join('.') || '(root)'}: ${x.message}`).join('; ')}`,
+      );
     out.push(parsed.data);
   });
   return out;
@@ -71,5 +74,8 @@ export function readDumpFile(file: string): VerlDumpLine[] {
  * `{"step": N, "data": {"actor/pg_loss": …, "critic/score/mean": …, "val-core/…": …}}`
  * (orjson with numpy support: NaN becomes null).
  */
-export const VerlMetricsLine = z.object({ step: z.number().int().nonnegative(), data: z.record(z.string(), z.unknown()) });
+export const VerlMetricsLine = z.object({
+  step: z.number().int().nonnegative(),
+  data: z.record(z.string(), z.unknown()),
+});
 export type VerlMetricsLine = z.infer<typeof VerlMetricsLine>;

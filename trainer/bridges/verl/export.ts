@@ -48,7 +48,12 @@ function fixedOverrides(name: string, hasTools: boolean, hasVal: boolean): [stri
     ['actor_rollout_ref.rollout.mode', 'async'],
     ['actor_rollout_ref.rollout.agent.default_agent_loop', 'tool_agent'],
     ['actor_rollout_ref.rollout.multi_turn.enable', 'True'],
-    ...(hasTools ? ([['actor_rollout_ref.rollout.multi_turn.tool_config_path', '$HERE/tools/tool_config.yaml']] as [string, string][]) : []),
+    ...(hasTools
+      ? ([['actor_rollout_ref.rollout.multi_turn.tool_config_path', '$HERE/tools/tool_config.yaml']] as [
+          string,
+          string,
+        ][])
+      : []),
     ['reward_model.reward_manager', 'batch'],
     ['custom_reward_function.path', '$HERE/reward/rollout_studio_reward.py'],
     ['custom_reward_function.name', 'compute_score_batch'],
@@ -70,12 +75,17 @@ function overrideLine(key: string, value: HydraValue | string): string {
 
 function table(rows: string[][]): string {
   const escape = (cell: string) => cell.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-  return rows.map((row, i) => `| ${row.map(escape).join(' | ')} |${i === 0 ? `\n|${row.map(() => '---').join('|')}|` : ''}`).join('\n');
+  return rows
+    .map((row, i) => `| ${row.map(escape).join(' | ')} |${i === 0 ? `\n|${row.map(() => '---').join('|')}|` : ''}`)
+    .join('\n');
 }
 
 export async function exportVerl(loaded: LoadedConfig, options: ExportOptions): Promise<ExportResult> {
   const config = loaded.config;
-  const name = (config.name ?? path.basename(loaded.file).replace(/\.config\.ts$|\.ts$/, '')).replace(/[^A-Za-z0-9_.-]+/g, '-');
+  const name = (config.name ?? path.basename(loaded.file).replace(/\.config\.ts$|\.ts$/, '')).replace(
+    /[^A-Za-z0-9_.-]+/g,
+    '-',
+  );
   const out = path.resolve(options.out);
   for (const dir of ['data', 'tools', 'reward']) fs.mkdirSync(path.join(out, dir), { recursive: true });
   const files: string[] = [];
@@ -88,7 +98,10 @@ export async function exportVerl(loaded: LoadedConfig, options: ExportOptions): 
   const train = loadJsonlDataset(loaded.resolve(config.data.train), { fields: config.data.fields });
   const valFile = config.evaluation.data ?? config.data.eval;
   const val = valFile ? loadJsonlDataset(loaded.resolve(valFile), { fields: config.data.fields }) : undefined;
-  const rowOptions = { dataSource: name, ...(config.rollout.systemPrompt !== undefined ? { systemPrompt: config.rollout.systemPrompt } : {}) };
+  const rowOptions = {
+    dataSource: name,
+    ...(config.rollout.systemPrompt !== undefined ? { systemPrompt: config.rollout.systemPrompt } : {}),
+  };
   writeVerlParquet(path.join(out, 'data/train.parquet'), toVerlRows(train.rows, { ...rowOptions, split: 'train' }));
   files.push('data/train.parquet');
   if (val) {
@@ -99,7 +112,14 @@ export async function exportVerl(loaded: LoadedConfig, options: ExportOptions): 
   const url = options.url.replace(/\/+$/, '');
   const hasTools = config.tools.length > 0 || Object.keys(config.mcpServers).length > 0;
   if (hasTools) {
-    const timeoutS = Math.ceil(Math.max(30_000, ...config.tools.map((t) => t.timeoutMs), ...Object.values(config.mcpServers).map((s) => s.timeoutMs)) / 1000) + 5;
+    const timeoutS =
+      Math.ceil(
+        Math.max(
+          30_000,
+          ...config.tools.map((t) => t.timeoutMs),
+          ...Object.values(config.mcpServers).map((s) => s.timeoutMs),
+        ) / 1000,
+      ) + 5;
     write(
       'tools/tool_config.yaml',
       `# verl's tool config (verl/tools/utils/tool_registry.py): every tool of ${path.basename(loaded.file)}, served by
@@ -116,13 +136,19 @@ tools:
     );
     // One server only: fastmcp's client prefixes tool names with the server's name when it holds several.
     // No "auth_token": verl's client manager then switches to the legacy SSE transport; a header keeps Streamable HTTP.
-    write('tools/mcp_server.json', JSON.stringify({ mcpServers: { 'rollout-studio': { url: `${url}/mcp`, transport: 'http' } } }, null, 2) + '\n');
+    write(
+      'tools/mcp_server.json',
+      JSON.stringify({ mcpServers: { 'rollout-studio': { url: `${url}/mcp`, transport: 'http' } } }, null, 2) + '\n',
+    );
   }
   write('reward/rollout_studio_reward.py', rewardModuleSource(`${url}/reward`));
 
   const mapping = mapSettings(config);
   const mapped = mapping.mapped.filter((m) => m.key !== '(dataset)');
-  const overrides: [string, HydraValue | string][] = [...fixedOverrides(name, hasTools, val !== undefined), ...mapped.map((m): [string, HydraValue] => [m.key, m.value])];
+  const overrides: [string, HydraValue | string][] = [
+    ...fixedOverrides(name, hasTools, val !== undefined),
+    ...mapped.map((m): [string, HydraValue] => [m.key, m.value]),
+  ];
   const modelPath = loaded.resolve(config.model.path);
   write(
     'launch.sh',
@@ -141,7 +167,9 @@ SERVE_TOOLS_URL="\${SERVE_TOOLS_URL:-${url}}"
 export ROLLOUT_STUDIO_REWARD_URL="$SERVE_TOOLS_URL/reward"
 export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$HERE/verl-run/metrics.jsonl}"
 mkdir -p "$HERE/verl-run"
-${hasTools ? `# The MCP server file, for this URL and token (a token goes in a header: verl's "auth_token" would switch to SSE).
+${
+  hasTools
+    ? `# The MCP server file, for this URL and token (a token goes in a header: verl's "auth_token" would switch to SSE).
 python3 - "$SERVE_TOOLS_URL" <<'PY'
 import json, os, sys
 server = {"url": sys.argv[1].rstrip("/") + "/mcp", "transport": "http"}
@@ -150,7 +178,9 @@ if os.environ.get("ROLLOUT_STUDIO_TOKEN"):
 with open("tools/mcp_server.json", "w") as f:
     json.dump({"mcpServers": {"rollout-studio": server}}, f, indent=2)
 PY
-` : ''}python3 -m verl.trainer.main_ppo \\
+`
+    : ''
+}python3 -m verl.trainer.main_ppo \\
 ${overrides.map(([k, v]) => `  ${overrideLine(k, v)} \\`).join('\n')}
   "$@"
 `,

@@ -39,10 +39,14 @@ export class VerlImport {
 
   constructor(private readonly options: VerlImportOptions) {
     if (!fs.existsSync(options.rolloutDataDir) || !fs.statSync(options.rolloutDataDir).isDirectory()) {
-      throw new VerlImportError(`${options.rolloutDataDir}: not a folder; give verl's trainer.rollout_data_dir (it holds <step>.jsonl files)`);
+      throw new VerlImportError(
+        `${options.rolloutDataDir}: not a folder; give verl's trainer.rollout_data_dir (it holds <step>.jsonl files)`,
+      );
     }
     if (options.metricsFile !== undefined && !fs.existsSync(options.metricsFile)) {
-      throw new VerlImportError(`${options.metricsFile}: no such file; give the file verl's file logger writes (VERL_FILE_LOGGER_PATH)`);
+      throw new VerlImportError(
+        `${options.metricsFile}: no such file; give the file verl's file logger writes (VERL_FILE_LOGGER_PATH)`,
+      );
     }
     this.writer = RunStoreWriter.create(options.runDir, {
       protocol: PROTOCOL_VERSION,
@@ -56,7 +60,11 @@ export class VerlImport {
       totalSteps: 0,
       model: { path: options.modelPath ?? '', family: 'verl', parameters: 0, trainableParameters: 0 },
       versions: { rolloutStudio: ROLLOUT_STUDIO_VERSION, node: process.versions.node },
-      config: { source: 'verl', rolloutDataDir: path.resolve(options.rolloutDataDir), ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}) },
+      config: {
+        source: 'verl',
+        rolloutDataDir: path.resolve(options.rolloutDataDir),
+        ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
+      },
     });
   }
 
@@ -88,7 +96,11 @@ export class VerlImport {
     }
     for (const record of metrics) this.writer.appendMetrics(record);
     const last = Math.max(this.writer.record.lastStep ?? 0, ...steps);
-    if (steps.length || metrics.length) this.writer.update({ lastStep: last, totalSteps: Math.max(this.writer.record.totalSteps, last, ...this.metricsSteps) });
+    if (steps.length || metrics.length)
+      this.writer.update({
+        lastStep: last,
+        totalSteps: Math.max(this.writer.record.totalSteps, last, ...this.metricsSteps),
+      });
     return steps;
   }
 
@@ -98,7 +110,10 @@ export class VerlImport {
 
   /** The import ended on an error: the run says failed, with it, and its lock is released. */
   fail(error: Error): void {
-    this.writer.finish('failed', { message: error.message, ...(this.writer.record.lastStep !== undefined ? { step: this.writer.record.lastStep } : {}) });
+    this.writer.finish('failed', {
+      message: error.message,
+      ...(this.writer.record.lastStep !== undefined ? { step: this.writer.record.lastStep } : {}),
+    });
   }
 
   /** Imports every `intervalMs` until `signal` aborts; then takes what is left and marks the run finished. */
@@ -135,7 +150,10 @@ export class VerlImport {
         throw new VerlImportError(`${file}:${firstLine + i}: not valid JSON (${(error as Error).message})`);
       }
       const parsed = VerlMetricsLine.safeParse(value);
-      if (!parsed.success) throw new VerlImportError(`${file}:${firstLine + i}: not a verl file-logger line ({"step": N, "data": {...}}): ${parsed.error.issues.map((x) => `${x.path.join('.') || '(root)'}: ${x.message}`).join('; ')}`);
+      if (!parsed.success)
+        throw new VerlImportError(
+          `${file}:${firstLine + i}: not a verl file-logger line ({"step": N, "data": {...}}): ${parsed.error.issues.map((x) => `${x.path.join('.') || '(root)'}: ${x.message}`).join('; ')}`,
+        );
       this.metricsSteps.add(parsed.data.step);
       return metricsRecords(parsed.data, time);
     });

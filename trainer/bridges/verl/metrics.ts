@@ -37,7 +37,8 @@ export function metricsRecords(line: VerlMetricsLine, time: string): MetricsReco
   const train: Record<string, number> = {};
   const evaluation: Record<string, number> = {};
   for (const [key, value] of Object.entries(line.data)) {
-    const number = value === null ? NaN : typeof value === 'number' ? value : typeof value === 'boolean' ? Number(value) : undefined;
+    const number =
+      value === null ? NaN : typeof value === 'number' ? value : typeof value === 'boolean' ? Number(value) : undefined;
     if (number === undefined) continue; // strings and lists are not charted
     const target = key.startsWith('val-') ? evaluation : train;
     target[key] = number;
@@ -46,6 +47,7 @@ export function metricsRecords(line: VerlMetricsLine, time: string): MetricsReco
   }
   const records: MetricsRecord[] = [];
   if (Object.keys(train).length) records.push({ step: line.step, time, kind: 'train', ...finiteValues(train) });
-  if (Object.keys(evaluation).length) records.push({ step: line.step, time, kind: 'eval', ...finiteValues(evaluation) });
+  if (Object.keys(evaluation).length)
+    records.push({ step: line.step, time, kind: 'eval', ...finiteValues(evaluation) });
   return records;
 }

@@ -13,7 +13,9 @@ const v = { protocol: z.literal(PROTOCOL_VERSION) };
 
 export { EXPORT_PATH_PATTERN, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './names';
 
-export const ExportPath = z.string().regex(EXPORT_PATH_PATTERN, 'expected an export path such as "search", "tools[0]" or "rewards.outcome[0]"');
+export const ExportPath = z
+  .string()
+  .regex(EXPORT_PATH_PATTERN, 'expected an export path such as "search", "tools[0]" or "rewards.outcome[0]"');
 
 /** Which tool of a module: by the name the policy calls it, by its class, or by where it is exported. */
 export const ToolSelector = z.discriminatedUnion('by', [
@@ -94,7 +96,14 @@ export const RewardSample = z.object({
   scores: z.record(z.string(), z.number()),
   /** Process rewards: each call's score (null: no opinion on that call). */
   calls: z
-    .array(z.object({ turn: z.number().int().nonnegative(), index: z.number().int().nonnegative(), name: z.string().optional(), score: z.number().nullable() }))
+    .array(
+      z.object({
+        turn: z.number().int().nonnegative(),
+        index: z.number().int().nonnegative(),
+        name: z.string().optional(),
+        score: z.number().nullable(),
+      }),
+    )
     .optional(),
   /** Recorded trajectories: the rewards the run itself recorded, to compare with. */
   recorded: z.record(z.string(), z.number()).optional(),
@@ -132,10 +141,21 @@ export type RewardEvaluation = z.infer<typeof RewardEvaluation>;
 /** Messages `run-tool --ipc` and `eval-reward --ipc` send to the extension (part of TrainerMessage). */
 export const AuthoringEvent = z.discriminatedUnion('type', [
   /** `run-tool --session`: the tool is loaded; the session answers `tool.check` and `tool.run` until disconnected. */
-  z.object({ ...v, type: z.literal('tool.ready'), tool: ToolInfo, file: z.string(), inspectorUrl: z.string().optional() }),
+  z.object({
+    ...v,
+    type: z.literal('tool.ready'),
+    tool: ToolInfo,
+    file: z.string(),
+    inspectorUrl: z.string().optional(),
+  }),
   z.object({ ...v, type: z.literal('tool.checked'), id: z.number().int().nonnegative(), check: ArgumentCheck }),
   /** `id` answers a session's `tool.run`; a one-shot run has none. */
-  z.object({ ...v, type: z.literal('tool.result'), id: z.number().int().nonnegative().optional(), report: ToolRunReport }),
+  z.object({
+    ...v,
+    type: z.literal('tool.result'),
+    id: z.number().int().nonnegative().optional(),
+    report: ToolRunReport,
+  }),
   z.object({ ...v, type: z.literal('reward.evaluation'), evaluation: RewardEvaluation }),
 ]);
 export type AuthoringEvent = z.infer<typeof AuthoringEvent>;

@@ -26,7 +26,11 @@ export type BranchCut = z.infer<typeof BranchCut>;
  */
 export const BranchEdit = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('result'), call: z.number().int().nonnegative(), text: z.string() }),
-  z.object({ kind: z.literal('arguments'), call: z.number().int().nonnegative(), arguments: z.record(z.string(), z.unknown()) }),
+  z.object({
+    kind: z.literal('arguments'),
+    call: z.number().int().nonnegative(),
+    arguments: z.record(z.string(), z.unknown()),
+  }),
   z.object({ kind: z.literal('message'), role: z.enum(['user', 'assistant']), content: z.string() }),
 ]);
 export type BranchEdit = z.infer<typeof BranchEdit>;
@@ -36,7 +40,12 @@ export const BranchSet = z.object({
   /** Also the file name: `branches/<id>.json`. */
   id: z.string().regex(/^[A-Za-z0-9._-]+$/),
   createdAt: z.string(),
-  parent: z.object({ set: TrajectorySet, step: z.number().int().nonnegative(), index: z.number().int().nonnegative(), rowId: z.string() }),
+  parent: z.object({
+    set: TrajectorySet,
+    step: z.number().int().nonnegative(),
+    index: z.number().int().nonnegative(),
+    rowId: z.string(),
+  }),
   cut: BranchCut,
   edits: z.array(BranchEdit),
   /** The weights that generated the branches: as asked (`best`, `step-3`, a folder) and the folder used. */

@@ -28,7 +28,10 @@ export const ChatImagePart = z.looseObject({
   type: z.literal('image'),
   path: z.string().min(1).optional(),
   base64: z.string().min(1).optional(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 export const ChatContentPart = z.discriminatedUnion('type', [ChatTextPart, ChatImagePart]);
 export type ChatContentPart = z.infer<typeof ChatContentPart>;
@@ -39,7 +42,9 @@ export type ChatContent = z.infer<typeof ChatContent>;
 
 /** The text of a message's content (its text parts, in order; images left out). */
 export function contentText(content: ChatContent): string {
-  return typeof content === 'string' ? content : content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+  return typeof content === 'string'
+    ? content
+    : content.map((part) => (part.type === 'text' ? part.text : '')).join('');
 }
 
 /** The image parts of a message's content, in order. */
@@ -57,7 +62,12 @@ export const ChatMessage = z.discriminatedUnion('role', [
     reasoning_content: z.string().optional(),
     tool_calls: z.array(ToolCallMessagePart).optional(),
   }),
-  z.looseObject({ role: z.literal('tool'), content: ChatContent, name: z.string().optional(), tool_call_id: z.string().optional() }),
+  z.looseObject({
+    role: z.literal('tool'),
+    content: ChatContent,
+    name: z.string().optional(),
+    tool_call_id: z.string().optional(),
+  }),
 ]);
 export type ChatMessage = z.infer<typeof ChatMessage>;
 

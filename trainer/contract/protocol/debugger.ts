@@ -38,7 +38,10 @@ export const RolloutLaunchArguments = z
       })
       .optional(),
     /** Replay: the branches of this re-roll (`branches/<id>.json` of the run directory) instead of the run's steps. */
-    branch: z.string().regex(/^[A-Za-z0-9._-]+$/).optional(),
+    branch: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+$/)
+      .optional(),
     /** Live training: start the trainer with the Node inspector and attach a Node debug session, so breakpoints in tool code hit. */
     debugTools: z.boolean().optional(),
     /** Which breakpoints interrupt a step (default: the stepped trajectory's only). */

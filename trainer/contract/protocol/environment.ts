@@ -32,7 +32,9 @@ export const ProviderCheck = z.object({
    * come from its install script's download, not with the npm package), where the provider
    * library is or would be, and which files are missing.
    */
-  providerLibrary: z.object({ installed: z.boolean(), path: z.string(), missing: z.array(z.string()).optional() }).optional(),
+  providerLibrary: z
+    .object({ installed: z.boolean(), path: z.string(), missing: z.array(z.string()).optional() })
+    .optional(),
   /** CUDA only: the NVIDIA kernel driver version, when a driver is loaded. */
   nvidiaDriver: z.string().optional(),
 });

@@ -56,7 +56,14 @@ export const TrainingEvent = z.discriminatedUnion('type', [
    * arrays other than the mask empty); at the `update` point — after the step's update, once
    * its records are written — the step's scored records and its metrics.
    */
-  z.object({ ...v, type: z.literal('debug.hold'), id: z.number().int().nonnegative(), point: LivePoint, trajectories: z.array(TrajectoryRecord), metrics: MetricsRecord.optional() }),
+  z.object({
+    ...v,
+    type: z.literal('debug.hold'),
+    id: z.number().int().nonnegative(),
+    point: LivePoint,
+    trajectories: z.array(TrajectoryRecord),
+    metrics: MetricsRecord.optional(),
+  }),
 ]);
 export type TrainingEvent = z.infer<typeof TrainingEvent>;
 
@@ -67,7 +74,12 @@ export const ControlMessage = z.discriminatedUnion('type', [
   /** Finish cleanly: stop generating, write what is complete, mark the run stopped, exit. */
   z.object({ ...v, type: z.literal('stop') }),
   /** Hold at stop points (a debug session with breakpoints or stepping) or not. */
-  z.object({ ...v, type: z.literal('debug.configure'), hold: z.boolean(), points: z.array(LivePoint.shape.kind).optional() }),
+  z.object({
+    ...v,
+    type: z.literal('debug.configure'),
+    hold: z.boolean(),
+    points: z.array(LivePoint.shape.kind).optional(),
+  }),
   z.object({ ...v, type: z.literal('debug.release'), id: z.number().int().nonnegative() }),
 ]);
 export type ControlMessage = z.infer<typeof ControlMessage>;

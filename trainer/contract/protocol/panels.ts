@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { Algorithm, HealthWarning, RunRecord, RunStatus, ToolErrorKind, TrajectoryRecord, TrajectorySet } from './runStore';
+import {
+  Algorithm,
+  HealthWarning,
+  RunRecord,
+  RunStatus,
+  ToolErrorKind,
+  TrajectoryRecord,
+  TrajectorySet,
+} from './runStore';
 import { BranchCut, BranchEdit, type BranchSet } from './branches';
 
 /**
@@ -97,7 +105,11 @@ export type TrajectoryFilters = z.infer<typeof TrajectoryFilters>;
  * one training step pinned; or the held-out evaluation after a step (`{ evaluation: 0 }` is the
  * one before RL).
  */
-export const StepSelection = z.union([z.literal('follow'), z.number().int().nonnegative(), z.strictObject({ evaluation: z.number().int().nonnegative() })]);
+export const StepSelection = z.union([
+  z.literal('follow'),
+  z.number().int().nonnegative(),
+  z.strictObject({ evaluation: z.number().int().nonnegative() }),
+]);
 export type StepSelection = z.infer<typeof StepSelection>;
 
 /** One set of a run's trajectories: a training step's rollouts, or the evaluation after a step. */
@@ -151,13 +163,25 @@ export type BranchSummary = z.infer<typeof BranchSummary>;
 
 export const TrajectoriesToWebview = z.discriminatedUnion('type', [
   /** The run, its steps with trajectories and its recorded evaluations; sent on ready and whenever one changes. */
-  z.object({ type: z.literal('run'), run: RunSummary, steps: z.array(z.number().int().nonnegative()), evaluations: z.array(z.number().int().nonnegative()).default([]) }),
+  z.object({
+    type: z.literal('run'),
+    run: RunSummary,
+    steps: z.array(z.number().int().nonnegative()),
+    evaluations: z.array(z.number().int().nonnegative()).default([]),
+  }),
   /**
    * Rows of `step`. `reset` starts the step afresh (a new step is shown); otherwise the rows
    * are appended to what was sent before (trajectories still arriving, or a large step sent in
    * chunks). `selection` is what the host shows: following the newest step, or pinned.
    */
-  z.object({ type: z.literal('rows'), set: TrajectorySet.default('train'), step: z.number().int().nonnegative(), selection: StepSelection, reset: z.boolean(), rows: z.array(TrajectoryRow) }),
+  z.object({
+    type: z.literal('rows'),
+    set: TrajectorySet.default('train'),
+    step: z.number().int().nonnegative(),
+    selection: StepSelection,
+    reset: z.boolean(),
+    rows: z.array(TrajectoryRow),
+  }),
   /** No step has trajectories yet. */
   z.object({ type: z.literal('noSteps'), selection: StepSelection }),
   /**
@@ -165,9 +189,19 @@ export const TrajectoriesToWebview = z.discriminatedUnion('type', [
    * each image's sha256 to a URI the webview may load (VS Code: `asWebviewUri` of the run
    * directory's `images/…` file, allowed by the page's `img-src ${cspSource}`).
    */
-  z.object({ type: z.literal('trajectory'), set: TrajectorySet.default('train'), record: TrajectoryRecord, imageUris: z.record(z.string(), z.string()).optional(), branches: z.array(BranchSummary).default([]) }),
+  z.object({
+    type: z.literal('trajectory'),
+    set: TrajectorySet.default('train'),
+    record: TrajectoryRecord,
+    imageUris: z.record(z.string(), z.string()).optional(),
+    branches: z.array(BranchSummary).default([]),
+  }),
   /** A re-roll saved branches of this trajectory: if its detail is open, ask for it again. */
-  z.object({ type: z.literal('branchesChanged'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
+  z.object({
+    type: z.literal('branchesChanged'),
+    step: z.number().int().nonnegative(),
+    index: z.number().int().nonnegative(),
+  }),
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
   /** Whether the panel follows the newest run; sent on ready and whenever it or the newest run changes. */
   z.object({ type: z.literal('following'), following: RunFollowingState }),
@@ -178,8 +212,17 @@ export const TrajectoriesToHost = z.discriminatedUnion('type', [
   /** The script runs (first time, or again after the panel was hidden): send everything. */
   z.object({ type: z.literal('ready') }),
   z.object({ type: z.literal('showStep'), step: StepSelection }),
-  z.object({ type: z.literal('openTrajectory'), set: TrajectorySet.default('train'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
-  z.object({ type: z.literal('openInDebugger'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
+  z.object({
+    type: z.literal('openTrajectory'),
+    set: TrajectorySet.default('train'),
+    step: z.number().int().nonnegative(),
+    index: z.number().int().nonnegative(),
+  }),
+  z.object({
+    type: z.literal('openInDebugger'),
+    step: z.number().int().nonnegative(),
+    index: z.number().int().nonnegative(),
+  }),
   /** "Re-roll…" on a training trajectory's detail, and a branch's "Compare" (the original and the branch side by side). */
   z.object({ type: z.literal('reroll'), step: z.number().int().nonnegative(), index: z.number().int().nonnegative() }),
   z.object({ type: z.literal('showBranch'), id: z.string(), branch: z.number().int().nonnegative() }),
@@ -272,7 +315,11 @@ export function branchSummaries(sets: readonly BranchSet[]): BranchSummary[] {
       edits: set.edits,
       checkpoint: set.checkpoint.spec,
       temperature: set.sampling.temperature,
-      rewards: { outcome: b.trajectory.rewards.outcome, process: b.trajectory.rewards.process, total: b.trajectory.rewards.total },
+      rewards: {
+        outcome: b.trajectory.rewards.outcome,
+        process: b.trajectory.rewards.process,
+        total: b.trajectory.rewards.total,
+      },
       finishReason: b.trajectory.finishReason,
       firstDivergence: b.firstDivergence,
     })),

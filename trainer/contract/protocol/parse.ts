@@ -14,9 +14,7 @@ export class ProtocolError extends Error {
 
 /** "report.providers.cpu.available: expected boolean, received string" — one line per issue. */
 export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
-  return issues
-    .map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`)
-    .join('; ');
+  return issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`).join('; ');
 }
 
 /**

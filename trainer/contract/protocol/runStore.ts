@@ -24,7 +24,16 @@ import { PROTOCOL_VERSION } from './protocolVersion';
 export const RunStatus = z.enum(['running', 'finished', 'failed', 'stopped', 'interrupted']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
-export const Algorithm = z.enum(['ppo', 'grpo', 'dr-grpo', 'reinforce++', 'reinforce++-baseline', 'rloo', 'rft', 'sft']);
+export const Algorithm = z.enum([
+  'ppo',
+  'grpo',
+  'dr-grpo',
+  'reinforce++',
+  'reinforce++-baseline',
+  'rloo',
+  'rft',
+  'sft',
+]);
 export type Algorithm = z.infer<typeof Algorithm>;
 
 export const RunRecord = z.object({
@@ -116,7 +125,8 @@ export const METRICS = {
   'reward/max': 'largest total reward',
   'reward/outcome_mean': 'mean outcome reward',
   'reward/process_mean': 'mean sum of process rewards per trajectory',
-  'score/exact_match': 'the task metric of a run whose metric is exact_match: the fraction of trajectories whose answer matches exactly (any other task metric is recorded as score/<its name>)',
+  'score/exact_match':
+    'the task metric of a run whose metric is exact_match: the fraction of trajectories whose answer matches exactly (any other task metric is recorded as score/<its name>)',
   'kl/mean': 'mean per-token KL to the reference policy',
   'entropy/mean': 'mean per-token entropy of the policy',
   'loss/policy': 'policy-gradient loss',
@@ -126,7 +136,8 @@ export const METRICS = {
   'loss/total': 'the loss that was minimised',
   'loss/sft': 'supervised loss (warm start)',
   'clip/fraction': 'fraction of tokens whose ratio was clipped',
-  'rft/kept_fraction': "RFT: fraction of the batch's trajectories whose outcome reward passed the threshold (only those are trained on)",
+  'rft/kept_fraction':
+    "RFT: fraction of the batch's trajectories whose outcome reward passed the threshold (only those are trained on)",
   'grad/norm': 'global gradient norm before clipping',
   lr: 'learning rate',
   'length/response_mean': 'mean policy tokens per trajectory',
@@ -139,14 +150,19 @@ export const METRICS = {
   'time/reward_s': 'seconds spent computing rewards',
   'time/update_s': 'seconds spent in the update',
   'time/step_s': 'seconds for the whole step',
-  'health/zero_signal_groups': 'fraction of groups whose every advantage was zero (no learning signal; for GRPO, groups whose rewards were all equal)',
-  'health/truncated': 'fraction of trajectories a length limit cut off (max_turn_tokens or max_total_tokens): answers never finished, or run on past their end',
+  'health/zero_signal_groups':
+    'fraction of groups whose every advantage was zero (no learning signal; for GRPO, groups whose rewards were all equal)',
+  'health/truncated':
+    'fraction of trajectories a length limit cut off (max_turn_tokens or max_total_tokens): answers never finished, or run on past their end',
   'health/dropped_groups': 'fraction of rolled-out groups dropped by dynamic sampling before the update',
-  'rollout/rounds': 'rollout rounds of the step: 1, or more when dynamic sampling rolled out fresh prompts to replace groups without signal',
+  'rollout/rounds':
+    'rollout rounds of the step: 1, or more when dynamic sampling rolled out fresh prompts to replace groups without signal',
   'rollout/groups': 'groups (prompts) rolled out in the step, every round included',
   'tools/parse_error_rate': 'fraction of tool calls that could not be read (not valid JSON, no name)',
-  'tools/schema_error_rate': "fraction of tool calls whose arguments did not match the tool's schema, or named no known tool",
-  'logprob/after_update': "mean log-prob of one trajectory's trained tokens under the updated policy (non-finite: the update diverged, and the run stopped)",
+  'tools/schema_error_rate':
+    "fraction of tool calls whose arguments did not match the tool's schema, or named no known tool",
+  'logprob/after_update':
+    "mean log-prob of one trajectory's trained tokens under the updated policy (non-finite: the update diverged, and the run stopped)",
 } as const;
 export type KnownMetric = keyof typeof METRICS;
 
@@ -258,7 +274,10 @@ export const TrajectoryImageRecord = z.object({
   tokenStart: z.number().int().nonnegative(),
   tokens: z.number().int().positive(),
   /** The prompt gave it, or a tool call (its turn index and position in the turn). */
-  from: z.discriminatedUnion('kind', [z.object({ kind: z.literal('prompt') }), z.object({ kind: z.literal('tool'), turn: z.number().int().nonnegative(), call: z.number().int().nonnegative() })]),
+  from: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('prompt') }),
+    z.object({ kind: z.literal('tool'), turn: z.number().int().nonnegative(), call: z.number().int().nonnegative() }),
+  ]),
 });
 export type TrajectoryImageRecord = z.infer<typeof TrajectoryImageRecord>;
 
@@ -286,7 +305,16 @@ export const TrajectoryRecord = z.object({
    * (Qwen3 drops an earlier turn's empty thinking block). The policy's tokens were kept; this
    * says it happened, after which turn, and shows the two renderings around the difference.
    */
-  historyRewrites: z.array(z.object({ afterTurn: z.number().int().nonnegative(), index: z.number().int().nonnegative(), before: z.string(), after: z.string() })).optional(),
+  historyRewrites: z
+    .array(
+      z.object({
+        afterTurn: z.number().int().nonnegative(),
+        index: z.number().int().nonnegative(),
+        before: z.string(),
+        after: z.string(),
+      }),
+    )
+    .optional(),
   /** The final answer the outcome reward judged, when one was extracted. */
   answer: z.string().optional(),
   rewards: z.object({
@@ -378,7 +406,9 @@ export const TrainerState = z.object({
   /** Hash of the resolved config, to refuse resuming with a different one. */
   configHash: z.string(),
   /** `rewards.combine: 'agent-r1'`: the running statistic of the process-reward normalisation (rewards/processRewardScale.ts). */
-  processNormalizer: z.object({ magnitude: z.number().nonnegative(), batches: z.number().int().nonnegative() }).optional(),
+  processNormalizer: z
+    .object({ magnitude: z.number().nonnegative(), batches: z.number().int().nonnegative() })
+    .optional(),
   /** The learning-rate multiplier of `onCollapse: 'rollback'` (halved by each rollback); absent: 1. */
   lrScale: z.number().positive().max(1).optional(),
   /** The size in bytes of every other file of the checkpoint when it was saved: a cut or missing file is found before it is used. */

@@ -20,7 +20,9 @@ export const RewardItem = z
     messages: z.array(ChatMessage).optional(),
     response: z.string().optional(),
   })
-  .refine((item) => (item.messages === undefined) !== (item.response === undefined), { message: 'give exactly one of "messages" (chat messages) and "response" (verl\'s decoded response text)' });
+  .refine((item) => (item.messages === undefined) !== (item.response === undefined), {
+    message: 'give exactly one of "messages" (chat messages) and "response" (verl\'s decoded response text)',
+  });
 export type RewardItem = z.infer<typeof RewardItem>;
 
 export const RewardRequest = z.object({ items: z.array(RewardItem).min(1) });

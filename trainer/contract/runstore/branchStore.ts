@@ -39,5 +39,7 @@ export function readBranchSets(runDir: string): BranchSet[] {
 
 /** The re-rolls of one trajectory. */
 export function branchesOf(runDir: string, parent: { set: TrajectorySet; step: number; index: number }): BranchSet[] {
-  return readBranchSets(runDir).filter((b) => b.parent.set === parent.set && b.parent.step === parent.step && b.parent.index === parent.index);
+  return readBranchSets(runDir).filter(
+    (b) => b.parent.set === parent.set && b.parent.step === parent.step && b.parent.index === parent.index,
+  );
 }

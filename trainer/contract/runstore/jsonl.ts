@@ -97,7 +97,13 @@ export function writeFileAtomic(file: string, content: string | Uint8Array): voi
   try {
     const fd = fs.openSync(tmp, 'w');
     try {
-      writeAll(fd, typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content.buffer, content.byteOffset, content.byteLength), file);
+      writeAll(
+        fd,
+        typeof content === 'string'
+          ? Buffer.from(content, 'utf8')
+          : Buffer.from(content.buffer, content.byteOffset, content.byteLength),
+        file,
+      );
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);

@@ -17,7 +17,8 @@ export class RunStoreReader {
   /** run.json, validated; the error names the file and field. */
   run(): RunRecord {
     const file = path.join(this.dir, 'run.json');
-    if (!fs.existsSync(file)) throw new ProtocolError(`${file}: not found — ${this.dir} is not a Rollout Studio run directory`);
+    if (!fs.existsSync(file))
+      throw new ProtocolError(`${file}: not found — ${this.dir} is not a Rollout Studio run directory`);
     let value: unknown;
     try {
       value = JSON.parse(fs.readFileSync(file, 'utf8'));

@@ -20,4 +20,3 @@ export function trajectoryKey(record: Pick<TrajectoryRecord, 'index'>): string {
 export function duplicateMessage(file: string, key: string, line: number, firstLine: number): string {
   return `${file} line ${line}: ${key} is recorded twice (first at line ${firstLine}) — two processes wrote this run at once; its records cannot be trusted`;
 }
-

@@ -32,7 +32,8 @@ export const STALE_AFTER_MS = 120_000;
  * extension's bundle and a library's, say) shares it.
  */
 const HELD_KEY = Symbol.for('rollout-studio.heldRunLocks');
-const heldHere: Set<string> = ((globalThis as Record<symbol, unknown>)[HELD_KEY] as Set<string> | undefined) ?? new Set<string>();
+const heldHere: Set<string> =
+  ((globalThis as Record<symbol, unknown>)[HELD_KEY] as Set<string> | undefined) ?? new Set<string>();
 (globalThis as Record<symbol, unknown>)[HELD_KEY] = heldHere;
 
 export class RunLockedError extends Error {
@@ -146,14 +147,25 @@ export class RunDirectoryLock {
    * RunLockedError naming the holder when a live process has it. `onTakeover` hears of a stale
    * lock that was taken over.
    */
-  static acquire(dir: string, options: { heartbeatMs?: number; onTakeover?: (stale: RunLockRecord) => void } = {}): RunDirectoryLock {
+  static acquire(
+    dir: string,
+    options: { heartbeatMs?: number; onTakeover?: (stale: RunLockRecord) => void } = {},
+  ): RunDirectoryLock {
     const file = path.join(dir, LOCK_FILE);
     const now = new Date().toISOString();
     const start = processStart(process.pid);
-    const record: RunLockRecord = { pid: process.pid, host: os.hostname(), ...(start ? { processStart: start } : {}), command: describeCommand(), startedAt: now, heartbeatAt: now };
+    const record: RunLockRecord = {
+      pid: process.pid,
+      host: os.hostname(),
+      ...(start ? { processStart: start } : {}),
+      command: describeCommand(),
+      startedAt: now,
+      heartbeatAt: now,
+    };
     // Two rounds at most: the first may meet a stale lock and remove it; a second failure means another process took it meanwhile.
     for (let attempt = 0; attempt < 2; attempt++) {
-      if (writeLockFile(file, record, true)) return new RunDirectoryLock(dir, record, options.heartbeatMs ?? HEARTBEAT_MS);
+      if (writeLockFile(file, record, true))
+        return new RunDirectoryLock(dir, record, options.heartbeatMs ?? HEARTBEAT_MS);
       const holder = readRunLock(dir);
       if (holder && lockHolderAlive(holder, dir)) throw new RunLockedError(dir, holder);
       if (!removeStaleLock(file, holder)) continue;
@@ -206,7 +218,13 @@ function removeStaleLock(file: string, stale: RunLockRecord | undefined): boolea
       return undefined;
     }
   })();
-  const same = stale === undefined ? moved === undefined : moved !== undefined && moved.pid === stale.pid && moved.host === stale.host && moved.startedAt === stale.startedAt;
+  const same =
+    stale === undefined
+      ? moved === undefined
+      : moved !== undefined &&
+        moved.pid === stale.pid &&
+        moved.host === stale.host &&
+        moved.startedAt === stale.startedAt;
   if (same || (moved !== undefined && !lockHolderAlive(moved))) {
     fs.rmSync(aside, { force: true });
     return true;

@@ -18,13 +18,19 @@ export class StorageError extends Error {
 }
 
 const WAY_OUT: Record<string, (where: string) => string> = {
-  ENOSPC: (where) => `no space left on the device holding ${where}. Free space there (or move output.runsDir to another disk); the run's complete steps and its last checkpoint are kept, and --resume continues from that checkpoint`,
-  EDQUOT: (where) => `the disk quota for ${where} is used up. Free space or raise the quota; the run's complete steps and its last checkpoint are kept, and --resume continues from that checkpoint`,
-  EACCES: (where) => `permission denied on ${where}. Make it writable for this user (ls -ld ${where}), or write runs elsewhere (output.runsDir, --run-dir)`,
-  EPERM: (where) => `operation not permitted on ${where}. Make it writable for this user (ls -ld ${where}), or write runs elsewhere (output.runsDir, --run-dir)`,
+  ENOSPC: (where) =>
+    `no space left on the device holding ${where}. Free space there (or move output.runsDir to another disk); the run's complete steps and its last checkpoint are kept, and --resume continues from that checkpoint`,
+  EDQUOT: (where) =>
+    `the disk quota for ${where} is used up. Free space or raise the quota; the run's complete steps and its last checkpoint are kept, and --resume continues from that checkpoint`,
+  EACCES: (where) =>
+    `permission denied on ${where}. Make it writable for this user (ls -ld ${where}), or write runs elsewhere (output.runsDir, --run-dir)`,
+  EPERM: (where) =>
+    `operation not permitted on ${where}. Make it writable for this user (ls -ld ${where}), or write runs elsewhere (output.runsDir, --run-dir)`,
   EROFS: (where) => `${where} is on a read-only file system. Write runs elsewhere (output.runsDir, --run-dir)`,
-  ENOTDIR: (where) => `a part of ${where} is a file, not a folder. Choose a runs folder that is a folder (output.runsDir, --run-dir)`,
-  EIO: (where) => `the device holding ${where} reported an I/O error: check the disk. The run's earlier records are as they were`,
+  ENOTDIR: (where) =>
+    `a part of ${where} is a file, not a folder. Choose a runs folder that is a folder (output.runsDir, --run-dir)`,
+  EIO: (where) =>
+    `the device holding ${where} reported an I/O error: check the disk. The run's earlier records are as they were`,
 };
 
 /** `error` (an fs error) as a StorageError naming `file` and the way out; anything else is returned as it is. */
@@ -43,8 +49,14 @@ export function storageError(error: unknown, file: string, doing: string): Error
  */
 export function withoutResumeAdvice(error: StorageError): StorageError {
   const message = error.message
-    .replace(/; the run's complete steps and its last checkpoint are kept, and --resume continues from that checkpoint$/, '; the run has no checkpoint yet, so --resume cannot continue it: start the training again once there is space')
-    .replace(/ Free space, then --resume continues from the last checkpoint$/, ' Free space, then start the training again: the run has no checkpoint yet to resume from');
+    .replace(
+      /; the run's complete steps and its last checkpoint are kept, and --resume continues from that checkpoint$/,
+      '; the run has no checkpoint yet, so --resume cannot continue it: start the training again once there is space',
+    )
+    .replace(
+      / Free space, then --resume continues from the last checkpoint$/,
+      ' Free space, then start the training again: the run has no checkpoint yet to resume from',
+    );
   if (message === error.message) return error;
   const rewritten = new StorageError(message, error.file, error.code, { cause: error.cause });
   if (error.stack) rewritten.stack = error.stack.replace(error.message, message);

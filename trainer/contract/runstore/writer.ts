@@ -1,6 +1,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { imageFileName, MetricsRecord, RunRecord, stepFileName, trajectoryFile, TrajectoryRecord } from '../protocol/runStore';
+import {
+  imageFileName,
+  MetricsRecord,
+  RunRecord,
+  stepFileName,
+  trajectoryFile,
+  TrajectoryRecord,
+} from '../protocol/runStore';
 import { parseWith } from '../protocol/parse';
 import { CASSETTE_FILE, CassetteEntry } from '../protocol/cassetteFile';
 import { appendJsonl, writeFileAtomic } from './jsonl';
@@ -34,7 +41,12 @@ export class RunStoreWriter {
     }
     const lock = RunDirectoryLock.acquire(dir);
     try {
-      if (fs.existsSync(path.join(dir, 'run.json'))) throw new StorageError(`${dir} already holds a run; choose another run directory or resume it (--resume ${dir})`, path.join(dir, 'run.json'), 'EEXIST');
+      if (fs.existsSync(path.join(dir, 'run.json')))
+        throw new StorageError(
+          `${dir} already holds a run; choose another run directory or resume it (--resume ${dir})`,
+          path.join(dir, 'run.json'),
+          'EEXIST',
+        );
       for (const sub of ['rollouts', 'checkpoints']) {
         try {
           fs.mkdirSync(path.join(dir, sub), { recursive: true });
@@ -53,7 +65,11 @@ export class RunStoreWriter {
 
   /** Continue writing an existing run (resume) under `lock`, taken before anything in it changed: status goes back to running. */
   static reopen(dir: string, run: RunRecord, lock: RunDirectoryLock): RunStoreWriter {
-    const writer = new RunStoreWriter(dir, parseWith(RunRecord, { ...run, status: 'running', endedAt: undefined, error: undefined }, 'run record'), lock);
+    const writer = new RunStoreWriter(
+      dir,
+      parseWith(RunRecord, { ...run, status: 'running', endedAt: undefined, error: undefined }, 'run record'),
+      lock,
+    );
     writer.writeRun();
     return writer;
   }
@@ -68,7 +84,9 @@ export class RunStoreWriter {
   }
 
   appendMetrics(record: MetricsRecord): void {
-    appendJsonl(path.join(this.dir, 'metrics.jsonl'), [parseWith(MetricsRecord, record, `metrics of step ${record.step}`)]);
+    appendJsonl(path.join(this.dir, 'metrics.jsonl'), [
+      parseWith(MetricsRecord, record, `metrics of step ${record.step}`),
+    ]);
   }
 
   /**
@@ -100,7 +118,9 @@ export class RunStoreWriter {
    * a reader sees all of them or none, and an evaluation repeated after a resume replaces them.
    */
   writeEvaluation(step: number, trajectories: readonly TrajectoryRecord[]): void {
-    const checked = trajectories.map((t) => parseWith(TrajectoryRecord, t, `evaluation trajectory ${t.index} of step ${step}`));
+    const checked = trajectories.map((t) =>
+      parseWith(TrajectoryRecord, t, `evaluation trajectory ${t.index} of step ${step}`),
+    );
     const file = path.join(this.dir, trajectoryFile('eval', step));
     fs.mkdirSync(path.dirname(file), { recursive: true });
     writeFileAtomic(file, checked.map((t) => JSON.stringify(t) + '\n').join(''));
@@ -108,7 +128,9 @@ export class RunStoreWriter {
 
   /** Append a tool round's recorded calls to `cassette.jsonl` (a run that records its tools). */
   appendCassette(entries: readonly CassetteEntry[]): void {
-    const checked = entries.map((e) => parseWith(CassetteEntry, e, `recorded ${e.tool} call of ${e.set} step ${e.step}, trajectory ${e.trajectory}`));
+    const checked = entries.map((e) =>
+      parseWith(CassetteEntry, e, `recorded ${e.tool} call of ${e.set} step ${e.step}, trajectory ${e.trajectory}`),
+    );
     appendJsonl(path.join(this.dir, CASSETTE_FILE), checked);
   }
 
@@ -150,7 +172,9 @@ export function dropRecordsAfterStep(dir: string, step: number): void {
   for (const s of reader.evaluations()) if (s >= step) fs.rmSync(path.join(dir, trajectoryFile('eval', s)));
   const metricsFile = path.join(dir, 'metrics.jsonl');
   if (fs.existsSync(metricsFile)) {
-    const kept = reader.metrics().records.filter((r) => (r.kind === 'sft' ? true : r.kind === 'eval' ? r.step < step : r.step <= step));
+    const kept = reader
+      .metrics()
+      .records.filter((r) => (r.kind === 'sft' ? true : r.kind === 'eval' ? r.step < step : r.step <= step));
     writeFileAtomic(metricsFile, kept.map((r) => JSON.stringify(r)).join('\n') + (kept.length ? '\n' : ''));
   }
   // Recorded tool calls follow the same rule as the trajectories they were made in.
@@ -167,7 +191,8 @@ function removeLeftovers(dir: string): void {
   for (const folder of [dir, path.join(dir, 'evals'), path.join(dir, 'checkpoints'), path.join(dir, 'images')]) {
     if (!fs.existsSync(folder)) continue;
     for (const name of fs.readdirSync(folder)) {
-      if (/\.tmp$/.test(name) || /^(step-\d+|best)\.partial$/.test(name)) fs.rmSync(path.join(folder, name), { recursive: true, force: true });
+      if (/\.tmp$/.test(name) || /^(step-\d+|best)\.partial$/.test(name))
+        fs.rmSync(path.join(folder, name), { recursive: true, force: true });
     }
   }
 }

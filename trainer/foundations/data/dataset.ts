@@ -50,55 +50,85 @@ export interface DatasetOptions<S extends FieldsSchema> {
 type RowsOf<S extends FieldsSchema | undefined> = S extends FieldsSchema ? z.output<S> : Record<string, unknown>;
 
 function issueText(where: string, issues: readonly z.core.$ZodIssue[]): string {
-  return issues.map((issue) => `${where}: ${issue.path.length ? issue.path.join('.') : '(row)'}: ${issue.message}`).join('\n');
+  return issues
+    .map((issue) => `${where}: ${issue.path.length ? issue.path.join('.') : '(row)'}: ${issue.message}`)
+    .join('\n');
 }
 
 function rowSchema(fields: FieldsSchema | undefined): z.ZodType {
   if (!fields) return BaseRow.loose();
   const clash = Object.keys(fields.shape).filter((key) => (RESERVED as readonly string[]).includes(key));
-  if (clash.length) throw new DatasetError(`dataset fields schema: ${clash.map((k) => `"${k}"`).join(', ')} is a field every row has already; rename it`);
+  if (clash.length)
+    throw new DatasetError(
+      `dataset fields schema: ${clash.map((k) => `"${k}"`).join(', ')} is a field every row has already; rename it`,
+    );
   return BaseRow.extend(fields.shape).loose();
 }
 
 /** Validates one parsed row; `source` names it in errors. */
 function readRow(value: unknown, schema: z.ZodType, source: RowSource): DatasetRow {
   const where = `${source.file}:${source.line}`;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DatasetError(`${where}: a row must be a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new DatasetError(`${where}: a row must be a JSON object`);
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new DatasetError(issueText(where, parsed.error.issues));
-  const { id, prompt, system, messages, toolArgs, ...fields } = parsed.data as z.output<typeof BaseRow> & Record<string, unknown>;
+  const { id, prompt, system, messages, toolArgs, ...fields } = parsed.data as z.output<typeof BaseRow> &
+    Record<string, unknown>;
   if ((prompt === undefined) === (messages === undefined)) {
-    throw new DatasetError(`${where}: a row needs exactly one of "prompt" (a string) or "messages" (chat messages)${prompt !== undefined ? ', not both' : ''}`);
+    throw new DatasetError(
+      `${where}: a row needs exactly one of "prompt" (a string) or "messages" (chat messages)${prompt !== undefined ? ', not both' : ''}`,
+    );
   }
   if (messages !== undefined && system !== undefined) {
     throw new DatasetError(`${where}: system: with "messages", put the system message in the messages`);
   }
-  const conversation: ChatMessage[] = messages ?? [...(system !== undefined ? [{ role: 'system' as const, content: system }] : []), { role: 'user', content: prompt! }];
+  const conversation: ChatMessage[] = messages ?? [
+    ...(system !== undefined ? [{ role: 'system' as const, content: system }] : []),
+    { role: 'user', content: prompt! },
+  ];
   const last = conversation[conversation.length - 1];
   if (last.role !== 'user') {
-    throw new DatasetError(`${where}: messages.${conversation.length - 1}.role: the last message must be from the user (the policy answers it), got "${last.role}"`);
+    throw new DatasetError(
+      `${where}: messages.${conversation.length - 1}.role: the last message must be from the user (the policy answers it), got "${last.role}"`,
+    );
   }
-  return { ...fields, id: id === undefined ? defaultRowId(source) : String(id), messages: conversation, toolArgs: toolArgs ?? {}, source };
+  return {
+    ...fields,
+    id: id === undefined ? defaultRowId(source) : String(id),
+    messages: conversation,
+    toolArgs: toolArgs ?? {},
+    source,
+  };
 }
 
 function checkUniqueIds(rows: readonly DatasetRow[]): void {
   const seen = new Map<string, RowSource>();
   for (const row of rows) {
     const first = seen.get(row.id);
-    if (first) throw new DatasetError(`${row.source.file}:${row.source.line}: id: "${row.id}" is already used at line ${first.line}`);
+    if (first)
+      throw new DatasetError(
+        `${row.source.file}:${row.source.line}: id: "${row.id}" is already used at line ${first.line}`,
+      );
     seen.set(row.id, row.source);
   }
 }
 
 /** Reads and validates a JSONL dataset. Blank lines are skipped; anything else must be a valid row. */
-export function loadJsonlDataset<S extends FieldsSchema | undefined = undefined>(file: string, options: { fields?: S } = {}): Dataset<RowsOf<S>> {
+export function loadJsonlDataset<S extends FieldsSchema | undefined = undefined>(
+  file: string,
+  options: { fields?: S } = {},
+): Dataset<RowsOf<S>> {
   const origin = path.resolve(file);
   let text: string;
   try {
     text = fs.readFileSync(origin, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new DatasetError(code === 'ENOENT' ? `${origin}: dataset file not found` : `${origin}: cannot be read (${(error as Error).message})`);
+    throw new DatasetError(
+      code === 'ENOENT'
+        ? `${origin}: dataset file not found`
+        : `${origin}: cannot be read (${(error as Error).message})`,
+    );
   }
   const schema = rowSchema(options.fields);
   const rows: DatasetRow[] = [];
@@ -119,7 +149,11 @@ export function loadJsonlDataset<S extends FieldsSchema | undefined = undefined>
 }
 
 /** A dataset from rows already in memory (a generator's output, a test); `origin` names it in errors. */
-export function datasetFromRows<S extends FieldsSchema | undefined = undefined>(origin: string, values: readonly unknown[], options: { fields?: S } = {}): Dataset<RowsOf<S>> {
+export function datasetFromRows<S extends FieldsSchema | undefined = undefined>(
+  origin: string,
+  values: readonly unknown[],
+  options: { fields?: S } = {},
+): Dataset<RowsOf<S>> {
   const schema = rowSchema(options.fields);
   const rows = values.map((value, i) => readRow(value, schema, { file: origin, line: i + 1 }));
   if (rows.length === 0) throw new DatasetError(`${origin}: the dataset has no rows`);

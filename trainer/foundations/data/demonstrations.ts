@@ -19,8 +19,14 @@ export interface LoadedDemonstration {
   source: RowSource;
 }
 
-function issueLines(where: string, issues: readonly z.core.$ZodIssue[], prefix: (string | number | symbol)[] = []): string {
-  return issues.map((issue) => `${where}: ${[...prefix, ...issue.path].map(String).join('.') || '(line)'}: ${issue.message}`).join('\n');
+function issueLines(
+  where: string,
+  issues: readonly z.core.$ZodIssue[],
+  prefix: (string | number | symbol)[] = [],
+): string {
+  return issues
+    .map((issue) => `${where}: ${[...prefix, ...issue.path].map(String).join('.') || '(line)'}: ${issue.message}`)
+    .join('\n');
 }
 
 /**
@@ -30,14 +36,21 @@ function issueLines(where: string, issues: readonly z.core.$ZodIssue[], prefix: 
  * pass that tool's schema (`sft.jsonl:4: messages.2.tool_calls.0.function.arguments.expression:
  * Invalid input: expected string, received number`): a demonstration teaches the calls it shows.
  */
-export async function loadDemonstrations(file: string, options: { tools?: DemonstrationTools } = {}): Promise<LoadedDemonstration[]> {
+export async function loadDemonstrations(
+  file: string,
+  options: { tools?: DemonstrationTools } = {},
+): Promise<LoadedDemonstration[]> {
   const origin = path.resolve(file);
   let text: string;
   try {
     text = fs.readFileSync(origin, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new DatasetError(code === 'ENOENT' ? `${origin}: demonstrations file not found` : `${origin}: cannot be read (${(error as Error).message})`);
+    throw new DatasetError(
+      code === 'ENOENT'
+        ? `${origin}: demonstrations file not found`
+        : `${origin}: cannot be read (${(error as Error).message})`,
+    );
   }
   const demonstrations: LoadedDemonstration[] = [];
   const lines = text.split('\n');
@@ -50,12 +63,17 @@ export async function loadDemonstrations(file: string, options: { tools?: Demons
     } catch (error) {
       throw new DatasetError(`${where}: not valid JSON (${(error as Error).message})`);
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DatasetError(`${where}: a demonstration must be a JSON object with "messages"`);
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new DatasetError(`${where}: a demonstration must be a JSON object with "messages"`);
     const parsed = Demonstration.safeParse(value);
     if (!parsed.success) throw new DatasetError(issueLines(where, parsed.error.issues));
     const { id, messages } = parsed.data;
     if (options.tools) await checkCalls(where, messages, options.tools);
-    demonstrations.push({ ...(id !== undefined ? { id: String(id) } : {}), messages, source: { file: origin, line: i + 1 } });
+    demonstrations.push({
+      ...(id !== undefined ? { id: String(id) } : {}),
+      messages,
+      source: { file: origin, line: i + 1 },
+    });
   }
   if (demonstrations.length === 0) throw new DatasetError(`${origin}: the file has no demonstrations`);
   return demonstrations;
@@ -67,13 +85,18 @@ async function checkCalls(where: string, messages: readonly ChatMessage[], tools
     for (const [c, call] of (message.tool_calls ?? []).entries()) {
       const at = ['messages', k, 'tool_calls', c, 'function'];
       const tool = tools.get(call.function.name);
-      if (!tool) throw new DatasetError(`${where}: ${[...at, 'name'].join('.')}: "${call.function.name}" is not one of the tools (${tools.names.join(', ') || 'none'})`);
+      if (!tool)
+        throw new DatasetError(
+          `${where}: ${[...at, 'name'].join('.')}: "${call.function.name}" is not one of the tools (${tools.names.join(', ') || 'none'})`,
+        );
       let args: unknown = call.function.arguments;
       if (typeof args === 'string') {
         try {
           args = JSON.parse(args);
         } catch (error) {
-          throw new DatasetError(`${where}: ${[...at, 'arguments'].join('.')}: a string of arguments must be JSON (${(error as Error).message})`);
+          throw new DatasetError(
+            `${where}: ${[...at, 'arguments'].join('.')}: a string of arguments must be JSON (${(error as Error).message})`,
+          );
         }
       }
       const checked = await tool.parameters.safeParseAsync(args);

@@ -17,8 +17,12 @@ import { VJP_RULES, NON_DIFFERENTIABLE } from './vjp';
  */
 export function grad(loss: Tensor, wrt: readonly Tensor[], options: { seed?: Tensor } = {}): Tensor[] {
   const g = loss.graph;
-  if (!isFloat(loss.dtype)) throw new GraphBuildError(`grad: the loss ${loss.name} must be floating point, got ${loss.dtype}`);
-  if (!options.seed && loss.rank !== 0) throw new GraphBuildError(`grad: the loss ${loss.name} must be a scalar (shape ${formatShape(loss.shape)}); reduce it or pass a seed`);
+  if (!isFloat(loss.dtype))
+    throw new GraphBuildError(`grad: the loss ${loss.name} must be floating point, got ${loss.dtype}`);
+  if (!options.seed && loss.rank !== 0)
+    throw new GraphBuildError(
+      `grad: the loss ${loss.name} must be a scalar (shape ${formatShape(loss.shape)}); reduce it or pass a seed`,
+    );
   for (const t of wrt) if (t.graph !== g) throw new GraphBuildError(`grad: ${t.name} belongs to another graph`);
 
   // Tensors that depend on some `wrt` (forward sweep) …
@@ -60,7 +64,9 @@ export function grad(loss: Tensor, wrt: readonly Tensor[], options: { seed?: Ten
     if (NON_DIFFERENTIABLE.has(node.opType)) continue;
     const rule = VJP_RULES[node.opType];
     if (!rule) {
-      throw new GraphBuildError(`grad: no gradient rule for ${node.opType} (node ${node.name}${node.scope ? ` in scope "${node.scope}"` : ''}); it lies between the loss and a differentiated input`);
+      throw new GraphBuildError(
+        `grad: no gradient rule for ${node.opType} (node ${node.name}${node.scope ? ` in scope "${node.scope}"` : ''}); it lies between the loss and a differentiated input`,
+      );
     }
     const inputGrads = g.withScope('grad', () => g.withScope(node.scope || 'root', () => rule(node, outGrads, needs)));
     node.inputs.forEach((input, i) => {

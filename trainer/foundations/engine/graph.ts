@@ -2,7 +2,8 @@ import { asHostArray, BYTES_PER_ELEMENT, type DType, type HostArray } from './dt
 import { formatShape, type Dim } from './shape';
 
 /** An attribute value of an ONNX node. */
-export type AttributeValue = number | string | readonly number[] | { float: number } | { floats: readonly number[] } | { tensor: ConstantData };
+export type AttributeValue =
+  number | string | readonly number[] | { float: number } | { floats: readonly number[] } | { tensor: ConstantData };
 
 export interface ConstantData {
   dtype: DType;
@@ -150,14 +151,26 @@ export class Graph {
   constant(data: ArrayLike<number> | HostArray, dtype: DType, shape: readonly number[], name?: string): Tensor {
     const values = asHostArray(dtype, data);
     const count = shape.reduce((a, b) => a * b, 1);
-    if (values.length !== count) throw new GraphBuildError(`constant of shape ${formatShape(shape)} needs ${count} values, got ${values.length}`);
+    if (values.length !== count)
+      throw new GraphBuildError(`constant of shape ${formatShape(shape)} needs ${count} values, got ${values.length}`);
     const small = count <= 64;
-    const key = small && !name ? `${dtype}|${shape.join(',')}|${Array.from(values as ArrayLike<number | bigint>).join(',')}` : undefined;
+    const key =
+      small && !name
+        ? `${dtype}|${shape.join(',')}|${Array.from(values as ArrayLike<number | bigint>).join(',')}`
+        : undefined;
     if (key) {
       const hit = this.constantCache.get(key);
       if (hit) return hit;
     }
-    const tensor = new Tensor(this, name ? this.claim(name) : this.freshName('const'), dtype, [...shape], 'initializer', undefined, small ? values : undefined);
+    const tensor = new Tensor(
+      this,
+      name ? this.claim(name) : this.freshName('const'),
+      dtype,
+      [...shape],
+      'initializer',
+      undefined,
+      small ? values : undefined,
+    );
     this.initializers.push({ tensor, data: { dtype, shape: [...shape], data: values } });
     if (key) this.constantCache.set(key, tensor);
     return tensor;
@@ -167,7 +180,9 @@ export class Graph {
   externalInitializer(name: string, dtype: DType, shape: readonly number[], external: ExternalData): Tensor {
     const expected = shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[dtype];
     if (expected !== external.length) {
-      throw new GraphBuildError(`${name}: ${dtype}${formatShape(shape)} needs ${expected} bytes but ${external.file} holds ${external.length} at offset ${external.offset}`);
+      throw new GraphBuildError(
+        `${name}: ${dtype}${formatShape(shape)} needs ${expected} bytes but ${external.file} holds ${external.length} at offset ${external.offset}`,
+      );
     }
     const tensor = new Tensor(this, this.claim(name), dtype, [...shape], 'initializer');
     this.initializers.push({ tensor, external });
@@ -192,13 +207,28 @@ export class Graph {
     options: { domain?: string; outputNames?: readonly string[] } = {},
   ): Tensor[] {
     for (const t of inputs) {
-      if (t && t.graph !== this) throw new GraphBuildError(`${opType}: input ${t.name} belongs to graph "${t.graph.name}", not "${this.name}"`);
+      if (t && t.graph !== this)
+        throw new GraphBuildError(`${opType}: input ${t.name} belongs to graph "${t.graph.name}", not "${this.name}"`);
     }
     const nodeName = this.freshName(opType);
     const outTensors: Tensor[] = [];
-    const node = new Node(this.nodes.length, opType, options.domain ?? '', nodeName, this.scope, inputs, outTensors, attributes);
+    const node = new Node(
+      this.nodes.length,
+      opType,
+      options.domain ?? '',
+      nodeName,
+      this.scope,
+      inputs,
+      outTensors,
+      attributes,
+    );
     outputs.forEach((spec, i) => {
-      const name = options.outputNames?.[i] !== undefined ? this.claim(options.outputNames[i]) : outputs.length === 1 ? nodeName : `${nodeName}:${i}`;
+      const name =
+        options.outputNames?.[i] !== undefined
+          ? this.claim(options.outputNames[i])
+          : outputs.length === 1
+            ? nodeName
+            : `${nodeName}:${i}`;
       if (options.outputNames?.[i] === undefined && outputs.length > 1) this.names.add(name);
       outTensors.push(new Tensor(this, name, spec.dtype, [...spec.shape], 'node', node));
     });
@@ -211,8 +241,15 @@ export class Graph {
    * or an initializer is passed through an Identity so every output has its own name.
    */
   output(tensor: Tensor, name: string): Tensor {
-    if (tensor.graph !== this) throw new GraphBuildError(`output ${name}: tensor ${tensor.name} belongs to another graph`);
-    const [out] = this.addNode('Identity', [tensor], [{ dtype: tensor.dtype, shape: tensor.shape }], {}, { outputNames: [name] });
+    if (tensor.graph !== this)
+      throw new GraphBuildError(`output ${name}: tensor ${tensor.name} belongs to another graph`);
+    const [out] = this.addNode(
+      'Identity',
+      [tensor],
+      [{ dtype: tensor.dtype, shape: tensor.shape }],
+      {},
+      { outputNames: [name] },
+    );
     this.outputs.push(out);
     return out;
   }
@@ -228,7 +265,9 @@ export class Graph {
   dump(): string {
     const lines = this.inputs.map((t) => `input  ${t}`);
     for (const node of this.nodes) {
-      lines.push(`${node.name.padEnd(40)} ${node.opType.padEnd(18)} (${node.inputs.map((t) => t?.name ?? '∅').join(', ')}) -> ${node.outputs.map((t) => `${t.dtype}${formatShape(t.shape)}`).join(', ')}`);
+      lines.push(
+        `${node.name.padEnd(40)} ${node.opType.padEnd(18)} (${node.inputs.map((t) => t?.name ?? '∅').join(', ')}) -> ${node.outputs.map((t) => `${t.dtype}${formatShape(t.shape)}`).join(', ')}`,
+      );
     }
     lines.push(...this.outputs.map((t) => `output ${t}`));
     return lines.join('\n');

@@ -84,12 +84,15 @@ export function addAdamWUpdate(
         const m1 = op.add(op.mul(m, config.beta1), op.mul(gr, 1 - config.beta1));
         const v1 = op.add(op.mul(v, config.beta2), op.mul(op.mul(gr, gr), 1 - config.beta2));
         const denom = op.add(op.div(op.sqrt(v1), sqrtBc2), config.eps);
-        const decayed = decay && config.weightDecay > 0 ? op.mul(p, op.sub(1, op.mul(inputs.lr, config.weightDecay))) : p;
+        const decayed =
+          decay && config.weightDecay > 0 ? op.mul(p, op.sub(1, op.mul(inputs.lr, config.weightDecay))) : p;
         const p1 = op.sub(decayed, op.mul(op.div(m1, denom), stepSize));
         return { p, m, v, p1, m1, v1 };
       }),
     );
-    const weightsFinite = isFinite(updated.map(({ p1 }) => op.reduceSumSquare(p1, undefined, false)).reduce((a, b) => op.add(a, b)));
+    const weightsFinite = isFinite(
+      updated.map(({ p1 }) => op.reduceSumSquare(p1, undefined, false)).reduce((a, b) => op.add(a, b)),
+    );
     const applied = guard ? op.and(guard, weightsFinite) : weightsFinite;
     for (const { p, m, v, p1, m1, v1 } of updated) {
       g.withScope(p.name, () => {
@@ -111,9 +114,17 @@ function updateInputs(g: Graph, dtype: Tensor['dtype']): UpdateInputs {
  * guard, global-norm clipping and AdamW. Adds inputs `step` (1-based) and `lr`, moment inputs,
  * and outputs `loss`, `grad_norm`, `update_applied` (1 or 0) and the `.next` tensors.
  */
-export function addTrainStep(g: Graph, loss: Tensor, params: readonly TrainableParameter[], config: AdamWConfig = DEFAULT_ADAMW): void {
+export function addTrainStep(
+  g: Graph,
+  loss: Tensor,
+  params: readonly TrainableParameter[],
+  config: AdamWConfig = DEFAULT_ADAMW,
+): void {
   if (params.length === 0) throw new GraphBuildError('addTrainStep: no trainable parameters');
-  const grads = grad(loss, params.map((p) => p.tensor));
+  const grads = grad(
+    loss,
+    params.map((p) => p.tensor),
+  );
   const inputs = updateInputs(g, loss.dtype);
   const norm = g.withScope('adamw', () => globalNorm(grads));
   const applied = addAdamWUpdate(g, params, grads, config, inputs, norm, op.and(isFinite(loss), isFinite(norm)));
@@ -128,7 +139,10 @@ export function addTrainStep(g: Graph, loss: Tensor, params: readonly TrainableP
  * are the one extra copy of the parameters that accumulation needs.
  */
 export function addGradientAccumulation(g: Graph, loss: Tensor, params: readonly TrainableParameter[]): void {
-  const grads = grad(loss, params.map((p) => p.tensor));
+  const grads = grad(
+    loss,
+    params.map((p) => p.tensor),
+  );
   params.forEach(({ tensor: p }, i) => {
     const acc = g.input(gradName(p.name), p.dtype, p.shape);
     g.output(op.add(acc, grads[i]), nextName(acc.name));
@@ -141,7 +155,11 @@ export function addGradientAccumulation(g: Graph, loss: Tensor, params: readonly
  * accumulators, `step`, `lr` and `grad_scale` (1/micro-batches); outputs the updated tensors,
  * zeroed accumulators, `grad_norm` and `update_applied`.
  */
-export function buildApplyGraph(params: ReadonlyArray<{ name: string; shape: readonly number[]; decay: boolean }>, config: AdamWConfig, dtype: 'float32' | 'float64' = 'float32'): Graph {
+export function buildApplyGraph(
+  params: ReadonlyArray<{ name: string; shape: readonly number[]; decay: boolean }>,
+  config: AdamWConfig,
+  dtype: 'float32' | 'float64' = 'float32',
+): Graph {
   const g = new Graph('apply_accumulated_gradients');
   const inputs = updateInputs(g, dtype);
   const gradScale = g.input('grad_scale', dtype, []);

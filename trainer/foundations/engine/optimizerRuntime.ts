@@ -1,6 +1,15 @@
 import type { Device, Feed, OutputTarget } from './device/device';
 import type { Graph, Tensor } from './graph';
-import { addGradientAccumulation, addTrainStep, buildApplyGraph, gradName, momentName, nextName, type AdamWConfig, type TrainableParameter } from './optimizer';
+import {
+  addGradientAccumulation,
+  addTrainStep,
+  buildApplyGraph,
+  gradName,
+  momentName,
+  nextName,
+  type AdamWConfig,
+  type TrainableParameter,
+} from './optimizer';
 import { disposeSerialized, serializeGraph } from './serialize';
 import type { GraphOptimization } from './runtime/ortSession';
 import type { HostTensor } from './runtime/tensors';
@@ -89,7 +98,11 @@ export class OptimizerRuntime {
     const load = async (graph: Graph, resident: string[]) => {
       const model = serializeGraph(graph);
       try {
-        return await device.load({ model, settings: { optimization: options.optimization ?? 'all' }, residentOutputs: resident });
+        return await device.load({
+          model,
+          settings: { optimization: options.optimization ?? 'all' },
+          residentOutputs: resident,
+        });
       } finally {
         disposeSerialized(model);
       }
@@ -102,16 +115,34 @@ export class OptimizerRuntime {
         if (i > 0) {
           for (const [name, t] of Object.entries(graph.metrics ?? {})) graph.graph.output(t, name);
           const got = graph.params.map((p) => p.tensor.name).join(',');
-          if (got !== names.join(',')) throw new Error(`graph variant "${variant}" trains other parameters than "${variants[0]}"`);
+          if (got !== names.join(','))
+            throw new Error(`graph variant "${variant}" trains other parameters than "${variants[0]}"`);
         }
         addGradientAccumulation(graph.graph, graph.loss, graph.params);
-        sessions.accumulate.set(variant, await load(graph.graph, names.map((n) => nextName(gradName(n)))));
+        sessions.accumulate.set(
+          variant,
+          await load(
+            graph.graph,
+            names.map((n) => nextName(gradName(n))),
+          ),
+        );
       }
       const apply = buildApplyGraph(params, options.adamw, dtype);
-      sessions.apply = await load(apply, names.flatMap((n) => [nextName(n), nextName(momentName(n, 'm')), nextName(momentName(n, 'v')), nextName(gradName(n))]));
+      sessions.apply = await load(
+        apply,
+        names.flatMap((n) => [
+          nextName(n),
+          nextName(momentName(n, 'm')),
+          nextName(momentName(n, 'v')),
+          nextName(gradName(n)),
+        ]),
+      );
     } else {
       addTrainStep(loss.graph, loss.loss, loss.params, options.adamw);
-      sessions.fused = await load(loss.graph, names.flatMap((n) => [nextName(n), nextName(momentName(n, 'm')), nextName(momentName(n, 'v'))]));
+      sessions.fused = await load(
+        loss.graph,
+        names.flatMap((n) => [nextName(n), nextName(momentName(n, 'm')), nextName(momentName(n, 'v'))]),
+      );
     }
     const state: Record<string, HostTensor> = { ...(options.initial ?? {}) };
     for (const p of params) {
@@ -141,7 +172,8 @@ export class OptimizerRuntime {
 
   /** One fused step: forward, backward and update on one batch. */
   async step(batch: Record<string, HostTensor>, lr: number): Promise<OptimizerStep> {
-    if (this.sessions.fused === undefined) throw new Error('this optimizer accumulates gradients: call accumulate() per micro-batch, then apply()');
+    if (this.sessions.fused === undefined)
+      throw new Error('this optimizer accumulates gradients: call accumulate() per micro-batch, then apply()');
     const feeds = this.commonFeeds(batch);
     feeds.step = scalar(this.dtype, this.stepCount + 1);
     feeds.lr = scalar(this.dtype, lr);
@@ -154,11 +186,19 @@ export class OptimizerRuntime {
     const out = await this.device.run(this.sessions.fused, feeds, outputs);
     const applied = Number(out.update_applied.data[0]) === 1;
     if (applied) this.stepCount++;
-    return { loss: Number(out.loss.data[0]), gradNorm: Number(out.grad_norm.data[0]), applied, metrics: this.metricsOf(out) };
+    return {
+      loss: Number(out.loss.data[0]),
+      gradNorm: Number(out.grad_norm.data[0]),
+      applied,
+      metrics: this.metricsOf(out),
+    };
   }
 
   /** Forward and backward on one micro-batch (with the graph `variant`), adding its gradient to the accumulators. */
-  async accumulate(batch: Record<string, HostTensor>, variant = this.options.variants?.[0] ?? 'default'): Promise<{ loss: number; metrics: Record<string, number> }> {
+  async accumulate(
+    batch: Record<string, HostTensor>,
+    variant = this.options.variants?.[0] ?? 'default',
+  ): Promise<{ loss: number; metrics: Record<string, number> }> {
     if (this.sessions.accumulate === undefined) throw new Error('this optimizer does not accumulate: call step()');
     const session = this.sessions.accumulate.get(variant);
     if (session === undefined) throw new Error(`no graph variant "${variant}"`);
@@ -181,7 +221,11 @@ export class OptimizerRuntime {
   async apply(lr: number, gradScale = 1): Promise<{ gradNorm: number; applied: boolean }> {
     if (this.sessions.apply === undefined) throw new Error('this optimizer does not accumulate: call step()');
     if (this.pendingMicroBatches === 0) throw new Error('apply() without an accumulated micro-batch');
-    const feeds: Record<string, Feed> = { step: scalar(this.dtype, this.stepCount + 1), lr: scalar(this.dtype, lr), grad_scale: scalar(this.dtype, gradScale) };
+    const feeds: Record<string, Feed> = {
+      step: scalar(this.dtype, this.stepCount + 1),
+      lr: scalar(this.dtype, lr),
+      grad_scale: scalar(this.dtype, gradScale),
+    };
     const outputs: Record<string, OutputTarget> = { grad_norm: 'return', update_applied: 'return' };
     for (const p of this.params) {
       for (const n of [p.name, momentName(p.name, 'm'), momentName(p.name, 'v'), gradName(p.name)]) {
@@ -223,6 +267,7 @@ export class OptimizerRuntime {
   }
 
   async release(): Promise<void> {
-    for (const id of [this.sessions.fused, this.sessions.apply, ...(this.sessions.accumulate?.values() ?? [])]) if (id !== undefined) await this.device.release(id);
+    for (const id of [this.sessions.fused, this.sessions.apply, ...(this.sessions.accumulate?.values() ?? [])])
+      if (id !== undefined) await this.device.release(id);
   }
 }

@@ -13,8 +13,7 @@ const EMBED_LIMIT_BYTES = 512 * 2 ** 20;
 
 /** A serialised model: in memory, or on disk when it has external data. */
 export type SerializedModel =
-  | { kind: 'bytes'; bytes: Uint8Array; hash: string }
-  | { kind: 'file'; path: string; dir: string; hash: string };
+  { kind: 'bytes'; bytes: Uint8Array; hash: string } | { kind: 'file'; path: string; dir: string; hash: string };
 
 function bytesOf(data: HostArray): Uint8Array {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -23,7 +22,8 @@ function bytesOf(data: HostArray): Uint8Array {
 function attribute(name: string, value: AttributeValue): onnx.IAttributeProto {
   const A = onnx.AttributeProto.AttributeType;
   if (typeof value === 'number') {
-    if (!Number.isInteger(value)) throw new Error(`attribute ${name}: ${value} is not an integer; pass { float: ${value} } for a float attribute`);
+    if (!Number.isInteger(value))
+      throw new Error(`attribute ${name}: ${value} is not an integer; pass { float: ${value} } for a float attribute`);
     return { name, type: A.INT, i: value };
   }
   if (typeof value === 'string') return { name, type: A.STRING, s: new TextEncoder().encode(value) };
@@ -41,7 +41,12 @@ function tensorProto(name: string, constant: ConstantData): onnx.ITensorProto {
 function valueInfo(t: Tensor): onnx.IValueInfoProto {
   return {
     name: t.name,
-    type: { tensorType: { elemType: ONNX_DTYPE[t.dtype], shape: { dim: t.shape.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } },
+    type: {
+      tensorType: {
+        elemType: ONNX_DTYPE[t.dtype],
+        shape: { dim: t.shape.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
   };
 }
 
@@ -92,7 +97,8 @@ export function serializeGraph(graph: Graph, options: { opset?: number; workDir?
       const bytes = bytesOf(init.data!.data);
       // Align each tensor to 64 bytes; onnxruntime may map the file.
       const aligned = Math.ceil(spillOffset / 64) * 64;
-      for (let off = 0; off < bytes.length; off += 1 << 30) fs.writeSync(spillFd, bytes, off, Math.min(1 << 30, bytes.length - off), aligned + off);
+      for (let off = 0; off < bytes.length; off += 1 << 30)
+        fs.writeSync(spillFd, bytes, off, Math.min(1 << 30, bytes.length - off), aligned + off);
       hash.update(bytes);
       initializers.push(externalProto(init, 'weights.bin', aligned, bytes.length));
       spillOffset = aligned + bytes.length;
@@ -105,7 +111,10 @@ export function serializeGraph(graph: Graph, options: { opset?: number; workDir?
   const model = onnx.ModelProto.create({
     irVersion: IR_VERSION,
     producerName: 'rollout-studio',
-    opsetImport: [{ domain: '', version: options.opset ?? DEFAULT_OPSET }, ...[...domains].map((domain) => ({ domain, version: 1 }))],
+    opsetImport: [
+      { domain: '', version: options.opset ?? DEFAULT_OPSET },
+      ...[...domains].map((domain) => ({ domain, version: 1 })),
+    ],
     graph: {
       name: graph.name,
       input: graph.inputs.map(valueInfo),
@@ -134,5 +143,3 @@ export function serializeGraph(graph: Graph, options: { opset?: number; workDir?
 export function disposeSerialized(model: SerializedModel): void {
   if (model.kind === 'file') fs.rmSync(model.dir, { recursive: true, force: true });
 }
-
-

@@ -40,7 +40,8 @@ export function broadcastShapes(a: Shape, b: Shape): Dim[] | string {
     if (da === db) out.push(da);
     else if (da === 1) out.push(db);
     else if (db === 1) out.push(da);
-    else if (typeof da === 'number' && typeof db === 'number') return `dimension ${i} is ${da} in one and ${db} in the other`;
+    else if (typeof da === 'number' && typeof db === 'number')
+      return `dimension ${i} is ${da} in one and ${db} in the other`;
     else if (typeof da === 'number') out.push(da);
     else if (typeof db === 'number') out.push(db);
     else out.push(da);

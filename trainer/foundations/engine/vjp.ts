@@ -8,16 +8,45 @@ import { normalizeAxis, productDim, type Dim } from './shape';
  * d loss / d inputs (undefined where an input needs none). `needs[i]` says whether input i
  * wants a gradient, so rules skip work nobody uses.
  */
-export type VjpRule = (node: Node, outGrads: ReadonlyArray<Tensor | undefined>, needs: readonly boolean[]) => ReadonlyArray<Tensor | undefined>;
+export type VjpRule = (
+  node: Node,
+  outGrads: ReadonlyArray<Tensor | undefined>,
+  needs: readonly boolean[],
+) => ReadonlyArray<Tensor | undefined>;
 
 /** Ops whose outputs carry no gradient to their inputs (shapes, indices, comparisons). */
-export const NON_DIFFERENTIABLE = new Set(['Shape', 'Size', 'Range', 'Equal', 'Less', 'LessOrEqual', 'Greater', 'GreaterOrEqual', 'Not', 'And', 'Or', 'ArgMax', 'ArgMin', 'IsNaN', 'IsInf', 'Sign', 'Floor', 'Ceil', 'Round']);
+export const NON_DIFFERENTIABLE = new Set([
+  'Shape',
+  'Size',
+  'Range',
+  'Equal',
+  'Less',
+  'LessOrEqual',
+  'Greater',
+  'GreaterOrEqual',
+  'Not',
+  'And',
+  'Or',
+  'ArgMax',
+  'ArgMin',
+  'IsNaN',
+  'IsInf',
+  'Sign',
+  'Floor',
+  'Ceil',
+  'Round',
+]);
 
 /** Sum a gradient over the axes its input was broadcast along, so it takes the input's shape. */
 export function unbroadcast(dy: Tensor, input: Tensor): Tensor {
   let result = dy;
   const lead = dy.rank - input.rank;
-  if (lead > 0) result = op.reduceSum(result, Array.from({ length: lead }, (_, i) => i), false);
+  if (lead > 0)
+    result = op.reduceSum(
+      result,
+      Array.from({ length: lead }, (_, i) => i),
+      false,
+    );
   const axes: number[] = [];
   input.shape.forEach((d, i) => {
     if (d === 1 && result.shape[i] !== 1) axes.push(i);
@@ -46,10 +75,21 @@ function scatterAddRows(x: Tensor, rowIndices: Tensor, updates: Tensor): Tensor 
   const g = x.graph;
   const rest = x.shape.slice(1);
   const count = productDim(rowIndices.shape);
-  const rows = op.reshapeTo(updates, rest.length ? op.concat([g.int64s([-1]), op.shapeOf(x, 1)], 0) : g.int64s([-1]), [count, ...rest]);
+  const rows = op.reshapeTo(updates, rest.length ? op.concat([g.int64s([-1]), op.shapeOf(x, 1)], 0) : g.int64s([-1]), [
+    count,
+    ...rest,
+  ]);
   // int32: WebGPU's Expand takes no int64, and an [N, width] index tensor must not fall back to the CPU.
   const flatIndices = op.cast(op.reshape(rowIndices, [-1]), 'int32');
-  const columnIndices = op.expandAs(rest.length ? op.unsqueeze(flatIndices, rest.map((_, i) => i + 1)) : flatIndices, rows);
+  const columnIndices = op.expandAs(
+    rest.length
+      ? op.unsqueeze(
+          flatIndices,
+          rest.map((_, i) => i + 1),
+        )
+      : flatIndices,
+    rows,
+  );
   return op.scatterElements(zerosLike(x), columnIndices, rows, 0, 'add');
 }
 
@@ -75,7 +115,11 @@ function reducedCount(node: Node): Tensor {
   const x = node.inputs[0]!;
   const axes = reduceAxesOf(node);
   const dims = axes.map((a) => x.shape[a]);
-  if (dims.every((d): d is number => typeof d === 'number')) return x.graph.scalar(dims.reduce((p, q) => p * q, 1), x.dtype);
+  if (dims.every((d): d is number => typeof d === 'number'))
+    return x.graph.scalar(
+      dims.reduce((p, q) => p * q, 1),
+      x.dtype,
+    );
   return op.cast(op.div(op.size(x), op.size(node.outputs[0])), x.dtype);
 }
 
@@ -98,16 +142,28 @@ function flatten2d(t: Tensor): Tensor {
 
 export const VJP_RULES: Record<string, VjpRule> = {
   Identity: (_n, [dy]) => [dy],
-  Add: (n, [dy], needs) => [needs[0] ? unbroadcast(dy!, n.inputs[0]!) : undefined, needs[1] ? unbroadcast(dy!, n.inputs[1]!) : undefined],
-  Sub: (n, [dy], needs) => [needs[0] ? unbroadcast(dy!, n.inputs[0]!) : undefined, needs[1] ? unbroadcast(op.neg(dy!), n.inputs[1]!) : undefined],
+  Add: (n, [dy], needs) => [
+    needs[0] ? unbroadcast(dy!, n.inputs[0]!) : undefined,
+    needs[1] ? unbroadcast(dy!, n.inputs[1]!) : undefined,
+  ],
+  Sub: (n, [dy], needs) => [
+    needs[0] ? unbroadcast(dy!, n.inputs[0]!) : undefined,
+    needs[1] ? unbroadcast(op.neg(dy!), n.inputs[1]!) : undefined,
+  ],
   Mul: (n, [dy], needs) => {
     const [a, b] = n.inputs as Tensor[];
-    return [needs[0] ? unbroadcast(op.mul(dy!, b), a) : undefined, needs[1] ? unbroadcast(op.mul(dy!, a), b) : undefined];
+    return [
+      needs[0] ? unbroadcast(op.mul(dy!, b), a) : undefined,
+      needs[1] ? unbroadcast(op.mul(dy!, a), b) : undefined,
+    ];
   },
   Div: (n, [dy], needs) => {
     const [a, b] = n.inputs as Tensor[];
     const y = n.outputs[0];
-    return [needs[0] ? unbroadcast(op.div(dy!, b), a) : undefined, needs[1] ? unbroadcast(op.neg(op.div(op.mul(dy!, y), b)), b) : undefined];
+    return [
+      needs[0] ? unbroadcast(op.div(dy!, b), a) : undefined,
+      needs[1] ? unbroadcast(op.neg(op.div(op.mul(dy!, y), b)), b) : undefined,
+    ];
   },
   Pow: (n, [dy], needs) => {
     const [a, b] = n.inputs as Tensor[];
@@ -159,7 +215,11 @@ export const VJP_RULES: Record<string, VjpRule> = {
     if (needs[1]) {
       if (b.rank !== 2) db = unbroadcast(op.matmul(swapLastTwo(a), dy!), b);
       // x·W with x [..., k] and W [k, n]: dW = Σ_batch xᵀ·dy, one Gemm over the flattened batch.
-      else db = a.rank === 2 ? op.gemm(a, dy!, undefined, { transA: true }) : op.gemm(flatten2d(a), flatten2d(dy!), undefined, { transA: true });
+      else
+        db =
+          a.rank === 2
+            ? op.gemm(a, dy!, undefined, { transA: true })
+            : op.gemm(flatten2d(a), flatten2d(dy!), undefined, { transA: true });
     }
     return [da, db];
   },
@@ -203,7 +263,11 @@ export const VJP_RULES: Record<string, VjpRule> = {
     const perm = [axis, ...x.shape.map((_, i) => i).filter((i) => i !== axis)];
     const xt = op.transpose(x, perm);
     const ir = indices.rank;
-    const dyPerm = [...Array.from({ length: ir }, (_, i) => axis + i), ...Array.from({ length: axis }, (_, i) => i), ...Array.from({ length: dy!.rank - axis - ir }, (_, i) => axis + ir + i)];
+    const dyPerm = [
+      ...Array.from({ length: ir }, (_, i) => axis + i),
+      ...Array.from({ length: axis }, (_, i) => i),
+      ...Array.from({ length: dy!.rank - axis - ir }, (_, i) => axis + ir + i),
+    ];
     const dxt = scatterAddRows(xt, indices, op.transpose(dy!, dyPerm));
     return [op.transpose(dxt, inversePerm(perm)), undefined];
   },
@@ -216,16 +280,21 @@ export const VJP_RULES: Record<string, VjpRule> = {
     // The k-tuples become row numbers of x seen as [d0·…·d(k-1), rest…], then add as Gather's rule does.
     const k = indices.shape[indices.rank - 1] as number;
     const leading = x.shape.slice(0, k);
-    if (!leading.every((d): d is number => typeof d === 'number')) throw new Error(`no gradient rule for GatherND over data whose first ${k} dimensions are not all known sizes (${JSON.stringify(x.shape)})`);
+    if (!leading.every((d): d is number => typeof d === 'number'))
+      throw new Error(
+        `no gradient rule for GatherND over data whose first ${k} dimensions are not all known sizes (${JSON.stringify(x.shape)})`,
+      );
     const strides = leading.map((_, j) => leading.slice(j + 1).reduce((a, d) => a * d, 1));
-    const rowOf = k === 1 ? op.squeeze(indices, [-1]) : op.reduceSum(op.mul(indices, x.graph.int64s(strides)), [-1], false);
+    const rowOf =
+      k === 1 ? op.squeeze(indices, [-1]) : op.reduceSum(op.mul(indices, x.graph.int64s(strides)), [-1], false);
     const flat = op.reshape(x, [leading.reduce((a, d) => a * d, 1), ...x.shape.slice(k)]);
     return [op.reshapeTo(scatterAddRows(flat, rowOf, dy!), op.shapeOf(x), x.shape), undefined];
   },
   ScatterND: (n, [dy], needs) => {
     const [, indices, updates] = n.inputs as Tensor[];
     const reduction = n.string('reduction', 'none');
-    if (reduction !== 'none' && reduction !== 'add') throw new Error(`no gradient rule for ScatterND with reduction ${reduction}`);
+    if (reduction !== 'none' && reduction !== 'add')
+      throw new Error(`no gradient rule for ScatterND with reduction ${reduction}`);
     const dData = needs[0] ? (reduction === 'add' ? dy : op.scatterND(dy!, indices, zerosLike(updates))) : undefined;
     return [dData, undefined, needs[2] ? op.gatherND(dy!, indices) : undefined];
   },
@@ -233,8 +302,13 @@ export const VJP_RULES: Record<string, VjpRule> = {
     const [, indices, updates] = n.inputs as Tensor[];
     const axis = n.int('axis', 0);
     const reduction = n.string('reduction', 'none');
-    if (reduction !== 'none' && reduction !== 'add') throw new Error(`no gradient rule for ScatterElements with reduction ${reduction}`);
-    const dData = needs[0] ? (reduction === 'add' ? dy : op.scatterElements(dy!, indices, zerosLike(updates), axis)) : undefined;
+    if (reduction !== 'none' && reduction !== 'add')
+      throw new Error(`no gradient rule for ScatterElements with reduction ${reduction}`);
+    const dData = needs[0]
+      ? reduction === 'add'
+        ? dy
+        : op.scatterElements(dy!, indices, zerosLike(updates), axis)
+      : undefined;
     return [dData, undefined, needs[2] ? op.gatherElements(dy!, indices, axis) : undefined];
   },
   Reshape: (n, [dy]) => {
@@ -251,7 +325,15 @@ export const VJP_RULES: Record<string, VjpRule> = {
     const sizes = xs.map((x) => x.shape[axis]);
     const pieces = sizes.every((s): s is number => typeof s === 'number')
       ? op.split(dy!, sizes, axis)
-      : op.splitBy(dy!, op.concat(xs.map((x) => op.shapeOf(x, axis, axis + 1)), 0), xs.map((x) => x.shape), axis);
+      : op.splitBy(
+          dy!,
+          op.concat(
+            xs.map((x) => op.shapeOf(x, axis, axis + 1)),
+            0,
+          ),
+          xs.map((x) => x.shape),
+          axis,
+        );
     return pieces.map((p, i) => (needs[i] ? p : undefined));
   },
   Split: (n, outGrads) => {
@@ -264,7 +346,11 @@ export const VJP_RULES: Record<string, VjpRule> = {
   Where: (n, [dy], needs) => {
     const [cond, a, b] = n.inputs as Tensor[];
     const zero = n.outputs[0].graph.scalar(0, dy!.dtype);
-    return [undefined, needs[1] ? unbroadcast(op.where(cond, dy!, zero), a) : undefined, needs[2] ? unbroadcast(op.where(cond, zero, dy!), b) : undefined];
+    return [
+      undefined,
+      needs[1] ? unbroadcast(op.where(cond, dy!, zero), a) : undefined,
+      needs[2] ? unbroadcast(op.where(cond, zero, dy!), b) : undefined,
+    ];
   },
   Cast: (n, [dy]) => [op.cast(dy!, n.inputs[0]!.dtype)],
   Clip: (n, [dy]) => {
@@ -291,14 +377,23 @@ function extremumGrad(n: Node, dy: Tensor): Tensor {
 }
 
 /** Elementwise Min/Max of two tensors: the gradient goes to the chosen operand, half each on ties. */
-function extremumPairGrad(n: Node, dy: Tensor, needs: readonly boolean[], firstWins: 'Less' | 'Greater'): ReadonlyArray<Tensor | undefined> {
-  if (n.inputs.length !== 2) throw new Error(`no gradient rule for ${n.opType} with ${n.inputs.length} inputs (use the two-operand form)`);
+function extremumPairGrad(
+  n: Node,
+  dy: Tensor,
+  needs: readonly boolean[],
+  firstWins: 'Less' | 'Greater',
+): ReadonlyArray<Tensor | undefined> {
+  if (n.inputs.length !== 2)
+    throw new Error(`no gradient rule for ${n.opType} with ${n.inputs.length} inputs (use the two-operand form)`);
   const [a, b] = n.inputs as Tensor[];
   const wins = firstWins === 'Less' ? op.less(a, b) : op.greater(a, b);
   const ties = op.equal(a, b);
   const weightA = op.add(op.cast(wins, dy.dtype), op.mul(op.cast(ties, dy.dtype), 0.5));
   const weightB = op.sub(1, weightA);
-  return [needs[0] ? unbroadcast(op.mul(dy, weightA), a) : undefined, needs[1] ? unbroadcast(op.mul(dy, weightB), b) : undefined];
+  return [
+    needs[0] ? unbroadcast(op.mul(dy, weightA), a) : undefined,
+    needs[1] ? unbroadcast(op.mul(dy, weightB), b) : undefined,
+  ];
 }
 
 /** Slice with unit steps: pad the gradient back with zeros to the input's extent. */
@@ -308,8 +403,10 @@ function sliceGrad(n: Node, dy: Tensor): ReadonlyArray<Tensor | undefined> {
   const ends = constantInts(n.inputs[2]);
   const axes = constantInts(n.inputs[3]) ?? starts?.map((_, i) => i);
   const steps = constantInts(n.inputs[4]) ?? axes?.map(() => 1);
-  if (!starts || !ends || !axes || !steps) throw new Error(`no gradient rule for Slice with bounds computed at run time (node ${n.name})`);
-  if (steps.some((s) => s !== 1)) throw new Error(`no gradient rule for Slice with steps other than 1 (node ${n.name})`);
+  if (!starts || !ends || !axes || !steps)
+    throw new Error(`no gradient rule for Slice with bounds computed at run time (node ${n.name})`);
+  if (steps.some((s) => s !== 1))
+    throw new Error(`no gradient rule for Slice with steps other than 1 (node ${n.name})`);
   const g = x.graph;
   const rank = x.rank;
   const before: Array<number | Tensor> = new Array(rank).fill(0);
@@ -325,7 +422,10 @@ function sliceGrad(n: Node, dy: Tensor): ReadonlyArray<Tensor | undefined> {
       after[axis] = d - e;
     } else {
       // Unknown extent: begin/end from the run-time size (for non-negative starts and ends).
-      if (starts[i] < 0 || ends[i] < 0) throw new Error(`no gradient rule for Slice with negative bounds on the symbolic axis ${axis} (node ${n.name})`);
+      if (starts[i] < 0 || ends[i] < 0)
+        throw new Error(
+          `no gradient rule for Slice with negative bounds on the symbolic axis ${axis} (node ${n.name})`,
+        );
       const size = op.shapeOf(x, axis, axis + 1);
       const end = op.minimum(size, g.int64s([Math.min(ends[i], Number.MAX_SAFE_INTEGER)]));
       const start = op.minimum(end, g.int64s([starts[i]]));
@@ -333,8 +433,12 @@ function sliceGrad(n: Node, dy: Tensor): ReadonlyArray<Tensor | undefined> {
       after[axis] = op.sub(size, end);
     }
   });
-  const pads = before.every((p) => typeof p === 'number') && after.every((p) => typeof p === 'number')
-    ? g.int64s([...(before as number[]), ...(after as number[])])
-    : op.concat([...before, ...after].map((p) => (typeof p === 'number' ? g.int64s([p]) : p)), 0);
+  const pads =
+    before.every((p) => typeof p === 'number') && after.every((p) => typeof p === 'number')
+      ? g.int64s([...(before as number[]), ...(after as number[])])
+      : op.concat(
+          [...before, ...after].map((p) => (typeof p === 'number' ? g.int64s([p]) : p)),
+          0,
+        );
   return [op.pad(dy, pads, x.shape), undefined, undefined, undefined, undefined];
 }

@@ -48,7 +48,8 @@ function describeAjvError(error: ErrorObject): { path: (string | number)[]; mess
   const path = pointerPath(error.instancePath);
   const params = error.params as Record<string, unknown>;
   if (error.keyword === 'required') return { path: [...path, String(params['missingProperty'])], message: 'required' };
-  if (error.keyword === 'additionalProperties') return { path: [...path, String(params['additionalProperty'])], message: 'is not allowed here' };
+  if (error.keyword === 'additionalProperties')
+    return { path: [...path, String(params['additionalProperty'])], message: 'is not allowed here' };
   if (error.keyword === 'enum') return { path, message: `must be one of ${JSON.stringify(params['allowedValues'])}` };
   return { path, message: error.message ?? error.keyword };
 }
@@ -62,7 +63,9 @@ export function argumentsFromJsonSchema(toolName: string, schema: JsonSchema): P
   try {
     validate = ajvFor(typeof schema['$schema'] === 'string' ? schema['$schema'] : undefined).compile(schema);
   } catch (error) {
-    throw new ToolDefinitionError(`tool "${toolName}": its input schema is not valid JSON Schema (${(error as Error).message})`);
+    throw new ToolDefinitionError(
+      `tool "${toolName}": its input schema is not valid JSON Schema (${(error as Error).message})`,
+    );
   }
   return z.looseObject({}).superRefine((value, ctx) => {
     if (validate(value)) return;

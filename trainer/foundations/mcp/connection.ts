@@ -81,7 +81,10 @@ export class McpConnection {
         page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.server.startTimeoutMs });
       } catch (error) {
         const masked = this.maskedInPlace(error);
-        throw new McpServerError(this.masked(`${this.description}: listing its tools failed: ${(error as Error).message}${this.stderrNote()}`), { cause: masked });
+        throw new McpServerError(
+          this.masked(`${this.description}: listing its tools failed: ${(error as Error).message}${this.stderrNote()}`),
+          { cause: masked },
+        );
       }
       tools.push(...(page.tools as McpToolDescription[]));
       cursor = page.nextCursor;
@@ -90,10 +93,18 @@ export class McpConnection {
   }
 
   /** One tool call. `timeoutMs` is the SDK's own limit, a backstop behind the runner's deadline (which aborts `signal`). */
-  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<McpCallResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<McpCallResult> {
     const client = await this.connected();
     try {
-      return (await client.callTool({ name, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
+      return (await client.callTool({ name, arguments: args }, undefined, {
+        signal,
+        timeout: timeoutMs,
+      })) as McpCallResult;
     } catch (error) {
       // The message becomes the policy's observation and is recorded with the trajectory.
       throw this.maskedInPlace(error);
@@ -156,11 +167,15 @@ export class McpConnection {
     if (this.exits > 0) {
       if (isStdioServer(server) && this.exits > server.maxRestarts) {
         this.failure = new McpServerError(
-          this.masked(`${this.description} exited ${this.exits} times during the run (maxRestarts is ${server.maxRestarts}); its tools fail from now on${this.stderrNote()}`),
+          this.masked(
+            `${this.description} exited ${this.exits} times during the run (maxRestarts is ${server.maxRestarts}); its tools fail from now on${this.stderrNote()}`,
+          ),
         );
         throw this.failure;
       }
-      this.options.log?.(`${this.description} ${isStdioServer(server) ? `exited; restarting it (${this.exits} of ${server.maxRestarts} restarts)` : 'dropped the connection; reconnecting'}`);
+      this.options.log?.(
+        `${this.description} ${isStdioServer(server) ? `exited; restarting it (${this.exits} of ${server.maxRestarts} restarts)` : 'dropped the connection; reconnecting'}`,
+      );
     }
     const client = new Client({ name: 'rollout-studio', version: ROLLOUT_STUDIO_VERSION });
     const transport = isStdioServer(server)
@@ -176,7 +191,8 @@ export class McpConnection {
       transport.stderr?.on('data', (chunk: Buffer) => {
         const text = chunk.toString('utf8');
         this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
-        if (this.options.onStderr) for (const line of text.split('\n')) if (line.trim()) this.options.onStderr(this.masked(line));
+        if (this.options.onStderr)
+          for (const line of text.split('\n')) if (line.trim()) this.options.onStderr(this.masked(line));
       });
     }
     client.onclose = () => {
@@ -193,8 +209,14 @@ export class McpConnection {
       // A restart that fails counts against maxRestarts too, so a server that cannot come back is given up on.
       if (this.exits > 0) this.exits++;
       const what = isStdioServer(server) ? 'could not be started' : 'could not be reached';
-      const hint = isStdioServer(server) && /ENOENT/.test(String((error as Error).message)) ? ` (is "${server.command}" installed and on PATH?)` : '';
-      throw new McpServerError(this.masked(`${this.description} ${what}: ${(error as Error).message}${hint}${this.stderrNote()}`), { cause: masked });
+      const hint =
+        isStdioServer(server) && /ENOENT/.test(String((error as Error).message))
+          ? ` (is "${server.command}" installed and on PATH?)`
+          : '';
+      throw new McpServerError(
+        this.masked(`${this.description} ${what}: ${(error as Error).message}${hint}${this.stderrNote()}`),
+        { cause: masked },
+      );
     }
     if (this.closed) {
       await client.close().catch(() => undefined);

@@ -24,7 +24,9 @@ export interface McpImage {
 
 /** The image blocks of a result (for when observations can hold images). */
 export function imageBlocks(content: readonly McpContentBlock[]): McpImage[] {
-  return content.filter((b) => b.type === 'image' && typeof b['data'] === 'string').map((b) => ({ mimeType: String(b['mimeType'] ?? 'image/png'), data: b['data'] as string }));
+  return content
+    .filter((b) => b.type === 'image' && typeof b['data'] === 'string')
+    .map((b) => ({ mimeType: String(b['mimeType'] ?? 'image/png'), data: b['data'] as string }));
 }
 
 function base64Bytes(data: unknown): number {
@@ -59,7 +61,8 @@ export function blockText(block: McpContentBlock): string {
  */
 export function toToolResult(content: readonly McpContentBlock[], structuredContent?: unknown): ToolResult {
   const parts = content.map((block) => ({ type: 'text' as const, text: blockText(block) }));
-  if (parts.length === 0 && structuredContent !== undefined) parts.push({ type: 'text', text: JSON.stringify(structuredContent) });
+  if (parts.length === 0 && structuredContent !== undefined)
+    parts.push({ type: 'text', text: JSON.stringify(structuredContent) });
   const images = imageBlocks(content);
   const data = {
     ...(structuredContent !== undefined ? { structuredContent } : {}),

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { type FoundSecrets, isCredentialName, looksLikeToken, maskSecrets, redactArguments, redactUrl } from './redactSecrets';
+import {
+  type FoundSecrets,
+  isCredentialName,
+  looksLikeToken,
+  maskSecrets,
+  redactArguments,
+  redactUrl,
+} from './redactSecrets';
 
 /**
  * How a training config names MCP servers whose tools the policy may call:
@@ -24,7 +31,10 @@ const common = {
   /** Only these tools of the server (by their MCP names); default: all it lists. */
   tools: z.array(z.string().min(1)).min(1).optional(),
   /** Put before each tool's name, so two servers' tools cannot collide (`fs_` + `read_file`). */
-  prefix: z.string().regex(/^[A-Za-z0-9_-]*$/, 'expected letters, digits, "_" or "-"').default(''),
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]*$/, 'expected letters, digits, "_" or "-"')
+    .default(''),
   /** A call still running after this many milliseconds fails with `timeout` (as for our own tools). */
   timeoutMs: z.number().positive().default(30_000),
   /** At most this many calls of each tool run at once. */
@@ -62,7 +72,10 @@ export const McpServerConfig = z.union([StdioServerConfig, HttpServerConfig], {
 export type McpServerConfig = z.output<typeof McpServerConfig>;
 export type McpServerConfigInput = z.input<typeof McpServerConfig>;
 
-export const McpServersConfig = z.record(z.string().regex(SERVER_NAME, 'server names use letters, digits, "_" and "-"'), McpServerConfig);
+export const McpServersConfig = z.record(
+  z.string().regex(SERVER_NAME, 'server names use letters, digits, "_" and "-"'),
+  McpServerConfig,
+);
 export type McpServersConfig = z.output<typeof McpServersConfig>;
 
 export function isStdioServer(server: McpServerConfig): server is StdioServerConfig {
@@ -71,7 +84,9 @@ export function isStdioServer(server: McpServerConfig): server is StdioServerCon
 
 /** The command line or URL, for messages — which reach the logs and run.json's error — with its secrets replaced as in run.json's record. */
 export function describeServer(name: string, server: McpServerConfig): string {
-  return isStdioServer(server) ? `MCP server "${name}" (${[server.command, ...redactArguments(server.args)].join(' ')})` : `MCP server "${name}" (${redactUrl(server.url)})`;
+  return isStdioServer(server)
+    ? `MCP server "${name}" (${[server.command, ...redactArguments(server.args)].join(' ')})`
+    : `MCP server "${name}" (${redactUrl(server.url)})`;
 }
 
 /** The values of `env` or `headers` entries named like credentials (`GITHUB_TOKEN`, `Authorization`) or shaped like tokens, and a scheme's token (`Bearer …`). */
@@ -99,7 +114,9 @@ export function maskServerSecrets(text: string, server: McpServerConfig): string
   const redacted = redactUrl(server.url, found);
   credentialValues(server.headers, found);
   // The whole URL first, as written or as URL writes it, so what is left of it reads as in describeServer.
-  const whole = text.replaceAll(server.url, redacted).replaceAll(URL.canParse(server.url) ? new URL(server.url).href : server.url, redacted);
+  const whole = text
+    .replaceAll(server.url, redacted)
+    .replaceAll(URL.canParse(server.url) ? new URL(server.url).href : server.url, redacted);
   return maskSecrets(whole, found);
 }
 

@@ -47,9 +47,12 @@ export class McpTool extends Tool {
     const server = connection.server;
     this.name = `${server.prefix}${remoteName}`;
     if (!TOOL_NAME_PATTERN.test(this.name)) {
-      throw new ToolDefinitionError(`${connection.description}: its tool "${remoteName}" cannot be called "${this.name}"; tool names use ${TOOL_NAME_RULE} (leave it out with the server's \`tools\` list)`);
+      throw new ToolDefinitionError(
+        `${connection.description}: its tool "${remoteName}" cannot be called "${this.name}"; tool names use ${TOOL_NAME_RULE} (leave it out with the server's \`tools\` list)`,
+      );
     }
-    this.description = (description.description ?? description.title ?? '').trim() || `${remoteName} (from ${connection.description})`;
+    this.description =
+      (description.description ?? description.title ?? '').trim() || `${remoteName} (from ${connection.description})`;
     this.inputSchema = templateSchema(description.inputSchema);
     this.parameters = argumentsFromJsonSchema(this.name, description.inputSchema as JsonSchema);
     this.timeoutMs = server.timeoutMs;

@@ -13,17 +13,28 @@
 export const REDACTED = '***';
 
 /** A name that says it holds a credential: the whole name or one of its `-`/`_` parts. */
-const CREDENTIAL = /^(api-?key|apikey|access-?token|auth|authorization|bearer|client-?secret|credentials?|key|pass|passwd|password|private-?key|secret|session|sig|signature|token)$/;
+const CREDENTIAL =
+  /^(api-?key|apikey|access-?token|auth|authorization|bearer|client-?secret|credentials?|key|pass|passwd|password|private-?key|secret|session|sig|signature|token)$/;
 
 export function isCredentialName(name: string): boolean {
   // camelCase parts count as parts too: authToken, clientSecret.
-  const lower = name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase().replace(/^-+/, '');
+  const lower = name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .replace(/^-+/, '');
   if (CREDENTIAL.test(lower)) return true;
   return lower.split(/[-_.]/).some((part) => CREDENTIAL.test(part)) || CREDENTIAL.test(lower.replace(/_/g, '-'));
 }
 
 /** Tokens of well-known services, whatever they are called: Hugging Face, GitHub, OpenAI-style, Slack, AWS key ids. */
-const TOKEN_SHAPES = [/^hf_[A-Za-z0-9]{20,}$/, /^(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}$/, /^github_pat_[A-Za-z0-9_]{20,}$/, /^sk-[A-Za-z0-9_-]{20,}$/, /^xox[abposr]-[A-Za-z0-9-]{10,}$/, /^AKIA[A-Z0-9]{16}$/];
+const TOKEN_SHAPES = [
+  /^hf_[A-Za-z0-9]{20,}$/,
+  /^(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}$/,
+  /^github_pat_[A-Za-z0-9_]{20,}$/,
+  /^sk-[A-Za-z0-9_-]{20,}$/,
+  /^xox[abposr]-[A-Za-z0-9-]{10,}$/,
+  /^AKIA[A-Z0-9]{16}$/,
+];
 
 export function looksLikeToken(value: string): boolean {
   return TOKEN_SHAPES.some((shape) => shape.test(value));
@@ -121,7 +132,12 @@ export function redactArguments(args: readonly string[], found?: FoundSecrets): 
       out.push(`${assignment[1]}=${redactUrl(assignment[2], found)}`);
       continue;
     }
-    if (/^--?[A-Za-z][\w.-]*$/.test(arg) && isCredentialName(arg) && i + 1 < args.length && !args[i + 1].startsWith('-')) {
+    if (
+      /^--?[A-Za-z][\w.-]*$/.test(arg) &&
+      isCredentialName(arg) &&
+      i + 1 < args.length &&
+      !args[i + 1].startsWith('-')
+    ) {
       note(found, args[i + 1]);
       out.push(arg, REDACTED);
       i++;
@@ -138,7 +154,9 @@ const MIN_MASKED_LENGTH = 4;
 
 /** `text` with every one of `secrets` (longest first, so one inside another goes whole) replaced by `***`. */
 export function maskSecrets(text: string, secrets: Iterable<string>): string {
-  const ordered = [...new Set(secrets)].filter((s) => s.length >= MIN_MASKED_LENGTH).sort((a, b) => b.length - a.length);
+  const ordered = [...new Set(secrets)]
+    .filter((s) => s.length >= MIN_MASKED_LENGTH)
+    .sort((a, b) => b.length - a.length);
   let masked = text;
   for (const secret of ordered) masked = masked.replaceAll(secret, REDACTED);
   return masked;

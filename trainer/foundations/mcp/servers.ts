@@ -27,10 +27,14 @@ export class McpServers {
         if (wanted) {
           const missing = wanted.filter((name) => !available.some((t) => t.name === name));
           if (missing.length) {
-            throw new Error(`${connection.description} has no tool named ${missing.map((m) => `"${m}"`).join(', ')}; it lists: ${available.map((t) => t.name).join(', ') || '(none)'}`);
+            throw new Error(
+              `${connection.description} has no tool named ${missing.map((m) => `"${m}"`).join(', ')}; it lists: ${available.map((t) => t.name).join(', ') || '(none)'}`,
+            );
           }
         }
-        return available.filter((t) => !wanted || wanted.includes(t.name)).map((t) => new McpTool(connection, t.name, t));
+        return available
+          .filter((t) => !wanted || wanted.includes(t.name))
+          .map((t) => new McpTool(connection, t.name, t));
       });
       return new McpServers(connections, tools);
     } catch (error) {

@@ -38,13 +38,16 @@ function packageRoot(): string {
  */
 export function checkBuiltinModelName(spec: string): void {
   if (spec.startsWith(BUILT_IN_PREFIX) && !BUILT_IN_MODEL_NAMES.includes(spec.slice(BUILT_IN_PREFIX.length))) {
-    throw new ModelConfigError(`"${spec}" is not a built-in model (known: ${BUILT_IN_MODEL_NAMES.map((m) => BUILT_IN_PREFIX + m).join(', ')})`);
+    throw new ModelConfigError(
+      `"${spec}" is not a built-in model (known: ${BUILT_IN_MODEL_NAMES.map((m) => BUILT_IN_PREFIX + m).join(', ')})`,
+    );
   }
 }
 
 /** The folder of the built-in model `name` (after the prefix; checked by checkBuiltinModelName). */
 export function builtInModelDir(name: string): string {
   const dir = path.join(packageRoot(), 'trainer', 'bases', 'weights', name);
-  if (!fs.existsSync(path.join(dir, 'config.json'))) throw new ModelConfigError(`${BUILT_IN_PREFIX}${name}: ${dir} is missing from this installation of rollout-studio`);
+  if (!fs.existsSync(path.join(dir, 'config.json')))
+    throw new ModelConfigError(`${BUILT_IN_PREFIX}${name}: ${dir} is missing from this installation of rollout-studio`);
   return dir;
 }

@@ -106,12 +106,16 @@ export class ChatTemplate {
   ) {
     const token = endOfTurnToken ?? tokenizer.specialTokenStrings.eos_token;
     if (token === undefined) {
-      throw new ChatTemplateError(`${origin}: the tokenizer has no eos_token; name the end-of-turn token (e.g. "<|im_end|>") explicitly`);
+      throw new ChatTemplateError(
+        `${origin}: the tokenizer has no eos_token; name the end-of-turn token (e.g. "<|im_end|>") explicitly`,
+      );
     }
     // Cutting the token sequence right after this token is only safe if the tokenizer never
     // merges text across it, which holds for added tokens.
     if (!tokenizer.isAddedToken(token)) {
-      throw new ChatTemplateError(`${origin}: end-of-turn token ${JSON.stringify(token)} is not an added token of the tokenizer, so text after it could tokenise differently on its own`);
+      throw new ChatTemplateError(
+        `${origin}: end-of-turn token ${JSON.stringify(token)} is not an added token of the tokenizer, so text after it could tokenise differently on its own`,
+      );
     }
     this.endOfTurnToken = token;
     this.endOfTurnId = tokenizer.tokenId(token);
@@ -121,7 +125,9 @@ export class ChatTemplate {
   static fromTokenizer(tokenizer: Tokenizer, endOfTurnToken?: string): ChatTemplate {
     const sources = tokenizer.chatTemplates;
     if (!sources) {
-      throw new ChatTemplateError(`${tokenizer.dir}: no chat template (neither chat_template.jinja nor chat_template in tokenizer_config.json)`);
+      throw new ChatTemplateError(
+        `${tokenizer.dir}: no chat template (neither chat_template.jinja nor chat_template in tokenizer_config.json)`,
+      );
     }
     return new ChatTemplate(tokenizer, sources.templates, sources.file, endOfTurnToken);
   }
@@ -144,19 +150,31 @@ export class ChatTemplate {
    * new messages, checks that the first rendering is an unchanged prefix of the second, and
    * tokenises only what follows the history's final end-of-turn token.
    */
-  appendTokens(history: TokenizedHistory, newMessages: readonly ChatMessage[], options: AppendOptions = {}): AppendResult {
+  appendTokens(
+    history: TokenizedHistory,
+    newMessages: readonly ChatMessage[],
+    options: AppendOptions = {},
+  ): AppendResult {
     const all = [...history.messages, ...newMessages];
     this.check(all, options.tools);
     const last = history.ids[history.ids.length - 1];
     if (last !== this.endOfTurnId) {
-      const shown = last === undefined ? 'the history is empty' : `its last token is ${last} (${JSON.stringify(this.tokenizer.pieces([last])[0])})`;
-      throw new ChatTemplateError(`appendTokens: the history must end with the end-of-turn token ${this.endOfTurnToken} (id ${this.endOfTurnId}), but ${shown}; append only after a completed turn`);
+      const shown =
+        last === undefined
+          ? 'the history is empty'
+          : `its last token is ${last} (${JSON.stringify(this.tokenizer.pieces([last])[0])})`;
+      throw new ChatTemplateError(
+        `appendTokens: the history must end with the end-of-turn token ${this.endOfTurnToken} (id ${this.endOfTurnId}), but ${shown}; append only after a completed turn`,
+      );
     }
     const before = this.renderUnchecked(history.messages, { ...options, addGenerationPrompt: false });
     const after = this.renderUnchecked(all, { ...options, addGenerationPrompt: options.addGenerationPrompt ?? true });
     const eot = this.endOfTurnToken;
     const eotAt = before.lastIndexOf(eot);
-    if (eotAt < 0) throw new ChatTemplateError(`${this.origin}: the rendered history contains no end-of-turn token ${eot}, so there is no point to append after`);
+    if (eotAt < 0)
+      throw new ChatTemplateError(
+        `${this.origin}: the rendered history contains no end-of-turn token ${eot}, so there is no point to append after`,
+      );
     const cut = eotAt + eot.length;
     if (after.startsWith(before)) return this.tokenized(after.slice(cut));
 
@@ -201,17 +219,22 @@ export class ChatTemplate {
   }
 
   private renderUnchecked(messages: readonly ChatMessage[], options: RenderOptions): string {
-    const name = options.templateName ?? (options.tools?.length && 'tool_use' in this.templates ? 'tool_use' : 'default');
+    const name =
+      options.templateName ?? (options.tools?.length && 'tool_use' in this.templates ? 'tool_use' : 'default');
     const source = this.templates[name];
     if (source === undefined) {
-      throw new ChatTemplateError(`${this.origin}: no chat template named "${name}" (templates: ${Object.keys(this.templates).join(', ')})`);
+      throw new ChatTemplateError(
+        `${this.origin}: no chat template named "${name}" (templates: ${Object.keys(this.templates).join(', ')})`,
+      );
     }
     let template = this.parsed.get(name);
     if (!template) {
       try {
         template = new Template(source);
       } catch (error) {
-        throw new ChatTemplateError(`${this.origin}: chat template "${name}" does not parse: ${(error as Error).message}`);
+        throw new ChatTemplateError(
+          `${this.origin}: chat template "${name}" does not parse: ${(error as Error).message}`,
+        );
       }
       this.parsed.set(name, template);
     }
@@ -223,14 +246,18 @@ export class ChatTemplate {
     variables['add_generation_prompt'] = options.addGenerationPrompt ?? false;
     for (const [key, value] of Object.entries(options.kwargs ?? {})) {
       if (key === 'messages' || key === 'tools' || key === 'add_generation_prompt') {
-        throw new ChatTemplateError(`chat template kwargs: "${key}" is set by the renderer itself; pass it as its own option`);
+        throw new ChatTemplateError(
+          `chat template kwargs: "${key}" is set by the renderer itself; pass it as its own option`,
+        );
       }
       variables[key] = value;
     }
     try {
       return template.render(variables);
     } catch (error) {
-      throw new ChatTemplateError(`${this.origin}: chat template "${name}" failed to render: ${(error as Error).message}`);
+      throw new ChatTemplateError(
+        `${this.origin}: chat template "${name}" failed to render: ${(error as Error).message}`,
+      );
     }
   }
 }

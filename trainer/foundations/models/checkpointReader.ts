@@ -45,7 +45,10 @@ export class CheckpointReader {
     for (const [name, file] of this.owner) {
       const original = this.stored.get(name) ?? name;
       const shown = rename(original);
-      if (owner.has(shown)) throw new CheckpointError(`${file.file}: tensors "${stored.get(shown) ?? shown}" and "${original}" both mean "${shown}"`);
+      if (owner.has(shown))
+        throw new CheckpointError(
+          `${file.file}: tensors "${stored.get(shown) ?? shown}" and "${original}" both mean "${shown}"`,
+        );
       owner.set(shown, file);
       if (shown !== original) stored.set(shown, original);
     }
@@ -61,7 +64,12 @@ export class CheckpointReader {
     const indexFile = `${single}.index.json`;
     if (fs.existsSync(single)) {
       const file = SafetensorsFile.open(single);
-      return new CheckpointReader(dir, [single], [file], new Map([...file.header.tensors.keys()].map((n) => [n, file])));
+      return new CheckpointReader(
+        dir,
+        [single],
+        [file],
+        new Map([...file.header.tensors.keys()].map((n) => [n, file])),
+      );
     }
     if (fs.existsSync(indexFile)) return CheckpointReader.openSharded(dir, indexFile);
     if (!fs.existsSync(dir)) throw new CheckpointError(`${dir}: model folder not found`);
@@ -88,7 +96,9 @@ export class CheckpointReader {
         }
         if (!fs.existsSync(shardPath)) {
           const listed = Object.entries(index.weight_map).find(([, f]) => f === shardName)![0];
-          throw new CheckpointError(`${shardPath}: file not found (the index lists it for tensor "${listed}" and others)`);
+          throw new CheckpointError(
+            `${shardPath}: file not found (the index lists it for tensor "${listed}" and others)`,
+          );
         }
         const shard = SafetensorsFile.open(shardPath);
         shards.push(shard);
@@ -96,19 +106,29 @@ export class CheckpointReader {
           const other = owner.get(name);
           if (other) throw new CheckpointError(`${shardPath}: tensor "${name}" is also in ${other.file}`);
           if (index.weight_map[name] !== shardName) {
-            throw new CheckpointError(`${shardPath}: holds tensor "${name}", which ${indexFile} ${name in index.weight_map ? `places in ${index.weight_map[name]}` : 'does not list'} (the index is out of date)`);
+            throw new CheckpointError(
+              `${shardPath}: holds tensor "${name}", which ${indexFile} ${name in index.weight_map ? `places in ${index.weight_map[name]}` : 'does not list'} (the index is out of date)`,
+            );
           }
           owner.set(name, shard);
         }
       }
       for (const [name, shardName] of Object.entries(index.weight_map)) {
-        if (!owner.has(name)) throw new CheckpointError(`${path.join(dir, shardName)}: has no tensor "${name}", which ${indexFile} places there`);
+        if (!owner.has(name))
+          throw new CheckpointError(
+            `${path.join(dir, shardName)}: has no tensor "${name}", which ${indexFile} places there`,
+          );
       }
     } catch (error) {
       for (const shard of shards) shard.close();
       throw error;
     }
-    return new CheckpointReader(dir, shards.map((s) => s.file), shards, owner);
+    return new CheckpointReader(
+      dir,
+      shards.map((s) => s.file),
+      shards,
+      owner,
+    );
   }
 
   /** Every tensor name, sorted. */
@@ -136,7 +156,9 @@ export class CheckpointReader {
     if (expectedShape) {
       const { shape } = file.info(storedName);
       if (shape.length !== expectedShape.length || shape.some((d, i) => d !== expectedShape[i])) {
-        throw new CheckpointError(`${file.file}: tensor "${name}" has shape [${shape.join(', ')}] but the model config needs [${expectedShape.join(', ')}]`);
+        throw new CheckpointError(
+          `${file.file}: tensor "${name}" has shape [${shape.join(', ')}] but the model config needs [${expectedShape.join(', ')}]`,
+        );
       }
     }
     return file.read(storedName);

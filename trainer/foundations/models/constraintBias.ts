@@ -26,7 +26,10 @@ export function biasRow(set: AllowedTokens, vocab: number): Float32Array {
 }
 
 /** The distinct allowed sets of the positions (table rows 1…K) and each position's row (0: free). */
-export function biasRows(perPosition: readonly (AllowedTokens | undefined)[]): { sets: AllowedTokens[]; rows: HostTensor } {
+export function biasRows(perPosition: readonly (AllowedTokens | undefined)[]): {
+  sets: AllowedTokens[];
+  rows: HostTensor;
+} {
   const index = new Map<AllowedTokens, number>();
   const rowOf = new BigInt64Array(perPosition.length);
   perPosition.forEach((set, i) => {
@@ -49,7 +52,10 @@ export function biasTable(sets: readonly AllowedTokens[], vocab: number): HostTe
 }
 
 /** `logit_bias` and the row index of each position (`undefined`: free), for a graph over `vocab` logits. */
-export function biasFeeds(perPosition: readonly (AllowedTokens | undefined)[], vocab: number): { logit_bias: HostTensor; bias_row: HostTensor } {
+export function biasFeeds(
+  perPosition: readonly (AllowedTokens | undefined)[],
+  vocab: number,
+): { logit_bias: HostTensor; bias_row: HostTensor } {
   const { sets, rows } = biasRows(perPosition);
   return { logit_bias: biasTable(sets, vocab), bias_row: rows };
 }
@@ -62,7 +68,11 @@ export type PositionConstraints = ReadonlyMap<number, AllowedTokens>;
  * packRows in batch.ts: sequence by sequence, position by position from the shared prefix on,
  * where the score mask is 1).
  */
-export function scoredTokenConstraints(sequences: readonly { ids: readonly number[]; constraints?: PositionConstraints }[], score: readonly Uint8Array[], prefix: number): (AllowedTokens | undefined)[] {
+export function scoredTokenConstraints(
+  sequences: readonly { ids: readonly number[]; constraints?: PositionConstraints }[],
+  score: readonly Uint8Array[],
+  prefix: number,
+): (AllowedTokens | undefined)[] {
   const out: (AllowedTokens | undefined)[] = [];
   sequences.forEach((s, b) => {
     for (let t = prefix; t < s.ids.length; t++) if (score[b][t] === 1) out.push(s.constraints?.get(t));

@@ -81,32 +81,53 @@ export interface CreatedModel {
 const INITIALIZER_RANGE = 0.02;
 
 function requirePositiveInt(name: string, value: number | undefined): void {
-  if (value !== undefined && (!Number.isInteger(value) || value <= 0)) throw new ModelConfigError(`create-model: ${name} must be a positive integer, got ${value}`);
+  if (value !== undefined && (!Number.isInteger(value) || value <= 0))
+    throw new ModelConfigError(`create-model: ${name} must be a positive integer, got ${value}`);
 }
 
 export function createModel(options: CreateModelOptions): CreatedModel {
   const { family, layers, hidden, heads, kvHeads, intermediate } = options;
   if (!(family in ARCHITECTURES) && !isVisionLanguageType(family)) {
-    throw new ModelConfigError(`create-model: family "${family}" is not supported; supported: ${[...Object.keys(ARCHITECTURES), ...Object.keys(VISION_ARCHITECTURES)].join(', ')}`);
+    throw new ModelConfigError(
+      `create-model: family "${family}" is not supported; supported: ${[...Object.keys(ARCHITECTURES), ...Object.keys(VISION_ARCHITECTURES)].join(', ')}`,
+    );
   }
-  for (const [name, value] of Object.entries({ layers, hidden, heads, kvHeads, intermediate, headDim: options.headDim, vocabSize: options.vocabSize, vocabMultiple: options.vocabMultiple })) {
+  for (const [name, value] of Object.entries({
+    layers,
+    hidden,
+    heads,
+    kvHeads,
+    intermediate,
+    headDim: options.headDim,
+    vocabSize: options.vocabSize,
+    vocabMultiple: options.vocabMultiple,
+  })) {
     requirePositiveInt(name, value);
   }
-  if (heads % kvHeads !== 0) throw new ModelConfigError(`create-model: heads (${heads}) must be a multiple of kvHeads (${kvHeads})`);
-  if (options.headDim === undefined && hidden % heads !== 0) throw new ModelConfigError(`create-model: hidden (${hidden}) must be divisible by heads (${heads}), or give headDim`);
+  if (heads % kvHeads !== 0)
+    throw new ModelConfigError(`create-model: heads (${heads}) must be a multiple of kvHeads (${kvHeads})`);
+  if (options.headDim === undefined && hidden % heads !== 0)
+    throw new ModelConfigError(
+      `create-model: hidden (${hidden}) must be divisible by heads (${heads}), or give headDim`,
+    );
   const headDim = options.headDim ?? hidden / heads;
-  if (headDim % 2 !== 0) throw new ModelConfigError(`create-model: head dimension ${headDim} must be even (rotary embeddings rotate pairs)`);
+  if (headDim % 2 !== 0)
+    throw new ModelConfigError(`create-model: head dimension ${headDim} must be even (rotary embeddings rotate pairs)`);
 
   const tokenizer = typeof options.tokenizer === 'string' ? Tokenizer.load(options.tokenizer) : options.tokenizer;
   let vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   if (vocabSize < tokenizer.vocabSize) {
-    throw new ModelConfigError(`create-model: vocabSize ${vocabSize} is smaller than the tokenizer's ${tokenizer.vocabSize} tokens (${path.join(tokenizer.dir, 'tokenizer.json')})`);
+    throw new ModelConfigError(
+      `create-model: vocabSize ${vocabSize} is smaller than the tokenizer's ${tokenizer.vocabSize} tokens (${path.join(tokenizer.dir, 'tokenizer.json')})`,
+    );
   }
   if (options.vocabMultiple) vocabSize = Math.ceil(vocabSize / options.vocabMultiple) * options.vocabMultiple;
 
   const outDir = options.outDir;
   if (fs.existsSync(outDir) && fs.readdirSync(outDir).length > 0 && !options.overwrite) {
-    throw new ModelConfigError(`create-model: ${outDir} is not empty; choose an empty folder or overwrite it explicitly`);
+    throw new ModelConfigError(
+      `create-model: ${outDir} is not empty; choose an empty folder or overwrite it explicitly`,
+    );
   }
   fs.mkdirSync(outDir, { recursive: true });
 
@@ -131,9 +152,16 @@ export function createModel(options: CreateModelOptions): CreatedModel {
   }
   if (config.vision) {
     // The processor's files: image preprocessing, and a chat template that renders images and tools.
-    const processor = { ...defaultImageProcessor(config.vision), ...(options.vision?.minPixels ? { minPixels: options.vision.minPixels } : {}), ...(options.vision?.maxPixels ? { maxPixels: options.vision.maxPixels } : {}) };
+    const processor = {
+      ...defaultImageProcessor(config.vision),
+      ...(options.vision?.minPixels ? { minPixels: options.vision.minPixels } : {}),
+      ...(options.vision?.maxPixels ? { maxPixels: options.vision.maxPixels } : {}),
+    };
     const processorClass = config.vision.family === 'qwen2_vl' ? 'Qwen2VLProcessor' : 'Qwen2_5_VLProcessor';
-    fs.writeFileSync(path.join(outDir, 'preprocessor_config.json'), JSON.stringify(imageProcessorJson(processor, processorClass), null, 2) + '\n');
+    fs.writeFileSync(
+      path.join(outDir, 'preprocessor_config.json'),
+      JSON.stringify(imageProcessorJson(processor, processorClass), null, 2) + '\n',
+    );
     fs.writeFileSync(path.join(outDir, 'chat_template.jinja'), VISION_TOOL_CHAT_TEMPLATE);
     copied.push('preprocessor_config.json');
     if (!copied.includes('chat_template.jinja')) copied.push('chat_template.jinja');
@@ -146,12 +174,29 @@ export function createModel(options: CreateModelOptions): CreatedModel {
   fs.writeFileSync(path.join(outDir, 'generation_config.json'), JSON.stringify(generation, null, 2) + '\n');
 
   const parameters = tensors.reduce((sum, t) => sum + t.shape.reduce((a, b) => a * b, 1), 0);
-  const files = ['config.json', ...weights.files, ...(weights.index ? [weights.index] : []), ...copied, 'generation_config.json'];
+  const files = [
+    'config.json',
+    ...weights.files,
+    ...(weights.index ? [weights.index] : []),
+    ...copied,
+    'generation_config.json',
+  ];
   return { config, parameters, weights, files };
 }
 
-function hfConfigJson(o: CreateModelOptions & { headDim: number; vocabSize: number; dtype: string; tokenizer: Tokenizer }): Record<string, unknown> {
-  if (isVisionLanguageType(o.family)) return visionLanguageConfigJson(o as CreateModelOptions & { family: VisionLanguageFamily; headDim: number; vocabSize: number; dtype: string; tokenizer: Tokenizer });
+function hfConfigJson(
+  o: CreateModelOptions & { headDim: number; vocabSize: number; dtype: string; tokenizer: Tokenizer },
+): Record<string, unknown> {
+  if (isVisionLanguageType(o.family))
+    return visionLanguageConfigJson(
+      o as CreateModelOptions & {
+        family: VisionLanguageFamily;
+        headDim: number;
+        vocabSize: number;
+        dtype: string;
+        tokenizer: Tokenizer;
+      },
+    );
   const eos = o.tokenizer.eosTokenId;
   const json: Record<string, unknown> = {
     architectures: [ARCHITECTURES[o.family]],
@@ -177,7 +222,8 @@ function hfConfigJson(o: CreateModelOptions & { headDim: number; vocabSize: numb
     torch_dtype: o.dtype,
     use_cache: true,
   };
-  if (o.family === 'qwen2' || o.family === 'qwen3') Object.assign(json, { use_sliding_window: false, sliding_window: null, max_window_layers: o.layers });
+  if (o.family === 'qwen2' || o.family === 'qwen3')
+    Object.assign(json, { use_sliding_window: false, sliding_window: null, max_window_layers: o.layers });
   if (o.family === 'qwen3' || o.family === 'llama') json['attention_bias'] = false;
   if (o.family === 'llama') json['mlp_bias'] = false;
   return json;
@@ -187,14 +233,26 @@ function hfConfigJson(o: CreateModelOptions & { headDim: number; vocabSize: numb
  * A Qwen2-VL / Qwen2.5-VL config.json in the layout the Qwen team released: the language model's
  * fields at the top level with `rope_scaling: {type: "mrope", mrope_section}`, and `vision_config`.
  */
-function visionLanguageConfigJson(o: CreateModelOptions & { family: VisionLanguageFamily; headDim: number; vocabSize: number; dtype: string; tokenizer: Tokenizer }): Record<string, unknown> {
-  if (o.headDim !== o.hidden / o.heads) throw new ModelConfigError(`create-model: ${o.family} uses hidden / heads as the head dimension; --head-dim ${o.headDim} is not ${o.hidden / o.heads}`);
+function visionLanguageConfigJson(
+  o: CreateModelOptions & {
+    family: VisionLanguageFamily;
+    headDim: number;
+    vocabSize: number;
+    dtype: string;
+    tokenizer: Tokenizer;
+  },
+): Record<string, unknown> {
+  if (o.headDim !== o.hidden / o.heads)
+    throw new ModelConfigError(
+      `create-model: ${o.family} uses hidden / heads as the head dimension; --head-dim ${o.headDim} is not ${o.hidden / o.heads}`,
+    );
   const half = o.headDim / 2;
   const t = Math.max(1, Math.round(half / 4));
   const section = o.mropeSection ?? [t, Math.floor((half - t) / 2), half - t - Math.floor((half - t) / 2)];
   const v = { depth: 2, width: 32, heads: 4, patchSize: 14, mergeSize: 2, temporalPatchSize: 2, ...o.vision };
   for (const [name, value] of Object.entries(v)) {
-    if (typeof value === 'number' && (!Number.isInteger(value) || value <= 0)) throw new ModelConfigError(`create-model: vision ${name} must be a positive integer, got ${value}`);
+    if (typeof value === 'number' && (!Number.isInteger(value) || value <= 0))
+      throw new ModelConfigError(`create-model: vision ${name} must be a positive integer, got ${value}`);
   }
   const mlpSize = v.mlpSize ?? 2 * v.width;
   const eos = o.tokenizer.eosTokenId;
@@ -228,10 +286,28 @@ function visionLanguageConfigJson(o: CreateModelOptions & { family: VisionLangua
     vision_start_token_id: o.tokenizer.tokenId('<|vision_start|>'),
     vision_end_token_id: o.tokenizer.tokenId('<|vision_end|>'),
   };
-  const common = { depth: v.depth, num_heads: v.heads, in_chans: 3, patch_size: v.patchSize, spatial_merge_size: v.mergeSize, spatial_patch_size: v.patchSize, temporal_patch_size: v.temporalPatchSize, initializer_range: INITIALIZER_RANGE };
+  const common = {
+    depth: v.depth,
+    num_heads: v.heads,
+    in_chans: 3,
+    patch_size: v.patchSize,
+    spatial_merge_size: v.mergeSize,
+    spatial_patch_size: v.patchSize,
+    temporal_patch_size: v.temporalPatchSize,
+    initializer_range: INITIALIZER_RANGE,
+  };
   if (o.family === 'qwen2_vl') {
-    if (mlpSize % v.width !== 0) throw new ModelConfigError(`create-model: Qwen2-VL's MLP width is width × mlp_ratio; ${mlpSize} is not a multiple of ${v.width}`);
-    json['vision_config'] = { ...common, embed_dim: v.width, hidden_size: o.hidden, mlp_ratio: mlpSize / v.width, hidden_act: 'quick_gelu' };
+    if (mlpSize % v.width !== 0)
+      throw new ModelConfigError(
+        `create-model: Qwen2-VL's MLP width is width × mlp_ratio; ${mlpSize} is not a multiple of ${v.width}`,
+      );
+    json['vision_config'] = {
+      ...common,
+      embed_dim: v.width,
+      hidden_size: o.hidden,
+      mlp_ratio: mlpSize / v.width,
+      hidden_act: 'quick_gelu',
+    };
   } else {
     json['vision_config'] = {
       ...common,

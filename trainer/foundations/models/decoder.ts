@@ -4,7 +4,15 @@ import { ropeInverseFrequencies, type ModelConfig } from './modelConfig';
 import { groupScores, maskBias, mixValues } from './layers/attention';
 import { linear } from './layers/linear';
 import { rmsNorm } from './layers/norm';
-import { fusedAddRmsNorm, fusedLinear, fusedRmsNorm, fusedRotary, rotaryCache, type FusedKernels, type RotaryCache } from './layers/fused';
+import {
+  fusedAddRmsNorm,
+  fusedLinear,
+  fusedRmsNorm,
+  fusedRotary,
+  rotaryCache,
+  type FusedKernels,
+  type RotaryCache,
+} from './layers/fused';
 import { applyRotary, mropeTables, rotaryTables, type RotaryTables } from './layers/rotary';
 import { loraTensorNames, type LoraConfig } from './lora';
 
@@ -76,7 +84,15 @@ export function causalCore(keyMask: Tensor, ids: Tensor, dtype: ComputeDtype): A
   return (_layer, q, k, v) => mixValues(op.softmax(op.add(groupScores(q, k), bias), -1), v);
 }
 
-function adaptedLinear(x: Tensor, module: string, out: number, inputs: number, bias: boolean, w: WeightInputs, ctx: DecoderContext): Tensor {
+function adaptedLinear(
+  x: Tensor,
+  module: string,
+  out: number,
+  inputs: number,
+  bias: boolean,
+  w: WeightInputs,
+  ctx: DecoderContext,
+): Tensor {
   const g = x.graph;
   const project = ctx.fused?.transposedMatMul ? fusedLinear : linear;
   let y = project(x, w.get(`${module}.weight`, [out, inputs]), bias ? w.get(`${module}.bias`, [out]) : undefined);
@@ -107,7 +123,13 @@ function norm(x: Tensor, weight: Tensor, eps: number, ctx: DecoderContext): Tens
 }
 
 /** h + delta and its RMSNorm (just the norm when there is nothing to add yet): the residual stream's step. */
-function addAndNorm(h: Tensor, delta: Tensor | undefined, weight: Tensor, eps: number, ctx: DecoderContext): { sum: Tensor; normed: Tensor } {
+function addAndNorm(
+  h: Tensor,
+  delta: Tensor | undefined,
+  weight: Tensor,
+  eps: number,
+  ctx: DecoderContext,
+): { sum: Tensor; normed: Tensor } {
   if (!delta) return { sum: h, normed: norm(h, weight, eps, ctx) };
   if (ctx.fused) return fusedAddRmsNorm(h, delta, weight, eps);
   const sum = op.add(h, delta);
@@ -134,9 +156,25 @@ function project(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext,
   const hd = c.headDim;
   const group = c.numHeads / c.numKvHeads;
   const [B] = x.shape;
-  let q = splitHeads(g.withScope('q_proj', () => adaptedLinear(x, `${layer}.q_proj`, c.numHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numHeads, hd);
-  let k = splitHeads(g.withScope('k_proj', () => adaptedLinear(x, `${layer}.k_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
-  const v = splitHeads(g.withScope('v_proj', () => adaptedLinear(x, `${layer}.v_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)), c.numKvHeads, hd);
+  let q = splitHeads(
+    g.withScope('q_proj', () => adaptedLinear(x, `${layer}.q_proj`, c.numHeads * hd, c.hiddenSize, c.qkvBias, w, ctx)),
+    c.numHeads,
+    hd,
+  );
+  let k = splitHeads(
+    g.withScope('k_proj', () =>
+      adaptedLinear(x, `${layer}.k_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx),
+    ),
+    c.numKvHeads,
+    hd,
+  );
+  const v = splitHeads(
+    g.withScope('v_proj', () =>
+      adaptedLinear(x, `${layer}.v_proj`, c.numKvHeads * hd, c.hiddenSize, c.qkvBias, w, ctx),
+    ),
+    c.numKvHeads,
+    hd,
+  );
   if (c.qkNorm) {
     q = g.withScope('q_norm', () => norm(q, w.get(`${layer}.q_norm.weight`, [hd]), c.rmsNormEps, ctx));
     k = g.withScope('k_norm', () => norm(k, w.get(`${layer}.k_norm.weight`, [hd]), c.rmsNormEps, ctx));
@@ -153,17 +191,29 @@ function outputProjection(context: Tensor, x: Tensor, layer: string, w: WeightIn
   const c = ctx.config;
   const hd = c.headDim;
   const [B, T] = x.shape;
-  const merged = op.reshape(op.transpose(op.reshape(context, [B, c.numHeads, T, hd]), [0, 2, 1, 3]), [B, T, c.numHeads * hd]);
-  return g.withScope('o_proj', () => adaptedLinear(merged, `${layer}.o_proj`, c.hiddenSize, c.numHeads * hd, c.oProjBias, w, ctx));
+  const merged = op.reshape(op.transpose(op.reshape(context, [B, c.numHeads, T, hd]), [0, 2, 1, 3]), [
+    B,
+    T,
+    c.numHeads * hd,
+  ]);
+  return g.withScope('o_proj', () =>
+    adaptedLinear(merged, `${layer}.o_proj`, c.hiddenSize, c.numHeads * hd, c.oProjBias, w, ctx),
+  );
 }
 
 function mlp(x: Tensor, layer: string, w: WeightInputs, ctx: DecoderContext): Tensor {
   const g = x.graph;
   const c = ctx.config;
-  const gate = g.withScope('gate_proj', () => adaptedLinear(x, `${layer}.gate_proj`, c.intermediateSize, c.hiddenSize, c.mlpBias, w, ctx));
-  const up = g.withScope('up_proj', () => adaptedLinear(x, `${layer}.up_proj`, c.intermediateSize, c.hiddenSize, c.mlpBias, w, ctx));
+  const gate = g.withScope('gate_proj', () =>
+    adaptedLinear(x, `${layer}.gate_proj`, c.intermediateSize, c.hiddenSize, c.mlpBias, w, ctx),
+  );
+  const up = g.withScope('up_proj', () =>
+    adaptedLinear(x, `${layer}.up_proj`, c.intermediateSize, c.hiddenSize, c.mlpBias, w, ctx),
+  );
   const hidden = op.mul(op.mul(gate, op.sigmoid(gate)), up);
-  return g.withScope('down_proj', () => adaptedLinear(hidden, `${layer}.down_proj`, c.hiddenSize, c.intermediateSize, c.mlpBias, w, ctx));
+  return g.withScope('down_proj', () =>
+    adaptedLinear(hidden, `${layer}.down_proj`, c.hiddenSize, c.intermediateSize, c.mlpBias, w, ctx),
+  );
 }
 
 /**
@@ -195,7 +245,14 @@ export type SegmentCore = (layer: number, segments: readonly Projected[]) => Ten
  * layers → final norm, returning each segment's normed hidden states [B, T, hidden]. Position-wise
  * work (projections, norms, MLP) runs per segment; `core` decides what attends to what.
  */
-export function decoderSegments(g: Graph, config: ModelConfig, weights: WeightInputs, segments: readonly DecoderInputs[], options: DecoderOptions, core: SegmentCore): Tensor[] {
+export function decoderSegments(
+  g: Graph,
+  config: ModelConfig,
+  weights: WeightInputs,
+  segments: readonly DecoderInputs[],
+  options: DecoderOptions,
+  core: SegmentCore,
+): Tensor[] {
   const fused = options.fused;
   if (fused && options.dtype !== 'float32') throw new Error('fused decoder graphs are float32 only');
   const ctx: DecoderContext = { config, dtype: options.dtype, lora: options.lora, fused };
@@ -204,7 +261,11 @@ export function decoderSegments(g: Graph, config: ModelConfig, weights: WeightIn
   const section = config.mropeSection;
   // M-RoPE (vision-language models) rotates by three position axes, which the fused kernel does not.
   const rotary: Rotary[] = segments.map((s) =>
-    section ? { plain: mropeTables(s.positions, frequencies, section, options.dtype) } : fused ? { fused: rotaryCache(s.positions, frequencies) } : { plain: rotaryTables(s.positions, frequencies, options.dtype) },
+    section
+      ? { plain: mropeTables(s.positions, frequencies, section, options.dtype) }
+      : fused
+        ? { fused: rotaryCache(s.positions, frequencies) }
+        : { plain: rotaryTables(s.positions, frequencies, options.dtype) },
   );
   const embedding = weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]);
   const eps = config.rmsNormEps;
@@ -215,15 +276,21 @@ export function decoderSegments(g: Graph, config: ModelConfig, weights: WeightIn
     const layer = `model.layers.${i}`;
     g.withScope(`layers.${i}`, () => {
       const inputNorm = weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]);
-      const first = hs.map((h, s) => g.withScope('input_layernorm', () => addAndNorm(h, pending?.[s], inputNorm, eps, ctx)));
+      const first = hs.map((h, s) =>
+        g.withScope('input_layernorm', () => addAndNorm(h, pending?.[s], inputNorm, eps, ctx)),
+      );
       hs = first.map((f) => f.sum);
       const attended = g.withScope('self_attn', () => {
         const projected = first.map((f, s) => project(f.normed, `${layer}.self_attn`, weights, ctx, rotary[s]));
         const contexts = g.withScope('scores', () => core(i, projected));
-        return contexts.map((context, s) => outputProjection(context, first[s].normed, `${layer}.self_attn`, weights, ctx));
+        return contexts.map((context, s) =>
+          outputProjection(context, first[s].normed, `${layer}.self_attn`, weights, ctx),
+        );
       });
       const postNorm = weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]);
-      const second = hs.map((h, s) => g.withScope('post_attention_layernorm', () => addAndNorm(h, attended[s], postNorm, eps, ctx)));
+      const second = hs.map((h, s) =>
+        g.withScope('post_attention_layernorm', () => addAndNorm(h, attended[s], postNorm, eps, ctx)),
+      );
       hs = second.map((x) => x.sum);
       pending = second.map((x) => g.withScope('mlp', () => mlp(x.normed, `${layer}.mlp`, weights, ctx)));
     });
@@ -244,7 +311,14 @@ function withImages(embedded: Tensor, images: DecoderInputs['images']): Tensor {
  * The trunk over one batch of sequences: normed hidden states [B, T, hidden]. `core` decides
  * what the queries attend to (default: causal within each sequence, padding masked).
  */
-export function decoderTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, inputs: DecoderInputs, options: DecoderOptions, core?: AttentionCore): Tensor {
+export function decoderTrunk(
+  g: Graph,
+  config: ModelConfig,
+  weights: WeightInputs,
+  inputs: DecoderInputs,
+  options: DecoderOptions,
+  core?: AttentionCore,
+): Tensor {
   const single = core ?? causalCore(inputs.keyMask, inputs.ids, options.dtype);
   return decoderSegments(g, config, weights, [inputs], options, (layer, [s]) => [single(layer, s.q, s.k, s.v)])[0];
 }
@@ -264,7 +338,12 @@ export function sharedPrefixCore(prefix: DecoderInputs, suffix: DecoderInputs, d
     const toPrefix = groupScores(s.q, p.k); // [B, kv, group, S, P]
     const toSelf = op.add(groupScores(s.q, s.k), suffixBias); // [B, kv, group, S, S]
     const probabilities = op.softmax(op.concat([toPrefix, toSelf], -1), -1);
-    const [pPrefix, pSelf] = op.splitBy(probabilities, op.concat([op.shapeOf(p.k, 2, 3), op.shapeOf(s.k, 2, 3)], 0), [toPrefix.shape, toSelf.shape], -1);
+    const [pPrefix, pSelf] = op.splitBy(
+      probabilities,
+      op.concat([op.shapeOf(p.k, 2, 3), op.shapeOf(s.k, 2, 3)], 0),
+      [toPrefix.shape, toSelf.shape],
+      -1,
+    );
     return [prefixContext, op.add(mixValues(pPrefix, p.v), mixValues(pSelf, s.v))];
   };
 }
@@ -275,4 +354,3 @@ export function lmHeadWeight(config: ModelConfig, weights: WeightInputs): Tensor
     ? weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize])
     : weights.get('lm_head.weight', [config.vocabSize, config.hiddenSize]);
 }
-

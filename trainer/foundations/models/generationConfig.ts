@@ -13,7 +13,10 @@ const tokenId = z.number().int().nonnegative();
 
 const GenerationConfigJson = z.looseObject({
   bos_token_id: tokenId.nullable().optional(),
-  eos_token_id: z.union([tokenId, z.array(tokenId)]).nullable().optional(),
+  eos_token_id: z
+    .union([tokenId, z.array(tokenId)])
+    .nullable()
+    .optional(),
   pad_token_id: tokenId.nullable().optional(),
   do_sample: z.boolean().optional(),
   temperature: z.number().nonnegative().optional(),
@@ -42,11 +45,16 @@ export interface GenerationConfig {
 export function parseGenerationConfig(raw: unknown, file: string): GenerationConfig {
   const parsed = GenerationConfigJson.safeParse(raw);
   if (!parsed.success) {
-    throw new ModelConfigError(`${file}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    throw new ModelConfigError(
+      `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+    );
   }
   const json = parsed.data;
   const eos = json.eos_token_id;
-  const config: GenerationConfig = { eosTokenIds: eos === undefined || eos === null ? [] : Array.isArray(eos) ? eos : [eos], file };
+  const config: GenerationConfig = {
+    eosTokenIds: eos === undefined || eos === null ? [] : Array.isArray(eos) ? eos : [eos],
+    file,
+  };
   if (json.bos_token_id != null) config.bosTokenId = json.bos_token_id;
   if (json.pad_token_id != null) config.padTokenId = json.pad_token_id;
   if (json.do_sample !== undefined) config.doSample = json.do_sample;
@@ -62,5 +70,8 @@ export function parseGenerationConfig(raw: unknown, file: string): GenerationCon
 export function loadGenerationConfig(dir: string): GenerationConfig | undefined {
   const file = path.join(dir, 'generation_config.json');
   if (!fs.existsSync(file)) return undefined;
-  return parseGenerationConfig(readJsonFile(file, z.unknown(), (m) => new ModelConfigError(m)), file);
+  return parseGenerationConfig(
+    readJsonFile(file, z.unknown(), (m) => new ModelConfigError(m)),
+    file,
+  );
 }

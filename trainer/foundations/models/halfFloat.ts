@@ -77,7 +77,12 @@ function float16ToFloat32Table(): Uint32Array {
 }
 
 /** Widens `source` (16-bit words) into `target` (float32 bits) starting at `targetOffset`. */
-export function widenHalves(kind: 'float16' | 'bfloat16', source: Uint16Array, target: Uint32Array, targetOffset: number): void {
+export function widenHalves(
+  kind: 'float16' | 'bfloat16',
+  source: Uint16Array,
+  target: Uint32Array,
+  targetOffset: number,
+): void {
   if (kind === 'bfloat16') {
     for (let i = 0; i < source.length; i++) target[targetOffset + i] = source[i]! << 16;
   } else {
@@ -87,7 +92,12 @@ export function widenHalves(kind: 'float16' | 'bfloat16', source: Uint16Array, t
 }
 
 /** Narrows float32 bits `source[start, start + target.length)` into 16-bit words. */
-export function narrowToHalves(kind: 'float16' | 'bfloat16', source: Uint32Array, start: number, target: Uint16Array): void {
+export function narrowToHalves(
+  kind: 'float16' | 'bfloat16',
+  source: Uint32Array,
+  start: number,
+  target: Uint16Array,
+): void {
   const convert = kind === 'bfloat16' ? float32BitsToBfloat16 : float32BitsToFloat16;
   for (let i = 0; i < target.length; i++) target[i] = convert(source[start + i]!);
 }

@@ -2,9 +2,26 @@
  * Hugging Face decoder models: reading and writing their folders (config, safetensors,
  * tokenizer, chat template, generation config) and creating tiny ones for tests.
  */
-export { ARCHITECTURES, loadModelConfig, parseModelConfig, ropeInverseFrequencies, type ModelConfig, type ModelFamily, type RopeScaling } from './modelConfig';
+export {
+  ARCHITECTURES,
+  loadModelConfig,
+  parseModelConfig,
+  ropeInverseFrequencies,
+  type ModelConfig,
+  type ModelFamily,
+  type RopeScaling,
+} from './modelConfig';
 export { CheckpointError, ChatTemplateError, ModelConfigError, TokenizerError } from './modelErrors';
-export { DTYPE_SIZES, READABLE_DTYPES, SafetensorsFile, elementCount, readSafetensorsHeader, type SafetensorsDtype, type SafetensorsHeader, type TensorInfo } from './safetensors';
+export {
+  DTYPE_SIZES,
+  READABLE_DTYPES,
+  SafetensorsFile,
+  elementCount,
+  readSafetensorsHeader,
+  type SafetensorsDtype,
+  type SafetensorsHeader,
+  type TensorInfo,
+} from './safetensors';
 export {
   DEFAULT_MAX_SHARD_BYTES,
   SAVE_DTYPES,
@@ -18,7 +35,14 @@ export {
   type WriteOptions,
 } from './safetensorsWriter';
 export { CheckpointReader, type CheckpointTensorInfo } from './checkpointReader';
-export { checkCheckpoint, expectedTensors, validateCheckpoint, type CheckpointProblems, type ExpectedTensor, type WeightRole } from './weights';
+export {
+  checkCheckpoint,
+  expectedTensors,
+  validateCheckpoint,
+  type CheckpointProblems,
+  type ExpectedTensor,
+  type WeightRole,
+} from './weights';
 export { loadGenerationConfig, parseGenerationConfig, type GenerationConfig } from './generationConfig';
 export { Tokenizer, type AddedTokenInfo, type ChatTemplateSources, type SpecialTokenStrings } from './tokenizer';
 export {

@@ -12,7 +12,11 @@ export type LoraTarget = (typeof LORA_TARGETS)[number];
 export const LoraConfig = z.object({
   rank: z.number().int().positive(),
   alpha: z.number().positive(),
-  dropout: z.number().min(0).max(0, 'LoRA dropout is not supported yet (it would make resumed runs diverge); use 0').default(0),
+  dropout: z
+    .number()
+    .min(0)
+    .max(0, 'LoRA dropout is not supported yet (it would make resumed runs diverge); use 0')
+    .default(0),
   targets: z.array(z.enum(LORA_TARGETS)).min(1),
   /** Rank-stabilised LoRA (PEFT's `use_rslora`): the scale is alpha/√rank. */
   rslora: z.boolean().optional(),
@@ -67,7 +71,11 @@ export function loraScale(lora: LoraConfig): number {
  * Fresh adapter weights as PEFT initialises them: A ~ U(−1/√in, 1/√in) (Kaiming-uniform with
  * a = √5), B = 0 — so the adapted model starts exactly equal to the base model.
  */
-export function initLoraWeights(modules: readonly LoraModule[], lora: LoraConfig, random: { nextFloat(): number }): Record<string, { shape: number[]; data: Float32Array }> {
+export function initLoraWeights(
+  modules: readonly LoraModule[],
+  lora: LoraConfig,
+  random: { nextFloat(): number },
+): Record<string, { shape: number[]; data: Float32Array }> {
   const out: Record<string, { shape: number[]; data: Float32Array }> = {};
   for (const m of modules) {
     const names = loraTensorNames(m.module);

@@ -2,7 +2,12 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { ModelConfigError } from './modelErrors';
 import { readJsonFile } from './jsonFile';
-import { isVisionLanguageType, parseVisionLanguageConfig, type VisionConfig, type VisionLanguageFamily } from './vision/visionConfig';
+import {
+  isVisionLanguageType,
+  parseVisionLanguageConfig,
+  type VisionConfig,
+  type VisionLanguageFamily,
+} from './vision/visionConfig';
 
 /**
  * A Hugging Face `config.json`, validated per family and normalised into one camelCase
@@ -25,7 +30,13 @@ export type RopeScaling =
   /** Position interpolation: every frequency divided by `factor`. */
   | { type: 'linear'; factor: number }
   /** Llama 3.1+: low frequencies divided by `factor`, high ones kept, a smooth ramp between. */
-  | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositionEmbeddings: number };
+  | {
+      type: 'llama3';
+      factor: number;
+      lowFreqFactor: number;
+      highFreqFactor: number;
+      originalMaxPositionEmbeddings: number;
+    };
 
 export interface ModelConfig {
   /** The text families, or a vision-language one (trainer/foundations/models/vision). */
@@ -94,14 +105,20 @@ const BaseConfigJson = z.looseObject({
   rope_theta: z.number().positive().optional(),
   rope_scaling: z.looseObject(RopeFields).nullable().optional(),
   /** transformers 5 moves rope_theta and the scaling into one object. */
-  rope_parameters: z.looseObject({ ...RopeFields, rope_theta: z.number().positive().optional() }).nullable().optional(),
+  rope_parameters: z
+    .looseObject({ ...RopeFields, rope_theta: z.number().positive().optional() })
+    .nullable()
+    .optional(),
   partial_rotary_factor: z.number().optional(),
   max_position_embeddings: positiveInt.optional(),
   tie_word_embeddings: z.boolean().optional(),
   attention_dropout: z.number().optional(),
   layer_types: z.array(z.string()).optional(),
   bos_token_id: tokenId.nullable().optional(),
-  eos_token_id: z.union([tokenId, z.array(tokenId)]).nullable().optional(),
+  eos_token_id: z
+    .union([tokenId, z.array(tokenId)])
+    .nullable()
+    .optional(),
   pad_token_id: tokenId.nullable().optional(),
   torch_dtype: z.string().nullable().optional(),
   dtype: z.string().nullable().optional(),
@@ -163,28 +180,41 @@ export function parseModelConfig(raw: unknown, file: string): ModelConfig {
   const json = parsed.data as z.infer<typeof LlamaConfigJson> & z.infer<typeof Qwen2ConfigJson>;
 
   if (json.quantization_config !== undefined && json.quantization_config !== null) {
-    fail('quantization_config is set: quantized checkpoints are not supported; use the float32, float16 or bfloat16 weights');
+    fail(
+      'quantization_config is set: quantized checkpoints are not supported; use the float32, float16 or bfloat16 weights',
+    );
   }
   const hiddenAct = json.hidden_act ?? 'silu';
   if (hiddenAct !== 'silu') unsupported('hidden_act', hiddenAct, '"silu"');
-  if (json.attention_dropout !== undefined && json.attention_dropout !== 0) unsupported('attention_dropout', json.attention_dropout, '0');
-  if (json.use_sliding_window === true) unsupported('use_sliding_window', true, 'false (sliding-window attention is not implemented; every layer attends to the whole sequence)');
+  if (json.attention_dropout !== undefined && json.attention_dropout !== 0)
+    unsupported('attention_dropout', json.attention_dropout, '0');
+  if (json.use_sliding_window === true)
+    unsupported(
+      'use_sliding_window',
+      true,
+      'false (sliding-window attention is not implemented; every layer attends to the whole sequence)',
+    );
   const slidingLayers = (json.layer_types ?? []).filter((t) => t !== 'full_attention');
   if (slidingLayers.length > 0) unsupported('layer_types', slidingLayers[0], '"full_attention" for every layer');
-  if (json.rope_interleaved === true) unsupported('rope_interleaved', true, 'false (rotary embeddings on split halves, as transformers does)');
+  if (json.rope_interleaved === true)
+    unsupported('rope_interleaved', true, 'false (rotary embeddings on split halves, as transformers does)');
   const partial = json.partial_rotary_factor ?? json.rope_parameters?.['partial_rotary_factor'];
   if (partial !== undefined && partial !== 1) unsupported('partial_rotary_factor', partial, '1');
 
   const numHeads = json.num_attention_heads;
   const numKvHeads = json.num_key_value_heads ?? numHeads;
   if (numHeads % numKvHeads !== 0) {
-    fail(`num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads}) for grouped-query attention`);
+    fail(
+      `num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads}) for grouped-query attention`,
+    );
   }
   const defaults = FAMILY_DEFAULTS[family];
   let headDim = json.head_dim ?? defaults.headDim;
   if (headDim === undefined) {
     if (json.hidden_size % numHeads !== 0) {
-      fail(`hidden_size (${json.hidden_size}) is not divisible by num_attention_heads (${numHeads}) and head_dim is not set`);
+      fail(
+        `hidden_size (${json.hidden_size}) is not divisible by num_attention_heads (${numHeads}) and head_dim is not set`,
+      );
     }
     headDim = json.hidden_size / numHeads;
   }
@@ -222,22 +252,38 @@ export function parseModelConfig(raw: unknown, file: string): ModelConfig {
   };
 }
 
-function familyOf(json: BaseConfigJson, unsupported: (f: string, v: unknown, s: string) => never, fail: (m: string) => never): ModelFamily {
-  if (!FAMILIES.includes(json.model_type as ModelFamily)) unsupported('model_type', json.model_type, list([...FAMILIES, 'qwen2_vl', 'qwen2_5_vl']));
+function familyOf(
+  json: BaseConfigJson,
+  unsupported: (f: string, v: unknown, s: string) => never,
+  fail: (m: string) => never,
+): ModelFamily {
+  if (!FAMILIES.includes(json.model_type as ModelFamily))
+    unsupported('model_type', json.model_type, list([...FAMILIES, 'qwen2_vl', 'qwen2_5_vl']));
   const family = json.model_type as ModelFamily;
   const architectures = json.architectures;
   if (architectures) {
-    if (architectures.length !== 1) unsupported('architectures', architectures, 'exactly one of ' + list(Object.values(ARCHITECTURES)));
+    if (architectures.length !== 1)
+      unsupported('architectures', architectures, 'exactly one of ' + list(Object.values(ARCHITECTURES)));
     const architecture = architectures[0]!;
-    if (!Object.values(ARCHITECTURES).includes(architecture)) unsupported('architectures[0]', architecture, list(Object.values(ARCHITECTURES)));
+    if (!Object.values(ARCHITECTURES).includes(architecture))
+      unsupported('architectures[0]', architecture, list(Object.values(ARCHITECTURES)));
     if (architecture !== ARCHITECTURES[family]) {
-      fail(`architectures[0] is "${architecture}" but model_type is "${family}", whose architecture is "${ARCHITECTURES[family]}"`);
+      fail(
+        `architectures[0] is "${architecture}" but model_type is "${family}", whose architecture is "${ARCHITECTURES[family]}"`,
+      );
     }
   }
   return family;
 }
 
-type RopeJson = { type?: string; rope_type?: string; factor?: number; low_freq_factor?: number; high_freq_factor?: number; original_max_position_embeddings?: number };
+type RopeJson = {
+  type?: string;
+  rope_type?: string;
+  factor?: number;
+  low_freq_factor?: number;
+  high_freq_factor?: number;
+  original_max_position_embeddings?: number;
+};
 
 function parseRope(
   json: BaseConfigJson,
@@ -269,7 +315,9 @@ function parseRope(
         originalMaxPositionEmbeddings: need('original_max_position_embeddings'),
       };
       if (ropeScaling.highFreqFactor <= ropeScaling.lowFreqFactor) {
-        fail(`${field}.high_freq_factor (${ropeScaling.highFreqFactor}) must be greater than low_freq_factor (${ropeScaling.lowFreqFactor})`);
+        fail(
+          `${field}.high_freq_factor (${ropeScaling.highFreqFactor}) must be greater than low_freq_factor (${ropeScaling.lowFreqFactor})`,
+        );
       }
       return { ropeTheta, ropeScaling };
     }
@@ -283,7 +331,9 @@ function parseRope(
  * θ^(-2i/d) for i in [0, d/2), then the config's scaling. Same formulas as transformers'
  * `ROPE_INIT_FUNCTIONS` (default, linear, llama3), in float64; the graph builder rounds.
  */
-export function ropeInverseFrequencies(config: Pick<ModelConfig, 'headDim' | 'ropeTheta' | 'ropeScaling'>): Float64Array {
+export function ropeInverseFrequencies(
+  config: Pick<ModelConfig, 'headDim' | 'ropeTheta' | 'ropeScaling'>,
+): Float64Array {
   const half = config.headDim / 2;
   const inv = new Float64Array(half);
   for (let i = 0; i < half; i++) inv[i] = 1 / Math.pow(config.ropeTheta, (2 * i) / config.headDim);

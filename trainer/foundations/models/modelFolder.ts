@@ -45,7 +45,10 @@ export function openModelFolder(dir: string, options: { tokenizer?: Tokenizer } 
     ...(generationConfig?.eosTokenIds ?? []).map((id) => ({ id, file: generationConfig!.file })),
   ];
   for (const { id, file } of stopIds) {
-    if (id >= config.vocabSize) throw new ModelConfigError(`${file}: eos_token_id ${id} is outside the vocabulary (vocab_size ${config.vocabSize})`);
+    if (id >= config.vocabSize)
+      throw new ModelConfigError(
+        `${file}: eos_token_id ${id} is outside the vocabulary (vocab_size ${config.vocabSize})`,
+      );
   }
   const chatTemplate = tokenizer.chatTemplates ? ChatTemplate.fromTokenizer(tokenizer) : undefined;
   const imageProcessor = config.vision ? loadImageProcessorConfig(dir, config.vision) : undefined;
@@ -59,5 +62,15 @@ export function openModelFolder(dir: string, options: { tokenizer?: Tokenizer } 
     checkpoint.close();
     throw error;
   }
-  return { dir, config, generationConfig, tokenizer, chatTemplate, checkpoint, ignoredTensors, imageProcessor, close: () => checkpoint.close() };
+  return {
+    dir,
+    config,
+    generationConfig,
+    tokenizer,
+    chatTemplate,
+    checkpoint,
+    ignoredTensors,
+    imageProcessor,
+    close: () => checkpoint.close(),
+  };
 }

@@ -43,7 +43,8 @@ export class Random {
 
   /** A generator from an integer seed in [0, 2^53). */
   static fromSeed(seed: number): Random {
-    if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`random seed: expected a non-negative integer below 2^53, got ${seed}`);
+    if (!Number.isSafeInteger(seed) || seed < 0)
+      throw new RangeError(`random seed: expected a non-negative integer below 2^53, got ${seed}`);
     return new Random(splitMix64State(BigInt(seed)));
   }
 
@@ -82,7 +83,8 @@ export class Random {
 
   /** Uniform integer in [0, n), without modulo bias; n in [1, 2^32]. */
   nextInt(n: number): number {
-    if (!Number.isInteger(n) || n < 1 || n > UINT32) throw new RangeError(`nextInt: expected an integer bound in [1, 2^32], got ${n}`);
+    if (!Number.isInteger(n) || n < 1 || n > UINT32)
+      throw new RangeError(`nextInt: expected an integer bound in [1, 2^32], got ${n}`);
     const limit = UINT32 - (UINT32 % n);
     for (;;) {
       const u = this.nextUint32();

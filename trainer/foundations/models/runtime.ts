@@ -59,12 +59,16 @@ export class ModelRuntime {
   static async load(device: Device, dir: string, options: ModelRuntimeOptions = {}): Promise<ModelRuntime> {
     const folder = openModelFolder(dir);
     try {
-      if (options.trainVision && !folder.config.vision) throw new Error(`${dir}: trainVision is set, but ${folder.config.architecture} has no vision tower`);
+      if (options.trainVision && !folder.config.vision)
+        throw new Error(`${dir}: trainVision is set, but ${folder.config.architecture} has no vision tower`);
       const weights = readModelWeights(folder.checkpoint, folder.config);
       const extra: Record<string, HostTensor> = {};
       const random = Random.fromSeed(options.seed ?? 0);
       if (options.lora) {
-        for (const [name, t] of Object.entries(initLoraWeights(loraModules(folder.config, options.lora), options.lora, random))) extra[name] = { dtype: 'float32', ...t };
+        for (const [name, t] of Object.entries(
+          initLoraWeights(loraModules(folder.config, options.lora), options.lora, random),
+        ))
+          extra[name] = { dtype: 'float32', ...t };
       }
       if (options.valueHead) {
         const w = new Float32Array(folder.config.hiddenSize);
@@ -96,8 +100,11 @@ export class ModelRuntime {
     const feeds: Record<string, StateRef> = {};
     const known = new Set([...this.baseWeights, ...this.extraWeights]);
     for (const name of weights.used.keys()) {
-      if (!known.has(name)) throw new Error(`the graph reads ${name}, which this model does not have (LoRA or value head not loaded?)`);
-      feeds[name] = { state: options.frozenCopy && this.referenceCopies.has(name) ? `${REFERENCE_PREFIX}${name}` : name };
+      if (!known.has(name))
+        throw new Error(`the graph reads ${name}, which this model does not have (LoRA or value head not loaded?)`);
+      feeds[name] = {
+        state: options.frozenCopy && this.referenceCopies.has(name) ? `${REFERENCE_PREFIX}${name}` : name,
+      };
     }
     return feeds;
   }
@@ -121,15 +128,22 @@ export class ModelRuntime {
 
   /** Put back reference copies a checkpoint saved (resume: the warm start is not run again). */
   async restoreReference(tensors: Record<string, HostTensor>): Promise<void> {
-    for (const n of Object.keys(tensors)) if (!this.referenceCopies.has(n)) throw new Error(`reference policy: the checkpoint has ${n}, which this run's reference does not`);
-    for (const n of this.referenceCopies) if (!tensors[n]) throw new Error(`reference policy: the checkpoint lacks ${n}`);
-    await this.device.setState(Object.fromEntries(Object.entries(tensors).map(([n, t]) => [`${REFERENCE_PREFIX}${n}`, t])));
+    for (const n of Object.keys(tensors))
+      if (!this.referenceCopies.has(n))
+        throw new Error(`reference policy: the checkpoint has ${n}, which this run's reference does not`);
+    for (const n of this.referenceCopies)
+      if (!tensors[n]) throw new Error(`reference policy: the checkpoint lacks ${n}`);
+    await this.device.setState(
+      Object.fromEntries(Object.entries(tensors).map(([n, t]) => [`${REFERENCE_PREFIX}${n}`, t])),
+    );
   }
 
   /** The `lora_scale` feed: alpha/rank with the adapters on, 0 for the base model alone. */
   loraScaleFeed(adapters: boolean): Record<string, HostTensor> {
     if (!this.options.lora) return {};
-    return { lora_scale: { dtype: 'float32', shape: [], data: Float32Array.of(adapters ? loraScale(this.options.lora) : 0) } };
+    return {
+      lora_scale: { dtype: 'float32', shape: [], data: Float32Array.of(adapters ? loraScale(this.options.lora) : 0) },
+    };
   }
 
   close(): void {

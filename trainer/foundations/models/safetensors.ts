@@ -76,7 +76,8 @@ export function elementCount(shape: readonly number[]): number {
 }
 
 function checkLittleEndian(): void {
-  if (os.endianness() !== 'LE') throw new Error('safetensors data is little-endian; this machine is big-endian, which is not supported');
+  if (os.endianness() !== 'LE')
+    throw new Error('safetensors data is little-endian; this machine is big-endian, which is not supported');
 }
 
 /** Reads exactly `length` bytes at `position` into `target`, or fails naming what was being read. */
@@ -84,7 +85,10 @@ export function readExactly(fd: number, target: Uint8Array, position: number, wh
   let done = 0;
   while (done < target.byteLength) {
     const n = fs.readSync(fd, target, done, target.byteLength - done, position + done);
-    if (n === 0) throw new CheckpointError(`${what()}: the file ended after ${done} of ${target.byteLength} bytes (truncated while open?)`);
+    if (n === 0)
+      throw new CheckpointError(
+        `${what()}: the file ended after ${done} of ${target.byteLength} bytes (truncated while open?)`,
+      );
     done += n;
   }
 }
@@ -99,8 +103,12 @@ export function readSafetensorsHeader(fd: number, file: string): SafetensorsHead
   const lengthBytes = new Uint8Array(8);
   readExactly(fd, lengthBytes, 0, () => `${file}: header length`);
   const headerLength = Number(Buffer.from(lengthBytes).readBigUInt64LE(0));
-  if (headerLength > MAX_HEADER_BYTES) fail(`corrupted header: its length field says ${headerLength} bytes (more than the format's ${MAX_HEADER_BYTES}); this is not a safetensors file or its first bytes are damaged`);
-  if (8 + headerLength > size) fail(`truncated or corrupted: the header length field says ${headerLength} bytes but only ${size - 8} follow it`);
+  if (headerLength > MAX_HEADER_BYTES)
+    fail(
+      `corrupted header: its length field says ${headerLength} bytes (more than the format's ${MAX_HEADER_BYTES}); this is not a safetensors file or its first bytes are damaged`,
+    );
+  if (8 + headerLength > size)
+    fail(`truncated or corrupted: the header length field says ${headerLength} bytes but only ${size - 8} follow it`);
   const headerBytes = new Uint8Array(headerLength);
   readExactly(fd, headerBytes, 8, () => `${file}: header`);
   let json: unknown;
@@ -109,7 +117,8 @@ export function readSafetensorsHeader(fd: number, file: string): SafetensorsHead
   } catch (error) {
     return fail(`corrupted header: not valid JSON (${(error as Error).message})`);
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return fail('corrupted header: expected a JSON object of tensors');
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    return fail('corrupted header: expected a JSON object of tensors');
 
   const dataStart = 8 + headerLength;
   const dataBytes = size - dataStart;
@@ -124,16 +133,24 @@ export function readSafetensorsHeader(fd: number, file: string): SafetensorsHead
     }
     const parsed = TensorEntryJson.safeParse(value);
     if (!parsed.success) {
-      fail(`corrupted header: tensor "${name}": ${parsed.error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`).join('; ')}`);
+      fail(
+        `corrupted header: tensor "${name}": ${parsed.error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`).join('; ')}`,
+      );
     }
     const entry = parsed.data!;
-    if (!(entry.dtype in DTYPE_SIZES)) fail(`corrupted header: tensor "${name}" has dtype "${entry.dtype}", which the safetensors format does not define`);
+    if (!(entry.dtype in DTYPE_SIZES))
+      fail(
+        `corrupted header: tensor "${name}" has dtype "${entry.dtype}", which the safetensors format does not define`,
+      );
     const dtype = entry.dtype as SafetensorsDtype;
     const [begin, end] = entry.data_offsets;
-    if (end < begin) fail(`corrupted header: tensor "${name}" has data_offsets [${begin}, ${end}] that end before they begin`);
+    if (end < begin)
+      fail(`corrupted header: tensor "${name}" has data_offsets [${begin}, ${end}] that end before they begin`);
     const expected = elementCount(entry.shape) * DTYPE_SIZES[dtype];
     if (end - begin !== expected) {
-      fail(`corrupted header: tensor "${name}" has data_offsets [${begin}, ${end}] (${end - begin} bytes) but shape [${entry.shape.join(', ')}] of ${dtype} needs ${expected} bytes`);
+      fail(
+        `corrupted header: tensor "${name}" has data_offsets [${begin}, ${end}] (${end - begin} bytes) but shape [${entry.shape.join(', ')}] of ${dtype} needs ${expected} bytes`,
+      );
     }
     tensors.set(name, { name, dtype, shape: entry.shape, begin: dataStart + begin, end: dataStart + end });
   }
@@ -143,15 +160,24 @@ export function readSafetensorsHeader(fd: number, file: string): SafetensorsHead
   let cursor = dataStart;
   let previous: TensorInfo | undefined;
   for (const tensor of ordered) {
-    if (tensor.begin < cursor) fail(`corrupted header: tensor "${tensor.name}" (data_offsets from ${tensor.begin - dataStart}) overlaps tensor "${previous!.name}" (which ends at ${cursor - dataStart})`);
-    if (tensor.begin > cursor) fail(`corrupted header: ${tensor.begin - cursor} bytes before tensor "${tensor.name}" belong to no tensor (data is not contiguous)`);
+    if (tensor.begin < cursor)
+      fail(
+        `corrupted header: tensor "${tensor.name}" (data_offsets from ${tensor.begin - dataStart}) overlaps tensor "${previous!.name}" (which ends at ${cursor - dataStart})`,
+      );
+    if (tensor.begin > cursor)
+      fail(
+        `corrupted header: ${tensor.begin - cursor} bytes before tensor "${tensor.name}" belong to no tensor (data is not contiguous)`,
+      );
     if (tensor.end > size) {
-      fail(`truncated: tensor "${tensor.name}" ends at data byte ${tensor.end - dataStart} but the file holds only ${dataBytes} bytes of data`);
+      fail(
+        `truncated: tensor "${tensor.name}" ends at data byte ${tensor.end - dataStart} but the file holds only ${dataBytes} bytes of data`,
+      );
     }
     cursor = tensor.end;
     previous = tensor;
   }
-  if (cursor !== size) fail(`corrupted: the header accounts for ${cursor - dataStart} bytes of data but the file holds ${dataBytes}`);
+  if (cursor !== size)
+    fail(`corrupted: the header accounts for ${cursor - dataStart} bytes of data but the file holds ${dataBytes}`);
   return { file, metadata, tensors, dataStart };
 }
 
@@ -174,7 +200,9 @@ export class SafetensorsFile {
       fd = fs.openSync(file, 'r');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      throw new CheckpointError(code === 'ENOENT' ? `${file}: file not found` : `${file}: cannot be opened (${(error as Error).message})`);
+      throw new CheckpointError(
+        code === 'ENOENT' ? `${file}: file not found` : `${file}: cannot be opened (${(error as Error).message})`,
+      );
     }
     try {
       return new SafetensorsFile(file, fd, readSafetensorsHeader(fd, file));
@@ -202,7 +230,9 @@ export class SafetensorsFile {
   read(name: string): Float32Array {
     const info = this.info(name);
     if (!(READABLE_DTYPES as readonly string[]).includes(info.dtype)) {
-      throw new CheckpointError(`${this.file}: tensor "${name}" has dtype ${info.dtype}, which is not supported; supported: ${READABLE_DTYPES.join(', ')}`);
+      throw new CheckpointError(
+        `${this.file}: tensor "${name}" has dtype ${info.dtype}, which is not supported; supported: ${READABLE_DTYPES.join(', ')}`,
+      );
     }
     const fd = this.openFd();
     const what = () => `${this.file}: tensor "${name}"`;

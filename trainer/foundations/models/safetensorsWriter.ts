@@ -47,7 +47,9 @@ function checkTensors(tensors: readonly WritableTensor[], where: string): void {
     if (seen.has(tensor.name)) throw new CheckpointError(`${where}: tensor "${tensor.name}" is given twice`);
     seen.add(tensor.name);
     if (!tensor.shape.every((d) => Number.isInteger(d) && d >= 0)) {
-      throw new CheckpointError(`${where}: tensor "${tensor.name}" has shape [${tensor.shape.join(', ')}]; expected non-negative integers`);
+      throw new CheckpointError(
+        `${where}: tensor "${tensor.name}" has shape [${tensor.shape.join(', ')}]; expected non-negative integers`,
+      );
     }
   }
 }
@@ -57,7 +59,11 @@ function writeAll(fd: number, bytes: Uint8Array, file: string): void {
   let done = 0;
   while (done < bytes.byteLength) {
     const n = fs.writeSync(fd, bytes, done, bytes.byteLength - done);
-    if (n <= 0) throw Object.assign(new Error(`${file}: the device accepted only part of the write and then no more (a full disk?)`), { code: 'ENOSPC' });
+    if (n <= 0)
+      throw Object.assign(
+        new Error(`${file}: the device accepted only part of the write and then no more (a full disk?)`),
+        { code: 'ENOSPC' },
+      );
     done += n;
   }
 }
@@ -65,7 +71,10 @@ function writeAll(fd: number, bytes: Uint8Array, file: string): void {
 /** Writes one safetensors file. Returns its size in bytes. */
 export function writeSafetensors(file: string, tensors: readonly WritableTensor[], options: WriteOptions = {}): number {
   const dtype = SAVE_DTYPES[options.dtype ?? 'float32'];
-  if (!dtype) throw new CheckpointError(`${file}: dtype "${options.dtype}" is not supported; supported: ${Object.keys(SAVE_DTYPES).join(', ')}`);
+  if (!dtype)
+    throw new CheckpointError(
+      `${file}: dtype "${options.dtype}" is not supported; supported: ${Object.keys(SAVE_DTYPES).join(', ')}`,
+    );
   checkTensors(tensors, file);
   const ordered = [...tensors].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
@@ -106,7 +115,9 @@ function writeTensorData(fd: number, tensor: WritableTensor, tag: 'F32' | 'BF16'
   const count = elementCount(tensor.shape);
   if (!(data instanceof Float32Array) || data.length !== count) {
     const got = data instanceof Float32Array ? `${data.length} values` : `a ${Object.prototype.toString.call(data)}`;
-    throw new CheckpointError(`${file}: tensor "${tensor.name}" has shape [${tensor.shape.join(', ')}] (${count} values) but its data is ${got}; expected a Float32Array of ${count}`);
+    throw new CheckpointError(
+      `${file}: tensor "${tensor.name}" has shape [${tensor.shape.join(', ')}] (${count} values) but its data is ${got}; expected a Float32Array of ${count}`,
+    );
   }
   const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
   const halves = tag === 'F32' ? undefined : new Uint16Array(Math.min(CHUNK_ELEMENTS, count));
@@ -172,13 +183,21 @@ export function planShards(sizes: readonly { name: string; bytes: number }[], ma
  * save with the same base name that this save does not produce are removed afterwards, so the
  * folder never mixes two checkpoints.
  */
-export function writeShardedSafetensors(dir: string, tensors: readonly WritableTensor[], options: ShardedWriteOptions = {}): ShardedWriteResult {
+export function writeShardedSafetensors(
+  dir: string,
+  tensors: readonly WritableTensor[],
+  options: ShardedWriteOptions = {},
+): ShardedWriteResult {
   const fileName = options.fileName ?? 'model.safetensors';
-  if (!fileName.endsWith('.safetensors')) throw new CheckpointError(`${path.join(dir, fileName)}: a weight file name must end with .safetensors`);
+  if (!fileName.endsWith('.safetensors'))
+    throw new CheckpointError(`${path.join(dir, fileName)}: a weight file name must end with .safetensors`);
   const maxShardBytes = options.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES;
   if (!(maxShardBytes > 0)) throw new CheckpointError(`${dir}: maxShardBytes must be positive, got ${maxShardBytes}`);
   const dtype = SAVE_DTYPES[options.dtype ?? 'float32'];
-  if (!dtype) throw new CheckpointError(`${dir}: dtype "${options.dtype}" is not supported; supported: ${Object.keys(SAVE_DTYPES).join(', ')}`);
+  if (!dtype)
+    throw new CheckpointError(
+      `${dir}: dtype "${options.dtype}" is not supported; supported: ${Object.keys(SAVE_DTYPES).join(', ')}`,
+    );
   checkTensors(tensors, dir);
 
   const sizes = tensors.map((t) => ({ name: t.name, bytes: elementCount(t.shape) * dtype.bytes }));
@@ -192,7 +211,10 @@ export function writeShardedSafetensors(dir: string, tensors: readonly WritableT
   const files =
     shards.length <= 1
       ? [fileName]
-      : shards.map((_, i) => `${base}-${String(i + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`);
+      : shards.map(
+          (_, i) =>
+            `${base}-${String(i + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`,
+        );
   const keep = new Set([...files, ...(shards.length > 1 ? [indexName] : [])]);
 
   if (shards.length <= 1) {
@@ -202,11 +224,19 @@ export function writeShardedSafetensors(dir: string, tensors: readonly WritableT
   }
   const weightMap: Record<string, string> = {};
   shards.forEach((names, i) => {
-    writeSafetensors(path.join(dir, files[i]!), names.map((n) => byName.get(n)!), options);
+    writeSafetensors(
+      path.join(dir, files[i]!),
+      names.map((n) => byName.get(n)!),
+      options,
+    );
     for (const name of names) weightMap[name] = files[i]!;
   });
   // transformers writes the index with sorted keys and a 2-space indent.
-  const sortedMap = Object.fromEntries(Object.keys(weightMap).sort().map((k) => [k, weightMap[k]]));
+  const sortedMap = Object.fromEntries(
+    Object.keys(weightMap)
+      .sort()
+      .map((k) => [k, weightMap[k]]),
+  );
   const index = { metadata: { total_size: totalSize }, weight_map: sortedMap };
   fs.writeFileSync(path.join(dir, indexName), JSON.stringify(index, null, 2) + '\n');
   removeStaleWeights(dir, base, keep, fileName, indexName);
@@ -217,6 +247,7 @@ function removeStaleWeights(dir: string, base: string, keep: Set<string>, fileNa
   const shardPattern = new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d{5}-of-\\d{5}\\.safetensors$`);
   for (const entry of fs.readdirSync(dir)) {
     if (keep.has(entry)) continue;
-    if (entry === fileName || entry === indexName || shardPattern.test(entry)) fs.rmSync(path.join(dir, entry), { force: true });
+    if (entry === fileName || entry === indexName || shardPattern.test(entry))
+      fs.rmSync(path.join(dir, entry), { force: true });
   }
 }

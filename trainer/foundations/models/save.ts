@@ -28,11 +28,25 @@ export interface SaveOptions {
 }
 
 /** A full model folder: the source's config, generation config and tokenizer files, and `tensors`. */
-export function saveModelFolder(outDir: string, sourceDir: string, tensors: readonly WritableTensor[], options: SaveOptions = {}): string[] {
+export function saveModelFolder(
+  outDir: string,
+  sourceDir: string,
+  tensors: readonly WritableTensor[],
+  options: SaveOptions = {},
+): string[] {
   fs.mkdirSync(outDir, { recursive: true });
-  const { files } = writeShardedSafetensors(outDir, tensors, { dtype: options.dtype ?? 'float32', ...(options.maxShardBytes ? { maxShardBytes: options.maxShardBytes } : {}) });
+  const { files } = writeShardedSafetensors(outDir, tensors, {
+    dtype: options.dtype ?? 'float32',
+    ...(options.maxShardBytes ? { maxShardBytes: options.maxShardBytes } : {}),
+  });
   // preprocessor_config.json and chat_template.json: a vision-language model's processor files.
-  copyIfPresent(sourceDir, outDir, ['config.json', 'generation_config.json', ...TOKENIZER_FILES, 'preprocessor_config.json', 'chat_template.json']);
+  copyIfPresent(sourceDir, outDir, [
+    'config.json',
+    'generation_config.json',
+    ...TOKENIZER_FILES,
+    'preprocessor_config.json',
+    'chat_template.json',
+  ]);
   return files;
 }
 
@@ -42,7 +56,12 @@ export function saveModelFolder(outDir: string, sourceDir: string, tensors: read
  * adapter that computes something else — rsLoRA's alpha/√r read as alpha/r put log-probs off by
  * 1.2 at r = 4). Dropout only acts in training and is ignored when an adapter is loaded.
  */
-const unset = (value: unknown) => value === undefined || value === null || value === false || (Array.isArray(value) && value.length === 0) || (typeof value === 'object' && value !== null && Object.keys(value).length === 0);
+const unset = (value: unknown) =>
+  value === undefined ||
+  value === null ||
+  value === false ||
+  (Array.isArray(value) && value.length === 0) ||
+  (typeof value === 'object' && value !== null && Object.keys(value).length === 0);
 const AdapterConfigJson = z
   .looseObject({
     peft_type: z.literal('LORA'),
@@ -50,14 +69,21 @@ const AdapterConfigJson = z
     lora_alpha: z.number().positive(),
     lora_dropout: z.number().min(0).default(0),
     target_modules: z.union([z.array(z.string()), z.string()]),
-    bias: z.literal('none', 'only "none" is supported (the adapter would train biases the model does not have)').default('none'),
+    bias: z
+      .literal('none', 'only "none" is supported (the adapter would train biases the model does not have)')
+      .default('none'),
     fan_in_fan_out: z.literal(false, 'only false is supported (Conv1D-style weights, GPT-2, are not)').default(false),
     use_rslora: z.boolean().default(false),
     base_model_name_or_path: z.string().nullable().optional(),
   })
   .superRefine((json, ctx) => {
     const refuse = (field: string, why: string) => {
-      if (!unset((json as Record<string, unknown>)[field])) ctx.addIssue({ code: 'custom', path: [field], message: `${JSON.stringify((json as Record<string, unknown>)[field])} is not supported: ${why}` });
+      if (!unset((json as Record<string, unknown>)[field]))
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `${JSON.stringify((json as Record<string, unknown>)[field])} is not supported: ${why}`,
+        });
     };
     refuse('use_dora', 'DoRA adapters carry a magnitude vector per module');
     refuse('rank_pattern', 'every module must have rank r');
@@ -70,7 +96,11 @@ const AdapterConfigJson = z
     refuse('target_parameters', 'adapters on parameters instead of modules are not supported');
     refuse('megatron_config', 'Megatron-parallel layers are not supported');
     if (typeof json.target_modules === 'string') {
-      ctx.addIssue({ code: 'custom', path: ['target_modules'], message: `${JSON.stringify(json.target_modules)} is a regular expression in PEFT; only a list of module names is supported (${LORA_TARGETS.join(', ')})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['target_modules'],
+        message: `${JSON.stringify(json.target_modules)} is a regular expression in PEFT; only a list of module names is supported (${LORA_TARGETS.join(', ')})`,
+      });
     }
   });
 
@@ -80,7 +110,12 @@ export interface LoraAdapter {
 }
 
 /** A PEFT LoRA adapter folder that `PeftModel.from_pretrained(base, dir)` loads. */
-export function saveLoraAdapter(outDir: string, baseModelDir: string, adapter: LoraAdapter, options: { dtype?: SaveDtype } = {}): void {
+export function saveLoraAdapter(
+  outDir: string,
+  baseModelDir: string,
+  adapter: LoraAdapter,
+  options: { dtype?: SaveDtype } = {},
+): void {
   fs.mkdirSync(outDir, { recursive: true });
   const config = {
     peft_type: 'LORA',
@@ -112,15 +147,28 @@ export function readLoraAdapter(dir: string, config: ModelConfig): LoraAdapter {
   const json = readJsonFile(file, AdapterConfigJson, (m) => new CheckpointError(m));
   const targets = typeof json.target_modules === 'string' ? [json.target_modules] : json.target_modules;
   const unsupported = targets.filter((t) => !(LORA_TARGETS as readonly string[]).includes(t));
-  if (unsupported.length) throw new CheckpointError(`${file}: target_modules ${JSON.stringify(unsupported)} are not supported; supported: ${LORA_TARGETS.join(', ')}`);
-  const lora = LoraConfig.parse({ rank: json.r, alpha: json.lora_alpha, dropout: 0, targets, ...(json.use_rslora ? { rslora: true } : {}) });
+  if (unsupported.length)
+    throw new CheckpointError(
+      `${file}: target_modules ${JSON.stringify(unsupported)} are not supported; supported: ${LORA_TARGETS.join(', ')}`,
+    );
+  const lora = LoraConfig.parse({
+    rank: json.r,
+    alpha: json.lora_alpha,
+    dropout: 0,
+    targets,
+    ...(json.use_rslora ? { rslora: true } : {}),
+  });
   const reader = CheckpointReader.open(dir, 'adapter_model.safetensors');
   try {
     const tensors: LoraAdapter['tensors'] = {};
     for (const m of loraModules(config, lora)) {
       const names = loraTensorNames(m.module);
-      for (const [name, shape] of [[names.a, [lora.rank, m.inFeatures]], [names.b, [m.outFeatures, lora.rank]]] as const) {
-        if (!reader.has(name)) throw new CheckpointError(`${path.join(dir, 'adapter_model.safetensors')}: tensor ${name} is missing`);
+      for (const [name, shape] of [
+        [names.a, [lora.rank, m.inFeatures]],
+        [names.b, [m.outFeatures, lora.rank]],
+      ] as const) {
+        if (!reader.has(name))
+          throw new CheckpointError(`${path.join(dir, 'adapter_model.safetensors')}: tensor ${name} is missing`);
         tensors[name] = { shape: [...shape], data: reader.read(name, shape) };
       }
     }
@@ -131,7 +179,12 @@ export function readLoraAdapter(dir: string, config: ModelConfig): LoraAdapter {
 }
 
 /** W + (alpha/rank)·B·A for each adapted projection: the merged model's weight for `name`, or undefined if not adapted. */
-export function mergeLoraWeight(name: string, base: Float32Array, adapter: LoraAdapter, config: ModelConfig): Float32Array | undefined {
+export function mergeLoraWeight(
+  name: string,
+  base: Float32Array,
+  adapter: LoraAdapter,
+  config: ModelConfig,
+): Float32Array | undefined {
   const module = loraModules(config, adapter.lora).find((m) => `${m.module}.weight` === name);
   if (!module) return undefined;
   const names = loraTensorNames(module.module);

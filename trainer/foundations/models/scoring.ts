@@ -1,7 +1,14 @@
 import { Graph, type Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
 import type { ModelConfig } from './modelConfig';
-import { decoderSegments, decoderTrunk, lmHeadWeight, sharedPrefixCore, WeightInputs, type ComputeDtype } from './decoder';
+import {
+  decoderSegments,
+  decoderTrunk,
+  lmHeadWeight,
+  sharedPrefixCore,
+  WeightInputs,
+  type ComputeDtype,
+} from './decoder';
 import { fusedLinear, type FusedKernels } from './layers/fused';
 import { linear } from './layers/linear';
 import type { LoraConfig } from './lora';
@@ -59,7 +66,12 @@ export interface ScoringGraph {
 export const VALUE_HEAD = { weight: 'v_head.summary.weight', bias: 'v_head.summary.bias' } as const;
 
 /** The token inputs and the normed hidden states every scoring graph starts from. */
-function scoringTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, options: Pick<ScoringGraphOptions, 'dtype' | 'lora' | 'sharedPrefix' | 'fused'>) {
+function scoringTrunk(
+  g: Graph,
+  config: ModelConfig,
+  weights: WeightInputs,
+  options: Pick<ScoringGraphOptions, 'dtype' | 'lora' | 'sharedPrefix' | 'fused'>,
+) {
   const dtype = options.dtype;
   const ids = g.input('ids', 'int64', ['B', 'T']);
   // Vision-language models: M-RoPE positions [B, T, 3], and the images of the batch (see addVisionFeeds).
@@ -72,20 +84,47 @@ function scoringTrunk(g: Graph, config: ModelConfig, weights: WeightInputs, opti
   let hidden: Tensor;
   if (options.sharedPrefix) {
     const prefixIds = g.input('prefix_ids', 'int64', [1, 'P']);
-    const prefix = { ids: prefixIds, positions: g.input('prefix_positions', 'int64', [1, 'P', ...positionAxes]), keyMask: op.fullLike(prefixIds, 1), images: images?.prefix };
+    const prefix = {
+      ids: prefixIds,
+      positions: g.input('prefix_positions', 'int64', [1, 'P', ...positionAxes]),
+      keyMask: op.fullLike(prefixIds, 1),
+      images: images?.prefix,
+    };
     const suffix = { ids, positions, keyMask, images: images?.rows };
-    hidden = decoderSegments(g, config, weights, [prefix, suffix], { dtype, lora: options.lora, fused: options.fused }, sharedPrefixCore(prefix, suffix, dtype))[1];
-  } else hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask, images: images?.rows }, { dtype, lora: options.lora, fused: options.fused });
+    hidden = decoderSegments(
+      g,
+      config,
+      weights,
+      [prefix, suffix],
+      { dtype, lora: options.lora, fused: options.fused },
+      sharedPrefixCore(prefix, suffix, dtype),
+    )[1];
+  } else
+    hidden = decoderTrunk(
+      g,
+      config,
+      weights,
+      { ids, positions, keyMask, images: images?.rows },
+      { dtype, lora: options.lora, fused: options.fused },
+    );
   const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]
   // Token j is predicted (and valued) from position j − 1.
   const h = g.withScope('score', () => op.gather(flatHidden, op.sub(scoreTokens, g.constant([1], 'int64', [])), 0)); // [N, H]
   /** Per-token values [N] back to [B, T], zero where not scored. */
-  const place = (perToken: Tensor) => op.reshapeTo(op.scatterND(op.fullLike(op.reshape(ids, [-1]), 0, dtype), op.unsqueeze(scoreTokens, [-1]), perToken), op.shapeOf(ids), ['B', 'T']);
+  const place = (perToken: Tensor) =>
+    op.reshapeTo(
+      op.scatterND(op.fullLike(op.reshape(ids, [-1]), 0, dtype), op.unsqueeze(scoreTokens, [-1]), perToken),
+      op.shapeOf(ids),
+      ['B', 'T'],
+    );
   return { h, place, inputs: { ids, positions, keyMask, scoreTokens, invTemperature } };
 }
 
 function valueHead(config: ModelConfig, weights: WeightInputs, h: Tensor): Tensor {
-  return op.squeeze(linear(h, weights.get(VALUE_HEAD.weight, [1, config.hiddenSize]), weights.get(VALUE_HEAD.bias, [1])), [-1]);
+  return op.squeeze(
+    linear(h, weights.get(VALUE_HEAD.weight, [1, config.hiddenSize]), weights.get(VALUE_HEAD.bias, [1])),
+    [-1],
+  );
 }
 
 export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOptions, name = 'score'): ScoringGraph {
@@ -93,7 +132,10 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
   const weights = new WeightInputs(g, options.dtype);
   const { h, place, inputs } = scoringTrunk(g, config, weights, options);
   const out = g.withScope('score', () => {
-    const scaled = op.mul((options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)), inputs.invTemperature); // [N, V]
+    const scaled = op.mul(
+      (options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)),
+      inputs.invTemperature,
+    ); // [N, V]
     const placeholders = placeholderLogitMask(g, config, options.dtype);
     let logits = placeholders ? op.add(scaled, placeholders) : scaled;
     if (options.constrained) {
@@ -104,7 +146,9 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
     const lse = op.reduceLogSumExp(logits, [-1], true); // [N, 1]
     const targets = op.gather(op.reshape(inputs.ids, [-1]), inputs.scoreTokens, 0); // [N]
     const picked = op.squeeze(op.sub(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), lse), [-1]);
-    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor; argmaxGap?: Tensor } = { logprobs: place(picked) };
+    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor; argmaxGap?: Tensor } = {
+      logprobs: place(picked),
+    };
     if (options.argmaxGap) {
       const targetLogit = op.squeeze(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), [-1]);
       result.argmaxGap = place(op.sub(op.squeeze(op.reduceMax(logits, [-1], true), [-1]), targetLogit));
@@ -133,7 +177,11 @@ export interface ValueGraphOptions {
  * on top — no LM head, no softmax over the vocabulary. `values` [B, T] is the value of each
  * scored token's state (predicted from the position before it), zero elsewhere.
  */
-export function buildValueGraph(config: ModelConfig, options: ValueGraphOptions, name = 'value'): { graph: Graph; weights: WeightInputs; values: Tensor; inputs: ScoringGraph['inputs'] } {
+export function buildValueGraph(
+  config: ModelConfig,
+  options: ValueGraphOptions,
+  name = 'value',
+): { graph: Graph; weights: WeightInputs; values: Tensor; inputs: ScoringGraph['inputs'] } {
   const g = new Graph(name);
   const weights = new WeightInputs(g, options.dtype, options.inputName);
   const { h, place, inputs } = scoringTrunk(g, config, weights, options);

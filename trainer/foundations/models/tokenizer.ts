@@ -8,7 +8,12 @@ import { readJsonFile } from './jsonFile';
 import { tokenByteTable } from './tokenBytes';
 
 /** The tokenizer's files in a model folder (copied with it, downloaded with it) when present. */
-export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json'] as const;
+export const TOKENIZER_FILES = [
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'chat_template.jinja',
+  'special_tokens_map.json',
+] as const;
 
 /**
  * A model folder's tokenizer: `tokenizer.json` run by `@huggingface/tokenizers`, with the
@@ -20,10 +25,16 @@ export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat
  */
 
 /** A special-token entry: a string, or an AddedToken object with `content`. */
-const SpecialTokenJson = z.union([z.string(), z.looseObject({ content: z.string() })]).nullable().optional();
+const SpecialTokenJson = z
+  .union([z.string(), z.looseObject({ content: z.string() })])
+  .nullable()
+  .optional();
 
 const TokenizerConfigJson = z.looseObject({
-  chat_template: z.union([z.string(), z.array(z.looseObject({ name: z.string(), template: z.string() }))]).nullable().optional(),
+  chat_template: z
+    .union([z.string(), z.array(z.looseObject({ name: z.string(), template: z.string() }))])
+    .nullable()
+    .optional(),
   bos_token: SpecialTokenJson,
   eos_token: SpecialTokenJson,
   pad_token: SpecialTokenJson,
@@ -98,10 +109,16 @@ export class Tokenizer {
     tokenizerJson: z.infer<typeof TokenizerJson>,
     configFile: string,
   ) {
-    this.addedTokens = (tokenizerJson.added_tokens ?? []).map((t) => ({ id: t.id, content: t.content, special: t.special ?? false }));
+    this.addedTokens = (tokenizerJson.added_tokens ?? []).map((t) => ({
+      id: t.id,
+      content: t.content,
+      special: t.special ?? false,
+    }));
     this.addedByContent = new Map(this.addedTokens.map((t) => [t.content, t]));
     this.specialIds = new Set(this.addedTokens.filter((t) => t.special).map((t) => t.id));
-    this.vocabularyEncoding = JSON.stringify(tokenizerJson.decoder ?? {}).includes('"ByteLevel"') ? 'byte-level' : 'sentencepiece';
+    this.vocabularyEncoding = JSON.stringify(tokenizerJson.decoder ?? {}).includes('"ByteLevel"')
+      ? 'byte-level'
+      : 'sentencepiece';
     let maxId = -1;
     for (const id of hf.get_vocab(true).values()) if (id > maxId) maxId = id;
     this.vocabSize = maxId + 1;
@@ -116,16 +133,27 @@ export class Tokenizer {
       const content = strings[key];
       if (content === undefined) return undefined;
       const id = this.findTokenId(content);
-      if (id === undefined) throw new TokenizerError(`${configFile}: ${key} "${content}" is not a token of ${path.join(dir, 'tokenizer.json')}`);
+      if (id === undefined)
+        throw new TokenizerError(
+          `${configFile}: ${key} "${content}" is not a token of ${path.join(dir, 'tokenizer.json')}`,
+        );
       return id;
     };
     this.bosTokenId = idOf('bos_token');
     this.eosTokenId = idOf('eos_token');
     this.generationConfig = loadGenerationConfig(dir);
     this.padTokenId = idOf('pad_token') ?? this.generationConfig?.padTokenId;
-    this.eosTokenIds = [...new Set([...(this.eosTokenId === undefined ? [] : [this.eosTokenId]), ...(this.generationConfig?.eosTokenIds ?? [])])];
+    this.eosTokenIds = [
+      ...new Set([
+        ...(this.eosTokenId === undefined ? [] : [this.eosTokenId]),
+        ...(this.generationConfig?.eosTokenIds ?? []),
+      ]),
+    ];
     for (const id of this.eosTokenIds) {
-      if (id >= this.vocabSize) throw new TokenizerError(`${this.generationConfig!.file}: eos_token_id ${id} is outside the vocabulary (size ${this.vocabSize})`);
+      if (id >= this.vocabSize)
+        throw new TokenizerError(
+          `${this.generationConfig!.file}: eos_token_id ${id} is outside the vocabulary (size ${this.vocabSize})`,
+        );
     }
     this.chatTemplates = readChatTemplates(dir, config, configFile);
   }
@@ -139,9 +167,16 @@ export class Tokenizer {
     const config = readJsonFile(configFile, TokenizerConfigJson, makeError);
     let hf: HfTokenizer;
     try {
-      hf = new HfTokenizer(tokenizerJson, { ...config, additional_special_tokens: (config.additional_special_tokens ?? []).map((t) => (typeof t === 'string' ? t : t.content)) });
+      hf = new HfTokenizer(tokenizerJson, {
+        ...config,
+        additional_special_tokens: (config.additional_special_tokens ?? []).map((t) =>
+          typeof t === 'string' ? t : t.content,
+        ),
+      });
     } catch (error) {
-      throw new TokenizerError(`${tokenizerFile}: cannot be used by @huggingface/tokenizers (${(error as Error).message})`);
+      throw new TokenizerError(
+        `${tokenizerFile}: cannot be used by @huggingface/tokenizers (${(error as Error).message})`,
+      );
     }
     return new Tokenizer(dir, hf, config, tokenizerJson, configFile);
   }
@@ -156,7 +191,10 @@ export class Tokenizer {
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
     if (ids.length === 0) return '';
     this.checkIds(ids);
-    return this.hf.decode([...ids], { skip_special_tokens: options.skipSpecialTokens ?? false, clean_up_tokenization_spaces: false });
+    return this.hf.decode([...ids], {
+      skip_special_tokens: options.skipSpecialTokens ?? false,
+      clean_up_tokenization_spaces: false,
+    });
   }
 
   /**
@@ -183,7 +221,9 @@ export class Tokenizer {
     const id = this.findTokenId(token);
     if (id === undefined) {
       const ids = this.encode(token);
-      throw new TokenizerError(`${path.join(this.dir, 'tokenizer.json')}: ${JSON.stringify(token)} is not a single token (it encodes as ${ids.length} tokens: [${ids.join(', ')}])`);
+      throw new TokenizerError(
+        `${path.join(this.dir, 'tokenizer.json')}: ${JSON.stringify(token)} is not a single token (it encodes as ${ids.length} tokens: [${ids.join(', ')}])`,
+      );
     }
     return id;
   }
@@ -193,7 +233,12 @@ export class Tokenizer {
    * what a grammar needs to decide which tokens may come next. Undefined for ids without a token.
    */
   tokenBytes(): readonly (Uint8Array | undefined)[] {
-    this.byteTable ??= tokenByteTable(this.vocabSize, (id) => this.hf.id_to_token(id), this.vocabularyEncoding, this.addedTokens);
+    this.byteTable ??= tokenByteTable(
+      this.vocabSize,
+      (id) => this.hf.id_to_token(id),
+      this.vocabularyEncoding,
+      this.addedTokens,
+    );
     return this.byteTable;
   }
 
@@ -214,7 +259,9 @@ export class Tokenizer {
   private checkIds(ids: readonly number[]): void {
     for (const id of ids) {
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize || this.hf.id_to_token(id) === undefined) {
-        throw new TokenizerError(`${path.join(this.dir, 'tokenizer.json')}: token id ${id} is not in the vocabulary (size ${this.vocabSize})`);
+        throw new TokenizerError(
+          `${path.join(this.dir, 'tokenizer.json')}: token id ${id} is not in the vocabulary (size ${this.vocabSize})`,
+        );
       }
     }
   }
@@ -224,7 +271,11 @@ export class Tokenizer {
  * The chat template(s): `chat_template.jinja` when the folder has one (newer transformers save
  * it there), else `chat_template` in tokenizer_config.json (a string or a list of named ones).
  */
-function readChatTemplates(dir: string, config: TokenizerConfigJson, configFile: string): ChatTemplateSources | undefined {
+function readChatTemplates(
+  dir: string,
+  config: TokenizerConfigJson,
+  configFile: string,
+): ChatTemplateSources | undefined {
   const jinjaFile = path.join(dir, 'chat_template.jinja');
   if (fs.existsSync(jinjaFile)) return { templates: { default: fs.readFileSync(jinjaFile, 'utf8') }, file: jinjaFile };
   const template = config.chat_template;

@@ -28,9 +28,13 @@ export function truncateBpeTokenizer(sourceDir: string, merges: number, outDir: 
   if (!fs.existsSync(tokenizerFile)) throw new TokenizerError(`${tokenizerFile}: not found`);
   const json = JSON.parse(fs.readFileSync(tokenizerFile, 'utf8'));
   const model = json.model;
-  if (model?.type !== 'BPE') throw new TokenizerError(`${tokenizerFile}: model.type is ${JSON.stringify(model?.type)}; only BPE tokenizers can be truncated`);
+  if (model?.type !== 'BPE')
+    throw new TokenizerError(
+      `${tokenizerFile}: model.type is ${JSON.stringify(model?.type)}; only BPE tokenizers can be truncated`,
+    );
   const allMerges: Merge[] = model.merges;
-  if (!Number.isInteger(merges) || merges < 0 || merges > allMerges.length) throw new TokenizerError(`truncate: merges must be an integer in [0, ${allMerges.length}], got ${merges}`);
+  if (!Number.isInteger(merges) || merges < 0 || merges > allMerges.length)
+    throw new TokenizerError(`truncate: merges must be an integer in [0, ${allMerges.length}], got ${merges}`);
   const vocab: Record<string, number> = model.vocab;
   const merged = new Set(allMerges.map((m) => mergeParts(m).join('')));
   // Base alphabet: tokens no merge produces (the 256 byte symbols of a byte-level BPE).
@@ -38,7 +42,8 @@ export function truncateBpeTokenizer(sourceDir: string, merges: number, outDir: 
   const kept = allMerges.slice(0, merges);
   for (const m of kept) {
     const [a, b] = mergeParts(m);
-    if (!keep.has(a) || !keep.has(b)) throw new TokenizerError(`${tokenizerFile}: merge ${JSON.stringify(m)} uses a token no earlier merge made`);
+    if (!keep.has(a) || !keep.has(b))
+      throw new TokenizerError(`${tokenizerFile}: merge ${JSON.stringify(m)} uses a token no earlier merge made`);
     keep.add(a + b);
   }
   const ordered = [...keep].filter((t) => t in vocab).sort((x, y) => vocab[x] - vocab[y]);
@@ -64,7 +69,8 @@ export function truncateBpeTokenizer(sourceDir: string, merges: number, outDir: 
       config.added_tokens_decoder = Object.fromEntries(
         Object.entries(config.added_tokens_decoder).map(([id, info]) => {
           const mapped = remap.get(Number(id));
-          if (mapped === undefined) throw new TokenizerError(`${configFile}: added token ${id} is not in tokenizer.json's added_tokens`);
+          if (mapped === undefined)
+            throw new TokenizerError(`${configFile}: added token ${id} is not in tokenizer.json's added_tokens`);
           return [String(mapped), info];
         }),
       );
@@ -72,7 +78,8 @@ export function truncateBpeTokenizer(sourceDir: string, merges: number, outDir: 
     fs.writeFileSync(path.join(outDir, 'tokenizer_config.json'), JSON.stringify(config, null, 2));
   }
   for (const extra of ['chat_template.jinja', 'special_tokens_map.json']) {
-    if (fs.existsSync(path.join(sourceDir, extra))) fs.copyFileSync(path.join(sourceDir, extra), path.join(outDir, extra));
+    if (fs.existsSync(path.join(sourceDir, extra)))
+      fs.copyFileSync(path.join(sourceDir, extra), path.join(outDir, extra));
   }
   return { vocabSize: next, merges };
 }

@@ -16,7 +16,9 @@ export function expectedTensors(config: ModelConfig): ExpectedTensor[] {
   const { hiddenSize: hidden, intermediateSize: intermediate, headDim, numHeads, numKvHeads, vocabSize } = config;
   const q = numHeads * headDim;
   const kv = numKvHeads * headDim;
-  const tensors: ExpectedTensor[] = [{ name: 'model.embed_tokens.weight', shape: [vocabSize, hidden], role: 'embedding' }];
+  const tensors: ExpectedTensor[] = [
+    { name: 'model.embed_tokens.weight', shape: [vocabSize, hidden], role: 'embedding' },
+  ];
   const linear = (name: string, out: number, input: number, bias: boolean) => {
     tensors.push({ name: `${name}.weight`, shape: [out, input], role: 'linear' });
     if (bias) tensors.push({ name: `${name}.bias`, shape: [out], role: 'bias' });
@@ -57,7 +59,13 @@ const ROTARY_BUFFER = /^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$/;
 
 /** Compares the checkpoint's tensors with what `config` needs, without reading any data. */
 export function checkCheckpoint(reader: CheckpointReader, config: ModelConfig): CheckpointProblems {
-  const problems: CheckpointProblems = { missing: [], unexpected: [], shapeMismatches: [], unsupportedDtypes: [], ignored: [] };
+  const problems: CheckpointProblems = {
+    missing: [],
+    unexpected: [],
+    shapeMismatches: [],
+    unsupportedDtypes: [],
+    ignored: [],
+  };
   const expected = expectedTensors(config);
   const expectedNames = new Set(expected.map((t) => t.name));
   for (const tensor of expected) {
@@ -69,13 +77,18 @@ export function checkCheckpoint(reader: CheckpointReader, config: ModelConfig): 
     if (info.shape.length !== tensor.shape.length || info.shape.some((d, i) => d !== tensor.shape[i])) {
       problems.shapeMismatches.push({ name: tensor.name, file: info.file, expected: tensor.shape, actual: info.shape });
     }
-    if (!(READABLE_DTYPES as readonly string[]).includes(info.dtype)) problems.unsupportedDtypes.push({ name: tensor.name, file: info.file, dtype: info.dtype });
+    if (!(READABLE_DTYPES as readonly string[]).includes(info.dtype))
+      problems.unsupportedDtypes.push({ name: tensor.name, file: info.file, dtype: info.dtype });
   }
   for (const name of reader.names()) {
     if (expectedNames.has(name)) continue;
-    if (ROTARY_BUFFER.test(name)) problems.ignored.push({ name, reason: 'rotary frequencies are computed from config.json' });
+    if (ROTARY_BUFFER.test(name))
+      problems.ignored.push({ name, reason: 'rotary frequencies are computed from config.json' });
     else if (name === 'lm_head.weight' && config.tieWordEmbeddings) {
-      problems.ignored.push({ name, reason: 'tie_word_embeddings is true: the output layer uses model.embed_tokens.weight, as in transformers' });
+      problems.ignored.push({
+        name,
+        reason: 'tie_word_embeddings is true: the output layer uses model.embed_tokens.weight, as in transformers',
+      });
     } else problems.unexpected.push({ name, file: reader.info(name).file });
   }
   return problems;
@@ -99,8 +112,16 @@ export function validateCheckpoint(reader: CheckpointReader, config: ModelConfig
   const shape = (s: number[]) => `[${s.join(', ')}]`;
   const lines = [
     ...describeList('missing tensors', problems.missing, (t) => `${t.name} ${shape(t.shape)}`),
-    ...describeList('shapes that disagree with config.json', problems.shapeMismatches, (t) => `${t.name}: ${shape(t.actual)} in ${t.file}, config needs ${shape(t.expected)}`),
-    ...describeList('unsupported dtypes', problems.unsupportedDtypes, (t) => `${t.name}: ${t.dtype} in ${t.file} (supported: ${READABLE_DTYPES.join(', ')})`),
+    ...describeList(
+      'shapes that disagree with config.json',
+      problems.shapeMismatches,
+      (t) => `${t.name}: ${shape(t.actual)} in ${t.file}, config needs ${shape(t.expected)}`,
+    ),
+    ...describeList(
+      'unsupported dtypes',
+      problems.unsupportedDtypes,
+      (t) => `${t.name}: ${t.dtype} in ${t.file} (supported: ${READABLE_DTYPES.join(', ')})`,
+    ),
     ...describeList('unexpected tensors', problems.unexpected, (t) => `${t.name} in ${t.file}`),
   ];
   if (lines.length > 0) {

@@ -135,7 +135,11 @@ export class ToolCassette implements ToolCallInterceptor {
     this.counts.missed++;
     if (this.options.onMiss === 'live') return undefined;
     const message = `${tool} was called with ${canonicalJson(args)}, which ${player.source} has no recording of (toolCassette.onMiss: 'live' calls the tool instead)`;
-    return { error: { kind: 'unrecorded', message, summary: `no recorded result for these ${tool} arguments` }, latencyMs: 0, logs: [] };
+    return {
+      error: { kind: 'unrecorded', message, summary: `no recorded result for these ${tool} arguments` },
+      latencyMs: 0,
+      logs: [],
+    };
   }
 
   roundFinished(calls: readonly InterceptedCall[]): void {
@@ -155,7 +159,15 @@ export function cassetteEntry(origin: CallOrigin, call: InterceptedCall): Casset
     tool: call.tool,
     arguments: JSON.parse(canonicalJson(call.args)),
     ...(outcome.result ? { result: recordedResult(outcome.result) } : {}),
-    ...(outcome.error ? { error: { kind: outcome.error.kind, message: outcome.error.message, ...(outcome.error.summary !== undefined ? { summary: outcome.error.summary } : {}) } } : {}),
+    ...(outcome.error
+      ? {
+          error: {
+            kind: outcome.error.kind,
+            message: outcome.error.message,
+            ...(outcome.error.summary !== undefined ? { summary: outcome.error.summary } : {}),
+          },
+        }
+      : {}),
     latencyMs: outcome.latencyMs,
     logs: [...outcome.logs],
   };
@@ -173,7 +185,12 @@ function recordedResult(result: ToolResult): NonNullable<CassetteEntry['result']
 
 /** A recording as the outcome of the call it answers. */
 export function recordedOutcome(entry: CassetteEntry): InterceptedOutcome {
-  const result = entry.result ? { content: entry.result.content.map((part): ToolContent => ({ ...part })), ...(entry.result.data !== undefined ? { data: entry.result.data } : {}) } : undefined;
+  const result = entry.result
+    ? {
+        content: entry.result.content.map((part): ToolContent => ({ ...part })),
+        ...(entry.result.data !== undefined ? { data: entry.result.data } : {}),
+      }
+    : undefined;
   return {
     ...(result ? { result } : {}),
     ...(entry.error ? { error: { ...entry.error } } : {}),

@@ -1,6 +1,9 @@
 /** Thrown into a tool's signal when its time is up; the runner reports it as `timeout`. */
 export class ToolTimeoutError extends Error {
-  constructor(readonly toolName: string, readonly timeoutMs: number) {
+  constructor(
+    readonly toolName: string,
+    readonly timeoutMs: number,
+  ) {
     super(`${toolName} did not finish within ${timeoutMs} ms`);
     this.name = 'ToolTimeoutError';
   }

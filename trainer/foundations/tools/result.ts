@@ -43,7 +43,9 @@ export const MAX_TOOL_TEXT_CHARS = 1_000_000;
 function checkSize(toolName: string, result: ToolResult): ToolResult {
   const chars = result.content.reduce((n, part) => n + (part.type === 'text' ? part.text.length : 0), 0);
   if (chars > MAX_TOOL_TEXT_CHARS) {
-    throw new RangeError(`tool "${toolName}" returned ${chars.toLocaleString('en-US')} characters of text; the limit is ${MAX_TOOL_TEXT_CHARS.toLocaleString('en-US')} (the policy is shown at most budget.maxToolResultTokens of it): return less, e.g. the top results only`);
+    throw new RangeError(
+      `tool "${toolName}" returned ${chars.toLocaleString('en-US')} characters of text; the limit is ${MAX_TOOL_TEXT_CHARS.toLocaleString('en-US')} (the policy is shown at most budget.maxToolResultTokens of it): return less, e.g. the top results only`,
+    );
   }
   return result;
 }
@@ -55,7 +57,8 @@ function checkSize(toolName: string, result: ToolResult): ToolResult {
  */
 export function normalizeToolOutput(toolName: string, output: unknown): ToolResult {
   if (typeof output === 'string') return checkSize(toolName, textResult(output));
-  const shape = 'a string or { content: [{ type: "text", text } | { type: "image", data: Uint8Array | base64 string }], data? }';
+  const shape =
+    'a string or { content: [{ type: "text", text } | { type: "image", data: Uint8Array | base64 string }], data? }';
   if (typeof output !== 'object' || output === null || !Array.isArray((output as ToolResult).content)) {
     throw new TypeError(`tool "${toolName}" returned ${describeValue(output)}; expected ${shape}`);
   }
@@ -66,9 +69,13 @@ export function normalizeToolOutput(toolName: string, output: unknown): ToolResu
     if (type === 'image') {
       const data = (part as ImageContent).data;
       if (data instanceof Uint8Array || (typeof data === 'string' && data.length > 0)) return;
-      throw new TypeError(`tool "${toolName}" returned content[${i}], an image whose data is ${describeValue(data)}; expected PNG, JPEG or WebP bytes (a Uint8Array or Buffer) or their base64`);
+      throw new TypeError(
+        `tool "${toolName}" returned content[${i}], an image whose data is ${describeValue(data)}; expected PNG, JPEG or WebP bytes (a Uint8Array or Buffer) or their base64`,
+      );
     }
-    throw new TypeError(`tool "${toolName}" returned content[${i}] = ${describeValue(part)}; expected { type: "text", text: string } or { type: "image", data }`);
+    throw new TypeError(
+      `tool "${toolName}" returned content[${i}] = ${describeValue(part)}; expected { type: "text", text: string } or { type: "image", data }`,
+    );
   });
   return checkSize(toolName, output as ToolResult);
 }
@@ -83,8 +90,15 @@ export function observationImages(result: ToolResult): ImageContent[] {
   return result.content.filter((part): part is ImageContent => part.type === 'image');
 }
 
-export function imageResult<Data>(images: readonly (Uint8Array | string)[], text: string, data?: Data): ToolResult<Data> {
-  const content: ToolContent[] = [...images.map((image) => ({ type: 'image' as const, data: image })), { type: 'text', text }];
+export function imageResult<Data>(
+  images: readonly (Uint8Array | string)[],
+  text: string,
+  data?: Data,
+): ToolResult<Data> {
+  const content: ToolContent[] = [
+    ...images.map((image) => ({ type: 'image' as const, data: image })),
+    { type: 'text', text },
+  ];
   return data === undefined ? { content } : { content, data };
 }
 

@@ -104,7 +104,11 @@ export function withoutTrainerFrames(stack: string): string {
     if (!/^\s+at /.test(line)) return true;
     // Frames without a place (`at async Promise.all (index 0)`, `at Array.map (<anonymous>)`) are built-ins the trainer's own awaits put there.
     if (/\((index \d+|<anonymous>)\)$|^\s+at <anonymous>$/.test(line)) return false;
-    return !line.includes(TRAINER_ROOT + path.sep) && !/\(?node:/.test(line) && !line.includes('node_modules' + path.sep + 'tsx' + path.sep);
+    return (
+      !line.includes(TRAINER_ROOT + path.sep) &&
+      !/\(?node:/.test(line) &&
+      !line.includes('node_modules' + path.sep + 'tsx' + path.sep)
+    );
   });
   return kept.join('\n');
 }
@@ -114,14 +118,19 @@ export function describeThrown(error: unknown): string {
   try {
     if (error instanceof Error) {
       const { stack, name, message } = error;
-      text = typeof stack === 'string' && stack.includes(String(message)) ? withoutTrainerFrames(stack) : `${String(name)}: ${String(message)}`;
+      text =
+        typeof stack === 'string' && stack.includes(String(message))
+          ? withoutTrainerFrames(stack)
+          : `${String(name)}: ${String(message)}`;
     } else {
       text = `thrown value: ${typeof error === 'string' ? error : inspect(error, { depth: 2, breakLength: Infinity, maxArrayLength: 20, maxStringLength: MAX_DESCRIPTION })}`;
     }
   } catch {
     text = `thrown value: ${safeTag(error)} (it could not be described further)`;
   }
-  return text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}… (${text.length - MAX_DESCRIPTION} more characters)` : text;
+  return text.length > MAX_DESCRIPTION
+    ? `${text.slice(0, MAX_DESCRIPTION)}… (${text.length - MAX_DESCRIPTION} more characters)`
+    : text;
 }
 
 function safeTag(value: unknown): string {
@@ -164,7 +173,10 @@ export class ToolRunner {
 
   async run(requests: readonly ToolCallRequest[]): Promise<ToolRunOutcome[]> {
     const outcomes = new Array<ToolRunOutcome>(requests.length);
-    const batched = new Map<Tool, { position: number; invocation: ToolInvocation<unknown, object>; logs: string[] }[]>();
+    const batched = new Map<
+      Tool,
+      { position: number; invocation: ToolInvocation<unknown, object>; logs: string[] }[]
+    >();
     const single: Promise<void>[] = [];
     const signals = new CallSignals(this.options.signal);
 
@@ -201,7 +213,11 @@ export class ToolRunner {
       for (let start = 0; start < calls.length; start += tool.maxBatchSize) {
         const chunk = calls.slice(start, start + tool.maxBatchSize);
         batches.push(
-          this.runBatch(tool, chunk.map((c) => c.invocation), signals).then((results) => {
+          this.runBatch(
+            tool,
+            chunk.map((c) => c.invocation),
+            signals,
+          ).then((results) => {
             chunk.forEach((c, k) => {
               outcomes[c.position] = { arguments: c.invocation.args, ...results[k], logs: c.logs };
             });
@@ -217,7 +233,13 @@ export class ToolRunner {
     if (interceptor?.roundFinished) {
       const calls: InterceptedCall[] = [];
       checked.forEach((check, position) => {
-        if (!('error' in check)) calls.push({ request: requests[position], tool: check.tool.name, args: check.args, outcome: outcomes[position] });
+        if (!('error' in check))
+          calls.push({
+            request: requests[position],
+            tool: check.tool.name,
+            args: check.args,
+            outcome: outcomes[position],
+          });
       });
       interceptor.roundFinished(calls);
     }
@@ -230,17 +252,31 @@ export class ToolRunner {
     if (!tool) {
       const names = this.tools.names;
       const list = names.length ? names.join(', ') : '(none)';
-      return { error: { kind: 'unknown_tool', message: `there is no tool named "${request.name}"; the tools are: ${list}`, summary: `no tool ${JSON.stringify(request.name)}; tools: ${list}` } };
+      return {
+        error: {
+          kind: 'unknown_tool',
+          message: `there is no tool named "${request.name}"; the tools are: ${list}`,
+          summary: `no tool ${JSON.stringify(request.name)}; tools: ${list}`,
+        },
+      };
     }
     let parsed;
     try {
       parsed = await tool.parameters.safeParseAsync(request.arguments);
     } catch (error) {
       // A refinement in the user's schema threw: a bug in the tool, not in the call.
-      return { error: { kind: 'threw', message: `validating the arguments of ${tool.name} threw: ${describeThrown(error)}` } };
+      return {
+        error: { kind: 'threw', message: `validating the arguments of ${tool.name} threw: ${describeThrown(error)}` },
+      };
     }
     if (!parsed.success) {
-      return { error: { kind: 'invalid_arguments', message: `arguments of ${tool.name} do not match its schema: ${describeIssues(parsed.error.issues)}`, summary: summarizeIssues(parsed.error.issues, request.arguments) } };
+      return {
+        error: {
+          kind: 'invalid_arguments',
+          message: `arguments of ${tool.name} do not match its schema: ${describeIssues(parsed.error.issues)}`,
+          summary: summarizeIssues(parsed.error.issues, request.arguments),
+        },
+      };
     }
     return { tool, args: parsed.data };
   }
@@ -249,7 +285,13 @@ export class ToolRunner {
     const emit = (level: ToolLogLine['level']) => (message: string) => {
       const text = String(message);
       logs.push(`${level}: ${text}`);
-      this.options.onLog?.({ tool: tool.name, trajectory: request.trajectory.index, turn: request.turn, level, message: text });
+      this.options.onLog?.({
+        tool: tool.name,
+        trajectory: request.trajectory.index,
+        turn: request.turn,
+        level,
+        message: text,
+      });
     };
     const log: ToolLogger = { info: emit('info'), warn: emit('warn'), error: emit('error') };
     // The signal is replaced per execution (see runOne / runBatch); this one is never aborted.
@@ -266,7 +308,12 @@ export class ToolRunner {
     return ctx;
   }
 
-  private async runOne(tool: Tool, args: unknown, ctx: ToolContext<object>, signals: CallSignals): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>> {
+  private async runOne(
+    tool: Tool,
+    args: unknown,
+    ctx: ToolContext<object>,
+    signals: CallSignals,
+  ): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>> {
     const release = await this.slots.get(tool)!.acquire();
     const started = performance.now();
     const controller = signals.open();
@@ -283,14 +330,20 @@ export class ToolRunner {
     return outcome.ok ? { result: outcome.value, latencyMs } : { error: failure(outcome.error), latencyMs };
   }
 
-  private async runBatch(tool: Tool, invocations: ToolInvocation<unknown, object>[], signals: CallSignals): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>[]> {
+  private async runBatch(
+    tool: Tool,
+    invocations: ToolInvocation<unknown, object>[],
+    signals: CallSignals,
+  ): Promise<Omit<ToolRunOutcome, 'arguments' | 'logs'>[]> {
     const release = await this.slots.get(tool)!.acquire();
     const started = performance.now();
     const controller = signals.open();
     let outcome: DeadlineOutcome<readonly unknown[]>;
     try {
       outcome = await withDeadline(tool.name, tool.timeoutMs, controller, async (signal) => {
-        const outputs = await tool.executeBatch!(invocations.map((c) => ({ args: c.args as never, ctx: { ...c.ctx, signal } as never })));
+        const outputs = await tool.executeBatch!(
+          invocations.map((c) => ({ args: c.args as never, ctx: { ...c.ctx, signal } as never })),
+        );
         if (!Array.isArray(outputs) || outputs.length !== invocations.length) {
           throw new TypeError(
             `tool "${tool.name}": executeBatch returned ${Array.isArray(outputs) ? `${outputs.length} outputs` : typeof outputs} for ${invocations.length} calls; return one output (or Error) per call, in order`,

@@ -23,7 +23,10 @@ export type ParametersSchema = z.ZodObject<z.core.$ZodLooseShape, z.core.$ZodObj
 
 export type JsonSchema = Record<string, unknown>;
 
-const SAFE_INTEGER_BOUNDS: Record<string, number> = { minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+const SAFE_INTEGER_BOUNDS: Record<string, number> = {
+  minimum: -Number.MAX_SAFE_INTEGER,
+  maximum: Number.MAX_SAFE_INTEGER,
+};
 
 /** Whether `value` is a zod 4 object schema (from this zod or another copy of zod 4). */
 export function isZodObjectSchema(value: unknown): value is ParametersSchema {

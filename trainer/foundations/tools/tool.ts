@@ -84,7 +84,10 @@ export abstract class Tool<Params extends ParametersSchema = ParametersSchema, R
 
   /** The tool as chat templates expect it: `{ type: 'function', function: { name, description, parameters } }`. */
   spec(): ToolSpec {
-    return { type: 'function', function: { name: this.name, description: this.description, parameters: this.jsonSchema() } };
+    return {
+      type: 'function',
+      function: { name: this.name, description: this.description, parameters: this.jsonSchema() },
+    };
   }
 }
 
@@ -102,7 +105,9 @@ export interface ToolDefinition<Params extends ParametersSchema, Row extends obj
 }
 
 /** A `Tool` from an object literal; `execute`'s and `reward`'s argument types come from `parameters`. */
-export function defineTool<Params extends ParametersSchema, Row extends object = DatasetRow>(definition: ToolDefinition<Params, Row>): Tool<Params, Row> {
+export function defineTool<Params extends ParametersSchema, Row extends object = DatasetRow>(
+  definition: ToolDefinition<Params, Row>,
+): Tool<Params, Row> {
   class DefinedTool extends Tool<Params, Row> {
     readonly name = definition.name;
     readonly description = definition.description;

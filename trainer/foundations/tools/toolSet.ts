@@ -19,7 +19,9 @@ export class ToolSet {
       checkTool(tool, i);
       const existing = this.byName.get(tool.name);
       if (existing) {
-        throw new ToolDefinitionError(`two tools are named "${tool.name}" (${className(existing)} and ${className(tool)}); tool names must be unique`);
+        throw new ToolDefinitionError(
+          `two tools are named "${tool.name}" (${className(existing)} and ${className(tool)}); tool names must be unique`,
+        );
       }
       this.byName.set(tool.name, tool);
     });
@@ -51,15 +53,22 @@ function checkTool(tool: unknown, position: number): asserts tool is Tool {
       `tools[${position}] is ${seen}, not a Tool; tools extend Tool (or come from defineTool) imported from 'rollout-studio'`,
     );
   }
-  const label = typeof tool.name === 'string' && tool.name ? `tool "${tool.name}" (${className(tool)})` : `tools[${position}] (${className(tool)})`;
+  const label =
+    typeof tool.name === 'string' && tool.name
+      ? `tool "${tool.name}" (${className(tool)})`
+      : `tools[${position}] (${className(tool)})`;
   if (typeof tool.name !== 'string' || !TOOL_NAME_PATTERN.test(tool.name)) {
     throw new ToolDefinitionError(`${label}: name ${JSON.stringify(tool.name)} is not valid; use ${TOOL_NAME_RULE}`);
   }
   if (typeof tool.description !== 'string' || tool.description.trim() === '') {
-    throw new ToolDefinitionError(`${label}: description must be a non-empty string (the model reads it to decide when to call the tool)`);
+    throw new ToolDefinitionError(
+      `${label}: description must be a non-empty string (the model reads it to decide when to call the tool)`,
+    );
   }
   if (!isZodObjectSchema(tool.parameters)) {
-    throw new ToolDefinitionError(`${label}: parameters must be a zod object schema, e.g. z.object({ query: z.string() })`);
+    throw new ToolDefinitionError(
+      `${label}: parameters must be a zod object schema, e.g. z.object({ query: z.string() })`,
+    );
   }
   for (const [field, value, integer] of [
     ['timeoutMs', tool.timeoutMs, false],
@@ -67,12 +76,19 @@ function checkTool(tool: unknown, position: number): asserts tool is Tool {
     ['maxBatchSize', tool.maxBatchSize, true],
   ] as const) {
     if (typeof value !== 'number' || !(value > 0) || (integer && !Number.isInteger(value) && value !== Infinity)) {
-      throw new ToolDefinitionError(`${label}: ${field} must be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`);
+      throw new ToolDefinitionError(
+        `${label}: ${field} must be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`,
+      );
     }
   }
-  if (tool.isolation !== 'worker' && tool.isolation !== 'trainer') throw new ToolDefinitionError(`${label}: isolation must be "worker" or "trainer", got ${JSON.stringify(tool.isolation)}`);
+  if (tool.isolation !== 'worker' && tool.isolation !== 'trainer')
+    throw new ToolDefinitionError(
+      `${label}: isolation must be "worker" or "trainer", got ${JSON.stringify(tool.isolation)}`,
+    );
   if (typeof tool.execute !== 'function') throw new ToolDefinitionError(`${label}: execute must be a method`);
-  if (tool.executeBatch !== undefined && typeof tool.executeBatch !== 'function') throw new ToolDefinitionError(`${label}: executeBatch must be a method when defined`);
-  if (tool.reward !== undefined && typeof tool.reward !== 'function') throw new ToolDefinitionError(`${label}: reward must be a method when defined`);
+  if (tool.executeBatch !== undefined && typeof tool.executeBatch !== 'function')
+    throw new ToolDefinitionError(`${label}: executeBatch must be a method when defined`);
+  if (tool.reward !== undefined && typeof tool.reward !== 'function')
+    throw new ToolDefinitionError(`${label}: reward must be a method when defined`);
   tool.jsonSchema(); // throws a ToolDefinitionError when the schema cannot be converted
 }

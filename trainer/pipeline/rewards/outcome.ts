@@ -66,8 +66,12 @@ function answerReward<Row extends object>(
 }
 
 /** 1 when the normalised answer equals a normalised gold answer, else 0. */
-export function exactMatch<Row extends object = DatasetRow>(options: AnswerRewardOptions<Row> = {}): OutcomeReward<Row> {
-  return answerReward('exact_match', options, (prediction, gold) => (normalizeAnswer(prediction) === normalizeAnswer(gold) ? 1 : 0));
+export function exactMatch<Row extends object = DatasetRow>(
+  options: AnswerRewardOptions<Row> = {},
+): OutcomeReward<Row> {
+  return answerReward('exact_match', options, (prediction, gold) =>
+    normalizeAnswer(prediction) === normalizeAnswer(gold) ? 1 : 0,
+  );
 }
 
 /** SQuAD token F1 against the best-matching gold answer. */
@@ -76,7 +80,9 @@ export function f1<Row extends object = DatasetRow>(options: AnswerRewardOptions
 }
 
 /** 1 when a normalised gold answer occurs in the normalised answer (on word boundaries), else 0. */
-export function substringMatch<Row extends object = DatasetRow>(options: AnswerRewardOptions<Row> = {}): OutcomeReward<Row> {
+export function substringMatch<Row extends object = DatasetRow>(
+  options: AnswerRewardOptions<Row> = {},
+): OutcomeReward<Row> {
   return answerReward('substring_match', options, (prediction, gold) => {
     const haystack = ` ${normalizeAnswer(prediction)} `;
     const needle = normalizeAnswer(gold);

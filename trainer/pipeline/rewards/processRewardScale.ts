@@ -41,9 +41,11 @@ export class ProcessRewardNormalizer {
 
   /** Take in a batch's largest absolute process reward-to-go; returns the divisor max(1, M) for that batch. */
   observe(batchMaximum: number): number {
-    if (!Number.isFinite(batchMaximum) || batchMaximum < 0) throw new RangeError(`a batch's largest |process reward-to-go| must be a finite number ≥ 0, got ${batchMaximum}`);
+    if (!Number.isFinite(batchMaximum) || batchMaximum < 0)
+      throw new RangeError(`a batch's largest |process reward-to-go| must be a finite number ≥ 0, got ${batchMaximum}`);
     if (batchMaximum > 0) {
-      this.magnitude = this.batches === 0 ? batchMaximum : this.momentum * this.magnitude + (1 - this.momentum) * batchMaximum;
+      this.magnitude =
+        this.batches === 0 ? batchMaximum : this.momentum * this.magnitude + (1 - this.momentum) * batchMaximum;
       this.batches++;
     }
     return Math.max(1, this.magnitude);

@@ -123,10 +123,14 @@ export const MAX_ABS_REWARD = 1e6;
 
 function finite(value: unknown, what: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new RewardError(`${what} returned ${typeof value === 'number' ? value : describeValue(value)}; rewards must be finite numbers`);
+    throw new RewardError(
+      `${what} returned ${typeof value === 'number' ? value : describeValue(value)}; rewards must be finite numbers`,
+    );
   }
   if (Math.abs(value) > MAX_ABS_REWARD) {
-    throw new RewardError(`${what} returned ${value}; rewards must lie within ±${MAX_ABS_REWARD.toExponential()} (larger ones overflow the advantage arithmetic): scale it down`);
+    throw new RewardError(
+      `${what} returned ${value}; rewards must lie within ±${MAX_ABS_REWARD.toExponential()} (larger ones overflow the advantage arithmetic): scale it down`,
+    );
   }
   return value;
 }
@@ -150,20 +154,35 @@ async function evaluate<T>(what: string, run: () => T | Promise<T>): Promise<T> 
   }
 }
 
-const ERROR_KINDS: readonly ToolErrorKind[] = ['parse', 'unknown_tool', 'invalid_arguments', 'threw', 'timeout', 'unrecorded'];
+const ERROR_KINDS: readonly ToolErrorKind[] = [
+  'parse',
+  'unknown_tool',
+  'invalid_arguments',
+  'threw',
+  'timeout',
+  'unrecorded',
+];
 
 /** A weight or penalty: a finite number ≥ 0, or an error naming the field. */
 function nonNegative(value: unknown, field: string, why: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new RewardError(`${field}: expected a finite number ≥ 0 (${why}), got ${describeValue(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw new RewardError(`${field}: expected a finite number ≥ 0 (${why}), got ${describeValue(value)}`);
 }
 
 /** Checks names, weights and penalties once, so a typo or a wrong sign fails before any rollout rather than after. */
 export function checkRewardConfig<Row extends object>(config: RewardConfig<Row>): void {
   const names = new Set<string>();
   const check = (reward: { name?: unknown; weight?: unknown; score?: unknown }, where: string) => {
-    if (typeof reward?.name !== 'string' || reward.name === '') throw new RewardError(`${where}: a reward needs a non-empty name`);
-    if (typeof reward.score !== 'function') throw new RewardError(`${where} ("${reward.name}"): score must be a function`);
-    if (reward.weight !== undefined) nonNegative(reward.weight, `${where} ("${reward.name}").weight`, 'a weight scales the score; make the score negative for a penalty');
+    if (typeof reward?.name !== 'string' || reward.name === '')
+      throw new RewardError(`${where}: a reward needs a non-empty name`);
+    if (typeof reward.score !== 'function')
+      throw new RewardError(`${where} ("${reward.name}"): score must be a function`);
+    if (reward.weight !== undefined)
+      nonNegative(
+        reward.weight,
+        `${where} ("${reward.name}").weight`,
+        'a weight scales the score; make the score negative for a penalty',
+      );
     if (names.has(reward.name)) throw new RewardError(`${where}: two rewards are named "${reward.name}"`);
     names.add(reward.name);
   };
@@ -172,18 +191,29 @@ export function checkRewardConfig<Row extends object>(config: RewardConfig<Row>)
   (config.process ?? []).forEach((r, i) => check(r, `rewards.process[${i}]`));
   const tool = config.toolRewards;
   if (tool !== undefined && typeof tool !== 'boolean') {
-    if (typeof tool !== 'object' || tool === null) throw new RewardError(`rewards.toolRewards: expected true, false or { weight }, got ${describeValue(tool)}`);
-    nonNegative(tool.weight, 'rewards.toolRewards.weight', 'a weight scales the tools\' own rewards');
+    if (typeof tool !== 'object' || tool === null)
+      throw new RewardError(`rewards.toolRewards: expected true, false or { weight }, got ${describeValue(tool)}`);
+    nonNegative(tool.weight, 'rewards.toolRewards.weight', "a weight scales the tools' own rewards");
   }
   checkErrorPenalty(config.errorPenalty);
-  if (config.truncationPenalty !== undefined) nonNegative(config.truncationPenalty, 'rewards.truncationPenalty', 'it is subtracted from a cut-off trajectory\'s outcome: a negative one would reward running on');
+  if (config.truncationPenalty !== undefined)
+    nonNegative(
+      config.truncationPenalty,
+      'rewards.truncationPenalty',
+      "it is subtracted from a cut-off trajectory's outcome: a negative one would reward running on",
+    );
   if (config.combine !== undefined && config.combine !== 'weighted-sum' && config.combine !== 'agent-r1') {
-    throw new RewardError(`rewards.combine must be "weighted-sum" or "agent-r1", got ${JSON.stringify(config.combine)}`);
+    throw new RewardError(
+      `rewards.combine must be "weighted-sum" or "agent-r1", got ${JSON.stringify(config.combine)}`,
+    );
   }
-  if (config.processWeight !== undefined) nonNegative(config.processWeight, 'rewards.processWeight', 'it multiplies every process reward; 0 turns them off');
+  if (config.processWeight !== undefined)
+    nonNegative(config.processWeight, 'rewards.processWeight', 'it multiplies every process reward; 0 turns them off');
   const momentum = config.processNormMomentum;
   if (momentum !== undefined && (typeof momentum !== 'number' || !(momentum >= 0 && momentum < 1))) {
-    throw new RewardError(`rewards.processNormMomentum: expected a number in [0, 1) (the running average's momentum), got ${describeValue(momentum)}`);
+    throw new RewardError(
+      `rewards.processNormMomentum: expected a number in [0, 1) (the running average's momentum), got ${describeValue(momentum)}`,
+    );
   }
 }
 
@@ -193,10 +223,15 @@ function checkErrorPenalty(penalty: unknown): void {
   if (penalty === undefined) return;
   if (typeof penalty === 'number') return nonNegative(penalty, 'rewards.errorPenalty', why);
   if (typeof penalty !== 'object' || penalty === null || Array.isArray(penalty)) {
-    throw new RewardError(`rewards.errorPenalty: expected a finite number ≥ 0 or a map of error kind (${ERROR_KINDS.join(', ')}) to one, got ${describeValue(penalty)}`);
+    throw new RewardError(
+      `rewards.errorPenalty: expected a finite number ≥ 0 or a map of error kind (${ERROR_KINDS.join(', ')}) to one, got ${describeValue(penalty)}`,
+    );
   }
   for (const [kind, value] of Object.entries(penalty)) {
-    if (!ERROR_KINDS.includes(kind as ToolErrorKind)) throw new RewardError(`rewards.errorPenalty.${kind}: not an error kind; expected one of ${ERROR_KINDS.join(', ')}`);
+    if (!ERROR_KINDS.includes(kind as ToolErrorKind))
+      throw new RewardError(
+        `rewards.errorPenalty.${kind}: not an error kind; expected one of ${ERROR_KINDS.join(', ')}`,
+      );
     nonNegative(value, `rewards.errorPenalty.${kind}`, why);
   }
 }
@@ -222,11 +257,14 @@ async function rewardCall<Row extends object>(
     sum += weight * value;
     any = true;
   };
-  const toolWeight = config.toolRewards === false ? 0 : typeof config.toolRewards === 'object' ? config.toolRewards.weight : 1;
+  const toolWeight =
+    config.toolRewards === false ? 0 : typeof config.toolRewards === 'object' ? config.toolRewards.weight : 1;
   const tool = call.name !== undefined ? tools.get(call.name) : undefined;
   if (toolWeight !== 0 && tool?.reward && !call.error && call.result) {
     const what = `the reward hook of tool "${tool.name}" on ${where}`;
-    const value = await evaluate(what, () => tool.reward!(call as unknown as ToolCallOutcome<never>, { row: trajectory.row as never, trajectory }));
+    const value = await evaluate(what, () =>
+      tool.reward!(call as unknown as ToolCallOutcome<never>, { row: trajectory.row as never, trajectory }),
+    );
     add(`tool:${tool.name}`, finite(value, what), toolWeight);
   }
   for (const reward of config.process ?? []) {
@@ -273,14 +311,18 @@ export async function scoreTrajectories<Row extends object>(
         components[reward.name] = value;
         outcome += (reward.weight ?? 1) * value;
       }
-      if (config.truncationPenalty && (trajectory.finishReason === 'max_turn_tokens' || trajectory.finishReason === 'max_total_tokens')) {
+      if (
+        config.truncationPenalty &&
+        (trajectory.finishReason === 'max_turn_tokens' || trajectory.finishReason === 'max_total_tokens')
+      ) {
         components.truncation_penalty = -config.truncationPenalty;
         outcome -= config.truncationPenalty;
       }
       const calls: Omit<CallReward, 'scaled'>[] = [];
       for (const call of trajectory.calls) calls.push(await rewardCall(trajectory, call, config, tools));
       for (const call of calls) {
-        for (const [name, value] of Object.entries(call.components)) components[`process/${name}`] = (components[`process/${name}`] ?? 0) + value;
+        for (const [name, value] of Object.entries(call.components))
+          components[`process/${name}`] = (components[`process/${name}`] ?? 0) + value;
       }
       const where = `trajectory ${trajectory.index} (${describeRow(trajectory.row as unknown as DatasetRow)})`;
       return { outcome, components, calls, answer: extract(trajectory as Trajectory<object>), where };
@@ -291,7 +333,8 @@ export async function scoreTrajectories<Row extends object>(
   let processScale = processWeight;
   let processMagnitude: number | undefined;
   if (combine === 'agent-r1') {
-    for (const t of partial) maxProcessRewardToGo = Math.max(maxProcessRewardToGo, maxAbsRewardToGo(t.calls.map((c) => c.processReward)));
+    for (const t of partial)
+      maxProcessRewardToGo = Math.max(maxProcessRewardToGo, maxAbsRewardToGo(t.calls.map((c) => c.processReward)));
     const normalizer = options.normalizer ?? new ProcessRewardNormalizer(config.processNormMomentum);
     processScale = processWeight / normalizer.observe(maxProcessRewardToGo);
     processMagnitude = normalizer.runningMagnitude;

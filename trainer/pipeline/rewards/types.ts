@@ -16,5 +16,8 @@ export interface ProcessReward<Row extends object = DatasetRow> {
   name: string;
   weight?: number;
   /** The reward for this call, or undefined for "no opinion" (nothing is recorded for it). */
-  score(call: ToolCallResult, ctx: RewardContext<Row> & { trajectory: Trajectory<Row> }): number | undefined | Promise<number | undefined>;
+  score(
+    call: ToolCallResult,
+    ctx: RewardContext<Row> & { trajectory: Trajectory<Row> },
+  ): number | undefined | Promise<number | undefined>;
 }

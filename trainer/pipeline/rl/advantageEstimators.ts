@@ -1,4 +1,11 @@
-import { gaeAdvantages, grpoAdvantages, reinforcePlusPlusAdvantages, rftAdvantages, rlooAdvantages, RFT_DEFAULT_THRESHOLD } from './advantages';
+import {
+  gaeAdvantages,
+  grpoAdvantages,
+  reinforcePlusPlusAdvantages,
+  rftAdvantages,
+  rlooAdvantages,
+  RFT_DEFAULT_THRESHOLD,
+} from './advantages';
 import type { Advantages, RlSample } from './samples';
 
 /** What picks and parameterises an advantage estimator (the training config's `algorithm` section has these fields). */

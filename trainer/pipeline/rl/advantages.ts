@@ -46,7 +46,10 @@ function callBaselines(samples: readonly RlSample[], members: readonly number[],
   const longest = Math.max(0, ...members.map((i) => samples[i].calls.length));
   const others = members.filter((i) => i !== leaveOut);
   if (others.length === 0) return new Array<number>(longest).fill(0);
-  return Array.from({ length: longest }, (_, j) => others.reduce((a, i) => a + (samples[i].calls[j]?.reward ?? 0), 0) / others.length);
+  return Array.from(
+    { length: longest },
+    (_, j) => others.reduce((a, i) => a + (samples[i].calls[j]?.reward ?? 0), 0) / others.length,
+  );
 }
 
 /**
@@ -115,8 +118,13 @@ export interface ReinforcePlusPlusOptions {
  * whitened over the batch's policy tokens. REINFORCE++-baseline: the group-centred advantage of
  * Dr. GRPO (outcome side minus the group mean, process side call by call), whitened over the batch.
  */
-export function reinforcePlusPlusAdvantages(samples: readonly RlSample[], options: ReinforcePlusPlusOptions): Advantages {
-  const raw = options.baseline ? grpoAdvantages(samples, { scaleByStd: false }).advantages.map((a) => Float64Array.from(a)) : samples.map((s) => rewardToGo(tokenRewards(s), s.mask, options.gamma));
+export function reinforcePlusPlusAdvantages(
+  samples: readonly RlSample[],
+  options: ReinforcePlusPlusOptions,
+): Advantages {
+  const raw = options.baseline
+    ? grpoAdvantages(samples, { scaleByStd: false }).advantages.map((a) => Float64Array.from(a))
+    : samples.map((s) => rewardToGo(tokenRewards(s), s.mask, options.gamma));
   return { advantages: whiten(samples, raw) };
 }
 

@@ -29,29 +29,54 @@ export interface TrainingSequence {
  * vision-language model, adds the image feeds. Image tokens are never scored: they are not
  * predicted, so the loss never covers them (a mask that marks one is a bug upstream).
  */
-export function packSequences(sequences: readonly { ids: readonly number[]; images?: readonly BatchImage[] }[], score: readonly Uint8Array[], vision: VisionConfig | undefined, padId = 0): PackedBatch {
+export function packSequences(
+  sequences: readonly { ids: readonly number[]; images?: readonly BatchImage[] }[],
+  score: readonly Uint8Array[],
+  vision: VisionConfig | undefined,
+  padId = 0,
+): PackedBatch {
   if (vision) {
     sequences.forEach((s, b) => {
       const marked = s.ids.findIndex((id, t) => id === vision.imageTokenId && score[b][t] === 1);
-      if (marked >= 0) throw new Error(`sequence ${b}: token ${marked} is an image token but the loss mask covers it; image tokens are never trained on`);
+      if (marked >= 0)
+        throw new Error(
+          `sequence ${b}: token ${marked} is an image token but the loss mask covers it; image tokens are never trained on`,
+        );
     });
   }
   // Equal placeholder ids do not make equal images: the prefix stops where the pictures differ.
-  const packed = packWithSharedPrefix(sequences.map((s) => s.ids), score, padId, vision ? sameImagesPrefixLimit(sequences, vision) : Infinity);
+  const packed = packWithSharedPrefix(
+    sequences.map((s) => s.ids),
+    score,
+    padId,
+    vision ? sameImagesPrefixLimit(sequences, vision) : Infinity,
+  );
   if (vision) addVisionFeeds(packed, sequences, vision);
-  else if (sequences.some((s) => s.images?.length)) throw new Error('the sequences hold images, but the model has no vision tower');
+  else if (sequences.some((s) => s.images?.length))
+    throw new Error('the sequences hold images, but the model has no vision tower');
   return packed;
 }
 
 /** The bias inputs of a constrained scoring or update graph for a packed batch (a vocabulary of `vocab` logits). */
-export function constraintFeeds(sequences: readonly { ids: readonly number[]; constraints?: PositionConstraints }[], score: readonly Uint8Array[], packed: PackedBatch, vocab: number): Record<string, HostTensor> {
+export function constraintFeeds(
+  sequences: readonly { ids: readonly number[]; constraints?: PositionConstraints }[],
+  score: readonly Uint8Array[],
+  packed: PackedBatch,
+  vocab: number,
+): Record<string, HostTensor> {
   const perToken = scoredTokenConstraints(sequences, score, packed.prefix);
-  if (perToken.length !== packed.scored) throw new Error(`${perToken.length} constraint slots for ${packed.scored} scored tokens`);
+  if (perToken.length !== packed.scored)
+    throw new Error(`${perToken.length} constraint slots for ${packed.scored} scored tokens`);
   return biasFeeds(perToken, vocab);
 }
 
 /** A per-token array laid out like the packed rows: row position t is sequence position prefix + t. */
-function perToken(sequences: readonly TrainingSequence[], packed: PackedBatch, pick: (s: TrainingSequence) => ArrayLike<number> | undefined, name: string): HostTensor {
+function perToken(
+  sequences: readonly TrainingSequence[],
+  packed: PackedBatch,
+  pick: (s: TrainingSequence) => ArrayLike<number> | undefined,
+  name: string,
+): HostTensor {
   const T = packed.length;
   const data = new Float32Array(sequences.length * T);
   sequences.forEach((s, b) => {
@@ -73,12 +98,21 @@ export interface StepTotals {
  * length, since micro-batches of similar lengths pad less and the step's gradient is the same in
  * any order. Shared by the policy and a separate critic so both follow one schedule.
  */
-export function* miniBatchSteps<T extends { ids: ArrayLike<number> }>(sequences: readonly T[], epochs: number, miniBatches: number, random: Random): Generator<T[]> {
+export function* miniBatchSteps<T extends { ids: ArrayLike<number> }>(
+  sequences: readonly T[],
+  epochs: number,
+  miniBatches: number,
+  random: Random,
+): Generator<T[]> {
   const order = sequences.map((_, i) => i);
   for (let epoch = 0; epoch < epochs; epoch++) {
     random.shuffle(order);
     const perStep = Math.ceil(order.length / miniBatches);
-    for (let start = 0; start < order.length; start += perStep) yield order.slice(start, start + perStep).map((i) => sequences[i]).sort((a, b) => a.ids.length - b.ids.length);
+    for (let start = 0; start < order.length; start += perStep)
+      yield order
+        .slice(start, start + perStep)
+        .map((i) => sequences[i])
+        .sort((a, b) => a.ids.length - b.ids.length);
   }
 }
 
@@ -101,13 +135,32 @@ export function stepTotals(sequences: readonly TrainingSequence[]): StepTotals {
 export function policyBatchFeeds(
   sequences: readonly TrainingSequence[],
   totals: StepTotals,
-  options: { invTemperature: number; value: boolean; ref: boolean; padId: number; vision?: VisionConfig; constrainedVocab?: number },
+  options: {
+    invTemperature: number;
+    value: boolean;
+    ref: boolean;
+    padId: number;
+    vision?: VisionConfig;
+    constrainedVocab?: number;
+  },
 ): { feeds: Record<string, HostTensor>; shared: boolean } {
-  const packed = packSequences(sequences, sequences.map((s) => s.mask), options.vision, options.padId);
+  const packed = packSequences(
+    sequences,
+    sequences.map((s) => s.mask),
+    options.vision,
+    options.padId,
+  );
   const T = packed;
   const feeds: Record<string, HostTensor> = {
     ...packed.feeds,
-    ...(options.constrainedVocab !== undefined ? constraintFeeds(sequences, sequences.map((s) => s.mask), packed, options.constrainedVocab) : {}),
+    ...(options.constrainedVocab !== undefined
+      ? constraintFeeds(
+          sequences,
+          sequences.map((s) => s.mask),
+          packed,
+          options.constrainedVocab,
+        )
+      : {}),
     inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(options.invTemperature) },
     old_logprobs: perToken(sequences, T, (s) => s.logprobs, 'sampling log-probs'),
     advantages: perToken(sequences, T, (s) => s.advantages, 'advantages'),
@@ -124,8 +177,16 @@ export function policyBatchFeeds(
 }
 
 /** The feeds of a separate critic's value-loss graph for one micro-batch (returns and the values at rollout time). */
-export function valueBatchFeeds(sequences: readonly TrainingSequence[], totals: StepTotals, vision?: VisionConfig): { feeds: Record<string, HostTensor>; shared: boolean } {
-  const packed = packSequences(sequences, sequences.map((s) => s.mask), vision);
+export function valueBatchFeeds(
+  sequences: readonly TrainingSequence[],
+  totals: StepTotals,
+  vision?: VisionConfig,
+): { feeds: Record<string, HostTensor>; shared: boolean } {
+  const packed = packSequences(
+    sequences,
+    sequences.map((s) => s.mask),
+    vision,
+  );
   const feeds: Record<string, HostTensor> = {
     ...packed.feeds,
     loss_mask: perToken(sequences, packed, (s) => s.mask, 'mask'),

@@ -86,11 +86,25 @@ export class Critic {
     const optimizer = await OptimizerRuntime.create(policy.device, {
       variants: ['shared', 'plain'],
       build: (variant) => {
-        const built = buildValueGraph(layout.config, { dtype: 'float32', lora: options.lora, sharedPrefix: variant === 'shared', inputName: layout.inputName }, `critic_${variant}`);
+        const built = buildValueGraph(
+          layout.config,
+          { dtype: 'float32', lora: options.lora, sharedPrefix: variant === 'shared', inputName: layout.inputName },
+          `critic_${variant}`,
+        );
         const g = built.graph;
         const perToken = (name: string) => g.input(name, 'float32', ['B', 'T']);
-        const totals = { tokenTotal: g.input('token_total', 'float32', []), sequenceTotal: g.input('sequence_total', 'float32', []) };
-        const loss = valueLoss(built.values, perToken('old_values'), perToken('returns'), perToken('loss_mask'), options.value, totals);
+        const totals = {
+          tokenTotal: g.input('token_total', 'float32', []),
+          sequenceTotal: g.input('sequence_total', 'float32', []),
+        };
+        const loss = valueLoss(
+          built.values,
+          perToken('old_values'),
+          perToken('returns'),
+          perToken('loss_mask'),
+          options.value,
+          totals,
+        );
         const byName = new Map([...built.weights.used.values()].map((t) => [t.name, t]));
         const params = layout.trainable.map((name) => {
           const tensor = byName.get(name);
@@ -107,7 +121,9 @@ export class Critic {
   }
 
   private loraFeed(): Record<string, HostTensor> {
-    return this.options.lora ? { lora_scale: { dtype: 'float32', shape: [], data: Float32Array.of(loraScale(this.options.lora)) } } : {};
+    return this.options.lora
+      ? { lora_scale: { dtype: 'float32', shape: [], data: Float32Array.of(loraScale(this.options.lora)) } }
+      : {};
   }
 
   /** The critic's value of each masked token's state, per sequence, zero elsewhere. */
@@ -116,24 +132,45 @@ export class Critic {
     for (let start = 0; start < sequences.length; start += this.options.microBatchSize) {
       const chunk = sequences.slice(start, start + this.options.microBatchSize);
       // Without a shared prefix: values are read once per step, so one plain session is enough.
-      const packed = packForScoring(chunk.map((s) => s.ids), chunk.map((s) => s.mask));
+      const packed = packForScoring(
+        chunk.map((s) => s.ids),
+        chunk.map((s) => s.mask),
+      );
       if (this.layout.config.vision) addVisionFeeds(packed, chunk, this.layout.config.vision);
       const { id, feeds } = await this.scoringSession();
-      const result = await this.device.run(id, { ...packed.feeds, ...feeds, ...this.loraFeed(), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, { values: 'return' });
+      const result = await this.device.run(
+        id,
+        {
+          ...packed.feeds,
+          ...feeds,
+          ...this.loraFeed(),
+          inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+        },
+        { values: 'return' },
+      );
       const data = result.values.data as Float32Array;
-      chunk.forEach((s, b) => out.push(Float32Array.from(data.subarray(b * packed.length, b * packed.length + s.ids.length))));
+      chunk.forEach((s, b) =>
+        out.push(Float32Array.from(data.subarray(b * packed.length, b * packed.length + s.ids.length))),
+      );
     }
     return out;
   }
 
   private async scoringSession(): Promise<{ id: number; feeds: Record<string, StateRef> }> {
     if (!this.scoring) {
-      const built = buildValueGraph(this.layout.config, { dtype: 'float32', lora: this.options.lora, inputName: this.layout.inputName }, 'critic_values');
+      const built = buildValueGraph(
+        this.layout.config,
+        { dtype: 'float32', lora: this.options.lora, inputName: this.layout.inputName },
+        'critic_values',
+      );
       built.graph.output(built.values, 'values');
       const model = serializeGraph(built.graph);
       try {
         const id = await this.device.load({ model, settings: {} });
-        this.scoring = { id, feeds: Object.fromEntries([...built.weights.used.values()].map((t) => [t.name, { state: t.name }])) };
+        this.scoring = {
+          id,
+          feeds: Object.fromEntries([...built.weights.used.values()].map((t) => [t.name, { state: t.name }])),
+        };
       } finally {
         disposeSerialized(model);
       }
@@ -142,7 +179,11 @@ export class Critic {
   }
 
   /** `epochs` passes over the batch, each shuffled into `miniBatches` optimizer steps of the value loss (`lr`: as PolicyTrainer.update's). */
-  async update(sequences: readonly TrainingSequence[], lr: number | LearningRates, random: Random): Promise<CriticMetrics> {
+  async update(
+    sequences: readonly TrainingSequence[],
+    lr: number | LearningRates,
+    random: Random,
+  ): Promise<CriticMetrics> {
     let valueLossSum = 0;
     let gradNormSum = 0;
     let steps = 0;
@@ -150,8 +191,21 @@ export class Critic {
     for (const stepSequences of miniBatchSteps(sequences, this.options.epochs, this.options.miniBatches, random)) {
       const totals = stepTotals(stepSequences);
       for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
-        const packed = valueBatchFeeds(stepSequences.slice(m, m + this.options.microBatchSize), totals, this.layout.config.vision);
-        valueLossSum += (await this.optimizer.accumulate({ ...packed.feeds, ...this.loraFeed(), inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) } }, packed.shared ? 'shared' : 'plain')).loss;
+        const packed = valueBatchFeeds(
+          stepSequences.slice(m, m + this.options.microBatchSize),
+          totals,
+          this.layout.config.vision,
+        );
+        valueLossSum += (
+          await this.optimizer.accumulate(
+            {
+              ...packed.feeds,
+              ...this.loraFeed(),
+              inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+            },
+            packed.shared ? 'shared' : 'plain',
+          )
+        ).loss;
       }
       const applied = await this.optimizer.apply(rateAt(lr, steps));
       gradNormSum += applied.gradNorm;
@@ -171,7 +225,10 @@ export class Critic {
 function freshValueHead(config: ModelConfig, random: Random): Record<string, HostTensor> {
   const w = new Float32Array(config.hiddenSize);
   random.fillNormal(w, 0, 1 / Math.sqrt(config.hiddenSize + 1));
-  return { [VALUE_HEAD.weight]: { dtype: 'float32', shape: [1, config.hiddenSize], data: w }, [VALUE_HEAD.bias]: { dtype: 'float32', shape: [1], data: new Float32Array(1) } };
+  return {
+    [VALUE_HEAD.weight]: { dtype: 'float32', shape: [1, config.hiddenSize], data: w },
+    [VALUE_HEAD.bias]: { dtype: 'float32', shape: [1], data: new Float32Array(1) },
+  };
 }
 
 /**
@@ -180,7 +237,8 @@ function freshValueHead(config: ModelConfig, random: Random): Record<string, Hos
  */
 const inCritic = (name: string) => name !== 'lm_head.weight';
 
-const prefixed = (tensors: Record<string, HostTensor>) => Object.fromEntries(Object.entries(tensors).map(([n, t]) => [`${CRITIC_PREFIX}${n}`, t]));
+const prefixed = (tensors: Record<string, HostTensor>) =>
+  Object.fromEntries(Object.entries(tensors).map(([n, t]) => [`${CRITIC_PREFIX}${n}`, t]));
 
 /** Set the critic's weights on the device as its layout says; returns the layout. */
 async function placeWeights(policy: ModelRuntime, options: CriticOptions): Promise<Layout> {
@@ -192,20 +250,39 @@ async function placeWeights(policy: ModelRuntime, options: CriticOptions): Promi
   const policyLora = policy.options.lora;
   if (options.lora) {
     // Adapters on the policy's own frozen base: the adapters start as the policy's.
-    if (!policyLora) throw new Error('a critic with adapters that starts from the policy needs a LoRA policy (or a critic model folder)');
+    if (!policyLora)
+      throw new Error(
+        'a critic with adapters that starts from the policy needs a LoRA policy (or a critic model folder)',
+      );
     const adapters = policy.extraWeights.filter((n) => n.includes('lora_'));
     await device.copyState(Object.fromEntries(adapters.map((n) => [n, prefix(n)])));
     await device.setState(prefixed(head));
     const base = new Set(policy.baseWeights);
-    return { config: policy.config, inputName: (n) => (base.has(n) ? n : prefix(n)), trainable: [...adapters, ...Object.keys(head)].map(prefix), frozen: policy.baseWeights.filter(inCritic) };
+    return {
+      config: policy.config,
+      inputName: (n) => (base.has(n) ? n : prefix(n)),
+      trainable: [...adapters, ...Object.keys(head)].map(prefix),
+      frozen: policy.baseWeights.filter(inCritic),
+    };
   }
   // Every weight trains: a copy of the policy as it stands, its adapters merged in.
   const copied = policy.baseWeights.filter(inCritic);
   if (policyLora) {
     const state = await device.getState([...copied, ...policy.extraWeights.filter((n) => n.includes('lora_'))]);
-    const adapter = { lora: policyLora, tensors: Object.fromEntries(Object.entries(state).filter(([n]) => n.includes('lora_')).map(([n, t]) => [n, { shape: [...t.shape], data: t.data as Float32Array }])) };
+    const adapter = {
+      lora: policyLora,
+      tensors: Object.fromEntries(
+        Object.entries(state)
+          .filter(([n]) => n.includes('lora_'))
+          .map(([n, t]) => [n, { shape: [...t.shape], data: t.data as Float32Array }]),
+      ),
+    };
     const merged: Record<string, HostTensor> = {};
-    for (const n of copied) merged[n] = { ...state[n], data: mergeLoraWeight(n, state[n].data as Float32Array, adapter, policy.config) ?? state[n].data };
+    for (const n of copied)
+      merged[n] = {
+        ...state[n],
+        data: mergeLoraWeight(n, state[n].data as Float32Array, adapter, policy.config) ?? state[n].data,
+      };
     await device.setState(prefixed(merged));
   } else {
     await device.copyState(Object.fromEntries(copied.map((n) => [n, prefix(n)])));
@@ -222,18 +299,29 @@ async function placeFromFolder(policy: ModelRuntime, options: CriticOptions, ran
   const folder = openModelFolder(options.modelDir!);
   try {
     if (folder.tokenizer.vocabSize !== policy.tokenizer.vocabSize) {
-      throw new Error(`critic.model (${options.modelDir}): its tokenizer has ${folder.tokenizer.vocabSize} tokens, the policy's ${policy.tokenizer.vocabSize}; the critic reads the policy's token ids, so it needs the same tokenizer`);
+      throw new Error(
+        `critic.model (${options.modelDir}): its tokenizer has ${folder.tokenizer.vocabSize} tokens, the policy's ${policy.tokenizer.vocabSize}; the critic reads the policy's token ids, so it needs the same tokenizer`,
+      );
     }
     const config = folder.config;
-    const weights = Object.fromEntries(Object.entries(readModelWeights(folder.checkpoint, config)).filter(([n]) => inCritic(n)));
+    const weights = Object.fromEntries(
+      Object.entries(readModelWeights(folder.checkpoint, config)).filter(([n]) => inCritic(n)),
+    );
     const head = freshValueHead(config, random);
     const adapters: Record<string, HostTensor> = {};
-    if (options.lora) for (const [n, t] of Object.entries(initLoraWeights(loraModules(config, options.lora), options.lora, random))) adapters[n] = { dtype: 'float32', ...t };
+    if (options.lora)
+      for (const [n, t] of Object.entries(initLoraWeights(loraModules(config, options.lora), options.lora, random)))
+        adapters[n] = { dtype: 'float32', ...t };
     await policy.device.setState(prefixed({ ...weights, ...adapters, ...head }));
     const prefix = (n: string) => `${CRITIC_PREFIX}${n}`;
     // Its vision tower, if it has one, trains only with model.trainVision, as the policy's.
-    const frozen = Object.keys(weights).filter((n) => options.lora || (isVisionWeight(n) && !policy.options.trainVision));
-    const trainable = [...(options.lora ? Object.keys(adapters) : Object.keys(weights).filter((n) => !frozen.includes(n))), ...Object.keys(head)];
+    const frozen = Object.keys(weights).filter(
+      (n) => options.lora || (isVisionWeight(n) && !policy.options.trainVision),
+    );
+    const trainable = [
+      ...(options.lora ? Object.keys(adapters) : Object.keys(weights).filter((n) => !frozen.includes(n))),
+      ...Object.keys(head),
+    ];
     return { config, inputName: prefix, trainable: trainable.map(prefix), frozen: frozen.map(prefix) };
   } finally {
     folder.close();

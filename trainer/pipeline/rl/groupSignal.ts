@@ -12,13 +12,19 @@ import { groups, type RlSample } from './samples';
  * towards the reference policy, not a signal about the task (DAPO filters on the task's
  * accuracy; verl's `filter_groups.metric: acc`).
  */
-export function groupsWithSignal(samples: readonly Pick<RlSample, 'group' | 'outcome' | 'calls'>[]): Map<number, boolean> {
+export function groupsWithSignal(
+  samples: readonly Pick<RlSample, 'group' | 'outcome' | 'calls'>[],
+): Map<number, boolean> {
   const out = new Map<number, boolean>();
   for (const [group, members] of groups(samples as RlSample[])) {
     const first = samples[members[0]];
     const calls = Math.max(0, ...members.map((i) => samples[i].calls.length));
     const callReward = (i: number, j: number) => samples[i].calls[j]?.reward ?? 0;
-    const differs = members.some((i) => samples[i].outcome.reward !== first.outcome.reward || Array.from({ length: calls }, (_, j) => j).some((j) => callReward(i, j) !== callReward(members[0], j)));
+    const differs = members.some(
+      (i) =>
+        samples[i].outcome.reward !== first.outcome.reward ||
+        Array.from({ length: calls }, (_, j) => j).some((j) => callReward(i, j) !== callReward(members[0], j)),
+    );
     out.set(group, differs);
   }
   return out;

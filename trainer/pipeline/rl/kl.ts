@@ -34,9 +34,16 @@ export function klEstimate(logprob: number, refLogprob: number, estimator: KlEst
  * own mask, whatever the loss mask: a tool result or template token was not sampled, has no
  * sampling log-prob, and so no KL to penalise), 0 elsewhere.
  */
-export function klPenalty(sampled: ArrayLike<number>, logprobs: ArrayLike<number>, refLogprobs: ArrayLike<number>, beta: number, estimator: KlEstimator): Float64Array {
+export function klPenalty(
+  sampled: ArrayLike<number>,
+  logprobs: ArrayLike<number>,
+  refLogprobs: ArrayLike<number>,
+  beta: number,
+  estimator: KlEstimator,
+): Float64Array {
   const out = new Float64Array(sampled.length);
-  for (let i = 0; i < out.length; i++) if (sampled[i]) out[i] = -beta * klEstimate(logprobs[i], refLogprobs[i], estimator);
+  for (let i = 0; i < out.length; i++)
+    if (sampled[i]) out[i] = -beta * klEstimate(logprobs[i], refLogprobs[i], estimator);
   return out;
 }
 
@@ -44,7 +51,11 @@ export function klPenalty(sampled: ArrayLike<number>, logprobs: ArrayLike<number
  * The mean per-token log-ratio log π − log π_ref over every policy token of the batch (the k1
  * estimate of KL(π‖π_ref)): what `kl/mean` reports, whatever estimator the penalty uses.
  */
-export function meanKl(logprobs: ReadonlyArray<ArrayLike<number>>, refLogprobs: ReadonlyArray<ArrayLike<number>>, masks: ReadonlyArray<ArrayLike<number>>): number {
+export function meanKl(
+  logprobs: ReadonlyArray<ArrayLike<number>>,
+  refLogprobs: ReadonlyArray<ArrayLike<number>>,
+  masks: ReadonlyArray<ArrayLike<number>>,
+): number {
   let sum = 0;
   let n = 0;
   masks.forEach((mask, i) => {

@@ -64,13 +64,22 @@ export interface PolicyLossOutputs {
 }
 
 /** Σ x·mask aggregated as configured (`lossScaleFactor`: C of `seq-mean-token-sum-norm`). */
-export function aggregate(x: Tensor, mask: Tensor, mode: LossAggregation, totals: { tokenTotal?: Tensor; sequenceTotal?: Tensor } = {}, lossScaleFactor?: number): Tensor {
+export function aggregate(
+  x: Tensor,
+  mask: Tensor,
+  mode: LossAggregation,
+  totals: { tokenTotal?: Tensor; sequenceTotal?: Tensor } = {},
+  lossScaleFactor?: number,
+): Tensor {
   const masked = op.mul(x, mask);
-  if (mode === 'token-mean') return op.div(op.reduceSum(masked), totals.tokenTotal ?? op.maximum(op.reduceSum(mask), 1));
+  if (mode === 'token-mean')
+    return op.div(op.reduceSum(masked), totals.tokenTotal ?? op.maximum(op.reduceSum(mask), 1));
   const perSequenceTokens = op.reduceSum(mask, [1]);
-  const sequences = totals.sequenceTotal ?? op.maximum(op.reduceSum(op.cast(op.greater(perSequenceTokens, 0), x.dtype)), 1);
+  const sequences =
+    totals.sequenceTotal ?? op.maximum(op.reduceSum(op.cast(op.greater(perSequenceTokens, 0), x.dtype)), 1);
   if (mode === 'seq-mean-token-sum-norm') {
-    if (!(lossScaleFactor !== undefined && lossScaleFactor > 0)) throw new Error(`seq-mean-token-sum-norm needs a constant lossScaleFactor > 0, got ${lossScaleFactor}`);
+    if (!(lossScaleFactor !== undefined && lossScaleFactor > 0))
+      throw new Error(`seq-mean-token-sum-norm needs a constant lossScaleFactor > 0, got ${lossScaleFactor}`);
     return op.div(op.reduceSum(masked), op.mul(sequences, lossScaleFactor));
   }
   const perSequence = op.div(op.reduceSum(masked, [1]), op.maximum(perSequenceTokens, 1));
@@ -105,18 +114,30 @@ export function policyLoss(inputs: PolicyLossInputs, config: PolicyLossConfig): 
     const { logprobs, oldLogprobs, mask } = inputs;
     const likelihood = config.surrogate === 'log-likelihood';
     const ratio = op.exp(op.sub(logprobs, oldLogprobs));
-    const pg = likelihood ? op.neg(op.mul(logprobs, inputs.advantages)) : clippedSurrogate(ratio, inputs.advantages, config);
+    const pg = likelihood
+      ? op.neg(op.mul(logprobs, inputs.advantages))
+      : clippedSurrogate(ratio, inputs.advantages, config);
     const totals = { tokenTotal: inputs.tokenTotal, sequenceTotal: inputs.sequenceTotal };
     const policy = aggregate(pg, mask, config.aggregation, totals, config.lossScaleFactor);
     let loss = policy;
     const outside = op.or(op.less(ratio, 1 - config.clipLow), op.greater(ratio, 1 + config.clipHigh));
     // Nothing is clipped under the likelihood surrogate: its fraction is 0 (kept a graph value, from the mask, so it stays an output).
-    const clipFraction = likelihood ? op.mul(op.reduceSum(mask), 0) : aggregate(op.cast(outside, logprobs.dtype), mask, 'token-mean', { tokenTotal: inputs.tokenTotal });
-    const approxKl = aggregate(g.stopGradient(klTerm(oldLogprobs, logprobs, 'k3')), mask, 'token-mean', { tokenTotal: inputs.tokenTotal });
+    const clipFraction = likelihood
+      ? op.mul(op.reduceSum(mask), 0)
+      : aggregate(op.cast(outside, logprobs.dtype), mask, 'token-mean', { tokenTotal: inputs.tokenTotal });
+    const approxKl = aggregate(g.stopGradient(klTerm(oldLogprobs, logprobs, 'k3')), mask, 'token-mean', {
+      tokenTotal: inputs.tokenTotal,
+    });
     const out: PolicyLossOutputs = { loss, policyLoss: policy, clipFraction, approxKl };
     if (config.klCoef > 0) {
       if (!inputs.refLogprobs) throw new Error('klCoef > 0 needs reference log-probs');
-      out.klLoss = aggregate(klTerm(logprobs, inputs.refLogprobs, config.klEstimator), mask, config.aggregation, totals, config.lossScaleFactor);
+      out.klLoss = aggregate(
+        klTerm(logprobs, inputs.refLogprobs, config.klEstimator),
+        mask,
+        config.aggregation,
+        totals,
+        config.lossScaleFactor,
+      );
       loss = op.add(loss, op.mul(out.klLoss, config.klCoef));
     }
     if (inputs.entropy) {
@@ -146,7 +167,14 @@ export interface ValueLossConfig {
 }
 
 /** The critic's loss: ½·max((V − R)², (V_old + clip(V − V_old) − R)²) over policy tokens. */
-export function valueLoss(values: Tensor, oldValues: Tensor, returns: Tensor, mask: Tensor, config: ValueLossConfig, totals: { tokenTotal?: Tensor; sequenceTotal?: Tensor } = {}): Tensor {
+export function valueLoss(
+  values: Tensor,
+  oldValues: Tensor,
+  returns: Tensor,
+  mask: Tensor,
+  config: ValueLossConfig,
+  totals: { tokenTotal?: Tensor; sequenceTotal?: Tensor } = {},
+): Tensor {
   const g = values.graph;
   return g.withScope('value_loss', () => {
     const error = op.sub(values, returns);

@@ -34,7 +34,18 @@ export interface PolicyGraphOptions {
 }
 
 export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOptions): LossGraph {
-  const scoring = buildScoringGraph(config, { dtype: 'float32', lora: options.lora, entropy: options.entropy, valueHead: !!options.value, sharedPrefix: options.sharedPrefix, constrained: options.constrained }, 'policy_update');
+  const scoring = buildScoringGraph(
+    config,
+    {
+      dtype: 'float32',
+      lora: options.lora,
+      entropy: options.entropy,
+      valueHead: !!options.value,
+      sharedPrefix: options.sharedPrefix,
+      constrained: options.constrained,
+    },
+    'policy_update',
+  );
   const g = scoring.graph;
   const perToken = (name: string) => g.input(name, 'float32', ['B', 'T']);
   const oldLogprobs = perToken('old_logprobs');
@@ -44,15 +55,31 @@ export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOp
   const sequenceTotal = g.input('sequence_total', 'float32', []);
   const refLogprobs = options.policy.klCoef > 0 ? perToken('ref_logprobs') : undefined;
   const policy = policyLoss(
-    { logprobs: scoring.logprobs, oldLogprobs, advantages, mask, refLogprobs, entropy: scoring.entropy, tokenTotal, sequenceTotal },
+    {
+      logprobs: scoring.logprobs,
+      oldLogprobs,
+      advantages,
+      mask,
+      refLogprobs,
+      entropy: scoring.entropy,
+      tokenTotal,
+      sequenceTotal,
+    },
     options.policy,
   );
   let loss = policy.loss;
-  const metrics: Record<string, Tensor> = { policy_loss: policy.policyLoss, clip_fraction: policy.clipFraction, approx_kl: policy.approxKl };
+  const metrics: Record<string, Tensor> = {
+    policy_loss: policy.policyLoss,
+    clip_fraction: policy.clipFraction,
+    approx_kl: policy.approxKl,
+  };
   if (policy.klLoss) metrics.kl_loss = policy.klLoss;
   if (policy.entropy) metrics.entropy = policy.entropy;
   if (options.value) {
-    const vl = valueLoss(scoring.values!, perToken('old_values'), perToken('returns'), mask, options.value, { tokenTotal, sequenceTotal });
+    const vl = valueLoss(scoring.values!, perToken('old_values'), perToken('returns'), mask, options.value, {
+      tokenTotal,
+      sequenceTotal,
+    });
     metrics.value_loss = vl;
     loss = op.add(loss, op.mul(vl, options.value.coef));
   }

@@ -6,7 +6,14 @@ import type { ModelRuntime } from '../../foundations/models/runtime';
 import { fusedKernelsFor } from '../../foundations/models/layers/fused';
 import { buildScoringGraph, VALUE_HEAD } from '../../foundations/models/scoring';
 import type { Random } from '../../foundations/models/random';
-import { constraintFeeds, miniBatchSteps, packSequences, policyBatchFeeds, stepTotals, type TrainingSequence } from './batching';
+import {
+  constraintFeeds,
+  miniBatchSteps,
+  packSequences,
+  policyBatchFeeds,
+  stepTotals,
+  type TrainingSequence,
+} from './batching';
 import type { PolicyLossConfig, ValueLossConfig } from './losses';
 import { buildPolicyLossGraph } from './policyGraph';
 
@@ -60,7 +67,10 @@ export interface UpdateMetrics {
  * (PPO). Parameters and optimizer state stay on the device across steps.
  */
 export class PolicyTrainer {
-  private readonly scoringSessions = new Map<boolean, { id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }>();
+  private readonly scoringSessions = new Map<
+    boolean,
+    { id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }
+  >();
 
   private constructor(
     private readonly model: ModelRuntime,
@@ -71,12 +81,15 @@ export class PolicyTrainer {
 
   static async create(model: ModelRuntime, options: PolicyTrainerOptions): Promise<PolicyTrainer> {
     const lora = model.options.lora;
-    if (!lora && !options.fullFineTuning) throw new Error('the model has no LoRA adapters: load it with a LoRA config or train it fully (fullFineTuning)');
-    if (options.value && !model.options.valueHead) throw new Error('PPO needs a value head: load the model with valueHead');
+    if (!lora && !options.fullFineTuning)
+      throw new Error('the model has no LoRA adapters: load it with a LoRA config or train it fully (fullFineTuning)');
+    if (options.value && !model.options.valueHead)
+      throw new Error('PPO needs a value head: load the model with valueHead');
     const trainable = model.trainableWeights(options.fullFineTuning);
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n) || n === VALUE_HEAD.bias));
     // The reference policy is the policy as RL starts: the warm start, when there was one.
-    if (options.reference || options.policy.klCoef > 0) await model.keepReferenceCopy(trainable.filter((n) => n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias));
+    if (options.reference || options.policy.klCoef > 0)
+      await model.keepReferenceCopy(trainable.filter((n) => n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias));
     const resident = model.baseWeights.filter((n) => !trainable.includes(n));
     const optimizer = await OptimizerRuntime.create(model.device, {
       // Trajectories begin with the same system prompt (and a group with the same question):
@@ -109,13 +122,25 @@ export class PolicyTrainer {
     return this.model.device;
   }
 
-  private async scoring(sharedPrefix: boolean): Promise<{ id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }> {
+  private async scoring(
+    sharedPrefix: boolean,
+  ): Promise<{ id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }> {
     let loaded = this.scoringSessions.get(sharedPrefix);
     if (!loaded) {
-      const graph = buildScoringGraph(this.model.config, { dtype: 'float32', lora: this.model.options.lora, valueHead: !!this.model.options.valueHead, sharedPrefix, fused: fusedKernelsFor(this.device.provider), constrained: !!this.options.constrained });
+      const graph = buildScoringGraph(this.model.config, {
+        dtype: 'float32',
+        lora: this.model.options.lora,
+        valueHead: !!this.model.options.valueHead,
+        sharedPrefix,
+        fused: fusedKernelsFor(this.device.provider),
+        constrained: !!this.options.constrained,
+      });
       graph.graph.output(graph.logprobs, 'logprobs');
       if (graph.values) graph.graph.output(graph.values, 'values');
-      loaded = { id: await this.device.load({ model: serializeGraph(graph.graph), settings: {} }), weights: graph.weights };
+      loaded = {
+        id: await this.device.load({ model: serializeGraph(graph.graph), settings: {} }),
+        weights: graph.weights,
+      };
       this.scoringSessions.set(sharedPrefix, loaded);
     }
     return loaded;
@@ -137,11 +162,22 @@ export class PolicyTrainer {
     const size = this.options.microBatchSize;
     for (let start = 0; start < sequences.length; start += size) {
       const chunk = sequences.slice(start, start + size);
-      const packed = packSequences(chunk, chunk.map((s) => s.mask), this.model.config.vision);
+      const packed = packSequences(
+        chunk,
+        chunk.map((s) => s.mask),
+        this.model.config.vision,
+      );
       const { id, weights } = await this.scoring(packed.prefix > 0);
       const base = {
         ...packed.feeds,
-        ...(this.options.constrained ? constraintFeeds(chunk, chunk.map((s) => s.mask), packed, this.model.config.vocabSize) : {}),
+        ...(this.options.constrained
+          ? constraintFeeds(
+              chunk,
+              chunk.map((s) => s.mask),
+              packed,
+              this.model.config.vocabSize,
+            )
+          : {}),
         inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1 / this.options.temperature) },
       };
       // Back to sequence coordinates: the prefix (never policy tokens) is zero.
@@ -152,12 +188,23 @@ export class PolicyTrainer {
           return full;
         });
       if (want.reference) {
-        const ref = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights, { frozenCopy: true }), ...this.model.loraScaleFeed(true) }, { logprobs: 'return' });
+        const ref = await this.device.run(
+          id,
+          { ...base, ...this.model.weightFeeds(weights, { frozenCopy: true }), ...this.model.loraScaleFeed(true) },
+          { logprobs: 'return' },
+        );
         out.reference!.push(...unpack(ref.logprobs.data as Float32Array));
       }
       if (want.values || want.policy) {
-        const outputs = { ...(want.values ? { values: 'return' as const } : {}), ...(want.policy ? { logprobs: 'return' as const } : {}) };
-        const current = await this.device.run(id, { ...base, ...this.model.weightFeeds(weights), ...this.model.loraScaleFeed(true) }, outputs);
+        const outputs = {
+          ...(want.values ? { values: 'return' as const } : {}),
+          ...(want.policy ? { logprobs: 'return' as const } : {}),
+        };
+        const current = await this.device.run(
+          id,
+          { ...base, ...this.model.weightFeeds(weights), ...this.model.loraScaleFeed(true) },
+          outputs,
+        );
         if (want.values) out.values!.push(...unpack(current.values.data as Float32Array));
         if (want.policy) out.policy!.push(...unpack(current.logprobs.data as Float32Array));
       }
@@ -171,8 +218,21 @@ export class PolicyTrainer {
    * call this at all: the policy's weights and optimizer state stay as they are.) `lr` is one rate
    * for every optimizer step, or the rate of the k-th (0-based) optimizer step of this update.
    */
-  async update(sequences: readonly TrainingSequence[], lr: number | LearningRates, random: Random): Promise<UpdateMetrics> {
-    const sums = { loss: 0, policyLoss: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, klLoss: 0, entropy: 0, valueLoss: 0 };
+  async update(
+    sequences: readonly TrainingSequence[],
+    lr: number | LearningRates,
+    random: Random,
+  ): Promise<UpdateMetrics> {
+    const sums = {
+      loss: 0,
+      policyLoss: 0,
+      clipFraction: 0,
+      approxKl: 0,
+      gradNorm: 0,
+      klLoss: 0,
+      entropy: 0,
+      valueLoss: 0,
+    };
     let steps = 0;
     let skipped = 0;
     for (const stepSequences of miniBatchSteps(sequences, this.options.epochs, this.options.miniBatches, random)) {
@@ -181,8 +241,18 @@ export class PolicyTrainer {
       const metrics: Record<string, number> = {};
       for (let m = 0; m < stepSequences.length; m += this.options.microBatchSize) {
         const micro = stepSequences.slice(m, m + this.options.microBatchSize);
-        const packed = policyBatchFeeds(micro, totals, { invTemperature: 1 / this.options.temperature, value: !!this.options.value, ref: this.options.policy.klCoef > 0, padId: 0, vision: this.model.config.vision, ...(this.options.constrained ? { constrainedVocab: this.model.config.vocabSize } : {}) });
-        const out = await this.optimizer.accumulate({ ...packed.feeds, ...this.model.loraScaleFeed(true) }, packed.shared ? 'shared' : 'plain');
+        const packed = policyBatchFeeds(micro, totals, {
+          invTemperature: 1 / this.options.temperature,
+          value: !!this.options.value,
+          ref: this.options.policy.klCoef > 0,
+          padId: 0,
+          vision: this.model.config.vision,
+          ...(this.options.constrained ? { constrainedVocab: this.model.config.vocabSize } : {}),
+        });
+        const out = await this.optimizer.accumulate(
+          { ...packed.feeds, ...this.model.loraScaleFeed(true) },
+          packed.shared ? 'shared' : 'plain',
+        );
         loss += out.loss;
         for (const [k, v] of Object.entries(out.metrics)) metrics[k] = (metrics[k] ?? 0) + v;
       }

@@ -44,29 +44,64 @@ export interface PreparedBatch {
  * The loss mask of each trajectory: its generated tokens, or (the ablation) every token after the
  * prompt. Image tokens (`imageTokenId`, vision-language models) are never in the loss.
  */
-export function lossMasks(trajectories: readonly Trajectory<object>[], lossMask: BatchSettings['lossMask'], imageTokenId?: number): Uint8Array[] {
-  return trajectories.map((t) => (lossMask === 'response' ? Uint8Array.from(t.ids, (id, k) => (k >= t.promptLength && id !== imageTokenId ? 1 : 0)) : Uint8Array.from(t.mask)));
+export function lossMasks(
+  trajectories: readonly Trajectory<object>[],
+  lossMask: BatchSettings['lossMask'],
+  imageTokenId?: number,
+): Uint8Array[] {
+  return trajectories.map((t) =>
+    lossMask === 'response'
+      ? Uint8Array.from(t.ids, (id, k) => (k >= t.promptLength && id !== imageTokenId ? 1 : 0))
+      : Uint8Array.from(t.mask),
+  );
 }
 
 /** The images of a trajectory's image-token runs, in order, as the batch packer takes them. */
 export function sequenceImages(trajectory: Trajectory<object>): { images?: BatchImage[] } {
-  return trajectory.images?.length ? { images: trajectory.images.map(({ image }) => ({ key: image.sha256, grid: image.grid, patches: image.patches })) } : {};
+  return trajectory.images?.length
+    ? {
+        images: trajectory.images.map(({ image }) => ({ key: image.sha256, grid: image.grid, patches: image.patches })),
+      }
+    : {};
 }
 
 /** What the model must score for this batch before `prepareBatch`. */
 export function scoresNeeded(settings: BatchSettings): { reference: boolean; values: boolean; policy: boolean } {
-  return { reference: settings.kl.coef > 0, values: settings.estimator.name === 'ppo', policy: settings.lossMask === 'response' };
+  return {
+    reference: settings.kl.coef > 0,
+    values: settings.estimator.name === 'ppo',
+    policy: settings.lossMask === 'response',
+  };
 }
 
-export function prepareBatch(trajectories: readonly Trajectory<object>[], samples: RlSample[], masks: readonly Uint8Array[], scores: BatchScores, settings: BatchSettings): PreparedBatch {
+export function prepareBatch(
+  trajectories: readonly Trajectory<object>[],
+  samples: RlSample[],
+  masks: readonly Uint8Array[],
+  scores: BatchScores,
+  settings: BatchSettings,
+): PreparedBatch {
   if (settings.lossMask === 'response') samples.forEach((s, i) => (s.mask = masks[i]));
   let klMean: number | undefined;
   if (scores.reference) {
     const reference = scores.reference;
-    klMean = meanKl(trajectories.map((t) => t.logprobs), reference, trajectories.map((t) => t.mask));
+    klMean = meanKl(
+      trajectories.map((t) => t.logprobs),
+      reference,
+      trajectories.map((t) => t.mask),
+    );
     if (settings.kl.mode === 'reward') {
       // On the sampled tokens only (the trajectory's mask), whatever the loss mask covers.
-      samples.forEach((s, i) => (s.kl = klPenalty(trajectories[i].mask, trajectories[i].logprobs, reference[i], settings.kl.coef, settings.kl.estimator)));
+      samples.forEach(
+        (s, i) =>
+          (s.kl = klPenalty(
+            trajectories[i].mask,
+            trajectories[i].logprobs,
+            reference[i],
+            settings.kl.coef,
+            settings.kl.estimator,
+          )),
+      );
     }
   }
   if (scores.values) samples.forEach((s, i) => (s.values = scores.values![i]));
@@ -83,7 +118,13 @@ export function prepareBatch(trajectories: readonly Trajectory<object>[], sample
   }));
   // RFT trains on the kept trajectories only, so its token-mean is over their tokens, as SFT on them would be.
   const kept = advantages.kept;
-  if (kept) return { sequences: sequences.filter((_, i) => kept[i]), advantages, keptFraction: kept.filter(Boolean).length / Math.max(kept.length, 1), ...(klMean !== undefined ? { klMean } : {}) };
+  if (kept)
+    return {
+      sequences: sequences.filter((_, i) => kept[i]),
+      advantages,
+      keptFraction: kept.filter(Boolean).length / Math.max(kept.length, 1),
+      ...(klMean !== undefined ? { klMean } : {}),
+    };
   return { sequences, advantages, ...(klMean !== undefined ? { klMean } : {}) };
 }
 

@@ -11,13 +11,18 @@ import type { TrajectoryRewards } from '../rewards/score';
  */
 export function toRlSample(trajectory: Trajectory<object>, rewards: TrajectoryRewards): RlSample {
   if (rewards.calls.length !== trajectory.calls.length) {
-    throw new RangeError(`trajectory ${trajectory.index}: ${rewards.calls.length} call rewards for ${trajectory.calls.length} calls`);
+    throw new RangeError(
+      `trajectory ${trajectory.index}: ${rewards.calls.length} call rewards for ${trajectory.calls.length} calls`,
+    );
   }
   const mask = Uint8Array.from(trajectory.mask);
   const last = lastPolicyToken(trajectory);
   if (last < 0) throw new RangeError(`trajectory ${trajectory.index}: no generated token to put the outcome reward on`);
   const calls = trajectory.calls.map((call, i) => {
-    if (!mask[call.tokenEnd]) throw new RangeError(`trajectory ${trajectory.index}: call ${i} ends on token ${call.tokenEnd}, which the policy did not generate`);
+    if (!mask[call.tokenEnd])
+      throw new RangeError(
+        `trajectory ${trajectory.index}: call ${i} ends on token ${call.tokenEnd}, which the policy did not generate`,
+      );
     return { token: call.tokenEnd, reward: rewards.calls[i].scaled };
   });
   return { group: trajectory.group, mask, outcome: { token: last, reward: rewards.outcome }, calls };

@@ -47,7 +47,8 @@ export interface SftStepResult {
 
 function weightsOf(sequence: SftSequence): Float32Array {
   if (sequence.weights) {
-    if (sequence.weights.length !== sequence.ids.length) throw new Error(`a sequence has ${sequence.weights.length} weights for ${sequence.ids.length} tokens`);
+    if (sequence.weights.length !== sequence.ids.length)
+      throw new Error(`a sequence has ${sequence.weights.length} weights for ${sequence.ids.length} tokens`);
     return sequence.weights;
   }
   return Float32Array.from(sequence.mask);
@@ -70,22 +71,35 @@ export class SftTrainer {
 
   static async create(model: ModelRuntime, options: SftOptions): Promise<SftTrainer> {
     // No value head here: it has nothing to learn from demonstrations.
-    const trainable = model.trainableWeights(options.fullFineTuning).filter((n) => n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias);
-    if (trainable.length === 0) throw new Error('nothing to train: load the model with LoRA adapters, or train it fully');
+    const trainable = model
+      .trainableWeights(options.fullFineTuning)
+      .filter((n) => n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias);
+    if (trainable.length === 0)
+      throw new Error('nothing to train: load the model with LoRA adapters, or train it fully');
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n)));
     const optimizer = await OptimizerRuntime.create(model.device, {
       // Demonstrations begin with the same system prompt: the shared-prefix graph runs it once per micro-batch.
       variants: ['shared', 'plain'],
       build: (variant) => {
-        const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora: model.options.lora, sharedPrefix: variant === 'shared' }, `sft_${variant}`);
+        const scoring = buildScoringGraph(
+          model.config,
+          { dtype: 'float32', lora: model.options.lora, sharedPrefix: variant === 'shared' },
+          `sft_${variant}`,
+        );
         const g = scoring.graph;
         const tokenWeights = g.input('token_weights', 'float32', ['B', 'T']);
         const weightTotal = g.input('token_total', 'float32', []);
         const loss = op.neg(op.div(op.reduceSum(op.mul(scoring.logprobs, tokenWeights)), weightTotal));
-        return { graph: g, loss, params: trainable.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: !noDecay.has(name) })) };
+        return {
+          graph: g,
+          loss,
+          params: trainable.map((name) => ({ tensor: scoring.weights.used.get(name)!, decay: !noDecay.has(name) })),
+        };
       },
       adamw: options.adamw,
-      resident: [...model.baseWeights, ...model.extraWeights].filter((n) => !trainable.includes(n) && n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias),
+      resident: [...model.baseWeights, ...model.extraWeights].filter(
+        (n) => !trainable.includes(n) && n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias,
+      ),
       accumulate: true,
     });
     return new SftTrainer(model, optimizer, options);
@@ -100,12 +114,19 @@ export class SftTrainer {
     // Micro-batches of similar lengths pad less; the step's gradient is the same in any order.
     const sorted = [...batch].sort((a, b) => a.ids.length - b.ids.length);
     const weights = sorted.map(weightsOf);
-    const total = Math.max(1e-12, weights.reduce((a, w) => a + w.reduce((x, v) => x + v, 0), 0));
+    const total = Math.max(
+      1e-12,
+      weights.reduce((a, w) => a + w.reduce((x, v) => x + v, 0), 0),
+    );
     let loss = 0;
     for (let m = 0; m < sorted.length; m += this.options.microBatchSize) {
       const micro = sorted.slice(m, m + this.options.microBatchSize);
       const microWeights = weights.slice(m, m + this.options.microBatchSize);
-      const packed = packSequences(micro, microWeights.map((w) => Uint8Array.from(w, (v) => (v > 0 ? 1 : 0))), this.model.config.vision);
+      const packed = packSequences(
+        micro,
+        microWeights.map((w) => Uint8Array.from(w, (v) => (v > 0 ? 1 : 0))),
+        this.model.config.vision,
+      );
       const feeds: Record<string, HostTensor> = {
         ...packed.feeds,
         ...this.model.loraScaleFeed(true),
@@ -124,11 +145,20 @@ export class SftTrainer {
    * step's learning rate. Returns the mean loss (nats per trained token) of each step.
    */
   /** One pass over `sequences` in a shuffled order; `stopping` is asked before each batch (a stop ends the pass after the step in flight). */
-  async epoch(sequences: readonly SftSequence[], lr: (step: number) => number, random: Random, onStep?: (step: number, loss: number) => void, stopping: () => boolean = () => false): Promise<number[]> {
+  async epoch(
+    sequences: readonly SftSequence[],
+    lr: (step: number) => number,
+    random: Random,
+    onStep?: (step: number, loss: number) => void,
+    stopping: () => boolean = () => false,
+  ): Promise<number[]> {
     const order = random.shuffle(sequences.map((_, i) => i));
     const losses: number[] = [];
     for (let start = 0; start < order.length && !stopping(); start += this.options.batchSize) {
-      const { loss } = await this.step(order.slice(start, start + this.options.batchSize).map((i) => sequences[i]), lr(this.optimizer.steps));
+      const { loss } = await this.step(
+        order.slice(start, start + this.options.batchSize).map((i) => sequences[i]),
+        lr(this.optimizer.steps),
+      );
       losses.push(loss);
       onStep?.(this.optimizer.steps, loss);
     }

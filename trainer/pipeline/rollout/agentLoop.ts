@@ -5,7 +5,12 @@ import { observationImages } from '../../foundations/tools/result';
 import { decodeBase64, expandImageTokens, hasImages, RolloutImages } from './images';
 import type { PreparedImage } from '../../foundations/models/vision/preprocess';
 import type { ChatContentPart } from '../../contract/protocol/chatMessages';
-import { ToolRunner, type ToolCallInterceptor, type ToolCallRequest, type ToolLogLine } from '../../foundations/tools/runner';
+import {
+  ToolRunner,
+  type ToolCallInterceptor,
+  type ToolCallRequest,
+  type ToolLogLine,
+} from '../../foundations/tools/runner';
 import type { ToolSet } from '../../foundations/tools/toolSet';
 import { BudgetError, checkBudget, type LengthBudget } from './budget';
 import { defaultErrorObservation, type ErrorObservation } from './errorObservation';
@@ -13,7 +18,14 @@ import type { ToolCallFormat } from './formats/toolCallFormat';
 import { HermesFormat } from './formats/hermes';
 import type { RolloutObserver } from './observer';
 import type { CallTracker, ToolCallConstraint } from './constraints/callConstraint';
-import type { GeneratedTurn, Policy, PolicySession, SamplingOptions, TurnRequest, UniformSource } from '../../foundations/models/generation/policy';
+import type {
+  GeneratedTurn,
+  Policy,
+  PolicySession,
+  SamplingOptions,
+  TurnRequest,
+  UniformSource,
+} from '../../foundations/models/generation/policy';
 import { renderPrompt, type RenderedPrompt } from './prompt';
 import { TextOffsets } from './textOffsets';
 import { renderObservation } from './observation';
@@ -101,7 +113,10 @@ export class PolicyContractError extends Error {
 /** Keeps, on the trajectory, the allowed set each of a turn's tokens (from `start`) was sampled under. */
 function recordConstraints(trajectory: Trajectory<object>, start: number, tracker: CallTracker | undefined): void {
   if (!tracker) return;
-  if (tracker.refused > 0) throw new PolicyContractError(`sequence ${trajectory.index}: ${tracker.refused} sampled token(s) were outside the tool-call grammar's allowed set`);
+  if (tracker.refused > 0)
+    throw new PolicyContractError(
+      `sequence ${trajectory.index}: ${tracker.refused} sampled token(s) were outside the tool-call grammar's allowed set`,
+    );
   tracker.applied.forEach((set, i) => {
     if (!set) return;
     trajectory.constrained ??= new Map();
@@ -136,13 +151,18 @@ export class AgentLoop {
     const formatStops = this.format.stopConditions(tokenizer);
     this.stopTokenIds = [...new Set([...this.endTokenIds, ...formatStops.tokenIds])];
     this.stopStrings = [...new Set([...formatStops.strings, ...(options.stop ?? [])])];
-    this.callConstraint = options.constrainCalls !== false && this.specs.length > 0 ? this.format.callConstraint?.(tokenizer, this.specs) : undefined;
+    this.callConstraint =
+      options.constrainCalls !== false && this.specs.length > 0
+        ? this.format.callConstraint?.(tokenizer, this.specs)
+        : undefined;
     this.errorObservation = options.errorObservation ?? defaultErrorObservation;
     this.truncationMarker = options.truncationMarker ?? defaultTruncationMarker;
     // The marker must fit a tool result with room to spare; find out now, not mid-run.
     const markerTokens = tokenizer.encode(this.truncationMarker(123_456)).length;
     if (markerTokens >= this.budget.maxToolResultTokens) {
-      throw new BudgetError(`budget.maxToolResultTokens (${this.budget.maxToolResultTokens}) must exceed the ${markerTokens} tokens of the truncation marker`);
+      throw new BudgetError(
+        `budget.maxToolResultTokens (${this.budget.maxToolResultTokens}) must exceed the ${markerTokens} tokens of the truncation marker`,
+      );
     }
   }
 
@@ -163,14 +183,20 @@ export class AgentLoop {
 
   private imageStore: RolloutImages | undefined;
   private images(): RolloutImages {
-    this.imageStore ??= this.options.images ?? new RolloutImages({ architecture: 'this model', ...(this.budget.maxImagePixels !== undefined ? { maxImagePixels: this.budget.maxImagePixels } : {}) });
+    this.imageStore ??=
+      this.options.images ??
+      new RolloutImages({
+        architecture: 'this model',
+        ...(this.budget.maxImagePixels !== undefined ? { maxImagePixels: this.budget.maxImagePixels } : {}),
+      });
     return this.imageStore;
   }
 
   /** Renders one row's prompt (system prompt, tools, template kwargs applied; images expanded once prepared). */
   renderPrompt(row: DatasetRow): RenderedPrompt {
     const images = hasImages(row.messages) ? this.images().preparedFor(row) : undefined;
-    if (hasImages(row.messages) && !images) throw new Error(`${describeRow(row)}: its images are not prepared; call prepareRows first`);
+    if (hasImages(row.messages) && !images)
+      throw new Error(`${describeRow(row)}: its images are not prepared; call prepareRows first`);
     return renderPrompt(row, {
       template: this.options.template,
       tools: this.specs,
@@ -193,13 +219,16 @@ export class AgentLoop {
     }
     if (problems.length) {
       const shown = problems.slice(0, 10).join('\n  ');
-      throw new BudgetError(`${problems.length} dataset row(s) do not fit the rollout:\n  ${shown}${problems.length > 10 ? `\n  … and ${problems.length - 10} more` : ''}`);
+      throw new BudgetError(
+        `${problems.length} dataset row(s) do not fit the rollout:\n  ${shown}${problems.length > 10 ? `\n  … and ${problems.length - 10} more` : ''}`,
+      );
     }
   }
 
   private rowProblem(row: DatasetRow, prompt?: RenderedPrompt): string | undefined {
     for (const tool of Object.keys(row.toolArgs ?? {})) {
-      if (!this.options.tools.get(tool)) return `${describeRow(row)}: toolArgs names the tool "${tool}", which is not one of the tools (${this.options.tools.names.join(', ') || 'none'})`;
+      if (!this.options.tools.get(tool))
+        return `${describeRow(row)}: toolArgs names the tool "${tool}", which is not one of the tools (${this.options.tools.names.join(', ') || 'none'})`;
     }
     const length = (prompt ?? this.renderPrompt(row)).ids.length;
     const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
@@ -235,15 +264,29 @@ export class AgentLoop {
    * re-roll: rollout/restoreState.ts): each continues from its token prefix and message history;
    * one cut before its calls' results runs them first.
    */
-  async continueFrom<Row extends DatasetRow>(states: TrajectoryState<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+  async continueFrom<Row extends DatasetRow>(
+    states: TrajectoryState<Row>[],
+    run: RunOptions,
+  ): Promise<Trajectory<Row>[]> {
     return this.rollOut(states, run);
   }
 
-  private async rollOut<Row extends DatasetRow>(states: TrajectoryState<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
+  private async rollOut<Row extends DatasetRow>(
+    states: TrajectoryState<Row>[],
+    run: RunOptions,
+  ): Promise<Trajectory<Row>[]> {
     if (states.length === 0) return [];
     this.options.observer?.rolloutStarted?.(states.map((s) => s.trajectory));
-    const runner = new ToolRunner(this.options.tools, { signal: run.signal, onLog: this.options.onToolLog, interceptor: this.options.toolInterceptor });
-    const session = await this.options.policy.startSession(states.length, run.seed, run.uniforms ? { uniforms: run.uniforms } : undefined);
+    const runner = new ToolRunner(this.options.tools, {
+      signal: run.signal,
+      onLog: this.options.onToolLog,
+      interceptor: this.options.toolInterceptor,
+    });
+    const session = await this.options.policy.startSession(
+      states.length,
+      run.seed,
+      run.uniforms ? { uniforms: run.uniforms } : undefined,
+    );
     try {
       const waiting = states.filter((s) => !s.done && s.calls.length > 0);
       if (waiting.length) {
@@ -267,7 +310,10 @@ export class AgentLoop {
     return states.map((s) => s.trajectory);
   }
 
-  private async generateRound<Row extends DatasetRow>(session: PolicySession, active: TrajectoryState<Row>[]): Promise<void> {
+  private async generateRound<Row extends DatasetRow>(
+    session: PolicySession,
+    active: TrajectoryState<Row>[],
+  ): Promise<void> {
     const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
     // Sequences near the total budget get a smaller limit; TurnOptions has one limit per call, so group by it.
     const byLimit = new Map<number, TrajectoryState<Row>[]>();
@@ -284,7 +330,12 @@ export class AgentLoop {
       const requests: TurnRequest[] = group.map((s) => {
         const tracker = this.callConstraint?.begin();
         if (tracker) trackers.set(s.trajectory.index, tracker);
-        return { sequence: s.trajectory.index, append: s.pending, ...(s.pendingImages.length ? { images: s.pendingImages.map(turnImage) } : {}), ...(tracker ? { constraint: tracker } : {}) };
+        return {
+          sequence: s.trajectory.index,
+          append: s.pending,
+          ...(s.pendingImages.length ? { images: s.pendingImages.map(turnImage) } : {}),
+          ...(tracker ? { constraint: tracker } : {}),
+        };
       });
       const generated = await session.generate(requests, {
         ...this.options.sampling,
@@ -294,7 +345,9 @@ export class AgentLoop {
       });
       const bySequence = new Map(generated.map((g) => [g.sequence, g]));
       if (bySequence.size !== generated.length || generated.length !== group.length) {
-        throw new PolicyContractError(`generate returned ${generated.length} turns for ${group.length} requested sequences (sequences: ${generated.map((g) => g.sequence).join(', ')})`);
+        throw new PolicyContractError(
+          `generate returned ${generated.length} turns for ${group.length} requested sequences (sequences: ${generated.map((g) => g.sequence).join(', ')})`,
+        );
       }
       for (const state of group) {
         const turn = bySequence.get(state.trajectory.index);
@@ -309,14 +362,21 @@ export class AgentLoop {
     }
   }
 
-  private recordTurn<Row extends DatasetRow>(state: TrajectoryState<Row>, generated: GeneratedTurn, limit: number): void {
+  private recordTurn<Row extends DatasetRow>(
+    state: TrajectoryState<Row>,
+    generated: GeneratedTurn,
+    limit: number,
+  ): void {
     const { tokens, logprobs, entropies, finish } = generated;
     const where = `sequence ${state.trajectory.index}`;
     if (tokens.length === 0) throw new PolicyContractError(`${where}: generate returned an empty turn`);
     if (logprobs.length !== tokens.length || entropies.length !== tokens.length) {
-      throw new PolicyContractError(`${where}: ${tokens.length} tokens but ${logprobs.length} log-probs and ${entropies.length} entropies`);
+      throw new PolicyContractError(
+        `${where}: ${tokens.length} tokens but ${logprobs.length} log-probs and ${entropies.length} entropies`,
+      );
     }
-    if (tokens.length > limit) throw new PolicyContractError(`${where}: ${tokens.length} tokens generated with maxNewTokens ${limit}`);
+    if (tokens.length > limit)
+      throw new PolicyContractError(`${where}: ${tokens.length} tokens generated with maxNewTokens ${limit}`);
     const last = tokens[tokens.length - 1];
     if (finish === 'stop_token' && !this.stopTokenIds.includes(last)) {
       throw new PolicyContractError(`${where}: finish "stop_token" but the last token ${last} is not a stop token`);
@@ -335,7 +395,14 @@ export class AgentLoop {
     const endsTurn = finish === 'stop_token' && this.endTokenIds.has(last);
     const textIds = endsTurn ? tokens.slice(0, -1) : tokens;
     const content = this.options.template.tokenizer.decode(textIds);
-    const turn: TrajectoryTurn = { index: t.turns.length, role: 'assistant', tokenStart: start, tokenEnd: t.ids.length, assistantTurn: state.assistantTurns, content };
+    const turn: TrajectoryTurn = {
+      index: t.turns.length,
+      role: 'assistant',
+      tokenStart: start,
+      tokenEnd: t.ids.length,
+      assistantTurn: state.assistantTurns,
+      content,
+    };
     t.turns.push(turn);
     state.lastTurn = turn;
     state.assistantTurns++;
@@ -357,7 +424,11 @@ export class AgentLoop {
     }
     turn.finish = 'tool_call';
     const offsets = new TextOffsets(this.options.template.tokenizer, textIds);
-    state.calls = parsed.map((call, index) => ({ parsed: call, index, tokenEnd: start + offsets.tokenAt(Math.max(call.start, call.end - 1)) }));
+    state.calls = parsed.map((call, index) => ({
+      parsed: call,
+      index,
+      tokenEnd: start + offsets.tokenAt(Math.max(call.start, call.end - 1)),
+    }));
   }
 
   private async toolRound<Row extends DatasetRow>(runner: ToolRunner, calling: TrajectoryState<Row>[]): Promise<void> {
@@ -369,11 +440,26 @@ export class AgentLoop {
         const { name, arguments: args, parseError } = call.parsed;
         if (parseError !== undefined || name === undefined) continue;
         const turn = state.lastTurn!.assistantTurn!;
-        requests.push({ name, arguments: args, trajectory: state.trajectory, turn, callIndex: call.index, row: state.trajectory.row });
+        requests.push({
+          name,
+          arguments: args,
+          trajectory: state.trajectory,
+          turn,
+          callIndex: call.index,
+          row: state.trajectory.row,
+        });
         owners.push({ state, call });
         const hook = this.options.observer?.beforeToolCall;
         if (hook) {
-          const pending = { turn, turnIndex: state.lastTurn!.index, index: call.index, name, arguments: args, raw: call.parsed.raw, tokenEnd: call.tokenEnd };
+          const pending = {
+            turn,
+            turnIndex: state.lastTurn!.index,
+            index: call.index,
+            name,
+            arguments: args,
+            raw: call.parsed.raw,
+            tokenEnd: call.tokenEnd,
+          };
           announced.push(Promise.resolve(hook.call(this.options.observer, state.trajectory, pending)));
         }
       }
@@ -389,25 +475,36 @@ export class AgentLoop {
       for (const call of state.calls) {
         const outcome = outcomeOf.get(call);
         const { parsed } = call;
-        let error = outcome ? outcome.error : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
+        let error = outcome
+          ? outcome.error
+          : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
         // Images the tool returned: prepared for the policy, or the call's error when one cannot be used.
         let images: PreparedImage[] = [];
         if (!error && outcome?.result) {
           try {
-            images = await this.callImages(outcome.result, `trajectory ${state.trajectory.index}, turn ${turn.index}, call ${call.index} (${parsed.name})`);
+            images = await this.callImages(
+              outcome.result,
+              `trajectory ${state.trajectory.index}, turn ${turn.index}, call ${call.index} (${parsed.name})`,
+            );
           } catch (imageError) {
             error = { kind: 'threw', message: (imageError as Error).message };
           }
         }
         const shown = renderObservation(error ? { error } : outcome!, parsed.name, this.errorObservation);
         // An error is shown whole or shortened to fit, never cut to a marker the policy cannot act on.
-        const { text, truncated } = error ? fitToTokens(tokenizer, shown, this.budget.maxToolResultTokens) : truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
+        const { text, truncated } = error
+          ? fitToTokens(tokenizer, shown, this.budget.maxToolResultTokens)
+          : truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
         const result: ToolCallResult = {
           turn: turn.assistantTurn!,
           turnIndex: turn.index,
           index: call.index,
           ...(parsed.name !== undefined ? { name: parsed.name } : {}),
-          ...(outcome ? { arguments: outcome.arguments } : parsed.arguments !== undefined ? { arguments: parsed.arguments } : {}),
+          ...(outcome
+            ? { arguments: outcome.arguments }
+            : parsed.arguments !== undefined
+              ? { arguments: parsed.arguments }
+              : {}),
           raw: parsed.raw,
           observation: text,
           truncated,
@@ -426,7 +523,10 @@ export class AgentLoop {
   }
 
   /** The images of a tool's result, prepared; errors say which call returned which content part. */
-  private async callImages(result: import('../../foundations/tools/result').ToolResult, where: string): Promise<PreparedImage[]> {
+  private async callImages(
+    result: import('../../foundations/tools/result').ToolResult,
+    where: string,
+  ): Promise<PreparedImage[]> {
     const parts = observationImages(result);
     const images: PreparedImage[] = [];
     for (const [i, part] of parts.entries()) {
@@ -449,7 +549,9 @@ export class AgentLoop {
     // A result with images is a content list: the images (the template's placeholders), then the text.
     const toolMessages: ChatMessage[] = (turn.calls ?? []).map((call) => ({
       role: 'tool',
-      content: call.images?.length ? [...call.images.map((): ChatContentPart => ({ type: 'image' })), { type: 'text', text: call.observation }] : call.observation,
+      content: call.images?.length
+        ? [...call.images.map((): ChatContentPart => ({ type: 'image' })), { type: 'text', text: call.observation }]
+        : call.observation,
       ...(call.name !== undefined ? { name: call.name } : {}),
     }));
     const callImages = (turn.calls ?? []).flatMap((call) => call.images ?? []);
@@ -457,11 +559,15 @@ export class AgentLoop {
     const closing = lastToken === template.endOfTurnId ? [] : [template.endOfTurnId];
     let appended;
     try {
-      appended = template.appendTokens({ messages: t.messages, ids: closing.length ? [...t.ids, ...closing] : t.ids }, toolMessages, {
-        tools: this.specs,
-        kwargs: this.options.templateKwargs,
-        onHistoryRewrite: 'keep-tokens',
-      });
+      appended = template.appendTokens(
+        { messages: t.messages, ids: closing.length ? [...t.ids, ...closing] : t.ids },
+        toolMessages,
+        {
+          tools: this.specs,
+          kwargs: this.options.templateKwargs,
+          onHistoryRewrite: 'keep-tokens',
+        },
+      );
     } catch (error) {
       state.finish('error', `after turn ${turn.index}: ${(error as Error).message}`);
       return;
@@ -470,7 +576,12 @@ export class AgentLoop {
     let appendedIds = appended.ids;
     if (callImages.length) {
       try {
-        appendedIds = expandImageTokens(appended.ids, callImages, this.options.images!.imageTokenId!, `after turn ${turn.index}`);
+        appendedIds = expandImageTokens(
+          appended.ids,
+          callImages,
+          this.options.images!.imageTokenId!,
+          `after turn ${turn.index}`,
+        );
       } catch (error) {
         state.finish('error', (error as Error).message);
         return;
@@ -486,7 +597,12 @@ export class AgentLoop {
     state.appendContext(added);
     if (callImages.length) {
       const owners = (turn.calls ?? []).flatMap((call) => (call.images ?? []).map(() => call.index));
-      state.recordImages(callImages, start, (k) => ({ kind: 'tool', turnIndex: turn.index, call: owners[k] }), this.options.images!.imageTokenId);
+      state.recordImages(
+        callImages,
+        start,
+        (k) => ({ kind: 'tool', turnIndex: turn.index, call: owners[k] }),
+        this.options.images!.imageTokenId,
+      );
       state.pendingImages.push(...callImages);
     }
     t.messages.push(...toolMessages);

@@ -21,7 +21,10 @@ export const LengthBudget = z
     maxTurns: z.number().int().min(1),
     maxNewTokensPerTurn: z.number().int().min(1),
     maxTotalTokens: z.number().int().min(2),
-    maxToolResultTokens: z.number().int().min(16, 'must be at least 16 (the truncation marker alone takes about 10 tokens)'),
+    maxToolResultTokens: z
+      .number()
+      .int()
+      .min(16, 'must be at least 16 (the truncation marker alone takes about 10 tokens)'),
     /**
      * Vision-language models: the largest image (width × height, as decoded) a row or a tool may
      * give; a larger one is an error naming the row or the call. Images are also resized to the
@@ -40,7 +43,11 @@ export const LengthBudget = z
       });
     }
     if (budget.maxToolResultTokens >= budget.maxTotalTokens) {
-      ctx.addIssue({ code: 'custom', path: ['maxToolResultTokens'], message: `must be less than maxTotalTokens (${budget.maxTotalTokens})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['maxToolResultTokens'],
+        message: `must be less than maxTotalTokens (${budget.maxTotalTokens})`,
+      });
     }
   });
 export type LengthBudget = z.infer<typeof LengthBudget>;
@@ -56,7 +63,9 @@ export class BudgetError extends Error {
 export function checkBudget(budget: unknown, what = 'budget'): LengthBudget {
   const parsed = LengthBudget.safeParse(budget);
   if (!parsed.success) {
-    throw new BudgetError(describeIssues(parsed.error.issues.map((issue) => ({ ...issue, path: [what, ...issue.path] }))));
+    throw new BudgetError(
+      describeIssues(parsed.error.issues.map((issue) => ({ ...issue, path: [what, ...issue.path] }))),
+    );
   }
   return parsed.data;
 }

@@ -50,17 +50,26 @@ export interface DemonstrationScript {
    * to what the tool returned. Given the tool itself rather than its name, the arguments are
    * type-checked against its schema.
    */
-  call<Params extends ParametersSchema>(tool: Tool<Params, never>, args: z.input<Params>, options?: { content?: string }): Promise<DemonstratedCall>;
+  call<Params extends ParametersSchema>(
+    tool: Tool<Params, never>,
+    args: z.input<Params>,
+    options?: { content?: string },
+  ): Promise<DemonstratedCall>;
   call(name: string, args: Record<string, unknown>, options?: { content?: string }): Promise<DemonstratedCall>;
   /** One assistant turn that makes several calls, run together as a rollout runs a turn's calls. */
   callAll(calls: readonly ScriptedCall[], options?: { content?: string }): Promise<DemonstratedCall[]>;
 }
 
 /** A row as the solver sees it: its own fields, its `id`, and its conversation as `messages`. */
-export type DemonstrationRow<Row extends object> = DatasetRow<Omit<Row, 'id' | 'prompt' | 'system' | 'messages' | 'toolArgs'>>;
+export type DemonstrationRow<Row extends object> = DatasetRow<
+  Omit<Row, 'id' | 'prompt' | 'system' | 'messages' | 'toolArgs'>
+>;
 
 /** Returns the final answer's text (the last assistant message). */
-export type ScriptedSolver<Row extends object> = (row: DemonstrationRow<Row>, script: DemonstrationScript) => string | Promise<string>;
+export type ScriptedSolver<Row extends object> = (
+  row: DemonstrationRow<Row>,
+  script: DemonstrationScript,
+) => string | Promise<string>;
 
 export interface DemonstrateOptions {
   tools: readonly Tool[] | ToolSet;
@@ -85,31 +94,78 @@ export class DemonstrationScriptError extends Error {
  * protocol/demonstration.ts), ready for `writeJsonl`. Rows are dataset rows (`prompt` with an
  * optional `system`, or `messages`; `id`, `toolArgs` and the row's own fields), solved one after another.
  */
-export async function demonstrate<Row extends object>(rows: readonly Row[], options: DemonstrateOptions, solve: ScriptedSolver<Row>): Promise<Demonstration[]> {
+export async function demonstrate<Row extends object>(
+  rows: readonly Row[],
+  options: DemonstrateOptions,
+  solve: ScriptedSolver<Row>,
+): Promise<Demonstration[]> {
   const tools = options.tools instanceof ToolSet ? options.tools : new ToolSet(options.tools);
   const runner = new ToolRunner(tools);
   const errorObservation = options.errorObservation ?? defaultErrorObservation;
   const dataset = datasetFromRows(options.origin ?? 'demonstrate()', rows);
   const demonstrations: Demonstration[] = [];
   for (const [index, row] of dataset.rows.entries()) {
-    const messages: ChatMessage[] = options.systemPrompt !== undefined && row.messages[0]?.role !== 'system' ? [{ role: 'system', content: options.systemPrompt }, ...row.messages] : [...row.messages];
+    const messages: ChatMessage[] =
+      options.systemPrompt !== undefined && row.messages[0]?.role !== 'system'
+        ? [{ role: 'system', content: options.systemPrompt }, ...row.messages]
+        : [...row.messages];
     const calls: CallView[] = [];
     const view: TrajectoryView = { index, rowId: row.id, group: index, sample: 0, messages, calls };
     let turn = 0;
-    const callAll = async (wanted: readonly ScriptedCall[], turnOptions: { content?: string } = {}): Promise<DemonstratedCall[]> => {
+    const callAll = async (
+      wanted: readonly ScriptedCall[],
+      turnOptions: { content?: string } = {},
+    ): Promise<DemonstratedCall[]> => {
       for (const call of wanted) {
-        if (!tools.get(call.name)) throw new DemonstrationScriptError(`${describeRow(row)}: the solver called "${call.name}", which is not one of the tools (${tools.names.join(', ') || 'none'})`);
+        if (!tools.get(call.name))
+          throw new DemonstrationScriptError(
+            `${describeRow(row)}: the solver called "${call.name}", which is not one of the tools (${tools.names.join(', ') || 'none'})`,
+          );
       }
-      const outcomes = await runner.run(wanted.map((call, callIndex) => ({ name: call.name, arguments: call.arguments, trajectory: view, turn, callIndex, row })));
+      const outcomes = await runner.run(
+        wanted.map((call, callIndex) => ({
+          name: call.name,
+          arguments: call.arguments,
+          trajectory: view,
+          turn,
+          callIndex,
+          row,
+        })),
+      );
       outcomes.forEach((outcome, k) => {
-        if (outcome.error?.kind === 'invalid_arguments') throw new DemonstrationScriptError(`${describeRow(row)}: the solver's call ${k} of turn ${turn}: ${outcome.error.message}`);
+        if (outcome.error?.kind === 'invalid_arguments')
+          throw new DemonstrationScriptError(
+            `${describeRow(row)}: the solver's call ${k} of turn ${turn}: ${outcome.error.message}`,
+          );
       });
-      messages.push({ role: 'assistant', content: turnOptions.content ?? '', tool_calls: wanted.map((call) => ({ type: 'function' as const, function: { name: call.name, arguments: call.arguments } })) });
+      messages.push({
+        role: 'assistant',
+        content: turnOptions.content ?? '',
+        tool_calls: wanted.map((call) => ({
+          type: 'function' as const,
+          function: { name: call.name, arguments: call.arguments },
+        })),
+      });
       const shown = outcomes.map((outcome, k) => {
         const observation = renderObservation(outcome, wanted[k].name, errorObservation);
         messages.push({ role: 'tool', name: wanted[k].name, content: observation });
-        calls.push({ turn, index: k, name: wanted[k].name, arguments: outcome.arguments, raw: JSON.stringify({ name: wanted[k].name, arguments: wanted[k].arguments }), observation, truncated: false, ...(outcome.error ? { error: outcome.error } : {}), ...(outcome.result ? { result: outcome.result } : {}), latencyMs: outcome.latencyMs });
-        return { observation, ...(outcome.result ? { result: outcome.result } : {}), ...(outcome.error ? { error: outcome.error } : {}) };
+        calls.push({
+          turn,
+          index: k,
+          name: wanted[k].name,
+          arguments: outcome.arguments,
+          raw: JSON.stringify({ name: wanted[k].name, arguments: wanted[k].arguments }),
+          observation,
+          truncated: false,
+          ...(outcome.error ? { error: outcome.error } : {}),
+          ...(outcome.result ? { result: outcome.result } : {}),
+          latencyMs: outcome.latencyMs,
+        });
+        return {
+          observation,
+          ...(outcome.result ? { result: outcome.result } : {}),
+          ...(outcome.error ? { error: outcome.error } : {}),
+        };
       });
       turn++;
       return shown;
@@ -120,7 +176,10 @@ export async function demonstrate<Row extends object>(rows: readonly Row[], opti
       callAll,
     };
     const answer = await solve(row as unknown as DemonstrationRow<Row>, script);
-    if (typeof answer !== 'string') throw new DemonstrationScriptError(`${describeRow(row)}: the solver returned ${answer === undefined ? 'nothing' : typeof answer}; return the final answer's text`);
+    if (typeof answer !== 'string')
+      throw new DemonstrationScriptError(
+        `${describeRow(row)}: the solver returned ${answer === undefined ? 'nothing' : typeof answer}; return the final answer's text`,
+      );
     messages.push({ role: 'assistant', content: answer });
     demonstrations.push(parseWith(Demonstration, { id: row.id, messages }, `the demonstration of ${describeRow(row)}`));
   }

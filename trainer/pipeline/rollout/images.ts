@@ -1,7 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { VisionConfig } from '../../foundations/models/vision/visionConfig';
-import { ImageError, prepareImage, type ImageProcessorConfig, type PreparedImage } from '../../foundations/models/vision/preprocess';
+import {
+  ImageError,
+  prepareImage,
+  type ImageProcessorConfig,
+  type PreparedImage,
+} from '../../foundations/models/vision/preprocess';
 import { contentImages, type ChatImagePart, type ChatMessage } from '../../contract/protocol/chatMessages';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
 
@@ -38,9 +43,14 @@ export class RolloutImages {
   /** Prepares encoded image bytes; `where` starts every error message. */
   async prepare(bytes: Uint8Array, where: string): Promise<PreparedImage> {
     const vision = this.options.vision;
-    if (!vision) throw new ImageError(`${where}: an image, but ${this.options.architecture} is a text-only model; use a vision-language model (Qwen2-VL, Qwen2.5-VL) or leave images out`);
+    if (!vision)
+      throw new ImageError(
+        `${where}: an image, but ${this.options.architecture} is a text-only model; use a vision-language model (Qwen2-VL, Qwen2.5-VL) or leave images out`,
+      );
     try {
-      const image = await prepareImage(bytes, vision.processor, vision.config.inChannels, { ...(this.options.maxImagePixels !== undefined ? { maxInputPixels: this.options.maxImagePixels } : {}) });
+      const image = await prepareImage(bytes, vision.processor, vision.config.inChannels, {
+        ...(this.options.maxImagePixels !== undefined ? { maxInputPixels: this.options.maxImagePixels } : {}),
+      });
       const known = this.byHash.get(image.sha256);
       if (known) return known;
       this.byHash.set(image.sha256, image);
@@ -84,16 +94,21 @@ function readImagePart(part: ChatImagePart, row: DatasetRow, where: string): Uin
       return new Uint8Array(fs.readFileSync(file));
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      throw new ImageError(`${where}: the image file ${file} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${(error as Error).message})`}`);
+      throw new ImageError(
+        `${where}: the image file ${file} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${(error as Error).message})`}`,
+      );
     }
   }
   if (part.base64 !== undefined) return decodeBase64(part.base64, where);
-  throw new ImageError(`${where}: an image part needs "path" (a file relative to the dataset) or "base64" (the encoded bytes)`);
+  throw new ImageError(
+    `${where}: an image part needs "path" (a file relative to the dataset) or "base64" (the encoded bytes)`,
+  );
 }
 
 export function decodeBase64(text: string, where: string): Uint8Array {
   const body = text.startsWith('data:') ? text.slice(text.indexOf(',') + 1) : text;
-  if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(body)) throw new ImageError(`${where}: the image's base64 is not valid base64`);
+  if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(body))
+    throw new ImageError(`${where}: the image's base64 is not valid base64`);
   return new Uint8Array(Buffer.from(body, 'base64'));
 }
 
@@ -106,7 +121,12 @@ export function hasImages(messages: readonly ChatMessage[]): boolean {
  * Expands each image placeholder token into one per merged patch of its image, as the
  * processor expands `<|image_pad|>` before tokenising (processing_qwen2_vl.py).
  */
-export function expandImageTokens(ids: readonly number[], images: readonly PreparedImage[], imageTokenId: number, where: string): number[] {
+export function expandImageTokens(
+  ids: readonly number[],
+  images: readonly PreparedImage[],
+  imageTokenId: number,
+  where: string,
+): number[] {
   const out: number[] = [];
   let k = 0;
   for (const id of ids) {
@@ -120,7 +140,9 @@ export function expandImageTokens(ids: readonly number[], images: readonly Prepa
   }
   const placeholders = ids.filter((id) => id === imageTokenId).length;
   if (placeholders !== images.length) {
-    throw new ImageError(`${where}: the chat template rendered ${placeholders} image placeholder(s) for ${images.length} image(s); it must render each image part as <|vision_start|><|image_pad|><|vision_end|> (a vision-language template)`);
+    throw new ImageError(
+      `${where}: the chat template rendered ${placeholders} image placeholder(s) for ${images.length} image(s); it must render each image part as <|vision_start|><|image_pad|><|vision_end|> (a vision-language template)`,
+    );
   }
   return out;
 }
@@ -128,5 +150,7 @@ export function expandImageTokens(ids: readonly number[], images: readonly Prepa
 /** The same expansion on rendered text (for the prompt's turn boundaries). */
 export function expandImageText(text: string, images: readonly PreparedImage[], placeholder: string): string {
   let k = 0;
-  return text.split(placeholder).reduce((out, piece, i) => (i === 0 ? piece : out + placeholder.repeat(images[k++]?.tokens ?? 1) + piece), '');
+  return text
+    .split(placeholder)
+    .reduce((out, piece, i) => (i === 0 ? piece : out + placeholder.repeat(images[k++]?.tokens ?? 1) + piece), '');
 }

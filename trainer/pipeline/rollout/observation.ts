@@ -7,7 +7,11 @@ import type { ErrorObservation, ObservedError } from './errorObservation';
  * observation of a call that failed. The agent loop and the demonstration generator
  * (demonstrate.ts) both render calls here, so a demonstration shows exactly what a rollout would.
  */
-export function renderObservation(outcome: Pick<ToolRunOutcome, 'result' | 'error'>, tool: string | undefined, errorObservation: ErrorObservation): string {
+export function renderObservation(
+  outcome: Pick<ToolRunOutcome, 'result' | 'error'>,
+  tool: string | undefined,
+  errorObservation: ErrorObservation,
+): string {
   if (outcome.error) {
     const error: ObservedError = { ...outcome.error, ...(tool !== undefined ? { tool } : {}) };
     return errorObservation(error);

@@ -37,7 +37,10 @@ export function renderPrompt(row: DatasetRow, options: PromptOptions): RenderedP
   try {
     prompt = options.template.promptTokens(messages, render);
   } catch (error) {
-    throw new Error(`${describeRow(row)}: the chat template cannot render this row's prompt: ${(error as Error).message}`, { cause: error });
+    throw new Error(
+      `${describeRow(row)}: the chat template cannot render this row's prompt: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   const images = options.images?.list ?? [];
   if (images.length) {
@@ -47,11 +50,19 @@ export function renderPrompt(row: DatasetRow, options: PromptOptions): RenderedP
     const rendered = ids.filter((id) => id === options.template.tokenizer.tokenId(options.images!.placeholder)).length;
     const expected = images.reduce((n, im) => n + im.tokens, 0);
     if (rendered !== expected) {
-      throw new Error(`${describeRow(row)}: the chat template rendered ${prompt.text.split(options.images!.placeholder).length - 1} image placeholder(s) for the row's ${images.length} image(s); it must render each image part as <|vision_start|><|image_pad|><|vision_end|> (a vision-language template)`);
+      throw new Error(
+        `${describeRow(row)}: the chat template rendered ${prompt.text.split(options.images!.placeholder).length - 1} image placeholder(s) for the row's ${images.length} image(s); it must render each image part as <|vision_start|><|image_pad|><|vision_end|> (a vision-language template)`,
+      );
     }
     prompt = { text, ids };
   }
-  return { messages, text: prompt.text, ids: prompt.ids, turns: promptTurns(messages, prompt.text, prompt.ids, options), images: [...images] };
+  return {
+    messages,
+    text: prompt.text,
+    ids: prompt.ids,
+    turns: promptTurns(messages, prompt.text, prompt.ids, options),
+    images: [...images],
+  };
 }
 
 /**
@@ -63,7 +74,12 @@ export function renderPrompt(row: DatasetRow, options: PromptOptions): RenderedP
  * what follows its last one. Where neither works, or the template refuses a partial
  * conversation, the message is merged into the next turn rather than guessed at.
  */
-function promptTurns(messages: readonly ChatMessage[], text: string, ids: readonly number[], options: PromptOptions): TrajectoryTurn[] {
+function promptTurns(
+  messages: readonly ChatMessage[],
+  text: string,
+  ids: readonly number[],
+  options: PromptOptions,
+): TrajectoryTurn[] {
   const offsets = new TextOffsets(options.template.tokenizer, ids);
   const turns: TrajectoryTurn[] = [];
   let start = 0;
@@ -72,12 +88,18 @@ function promptTurns(messages: readonly ChatMessage[], text: string, ids: readon
     if (k < messages.length) {
       let partial: string | undefined;
       try {
-        partial = options.template.render(messages.slice(0, k), { tools: options.tools, kwargs: options.templateKwargs, addGenerationPrompt: false });
-        if (options.images?.list.length) partial = expandImageText(partial, options.images.list, options.images.placeholder);
+        partial = options.template.render(messages.slice(0, k), {
+          tools: options.tools,
+          kwargs: options.templateKwargs,
+          addGenerationPrompt: false,
+        });
+        if (options.images?.list.length)
+          partial = expandImageText(partial, options.images.list, options.images.placeholder);
       } catch {
         partial = undefined;
       }
-      const boundary = partial === undefined ? undefined : messageBoundary(partial, text, options.template.endOfTurnToken);
+      const boundary =
+        partial === undefined ? undefined : messageBoundary(partial, text, options.template.endOfTurnToken);
       if (boundary === undefined) continue;
       end = boundary >= text.length ? ids.length : offsets.tokenAt(boundary);
     }
@@ -106,6 +128,7 @@ function messageBoundary(partial: string, full: string, endOfTurn: string): numb
 
 /** The last user message: what the task is, for lists and titles. */
 export function taskText(messages: readonly ChatMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return contentText(messages[i].content);
+  for (let i = messages.length - 1; i >= 0; i--)
+    if (messages[i].role === 'user') return contentText(messages[i].content);
   return '';
 }

@@ -28,6 +28,7 @@ const PATTERNS: [RegExp, ToolErrorKind][] = [
 
 export function readErrorObservation(text: string): ReadError | undefined {
   const trimmed = text.trim();
-  for (const [pattern, kind] of PATTERNS) if (pattern.test(trimmed)) return { kind, message: trimmed.replace(/^Error: /, '') };
+  for (const [pattern, kind] of PATTERNS)
+    if (pattern.test(trimmed)) return { kind, message: trimmed.replace(/^Error: /, '') };
   return undefined;
 }

@@ -66,25 +66,50 @@ export function generatedTurns(record: TrajectoryRecord): TrajectoryRecord['turn
 /** The token index a cut point stands at. */
 export function cutTokenIndex(record: TrajectoryRecord, cut: CutPoint): number {
   const turn = generatedTurns(record)[cut.turn];
-  if (!turn) throw new RestoreError(`trajectory ${record.index} of step ${record.step} has ${generatedTurns(record).length} generated turns; there is no turn ${cut.turn}`);
+  if (!turn)
+    throw new RestoreError(
+      `trajectory ${record.index} of step ${record.step} has ${generatedTurns(record).length} generated turns; there is no turn ${cut.turn}`,
+    );
   return cut.at === 'start' ? turn.tokenStart : turn.tokenEnd;
 }
 
-export function restoreState<Row extends DatasetRow>(record: TrajectoryRecord, row: Row, cut: CutPoint, index: number, context: RestoreContext, options: RestoreOptions = {}): TrajectoryState<Row> {
+export function restoreState<Row extends DatasetRow>(
+  record: TrajectoryRecord,
+  row: Row,
+  cut: CutPoint,
+  index: number,
+  context: RestoreContext,
+  options: RestoreOptions = {},
+): TrajectoryState<Row> {
   const where = `trajectory ${record.index} of step ${record.step}`;
-  if (record.images?.length) throw new RestoreError(`${where} saw images; re-rolls of vision-language trajectories are not supported yet`);
+  if (record.images?.length)
+    throw new RestoreError(`${where} saw images; re-rolls of vision-language trajectories are not supported yet`);
   const ids = Array.from(decodeInt32(record.tokens.ids));
   const prompt = context.loop.renderPrompt(row);
   const promptLength = record.lengths.prompt;
-  const differs = prompt.ids.length !== promptLength ? Math.min(prompt.ids.length, promptLength) : prompt.ids.findIndex((id, i) => id !== ids[i]);
+  const differs =
+    prompt.ids.length !== promptLength
+      ? Math.min(prompt.ids.length, promptLength)
+      : prompt.ids.findIndex((id, i) => id !== ids[i]);
   if (differs >= 0) {
-    throw new RestoreError(`${where}: row ${row.id} renders to a different prompt now (first difference at token ${differs} of ${promptLength}); the dataset row, system prompt, tools or chat template changed since the run`);
+    throw new RestoreError(
+      `${where}: row ${row.id} renders to a different prompt now (first difference at token ${differs} of ${promptLength}); the dataset row, system prompt, tools or chat template changed since the run`,
+    );
   }
   const insert = options.insert ?? [];
-  if (insert.length && cut.at !== 'start') throw new RestoreError(`${where}: messages are inserted at the start of a turn, not before a call's results`);
-  const inserted = insert.length && cut.turn === 0 ? context.loop.renderPrompt({ ...row, messages: [...row.messages, ...insert] }) : prompt;
+  if (insert.length && cut.at !== 'start')
+    throw new RestoreError(`${where}: messages are inserted at the start of a turn, not before a call's results`);
+  const inserted =
+    insert.length && cut.turn === 0
+      ? context.loop.renderPrompt({ ...row, messages: [...row.messages, ...insert] })
+      : prompt;
   const state = new TrajectoryState(index, { row, group: record.group, sample: record.sample }, inserted);
-  const arrays = { ids, mask: Array.from(decodeUint8(record.tokens.mask)), logprobs: Array.from(decodeFloat32(record.tokens.logprobs)), entropies: record.tokens.entropies ? Array.from(decodeFloat32(record.tokens.entropies)) : ids.map(() => 0) };
+  const arrays = {
+    ids,
+    mask: Array.from(decodeUint8(record.tokens.mask)),
+    logprobs: Array.from(decodeFloat32(record.tokens.logprobs)),
+    entropies: record.tokens.entropies ? Array.from(decodeFloat32(record.tokens.entropies)) : ids.map(() => 0),
+  };
   const turns = generatedTurns(record);
   cutTokenIndex(record, cut);
   for (let g = 0; g <= cut.turn; g++) {
@@ -94,11 +119,23 @@ export function restoreState<Row extends DatasetRow>(record: TrajectoryRecord, r
       state.calls = pendingCalls(state, turn, context, options.arguments, where);
       break;
     }
-    appendRecordedResults(state, record, arrays, turns[g], turns[g + 1], turn, context, { ...options, insert: g === cut.turn - 1 ? insert : [] }, where);
+    appendRecordedResults(
+      state,
+      record,
+      arrays,
+      turns[g],
+      turns[g + 1],
+      turn,
+      context,
+      { ...options, insert: g === cut.turn - 1 ? insert : [] },
+      where,
+    );
   }
   state.pending = [...state.trajectory.ids];
   state.pendingImages = [];
-  state.trajectory.historyRewrites = (record.historyRewrites ?? []).filter((r) => r.afterTurn < state.trajectory.turns.length).map((r) => ({ ...r }));
+  state.trajectory.historyRewrites = (record.historyRewrites ?? [])
+    .filter((r) => r.afterTurn < state.trajectory.turns.length)
+    .map((r) => ({ ...r }));
   return state;
 }
 
@@ -110,9 +147,18 @@ interface TokenArrays {
 }
 
 /** The recorded generated turn, appended as the loop appended it (recordTurn). */
-function appendGenerated<Row extends DatasetRow>(state: TrajectoryState<Row>, arrays: TokenArrays, recorded: TrajectoryRecord['turns'][number], g: number, context: RestoreContext): TrajectoryTurn {
+function appendGenerated<Row extends DatasetRow>(
+  state: TrajectoryState<Row>,
+  arrays: TokenArrays,
+  recorded: TrajectoryRecord['turns'][number],
+  g: number,
+  context: RestoreContext,
+): TrajectoryTurn {
   const t = state.trajectory;
-  if (recorded.tokenStart !== t.ids.length) throw new RestoreError(`trajectory ${t.index}: generated turn ${g} starts at token ${recorded.tokenStart}, but the rebuilt prefix ends at ${t.ids.length}`);
+  if (recorded.tokenStart !== t.ids.length)
+    throw new RestoreError(
+      `trajectory ${t.index}: generated turn ${g} starts at token ${recorded.tokenStart}, but the rebuilt prefix ends at ${t.ids.length}`,
+    );
   for (let i = recorded.tokenStart; i < recorded.tokenEnd; i++) {
     t.ids.push(arrays.ids[i]);
     t.mask.push(arrays.mask[i]);
@@ -124,9 +170,20 @@ function appendGenerated<Row extends DatasetRow>(state: TrajectoryState<Row>, ar
   const endIds = new Set([context.template.endOfTurnId, ...tokenizer.eosTokenIds]);
   const textIds = endIds.has(tokens[tokens.length - 1]) ? tokens.slice(0, -1) : tokens;
   const content = tokenizer.decode(textIds);
-  const turn: TrajectoryTurn = { index: t.turns.length, role: 'assistant', tokenStart: recorded.tokenStart, tokenEnd: recorded.tokenEnd, assistantTurn: g, content, ...(recorded.finish ? { finish: recorded.finish } : {}) };
+  const turn: TrajectoryTurn = {
+    index: t.turns.length,
+    role: 'assistant',
+    tokenStart: recorded.tokenStart,
+    tokenEnd: recorded.tokenEnd,
+    assistantTurn: g,
+    content,
+    ...(recorded.finish ? { finish: recorded.finish } : {}),
+  };
   const format = context.loop.format;
-  const message: ChatMessage = recorded.finish === 'length' ? { role: 'assistant', content } : format.assistantMessage(content, format.parse(content));
+  const message: ChatMessage =
+    recorded.finish === 'length'
+      ? { role: 'assistant', content }
+      : format.assistantMessage(content, format.parse(content));
   t.messages.push(message);
   t.turns.push(turn);
   state.lastTurn = turn;
@@ -135,10 +192,23 @@ function appendGenerated<Row extends DatasetRow>(state: TrajectoryState<Row>, ar
 }
 
 /** The calls of the cut turn, waiting to run (the loop's toolRound), with edited arguments where given. */
-function pendingCalls<Row extends DatasetRow>(state: TrajectoryState<Row>, turn: TrajectoryTurn, context: RestoreContext, edits: ReadonlyMap<number, unknown> | undefined, where: string): PendingCallState[] {
+function pendingCalls<Row extends DatasetRow>(
+  state: TrajectoryState<Row>,
+  turn: TrajectoryTurn,
+  context: RestoreContext,
+  edits: ReadonlyMap<number, unknown> | undefined,
+  where: string,
+): PendingCallState[] {
   const parsed = turn.finish === 'length' ? [] : context.loop.format.parse(turn.content ?? '');
-  if (parsed.length === 0) throw new RestoreError(`${where}: generated turn ${turn.assistantTurn} made no tool call, so there is no point before its results; cut at the start of a turn instead`);
-  for (const call of edits?.keys() ?? []) if (call >= parsed.length) throw new RestoreError(`${where}: turn ${turn.assistantTurn} has ${parsed.length} call(s); there is no call ${call} to edit`);
+  if (parsed.length === 0)
+    throw new RestoreError(
+      `${where}: generated turn ${turn.assistantTurn} made no tool call, so there is no point before its results; cut at the start of a turn instead`,
+    );
+  for (const call of edits?.keys() ?? [])
+    if (call >= parsed.length)
+      throw new RestoreError(
+        `${where}: turn ${turn.assistantTurn} has ${parsed.length} call(s); there is no call ${call} to edit`,
+      );
   const textIds = state.trajectory.ids.slice(turn.tokenStart, turn.tokenEnd);
   const offsets = new TextOffsets(context.template.tokenizer, textIds);
   return parsed.map((call, index) => ({
@@ -162,34 +232,48 @@ function appendRecordedResults<Row extends DatasetRow>(
 ): void {
   const t = state.trajectory;
   const g = turn.assistantTurn!;
-  turn.calls = (recorded.toolCalls ?? []).map(
-    (call): ToolCallResult => ({
-      turn: g,
-      turnIndex: turn.index,
-      index: call.index,
-      ...(call.name !== undefined ? { name: call.name } : {}),
-      ...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
-      raw: call.raw,
-      observation: call.observation,
-      truncated: call.truncated,
-      ...(call.error ? { error: call.error } : {}),
-      ...(call.error ? {} : { result: options.priorResult?.(g, call.index) ?? { content: [{ type: 'text', text: call.observation }] } }),
-      latencyMs: call.latencyMs,
-      tokenEnd: call.tokenEnd,
-      logs: call.logs ?? [],
-    }),
-  );
+  turn.calls = (recorded.toolCalls ?? []).map((call): ToolCallResult => ({
+    turn: g,
+    turnIndex: turn.index,
+    index: call.index,
+    ...(call.name !== undefined ? { name: call.name } : {}),
+    ...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
+    raw: call.raw,
+    observation: call.observation,
+    truncated: call.truncated,
+    ...(call.error ? { error: call.error } : {}),
+    ...(call.error
+      ? {}
+      : { result: options.priorResult?.(g, call.index) ?? { content: [{ type: 'text', text: call.observation }] } }),
+    latencyMs: call.latencyMs,
+    tokenEnd: call.tokenEnd,
+    logs: call.logs ?? [],
+  }));
   t.calls.push(...turn.calls);
-  const toolMessages: ChatMessage[] = turn.calls.map((call) => ({ role: 'tool', content: call.observation, ...(call.name !== undefined ? { name: call.name } : {}) }));
+  const toolMessages: ChatMessage[] = turn.calls.map((call) => ({
+    role: 'tool',
+    content: call.observation,
+    ...(call.name !== undefined ? { name: call.name } : {}),
+  }));
   const recordedIds = arrays.ids.slice(recorded.tokenEnd, next.tokenStart);
   const { template } = context;
   const insert = options.insert ?? [];
   const closing = t.ids[t.ids.length - 1] === template.endOfTurnId ? [] : [template.endOfTurnId];
-  const appended = template.appendTokens({ messages: t.messages, ids: [...t.ids, ...closing] }, [...toolMessages, ...insert], { tools: context.loop.toolSpecs(), kwargs: context.templateKwargs, onHistoryRewrite: 'keep-tokens' });
+  const appended = template.appendTokens(
+    { messages: t.messages, ids: [...t.ids, ...closing] },
+    [...toolMessages, ...insert],
+    { tools: context.loop.toolSpecs(), kwargs: context.templateKwargs, onHistoryRewrite: 'keep-tokens' },
+  );
   const expected = [...closing, ...appended.ids];
-  const at = expected.length !== recordedIds.length ? Math.min(expected.length, recordedIds.length) : expected.findIndex((id, i) => id !== recordedIds[i]);
+  const at =
+    expected.length !== recordedIds.length
+      ? Math.min(expected.length, recordedIds.length)
+      : expected.findIndex((id, i) => id !== recordedIds[i]);
   // With inserted messages the tool turn is re-rendered (the edit); without, it must be what was recorded.
-  if (at >= 0 && !insert.length) throw new RestoreError(`${where}: the tool results after turn ${g} re-render differently from the recorded tokens (first difference at token ${recorded.tokenEnd + at}); the chat template or the tools changed since the run (record ${record.rowId})`);
+  if (at >= 0 && !insert.length)
+    throw new RestoreError(
+      `${where}: the tool results after turn ${g} re-render differently from the recorded tokens (first difference at token ${recorded.tokenEnd + at}); the chat template or the tools changed since the run (record ${record.rowId})`,
+    );
   const start = t.ids.length;
   state.appendContext(insert.length ? expected : recordedIds);
   t.messages.push(...toolMessages, ...insert);

@@ -18,11 +18,17 @@ import { generatedTurns } from './restoreState';
  * is. It needs the whole batch of the rollout the trajectory was in (all its records, indices
  * 0…n−1) and the budget it ran under.
  */
-export function batchDraws(records: readonly TrajectoryRecord[], budget: Pick<LengthBudget, 'maxNewTokensPerTurn' | 'maxTotalTokens'>): number[][] {
+export function batchDraws(
+  records: readonly TrajectoryRecord[],
+  budget: Pick<LengthBudget, 'maxNewTokensPerTurn' | 'maxTotalTokens'>,
+): number[][] {
   const size = records.length;
   const byIndex = [...records].sort((a, b) => a.index - b.index);
   byIndex.forEach((r, i) => {
-    if (r.index !== i) throw new RangeError(`the batch's records are not complete: index ${i} is missing (found ${r.index}); the draws of a partly recorded batch cannot be worked out`);
+    if (r.index !== i)
+      throw new RangeError(
+        `the batch's records are not complete: index ${i} is missing (found ${r.index}); the draws of a partly recorded batch cannot be worked out`,
+      );
   });
   const turns = byIndex.map(generatedTurns);
   const draws: number[][] = byIndex.map(() => []);
@@ -37,7 +43,8 @@ export function batchDraws(records: readonly TrajectoryRecord[], budget: Pick<Le
     }
     for (const [, group] of [...groups].sort((a, b) => b[0] - a[0])) {
       const longest = Math.max(...group.map((x) => x.turn!.tokenEnd - x.turn!.tokenStart));
-      for (const { b, turn } of group) for (let k = 0; k < turn!.tokenEnd - turn!.tokenStart; k++) draws[b].push((step + k) * size + b);
+      for (const { b, turn } of group)
+        for (let k = 0; k < turn!.tokenEnd - turn!.tokenStart; k++) draws[b].push((step + k) * size + b);
       step += longest;
     }
   }

@@ -39,12 +39,18 @@ export class DemonstrationError extends Error {
   }
 }
 
-export function tokenizeDemonstration(template: ChatTemplate, messages: readonly ChatMessage[], options: DemonstrationOptions = {}): DemonstrationTokens {
+export function tokenizeDemonstration(
+  template: ChatTemplate,
+  messages: readonly ChatMessage[],
+  options: DemonstrationOptions = {},
+): DemonstrationTokens {
   const where = options.origin ?? 'demonstration';
   const render = { tools: options.tools, kwargs: options.kwargs };
   const firstAssistant = messages.findIndex((m) => m.role === 'assistant');
-  if (firstAssistant <= 0) throw new DemonstrationError(`${where}: expected prompt messages followed by an assistant message`);
-  if (messages[messages.length - 1].role !== 'assistant') throw new DemonstrationError(`${where}: the last message must be the assistant's`);
+  if (firstAssistant <= 0)
+    throw new DemonstrationError(`${where}: expected prompt messages followed by an assistant message`);
+  if (messages[messages.length - 1].role !== 'assistant')
+    throw new DemonstrationError(`${where}: the last message must be the assistant's`);
 
   const ids: number[] = [];
   const mask: number[] = [];
@@ -58,20 +64,28 @@ export function tokenizeDemonstration(template: ChatTemplate, messages: readonly
 
   let k = firstAssistant;
   while (k < messages.length) {
-    if (messages[k].role !== 'assistant') throw new DemonstrationError(`${where}: messages.${k}: expected an assistant message after the tool results, got "${messages[k].role}"`);
+    if (messages[k].role !== 'assistant')
+      throw new DemonstrationError(
+        `${where}: messages.${k}: expected an assistant message after the tool results, got "${messages[k].role}"`,
+      );
     // The assistant turn: what the template puts after the generation prompt when this message is the last.
     const header = template.render(messages.slice(0, k), { ...render, addGenerationPrompt: true });
     const withTurn = template.render(messages.slice(0, k + 1), { ...render, addGenerationPrompt: false });
     const end = withTurn.indexOf(template.endOfTurnToken, header.length);
     if (!withTurn.startsWith(header) || end < 0) {
-      throw new DemonstrationError(`${where}: messages.${k}: the template does not render this assistant turn right after its generation prompt, so it has no token-exact layout`);
+      throw new DemonstrationError(
+        `${where}: messages.${k}: the template does not render this assistant turn right after its generation prompt, so it has no token-exact layout`,
+      );
     }
     push([...template.tokenizer.encode(withTurn.slice(header.length, end)), template.endOfTurnId], true);
 
     let next = k + 1;
     while (next < messages.length && messages[next].role !== 'assistant') next++;
     if (next === messages.length) break;
-    const appended = template.appendTokens({ messages: messages.slice(0, k + 1), ids }, messages.slice(k + 1, next), { ...render, onHistoryRewrite: 'keep-tokens' });
+    const appended = template.appendTokens({ messages: messages.slice(0, k + 1), ids }, messages.slice(k + 1, next), {
+      ...render,
+      onHistoryRewrite: 'keep-tokens',
+    });
     push(appended.ids, false);
     k = next;
   }

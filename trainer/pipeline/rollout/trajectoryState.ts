@@ -51,7 +51,12 @@ export class TrajectoryState<Row extends DatasetRow> {
   }
 
   /** Notes where each image's token run starts in `ids`, from `start` on (each image spans image.tokens tokens). */
-  recordImages(images: readonly PreparedImage[], start: number, from: (k: number) => TrajectoryImage['from'], imageTokenId: number | undefined): void {
+  recordImages(
+    images: readonly PreparedImage[],
+    start: number,
+    from: (k: number) => TrajectoryImage['from'],
+    imageTokenId: number | undefined,
+  ): void {
     if (!images.length) return;
     const ids = this.trajectory.ids;
     let k = 0;
@@ -83,4 +88,3 @@ export class TrajectoryState<Row extends DatasetRow> {
     if (error !== undefined) this.trajectory.error = error;
   }
 }
-

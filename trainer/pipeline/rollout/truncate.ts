@@ -16,7 +16,12 @@ export interface TruncatedText {
  * Cuts `text` to at most `maxTokens` tokens (counted on the text by itself), ending with the
  * marker. Cuts on token boundaries and drops a partial character at the cut.
  */
-export function truncateToTokens(tokenizer: Tokenizer, text: string, maxTokens: number, marker: TruncationMarker = defaultTruncationMarker): TruncatedText {
+export function truncateToTokens(
+  tokenizer: Tokenizer,
+  text: string,
+  maxTokens: number,
+  marker: TruncationMarker = defaultTruncationMarker,
+): TruncatedText {
   const ids = tokenizer.encode(text);
   if (ids.length <= maxTokens) return { text, truncated: false, tokens: ids.length };
   let keep = Math.max(0, maxTokens - tokenizer.encode(marker(ids.length)).length);
@@ -27,7 +32,10 @@ export function truncateToTokens(tokenizer: Tokenizer, text: string, maxTokens: 
     const shown = head + marker(ids.length - keep);
     const count = tokenizer.encode(shown).length;
     if (count <= maxTokens || keep === 0) {
-      if (count > maxTokens) throw new RangeError(`the truncation marker alone takes ${count} tokens, more than the ${maxTokens} allowed for a tool result`);
+      if (count > maxTokens)
+        throw new RangeError(
+          `the truncation marker alone takes ${count} tokens, more than the ${maxTokens} allowed for a tool result`,
+        );
       return { text: shown, truncated: true, tokens: count };
     }
     keep--;

@@ -20,7 +20,11 @@ export function checkTrajectory(t: Trajectory<object>): void {
     throw new TrajectoryInvariantError(`trajectory ${t.index} (row ${t.rowId}): ${what}`);
   };
   const n = t.ids.length;
-  for (const [name, array] of [['mask', t.mask], ['logprobs', t.logprobs], ['entropies', t.entropies]] as const) {
+  for (const [name, array] of [
+    ['mask', t.mask],
+    ['logprobs', t.logprobs],
+    ['entropies', t.entropies],
+  ] as const) {
     if (array.length !== n) fail(`${name} has ${array.length} entries for ${n} tokens`);
   }
   if (t.promptLength < 1 || t.promptLength > n) fail(`promptLength ${t.promptLength} is outside 1..${n}`);
@@ -29,13 +33,17 @@ export function checkTrajectory(t: Trajectory<object>): void {
     if (m !== 0 && m !== 1) fail(`mask[${i}] is ${m}`);
     if (i < t.promptLength && m) fail(`token ${i} is in the prompt but marked as generated`);
     const lp = t.logprobs[i];
-    if (m ? !(Number.isFinite(lp) && lp <= 0) : lp !== 0) fail(`logprobs[${i}] is ${lp} on a ${m ? 'policy' : 'context'} token`);
+    if (m ? !(Number.isFinite(lp) && lp <= 0) : lp !== 0)
+      fail(`logprobs[${i}] is ${lp} on a ${m ? 'policy' : 'context'} token`);
     if (!Number.isInteger(t.ids[i]) || t.ids[i] < 0) fail(`ids[${i}] is ${t.ids[i]}`);
   }
   let cursor = 0;
   t.turns.forEach((turn, k) => {
     if (turn.index !== k) fail(`turns[${k}] has index ${turn.index}`);
-    if (turn.tokenStart !== cursor || turn.tokenEnd <= turn.tokenStart) fail(`turns[${k}] covers [${turn.tokenStart}, ${turn.tokenEnd}), expected to start at ${cursor} and be non-empty`);
+    if (turn.tokenStart !== cursor || turn.tokenEnd <= turn.tokenStart)
+      fail(
+        `turns[${k}] covers [${turn.tokenStart}, ${turn.tokenEnd}), expected to start at ${cursor} and be non-empty`,
+      );
     // Generated turns (an assistant message in the prompt is context, not generated).
     const generated = turn.assistantTurn !== undefined;
     if (generated && turn.role !== 'assistant') fail(`turns[${k}] is generated but has role ${turn.role}`);
@@ -44,7 +52,8 @@ export function checkTrajectory(t: Trajectory<object>): void {
     }
     for (const call of turn.calls ?? []) {
       if (call.turnIndex !== k) fail(`a call on turn ${k} says it belongs to turn ${call.turnIndex}`);
-      if (call.tokenEnd < turn.tokenStart || call.tokenEnd >= turn.tokenEnd) fail(`call ${call.index} of turn ${k} ends on token ${call.tokenEnd}, outside its turn`);
+      if (call.tokenEnd < turn.tokenStart || call.tokenEnd >= turn.tokenEnd)
+        fail(`call ${call.index} of turn ${k} ends on token ${call.tokenEnd}, outside its turn`);
     }
     cursor = turn.tokenEnd;
   });

@@ -30,7 +30,12 @@ export type RlAlgorithm = 'ppo' | 'grpo' | 'dr-grpo' | 'reinforce++' | 'reinforc
  * gets exactly zero advantage from them, so dynamic sampling applies. (PPO's critic and
  * REINFORCE++'s batch whitening still give such a group a non-zero advantage.)
  */
-export const GROUP_BASELINE_ALGORITHMS = ['grpo', 'dr-grpo', 'rloo', 'reinforce++-baseline'] as const satisfies readonly RlAlgorithm[];
+export const GROUP_BASELINE_ALGORITHMS = [
+  'grpo',
+  'dr-grpo',
+  'rloo',
+  'reinforce++-baseline',
+] as const satisfies readonly RlAlgorithm[];
 
 /**
  * Rollout rounds per step with dynamic sampling, the first included. DAPO's own runs allow 10
@@ -41,7 +46,16 @@ export const GROUP_BASELINE_ALGORITHMS = ['grpo', 'dr-grpo', 'rloo', 'reinforce+
 export const DYNAMIC_SAMPLING_MAX_ROUNDS = 3;
 
 /** verl: actor.clip_ratio_low / clip_ratio_high 0.2, algorithm.gamma 1.0, algorithm.lam 1.0, actor.loss_agg_mode token-mean. */
-const COMMON = { scaleByStd: true, gamma: 1, lambda: 1, clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', rftThreshold: RFT_DEFAULT_THRESHOLD, dynamicSampling: false } as const;
+const COMMON = {
+  scaleByStd: true,
+  gamma: 1,
+  lambda: 1,
+  clipLow: 0.2,
+  clipHigh: 0.2,
+  aggregation: 'token-mean',
+  rftThreshold: RFT_DEFAULT_THRESHOLD,
+  dynamicSampling: false,
+} as const;
 
 /** The group-baseline estimators' dynamic sampling default (see GROUP_BASELINE_ALGORITHMS; the measurement behind it is in trainer/pipeline/rl/ADVANTAGES.md). */
 const GROUP_DYNAMIC_SAMPLING = false;
@@ -55,7 +69,13 @@ export const ALGORITHM_DEFAULTS: Record<RlAlgorithm, AlgorithmDefaults> = {
   // GRPO: KL as a loss, k3, 0.001 (docs/algo/grpo.md: use_kl_loss True, kl_loss_coef 0.001, kl_loss_type low_var_kl); std normalisation on (norm_adv_by_std_in_grpo True).
   grpo: { ...COMMON, dynamicSampling: GROUP_DYNAMIC_SAMPLING, kl: { coef: 0.001, estimator: 'k3', mode: 'loss' } },
   // Dr. GRPO: no std, no KL, the constant length normaliser (docs/algo/grpo.md "DrGRPO"; Liu et al. 2025, §3.1).
-  'dr-grpo': { ...COMMON, dynamicSampling: GROUP_DYNAMIC_SAMPLING, scaleByStd: false, kl: { coef: 0, estimator: 'k3', mode: 'loss' }, aggregation: 'seq-mean-token-sum-norm' },
+  'dr-grpo': {
+    ...COMMON,
+    dynamicSampling: GROUP_DYNAMIC_SAMPLING,
+    scaleByStd: false,
+    kl: { coef: 0, estimator: 'k3', mode: 'loss' },
+    aggregation: 'seq-mean-token-sum-norm',
+  },
   // REINFORCE++: token-level KL in the reward against the reference (Hu et al. 2025, §3; examples/reinforce_plus_plus_trainer/run_qwen2-7b_math_rf.sh).
   'reinforce++': { ...COMMON, kl: KL_IN_REWARD },
   // REINFORCE++-baseline: the same KL (examples/reinforce_plus_plus_trainer/run_qwen2-7b_math_rf_baseline.sh).

@@ -20,7 +20,8 @@ export const BEST_CHECKPOINT = 'checkpoints/best';
 
 /** Whether an evaluation beats the run's best so far (any evaluation with a score beats no best). */
 export function beatsBest(best: RunRecord['best'], evaluation: Pick<EvaluationResult, 'metric' | 'score'>): boolean {
-  if (evaluation.metric === undefined || evaluation.score === undefined || !Number.isFinite(evaluation.score)) return false;
+  if (evaluation.metric === undefined || evaluation.score === undefined || !Number.isFinite(evaluation.score))
+    return false;
   return best === undefined || best.metric !== evaluation.metric || evaluation.score > best.value;
 }
 
@@ -29,7 +30,13 @@ export function beatsBest(best: RunRecord['best'], evaluation: Pick<EvaluationRe
  * checkpoint when that one holds them (saved at this step), written anew otherwise. Returns
  * whether they did.
  */
-export async function keepBest(parts: RunParts, position: RunPosition, learners: Learners, step: number, evaluation: EvaluationResult): Promise<boolean> {
+export async function keepBest(
+  parts: RunParts,
+  position: RunPosition,
+  learners: Learners,
+  step: number,
+  evaluation: EvaluationResult,
+): Promise<boolean> {
   const { writer } = position;
   if (!beatsBest(writer.record.best, evaluation)) return false;
   const own = checkpointDirName(step);

@@ -48,13 +48,15 @@ export interface CheckpointExtras {
 
 const CriticState = z.object({ protocol: z.literal(1), optimizerSteps: z.number().int().nonnegative() });
 
-const asEntries = (tensors: Record<string, HostTensor>) => Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape, data: t.data as Float32Array }));
+const asEntries = (tensors: Record<string, HostTensor>) =>
+  Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape, data: t.data as Float32Array }));
 
 function readTensors(dir: string, file: string): Record<string, HostTensor> {
   const reader = CheckpointReader.open(dir, file);
   try {
     const tensors: Record<string, HostTensor> = {};
-    for (const name of reader.names()) tensors[name] = { dtype: 'float32', shape: [...reader.info(name).shape], data: reader.read(name) };
+    for (const name of reader.names())
+      tensors[name] = { dtype: 'float32', shape: [...reader.info(name).shape], data: reader.read(name) };
     return tensors;
   } finally {
     reader.close();
@@ -64,7 +66,14 @@ function readTensors(dir: string, file: string): Record<string, HostTensor> {
 type SavedState = Omit<TrainerState, 'protocol' | 'optimizerSteps' | 'weights' | 'files'>;
 
 /** Save a checkpoint into `relative` of `runDir` (default: `checkpoints/step-NNNNNN`; the best one goes to `checkpoints/best`). */
-export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: SavedState, extras: CheckpointExtras = {}, relative = checkpointDirName(state.step)): Promise<string> {
+export async function saveCheckpoint(
+  runDir: string,
+  model: ModelRuntime,
+  optimizer: OptimizerRuntime,
+  state: SavedState,
+  extras: CheckpointExtras = {},
+  relative = checkpointDirName(state.step),
+): Promise<string> {
   const final = path.join(runDir, relative);
   const staging = `${final}.partial`;
   fs.rmSync(staging, { recursive: true, force: true });
@@ -81,7 +90,13 @@ export async function saveCheckpoint(runDir: string, model: ModelRuntime, optimi
   return relative;
 }
 
-async function writeCheckpointFolder(staging: string, model: ModelRuntime, optimizer: OptimizerRuntime, state: SavedState, extras: CheckpointExtras): Promise<void> {
+async function writeCheckpointFolder(
+  staging: string,
+  model: ModelRuntime,
+  optimizer: OptimizerRuntime,
+  state: SavedState,
+  extras: CheckpointExtras,
+): Promise<void> {
   const saved = await optimizer.state();
   const tensors = saved.tensors;
   const f32 = (t: HostTensor) => t.data as Float32Array;
@@ -98,23 +113,43 @@ async function writeCheckpointFolder(staging: string, model: ModelRuntime, optim
     // Full fine-tuning: trained weights from the optimizer, the rest (if any) from the device.
     const others = model.baseWeights.filter((n) => !(n in tensors));
     const rest = others.length ? await model.device.getState(others) : {};
-    saveModelFolder(staging, model.folder.dir, model.baseWeights.map((name) => {
-      const t = tensors[name] ?? rest[name];
-      return { name, shape: t.shape, data: f32(t) };
-    }));
+    saveModelFolder(
+      staging,
+      model.folder.dir,
+      model.baseWeights.map((name) => {
+        const t = tensors[name] ?? rest[name];
+        return { name, shape: t.shape, data: f32(t) };
+      }),
+    );
   }
   if (model.options.valueHead) {
-    const head = VALUE_HEAD.weight in tensors ? tensors : await model.device.getState([VALUE_HEAD.weight, VALUE_HEAD.bias]);
-    writeSafetensors(path.join(staging, VALUE_HEAD_FILE), [VALUE_HEAD.weight, VALUE_HEAD.bias].map((name) => ({ name, shape: head[name].shape, data: f32(head[name]) })));
+    const head =
+      VALUE_HEAD.weight in tensors ? tensors : await model.device.getState([VALUE_HEAD.weight, VALUE_HEAD.bias]);
+    writeSafetensors(
+      path.join(staging, VALUE_HEAD_FILE),
+      [VALUE_HEAD.weight, VALUE_HEAD.bias].map((name) => ({ name, shape: head[name].shape, data: f32(head[name]) })),
+    );
   }
-  writeSafetensors(path.join(staging, OPTIMIZER_FILE), Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape, data: f32(t) })));
+  writeSafetensors(
+    path.join(staging, OPTIMIZER_FILE),
+    Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape, data: f32(t) })),
+  );
   if (extras.reference) writeSafetensors(path.join(staging, REFERENCE_FILE), asEntries(extras.reference));
   if (extras.critic) {
     fs.mkdirSync(path.join(staging, CRITIC_DIR));
     writeSafetensors(path.join(staging, CRITIC_DIR, OPTIMIZER_FILE), asEntries(extras.critic.tensors));
-    writeFileAtomic(path.join(staging, CRITIC_DIR, CRITIC_STATE_FILE), JSON.stringify({ protocol: 1, optimizerSteps: extras.critic.step }, null, 2) + '\n');
+    writeFileAtomic(
+      path.join(staging, CRITIC_DIR, CRITIC_STATE_FILE),
+      JSON.stringify({ protocol: 1, optimizerSteps: extras.critic.step }, null, 2) + '\n',
+    );
   }
-  const trainerState: TrainerState = { protocol: 1, ...state, optimizerSteps: saved.step, weights: lora && !trainedBase ? 'lora' : 'full', files: fileSizes(staging) };
+  const trainerState: TrainerState = {
+    protocol: 1,
+    ...state,
+    optimizerSteps: saved.step,
+    weights: lora && !trainedBase ? 'lora' : 'full',
+    files: fileSizes(staging),
+  };
   writeFileAtomic(path.join(staging, STATE_FILE), JSON.stringify(trainerState, null, 2) + '\n');
 }
 
@@ -123,7 +158,9 @@ const STATE_FILE = 'trainer_state.json';
 /** The size of every file in a checkpoint folder and its subfolders (critic/), trainer_state.json aside, by relative path. */
 function fileSizes(dir: string, prefix = ''): Record<string, number> {
   const sizes: Record<string, number> = {};
-  for (const entry of fs.readdirSync(path.join(dir, prefix), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const entry of fs
+    .readdirSync(path.join(dir, prefix), { withFileTypes: true })
+    .sort((a, b) => a.name.localeCompare(b.name))) {
     const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
     if (entry.isDirectory()) Object.assign(sizes, fileSizes(dir, relative));
     else if (relative !== STATE_FILE) sizes[relative] = fs.statSync(path.join(dir, relative)).size;
@@ -134,7 +171,8 @@ function fileSizes(dir: string, prefix = ''): Record<string, number> {
 /** A checkpoint's trainer_state.json, validated, with every file it lists checked for its size. */
 export function readTrainerState(dir: string): TrainerState {
   const stateFile = path.join(dir, STATE_FILE);
-  if (!fs.existsSync(stateFile)) throw new CheckpointError(`${dir} is not a complete checkpoint: ${STATE_FILE} is missing`);
+  if (!fs.existsSync(stateFile))
+    throw new CheckpointError(`${dir} is not a complete checkpoint: ${STATE_FILE} is missing`);
   let json: unknown;
   try {
     json = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
@@ -145,7 +183,10 @@ export function readTrainerState(dir: string): TrainerState {
   for (const [name, size] of Object.entries(state.files ?? {})) {
     const file = path.join(dir, name);
     const actual = fs.existsSync(file) ? fs.statSync(file).size : undefined;
-    if (actual !== size) throw new CheckpointError(`${file}: ${actual === undefined ? 'missing' : `${actual} bytes where ${size} were saved`}; the checkpoint is damaged`);
+    if (actual !== size)
+      throw new CheckpointError(
+        `${file}: ${actual === undefined ? 'missing' : `${actual} bytes where ${size} were saved`}; the checkpoint is damaged`,
+      );
   }
   return state;
 }
@@ -158,7 +199,10 @@ export interface LoadedCheckpoint extends CheckpointExtras {
 
 export function loadCheckpoint(dir: string): LoadedCheckpoint {
   const state = readTrainerState(dir);
-  const loaded: LoadedCheckpoint = { state, optimizer: { step: state.optimizerSteps, tensors: readTensors(dir, OPTIMIZER_FILE) } };
+  const loaded: LoadedCheckpoint = {
+    state,
+    optimizer: { step: state.optimizerSteps, tensors: readTensors(dir, OPTIMIZER_FILE) },
+  };
   if (fs.existsSync(path.join(dir, REFERENCE_FILE))) loaded.reference = readTensors(dir, REFERENCE_FILE);
   const criticStateFile = path.join(dir, CRITIC_DIR, CRITIC_STATE_FILE);
   if (fs.existsSync(criticStateFile)) {
@@ -208,6 +252,10 @@ function linkTree(from: string, to: string): void {
 export function pruneCheckpoints(runDir: string, keep: number): void {
   const dir = path.join(runDir, 'checkpoints');
   if (!fs.existsSync(dir)) return;
-  const all = fs.readdirSync(dir).filter((f) => /^step-\d+$/.test(f)).sort();
-  for (const old of all.slice(0, Math.max(0, all.length - keep))) fs.rmSync(path.join(dir, old), { recursive: true, force: true });
+  const all = fs
+    .readdirSync(dir)
+    .filter((f) => /^step-\d+$/.test(f))
+    .sort();
+  for (const old of all.slice(0, Math.max(0, all.length - keep)))
+    fs.rmSync(path.join(dir, old), { recursive: true, force: true });
 }

@@ -13,7 +13,12 @@ import type { LoadedConfig } from './trainingConfig';
  * folder (`adapter_config.json`) over the config's base model, its A and B put on the device.
  * (`eval` and `reroll` load checkpoints this way.)
  */
-export async function loadCheckpointModel(loaded: LoadedConfig, checkpointDir: string, device: Device, report: ModelSourceReporting = {}): Promise<ModelRuntime> {
+export async function loadCheckpointModel(
+  loaded: LoadedConfig,
+  checkpointDir: string,
+  device: Device,
+  report: ModelSourceReporting = {},
+): Promise<ModelRuntime> {
   if (!fs.existsSync(path.join(checkpointDir, 'adapter_config.json'))) return ModelRuntime.load(device, checkpointDir);
   const modelDir = await resolveConfigModel(loaded, report);
   const adapter = readLoraAdapter(checkpointDir, loadModelConfig(modelDir));
@@ -21,7 +26,8 @@ export async function loadCheckpointModel(loaded: LoadedConfig, checkpointDir: s
   try {
     const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
     for (const m of loraModules(model.config, adapter.lora)) {
-      for (const name of Object.values(loraTensorNames(m.module))) state[name] = { dtype: 'float32', ...adapter.tensors[name] };
+      for (const name of Object.values(loraTensorNames(m.module)))
+        state[name] = { dtype: 'float32', ...adapter.tensors[name] };
     }
     await device.setState(state);
     return model;

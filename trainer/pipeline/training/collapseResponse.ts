@@ -34,22 +34,39 @@ export interface CollapsePlan {
 export function planCollapseResponse(onCollapse: OnCollapse, best: RunRecord['best'], lrScale: number): CollapsePlan {
   if (onCollapse === 'warn') return { kind: 'warn', lrScale };
   const where = best ? describeBest(best) : undefined;
-  if (onCollapse === 'stop') return { kind: 'stop', lrScale, action: `stopped the run (onCollapse: 'stop')${where ? `; the best weights are at ${where}` : ''}` };
+  if (onCollapse === 'stop')
+    return {
+      kind: 'stop',
+      lrScale,
+      action: `stopped the run (onCollapse: 'stop')${where ? `; the best weights are at ${where}` : ''}`,
+    };
   const halved = lrScale / 2;
-  if (!best?.checkpoint) return { kind: 'rollback', lrScale: halved, action: `no best checkpoint to roll back to yet (no held-out evaluation with a task metric); learning rate ×${halved} from now on` };
+  if (!best?.checkpoint)
+    return {
+      kind: 'rollback',
+      lrScale: halved,
+      action: `no best checkpoint to roll back to yet (no held-out evaluation with a task metric); learning rate ×${halved} from now on`,
+    };
   return { kind: 'rollback', lrScale: halved, action: `rolled back to ${where}; learning rate ×${halved} from now on` };
 }
 
 /** Attach the plan's action to the collapse warning. */
 export function withAction(warnings: HealthWarning[], collapse: HealthWarning, plan: CollapsePlan): HealthWarning[] {
-  return plan.action === undefined ? warnings : warnings.map((w) => (w === collapse ? { ...w, action: plan.action } : w));
+  return plan.action === undefined
+    ? warnings
+    : warnings.map((w) => (w === collapse ? { ...w, action: plan.action } : w));
 }
 
 /**
  * Carry the plan out: a rollback restores checkpoints/best into the learners (resume's own loader,
  * learners.ts) and lowers the learning rate; a stop asks the run to stop after this step.
  */
-export async function carryOut(plan: CollapsePlan, parts: RunParts, position: RunPosition, learners: Learners): Promise<void> {
+export async function carryOut(
+  plan: CollapsePlan,
+  parts: RunParts,
+  position: RunPosition,
+  learners: Learners,
+): Promise<void> {
   if (plan.kind === 'warn') return;
   position.health = [];
   parts.report.log(plan.action!);

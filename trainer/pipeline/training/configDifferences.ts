@@ -18,7 +18,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 function collect(recorded: unknown, current: unknown, at: string, out: string[]): void {
   if (isPlainObject(recorded) && isPlainObject(current)) {
-    for (const key of [...new Set([...Object.keys(recorded), ...Object.keys(current)])].sort()) collect(recorded[key], current[key], at ? `${at}.${key}` : key, out);
+    for (const key of [...new Set([...Object.keys(recorded), ...Object.keys(current)])].sort())
+      collect(recorded[key], current[key], at ? `${at}.${key}` : key, out);
     return;
   }
   if (JSON.stringify(recorded) !== JSON.stringify(current)) out.push(`${at}: ${show(recorded)} → ${show(current)}`);

@@ -31,7 +31,10 @@ export function adamwOptions(config: TrainingConfig): AdamWConfig {
 }
 
 /** The agent loop's options but its sampling and observer, which training and evaluation choose. */
-export function agentLoopOptions(config: TrainingConfig, parts: { policy: Policy; template: ChatTemplate; tools: ToolSet }): Omit<AgentLoopOptions, 'sampling'> {
+export function agentLoopOptions(
+  config: TrainingConfig,
+  parts: { policy: Policy; template: ChatTemplate; tools: ToolSet },
+): Omit<AgentLoopOptions, 'sampling'> {
   const r = config.rollout;
   return {
     ...parts,
@@ -50,7 +53,10 @@ export function rolloutSampling(config: TrainingConfig): SamplingOptions {
 }
 
 /** How evaluations sample (greedy by default). */
-export function evaluationSampling(config: TrainingConfig, temperature = config.evaluation.temperature): SamplingOptions {
+export function evaluationSampling(
+  config: TrainingConfig,
+  temperature = config.evaluation.temperature,
+): SamplingOptions {
   return { temperature, topP: 1, topK: 0 };
 }
 
@@ -88,7 +94,16 @@ export function policyTrainerOptions(config: TrainingConfig): PolicyTrainerOptio
       klEstimator: a.kl.estimator,
       entropyCoef: a.entropyCoef,
     },
-    ...(sharedCritic(config) ? { value: { coef: config.critic!.valueCoef, clip: config.critic!.valueClip, aggregation: a.aggregation, ...(scale !== undefined ? { lossScaleFactor: scale } : {}) } } : {}),
+    ...(sharedCritic(config)
+      ? {
+          value: {
+            coef: config.critic!.valueCoef,
+            clip: config.critic!.valueClip,
+            aggregation: a.aggregation,
+            ...(scale !== undefined ? { lossScaleFactor: scale } : {}),
+          },
+        }
+      : {}),
     adamw: adamwOptions(config),
     temperature: config.rollout.temperature,
     miniBatches: a.miniBatches,
@@ -108,7 +123,12 @@ export function batchSettings(config: TrainingConfig): BatchSettings {
 
 export function sftOptions(config: TrainingConfig): SftOptions {
   const sft = config.sft!;
-  return { adamw: adamwOptions(config), batchSize: sft.batchSize, microBatchSize: config.optimization.microBatchSize, fullFineTuning: config.model.lora === false };
+  return {
+    adamw: adamwOptions(config),
+    batchSize: sft.batchSize,
+    microBatchSize: config.optimization.microBatchSize,
+    fullFineTuning: config.model.lora === false,
+  };
 }
 
 /** The optimizer steps an RL step plans (its update's epochs × mini-batches): the unit the RL schedules count in. */
@@ -138,7 +158,11 @@ export function criticOptions(config: TrainingConfig, resolve: (p: string) => st
     ...(lora !== false ? { lora } : {}),
     adamw: { beta1: o.beta1, beta2: o.beta2, eps: o.eps, weightDecay: c.weightDecay, maxGradNorm: c.maxGradNorm },
     // verl's critic.loss_agg_mode follows the actor's.
-    value: { clip: c.valueClip, aggregation: config.algorithm.aggregation, ...(lossScaleFactor(config) !== undefined ? { lossScaleFactor: lossScaleFactor(config) } : {}) },
+    value: {
+      clip: c.valueClip,
+      aggregation: config.algorithm.aggregation,
+      ...(lossScaleFactor(config) !== undefined ? { lossScaleFactor: lossScaleFactor(config) } : {}),
+    },
     miniBatches: config.algorithm.miniBatches,
     epochs: config.algorithm.epochs,
     microBatchSize: o.microBatchSize,
@@ -162,7 +186,9 @@ export function rolloutImagesFor(model: ModelRuntime, config: TrainingConfig): R
   const maxImagePixels = config.rollout.budget.maxImagePixels;
   return new RolloutImages({
     architecture: modelConfig.architecture,
-    ...(modelConfig.vision && imageProcessor ? { vision: { config: modelConfig.vision, processor: imageProcessor, architecture: modelConfig.architecture } } : {}),
+    ...(modelConfig.vision && imageProcessor
+      ? { vision: { config: modelConfig.vision, processor: imageProcessor, architecture: modelConfig.architecture } }
+      : {}),
     ...(maxImagePixels !== undefined ? { maxImagePixels } : {}),
   });
 }

@@ -26,14 +26,22 @@ export async function readDemonstrationSequences(file: string, reading: Demonstr
   for (const { id, messages, source } of demonstrations) {
     const origin = `${source.file}:${source.line}`;
     // A text-only model's RolloutImages refuses an image with an error naming the line and part.
-    const pictured = hasImages(messages) ? await reading.images.rowImages({ id: id ?? origin, messages, toolArgs: {}, source }) : [];
+    const pictured = hasImages(messages)
+      ? await reading.images.rowImages({ id: id ?? origin, messages, toolArgs: {}, source })
+      : [];
     const tokens = tokenizeDemonstration(reading.template, messages, {
       tools: reading.tools.specs(),
       ...(reading.templateKwargs ? { kwargs: reading.templateKwargs } : {}),
       origin,
       ...(pictured.length && imageTokenId !== undefined ? { images: { list: pictured, imageTokenId } } : {}),
     });
-    sequences.push({ ids: tokens.ids, mask: Uint8Array.from(tokens.mask), ...(pictured.length ? { images: pictured.map((im) => ({ key: im.sha256, grid: im.grid, patches: im.patches })) } : {}) });
+    sequences.push({
+      ids: tokens.ids,
+      mask: Uint8Array.from(tokens.mask),
+      ...(pictured.length
+        ? { images: pictured.map((im) => ({ key: im.sha256, grid: im.grid, patches: im.patches })) }
+        : {}),
+    });
   }
   return sequences;
 }

@@ -12,7 +12,17 @@ export async function logprobAfterUpdate(trainer: PolicyTrainer, prepared: Prepa
   const probe = prepared.sequences.find((s) => s.mask.some((m) => m));
   if (!probe) return undefined;
   // The whole sequence as trained, its images included (a vision-language model's image tokens need them).
-  const scored = await trainer.scoreReferenceAndValues([{ ids: probe.ids, mask: probe.mask, ...(probe.images ? { images: probe.images } : {}), ...(probe.constraints ? { constraints: probe.constraints } : {}) }], { reference: false, values: false, policy: true });
+  const scored = await trainer.scoreReferenceAndValues(
+    [
+      {
+        ids: probe.ids,
+        mask: probe.mask,
+        ...(probe.images ? { images: probe.images } : {}),
+        ...(probe.constraints ? { constraints: probe.constraints } : {}),
+      },
+    ],
+    { reference: false, values: false, policy: true },
+  );
   const logprobs = scored.policy![0];
   let sum = 0;
   let count = 0;

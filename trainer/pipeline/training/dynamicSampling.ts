@@ -43,8 +43,10 @@ export class GroupSelection {
     private readonly target: number,
     private readonly settings: { enabled: boolean; maxRounds: number },
   ) {
-    if (!Number.isInteger(target) || target < 1) throw new RangeError(`prompts per step must be a positive integer, got ${target}`);
-    if (!Number.isInteger(settings.maxRounds) || settings.maxRounds < 1) throw new RangeError(`dynamic sampling's maxRounds must be a positive integer, got ${settings.maxRounds}`);
+    if (!Number.isInteger(target) || target < 1)
+      throw new RangeError(`prompts per step must be a positive integer, got ${target}`);
+    if (!Number.isInteger(settings.maxRounds) || settings.maxRounds < 1)
+      throw new RangeError(`dynamic sampling's maxRounds must be a positive integer, got ${settings.maxRounds}`);
     this.maxRounds = settings.enabled ? settings.maxRounds : 1;
   }
 

@@ -1,6 +1,11 @@
 import type { BranchEdit } from '../../contract/protocol/branches';
 import { textResult } from '../../foundations/tools/result';
-import type { InterceptedCall, InterceptedOutcome, ToolCallInterceptor, ToolCallRequest } from '../../foundations/tools/runner';
+import type {
+  InterceptedCall,
+  InterceptedOutcome,
+  ToolCallInterceptor,
+  ToolCallRequest,
+} from '../../foundations/tools/runner';
 
 /**
  * A re-roll's edited tool results: the calls of the cut turn whose result the user replaced are
@@ -36,7 +41,9 @@ export class EditedResults implements ToolCallInterceptor {
   checkApplied(): void {
     const missed = [...this.results.keys()].filter((call) => !this.applied.has(call));
     if (missed.length) {
-      throw new Error(`the edited result of call ${missed.join(', ')} of turn ${this.turn} was not used: the call did not reach its tool (its name or arguments fail the tool's schema); edit its arguments too`);
+      throw new Error(
+        `the edited result of call ${missed.join(', ')} of turn ${this.turn} was not used: the call did not reach its tool (its name or arguments fail the tool's schema); edit its arguments too`,
+      );
     }
   }
 }

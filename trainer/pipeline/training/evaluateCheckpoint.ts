@@ -36,12 +36,27 @@ export interface CheckpointEvaluation {
 export async function evaluateCheckpoint(
   loaded: LoadedConfig,
   checkpoint: string,
-  options: { device?: ExecutionProviderName; data?: string; samples?: number; temperature?: number; log?: (line: string) => void; events?: (event: TrainingEvent) => void; toolCassette?: EvalCassette } = {},
+  options: {
+    device?: ExecutionProviderName;
+    data?: string;
+    samples?: number;
+    temperature?: number;
+    log?: (line: string) => void;
+    events?: (event: TrainingEvent) => void;
+    toolCassette?: EvalCassette;
+  } = {},
 ): Promise<CheckpointEvaluation> {
   const c = loaded.config;
-  const report = { ...(options.log ? { log: options.log } : {}), ...(options.events ? { events: options.events } : {}) };
+  const report = {
+    ...(options.log ? { log: options.log } : {}),
+    ...(options.events ? { events: options.events } : {}),
+  };
   // The checkpoint may be a Hub repo too (a fine-tuned model or a PEFT adapter someone published).
-  const checkpointDir = await resolveModelPath(checkpoint, { baseDir: process.cwd(), field: '--checkpoint', onProgress: downloadProgressReporter(report) });
+  const checkpointDir = await resolveModelPath(checkpoint, {
+    baseDir: process.cwd(),
+    field: '--checkpoint',
+    onProgress: downloadProgressReporter(report),
+  });
   const device = createDevice(providerFor(c, options.device));
   let model: ModelRuntime | undefined;
   let mcp: McpServers | undefined;
@@ -49,24 +64,41 @@ export async function evaluateCheckpoint(
   try {
     model = await loadCheckpointModel(loaded, checkpointDir, device, report);
     const template = model.folder.chatTemplate;
-    if (!template) throw new ChatTemplateError(`${model.folder.dir}: the tokenizer has no chat template; agents need one`);
+    if (!template)
+      throw new ChatTemplateError(`${model.folder.dir}: the tokenizer has no chat template; agents need one`);
     const file = options.data ?? c.evaluation.data ?? c.data.eval;
-    if (!file) throw new ConfigError(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
+    if (!file)
+      throw new ConfigError(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
     const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
     mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
     // Images in rows and tool results, prepared as the training run prepares them (an error naming the row for a text-only model).
     const cassette = evalCassette(options.toolCassette);
-    const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }), images: rolloutImagesFor(model, c), sampling: evaluationSampling(c, options.temperature), ...(cassette ? { toolInterceptor: cassette } : {}) });
+    const loop = new AgentLoop({
+      ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }),
+      images: rolloutImagesFor(model, c),
+      sampling: evaluationSampling(c, options.temperature),
+      ...(cassette ? { toolInterceptor: cassette } : {}),
+    });
     const rows = data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
     await loop.prepareRows(rows);
     loop.checkRows(rows);
-    const trajectories = await loop.run(rows.map((row, i) => ({ row, group: i, sample: 0 })), { seed: c.seed });
+    const trajectories = await loop.run(
+      rows.map((row, i) => ({ row, group: i, sample: 0 })),
+      { seed: c.seed },
+    );
     const rewards = await scoreTrajectories(trajectories, c.rewards, tools);
     const metric = taskMetric(c);
     const metrics = rolloutMetrics(trajectories, rewards, metric);
-    return { rows: rows.length, metric, score: metric === undefined ? undefined : metrics[scoreKey(metric)], reward: metrics['reward/mean'], toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'], metrics };
+    return {
+      rows: rows.length,
+      metric,
+      score: metric === undefined ? undefined : metrics[scoreKey(metric)],
+      reward: metrics['reward/mean'],
+      toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'],
+      metrics,
+    };
   } finally {
     await placed?.close();
     await mcp?.close();

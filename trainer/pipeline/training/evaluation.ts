@@ -24,16 +24,29 @@ export interface EvaluationResult {
  * with the config's rewards; the trajectories written to `evals/`, the statistics recorded as
  * `eval` metrics with what `review` finds (the health checks against the best so far).
  */
-export async function evaluateHeldOut(parts: RunParts, writer: RunStoreWriter, step: number, review: (result: EvaluationResult) => HealthWarning[] = () => []): Promise<EvaluationResult> {
+export async function evaluateHeldOut(
+  parts: RunParts,
+  writer: RunStoreWriter,
+  step: number,
+  review: (result: EvaluationResult) => HealthWarning[] = () => [],
+): Promise<EvaluationResult> {
   const { config, report } = parts;
   const data = parts.evalData!;
   const rows = data.rows.slice(0, evaluationRows(config, data.rows.length));
   const episodes: Episode[] = rows.map((row, i) => ({ row, group: i, sample: 0 }));
   report.progress(step, 'eval', 0, episodes.length);
-  const trajectories = await parts.evalLoop.run(episodes, { seed: seedFor(config.seed, step, 17), signal: parts.control.signal });
+  const trajectories = await parts.evalLoop.run(episodes, {
+    seed: seedFor(config.seed, step, 17),
+    signal: parts.control.signal,
+  });
   const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools);
   writer.writeImages(trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
-  writer.writeEvaluation(step, trajectories.map((t, i) => toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer: parts.model.tokenizer })));
+  writer.writeEvaluation(
+    step,
+    trajectories.map((t, i) =>
+      toTrajectoryRecord(t, rewards.trajectories[i], { step, tokenizer: parts.model.tokenizer }),
+    ),
+  );
   const metric = taskMetric(config);
   const metrics = rolloutMetrics(trajectories, rewards, metric);
   const result: EvaluationResult = {
@@ -44,11 +57,20 @@ export async function evaluateHeldOut(parts: RunParts, writer: RunStoreWriter, s
     rows: rows.length,
   };
   const warnings = review(result);
-  const record: MetricsRecord = { step, time: new Date().toISOString(), kind: 'eval', ...finiteValues(metrics), ...(warnings.length ? { warnings } : {}) };
+  const record: MetricsRecord = {
+    step,
+    time: new Date().toISOString(),
+    kind: 'eval',
+    ...finiteValues(metrics),
+    ...(warnings.length ? { warnings } : {}),
+  };
   report.metrics(record);
   report.progress(step, 'eval', episodes.length, episodes.length);
-  const score = result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : '';
-  report.log(`eval at step ${step} over ${rows.length} rows: ${score}reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory`);
+  const score =
+    result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : '';
+  report.log(
+    `eval at step ${step} over ${rows.length} rows: ${score}reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory`,
+  );
   logWarnings(report.log, step, warnings);
   return result;
 }

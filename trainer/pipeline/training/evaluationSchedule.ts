@@ -22,7 +22,9 @@ export const DEFAULT_EVALUATION_ROWS = 100;
 /** Evaluate every this many RL steps, besides before and after (0: only those two); the default is 0 without held-out rows. */
 export function evaluationEvery(config: Pick<TrainingConfig, 'evaluation' | 'data'>, totalSteps: number): number {
   if (config.evaluation.every !== undefined) return config.evaluation.every;
-  return (config.evaluation.data ?? config.data.eval) === undefined ? 0 : Math.max(1, Math.ceil(totalSteps / EVALUATIONS_PER_RUN));
+  return (config.evaluation.data ?? config.data.eval) === undefined
+    ? 0
+    : Math.max(1, Math.ceil(totalSteps / EVALUATIONS_PER_RUN));
 }
 
 /** How many of the held-out rows (from the first) an evaluation during training uses. */

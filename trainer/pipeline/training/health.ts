@@ -20,7 +20,8 @@ export interface HealthSample {
 
 type Values = Readonly<Record<string, number | null | undefined>>;
 
-const finite = (v: number | null | undefined): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const finite = (v: number | null | undefined): number | undefined =>
+  typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 
 /** The training score a trend follows: the task metric's `score/<name>`, else the mean reward. */
 function scoreOf(values: Values, scoreKey: string | undefined): number | undefined {
@@ -51,12 +52,21 @@ export function pushHealthSample(history: HealthSample[], sample: HealthSample, 
  * after the last collapse the run acted on (a rollback or a stop starts the history afresh, see
  * collapseResponse.ts), the newest `window` — what the uninterrupted run had in memory.
  */
-export function healthHistory(records: readonly MetricsRecord[], step: number, window: number, scoreKey?: string): HealthSample[] {
+export function healthHistory(
+  records: readonly MetricsRecord[],
+  step: number,
+  window: number,
+  scoreKey?: string,
+): HealthSample[] {
   const kept = records.filter((r) => r.kind !== 'sft' && r.step <= step);
-  const actedOn = kept.filter((r) => r.warnings?.some((w) => w.severity === 'critical' && w.action !== undefined)).map((r) => r.step);
+  const actedOn = kept
+    .filter((r) => r.warnings?.some((w) => w.severity === 'critical' && w.action !== undefined))
+    .map((r) => r.step);
   const since = actedOn.length ? Math.max(...actedOn) : -1;
   const history: HealthSample[] = [];
-  for (const r of kept) if (r.kind === 'train' && r.step > since) pushHealthSample(history, healthSample(r.step, r.values, scoreKey), window);
+  for (const r of kept)
+    if (r.kind === 'train' && r.step > since)
+      pushHealthSample(history, healthSample(r.step, r.values, scoreKey), window);
   return history;
 }
 
@@ -84,7 +94,11 @@ function median(values: readonly number[]): number | undefined {
 }
 
 /** The window's median of one value, when at least `minHistory` steps recorded it. */
-function recent(history: readonly HealthSample[], key: keyof Omit<HealthSample, 'step'>, settings: HealthSettings): number | undefined {
+function recent(
+  history: readonly HealthSample[],
+  key: keyof Omit<HealthSample, 'step'>,
+  settings: HealthSettings,
+): number | undefined {
   const values = history.map((s) => s[key]).filter((v): v is number => v !== undefined);
   return values.length >= settings.minHistory ? median(values) : undefined;
 }
@@ -93,7 +107,12 @@ const pct = (x: number) => `${(100 * x).toFixed(0)} %`;
 const num = (x: number) => x.toFixed(3);
 
 /** The warnings of one training step, given the steps before it (oldest first, this one not included). */
-export function stepWarnings(values: Values, history: readonly HealthSample[], settings: HealthSettings, scoreKey?: string): HealthWarning[] {
+export function stepWarnings(
+  values: Values,
+  history: readonly HealthSample[],
+  settings: HealthSettings,
+  scoreKey?: string,
+): HealthWarning[] {
   const now = healthSample(-1, values, scoreKey);
   const collapse = collapseWarning(now, history, settings, scoreKey);
   return [
@@ -110,8 +129,16 @@ function zeroSignalWarnings(values: Values, now: HealthSample, settings: HealthS
   const share = finite(values['health/zero_signal_groups']);
   if (share === undefined || share < settings.zeroSignal || share === 0) return [];
   const score = now.score;
-  const why = score === undefined ? '' : score >= 0.9 ? ' Most answers are already right: the prompts are too easy for the policy now.' : score <= 0.1 ? ' Almost nothing is right yet: the policy needs to find its first successes.' : '';
-  const task = score !== undefined && score <= 0.1 ? 'add demonstrations (sft) or easier prompts' : 'add harder prompts';
+  const why =
+    score === undefined
+      ? ''
+      : score >= 0.9
+        ? ' Most answers are already right: the prompts are too easy for the policy now.'
+        : score <= 0.1
+          ? ' Almost nothing is right yet: the policy needs to find its first successes.'
+          : '';
+  const task =
+    score !== undefined && score <= 0.1 ? 'add demonstrations (sft) or easier prompts' : 'add harder prompts';
   return [
     {
       code: 'zero_signal',
@@ -122,7 +149,12 @@ function zeroSignalWarnings(values: Values, now: HealthSample, settings: HealthS
   ];
 }
 
-function entropyWarnings(now: HealthSample, history: readonly HealthSample[], settings: HealthSettings, collapsing: boolean): HealthWarning[] {
+function entropyWarnings(
+  now: HealthSample,
+  history: readonly HealthSample[],
+  settings: HealthSettings,
+  collapsing: boolean,
+): HealthWarning[] {
   if (now.entropy === undefined) return [];
   if (now.entropy < settings.entropyFloor) {
     return [
@@ -130,7 +162,8 @@ function entropyWarnings(now: HealthSample, history: readonly HealthSample[], se
         code: 'entropy_collapse',
         severity: 'warn',
         message: `entropy ${num(now.entropy)} nats per generated token: the policy has almost stopped exploring, so groups stop differing`,
-        advice: 'raise rollout.temperature, add an entropy bonus (algorithm.entropyCoef) or a KL term (algorithm.kl.coef), or lower optimization.lr',
+        advice:
+          'raise rollout.temperature, add an entropy bonus (algorithm.entropyCoef) or a KL term (algorithm.kl.coef), or lower optimization.lr',
       },
     ];
   }
@@ -146,10 +179,16 @@ function entropyWarnings(now: HealthSample, history: readonly HealthSample[], se
   ];
 }
 
-function entropyJump(now: HealthSample, history: readonly HealthSample[], settings: HealthSettings): { before: number } | undefined {
+function entropyJump(
+  now: HealthSample,
+  history: readonly HealthSample[],
+  settings: HealthSettings,
+): { before: number } | undefined {
   const before = recent(history, 'entropy', settings);
   if (before === undefined || now.entropy === undefined) return undefined;
-  return now.entropy >= settings.entropyJump * before && now.entropy - before >= settings.entropyJumpMin ? { before } : undefined;
+  return now.entropy >= settings.entropyJump * before && now.entropy - before >= settings.entropyJumpMin
+    ? { before }
+    : undefined;
 }
 
 /** Trajectories cut off by a length limit: unfinished answers, or a policy that runs on past its answer. */
@@ -161,7 +200,8 @@ function truncationWarnings(values: Values, settings: HealthSettings): HealthWar
       code: 'truncated',
       severity: 'warn',
       message: `${pct(share)} of the trajectories ran into a length limit: answers never finished, or the policy runs on past its answer`,
-      advice: 'set rewards.truncationPenalty (e.g. 0.5) so that running on costs reward, or raise rollout.budget.maxNewTokensPerTurn if answers need the room',
+      advice:
+        'set rewards.truncationPenalty (e.g. 0.5) so that running on costs reward, or raise rollout.budget.maxNewTokensPerTurn if answers need the room',
     },
   ];
 }
@@ -175,12 +215,18 @@ function toolErrorWarnings(values: Values, settings: HealthSettings): HealthWarn
       code: 'tool_errors',
       severity: 'warn',
       message: `${pct(parse + schema)} of the tool calls could not be used: ${pct(parse)} did not parse, ${pct(schema)} named no known tool or did not match its schema`,
-      advice: 'keep constrained decoding on, add demonstrations of correct calls (sft), and leave room for the error in rollout.budget.maxToolResultTokens so the policy can read it',
+      advice:
+        'keep constrained decoding on, add demonstrations of correct calls (sft), and leave room for the error in rollout.budget.maxToolResultTokens so the policy can read it',
     },
   ];
 }
 
-function updateSizeWarnings(values: Values, now: HealthSample, history: readonly HealthSample[], settings: HealthSettings): HealthWarning[] {
+function updateSizeWarnings(
+  values: Values,
+  now: HealthSample,
+  history: readonly HealthSample[],
+  settings: HealthSettings,
+): HealthWarning[] {
   const warnings: HealthWarning[] = [];
   const clip = finite(values['clip/fraction']);
   if (clip !== undefined && clip > settings.clipFraction) {
@@ -192,7 +238,12 @@ function updateSizeWarnings(values: Values, now: HealthSample, history: readonly
     });
   }
   const klBefore = recent(history, 'kl', settings);
-  if (now.kl !== undefined && klBefore !== undefined && now.kl > settings.klMin && now.kl > settings.klGrowth * klBefore) {
+  if (
+    now.kl !== undefined &&
+    klBefore !== undefined &&
+    now.kl > settings.klMin &&
+    now.kl > settings.klGrowth * klBefore
+  ) {
     warnings.push({
       code: 'kl_growth',
       severity: 'warn',
@@ -213,7 +264,12 @@ function updateSizeWarnings(values: Values, now: HealthSample, history: readonly
  * entropy 0.04 → 0.18 and exact match 0.59 → 0.25 for one step, then back). `collapseSteps` in a
  * row are a collapse, which `onCollapse` acts on.
  */
-function collapseWarning(now: HealthSample, history: readonly HealthSample[], settings: HealthSettings, scoreKey: string | undefined): HealthWarning | undefined {
+function collapseWarning(
+  now: HealthSample,
+  history: readonly HealthSample[],
+  settings: HealthSettings,
+  scoreKey: string | undefined,
+): HealthWarning | undefined {
   const seen = collapseSigns(now, history, settings, scoreKey);
   if (!seen) return undefined;
   let inRow = 1;
@@ -234,28 +290,48 @@ function collapseWarning(now: HealthSample, history: readonly HealthSample[], se
     code: 'collapse',
     severity: 'critical',
     message: `the policy is collapsing${settings.collapseSteps > 1 ? ` (${inRow} steps in a row)` : ''}: ${detail}`,
-    advice: "onCollapse: 'rollback' restores the best checkpoint and halves the learning rate; or lower optimization.lr, raise algorithm.kl.coef",
+    advice:
+      "onCollapse: 'rollback' restores the best checkpoint and halves the learning rate; or lower optimization.lr, raise algorithm.kl.coef",
   };
 }
 
 /** What makes a step look like a collapse (an entropy jump and a falling score or rising errors), or undefined. */
-function collapseSigns(now: HealthSample, history: readonly HealthSample[], settings: HealthSettings, scoreKey: string | undefined): { before: number; signs: string[] } | undefined {
+function collapseSigns(
+  now: HealthSample,
+  history: readonly HealthSample[],
+  settings: HealthSettings,
+  scoreKey: string | undefined,
+): { before: number; signs: string[] } | undefined {
   const jump = entropyJump(now, history, settings);
   if (!jump) return undefined;
   const signs: string[] = [];
   const scoreBefore = recent(history, 'score', settings);
-  if (now.score !== undefined && scoreBefore !== undefined && scoreBefore - now.score >= settings.scoreDrop * Math.abs(scoreBefore)) {
-    signs.push(`the training ${scoreKey?.replace(/^score\//, '') ?? 'reward'} fell from ${num(scoreBefore)} to ${num(now.score)}`);
+  if (
+    now.score !== undefined &&
+    scoreBefore !== undefined &&
+    scoreBefore - now.score >= settings.scoreDrop * Math.abs(scoreBefore)
+  ) {
+    signs.push(
+      `the training ${scoreKey?.replace(/^score\//, '') ?? 'reward'} fell from ${num(scoreBefore)} to ${num(now.score)}`,
+    );
   }
   const errorsBefore = recent(history, 'toolErrors', settings);
-  if (now.toolErrors !== undefined && errorsBefore !== undefined && now.toolErrors - errorsBefore >= settings.toolErrorRise) {
+  if (
+    now.toolErrors !== undefined &&
+    errorsBefore !== undefined &&
+    now.toolErrors - errorsBefore >= settings.toolErrorRise
+  ) {
     signs.push(`the tool error rate rose from ${pct(errorsBefore)} to ${pct(now.toolErrors)}`);
   }
   return signs.length ? { before: jump.before, signs } : undefined;
 }
 
 /** A held-out evaluation against the best one so far: a warning when well below it, a collapse when far below. */
-export function evaluationWarnings(evaluation: { step: number; metric: string; value: number }, best: { step: number; value: number } | undefined, settings: HealthSettings): HealthWarning[] {
+export function evaluationWarnings(
+  evaluation: { step: number; metric: string; value: number },
+  best: { step: number; value: number } | undefined,
+  settings: HealthSettings,
+): HealthWarning[] {
   if (!best || best.step === evaluation.step) return [];
   const drop = best.value - evaluation.value;
   const scale = Math.abs(best.value);
@@ -278,5 +354,6 @@ export function collapseOf(warnings: readonly HealthWarning[]): HealthWarning | 
 
 /** "warning at step 12: 88 % of the groups had all-equal rewards … — try: raise rollout.temperature …", one line each. */
 export function logWarnings(log: (line: string) => void, step: number, warnings: readonly HealthWarning[]): void {
-  for (const w of warnings) log(`${w.severity === 'critical' ? 'COLLAPSE' : 'warning'} at step ${step}: ${w.message} — try: ${w.advice}`);
+  for (const w of warnings)
+    log(`${w.severity === 'critical' ? 'COLLAPSE' : 'warning'} at step ${step}: ${w.message} — try: ${w.advice}`);
 }

@@ -23,17 +23,34 @@ function metricKey(parts: RunParts): string | undefined {
 }
 
 /** A training step's record with its warnings; the step joins the trends' history. */
-export function reviewTrainingStep(parts: RunParts, position: RunPosition, record: MetricsRecord): { record: MetricsRecord; plan?: CollapsePlan } {
+export function reviewTrainingStep(
+  parts: RunParts,
+  position: RunPosition,
+  record: MetricsRecord,
+): { record: MetricsRecord; plan?: CollapsePlan } {
   const key = metricKey(parts);
   const review = respond(parts, position, stepWarnings(record.values, position.health, parts.config.health, key), true);
   pushHealthSample(position.health, healthSample(record.step, record.values, key), parts.config.health.window);
-  return { record: review.warnings.length ? { ...record, warnings: review.warnings } : record, ...(review.plan ? { plan: review.plan } : {}) };
+  return {
+    record: review.warnings.length ? { ...record, warnings: review.warnings } : record,
+    ...(review.plan ? { plan: review.plan } : {}),
+  };
 }
 
 /** A held-out evaluation against the run's best so far (call it before the best is updated); the final one is only reported: the run is ending anyway. */
-export function reviewEvaluation(parts: RunParts, position: RunPosition, step: number, result: EvaluationResult, final: boolean): Review {
+export function reviewEvaluation(
+  parts: RunParts,
+  position: RunPosition,
+  step: number,
+  result: EvaluationResult,
+  final: boolean,
+): Review {
   if (result.metric === undefined || result.score === undefined) return { warnings: [] };
-  const warnings = evaluationWarnings({ step, metric: result.metric, value: result.score }, position.writer.record.best, parts.config.health);
+  const warnings = evaluationWarnings(
+    { step, metric: result.metric, value: result.score },
+    position.writer.record.best,
+    parts.config.health,
+  );
   return respond(parts, position, warnings, !final);
 }
 

@@ -20,7 +20,8 @@ export async function prepareLearners(parts: RunParts, opened: OpenedRun): Promi
   if (!resuming && parts.config.sft) await warmStart(parts, opened.position.random);
   const learners: Learners = { policy: await PolicyTrainer.create(parts.model, policyTrainerOptions(parts.config)) };
   try {
-    if (separateCritic(parts.config)) learners.critic = await Critic.create(parts.model, criticOptions(parts.config, parts.loaded.resolve));
+    if (separateCritic(parts.config))
+      learners.critic = await Critic.create(parts.model, criticOptions(parts.config, parts.loaded.resolve));
     if (resuming) await restoreLearners(parts, learners, opened.checkpoint!, opened.checkpointDir!);
     // A warm start cut short by a stop is not what RL starts from: no checkpoint 0 (the run ends stopped; a new run starts over).
     else if (!parts.control.stopping) await saveRunCheckpoint(parts, opened.position, learners, 0);
@@ -36,15 +37,26 @@ export async function prepareLearners(parts: RunParts, opened: OpenedRun): Promi
  * moments and step count (the optimizer state holds the weights it trains), the reference policy,
  * a separate critic's. A resume does it once; `onCollapse: 'rollback'` with checkpoints/best.
  */
-export async function restoreLearners(parts: RunParts, learners: Learners, saved: LoadedCheckpoint, checkpointDir: string): Promise<void> {
+export async function restoreLearners(
+  parts: RunParts,
+  learners: Learners,
+  saved: LoadedCheckpoint,
+  checkpointDir: string,
+): Promise<void> {
   await learners.policy.optimizer.restore(saved.optimizer);
   if (learners.policy.hasReference) {
     // The reference is the policy as RL started; a run that warm-started cannot rebuild it from the model folder.
     if (saved.reference) await parts.model.restoreReference(saved.reference);
-    else if (parts.config.sft) throw new CheckpointError(`${checkpointDir}: reference.safetensors is missing; the reference policy (the warm start) cannot be rebuilt without it`);
+    else if (parts.config.sft)
+      throw new CheckpointError(
+        `${checkpointDir}: reference.safetensors is missing; the reference policy (the warm start) cannot be rebuilt without it`,
+      );
   }
   if (learners.critic) {
-    if (!saved.critic) throw new CheckpointError(`${checkpointDir}: critic/optimizer.safetensors is missing; this run trains a separate critic`);
+    if (!saved.critic)
+      throw new CheckpointError(
+        `${checkpointDir}: critic/optimizer.safetensors is missing; this run trains a separate critic`,
+      );
     await learners.critic.optimizer.restore(saved.critic);
   }
 }

@@ -58,7 +58,8 @@ export class LiveSnapshot {
   /** Policy tokens generated so far per second of rollout. */
   tokensPerSecond(): number {
     let generated = 0;
-    for (const t of this.trajectories) for (const turn of t.turns) if (turn.assistantTurn !== undefined) generated += turn.tokenEnd - turn.tokenStart;
+    for (const t of this.trajectories)
+      for (const turn of t.turns) if (turn.assistantTurn !== undefined) generated += turn.tokenEnd - turn.tokenStart;
     return generated / Math.max(1e-3, (performance.now() - this.started) / 1000);
   }
 

@@ -25,15 +25,31 @@ import { ChatTemplateError } from '../../foundations/models/modelErrors';
  */
 export async function loadRunParts(
   loaded: LoadedConfig,
-  settings: { provider: ExecutionProviderName; totalSteps: number; inProcessDevice?: boolean; control: RunControl; report: RunReporter; toolCassette?: CassetteOverrides },
+  settings: {
+    provider: ExecutionProviderName;
+    totalSteps: number;
+    inProcessDevice?: boolean;
+    control: RunControl;
+    report: RunReporter;
+    toolCassette?: CassetteOverrides;
+  },
 ): Promise<RunParts> {
   const c = loaded.config;
   const opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers; placed?: PlacedTools } = {};
   try {
     opened.device = createDevice(settings.provider, { worker: !settings.inProcessDevice });
-    const modelDir = await resolveConfigModel(loaded, { events: (e) => settings.report.emit(e), log: settings.report.log, signal: settings.control.signal });
+    const modelDir = await resolveConfigModel(loaded, {
+      events: (e) => settings.report.emit(e),
+      log: settings.report.log,
+      signal: settings.control.signal,
+    });
     settings.report.progress(0, 'load', 0, 1);
-    opened.model = await ModelRuntime.load(opened.device, modelDir, { lora: c.model.lora === false ? undefined : c.model.lora, valueHead: sharedCritic(c), seed: c.seed, trainVision: c.model.trainVision });
+    opened.model = await ModelRuntime.load(opened.device, modelDir, {
+      lora: c.model.lora === false ? undefined : c.model.lora,
+      valueHead: sharedCritic(c),
+      seed: c.seed,
+      trainVision: c.model.trainVision,
+    });
     const template = opened.model.folder.chatTemplate;
     if (!template) throw new ChatTemplateError(`${modelDir}: the tokenizer has no chat template; agents need one`);
     opened.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file), log: settings.report.log });
@@ -47,15 +63,46 @@ export async function loadRunParts(
     // Images in rows and tool results (vision-language models; an error naming the row or call for text-only ones).
     // Recorded tool results, answering and/or recording the calls of both loops (runCassette.ts).
     const cassette = runCassette(loaded, settings.toolCassette);
-    if (cassette) settings.report.log(`tool calls: ${[cassette.record ? 'recorded to cassette.jsonl' : '', cassette.cassette.replaying ? `replayed from ${cassette.cassette.replaying}` : ''].filter(Boolean).join(', ')}`);
-    const loopParts = { ...agentLoopOptions(c, { policy: new ModelPolicy(opened.model), template, tools }), images, ...(cassette ? { toolInterceptor: cassette.cassette } : {}) };
-    const loop = new AgentLoop({ ...loopParts, sampling: rolloutSampling(c), observer: rolloutHooks(settings.control, settings.report, live) });
+    if (cassette)
+      settings.report.log(
+        `tool calls: ${[cassette.record ? 'recorded to cassette.jsonl' : '', cassette.cassette.replaying ? `replayed from ${cassette.cassette.replaying}` : ''].filter(Boolean).join(', ')}`,
+      );
+    const loopParts = {
+      ...agentLoopOptions(c, { policy: new ModelPolicy(opened.model), template, tools }),
+      images,
+      ...(cassette ? { toolInterceptor: cassette.cassette } : {}),
+    };
+    const loop = new AgentLoop({
+      ...loopParts,
+      sampling: rolloutSampling(c),
+      observer: rolloutHooks(settings.control, settings.report, live),
+    });
     const evalLoop = new AgentLoop({ ...loopParts, sampling: evaluationSampling(c) });
     for (const rows of [train.rows, ...(evalData ? [evalData.rows] : [])]) {
       await loop.prepareRows(rows);
       loop.checkRows(rows);
     }
-    return { loaded, config: c, totalSteps: settings.totalSteps, device: opened.device, modelDir, model: opened.model, template, tools, mcp: opened.mcp, placed: opened.placed, images, loop, evalLoop, train, evalData, control: settings.control, report: settings.report, live, ...(cassette ? { cassette } : {}) };
+    return {
+      loaded,
+      config: c,
+      totalSteps: settings.totalSteps,
+      device: opened.device,
+      modelDir,
+      model: opened.model,
+      template,
+      tools,
+      mcp: opened.mcp,
+      placed: opened.placed,
+      images,
+      loop,
+      evalLoop,
+      train,
+      evalData,
+      control: settings.control,
+      report: settings.report,
+      live,
+      ...(cassette ? { cassette } : {}),
+    };
   } catch (error) {
     await closeOpened(opened);
     throw error;
@@ -67,7 +114,12 @@ export async function closeRunParts(parts: Pick<RunParts, 'device' | 'model' | '
   await closeOpened(parts);
 }
 
-async function closeOpened(opened: { device?: Device; model?: ModelRuntime; mcp?: McpServers; placed?: PlacedTools }): Promise<void> {
+async function closeOpened(opened: {
+  device?: Device;
+  model?: ModelRuntime;
+  mcp?: McpServers;
+  placed?: PlacedTools;
+}): Promise<void> {
   await opened.placed?.close().catch(() => undefined);
   await opened.mcp?.close().catch(() => undefined);
   opened.model?.close();

@@ -26,19 +26,30 @@ export function downloadProgressReporter(report: ModelSourceReporting): (progres
   return (p) => {
     if (!announced && p.fileCount > 0) {
       announced = true;
-      report.log?.(`${p.repo}: downloading ${p.fileCount} file${p.fileCount === 1 ? '' : 's'} (${formatBytes(p.total)}) into the Hugging Face cache`);
+      report.log?.(
+        `${p.repo}: downloading ${p.fileCount} file${p.fileCount === 1 ? '' : 's'} (${formatBytes(p.total)}) into the Hugging Face cache`,
+      );
     }
     const now = Date.now();
     if (!p.finished && p.file === lastFile && now - last < PROGRESS_INTERVAL_MS) return;
     last = now;
     lastFile = p.file;
-    report.events?.({ protocol: PROTOCOL_VERSION, type: 'progress', step: 0, phase: 'download', done: p.done, total: p.total, detail: p.file ? `${p.repo} · ${p.file}` : p.repo });
+    report.events?.({
+      protocol: PROTOCOL_VERSION,
+      type: 'progress',
+      step: 0,
+      phase: 'download',
+      done: p.done,
+      total: p.total,
+      detail: p.file ? `${p.repo} · ${p.file}` : p.repo,
+    });
   };
 }
 
 export function describePull(result: PullResult, seconds: number): string {
   const where = `${result.repo} at ${result.commit.slice(0, 12)}${result.revision === result.commit ? '' : ` (${result.revision})`}`;
-  if (result.downloaded.length === 0) return `${where} from the Hugging Face cache${result.offline ? ' (HF_HUB_OFFLINE)' : ''}: ${result.snapshotDir}`;
+  if (result.downloaded.length === 0)
+    return `${where} from the Hugging Face cache${result.offline ? ' (HF_HUB_OFFLINE)' : ''}: ${result.snapshotDir}`;
   return `${where}: downloaded ${result.downloaded.length} file${result.downloaded.length === 1 ? '' : 's'} (${formatBytes(result.downloadedBytes)}) in ${seconds.toFixed(1)} s into ${result.snapshotDir}`;
 }
 

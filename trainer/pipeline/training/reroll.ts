@@ -75,7 +75,10 @@ export class RerollError extends Error {
 /** The whole rollout the parent was in: a training step's trajectories, or an evaluation's. */
 function readBatch(reader: RunStoreReader, set: TrajectorySet, step: number): TrajectoryRecord[] {
   const steps = set === 'train' ? reader.steps() : reader.evaluations();
-  if (!steps.includes(step)) throw new RerollError(`${reader.dir}: no ${set === 'train' ? 'training rollouts' : 'evaluation'} at step ${step} (recorded: ${steps.join(', ') || 'none'})`);
+  if (!steps.includes(step))
+    throw new RerollError(
+      `${reader.dir}: no ${set === 'train' ? 'training rollouts' : 'evaluation'} at step ${step} (recorded: ${steps.join(', ') || 'none'})`,
+    );
   return (set === 'train' ? reader.trajectories(step) : reader.evaluationTrajectories(step)).records;
 }
 
@@ -84,7 +87,10 @@ function findRow(loaded: LoadedConfig, set: TrajectorySet, rowId: string): Datas
   const file = set === 'train' ? c.data.train : (c.evaluation.data ?? c.data.eval);
   if (!file) throw new RerollError(`${loaded.file}: no evaluation data to find row ${rowId} in`);
   const row = loadJsonlDataset(loaded.resolve(file), { fields: c.data.fields }).rows.find((r) => r.id === rowId);
-  if (!row) throw new RerollError(`${loaded.resolve(file)}: no row ${rowId} (the parent's row); the dataset changed since the run`);
+  if (!row)
+    throw new RerollError(
+      `${loaded.resolve(file)}: no row ${rowId} (the parent's row); the dataset changed since the run`,
+    );
   return row;
 }
 
@@ -105,7 +111,10 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
   reader.run();
   const batch = readBatch(reader, request.set, request.step);
   const parent = batch.find((t) => t.index === request.index);
-  if (!parent) throw new RerollError(`${request.runDir}: step ${request.step} has no trajectory ${request.index} (0..${batch.length - 1})`);
+  if (!parent)
+    throw new RerollError(
+      `${request.runDir}: step ${request.step} has no trajectory ${request.index} (0..${batch.length - 1})`,
+    );
   cutTokenIndex(parent, request.cut);
   checkEdits(parent, request);
   const row = findRow(loaded, request.set, parent.rowId);
@@ -116,11 +125,20 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
   try {
     const template = model.folder.chatTemplate;
     if (!template) throw new RerollError(`${model.folder.dir}: the tokenizer has no chat template`);
-    mcp = await McpServers.open(loaded.config.mcpServers, { baseDir: path.dirname(loaded.file), ...(request.log ? { log: request.log } : {}) });
+    mcp = await McpServers.open(loaded.config.mcpServers, {
+      baseDir: path.dirname(loaded.file),
+      ...(request.log ? { log: request.log } : {}),
+    });
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
     const branches = await rollBranches(loaded, request, { batch, parent, row, model, template, tools });
-    const set: BranchSet = { ...branches, checkpoint, createdAt: new Date().toISOString(), protocol: PROTOCOL_VERSION, id: branchId(request) };
+    const set: BranchSet = {
+      ...branches,
+      checkpoint,
+      createdAt: new Date().toISOString(),
+      protocol: PROTOCOL_VERSION,
+      id: branchId(request),
+    };
     return { branches: set, file: writeBranchSet(request.runDir, set), parent };
   } finally {
     await placed?.close().catch(() => undefined);
@@ -141,11 +159,20 @@ function checkEdits(parent: TrajectoryRecord, request: RerollRequest): void {
   const calls = generatedTurns(parent)[request.cut.turn].toolCalls ?? [];
   for (const edit of edits) {
     if (edit.kind === 'message') {
-      if (request.cut.at !== 'start') throw new RerollError(`an inserted message goes at the start of a turn (at: start), not before the results of turn ${request.cut.turn}'s calls`);
+      if (request.cut.at !== 'start')
+        throw new RerollError(
+          `an inserted message goes at the start of a turn (at: start), not before the results of turn ${request.cut.turn}'s calls`,
+        );
       continue;
     }
-    if (request.cut.at !== 'call') throw new RerollError(`edits of a call's result or arguments need a cut before the calls' results (at: call), not at the start of turn ${request.cut.turn}`);
-    if (edit.call >= calls.length) throw new RerollError(`turn ${request.cut.turn} of trajectory ${parent.index} has ${calls.length} call(s); there is no call ${edit.call} to edit`);
+    if (request.cut.at !== 'call')
+      throw new RerollError(
+        `edits of a call's result or arguments need a cut before the calls' results (at: call), not at the start of turn ${request.cut.turn}`,
+      );
+    if (edit.call >= calls.length)
+      throw new RerollError(
+        `turn ${request.cut.turn} of trajectory ${parent.index} has ${calls.length} call(s); there is no call ${edit.call} to edit`,
+      );
   }
 }
 
@@ -166,20 +193,46 @@ async function rollBranches(loaded: LoadedConfig, request: RerollRequest, parts:
   const samples = request.samples ?? 1;
   const origin = { set: request.set, step: request.step, trajectory: parent.index };
   const player = toolSource(request) === 'cassette' ? readCassette(request.runDir) : undefined;
-  const cassette = player ? new ToolCassette({ player, onMiss: request.onMiss ?? 'error', originOf: () => origin }) : undefined;
+  const cassette = player
+    ? new ToolCassette({ player, onMiss: request.onMiss ?? 'error', originOf: () => origin })
+    : undefined;
   const edited = new EditedResults(request.cut.turn, request.edits ?? [], cassette);
-  const sampling = { ...(request.set === 'train' ? { ...rolloutSampling(c) } : evaluationSampling(c)), ...(request.temperature !== undefined ? { temperature: request.temperature } : {}) };
-  const loop = new AgentLoop({ ...agentLoopOptions(c, { policy: new ModelPolicy(parts.model), template, tools }), sampling, toolInterceptor: edited });
+  const sampling = {
+    ...(request.set === 'train' ? { ...rolloutSampling(c) } : evaluationSampling(c)),
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+  };
+  const loop = new AgentLoop({
+    ...agentLoopOptions(c, { policy: new ModelPolicy(parts.model), template, tools }),
+    sampling,
+    toolInterceptor: edited,
+  });
   const context = { loop, template, ...(c.rollout.templateKwargs ? { templateKwargs: c.rollout.templateKwargs } : {}) };
-  const insertedMessages = (request.edits ?? []).flatMap((e) => (e.kind === 'message' ? [{ role: e.role, content: e.content }] : []));
-  const argumentEdits = new Map((request.edits ?? []).flatMap((e) => (e.kind === 'arguments' ? [[e.call, e.arguments] as const] : [])));
+  const insertedMessages = (request.edits ?? []).flatMap((e) =>
+    e.kind === 'message' ? [{ role: e.role, content: e.content }] : [],
+  );
+  const argumentEdits = new Map(
+    (request.edits ?? []).flatMap((e) => (e.kind === 'arguments' ? [[e.call, e.arguments] as const] : [])),
+  );
   const states = Array.from({ length: samples }, (_, k) =>
-    restoreState(parent, parts.row, request.cut, k, context, { priorResult: priorResults(player, k, origin, parent, request.cut), arguments: argumentEdits, insert: insertedMessages }),
+    restoreState(parent, parts.row, request.cut, k, context, {
+      priorResult: priorResults(player, k, origin, parent, request.cut),
+      arguments: argumentEdits,
+      insert: insertedMessages,
+    }),
   );
   const seed = request.seed ?? parentSeed(loaded, request.set, request.step);
-  const follow = seed === parentSeed(loaded, request.set, request.step) && oneRollout(loaded, request, parts.batch) ? parentDraws(parts.batch, parent, request, c.rollout.budget, seed) : undefined;
-  if (!follow) request.log?.(`branch 0 samples with fresh numbers${seed === parentSeed(loaded, request.set, request.step) ? " (its parent's could not be worked out)" : ' (another seed than the parent’s)'}`);
-  const uniforms = new RerollUniforms([follow], Array.from({ length: samples }, (_, k) => seedFor(seed, k, 23)));
+  const follow =
+    seed === parentSeed(loaded, request.set, request.step) && oneRollout(loaded, request, parts.batch)
+      ? parentDraws(parts.batch, parent, request, c.rollout.budget, seed)
+      : undefined;
+  if (!follow)
+    request.log?.(
+      `branch 0 samples with fresh numbers${seed === parentSeed(loaded, request.set, request.step) ? " (its parent's could not be worked out)" : ' (another seed than the parent’s)'}`,
+    );
+  const uniforms = new RerollUniforms(
+    [follow],
+    Array.from({ length: samples }, (_, k) => seedFor(seed, k, 23)),
+  );
   const trajectories = await loop.continueFrom(states, { seed, uniforms });
   edited.checkApplied();
   return {
@@ -207,14 +260,22 @@ function oneRollout(loaded: LoadedConfig, request: RerollRequest, batch: readonl
   const dynamic = (c.algorithm as { dynamicSampling?: { enabled?: boolean } }).dynamicSampling?.enabled === true;
   const expected = c.rollout.promptsPerStep * c.algorithm.groupSize;
   if (dynamic || batch.length !== expected) {
-    request.log?.(`step ${request.step} was not one rollout of ${expected} trajectories (${dynamic ? 'dynamic sampling' : `${batch.length} recorded`})`);
+    request.log?.(
+      `step ${request.step} was not one rollout of ${expected} trajectories (${dynamic ? 'dynamic sampling' : `${batch.length} recorded`})`,
+    );
     return false;
   }
   return true;
 }
 
 /** The parent's random numbers from the cut on, or undefined when its batch's draws cannot be worked out. */
-function parentDraws(batch: TrajectoryRecord[], parent: TrajectoryRecord, request: RerollRequest, budget: { maxNewTokensPerTurn: number; maxTotalTokens: number }, seed: number): number[] | undefined {
+function parentDraws(
+  batch: TrajectoryRecord[],
+  parent: TrajectoryRecord,
+  request: RerollRequest,
+  budget: { maxNewTokensPerTurn: number; maxTotalTokens: number },
+  seed: number,
+): number[] | undefined {
   let draws: number[][];
   try {
     draws = batchDraws(batch, budget);
@@ -228,13 +289,23 @@ function parentDraws(batch: TrajectoryRecord[], parent: TrajectoryRecord, reques
 }
 
 /** The full results (their `data` too) of the prefix's calls, from the cassette; consuming them keeps the branch's later identical calls in step. */
-function priorResults(player: CassettePlayer | undefined, requester: number, origin: { set: TrajectorySet; step: number; trajectory: number }, parent: TrajectoryRecord, cut: CutPoint): ((turn: number, call: number) => ToolResult | undefined) | undefined {
+function priorResults(
+  player: CassettePlayer | undefined,
+  requester: number,
+  origin: { set: TrajectorySet; step: number; trajectory: number },
+  parent: TrajectoryRecord,
+  cut: CutPoint,
+): ((turn: number, call: number) => ToolResult | undefined) | undefined {
   if (!player) return undefined;
   const results = new Map<string, ToolResult>();
   generatedTurns(parent).forEach((turn, g) => {
     if (g >= cut.turn) return;
     for (const call of turn.toolCalls ?? []) {
-      if (call.name === undefined || (call.error && ['parse', 'unknown_tool', 'invalid_arguments'].includes(call.error.kind))) continue;
+      if (
+        call.name === undefined ||
+        (call.error && ['parse', 'unknown_tool', 'invalid_arguments'].includes(call.error.kind))
+      )
+        continue;
       const entry = player.find(requester, origin, call.name, call.arguments);
       const outcome = entry ? recordedOutcome(entry) : undefined;
       if (outcome?.result) results.set(`${g}/${call.index}`, outcome.result);
@@ -243,12 +314,20 @@ function priorResults(player: CassettePlayer | undefined, requester: number, ori
   return (turn, call) => results.get(`${turn}/${call}`);
 }
 
-async function branchRecords(loaded: LoadedConfig, request: RerollRequest, parts: RerollParts, trajectories: Trajectory[]): Promise<BranchSet['branches']> {
+async function branchRecords(
+  loaded: LoadedConfig,
+  request: RerollRequest,
+  parts: RerollParts,
+  trajectories: Trajectory[],
+): Promise<BranchSet['branches']> {
   // Scored alone, as an evaluation is: no batch statistic (Agent-R1's process normaliser) from training.
   const rewards = await scoreTrajectories(trajectories, loaded.config.rewards, parts.tools);
   const parentIds = decodeInt32(parts.parent.tokens.ids);
   return trajectories.map((t, k) => ({
-    trajectory: toTrajectoryRecord(t, rewards.trajectories[k], { step: request.step, tokenizer: parts.model.tokenizer }),
+    trajectory: toTrajectoryRecord(t, rewards.trajectories[k], {
+      step: request.step,
+      tokenizer: parts.model.tokenizer,
+    }),
     firstDivergence: firstDivergence(parentIds, t.ids),
   }));
 }

@@ -17,13 +17,20 @@ import type { LoadedConfig } from './trainingConfig';
  *   N, step-N     `checkpoints/step-N`
  *   anything else a model folder (relative to the current folder) or a Hub repo id
  */
-export async function rerollCheckpoint(runDir: string, loaded: LoadedConfig, spec: string | undefined, parent: { set: TrajectorySet; step: number }): Promise<{ spec: string; path: string }> {
+export async function rerollCheckpoint(
+  runDir: string,
+  loaded: LoadedConfig,
+  spec: string | undefined,
+  parent: { set: TrajectorySet; step: number },
+): Promise<{ spec: string; path: string }> {
   const inRun = (relative: string, asked: string) => {
     const dir = path.join(runDir, relative);
     if (fs.existsSync(dir)) return { spec: asked, path: dir };
     const kept = new RunStoreReader(runDir).checkpoints();
     const best = fs.existsSync(path.join(runDir, 'checkpoints', 'best')) ? ['best'] : [];
-    throw new Error(`${runDir}: no ${relative} (${asked}); the run keeps ${[...kept.map((k) => path.basename(k)), ...best].join(', ') || 'no checkpoints'} — pass --checkpoint with one of them, warm-start, or a model folder`);
+    throw new Error(
+      `${runDir}: no ${relative} (${asked}); the run keeps ${[...kept.map((k) => path.basename(k)), ...best].join(', ') || 'no checkpoints'} — pass --checkpoint with one of them, warm-start, or a model folder`,
+    );
   };
   if (spec === undefined) {
     const step = parent.set === 'train' ? parent.step - 1 : parent.step;

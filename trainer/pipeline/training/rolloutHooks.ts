@@ -17,15 +17,22 @@ export function rolloutHooks(control: RunControl, report: RunReporter, live: Run
       report.writer?.writeImages(trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
       live.snapshot?.rolloutStarted(trajectories);
     },
-    turnGenerated: async (trajectory, turn) => control.point({ step: step(), trajectory: trajectory.index, kind: 'turn', turn: turn.index }, snapshot),
+    turnGenerated: async (trajectory, turn) =>
+      control.point({ step: step(), trajectory: trajectory.index, kind: 'turn', turn: turn.index }, snapshot),
     beforeToolCall: async (trajectory, call) => {
       live.snapshot?.callAnnounced(trajectory.index, call);
-      await control.point({ step: step(), trajectory: trajectory.index, kind: 'call', turn: call.turnIndex, call: call.index }, snapshot);
+      await control.point(
+        { step: step(), trajectory: trajectory.index, kind: 'call', turn: call.turnIndex, call: call.index },
+        snapshot,
+      );
     },
     toolCallFinished: async (trajectory, call) => {
       if (call.images?.length) report.writer?.writeImages(call.images);
       live.snapshot?.callFinished(trajectory.index, call);
-      await control.point({ step: step(), trajectory: trajectory.index, kind: 'result', turn: call.turnIndex, call: call.index }, snapshot);
+      await control.point(
+        { step: step(), trajectory: trajectory.index, kind: 'result', turn: call.turnIndex, call: call.index },
+        snapshot,
+      );
     },
     trajectoryFinished: async (trajectory) => {
       const current = live.snapshot;

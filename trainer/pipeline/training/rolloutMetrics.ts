@@ -6,7 +6,11 @@ import { scoreKey } from './taskMetric';
  * Batch statistics of a rollout, under the names of METRICS (trainer/contract/protocol/runStore.ts);
  * with a task metric (an outcome reward's name, see taskMetric.ts), its mean as `score/<name>`.
  */
-export function rolloutMetrics(trajectories: readonly Trajectory[], rewards: BatchRewards, metric?: string): Record<string, number> {
+export function rolloutMetrics(
+  trajectories: readonly Trajectory[],
+  rewards: BatchRewards,
+  metric?: string,
+): Record<string, number> {
   const totals = rewards.trajectories.map((r) => r.total);
   const n = Math.max(1, trajectories.length);
   const mean = totals.reduce((a, b) => a + b, 0) / n;
@@ -33,10 +37,15 @@ export function rolloutMetrics(trajectories: readonly Trajectory[], rewards: Bat
     'length/total_mean': trajectories.reduce((a, t) => a + t.ids.length, 0) / n,
     'tools/calls_per_trajectory': calls.length / n,
     'tools/error_rate': calls.length ? calls.filter((c) => c.error).length / calls.length : 0,
-    'health/truncated': trajectories.filter((t) => t.finishReason === 'max_turn_tokens' || t.finishReason === 'max_total_tokens').length / n,
+    'health/truncated':
+      trajectories.filter((t) => t.finishReason === 'max_turn_tokens' || t.finishReason === 'max_total_tokens').length /
+      n,
     // The policy's own mistakes, apart from tools that threw or timed out: a call that could not be read, and one that named no known tool or broke its schema.
     'tools/parse_error_rate': calls.length ? calls.filter((c) => c.error?.kind === 'parse').length / calls.length : 0,
-    'tools/schema_error_rate': calls.length ? calls.filter((c) => c.error?.kind === 'unknown_tool' || c.error?.kind === 'invalid_arguments').length / calls.length : 0,
+    'tools/schema_error_rate': calls.length
+      ? calls.filter((c) => c.error?.kind === 'unknown_tool' || c.error?.kind === 'invalid_arguments').length /
+        calls.length
+      : 0,
   };
   // Each reward's mean, and the task metric's under its own key.
   const names = new Set(rewards.trajectories.flatMap((r) => Object.keys(r.components)));
@@ -49,7 +58,10 @@ export function rolloutMetrics(trajectories: readonly Trajectory[], rewards: Bat
 }
 
 /** Split finite values from non-finite ones (JSON has no NaN): the record keeps null and names them. */
-export function finiteValues(values: Record<string, number>): { values: Record<string, number | null>; nonFinite?: string[] } {
+export function finiteValues(values: Record<string, number>): {
+  values: Record<string, number | null>;
+  nonFinite?: string[];
+} {
   const out: Record<string, number | null> = {};
   const nonFinite: string[] = [];
   for (const [k, v] of Object.entries(values)) {

@@ -9,7 +9,9 @@ import { ConfigError, type LoadedConfig } from './trainingConfig';
 export function readCassette(source: string): CassettePlayer {
   const file = fs.existsSync(source) && fs.statSync(source).isDirectory() ? path.join(source, CASSETTE_FILE) : source;
   if (!fs.existsSync(file)) {
-    throw new ConfigError(`${file}: no recorded tool calls there; record them with toolCassette: { record: true } in the config (or train --record-tools)`);
+    throw new ConfigError(
+      `${file}: no recorded tool calls there; record them with toolCassette: { record: true } in the config (or train --record-tools)`,
+    );
   }
   const read = readJsonl(file, CassetteEntry);
   return new CassettePlayer(read.records, file);
@@ -26,10 +28,18 @@ export interface CassetteOverrides {
   onMiss?: CassetteMiss;
 }
 
-export function runCassette(loaded: LoadedConfig, overrides: CassetteOverrides = {}): { cassette: ToolCassette; record: boolean } | undefined {
+export function runCassette(
+  loaded: LoadedConfig,
+  overrides: CassetteOverrides = {},
+): { cassette: ToolCassette; record: boolean } | undefined {
   const settings = loaded.config.toolCassette;
   const record = overrides.record ?? settings?.record ?? false;
-  const replay = overrides.replay !== undefined ? path.resolve(overrides.replay) : settings?.replay !== undefined ? loaded.resolve(settings.replay) : undefined;
+  const replay =
+    overrides.replay !== undefined
+      ? path.resolve(overrides.replay)
+      : settings?.replay !== undefined
+        ? loaded.resolve(settings.replay)
+        : undefined;
   if (!record && replay === undefined) return undefined;
   const cassette = new ToolCassette({
     ...(replay !== undefined ? { player: readCassette(replay) } : {}),
@@ -54,7 +64,15 @@ export function evalCassette(settings: EvalCassette | undefined): ToolCassette |
   const cassette = new ToolCassette({
     ...(settings.replay !== undefined ? { player: readCassette(settings.replay) } : {}),
     onMiss: settings.onMiss ?? 'error',
-    ...(record !== undefined ? { record: (entries) => appendJsonl(record, entries.map((e) => CassetteEntry.parse(e))) } : {}),
+    ...(record !== undefined
+      ? {
+          record: (entries) =>
+            appendJsonl(
+              record,
+              entries.map((e) => CassetteEntry.parse(e)),
+            ),
+        }
+      : {}),
   });
   // Evaluation rows are one rollout: the calls' origin is (eval, 0, row position).
   cassette.enter('eval', 0);

@@ -6,7 +6,12 @@ import type { Learners, RunParts, RunPosition } from './runParts';
  * a KL term, a separate critic's optimizer, the data position and random state), keep the newest
  * few, and mark the step complete with it.
  */
-export async function saveRunCheckpoint(parts: RunParts, position: RunPosition, learners: Learners, step: number): Promise<void> {
+export async function saveRunCheckpoint(
+  parts: RunParts,
+  position: RunPosition,
+  learners: Learners,
+  step: number,
+): Promise<void> {
   parts.report.progress(step, 'checkpoint', 0, 1);
   const relative = await writeRunCheckpoint(parts, position, learners, step);
   pruneCheckpoints(position.writer.dir, parts.config.output.keepCheckpoints);
@@ -15,7 +20,13 @@ export async function saveRunCheckpoint(parts: RunParts, position: RunPosition, 
 }
 
 /** Write the run's state at `step` as a checkpoint folder: `checkpoints/step-NNNNNN`, or `relative` (the best checkpoint). */
-export async function writeRunCheckpoint(parts: RunParts, position: RunPosition, learners: Learners, step: number, relative?: string): Promise<string> {
+export async function writeRunCheckpoint(
+  parts: RunParts,
+  position: RunPosition,
+  learners: Learners,
+  step: number,
+  relative?: string,
+): Promise<string> {
   const reference = learners.policy.hasReference ? await parts.model.referenceState() : undefined;
   const critic = learners.critic ? await learners.critic.optimizer.state() : undefined;
   return saveCheckpoint(

@@ -16,7 +16,8 @@ export class RunControl {
   private readonly stopper = new AbortController();
 
   /** Called when a point is held: send it to the debugger (the run waits for `release`). */
-  onHold: ((id: number, point: LivePoint, trajectories: TrajectoryRecord[], metrics?: MetricsRecord) => void) | undefined;
+  onHold:
+    ((id: number, point: LivePoint, trajectories: TrajectoryRecord[], metrics?: MetricsRecord) => void) | undefined;
 
   get stopping(): boolean {
     return this.stopRequested;
@@ -73,7 +74,10 @@ export class RunControl {
   }
 
   /** Hold at a stop point when a debugger asked for holding; resolves when released. */
-  async point(point: LivePoint, snapshot: () => { trajectories: TrajectoryRecord[]; metrics?: MetricsRecord }): Promise<void> {
+  async point(
+    point: LivePoint,
+    snapshot: () => { trajectories: TrajectoryRecord[]; metrics?: MetricsRecord },
+  ): Promise<void> {
     await this.waitWhilePaused();
     if (!this.holding || this.stopRequested || !this.onHold) return;
     if (this.holdKinds && !this.holdKinds.has(point.kind)) return;

@@ -22,7 +22,15 @@ export class RunReporter {
   }
 
   progress(step: number, phase: TrainingPhase, done: number, total: number, tokensPerSecond?: number): void {
-    this.sink({ protocol: PROTOCOL_VERSION, type: 'progress', step, phase, done, total, ...(tokensPerSecond !== undefined ? { tokensPerSecond } : {}) });
+    this.sink({
+      protocol: PROTOCOL_VERSION,
+      type: 'progress',
+      step,
+      phase,
+      done,
+      total,
+      ...(tokensPerSecond !== undefined ? { tokensPerSecond } : {}),
+    });
   }
 
   metrics(record: MetricsRecord): void {

@@ -43,7 +43,13 @@ export interface OpenedRun {
 /** `20261203-101500-my-agent`: when and what, sortable. */
 function runId(name: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
-  return `${stamp}-${name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'run'}`;
+  return `${stamp}-${
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '')
+      .slice(0, 40) || 'run'
+  }`;
 }
 
 function modelSummary(parts: RunParts): RunRecord['model'] {
@@ -55,7 +61,15 @@ function modelSummary(parts: RunParts): RunRecord['model'] {
     parameters,
     // What the update trains (a vision-language model's tower only with model.trainVision).
     trainableParameters: model.parameterCount(model.trainableWeights(config.model.lora === false)),
-    ...(config.model.lora !== false ? { lora: { rank: config.model.lora.rank, alpha: config.model.lora.alpha, targets: [...config.model.lora.targets] } } : {}),
+    ...(config.model.lora !== false
+      ? {
+          lora: {
+            rank: config.model.lora.rank,
+            alpha: config.model.lora.alpha,
+            targets: [...config.model.lora.targets],
+          },
+        }
+      : {}),
   };
 }
 
@@ -81,7 +95,15 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
     ...(metric !== undefined ? { metric } : {}),
   });
   return {
-    position: { writer, cursor: new DataCursor(parts.train.rows.length, c.seed), random: Random.fromSeed(c.seed), consecutiveNonFinite: 0, processNormalizer: new ProcessRewardNormalizer(c.rewards.processNormMomentum), lrScale: 1, health: [] },
+    position: {
+      writer,
+      cursor: new DataCursor(parts.train.rows.length, c.seed),
+      random: Random.fromSeed(c.seed),
+      consecutiveNonFinite: 0,
+      processNormalizer: new ProcessRewardNormalizer(c.rewards.processNormMomentum),
+      lrScale: 1,
+      health: [],
+    },
     startStep: 1,
   };
 }
@@ -95,17 +117,29 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
 export function reopenRun(parts: RunParts, dir: string): OpenedRun {
   readRunToResume(dir); // a folder that is not a run fails here, before a lock file is created in it
   const lock = RunDirectoryLock.acquire(dir, {
-    onTakeover: (stale) => parts.report.log(`${dir}: its last writer (pid ${stale.pid} on ${stale.host}, last seen ${stale.heartbeatAt}) is gone; resuming in its place`),
+    onTakeover: (stale) =>
+      parts.report.log(
+        `${dir}: its last writer (pid ${stale.pid} on ${stale.host}, last seen ${stale.heartbeatAt}) is gone; resuming in its place`,
+      ),
   });
   try {
     const run = new RunStoreReader(dir).run();
     const { checkpoint, relative } = newestIntactCheckpoint(parts, dir, run);
     const step = checkpoint.state.step;
     dropRecordsAfterStep(dir, step);
-    const writer = RunStoreWriter.reopen(dir, { ...run, lastStep: step, lastCheckpoint: relative, totalSteps: parts.totalSteps }, lock);
+    const writer = RunStoreWriter.reopen(
+      dir,
+      { ...run, lastStep: step, lastCheckpoint: relative, totalSteps: parts.totalSteps },
+      lock,
+    );
     const { data, random, consecutiveNonFinite, processNormalizer, lrScale } = checkpoint.state;
     const metric = taskMetric(parts.config);
-    const health = healthHistory(new RunStoreReader(dir).metrics().records, step, parts.config.health.window, metric === undefined ? undefined : scoreKey(metric));
+    const health = healthHistory(
+      new RunStoreReader(dir).metrics().records,
+      step,
+      parts.config.health.window,
+      metric === undefined ? undefined : scoreKey(metric),
+    );
     parts.report.log(`resuming ${run.id} after step ${step} from ${relative}`);
     return {
       position: {
@@ -135,9 +169,13 @@ function readRunToResume(dir: string): RunRecord {
     if ((error as Error).name !== 'ProtocolError') throw error;
     if (!fs.existsSync(path.join(dir, 'run.json'))) {
       const what = fs.existsSync(dir) ? 'is not a Rollout Studio run (it has no run.json)' : 'does not exist';
-      throw new ResumeError(`${dir} ${what}; --resume takes the folder of an earlier run (the one train printed at its end, runs/<name>-<time>/), or leave --resume out to start a new run`);
+      throw new ResumeError(
+        `${dir} ${what}; --resume takes the folder of an earlier run (the one train printed at its end, runs/<name>-<time>/), or leave --resume out to start a new run`,
+      );
     }
-    throw new ResumeError(`${(error as Error).message}\nThe run's record is damaged, so it cannot be resumed; start a new run (the checkpoints under ${path.join(dir, 'checkpoints')} still load with eval --checkpoint)`);
+    throw new ResumeError(
+      `${(error as Error).message}\nThe run's record is damaged, so it cannot be resumed; start a new run (the checkpoints under ${path.join(dir, 'checkpoints')} still load with eval --checkpoint)`,
+    );
   }
 }
 
@@ -145,9 +183,16 @@ function readRunToResume(dir: string): RunRecord {
  * The newest checkpoint that loads whole, newest first; each damaged one is named in a warning.
  * A checkpoint of another config is not damage: it fails the resume at once.
  */
-function newestIntactCheckpoint(parts: RunParts, dir: string, run: RunRecord): { checkpoint: LoadedCheckpoint; relative: string } {
+function newestIntactCheckpoint(
+  parts: RunParts,
+  dir: string,
+  run: RunRecord,
+): { checkpoint: LoadedCheckpoint; relative: string } {
   const candidates = new RunStoreReader(dir).checkpoints().reverse();
-  if (candidates.length === 0) throw new ResumeError(`${dir}: the run has no checkpoint to resume from (it ended before its first one was saved); start a new run instead`);
+  if (candidates.length === 0)
+    throw new ResumeError(
+      `${dir}: the run has no checkpoint to resume from (it ended before its first one was saved); start a new run instead`,
+    );
   const damaged: string[] = [];
   for (const relative of candidates) {
     let checkpoint: LoadedCheckpoint;
@@ -179,6 +224,9 @@ function configMismatch(dir: string, run: RunRecord, parts: RunParts, trainedHas
     return `${dir} was trained with another config; what differs from the config it was trained with:\n  ${changes.join('\n  ')}\nResume with the config it was trained with (put those fields back), or start a new run with this one`;
   }
   const written = run.versions.rolloutStudio;
-  const version = written === ROLLOUT_STUDIO_VERSION ? '' : ` (the run was written by rollout-studio ${written}, this is ${ROLLOUT_STUDIO_VERSION}: versions may record or hash a config differently)`;
+  const version =
+    written === ROLLOUT_STUDIO_VERSION
+      ? ''
+      : ` (the run was written by rollout-studio ${written}, this is ${ROLLOUT_STUDIO_VERSION}: versions may record or hash a config differently)`;
   return `${dir} was trained with another config: its checkpoints were made under config hash ${trainedHash}, this config's is ${parts.loaded.hash}, yet run.json's record of its config shows no field that differs${version}\nResume with the rollout-studio version and config it was trained with, or start a new run with this one`;
 }

@@ -27,10 +27,17 @@ export function learningRate(config: ScheduleConfig, step: number, totalSteps: n
  * mini-batches takes fewer steps; their slots pass unused, so every RL step starts where the
  * schedule says — a pure function of the step number, which a resumed run continues exactly.
  */
-export function optimizerStepRates(config: ScheduleConfig, step: number, totalSteps: number, perStep: number): (k: number) => number {
-  if (!Number.isInteger(perStep) || perStep < 1) throw new RangeError(`optimizer steps per RL step must be a positive integer, got ${perStep}`);
+export function optimizerStepRates(
+  config: ScheduleConfig,
+  step: number,
+  totalSteps: number,
+  perStep: number,
+): (k: number) => number {
+  if (!Number.isInteger(perStep) || perStep < 1)
+    throw new RangeError(`optimizer steps per RL step must be a positive integer, got ${perStep}`);
   return (k) => {
-    if (!Number.isInteger(k) || k < 0 || k >= perStep) throw new RangeError(`optimizer step ${k} of an RL step that plans ${perStep} (epochs × mini-batches)`);
+    if (!Number.isInteger(k) || k < 0 || k >= perStep)
+      throw new RangeError(`optimizer step ${k} of an RL step that plans ${perStep} (epochs × mini-batches)`);
     return learningRate(config, (step - 1) * perStep + k, totalSteps * perStep);
   };
 }

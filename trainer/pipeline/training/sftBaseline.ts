@@ -47,9 +47,15 @@ export interface SftBaselineResult {
 
 export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOptions): Promise<SftBaselineResult> {
   const c = loaded.config;
-  if (!c.sft) throw new ConfigError(`${loaded.file}: the SFT-only baseline continues the warm start; the config has no sft section`);
+  if (!c.sft)
+    throw new ConfigError(
+      `${loaded.file}: the SFT-only baseline continues the warm start; the config has no sft section`,
+    );
   // A LoRA run's checkpoints are adapters; the baseline saves a whole model folder.
-  if (c.model.lora !== false) throw new ConfigError(`${loaded.file}: the SFT-only baseline needs model.lora: false (it continues a full model folder)`);
+  if (c.model.lora !== false)
+    throw new ConfigError(
+      `${loaded.file}: the SFT-only baseline needs model.lora: false (it continues a full model folder)`,
+    );
   const device = createDevice(c.device === 'auto' ? 'cpu' : c.device);
   // The tower trains here exactly when it trained in the warm start.
   const model = await ModelRuntime.load(device, options.from, { trainVision: c.model.trainVision });
@@ -59,23 +65,39 @@ export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOpti
     const template = model.folder.chatTemplate;
     if (!template) throw new ChatTemplateError(`${options.from}: the tokenizer has no chat template; agents need one`);
     const tools = new ToolSet(c.tools);
-    const reading = { template, tools, images: rolloutImagesFor(model, c), ...(c.rollout.templateKwargs ? { templateKwargs: c.rollout.templateKwargs } : {}) };
+    const reading = {
+      template,
+      tools,
+      images: rolloutImagesFor(model, c),
+      ...(c.rollout.templateKwargs ? { templateKwargs: c.rollout.templateKwargs } : {}),
+    };
     const sequences: SftSequence[] = [];
-    for (const file of typeof c.sft.data === 'string' ? [c.sft.data] : c.sft.data) sequences.push(...(await readDemonstrationSequences(loaded.resolve(file), reading)));
+    for (const file of typeof c.sft.data === 'string' ? [c.sft.data] : c.sft.data)
+      sequences.push(...(await readDemonstrationSequences(loaded.resolve(file), reading)));
     steps = await trainFor(model, loaded, sequences, options);
   } finally {
     model.close();
     await device.close();
   }
   const seconds = (performance.now() - started) / 1000;
-  if (options.signal?.aborted) throw new Error(`the SFT-only baseline was stopped after ${steps} SFT steps (${seconds.toFixed(0)} s); its model so far is in ${options.outDir}, not evaluated`);
-  options.log?.(`SFT-only baseline: ${steps} more SFT steps in ${seconds.toFixed(0)} s; evaluating ${path.basename(options.outDir)}`);
+  if (options.signal?.aborted)
+    throw new Error(
+      `the SFT-only baseline was stopped after ${steps} SFT steps (${seconds.toFixed(0)} s); its model so far is in ${options.outDir}, not evaluated`,
+    );
+  options.log?.(
+    `SFT-only baseline: ${steps} more SFT steps in ${seconds.toFixed(0)} s; evaluating ${path.basename(options.outDir)}`,
+  );
   const evaluation = await evaluateCheckpoint(loaded, options.outDir);
   return { evaluation, steps, seconds };
 }
 
 /** Passes over the demonstrations (reshuffled) at the warm start's final learning rate until the time is spent; saves the model. */
-async function trainFor(model: ModelRuntime, loaded: LoadedConfig, sequences: readonly SftSequence[], options: SftBaselineOptions): Promise<number> {
+async function trainFor(
+  model: ModelRuntime,
+  loaded: LoadedConfig,
+  sequences: readonly SftSequence[],
+  options: SftBaselineOptions,
+): Promise<number> {
   const c = loaded.config;
   const batchSize = c.sft!.batchSize;
   const trainer = await SftTrainer.create(model, sftOptions(c));
@@ -87,15 +109,24 @@ async function trainFor(model: ModelRuntime, loaded: LoadedConfig, sequences: re
     let order: number[] = [];
     while ((performance.now() - started) / 1000 < options.seconds && !options.signal?.aborted) {
       if (order.length < batchSize) order = random.shuffle(sequences.map((_, i) => i));
-      await trainer.step(order.splice(0, batchSize).map((i) => sequences[i]), lr);
+      await trainer.step(
+        order.splice(0, batchSize).map((i) => sequences[i]),
+        lr,
+      );
       steps++;
     }
     const trained = await trainer.optimizer.parameters();
     // A frozen vision tower is saved as it was read.
-    const frozen = model.baseWeights.some((name) => !trained[name]) ? readModelWeights(model.folder.checkpoint, model.folder.config) : {};
+    const frozen = model.baseWeights.some((name) => !trained[name])
+      ? readModelWeights(model.folder.checkpoint, model.folder.config)
+      : {};
     const weights = { ...frozen, ...trained };
     fs.rmSync(options.outDir, { recursive: true, force: true });
-    saveModelFolder(options.outDir, options.from, model.baseWeights.map((name) => ({ name, shape: weights[name].shape, data: weights[name].data as Float32Array })));
+    saveModelFolder(
+      options.outDir,
+      options.from,
+      model.baseWeights.map((name) => ({ name, shape: weights[name].shape, data: weights[name].data as Float32Array })),
+    );
   } finally {
     await trainer.release();
   }

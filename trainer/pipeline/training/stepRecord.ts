@@ -24,7 +24,10 @@ export interface StepUpdate {
 
 /** Optimizer steps taken and skipped as non-finite, policy and critic together. */
 export function updateCounts(update: StepUpdate): { steps: number; skipped: number } {
-  return { steps: (update.policy?.steps ?? 0) + (update.critic?.steps ?? 0), skipped: (update.policy?.skipped ?? 0) + (update.critic?.skipped ?? 0) };
+  return {
+    steps: (update.policy?.steps ?? 0) + (update.critic?.steps ?? 0),
+    skipped: (update.policy?.skipped ?? 0) + (update.critic?.skipped ?? 0),
+  };
 }
 
 /** The policy's metrics (absent during a critic warm-up) and the critic's. */
@@ -59,14 +62,24 @@ export interface StepTimes {
 }
 
 /** One record per rollout of the step, every round: the trained ones with their advantages, the dropped ones marked why. */
-export function stepTrajectoryRecords(step: number, rollouts: SampledStep['rollouts'], prepared: PreparedBatch, tokenizer: Tokenizer): TrajectoryRecord[] {
+export function stepTrajectoryRecords(
+  step: number,
+  rollouts: SampledStep['rollouts'],
+  prepared: PreparedBatch,
+  tokenizer: Tokenizer,
+): TrajectoryRecord[] {
   let trained = 0;
   return rollouts.trajectories.map((t, i) => {
     const dropped = rollouts.dropped[i];
     if (dropped !== undefined) return { ...toTrajectoryRecord(t, rollouts.rewards[i], { step, tokenizer }), dropped };
     const advantages = prepared.advantages.advantages[trained++];
     const advantage = scalarAdvantage(advantages, t.mask);
-    return toTrajectoryRecord(t, rollouts.rewards[i], { step, tokenizer, advantages, ...(advantage !== undefined ? { advantage } : {}) });
+    return toTrajectoryRecord(t, rollouts.rewards[i], {
+      step,
+      tokenizer,
+      advantages,
+      ...(advantage !== undefined ? { advantage } : {}),
+    });
   });
 }
 
@@ -78,7 +91,15 @@ export function stepTrajectoryRecords(step: number, rollouts: SampledStep['rollo
  */
 export function stepMetricsRecord(
   step: number,
-  inputs: { sampled: SampledStep; prepared: PreparedBatch; update: StepUpdate; lr: number; times: StepTimes; metric: string | undefined; logprobAfterUpdate?: number },
+  inputs: {
+    sampled: SampledStep;
+    prepared: PreparedBatch;
+    update: StepUpdate;
+    lr: number;
+    times: StepTimes;
+    metric: string | undefined;
+    logprobAfterUpdate?: number;
+  },
 ): MetricsRecord {
   const { update, times, prepared, sampled } = inputs;
   const stepSeconds = times.rolloutSeconds + times.rewardSeconds + times.updateSeconds;
@@ -86,7 +107,10 @@ export function stepMetricsRecord(
   const values: Record<string, number> = {
     ...rolloutMetrics(sampled.firstRound.trajectories, rewards, inputs.metric),
     // Of the groups the update trains on (after dynamic sampling, if any, dropped its silent ones).
-    'health/zero_signal_groups': zeroSignalShare(sampled.trained.trajectories.map((t) => t.group), prepared.advantages.advantages),
+    'health/zero_signal_groups': zeroSignalShare(
+      sampled.trained.trajectories.map((t) => t.group),
+      prepared.advantages.advantages,
+    ),
     'health/dropped_groups': sampled.droppedGroups / sampled.groups,
     'rollout/rounds': sampled.rounds,
     'rollout/groups': sampled.groups,
@@ -102,7 +126,9 @@ export function stepMetricsRecord(
     'time/step_s': stepSeconds,
     ...(prepared.klMean !== undefined ? { 'kl/mean': prepared.klMean } : {}),
     ...(prepared.keptFraction !== undefined ? { 'rft/kept_fraction': prepared.keptFraction } : {}),
-    ...(rewards.processMagnitude !== undefined ? { 'reward/process_scale': rewards.processScale, 'reward/process_magnitude': rewards.processMagnitude } : {}),
+    ...(rewards.processMagnitude !== undefined
+      ? { 'reward/process_scale': rewards.processScale, 'reward/process_magnitude': rewards.processMagnitude }
+      : {}),
     ...(inputs.logprobAfterUpdate !== undefined ? { 'logprob/after_update': inputs.logprobAfterUpdate } : {}),
   };
   const { steps, skipped } = updateCounts(update);
@@ -111,19 +137,35 @@ export function stepMetricsRecord(
     time: new Date().toISOString(),
     kind: 'train',
     ...finiteValues(values),
-    ...(skipped ? { skipped: { reason: `${skipped} of ${steps} updates had a non-finite loss or gradient, or would have made the weights non-finite, and were skipped` } } : {}),
+    ...(skipped
+      ? {
+          skipped: {
+            reason: `${skipped} of ${steps} updates had a non-finite loss or gradient, or would have made the weights non-finite, and were skipped`,
+          },
+        }
+      : {}),
   };
 }
 
 /** "step 3/12: reward 0.412, exact_match 0.375, 1.20 calls/trajectory, loss 0.0123, 8.1 s". */
-export function stepLogLine(record: MetricsRecord, totalSteps: number, metric: string | undefined, update: StepUpdate): string {
+export function stepLogLine(
+  record: MetricsRecord,
+  totalSteps: number,
+  metric: string | undefined,
+  update: StepUpdate,
+): string {
   const value = (name: string) => record.values[name] ?? Number.NaN;
-  const score = metric !== undefined && typeof record.values[scoreKey(metric)] === 'number' ? `, ${formatScore(metric, value(scoreKey(metric)))}` : '';
+  const score =
+    metric !== undefined && typeof record.values[scoreKey(metric)] === 'number'
+      ? `, ${formatScore(metric, value(scoreKey(metric)))}`
+      : '';
   return (
     `step ${record.step}/${totalSteps}: reward ${value('reward/mean').toFixed(3)}${score}` +
     `, ${value('tools/calls_per_trajectory').toFixed(2)} calls/trajectory, ` +
     droppedNote(record) +
-    (update.policy ? `loss ${update.policy.loss.toFixed(4)}` : `critic warm-up, value loss ${update.critic?.valueLoss.toFixed(4)}`) +
+    (update.policy
+      ? `loss ${update.policy.loss.toFixed(4)}`
+      : `critic warm-up, value loss ${update.critic?.valueLoss.toFixed(4)}`) +
     `, ${value('time/step_s').toFixed(1)} s` +
     (updateCounts(update).skipped ? ` — ${updateCounts(update).skipped} non-finite update(s) skipped` : '')
   );

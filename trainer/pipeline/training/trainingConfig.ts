@@ -9,7 +9,13 @@ import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
 import { Tool } from '../../foundations/tools/tool';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { McpServersConfig, recordableServers } from '../../foundations/mcp/mcpConfig';
-import { ALGORITHM_DEFAULTS, CRITIC_DEFAULTS, DYNAMIC_SAMPLING_MAX_ROUNDS, GROUP_BASELINE_ALGORITHMS, SHARED_VALUE_COEF } from './algorithmDefaults';
+import {
+  ALGORITHM_DEFAULTS,
+  CRITIC_DEFAULTS,
+  DYNAMIC_SAMPLING_MAX_ROUNDS,
+  GROUP_BASELINE_ALGORITHMS,
+  SHARED_VALUE_COEF,
+} from './algorithmDefaults';
 import { HealthSettings, OnCollapse } from './healthSettings';
 
 /**
@@ -126,13 +132,21 @@ function withAlgorithmDefaults(a: z.output<typeof AlgorithmFields>) {
     aggregation: a.aggregation ?? d.aggregation,
     // Only RFT's section has it, so every other config hashes (and resumes) as before RFT existed.
     ...(a.name === 'rft' ? { rftThreshold: a.rftThreshold ?? d.rftThreshold } : {}),
-    dynamicSampling: { enabled: a.dynamicSampling?.enabled ?? d.dynamicSampling, maxRounds: a.dynamicSampling?.maxRounds ?? DYNAMIC_SAMPLING_MAX_ROUNDS },
+    dynamicSampling: {
+      enabled: a.dynamicSampling?.enabled ?? d.dynamicSampling,
+      maxRounds: a.dynamicSampling?.maxRounds ?? DYNAMIC_SAMPLING_MAX_ROUNDS,
+    },
   };
 }
 
 export const AlgorithmSection = AlgorithmFields.superRefine((a, ctx) => {
   // Set for another algorithm it would be silently ignored.
-  if (a.rftThreshold !== undefined && a.name !== 'rft') ctx.addIssue({ code: 'custom', path: ['rftThreshold'], message: `only RFT (name: 'rft') filters by a threshold, and name is '${a.name}'` });
+  if (a.rftThreshold !== undefined && a.name !== 'rft')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['rftThreshold'],
+      message: `only RFT (name: 'rft') filters by a threshold, and name is '${a.name}'`,
+    });
 }).transform(withAlgorithmDefaults);
 
 /**
@@ -163,7 +177,12 @@ export const CriticSection = z.strictObject({
 export const RolloutSection = z.strictObject({
   /** Dataset rows per step; each is sampled `algorithm.groupSize` times. */
   promptsPerStep: positiveInt.default(8),
-  budget: LengthBudget.default({ maxTurns: 4, maxNewTokensPerTurn: 256, maxTotalTokens: 2048, maxToolResultTokens: 256 }),
+  budget: LengthBudget.default({
+    maxTurns: 4,
+    maxNewTokensPerTurn: 256,
+    maxTotalTokens: 2048,
+    maxToolResultTokens: 256,
+  }),
   temperature: z.number().positive().default(1),
   topP: z.number().gt(0).max(1).default(1),
   topK: z.number().int().min(0).default(0),
@@ -172,7 +191,12 @@ export const RolloutSection = z.strictObject({
   /** Extra chat-template variables, e.g. `{ enable_thinking: false }`. */
   templateKwargs: z.record(z.string(), z.unknown()).optional(),
   /** How the policy writes calls (default: Hermes/Qwen `<tool_call>` JSON). */
-  format: z.custom<ToolCallFormat>((v) => typeof v === 'object' && v !== null && 'parse' in (v as object), 'expected a tool-call format (HermesFormat, CodeBlockFormat, …)').optional(),
+  format: z
+    .custom<ToolCallFormat>(
+      (v) => typeof v === 'object' && v !== null && 'parse' in (v as object),
+      'expected a tool-call format (HermesFormat, CodeBlockFormat, …)',
+    )
+    .optional(),
   /**
    * Schema-constrained tool calls: while the policy writes a call it samples only tokens that keep
    * it a valid call of a known tool with arguments of the tool's schema; the update scores the
@@ -242,10 +266,15 @@ export const TrainingConfigSchema = z.strictObject({
     /** zod schema of the rows' own fields (answer, …); checked on load, naming file and line. */
     fields: z.custom<z.ZodObject>((v) => v instanceof z.ZodObject, 'expected a zod object schema').optional(),
   }),
-  tools: z.array(z.custom<Tool>((v) => v instanceof Tool, 'expected an instance of a Tool subclass (new MyTool(…))')).default([]),
+  tools: z
+    .array(z.custom<Tool>((v) => v instanceof Tool, 'expected an instance of a Tool subclass (new MyTool(…))'))
+    .default([]),
   /** MCP servers whose tools join `tools` for the run (started with it, stopped after it); see trainer/foundations/mcp/config.ts. */
   mcpServers: McpServersConfig.default({}),
-  rewards: z.custom<RewardConfig>((v) => typeof v === 'object' && v !== null && Array.isArray((v as RewardConfig).outcome), 'expected { outcome: [...], process?, combine?, … }'),
+  rewards: z.custom<RewardConfig>(
+    (v) => typeof v === 'object' && v !== null && Array.isArray((v as RewardConfig).outcome),
+    'expected { outcome: [...], process?, combine?, … }',
+  ),
   /**
    * The task metric, by the name of an outcome reward (default: the first one): its mean is
    * recorded as `score/<name>` and reported by `train`, `eval`, the status bar and the panels.
@@ -344,14 +373,17 @@ export interface PlacedTools {
 
 /** The config's tools, placed where the loader wants them. */
 export async function placeConfigTools(loaded: LoadedConfig): Promise<PlacedTools> {
-  return loaded.placeTools ? loaded.placeTools(loaded.config.tools) : { tools: [...loaded.config.tools], close: async () => undefined };
+  return loaded.placeTools
+    ? loaded.placeTools(loaded.config.tools)
+    : { tools: [...loaded.config.tools], close: async () => undefined };
 }
 
 /** Validate a config value; errors are "config.ts: algorithm.groupSize: …", one per issue. */
 export function parseConfig(value: unknown, file: string): TrainingConfig {
   refuseMovedFields(value, file);
   const result = TrainingConfigSchema.safeParse(value);
-  if (!result.success) throw new ConfigError(`${file}: ${describeIssues(result.error.issues).split('; ').join(`\n${file}: `)}`);
+  if (!result.success)
+    throw new ConfigError(`${file}: ${describeIssues(result.error.issues).split('; ').join(`\n${file}: `)}`);
   const config = result.data;
   try {
     new ToolSet(config.tools);
@@ -367,7 +399,9 @@ export function parseConfig(value: unknown, file: string): TrainingConfig {
   }
   if (config.metric !== undefined && !config.rewards.outcome.some((r) => r.name === config.metric)) {
     const names = config.rewards.outcome.map((r) => `"${r.name}"`).join(', ');
-    throw new ConfigError(`${file}: metric: "${config.metric}" is not the name of an outcome reward; expected one of ${names || '(none: rewards.outcome is empty)'}`);
+    throw new ConfigError(
+      `${file}: metric: "${config.metric}" is not the name of an outcome reward; expected one of ${names || '(none: rewards.outcome is empty)'}`,
+    );
   }
   checkAlgorithm(config, file);
   if (config.optimization.microBatchSize > config.rollout.promptsPerStep * config.algorithm.groupSize) {
@@ -378,16 +412,26 @@ export function parseConfig(value: unknown, file: string): TrainingConfig {
 
 /** The reward config's numbers that decide the run, where set (unset ones leave the hash as it was before they existed). */
 function rewardSettings(r: RewardConfig): Record<string, unknown> {
-  const picked = { toolRewards: r.toolRewards, errorPenalty: r.errorPenalty, processWeight: r.processWeight, processNormMomentum: r.processNormMomentum };
+  const picked = {
+    toolRewards: r.toolRewards,
+    errorPenalty: r.errorPenalty,
+    processWeight: r.processWeight,
+    processNormMomentum: r.processNormMomentum,
+  };
   return Object.fromEntries(Object.entries(picked).filter(([, v]) => v !== undefined));
 }
 
 /** The critic's settings lived in `algorithm` before the critic became a network of its own. */
 function refuseMovedFields(value: unknown, file: string): void {
   const algorithm = (value as { algorithm?: Record<string, unknown> } | undefined)?.algorithm;
-  const moved = { criticWarmupSteps: 'critic.warmupSteps', valueClip: 'critic.valueClip', valueCoef: 'critic.valueCoef (with critic.network: "shared")' };
+  const moved = {
+    criticWarmupSteps: 'critic.warmupSteps',
+    valueClip: 'critic.valueClip',
+    valueCoef: 'critic.valueCoef (with critic.network: "shared")',
+  };
   for (const [old, now] of Object.entries(moved)) {
-    if (algorithm && typeof algorithm === 'object' && old in algorithm) throw new ConfigError(`${file}: algorithm.${old} has moved to ${now}`);
+    if (algorithm && typeof algorithm === 'object' && old in algorithm)
+      throw new ConfigError(`${file}: algorithm.${old} has moved to ${now}`);
   }
 }
 
@@ -396,7 +440,9 @@ function checkAlgorithm(config: TrainingConfig, file: string): void {
   const a = config.algorithm;
   const groupBaseline = (GROUP_BASELINE_ALGORITHMS as readonly string[]).includes(a.name);
   if (groupBaseline && a.groupSize < 2) {
-    throw new ConfigError(`${file}: algorithm.groupSize: ${a.name} compares samples within a group; expected at least 2, got ${a.groupSize}`);
+    throw new ConfigError(
+      `${file}: algorithm.groupSize: ${a.name} compares samples within a group; expected at least 2, got ${a.groupSize}`,
+    );
   }
   checkRft(config, file);
   if (a.dynamicSampling.enabled && !groupBaseline) {
@@ -404,20 +450,36 @@ function checkAlgorithm(config: TrainingConfig, file: string): void {
       `${file}: algorithm.dynamicSampling: ${a.name} learns from groups whose rewards are all equal (${a.name === 'ppo' ? 'its critic is the baseline' : 'its advantages are whitened over the whole batch'}), so dropping them would only waste rollouts; dynamic sampling is for ${GROUP_BASELINE_ALGORITHMS.join(', ')}`,
     );
   }
-  if (a.name === 'dr-grpo' && a.scaleByStd) throw new ConfigError(`${file}: algorithm.scaleByStd: Dr. GRPO does not divide by the group's standard deviation; use name: 'grpo' for that`);
-  if (config.critic && a.name !== 'ppo') throw new ConfigError(`${file}: critic: only PPO trains a critic (algorithm.name is ${a.name})`);
+  if (a.name === 'dr-grpo' && a.scaleByStd)
+    throw new ConfigError(
+      `${file}: algorithm.scaleByStd: Dr. GRPO does not divide by the group's standard deviation; use name: 'grpo' for that`,
+    );
+  if (config.critic && a.name !== 'ppo')
+    throw new ConfigError(`${file}: critic: only PPO trains a critic (algorithm.name is ${a.name})`);
   if (a.name !== 'ppo') return;
   const critic = (config.critic ??= CriticSection.parse({}));
   if (critic.network === 'shared') {
-    if (critic.warmupSteps > 0) throw new ConfigError(`${file}: critic.warmupSteps: a shared-trunk critic's warm-up would move the policy's weights; use network: 'separate' for a warm-up`);
-    if (critic.model !== undefined || critic.lora !== undefined) throw new ConfigError(`${file}: critic.${critic.model !== undefined ? 'model' : 'lora'}: a shared-trunk critic is the policy's network; only a separate critic has its own`);
+    if (critic.warmupSteps > 0)
+      throw new ConfigError(
+        `${file}: critic.warmupSteps: a shared-trunk critic's warm-up would move the policy's weights; use network: 'separate' for a warm-up`,
+      );
+    if (critic.model !== undefined || critic.lora !== undefined)
+      throw new ConfigError(
+        `${file}: critic.${critic.model !== undefined ? 'model' : 'lora'}: a shared-trunk critic is the policy's network; only a separate critic has its own`,
+      );
     return;
   }
   const policyLora = config.model.lora;
   const criticLora = critic.lora ?? policyLora;
   if (critic.model === undefined && criticLora !== false) {
-    if (policyLora === false) throw new ConfigError(`${file}: critic.lora: adapters on a critic that starts from a fully fine-tuned policy would need a second frozen copy of the policy; use critic.lora: false, or critic.model`);
-    if (JSON.stringify(criticLora) !== JSON.stringify(policyLora)) throw new ConfigError(`${file}: critic.lora: to start from the policy, the critic's adapters take over the policy's, so they need its rank, alpha and targets (${JSON.stringify(policyLora)}); or use critic.lora: false, or critic.model`);
+    if (policyLora === false)
+      throw new ConfigError(
+        `${file}: critic.lora: adapters on a critic that starts from a fully fine-tuned policy would need a second frozen copy of the policy; use critic.lora: false, or critic.model`,
+      );
+    if (JSON.stringify(criticLora) !== JSON.stringify(policyLora))
+      throw new ConfigError(
+        `${file}: critic.lora: to start from the policy, the critic's adapters take over the policy's, so they need its rank, alpha and targets (${JSON.stringify(policyLora)}); or use critic.lora: false, or critic.model`,
+      );
   }
 }
 
@@ -425,7 +487,10 @@ function checkAlgorithm(config: TrainingConfig, file: string): void {
 function checkRft(config: TrainingConfig, file: string): void {
   const a = config.algorithm;
   if (a.name !== 'rft') return;
-  if (a.kl.coef > 0 && a.kl.mode === 'reward') throw new ConfigError(`${file}: algorithm.kl.mode: RFT keeps trajectories by their outcome reward alone, so a KL in the reward would have no effect; use mode: 'loss' (or coef: 0)`);
+  if (a.kl.coef > 0 && a.kl.mode === 'reward')
+    throw new ConfigError(
+      `${file}: algorithm.kl.mode: RFT keeps trajectories by their outcome reward alone, so a KL in the reward would have no effect; use mode: 'loss' (or coef: 0)`,
+    );
 }
 
 /** The config's plain values (tools and rewards by name), for hashing and for run.json. */
@@ -439,8 +504,17 @@ export function hashable(config: TrainingConfig): Record<string, unknown> {
     algorithm: dynamicSampling.enabled ? config.algorithm : algorithm,
     tools: config.tools.map((t) => t.name),
     ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
-    rewards: { outcome: config.rewards.outcome.map((r) => r.name), process: config.rewards.process?.map((r) => r.name) ?? [], combine: config.rewards.combine ?? 'weighted-sum', ...rewardSettings(config.rewards) },
+    rewards: {
+      outcome: config.rewards.outcome.map((r) => r.name),
+      process: config.rewards.process?.map((r) => r.name) ?? [],
+      combine: config.rewards.combine ?? 'weighted-sum',
+      ...rewardSettings(config.rewards),
+    },
     data: { train: config.data.train, eval: config.data.eval },
-    rollout: { ...rollout, ...(stop.length ? { stop } : {}), format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes' },
+    rollout: {
+      ...rollout,
+      ...(stop.length ? { stop } : {}),
+      format: config.rollout.format ? config.rollout.format.constructor.name : 'hermes',
+    },
   };
 }

@@ -79,10 +79,19 @@ export class TrainingRun {
     const target = this.options.resume ?? this.options.runDir;
     const holder = target === undefined ? undefined : liveRunLock(target);
     if (holder) throw new RunLockedError(target!, holder);
-    const parts = await loadRunParts(this.loaded, { provider, totalSteps, control: this.control, report: this.report, ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}), ...(this.options.toolCassette ? { toolCassette: this.options.toolCassette } : {}) });
+    const parts = await loadRunParts(this.loaded, {
+      provider,
+      totalSteps,
+      control: this.control,
+      report: this.report,
+      ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}),
+      ...(this.options.toolCassette ? { toolCassette: this.options.toolCassette } : {}),
+    });
     let opened: OpenedRun;
     try {
-      opened = this.options.resume ? reopenRun(parts, this.options.resume) : createRun(parts, provider, this.options.runDir);
+      opened = this.options.resume
+        ? reopenRun(parts, this.options.resume)
+        : createRun(parts, provider, this.options.runDir);
     } catch (error) {
       await closeRunParts(parts);
       // A new run that could not be written has nothing to resume: a full disk's advice says so.
@@ -90,19 +99,32 @@ export class TrainingRun {
     }
     const { position } = opened;
     this.report.writer = position.writer;
-    if (parts.cassette?.record) parts.cassette.cassette.recordInto((entries) => position.writer.appendCassette(entries));
-    this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.started', runDirectory: position.writer.dir, run: position.writer.record });
-    this.report.log(`run ${position.writer.record.id}: ${parts.config.algorithm.name} on ${parts.model.config.architecture} (${position.writer.record.model.trainableParameters.toLocaleString()} trainable parameters), ${provider}`);
+    if (parts.cassette?.record)
+      parts.cassette.cassette.recordInto((entries) => position.writer.appendCassette(entries));
+    this.report.emit({
+      protocol: PROTOCOL_VERSION,
+      type: 'run.started',
+      runDirectory: position.writer.dir,
+      run: position.writer.record,
+    });
+    this.report.log(
+      `run ${position.writer.record.id}: ${parts.config.algorithm.name} on ${parts.model.config.architecture} (${position.writer.record.model.trainableParameters.toLocaleString()} trainable parameters), ${provider}`,
+    );
     let learners: Learners | undefined;
     const exitWatch = markRunOnUnexpectedExit(position.writer);
     try {
       learners = await prepareLearners(parts, opened);
       const result = await this.trainSteps(parts, position, learners, opened.startStep);
-      this.report.log(`run ${position.writer.record.status} after step ${position.writer.record.lastStep ?? 0} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${position.writer.dir}`);
+      this.report.log(
+        `run ${position.writer.record.status} after step ${position.writer.record.lastStep ?? 0} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${position.writer.dir}`,
+      );
       return result;
     } catch (thrown) {
       // Before the first checkpoint there is nothing to resume: a full disk's advice says so.
-      const error = thrown instanceof StorageError && position.writer.record.lastCheckpoint === undefined ? withoutResumeAdvice(thrown) : thrown;
+      const error =
+        thrown instanceof StorageError && position.writer.record.lastCheckpoint === undefined
+          ? withoutResumeAdvice(thrown)
+          : thrown;
       failRun(position.writer, error as Error, this.report);
       throw error;
     } finally {
@@ -124,15 +146,33 @@ export class TrainingRun {
    * A resumed run first repeats the evaluation that followed its checkpoint, if one was due: the
    * resume dropped it with everything else recorded after the checkpoint.
    */
-  private async trainSteps(parts: RunParts, position: RunPosition, learners: Learners, startStep: number): Promise<TrainResult> {
+  private async trainSteps(
+    parts: RunParts,
+    position: RunPosition,
+    learners: Learners,
+    startStep: number,
+  ): Promise<TrainResult> {
     const { writer } = position;
     const evaluating = parts.evalData !== undefined;
     const every = evaluationEvery(parts.config, parts.totalSteps);
-    const due = (step: number) => evaluating && step < parts.totalSteps && (step === 0 ? this.options.evaluateBefore !== false : every > 0 && step % every === 0);
-    if (evaluating && startStep === 1) this.report.log(`held-out evaluation on ${evaluationRows(parts.config, parts.evalData!.rows.length)} of ${parts.evalData!.rows.length} rows ${every > 0 ? `every ${every} steps and ` : ''}at the end; the best is kept as ${BEST_CHECKPOINT}`);
-    const before = due(startStep - 1) ? await this.evaluate(parts, position, learners, startStep - 1, false) : undefined;
+    const due = (step: number) =>
+      evaluating &&
+      step < parts.totalSteps &&
+      (step === 0 ? this.options.evaluateBefore !== false : every > 0 && step % every === 0);
+    if (evaluating && startStep === 1)
+      this.report.log(
+        `held-out evaluation on ${evaluationRows(parts.config, parts.evalData!.rows.length)} of ${parts.evalData!.rows.length} rows ${every > 0 ? `every ${every} steps and ` : ''}at the end; the best is kept as ${BEST_CHECKPOINT}`,
+      );
+    const before = due(startStep - 1)
+      ? await this.evaluate(parts, position, learners, startStep - 1, false)
+      : undefined;
     const evalBefore = startStep === 1 ? before : undefined;
-    const result = () => ({ runDir: writer.dir, run: writer.record, ...(writer.record.best ? { best: writer.record.best } : {}), ...(evalBefore ? { evalBefore } : {}) });
+    const result = () => ({
+      runDir: writer.dir,
+      run: writer.record,
+      ...(writer.record.best ? { best: writer.record.best } : {}),
+      ...(evalBefore ? { evalBefore } : {}),
+    });
     for (let step = startStep; step <= parts.totalSteps && !this.control.stopping; step++) {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
@@ -142,7 +182,10 @@ export class TrainingRun {
       if (outcome === 'stopped') break;
       if (due(step)) await this.evaluate(parts, position, learners, step, false);
     }
-    const evalAfter = evaluating && !this.control.stopping ? await this.evaluate(parts, position, learners, writer.record.lastStep ?? 0, true) : undefined;
+    const evalAfter =
+      evaluating && !this.control.stopping
+        ? await this.evaluate(parts, position, learners, writer.record.lastStep ?? 0, true)
+        : undefined;
     writer.finish(this.control.stopping ? 'stopped' : 'finished');
     if (writer.record.best) this.report.log(`best: ${describeBest(writer.record.best)}`);
     return { ...result(), ...(evalAfter ? { evalAfter } : {}) };
@@ -153,13 +196,24 @@ export class TrainingRun {
    * best are kept as checkpoints/best; then the response to a held-out collapse, if `onCollapse`
    * has one (not after the final evaluation: the run is ending, and its best is kept).
    */
-  private async evaluate(parts: RunParts, position: RunPosition, learners: Learners, step: number, final: boolean): Promise<EvaluationResult | undefined> {
+  private async evaluate(
+    parts: RunParts,
+    position: RunPosition,
+    learners: Learners,
+    step: number,
+    final: boolean,
+  ): Promise<EvaluationResult | undefined> {
     let review: Review = { warnings: [] };
     if (this.control.stopping) return undefined;
     parts.cassette?.cassette.enter('eval', step);
     let result: EvaluationResult;
     try {
-      result = await evaluateHeldOut(parts, position.writer, step, (r) => (review = reviewEvaluation(parts, position, step, r, final)).warnings);
+      result = await evaluateHeldOut(
+        parts,
+        position.writer,
+        step,
+        (r) => (review = reviewEvaluation(parts, position, step, r, final)).warnings,
+      );
     } catch (error) {
       // A stop ends the evaluation in flight; it is not recorded, and the run ends stopped.
       if (this.control.stopping) return undefined;
@@ -178,7 +232,11 @@ export class TrainingRun {
  */
 function failRun(writer: RunStoreWriter, error: Error, report: RunReporter): void {
   try {
-    writer.finish('failed', { message: error.message, ...(error.stack ? { stack: error.stack } : {}), ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}) });
+    writer.finish('failed', {
+      message: error.message,
+      ...(error.stack ? { stack: error.stack } : {}),
+      ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}),
+    });
   } catch (secondary) {
     report.log(`the run could not be marked failed: ${(secondary as Error).message}`);
   }

@@ -30,7 +30,12 @@ import { taskMetric } from './taskMetric';
 
 export type StepOutcome = 'ok' | 'failed' | 'stopped';
 
-export async function trainingStep(parts: RunParts, position: RunPosition, learners: Learners, step: number): Promise<StepOutcome> {
+export async function trainingStep(
+  parts: RunParts,
+  position: RunPosition,
+  learners: Learners,
+  step: number,
+): Promise<StepOutcome> {
   const sampled = await sampleStage(parts, position, step);
   if (sampled === 'stopped') return 'stopped';
   const prepared = await prepareStage(parts, learners, sampled.trained.trajectories, sampled.trained.samples);
@@ -42,8 +47,16 @@ export async function trainingStep(parts: RunParts, position: RunPosition, learn
     generatedTokens: sampled.generatedTokens,
     trainedTokens: prepared.sequences.reduce((n, s) => n + s.ids.length, 0) * parts.config.algorithm.epochs,
   };
-  const recorded = recordStage(parts, position, step, { sampled, prepared, update: updated.metrics, lr: updated.lr, times, ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}) });
-  if (updated.probe !== undefined && !Number.isFinite(updated.probe)) return failDiverged(parts, position, step, updated.lr);
+  const recorded = recordStage(parts, position, step, {
+    sampled,
+    prepared,
+    update: updated.metrics,
+    lr: updated.lr,
+    times,
+    ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}),
+  });
+  if (updated.probe !== undefined && !Number.isFinite(updated.probe))
+    return failDiverged(parts, position, step, updated.lr);
   // A collapse's response comes before the checkpoint: the checkpoint saves what the run goes on from.
   if (recorded.plan) await carryOut(recorded.plan, parts, position, learners);
   const outcome = await finishStage(parts, position, learners, step, updated.metrics, recorded);
@@ -75,15 +88,26 @@ async function sampleStage(parts: RunParts, position: RunPosition, step: number)
  * from the step's earlier rounds; each round samples with its own seed (the first with the seed
  * a step without dynamic sampling uses).
  */
-async function rolloutStage(parts: RunParts, step: number, round: number, rows: readonly DatasetRow[], first: { group: number; index: number }): Promise<{ trajectories: Trajectory[]; seconds: number; generatedTokens: number } | 'stopped'> {
+async function rolloutStage(
+  parts: RunParts,
+  step: number,
+  round: number,
+  rows: readonly DatasetRow[],
+  first: { group: number; index: number },
+): Promise<{ trajectories: Trajectory[]; seconds: number; generatedTokens: number } | 'stopped'> {
   const { config: c, report } = parts;
   const started = performance.now();
-  const episodes: Episode[] = rows.flatMap((row, g) => Array.from({ length: c.algorithm.groupSize }, (_, k) => ({ row, group: first.group + g, sample: k })));
+  const episodes: Episode[] = rows.flatMap((row, g) =>
+    Array.from({ length: c.algorithm.groupSize }, (_, k) => ({ row, group: first.group + g, sample: k })),
+  );
   report.progress(step, 'rollout', 0, episodes.length);
   parts.live.snapshot = new LiveSnapshot(step, parts.model.tokenizer);
   let trajectories: Trajectory[];
   try {
-    trajectories = await parts.loop.run(episodes, { seed: seedFor(c.seed, step, round === 0 ? 1 : 1000 + round), signal: parts.control.signal });
+    trajectories = await parts.loop.run(episodes, {
+      seed: seedFor(c.seed, step, round === 0 ? 1 : 1000 + round),
+      signal: parts.control.signal,
+    });
   } catch (error) {
     // The steps before this one stay complete in the run store.
     if (parts.control.stopping) return 'stopped';
@@ -100,21 +124,41 @@ async function rolloutStage(parts: RunParts, step: number, round: number, rows: 
 }
 
 /** Score: outcome and process rewards per trajectory, placed on its tokens for the RL side. */
-async function scoreStage(parts: RunParts, position: RunPosition, step: number, trajectories: Trajectory[]): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
+async function scoreStage(
+  parts: RunParts,
+  position: RunPosition,
+  step: number,
+  trajectories: Trajectory[],
+): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
   const started = performance.now();
   parts.report.progress(step, 'reward', 0, trajectories.length);
-  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools, { normalizer: position.processNormalizer });
+  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools, {
+    normalizer: position.processNormalizer,
+  });
   const samples = trajectories.map((t, i) => toRlSample(t, rewards.trajectories[i]));
   return { rewards, samples, seconds: (performance.now() - started) / 1000 };
 }
 
 /** Prepare the batch: the models score what the batch needs (reference log-probs, the critic's values), then rl/ turns it into training sequences. */
-async function prepareStage(parts: RunParts, learners: Learners, trajectories: Trajectory[], samples: RlSample[]): Promise<PreparedBatch> {
+async function prepareStage(
+  parts: RunParts,
+  learners: Learners,
+  trajectories: Trajectory[],
+  samples: RlSample[],
+): Promise<PreparedBatch> {
   const settings = batchSettings(parts.config);
   const masks = lossMasks(trajectories, settings.lossMask, parts.model.config.vision?.imageTokenId);
-  const sequences = trajectories.map((t, i) => ({ ids: t.ids, mask: masks[i], ...sequenceImages(t), ...(t.constrained ? { constraints: t.constrained } : {}) }));
+  const sequences = trajectories.map((t, i) => ({
+    ids: t.ids,
+    mask: masks[i],
+    ...sequenceImages(t),
+    ...(t.constrained ? { constraints: t.constrained } : {}),
+  }));
   const needed = scoresNeeded(settings);
-  const scores = await learners.policy.scoreReferenceAndValues(sequences, { ...needed, values: needed.values && !learners.critic });
+  const scores = await learners.policy.scoreReferenceAndValues(sequences, {
+    ...needed,
+    values: needed.values && !learners.critic,
+  });
   if (needed.values && learners.critic) scores.values = await learners.critic.values(sequences);
   return prepareBatch(trajectories, samples, masks, scores, settings);
 }
@@ -126,7 +170,13 @@ async function prepareStage(parts: RunParts, learners: Learners, trajectories: T
  * the updated policy did not diverge. The recorded `lr` is that of the step's last planned
  * optimizer step.
  */
-async function updateStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, prepared: PreparedBatch): Promise<{ metrics: StepUpdate; lr: number; seconds: number; probe?: number }> {
+async function updateStage(
+  parts: RunParts,
+  position: RunPosition,
+  learners: Learners,
+  step: number,
+  prepared: PreparedBatch,
+): Promise<{ metrics: StepUpdate; lr: number; seconds: number; probe?: number }> {
   const started = performance.now();
   parts.report.progress(step, 'update', 0, 1);
   const perStep = optimizerStepsPerRlStep(parts.config);
@@ -135,9 +185,18 @@ async function updateStage(parts: RunParts, position: RunPosition, learners: Lea
   const rates = (i: number) => scheduled(i) * position.lrScale;
   const lr = rates(perStep - 1);
   const metrics: StepUpdate = {};
-  if (policyUpdates(parts.config, step)) metrics.policy = await learners.policy.update(prepared.sequences, rates, position.random);
-  if (learners.critic) metrics.critic = await learners.critic.update(prepared.sequences, optimizerStepRates(criticSchedule(parts.config), step, parts.totalSteps, perStep), position.random);
-  const probe = metrics.policy && metrics.policy.skipped < metrics.policy.steps ? await logprobAfterUpdate(learners.policy, prepared) : undefined;
+  if (policyUpdates(parts.config, step))
+    metrics.policy = await learners.policy.update(prepared.sequences, rates, position.random);
+  if (learners.critic)
+    metrics.critic = await learners.critic.update(
+      prepared.sequences,
+      optimizerStepRates(criticSchedule(parts.config), step, parts.totalSteps, perStep),
+      position.random,
+    );
+  const probe =
+    metrics.policy && metrics.policy.skipped < metrics.policy.steps
+      ? await logprobAfterUpdate(learners.policy, prepared)
+      : undefined;
   return { metrics, lr, seconds: (performance.now() - started) / 1000, ...(probe !== undefined ? { probe } : {}) };
 }
 
@@ -152,11 +211,18 @@ function failDiverged(parts: RunParts, position: RunPosition, step: number, lr: 
 }
 
 /** Record: the trajectories (dropped ones marked) and the metrics in the run store, announced live, one line to the terminal. */
-function recordStage(parts: RunParts, position: RunPosition, step: number, inputs: Omit<Parameters<typeof stepMetricsRecord>[1], 'metric'>) {
+function recordStage(
+  parts: RunParts,
+  position: RunPosition,
+  step: number,
+  inputs: Omit<Parameters<typeof stepMetricsRecord>[1], 'metric'>,
+) {
   const metric = taskMetric(parts.config);
   const trajectories = stepTrajectoryRecords(step, inputs.sampled.rollouts, inputs.prepared, parts.model.tokenizer);
   // The images first: a record never points at an image file that is not there.
-  position.writer.writeImages(inputs.sampled.rollouts.trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
+  position.writer.writeImages(
+    inputs.sampled.rollouts.trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)),
+  );
   position.writer.appendTrajectories(step, trajectories);
   const { record: metrics, plan } = reviewTrainingStep(parts, position, stepMetricsRecord(step, { ...inputs, metric }));
   parts.report.metrics(metrics);
@@ -172,11 +238,19 @@ function recordStage(parts: RunParts, position: RunPosition, step: number, input
  * of the critic was skipped),
  * mark the step complete, and hold at the debugger's `update` point.
  */
-async function finishStage(parts: RunParts, position: RunPosition, learners: Learners, step: number, update: StepUpdate, recorded: ReturnType<typeof recordStage>): Promise<StepOutcome> {
+async function finishStage(
+  parts: RunParts,
+  position: RunPosition,
+  learners: Learners,
+  step: number,
+  update: StepUpdate,
+  recorded: ReturnType<typeof recordStage>,
+): Promise<StepOutcome> {
   const { config: c, report } = parts;
   // A learner whose every update this step was skipped is stuck, even while the other learns (a
   // separate critic has its own learning rate): the step counts as non-finite.
-  const stuck = (m: { steps: number; skipped: number } | undefined) => m !== undefined && m.steps > 0 && m.skipped === m.steps;
+  const stuck = (m: { steps: number; skipped: number } | undefined) =>
+    m !== undefined && m.steps > 0 && m.skipped === m.steps;
   const allSkipped = stuck(update.policy) || stuck(update.critic);
   position.consecutiveNonFinite = allSkipped ? position.consecutiveNonFinite + 1 : 0;
   if (position.consecutiveNonFinite >= c.nonFinite.maxConsecutive) {
@@ -192,7 +266,13 @@ async function finishStage(parts: RunParts, position: RunPosition, learners: Lea
   else position.writer.completeStep(step);
   report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
   // The debugger's `update` point: the step is done and recorded; it sees the scored records (without their token arrays) and the metrics.
-  const light = recorded.trajectories.map((r) => ({ ...r, tokens: { ids: '', pieces: [], mask: r.tokens.mask, logprobs: '' } }));
-  await parts.control.point({ step, trajectory: 0, kind: 'update' }, () => ({ trajectories: light, metrics: recorded.metrics }));
+  const light = recorded.trajectories.map((r) => ({
+    ...r,
+    tokens: { ids: '', pieces: [], mask: r.tokens.mask, logprobs: '' },
+  }));
+  await parts.control.point({ step, trajectory: 0, kind: 'update' }, () => ({
+    trajectories: light,
+    metrics: recorded.metrics,
+  }));
   return 'ok';
 }

@@ -1,6 +1,12 @@
 import type { Tokenizer } from '../../foundations/models/tokenizer';
 import { encodeFloat32, encodeInt32, encodeUint8 } from '../../contract/protocol/tokens';
-import { imageFileName, type ToolCallRecord, type TrajectoryImageRecord, type TrajectoryRecord, type TurnRecord } from '../../contract/protocol/runStore';
+import {
+  imageFileName,
+  type ToolCallRecord,
+  type TrajectoryImageRecord,
+  type TrajectoryRecord,
+  type TurnRecord,
+} from '../../contract/protocol/runStore';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../rollout/trajectory';
 import type { CallReward, TrajectoryRewards } from '../rewards/score';
 
@@ -33,18 +39,27 @@ export interface RecordOptions {
  * their components, and the per-token arrays. Nothing is lost: turns partition the ids, and the
  * concatenated turn texts are the decoded sequence.
  */
-export function toTrajectoryRecord(trajectory: Trajectory, rewards: RecordRewards, options: RecordOptions): TrajectoryRecord {
+export function toTrajectoryRecord(
+  trajectory: Trajectory,
+  rewards: RecordRewards,
+  options: RecordOptions,
+): TrajectoryRecord {
   const { tokenizer } = options;
   if (rewards.calls.length !== trajectory.calls.length) {
-    throw new RangeError(`trajectory ${trajectory.index}: ${rewards.calls.length} call rewards for ${trajectory.calls.length} calls`);
+    throw new RangeError(
+      `trajectory ${trajectory.index}: ${rewards.calls.length} call rewards for ${trajectory.calls.length} calls`,
+    );
   }
   if (options.advantages && options.advantages.length !== trajectory.ids.length) {
-    throw new RangeError(`trajectory ${trajectory.index}: ${options.advantages.length} advantages for ${trajectory.ids.length} tokens`);
+    throw new RangeError(
+      `trajectory ${trajectory.index}: ${options.advantages.length} advantages for ${trajectory.ids.length} tokens`,
+    );
   }
   const callPosition = new Map(trajectory.calls.map((call, i) => [call, i]));
   const turns: TurnRecord[] = trajectory.turns.map((turn) => {
     const record = turnRecord(trajectory, turn, tokenizer);
-    if (turn.assistantTurn !== undefined && turn.calls?.length) record.toolCalls = turn.calls.map((call) => callRecord(call, rewards.calls[callPosition.get(call)!]));
+    if (turn.assistantTurn !== undefined && turn.calls?.length)
+      record.toolCalls = turn.calls.map((call) => callRecord(call, rewards.calls[callPosition.get(call)!]));
     return record;
   });
   const response = trajectory.mask.reduce((a, m) => a + m, 0);
@@ -58,7 +73,9 @@ export function toTrajectoryRecord(trajectory: Trajectory, rewards: RecordReward
     turns,
     finishReason: trajectory.finishReason,
     ...(trajectory.error !== undefined ? { error: trajectory.error } : {}),
-    ...(trajectory.historyRewrites.length ? { historyRewrites: trajectory.historyRewrites.map((r) => ({ ...r })) } : {}),
+    ...(trajectory.historyRewrites.length
+      ? { historyRewrites: trajectory.historyRewrites.map((r) => ({ ...r })) }
+      : {}),
     ...(rewards.answer !== undefined ? { answer: rewards.answer } : {}),
     rewards: {
       outcome: rewards.outcome,

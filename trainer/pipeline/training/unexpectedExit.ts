@@ -37,7 +37,13 @@ function caller(stack: string | undefined): string | undefined {
     ?.split('\n')
     .slice(1)
     .map((line) => line.trim())
-    .find((line) => line.startsWith('at ') && !line.includes('unexpectedExit') && !line.includes('node:internal') && !/\(node:/.test(line));
+    .find(
+      (line) =>
+        line.startsWith('at ') &&
+        !line.includes('unexpectedExit') &&
+        !line.includes('node:internal') &&
+        !/\(node:/.test(line),
+    );
 }
 
 /** Watch the process for as long as `writer`'s run is in progress; `dispose` when the run ends as it should. */
@@ -58,7 +64,10 @@ export function markRunOnUnexpectedExit(writer: RunStoreWriter): { dispose(): vo
     if (writer.record.status !== 'running') return;
     const message = announced ?? reason ?? `the process exited (code ${code}) while the run was in progress`;
     try {
-      writer.finish('failed', { message, ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}) });
+      writer.finish('failed', {
+        message,
+        ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}),
+      });
     } catch {
       // The disk that cannot take the record: the lock goes with the process, and readers show the run interrupted.
     }

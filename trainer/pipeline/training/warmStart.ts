@@ -16,17 +16,29 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
   const sft = parts.config.sft!;
   const stages: SftSequence[][] = [];
   const kwargs = parts.config.rollout.templateKwargs;
-  const reading = { template: parts.template, tools: parts.tools, images: parts.images, ...(kwargs ? { templateKwargs: kwargs } : {}) };
-  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) stages.push(await readDemonstrationSequences(parts.loaded.resolve(file), reading));
+  const reading = {
+    template: parts.template,
+    tools: parts.tools,
+    images: parts.images,
+    ...(kwargs ? { templateKwargs: kwargs } : {}),
+  };
+  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data)
+    stages.push(await readDemonstrationSequences(parts.loaded.resolve(file), reading));
   const trainer = await SftTrainer.create(parts.model, sftOptions(parts.config));
   // Step numbers run on across files and epochs.
   const total = stages.reduce((n, sequences) => n + Math.ceil(sequences.length / sft.batchSize) * sft.epochs, 0);
   const schedule = sftSchedule(parts.config);
   const onStep = (s: number, loss: number) => {
     parts.report.progress(0, 'sft', s, total);
-    const record: MetricsRecord = { step: s, time: new Date().toISOString(), kind: 'sft', ...finiteValues({ 'loss/sft': loss, lr: learningRate(schedule, s - 1, total) }) };
+    const record: MetricsRecord = {
+      step: s,
+      time: new Date().toISOString(),
+      kind: 'sft',
+      ...finiteValues({ 'loss/sft': loss, lr: learningRate(schedule, s - 1, total) }),
+    };
     parts.report.metrics(record);
-    if (s % Math.max(1, Math.floor(total / 10)) === 0 || s === total) parts.report.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
+    if (s % Math.max(1, Math.floor(total / 10)) === 0 || s === total)
+      parts.report.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
   };
   const stopping = () => parts.control.stopping;
   try {
@@ -35,7 +47,10 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
         await trainer.epoch(sequences, (s) => learningRate(schedule, s, total), random, onStep, stopping);
       }
     }
-    if (stopping()) parts.report.log(`warm start stopped after sft step ${trainer.optimizer.steps}/${total}; a half warm-started model is not checkpointed`);
+    if (stopping())
+      parts.report.log(
+        `warm start stopped after sft step ${trainer.optimizer.steps}/${total}; a half warm-started model is not checkpointed`,
+      );
   } finally {
     await trainer.release();
   }

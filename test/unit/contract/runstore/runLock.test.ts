@@ -11,8 +11,21 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { MetricsRecord, PROTOCOL_VERSION, TrajectoryRecordWithoutTokens, type RunLockRecord, type RunRecord } from '../../../../trainer/contract/protocol';
-import { JsonlTail, RunDirectoryLock, RunStoreReader, RunStoreWriter, listRuns, readRunLock } from '../../../../trainer/contract/runstore';
+import {
+  MetricsRecord,
+  PROTOCOL_VERSION,
+  TrajectoryRecordWithoutTokens,
+  type RunLockRecord,
+  type RunRecord,
+} from '../../../../trainer/contract/protocol';
+import {
+  JsonlTail,
+  RunDirectoryLock,
+  RunStoreReader,
+  RunStoreWriter,
+  listRuns,
+  readRunLock,
+} from '../../../../trainer/contract/runstore';
 import { metricsKey, trajectoryKey } from '../../../../trainer/contract/runstore/recordKeys';
 import { buildTrajectory } from '../../../fixtures/recordedRun';
 import { LOCK_FILE, STALE_AFTER_MS } from '../../../../trainer/contract/runstore/runLock';
@@ -49,7 +62,10 @@ function deadPid(): number {
 
 function writeLock(dir: string, holder: Partial<RunLockRecord>): void {
   const now = new Date().toISOString();
-  fs.writeFileSync(path.join(dir, LOCK_FILE), JSON.stringify({ pid: 1, host: os.hostname(), startedAt: now, heartbeatAt: now, ...holder }));
+  fs.writeFileSync(
+    path.join(dir, LOCK_FILE),
+    JSON.stringify({ pid: 1, host: os.hostname(), startedAt: now, heartbeatAt: now, ...holder }),
+  );
 }
 
 /** A run.json left `running` by a writer that is no longer there, and no lock of its own. */
@@ -68,12 +84,18 @@ describe('the run lock', () => {
     assert.equal(holder.pid, process.pid);
     assert.equal(holder.host, os.hostname());
     assert.ok(Date.parse(holder.heartbeatAt) > 0);
-    assert.throws(() => RunDirectoryLock.acquire(dir), (error: Error) => {
-      assert.equal(error.name, 'RunLockedError');
-      assert.match(error.message, new RegExp(`${dir} is being written by another process: pid ${process.pid} on ${os.hostname()}`));
-      assert.match(error.message, /wait for it to end, stop it, or train into another --run-dir/);
-      return true;
-    });
+    assert.throws(
+      () => RunDirectoryLock.acquire(dir),
+      (error: Error) => {
+        assert.equal(error.name, 'RunLockedError');
+        assert.match(
+          error.message,
+          new RegExp(`${dir} is being written by another process: pid ${process.pid} on ${os.hostname()}`),
+        );
+        assert.match(error.message, /wait for it to end, stop it, or train into another --run-dir/);
+        return true;
+      },
+    );
     assert.equal(new RunStoreReader(dir).run().status, 'running');
     writer.finish('stopped');
     assert.equal(fs.existsSync(path.join(dir, LOCK_FILE)), false);
@@ -85,7 +107,8 @@ describe('the run lock', () => {
     const lock = RunDirectoryLock.acquire(dir, { heartbeatMs: 20 });
     const first = readRunLock(dir)!.heartbeatAt;
     const deadline = Date.now() + 5000;
-    while (readRunLock(dir)?.heartbeatAt === first && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (readRunLock(dir)?.heartbeatAt === first && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 10));
     assert.ok(Date.parse(readRunLock(dir)!.heartbeatAt) > Date.parse(first), 'the heartbeat moved on');
     lock.release();
   });
@@ -95,7 +118,14 @@ describe('the run lock', () => {
       ['dead process', { pid: deadPid() }],
       // The id now belongs to a process that started at another time (our parent, here).
       ['reused id', { pid: process.ppid, processStart: '1' }],
-      ['other host', { pid: process.pid, host: 'elsewhere.example', heartbeatAt: new Date(Date.now() - STALE_AFTER_MS - 1000).toISOString() }],
+      [
+        'other host',
+        {
+          pid: process.pid,
+          host: 'elsewhere.example',
+          heartbeatAt: new Date(Date.now() - STALE_AFTER_MS - 1000).toISOString(),
+        },
+      ],
     ];
     for (const [what, holder] of stale) {
       const dir = tmpDir();
@@ -125,7 +155,9 @@ describe('the run lock', () => {
     const start = Date.now() + 2500;
     const results = await Promise.all(
       Array.from({ length: 4 }, () => {
-        const child = spawn(process.execPath, ['--import', TSX, '-e', script, String(start)], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn(process.execPath, ['--import', TSX, '-e', script, String(start)], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         let out = '';
         child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
         return new Promise<string>((resolve) => child.on('close', () => resolve(out)));
@@ -142,7 +174,10 @@ describe('a reader of a run whose writer is gone', () => {
     assert.equal(new RunStoreReader(killed).run().status, 'interrupted');
     const unlocked = abandonedRun('unlocked');
     assert.equal(new RunStoreReader(unlocked).run().status, 'interrupted');
-    assert.deepEqual(listRuns(path.dirname(killed)).map((r) => r.run?.status), ['interrupted']);
+    assert.deepEqual(
+      listRuns(path.dirname(killed)).map((r) => r.run?.status),
+      ['interrupted'],
+    );
     // run.json itself is left as it was: the status is what the reader concludes.
     assert.equal(JSON.parse(fs.readFileSync(path.join(killed, 'run.json'), 'utf8')).status, 'running');
     // A live writer elsewhere on this host: still running.
@@ -156,19 +191,33 @@ describe('records written twice', () => {
   it('are an error naming both lines for the reader, and a reported, skipped line for a follower', () => {
     const dir = path.join(tmpDir(), 'twice');
     const writer = RunStoreWriter.create(dir, runRecord('twice'));
-    const metrics = (step: number): MetricsRecord => ({ step, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': step } });
+    const metrics = (step: number): MetricsRecord => ({
+      step,
+      time: new Date().toISOString(),
+      kind: 'train',
+      values: { 'reward/mean': step },
+    });
     // What two trainers writing one run left behind (steps 1, 2, 1).
     for (const step of [1, 2, 1]) writer.appendMetrics(metrics(step));
     const file = path.join(dir, 'metrics.jsonl');
-    assert.throws(() => new RunStoreReader(dir).metrics(), new RegExp(`${file} line 3: train step 1 is recorded twice \\(first at line 1\\) — two processes wrote this run`));
+    assert.throws(
+      () => new RunStoreReader(dir).metrics(),
+      new RegExp(`${file} line 3: train step 1 is recorded twice \\(first at line 1\\) — two processes wrote this run`),
+    );
     const tail = new JsonlTail(file, MetricsRecord, { key: metricsKey });
     const read = tail.read();
-    assert.deepEqual(read.records.map((r) => r.step), [1, 2]);
+    assert.deepEqual(
+      read.records.map((r) => r.step),
+      [1, 2],
+    );
     assert.equal(read.errors.length, 1);
     assert.match(read.errors[0], /line 3: train step 1 is recorded twice/);
     // The same step of another kind is no duplicate.
     writer.appendMetrics({ ...metrics(1), kind: 'eval' });
-    assert.deepEqual(tail.read().records.map((r) => `${r.kind} ${r.step}`), ['eval 1']);
+    assert.deepEqual(
+      tail.read().records.map((r) => `${r.kind} ${r.step}`),
+      ['eval 1'],
+    );
     writer.finish('finished');
   });
 
@@ -180,9 +229,15 @@ describe('records written twice', () => {
     writer.appendTrajectories(1, [buildTrajectory(1, 0, 2, random)]);
     writer.finish('finished');
     const file = path.join(dir, 'rollouts', 'step-000001.jsonl');
-    assert.throws(() => new RunStoreReader(dir).trajectories(1), new RegExp(`${file} line 3: trajectory index 0 is recorded twice \\(first at line 1\\)`));
+    assert.throws(
+      () => new RunStoreReader(dir).trajectories(1),
+      new RegExp(`${file} line 3: trajectory index 0 is recorded twice \\(first at line 1\\)`),
+    );
     const read = new JsonlTail(file, TrajectoryRecordWithoutTokens, { key: trajectoryKey }).read();
-    assert.deepEqual(read.records.map((r) => r.index), [0, 1]);
+    assert.deepEqual(
+      read.records.map((r) => r.index),
+      [0, 1],
+    );
     assert.match(read.errors.join('\n'), /line 3: trajectory index 0 is recorded twice \(first at line 1\)/);
   });
 });

@@ -3,7 +3,17 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { decodeFloat32, decodeInt32, decodeUint8, encodeFloat32, encodeInt32, encodeUint8, PROTOCOL_VERSION, type RunRecord, type TrajectoryRecord } from '../../../../trainer/contract/protocol';
+import {
+  decodeFloat32,
+  decodeInt32,
+  decodeUint8,
+  encodeFloat32,
+  encodeInt32,
+  encodeUint8,
+  PROTOCOL_VERSION,
+  type RunRecord,
+  type TrajectoryRecord,
+} from '../../../../trainer/contract/protocol';
 import { listRuns, RunStoreReader, RunStoreWriter } from '../../../../trainer/contract/runstore';
 import { dropRecordsAfterStep } from '../../../../trainer/contract/runstore/writer';
 
@@ -29,7 +39,19 @@ function runRecord(id: string): RunRecord {
 }
 
 function trajectory(step: number, index: number): TrajectoryRecord {
-  const pieces = ['<|im_start|>', 'user', '\n', 'hi', '<|im_end|>', '\n', '<|im_start|>', 'assistant', '\n', 'hello', '<|im_end|>'];
+  const pieces = [
+    '<|im_start|>',
+    'user',
+    '\n',
+    'hi',
+    '<|im_end|>',
+    '\n',
+    '<|im_start|>',
+    'assistant',
+    '\n',
+    'hello',
+    '<|im_end|>',
+  ];
   return {
     step,
     index,
@@ -39,7 +61,15 @@ function trajectory(step: number, index: number): TrajectoryRecord {
     prompt: 'hi',
     turns: [
       { index: 0, role: 'user', text: 'hi', tokenStart: 0, tokenEnd: 6 },
-      { index: 1, role: 'assistant', text: 'hello', tokenStart: 6, tokenEnd: 11, finish: 'eos', logprob: { mean: -0.5, min: -1 } },
+      {
+        index: 1,
+        role: 'assistant',
+        text: 'hello',
+        tokenStart: 6,
+        tokenEnd: 11,
+        finish: 'eos',
+        logprob: { mean: -0.5, min: -1 },
+      },
     ],
     finishReason: 'answered',
     rewards: { outcome: 1, process: 0, total: 1, components: { exact_match: 1 } },
@@ -58,7 +88,13 @@ describe('run store', () => {
   it('writes and reads back run.json, metrics and rollouts', () => {
     const dir = path.join(tmpDir(), 'run-a');
     const writer = RunStoreWriter.create(dir, runRecord('run-a'));
-    writer.appendMetrics({ step: 1, time: new Date().toISOString(), kind: 'train', values: { 'reward/mean': 0.5, 'loss/total': null }, nonFinite: ['loss/total'] });
+    writer.appendMetrics({
+      step: 1,
+      time: new Date().toISOString(),
+      kind: 'train',
+      values: { 'reward/mean': 0.5, 'loss/total': null },
+      nonFinite: ['loss/total'],
+    });
     writer.appendTrajectories(1, [trajectory(1, 0), trajectory(1, 1)]);
     writer.completeStep(1);
     writer.finish('finished');
@@ -84,27 +120,60 @@ describe('run store', () => {
     const reader = new RunStoreReader(dir);
     assert.deepEqual(reader.steps(), [1]);
     assert.deepEqual(reader.evaluations(), [0, 1]);
-    assert.deepEqual(reader.evaluationTrajectories(0).records.map((t) => t.index), [0, 1, 2]);
-    assert.deepEqual(reader.evaluationTrajectories(1).records.map((t) => t.index), [0]);
+    assert.deepEqual(
+      reader.evaluationTrajectories(0).records.map((t) => t.index),
+      [0, 1, 2],
+    );
+    assert.deepEqual(
+      reader.evaluationTrajectories(1).records.map((t) => t.index),
+      [0],
+    );
     assert.ok(fs.existsSync(path.join(dir, 'evals', 'step-000000.jsonl')));
-    assert.throws(() => writer.writeEvaluation(2, [{ ...trajectory(2, 0), finishReason: 'bored' as never }]), /evaluation trajectory 0 of step 2: finishReason/);
+    assert.throws(
+      () => writer.writeEvaluation(2, [{ ...trajectory(2, 0), finishReason: 'bored' as never }]),
+      /evaluation trajectory 0 of step 2: finishReason/,
+    );
     assert.deepEqual(reader.evaluations(), [0, 1], 'nothing written for a record that does not validate');
   });
 
   it('keeps recorded tool calls in cassette.jsonl, validated, and a resume cuts them back with the rest', () => {
     const dir = path.join(tmpDir(), 'run-c');
     const writer = RunStoreWriter.create(dir, runRecord('run-c'));
-    const entry = (set: 'train' | 'eval', step: number) => ({ set, step, trajectory: 0, turn: 0, call: 0, tool: 'search', arguments: { query: `q${step}` }, result: { content: [{ type: 'text' as const, text: 'r' }] }, latencyMs: 1, logs: [] });
+    const entry = (set: 'train' | 'eval', step: number) => ({
+      set,
+      step,
+      trajectory: 0,
+      turn: 0,
+      call: 0,
+      tool: 'search',
+      arguments: { query: `q${step}` },
+      result: { content: [{ type: 'text' as const, text: 'r' }] },
+      latencyMs: 1,
+      logs: [],
+    });
     writer.appendCassette([entry('eval', 0), entry('train', 1), entry('train', 2)]);
     writer.appendCassette([entry('eval', 2), entry('train', 3)]);
-    assert.throws(() => writer.appendCassette([{ ...entry('train', 4), tool: '' }]), /recorded  call of train step 4, trajectory 0: tool: /);
+    assert.throws(
+      () => writer.appendCassette([{ ...entry('train', 4), tool: '' }]),
+      /recorded  call of train step 4, trajectory 0: tool: /,
+    );
     writer.close();
     const reader = new RunStoreReader(dir);
-    assert.deepEqual(reader.cassette().records.map((e) => `${e.set}${e.step}`), ['eval0', 'train1', 'train2', 'eval2', 'train3']);
+    assert.deepEqual(
+      reader.cassette().records.map((e) => `${e.set}${e.step}`),
+      ['eval0', 'train1', 'train2', 'eval2', 'train3'],
+    );
     // Resuming from step 2's checkpoint: step 3 and the evaluation after step 2 are recorded again.
     dropRecordsAfterStep(dir, 2);
-    assert.deepEqual(reader.cassette().records.map((e) => `${e.set}${e.step}`), ['eval0', 'train1', 'train2']);
-    assert.deepEqual(new RunStoreReader(path.join(tmpDir(), 'none')).cassette().records, [], 'a run without a cassette has no recorded calls');
+    assert.deepEqual(
+      reader.cassette().records.map((e) => `${e.set}${e.step}`),
+      ['eval0', 'train1', 'train2'],
+    );
+    assert.deepEqual(
+      new RunStoreReader(path.join(tmpDir(), 'none')).cassette().records,
+      [],
+      'a run without a cassette has no recorded calls',
+    );
   });
 
   it('drops a torn last line (a crash mid-write) and reports it', () => {
@@ -120,19 +189,34 @@ describe('run store', () => {
   it('names the file and line of a record that does not validate', () => {
     const dir = path.join(tmpDir(), 'run-c');
     RunStoreWriter.create(dir, runRecord('run-c'));
-    fs.writeFileSync(path.join(dir, 'metrics.jsonl'), '{"step":1,"time":"t","kind":"train","values":{}}\n{"step":"two","time":"t","kind":"train","values":{}}\n');
-    assert.throws(() => new RunStoreReader(dir).metrics(), /metrics\.jsonl line 2: step: Invalid input: expected number, received string/);
+    fs.writeFileSync(
+      path.join(dir, 'metrics.jsonl'),
+      '{"step":1,"time":"t","kind":"train","values":{}}\n{"step":"two","time":"t","kind":"train","values":{}}\n',
+    );
+    assert.throws(
+      () => new RunStoreReader(dir).metrics(),
+      /metrics\.jsonl line 2: step: Invalid input: expected number, received string/,
+    );
   });
 
   it('refuses to overwrite an existing run and rejects invalid records before writing', () => {
     const dir = path.join(tmpDir(), 'run-d');
     const writer = RunStoreWriter.create(dir, runRecord('run-d'));
     // While its writer is live, the run is refused naming the writer; once it ended, because it holds a run.
-    assert.throws(() => RunStoreWriter.create(dir, runRecord('run-d')), new RegExp(`being written by another process: pid ${process.pid} on `));
-    assert.throws(() => writer.appendTrajectories(1, [{ ...trajectory(1, 0), finishReason: 'bored' as never }]), /trajectory 0 of step 1: finishReason/);
+    assert.throws(
+      () => RunStoreWriter.create(dir, runRecord('run-d')),
+      new RegExp(`being written by another process: pid ${process.pid} on `),
+    );
+    assert.throws(
+      () => writer.appendTrajectories(1, [{ ...trajectory(1, 0), finishReason: 'bored' as never }]),
+      /trajectory 0 of step 1: finishReason/,
+    );
     assert.deepEqual(new RunStoreReader(dir).steps(), []);
     writer.finish('finished');
-    assert.throws(() => RunStoreWriter.create(dir, runRecord('run-d')), /already holds a run; choose another run directory or resume it/);
+    assert.throws(
+      () => RunStoreWriter.create(dir, runRecord('run-d')),
+      /already holds a run; choose another run directory or resume it/,
+    );
   });
 
   it('lists runs newest first and reports unreadable ones', () => {
@@ -142,7 +226,10 @@ describe('run store', () => {
     fs.mkdirSync(path.join(root, 'broken'));
     fs.writeFileSync(path.join(root, 'broken', 'run.json'), '{"protocol":1}');
     const runs = listRuns(root);
-    assert.deepEqual(runs.filter((r) => r.run).map((r) => r.run!.id), ['new', 'old']);
+    assert.deepEqual(
+      runs.filter((r) => r.run).map((r) => r.run!.id),
+      ['new', 'old'],
+    );
     assert.match(runs.find((r) => r.error)!.error!, /broken\/run\.json: id: /);
   });
 });

@@ -41,7 +41,10 @@ describe('JsonlTail', () => {
     const read = new JsonlTail(file, Row).read();
     assert.deepEqual(read.records, [{ n: 1 }, { n: 4 }]);
     assert.equal(read.errors.length, 2);
-    assert.match(read.errors[0], new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} line 2: n: .*expected number`));
+    assert.match(
+      read.errors[0],
+      new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} line 2: n: .*expected number`),
+    );
     assert.match(read.errors[1], /line 3: not valid JSON/);
   });
 
@@ -77,7 +80,11 @@ describe('JsonlTail', () => {
     }
     assert.ok(parts.length >= 2, `${parts.length} parts`);
     assert.deepEqual(parts.flat(), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    assert.equal(new JsonlTail(file, Row).read(3).records.length, 1, 'a budget smaller than a line still reads that line');
+    assert.equal(
+      new JsonlTail(file, Row).read(3).records.length,
+      1,
+      'a budget smaller than a line still reads that line',
+    );
   });
 
   it('reads lines longer than its read chunk', () => {

@@ -5,7 +5,18 @@ import { encodeChat, type CorpusEpisode, type Skill } from './episode';
 import { maybeFiller, paragraph } from './text';
 import { fieldNames } from './textEpisodes';
 import { generateTool, generateTools, toolSpec, type GeneratedTool, type ParamDef } from './tools';
-import { anyValue, between, chance, decimalValue, enumValue, integerValue, madeUpWord, nameValue, pick, type CorpusValue } from './values';
+import {
+  anyValue,
+  between,
+  chance,
+  decimalValue,
+  enumValue,
+  integerValue,
+  madeUpWord,
+  nameValue,
+  pick,
+  type CorpusValue,
+} from './values';
 import { ENUM_WORDS, NOUNS, SYSTEM_PROMPTS, TOOL_NOUNS } from './words';
 
 /**
@@ -21,8 +32,19 @@ export type AnswerFormat = 'tag' | 'sentence' | 'plain';
 export const capitalise = (s: string) => s[0].toUpperCase() + s.slice(1);
 
 function instruction(random: Random, format: AnswerFormat): string {
-  if (format === 'tag') return pick(random, ['Reply with <answer>the answer</answer>.', 'Put the final answer in <answer></answer> tags.', 'Give the answer as <answer>...</answer>.', 'End with <answer>your answer</answer>.']);
-  if (format === 'plain') return pick(random, ['Reply with the value only.', 'Answer with just the value.', 'Give only the answer, nothing else.']);
+  if (format === 'tag')
+    return pick(random, [
+      'Reply with <answer>the answer</answer>.',
+      'Put the final answer in <answer></answer> tags.',
+      'Give the answer as <answer>...</answer>.',
+      'End with <answer>your answer</answer>.',
+    ]);
+  if (format === 'plain')
+    return pick(random, [
+      'Reply with the value only.',
+      'Answer with just the value.',
+      'Give only the answer, nothing else.',
+    ]);
   return pick(random, ['Answer in one sentence.', 'Answer with a short sentence.']);
 }
 
@@ -33,11 +55,19 @@ export function answerText(format: AnswerFormat, fieldWords: string, value: stri
 }
 
 /** The conversation's opening: a system prompt (or none) and where the format instruction goes. */
-export function opening(random: Random): { format: AnswerFormat; system: ChatMessage[]; userSuffix: string; kwargs: Record<string, unknown> } {
+export function opening(random: Random): {
+  format: AnswerFormat;
+  system: ChatMessage[];
+  userSuffix: string;
+  kwargs: Record<string, unknown>;
+} {
   const format = pick(random, ['tag', 'tag', 'sentence', 'plain'] as const);
   const text = instruction(random, format);
   const inSystem = chance(random, 0.65);
-  const system: ChatMessage[] = inSystem || chance(random, 0.5) ? [{ role: 'system', content: `${pick(random, SYSTEM_PROMPTS)}${inSystem ? ` ${text}` : ''}` }] : [];
+  const system: ChatMessage[] =
+    inSystem || chance(random, 0.5)
+      ? [{ role: 'system', content: `${pick(random, SYSTEM_PROMPTS)}${inSystem ? ` ${text}` : ''}` }]
+      : [];
   // Qwen3 templates: most agents run with thinking off (an empty thinking block in the prompt); some leave it on.
   const kwargs = chance(random, 0.7) ? { enable_thinking: false } : {};
   return { format, system, userSuffix: inSystem ? '' : ` ${text}`, kwargs };
@@ -55,8 +85,15 @@ function mention(random: Random, param: ParamDef, value: CorpusValue): string {
     const thing = param.words.replace(/^include /, '');
     return value.json ? `include the ${thing}` : `do not include the ${thing}`;
   }
-  const shown = (value.kind === 'phrase' || value.kind === 'name') && chance(random, 0.3) ? `"${value.text}"` : value.text;
-  return pick(random, [`${param.words} ${shown}`, `${param.words} is ${shown}`, `${param.words}: ${shown}`, `${param.words} = ${shown}`, `the ${param.words} ${shown}`]);
+  const shown =
+    (value.kind === 'phrase' || value.kind === 'name') && chance(random, 0.3) ? `"${value.text}"` : value.text;
+  return pick(random, [
+    `${param.words} ${shown}`,
+    `${param.words} is ${shown}`,
+    `${param.words}: ${shown}`,
+    `${param.words} = ${shown}`,
+    `the ${param.words} ${shown}`,
+  ]);
 }
 
 function joinMentions(parts: readonly string[]): string {
@@ -97,7 +134,13 @@ function request(random: Random, call: Call): string {
 }
 
 function question(random: Random, words: string): string {
-  return pick(random, [`What is the ${words}?`, `Tell me the ${words}.`, `I only need the ${words}.`, `Which ${words} does it have?`, `And what is its ${words}?`]);
+  return pick(random, [
+    `What is the ${words}?`,
+    `Tell me the ${words}.`,
+    `I only need the ${words}.`,
+    `Which ${words} does it have?`,
+    `And what is its ${words}?`,
+  ]);
 }
 
 /** A tool's result: JSON (compact or spaced) or a sentence, holding `fields` (snake_case keys). */
@@ -109,7 +152,11 @@ function resultText(random: Random, noun: string, fields: ReadonlyArray<[string,
 }
 
 function toolCallMessage(call: Call): ChatMessage {
-  return { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: call.tool.name, arguments: call.args } }] };
+  return {
+    role: 'assistant',
+    content: '',
+    tool_calls: [{ type: 'function', function: { name: call.tool.name, arguments: call.args } }],
+  };
 }
 
 /** Result fields of a call: new values under names the call did not use. */
@@ -137,33 +184,56 @@ export function toolEpisode(context: CorpusContext, random: Random): CorpusEpiso
     { role: 'tool', name: call.tool.name, content: resultText(random, call.tool.noun, random.shuffle([...fields])) },
     { role: 'assistant', content: answerText(format, askWords, askValue.text) },
   ];
-  return encodeChat(context.template, 'tool', messages, { tools: tools.map((t) => t.spec), kwargs, turnSkills: ['tool_call', 'tool_answer'] });
+  return encodeChat(context.template, 'tool', messages, {
+    tools: tools.map((t) => t.spec),
+    kwargs,
+    turnSkills: ['tool_call', 'tool_answer'],
+  });
 }
 
 /** Two calls: the first result holds the key the second tool takes. */
 export function chainEpisode(context: CorpusContext, random: Random): CorpusEpisode {
   const { format, system, userSuffix, kwargs } = opening(random);
   const first = generateTool(random);
-  const linkWords = `${pick(random, NOUNS.filter((n) => n !== first.noun))} id`;
+  const linkWords = `${pick(
+    random,
+    NOUNS.filter((n) => n !== first.noun),
+  )} id`;
   const second = generateTool(random, new Set([first.noun]), { params: 1, firstParam: linkWords });
-  const tools = random.shuffle([first, second, ...(chance(random, 0.15) ? generateTools(random, 1).filter((t) => t.noun !== first.noun && t.noun !== second.noun) : [])]);
+  const tools = random.shuffle([
+    first,
+    second,
+    ...(chance(random, 0.15)
+      ? generateTools(random, 1).filter((t) => t.noun !== first.noun && t.noun !== second.noun)
+      : []),
+  ]);
   const firstCall = makeCall(random, first);
   const link = second.params[0].value(random);
-  const firstFields = random.shuffle([[second.params[0].name, link] as [string, CorpusValue], ...resultFields(random, firstCall, between(random, 0, 2))]);
+  const firstFields = random.shuffle([
+    [second.params[0].name, link] as [string, CorpusValue],
+    ...resultFields(random, firstCall, between(random, 0, 2)),
+  ]);
   const secondCall: Call = { tool: second, args: { [second.params[0].name]: link.json }, mentions: [] };
   const fields = resultFields(random, secondCall, between(random, 1, 3));
   const [askKey, askValue] = pick(random, fields);
   const askWords = askKey.replace(/_/g, ' ');
   const messages: ChatMessage[] = [
     ...system,
-    { role: 'user', content: `${request(random, firstCall)} Then ${second.verbWords} the ${second.noun} with the ${linkWords} it gives. ${question(random, askWords)}${userSuffix}` },
+    {
+      role: 'user',
+      content: `${request(random, firstCall)} Then ${second.verbWords} the ${second.noun} with the ${linkWords} it gives. ${question(random, askWords)}${userSuffix}`,
+    },
     toolCallMessage(firstCall),
     { role: 'tool', name: first.name, content: resultText(random, first.noun, firstFields) },
     toolCallMessage(secondCall),
     { role: 'tool', name: second.name, content: resultText(random, second.noun, fields) },
     { role: 'assistant', content: answerText(format, askWords, askValue.text) },
   ];
-  return encodeChat(context.template, 'chain', messages, { tools: tools.map((t) => t.spec), kwargs, turnSkills: ['tool_call', 'tool_call', 'tool_answer'] });
+  return encodeChat(context.template, 'chain', messages, {
+    tools: tools.map((t) => t.spec),
+    kwargs,
+    turnSkills: ['tool_call', 'tool_call', 'tool_answer'],
+  });
 }
 
 /** A question answered from the conversation itself (with or without tools on offer: none is needed). */
@@ -174,11 +244,25 @@ export function chatAnswerEpisode(context: CorpusContext, random: Random): Corpu
   const subject = chance(random, 0.5) ? nameValue(random).text : `the ${pick(random, NOUNS)}`;
   const facts = fields.map((f, i) => `The ${f} of ${subject} is ${values[i].text}.`);
   const j = random.nextInt(fields.length);
-  const context_ = chance(random, 0.5) ? `${maybeFiller(random, 0.4)}${random.shuffle(facts).join(' ')}` : `${subject}: ` + fields.map((f, i) => `${f} ${values[i].text}`).join('; ') + '.';
-  const ask = pick(random, [`What is the ${fields[j]} of ${subject}?`, `Tell me the ${fields[j]}.`, `${capitalise(fields[j])}?`]);
+  const context_ = chance(random, 0.5)
+    ? `${maybeFiller(random, 0.4)}${random.shuffle(facts).join(' ')}`
+    : `${subject}: ` + fields.map((f, i) => `${f} ${values[i].text}`).join('; ') + '.';
+  const ask = pick(random, [
+    `What is the ${fields[j]} of ${subject}?`,
+    `Tell me the ${fields[j]}.`,
+    `${capitalise(fields[j])}?`,
+  ]);
   const withTools = chance(random, 0.3);
-  const messages: ChatMessage[] = [...system, { role: 'user', content: `${context_}\n${ask}${userSuffix}` }, { role: 'assistant', content: answerText(format, fields[j], values[j].text) }];
-  return encodeChat(context.template, 'chat', messages, { ...(withTools ? { tools: generateTools(random, between(random, 1, 2)).map((t) => t.spec) } : {}), kwargs, turnSkills: ['chat_answer'] });
+  const messages: ChatMessage[] = [
+    ...system,
+    { role: 'user', content: `${context_}\n${ask}${userSuffix}` },
+    { role: 'assistant', content: answerText(format, fields[j], values[j].text) },
+  ];
+  return encodeChat(context.template, 'chat', messages, {
+    ...(withTools ? { tools: generateTools(random, between(random, 1, 2)).map((t) => t.spec) } : {}),
+    kwargs,
+    turnSkills: ['chat_answer'],
+  });
 }
 
 /** A chat with a previous exchange before the request: history the model reads past. */
@@ -200,20 +284,34 @@ export function multiTurnEpisode(context: CorpusContext, random: Random): Corpus
     { role: 'assistant', content: answerText(format, askWords, askValue.text) },
   ];
   const skills: Skill[] = ['chat_answer', 'tool_call', 'tool_answer'];
-  return encodeChat(context.template, 'multi_turn', messages, { tools: tools.map((t) => t.spec), kwargs, turnSkills: skills });
+  return encodeChat(context.template, 'multi_turn', messages, {
+    tools: tools.map((t) => t.spec),
+    kwargs,
+    turnSkills: skills,
+  });
 }
 
 /** Verbs of tools that take something from one place, state or owner to another. */
 const PAIR_VERBS = 'move transfer copy switch migrate reassign route ship forward relocate shift send'.split(' ');
 /** What a pair of parameters names (`from_zone`, `to_zone`). */
-const PAIR_THINGS = 'zone room team region floor queue folder stage plan tier channel site branch warehouse desk level format language'.split(' ');
+const PAIR_THINGS =
+  'zone room team region floor queue folder stage plan tier channel site branch warehouse desk level format language'.split(
+    ' ',
+  );
 /** The two parameters' name prefixes; a request tells them apart by "from … to …", whatever the names. */
-const ROLE_PAIRS: ReadonlyArray<readonly [string, string]> = [['from', 'to'], ['source', 'target'], ['origin', 'destination'], ['old', 'new'], ['current', 'new']];
+const ROLE_PAIRS: ReadonlyArray<readonly [string, string]> = [
+  ['from', 'to'],
+  ['source', 'target'],
+  ['origin', 'destination'],
+  ['old', 'new'],
+  ['current', 'new'],
+];
 
 /** The options a pair of enum parameters shares: ordinary option words, made-up words or nouns. */
 function pairOptions(random: Random): string[] {
   const source = random.nextFloat();
-  const word = () => (source < 0.5 ? pick(random, ENUM_WORDS) : source < 0.75 ? madeUpWord(random, 2).toLowerCase() : pick(random, NOUNS));
+  const word = () =>
+    source < 0.5 ? pick(random, ENUM_WORDS) : source < 0.75 ? madeUpWord(random, 2).toLowerCase() : pick(random, NOUNS);
   const options = new Set<string>();
   const n = between(random, 3, 8);
   for (let tries = 0; options.size < n && tries < 50; tries++) options.add(word());
@@ -221,7 +319,14 @@ function pairOptions(random: Random): string[] {
 }
 
 function pairPhrase(random: Random, x: string, y: string): string {
-  return pick(random, [`from ${x} to ${y}`, `from ${x} to ${y}`, `to ${y} from ${x}`, `${x} to ${y}`, `out of ${x} into ${y}`, `into ${y}, from ${x}`]);
+  return pick(random, [
+    `from ${x} to ${y}`,
+    `from ${x} to ${y}`,
+    `to ${y} from ${x}`,
+    `${x} to ${y}`,
+    `out of ${x} into ${y}`,
+    `into ${y}, from ${x}`,
+  ]);
 }
 
 /**
@@ -235,20 +340,38 @@ export function plainRequestEpisode(context: CorpusContext, random: Random): Cor
   const { format, system, userSuffix, kwargs } = opening(random);
   const verb = pick(random, PAIR_VERBS);
   const noun = pick(random, TOOL_NOUNS);
-  const thing = pick(random, PAIR_THINGS.filter((t) => t !== noun));
+  const thing = pick(
+    random,
+    PAIR_THINGS.filter((t) => t !== noun),
+  );
   const [a, b] = pick(random, ROLE_PAIRS);
   const asEnum = chance(random, 0.7);
   const options = asEnum ? pairOptions(random) : [];
   const [x, y] = asEnum ? random.shuffle([...options]).slice(0, 2) : [nameValue(random).text, nameValue(random).text];
-  const pair: ParamDef[] = [a, b].map((role) => ({ name: `${role}_${thing}`, words: `${role} ${thing}`, type: asEnum ? 'enum' : 'string', ...(asEnum ? { options } : {}), required: true, value: (r: Random) => (asEnum ? enumValue(r, options) : nameValue(r)) }));
+  const pair: ParamDef[] = [a, b].map((role) => ({
+    name: `${role}_${thing}`,
+    words: `${role} ${thing}`,
+    type: asEnum ? 'enum' : 'string',
+    ...(asEnum ? { options } : {}),
+    required: true,
+    value: (r: Random) => (asEnum ? enumValue(r, options) : nameValue(r)),
+  }));
   const args: Record<string, string | number | boolean> = { [pair[0].name]: x, [pair[1].name]: y };
   const params: ParamDef[] = [...pair];
   const descriptions = [`The ${thing} to ${verb} the ${noun} from.`, `The ${thing} to ${verb} the ${noun} to.`];
   let amount: string | undefined;
   if (chance(random, 0.6)) {
     const name = pick(random, ['amount', 'quantity', 'count', 'units', 'total', 'number']);
-    const value = chance(random, 0.6) ? integerValue(random, { negative: 0, digits: between(random, 1, 5) }) : decimalValue(random, { negative: 0 });
-    params.push({ name, words: name, type: value.kind === 'integer' ? 'integer' : 'number', required: true, value: () => value });
+    const value = chance(random, 0.6)
+      ? integerValue(random, { negative: 0, digits: between(random, 1, 5) })
+      : decimalValue(random, { negative: 0 });
+    params.push({
+      name,
+      words: name,
+      type: value.kind === 'integer' ? 'integer' : 'number',
+      required: true,
+      value: () => value,
+    });
     descriptions.push(pick(random, [`How many to ${verb}.`, `The ${name}.`, `The ${name} of ${noun}s.`]));
     args[name] = value.json;
     amount = value.text;
@@ -256,10 +379,19 @@ export function plainRequestEpisode(context: CorpusContext, random: Random): Cor
   let adjective = '';
   if (chance(random, 0.4)) {
     const words = pick(random, ['priority', 'mode', 'type', 'category', 'size', 'status']);
-    const choices = [...new Set(Array.from({ length: between(random, 2, 4) }, () => pick(random, ENUM_WORDS)))].filter((o) => !options.includes(o));
+    const choices = [...new Set(Array.from({ length: between(random, 2, 4) }, () => pick(random, ENUM_WORDS)))].filter(
+      (o) => !options.includes(o),
+    );
     if (choices.length > 0) {
       const value = pick(random, choices);
-      params.push({ name: words, words, type: 'enum', options: choices, required: true, value: () => ({ kind: 'enum', text: value, json: value }) });
+      params.push({
+        name: words,
+        words,
+        type: 'enum',
+        options: choices,
+        required: true,
+        value: () => ({ kind: 'enum', text: value, json: value }),
+      });
       descriptions.push(`The ${words} of the ${noun}.`);
       args[words] = value;
       adjective = `${value} `;
@@ -268,21 +400,42 @@ export function plainRequestEpisode(context: CorpusContext, random: Random): Cor
   // The schema's order is not the sentence's: the names, not the positions, say where a value goes.
   const order = random.shuffle(params.map((_, i) => i));
   const name = `${verb}_${noun}`;
-  const description = pick(random, [`${capitalise(verb)} a ${noun} from one ${thing} to another.`, `${capitalise(verb)} the ${noun}.`, `Use this to ${verb} ${noun}s between ${thing}s.`]);
+  const description = pick(random, [
+    `${capitalise(verb)} a ${noun} from one ${thing} to another.`,
+    `${capitalise(verb)} the ${noun}.`,
+    `Use this to ${verb} ${noun}s between ${thing}s.`,
+  ]);
   const tool: GeneratedTool = {
     name,
     verbWords: verb,
     noun,
     description,
     params: order.map((i) => params[i]),
-    spec: toolSpec(name, description, order.map((i) => params[i]), order.map((i) => descriptions[i])),
+    spec: toolSpec(
+      name,
+      description,
+      order.map((i) => params[i]),
+      order.map((i) => descriptions[i]),
+    ),
   };
-  const call: Call = { tool, args: Object.fromEntries(order.map((i) => [params[i].name, args[params[i].name]])), mentions: [] };
+  const call: Call = {
+    tool,
+    args: Object.fromEntries(order.map((i) => [params[i].name, args[params[i].name]])),
+    mentions: [],
+  };
   const where = pairPhrase(random, x, y);
   const text =
     amount !== undefined
-      ? pick(random, [`${capitalise(verb)} ${amount} ${adjective}${noun}s ${where}.`, `Please ${verb} ${amount} of the ${adjective}${noun}s ${where}.`, `I need to ${verb} ${amount} ${where} (the ${adjective}${noun}s).`])
-      : pick(random, [`${capitalise(verb)} the ${adjective}${noun} ${where}.`, `Can you ${verb} my ${adjective}${noun} ${where}?`, `Please ${verb} the ${adjective}${noun} ${where}.`]);
+      ? pick(random, [
+          `${capitalise(verb)} ${amount} ${adjective}${noun}s ${where}.`,
+          `Please ${verb} ${amount} of the ${adjective}${noun}s ${where}.`,
+          `I need to ${verb} ${amount} ${where} (the ${adjective}${noun}s).`,
+        ])
+      : pick(random, [
+          `${capitalise(verb)} the ${adjective}${noun} ${where}.`,
+          `Can you ${verb} my ${adjective}${noun} ${where}?`,
+          `Please ${verb} the ${adjective}${noun} ${where}.`,
+        ]);
   const others = chance(random, 0.3) ? generateTools(random, 1).filter((t) => t.noun !== noun) : [];
   const fields = resultFields(random, call, between(random, 1, 3));
   const [askKey, askValue] = pick(random, fields);
@@ -294,5 +447,9 @@ export function plainRequestEpisode(context: CorpusContext, random: Random): Cor
     { role: 'tool', name, content: resultText(random, noun, fields) },
     { role: 'assistant', content: answerText(format, askWords, askValue.text) },
   ];
-  return encodeChat(context.template, 'plain_request', messages, { tools: random.shuffle([tool, ...others]).map((t) => t.spec), kwargs, turnSkills: ['tool_call', 'tool_answer'] });
+  return encodeChat(context.template, 'plain_request', messages, {
+    tools: random.shuffle([tool, ...others]).map((t) => t.spec),
+    kwargs,
+    turnSkills: ['tool_call', 'tool_answer'],
+  });
 }

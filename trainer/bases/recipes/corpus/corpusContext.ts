@@ -11,7 +11,9 @@ export class CorpusContext {
     const tokenizer = template.tokenizer;
     const ascii: number[] = [];
     const specials = new Set(tokenizer.addedTokens.map((t) => t.id));
-    const pieces = tokenizer.pieces(Array.from({ length: tokenizer.vocabSize - tokenizer.addedTokens.length }, (_, i) => i));
+    const pieces = tokenizer.pieces(
+      Array.from({ length: tokenizer.vocabSize - tokenizer.addedTokens.length }, (_, i) => i),
+    );
     pieces.forEach((piece, id) => {
       if (!specials.has(id) && /^[\x20-\x7e]+$/.test(piece)) ascii.push(id);
     });

@@ -17,10 +17,24 @@ export type Role = (typeof ROLES)[number];
 export const ROLE_ID: Record<Role, number> = { hidden: 0, text: 1, target: 2 };
 
 /** `fact_call` and `fact_answer`: the calls and the answer of a chain of facts read beside near misses (factChainEpisodes.ts). */
-export const SKILLS = ['number', 'name', 'string', 'span', 'lookup', 'tool_call', 'tool_answer', 'chat_answer', 'fact_call', 'fact_answer'] as const;
+export const SKILLS = [
+  'number',
+  'name',
+  'string',
+  'span',
+  'lookup',
+  'tool_call',
+  'tool_answer',
+  'chat_answer',
+  'fact_call',
+  'fact_answer',
+] as const;
 export type Skill = (typeof SKILLS)[number];
 /** Skill ids start at 1: 0 marks a token that exercises none. */
-export const SKILL_ID: Record<Skill, number> = Object.fromEntries(SKILLS.map((s, i) => [s, i + 1])) as Record<Skill, number>;
+export const SKILL_ID: Record<Skill, number> = Object.fromEntries(SKILLS.map((s, i) => [s, i + 1])) as Record<
+  Skill,
+  number
+>;
 
 export interface CorpusEpisode {
   kind: string;
@@ -54,7 +68,10 @@ export function encodeSegments(tokenizer: Tokenizer, kind: string, segments: rea
   const text = segments.map((s) => s.text).join('');
   const ids = tokenizer.encode(text);
   const pieces = tokenizer.pieces(ids);
-  if (pieces.join('') !== text) throw new CorpusError(`${kind}: the tokens of ${JSON.stringify(text.slice(0, 80))} do not spell it back (the corpus must be plain ASCII)`);
+  if (pieces.join('') !== text)
+    throw new CorpusError(
+      `${kind}: the tokens of ${JSON.stringify(text.slice(0, 80))} do not spell it back (the corpus must be plain ASCII)`,
+    );
   // Character → segment index.
   const owner = new Int32Array(text.length);
   let at = 0;
@@ -95,7 +112,11 @@ export function encodeChat(
   messages: readonly ChatMessage[],
   options: { tools?: readonly ToolSpec[]; kwargs?: Record<string, unknown>; turnSkills: readonly Skill[] },
 ): CorpusEpisode {
-  const tokens = tokenizeDemonstration(template, messages, { tools: options.tools, kwargs: options.kwargs, origin: kind });
+  const tokens = tokenizeDemonstration(template, messages, {
+    tools: options.tools,
+    kwargs: options.kwargs,
+    origin: kind,
+  });
   const tokenizer = template.tokenizer;
   const ids = tokens.ids;
   const roles = new Uint8Array(ids.length);
@@ -104,7 +125,8 @@ export function encodeChat(
   let current: number = ROLE_ID.text;
   let turn = -1;
   for (let t = 0; t < ids.length; t++) {
-    if (ids[t] === imStart) current = tokenizer.decode(ids.slice(t + 1, t + 4)).startsWith('system') ? ROLE_ID.hidden : ROLE_ID.text;
+    if (ids[t] === imStart)
+      current = tokenizer.decode(ids.slice(t + 1, t + 4)).startsWith('system') ? ROLE_ID.hidden : ROLE_ID.text;
     if (tokens.mask[t]) {
       if (t === 0 || !tokens.mask[t - 1]) turn++;
       const skill = options.turnSkills[turn];
@@ -113,6 +135,7 @@ export function encodeChat(
       skills[t] = SKILL_ID[skill];
     } else roles[t] = current;
   }
-  if (turn + 1 !== options.turnSkills.length) throw new CorpusError(`${kind}: ${turn + 1} assistant turns for ${options.turnSkills.length} skills`);
+  if (turn + 1 !== options.turnSkills.length)
+    throw new CorpusError(`${kind}: ${turn + 1} assistant turns for ${options.turnSkills.length} skills`);
   return { kind, ids, roles, skills };
 }

@@ -30,7 +30,9 @@ export const EPISODE_KINDS = {
 } as const satisfies Record<string, (context: CorpusContext, random: Random) => CorpusEpisode>;
 export type EpisodeKind = keyof typeof EPISODE_KINDS;
 
-export const Mix = z.partialRecord(z.enum(Object.keys(EPISODE_KINDS) as [EpisodeKind, ...EpisodeKind[]]), z.number().min(0)).refine((m) => Object.values(m).some((v) => v > 0), 'at least one episode kind needs a positive share');
+export const Mix = z
+  .partialRecord(z.enum(Object.keys(EPISODE_KINDS) as [EpisodeKind, ...EpisodeKind[]]), z.number().min(0))
+  .refine((m) => Object.values(m).some((v) => v > 0), 'at least one episode kind needs a positive share');
 export type Mix = z.infer<typeof Mix>;
 
 export const LossWeights = z.strictObject({
@@ -81,7 +83,15 @@ export function stepSeed(seed: number, step: number): number {
  * off (an episode longer than a row is dropped). Weights come from the tokens' roles; tokens
  * below weight 1 are sampled (see LossWeights.sampleBelowOne).
  */
-export function packStep(context: CorpusContext, mix: Mix, weights: LossWeights, rows: number, length: number, seed: number, step: number): PackedRow[] {
+export function packStep(
+  context: CorpusContext,
+  mix: Mix,
+  weights: LossWeights,
+  rows: number,
+  length: number,
+  seed: number,
+  step: number,
+): PackedRow[] {
   const random = Random.fromSeed(stepSeed(seed, step));
   const byRole = [0, weights.text, weights.target];
   const waiting: CorpusEpisode[] = [];
@@ -95,14 +105,18 @@ export function packStep(context: CorpusContext, mix: Mix, weights: LossWeights,
       for (let t = 0; t < episode.ids.length && ids.length < limit; t++) {
         ids.push(episode.ids[t]);
         let weight = byRole[episode.roles[t]];
-        if (weight > 0 && weight < 1 && weights.sampleBelowOne < 1) weight = random.nextFloat() < weights.sampleBelowOne ? weight / weights.sampleBelowOne : 0;
+        if (weight > 0 && weight < 1 && weights.sampleBelowOne < 1)
+          weight = random.nextFloat() < weights.sampleBelowOne ? weight / weights.sampleBelowOne : 0;
         w.push(weight);
       }
     };
     // Episodes carried over from the last row go first, then new ones, while a gap of a useful size is left.
     let tries = 0;
     while (length - ids.length > 48 && tries < 8) {
-      const episode = waiting.length && waiting[0].ids.length + 1 <= length - ids.length ? waiting.shift()! : EPISODE_KINDS[sampleKind(mix, random)](context, random);
+      const episode =
+        waiting.length && waiting[0].ids.length + 1 <= length - ids.length
+          ? waiting.shift()!
+          : EPISODE_KINDS[sampleKind(mix, random)](context, random);
       if (episode.ids.length + 1 <= length - ids.length) add(episode, length);
       else {
         if (episode.ids.length + 1 <= length && waiting.length < rows) waiting.push(episode);

@@ -1,5 +1,15 @@
 import type { Random } from '../../../foundations/models/random';
-import { between, chance, dateValue, integerValue, madeUpWord, nameValue, numberValue, phraseValue, pick } from './values';
+import {
+  between,
+  chance,
+  dateValue,
+  integerValue,
+  madeUpWord,
+  nameValue,
+  numberValue,
+  phraseValue,
+  pick,
+} from './values';
 import { ADJECTIVES, ADVERBS, NOUNS, PAST_VERBS, SUBJECT_PRONOUNS } from './words';
 
 /**
@@ -19,7 +29,8 @@ function nounPhrase(random: Random): string {
     return `${article(adjective)} ${adjective} ${pick(random, NOUNS)}`;
   }
   if (r < 0.65) return `the ${pick(random, NOUNS)} of the ${pick(random, NOUNS)}`;
-  if (r < 0.85) return `${integerValue(random, { negative: 0, digits: between(random, 1, 3) }).text} ${pick(random, NOUNS)}s`;
+  if (r < 0.85)
+    return `${integerValue(random, { negative: 0, digits: between(random, 1, 3) }).text} ${pick(random, NOUNS)}s`;
   return nameValue(random).text;
 }
 
@@ -46,8 +57,10 @@ export function sentence(random: Random): string {
   let s: string;
   if (r < 0.6) s = `${subject(random)} ${pick(random, PAST_VERBS)} ${nounPhrase(random)}${adjunct(random)}.`;
   else if (r < 0.75) s = `${capitalise(nounPhrase(random))} was ${pick(random, ADJECTIVES)}${adjunct(random)}.`;
-  else if (r < 0.85) s = `The ${pick(random, NOUNS)} cost ${numberValue(random).text.replace(/^-/, '')} and ${pick(random, PAST_VERBS)} ${pick(random, ADVERBS)}.`;
-  else s = `"${capitalise(phraseValue(random).text)}," ${pick(random, ['said', 'wrote', 'asked'])} ${nameValue(random).text}.`;
+  else if (r < 0.85)
+    s = `The ${pick(random, NOUNS)} cost ${numberValue(random).text.replace(/^-/, '')} and ${pick(random, PAST_VERBS)} ${pick(random, ADVERBS)}.`;
+  else
+    s = `"${capitalise(phraseValue(random).text)}," ${pick(random, ['said', 'wrote', 'asked'])} ${nameValue(random).text}.`;
   return capitalise(s);
 }
 

@@ -2,7 +2,21 @@ import type { Random } from '../../../foundations/models/random';
 import type { CorpusContext } from './corpusContext';
 import { encodeSegments, type CorpusEpisode, type Segment, type Skill } from './episode';
 import { maybeFiller, paragraph } from './text';
-import { anyValue, between, chance, codeValue, dateValue, decimalValue, emailValue, integerValue, nameValue, phraseValue, pick, wordValue, type CorpusValue } from './values';
+import {
+  anyValue,
+  between,
+  chance,
+  codeValue,
+  dateValue,
+  decimalValue,
+  emailValue,
+  integerValue,
+  nameValue,
+  phraseValue,
+  pick,
+  wordValue,
+  type CorpusValue,
+} from './values';
 import { ADJECTIVES, FIELD_WORDS, NOUNS } from './words';
 
 /**
@@ -40,7 +54,8 @@ function valueFor(random: Random, focus: CopyFocus | undefined): CorpusValue {
 
 /** One item of a repeated sequence: a value or a random span, with its skill. */
 function item(context: CorpusContext, random: Random, focus: CopyFocus | undefined): { text: string; skill: Skill } {
-  if (focus === 'span' || (focus === undefined && chance(random, 0.25))) return { text: randomSpan(context, random), skill: 'span' };
+  if (focus === 'span' || (focus === undefined && chance(random, 0.25)))
+    return { text: randomSpan(context, random), skill: 'span' };
   const value = valueFor(random, focus);
   const quoted = (value.kind === 'phrase' || value.kind === 'word') && chance(random, 0.5);
   return { text: quoted ? `"${value.text}"` : value.text, skill: skillOf(value) };
@@ -48,7 +63,9 @@ function item(context: CorpusContext, random: Random, focus: CopyFocus | undefin
 
 /** A sequence of items, then a marker, then the same sequence again (the copy is the target). */
 export function repeatEpisode(context: CorpusContext, random: Random, focus?: CopyFocus): CorpusEpisode {
-  const items = Array.from({ length: focus ? between(random, 1, 4) : between(random, 3, 10) }, () => item(context, random, focus));
+  const items = Array.from({ length: focus ? between(random, 1, 4) : between(random, 3, 10) }, () =>
+    item(context, random, focus),
+  );
   const separator = pick(random, [' ', ', ', '; ', '\n', ' | ']);
   const marker = pick(random, ['\nAgain: ', '\n---\n', ' || ', '\nRepeat: ', '\nCopy: ', '\n\n', ' => ']);
   const segments: Segment[] = [{ text: maybeFiller(random, 0.3), role: 'text' }];
@@ -66,13 +83,26 @@ export function repeatEpisode(context: CorpusContext, random: Random, focus?: Co
 
 /** A value introduced with a phrase, prose, then the same phrase again: the value is the target. */
 export function inductionEpisode(context: CorpusContext, random: Random, focus?: CopyFocus): CorpusEpisode {
-  const value = focus === 'span' ? { text: randomSpan(context, random), skill: 'span' as Skill } : (() => {
-    const v = valueFor(random, focus);
-    return { text: v.text, skill: skillOf(v) };
-  })();
+  const value =
+    focus === 'span'
+      ? { text: randomSpan(context, random), skill: 'span' as Skill }
+      : (() => {
+          const v = valueFor(random, focus);
+          return { text: v.text, skill: skillOf(v) };
+        })();
   const anchor = `the ${pick(random, ADJECTIVES)} ${pick(random, NOUNS)} ${pick(random, FIELD_WORDS)}`;
-  const intro = pick(random, [`Note that ${anchor} is `, `Remember: ${anchor} is `, `We were told ${anchor} is `, `${anchor[0].toUpperCase()}${anchor.slice(1)}: `]);
-  const again = pick(random, [`As noted, ${anchor} is `, `So ${anchor} is `, `Again, ${anchor} is `, `Check: ${anchor}: `]);
+  const intro = pick(random, [
+    `Note that ${anchor} is `,
+    `Remember: ${anchor} is `,
+    `We were told ${anchor} is `,
+    `${anchor[0].toUpperCase()}${anchor.slice(1)}: `,
+  ]);
+  const again = pick(random, [
+    `As noted, ${anchor} is `,
+    `So ${anchor} is `,
+    `Again, ${anchor} is `,
+    `Check: ${anchor}: `,
+  ]);
   return encodeSegments(context.tokenizer, 'induction', [
     { text: maybeFiller(random, 0.4) + intro, role: 'text' },
     { text: value.text, role: 'text' },
@@ -85,7 +115,10 @@ export function inductionEpisode(context: CorpusContext, random: Random, focus?:
 /** Field names, distinct, some of two words (`due date` / `due_date`). */
 export function fieldNames(random: Random, n: number): string[] {
   const names = new Set<string>();
-  while (names.size < n) names.add(chance(random, 0.3) ? `${pick(random, FIELD_WORDS)} ${pick(random, FIELD_WORDS)}` : pick(random, FIELD_WORDS));
+  while (names.size < n)
+    names.add(
+      chance(random, 0.3) ? `${pick(random, FIELD_WORDS)} ${pick(random, FIELD_WORDS)}` : pick(random, FIELD_WORDS),
+    );
   return [...names];
 }
 
@@ -98,11 +131,20 @@ export function lookupEpisode(context: CorpusContext, random: Random): CorpusEpi
   const key = (f: string) => (layout === 1 ? f.replace(/ /g, '_') : f);
   let record: string;
   if (layout === 0) record = `${subject}\n` + fields.map((f, i) => `${f}: ${values[i].text}`).join('\n');
-  else if (layout === 1) record = JSON.stringify(Object.fromEntries([['subject', subject], ...fields.map((f, i) => [key(f), values[i].json])]));
-  else if (layout === 2) record = `| ${['subject', ...fields].join(' | ')} |\n| ${[subject, ...values.map((v) => v.text)].join(' | ')} |`;
+  else if (layout === 1)
+    record = JSON.stringify(
+      Object.fromEntries([['subject', subject], ...fields.map((f, i) => [key(f), values[i].json])]),
+    );
+  else if (layout === 2)
+    record = `| ${['subject', ...fields].join(' | ')} |\n| ${[subject, ...values.map((v) => v.text)].join(' | ')} |`;
   else record = `${subject} has ` + fields.map((f, i) => `${f} ${values[i].text}`).join(', ') + '.';
   const j = random.nextInt(fields.length);
-  const question = pick(random, [`\nWhat is the ${fields[j]}? `, `\nThe ${fields[j]} of ${subject} is `, `\n${key(fields[j])} = `, `\nQ: ${fields[j]}?\nA: `]);
+  const question = pick(random, [
+    `\nWhat is the ${fields[j]}? `,
+    `\nThe ${fields[j]} of ${subject} is `,
+    `\n${key(fields[j])} = `,
+    `\nQ: ${fields[j]}?\nA: `,
+  ]);
   return encodeSegments(context.tokenizer, 'lookup', [
     { text: maybeFiller(random, 0.3) + record + question, role: 'text' },
     { text: values[j].text, role: 'target', skill: 'lookup' },

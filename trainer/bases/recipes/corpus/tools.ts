@@ -55,15 +55,25 @@ export interface GeneratedTool {
 const VERB_WORDS: Record<string, string> = { lookup: 'look up' };
 
 /** What a field's name says about its values: `due_date` holds a date, `owner` a name. */
-export function valueMakerFor(words: string, random: Random): { type: ParamType; value: (r: Random) => CorpusValue; options?: string[] } {
+export function valueMakerFor(
+  words: string,
+  random: Random,
+): { type: ParamType; value: (r: Random) => CorpusValue; options?: string[] } {
   const last = words.split(' ').at(-1)!;
-  if (/^(id|code|number)$/.test(last)) return chance(random, 0.5) ? { type: 'string', value: codeValue } : { type: 'integer', value: (r) => integerValue(r, { negative: 0, digits: between(r, 3, 9) }) };
-  if (/^(name|owner|customer|user|member|driver|guest|author|artist|manager|doctor|team|city|region)$/.test(last)) return { type: 'string', value: nameValue };
+  if (/^(id|code|number)$/.test(last))
+    return chance(random, 0.5)
+      ? { type: 'string', value: codeValue }
+      : { type: 'integer', value: (r) => integerValue(r, { negative: 0, digits: between(r, 3, 9) }) };
+  if (/^(name|owner|customer|user|member|driver|guest|author|artist|manager|doctor|team|city|region)$/.test(last))
+    return { type: 'string', value: nameValue };
   if (/^(date|day|start|end|due)$/.test(last)) return { type: 'string', value: dateValue };
   if (/^(email)$/.test(last)) return { type: 'string', value: emailValue };
-  if (/^(amount|price|total|balance|deposit|fee|discount|weight|height|width|depth|speed|rating|score)$/.test(last)) return { type: 'number', value: (r) => (chance(r, 0.6) ? decimalValue(r) : integerValue(r)) };
-  if (/^(count|quantity|limit|offset|seat|floor|row|port|capacity|level|version|build|gate|room|table)$/.test(last)) return { type: 'integer', value: (r) => integerValue(r, { negative: 0.05 }) };
-  if (/^(note|comment|reason|message|title|label|path|topic|tag)$/.test(last)) return { type: 'string', value: phraseValue };
+  if (/^(amount|price|total|balance|deposit|fee|discount|weight|height|width|depth|speed|rating|score)$/.test(last))
+    return { type: 'number', value: (r) => (chance(r, 0.6) ? decimalValue(r) : integerValue(r)) };
+  if (/^(count|quantity|limit|offset|seat|floor|row|port|capacity|level|version|build|gate|room|table)$/.test(last))
+    return { type: 'integer', value: (r) => integerValue(r, { negative: 0.05 }) };
+  if (/^(note|comment|reason|message|title|label|path|topic|tag)$/.test(last))
+    return { type: 'string', value: phraseValue };
   if (/^(status|priority|mode|type|category|channel|color|size|language|zone)$/.test(last)) {
     const options = [...new Set(Array.from({ length: between(random, 2, 4) }, () => pick(random, ENUM_WORDS)))];
     return { type: 'enum', options, value: (r) => enumValue(r, options) };
@@ -72,7 +82,13 @@ export function valueMakerFor(words: string, random: Random): { type: ParamType;
 }
 
 function paramDescription(random: Random, words: string, noun: string): string {
-  return pick(random, [`The ${words} of the ${noun}.`, `${words[0].toUpperCase()}${words.slice(1)} to use.`, `Which ${words}.`, `The ${noun}'s ${words}.`, `${words[0].toUpperCase()}${words.slice(1)}.`]);
+  return pick(random, [
+    `The ${words} of the ${noun}.`,
+    `${words[0].toUpperCase()}${words.slice(1)} to use.`,
+    `Which ${words}.`,
+    `The ${noun}'s ${words}.`,
+    `${words[0].toUpperCase()}${words.slice(1)}.`,
+  ]);
 }
 
 function paramNames(random: Random, noun: string, n: number): string[] {
@@ -88,7 +104,11 @@ function paramNames(random: Random, noun: string, n: number): string[] {
   return [...names];
 }
 
-export function generateTool(random: Random, taken: ReadonlySet<string> = new Set(), options: { params?: number; firstParam?: string } = {}): GeneratedTool {
+export function generateTool(
+  random: Random,
+  taken: ReadonlySet<string> = new Set(),
+  options: { params?: number; firstParam?: string } = {},
+): GeneratedTool {
   let verb: string;
   let noun: string;
   do {
@@ -100,8 +120,17 @@ export function generateTool(random: Random, taken: ReadonlySet<string> = new Se
   const names = paramNames(random, noun, options.params ?? between(random, 1, 4));
   if (options.firstParam && !names.includes(options.firstParam)) names[0] = options.firstParam;
   const params: ParamDef[] = names.map((words, i) => {
-    const maker = words.startsWith('include ') ? { type: 'boolean' as const, value: booleanValue } : valueMakerFor(words, random);
-    return { name: words.replace(/ /g, '_'), words, type: maker.type, ...(maker.options ? { options: maker.options } : {}), required: i === 0 || chance(random, 0.6), value: maker.value };
+    const maker = words.startsWith('include ')
+      ? { type: 'boolean' as const, value: booleanValue }
+      : valueMakerFor(words, random);
+    return {
+      name: words.replace(/ /g, '_'),
+      words,
+      type: maker.type,
+      ...(maker.options ? { options: maker.options } : {}),
+      required: i === 0 || chance(random, 0.6),
+      value: maker.value,
+    };
   });
   const description = pick(random, [
     `${verbWords[0].toUpperCase()}${verbWords.slice(1)} a ${noun}.`,
@@ -114,11 +143,24 @@ export function generateTool(random: Random, taken: ReadonlySet<string> = new Se
 }
 
 /** The JSON Schema a chat template shows for `params`, by the code that converts a user's zod schema. */
-export function toolSpec(name: string, description: string, params: readonly ParamDef[], descriptions: readonly string[]): ToolSpec {
+export function toolSpec(
+  name: string,
+  description: string,
+  params: readonly ParamDef[],
+  descriptions: readonly string[],
+): ToolSpec {
   const shape: Record<string, z.ZodType> = {};
   params.forEach((p, i) => {
     let schema: z.ZodType =
-      p.type === 'string' ? z.string() : p.type === 'integer' ? z.number().int() : p.type === 'number' ? z.number() : p.type === 'boolean' ? z.boolean() : z.enum(p.options as [string, ...string[]]);
+      p.type === 'string'
+        ? z.string()
+        : p.type === 'integer'
+          ? z.number().int()
+          : p.type === 'number'
+            ? z.number()
+            : p.type === 'boolean'
+              ? z.boolean()
+              : z.enum(p.options as [string, ...string[]]);
     schema = schema.describe(descriptions[i]);
     shape[p.name] = p.required ? schema : schema.optional();
   });

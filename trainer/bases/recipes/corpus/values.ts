@@ -6,7 +6,8 @@ import { ENUM_WORDS, NAME_CODAS, NAME_ONSETS, NAME_VOWELS, NOUNS } from './words
  * negatives), made-up multi-token names, quoted strings, codes, dates, and random spans of
  * tokens. Each value has its text (as a person writes it) and its JSON (as a tool call carries it).
  */
-export type ValueKind = 'integer' | 'decimal' | 'name' | 'word' | 'code' | 'date' | 'email' | 'phrase' | 'boolean' | 'enum';
+export type ValueKind =
+  'integer' | 'decimal' | 'name' | 'word' | 'code' | 'date' | 'email' | 'phrase' | 'boolean' | 'enum';
 
 export interface CorpusValue {
   kind: ValueKind;
@@ -92,7 +93,9 @@ export function emailValue(random: Random): CorpusValue {
 
 /** A short quoted phrase: a few ordinary or made-up words. */
 export function phraseValue(random: Random): CorpusValue {
-  const words = Array.from({ length: between(random, 2, 5) }, () => (chance(random, 0.25) ? madeUpWord(random, 2).toLowerCase() : pick(random, NOUNS)));
+  const words = Array.from({ length: between(random, 2, 5) }, () =>
+    chance(random, 0.25) ? madeUpWord(random, 2).toLowerCase() : pick(random, NOUNS),
+  );
   const text = words.join(' ');
   return { kind: 'phrase', text, json: text };
 }

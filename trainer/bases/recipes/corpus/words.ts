@@ -34,7 +34,10 @@ export const ADJECTIVES = (
   'southern eastern western annual daily weekly monthly'
 ).split(' ');
 
-export const ADVERBS = 'quickly slowly carefully quietly early later again soon often never always already almost finally suddenly'.split(' ');
+export const ADVERBS =
+  'quickly slowly carefully quietly early later again soon often never always already almost finally suddenly'.split(
+    ' ',
+  );
 
 export const SUBJECT_PRONOUNS = ['we', 'they', 'he', 'she', 'you', 'I'];
 

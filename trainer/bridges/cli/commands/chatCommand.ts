@@ -51,8 +51,19 @@ export async function chatCommand(argv: string[]): Promise<number> {
     return n;
   };
   const bar = new DownloadProgressBar(process.stderr);
-  const modelDir = await resolveModelPath(values.model, { baseDir: process.cwd(), field: '--model', ...(values.revision ? { revision: values.revision } : {}), onProgress: (p) => bar.update(p) });
-  const adapterDir = values.adapter ? await resolveModelPath(values.adapter, { baseDir: process.cwd(), field: '--adapter', onProgress: (p) => bar.update(p) }) : undefined;
+  const modelDir = await resolveModelPath(values.model, {
+    baseDir: process.cwd(),
+    field: '--model',
+    ...(values.revision ? { revision: values.revision } : {}),
+    onProgress: (p) => bar.update(p),
+  });
+  const adapterDir = values.adapter
+    ? await resolveModelPath(values.adapter, {
+        baseDir: process.cwd(),
+        field: '--adapter',
+        onProgress: (p) => bar.update(p),
+      })
+    : undefined;
   bar.clear();
   const device = createDevice(await resolveDevice(values.device!));
   let lora;
@@ -75,7 +86,10 @@ export async function chatCommand(argv: string[]): Promise<number> {
       await device.setState(state);
     }
     const template = model.folder.chatTemplate;
-    if (!template) throw new UsageError(`${values.model} has no chat template (tokenizer_config.json has no chat_template); it is a base model`);
+    if (!template)
+      throw new UsageError(
+        `${values.model} has no chat template (tokenizer_config.json has no chat_template); it is a base model`,
+      );
     const gen = model.folder.generationConfig;
     const options = {
       temperature: number('temperature', values.temperature, gen?.temperature ?? 0.7, (n) => n >= 0),
@@ -86,9 +100,15 @@ export async function chatCommand(argv: string[]): Promise<number> {
     };
     const policy = new ModelPolicy(model);
     const seed = number('seed', values.seed, 0, (n) => Number.isInteger(n) && n >= 0);
-    const rl = readline.createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY });
+    const rl = readline.createInterface({
+      input: process.stdin,
+      output: process.stdout,
+      terminal: process.stdin.isTTY,
+    });
     const lines = rl[Symbol.asyncIterator]();
-    process.stdout.write(`${model.config.architecture} from ${modelDir}${adapterDir ? ` + adapter ${adapterDir}` : ''}. /reset starts over, /exit quits.\n`);
+    process.stdout.write(
+      `${model.config.architecture} from ${modelDir}${adapterDir ? ` + adapter ${adapterDir}` : ''}. /reset starts over, /exit quits.\n`,
+    );
     let session = await policy.startSession(1, seed);
     let messages: ChatMessage[] = values.system ? [{ role: 'system', content: values.system }] : [];
     let ids: number[] = [];
@@ -107,7 +127,10 @@ export async function chatCommand(argv: string[]): Promise<number> {
       }
       if (!text) continue;
       const user: ChatMessage = { role: 'user', content: text };
-      const append = ids.length === 0 ? template.promptTokens([...messages, user], { addGenerationPrompt: true }).ids : template.appendTokens({ messages, ids }, [user], { onHistoryRewrite: 'keep-tokens' }).ids;
+      const append =
+        ids.length === 0
+          ? template.promptTokens([...messages, user], { addGenerationPrompt: true }).ids
+          : template.appendTokens({ messages, ids }, [user], { onHistoryRewrite: 'keep-tokens' }).ids;
       const turnTokens: number[] = [];
       let shown = '';
       const [turn] = await session.generate([{ sequence: 0, append }], {
@@ -125,7 +148,14 @@ export async function chatCommand(argv: string[]): Promise<number> {
       });
       process.stdout.write('\n');
       ids = [...ids, ...append, ...turn.tokens];
-      messages = [...messages, user, { role: 'assistant', content: model.tokenizer.decode(turn.tokens.filter((t) => !options.stopTokenIds.includes(t))) }];
+      messages = [
+        ...messages,
+        user,
+        {
+          role: 'assistant',
+          content: model.tokenizer.decode(turn.tokens.filter((t) => !options.stopTokenIds.includes(t))),
+        },
+      ];
       if (turn.finish === 'length') {
         process.stdout.write(`[reply cut at ${options.maxNewTokens} tokens; starting a new conversation]\n`);
         await session.close();

@@ -70,7 +70,12 @@ function truncatedIfAsked(dir: string, merges: number | undefined): string {
 async function tokenizerFolder(spec: string): Promise<string> {
   const bar = new DownloadProgressBar(process.stderr);
   try {
-    return await resolveModelPath(spec, { baseDir: process.cwd(), field: '--tokenizer', files: 'tokenizer', onProgress: (p) => bar.update(p) });
+    return await resolveModelPath(spec, {
+      baseDir: process.cwd(),
+      field: '--tokenizer',
+      files: 'tokenizer',
+      onProgress: (p) => bar.update(p),
+    });
   } finally {
     bar.clear();
   }
@@ -83,7 +88,8 @@ function required(flag: string, value: string | undefined): string {
 
 function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${flag}: expected one of ${allowed.join(', ')}, got "${value}"`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`--${flag}: expected one of ${allowed.join(', ')}, got "${value}"`);
   return value as T;
 }
 
@@ -126,11 +132,31 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     if (n === 0) throw new UsageError(`--${flag}: must be at least 1`);
     return n;
   };
-  const familyName = oneOf('family', required('family', values.family), ['qwen2', 'qwen3', 'llama', 'qwen2-vl', 'qwen2.5-vl'] as const)!;
-  const family: ModelFamily | VisionLanguageFamily = familyName === 'qwen2-vl' ? 'qwen2_vl' : familyName === 'qwen2.5-vl' ? 'qwen2_5_vl' : familyName;
-  const visionFlags = ['vision-depth', 'vision-width', 'vision-heads', 'vision-mlp', 'patch-size', 'merge-size', 'window-size', 'min-pixels', 'max-pixels'] as const;
+  const familyName = oneOf('family', required('family', values.family), [
+    'qwen2',
+    'qwen3',
+    'llama',
+    'qwen2-vl',
+    'qwen2.5-vl',
+  ] as const)!;
+  const family: ModelFamily | VisionLanguageFamily =
+    familyName === 'qwen2-vl' ? 'qwen2_vl' : familyName === 'qwen2.5-vl' ? 'qwen2_5_vl' : familyName;
+  const visionFlags = [
+    'vision-depth',
+    'vision-width',
+    'vision-heads',
+    'vision-mlp',
+    'patch-size',
+    'merge-size',
+    'window-size',
+    'min-pixels',
+    'max-pixels',
+  ] as const;
   const given = visionFlags.filter((flag) => values[flag] !== undefined);
-  if (given.length && !isVisionLanguageType(family)) throw new UsageError(`--${given[0]}: only for the vision-language families (qwen2-vl, qwen2.5-vl), not ${familyName}`);
+  if (given.length && !isVisionLanguageType(family))
+    throw new UsageError(
+      `--${given[0]}: only for the vision-language families (qwen2-vl, qwen2.5-vl), not ${familyName}`,
+    );
   const visionOption = (flag: (typeof visionFlags)[number]) => {
     const n = integer(flag, values[flag]);
     if (n === 0) throw new UsageError(`--${flag}: must be at least 1`);
@@ -158,7 +184,10 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     heads: positive('heads'),
     kvHeads: positive('kv-heads'),
     intermediate: positive('intermediate'),
-    tokenizer: truncatedIfAsked(await tokenizerFolder(required('tokenizer', values.tokenizer)), integer('tokenizer-merges', values['tokenizer-merges'])),
+    tokenizer: truncatedIfAsked(
+      await tokenizerFolder(required('tokenizer', values.tokenizer)),
+      integer('tokenizer-merges', values['tokenizer-merges']),
+    ),
     outDir: required('out', values.out),
     seed: integer('seed', values.seed) ?? 0,
     headDim: integer('head-dim', values['head-dim']),
@@ -183,7 +212,9 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     `wrote ${options.outDir}: ${config.family} (${config.architecture}), ${config.numLayers} layers, hidden ${config.hiddenSize}, ` +
       `${config.numHeads} heads / ${config.numKvHeads} kv heads of ${config.headDim}, intermediate ${config.intermediateSize}, ` +
       `vocabulary ${config.vocabSize}${config.tieWordEmbeddings ? ', tied embeddings' : ''}; ` +
-      (config.vision ? `vision tower: ${config.vision.depth} blocks of width ${config.vision.width}, patch ${config.vision.patchSize}, merge ${config.vision.spatialMergeSize}; ` : '') +
+      (config.vision
+        ? `vision tower: ${config.vision.depth} blocks of width ${config.vision.width}, patch ${config.vision.patchSize}, merge ${config.vision.spatialMergeSize}; `
+        : '') +
       `${created.parameters.toLocaleString('en-US')} parameters in ${options.dtype ?? 'float32'}\n` +
       `files: ${created.files.join(', ')}\n`,
   );

@@ -1,5 +1,10 @@
 import { parseArgs } from 'node:util';
-import { ExecutionProviderName, PROTOCOL_VERSION, type ProviderCheck, type TrainerMessage } from '../../../contract/protocol';
+import {
+  ExecutionProviderName,
+  PROTOCOL_VERSION,
+  type ProviderCheck,
+  type TrainerMessage,
+} from '../../../contract/protocol';
 import { loadOnnxRuntime } from '../../../foundations/engine/runtime/onnxruntime';
 import { describeWebGpuAdapter, runProviderCheck } from '../../environment/providerCheck';
 import { collectEnvironmentReport, formatEnvironmentReport } from '../../environment/report';
@@ -15,7 +20,11 @@ provider (cpu, webgpu, cuda) by creating a session and running a small graph on 
 export async function envCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { json: { type: 'boolean', default: false }, ipc: { type: 'boolean', default: false }, probe: { type: 'string' } },
+    options: {
+      json: { type: 'boolean', default: false },
+      ipc: { type: 'boolean', default: false },
+      probe: { type: 'string' },
+    },
     strict: true,
   });
   if (values.probe !== undefined) return probeCommand(values.probe);
@@ -34,7 +43,8 @@ export async function envCommand(argv: string[]): Promise<number> {
 /** Internal: `env --probe <provider>` runs one provider check and prints it as one JSON line. */
 async function probeCommand(name: string): Promise<number> {
   const provider = ExecutionProviderName.safeParse(name);
-  if (!provider.success) throw new UsageError(`--probe: expected one of ${ExecutionProviderName.options.join(', ')}, got "${name}"`);
+  if (!provider.success)
+    throw new UsageError(`--probe: expected one of ${ExecutionProviderName.options.join(', ')}, got "${name}"`);
   const loaded = loadOnnxRuntime();
   let check: ProviderCheck;
   if ('error' in loaded) check = { name: provider.data, available: false, reason: loaded.error };

@@ -9,7 +9,7 @@ import { loadUserModule } from '../../usercode/loadUserModule';
 import { ToolSet } from '../../../foundations/tools/toolSet';
 import { hasParent, sendToParent } from '../ipc';
 import { UsageError } from '../usage';
-import { loadConfig } from "../../usercode/loadConfig";
+import { loadConfig } from '../../usercode/loadConfig';
 
 export const evalRewardUsage = `rollout-studio eval-reward <file.ts> --export PATH [options]
 
@@ -63,16 +63,24 @@ export async function evalRewardCommand(argv: string[]): Promise<number> {
     strict: true,
   });
   if (positionals.length !== 1) throw new UsageError('expected exactly one file with the reward');
-  if (!values.export) throw new UsageError('--export PATH is required (e.g. --export rewards or --export rewards.outcome[0])');
+  if (!values.export)
+    throw new UsageError('--export PATH is required (e.g. --export rewards or --export rewards.outcome[0])');
   const kind = values.kind === undefined ? undefined : RewardKind.safeParse(values.kind);
-  if (kind && !kind.success) throw new UsageError(`--kind: expected one of ${RewardKind.options.join(', ')}, got "${values.kind}"`);
+  if (kind && !kind.success)
+    throw new UsageError(`--kind: expected one of ${RewardKind.options.join(', ')}, got "${values.kind}"`);
   const samples = Number(values.samples);
-  if (!Number.isInteger(samples) || samples < 1) throw new UsageError(`--samples: expected a positive integer, got "${values.samples}"`);
-  if (values.ipc && !hasParent()) throw new UsageError('--ipc was given but this process has no IPC channel; it must be started by the extension');
+  if (!Number.isInteger(samples) || samples < 1)
+    throw new UsageError(`--samples: expected a positive integer, got "${values.samples}"`);
+  if (values.ipc && !hasParent())
+    throw new UsageError('--ipc was given but this process has no IPC channel; it must be started by the extension');
   const file = path.resolve(positionals[0]);
 
   const loaded = values.config ? await loadConfig(values.config) : undefined;
-  const dataFile = values.data ? path.resolve(values.data) : loaded ? loaded.resolve(loaded.config.data.train) : undefined;
+  const dataFile = values.data
+    ? path.resolve(values.data)
+    : loaded
+      ? loaded.resolve(loaded.config.data.train)
+      : undefined;
   const fields = loaded?.config.data.fields as FieldsSchema | undefined;
   const dataset = dataFile ? loadJsonlDataset(dataFile, fields ? { fields } : {}) : undefined;
   const rowIds = new Set(dataset?.rows.map((r) => r.id) ?? []);
@@ -88,6 +96,7 @@ export async function evalRewardCommand(argv: string[]): Promise<number> {
     ...(loaded ? { tools: new ToolSet(loaded.config.tools) } : {}),
   });
   if (values.ipc) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'reward.evaluation', evaluation });
-  else process.stdout.write(values.json ? JSON.stringify(evaluation, null, 2) + '\n' : formatRewardEvaluation(evaluation));
+  else
+    process.stdout.write(values.json ? JSON.stringify(evaluation, null, 2) + '\n' : formatRewardEvaluation(evaluation));
   return 0;
 }

@@ -16,7 +16,11 @@ export async function exportCommand(argv: string[]): Promise<number> {
   const run = target !== undefined && Object.hasOwn(targets, target) ? targets[target] : undefined;
   if (!run) {
     const supported = Object.keys(targets).join(', ');
-    throw new UsageError(target === undefined || target.startsWith('-') ? `export: name the format first (${supported}), e.g. rollout-studio export gguf <run> --out FILE` : `export: unknown format "${target}"; supported: ${supported}`);
+    throw new UsageError(
+      target === undefined || target.startsWith('-')
+        ? `export: name the format first (${supported}), e.g. rollout-studio export gguf <run> --out FILE`
+        : `export: unknown format "${target}"; supported: ${supported}`,
+    );
   }
   return run(argv);
 }

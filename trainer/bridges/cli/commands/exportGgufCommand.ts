@@ -31,13 +31,18 @@ export interface ExportSource {
 
 /** The base model a PEFT adapter names (transformers writes the path it was trained from). */
 function adapterBase(file: string): string | undefined {
-  const json = readJsonFile(file, z.looseObject({ base_model_name_or_path: z.string().nullable().optional() }), (m) => new UsageError(m));
+  const json = readJsonFile(
+    file,
+    z.looseObject({ base_model_name_or_path: z.string().nullable().optional() }),
+    (m) => new UsageError(m),
+  );
   return json.base_model_name_or_path ?? undefined;
 }
 
 /** The newest complete checkpoint of a run: run.json's lastCheckpoint, else the highest step on disk. */
 function newestCheckpoint(reader: RunStoreReader, record: RunRecord): string | undefined {
-  if (record.lastCheckpoint && fs.existsSync(path.join(reader.dir, record.lastCheckpoint, 'trainer_state.json'))) return path.join(reader.dir, record.lastCheckpoint);
+  if (record.lastCheckpoint && fs.existsSync(path.join(reader.dir, record.lastCheckpoint, 'trainer_state.json')))
+    return path.join(reader.dir, record.lastCheckpoint);
   const complete = reader.checkpoints();
   return complete.length ? path.join(reader.dir, complete[complete.length - 1]) : undefined;
 }
@@ -45,7 +50,8 @@ function newestCheckpoint(reader: RunStoreReader, record: RunRecord): string | u
 /** What a `<run|checkpoint|model>` argument means, with an error naming the folder and what was expected. */
 export function resolveExportSource(source: string, baseOverride?: string): ExportSource {
   const dir = path.resolve(source);
-  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new UsageError(`${source}: no such folder (expected a run, a checkpoint or a model folder)`);
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory())
+    throw new UsageError(`${source}: no such folder (expected a run, a checkpoint or a model folder)`);
   let runBase: string | undefined;
   let checkpoint = dir;
   let description = source;
@@ -53,7 +59,10 @@ export function resolveExportSource(source: string, baseOverride?: string): Expo
     const reader = new RunStoreReader(dir);
     const record = reader.run();
     const newest = newestCheckpoint(reader, record);
-    if (!newest) throw new UsageError(`${source}: the run has no checkpoint yet (output.checkpointEvery in its config sets how often one is written)`);
+    if (!newest)
+      throw new UsageError(
+        `${source}: the run has no checkpoint yet (output.checkpointEvery in its config sets how often one is written)`,
+      );
     checkpoint = newest;
     runBase = record.model.path;
     description = `run ${record.id}, ${path.relative(dir, newest)}`;
@@ -61,32 +70,56 @@ export function resolveExportSource(source: string, baseOverride?: string): Expo
   const adapterConfig = path.join(checkpoint, 'adapter_config.json');
   if (fs.existsSync(adapterConfig)) {
     const base = baseOverride ?? runBase ?? adapterBase(adapterConfig);
-    if (!base) throw new UsageError(`${adapterConfig}: base_model_name_or_path is not set; name the base model with --base DIR`);
+    if (!base)
+      throw new UsageError(`${adapterConfig}: base_model_name_or_path is not set; name the base model with --base DIR`);
     if (!fs.existsSync(path.join(base, 'config.json'))) {
-      throw new UsageError(`the LoRA checkpoint's base model ${base} (from ${baseOverride ? '--base' : runBase ? 'run.json model.path' : `${adapterConfig} base_model_name_or_path`}) is not a model folder; name it with --base DIR`);
+      throw new UsageError(
+        `the LoRA checkpoint's base model ${base} (from ${baseOverride ? '--base' : runBase ? 'run.json model.path' : `${adapterConfig} base_model_name_or_path`}) is not a model folder; name it with --base DIR`,
+      );
     }
     return { modelDir: base, adapterDir: checkpoint, description: `${description} (LoRA merged into ${base})` };
   }
   if (fs.existsSync(path.join(checkpoint, 'config.json'))) return { modelDir: checkpoint, description };
-  throw new UsageError(`${checkpoint}: neither a run (run.json), a LoRA checkpoint (adapter_config.json) nor a model folder (config.json)`);
+  throw new UsageError(
+    `${checkpoint}: neither a run (run.json), a LoRA checkpoint (adapter_config.json) nor a model folder (config.json)`,
+  );
 }
 
 export async function exportGgufCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { out: { type: 'string' }, type: { type: 'string', default: 'f32' }, base: { type: 'string' }, name: { type: 'string' } },
+    options: {
+      out: { type: 'string' },
+      type: { type: 'string', default: 'f32' },
+      base: { type: 'string' },
+      name: { type: 'string' },
+    },
     strict: true,
     allowPositionals: true,
   });
   const [format, source, ...extra] = positionals;
-  if (format !== 'gguf') throw new UsageError(format === undefined ? 'export: name the format (gguf)' : `export: unknown format "${format}"; supported: gguf`);
+  if (format !== 'gguf')
+    throw new UsageError(
+      format === undefined ? 'export: name the format (gguf)' : `export: unknown format "${format}"; supported: gguf`,
+    );
   if (!source) throw new UsageError('export gguf: name the run, checkpoint or model folder to export');
   if (extra.length) throw new UsageError(`export gguf: unexpected arguments ${extra.join(' ')}`);
   if (!values.out) throw new UsageError('export gguf: --out FILE is required');
-  if (!(GGUF_TYPES as readonly string[]).includes(values.type!)) throw new UsageError(`--type: expected one of ${GGUF_TYPES.join(', ')}, got "${values.type}"`);
+  if (!(GGUF_TYPES as readonly string[]).includes(values.type!))
+    throw new UsageError(`--type: expected one of ${GGUF_TYPES.join(', ')}, got "${values.type}"`);
   const resolved = resolveExportSource(source, values.base);
-  const result = exportGguf({ modelDir: resolved.modelDir, adapterDir: resolved.adapterDir, out: values.out, type: values.type as GgufExportType, name: values.name });
-  const types = Object.entries(result.types).map(([t, n]) => `${n} ${t}`).join(', ');
-  process.stdout.write(`wrote ${result.file}: ${(result.bytes / 2 ** 20).toFixed(1)} MiB, ${result.architecture}, ${result.tensors} tensors (${types}), from ${resolved.description}\n`);
+  const result = exportGguf({
+    modelDir: resolved.modelDir,
+    adapterDir: resolved.adapterDir,
+    out: values.out,
+    type: values.type as GgufExportType,
+    name: values.name,
+  });
+  const types = Object.entries(result.types)
+    .map(([t, n]) => `${n} ${t}`)
+    .join(', ');
+  process.stdout.write(
+    `wrote ${result.file}: ${(result.bytes / 2 ** 20).toFixed(1)} MiB, ${result.architecture}, ${result.tensors} tensors (${types}), from ${resolved.description}\n`,
+  );
   return 0;
 }

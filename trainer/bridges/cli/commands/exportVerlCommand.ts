@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { exportVerl } from '../../verl/export';
 import { UsageError } from '../usage';
-import { loadConfig } from "../../usercode/loadConfig";
+import { loadConfig } from '../../usercode/loadConfig';
 
 export const exportVerlUsage = `rollout-studio export verl <config.ts> --out DIR [--url URL]
 
@@ -13,9 +13,19 @@ Hydra overrides for the config's settings, and README.md with the table of what 
   --url URL    where verl will reach \`rollout-studio serve-tools\` (default http://127.0.0.1:8808)`;
 
 export async function exportVerlCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { out: { type: 'string' }, url: { type: 'string', default: 'http://127.0.0.1:8808' } }, strict: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { out: { type: 'string' }, url: { type: 'string', default: 'http://127.0.0.1:8808' } },
+    strict: true,
+  });
   const [target, config, ...rest] = positionals;
-  if (target !== 'verl') throw new UsageError(target === undefined ? 'say what to export to: rollout-studio export verl <config.ts> --out DIR' : `cannot export to "${target}"; the one target is verl`);
+  if (target !== 'verl')
+    throw new UsageError(
+      target === undefined
+        ? 'say what to export to: rollout-studio export verl <config.ts> --out DIR'
+        : `cannot export to "${target}"; the one target is verl`,
+    );
   if (config === undefined || rest.length) throw new UsageError('expected exactly one config file');
   if (!values.out) throw new UsageError('--out DIR is required');
   try {

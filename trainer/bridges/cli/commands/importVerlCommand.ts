@@ -40,15 +40,35 @@ export async function importCommand(argv: string[]): Promise<number> {
     strict: true,
   });
   const [target, dir, ...rest] = positionals;
-  if (target !== 'verl') throw new UsageError(target === undefined ? 'say what to import: rollout-studio import verl <rollout_data_dir>' : `cannot import from "${target}"; the one source is verl`);
+  if (target !== 'verl')
+    throw new UsageError(
+      target === undefined
+        ? 'say what to import: rollout-studio import verl <rollout_data_dir>'
+        : `cannot import from "${target}"; the one source is verl`,
+    );
   if (dir === undefined || rest.length) throw new UsageError('expected exactly one rollout_data_dir');
   const algorithm = Algorithm.safeParse(values.algorithm);
-  if (!algorithm.success || algorithm.data === 'sft') throw new UsageError(`--algorithm: expected grpo, ppo, rloo, reinforce++ or reinforce++-baseline, got "${values.algorithm}"`);
+  if (!algorithm.success || algorithm.data === 'sft')
+    throw new UsageError(
+      `--algorithm: expected grpo, ppo, rloo, reinforce++ or reinforce++-baseline, got "${values.algorithm}"`,
+    );
   const interval = Number(values.interval);
-  if (!(interval > 0)) throw new UsageError(`--interval: expected a positive number of seconds, got "${values.interval}"`);
+  if (!(interval > 0))
+    throw new UsageError(`--interval: expected a positive number of seconds, got "${values.interval}"`);
   const source = path.resolve(dir);
   const name = values.name ?? path.basename(path.dirname(source));
-  const runDir = path.resolve(values['run-dir'] ?? path.join(values['runs-dir'], `${stamp()}-verl-${name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'run'}`));
+  const runDir = path.resolve(
+    values['run-dir'] ??
+      path.join(
+        values['runs-dir'],
+        `${stamp()}-verl-${
+          name
+            .toLowerCase()
+            .replace(/[^a-z0-9]+/g, '-')
+            .replace(/^-|-$/g, '') || 'run'
+        }`,
+      ),
+  );
   const run = new VerlImport({
     rolloutDataDir: source,
     ...(values.metrics ? { metricsFile: path.resolve(values.metrics) } : {}),
@@ -57,7 +77,8 @@ export async function importCommand(argv: string[]): Promise<number> {
     algorithm: algorithm.data,
     ...(values.tokenizer ? { tokenizer: Tokenizer.load(path.resolve(values.tokenizer)) } : {}),
   });
-  const say = (steps: number[]) => process.stdout.write(`imported step${steps.length > 1 ? 's' : ''} ${steps.join(', ')} into ${runDir}\n`);
+  const say = (steps: number[]) =>
+    process.stdout.write(`imported step${steps.length > 1 ? 's' : ''} ${steps.join(', ')} into ${runDir}\n`);
   try {
     if (!values.follow) {
       const steps = run.importNew();

@@ -3,7 +3,15 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pretrain } from '../../../bases/recipes/pretrain';
 import { BUILT_IN_PREFIX } from '../../../foundations/models/builtinModels';
-import { BASE_RECIPE, BUILT_IN_RECIPES, dataForStep, loadRecipe, parseRecipe, RecipeError, type Recipe } from '../../../bases/recipes/recipe';
+import {
+  BASE_RECIPE,
+  BUILT_IN_RECIPES,
+  dataForStep,
+  loadRecipe,
+  parseRecipe,
+  RecipeError,
+  type Recipe,
+} from '../../../bases/recipes/recipe';
 import { UsageError } from '../usage';
 
 export const pretrainUsage = `rollout-studio pretrain [recipe.json | rollout-studio:<name>] [options]
@@ -49,13 +57,28 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
   if (positionals.length > 1) throw new UsageError('expected at most one recipe file');
   let recipe: Recipe;
   try {
-    const named = positionals[0]?.startsWith(BUILT_IN_PREFIX) ? positionals[0].slice(BUILT_IN_PREFIX.length) : undefined;
-    if (named !== undefined && !BUILT_IN_RECIPES[named]) throw new RecipeError(`"${positionals[0]}" is not a built-in model's recipe (known: ${Object.keys(BUILT_IN_RECIPES).map((n) => BUILT_IN_PREFIX + n).join(', ')})`);
-    recipe = named !== undefined ? BUILT_IN_RECIPES[named] : positionals.length ? loadRecipe(positionals[0]) : BASE_RECIPE;
+    const named = positionals[0]?.startsWith(BUILT_IN_PREFIX)
+      ? positionals[0].slice(BUILT_IN_PREFIX.length)
+      : undefined;
+    if (named !== undefined && !BUILT_IN_RECIPES[named])
+      throw new RecipeError(
+        `"${positionals[0]}" is not a built-in model's recipe (known: ${Object.keys(BUILT_IN_RECIPES)
+          .map((n) => BUILT_IN_PREFIX + n)
+          .join(', ')})`,
+      );
+    recipe =
+      named !== undefined ? BUILT_IN_RECIPES[named] : positionals.length ? loadRecipe(positionals[0]) : BASE_RECIPE;
     const steps = positive('steps', values.steps);
     const seed = positive('seed', values.seed);
     if (steps !== undefined || seed !== undefined) {
-      recipe = parseRecipe({ ...recipe, ...(seed !== undefined ? { seed } : {}), optimization: { ...recipe.optimization, ...(steps !== undefined ? { steps } : {}) } }, 'the recipe with --steps/--seed');
+      recipe = parseRecipe(
+        {
+          ...recipe,
+          ...(seed !== undefined ? { seed } : {}),
+          optimization: { ...recipe.optimization, ...(steps !== undefined ? { steps } : {}) },
+        },
+        'the recipe with --steps/--seed',
+      );
     }
   } catch (error) {
     if (error instanceof RecipeError) throw new UsageError(error.message);
@@ -68,15 +91,29 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
   const outDir = path.resolve(values.out ?? path.join('.rollout', 'pretrain', recipe.name));
   const stopAfter = positive('stop-after', values['stop-after']);
   const started = Date.now();
-  const log = (line: string) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
+  const log = (line: string) =>
+    process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
   const first = dataForStep(recipe, 1);
-  const openingShape = first.rows !== recipe.data.rows || first.length !== recipe.data.length ? `, the first ${recipe.data.openingMix!.steps} × ${first.rows} rows × ${first.length} tokens` : '';
-  log(`pretraining ${recipe.name} (seed ${recipe.seed}, ${recipe.optimization.steps} steps × ${recipe.data.rows} rows × ${recipe.data.length} tokens${openingShape}) in ${outDir}`);
-  const result = await pretrain({ recipe, outDir, log, ...(stopAfter !== undefined ? { stopAfter } : {}), ...(values.tokenizer ? { tokenizerSource: values.tokenizer } : {}) });
+  const openingShape =
+    first.rows !== recipe.data.rows || first.length !== recipe.data.length
+      ? `, the first ${recipe.data.openingMix!.steps} × ${first.rows} rows × ${first.length} tokens`
+      : '';
+  log(
+    `pretraining ${recipe.name} (seed ${recipe.seed}, ${recipe.optimization.steps} steps × ${recipe.data.rows} rows × ${recipe.data.length} tokens${openingShape}) in ${outDir}`,
+  );
+  const result = await pretrain({
+    recipe,
+    outDir,
+    log,
+    ...(stopAfter !== undefined ? { stopAfter } : {}),
+    ...(values.tokenizer ? { tokenizerSource: values.tokenizer } : {}),
+  });
   if (result.heldout) {
     process.stdout.write(
       `RESULT heldout_loss=${result.heldout.loss.toFixed(4)} target_loss=${result.heldout.targetLoss.toFixed(4)} text_loss=${result.heldout.textLoss.toFixed(4)} ` +
-        Object.entries(result.heldout.exactMatch).map(([k, v]) => `em_${k}=${(100 * v).toFixed(1)}`).join(' ') +
+        Object.entries(result.heldout.exactMatch)
+          .map(([k, v]) => `em_${k}=${(100 * v).toFixed(1)}`)
+          .join(' ') +
         ` steps=${result.steps} seconds=${result.seconds.toFixed(0)}\n`,
     );
   }
@@ -85,13 +122,19 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
     for (const line of fs.readFileSync(values.compare, 'utf8').split('\n')) {
       if (!line.trim()) continue;
       const record = JSON.parse(line) as { kind?: string; step?: number; loss?: number };
-      if (record.kind === 'train' && typeof record.step === 'number' && typeof record.loss === 'number') reference.set(record.step, record.loss);
+      if (record.kind === 'train' && typeof record.step === 'number' && typeof record.loss === 'number')
+        reference.set(record.step, record.loss);
     }
     const first = result.steps - result.losses.length + 1;
-    const pairs = result.losses.map((loss, i) => [first + i, loss, reference.get(first + i)] as const).filter(([, , r]) => r !== undefined);
-    if (pairs.length === 0) throw new UsageError(`--compare: ${values.compare} has no training losses for steps ${first}–${result.steps}`);
+    const pairs = result.losses
+      .map((loss, i) => [first + i, loss, reference.get(first + i)] as const)
+      .filter(([, , r]) => r !== undefined);
+    if (pairs.length === 0)
+      throw new UsageError(`--compare: ${values.compare} has no training losses for steps ${first}–${result.steps}`);
     const worst = Math.max(...pairs.map(([, a, b]) => Math.abs(a - b!)));
-    process.stdout.write(`RESULT compared_steps=${pairs.length} identical=${pairs.every(([, a, b]) => a === b)} max_abs_loss_difference=${worst.toExponential(2)}\n`);
+    process.stdout.write(
+      `RESULT compared_steps=${pairs.length} identical=${pairs.every(([, a, b]) => a === b)} max_abs_loss_difference=${worst.toExponential(2)}\n`,
+    );
   }
   return 0;
 }

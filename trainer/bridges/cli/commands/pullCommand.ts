@@ -17,10 +17,16 @@ HF_TOKEN (gated and private models), HF_HUB_OFFLINE=1 (use the cache only), HF_E
 (another Hub server). An interrupted download resumes where it stopped.`;
 
 export async function pullCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { revision: { type: 'string' } }, strict: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { revision: { type: 'string' } },
+    strict: true,
+  });
   if (positionals.length !== 1) throw new UsageError('expected exactly one repo id (org/name)');
   const repo = positionals[0];
-  if (!isRepoId(repo)) throw new UsageError(`"${repo}" is not a Hugging Face repo id: expected org/name, e.g. Qwen/Qwen3-0.6B`);
+  if (!isRepoId(repo))
+    throw new UsageError(`"${repo}" is not a Hugging Face repo id: expected org/name, e.g. Qwen/Qwen3-0.6B`);
   const bar = new DownloadProgressBar(process.stderr);
   const stopper = new AbortController();
   process.once('SIGINT', () => {
@@ -30,9 +36,14 @@ export async function pullCommand(argv: string[]): Promise<number> {
     process.exit(130);
   });
   const started = Date.now();
-  const result = await pullModel(repo, { ...(values.revision ? { revision: values.revision } : {}), onProgress: (p) => bar.update(p), signal: stopper.signal });
+  const result = await pullModel(repo, {
+    ...(values.revision ? { revision: values.revision } : {}),
+    onProgress: (p) => bar.update(p),
+    signal: stopper.signal,
+  });
   bar.clear();
   process.stdout.write(`${describePull(result, (Date.now() - started) / 1000)}\n`);
-  if (result.downloaded.length === 0 && !result.offline) process.stdout.write(`(nothing to download; the cache is ${hubSettings().cacheDir})\n`);
+  if (result.downloaded.length === 0 && !result.offline)
+    process.stdout.write(`(nothing to download; the cache is ${hubSettings().cacheDir})\n`);
   return 0;
 }

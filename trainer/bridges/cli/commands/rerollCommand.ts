@@ -42,17 +42,26 @@ function integer(value: string | undefined, flag: string, min = 0): number | und
 
 function oneOf<T extends string>(value: string | undefined, flag: string, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${flag}: expected ${allowed.join(' or ')}, got "${value}"`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`${flag}: expected ${allowed.join(' or ')}, got "${value}"`);
   return value as T;
 }
 
-function edits(values: { 'edit-result'?: string; 'edit-arguments'?: string; call?: string; 'insert-user'?: string; 'insert-assistant'?: string }): NonNullable<RerollRequest['edits']> {
+function edits(values: {
+  'edit-result'?: string;
+  'edit-arguments'?: string;
+  call?: string;
+  'insert-user'?: string;
+  'insert-assistant'?: string;
+}): NonNullable<RerollRequest['edits']> {
   const call = integer(values.call, '--call') ?? 0;
   const list: NonNullable<RerollRequest['edits']> = [];
   if (values['insert-user'] !== undefined) list.push({ kind: 'message', role: 'user', content: values['insert-user'] });
-  if (values['insert-assistant'] !== undefined) list.push({ kind: 'message', role: 'assistant', content: values['insert-assistant'] });
+  if (values['insert-assistant'] !== undefined)
+    list.push({ kind: 'message', role: 'assistant', content: values['insert-assistant'] });
   if (values['edit-result'] !== undefined) {
-    if (!fs.existsSync(values['edit-result'])) throw new UsageError(`--edit-result: ${values['edit-result']} does not exist`);
+    if (!fs.existsSync(values['edit-result']))
+      throw new UsageError(`--edit-result: ${values['edit-result']} does not exist`);
     list.push({ kind: 'result', call, text: fs.readFileSync(values['edit-result'], 'utf8') });
   }
   if (values['edit-arguments'] !== undefined) {
@@ -62,7 +71,8 @@ function edits(values: { 'edit-result'?: string; 'edit-arguments'?: string; call
     } catch (error) {
       throw new UsageError(`--edit-arguments: not JSON (${(error as Error).message})`);
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('--edit-arguments: expected a JSON object of arguments');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new UsageError('--edit-arguments: expected a JSON object of arguments');
     list.push({ kind: 'arguments', call, arguments: parsed as Record<string, unknown> });
   }
   return list;
@@ -97,14 +107,22 @@ export async function rerollCommand(argv: string[]): Promise<number> {
   });
   if (positionals.length !== 1) throw new UsageError('expected exactly one run directory');
   const runDir = path.resolve(positionals[0]);
-  for (const flag of ['step', 'trajectory', 'turn'] as const) if (values[flag] === undefined) throw new UsageError(`--${flag} is required`);
+  for (const flag of ['step', 'trajectory', 'turn'] as const)
+    if (values[flag] === undefined) throw new UsageError(`--${flag} is required`);
   const edited = edits(values);
   const callEdits = edited.some((e) => e.kind !== 'message');
   const at = oneOf(values.at, '--at', ['start', 'call'] as const) ?? (callEdits ? 'call' : 'start');
-  if (callEdits && at !== 'call') throw new UsageError('--edit-result and --edit-arguments replace what happens before the calls\' results: they need --at call');
-  if (edited.some((e) => e.kind === 'message') && at !== 'start') throw new UsageError('--insert-user and --insert-assistant insert a message at the start of a turn: they need --at start');
+  if (callEdits && at !== 'call')
+    throw new UsageError(
+      "--edit-result and --edit-arguments replace what happens before the calls' results: they need --at call",
+    );
+  if (edited.some((e) => e.kind === 'message') && at !== 'start')
+    throw new UsageError(
+      '--insert-user and --insert-assistant insert a message at the start of a turn: they need --at start',
+    );
   const temperature = values.temperature === undefined ? undefined : Number(values.temperature);
-  if (temperature !== undefined && !(temperature >= 0)) throw new UsageError(`--temperature: expected a number ≥ 0, got "${values.temperature}"`);
+  if (temperature !== undefined && !(temperature >= 0))
+    throw new UsageError(`--temperature: expected a number ≥ 0, got "${values.temperature}"`);
   const run = new RunStoreReader(runDir).run();
   const configFile = values.config ?? run.configPath;
   if (!configFile) throw new UsageError(`${runDir}: the run did not record its config file; pass --config`);
@@ -124,7 +142,9 @@ export async function rerollCommand(argv: string[]): Promise<number> {
     ...(temperature !== undefined ? { temperature } : {}),
     ...(values.seed !== undefined ? { seed: integer(values.seed, '--seed')! } : {}),
     ...(values.tools !== undefined ? { tools: oneOf(values.tools, '--tools', ['live', 'cassette'] as const)! } : {}),
-    ...(values['on-miss'] !== undefined ? { onMiss: oneOf(values['on-miss'], '--on-miss', ['error', 'live'] as const)! } : {}),
+    ...(values['on-miss'] !== undefined
+      ? { onMiss: oneOf(values['on-miss'], '--on-miss', ['error', 'live'] as const)! }
+      : {}),
   };
   const result = await reroll(loaded, request);
   if (values.json) {
@@ -134,10 +154,14 @@ export async function rerollCommand(argv: string[]): Promise<number> {
   const { branches } = result;
   process.stdout.write(`parent: ${summary(result.parent)}\n`);
   for (const [k, branch] of branches.branches.entries()) {
-    process.stdout.write(`\n──── branch ${k} · ${summary(branch.trajectory)} · ${branch.firstDivergence === null ? 'identical to the parent' : `diverges at token ${branch.firstDivergence}`} ────\n`);
+    process.stdout.write(
+      `\n──── branch ${k} · ${summary(branch.trajectory)} · ${branch.firstDivergence === null ? 'identical to the parent' : `diverges at token ${branch.firstDivergence}`} ────\n`,
+    );
     process.stdout.write(renderTranscript(branch.trajectory).text);
   }
-  process.stdout.write(`\nsaved ${branches.branches.length} branch${branches.branches.length === 1 ? '' : 'es'} in ${result.file}\n`);
+  process.stdout.write(
+    `\nsaved ${branches.branches.length} branch${branches.branches.length === 1 ? '' : 'es'} in ${result.file}\n`,
+  );
   return 0;
 }
 

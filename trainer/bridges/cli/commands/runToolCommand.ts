@@ -41,10 +41,22 @@ rollout (timeout, error kinds; isolation: 'trainer' and --inspect keep it on thi
 Exit code 1 when the call fails (bad arguments, a throw, a timeout, process.exit in the tool),
 unless --ipc.`;
 
-function selectorFrom(values: { tool?: string; class?: string; export?: string; 'mcp-server'?: string; list?: boolean }): ToolSelector | undefined {
+function selectorFrom(values: {
+  tool?: string;
+  class?: string;
+  export?: string;
+  'mcp-server'?: string;
+  list?: boolean;
+}): ToolSelector | undefined {
   if (values['mcp-server'] !== undefined) {
-    if (values.class !== undefined || values.export !== undefined) throw new UsageError('--mcp-server takes --tool NAME, not --class or --export');
-    if (values.tool === undefined) return values.list ? undefined : (() => { throw new UsageError('--mcp-server needs --tool NAME (or --list)'); })();
+    if (values.class !== undefined || values.export !== undefined)
+      throw new UsageError('--mcp-server takes --tool NAME, not --class or --export');
+    if (values.tool === undefined)
+      return values.list
+        ? undefined
+        : (() => {
+            throw new UsageError('--mcp-server needs --tool NAME (or --list)');
+          })();
     return { by: 'mcp', server: values['mcp-server'], tool: values.tool };
   }
   const given = [values.tool, values.class, values.export].filter((v) => v !== undefined);
@@ -76,7 +88,11 @@ async function loadTool(file: string, selector: ToolSelector | undefined, isolat
   const code = await compileUserModule(file);
   const exports = evaluateUserModule(file, code);
   if (selector?.by === 'mcp') return mcpTool(exports, file, selector.server, selector.tool);
-  if (selector?.by === 'name' && !exportedTools(exports).some((t) => t.name === selector.name) && declaredMcpServers(exports) !== undefined) {
+  if (
+    selector?.by === 'name' &&
+    !exportedTools(exports).some((t) => t.name === selector.name) &&
+    declaredMcpServers(exports) !== undefined
+  ) {
     return mcpTool(exports, file, undefined, selector.name);
   }
   // The tool runs in a worker, as in a rollout: the worker finds it in the same code by the same
@@ -84,7 +100,12 @@ async function loadTool(file: string, selector: ToolSelector | undefined, isolat
   const inWorker = async (tool: Tool, by: ToolSelector): Promise<LoadedTool> => {
     if (!isolate) return { tool, servers: McpServers.none(), onThisThread: true };
     const placed = await isolateSelectedTool(file, code, tool, by);
-    return { tool: placed.tool, servers: McpServers.none(), close: placed.close, onThisThread: !(placed.tool instanceof WorkerTool) };
+    return {
+      tool: placed.tool,
+      servers: McpServers.none(),
+      close: placed.close,
+      onThisThread: !(placed.tool instanceof WorkerTool),
+    };
   };
   if (selector) return inWorker(selectTool(exports, selector, file), selector);
   const tools = exportedTools(exports);
@@ -94,13 +115,20 @@ async function loadTool(file: string, selector: ToolSelector | undefined, isolat
   );
 }
 
-async function mcpTool(exports: Record<string, unknown>, file: string, server: string | undefined, name: string): Promise<LoadedTool> {
+async function mcpTool(
+  exports: Record<string, unknown>,
+  file: string,
+  server: string | undefined,
+  name: string,
+): Promise<LoadedTool> {
   const servers = await openDeclaredMcpServers(exports, file, server);
   const tool = servers.tools.find((t) => t.name === name);
   if (tool) return { tool, servers };
   await servers.close();
   const where = server !== undefined ? `MCP server "${server}"` : 'the module and its MCP servers';
-  throw new UserCodeError(`${file}: ${where} ha${server !== undefined ? 's' : 've'} no tool named "${name}" (MCP tools: ${servers.tools.map((t) => t.name).join(', ') || 'none'})`);
+  throw new UserCodeError(
+    `${file}: ${where} ha${server !== undefined ? 's' : 've'} no tool named "${name}" (MCP tools: ${servers.tools.map((t) => t.name).join(', ') || 'none'})`,
+  );
 }
 
 /** Answers the extension until it disconnects; the tool module stays loaded (and debuggable) in between. */
@@ -116,8 +144,12 @@ function serve(tool: Tool, run: (args: unknown) => Promise<ToolRunReport>): Prom
       }
       const answer =
         request.type === 'tool.check'
-          ? checkArguments(tool, request.args).then((check) => sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.checked', id: request.id, check }))
-          : run(request.args).then((report) => sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.result', id: request.id, report }));
+          ? checkArguments(tool, request.args).then((check) =>
+              sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.checked', id: request.id, check }),
+            )
+          : run(request.args).then((report) =>
+              sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.result', id: request.id, report }),
+            );
       answer.catch(reject);
     });
     process.on('disconnect', () => resolve(0));
@@ -143,9 +175,11 @@ export async function runToolCommand(argv: string[]): Promise<number> {
     strict: true,
   });
   if (positionals.length !== 1) throw new UsageError('expected exactly one tool file');
-  if (values.session && !values.ipc) throw new UsageError('--session needs --ipc (it answers the extension that started it)');
+  if (values.session && !values.ipc)
+    throw new UsageError('--session needs --ipc (it answers the extension that started it)');
   if (values.inspect && !values.session) throw new UsageError('--inspect needs --session');
-  if (values.ipc && !hasParent()) throw new UsageError('--ipc was given but this process has no IPC channel; it must be started by the extension');
+  if (values.ipc && !hasParent())
+    throw new UsageError('--ipc was given but this process has no IPC channel; it must be started by the extension');
   const file = path.resolve(positionals[0]);
   const selector = selectorFrom(values);
   const args = values.args === undefined ? {} : parseJsonArgs(values.args);
@@ -184,7 +218,10 @@ async function runLoaded(
   values: { session: boolean; inspect: boolean; ipc: boolean; json: boolean; onThisThread: boolean },
 ): Promise<number> {
   const write = endedCallWriter(file, values);
-  const run = (callArgs: unknown) => (values.onThisThread ? watchExitDuringCall(tool, callArgs, write, () => runToolOnce(tool, callArgs)) : runToolOnce(tool, callArgs));
+  const run = (callArgs: unknown) =>
+    values.onThisThread
+      ? watchExitDuringCall(tool, callArgs, write, () => runToolOnce(tool, callArgs))
+      : runToolOnce(tool, callArgs);
   if (values.session) {
     // Opened after loading: the tool's module is compiled by then, and its source map is there to bind breakpoints to.
     let inspectorUrl: string | undefined;
@@ -192,7 +229,13 @@ async function runLoaded(
       inspector.open(0, '127.0.0.1');
       inspectorUrl = inspector.url();
     }
-    await sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.ready', tool: toolInfo(tool), file, ...(inspectorUrl ? { inspectorUrl } : {}) });
+    await sendToParent({
+      protocol: PROTOCOL_VERSION,
+      type: 'tool.ready',
+      tool: toolInfo(tool),
+      file,
+      ...(inspectorUrl ? { inspectorUrl } : {}),
+    });
     return serve(tool, run);
   }
   const report = await run(args);

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { startToolServer } from '../../serve/httpServer';
 import { DEFAULT_LIMITS } from '../../serve/requestGuard';
 import { UsageError } from '../usage';
-import { loadConfig } from "../../usercode/loadConfig";
+import { loadConfig } from '../../usercode/loadConfig';
 
 /** The environment variable serve-tools takes its token from (verl's reward module and launch script send the same). */
 export const TOKEN_VARIABLE = 'ROLLOUT_STUDIO_TOKEN';
@@ -27,19 +27,27 @@ Prints "serving <url>" once listening; Ctrl-C stops it.`;
 
 /** The token: from --token-file or the environment, never the command line (which every user of the machine can read with ps). */
 function readToken(file: string | undefined, given: string | undefined): string | undefined {
-  if (given !== undefined) throw new UsageError(`--token shows the secret to every user of this machine (ps); set ${TOKEN_VARIABLE} or give --token-file FILE`);
+  if (given !== undefined)
+    throw new UsageError(
+      `--token shows the secret to every user of this machine (ps); set ${TOKEN_VARIABLE} or give --token-file FILE`,
+    );
   let token = process.env[TOKEN_VARIABLE];
   let source = TOKEN_VARIABLE;
   if (file !== undefined) {
     try {
       token = fs.readFileSync(file, 'utf8').split(/\r?\n/)[0];
     } catch (error) {
-      throw new UsageError(`--token-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw new UsageError(
+        `--token-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
     source = `--token-file ${file}`;
   }
   if (token === undefined || token === '') return undefined;
-  if (token.trim().length < 8) throw new UsageError(`${source}: the token has fewer than 8 characters; use a long random one (openssl rand -hex 16)`);
+  if (token.trim().length < 8)
+    throw new UsageError(
+      `${source}: the token has fewer than 8 characters; use a long random one (openssl rand -hex 16)`,
+    );
   return token.trim();
 }
 
@@ -68,10 +76,13 @@ export async function serveToolsCommand(argv: string[]): Promise<number> {
   });
   if (positionals.length !== 1) throw new UsageError('expected exactly one config file');
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: expected a port number, got "${values.port}"`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--port: expected a port number, got "${values.port}"`);
   const token = readToken(values['token-file'], values.token);
   const limits = {
-    maxBodyBytes: Math.round(positiveNumber(values['max-body-mb'], '--max-body-mb', DEFAULT_LIMITS.maxBodyBytes / 1024 / 1024) * 1024 * 1024),
+    maxBodyBytes: Math.round(
+      positiveNumber(values['max-body-mb'], '--max-body-mb', DEFAULT_LIMITS.maxBodyBytes / 1024 / 1024) * 1024 * 1024,
+    ),
     maxBatch: Math.floor(positiveNumber(values['max-batch'], '--max-batch', DEFAULT_LIMITS.maxBatch)),
   };
   const loaded = await loadConfig(positionals[0]);
@@ -85,8 +96,13 @@ export async function serveToolsCommand(argv: string[]): Promise<number> {
     limits,
     log,
   });
-  process.stdout.write(`serving ${server.url} — MCP at ${server.url}/mcp (${server.tools.names.join(', ') || 'no tools'}), rewards at ${server.url}/reward\n`);
-  if (token === undefined) log(`no token: any program of this machine can call the tools (web pages cannot); set ${TOKEN_VARIABLE} to require one`);
+  process.stdout.write(
+    `serving ${server.url} — MCP at ${server.url}/mcp (${server.tools.names.join(', ') || 'no tools'}), rewards at ${server.url}/reward\n`,
+  );
+  if (token === undefined)
+    log(
+      `no token: any program of this machine can call the tools (web pages cannot); set ${TOKEN_VARIABLE} to require one`,
+    );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);

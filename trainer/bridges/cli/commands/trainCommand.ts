@@ -1,7 +1,13 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ControlMessage, parseWith, PROTOCOL_VERSION, type TrainerMessage, type TrainingEvent } from '../../../contract/protocol';
+import {
+  ControlMessage,
+  parseWith,
+  PROTOCOL_VERSION,
+  type TrainerMessage,
+  type TrainingEvent,
+} from '../../../contract/protocol';
 import { RunControl } from '../../../pipeline/training/runControl';
 import { evaluateCheckpoint } from '../../../pipeline/training/evaluateCheckpoint';
 import { formatScore } from '../../../pipeline/training/taskMetric';
@@ -12,7 +18,7 @@ import { hasParent, sendToParent } from '../ipc';
 import { ProgressLine } from '../progress';
 import { UsageError } from '../usage';
 import { whenOutputCloses } from '../processEnd';
-import { loadConfig } from "../../usercode/loadConfig";
+import { loadConfig } from '../../usercode/loadConfig';
 
 export const trainUsage = `rollout-studio train <config.ts> [options]
 
@@ -47,14 +53,16 @@ export async function trainCommand(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError('expected exactly one config file');
   const steps = values.steps === undefined ? undefined : Number(values.steps);
   const onMiss = values['on-miss'];
-  if (onMiss !== undefined && onMiss !== 'error' && onMiss !== 'live') throw new UsageError(`--on-miss: expected error or live, got "${onMiss}"`);
+  if (onMiss !== undefined && onMiss !== 'error' && onMiss !== 'live')
+    throw new UsageError(`--on-miss: expected error or live, got "${onMiss}"`);
   const miss: 'error' | 'live' | undefined = onMiss;
   const toolCassette = {
     ...(values['record-tools'] ? { record: true } : {}),
     ...(values['replay-tools'] !== undefined ? { replay: values['replay-tools'] } : {}),
     ...(miss !== undefined ? { onMiss: miss } : {}),
   };
-  if (steps !== undefined && (!Number.isInteger(steps) || steps < 1)) throw new UsageError(`--steps: expected a positive integer, got "${values.steps}"`);
+  if (steps !== undefined && (!Number.isInteger(steps) || steps < 1))
+    throw new UsageError(`--steps: expected a positive integer, got "${values.steps}"`);
   const control = new RunControl();
   const ipc = values.ipc && hasParent();
   // `train … | head -2`: the reader went away; the run stops cleanly, marked stopped, as after Ctrl-C.
@@ -93,7 +101,15 @@ export async function trainCommand(argv: string[]): Promise<number> {
       control.stop();
     });
     if (!process.connected) control.stop();
-    control.onHold = (id, point, trajectories, metrics) => send({ protocol: PROTOCOL_VERSION, type: 'debug.hold', id, point, trajectories, ...(metrics ? { metrics } : {}) });
+    control.onHold = (id, point, trajectories, metrics) =>
+      send({
+        protocol: PROTOCOL_VERSION,
+        type: 'debug.hold',
+        id,
+        point,
+        trajectories,
+        ...(metrics ? { metrics } : {}),
+      });
   }
   const loaded = await loadConfig(positionals[0]);
   const device = await resolveDevice(values.device ?? loaded.config.device);
@@ -121,7 +137,9 @@ export async function trainCommand(argv: string[]): Promise<number> {
   progress?.clear();
   const { evalBefore: before, evalAfter: after } = result;
   if (before?.metric !== undefined && before.score !== undefined && after?.score !== undefined) {
-    process.stdout.write(`held-out ${before.metric}: ${before.score.toFixed(3)} before RL → ${after.score.toFixed(3)} after\n`);
+    process.stdout.write(
+      `held-out ${before.metric}: ${before.score.toFixed(3)} before RL → ${after.score.toFixed(3)} after\n`,
+    );
   }
   if (result.run.status === 'failed') return 1;
   // Stopped by a signal: the shell convention 128 + its number, so a supervisor (docker, systemd, timeout) sees why.
@@ -141,10 +159,13 @@ function stopOnSignals(control: RunControl): () => NodeJS.Signals | undefined {
   let first: NodeJS.Signals | undefined;
   for (const signal of STOP_SIGNALS) {
     process.on(signal, () => {
-      if (first) return exitBySignal(signal, `${signal} after ${first}: ended at once; the step in flight was not recorded`);
+      if (first)
+        return exitBySignal(signal, `${signal} after ${first}: ended at once; the step in flight was not recorded`);
       first = signal;
       const again = signal === 'SIGINT' ? 'Ctrl-C' : `${signal}`;
-      process.stderr.write(`\n${signal === 'SIGINT' ? '' : `${signal}: `}stopping after the current turn (${again} again to abort)\n`);
+      process.stderr.write(
+        `\n${signal === 'SIGINT' ? '' : `${signal}: `}stopping after the current turn (${again} again to abort)\n`,
+      );
       control.stop();
     });
   }
@@ -184,7 +205,8 @@ export async function evalCommand(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError('expected exactly one config file');
   if (!values.checkpoint) throw new UsageError('--checkpoint DIR is required');
   const onMiss = values['on-miss'];
-  if (onMiss !== undefined && onMiss !== 'error' && onMiss !== 'live') throw new UsageError(`--on-miss: expected error or live, got "${onMiss}"`);
+  if (onMiss !== undefined && onMiss !== 'error' && onMiss !== 'live')
+    throw new UsageError(`--on-miss: expected error or live, got "${onMiss}"`);
   const miss: 'error' | 'live' | undefined = onMiss;
   const loaded = await loadConfig(positionals[0]);
   const samples = values.samples === undefined ? undefined : Number(values.samples);
@@ -211,7 +233,9 @@ export async function evalCommand(argv: string[]): Promise<number> {
   progress.clear();
   if (values.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   else {
-    process.stdout.write(`${result.rows} rows: ${result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : ''}mean reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory\n`);
+    process.stdout.write(
+      `${result.rows} rows: ${result.metric !== undefined && result.score !== undefined ? `${formatScore(result.metric, result.score)}, ` : ''}mean reward ${result.reward.toFixed(3)}, ${result.toolCallsPerTrajectory.toFixed(2)} tool calls per trajectory\n`,
+    );
   }
   return 0;
 }

@@ -39,15 +39,25 @@ export class DeviceCore implements DeviceApi {
       this.sessions.get(existing)!.users++;
       return existing;
     }
-    const outputLocations = resident.length ? Object.fromEntries(resident.map((name) => [name, 'gpu-buffer' as const])) : undefined;
-    const session = await createSession(request.model, { ...settings, provider: this.provider, ...(outputLocations ? { outputLocations } : {}) });
+    const outputLocations = resident.length
+      ? Object.fromEntries(resident.map((name) => [name, 'gpu-buffer' as const]))
+      : undefined;
+    const session = await createSession(request.model, {
+      ...settings,
+      provider: this.provider,
+      ...(outputLocations ? { outputLocations } : {}),
+    });
     const id = this.nextId++;
     this.sessions.set(id, { session, key, users: 1 });
     this.byKey.set(key, id);
     return id;
   }
 
-  async run(sessionId: number, feeds: Record<string, Feed>, outputs: Record<string, OutputTarget>): Promise<Record<string, HostTensor>> {
+  async run(
+    sessionId: number,
+    feeds: Record<string, Feed>,
+    outputs: Record<string, OutputTarget>,
+  ): Promise<Record<string, HostTensor>> {
     const loaded = this.sessions.get(sessionId);
     if (!loaded) throw new Error(`session ${sessionId} is not loaded (released already?)`);
     const ortFeeds: Record<string, ort.Tensor> = {};
@@ -92,7 +102,8 @@ export class DeviceCore implements DeviceApi {
       if (!tensor) throw new Error(`no state named "${name}" on the device`);
       const value = await this.download(tensor);
       // A copy: the caller may keep or transfer it, and the state must stay intact.
-      out[name] = tensor.location === 'gpu-buffer' ? value : { ...value, data: value.data.slice() as typeof value.data };
+      out[name] =
+        tensor.location === 'gpu-buffer' ? value : { ...value, data: value.data.slice() as typeof value.data };
     }
     return out;
   }
@@ -116,7 +127,9 @@ export class DeviceCore implements DeviceApi {
     return [...this.state.keys()];
   }
 
-  async stateInfo(names: readonly string[]): Promise<Record<string, { location: string; dtype: string; shape: number[] }>> {
+  async stateInfo(
+    names: readonly string[],
+  ): Promise<Record<string, { location: string; dtype: string; shape: number[] }>> {
     const info: Record<string, { location: string; dtype: string; shape: number[] }> = {};
     for (const name of names) {
       const t = this.state.get(name);
@@ -168,9 +181,17 @@ export class DeviceCore implements DeviceApi {
     let session = this.readers.get(key);
     if (!session) {
       const g = new Graph(`pass_through_${dtype}_${rank}`);
-      const x = g.input('x', dtype, Array.from({ length: rank }, (_, i) => `d${i}`));
+      const x = g.input(
+        'x',
+        dtype,
+        Array.from({ length: rank }, (_, i) => `d${i}`),
+      );
       g.output(x, 'y');
-      session = await createSession(serializeGraph(g), { provider: this.provider, optimization: 'disabled', outputLocations: { y: location } });
+      session = await createSession(serializeGraph(g), {
+        provider: this.provider,
+        optimization: 'disabled',
+        outputLocations: { y: location },
+      });
       this.readers.set(key, session);
     }
     return session;

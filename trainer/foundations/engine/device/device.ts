@@ -24,7 +24,10 @@ function workerEntry(): { script: string; eval: boolean } {
   if (__filename.endsWith('.js') && fs.existsSync(bundled)) return { script: bundled, eval: false };
   const source = path.join(__dirname, 'worker.ts');
   // Under tsx (tests, development) the worker registers tsx's CommonJS hook, then loads the source.
-  return { script: `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(source)});`, eval: true };
+  return {
+    script: `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(source)});`,
+    eval: true,
+  };
 }
 
 class WorkerDevice implements Device {
@@ -39,16 +42,19 @@ class WorkerDevice implements Device {
   ) {
     const entry = workerEntry();
     this.worker = new Worker(entry.script, { eval: entry.eval, workerData: { provider, threads } });
-    this.worker.on('message', (message: { id: number; result?: unknown; error?: { message: string; stack?: string } }) => {
-      const call = this.pending.get(message.id);
-      if (!call) return;
-      this.pending.delete(message.id);
-      if (message.error) {
-        const error = new Error(message.error.message);
-        error.stack = `${error.message}\n    (in the device worker)\n${message.error.stack ?? ''}`;
-        call.reject(error);
-      } else call.resolve(message.result);
-    });
+    this.worker.on(
+      'message',
+      (message: { id: number; result?: unknown; error?: { message: string; stack?: string } }) => {
+        const call = this.pending.get(message.id);
+        if (!call) return;
+        this.pending.delete(message.id);
+        if (message.error) {
+          const error = new Error(message.error.message);
+          error.stack = `${error.message}\n    (in the device worker)\n${message.error.stack ?? ''}`;
+          call.reject(error);
+        } else call.resolve(message.result);
+      },
+    );
     const fail = (error: Error) => {
       this.failure = error;
       for (const call of this.pending.values()) call.reject(error);
@@ -70,7 +76,11 @@ class WorkerDevice implements Device {
   load(request: LoadRequest): Promise<number> {
     return this.call('load', request);
   }
-  run(session: number, feeds: Record<string, Feed>, outputs: Record<string, OutputTarget>): Promise<Record<string, HostTensor>> {
+  run(
+    session: number,
+    feeds: Record<string, Feed>,
+    outputs: Record<string, OutputTarget>,
+  ): Promise<Record<string, HostTensor>> {
     return this.call('run', session, feeds, outputs);
   }
   setState(values: Record<string, HostTensor>): Promise<void> {
@@ -109,5 +119,7 @@ export interface DeviceOptions {
 }
 
 export function createDevice(provider: ExecutionProviderName, options: DeviceOptions = {}): Device {
-  return options.worker === false ? new InProcessDevice(provider, options.threads) : new WorkerDevice(provider, options.threads);
+  return options.worker === false
+    ? new InProcessDevice(provider, options.threads)
+    : new WorkerDevice(provider, options.threads);
 }

@@ -25,7 +25,11 @@ export function isStateRef(feed: Feed | OutputTarget): feed is StateRef {
 /** The operations a device offers; the worker protocol is these calls as messages. */
 export interface DeviceApi {
   load(request: LoadRequest): Promise<number>;
-  run(session: number, feeds: Record<string, Feed>, outputs: Record<string, OutputTarget>): Promise<Record<string, HostTensor>>;
+  run(
+    session: number,
+    feeds: Record<string, Feed>,
+    outputs: Record<string, OutputTarget>,
+  ): Promise<Record<string, HostTensor>>;
   setState(values: Record<string, HostTensor>): Promise<void>;
   getState(names: readonly string[]): Promise<Record<string, HostTensor>>;
   copyState(pairs: Record<string, string>): Promise<void>;

@@ -23,7 +23,14 @@ function transferables(result: unknown): ArrayBuffer[] {
   for (const value of Object.values(result as Record<string, HostTensor>)) {
     const data = value?.data;
     // Only whole buffers we own can move; a view into a shared buffer is copied.
-    if (data && ArrayBuffer.isView(data) && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer) buffers.push(data.buffer);
+    if (
+      data &&
+      ArrayBuffer.isView(data) &&
+      data.byteOffset === 0 &&
+      data.byteLength === data.buffer.byteLength &&
+      data.buffer instanceof ArrayBuffer
+    )
+      buffers.push(data.buffer);
   }
   return buffers;
 }

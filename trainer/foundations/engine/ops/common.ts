@@ -7,7 +7,9 @@ export type Operand = Tensor | number;
 /** Throw a build error naming the op, the scope and the shapes involved. */
 export function fail(op: string, graph: Graph, detail: string, ...tensors: Tensor[]): never {
   const where = graph.scope ? ` in scope "${graph.scope}"` : '';
-  const shapes = tensors.length ? `; ${tensors.map((t) => `${t.name}: ${t.dtype}${formatShape(t.shape)}`).join(', ')}` : '';
+  const shapes = tensors.length
+    ? `; ${tensors.map((t) => `${t.name}: ${t.dtype}${formatShape(t.shape)}`).join(', ')}`
+    : '';
   throw new GraphBuildError(`${op}${where}: ${detail}${shapes}`);
 }
 
@@ -29,7 +31,9 @@ export function lift(op: string, a: Operand, b: Operand): [Tensor, Tensor] {
 
 export function requireSameDtype(op: string, ...tensors: Tensor[]): DType {
   const dtype = tensors[0].dtype;
-  for (const t of tensors) if (t.dtype !== dtype) fail(op, t.graph, `operands must have one dtype, got ${tensors.map((x) => x.dtype).join(' and ')}`, ...tensors);
+  for (const t of tensors)
+    if (t.dtype !== dtype)
+      fail(op, t.graph, `operands must have one dtype, got ${tensors.map((x) => x.dtype).join(' and ')}`, ...tensors);
   return dtype;
 }
 
@@ -38,7 +42,8 @@ export function requireFloat(op: string, t: Tensor): void {
 }
 
 export function requireInteger(op: string, t: Tensor): void {
-  if (t.dtype !== 'int64' && t.dtype !== 'int32') fail(op, t.graph, `expects int64 or int32 indices, got ${t.dtype}`, t);
+  if (t.dtype !== 'int64' && t.dtype !== 'int32')
+    fail(op, t.graph, `expects int64 or int32 indices, got ${t.dtype}`, t);
 }
 
 export function broadcast(op: string, ...tensors: Tensor[]): Dim[] {

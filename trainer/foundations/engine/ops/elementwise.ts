@@ -63,7 +63,10 @@ export function erf(x: Tensor): Tensor {
   if (x.dtype !== 'float64') return unary('Erf', x);
   const z = abs(x);
   const t = reciprocal(add(mul(z, 0.5), 1));
-  const coefficients = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277];
+  const coefficients = [
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223,
+    0.17087277,
+  ];
   let poly: Tensor | number = coefficients[coefficients.length - 1];
   for (let i = coefficients.length - 2; i >= 0; i--) poly = add(mul(t, poly), coefficients[i]);
   const erfcOfAbs = mul(t, exp(sub(poly as Tensor, mul(z, z))));

@@ -15,7 +15,13 @@ export function reshape(x: Tensor, dims: readonly Dim[]): Tensor {
   const shape: Dim[] = [];
   let inferred = -1;
   const infer = (i: number, d: Dim) => {
-    if (inferred >= 0) fail('Reshape', g, `${JSON.stringify(dims)} leaves more than one dimension to infer; use reshapeTo with a run-time shape`, x);
+    if (inferred >= 0)
+      fail(
+        'Reshape',
+        g,
+        `${JSON.stringify(dims)} leaves more than one dimension to infer; use reshapeTo with a run-time shape`,
+        x,
+      );
     inferred = i;
     target.push(-1);
     shape.push(d);
@@ -23,7 +29,8 @@ export function reshape(x: Tensor, dims: readonly Dim[]): Tensor {
   dims.forEach((d, i) => {
     if (d === -1) infer(i, -1);
     else if (typeof d === 'number') {
-      if (!Number.isInteger(d) || d <= 0) fail('Reshape', g, `sizes must be positive integers, -1, or symbols; got ${d}`, x);
+      if (!Number.isInteger(d) || d <= 0)
+        fail('Reshape', g, `sizes must be positive integers, -1, or symbols; got ${d}`, x);
       target.push(d);
       shape.push(d);
     } else if (x.shape[i] === d) {
@@ -35,7 +42,8 @@ export function reshape(x: Tensor, dims: readonly Dim[]): Tensor {
   const known = productDim(shape.filter((_, i) => i !== inferred));
   if (inferred >= 0) {
     const size = typeof total === 'number' && typeof known === 'number' ? total / known : divideDims(total, known);
-    if (typeof size === 'number' && !Number.isInteger(size)) fail('Reshape', g, `${total} elements do not split into ${JSON.stringify(dims)}`, x);
+    if (typeof size === 'number' && !Number.isInteger(size))
+      fail('Reshape', g, `${total} elements do not split into ${JSON.stringify(dims)}`, x);
     if (typeof shape[inferred] === 'number') shape[inferred] = size;
   } else if (typeof total === 'number' && typeof known === 'number' && total !== known) {
     fail('Reshape', g, `${total} elements cannot become ${known} (${JSON.stringify(dims)})`, x);
@@ -73,7 +81,8 @@ export function reshapeTo(x: Tensor, shapeTensor: Tensor, resultShape: readonly 
 }
 
 export function transpose(x: Tensor, perm: readonly number[]): Tensor {
-  if (perm.length !== x.rank || [...perm].sort().some((p, i) => p !== i)) fail('Transpose', x.graph, `perm ${JSON.stringify(perm)} is not a permutation of ${x.rank} axes`, x);
+  if (perm.length !== x.rank || [...perm].sort().some((p, i) => p !== i))
+    fail('Transpose', x.graph, `perm ${JSON.stringify(perm)} is not a permutation of ${x.rank} axes`, x);
   return x.graph.addNode('Transpose', [x], [{ dtype: x.dtype, shape: perm.map((p) => x.shape[p]) }], { perm })[0];
 }
 
@@ -111,13 +120,19 @@ export function concat(xs: readonly Tensor[], axis: number): Tensor {
   const shape = [...xs[0].shape];
   const along: Dim[] = [];
   for (const x of xs) {
-    if (x.rank !== rank || x.dtype !== xs[0].dtype) fail('Concat', g, 'all tensors need the same rank and dtype', ...xs);
+    if (x.rank !== rank || x.dtype !== xs[0].dtype)
+      fail('Concat', g, 'all tensors need the same rank and dtype', ...xs);
     x.shape.forEach((d, i) => {
-      if (i !== a && typeof d === 'number' && typeof shape[i] === 'number' && d !== shape[i]) fail('Concat', g, `dimension ${i} differs`, ...xs);
+      if (i !== a && typeof d === 'number' && typeof shape[i] === 'number' && d !== shape[i])
+        fail('Concat', g, `dimension ${i} differs`, ...xs);
     });
     along.push(x.shape[a]);
   }
-  shape[a] = along.every((d) => typeof d === 'number') ? (along as number[]).reduce((p, q) => p + q, 0) : along.some((d) => typeof d !== 'number') ? unknownDim() : 0;
+  shape[a] = along.every((d) => typeof d === 'number')
+    ? (along as number[]).reduce((p, q) => p + q, 0)
+    : along.some((d) => typeof d !== 'number')
+      ? unknownDim()
+      : 0;
   return g.addNode('Concat', xs, [{ dtype: xs[0].dtype, shape }], { axis: a })[0];
 }
 
@@ -133,7 +148,8 @@ export function slice(x: Tensor, spec: SliceSpec): Tensor {
   const g = x.graph;
   const axes = (spec.axes ?? spec.starts.map((_, i) => i)).map((a) => normalizeAxis(a, x.rank));
   const steps = spec.steps ?? axes.map(() => 1);
-  if (spec.starts.length !== axes.length || spec.ends.length !== axes.length || steps.length !== axes.length) fail('Slice', g, 'starts, ends, axes and steps need one entry per sliced axis', x);
+  if (spec.starts.length !== axes.length || spec.ends.length !== axes.length || steps.length !== axes.length)
+    fail('Slice', g, 'starts, ends, axes and steps need one entry per sliced axis', x);
   const shape = [...x.shape];
   axes.forEach((axis, i) => {
     const d = x.shape[axis];
@@ -156,7 +172,11 @@ export function slice(x: Tensor, spec: SliceSpec): Tensor {
       shape[axis] = Math.max(0, Math.ceil((end - start) / step));
     }
   });
-  return g.addNode('Slice', [x, g.int64s(spec.starts), g.int64s(spec.ends), g.int64s(axes), g.int64s(steps)], [{ dtype: x.dtype, shape }])[0];
+  return g.addNode(
+    'Slice',
+    [x, g.int64s(spec.starts), g.int64s(spec.ends), g.int64s(axes), g.int64s(steps)],
+    [{ dtype: x.dtype, shape }],
+  )[0];
 }
 
 /** Split along `axis` into pieces of the given sizes. */
@@ -164,7 +184,8 @@ export function split(x: Tensor, sizes: readonly number[], axis: number): Tensor
   const g = x.graph;
   const a = normalizeAxis(axis, x.rank);
   const d = x.shape[a];
-  if (typeof d === 'number' && sizes.reduce((p, q) => p + q, 0) !== d) fail('Split', g, `sizes ${JSON.stringify(sizes)} do not add up to dimension ${a} (${d})`, x);
+  if (typeof d === 'number' && sizes.reduce((p, q) => p + q, 0) !== d)
+    fail('Split', g, `sizes ${JSON.stringify(sizes)} do not add up to dimension ${a} (${d})`, x);
   return g.addNode(
     'Split',
     [x, g.int64s(sizes)],
@@ -176,8 +197,14 @@ export function split(x: Tensor, sizes: readonly number[], axis: number): Tensor
 export function squeeze(x: Tensor, axes: readonly number[]): Tensor {
   const g = x.graph;
   const normalized = axes.map((a) => normalizeAxis(a, x.rank));
-  for (const a of normalized) if (typeof x.shape[a] === 'number' && x.shape[a] !== 1) fail('Squeeze', g, `axis ${a} has size ${x.shape[a]}, not 1`, x);
-  return g.addNode('Squeeze', [x, g.int64s(normalized)], [{ dtype: x.dtype, shape: x.shape.filter((_, i) => !normalized.includes(i)) }])[0];
+  for (const a of normalized)
+    if (typeof x.shape[a] === 'number' && x.shape[a] !== 1)
+      fail('Squeeze', g, `axis ${a} has size ${x.shape[a]}, not 1`, x);
+  return g.addNode(
+    'Squeeze',
+    [x, g.int64s(normalized)],
+    [{ dtype: x.dtype, shape: x.shape.filter((_, i) => !normalized.includes(i)) }],
+  )[0];
 }
 
 export function unsqueeze(x: Tensor, axes: readonly number[]): Tensor {
@@ -193,7 +220,9 @@ export function unsqueeze(x: Tensor, axes: readonly number[]): Tensor {
 /** [start, limit) by delta, as ONNX Range (scalars of one dtype). */
 export function range(start: Tensor, limit: Tensor, delta: Tensor, length?: Dim): Tensor {
   const known = [start, limit, delta].map((t) => constantInts(t)?.[0]);
-  const size = known.every((k) => k !== undefined) ? Math.max(0, Math.ceil((known[1]! - known[0]!) / known[2]!)) : length ?? unknownDim();
+  const size = known.every((k) => k !== undefined)
+    ? Math.max(0, Math.ceil((known[1]! - known[0]!) / known[2]!))
+    : (length ?? unknownDim());
   return start.graph.addNode('Range', [start, limit, delta], [{ dtype: start.dtype, shape: [size] }])[0];
 }
 
@@ -201,7 +230,8 @@ export function range(start: Tensor, limit: Tensor, delta: Tensor, length?: Dim)
 export function trilu(x: Tensor, upper: boolean, k: number | Tensor = 0): Tensor {
   const g = x.graph;
   if (x.rank < 2) fail('Trilu', g, 'needs rank >= 2', x);
-  if (typeof k !== 'number' && (k.dtype !== 'int64' || k.rank !== 0)) fail('Trilu', g, 'the diagonal offset must be an int64 scalar', k);
+  if (typeof k !== 'number' && (k.dtype !== 'int64' || k.rank !== 0))
+    fail('Trilu', g, 'the diagonal offset must be an int64 scalar', k);
   const inputs = k === 0 ? [x] : [x, typeof k === 'number' ? g.constant([k], 'int64', []) : k];
   return g.addNode('Trilu', inputs, [{ dtype: x.dtype, shape: x.shape }], { upper: upper ? 1 : 0 })[0];
 }
@@ -210,7 +240,12 @@ export function trilu(x: Tensor, upper: boolean, k: number | Tensor = 0): Tensor
 export function splitBy(x: Tensor, sizes: Tensor, shapes: ReadonlyArray<readonly Dim[]>, axis: number): Tensor[] {
   requireInteger('Split', sizes);
   const a = normalizeAxis(axis, x.rank);
-  return x.graph.addNode('Split', [x, sizes], shapes.map((shape) => ({ dtype: x.dtype, shape })), { axis: a });
+  return x.graph.addNode(
+    'Split',
+    [x, sizes],
+    shapes.map((shape) => ({ dtype: x.dtype, shape })),
+    { axis: a },
+  );
 }
 
 /** Zero padding: `pads` is int64 [begin_0, …, begin_n, end_0, …, end_n]; the result's shape is given for checking. */

@@ -36,7 +36,8 @@ export function gemm(a: Tensor, b: Tensor, c?: Tensor, options: GemmOptions = {}
   if (!innerMatches(ka, kb)) fail('Gemm', a.graph, `inner dimensions differ (${ka} vs ${kb})`, a, b);
   if (c) {
     const out = broadcastShapes([m, n], c.shape);
-    if (typeof out === 'string' || out.length !== 2) fail('Gemm', a.graph, `C does not broadcast to [${m}, ${n}]`, a, b, c);
+    if (typeof out === 'string' || out.length !== 2)
+      fail('Gemm', a.graph, `C does not broadcast to [${m}, ${n}]`, a, b, c);
   }
   const attributes = {
     transA: options.transA ? 1 : 0,

@@ -52,16 +52,24 @@ export async function createSession(model: SerializedModel, settings: SessionSet
     logSeverityLevel: 3,
     ...(settings.outputLocations ? { preferredOutputLocation: settings.outputLocations } : {}),
     // Performance work: ROLLOUT_ORT_PROFILE=/tmp/prefix writes onnxruntime's per-kernel profile of every session.
-    ...(process.env.ROLLOUT_ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.ROLLOUT_ORT_PROFILE } : {}),
+    ...(process.env.ROLLOUT_ORT_PROFILE
+      ? { enableProfiling: true, profileFilePrefix: process.env.ROLLOUT_ORT_PROFILE }
+      : {}),
   };
   try {
-    const session = model.kind === 'bytes' ? await runtime.InferenceSession.create(model.bytes, options) : await runtime.InferenceSession.create(model.path, options);
+    const session =
+      model.kind === 'bytes'
+        ? await runtime.InferenceSession.create(model.bytes, options)
+        : await runtime.InferenceSession.create(model.path, options);
     if (options.enableProfiling) profiled.add(session);
     return session;
   } catch (error) {
     const message = (error as Error).message ?? String(error);
     if (settings.provider === 'cpu') throw new Error(`onnxruntime could not create a CPU session: ${message}`);
-    throw new ProviderUnavailableError(settings.provider, `${explainProviderError(settings.provider, message)} (onnxruntime: ${message.split('\n')[0]}) Run "rollout-studio env" for a full check.`);
+    throw new ProviderUnavailableError(
+      settings.provider,
+      `${explainProviderError(settings.provider, message)} (onnxruntime: ${message.split('\n')[0]}) Run "rollout-studio env" for a full check.`,
+    );
   }
 }
 

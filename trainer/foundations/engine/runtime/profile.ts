@@ -81,7 +81,9 @@ export function tensorTypeElements(t: TensorType): number {
 }
 
 /** Kernel time by op type (and provider), largest first: where a graph spends its time. */
-export function timeByOp(nodes: readonly ProfiledNode[]): Array<{ op: string; provider: string; micros: number; nodes: number }> {
+export function timeByOp(
+  nodes: readonly ProfiledNode[],
+): Array<{ op: string; provider: string; micros: number; nodes: number }> {
   const totals = new Map<string, { op: string; provider: string; micros: number; nodes: number }>();
   for (const n of nodes) {
     const key = `${n.op}@${n.provider}`;
@@ -103,7 +105,11 @@ const MATRIX_OPS = new Set(['MatMul', 'FusedMatMul', 'Gemm']);
  * second-to-last is the output's row count M, its second-to-last otherwise (a transposed A). When
  * both equal M, K = M either way. Undefined for any other op or a shape it cannot read.
  */
-export function matrixFlops(node: { op: string; inputs: readonly TensorType[]; outputs: readonly TensorType[] }): number | undefined {
+export function matrixFlops(node: {
+  op: string;
+  inputs: readonly TensorType[];
+  outputs: readonly TensorType[];
+}): number | undefined {
   if (!MATRIX_OPS.has(node.op)) return undefined;
   const a = node.inputs[0]?.shape;
   const out = node.outputs[0]?.shape;

@@ -7,7 +7,11 @@ import { fromOrtTensor, toOrtTensor, type HostTensor } from './tensors';
  * Run a graph once, in this thread: serialise, create a session, run, release. For tests,
  * checks and one-off computations; training loops keep sessions in a Device.
  */
-export async function runGraphOnce(graph: Graph, feeds: Record<string, HostTensor>, settings: SessionSettings = { provider: 'cpu' }): Promise<Record<string, HostTensor>> {
+export async function runGraphOnce(
+  graph: Graph,
+  feeds: Record<string, HostTensor>,
+  settings: SessionSettings = { provider: 'cpu' },
+): Promise<Record<string, HostTensor>> {
   const model = serializeGraph(graph);
   try {
     const session = await createSession(model, settings);

@@ -44,17 +44,28 @@ export interface GenerationGraphOptions {
   constrained?: boolean;
 }
 
-export const cacheName = (block: 'base' | 'recent', kind: 'key' | 'value', layer: number) => `${block}_${kind}_${layer}`;
+export const cacheName = (block: 'base' | 'recent', kind: 'key' | 'value', layer: number) =>
+  `${block}_${kind}_${layer}`;
 
-export function buildGenerationGraph(config: ModelConfig, options: GenerationGraphOptions): { graph: Graph; weights: WeightInputs } {
-  const g = new Graph(`generate_${options.sampling.kind}${options.sampling.kind === 'sorted' ? options.sampling.candidates : ''}${options.constrained ? '_constrained' : ''}`);
+export function buildGenerationGraph(
+  config: ModelConfig,
+  options: GenerationGraphOptions,
+): { graph: Graph; weights: WeightInputs } {
+  const g = new Graph(
+    `generate_${options.sampling.kind}${options.sampling.kind === 'sorted' ? options.sampling.candidates : ''}${options.constrained ? '_constrained' : ''}`,
+  );
   const dtype = 'float32';
   const kv = config.numKvHeads;
   const hd = config.headDim;
   const ids = g.input('ids', 'int64', ['B', 'S']);
   // Vision-language models: M-RoPE positions, and the image embeddings of the chunk (encoded by the vision graph).
   const positions = g.input('positions', 'int64', config.vision ? ['B', 'S', 3] : ['B', 'S']);
-  const images = config.vision ? { values: g.input('image_embeds', dtype, ['image_tokens', config.hiddenSize]), slots: g.input('image_slots', 'int64', ['image_tokens']) } : undefined;
+  const images = config.vision
+    ? {
+        values: g.input('image_embeds', dtype, ['image_tokens', config.hiddenSize]),
+        slots: g.input('image_slots', 'int64', ['image_tokens']),
+      }
+    : undefined;
   const newMask = g.input('new_mask', 'int64', ['B', 'S']);
   const baseMask = g.input('base_mask', 'int64', ['B', 'Pb']);
   const recentMask = g.input('recent_mask', 'int64', ['B', 'Pr']);
@@ -73,7 +84,11 @@ export function buildGenerationGraph(config: ModelConfig, options: GenerationGra
 
   const core: AttentionCore = (layer, q, k, v) => {
     const c = cache[layer];
-    const blocks = [op.add(groupScores(q, c.baseKey), baseBias), op.add(groupScores(q, c.recentKey), recentBias), op.add(groupScores(q, k), newBias)];
+    const blocks = [
+      op.add(groupScores(q, c.baseKey), baseBias),
+      op.add(groupScores(q, c.recentKey), recentBias),
+      op.add(groupScores(q, k), newBias),
+    ];
     const probs = op.softmax(op.concat(blocks, -1), -1);
     const [pBase, pRecent, pNew] = op.splitBy(
       probs,
@@ -86,9 +101,15 @@ export function buildGenerationGraph(config: ModelConfig, options: GenerationGra
     return op.add(op.add(mixValues(pBase, c.baseValue), mixValues(pRecent, c.recentValue)), mixValues(pNew, v));
   };
 
-
   const weights = new WeightInputs(g, dtype);
-  const hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask: newMask, images }, { dtype, lora: options.lora, fused: options.fused }, core);
+  const hidden = decoderTrunk(
+    g,
+    config,
+    weights,
+    { ids, positions, keyMask: newMask, images },
+    { dtype, lora: options.lora, fused: options.fused },
+    core,
+  );
   g.withScope('sample', () => {
     const last = op.squeeze(op.slice(hidden, { starts: [-1], ends: [Number.MAX_SAFE_INTEGER], axes: [1] }), [1]); // [B, H]
     // FusedMatMul where the provider has it: at batch 1 it reads the [V, hidden] head faster than Gemm (measured 4–7 against 6–7 ms for 32000 × 512, one thread).

@@ -3,7 +3,15 @@ import { Graph } from '../../engine/graph';
 import * as op from '../../engine/ops';
 import { serializeGraph } from '../../engine/serialize';
 import type { HostTensor } from '../../engine/runtime/tensors';
-import type { GeneratedTurn, Policy, PolicySession, SessionOptions, TurnOptions, TurnRequest, UniformSource } from './policy';
+import type {
+  GeneratedTurn,
+  Policy,
+  PolicySession,
+  SessionOptions,
+  TurnOptions,
+  TurnRequest,
+  UniformSource,
+} from './policy';
 import { Random } from '../random';
 import type { ModelRuntime } from '../runtime';
 import { fusedKernelsFor } from '../layers/fused';
@@ -43,7 +51,8 @@ function scalar(v: number): HostTensor {
 
 export function samplingMode(options: Pick<TurnOptions, 'temperature' | 'topK' | 'topP'>, vocab: number): SamplingMode {
   if (options.temperature === 0) return { kind: 'greedy' };
-  if (options.topK > 0 || options.topP < 1) return { kind: 'sorted', candidates: Math.min(options.topK > 0 ? options.topK : vocab, vocab) };
+  if (options.topK > 0 || options.topP < 1)
+    return { kind: 'sorted', candidates: Math.min(options.topK > 0 ? options.topK : vocab, vocab) };
   return { kind: 'full' };
 }
 
@@ -56,7 +65,13 @@ export class ModelPolicy implements Policy {
   ) {}
 
   async startSession(sequences: number, seed: number, options: SessionOptions = {}): Promise<GenerationSession> {
-    const session = new GenerationSession(this.model, sequences, options.uniforms ?? seed, `gen${this.sessionCount++}`, this.sessionOptions);
+    const session = new GenerationSession(
+      this.model,
+      sequences,
+      options.uniforms ?? seed,
+      `gen${this.sessionCount++}`,
+      this.sessionOptions,
+    );
     await session.init();
     return session;
   }
@@ -123,21 +138,42 @@ export class GenerationSession implements PolicySession {
    */
   private async resetBlock(block: 'base' | 'recent'): Promise<void> {
     const { numKvHeads, headDim, numLayers } = this.model.config;
-    const slot: HostTensor = { dtype: 'float32', shape: [this.size, numKvHeads, 1, headDim], data: new Float32Array(this.size * numKvHeads * headDim) };
+    const slot: HostTensor = {
+      dtype: 'float32',
+      shape: [this.size, numKvHeads, 1, headDim],
+      data: new Float32Array(this.size * numKvHeads * headDim),
+    };
     const values: Record<string, HostTensor> = {};
-    for (let l = 0; l < numLayers; l++) for (const kind of ['key', 'value'] as const) values[this.state(block, kind, l)] = slot;
+    for (let l = 0; l < numLayers; l++)
+      for (const kind of ['key', 'value'] as const) values[this.state(block, kind, l)] = slot;
     await this.model.device.setState(values);
     const masks = block === 'base' ? this.baseMask : this.recentMask;
     for (const m of masks) m.splice(0, m.length, 0);
   }
 
-  private async graphFor(mode: SamplingMode, constrained: boolean): Promise<{ id: number; weights: Record<string, Feed> }> {
+  private async graphFor(
+    mode: SamplingMode,
+    constrained: boolean,
+  ): Promise<{ id: number; weights: Record<string, Feed> }> {
     const key = JSON.stringify({ mode, constrained });
     let loaded = this.sessions.get(key);
     if (!loaded) {
-      const { graph, weights } = buildGenerationGraph(this.model.config, { sampling: mode, lora: this.model.options.lora, returnDistribution: this.options.captureDistributions, fused: fusedKernelsFor(this.model.device.provider), constrained });
-      const resident = Array.from({ length: this.model.config.numLayers }, (_, l) => [`${cacheName('recent', 'key', l)}.next`, `${cacheName('recent', 'value', l)}.next`]).flat();
-      const id = await this.model.device.load({ model: serializeGraph(graph), settings: {}, residentOutputs: resident });
+      const { graph, weights } = buildGenerationGraph(this.model.config, {
+        sampling: mode,
+        lora: this.model.options.lora,
+        returnDistribution: this.options.captureDistributions,
+        fused: fusedKernelsFor(this.model.device.provider),
+        constrained,
+      });
+      const resident = Array.from({ length: this.model.config.numLayers }, (_, l) => [
+        `${cacheName('recent', 'key', l)}.next`,
+        `${cacheName('recent', 'value', l)}.next`,
+      ]).flat();
+      const id = await this.model.device.load({
+        model: serializeGraph(graph),
+        settings: {},
+        residentOutputs: resident,
+      });
       loaded = { id, weights: this.model.weightFeeds(weights) };
       this.sessions.set(key, loaded);
     }
@@ -163,7 +199,13 @@ export class GenerationSession implements PolicySession {
    * Extend every row by its chunk (left-padded to one width) and sample each row's next token;
    * `allowed` (constrained turns) restricts what each row may sample.
    */
-  private async extend(chunks: number[][], mode: SamplingMode, options: TurnOptions, chunkImages: (readonly TurnImage[])[] = [], allowed?: (AllowedTokens | undefined)[]): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
+  private async extend(
+    chunks: number[][],
+    mode: SamplingMode,
+    options: TurnOptions,
+    chunkImages: (readonly TurnImage[])[] = [],
+    allowed?: (AllowedTokens | undefined)[],
+  ): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
     const width = Math.max(1, ...chunks.map((c) => c.length));
     const ids: number[][] = [];
     const positions: number[][] = [];
@@ -179,7 +221,8 @@ export class GenerationSession implements PolicySession {
         // M-RoPE: three positions per token, continuing the row; an image's tokens take its grid.
         const images = chunkImages[b] ?? [];
         const mrope = multimodalPositions(chunk, images, vision, this.rows[b].position);
-        if (mrope.imagesUsed !== images.length) throw new Error(`sequence ${b}: ${images.length} image(s) given for ${mrope.imagesUsed} image token run(s)`);
+        if (mrope.imagesUsed !== images.length)
+          throw new Error(`sequence ${b}: ${images.length} image(s) given for ${mrope.imagesUsed} image token run(s)`);
         positions.push([...new Array(pad * 3).fill(0), ...mrope.positions]);
         this.rows[b].position = mrope.next;
         chunk.forEach((id, i) => {
@@ -205,18 +248,26 @@ export class GenerationSession implements PolicySession {
       recent_mask: int64(this.recentMask, this.recentMask[0].length),
       inv_temperature: scalar(options.temperature > 0 ? 1 / options.temperature : 1),
       top_p: scalar(options.topP),
-      uniforms: { dtype: 'float32', shape: [this.size], data: Float32Array.from({ length: this.size }, (_, b) => this.uniforms.next(b, chunks[b].length > 0)) },
+      uniforms: {
+        dtype: 'float32',
+        shape: [this.size],
+        data: Float32Array.from({ length: this.size }, (_, b) => this.uniforms.next(b, chunks[b].length > 0)),
+      },
     };
     const outputs: Record<string, OutputTarget> = { token: 'return', logprob: 'return', entropy: 'return' };
     if (this.options.captureDistributions) outputs.distribution = 'return';
     for (let l = 0; l < numLayers; l++) {
-      for (const block of ['base', 'recent'] as const) for (const kind of ['key', 'value'] as const) feeds[cacheName(block, kind, l)] = { state: this.state(block, kind, l) };
-      for (const kind of ['key', 'value'] as const) outputs[`${cacheName('recent', kind, l)}.next`] = { state: this.state('recent', kind, l) };
+      for (const block of ['base', 'recent'] as const)
+        for (const kind of ['key', 'value'] as const)
+          feeds[cacheName(block, kind, l)] = { state: this.state(block, kind, l) };
+      for (const kind of ['key', 'value'] as const)
+        outputs[`${cacheName('recent', kind, l)}.next`] = { state: this.state('recent', kind, l) };
     }
     const out = await this.model.device.run(id, feeds, outputs);
     if (out.distribution) this.distributions.push(out.distribution.data as Float32Array);
     mask.forEach((m, b) => this.recentMask[b].push(...m));
-    if (this.recentMask[0].length >= (this.options.recentLimit ?? foldThreshold(this.baseMask[0].length))) await this.foldRecentIntoBase();
+    if (this.recentMask[0].length >= (this.options.recentLimit ?? foldThreshold(this.baseMask[0].length)))
+      await this.foldRecentIntoBase();
     return {
       tokens: Array.from(out.token.data as BigInt64Array, Number),
       logprobs: Array.from(out.logprob.data as Float32Array),
@@ -225,7 +276,10 @@ export class GenerationSession implements PolicySession {
   }
 
   /** The chunk's image embeddings, one row per image token in slot order, and their slots. */
-  private async imageFeeds(images: readonly TurnImage[], slots: readonly number[]): Promise<Record<string, HostTensor>> {
+  private async imageFeeds(
+    images: readonly TurnImage[],
+    slots: readonly number[],
+  ): Promise<Record<string, HostTensor>> {
     const hidden = this.model.config.hiddenSize;
     const embeddings = await this.images!.embed(images);
     const values = new Float32Array(slots.length * hidden);
@@ -234,7 +288,8 @@ export class GenerationSession implements PolicySession {
       values.set(e, offset);
       offset += e.length;
     }
-    if (offset !== values.length) throw new Error(`${slots.length} image tokens in the chunk but the images have ${offset / hidden} embeddings`);
+    if (offset !== values.length)
+      throw new Error(`${slots.length} image tokens in the chunk but the images have ${offset / hidden} embeddings`);
     return {
       image_embeds: { dtype: 'float32', shape: [slots.length, hidden], data: values },
       image_slots: { dtype: 'int64', shape: [slots.length], data: BigInt64Array.from(slots, (v) => BigInt(v)) },
@@ -254,7 +309,11 @@ export class GenerationSession implements PolicySession {
         }
       }
       const resident = g.outputs.map((o) => o.name);
-      this.mergeSession = await this.model.device.load({ model: serializeGraph(g), settings: {}, residentOutputs: resident });
+      this.mergeSession = await this.model.device.load({
+        model: serializeGraph(g),
+        settings: {},
+        residentOutputs: resident,
+      });
     }
     const feeds: Record<string, Feed> = {};
     const outputs: Record<string, OutputTarget> = {};
@@ -283,20 +342,26 @@ export class GenerationSession implements PolicySession {
     const chunks: number[][] = this.rows.map(() => []);
     const chunkImages: (readonly TurnImage[])[] = this.rows.map(() => []);
     for (const r of requests) {
-      if (r.images?.length && !this.model.config.vision) throw new Error(`sequence ${r.sequence}: the request has ${r.images.length} image(s), but ${this.model.config.architecture} is a text-only model`);
+      if (r.images?.length && !this.model.config.vision)
+        throw new Error(
+          `sequence ${r.sequence}: the request has ${r.images.length} image(s), but ${this.model.config.architecture} is a text-only model`,
+        );
       chunkImages[r.sequence] = r.images ?? [];
-      if (r.sequence < 0 || r.sequence >= this.size) throw new Error(`sequence ${r.sequence} is outside this session (0..${this.size - 1})`);
+      if (r.sequence < 0 || r.sequence >= this.size)
+        throw new Error(`sequence ${r.sequence} is outside this session (0..${this.size - 1})`);
       if (turns.has(r.sequence)) throw new Error(`sequence ${r.sequence} is requested twice`);
       const row = this.rows[r.sequence];
       chunks[r.sequence] = [...row.unfed, ...r.append];
       row.unfed = [];
-      if (chunks[r.sequence].length === 0) throw new Error(`sequence ${r.sequence}: nothing to condition on (append the prompt first)`);
+      if (chunks[r.sequence].length === 0)
+        throw new Error(`sequence ${r.sequence}: nothing to condition on (append the prompt first)`);
       turns.set(r.sequence, { sequence: r.sequence, tokens: [], logprobs: [], entropies: [], finish: 'length' });
       if (r.constraint) constraints.set(r.sequence, r.constraint);
     }
     const live = new Set(turns.keys());
     // A turn with constraints runs the constrained graph throughout (a free row gets the zero bias row).
-    const allowedNow = () => (constraints.size ? this.rows.map((_, b) => (live.has(b) ? constraints.get(b)?.next() : undefined)) : undefined);
+    const allowedNow = () =>
+      constraints.size ? this.rows.map((_, b) => (live.has(b) ? constraints.get(b)?.next() : undefined)) : undefined;
     let step = await this.extend(chunks, mode, options, chunkImages, allowedNow());
     for (;;) {
       for (const b of [...live]) {
@@ -309,7 +374,8 @@ export class GenerationSession implements PolicySession {
         options.onToken?.(b, token);
         let finished: GeneratedTurn['finish'] | undefined;
         if (stopIds.has(token)) finished = 'stop_token';
-        else if (options.stopStrings?.length && this.endsWithStopString(turn.tokens, options.stopStrings)) finished = 'stop_string';
+        else if (options.stopStrings?.length && this.endsWithStopString(turn.tokens, options.stopStrings))
+          finished = 'stop_string';
         else if (turn.tokens.length >= options.maxNewTokens) finished = 'length';
         if (finished) {
           turn.finish = finished;
@@ -319,7 +385,13 @@ export class GenerationSession implements PolicySession {
         }
       }
       if (live.size === 0) break;
-      step = await this.extend(this.rows.map((_, b) => (live.has(b) ? [turns.get(b)!.tokens.at(-1)!] : [])), mode, options, [], allowedNow());
+      step = await this.extend(
+        this.rows.map((_, b) => (live.has(b) ? [turns.get(b)!.tokens.at(-1)!] : [])),
+        mode,
+        options,
+        [],
+        allowedNow(),
+      );
     }
     return requests.map((r) => turns.get(r.sequence)!);
   }
@@ -334,7 +406,9 @@ export class GenerationSession implements PolicySession {
   async close(): Promise<void> {
     const { numLayers } = this.model.config;
     const names: string[] = [];
-    for (let l = 0; l < numLayers; l++) for (const block of ['base', 'recent'] as const) for (const kind of ['key', 'value'] as const) names.push(this.state(block, kind, l));
+    for (let l = 0; l < numLayers; l++)
+      for (const block of ['base', 'recent'] as const)
+        for (const kind of ['key', 'value'] as const) names.push(this.state(block, kind, l));
     if (this.biasSets) names.push(`${this.prefix}/logit_bias`);
     await this.model.device.deleteState(names);
     for (const { id } of this.sessions.values()) await this.model.device.release(id);

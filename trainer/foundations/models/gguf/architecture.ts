@@ -19,7 +19,9 @@ const GGUF_ARCHITECTURE: Record<ModelFamily, string> = { llama: 'llama', qwen2: 
 export function ggufArchitecture(config: ModelConfig): string {
   const family = config.family;
   if (!Object.hasOwn(GGUF_ARCHITECTURE, family)) {
-    throw new ModelConfigError(`${config.configPath}: ${config.architecture} is a vision-language model; GGUF export writes text-only decoders (${Object.keys(GGUF_ARCHITECTURE).join(', ')}), and llama.cpp's vision tower would need a separate mmproj file`);
+    throw new ModelConfigError(
+      `${config.configPath}: ${config.architecture} is a vision-language model; GGUF export writes text-only decoders (${Object.keys(GGUF_ARCHITECTURE).join(', ')}), and llama.cpp's vision tower would need a separate mmproj file`,
+    );
   }
   return GGUF_ARCHITECTURE[family as ModelFamily];
 }
@@ -86,7 +88,9 @@ export function permutationHeads(config: ModelConfig, hfName: string): number | 
 export function architectureMetadata(config: ModelConfig): Array<[string, MetadataValue]> {
   const arch = ggufArchitecture(config);
   if (config.family === 'qwen3' && (config.qkvBias || config.oProjBias)) {
-    throw new ModelConfigError(`${config.configPath}: attention_bias is true; llama.cpp's qwen3 architecture has no attention biases, so this model cannot be exported to GGUF`);
+    throw new ModelConfigError(
+      `${config.configPath}: attention_bias is true; llama.cpp's qwen3 architecture has no attention biases, so this model cannot be exported to GGUF`,
+    );
   }
   const entries: Array<[string, MetadataValue]> = [
     [`${arch}.context_length`, meta.u32(config.maxPositionEmbeddings)],
@@ -109,7 +113,9 @@ export function architectureMetadata(config: ModelConfig): Array<[string, Metada
     entries.push([`${arch}.rope.scaling.type`, meta.str('linear')]);
     entries.push([`${arch}.rope.scaling.factor`, meta.f32(scaling.factor)]);
   } else if (scaling.type === 'llama3' && config.family !== 'llama') {
-    throw new ModelConfigError(`${config.configPath}: llama3 rope scaling on a ${config.family} model has no GGUF form (llama.cpp reads rope_freqs only for llama)`);
+    throw new ModelConfigError(
+      `${config.configPath}: llama3 rope scaling on a ${config.family} model has no GGUF form (llama.cpp reads rope_freqs only for llama)`,
+    );
   }
   return entries;
 }

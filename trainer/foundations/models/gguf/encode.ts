@@ -27,8 +27,12 @@ export function encodedBytes(type: GgmlType, shape: readonly number[]): number {
 
 export function encodeTensor(type: GgmlType, shape: readonly number[], values: Float32Array, name: string): Uint8Array {
   const n = elementCount(shape);
-  if (values.length !== n) throw new Error(`GGUF tensor ${name}: shape [${shape.join(', ')}] needs ${n} values, got ${values.length}`);
-  if (!canEncode(type, shape)) throw new Error(`GGUF tensor ${name}: ${type} needs the innermost dimension (${shape[shape.length - 1]}) to be a multiple of ${Q8_0_BLOCK}`);
+  if (values.length !== n)
+    throw new Error(`GGUF tensor ${name}: shape [${shape.join(', ')}] needs ${n} values, got ${values.length}`);
+  if (!canEncode(type, shape))
+    throw new Error(
+      `GGUF tensor ${name}: ${type} needs the innermost dimension (${shape[shape.length - 1]}) to be a multiple of ${Q8_0_BLOCK}`,
+    );
   if (type === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
   if (type === 'F16') return encodeF16(values);
   return encodeQ8_0(values);

@@ -19,7 +19,21 @@ export const GGUF_VERSION = 3;
 export const GGUF_ALIGNMENT = 32;
 
 /** gguf value types (gguf-py's GGUFValueType). */
-const VALUE_TYPE = { uint8: 0, int8: 1, uint16: 2, int16: 3, uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9, uint64: 10, int64: 11, float64: 12 } as const;
+const VALUE_TYPE = {
+  uint8: 0,
+  int8: 1,
+  uint16: 2,
+  int16: 3,
+  uint32: 4,
+  int32: 5,
+  float32: 6,
+  bool: 7,
+  string: 8,
+  array: 9,
+  uint64: 10,
+  int64: 11,
+  float64: 12,
+} as const;
 
 export type MetadataValue =
   | { type: 'uint32'; value: number }
@@ -136,7 +150,11 @@ function checkTensor(t: GgufTensor): void {
  * Write a GGUF file: `metadata` in the given order, then `tensors`. Returns the file's size.
  * Written to `file.partial` and renamed when complete, so a failure never leaves half a model.
  */
-export function writeGguf(file: string, metadata: ReadonlyArray<[string, MetadataValue]>, tensors: readonly GgufTensor[]): number {
+export function writeGguf(
+  file: string,
+  metadata: ReadonlyArray<[string, MetadataValue]>,
+  tensors: readonly GgufTensor[],
+): number {
   const keys = new Set<string>();
   for (const [key] of metadata) {
     if (keys.has(key)) throw new Error(`GGUF metadata key ${key} is given twice`);
@@ -195,5 +213,6 @@ export const GGML_TYPE_ID: Record<GgmlType, number> = { F32: 0, F16: 1, Q8_0: 8 
 
 /** fs.writeSync writes at most 2 GiB at a time, and may write less than asked. */
 function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let done = 0; done < bytes.length; ) done += fs.writeSync(fd, bytes, done, Math.min(1 << 30, bytes.length - done));
+  for (let done = 0; done < bytes.length;)
+    done += fs.writeSync(fd, bytes, done, Math.min(1 << 30, bytes.length - done));
 }

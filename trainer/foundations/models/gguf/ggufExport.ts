@@ -3,7 +3,14 @@ import * as path from 'node:path';
 import { openModelFolder } from '../modelFolder';
 import { mergeLoraWeight, readLoraAdapter } from '../save';
 import { expectedTensors } from '../weights';
-import { architectureMetadata, ggufArchitecture, ggufTensorName, permutationHeads, permuteForPairwiseRope, ropeFrequencyFactors } from './architecture';
+import {
+  architectureMetadata,
+  ggufArchitecture,
+  ggufTensorName,
+  permutationHeads,
+  permuteForPairwiseRope,
+  ropeFrequencyFactors,
+} from './architecture';
 import { canEncode, type GgmlType } from './encode';
 import { meta, writeGguf, type GgufTensor, type MetadataValue } from './format';
 import { vocabularyMetadata } from './vocabulary';
@@ -86,7 +93,14 @@ export function exportGguf(options: GgufExportOptions): GgufExportResult {
     }
     fs.mkdirSync(path.dirname(path.resolve(options.out)), { recursive: true });
     const bytes = writeGguf(options.out, metadata, tensors);
-    return { file: options.out, bytes, architecture: arch, tensors: tensors.length, types, mergedAdapter: adapter !== undefined };
+    return {
+      file: options.out,
+      bytes,
+      architecture: arch,
+      tensors: tensors.length,
+      types,
+      mergedAdapter: adapter !== undefined,
+    };
   } finally {
     folder.close();
   }

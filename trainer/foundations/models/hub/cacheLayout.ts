@@ -28,7 +28,10 @@ export class RepoCache {
     readonly cacheDir: string,
     readonly repo: string,
   ) {
-    if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repo) || repo.split('/').some((part) => part === '.' || part === '..')) {
+    if (
+      !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repo) ||
+      repo.split('/').some((part) => part === '.' || part === '..')
+    ) {
       throw new HubError(`"${repo}" is not a Hugging Face repo id: expected org/name (letters, digits, "-", "_", ".")`);
     }
     this.folder = path.join(cacheDir, getRepoFolderName({ name: repo, type: 'model' }));
@@ -39,7 +42,9 @@ export class RepoCache {
     const joined = path.join(this.folder, ...parts);
     const relative = path.relative(this.folder, joined);
     if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative)) {
-      throw new HubError(`${this.repo}: the path ${JSON.stringify(parts.join('/'))} would leave the cache folder ${this.folder}; refused`);
+      throw new HubError(
+        `${this.repo}: the path ${JSON.stringify(parts.join('/'))} would leave the cache folder ${this.folder}; refused`,
+      );
     }
     return joined;
   }
@@ -54,14 +59,20 @@ export class RepoCache {
   }
 
   snapshotDir(commit: string): string {
-    if (!isCommitHash(commit)) throw new HubError(`${this.repo}: ${JSON.stringify(commit)} is not a commit hash (40 hex digits)`);
+    if (!isCommitHash(commit))
+      throw new HubError(`${this.repo}: ${JSON.stringify(commit)} is not a commit hash (40 hex digits)`);
     return this.inside('snapshots', commit);
   }
 
   snapshotFile(commit: string, file: string): string {
     const parts = file.split('/');
-    if (parts.some((part) => part === '' || part === '.' || part === '..' || part.includes('\\')) || file.includes('\0')) {
-      throw new HubError(`${this.repo}: the file name ${JSON.stringify(file)} is not a plain relative path of the repo; refused`);
+    if (
+      parts.some((part) => part === '' || part === '.' || part === '..' || part.includes('\\')) ||
+      file.includes('\0')
+    ) {
+      throw new HubError(
+        `${this.repo}: the file name ${JSON.stringify(file)} is not a plain relative path of the repo; refused`,
+      );
     }
     this.snapshotDir(commit);
     return this.inside('snapshots', commit, ...parts);
@@ -89,7 +100,8 @@ export class RepoCache {
   /** Record that `revision` points at `commit` (atomically, and only when it changed, as huggingface_hub does). */
   writeRef(revision: string, commit: string): void {
     if (revision === commit) return;
-    if (!isCommitHash(commit)) throw new HubError(`${this.repo}: ${JSON.stringify(commit)} is not a commit hash (40 hex digits)`);
+    if (!isCommitHash(commit))
+      throw new HubError(`${this.repo}: ${JSON.stringify(commit)} is not a commit hash (40 hex digits)`);
     const file = this.refPath(revision);
     try {
       if (fs.readFileSync(file, 'utf8') === commit) return;
@@ -144,7 +156,10 @@ export function isFileDigest(id: string): boolean {
 }
 
 export function checkDigest(id: string, what: string): void {
-  if (!isFileDigest(id)) throw new HubError(`${what} is ${JSON.stringify(id.length > 80 ? id.slice(0, 80) + '…' : id)}, not a git blob id (40 hex digits) or a sha256 (64 hex digits); the server's listing is refused`);
+  if (!isFileDigest(id))
+    throw new HubError(
+      `${what} is ${JSON.stringify(id.length > 80 ? id.slice(0, 80) + '…' : id)}, not a git blob id (40 hex digits) or a sha256 (64 hex digits); the server's listing is refused`,
+    );
 }
 
 /**
@@ -155,7 +170,12 @@ export function checkRevision(revision: string): void {
   const ok =
     revision.length > 0 &&
     revision.length <= 256 &&
-    revision.split('/').every((segment) => /^[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*$/.test(segment) && !segment.endsWith('.lock')) &&
+    revision
+      .split('/')
+      .every((segment) => /^[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*$/.test(segment) && !segment.endsWith('.lock')) &&
     !revision.includes('..');
-  if (!ok) throw new HubError(`the revision ${JSON.stringify(revision)} is not a branch, tag or commit hash: expected a name like main, v1.0 or refs/pr/3 (no "..", no segment starting with ".")`);
+  if (!ok)
+    throw new HubError(
+      `the revision ${JSON.stringify(revision)} is not a branch, tag or commit hash: expected a name like main, v1.0 or refs/pr/3 (no "..", no segment starting with ".")`,
+    );
 }

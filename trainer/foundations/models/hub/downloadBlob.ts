@@ -63,11 +63,21 @@ async function failureOf(response: Response): Promise<HubHttpFailure> {
     const body = (await response.json().catch(() => undefined)) as { error?: unknown } | undefined;
     if (typeof body?.error === 'string') serverMessage = body.error;
   } else await response.body?.cancel().catch(() => undefined);
-  return { status: response.status, url: response.url, errorCode: response.headers.get('x-error-code') ?? undefined, serverMessage };
+  return {
+    status: response.status,
+    url: response.url,
+    errorCode: response.headers.get('x-error-code') ?? undefined,
+    serverMessage,
+  };
 }
 
 /** Append the response body to the partial file from `start`; returns the partial file's size afterwards (even when the body broke off). */
-async function appendBody(response: Response, incomplete: string, start: number, onBytes: ((written: number) => void) | undefined): Promise<{ written: number; error?: unknown }> {
+async function appendBody(
+  response: Response,
+  incomplete: string,
+  start: number,
+  onBytes: ((written: number) => void) | undefined,
+): Promise<{ written: number; error?: unknown }> {
   const handle = await fs.promises.open(incomplete, start > 0 ? 'a' : 'w');
   let written = start;
   try {
@@ -89,7 +99,10 @@ async function appendBody(response: Response, incomplete: string, start: number,
 /** The hash the Hub names the file by: sha256 for LFS files, git's blob id (sha1 of "blob <size>\0" + contents) for the others. */
 async function contentHash(file: string, etag: string, size: number): Promise<string> {
   const algorithm = /^[0-9a-f]{64}$/.test(etag) ? 'sha256' : /^[0-9a-f]{40}$/.test(etag) ? 'sha1' : undefined;
-  if (!algorithm) throw new BlobIntegrityError(`${file}: the id ${JSON.stringify(etag)} is not a digest the download can be checked against`);
+  if (!algorithm)
+    throw new BlobIntegrityError(
+      `${file}: the id ${JSON.stringify(etag)} is not a digest the download can be checked against`,
+    );
   const hash = crypto.createHash(algorithm);
   if (algorithm === 'sha1') hash.update(`blob ${size}\0`);
   for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
@@ -98,7 +111,10 @@ async function contentHash(file: string, etag: string, size: number): Promise<st
 
 export async function downloadBlob(download: BlobDownload): Promise<void> {
   // Verification is never skipped: an id that is not a digest cannot be checked, so nothing is downloaded for it.
-  if (!isFileDigest(download.etag)) throw new BlobIntegrityError(`${download.url}: the file's id ${JSON.stringify(download.etag)} is not a git blob id or a sha256, so the download could not be verified; refused`);
+  if (!isFileDigest(download.etag))
+    throw new BlobIntegrityError(
+      `${download.url}: the file's id ${JSON.stringify(download.etag)} is not a git blob id or a sha256, so the download could not be verified; refused`,
+    );
   const incomplete = `${download.blobPath}.incomplete`;
   let start = partialSize(incomplete);
   if (start > download.size) {
@@ -113,7 +129,11 @@ export async function downloadBlob(download: BlobDownload): Promise<void> {
     if (start > 0) headers['Range'] = `bytes=${start}-`;
     let response: Response;
     try {
-      response = await fetch(download.url, { headers, redirect: 'follow', ...(download.signal ? { signal: download.signal } : {}) });
+      response = await fetch(download.url, {
+        headers,
+        redirect: 'follow',
+        ...(download.signal ? { signal: download.signal } : {}),
+      });
     } catch (error) {
       if (download.signal?.aborted || attempt >= retries || !networkErrorCode(error) || start === 0) throw error;
       await pause(attempt);
@@ -128,7 +148,9 @@ export async function downloadBlob(download: BlobDownload): Promise<void> {
       const range = /^bytes (\d+)-/.exec(response.headers.get('content-range') ?? '');
       if (!range || Number(range[1]) !== start) {
         await response.body?.cancel();
-        throw new BlobIntegrityError(`${download.url}: asked for bytes ${start}- and got ${response.headers.get('content-range') ?? 'no Content-Range'}`);
+        throw new BlobIntegrityError(
+          `${download.url}: asked for bytes ${start}- and got ${response.headers.get('content-range') ?? 'no Content-Range'}`,
+        );
       }
     }
     const { written, error } = await appendBody(response, incomplete, start, download.onBytes);
@@ -144,12 +166,16 @@ export async function downloadBlob(download: BlobDownload): Promise<void> {
   if (download.size === 0 && !fs.existsSync(incomplete)) fs.writeFileSync(incomplete, '');
   if (size !== download.size) {
     fs.rmSync(incomplete, { force: true });
-    throw new BlobIntegrityError(`${download.url}: expected ${download.size} bytes, received ${size}; the partial file was deleted, pull again`);
+    throw new BlobIntegrityError(
+      `${download.url}: expected ${download.size} bytes, received ${size}; the partial file was deleted, pull again`,
+    );
   }
   const hash = await contentHash(incomplete, download.etag, size);
   if (hash !== download.etag) {
     fs.rmSync(incomplete, { force: true });
-    throw new BlobIntegrityError(`${download.url}: the downloaded bytes hash to ${hash}, not to the Hub's ETag ${download.etag}; the partial file was deleted, pull again`);
+    throw new BlobIntegrityError(
+      `${download.url}: the downloaded bytes hash to ${hash}, not to the Hub's ETag ${download.etag}; the partial file was deleted, pull again`,
+    );
   }
   fs.renameSync(incomplete, download.blobPath);
 }

@@ -40,11 +40,27 @@ export interface HubHttpFailure {
   serverMessage: string | undefined;
 }
 
-const NETWORK_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const NETWORK_CODES = new Set([
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
 
 /** The system error code behind a failed `fetch` (undici wraps it in `cause`), if it is a network failure. */
 export function networkErrorCode(error: unknown): string | undefined {
-  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+  for (
+    let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 4;
+    e = e.cause as typeof e, depth++
+  ) {
     if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return e.code;
     // AggregateError: one per address tried (IPv4 and IPv6).
     const errors = (e as { errors?: unknown[] }).errors;
@@ -68,16 +84,21 @@ export function httpFailureError(failure: HubHttpFailure, context: HubRequestCon
   const server = failure.serverMessage ? ` (the Hub said: ${failure.serverMessage})` : '';
   const tokenState = settings.token ? 'the token in HF_TOKEN has no access to it' : 'no token is set (HF_TOKEN)';
   if (failure.errorCode === 'RevisionNotFound') {
-    return new HubError(`${repo} has no revision "${revision}": expected a branch, a tag or a full commit hash of the repo (see ${repoPage(context)}/tree/main)${server}`);
+    return new HubError(
+      `${repo} has no revision "${revision}": expected a branch, a tag or a full commit hash of the repo (see ${repoPage(context)}/tree/main)${server}`,
+    );
   }
   if (failure.errorCode === 'GatedRepo') {
     return new HubError(
       `${repo} is a gated model and ${tokenState}. Accept its licence on ${repoPage(context)} while logged in, then set HF_TOKEN to an access token of that account (${settings.endpoint}/settings/tokens)${server}`,
     );
   }
-  if (failure.errorCode === 'EntryNotFound') return new HubError(`${what}: the file is not in revision "${revision}" of ${repo}${server}`);
+  if (failure.errorCode === 'EntryNotFound')
+    return new HubError(`${what}: the file is not in revision "${revision}" of ${repo}${server}`);
   if (failure.status === 401 && /invalid credentials|invalid.*token|expired/i.test(failure.serverMessage ?? '')) {
-    return new HubError(`${settings.endpoint} refused the access token in HF_TOKEN (invalid or expired) while fetching ${what}; create a new one at ${settings.endpoint}/settings/tokens${server}`);
+    return new HubError(
+      `${settings.endpoint} refused the access token in HF_TOKEN (invalid or expired) while fetching ${what}; create a new one at ${settings.endpoint}/settings/tokens${server}`,
+    );
   }
   if (failure.errorCode === 'RepoNotFound' || failure.status === 404 || failure.status === 401) {
     return new HubError(
@@ -87,11 +108,21 @@ export function httpFailureError(failure: HubHttpFailure, context: HubRequestCon
     );
   }
   if (failure.status === 403) {
-    return new HubError(`${settings.endpoint} refused access to ${what} (403): accept the licence on ${repoPage(context)} and make sure the token in HF_TOKEN can read the repo${server}`);
+    return new HubError(
+      `${settings.endpoint} refused access to ${what} (403): accept the licence on ${repoPage(context)} and make sure the token in HF_TOKEN can read the repo${server}`,
+    );
   }
-  if (failure.status === 416) return new HubError(`${what}: the server refused to resume the download (416); delete the .incomplete file in ${settings.cacheDir} and pull again${server}`);
-  if (failure.status === 429) return new HubError(`${settings.endpoint} is rate-limiting downloads of ${what} (429); wait a few minutes and pull again${server}`);
-  return new HubError(`${settings.endpoint} answered ${failure.status} for ${what} (${failure.url}); try again later${server}`);
+  if (failure.status === 416)
+    return new HubError(
+      `${what}: the server refused to resume the download (416); delete the .incomplete file in ${settings.cacheDir} and pull again${server}`,
+    );
+  if (failure.status === 429)
+    return new HubError(
+      `${settings.endpoint} is rate-limiting downloads of ${what} (429); wait a few minutes and pull again${server}`,
+    );
+  return new HubError(
+    `${settings.endpoint} answered ${failure.status} for ${what} (${failure.url}); try again later${server}`,
+  );
 }
 
 const NETWORK_WORDS: Record<string, string> = {
@@ -115,11 +146,17 @@ export function networkError(code: string, context: HubRequestContext): HubError
     ? ` The cache has revision "${context.revision}" of ${context.repo} (commit ${context.cachedCommit.slice(0, 12)}): set HF_HUB_OFFLINE=1 to use it.`
     : ` Offline? Set HF_HUB_OFFLINE=1 to use the Hugging Face cache (${context.settings.cacheDir}); it does not have ${context.repo} yet, so download it once where the network works (rollout-studio pull ${context.repo}).`;
   const proxy = context.settings.endpoint === 'https://huggingface.co' ? '' : ' (set by HF_ENDPOINT)';
-  return new HubError(`cannot reach ${context.settings.endpoint}${proxy} to ${context.file ? `download ${context.file} of` : 'look up'} ${context.repo}: ${reason}.${cached}`, 'unreachable');
+  return new HubError(
+    `cannot reach ${context.settings.endpoint}${proxy} to ${context.file ? `download ${context.file} of` : 'look up'} ${context.repo}: ${reason}.${cached}`,
+    'unreachable',
+  );
 }
 
 /** Writing to the cache failed: a full disk names the folder to clean or move. */
-export function cacheWriteError(error: NodeJS.ErrnoException, context: HubRequestContext & { bytesNeeded?: number }): HubError | undefined {
+export function cacheWriteError(
+  error: NodeJS.ErrnoException,
+  context: HubRequestContext & { bytesNeeded?: number },
+): HubError | undefined {
   const { settings, repo, file } = context;
   if (error.code === 'ENOSPC' || error.code === 'EDQUOT') {
     return new HubError(
@@ -128,7 +165,9 @@ export function cacheWriteError(error: NodeJS.ErrnoException, context: HubReques
     );
   }
   if (error.code === 'EACCES' || error.code === 'EROFS' || error.code === 'EPERM') {
-    return new HubError(`cannot write to the Hugging Face cache ${settings.cacheDir} (${error.code}: ${error.message}); set HF_HUB_CACHE (or HF_HOME) to a folder you can write`);
+    return new HubError(
+      `cannot write to the Hugging Face cache ${settings.cacheDir} (${error.code}: ${error.message}); set HF_HUB_CACHE (or HF_HOME) to a folder you can write`,
+    );
   }
   return undefined;
 }
@@ -136,7 +175,12 @@ export function cacheWriteError(error: NodeJS.ErrnoException, context: HubReques
 /** What a `HubApiError` from @huggingface/hub says, with the `X-Error-Code` the fetch wrapper saw for its URL. */
 export function failureOfApiError(error: HubApiError, errorCodes: ReadonlyMap<string, string>): HubHttpFailure {
   const data = error.data as { error?: unknown; message?: unknown } | undefined;
-  const serverMessage = typeof data?.error === 'string' ? data.error : typeof data?.message === 'string' && data.message ? data.message : undefined;
+  const serverMessage =
+    typeof data?.error === 'string'
+      ? data.error
+      : typeof data?.message === 'string' && data.message
+        ? data.message
+        : undefined;
   return { status: error.statusCode, url: error.url, errorCode: errorCodes.get(error.url), serverMessage };
 }
 

@@ -6,5 +6,11 @@ export { HubError } from './hubErrors';
 export { hubSettings, type HubSettings } from './hubSettings';
 export { pullModel, type PullOptions, type PullProgress, type PullResult } from './pull';
 export { BUILT_IN_PREFIX } from '../builtinModels';
-export { classifyModelPath, isRepoId, resolveModelPath, type ModelSource, type ResolveModelOptions } from './resolveModelPath';
+export {
+  classifyModelPath,
+  isRepoId,
+  resolveModelPath,
+  type ModelSource,
+  type ResolveModelOptions,
+} from './resolveModelPath';
 export type { ModelFileSet } from './modelFiles';

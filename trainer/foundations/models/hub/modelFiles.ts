@@ -36,20 +36,32 @@ export function selectModelFiles(repo: string, listed: readonly RepoFile[], set:
   const names = new Set(listed.map((f) => f.path));
   const present = (files: readonly string[]) => files.filter((f) => names.has(f));
   if (set === 'tokenizer') {
-    if (!names.has('tokenizer.json')) throw new Error(`${repo} has no tokenizer.json (it lists ${describe(listed)}); Rollout Studio reads fast tokenizers (tokenizer.json)`);
+    if (!names.has('tokenizer.json'))
+      throw new Error(
+        `${repo} has no tokenizer.json (it lists ${describe(listed)}); Rollout Studio reads fast tokenizers (tokenizer.json)`,
+      );
     return { files: present(TOKENIZER_FILES), needsIndex: false };
   }
   const isAdapter = names.has('adapter_config.json') && !names.has('config.json');
-  if (!names.has('config.json') && !isAdapter) throw new Error(`${repo} is not a transformers model: it has no config.json (it lists ${describe(listed)})`);
-  if (!isAdapter && !names.has('tokenizer.json')) throw new Error(`${repo} has no tokenizer.json (it lists ${describe(listed)}); Rollout Studio reads fast tokenizers (tokenizer.json)`);
+  if (!names.has('config.json') && !isAdapter)
+    throw new Error(`${repo} is not a transformers model: it has no config.json (it lists ${describe(listed)})`);
+  if (!isAdapter && !names.has('tokenizer.json'))
+    throw new Error(
+      `${repo} has no tokenizer.json (it lists ${describe(listed)}); Rollout Studio reads fast tokenizers (tokenizer.json)`,
+    );
   const base = [...present(CONFIG_FILES), ...present(TOKENIZER_FILES)];
   if (names.has('model.safetensors')) return { files: [...base, 'model.safetensors'], needsIndex: false };
   if (names.has(WEIGHTS_INDEX)) return { files: [...base, WEIGHTS_INDEX], needsIndex: true };
-  if (isAdapter && names.has('adapter_model.safetensors')) return { files: [...base, 'adapter_model.safetensors'], needsIndex: false };
-  const other = listed.filter((f) => /\.(bin|pt|pth|gguf|onnx|h5|msgpack|safetensors)$/.test(f.path)).map((f) => f.path);
+  if (isAdapter && names.has('adapter_model.safetensors'))
+    return { files: [...base, 'adapter_model.safetensors'], needsIndex: false };
+  const other = listed
+    .filter((f) => /\.(bin|pt|pth|gguf|onnx|h5|msgpack|safetensors)$/.test(f.path))
+    .map((f) => f.path);
   throw new Error(
     `${repo} has no safetensors weights Rollout Studio can read (model.safetensors or ${WEIGHTS_INDEX})` +
-      (other.length ? `; it has ${other.slice(0, 6).join(', ')}${other.length > 6 ? ', …' : ''}. Convert PyTorch weights with save_pretrained(..., safe_serialization=True), or pick a repo that ships safetensors` : ''),
+      (other.length
+        ? `; it has ${other.slice(0, 6).join(', ')}${other.length > 6 ? ', …' : ''}. Convert PyTorch weights with save_pretrained(..., safe_serialization=True), or pick a repo that ships safetensors`
+        : ''),
   );
 }
 
@@ -61,16 +73,24 @@ export function shardsFromIndex(indexFile: string, text: string): string[] {
   } catch (error) {
     throw new Error(`${indexFile}: not valid JSON (${(error as Error).message})`);
   }
-  if (typeof weightMap !== 'object' || weightMap === null) throw new Error(`${indexFile}: expected a "weight_map" object of tensor name → shard file`);
+  if (typeof weightMap !== 'object' || weightMap === null)
+    throw new Error(`${indexFile}: expected a "weight_map" object of tensor name → shard file`);
   const shards = [...new Set(Object.values(weightMap as Record<string, unknown>))];
   for (const shard of shards) {
-    if (typeof shard !== 'string' || !/^[^/\\]+\.safetensors$/.test(shard) || shard.startsWith('.')) throw new Error(`${indexFile}: weight_map names ${JSON.stringify(shard)}; expected a .safetensors file name in the repo's top folder`);
+    if (typeof shard !== 'string' || !/^[^/\\]+\.safetensors$/.test(shard) || shard.startsWith('.'))
+      throw new Error(
+        `${indexFile}: weight_map names ${JSON.stringify(shard)}; expected a .safetensors file name in the repo's top folder`,
+      );
   }
   return shards as string[];
 }
 
 /** The files a complete cached snapshot must have, given the names it holds (for offline use). */
-export function missingFromSnapshot(names: ReadonlySet<string>, set: ModelFileSet, indexShards: () => string[]): string[] {
+export function missingFromSnapshot(
+  names: ReadonlySet<string>,
+  set: ModelFileSet,
+  indexShards: () => string[],
+): string[] {
   if (set === 'tokenizer') return names.has('tokenizer.json') ? [] : ['tokenizer.json'];
   const isAdapter = names.has('adapter_config.json') && !names.has('config.json');
   const missing: string[] = [];

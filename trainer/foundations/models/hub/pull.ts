@@ -3,8 +3,24 @@ import * as path from 'node:path';
 import { listFiles, modelInfo } from '@huggingface/hub';
 import { checkDigest, checkRevision, isCommitHash, RepoCache } from './cacheLayout';
 import { BlobHttpError, downloadBlob } from './downloadBlob';
-import { cacheWriteError, failureOfApiError, httpFailureError, HubError, isHubApiError, networkError, networkErrorCode, type HubRequestContext } from './hubErrors';
-import { missingFromSnapshot, selectModelFiles, shardsFromIndex, WEIGHTS_INDEX, type ModelFileSet, type RepoFile } from './modelFiles';
+import {
+  cacheWriteError,
+  failureOfApiError,
+  httpFailureError,
+  HubError,
+  isHubApiError,
+  networkError,
+  networkErrorCode,
+  type HubRequestContext,
+} from './hubErrors';
+import {
+  missingFromSnapshot,
+  selectModelFiles,
+  shardsFromIndex,
+  WEIGHTS_INDEX,
+  type ModelFileSet,
+  type RepoFile,
+} from './modelFiles';
 import { hubSettings, type HubSettings } from './hubSettings';
 import { formatBytes } from '../../../contract/formatBytes';
 
@@ -75,7 +91,11 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
     if (!response.ok && code) errorCodes.set(response.url, code);
     return response;
   };
-  const api = { hubUrl: settings.endpoint, fetch: hubFetch, ...(settings.token ? { accessToken: settings.token as `hf_${string}` } : {}) };
+  const api = {
+    hubUrl: settings.endpoint,
+    fetch: hubFetch,
+    ...(settings.token ? { accessToken: settings.token as `hf_${string}` } : {}),
+  };
   const call = async <T>(what: () => Promise<T>, file?: string): Promise<T> => {
     try {
       return await what();
@@ -86,7 +106,10 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
 
   const commit = await call(async () => {
     const info = await modelInfo({ ...api, name: repo, revision, additionalFields: ['sha'] });
-    if (typeof info.sha !== 'string' || !isCommitHash(info.sha)) throw new HubError(`${settings.endpoint} gave no commit for revision "${revision}" of ${repo} (got ${JSON.stringify(info.sha)})`);
+    if (typeof info.sha !== 'string' || !isCommitHash(info.sha))
+      throw new HubError(
+        `${settings.endpoint} gave no commit for revision "${revision}" of ${repo} (got ${JSON.stringify(info.sha)})`,
+      );
     return info.sha;
   });
   const listed = await call(async () => {
@@ -121,11 +144,15 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
   const fetchFiles = async (names: string[], reportProgress: boolean) => {
     const wanted = names.map((name) => {
       const file = listed.get(name);
-      if (!file) throw new HubError(`${repo}: ${WEIGHTS_INDEX} lists ${name}, which is not in revision "${revision}" (commit ${commit})`);
+      if (!file)
+        throw new HubError(
+          `${repo}: ${WEIGHTS_INDEX} lists ${name}, which is not in revision "${revision}" (commit ${commit})`,
+        );
       return file;
     });
     const missing = wanted.filter((f) => !cache.hasSnapshotFile(commit, f.path));
-    for (const f of missing.filter((f) => cache.hasBlob(f.etag, f.size))) cache.linkSnapshotFile(commit, f.path, f.etag);
+    for (const f of missing.filter((f) => cache.hasBlob(f.etag, f.size)))
+      cache.linkSnapshotFile(commit, f.path, f.etag);
     const toDownload = missing.filter((f) => !cache.hasBlob(f.etag, f.size));
     const total = toDownload.reduce((sum, f) => sum + f.size, 0);
     if (toDownload.length) {
@@ -138,10 +165,13 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
     }
     let before = 0;
     const report = (file: string | undefined, index: number, done: number, finished: boolean) =>
-      reportProgress && options.onProgress?.({ repo, file, fileIndex: index, fileCount: toDownload.length, done, total, finished });
+      reportProgress &&
+      options.onProgress?.({ repo, file, fileIndex: index, fileCount: toDownload.length, done, total, finished });
     for (const [i, f] of toDownload.entries()) {
       report(f.path, i + 1, before, false);
-      const resumedFrom = fs.existsSync(cache.incompletePath(f.etag)) ? fs.statSync(cache.incompletePath(f.etag)).size : 0;
+      const resumedFrom = fs.existsSync(cache.incompletePath(f.etag))
+        ? fs.statSync(cache.incompletePath(f.etag)).size
+        : 0;
       await call(async () => {
         try {
           await downloadBlob({
@@ -154,7 +184,13 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
             onBytes: (written) => report(f.path, i + 1, before + written, false),
           });
         } catch (error) {
-          throw cacheWriteError(error as NodeJS.ErrnoException, { ...context, file: f.path, bytesNeeded: total - before }) ?? error;
+          throw (
+            cacheWriteError(error as NodeJS.ErrnoException, {
+              ...context,
+              file: f.path,
+              bytesNeeded: total - before,
+            }) ?? error
+          );
         }
       }, f.path);
       cache.linkSnapshotFile(commit, f.path, f.etag);
@@ -177,7 +213,16 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
     }
   }
   await fetchFiles(files, true);
-  return { repo, revision, commit, snapshotDir: cache.snapshotDir(commit), files, downloaded, downloadedBytes, offline: false };
+  return {
+    repo,
+    revision,
+    commit,
+    snapshotDir: cache.snapshotDir(commit),
+    files,
+    downloaded,
+    downloadedBytes,
+    offline: false,
+  };
 }
 
 /** HF_HUB_OFFLINE: the revision's snapshot from the cache, complete, or an error that says how to get it. */
@@ -185,7 +230,9 @@ function fromCache(cache: RepoCache, revision: string, set: ModelFileSet, settin
   const commit = cache.cachedCommit(revision);
   const how = `Unset HF_HUB_OFFLINE and run \`rollout-studio pull ${cache.repo}${revision === 'main' ? '' : ` --revision ${revision}`}\` where the Hub can be reached`;
   if (!commit || !fs.existsSync(cache.snapshotDir(commit))) {
-    throw new HubError(`HF_HUB_OFFLINE is set and the Hugging Face cache (${settings.cacheDir}) has no revision "${revision}" of ${cache.repo} (looked in ${cache.folder}). ${how}.`);
+    throw new HubError(
+      `HF_HUB_OFFLINE is set and the Hugging Face cache (${settings.cacheDir}) has no revision "${revision}" of ${cache.repo} (looked in ${cache.folder}). ${how}.`,
+    );
   }
   const dir = cache.snapshotDir(commit);
   const names = new Set(fs.readdirSync(dir).filter((name) => cache.hasSnapshotFile(commit, name)));
@@ -196,13 +243,34 @@ function fromCache(cache: RepoCache, revision: string, set: ModelFileSet, settin
       throw new HubError(`${(error as Error).message}. ${how}.`);
     }
   });
-  if (missing.length) throw new HubError(`HF_HUB_OFFLINE is set and the cached snapshot ${dir} of ${cache.repo} lacks ${missing.join(', ')}. ${how}.`);
-  return { repo: cache.repo, revision, commit, snapshotDir: dir, files: [...names].sort(), downloaded: [], downloadedBytes: 0, offline: true };
+  if (missing.length)
+    throw new HubError(
+      `HF_HUB_OFFLINE is set and the cached snapshot ${dir} of ${cache.repo} lacks ${missing.join(', ')}. ${how}.`,
+    );
+  return {
+    repo: cache.repo,
+    revision,
+    commit,
+    snapshotDir: dir,
+    files: [...names].sort(),
+    downloaded: [],
+    downloadedBytes: 0,
+    offline: true,
+  };
 }
 
 /** Fail before downloading what the disk cannot hold (huggingface_hub only warns; a half-written gigabyte helps nobody). */
 function checkFreeSpace(cache: RepoCache, files: { size: number; etag: string }[], context: HubRequestContext): void {
-  const needed = files.reduce((sum, f) => sum + f.size - Math.min(f.size, fs.existsSync(cache.incompletePath(f.etag)) ? fs.statSync(cache.incompletePath(f.etag)).size : 0), 0);
+  const needed = files.reduce(
+    (sum, f) =>
+      sum +
+      f.size -
+      Math.min(
+        f.size,
+        fs.existsSync(cache.incompletePath(f.etag)) ? fs.statSync(cache.incompletePath(f.etag)).size : 0,
+      ),
+    0,
+  );
   if (needed === 0) return;
   let free: number;
   try {
@@ -219,15 +287,24 @@ function checkFreeSpace(cache: RepoCache, files: { size: number; etag: string }[
 }
 
 /** Any failure of a Hub request as a HubError that names the repo and what to do. */
-function explain(error: unknown, context: HubRequestContext, cache: RepoCache, errorCodes: ReadonlyMap<string, string>): unknown {
+function explain(
+  error: unknown,
+  context: HubRequestContext,
+  cache: RepoCache,
+  errorCodes: ReadonlyMap<string, string>,
+): unknown {
   if (error instanceof HubError) return error;
   if ((error as Error)?.name === 'AbortError') {
-    return new HubError(`stopped while ${context.file ? `downloading ${context.file} of` : 'looking up'} ${context.repo}; what was downloaded is kept, and the next pull resumes it`);
+    return new HubError(
+      `stopped while ${context.file ? `downloading ${context.file} of` : 'looking up'} ${context.repo}; what was downloaded is kept, and the next pull resumes it`,
+    );
   }
   if (isHubApiError(error)) return httpFailureError(failureOfApiError(error, errorCodes), context);
   if (error instanceof BlobHttpError) return httpFailureError(error.failure, context);
   if (error instanceof TypeError && /access token must start with 'hf_'/.test(error.message)) {
-    return new HubError(`HF_TOKEN does not hold a Hugging Face access token (they start with hf_); create one at ${context.settings.endpoint}/settings/tokens`);
+    return new HubError(
+      `HF_TOKEN does not hold a Hugging Face access token (they start with hf_); create one at ${context.settings.endpoint}/settings/tokens`,
+    );
   }
   const code = networkErrorCode(error);
   if (code) {

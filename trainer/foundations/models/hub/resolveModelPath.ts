@@ -20,12 +20,15 @@ import { pullModel, type PullProgress, type PullResult } from './pull';
  * to the config is used as it is.
  */
 
-export type ModelSource = { kind: 'folder'; dir: string } | { kind: 'builtin'; name: string } | { kind: 'hub'; repo: string };
+export type ModelSource =
+  { kind: 'folder'; dir: string } | { kind: 'builtin'; name: string } | { kind: 'hub'; repo: string };
 
 /** `org/name` as the Hub spells repo ids: letters, digits, `-`, `_`, `.`; no `--` or `..`; at most 96 characters a part. */
 export function isRepoId(spec: string): boolean {
   const part = '[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?';
-  return new RegExp(`^${part}/${part}$`).test(spec) && !spec.includes('--') && !spec.includes('..') && !spec.endsWith('.git');
+  return (
+    new RegExp(`^${part}/${part}$`).test(spec) && !spec.includes('--') && !spec.includes('..') && !spec.endsWith('.git')
+  );
 }
 
 export function classifyModelPath(spec: string, baseDir: string): ModelSource {
@@ -62,7 +65,9 @@ export async function resolveModelPath(spec: string, options: ResolveModelOption
     throw new HubError(field + (error as Error).message);
   }
   if (source.kind !== 'hub' && options.revision !== undefined) {
-    throw new HubError(`${field}a revision ("${options.revision}") applies to a Hugging Face repo id, and "${spec}" is ${source.kind === 'folder' ? `the folder ${source.dir}` : 'a built-in model'}`);
+    throw new HubError(
+      `${field}a revision ("${options.revision}") applies to a Hugging Face repo id, and "${spec}" is ${source.kind === 'folder' ? `the folder ${source.dir}` : 'a built-in model'}`,
+    );
   }
   switch (source.kind) {
     case 'folder':
@@ -87,7 +92,11 @@ export async function resolveModelPath(spec: string, options: ResolveModelOption
         });
       } catch (error) {
         // "models/tiny" may have been meant as a folder that is not there: say so too.
-        if (error instanceof HubError && error.reason) throw new HubError(`${field}${error.message.replace(/\.$/, '')}. (Nor is there a folder ${path.resolve(options.baseDir, spec)}.)`, error.reason);
+        if (error instanceof HubError && error.reason)
+          throw new HubError(
+            `${field}${error.message.replace(/\.$/, '')}. (Nor is there a folder ${path.resolve(options.baseDir, spec)}.)`,
+            error.reason,
+          );
         throw error;
       }
       options.onPulled?.(result);

@@ -28,7 +28,8 @@ export function fusedKernelsFor(provider: ExecutionProviderName): FusedKernels {
 }
 
 function requireFloat32(name: string, x: Tensor): void {
-  if (x.dtype !== 'float32') fail(name, x.graph, 'fused kernels are float32 only (use the plain layers for float64)', x);
+  if (x.dtype !== 'float32')
+    fail(name, x.graph, 'fused kernels are float32 only (use the plain layers for float64)', x);
 }
 
 /** y = x·Wᵀ (+ b), x [..., in], W [out, in]. */
@@ -36,23 +37,44 @@ export function fusedLinear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
   requireFloat32('FusedMatMul', x);
   const g = x.graph;
   const out = weight.shape[0];
-  const [y] = g.addNode('FusedMatMul', [x, weight], [{ dtype: x.dtype, shape: [...x.shape.slice(0, -1), out] }], { transA: 0, transB: 1, alpha: { float: 1 } }, { domain: MS });
+  const [y] = g.addNode(
+    'FusedMatMul',
+    [x, weight],
+    [{ dtype: x.dtype, shape: [...x.shape.slice(0, -1), out] }],
+    { transA: 0, transB: 1, alpha: { float: 1 } },
+    { domain: MS },
+  );
   return bias ? op.add(y, bias) : y;
 }
 
 /** x / sqrt(mean(x², last axis) + eps) · weight. */
 export function fusedRmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor {
   requireFloat32('SimplifiedLayerNormalization', x);
-  return x.graph.addNode('SimplifiedLayerNormalization', [x, weight], [{ dtype: x.dtype, shape: x.shape }], { axis: -1, epsilon: { float: eps }, stash_type: 1 })[0];
+  return x.graph.addNode('SimplifiedLayerNormalization', [x, weight], [{ dtype: x.dtype, shape: x.shape }], {
+    axis: -1,
+    epsilon: { float: eps },
+    stash_type: 1,
+  })[0];
 }
 
 /** sum = x + delta and rmsNorm(sum), in one kernel. x, delta [B, T, hidden]. */
-export function fusedAddRmsNorm(x: Tensor, delta: Tensor, weight: Tensor, eps: number): { sum: Tensor; normed: Tensor } {
+export function fusedAddRmsNorm(
+  x: Tensor,
+  delta: Tensor,
+  weight: Tensor,
+  eps: number,
+): { sum: Tensor; normed: Tensor } {
   requireFloat32('SkipSimplifiedLayerNormalization', x);
   const g = x.graph;
   // Outputs: normed, mean (unused), inverse std (unused), input + skip.
   const spec = { dtype: x.dtype, shape: x.shape };
-  const outputs = g.addNode('SkipSimplifiedLayerNormalization', [x, delta, weight], [spec, { dtype: x.dtype, shape: [] }, { dtype: x.dtype, shape: [] }, spec], { epsilon: { float: eps } }, { domain: MS });
+  const outputs = g.addNode(
+    'SkipSimplifiedLayerNormalization',
+    [x, delta, weight],
+    [spec, { dtype: x.dtype, shape: [] }, { dtype: x.dtype, shape: [] }, spec],
+    { epsilon: { float: eps } },
+    { domain: MS },
+  );
   return { normed: outputs[0], sum: outputs[3] };
 }
 
@@ -77,5 +99,11 @@ export function rotaryCache(positions: Tensor, inverseFrequencies: Float64Array)
 /** The rotate-half rotary embedding of x [B, heads, T, headDim] at the cache's positions [B, T]. */
 export function fusedRotary(x: Tensor, cache: RotaryCache): Tensor {
   requireFloat32('RotaryEmbedding', x);
-  return x.graph.addNode('RotaryEmbedding', [x, cache.positions, cache.cos, cache.sin], [{ dtype: x.dtype, shape: x.shape }], { interleaved: 0 }, { domain: MS })[0];
+  return x.graph.addNode(
+    'RotaryEmbedding',
+    [x, cache.positions, cache.cos, cache.sin],
+    [{ dtype: x.dtype, shape: x.shape }],
+    { interleaved: 0 },
+    { domain: MS },
+  )[0];
 }

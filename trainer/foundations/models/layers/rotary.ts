@@ -12,11 +12,19 @@ export interface RotaryTables {
  * half-dimension angles repeated twice (the `rotate_half` layout). `inverseFrequencies` has
  * headDim/2 entries and already includes the family's scaling (Llama 3, linear, …).
  */
-export function rotaryTables(positions: Tensor, inverseFrequencies: Float64Array, dtype: 'float32' | 'float64'): RotaryTables {
+export function rotaryTables(
+  positions: Tensor,
+  inverseFrequencies: Float64Array,
+  dtype: 'float32' | 'float64',
+): RotaryTables {
   const g = positions.graph;
   return g.withScope('rotary', () => {
     const half = inverseFrequencies.length;
-    const freq = g.constant(dtype === 'float64' ? Float64Array.from(inverseFrequencies) : Float32Array.from(inverseFrequencies), dtype, [half]);
+    const freq = g.constant(
+      dtype === 'float64' ? Float64Array.from(inverseFrequencies) : Float32Array.from(inverseFrequencies),
+      dtype,
+      [half],
+    );
     const angles = op.mul(op.unsqueeze(op.cast(positions, dtype), [-1]), freq); // [B, T, half]
     const both = op.unsqueeze(op.concat([angles, angles], -1), [1]); // [B, 1, T, headDim]
     return { cos: op.cos(both), sin: op.sin(both) };
@@ -38,7 +46,12 @@ export function applyRotary(x: Tensor, tables: RotaryTables): Tensor {
  * selection is a [3, headDim/2] matrix, so the angles are one MatMul. Text tokens have three
  * equal positions and get the usual rotary embedding.
  */
-export function mropeTables(positions: Tensor, inverseFrequencies: Float64Array, section: readonly [number, number, number], dtype: 'float32' | 'float64'): RotaryTables {
+export function mropeTables(
+  positions: Tensor,
+  inverseFrequencies: Float64Array,
+  section: readonly [number, number, number],
+  dtype: 'float32' | 'float64',
+): RotaryTables {
   const g = positions.graph;
   return g.withScope('mrope', () => {
     const half = inverseFrequencies.length;

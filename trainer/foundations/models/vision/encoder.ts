@@ -36,7 +36,12 @@ export interface VisionInputs {
   windows?: Tensor;
 }
 
-export const VISION_INPUTS = { patches: 'pixel_patches', positions: 'patch_positions', frames: 'patch_frames', windows: 'patch_windows' } as const;
+export const VISION_INPUTS = {
+  patches: 'pixel_patches',
+  positions: 'patch_positions',
+  frames: 'patch_frames',
+  windows: 'patch_windows',
+} as const;
 
 /** Whether the tower has windowed blocks (and so needs `patch_windows`). */
 export function hasWindowedBlocks(v: VisionConfig): boolean {
@@ -56,7 +61,9 @@ export function visionGraphInputs(g: Graph, v: VisionConfig, dtype: 'float32' | 
 /** The rotary frequencies of the vision tower: 1/10000^(2i/(headDim/2)) for i < headDim/4, in float32 as transformers computes them. */
 export function visionInverseFrequencies(v: VisionConfig): Float64Array {
   const dim = v.headDim / 2;
-  return Float64Array.from({ length: dim / 2 }, (_, i) => Math.fround(1 / Math.fround(Math.pow(10000, Math.fround((2 * i) / dim)))));
+  return Float64Array.from({ length: dim / 2 }, (_, i) =>
+    Math.fround(1 / Math.fround(Math.pow(10000, Math.fround((2 * i) / dim)))),
+  );
 }
 
 function activate(x: Tensor, act: VisionActivation): Tensor {
@@ -77,18 +84,32 @@ function gelu(x: Tensor): Tensor {
 
 function norm(x: Tensor, name: string, v: VisionConfig, w: WeightInputs): Tensor {
   const weight = w.get(`${name}.weight`, [v.width]);
-  return v.norm === 'layernorm' ? layerNorm(x, weight, w.get(`${name}.bias`, [v.width]), 1e-6) : rmsNorm(x, weight, 1e-6);
+  return v.norm === 'layernorm'
+    ? layerNorm(x, weight, w.get(`${name}.bias`, [v.width]), 1e-6)
+    : rmsNorm(x, weight, 1e-6);
 }
 
 function dense(x: Tensor, name: string, out: number, input: number, w: WeightInputs): Tensor {
   return linear(x, w.get(`${name}.weight`, [out, input]), w.get(`${name}.bias`, [out]));
 }
 
-export function visionEncoder(g: Graph, v: VisionConfig, w: WeightInputs, inputs: VisionInputs, dtype: 'float32' | 'float64'): Tensor {
+export function visionEncoder(
+  g: Graph,
+  v: VisionConfig,
+  w: WeightInputs,
+  inputs: VisionInputs,
+  dtype: 'float32' | 'float64',
+): Tensor {
   return g.withScope('visual', () => {
     const p = v.prefix;
     const patchWidth = v.inChannels * v.temporalPatchSize * v.patchSize * v.patchSize;
-    const kernel = w.get(`${p}.patch_embed.proj.weight`, [v.width, v.inChannels, v.temporalPatchSize, v.patchSize, v.patchSize]);
+    const kernel = w.get(`${p}.patch_embed.proj.weight`, [
+      v.width,
+      v.inChannels,
+      v.temporalPatchSize,
+      v.patchSize,
+      v.patchSize,
+    ]);
     let x = g.withScope('patch_embed', () => linear(inputs.patches, op.reshape(kernel, [v.width, patchWidth])));
 
     const { cos, sin } = g.withScope('rotary', () => {
@@ -118,7 +139,10 @@ export function visionEncoder(g: Graph, v: VisionConfig, w: WeightInputs, inputs
       x = g.withScope(`blocks.${i}`, () => {
         const h = g.withScope('norm1', () => norm(x, `${block}.norm1`, v, w));
         const attended = g.withScope('attn', () => {
-          const qkv = op.transpose(op.reshape(dense(h, `${block}.attn.qkv`, 3 * v.width, v.width, w), [-1, 3, v.numHeads, v.headDim]), [1, 2, 0, 3]); // [3, heads, N, hd]
+          const qkv = op.transpose(
+            op.reshape(dense(h, `${block}.attn.qkv`, 3 * v.width, v.width, w), [-1, 3, v.numHeads, v.headDim]),
+            [1, 2, 0, 3],
+          ); // [3, heads, N, hd]
           const [q, k, value] = op.split(qkv, [1, 1, 1], 0).map((t) => op.squeeze(t, [0]));
           const scores = op.mul(op.matmul(rotate(q), op.transpose(rotate(k), [0, 2, 1])), 1 / Math.sqrt(v.headDim)); // [heads, N, N]
           const bias = v.fullAttentionBlocks.includes(i) || !windowBias ? fullBias : windowBias;
@@ -130,8 +154,23 @@ export function visionEncoder(g: Graph, v: VisionConfig, w: WeightInputs, inputs
         const h2 = g.withScope('norm2', () => norm(residual, `${block}.norm2`, v, w));
         const mlp = g.withScope('mlp', () =>
           v.family === 'qwen2_vl'
-            ? dense(activate(dense(h2, `${block}.mlp.fc1`, v.mlpSize, v.width, w), v.act), `${block}.mlp.fc2`, v.width, v.mlpSize, w)
-            : dense(op.mul(activate(dense(h2, `${block}.mlp.gate_proj`, v.mlpSize, v.width, w), v.act), dense(h2, `${block}.mlp.up_proj`, v.mlpSize, v.width, w)), `${block}.mlp.down_proj`, v.width, v.mlpSize, w),
+            ? dense(
+                activate(dense(h2, `${block}.mlp.fc1`, v.mlpSize, v.width, w), v.act),
+                `${block}.mlp.fc2`,
+                v.width,
+                v.mlpSize,
+                w,
+              )
+            : dense(
+                op.mul(
+                  activate(dense(h2, `${block}.mlp.gate_proj`, v.mlpSize, v.width, w), v.act),
+                  dense(h2, `${block}.mlp.up_proj`, v.mlpSize, v.width, w),
+                ),
+                `${block}.mlp.down_proj`,
+                v.width,
+                v.mlpSize,
+                w,
+              ),
         );
         return op.add(residual, mlp);
       });
@@ -139,7 +178,13 @@ export function visionEncoder(g: Graph, v: VisionConfig, w: WeightInputs, inputs
     return g.withScope('merger', () => {
       const merged = v.width * v.spatialMergeSize ** 2;
       const grouped = op.reshape(norm(x, `${p}.merger.ln_q`, v, w), [-1, merged]);
-      return dense(gelu(dense(grouped, `${p}.merger.mlp.0`, merged, merged, w)), `${p}.merger.mlp.2`, v.outSize, merged, w);
+      return dense(
+        gelu(dense(grouped, `${p}.merger.mlp.0`, merged, merged, w)),
+        `${p}.merger.mlp.2`,
+        v.outSize,
+        merged,
+        w,
+      );
     });
   });
 }

@@ -11,7 +11,13 @@ import { MASKED_SCORE } from '../layers/attention';
  * once over every distinct image of the batch, and each segment (the shared prefix, the rows)
  * gathers the output rows its image tokens take (see addVisionFeeds for the feeds).
  */
-export function segmentImages(g: Graph, config: ModelConfig, weights: WeightInputs, dtype: ComputeDtype, sharedPrefix: boolean): { rows: DecoderInputs['images']; prefix?: DecoderInputs['images'] } {
+export function segmentImages(
+  g: Graph,
+  config: ModelConfig,
+  weights: WeightInputs,
+  dtype: ComputeDtype,
+  sharedPrefix: boolean,
+): { rows: DecoderInputs['images']; prefix?: DecoderInputs['images'] } {
   const vision = config.vision!;
   const encoded = visionEncoder(g, vision, weights, visionGraphInputs(g, vision, dtype), dtype); // [U, hidden]
   // Each segment's image token count is its own symbolic size.

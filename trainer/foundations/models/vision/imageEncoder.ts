@@ -32,7 +32,11 @@ export class ImageEncoder {
         this.session = { id, weights: this.model.weightFeeds(weights) };
       }
       const { feeds, tokenOffsets } = encoderFeeds(missing, vision);
-      const out = await this.model.device.run(this.session.id, { ...feeds, ...this.session.weights }, { embeds: 'return' });
+      const out = await this.model.device.run(
+        this.session.id,
+        { ...feeds, ...this.session.weights },
+        { embeds: 'return' },
+      );
       const all = out.embeds.data as Float32Array;
       const hidden = this.model.config.hiddenSize;
       missing.forEach((image, i) => {

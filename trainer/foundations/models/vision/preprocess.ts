@@ -42,7 +42,13 @@ const PreprocessorJson = z.looseObject({
   image_std: z.union([z.number().positive(), z.array(z.number().positive())]).optional(),
   min_pixels: z.number().int().positive().nullable().optional(),
   max_pixels: z.number().int().positive().nullable().optional(),
-  size: z.looseObject({ shortest_edge: z.number().int().positive().optional(), longest_edge: z.number().int().positive().optional() }).nullable().optional(),
+  size: z
+    .looseObject({
+      shortest_edge: z.number().int().positive().optional(),
+      longest_edge: z.number().int().positive().optional(),
+    })
+    .nullable()
+    .optional(),
   patch_size: z.number().int().positive().optional(),
   temporal_patch_size: z.number().int().positive().optional(),
   merge_size: z.number().int().positive().optional(),
@@ -66,7 +72,9 @@ export interface ImageProcessorConfig {
 }
 
 /** The image processor's defaults (Qwen2VLImageProcessor.__init__), with the vision tower's patch sizes. */
-export function defaultImageProcessor(vision: Pick<VisionConfig, 'patchSize' | 'temporalPatchSize' | 'spatialMergeSize'>): ImageProcessorConfig {
+export function defaultImageProcessor(
+  vision: Pick<VisionConfig, 'patchSize' | 'temporalPatchSize' | 'spatialMergeSize'>,
+): ImageProcessorConfig {
   return {
     minPixels: 56 * 56,
     maxPixels: 28 * 28 * 1280,
@@ -90,7 +98,10 @@ export function loadImageProcessorConfig(dir: string, vision: VisionConfig): Ima
   const channels = (value: number | number[] | undefined, fallback: number[], field: string): number[] => {
     if (value === undefined) return fallback;
     const list = typeof value === 'number' ? new Array(vision.inChannels).fill(value) : value;
-    if (list.length !== vision.inChannels) throw new ModelConfigError(`${file}: ${field} has ${list.length} values; the vision tower takes ${vision.inChannels} channels`);
+    if (list.length !== vision.inChannels)
+      throw new ModelConfigError(
+        `${file}: ${field} has ${list.length} values; the vision tower takes ${vision.inChannels} channels`,
+      );
     return list;
   };
   const config: ImageProcessorConfig = {
@@ -107,12 +118,16 @@ export function loadImageProcessorConfig(dir: string, vision: VisionConfig): Ima
     source: file,
   };
   const mismatch = (field: string, here: number, tower: string, there: number) => {
-    if (here !== there) throw new ModelConfigError(`${file}: ${field} is ${here} but config.json's vision_config.${tower} is ${there}; they must agree`);
+    if (here !== there)
+      throw new ModelConfigError(
+        `${file}: ${field} is ${here} but config.json's vision_config.${tower} is ${there}; they must agree`,
+      );
   };
   mismatch('patch_size', config.patchSize, 'patch_size', vision.patchSize);
   mismatch('temporal_patch_size', config.temporalPatchSize, 'temporal_patch_size', vision.temporalPatchSize);
   mismatch('merge_size', config.mergeSize, 'spatial_merge_size', vision.spatialMergeSize);
-  if (config.minPixels > config.maxPixels) throw new ModelConfigError(`${file}: min_pixels ${config.minPixels} is larger than max_pixels ${config.maxPixels}`);
+  if (config.minPixels > config.maxPixels)
+    throw new ModelConfigError(`${file}: min_pixels ${config.minPixels} is larger than max_pixels ${config.maxPixels}`);
   return config;
 }
 
@@ -156,10 +171,21 @@ export function roundHalfEven(x: number): number {
 }
 
 /** `smart_resize` of the reference: the (height, width) an image is resized to. */
-export function smartResize(height: number, width: number, factor: number, minPixels: number, maxPixels: number): { height: number; width: number } {
-  if (height < factor || width < factor) throw new ImageError(`the image is ${width}×${height} pixels; both sides must be at least ${factor} (patch size × merge size)`);
+export function smartResize(
+  height: number,
+  width: number,
+  factor: number,
+  minPixels: number,
+  maxPixels: number,
+): { height: number; width: number } {
+  if (height < factor || width < factor)
+    throw new ImageError(
+      `the image is ${width}×${height} pixels; both sides must be at least ${factor} (patch size × merge size)`,
+    );
   if (Math.max(height, width) / Math.min(height, width) > 200) {
-    throw new ImageError(`the image is ${width}×${height} pixels; its aspect ratio ${(Math.max(height, width) / Math.min(height, width)).toFixed(1)} is above 200`);
+    throw new ImageError(
+      `the image is ${width}×${height} pixels; its aspect ratio ${(Math.max(height, width) / Math.min(height, width)).toFixed(1)} is above 200`,
+    );
   }
   let h = roundHalfEven(height / factor) * factor;
   let w = roundHalfEven(width / factor) * factor;
@@ -201,7 +227,12 @@ export interface PrepareOptions {
 }
 
 /** Decodes, resizes, normalises and patchifies one image. */
-export async function prepareImage(bytes: Uint8Array, processor: ImageProcessorConfig, inChannels: number, options: PrepareOptions = {}): Promise<PreparedImage> {
+export async function prepareImage(
+  bytes: Uint8Array,
+  processor: ImageProcessorConfig,
+  inChannels: number,
+  options: PrepareOptions = {},
+): Promise<PreparedImage> {
   const sharp = (await import('sharp')).default;
   let metadata;
   try {
@@ -210,20 +241,31 @@ export async function prepareImage(bytes: Uint8Array, processor: ImageProcessorC
     throw new ImageError(`not a readable image (${(error as Error).message}); expected PNG, JPEG or WebP bytes`);
   }
   const format: string | undefined = metadata.format;
-  if (format !== 'png' && format !== 'jpeg' && format !== 'webp') throw new ImageError(`the image is ${metadata.format ?? 'of an unknown format'}; expected PNG, JPEG or WebP`);
+  if (format !== 'png' && format !== 'jpeg' && format !== 'webp')
+    throw new ImageError(`the image is ${metadata.format ?? 'of an unknown format'}; expected PNG, JPEG or WebP`);
   const width = metadata.width ?? 0;
   const height = metadata.height ?? 0;
   if (options.maxInputPixels !== undefined && width * height > options.maxInputPixels) {
-    throw new ImageError(`the image is ${width}×${height} = ${width * height} pixels, more than the budget of ${options.maxInputPixels} pixels (budget.maxImagePixels)`);
+    throw new ImageError(
+      `the image is ${width}×${height} = ${width * height} pixels, more than the budget of ${options.maxInputPixels} pixels (budget.maxImagePixels)`,
+    );
   }
-  if (inChannels !== 3) throw new ImageError(`the vision tower takes ${inChannels} channels; only RGB (3) is supported`);
+  if (inChannels !== 3)
+    throw new ImageError(`the vision tower takes ${inChannels} channels; only RGB (3) is supported`);
   const factor = processor.patchSize * processor.mergeSize;
-  const target = processor.doResize ? smartResize(height, width, factor, processor.minPixels, processor.maxPixels) : { height, width };
+  const target = processor.doResize
+    ? smartResize(height, width, factor, processor.minPixels, processor.maxPixels)
+    : { height, width };
   if (target.height % factor !== 0 || target.width % factor !== 0) {
-    throw new ImageError(`the image is ${width}×${height} pixels and do_resize is false; both sides must be multiples of ${factor}`);
+    throw new ImageError(
+      `the image is ${width}×${height} pixels and do_resize is false; both sides must be multiples of ${factor}`,
+    );
   }
-  let pipeline = sharp(bytes, { limitInputPixels: options.maxInputPixels ?? 268402689 }).flatten({ background: { r: 255, g: 255, b: 255 } }).toColourspace('srgb');
-  if (target.width !== width || target.height !== height) pipeline = pipeline.resize(target.width, target.height, { fit: 'fill', kernel: 'cubic', fastShrinkOnLoad: false });
+  let pipeline = sharp(bytes, { limitInputPixels: options.maxInputPixels ?? 268402689 })
+    .flatten({ background: { r: 255, g: 255, b: 255 } })
+    .toColourspace('srgb');
+  if (target.width !== width || target.height !== height)
+    pipeline = pipeline.resize(target.width, target.height, { fit: 'fill', kernel: 'cubic', fastShrinkOnLoad: false });
   let raw;
   try {
     raw = await pipeline.removeAlpha().raw().toBuffer({ resolveWithObject: true });
@@ -231,7 +273,9 @@ export async function prepareImage(bytes: Uint8Array, processor: ImageProcessorC
     throw new ImageError(`the image cannot be decoded (${(error as Error).message})`);
   }
   if (raw.info.channels !== 3 || raw.info.width !== target.width || raw.info.height !== target.height) {
-    throw new ImageError(`decoding gave ${raw.info.width}×${raw.info.height}×${raw.info.channels}, expected ${target.width}×${target.height}×3`);
+    throw new ImageError(
+      `decoding gave ${raw.info.width}×${raw.info.height}×${raw.info.channels}, expected ${target.width}×${target.height}×3`,
+    );
   }
   const { patches, grid } = patchify(raw.data, target.height, target.width, processor);
   return {
@@ -250,12 +294,21 @@ export async function prepareImage(bytes: Uint8Array, processor: ImageProcessorC
  * Normalised patches of an interleaved 8-bit RGB image [height, width, 3], in the reference's
  * order: rows (t, h/m, w/m, m, m), columns (channel, temporal, patch row, patch column).
  */
-export function patchify(rgb: Uint8Array, height: number, width: number, processor: Pick<ImageProcessorConfig, 'patchSize' | 'temporalPatchSize' | 'mergeSize' | 'rescaleFactor' | 'mean' | 'std'>): { patches: Float32Array; grid: [number, number, number] } {
+export function patchify(
+  rgb: Uint8Array,
+  height: number,
+  width: number,
+  processor: Pick<
+    ImageProcessorConfig,
+    'patchSize' | 'temporalPatchSize' | 'mergeSize' | 'rescaleFactor' | 'mean' | 'std'
+  >,
+): { patches: Float32Array; grid: [number, number, number] } {
   const { patchSize: P, temporalPatchSize: T, mergeSize: M } = processor;
   const C = 3;
   const gh = height / P;
   const gw = width / P;
-  if (!Number.isInteger(gh / M) || !Number.isInteger(gw / M)) throw new ImageError(`${width}×${height} is not a multiple of ${P * M} on both sides`);
+  if (!Number.isInteger(gh / M) || !Number.isInteger(gw / M))
+    throw new ImageError(`${width}×${height} is not a multiple of ${P * M} on both sides`);
   const value = new Float32Array(C * height * width); // channel-first, normalised
   for (let c = 0; c < C; c++) {
     const mean = processor.mean?.[c] ?? 0;

@@ -27,7 +27,12 @@ export interface MultimodalPositions {
  * Positions of `ids`, continuing a sequence whose next text position is `start` (0 for a new
  * one). `images` are the images whose token runs appear in `ids`, in order.
  */
-export function multimodalPositions(ids: readonly number[], images: readonly ImageGrid[], vision: Pick<VisionConfig, 'imageTokenId' | 'spatialMergeSize'>, start = 0): MultimodalPositions {
+export function multimodalPositions(
+  ids: readonly number[],
+  images: readonly ImageGrid[],
+  vision: Pick<VisionConfig, 'imageTokenId' | 'spatialMergeSize'>,
+  start = 0,
+): MultimodalPositions {
   const positions = new Int32Array(ids.length * 3);
   let next = start;
   let image = 0;
@@ -40,12 +45,16 @@ export function multimodalPositions(ids: readonly number[], images: readonly Ima
       continue;
     }
     const current = images[image];
-    if (!current) throw new Error(`token ${i} is an image token, but only ${images.length} image(s) were given for these ids`);
+    if (!current)
+      throw new Error(`token ${i} is an image token, but only ${images.length} image(s) were given for these ids`);
     const m = vision.spatialMergeSize;
     const [t, h, w] = [current.grid[0], current.grid[1] / m, current.grid[2] / m];
     const count = t * h * w;
     for (let j = 0; j < count; j++, i++) {
-      if (ids[i] !== vision.imageTokenId) throw new Error(`image ${image} (grid ${current.grid.join('×')}) needs ${count} image tokens from token ${i - j}, but token ${i} is ${ids[i] ?? 'past the end'}`);
+      if (ids[i] !== vision.imageTokenId)
+        throw new Error(
+          `image ${image} (grid ${current.grid.join('×')}) needs ${count} image tokens from token ${i - j}, but token ${i} is ${ids[i] ?? 'past the end'}`,
+        );
       positions[i * 3] = next + Math.floor(j / (h * w));
       positions[i * 3 + 1] = next + (Math.floor(j / w) % h);
       positions[i * 3 + 2] = next + (j % w);

@@ -24,10 +24,18 @@ export interface ImageSequence {
   images?: readonly BatchImage[];
 }
 
-export const IMAGE_FEEDS = { rows: 'image_rows', slots: 'image_slots', prefixRows: 'prefix_image_rows', prefixSlots: 'prefix_image_slots' } as const;
+export const IMAGE_FEEDS = {
+  rows: 'image_rows',
+  slots: 'image_slots',
+  prefixRows: 'prefix_image_rows',
+  prefixSlots: 'prefix_image_slots',
+} as const;
 
 /** The patch-level inputs of the vision encoder for `images` (each encoded once, in this order). */
-export function encoderFeeds(images: readonly BatchImage[], vision: VisionConfig): { feeds: Record<string, HostTensor>; tokenOffsets: number[] } {
+export function encoderFeeds(
+  images: readonly BatchImage[],
+  vision: VisionConfig,
+): { feeds: Record<string, HostTensor>; tokenOffsets: number[] } {
   const m = vision.spatialMergeSize;
   const width = vision.inChannels * vision.temporalPatchSize * vision.patchSize * vision.patchSize;
   const total = images.reduce((n, im) => n + im.grid[0] * im.grid[1] * im.grid[2], 0);
@@ -44,7 +52,10 @@ export function encoderFeeds(images: readonly BatchImage[], vision: VisionConfig
   let tokens = 0;
   for (const image of images) {
     const [t, h, w] = image.grid;
-    if (image.patches.length !== t * h * w * width) throw new Error(`image ${image.key}: ${image.patches.length} patch values for grid ${image.grid.join('×')} × ${width}`);
+    if (image.patches.length !== t * h * w * width)
+      throw new Error(
+        `image ${image.key}: ${image.patches.length} patch values for grid ${image.grid.join('×')} × ${width}`,
+      );
     patches.set(image.patches, patch * width);
     tokenOffsets.push(tokens);
     tokens += (t * h * w) / (m * m);
@@ -80,7 +91,10 @@ export function encoderFeeds(images: readonly BatchImage[], vision: VisionConfig
 }
 
 /** Distinct images of the sequences (by key), in order of first appearance. */
-export function distinctImages(sequences: readonly ImageSequence[]): { images: BatchImage[]; index: Map<string, number> } {
+export function distinctImages(sequences: readonly ImageSequence[]): {
+  images: BatchImage[];
+  index: Map<string, number>;
+} {
   const index = new Map<string, number>();
   const images: BatchImage[] = [];
   for (const s of sequences) {
@@ -150,10 +164,13 @@ export function addVisionFeeds(packed: PackedBatch, sequences: readonly ImageSeq
   sequences.forEach((s, b) => {
     const seqImages = s.images ?? [];
     const mrope = multimodalPositions(s.ids, seqImages, vision);
-    if (mrope.imagesUsed !== seqImages.length) throw new Error(`sequence ${b} has ${seqImages.length} image(s) but image tokens for ${mrope.imagesUsed}`);
-    for (let t = P; t < s.ids.length; t++) for (let a = 0; a < 3; a++) positions[(b * T + t - P) * 3 + a] = BigInt(mrope.positions[t * 3 + a]);
+    if (mrope.imagesUsed !== seqImages.length)
+      throw new Error(`sequence ${b} has ${seqImages.length} image(s) but image tokens for ${mrope.imagesUsed}`);
+    for (let t = P; t < s.ids.length; t++)
+      for (let a = 0; a < 3; a++) positions[(b * T + t - P) * 3 + a] = BigInt(mrope.positions[t * 3 + a]);
     // Padding continues the text positions (its keys are masked; the values only keep rotary tables finite).
-    for (let t = s.ids.length; t < T + P; t++) for (let a = 0; a < 3; a++) positions[(b * T + t - P) * 3 + a] = BigInt(mrope.next + t - s.ids.length);
+    for (let t = s.ids.length; t < T + P; t++)
+      for (let a = 0; a < 3; a++) positions[(b * T + t - P) * 3 + a] = BigInt(mrope.next + t - s.ids.length);
     if (b === 0 && P > 0) prefixPositions = BigInt64Array.from(mrope.positions.subarray(0, P * 3), (v) => BigInt(v));
     // Image tokens: each run of an image's tokens takes that image's rows of the encoder output.
     let image = 0;

@@ -107,19 +107,28 @@ const VisionLanguageJson = z.looseObject({
 const MropeJson = z.looseObject({ mrope_section: z.array(positiveInt).length(3) });
 
 function issues(error: z.ZodError, prefix: string): string {
-  return error.issues.map((i) => `${[prefix, ...i.path].filter((p) => p !== '').join('.') || '(root)'}: ${i.message}`).join('; ');
+  return error.issues
+    .map((i) => `${[prefix, ...i.path].filter((p) => p !== '').join('.') || '(root)'}: ${i.message}`)
+    .join('; ');
 }
 
 /**
  * Parses a Qwen2-VL / Qwen2.5-VL config.json. `parseText` is the text-model parser
  * (parseModelConfig), given the language model's fields as a Qwen2 config.
  */
-export function parseVisionLanguageConfig<Text extends { headDim: number; hiddenSize: number; numHeads: number; vocabSize: number }>(
+export function parseVisionLanguageConfig<
+  Text extends { headDim: number; hiddenSize: number; numHeads: number; vocabSize: number },
+>(
   raw: Record<string, unknown>,
   file: string,
   // Generic over the text config (modelConfig.ts's ModelConfig), which imports this module.
   parseText: (raw: unknown, file: string) => Text,
-): Omit<Text, 'family' | 'architecture'> & { family: VisionLanguageFamily; architecture: string; mropeSection: [number, number, number]; vision: VisionConfig } {
+): Omit<Text, 'family' | 'architecture'> & {
+  family: VisionLanguageFamily;
+  architecture: string;
+  mropeSection: [number, number, number];
+  vision: VisionConfig;
+} {
   const fail = (message: string): never => {
     throw new ModelConfigError(`${file}: ${message}`);
   };
@@ -129,7 +138,9 @@ export function parseVisionLanguageConfig<Text extends { headDim: number; hidden
   const family = json.model_type;
   const architecture = json.architectures?.[0] ?? VISION_ARCHITECTURES[family];
   if (json.architectures && (json.architectures.length !== 1 || architecture !== VISION_ARCHITECTURES[family])) {
-    fail(`architectures is ${JSON.stringify(json.architectures)} but model_type "${family}" needs ["${VISION_ARCHITECTURES[family]}"]`);
+    fail(
+      `architectures is ${JSON.stringify(json.architectures)} but model_type "${family}" needs ["${VISION_ARCHITECTURES[family]}"]`,
+    );
   }
 
   // The language model: the text_config object (newer files) or the top-level fields (released files).
@@ -138,11 +149,15 @@ export function parseVisionLanguageConfig<Text extends { headDim: number; hidden
   const field = textConfig ? 'text_config' : '(top level)';
   const scaling = (text['rope_scaling'] ?? text['rope_parameters']) as Record<string, unknown> | null | undefined;
   const scalingField = text['rope_scaling'] !== undefined ? 'rope_scaling' : 'rope_parameters';
-  if (!scaling || typeof scaling !== 'object') return fail(`${field}: ${scalingField} with mrope_section is required for ${family} (the multimodal rotary sections)`);
+  if (!scaling || typeof scaling !== 'object')
+    return fail(
+      `${field}: ${scalingField} with mrope_section is required for ${family} (the multimodal rotary sections)`,
+    );
   const mrope = MropeJson.safeParse(scaling);
   if (!mrope.success) return fail(issues(mrope.error, scalingField));
   const ropeType = (scaling['rope_type'] ?? scaling['type'] ?? 'default') as string;
-  if (ropeType !== 'mrope' && ropeType !== 'default') fail(`${scalingField}.type is "${ropeType}"; supported: "mrope" (or "default" with mrope_section)`);
+  if (ropeType !== 'mrope' && ropeType !== 'default')
+    fail(`${scalingField}.type is "${ropeType}"; supported: "mrope" (or "default" with mrope_section)`);
   // transformers' Qwen2-VL text config defaults, which differ from Qwen2's.
   text['model_type'] = 'qwen2';
   delete text['architectures'];
@@ -156,32 +171,63 @@ export function parseVisionLanguageConfig<Text extends { headDim: number; hidden
   const section = mrope.data.mrope_section as [number, number, number];
   const half = base.headDim / 2;
   if (section[0] + section[1] + section[2] !== half) {
-    fail(`${scalingField}.mrope_section ${JSON.stringify(section)} must add up to head_dim / 2 = ${half} (hidden_size ${base.hiddenSize} / num_attention_heads ${base.numHeads} / 2)`);
+    fail(
+      `${scalingField}.mrope_section ${JSON.stringify(section)} must add up to head_dim / 2 = ${half} (hidden_size ${base.hiddenSize} / num_attention_heads ${base.numHeads} / 2)`,
+    );
   }
 
   const visionRaw = json.vision_config ?? {};
   const vision = family === 'qwen2_vl' ? qwen2Vision(visionRaw, fail) : qwen25Vision(visionRaw, fail);
-  const ids = { imageTokenId: json.image_token_id, videoTokenId: json.video_token_id, visionStartTokenId: json.vision_start_token_id, visionEndTokenId: json.vision_end_token_id };
+  const ids = {
+    imageTokenId: json.image_token_id,
+    videoTokenId: json.video_token_id,
+    visionStartTokenId: json.vision_start_token_id,
+    visionEndTokenId: json.vision_end_token_id,
+  };
   if (vision.outSize !== base.hiddenSize) {
-    fail(`vision_config.${family === 'qwen2_vl' ? 'hidden_size' : 'out_hidden_size'} (${vision.outSize}) must equal the language model's hidden_size (${base.hiddenSize}): the merger's output replaces token embeddings`);
+    fail(
+      `vision_config.${family === 'qwen2_vl' ? 'hidden_size' : 'out_hidden_size'} (${vision.outSize}) must equal the language model's hidden_size (${base.hiddenSize}): the merger's output replaces token embeddings`,
+    );
   }
-  for (const [name, id] of Object.entries(ids)) if (id >= base.vocabSize) fail(`${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)} ${id} is outside the vocabulary (vocab_size ${base.vocabSize})`);
-  return { ...base, family, architecture, mropeSection: section, vision: { family, ...vision, ...ids, prefix: 'visual' } };
+  for (const [name, id] of Object.entries(ids))
+    if (id >= base.vocabSize)
+      fail(
+        `${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)} ${id} is outside the vocabulary (vocab_size ${base.vocabSize})`,
+      );
+  return {
+    ...base,
+    family,
+    architecture,
+    mropeSection: section,
+    vision: { family, ...vision, ...ids, prefix: 'visual' },
+  };
 }
 
-type VisionShape = Omit<VisionConfig, 'family' | 'imageTokenId' | 'videoTokenId' | 'visionStartTokenId' | 'visionEndTokenId' | 'prefix'>;
+type VisionShape = Omit<
+  VisionConfig,
+  'family' | 'imageTokenId' | 'videoTokenId' | 'visionStartTokenId' | 'visionEndTokenId' | 'prefix'
+>;
 
 function activation(value: string, fail: (m: string) => never): VisionActivation {
   if (value === 'quick_gelu' || value === 'silu' || value === 'gelu') return value;
-  return fail(`vision_config.hidden_act is "${value}", which is not supported; supported: "quick_gelu", "silu", "gelu"`);
+  return fail(
+    `vision_config.hidden_act is "${value}", which is not supported; supported: "quick_gelu", "silu", "gelu"`,
+  );
 }
 
 function checkCommon(v: VisionShape, fail: (m: string) => never): VisionShape {
-  if (v.width % v.numHeads !== 0) fail(`vision_config: the vision width ${v.width} is not divisible by num_heads ${v.numHeads}`);
-  if (v.headDim % 4 !== 0) fail(`vision_config: the vision head dimension ${v.headDim} must be a multiple of 4 (2-D rotary embeddings rotate pairs per axis)`);
-  for (const b of v.fullAttentionBlocks) if (b >= v.depth) fail(`vision_config.fullatt_block_indexes has ${b}, but depth is ${v.depth}`);
+  if (v.width % v.numHeads !== 0)
+    fail(`vision_config: the vision width ${v.width} is not divisible by num_heads ${v.numHeads}`);
+  if (v.headDim % 4 !== 0)
+    fail(
+      `vision_config: the vision head dimension ${v.headDim} must be a multiple of 4 (2-D rotary embeddings rotate pairs per axis)`,
+    );
+  for (const b of v.fullAttentionBlocks)
+    if (b >= v.depth) fail(`vision_config.fullatt_block_indexes has ${b}, but depth is ${v.depth}`);
   if (v.windowSize !== undefined && v.windowSize % (v.patchSize * v.spatialMergeSize) !== 0) {
-    fail(`vision_config.window_size ${v.windowSize} must be a multiple of patch_size × spatial_merge_size (${v.patchSize * v.spatialMergeSize})`);
+    fail(
+      `vision_config.window_size ${v.windowSize} must be a multiple of patch_size × spatial_merge_size (${v.patchSize * v.spatialMergeSize})`,
+    );
   }
   return v;
 }

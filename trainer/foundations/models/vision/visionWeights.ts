@@ -24,7 +24,11 @@ export function visionTensors(v: VisionConfig): ExpectedTensor[] {
     if (v.norm === 'layernorm') tensors.push({ name: `${name}.bias`, shape: [size], role: 'bias' });
   };
   const p = v.prefix;
-  tensors.push({ name: `${p}.patch_embed.proj.weight`, shape: [v.width, v.inChannels, v.temporalPatchSize, v.patchSize, v.patchSize], role: 'linear' });
+  tensors.push({
+    name: `${p}.patch_embed.proj.weight`,
+    shape: [v.width, v.inChannels, v.temporalPatchSize, v.patchSize, v.patchSize],
+    role: 'linear',
+  });
   for (let i = 0; i < v.depth; i++) {
     const block = `${p}.blocks.${i}`;
     norm(`${block}.norm1`, v.width);

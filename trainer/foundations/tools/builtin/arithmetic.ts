@@ -104,7 +104,8 @@ class Parser {
 
   private expect(value: string): void {
     const t = this.next();
-    if (t.type !== 'op' || t.value !== value) throw new ArithmeticError(`expected "${value}" at position ${t.at + 1}, found ${describe(t)}`, t.at);
+    if (t.type !== 'op' || t.value !== value)
+      throw new ArithmeticError(`expected "${value}" at position ${t.at + 1}, found ${describe(t)}`, t.at);
   }
 
   parse(): number {
@@ -129,7 +130,8 @@ class Parser {
     while (this.isOp('*') || this.isOp('/') || this.isOp('%')) {
       const op = this.next() as Extract<Token, { type: 'op' }>;
       const right = this.unary();
-      if ((op.value === '/' || op.value === '%') && right === 0) throw new ArithmeticError(`division by zero at position ${op.at + 1}`, op.at);
+      if ((op.value === '/' || op.value === '%') && right === 0)
+        throw new ArithmeticError(`division by zero at position ${op.at + 1}`, op.at);
       value = check(op.value === '*' ? value * right : op.value === '/' ? value / right : value % right, op.at);
     }
     return value;
@@ -168,7 +170,11 @@ class Parser {
       // Own properties only: "constructor" or "toString" must not reach Object.prototype.
       if (Object.hasOwn(CONSTANTS, t.value) && !this.isOp('(')) return CONSTANTS[t.value];
       const fn = Object.hasOwn(FUNCTIONS, t.value) ? FUNCTIONS[t.value] : undefined;
-      if (!fn) throw new ArithmeticError(`unknown name "${t.value}" at position ${t.at + 1} (functions: ${Object.keys(FUNCTIONS).join(', ')}; constants: pi, e)`, t.at);
+      if (!fn)
+        throw new ArithmeticError(
+          `unknown name "${t.value}" at position ${t.at + 1} (functions: ${Object.keys(FUNCTIONS).join(', ')}; constants: pi, e)`,
+          t.at,
+        );
       this.expect('(');
       const args = [this.expression()];
       while (this.isOp(',')) {
@@ -178,7 +184,10 @@ class Parser {
       this.expect(')');
       const [least, most] = fn.arity;
       if (args.length < least || args.length > most) {
-        throw new ArithmeticError(`${t.value} takes ${least === most ? least : `${least} or more`} argument(s), got ${args.length}`, t.at);
+        throw new ArithmeticError(
+          `${t.value} takes ${least === most ? least : `${least} or more`} argument(s), got ${args.length}`,
+          t.at,
+        );
       }
       return check(fn.apply(...args), t.at);
     }
@@ -192,7 +201,8 @@ function describe(t: Token): string {
 }
 
 function check(value: number, at: number): number {
-  if (!Number.isFinite(value)) throw new ArithmeticError(`the result is not a finite number (${value}) at position ${at + 1}`, at);
+  if (!Number.isFinite(value))
+    throw new ArithmeticError(`the result is not a finite number (${value}) at position ${at + 1}`, at);
   return value;
 }
 

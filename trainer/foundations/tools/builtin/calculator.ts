@@ -4,7 +4,12 @@ import type { ToolResult } from '../result';
 import { evaluateArithmetic, formatNumber } from './arithmetic';
 
 const CalculatorArgs = z.object({
-  expression: z.string().min(1).describe('An arithmetic expression, e.g. "(48213 * 97) - 1204 / 4". Operators: + - * / % ^, parentheses; functions: sqrt, abs, round, floor, ceil, exp, ln, log10, log2, min, max, pow.'),
+  expression: z
+    .string()
+    .min(1)
+    .describe(
+      'An arithmetic expression, e.g. "(48213 * 97) - 1204 / 4". Operators: + - * / % ^, parentheses; functions: sqrt, abs, round, floor, ceil, exp, ln, log10, log2, min, max, pow.',
+    ),
 });
 
 export interface CalculatorOptions {

@@ -151,22 +151,41 @@ export function runJavaScript(code: string, options: JavaScriptRunOptions): Prom
     };
     // Covers what the vm timeout cannot (endless promise jobs). Counted from the worker's start,
     // because starting a thread can take long on a busy machine; the start itself gets its own limit.
-    let timer = setTimeout(() => settle(() => reject(new SandboxError(`the sandbox did not start within ${STARTUP_LIMIT_MS} ms`))), STARTUP_LIMIT_MS);
+    let timer = setTimeout(
+      () => settle(() => reject(new SandboxError(`the sandbox did not start within ${STARTUP_LIMIT_MS} ms`))),
+      STARTUP_LIMIT_MS,
+    );
     worker.once('online', () => {
       clearTimeout(timer);
       timer = setTimeout(() => settle(() => reject(new SandboxError(timedOut))), options.timeoutMs + 250);
     });
     worker.on('message', (message: { ok: boolean; output?: string; message?: string }) =>
-      settle(() => (message.ok ? resolve({ output: message.output ?? '' }) : reject(new SandboxError(message.message === 'timeout' ? timedOut : (message.message ?? 'the code failed'))))),
+      settle(() =>
+        message.ok
+          ? resolve({ output: message.output ?? '' })
+          : reject(new SandboxError(message.message === 'timeout' ? timedOut : (message.message ?? 'the code failed'))),
+      ),
     );
     worker.on('error', (error) =>
-      settle(() => reject(new SandboxError((error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY' ? `the code ran out of memory (limit ${heap} MB)` : `the sandbox failed: ${error.message}`))),
+      settle(() =>
+        reject(
+          new SandboxError(
+            (error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY'
+              ? `the code ran out of memory (limit ${heap} MB)`
+              : `the sandbox failed: ${error.message}`,
+          ),
+        ),
+      ),
     );
-    worker.on('exit', (exitCode) => settle(() => reject(new SandboxError(`the sandbox stopped (exit code ${exitCode}) before the code finished`))));
+    worker.on('exit', (exitCode) =>
+      settle(() => reject(new SandboxError(`the sandbox stopped (exit code ${exitCode}) before the code finished`))),
+    );
   });
 }
 
-const JavaScriptArgs = z.object({ code: z.string().describe('JavaScript to run; print(...) shows values, and the last expression is shown too.') });
+const JavaScriptArgs = z.object({
+  code: z.string().describe('JavaScript to run; print(...) shows values, and the last expression is shown too.'),
+});
 
 export interface JavaScriptToolOptions {
   name?: string;
@@ -186,7 +205,8 @@ export class JavaScriptTool extends Tool<typeof JavaScriptArgs> {
   constructor(options: JavaScriptToolOptions = {}) {
     super();
     this.name = options.name ?? 'run_javascript';
-    this.description = options.description ?? 'Run JavaScript code and return what it prints and the value of its last expression.';
+    this.description =
+      options.description ?? 'Run JavaScript code and return what it prints and the value of its last expression.';
     this.runTimeoutMs = options.timeoutMs ?? 2000;
     this.maxOutputChars = options.maxOutputChars ?? 8000;
     // The sandbox stops the code itself; the runner's deadline is only a backstop.

@@ -58,13 +58,17 @@ export class SearchTool extends Tool<typeof SearchArgs> {
     this.description = options.description ?? 'Search the knowledge base and return the most relevant documents.';
     this.topK = options.topK ?? 3;
     this.noResults = options.noResults ?? 'No documents match the query.';
-    if (!Number.isInteger(this.topK) || this.topK < 1) throw new ToolDefinitionError(`tool "${this.name}": topK must be a positive integer, got ${this.topK}`);
+    if (!Number.isInteger(this.topK) || this.topK < 1)
+      throw new ToolDefinitionError(`tool "${this.name}": topK must be a positive integer, got ${this.topK}`);
     this.documents = new Map();
     documents.forEach((doc, i) => {
       if (typeof doc?.id !== 'string' || typeof doc.title !== 'string' || typeof doc.text !== 'string') {
-        throw new ToolDefinitionError(`tool "${this.name}": documents[${i}] must be { id: string, title: string, text: string }`);
+        throw new ToolDefinitionError(
+          `tool "${this.name}": documents[${i}] must be { id: string, title: string, text: string }`,
+        );
       }
-      if (this.documents.has(doc.id)) throw new ToolDefinitionError(`tool "${this.name}": documents[${i}] repeats the id "${doc.id}"`);
+      if (this.documents.has(doc.id))
+        throw new ToolDefinitionError(`tool "${this.name}": documents[${i}] repeats the id "${doc.id}"`);
       this.documents.set(doc.id, doc);
     });
     this.index = new MiniSearch<SearchDocument>({

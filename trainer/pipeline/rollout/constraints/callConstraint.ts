@@ -30,11 +30,7 @@ export class ToolCallConstraint {
   private readonly cache = new Map<string, AllowedTokens | undefined>();
   private readonly added: Set<number>;
 
-  constructor(
-    tokenizer: Tokenizer,
-    tools: readonly ToolSpec[],
-    markers: CallMarkers,
-  ) {
+  constructor(tokenizer: Tokenizer, tools: readonly ToolSpec[], markers: CallMarkers) {
     const shapes = new ShapeBuilder();
     const utf8 = new TextEncoder();
     this.openId = addedTokenId(tokenizer, markers.open);

@@ -1,4 +1,13 @@
-import { advance, DONE, MAX_WHITESPACE, valueFrame, LiteralFrame, type Frame, type FrameResult, type GrammarState } from './jsonFrames';
+import {
+  advance,
+  DONE,
+  MAX_WHITESPACE,
+  valueFrame,
+  LiteralFrame,
+  type Frame,
+  type FrameResult,
+  type GrammarState,
+} from './jsonFrames';
 import type { ValueShape } from './schemaShape';
 
 /**
@@ -71,17 +80,26 @@ class CallFrame implements Frame {
     if (piece === 'closing') {
       const closing = this.grammar.closing;
       if (!closing || closing[this.offset] !== byte) return null;
-      return this.offset + 1 === closing.length ? { kind: 'pop', consumed: true } : { kind: 'consume', frame: new CallFrame(this.grammar, this.piece, this.offset + 1, this.tool) };
+      return this.offset + 1 === closing.length
+        ? { kind: 'pop', consumed: true }
+        : { kind: 'consume', frame: new CallFrame(this.grammar, this.piece, this.offset + 1, this.tool) };
     }
     if (piece === 'name') return { kind: 'push', frame: this, child: new LiteralFrame('T', this.grammar.names, 0, '') };
-    if (piece === 'arguments') return { kind: 'push', frame: this, child: valueFrame(this.grammar.argumentShapes[this.tool]) };
+    if (piece === 'arguments')
+      return { kind: 'push', frame: this, child: valueFrame(this.grammar.argumentShapes[this.tool]) };
     if ('whitespace' in piece) {
-      if ((byte === 0x20 || byte === 0x0a) && this.offset < piece.whitespace) return { kind: 'consume', frame: new CallFrame(this.grammar, this.piece, this.offset + 1, this.tool) };
+      if ((byte === 0x20 || byte === 0x0a) && this.offset < piece.whitespace)
+        return { kind: 'consume', frame: new CallFrame(this.grammar, this.piece, this.offset + 1, this.tool) };
       return { kind: 'replace', frame: new CallFrame(this.grammar, this.piece + 1, 0, this.tool) };
     }
     if (piece.literal[this.offset] !== byte) return null;
     const done = this.offset + 1 === piece.literal.length;
-    return { kind: 'consume', frame: done ? new CallFrame(this.grammar, this.piece + 1, 0, this.tool) : new CallFrame(this.grammar, this.piece, this.offset + 1, this.tool) };
+    return {
+      kind: 'consume',
+      frame: done
+        ? new CallFrame(this.grammar, this.piece + 1, 0, this.tool)
+        : new CallFrame(this.grammar, this.piece, this.offset + 1, this.tool),
+    };
   }
 
   afterChild(matched: number): Frame {
@@ -97,7 +115,13 @@ export function callStart(grammar: CallGrammar): GrammarState {
 
 /** Whether the call's object is complete, so the closing marker token may come. */
 export function callObjectDone(state: GrammarState | null): boolean {
-  return state !== null && state !== DONE && state.parent === null && state.frame instanceof CallFrame && state.frame.objectDone;
+  return (
+    state !== null &&
+    state !== DONE &&
+    state.parent === null &&
+    state.frame instanceof CallFrame &&
+    state.frame.objectDone
+  );
 }
 
 export { advance, DONE };

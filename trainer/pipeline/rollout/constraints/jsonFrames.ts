@@ -66,7 +66,8 @@ export function advance(state: GrammarState | null, byte: number): GrammarState 
         continue;
       case 'pop': {
         const parent = s.parent;
-        const resumed = parent === null ? null : { frame: parent.frame.afterChild!(result.matched ?? -1), parent: parent.parent };
+        const resumed =
+          parent === null ? null : { frame: parent.frame.afterChild!(result.matched ?? -1), parent: parent.parent };
         if (result.consumed) return resumed ?? DONE;
         s = resumed;
         continue;
@@ -114,7 +115,9 @@ function concreteFrame(shape: ValueShape, byte: number): Frame | undefined {
     case 'number':
       return byte === 0x2d || isDigit(byte) ? new NumberFrame(shape.integer, 'start', 0, 0, 0) : undefined;
     case 'literals':
-      return shape.values.some((v) => v[0] === byte) ? new LiteralFrame(`L${shape.id}`, shape.values, 0, '') : undefined;
+      return shape.values.some((v) => v[0] === byte)
+        ? new LiteralFrame(`L${shape.id}`, shape.values, 0, '')
+        : undefined;
     case 'any':
       return concreteFrame(anyShapeFor(shape, byte), byte);
     case 'union': {
@@ -143,11 +146,29 @@ function anyChild(depth: number): ValueShape {
 
 function anyShapeFor(shape: Extract<ValueShape, { kind: 'any' }>, byte: number): ValueShape {
   const depth = Math.min(shape.depth, ANY_DEPTH);
-  if (byte === 0x7b && depth > 0) return generic(`object${depth}`, (id) => ({ kind: 'object', id, properties: [], required: [], additional: anyChild(depth - 1) }));
-  if (byte === 0x5b && depth > 0) return generic(`array${depth}`, (id) => ({ kind: 'array', id, items: anyChild(depth - 1), minItems: 0, maxItems: Infinity }));
+  if (byte === 0x7b && depth > 0)
+    return generic(`object${depth}`, (id) => ({
+      kind: 'object',
+      id,
+      properties: [],
+      required: [],
+      additional: anyChild(depth - 1),
+    }));
+  if (byte === 0x5b && depth > 0)
+    return generic(`array${depth}`, (id) => ({
+      kind: 'array',
+      id,
+      items: anyChild(depth - 1),
+      minItems: 0,
+      maxItems: Infinity,
+    }));
   if (byte === QUOTE) return generic('string', (id) => ({ kind: 'string', id, minLength: 0, maxLength: Infinity }));
   if (byte === 0x2d || isDigit(byte)) return generic('number', (id) => ({ kind: 'number', id, integer: false }));
-  return generic('scalars', (id) => ({ kind: 'literals', id, values: ['true', 'false', 'null'].map((v) => new TextEncoder().encode(v)) }));
+  return generic('scalars', (id) => ({
+    kind: 'literals',
+    id,
+    values: ['true', 'false', 'null'].map((v) => new TextEncoder().encode(v)),
+  }));
 }
 
 /**
@@ -156,10 +177,17 @@ function anyShapeFor(shape: Extract<ValueShape, { kind: 'any' }>, byte: number):
  * than the union, never tighter: the tool's schema check has the last word.
  */
 function mergeOptions(union: ValueShape, options: ValueShape[]): ValueShape {
-  if (options.every((o) => o.kind === 'literals')) return { kind: 'literals', id: union.id, values: options.flatMap((o) => (o.kind === 'literals' ? o.values : [])) };
+  if (options.every((o) => o.kind === 'literals'))
+    return { kind: 'literals', id: union.id, values: options.flatMap((o) => (o.kind === 'literals' ? o.values : [])) };
   const numbers = options.filter((o) => o.kind === 'number');
-  if (numbers.length) return { kind: 'number', id: union.id, integer: numbers.every((o) => o.kind === 'number' && o.integer) && options.every((o) => o.kind !== 'literals') };
-  if (options.some((o) => o.kind === 'string')) return { kind: 'string', id: union.id, minLength: 0, maxLength: Infinity };
+  if (numbers.length)
+    return {
+      kind: 'number',
+      id: union.id,
+      integer: numbers.every((o) => o.kind === 'number' && o.integer) && options.every((o) => o.kind !== 'literals'),
+    };
+  if (options.some((o) => o.kind === 'string'))
+    return { kind: 'string', id: union.id, minLength: 0, maxLength: Infinity };
   return { kind: 'any', id: union.id, depth: ANY_DEPTH };
 }
 
@@ -197,9 +225,17 @@ class ObjectFrame implements Frame {
   }
 
   feed(byte: number): FrameResult {
-    if (this.phase === 'open') return byte === 0x7b ? { kind: 'consume', frame: this.with('first', this.shape.properties.map(() => '0').join('')) } : null;
+    if (this.phase === 'open')
+      return byte === 0x7b
+        ? { kind: 'consume', frame: this.with('first', this.shape.properties.map(() => '0').join('')) }
+        : null;
     if (isWhitespace(byte) && this.phase !== 'key') {
-      return this.whitespace < MAX_WHITESPACE ? { kind: 'consume', frame: new ObjectFrame(this.shape, this.phase, this.used, this.current, this.whitespace + 1) } : null;
+      return this.whitespace < MAX_WHITESPACE
+        ? {
+            kind: 'consume',
+            frame: new ObjectFrame(this.shape, this.phase, this.used, this.current, this.whitespace + 1),
+          }
+        : null;
     }
     switch (this.phase) {
       case 'first':
@@ -253,10 +289,15 @@ class ArrayFrame implements Frame {
 
   feed(byte: number): FrameResult {
     const { shape } = this;
-    if (this.phase === 'open') return byte === 0x5b ? { kind: 'consume', frame: new ArrayFrame(shape, 'first', 0, 0) } : null;
-    if (isWhitespace(byte)) return this.whitespace < MAX_WHITESPACE ? { kind: 'consume', frame: new ArrayFrame(shape, this.phase, this.count, this.whitespace + 1) } : null;
+    if (this.phase === 'open')
+      return byte === 0x5b ? { kind: 'consume', frame: new ArrayFrame(shape, 'first', 0, 0) } : null;
+    if (isWhitespace(byte))
+      return this.whitespace < MAX_WHITESPACE
+        ? { kind: 'consume', frame: new ArrayFrame(shape, this.phase, this.count, this.whitespace + 1) }
+        : null;
     if (this.phase === 'after') {
-      if (byte === 0x2c && this.count < shape.maxItems) return { kind: 'consume', frame: new ArrayFrame(shape, 'next', this.count, 0) };
+      if (byte === 0x2c && this.count < shape.maxItems)
+        return { kind: 'consume', frame: new ArrayFrame(shape, 'next', this.count, 0) };
       return byte === 0x5d && this.count >= shape.minItems ? { kind: 'pop', consumed: true } : null;
     }
     if (byte === 0x5d && this.phase === 'first') return shape.minItems === 0 ? { kind: 'pop', consumed: true } : null;
@@ -300,7 +341,10 @@ class LiteralFrame implements Frame {
       return complete >= 0 ? { kind: 'pop', consumed: false, matched: complete } : null;
     }
     if (completesHere >= 0 && !longer) return { kind: 'pop', consumed: true, matched: completesHere };
-    return { kind: 'consume', frame: new LiteralFrame(this.id, this.values, p + 1, this.prefix + String.fromCharCode(byte)) };
+    return {
+      kind: 'consume',
+      frame: new LiteralFrame(this.id, this.values, p + 1, this.prefix + String.fromCharCode(byte)),
+    };
   }
 
   private startsWithPrefix(v: Uint8Array): boolean {
@@ -351,7 +395,11 @@ class StringFrame implements Frame {
     this.key = `S${phase}${inChar}${bounded ? `${length}/${minLength}/${maxLength}` : ''}`;
   }
 
-  private next(phase: StringPhase, units: number, pending?: { lo: number; hi: number; remaining: number }): StringFrame {
+  private next(
+    phase: StringPhase,
+    units: number,
+    pending?: { lo: number; hi: number; remaining: number },
+  ): StringFrame {
     const length = this.minLength > 0 || Number.isFinite(this.maxLength) ? this.length + units : 0;
     if (phase === this.phase && length === this.length && !pending && !this.pending) return this;
     return new StringFrame(this.minLength, this.maxLength, phase, length, pending);
@@ -365,7 +413,9 @@ class StringFrame implements Frame {
         return this.body(byte);
       case 'escape':
         if (byte === 0x75) return { kind: 'consume', frame: this.next('u1', 0) };
-        return '"\\/bfnrt'.includes(String.fromCharCode(byte)) ? { kind: 'consume', frame: this.next('body', 0) } : null;
+        return '"\\/bfnrt'.includes(String.fromCharCode(byte))
+          ? { kind: 'consume', frame: this.next('body', 0) }
+          : null;
       default: {
         if (!isHex(byte)) return null;
         const following: Record<string, StringPhase> = { u1: 'u2', u2: 'u3', u3: 'u4', u4: 'body' };
@@ -378,7 +428,14 @@ class StringFrame implements Frame {
     const pending = this.pending;
     if (pending) {
       if (byte < pending.lo || byte > pending.hi) return null;
-      return { kind: 'consume', frame: this.next('body', 0, pending.remaining > 1 ? { lo: 0x80, hi: 0xbf, remaining: pending.remaining - 1 } : undefined) };
+      return {
+        kind: 'consume',
+        frame: this.next(
+          'body',
+          0,
+          pending.remaining > 1 ? { lo: 0x80, hi: 0xbf, remaining: pending.remaining - 1 } : undefined,
+        ),
+      };
     }
     if (byte === QUOTE) return this.length >= this.minLength ? { kind: 'pop', consumed: true } : null;
     if (byte < 0x20) return null;
@@ -435,10 +492,14 @@ class NumberFrame implements Frame {
       case 'zero':
         return digit ? null : this.fractionOrEnd(byte);
       case 'frac':
-        if (digit) return this.fracDigits < MAX_FRACTION_DIGITS ? this.to('frac', this.intDigits, this.fracDigits + 1) : null;
+        if (digit)
+          return this.fracDigits < MAX_FRACTION_DIGITS ? this.to('frac', this.intDigits, this.fracDigits + 1) : null;
         return this.exponentOrEnd(byte);
       case 'exp':
-        if (digit) return this.expDigits < MAX_EXPONENT_DIGITS ? this.to('exp', this.intDigits, this.fracDigits, this.expDigits + 1) : null;
+        if (digit)
+          return this.expDigits < MAX_EXPONENT_DIGITS
+            ? this.to('exp', this.intDigits, this.fracDigits, this.expDigits + 1)
+            : null;
         return { kind: 'pop', consumed: false };
     }
   }

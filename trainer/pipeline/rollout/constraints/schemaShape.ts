@@ -14,7 +14,13 @@
 
 export type ValueShape =
   | { kind: 'any'; id: number; depth: number }
-  | { kind: 'object'; id: number; properties: { key: Uint8Array; shape: ValueShape }[]; required: number[]; additional?: ValueShape }
+  | {
+      kind: 'object';
+      id: number;
+      properties: { key: Uint8Array; shape: ValueShape }[];
+      required: number[];
+      additional?: ValueShape;
+    }
   | { kind: 'array'; id: number; items: ValueShape; minItems: number; maxItems: number }
   | { kind: 'string'; id: number; minLength: number; maxLength: number }
   | { kind: 'number'; id: number; integer: boolean }
@@ -47,19 +53,35 @@ export class ShapeBuilder {
 
   /** The shape of a JSON Schema (a tool's `parameters`, or any part of one). */
   fromSchema(schema: unknown): ValueShape {
-    if (schema === true || schema === undefined || schema === null || typeof schema !== 'object' || Array.isArray(schema)) return this.any();
+    if (
+      schema === true ||
+      schema === undefined ||
+      schema === null ||
+      typeof schema !== 'object' ||
+      Array.isArray(schema)
+    )
+      return this.any();
     const s = schema as Record<string, unknown>;
     if ('const' in s) return this.literals([s.const]);
     if (Array.isArray(s.enum) && s.enum.length > 0) return this.literals(s.enum);
-    const union = (Array.isArray(s.anyOf) ? s.anyOf : Array.isArray(s.oneOf) ? s.oneOf : undefined) as unknown[] | undefined;
-    if (union?.length) return union.length === 1 ? this.fromSchema(union[0]) : { kind: 'union', id: this.id(), options: union.map((o) => this.fromSchema(o)) };
+    const union = (Array.isArray(s.anyOf) ? s.anyOf : Array.isArray(s.oneOf) ? s.oneOf : undefined) as
+      unknown[] | undefined;
+    if (union?.length)
+      return union.length === 1
+        ? this.fromSchema(union[0])
+        : { kind: 'union', id: this.id(), options: union.map((o) => this.fromSchema(o)) };
     if (Array.isArray(s.type)) {
       const options = s.type.map((t) => this.fromSchema({ ...s, type: t }));
       return options.length === 1 ? options[0] : { kind: 'union', id: this.id(), options };
     }
     switch (s.type) {
       case 'string':
-        return { kind: 'string', id: this.id(), minLength: nonNegative(s.minLength, 0), maxLength: nonNegative(s.maxLength, Infinity) };
+        return {
+          kind: 'string',
+          id: this.id(),
+          minLength: nonNegative(s.minLength, 0),
+          maxLength: nonNegative(s.maxLength, Infinity),
+        };
       case 'number':
       case 'integer':
         return { kind: 'number', id: this.id(), integer: s.type === 'integer' };
@@ -68,7 +90,13 @@ export class ShapeBuilder {
       case 'null':
         return this.literals([null]);
       case 'array':
-        return { kind: 'array', id: this.id(), items: this.fromSchema(s.items), minItems: nonNegative(s.minItems, 0), maxItems: nonNegative(s.maxItems, Infinity) };
+        return {
+          kind: 'array',
+          id: this.id(),
+          items: this.fromSchema(s.items),
+          minItems: nonNegative(s.minItems, 0),
+          maxItems: nonNegative(s.maxItems, Infinity),
+        };
       case 'object':
         return this.object(s);
       default:
@@ -77,11 +105,25 @@ export class ShapeBuilder {
   }
 
   private object(s: Record<string, unknown>): ValueShape {
-    const declared = typeof s.properties === 'object' && s.properties !== null ? Object.entries(s.properties as Record<string, unknown>) : [];
-    if (declared.length === 0) return { kind: 'object', id: this.id(), properties: [], required: [], additional: this.any(ANY_DEPTH - 1) };
+    const declared =
+      typeof s.properties === 'object' && s.properties !== null
+        ? Object.entries(s.properties as Record<string, unknown>)
+        : [];
+    if (declared.length === 0)
+      return { kind: 'object', id: this.id(), properties: [], required: [], additional: this.any(ANY_DEPTH - 1) };
     const names = declared.map(([key]) => key);
-    const required = Array.isArray(s.required) ? s.required.map((r) => names.indexOf(String(r))).filter((i) => i >= 0) : [];
-    return { kind: 'object', id: this.id(), properties: declared.map(([key, child]) => ({ key: utf8.encode(JSON.stringify(key)), shape: this.fromSchema(child) })), required };
+    const required = Array.isArray(s.required)
+      ? s.required.map((r) => names.indexOf(String(r))).filter((i) => i >= 0)
+      : [];
+    return {
+      kind: 'object',
+      id: this.id(),
+      properties: declared.map(([key, child]) => ({
+        key: utf8.encode(JSON.stringify(key)),
+        shape: this.fromSchema(child),
+      })),
+      required,
+    };
   }
 }
 

@@ -47,7 +47,13 @@ export class CodeBlockFormat implements ToolCallFormat {
       const closeAt = text.indexOf('```', codeStart);
       const runnable = this.languages.has(match[2].toLowerCase());
       if (closeAt < 0) {
-        if (runnable) calls.push({ start, end: text.length, raw: text.slice(codeStart), parseError: 'the code block is not closed with ```' });
+        if (runnable)
+          calls.push({
+            start,
+            end: text.length,
+            raw: text.slice(codeStart),
+            parseError: 'the code block is not closed with ```',
+          });
         break;
       }
       const end = closeAt + 3;
