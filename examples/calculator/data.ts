@@ -100,7 +100,7 @@ export function generateDemonstrations(
       { role: 'system', content: problem.system },
       { role: 'user', content: problem.prompt },
     ];
-    let answer = problem.answer;
+    let answer: string;
     if (kind === 'skip') {
       answer = mistype(problem.answer, random);
     } else {

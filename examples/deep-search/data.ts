@@ -243,7 +243,7 @@ function drawKind(mix: Mix, template: QuestionTemplate, random: Random): Demonst
   if (roll < edge) return 'skip';
   if (roll < (edge += mix.botch)) return 'botch';
   if (roll < (edge += mix.distracted)) return 'distracted';
-  if (roll < (edge += mix.wrongtool))
+  if (roll < edge + mix.wrongtool)
     return template.relations.some((r) => toolFor(r) === 'atlas') ? 'wrongtool' : 'distracted';
   return 'correct';
 }

@@ -14,6 +14,7 @@ let definitionsModule: typeof DefinitionsModule | undefined;
 
 function definitions(): typeof DefinitionsModule {
   // A path esbuild does not follow: the parser stays out of extension.js.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, at run time
   definitionsModule ??= require(path.join(__dirname, 'definitions.js')) as typeof DefinitionsModule;
   return definitionsModule;
 }

@@ -400,7 +400,7 @@ function compileRule(bp: {
     try {
       rule.condition = compileExpression(bp.condition, CONTEXT_NAMES);
     } catch (error) {
-      throw new Error(`condition "${bp.condition}": ${(error as Error).message}`);
+      throw new Error(`condition "${bp.condition}": ${(error as Error).message}`, { cause: error });
     }
   }
   if (bp.hitCondition?.trim()) rule.hitCondition = parseHitCondition(bp.hitCondition);

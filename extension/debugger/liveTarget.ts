@@ -111,6 +111,8 @@ export class LiveTarget implements RolloutTarget {
     private readonly listener: TargetListener,
   ) {
     if (!fs.existsSync(options.config)) throw new Error(`${options.config}: training config not found`);
+    // The publication's getters read the target's current state; `this` inside them is the publication.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const target = this;
     this.publication = {
       get runDirectory() {

@@ -87,7 +87,7 @@ export async function runCommand(page: Page, title: string, timeoutMs = 90_000):
       await row.waitFor({ timeout: 2000 });
       break;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`command "${title}" never appeared in the command palette: ${error}`);
+      if (Date.now() > deadline) throw new Error(`command "${title}" never appeared in the command palette: ${error}`, { cause: error });
       await page.keyboard.press('Escape');
       await page.waitForTimeout(500);
     }
@@ -150,7 +150,7 @@ export async function addFunctionBreakpoint(page: Page, name: string): Promise<v
       await added.waitFor({ timeout: 5000 });
       return;
     } catch (error) {
-      if (attempt === 3) throw new Error(`could not add the function breakpoint "${name}": ${error}`);
+      if (attempt === 3) throw new Error(`could not add the function breakpoint "${name}": ${error}`, { cause: error });
     }
   }
 }

@@ -216,7 +216,7 @@ export class RunDirectorySource implements RunSource {
   }
 
   private load(step: number): LoadedStep {
-    let loaded = this.loaded.get(step);
+    const loaded = this.loaded.get(step);
     if (loaded) {
       // Most recently used last, so eviction drops the least recently used.
       this.loaded.delete(step);

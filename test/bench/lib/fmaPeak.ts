@@ -36,6 +36,7 @@ export class FmaPeakProgram {
         const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? (error as Error).message;
         throw new Error(
           `building the FMA peak program failed (${cc} -O3 -march=native -pthread ${SOURCE}); install gcc or set CC:\n${stderr}`,
+          { cause: error },
         );
       }
     }

@@ -512,7 +512,7 @@ describe('rollout debug adapter, training live over DAP', { timeout: 480_000 }, 
 
   it('a config the trainer refuses ends the session with its error, naming the field', async () => {
     const broken = path.join(workspace, 'broken.config.ts');
-    fs.writeFileSync(broken, fs.readFileSync(config, 'utf8').replace(/\n  steps: \d+,/, '\n  steps: -1,'));
+    fs.writeFileSync(broken, fs.readFileSync(config, 'utf8').replace(/\n {2}steps: \d+,/, '\n  steps: -1,'));
     const session = await launch({ config: broken });
     try {
       const exited = (await first(session, (e) => e.event === 'exited')) as DebugProtocol.ExitedEvent;

@@ -105,7 +105,7 @@ describe('ChatTemplate (real Qwen3 template)', () => {
     const system: ChatMessage = { role: 'system', content: 'You are a research assistant.' };
     const user: ChatMessage = { role: 'user', content: 'Who wrote the first program, and what is 12*7?' };
     const prompt = qwen3.promptTokens([system, user], { tools });
-    let ids = [...prompt.ids];
+    const ids = [...prompt.ids];
     const messages: ChatMessage[] = [system, user];
 
     // Turn 1: thinking, then two tool calls in one assistant turn.

@@ -192,7 +192,7 @@ describe('pretraining corpus', () => {
         : undefined;
     };
     const random = Random.fromSeed(11);
-    let depths = new Set<number>();
+    const depths = new Set<number>();
     for (let i = 0; i < 40; i++) {
       const episode = factChainEpisode(context, random);
       const all = text(episode);

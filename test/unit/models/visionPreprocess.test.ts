@@ -107,9 +107,8 @@ describe('patches', () => {
 
   it('JPEG and WebP decode too', async () => {
     for (const format of ['jpeg', 'webp'] as const) {
-      const bytes = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#808080' } })
-        [format]()
-        .toBuffer();
+      const blank = sharp({ create: { width: 32, height: 32, channels: 3, background: '#808080' } });
+      const bytes = await blank[format]().toBuffer();
       const image = await prepareImage(
         bytes,
         defaultImageProcessor({ patchSize: 16, temporalPatchSize: 2, spatialMergeSize: 2 }),

@@ -195,7 +195,7 @@ describe('validateCheckpoint', () => {
     const reader = CheckpointReader.open(dir);
     assert.throws(
       () => validateCheckpoint(reader, llama),
-      /unsupported dtypes \(1\):\n  model\.norm\.weight: I32 in .*model\.safetensors \(supported: F32, F16, BF16\)/,
+      /unsupported dtypes \(1\):\n {2}model\.norm\.weight: I32 in .*model\.safetensors \(supported: F32, F16, BF16\)/,
     );
     reader.close();
   });

@@ -37,7 +37,11 @@ function reference(c: PolicyLossConfig): number {
     let sequences = 0;
     for (let b = 0; b < B; b++) {
       let any = false;
-      for (let k = 0; k < T; k++) if (data.mask[b * T + k]) ((sum += perToken(b * T + k)), (any = true));
+      for (let k = 0; k < T; k++) {
+        if (!data.mask[b * T + k]) continue;
+        sum += perToken(b * T + k);
+        any = true;
+      }
       if (any) sequences++;
     }
     return sum / (sequences * c.lossScaleFactor!);
@@ -45,7 +49,11 @@ function reference(c: PolicyLossConfig): number {
   if (c.aggregation === 'token-mean') {
     let sum = 0;
     let n = 0;
-    for (let i = 0; i < B * T; i++) if (data.mask[i]) ((sum += perToken(i)), n++);
+    for (let i = 0; i < B * T; i++) {
+      if (!data.mask[i]) continue;
+      sum += perToken(i);
+      n++;
+    }
     return sum / n;
   }
   let total = 0;
@@ -53,8 +61,14 @@ function reference(c: PolicyLossConfig): number {
   for (let b = 0; b < B; b++) {
     let sum = 0;
     let n = 0;
-    for (let k = 0; k < T; k++) if (data.mask[b * T + k]) ((sum += perToken(b * T + k)), n++);
-    if (n) ((total += sum / n), sequences++);
+    for (let k = 0; k < T; k++) {
+      if (!data.mask[b * T + k]) continue;
+      sum += perToken(b * T + k);
+      n++;
+    }
+    if (n === 0) continue;
+    total += sum / n;
+    sequences++;
   }
   return total / sequences;
 }

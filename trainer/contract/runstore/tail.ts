@@ -145,7 +145,7 @@ export class JsonlTail<T extends z.ZodType> {
     try {
       value = JSON.parse(bytes.toString('utf8'));
     } catch (error) {
-      throw new Error(`${where}: not valid JSON (${(error as Error).message})`);
+      throw new Error(`${where}: not valid JSON (${(error as Error).message})`, { cause: error });
     }
     return parseWith(schema, value, where);
   }

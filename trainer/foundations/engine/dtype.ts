@@ -75,7 +75,7 @@ export const ORT_TYPE: Record<DType, string> = {
 
 /** `data` itself when it already is the typed array `dtype` lives in, else a converted copy. */
 export function asHostArray(dtype: DType, data: ArrayLike<number> | HostArray): HostArray {
-  const expected: Partial<Record<DType, Function>> = {
+  const expected: Partial<Record<DType, abstract new (...args: never[]) => HostArray>> = {
     float32: Float32Array,
     float64: Float64Array,
     int64: BigInt64Array,
@@ -86,6 +86,7 @@ export function asHostArray(dtype: DType, data: ArrayLike<number> | HostArray): 
     float16: Uint16Array,
     bfloat16: Uint16Array,
   };
-  if (data instanceof (expected[dtype] as Function)) return data as HostArray;
+  const kind = expected[dtype];
+  if (kind && data instanceof kind) return data as HostArray;
   return hostArray(dtype, data as ArrayLike<number>);
 }

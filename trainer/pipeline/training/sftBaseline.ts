@@ -60,7 +60,7 @@ export async function sftBaseline(loaded: LoadedConfig, options: SftBaselineOpti
   // The tower trains here exactly when it trained in the warm start.
   const model = await ModelRuntime.load(device, options.from, { trainVision: c.model.trainVision });
   const started = performance.now();
-  let steps = 0;
+  let steps: number;
   try {
     const template = model.folder.chatTemplate;
     if (!template) throw new ChatTemplateError(`${options.from}: the tokenizer has no chat template; agents need one`);

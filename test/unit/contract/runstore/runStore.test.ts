@@ -155,7 +155,7 @@ describe('run store', () => {
     writer.appendCassette([entry('eval', 2), entry('train', 3)]);
     assert.throws(
       () => writer.appendCassette([{ ...entry('train', 4), tool: '' }]),
-      /recorded  call of train step 4, trajectory 0: tool: /,
+      /recorded {2}call of train step 4, trajectory 0: tool: /,
     );
     writer.close();
     const reader = new RunStoreReader(dir);

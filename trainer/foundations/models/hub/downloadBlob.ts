@@ -154,10 +154,7 @@ export async function downloadBlob(download: BlobDownload): Promise<void> {
       }
     }
     const { written, error } = await appendBody(response, incomplete, start, download.onBytes);
-    if (!error) {
-      start = written;
-      break;
-    }
+    if (!error) break;
     if (download.signal?.aborted || attempt >= retries || !networkErrorCode(error)) throw error;
     start = written;
     await pause(attempt);

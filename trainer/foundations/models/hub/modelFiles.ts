@@ -71,7 +71,7 @@ export function shardsFromIndex(indexFile: string, text: string): string[] {
   try {
     weightMap = (JSON.parse(text) as { weight_map?: unknown }).weight_map;
   } catch (error) {
-    throw new Error(`${indexFile}: not valid JSON (${(error as Error).message})`);
+    throw new Error(`${indexFile}: not valid JSON (${(error as Error).message})`, { cause: error });
   }
   if (typeof weightMap !== 'object' || weightMap === null)
     throw new Error(`${indexFile}: expected a "weight_map" object of tensor name → shard file`);
