@@ -31,9 +31,11 @@ export default tseslint.config(
     },
   },
   {
+    // Shipped code reads in small functions with one job. 80 lines of Prettier's 120-character
+    // lines, blank lines and comments not counted (a nested function counts in its parent too).
     files: ['trainer/**/*.ts', 'extension/**/*.ts', 'webview/**/*.ts', 'examples/**/*.ts'],
     rules: {
-      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true, IIFEs: true }],
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
     },
   },
   {
