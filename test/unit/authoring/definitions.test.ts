@@ -23,8 +23,8 @@ const found = (text: string) => findDefinitions(text, 'x.ts').map(brief);
 describe('code lens definitions, from the syntax tree', () => {
   it("finds the examples' tools, rewards and config, and how the trainer reaches each", () => {
     assert.deepEqual(found(example('multihop-search/tools.ts')), [
-      'tool@11 class KnowledgeBaseSearch',
-      'tool@48 class MultiWorldSearch',
+      'tool@19 class KnowledgeBaseSearch',
+      'tool@58 class MultiWorldSearch',
     ]);
     assert.deepEqual(found(example('calculator/tools.ts')), ['tool@4 export calculator']);
     assert.deepEqual(found(example('multihop-search/rewards.ts')), [
@@ -33,7 +33,7 @@ describe('code lens definitions, from the syntax tree', () => {
     ]);
     assert.deepEqual(found(example('calculator/rewards.ts')), [
       'reward@16 outcome numericMatch',
-      'reward@22 config rewards',
+      'reward@25 config rewards',
     ]);
     assert.deepEqual(found(example('multihop-search/config.ts')), ['config@11 default']);
     assert.deepEqual(found(example('multihop-search/kb.ts')), []);

@@ -136,11 +136,11 @@ describe('Authoring: snippets, New… commands, code lenses, Run Tool, Evaluate 
     assert.deepEqual(
       tools.map((l) => [l.range.start.line, l.command?.title, l.command?.command]),
       [
-        [10, '$(play) Run Tool…', 'rolloutStudio.runTool'],
-        [10, '$(debug-alt-small) Debug Tool', 'rolloutStudio.debugTool'],
+        [18, '$(play) Run Tool…', 'rolloutStudio.runTool'],
+        [18, '$(debug-alt-small) Debug Tool', 'rolloutStudio.debugTool'],
         // The benchmark's tool over freshly drawn worlds (MultiWorldSearch).
-        [47, '$(play) Run Tool…', 'rolloutStudio.runTool'],
-        [47, '$(debug-alt-small) Debug Tool', 'rolloutStudio.debugTool'],
+        [57, '$(play) Run Tool…', 'rolloutStudio.runTool'],
+        [57, '$(debug-alt-small) Debug Tool', 'rolloutStudio.debugTool'],
       ],
     );
     assert.deepEqual(tools[0].command!.arguments, [
