@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npm test: every suite, on a fresh machine of CI's kind. Installs what the suites need when
 # it is missing (apt packages and the code-server test editor, via test/setup/ensure-deps.sh),
-# builds and packages the extension, then runs unit, webview (the built panels in Chromium),
+# lints and type-checks, builds and packages the extension, then runs unit, webview (the built panels in Chromium),
 # integration, grammar, extension (inside code-server) and end-to-end (Chromium) tests. Stops
 # at the first failing stage. An end-to-end file that fails is run once more and, if it then
 # passes, named as FLAKY in the output (see test/harness/run-node-tests.mjs for why).
@@ -16,8 +16,11 @@ stage "dependencies (test/setup/ensure-deps.sh)"
 export CODE_SERVER_BIN="$(bash test/setup/ensure-deps.sh)"
 done_stage
 
-stage "type check"
-npx tsc -p . ; done_stage
+stage "lint and format (typescript-eslint, Prettier: npm run lint)"
+npm run -s lint; done_stage
+
+stage "type check (the tests, then each runtime: trainer, extension, webview)"
+npm run -s typecheck; done_stage
 
 stage "build and package (.vsix)"
 node .build/package-vsix.mjs >/dev/null

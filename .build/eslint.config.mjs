@@ -1,5 +1,5 @@
-// npm run lint: typescript-eslint's recommended rules over all code, plus a function-length limit
-// on the code that ships (the trainer, the extension, the panels, the examples users copy).
+// npm run lint (eslint -c .build/eslint.config.mjs): typescript-eslint's recommended rules over all code,
+// plus a function-length limit on the code that ships (the trainer, the extension, the panels, the examples).
 // Formatting is Prettier's job (npm run format), not a lint rule.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';

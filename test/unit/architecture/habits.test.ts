@@ -1,0 +1,111 @@
+/**
+ * The habits `npm test` enforces before anything else runs (test/run-all.sh's first stages):
+ * typescript-eslint's rules and a function-length limit (`npm run lint`, .build/eslint.config.mjs),
+ * Prettier's format (.prettierrc.json), and a tsconfig per runtime — webview code type-checks
+ * against the DOM without Node, trainer and extension code against Node without the DOM. Each
+ * check is shown to catch a planted mistake, so a configuration that quietly checks nothing fails
+ * here.
+ */
+import { describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import ts from 'typescript';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+async function lint(file: string, text: string): Promise<string[]> {
+  const { ESLint } = await import('eslint');
+  const eslint = new ESLint({ cwd: ROOT, overrideConfigFile: path.join(ROOT, '.build/eslint.config.mjs') });
+  const [result] = await eslint.lintText(text, { filePath: path.join(ROOT, file) });
+  return result.messages.map((m) => `${m.ruleId}: ${m.message}`);
+}
+
+async function formatted(file: string, text: string): Promise<boolean> {
+  const prettier = await import('prettier');
+  const options = await prettier.resolveConfig(path.join(ROOT, file), { editorconfig: false });
+  return prettier.check(text, { ...options, filepath: path.join(ROOT, file) });
+}
+
+/** Type errors of `text` as a file of `folder`, under that folder's tsconfig.json. */
+function typeErrors(folder: string, text: string): string[] {
+  const configFile = path.join(ROOT, folder, 'tsconfig.json');
+  const { config } = ts.readConfigFile(configFile, ts.sys.readFile);
+  const parsed = ts.parseJsonConfigFileContent(config, ts.sys, path.dirname(configFile));
+  const file = path.join(ROOT, folder, '__planted__.ts');
+  const host = ts.createCompilerHost(parsed.options);
+  const readFile = host.readFile;
+  host.readFile = (name) => (path.resolve(name) === file ? text : readFile(name));
+  host.fileExists = (
+    (exists) => (name: string) =>
+      path.resolve(name) === file || exists(name)
+  )(host.fileExists);
+  const program = ts.createProgram([file], parsed.options, host);
+  return ts
+    .getPreEmitDiagnostics(program, program.getSourceFile(file))
+    .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+}
+
+describe('lint, format and per-runtime type checks', () => {
+  it('npm test lints and type-checks every runtime before the first test suite', () => {
+    const script = fs.readFileSync(path.join(ROOT, 'test/run-all.sh'), 'utf8');
+    const at = (text: string) => script.indexOf(text);
+    assert.ok(at('npm run -s lint') > 0 && at('npm run -s lint') < at('npm run -s typecheck'), 'lint first');
+    assert.ok(at('npm run -s typecheck') < at('test/unit'), 'type check before the unit tests');
+    const scripts = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts as Record<
+      string,
+      string
+    >;
+    for (const runtime of ['trainer', 'extension', 'webview'])
+      assert.match(scripts.typecheck, new RegExp(`tsc -p ${runtime}\\b`));
+    assert.match(scripts.lint, /eslint -c \.build\/eslint\.config\.mjs \. && prettier --check/);
+  });
+
+  it('ESLint fails a planted lint error', async () => {
+    const messages = await lint('trainer/planted.ts', 'export function f(): number {\n  let x = 1;\n  return x;\n}\n');
+    assert.deepEqual(messages, ["prefer-const: 'x' is never reassigned. Use 'const' instead."]);
+  });
+
+  it('ESLint fails a planted over-long function in shipped code, and only there', async () => {
+    const body = Array.from({ length: 81 }, (_, i) => `  total += ${i};`).join('\n');
+    const long = `export function f(): number {\n  let total = 0;\n${body}\n  return total;\n}\n`;
+    const inTrainer = await lint('trainer/planted.ts', long);
+    assert.equal(inTrainer.length, 1);
+    assert.match(
+      inTrainer[0],
+      /^max-lines-per-function: Function 'f' has too many lines \(85\)\. Maximum allowed is 80\./,
+    );
+    assert.deepEqual(await lint('webview/planted.ts', long).then((m) => m.length), 1);
+    assert.deepEqual(await lint('test/unit/planted.test.ts', long), [], 'tests are not held to it');
+    const eighty = `export function f(): number {\n  let total = 0;\n${body.split('\n').slice(5).join('\n')}\n  return total;\n}\n`;
+    assert.deepEqual(await lint('trainer/planted.ts', eighty), [], 'a function of exactly 80 lines passes');
+    const blankAndComments = `export function f(): number {\n${'  // why\n\n'.repeat(90)}  return 1;\n}\n`;
+    assert.deepEqual(await lint('trainer/planted.ts', blankAndComments), [], 'blank lines and comments do not count');
+  });
+
+  it('Prettier fails a planted format difference', async () => {
+    assert.equal(await formatted('trainer/planted.ts', "export const x = { a: 1, b: 'two' };\n"), true);
+    assert.equal(await formatted('trainer/planted.ts', 'export const x = {a:1, b:"two"}\n'), false);
+    const wide = `export const x = [${Array.from({ length: 30 }, (_, i) => `'item${i}'`).join(', ')}];\n`;
+    assert.equal(await formatted('trainer/planted.ts', wide), false, 'a line over 120 characters');
+  });
+
+  it('webview code has the DOM and not Node; trainer and extension code have Node and not the DOM', () => {
+    const node =
+      "import * as fs from 'node:fs';\nexport const size = fs.statSync('x').size + Buffer.byteLength('x');\n";
+    const dom = 'export const title = document.title + window.location.href;\n';
+    assert.deepEqual(typeErrors('webview', dom), []);
+    assert.ok(typeErrors('webview', node).some((e) => /Cannot find (module 'node:fs'|name 'Buffer')/.test(e)));
+    for (const runtime of ['trainer', 'extension']) {
+      assert.deepEqual(typeErrors(runtime, node), [], runtime);
+      assert.ok(
+        typeErrors(runtime, dom).some((e) => /Cannot find name '(document|window)'/.test(e)),
+        `${runtime} has no DOM`,
+      );
+    }
+    assert.deepEqual(
+      typeErrors('extension', "import * as vscode from 'vscode';\nexport const v = vscode.version;\n"),
+      [],
+    );
+  });
+});
