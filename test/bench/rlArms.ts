@@ -213,13 +213,11 @@ function readRun(
   const evaluations = reader.evaluations();
   if (evaluations.length === 0) throw new Error(`${runDir}: no evaluation recorded`);
   const scored = (step: number): ScoredQuestion[] =>
-    reader
-      .evaluationTrajectories(step)
-      .records.map((r) => ({
-        rowId: r.rowId,
-        score: r.rewards.components.exact_match ?? 0,
-        calls: r.turns.reduce((n, t) => n + (t.toolCalls?.length ?? 0), 0),
-      }));
+    reader.evaluationTrajectories(step).records.map((r) => ({
+      rowId: r.rowId,
+      score: r.rewards.components.exact_match ?? 0,
+      calls: r.turns.reduce((n, t) => n + (t.toolCalls?.length ?? 0), 0),
+    }));
   const curve = evaluations.map((step) => {
     const questions = new Map(scored(step).map((q) => [q.rowId, q]));
     const per = (set: TestSetName) => {

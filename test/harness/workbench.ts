@@ -87,7 +87,8 @@ export async function runCommand(page: Page, title: string, timeoutMs = 90_000):
       await row.waitFor({ timeout: 2000 });
       break;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`command "${title}" never appeared in the command palette: ${error}`, { cause: error });
+      if (Date.now() > deadline)
+        throw new Error(`command "${title}" never appeared in the command palette: ${error}`, { cause: error });
       await page.keyboard.press('Escape');
       await page.waitForTimeout(500);
     }

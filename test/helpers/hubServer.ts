@@ -67,13 +67,11 @@ export function hubEtag(file: HubFile): string {
 
 /** A repo's files from a model folder (symlinks followed), LFS for weights as on the Hub. */
 export function filesFromFolder(dir: string, extra: Record<string, string | Buffer> = {}): HubFile[] {
-  const files: HubFile[] = fs
-    .readdirSync(dir)
-    .map((name) => ({
-      path: name,
-      content: fs.readFileSync(path.join(dir, name)),
-      lfs: /\.(safetensors|bin|gguf|onnx)$/.test(name),
-    }));
+  const files: HubFile[] = fs.readdirSync(dir).map((name) => ({
+    path: name,
+    content: fs.readFileSync(path.join(dir, name)),
+    lfs: /\.(safetensors|bin|gguf|onnx)$/.test(name),
+  }));
   for (const [name, content] of Object.entries(extra))
     files.push({ path: name, content: Buffer.from(content), lfs: /\.(safetensors|bin|gguf|onnx)$/.test(name) });
   return files;

@@ -63,13 +63,11 @@ async function train(configFile: string, runDir: string) {
 
 /** Metrics without the wall-clock ones (time/*, throughput/*), which no two runs share. */
 function steadyMetrics(reader: RunStoreReader) {
-  return reader
-    .metrics()
-    .records.map((m) => ({
-      step: m.step,
-      kind: m.kind,
-      values: Object.fromEntries(Object.entries(m.values).filter(([k]) => !/^(time|throughput)\//.test(k))),
-    }));
+  return reader.metrics().records.map((m) => ({
+    step: m.step,
+    kind: m.kind,
+    values: Object.fromEntries(Object.entries(m.values).filter(([k]) => !/^(time|throughput)\//.test(k))),
+  }));
 }
 
 describe('a run replayed from its cassette', () => {

@@ -121,15 +121,13 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
   const handleMcp = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method !== 'POST') {
       // Stateless: no session to stream to (GET) or to end (DELETE).
-      res
-        .writeHead(405, { allow: 'POST', 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            error: { code: -32000, message: 'Method not allowed: this server is stateless; POST JSON-RPC requests' },
-            id: null,
-          }),
-        );
+      res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32000, message: 'Method not allowed: this server is stateless; POST JSON-RPC requests' },
+          id: null,
+        }),
+      );
       return;
     }
     checkJsonBody(req);
@@ -138,15 +136,13 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     try {
       body = JSON.parse(text);
     } catch (error) {
-      res
-        .writeHead(400, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            error: { code: -32700, message: `Parse error: ${(error as Error).message}` },
-            id: null,
-          }),
-        );
+      res.writeHead(400, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32700, message: `Parse error: ${(error as Error).message}` },
+          id: null,
+        }),
+      );
       return;
     }
     if (Array.isArray(body)) checkBatchSize(body.length, limits, 'JSON-RPC batch');

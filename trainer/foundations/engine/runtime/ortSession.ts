@@ -65,7 +65,8 @@ export async function createSession(model: SerializedModel, settings: SessionSet
     return session;
   } catch (error) {
     const message = (error as Error).message ?? String(error);
-    if (settings.provider === 'cpu') throw new Error(`onnxruntime could not create a CPU session: ${message}`, { cause: error });
+    if (settings.provider === 'cpu')
+      throw new Error(`onnxruntime could not create a CPU session: ${message}`, { cause: error });
     throw new ProviderUnavailableError(
       settings.provider,
       `${explainProviderError(settings.provider, message)} (onnxruntime: ${message.split('\n')[0]}) Run "rollout-studio env" for a full check.`,
