@@ -70,7 +70,7 @@ export interface TrainerLaunch {
 
 export interface TrainerProcessOptions {
   args: string[];
-  cwd?: string;
+  cwd?: string | undefined;
   /**
    * Start with the Node inspector on a free local port (`--inspect=127.0.0.1:0`), or with
    * `'break'` also waiting for a debugger before running anything. Not `--inspect-brk`: its
@@ -79,13 +79,13 @@ export interface TrainerProcessOptions {
    * ScopeIterator, SIGTRAP). The trainer instead blocks in `inspector.waitForDebugger()`
    * until the debugger says run (trainer/bridges/cli/waitForDebugger.ts), with nothing to pause at.
    */
-  inspect?: boolean | 'break';
+  inspect?: boolean | 'break' | undefined;
   /** Each validated message, as it arrives (a `fatal` one too). */
-  onMessage?: (message: TrainerMessage) => void;
+  onMessage?: ((message: TrainerMessage) => void) | undefined;
   /** The inspector's WebSocket URL and port, once the trainer prints them. */
-  onInspector?: (inspector: { url: string; port: number }) => void;
+  onInspector?: ((inspector: { url: string; port: number }) => void) | undefined;
   /** Each chunk the trainer writes to stderr (stdout is not used with IPC, but is passed on too). */
-  onOutput?: (text: string, stream: 'stdout' | 'stderr') => void;
+  onOutput?: ((text: string, stream: 'stdout' | 'stderr') => void) | undefined;
 }
 
 /** How a trainer process ended. `error` says what went wrong when it did not end well. */

@@ -24,7 +24,7 @@ import type { DeepSearchRow } from './rows';
 /** A call's reward: 1 when it returned a needed fact that no earlier call of the trajectory returned. */
 function newNeededFact(call: ToolCallOutcome<unknown>, ctx: RewardContext<DeepSearchRow>): number {
   const needed = new Set(ctx.row.neededDocs);
-  const found = (c: { result?: { data?: unknown } }) =>
+  const found = (c: { result?: { data?: unknown } | undefined }) =>
     ((c.result?.data as SearchData | undefined)?.documentIds ?? []).filter((id) => needed.has(id));
   const earlier = new Set(
     ctx.trajectory.calls

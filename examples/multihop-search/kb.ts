@@ -56,9 +56,9 @@ export interface KnowledgeBaseOptions {
   /** Draws the names (which names the entities get) and the relations between them. */
   seed: number;
   /** Redraws the relations only, keeping the names `seed` drew: another world with the same cast. */
-  relationSeed?: number;
+  relationSeed?: number | undefined;
   /** The names to draw from and how a document states a fact (default: this example's ordinary ones). */
-  style?: KnowledgeBaseStyle;
+  style?: KnowledgeBaseStyle | undefined;
   countries: number;
   cities: number;
   organisations: number;

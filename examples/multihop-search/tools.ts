@@ -24,7 +24,7 @@ export class KnowledgeBaseSearch extends SearchTool {
 
   override reward(call: ToolCallOutcome<{ query: string }>, ctx: RewardContext<MultihopRow>): number {
     const needed = new Set(ctx.row.neededDocs);
-    const found = (c: { result?: { data?: unknown } }) =>
+    const found = (c: { result?: { data?: unknown } | undefined }) =>
       ((c.result?.data as SearchData | undefined)?.documentIds ?? []).filter((id) => needed.has(id));
     const earlier = new Set(
       ctx.trajectory.calls

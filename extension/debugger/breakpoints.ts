@@ -146,7 +146,7 @@ export interface ReachedPoint {
   step: number;
   trajectories: readonly TrajectoryRecord[];
   point: StopPoint;
-  metrics?: MetricsRecord;
+  metrics?: MetricsRecord | undefined;
   /** The exceptions and facts at the point (live mode also counts the call's own failure at its result). */
   facts: (trajectory: TrajectoryRecord | undefined) => PointFacts;
 }
@@ -391,9 +391,9 @@ export class BreakpointSet {
 }
 
 function compileRule(bp: {
-  condition?: string;
-  hitCondition?: string;
-  logMessage?: string;
+  condition?: string | undefined;
+  hitCondition?: string | undefined;
+  logMessage?: string | undefined;
 }): Omit<Rule, 'id' | 'hits'> {
   const rule: Omit<Rule, 'id' | 'hits'> = {};
   if (bp.condition?.trim()) {

@@ -29,7 +29,7 @@ export interface LiveTrainingHost {
 export interface TargetContext {
   breakpoints: BreakpointSet;
   listener: TargetListener;
-  live?: LiveTrainingHost;
+  live?: LiveTrainingHost | undefined;
 }
 
 export function createTarget(args: RolloutLaunchArguments, context: TargetContext): RolloutTarget {

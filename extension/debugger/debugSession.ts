@@ -353,7 +353,10 @@ export class RolloutDebugSession extends DebugSession {
       exceptionId: exception.id,
       description: exception.description,
       breakMode: 'always',
-      details: { message: exception.description, stackTrace: exception.details },
+      details: {
+        message: exception.description,
+        ...(exception.details !== undefined ? { stackTrace: exception.details } : {}),
+      },
     };
     this.sendResponse(response);
   }

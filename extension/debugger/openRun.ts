@@ -36,7 +36,7 @@ export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<
       canSelectFiles: false,
       canSelectFolders: true,
       canSelectMany: false,
-      defaultUri: folder && vscode.Uri.joinPath(folder.uri, ...RUNS_FOLDER.split(path.sep)),
+      ...(folder ? { defaultUri: vscode.Uri.joinPath(folder.uri, ...RUNS_FOLDER.split(path.sep)) } : {}),
     });
     if (!picked?.length) return false;
     dir = picked[0].fsPath;

@@ -11,7 +11,7 @@ export interface StepData {
   step: number;
   trajectories: TrajectoryRecord[];
   /** The step's `train` metrics, when recorded. */
-  metrics?: MetricsRecord;
+  metrics?: MetricsRecord | undefined;
   timeline: StopPoint[];
   /** The step's file ended in a line cut short by a crash; that trajectory is missing. */
   tornLastLine: boolean;

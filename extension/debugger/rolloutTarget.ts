@@ -33,7 +33,7 @@ export interface TargetStop {
 export interface TargetView {
   step: number;
   trajectories: readonly TrajectoryRecord[];
-  metrics?: MetricsRecord;
+  metrics?: MetricsRecord | undefined;
   /** Where each trajectory is, indexed like `trajectories`. */
   positions: readonly StopPoint[];
   /** The point the whole rollout is at (one trajectory's, or the step's update). */
@@ -75,7 +75,7 @@ export interface RolloutTarget {
   pause(): void;
   readonly running: boolean;
   /** Live: the trainer's process id while it runs. */
-  readonly pid?: number;
+  readonly pid?: number | undefined;
   /** Live: breakpoints changed, so holding may have to change. */
   breakpointsChanged?(): void;
   /** Live: end the training cleanly; `ended` follows once the trainer has exited. */

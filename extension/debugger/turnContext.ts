@@ -162,12 +162,12 @@ export interface ExceptionFact {
   /** Short id shown by the exception widget: the error kind or the finish reason. */
   id: string;
   description: string;
-  details?: string;
+  details?: string | undefined;
 }
 
 export interface PointFacts {
   /** At a `call` point: the tool about to run (undefined when the call could not be parsed). */
-  toolName?: string;
+  toolName?: string | undefined;
   exceptions: ExceptionFact[];
 }
 

@@ -16,7 +16,7 @@ import { callIsDone, callView } from './turnContext';
 interface Container {
   value: unknown;
   /** The context expression that reads `value`, when there is one. */
-  path?: string;
+  path?: string | undefined;
 }
 
 /** What a frame shows: which turn (and call) of which trajectory, and how far the rollout got. */
@@ -29,9 +29,9 @@ export interface FrameSubject {
   isEnd: boolean;
   /** The trajectory's current point: decides which results are visible yet. */
   visibleAt: StopPoint;
-  metrics?: MetricsRecord;
+  metrics?: MetricsRecord | undefined;
   /** The run directory, where the images a trajectory saw are (images/<sha256>.<format>). */
-  runDirectory?: string;
+  runDirectory?: string | undefined;
 }
 
 export class VariableStore {

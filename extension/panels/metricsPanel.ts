@@ -168,7 +168,7 @@ async function saveCsv(fileName: string, csv: string): Promise<string | undefine
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   const target = await vscode.window.showSaveDialog({
     title: 'Export metrics as CSV',
-    defaultUri: folder ? vscode.Uri.joinPath(folder, fileName) : undefined,
+    ...(folder ? { defaultUri: vscode.Uri.joinPath(folder, fileName) } : {}),
     filters: { 'CSV files': ['csv'] },
   });
   if (!target) return undefined;

@@ -177,7 +177,7 @@ async function rerollTarget(raw: unknown): Promise<Target | undefined> {
     runDirectory: string;
     step: number;
     index: number;
-    point?: { phase: string; turn: number; call: number };
+    point?: { phase: string; turn: number; call: number } | undefined;
   };
   if (raw !== undefined) where = RerollFromHereArgs.parse(raw);
   else {

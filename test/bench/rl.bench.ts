@@ -160,7 +160,7 @@ async function train(loaded: LoadedConfig, runDir: string, steps?: number): Prom
   }).run();
   if (result.run.status !== 'finished')
     throw new Error(`${runDir}: the run ${result.run.status}: ${result.run.error?.message ?? ''}`);
-  return { after: result.evalAfter };
+  return result.evalAfter ? { after: result.evalAfter } : {};
 }
 
 /** What a run recorded: held-out accuracy by evaluation step, training-batch accuracy by step. */

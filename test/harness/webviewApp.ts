@@ -138,10 +138,10 @@ export interface WebviewApp {
 
 export interface OpenOptions {
   /** Serve this run directory's files at runResourceUri(file) (the images trajectories saw). */
-  runDir?: string;
-  state?: unknown;
-  theme?: Theme;
-  viewport?: { width: number; height: number };
+  runDir?: string | undefined;
+  state?: unknown | undefined;
+  theme?: Theme | undefined;
+  viewport?: { width: number; height: number } | undefined;
 }
 
 export async function openWebviewApp(browser: Browser, app: string, options: OpenOptions = {}): Promise<WebviewApp> {

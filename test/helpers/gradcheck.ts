@@ -13,9 +13,9 @@ import { fromOrtTensor, toOrtTensor, type HostTensor } from '../../trainer/found
  */
 export interface GradCheckOptions {
   /** Elements checked per tensor; larger tensors are sampled evenly. */
-  maxElementsPerTensor?: number;
+  maxElementsPerTensor?: number | undefined;
   /** Finite-difference step. */
-  step?: number;
+  step?: number | undefined;
 }
 
 export interface TensorGradCheck {

@@ -14,7 +14,7 @@ export interface ChartGroup {
   /** Metrics drawn as lines, in legend order. */
   metrics: string[];
   /** The reward chart shades the spread of `reward/mean`: between min and max, or ±std. */
-  band?: { mean: string; min: string; max: string; std: string };
+  band?: { mean: string; min: string; max: string; std: string } | undefined;
 }
 
 interface KnownGroup {

@@ -136,7 +136,8 @@ async function scopeVariables(
 }
 
 async function evaluate(dc: DebugClient, expression: string, frameId?: number): Promise<string> {
-  return (await dc.evaluateRequest({ expression, frameId, context: 'repl' })).body.result;
+  return (await dc.evaluateRequest({ expression, context: 'repl', ...(frameId !== undefined ? { frameId } : {}) })).body
+    .result;
 }
 
 async function status(dc: DebugClient): Promise<{ runDirectory: string; pid?: number; status?: string }> {

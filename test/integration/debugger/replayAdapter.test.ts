@@ -118,7 +118,8 @@ async function scopeVariables(
 }
 
 async function evaluate(dc: DebugClient, expression: string, frameId?: number): Promise<string> {
-  return (await dc.evaluateRequest({ expression, frameId, context: 'repl' })).body.result;
+  return (await dc.evaluateRequest({ expression, context: 'repl', ...(frameId !== undefined ? { frameId } : {}) })).body
+    .result;
 }
 
 /** The 1-based transcript line the adapter must point at, from the renderer's tables. */

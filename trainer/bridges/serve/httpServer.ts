@@ -147,7 +147,7 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
     }
     if (Array.isArray(body)) checkBatchSize(body.length, limits, 'JSON-RPC batch');
     const server = service.mcpServer();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }); // no session ids: stateless;
     res.on('close', () => {
       void transport.close();
       void server.close();

@@ -41,15 +41,15 @@ export interface OptimizerRuntimeOptions {
    */
   build: (variant: string) => LossGraph;
   /** The graph variants micro-batches may use (accumulating optimizers only); default one, "default". */
-  variants?: readonly string[];
+  variants?: readonly string[] | undefined;
   adamw: AdamWConfig;
   /** Initial values of the trainable parameters (omit ones already on the device). */
-  initial?: Record<string, HostTensor>;
+  initial?: Record<string, HostTensor> | undefined;
   /** Non-trainable graph inputs already on the device (frozen weights), fed by state. */
   resident: readonly string[];
   /** Use accumulate + apply graphs (several micro-batches per step). */
   accumulate: boolean;
-  optimization?: GraphOptimization;
+  optimization?: GraphOptimization | undefined;
 }
 
 export interface OptimizerStep {

@@ -25,13 +25,13 @@ import type { Tokenizer } from './tokenizer';
 
 export interface RenderOptions {
   /** Function tools, as JSON Schemas in `{type: 'function', function: {name, description, parameters}}`. */
-  tools?: readonly ToolSpec[];
+  tools?: readonly ToolSpec[] | undefined;
   /** End with the header of a new assistant turn (`<|im_start|>assistant\n`). */
-  addGenerationPrompt?: boolean;
+  addGenerationPrompt?: boolean | undefined;
   /** Other template variables, e.g. `{ enable_thinking: false }`. */
-  kwargs?: Record<string, unknown>;
+  kwargs?: Record<string, unknown> | undefined;
   /** Which named template to use when the tokenizer has several (default: `tool_use` with tools, else `default`). */
-  templateName?: string;
+  templateName?: string | undefined;
 }
 
 export interface AppendOptions extends RenderOptions {
@@ -41,7 +41,7 @@ export interface AppendOptions extends RenderOptions {
    * (default) fails; `keep-tokens` keeps the tokens the policy saw, appends what the template
    * puts after that turn's end-of-turn token, and reports the rewrite.
    */
-  onHistoryRewrite?: 'error' | 'keep-tokens';
+  onHistoryRewrite?: 'error' | 'keep-tokens' | undefined;
 }
 
 /** A conversation so far and the exact token ids the policy saw and produced for it. */

@@ -40,34 +40,34 @@ export interface CreateVisionOptions {
 export interface CreateModelOptions {
   family: ModelFamily | VisionLanguageFamily;
   /** Vision-language families: the vision tower (default: depth 2, width 32, 4 heads, patch 14). */
-  vision?: CreateVisionOptions;
+  vision?: CreateVisionOptions | undefined;
   /** Vision-language families: mrope_section (default: a quarter of head_dim/2 for time, the rest split between height and width). */
-  mropeSection?: [number, number, number];
+  mropeSection?: [number, number, number] | undefined;
   layers: number;
   hidden: number;
   heads: number;
   kvHeads: number;
   intermediate: number;
   /** Default hidden / heads. */
-  headDim?: number;
-  tieEmbeddings?: boolean;
-  dtype?: 'float32' | 'bfloat16';
-  seed?: number;
+  headDim?: number | undefined;
+  tieEmbeddings?: boolean | undefined;
+  dtype?: 'float32' | 'bfloat16' | undefined;
+  seed?: number | undefined;
   /** A folder with tokenizer.json and tokenizer_config.json, or that tokenizer already loaded. */
   tokenizer: string | Tokenizer;
   outDir: string;
   /** Embedding rows; default the tokenizer's size, which this must not be below. */
-  vocabSize?: number;
+  vocabSize?: number | undefined;
   /** Round the vocabulary up to a multiple of this (as released models pad theirs). */
-  vocabMultiple?: number;
-  maxPositionEmbeddings?: number;
-  ropeTheta?: number;
+  vocabMultiple?: number | undefined;
+  maxPositionEmbeddings?: number | undefined;
+  ropeTheta?: number | undefined;
   /** `hf`: transformers' initialisation; `varied`: biases normal(0, 0.02), norms 1 + normal(0, 0.1). */
-  init?: 'hf' | 'varied';
+  init?: 'hf' | 'varied' | undefined;
   /** Shard the weights over this many bytes (default: transformers' 5 GB). */
-  maxShardBytes?: number;
+  maxShardBytes?: number | undefined;
   /** Write into a folder that already has files. */
-  overwrite?: boolean;
+  overwrite?: boolean | undefined;
 }
 
 export interface CreatedModel {

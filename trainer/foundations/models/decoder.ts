@@ -28,12 +28,12 @@ export type ComputeDtype = 'float32' | 'float64';
 export interface DecoderOptions {
   dtype: ComputeDtype;
   /** LoRA adapters: adds inputs for A and B of each targeted projection, and a `lora_scale` input (0 turns them off: the reference policy). */
-  lora?: LoraConfig;
+  lora?: LoraConfig | undefined;
   /**
    * Forward only: onnxruntime's fused kernels (layers/fused) for the norms, residual adds, rotary
    * embeddings and — where the provider has it — the projections. Float32 only; no gradient.
    */
-  fused?: FusedKernels;
+  fused?: FusedKernels | undefined;
 }
 
 /**
@@ -67,7 +67,7 @@ export interface DecoderInputs {
   /** [B, T]: 1 for real tokens (used by the default attention core). */
   keyMask: Tensor;
   /** Vision-language models: embeddings [M, hidden] that replace the token embeddings at flat slots b·T + t [M]. */
-  images?: { values: Tensor; slots: Tensor };
+  images?: { values: Tensor; slots: Tensor } | undefined;
 }
 
 /**
@@ -110,9 +110,9 @@ function adaptedLinear(
 interface DecoderContext {
   config: ModelConfig;
   dtype: ComputeDtype;
-  lora?: LoraConfig;
-  loraScale?: Tensor;
-  fused?: FusedKernels;
+  lora?: LoraConfig | undefined;
+  loraScale?: Tensor | undefined;
+  fused?: FusedKernels | undefined;
 }
 
 /** Rotary tables of one token segment: cos/sin per token (plain) or per position (fused kernel). */

@@ -277,12 +277,12 @@ function familyOf(
 }
 
 type RopeJson = {
-  type?: string;
-  rope_type?: string;
-  factor?: number;
-  low_freq_factor?: number;
-  high_freq_factor?: number;
-  original_max_position_embeddings?: number;
+  type?: string | undefined;
+  rope_type?: string | undefined;
+  factor?: number | undefined;
+  low_freq_factor?: number | undefined;
+  high_freq_factor?: number | undefined;
+  original_max_position_embeddings?: number | undefined;
 };
 
 function parseRope(

@@ -12,13 +12,13 @@ import { isVisionWeight } from './vision/visionWeights';
 export const REFERENCE_PREFIX = 'reference/';
 
 export interface ModelRuntimeOptions {
-  lora?: LoraConfig;
+  lora?: LoraConfig | undefined;
   /** Add a value head (PPO's critic), initialised small. */
-  valueHead?: boolean;
+  valueHead?: boolean | undefined;
   /** Seeds adapter and value-head initialisation. */
-  seed?: number;
+  seed?: number | undefined;
   /** Vision-language models: train the vision tower too (it is frozen by default; LoRA adapts the language model only). */
-  trainVision?: boolean;
+  trainVision?: boolean | undefined;
 }
 
 /**

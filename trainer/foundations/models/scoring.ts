@@ -27,30 +27,30 @@ import { placeholderLogitMask, segmentImages } from './vision/graphInputs';
  */
 export interface ScoringGraphOptions {
   dtype: ComputeDtype;
-  lora?: LoraConfig;
-  entropy?: boolean;
+  lora?: LoraConfig | undefined;
+  entropy?: boolean | undefined;
   /** Add a scalar value head (PPO's critic): inputs `v_head.summary.weight` [1, hidden] and `.bias` [1]. */
-  valueHead?: boolean;
+  valueHead?: boolean | undefined;
   /**
    * The batch's sequences begin with a common prefix given once as `prefix_ids` and
    * `prefix_positions` [1, P]; `ids` etc. hold what follows it (see packForScoring). Scored
    * tokens are in the suffixes, never the first token of one.
    */
-  sharedPrefix?: boolean;
+  sharedPrefix?: boolean | undefined;
   /** Forward only (old, reference and sampling log-probs): onnxruntime's fused kernels; no gradient. See DecoderOptions.fused. */
-  fused?: FusedKernels;
+  fused?: FusedKernels | undefined;
   /**
    * Also output `argmaxGap`: the largest logit minus the target's logit, 0 exactly where the
    * target is the greedy choice — so teacher-forced exact match (what greedy decoding would copy)
    * is one forward pass.
    */
-  argmaxGap?: boolean;
+  argmaxGap?: boolean | undefined;
   /**
    * Constrained positions (schema-constrained tool calls): inputs `logit_bias` [K, V] and
    * `bias_row` [N], each scored token's bias row added to its scaled logits (constraintBias.ts),
    * so log-probs and entropies are those of the distribution the tokens were sampled from.
    */
-  constrained?: boolean;
+  constrained?: boolean | undefined;
 }
 
 export interface ScoringGraph {
@@ -166,10 +166,10 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
 
 export interface ValueGraphOptions {
   dtype: ComputeDtype;
-  lora?: LoraConfig;
-  sharedPrefix?: boolean;
+  lora?: LoraConfig | undefined;
+  sharedPrefix?: boolean | undefined;
   /** The graph input (and device state) name of each weight, e.g. `critic/…` for a critic of its own. */
-  inputName?: (name: string) => string;
+  inputName?: ((name: string) => string) | undefined;
 }
 
 /**

@@ -17,17 +17,17 @@ export interface CallView {
   /** Position among that turn's calls. */
   index: number;
   /** Undefined when the call could not be parsed far enough to know the name. */
-  name?: string;
+  name?: string | undefined;
   /** The validated arguments, or what was parsed when validation failed. */
-  arguments?: unknown;
+  arguments?: unknown | undefined;
   /** The call as the policy wrote it. */
   raw: string;
   /** What the policy was shown (after truncation). */
   observation: string;
   truncated: boolean;
-  error?: { kind: ToolErrorKind; message: string };
+  error?: { kind: ToolErrorKind; message: string } | undefined;
   /** The tool's result (with its `data`) when the call succeeded. */
-  result?: ToolResult;
+  result?: ToolResult | undefined;
   latencyMs: number;
 }
 

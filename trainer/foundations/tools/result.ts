@@ -14,7 +14,7 @@ export interface TextContent {
 export interface ImageContent {
   type: 'image';
   data: Uint8Array | string;
-  mimeType?: string;
+  mimeType?: string | undefined;
 }
 
 /** One part of an observation. */

@@ -26,7 +26,7 @@ export interface ToolCallError {
   /** For the record: the full text (a thrown error's stack included). */
   message: string;
   /** What was wrong in a few words, for the policy's observation (`"to" is missing`). */
-  summary?: string;
+  summary?: string | undefined;
 }
 
 export interface ToolRunOutcome {
@@ -50,11 +50,11 @@ export interface ToolLogLine {
 
 export interface ToolRunnerOptions {
   /** Aborts every running call (the rollout was stopped). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Receives every line a tool logs. */
-  onLog?: (line: ToolLogLine) => void;
+  onLog?: ((line: ToolLogLine) => void) | undefined;
   /** Answers calls instead of their tools and sees every outcome (recorded tool results: tools/cassette.ts). */
-  interceptor?: ToolCallInterceptor;
+  interceptor?: ToolCallInterceptor | undefined;
 }
 
 /** An outcome given in place of running the tool (a recording, an edited result). */

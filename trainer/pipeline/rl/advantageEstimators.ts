@@ -17,7 +17,7 @@ export interface EstimatorSettings {
   /** GAE's λ (PPO). */
   lambda: number;
   /** RFT: the outcome reward a trajectory needs to be trained on (default RFT_DEFAULT_THRESHOLD). */
-  rftThreshold?: number;
+  rftThreshold?: number | undefined;
 }
 
 /** The configured algorithm's advantages for a scored batch (PPO's samples carry critic values). */

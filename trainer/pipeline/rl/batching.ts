@@ -140,8 +140,8 @@ export function policyBatchFeeds(
     value: boolean;
     ref: boolean;
     padId: number;
-    vision?: VisionConfig;
-    constrainedVocab?: number;
+    vision?: VisionConfig | undefined;
+    constrainedVocab?: number | undefined;
   },
 ): { feeds: Record<string, HostTensor>; shared: boolean } {
   const packed = packSequences(

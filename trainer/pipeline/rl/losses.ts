@@ -42,15 +42,15 @@ export interface PolicyLossInputs {
   oldLogprobs: Tensor;
   advantages: Tensor;
   mask: Tensor;
-  refLogprobs?: Tensor;
-  entropy?: Tensor;
+  refLogprobs?: Tensor | undefined;
+  entropy?: Tensor | undefined;
   /**
    * Denominators over the whole optimizer batch (all micro-batches), so gradient accumulation
    * gives exactly the full-batch gradient: total policy tokens (token-mean) or total sequences
    * (seq-mean-token-mean). Computed from this micro-batch's mask when absent.
    */
-  tokenTotal?: Tensor;
-  sequenceTotal?: Tensor;
+  tokenTotal?: Tensor | undefined;
+  sequenceTotal?: Tensor | undefined;
 }
 
 export interface PolicyLossOutputs {
@@ -68,7 +68,7 @@ export function aggregate(
   x: Tensor,
   mask: Tensor,
   mode: LossAggregation,
-  totals: { tokenTotal?: Tensor; sequenceTotal?: Tensor } = {},
+  totals: { tokenTotal?: Tensor | undefined; sequenceTotal?: Tensor | undefined } = {},
   lossScaleFactor?: number,
 ): Tensor {
   const masked = op.mul(x, mask);
@@ -161,9 +161,9 @@ function clippedSurrogate(ratio: Tensor, advantages: Tensor, config: PolicyLossC
 
 export interface ValueLossConfig {
   /** Clip the new value to within this of the old value (PPO); undefined: no clipping. */
-  clip?: number;
+  clip?: number | undefined;
   aggregation: LossAggregation;
-  lossScaleFactor?: number;
+  lossScaleFactor?: number | undefined;
 }
 
 /** The critic's loss: ½·max((V − R)², (V_old + clip(V − V_old) − R)²) over policy tokens. */
@@ -173,7 +173,7 @@ export function valueLoss(
   returns: Tensor,
   mask: Tensor,
   config: ValueLossConfig,
-  totals: { tokenTotal?: Tensor; sequenceTotal?: Tensor } = {},
+  totals: { tokenTotal?: Tensor | undefined; sequenceTotal?: Tensor | undefined } = {},
 ): Tensor {
   const g = values.graph;
   return g.withScope('value_loss', () => {

@@ -17,20 +17,20 @@ import { policyLoss, valueLoss, type PolicyLossConfig, type ValueLossConfig } fr
  *   added with its coefficient and trains the same weights.
  */
 export interface PolicyGraphOptions {
-  lora?: LoraConfig;
+  lora?: LoraConfig | undefined;
   /** Names of the parameters to train (graph inputs fed from device state). */
   trainable: readonly string[];
   /** Names among `trainable` without weight decay (norms, biases, the value head's bias). */
-  noDecay?: ReadonlySet<string>;
+  noDecay?: ReadonlySet<string> | undefined;
   policy: PolicyLossConfig;
   /** PPO: a value head trained with this loss and coefficient. */
-  value?: ValueLossConfig & { coef: number };
+  value?: (ValueLossConfig & { coef: number }) | undefined;
   /** Compute the policy's entropy in the graph (needed when entropyCoef > 0). */
   entropy: boolean;
   /** The batch shares a prefix given once (see buildScoringGraph). */
-  sharedPrefix?: boolean;
+  sharedPrefix?: boolean | undefined;
   /** Constrained positions get their sampling masks (see buildScoringGraph). */
-  constrained?: boolean;
+  constrained?: boolean | undefined;
 }
 
 export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOptions): LossGraph {

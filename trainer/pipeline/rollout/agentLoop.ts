@@ -66,31 +66,31 @@ export interface AgentLoopOptions {
   budget: LengthBudget;
   sampling: SamplingOptions;
   /** How calls are written (default: Hermes/Qwen `<tool_call>` JSON). */
-  format?: ToolCallFormat;
+  format?: ToolCallFormat | undefined;
   /** Prepended to rows without a system message. */
-  systemPrompt?: string;
+  systemPrompt?: string | undefined;
   /** Extra chat-template variables, e.g. `{ enable_thinking: false }` for Qwen3. */
-  templateKwargs?: Record<string, unknown>;
-  errorObservation?: ErrorObservation;
-  truncationMarker?: TruncationMarker;
-  observer?: RolloutObserver;
-  onToolLog?: (line: ToolLogLine) => void;
+  templateKwargs?: Record<string, unknown> | undefined;
+  errorObservation?: ErrorObservation | undefined;
+  truncationMarker?: TruncationMarker | undefined;
+  observer?: RolloutObserver | undefined;
+  onToolLog?: ((line: ToolLogLine) => void) | undefined;
   /**
    * Images in rows and tool results: the model's vision tower and image processor (see
    * RolloutImages). Without it, a row or tool result with an image is an error naming it.
    */
-  images?: RolloutImages;
+  images?: RolloutImages | undefined;
   /**
    * Schema-constrained tool calls (default true): while the policy writes a call, it may only
    * sample tokens that keep the call valid for the tools (the format's `callConstraint`; formats
    * without one, such as code blocks, stay free). The sets are recorded on the trajectory
    * (`constrained`) for scoring.
    */
-  constrainCalls?: boolean;
+  constrainCalls?: boolean | undefined;
   /** Answers tool calls instead of the tools and sees their outcomes (recorded tool results: tools/cassette.ts). */
-  toolInterceptor?: ToolCallInterceptor;
+  toolInterceptor?: ToolCallInterceptor | undefined;
   /** Strings that end a turn once written (kept in the turn), besides the format's own stops. */
-  stop?: readonly string[];
+  stop?: readonly string[] | undefined;
 }
 
 export interface RunOptions {

@@ -5,9 +5,9 @@ export interface ObservedError {
   /** The full message as recorded (a thrown error's stack included). */
   message: string;
   /** The tool, when the call got far enough to name one. */
-  tool?: string;
+  tool?: string | undefined;
   /** What was wrong in a few words (`"to" is missing`), when the runner could say. */
-  summary?: string;
+  summary?: string | undefined;
 }
 
 /** The text the policy sees in place of a result when a call fails. Configurable per run. */

@@ -10,10 +10,10 @@ export interface PromptOptions {
   template: ChatTemplate;
   tools: readonly ToolSpec[];
   /** Prepended as a system message to rows whose messages have none. */
-  systemPrompt?: string;
-  templateKwargs?: Record<string, unknown>;
+  systemPrompt?: string | undefined;
+  templateKwargs?: Record<string, unknown> | undefined;
   /** Vision-language models: the row's images (in order), each placeholder expanded to one token per merged patch. */
-  images?: { list: readonly PreparedImage[]; placeholder: string };
+  images?: { list: readonly PreparedImage[]; placeholder: string } | undefined;
 }
 
 export interface RenderedPrompt {

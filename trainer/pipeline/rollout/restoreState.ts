@@ -40,15 +40,15 @@ export interface RestoreContext {
 
 export interface RestoreOptions {
   /** The full result of a call in the prefix (with its `data`, which the record does not keep): from a cassette. */
-  priorResult?: (turn: number, call: number) => ToolResult | undefined;
+  priorResult?: ((turn: number, call: number) => ToolResult | undefined) | undefined;
   /** At a `call` cut: arguments that replace what the policy wrote, by call index (the tokens stay the policy's). */
-  arguments?: ReadonlyMap<number, unknown>;
+  arguments?: ReadonlyMap<number, unknown> | undefined;
   /**
    * At a `start` cut: messages inserted before the turn — after the previous turn's tool results
    * (the tool turn re-rendered by the template's append path with them), or after the prompt's
    * messages (the prompt rendered with them).
    */
-  insert?: readonly ChatMessage[];
+  insert?: readonly ChatMessage[] | undefined;
 }
 
 export class RestoreError extends Error {

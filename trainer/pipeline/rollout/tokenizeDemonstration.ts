@@ -21,15 +21,15 @@ export interface DemonstrationTokens {
 }
 
 export interface DemonstrationOptions {
-  tools?: readonly ToolSpec[];
-  kwargs?: Record<string, unknown>;
+  tools?: readonly ToolSpec[] | undefined;
+  kwargs?: Record<string, unknown> | undefined;
   /** Where the conversation came from, for errors ("sft.jsonl:12"). */
-  origin?: string;
+  origin?: string | undefined;
   /**
    * Vision-language models: the images of the conversation's image parts in order, and the
    * placeholder token the template writes once per image (expanded here to one per merged patch).
    */
-  images?: { list: readonly PreparedImage[]; imageTokenId: number };
+  images?: { list: readonly PreparedImage[]; imageTokenId: number } | undefined;
 }
 
 export class DemonstrationError extends Error {

@@ -13,11 +13,11 @@ export interface SessionSettings {
    * onnxruntime's graph optimisation. 'extended'/'all' fuse x·sigmoid(x) into a float32-only
    * contrib op, so float64 graphs (gradient checks) must use 'basic'.
    */
-  optimization?: GraphOptimization;
+  optimization?: GraphOptimization | undefined;
   /** Intra-op threads; default: every core this process may use. */
-  threads?: number;
+  threads?: number | undefined;
   /** Outputs to leave on the device (WebGPU 'gpu-buffer') instead of copying them back. */
-  outputLocations?: Record<string, 'cpu' | 'gpu-buffer'>;
+  outputLocations?: Record<string, 'cpu' | 'gpu-buffer'> | undefined;
 }
 
 let cached: OnnxRuntime | undefined;

@@ -31,17 +31,17 @@ export type SamplingMode =
   | { kind: 'sorted'; candidates: number };
 
 export interface GenerationGraphOptions {
-  lora?: LoraConfig;
+  lora?: LoraConfig | undefined;
   sampling: SamplingMode;
   /** Also output the whole next-token log-distribution [B, V] (tests, debugging). */
-  returnDistribution?: boolean;
+  returnDistribution?: boolean | undefined;
   /** The fused kernels of the provider the graph runs on (fusedKernelsFor). */
   fused: FusedKernels;
   /**
    * Constrained sampling (schema-constrained tool calls): inputs `logit_bias` [K, V] and
    * `bias_row` [B], each row's bias added to its scaled logits (see constraintBias.ts).
    */
-  constrained?: boolean;
+  constrained?: boolean | undefined;
 }
 
 export const cacheName = (block: 'base' | 'recent', kind: 'key' | 'value', layer: number) =>

@@ -33,11 +33,11 @@ const FILE_TYPE: Record<GgufExportType, number> = { f32: 0, f16: 1, q8_0: 7 };
 export interface GgufExportOptions {
   modelDir: string;
   /** A PEFT LoRA adapter folder for this model: merged as W + (alpha/rank)·B·A. */
-  adapterDir?: string;
+  adapterDir?: string | undefined;
   out: string;
   type: GgufExportType;
   /** `general.name`; default the model folder's name. */
-  name?: string;
+  name?: string | undefined;
 }
 
 export interface GgufExportResult {

@@ -16,11 +16,11 @@ export interface ParsedToolCall {
   end: number;
   /** The call as the policy wrote it (the JSON between the markers, the code of a block). */
   raw: string;
-  name?: string;
+  name?: string | undefined;
   /** The arguments as written (validated later against the tool's schema). */
-  arguments?: unknown;
+  arguments?: unknown | undefined;
   /** Set when the call could not be read; it becomes a `parse` error observation. */
-  parseError?: string;
+  parseError?: string | undefined;
 }
 
 /** Extra conditions that end a generated turn besides the end-of-turn / EOS tokens. */
