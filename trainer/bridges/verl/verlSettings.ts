@@ -50,17 +50,31 @@ const KL_NAMES = { k1: 'kl', k2: 'mse', k3: 'low_var_kl' } as const;
 /** verl cuts tool results by characters (max_tool_response_length), we by tokens: about 4 characters a token. */
 export const CHARS_PER_TOKEN = 4;
 
+type MapSetting = (setting: string, key: string, value: HydraValue, note?: string) => void;
+type SkipSetting = (setting: string, value: unknown, why: string) => void;
+
 export function mapSettings(config: TrainingConfig): SettingsMapping {
   const mapped: MappedSetting[] = [];
   const unmapped: UnmappedSetting[] = [];
-  const map = (setting: string, key: string, value: HydraValue, note?: string) =>
+  const map: MapSetting = (setting, key, value, note) => {
     mapped.push({ setting, key, value, ...(note ? { note } : {}) });
-  const skip = (setting: string, value: unknown, why: string) =>
+  };
+  const skip: SkipSetting = (setting, value, why) => {
     unmapped.push({ setting, value: typeof value === 'string' ? value : JSON.stringify(value), why });
+  };
+  // One section after another: the lists keep this order, and the exported launch script with them.
+  mapAlgorithm(config, map, skip);
+  mapRollout(config, map, skip);
+  mapOptimization(config, map, skip);
+  mapModelAndSchedule(config, map);
+  skipUnexpressible(config, skip);
+  return { mapped, unmapped };
+}
+
+/** algorithm.* (and PPO's critic): the estimator, clipping, KL, loss aggregation and epochs. */
+function mapAlgorithm(config: TrainingConfig, map: MapSetting, skip: SkipSetting): void {
   const a = config.algorithm;
   const r = config.rollout;
-  const o = config.optimization;
-  const b = r.budget;
   if (a.name === 'rft')
     throw new Error(
       "algorithm.name: verl's PPO trainer has no rejection-sampling fine-tuning (rft); export a config with another algorithm",
@@ -115,7 +129,12 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
       a.lossMask,
       'verl always trains on the tokens the policy generated (response_mask); training on tool results is our ablation only',
     );
+}
 
+/** rollout.*: the batch, sampling, the token budget, the call format and the prompt. */
+function mapRollout(config: TrainingConfig, map: MapSetting, skip: SkipSetting): void {
+  const r = config.rollout;
+  const b = r.budget;
   map('rollout.promptsPerStep', 'data.train_batch_size', r.promptsPerStep);
   map('rollout.temperature', 'actor_rollout_ref.rollout.temperature', r.temperature);
   map('rollout.topP', 'actor_rollout_ref.rollout.top_p', r.topP);
@@ -169,7 +188,11 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
     );
   if (r.systemPrompt !== undefined)
     map('rollout.systemPrompt', '(dataset)', 'in each prompt', 'written into the Parquet prompts as the first message');
+}
 
+/** optimization.*: the actor's optimizer and schedule. */
+function mapOptimization(config: TrainingConfig, map: MapSetting, skip: SkipSetting): void {
+  const o = config.optimization;
   map('optimization.lr', 'actor_rollout_ref.actor.optim.lr', o.lr);
   map('optimization.warmupSteps', 'actor_rollout_ref.actor.optim.lr_warmup_steps', o.warmupSteps);
   if (o.schedule === 'linear')
@@ -186,7 +209,10 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
     o.microBatchSize,
     'per GPU in verl',
   );
+}
 
+/** LoRA, the step count, the seed, evaluation and checkpoint frequency. */
+function mapModelAndSchedule(config: TrainingConfig, map: MapSetting): void {
   if (config.model.lora !== false) {
     map('model.lora.rank', 'actor_rollout_ref.model.lora_rank', config.model.lora.rank);
     map('model.lora.alpha', 'actor_rollout_ref.model.lora_alpha', config.model.lora.alpha);
@@ -206,7 +232,11 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
     'trainer.save_freq',
     config.output.checkpointEvery > 0 ? config.output.checkpointEvery : -1,
   );
+}
 
+/** The settings verl cannot express, each with why. */
+function skipUnexpressible(config: TrainingConfig, skip: SkipSetting): void {
+  const b = config.rollout.budget;
   if (config.sft)
     skip(
       'sft',
@@ -247,15 +277,10 @@ export function mapSettings(config: TrainingConfig): SettingsMapping {
     "rows' toolArgs",
     "verl's MCP tools send only the call's arguments; served tools see no row (ctx.row is empty, ctx.rowArgs undefined)",
   );
-  return { mapped, unmapped };
 }
 
 /** PPO's critic: verl's is always a model of its own (critic.*), as our default `separate` one is. */
-function mapCritic(
-  config: TrainingConfig,
-  map: (setting: string, key: string, value: HydraValue, note?: string) => void,
-  skip: (setting: string, value: unknown, why: string) => void,
-): void {
+function mapCritic(config: TrainingConfig, map: MapSetting, skip: SkipSetting): void {
   const critic = config.critic ?? CriticSection.parse({});
   if (critic.network === 'shared') {
     skip(
