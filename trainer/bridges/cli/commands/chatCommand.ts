@@ -1,10 +1,12 @@
 import * as readline from 'node:readline';
 import { parseArgs } from 'node:util';
-import { createDevice } from '../../../foundations/engine/device/device';
-import { ModelPolicy } from '../../../foundations/models/generation/generationSession';
-import { readLoraAdapter } from '../../../foundations/models/save';
+import { createDevice, type Device } from '../../../foundations/engine/device/device';
+import { ModelPolicy, type GenerationSession } from '../../../foundations/models/generation/generationSession';
+import type { GeneratedTurn } from '../../../foundations/models/generation/policy';
+import { readLoraAdapter, type LoraAdapter } from '../../../foundations/models/save';
 import { ModelRuntime } from '../../../foundations/models/runtime';
 import { loraTensorNames, loraModules } from '../../../foundations/models/lora';
+import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
 import type { ChatMessage } from '../../../contract/protocol/chatMessages';
 import { UsageError } from '../usage';
 import { resolveDevice } from '../resolveDevice';
@@ -26,7 +28,9 @@ An interactive chat with a model (or a checkpoint), tokens streamed as they are 
   --device NAME        cpu, webgpu, cuda or auto (default cpu)
 Type /reset to start over, /exit (or Ctrl-D) to quit.`;
 
-export async function chatCommand(argv: string[]): Promise<number> {
+type ChatValues = ReturnType<typeof parseChatArgs>;
+
+function parseChatArgs(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -44,12 +48,48 @@ export async function chatCommand(argv: string[]): Promise<number> {
     strict: true,
   });
   if (!values.model) throw new UsageError('--model DIR is required');
-  const number = (name: string, raw: string | undefined, fallback: number, check: (n: number) => boolean) => {
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || !check(n)) throw new UsageError(`--${name}: ${JSON.stringify(raw)} is not valid`);
-    return n;
-  };
+  return { ...values, model: values.model };
+}
+
+/** A numeric option: the fallback when absent, a usage error naming the flag when not a valid number. */
+function numberOption(name: string, raw: string | undefined, fallback: number, check: (n: number) => boolean): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || !check(n)) throw new UsageError(`--${name}: ${JSON.stringify(raw)} is not valid`);
+  return n;
+}
+
+export async function chatCommand(argv: string[]): Promise<number> {
+  const values = parseChatArgs(argv);
+  const { modelDir, adapterDir } = await resolveChatFolders(values);
+  const device = createDevice(await resolveDevice(values.device!));
+  const adapter = adapterDir ? await readAdapter(adapterDir, modelDir) : undefined;
+  const model = await ModelRuntime.load(device, modelDir, adapter ? { lora: adapter.lora } : {});
+  try {
+    if (adapter) await setAdapterWeights(device, model, adapter);
+    const template = model.folder.chatTemplate;
+    if (!template)
+      throw new UsageError(
+        `${values.model} has no chat template (tokenizer_config.json has no chat_template); it is a base model`,
+      );
+    const chat: Chat = {
+      model,
+      template,
+      options: samplingOptions(values, model, template),
+      policy: new ModelPolicy(model),
+      seed: numberOption('seed', values.seed, 0, (n) => Number.isInteger(n) && n >= 0),
+      system: values.system,
+    };
+    await runChat(chat, `${model.config.architecture} from ${modelDir}${adapterDir ? ` + adapter ${adapterDir}` : ''}`);
+    return 0;
+  } finally {
+    model.close();
+    await device.close();
+  }
+}
+
+/** --model and --adapter as local folders, pulling Hub repos into the cache with a progress bar. */
+async function resolveChatFolders(values: ChatValues): Promise<{ modelDir: string; adapterDir: string | undefined }> {
   const bar = new DownloadProgressBar(process.stderr);
   const modelDir = await resolveModelPath(values.model, {
     baseDir: process.cwd(),
@@ -65,110 +105,135 @@ export async function chatCommand(argv: string[]): Promise<number> {
       })
     : undefined;
   bar.clear();
-  const device = createDevice(await resolveDevice(values.device!));
-  let lora;
-  let adapterTensors;
-  if (adapterDir) {
-    const { loadModelConfig } = await import('../../../foundations/models/modelConfig');
-    const adapter = readLoraAdapter(adapterDir, loadModelConfig(modelDir));
-    lora = adapter.lora;
-    adapterTensors = adapter.tensors;
+  return { modelDir, adapterDir };
+}
+
+async function readAdapter(adapterDir: string, modelDir: string): Promise<LoraAdapter> {
+  const { loadModelConfig } = await import('../../../foundations/models/modelConfig');
+  return readLoraAdapter(adapterDir, loadModelConfig(modelDir));
+}
+
+/** The adapter's A and B matrices into the device state the LoRA graph reads. */
+async function setAdapterWeights(device: Device, model: ModelRuntime, adapter: LoraAdapter): Promise<void> {
+  const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
+  for (const m of loraModules(model.config, adapter.lora)) {
+    const names = loraTensorNames(m.module);
+    state[names.a] = { dtype: 'float32', ...adapter.tensors[names.a] };
+    state[names.b] = { dtype: 'float32', ...adapter.tensors[names.b] };
   }
-  const model = await ModelRuntime.load(device, modelDir, lora ? { lora } : {});
-  try {
-    if (adapterTensors && lora) {
-      const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
-      for (const m of loraModules(model.config, lora)) {
-        const names = loraTensorNames(m.module);
-        state[names.a] = { dtype: 'float32', ...adapterTensors[names.a] };
-        state[names.b] = { dtype: 'float32', ...adapterTensors[names.b] };
-      }
-      await device.setState(state);
+  await device.setState(state);
+}
+
+/** Sampling flags, defaulting to the model's generation_config.json. */
+function samplingOptions(values: ChatValues, model: ModelRuntime, template: ChatTemplate): SamplingFlags {
+  const gen = model.folder.generationConfig;
+  return {
+    temperature: numberOption('temperature', values.temperature, gen?.temperature ?? 0.7, (n) => n >= 0),
+    topP: numberOption('top-p', values['top-p'], gen?.topP ?? 1, (n) => n > 0 && n <= 1),
+    topK: numberOption('top-k', values['top-k'], gen?.topK ?? 0, (n) => Number.isInteger(n) && n >= 0),
+    maxNewTokens: numberOption('max-new-tokens', values['max-new-tokens'], 512, (n) => Number.isInteger(n) && n > 0),
+    stopTokenIds: [...new Set([...model.tokenizer.eosTokenIds, template.endOfTurnId])],
+  };
+}
+
+interface SamplingFlags {
+  temperature: number;
+  topP: number;
+  topK: number;
+  maxNewTokens: number;
+  stopTokenIds: number[];
+}
+
+interface Chat {
+  model: ModelRuntime;
+  template: ChatTemplate;
+  options: SamplingFlags;
+  policy: ModelPolicy;
+  seed: number;
+  system: string | undefined;
+}
+
+/** The conversation so far: its generation session (the KV cache), messages and token ids. */
+interface Conversation {
+  session: GenerationSession;
+  messages: ChatMessage[];
+  ids: number[];
+}
+
+async function newConversation(chat: Chat): Promise<Conversation> {
+  return {
+    session: await chat.policy.startSession(1, chat.seed),
+    messages: chat.system ? [{ role: 'system', content: chat.system }] : [],
+    ids: [],
+  };
+}
+
+/** Reads lines from stdin until /exit or end of input, replying to each. */
+async function runChat(chat: Chat, title: string): Promise<void> {
+  const rl = readline.createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    terminal: process.stdin.isTTY,
+  });
+  const lines = rl[Symbol.asyncIterator]();
+  process.stdout.write(`${title}. /reset starts over, /exit quits.\n`);
+  let conversation = await newConversation(chat);
+  for (;;) {
+    process.stdout.write('\n> ');
+    const next = await lines.next();
+    if (next.done) break;
+    const text = next.value.trim();
+    if (text === '/exit') break;
+    if (text === '/reset') {
+      await conversation.session.close();
+      conversation = await newConversation(chat);
+      continue;
     }
-    const template = model.folder.chatTemplate;
-    if (!template)
-      throw new UsageError(
-        `${values.model} has no chat template (tokenizer_config.json has no chat_template); it is a base model`,
-      );
-    const gen = model.folder.generationConfig;
-    const options = {
-      temperature: number('temperature', values.temperature, gen?.temperature ?? 0.7, (n) => n >= 0),
-      topP: number('top-p', values['top-p'], gen?.topP ?? 1, (n) => n > 0 && n <= 1),
-      topK: number('top-k', values['top-k'], gen?.topK ?? 0, (n) => Number.isInteger(n) && n >= 0),
-      maxNewTokens: number('max-new-tokens', values['max-new-tokens'], 512, (n) => Number.isInteger(n) && n > 0),
-      stopTokenIds: [...new Set([...model.tokenizer.eosTokenIds, template.endOfTurnId])],
-    };
-    const policy = new ModelPolicy(model);
-    const seed = number('seed', values.seed, 0, (n) => Number.isInteger(n) && n >= 0);
-    const rl = readline.createInterface({
-      input: process.stdin,
-      output: process.stdout,
-      terminal: process.stdin.isTTY,
-    });
-    const lines = rl[Symbol.asyncIterator]();
-    process.stdout.write(
-      `${model.config.architecture} from ${modelDir}${adapterDir ? ` + adapter ${adapterDir}` : ''}. /reset starts over, /exit quits.\n`,
-    );
-    let session = await policy.startSession(1, seed);
-    let messages: ChatMessage[] = values.system ? [{ role: 'system', content: values.system }] : [];
-    let ids: number[] = [];
-    for (;;) {
-      process.stdout.write('\n> ');
-      const next = await lines.next();
-      if (next.done) break;
-      const text = next.value.trim();
-      if (text === '/exit') break;
-      if (text === '/reset') {
-        await session.close();
-        session = await policy.startSession(1, seed);
-        messages = values.system ? [{ role: 'system', content: values.system }] : [];
-        ids = [];
-        continue;
-      }
-      if (!text) continue;
-      const user: ChatMessage = { role: 'user', content: text };
-      const append =
-        ids.length === 0
-          ? template.promptTokens([...messages, user], { addGenerationPrompt: true }).ids
-          : template.appendTokens({ messages, ids }, [user], { onHistoryRewrite: 'keep-tokens' }).ids;
-      const turnTokens: number[] = [];
-      let shown = '';
-      const [turn] = await session.generate([{ sequence: 0, append }], {
-        ...options,
-        onToken: (_s, token) => {
-          if (options.stopTokenIds.includes(token)) return;
-          turnTokens.push(token);
-          const decoded = model.tokenizer.decode(turnTokens);
-          // Print only whole characters: a token may end inside a UTF-8 sequence.
-          if (!decoded.endsWith('\uFFFD')) {
-            process.stdout.write(decoded.slice(shown.length));
-            shown = decoded;
-          }
-        },
-      });
-      process.stdout.write('\n');
-      ids = [...ids, ...append, ...turn.tokens];
-      messages = [
-        ...messages,
-        user,
-        {
-          role: 'assistant',
-          content: model.tokenizer.decode(turn.tokens.filter((t) => !options.stopTokenIds.includes(t))),
-        },
-      ];
-      if (turn.finish === 'length') {
-        process.stdout.write(`[reply cut at ${options.maxNewTokens} tokens; starting a new conversation]\n`);
-        await session.close();
-        session = await policy.startSession(1, seed);
-        messages = values.system ? [{ role: 'system', content: values.system }] : [];
-        ids = [];
-      }
+    if (!text) continue;
+    const finish = await reply(chat, conversation, text);
+    if (finish === 'length') {
+      process.stdout.write(`[reply cut at ${chat.options.maxNewTokens} tokens; starting a new conversation]\n`);
+      await conversation.session.close();
+      conversation = await newConversation(chat);
     }
-    rl.close();
-    await session.close();
-    return 0;
-  } finally {
-    model.close();
-    await device.close();
   }
+  rl.close();
+  await conversation.session.close();
+}
+
+/** One user turn and the streamed reply; the conversation grows by both. Returns how the reply ended. */
+async function reply(chat: Chat, conversation: Conversation, text: string): Promise<GeneratedTurn['finish']> {
+  const { model, template, options } = chat;
+  const { messages, ids } = conversation;
+  const user: ChatMessage = { role: 'user', content: text };
+  const append =
+    ids.length === 0
+      ? template.promptTokens([...messages, user], { addGenerationPrompt: true }).ids
+      : template.appendTokens({ messages, ids }, [user], { onHistoryRewrite: 'keep-tokens' }).ids;
+  const turnTokens: number[] = [];
+  let shown = '';
+  const [turn] = await conversation.session.generate([{ sequence: 0, append }], {
+    ...options,
+    onToken: (_s, token) => {
+      if (options.stopTokenIds.includes(token)) return;
+      turnTokens.push(token);
+      const decoded = model.tokenizer.decode(turnTokens);
+      // Print only whole characters: a token may end inside a UTF-8 sequence.
+      if (!decoded.endsWith('\uFFFD')) {
+        process.stdout.write(decoded.slice(shown.length));
+        shown = decoded;
+      }
+    },
+  });
+  process.stdout.write('\n');
+  conversation.ids = [...ids, ...append, ...turn.tokens];
+  conversation.messages = [
+    ...messages,
+    user,
+    {
+      role: 'assistant',
+      content: model.tokenizer.decode(turn.tokens.filter((t) => !options.stopTokenIds.includes(t))),
+    },
+  ];
+  return turn.finish;
 }
