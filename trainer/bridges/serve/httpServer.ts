@@ -95,92 +95,15 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
       `--host ${options.host} is reachable from other machines; set ROLLOUT_STUDIO_TOKEN or give --token-file FILE (clients send "Authorization: Bearer <token>"), or serve on 127.0.0.1`,
     );
   }
-  const config = loaded.config;
-  const mcp = await McpServers.open(config.mcpServers, {
-    baseDir: path.dirname(loaded.file),
-    ...(options.log ? { log: options.log } : {}),
-  });
-  let tools: ToolSet;
-  let placed: PlacedTools | undefined;
-  const closeTools = async () => {
-    await placed?.close();
-    await mcp.close();
+  const { tools, closeTools } = await openServedTools(loaded, options.log);
+  const routes: Routes = {
+    config: loaded.config,
+    tools,
+    service: new ToolCallService(tools, options.log ? { onLog: options.log } : {}),
+    limits: { ...DEFAULT_LIMITS, ...options.limits },
   };
-  try {
-    placed = await placeConfigTools(loaded);
-    tools = new ToolSet([...placed.tools, ...mcp.tools]);
-  } catch (error) {
-    await closeTools();
-    throw error;
-  }
-  const service = new ToolCallService(tools, options.log ? { onLog: options.log } : {});
-  const limits: GuardLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const hosts = allowedHostNames(options.host, options.allowHosts);
   const origins = new Set((options.allowOrigins ?? []).map((o) => o.toLowerCase()));
-
-  const handleMcp = async (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (req.method !== 'POST') {
-      // Stateless: no session to stream to (GET) or to end (DELETE).
-      res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          error: { code: -32000, message: 'Method not allowed: this server is stateless; POST JSON-RPC requests' },
-          id: null,
-        }),
-      );
-      return;
-    }
-    checkJsonBody(req);
-    const text = await readLimitedBody(req, limits.maxBodyBytes);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (error) {
-      res.writeHead(400, { 'content-type': 'application/json' }).end(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          error: { code: -32700, message: `Parse error: ${(error as Error).message}` },
-          id: null,
-        }),
-      );
-      return;
-    }
-    if (Array.isArray(body)) checkBatchSize(body.length, limits, 'JSON-RPC batch');
-    const server = service.mcpServer();
-    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }); // no session ids: stateless;
-    res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
-  };
-
-  const handleReward = async (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (req.method !== 'POST') return fail(res, 405, 'POST a JSON reward request to /reward');
-    checkJsonBody(req);
-    const text = await readLimitedBody(req, limits.maxBodyBytes);
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      return fail(res, 400, `the body is not JSON: ${(error as Error).message}`);
-    }
-    const items = (value as { items?: unknown } | null)?.items;
-    if (Array.isArray(items)) checkBatchSize(items.length, limits, '/reward');
-    const parsed = RewardRequest.safeParse(value);
-    if (!parsed.success) return fail(res, 400, describeIssues(parsed.error.issues));
-    try {
-      const response: RewardResponse = await scoreRewardRequest(config, tools, parsed.data, (name, args) =>
-        service.dataFor(name, args),
-      );
-      sendJson(res, 200, response);
-    } catch (error) {
-      if (error instanceof RewardRequestError) return fail(res, 400, error.message);
-      if (error instanceof RewardError) return fail(res, 500, error.message);
-      throw error;
-    }
-  };
 
   const server = http.createServer((req, res) => {
     const route = new URL(req.url ?? '/', 'http://localhost').pathname;
@@ -199,24 +122,14 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
           : route === '/health'
             ? async () => sendJson(res, 200, { ok: true, tools: tools.names })
             : async () => fail(res, 404, `no route ${route}; the routes are /mcp, /reward and /health`);
-    handle(req, res).catch((error: unknown) => {
+    handle(routes, req, res).catch((error: unknown) => {
       if (error instanceof RefusedRequest) return refuse(req, res, error);
       options.log?.(`serve-tools: ${req.method} ${route} failed: ${(error as Error).stack ?? String(error)}`);
       if (!res.headersSent) fail(res, 500, (error as Error).message ?? String(error));
       else res.end();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  }).catch(async (error: NodeJS.ErrnoException) => {
-    await closeTools();
-    throw new ServeConfigError(
-      error.code === 'EADDRINUSE'
-        ? `port ${options.port} on ${options.host} is in use; choose another with --port`
-        : `cannot listen on ${options.host}:${options.port}: ${error.message}`,
-    );
-  });
+  await listen(server, options, closeTools);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
@@ -228,4 +141,116 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
       await closeTools();
     },
   };
+}
+
+/** What the route handlers serve from. */
+interface Routes {
+  config: LoadedConfig['config'];
+  tools: ToolSet;
+  service: ToolCallService;
+  limits: GuardLimits;
+}
+
+/** The config's own tools and its MCP servers' as one set; on a failure, whatever was opened is closed. */
+async function openServedTools(
+  loaded: LoadedConfig,
+  log: ((line: string) => void) | undefined,
+): Promise<{ tools: ToolSet; closeTools: () => Promise<void> }> {
+  const mcp = await McpServers.open(loaded.config.mcpServers, {
+    baseDir: path.dirname(loaded.file),
+    ...(log ? { log } : {}),
+  });
+  let placed: PlacedTools | undefined;
+  const closeTools = async () => {
+    await placed?.close();
+    await mcp.close();
+  };
+  try {
+    placed = await placeConfigTools(loaded);
+    return { tools: new ToolSet([...placed.tools, ...mcp.tools]), closeTools };
+  } catch (error) {
+    await closeTools();
+    throw error;
+  }
+}
+
+/** /mcp: one stateless MCP exchange per POST, a fresh server and transport for each. */
+async function handleMcp(routes: Routes, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  if (req.method !== 'POST') {
+    // Stateless: no session to stream to (GET) or to end (DELETE).
+    res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        error: { code: -32000, message: 'Method not allowed: this server is stateless; POST JSON-RPC requests' },
+        id: null,
+      }),
+    );
+    return;
+  }
+  checkJsonBody(req);
+  const text = await readLimitedBody(req, routes.limits.maxBodyBytes);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    res.writeHead(400, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        error: { code: -32700, message: `Parse error: ${(error as Error).message}` },
+        id: null,
+      }),
+    );
+    return;
+  }
+  if (Array.isArray(body)) checkBatchSize(body.length, routes.limits, 'JSON-RPC batch');
+  const server = routes.service.mcpServer();
+  const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }); // no session ids: stateless;
+  res.on('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, body);
+}
+
+/** /reward: a RewardRequest scored by the config's reward functions. */
+async function handleReward(routes: Routes, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  if (req.method !== 'POST') return fail(res, 405, 'POST a JSON reward request to /reward');
+  checkJsonBody(req);
+  const text = await readLimitedBody(req, routes.limits.maxBodyBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return fail(res, 400, `the body is not JSON: ${(error as Error).message}`);
+  }
+  const items = (value as { items?: unknown } | null)?.items;
+  if (Array.isArray(items)) checkBatchSize(items.length, routes.limits, '/reward');
+  const parsed = RewardRequest.safeParse(value);
+  if (!parsed.success) return fail(res, 400, describeIssues(parsed.error.issues));
+  try {
+    const response: RewardResponse = await scoreRewardRequest(routes.config, routes.tools, parsed.data, (name, args) =>
+      routes.service.dataFor(name, args),
+    );
+    sendJson(res, 200, response);
+  } catch (error) {
+    if (error instanceof RewardRequestError) return fail(res, 400, error.message);
+    if (error instanceof RewardError) return fail(res, 500, error.message);
+    throw error;
+  }
+}
+
+/** Listens on the options' host and port; on failure closes the tools and says why in a ServeConfigError. */
+async function listen(server: http.Server, options: ServeOptions, closeTools: () => Promise<void>): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  }).catch(async (error: NodeJS.ErrnoException) => {
+    await closeTools();
+    throw new ServeConfigError(
+      error.code === 'EADDRINUSE'
+        ? `port ${options.port} on ${options.host} is in use; choose another with --port`
+        : `cannot listen on ${options.host}:${options.port}: ${error.message}`,
+    );
+  });
 }
