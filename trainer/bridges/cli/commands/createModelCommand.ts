@@ -93,8 +93,10 @@ function oneOf<T extends string>(flag: string, value: string | undefined, allowe
   return value as T;
 }
 
-export async function createModelCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+type CreateModelValues = ReturnType<typeof parseCreateModelArgs>;
+
+function parseCreateModelArgs(argv: string[]) {
+  return parseArgs({
     args: argv,
     options: {
       family: { type: 'string' },
@@ -126,7 +128,38 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     },
     strict: true,
     allowPositionals: false,
-  });
+  }).values;
+}
+
+const VISION_FLAGS = [
+  'vision-depth',
+  'vision-width',
+  'vision-heads',
+  'vision-mlp',
+  'patch-size',
+  'merge-size',
+  'window-size',
+  'min-pixels',
+  'max-pixels',
+] as const;
+
+export async function createModelCommand(argv: string[]): Promise<number> {
+  const values = parseCreateModelArgs(argv);
+  const options = await createOptions(values);
+  let created: ReturnType<typeof createModel>;
+  try {
+    created = createModel(options);
+  } catch (error) {
+    // Bad sizes or an unusable tokenizer folder are the user's input: no stack trace.
+    if (error instanceof ModelConfigError || error instanceof TokenizerError) throw new UsageError(error.message);
+    throw error;
+  }
+  process.stdout.write(describeCreated(options.outDir, options.dtype, created));
+  return 0;
+}
+
+/** createModel's options from the flags, each checked in the order the flags are read. */
+async function createOptions(values: CreateModelValues) {
   const positive = (flag: string): number => {
     const n = integer(flag, required(flag, values[flag as keyof typeof values] as string | undefined))!;
     if (n === 0) throw new UsageError(`--${flag}: must be at least 1`);
@@ -141,43 +174,8 @@ export async function createModelCommand(argv: string[]): Promise<number> {
   ] as const)!;
   const family: ModelFamily | VisionLanguageFamily =
     familyName === 'qwen2-vl' ? 'qwen2_vl' : familyName === 'qwen2.5-vl' ? 'qwen2_5_vl' : familyName;
-  const visionFlags = [
-    'vision-depth',
-    'vision-width',
-    'vision-heads',
-    'vision-mlp',
-    'patch-size',
-    'merge-size',
-    'window-size',
-    'min-pixels',
-    'max-pixels',
-  ] as const;
-  const given = visionFlags.filter((flag) => values[flag] !== undefined);
-  if (given.length && !isVisionLanguageType(family))
-    throw new UsageError(
-      `--${given[0]}: only for the vision-language families (qwen2-vl, qwen2.5-vl), not ${familyName}`,
-    );
-  const visionOption = (flag: (typeof visionFlags)[number]) => {
-    const n = integer(flag, values[flag]);
-    if (n === 0) throw new UsageError(`--${flag}: must be at least 1`);
-    return n;
-  };
-  const vision = isVisionLanguageType(family)
-    ? Object.fromEntries(
-        Object.entries({
-          depth: visionOption('vision-depth'),
-          width: visionOption('vision-width'),
-          heads: visionOption('vision-heads'),
-          mlpSize: visionOption('vision-mlp'),
-          patchSize: visionOption('patch-size'),
-          mergeSize: visionOption('merge-size'),
-          windowSize: visionOption('window-size'),
-          minPixels: visionOption('min-pixels'),
-          maxPixels: visionOption('max-pixels'),
-        }).filter(([, v]) => v !== undefined),
-      )
-    : undefined;
-  const options = {
+  const vision = visionOptions(values, family, familyName);
+  return {
     family,
     layers: positive('layers'),
     hidden: positive('hidden'),
@@ -199,24 +197,48 @@ export async function createModelCommand(argv: string[]): Promise<number> {
     overwrite: values.force,
     ...(vision ? { vision: { depth: 2, width: 32, heads: 4, ...vision } } : {}),
   };
-  let created: ReturnType<typeof createModel>;
-  try {
-    created = createModel(options);
-  } catch (error) {
-    // Bad sizes or an unusable tokenizer folder are the user's input: no stack trace.
-    if (error instanceof ModelConfigError || error instanceof TokenizerError) throw new UsageError(error.message);
-    throw error;
-  }
+}
+
+/** The vision tower's flags (vision-language families only; refused for the others), those given. */
+function visionOptions(values: CreateModelValues, family: ModelFamily | VisionLanguageFamily, familyName: string) {
+  const given = VISION_FLAGS.filter((flag) => values[flag] !== undefined);
+  if (given.length && !isVisionLanguageType(family))
+    throw new UsageError(
+      `--${given[0]}: only for the vision-language families (qwen2-vl, qwen2.5-vl), not ${familyName}`,
+    );
+  const visionOption = (flag: (typeof VISION_FLAGS)[number]) => {
+    const n = integer(flag, values[flag]);
+    if (n === 0) throw new UsageError(`--${flag}: must be at least 1`);
+    return n;
+  };
+  return isVisionLanguageType(family)
+    ? Object.fromEntries(
+        Object.entries({
+          depth: visionOption('vision-depth'),
+          width: visionOption('vision-width'),
+          heads: visionOption('vision-heads'),
+          mlpSize: visionOption('vision-mlp'),
+          patchSize: visionOption('patch-size'),
+          mergeSize: visionOption('merge-size'),
+          windowSize: visionOption('window-size'),
+          minPixels: visionOption('min-pixels'),
+          maxPixels: visionOption('max-pixels'),
+        }).filter(([, v]) => v !== undefined),
+      )
+    : undefined;
+}
+
+/** What was written: the architecture's sizes, the vision tower's, the parameter count and the files. */
+function describeCreated(outDir: string, dtype: string | undefined, created: ReturnType<typeof createModel>): string {
   const { config } = created;
-  process.stdout.write(
-    `wrote ${options.outDir}: ${config.family} (${config.architecture}), ${config.numLayers} layers, hidden ${config.hiddenSize}, ` +
-      `${config.numHeads} heads / ${config.numKvHeads} kv heads of ${config.headDim}, intermediate ${config.intermediateSize}, ` +
-      `vocabulary ${config.vocabSize}${config.tieWordEmbeddings ? ', tied embeddings' : ''}; ` +
-      (config.vision
-        ? `vision tower: ${config.vision.depth} blocks of width ${config.vision.width}, patch ${config.vision.patchSize}, merge ${config.vision.spatialMergeSize}; `
-        : '') +
-      `${created.parameters.toLocaleString('en-US')} parameters in ${options.dtype ?? 'float32'}\n` +
-      `files: ${created.files.join(', ')}\n`,
+  return (
+    `wrote ${outDir}: ${config.family} (${config.architecture}), ${config.numLayers} layers, hidden ${config.hiddenSize}, ` +
+    `${config.numHeads} heads / ${config.numKvHeads} kv heads of ${config.headDim}, intermediate ${config.intermediateSize}, ` +
+    `vocabulary ${config.vocabSize}${config.tieWordEmbeddings ? ', tied embeddings' : ''}; ` +
+    (config.vision
+      ? `vision tower: ${config.vision.depth} blocks of width ${config.vision.width}, patch ${config.vision.patchSize}, merge ${config.vision.spatialMergeSize}; `
+      : '') +
+    `${created.parameters.toLocaleString('en-US')} parameters in ${dtype ?? 'float32'}\n` +
+    `files: ${created.files.join(', ')}\n`
   );
-  return 0;
 }
