@@ -80,21 +80,58 @@ function table(rows: string[][]): string {
     .join('\n');
 }
 
+type WriteFile = (relative: string, text: string, mode?: number) => void;
+
 export async function exportVerl(loaded: LoadedConfig, options: ExportOptions): Promise<ExportResult> {
   const config = loaded.config;
-  const name = (config.name ?? path.basename(loaded.file).replace(/\.config\.ts$|\.ts$/, '')).replace(
-    /[^A-Za-z0-9_.-]+/g,
-    '-',
-  );
+  const name = exportName(loaded);
   const out = path.resolve(options.out);
   for (const dir of ['data', 'tools', 'reward']) fs.mkdirSync(path.join(out, dir), { recursive: true });
   const files: string[] = [];
-  const write = (relative: string, text: string, mode?: number) => {
+  const write: WriteFile = (relative, text, mode) => {
     const file = path.join(out, relative);
     fs.writeFileSync(file, text, mode !== undefined ? { mode } : undefined);
     files.push(relative);
   };
 
+  const { train, val } = writeDatasets(loaded, name, out, files);
+  const url = options.url.replace(/\/+$/, '');
+  const hasTools = config.tools.length > 0 || Object.keys(config.mcpServers).length > 0;
+  if (hasTools) writeToolConfig(loaded, url, write);
+  write('reward/rollout_studio_reward.py', rewardModuleSource(`${url}/reward`));
+
+  const mapping = mapSettings(config);
+  const mapped = mapping.mapped.filter((m) => m.key !== '(dataset)');
+  const overrides: [string, HydraValue | string][] = [
+    ...fixedOverrides(name, hasTools, val !== undefined),
+    ...mapped.map((m): [string, HydraValue] => [m.key, m.value]),
+  ];
+  write('launch.sh', launchScript(loaded, url, hasTools, overrides), 0o755);
+  const readme = exportReadme({
+    loaded,
+    out,
+    name,
+    url,
+    hasTools,
+    mapping,
+    trainRows: train.rows.length,
+    valRows: val?.rows.length,
+  });
+  write('README.md', readme);
+  return { files, mapping, overrides, trainRows: train.rows.length, valRows: val?.rows.length ?? 0 };
+}
+
+/** The run's name for verl (trainer.experiment_name, data_source): the config's name or file name, in safe characters. */
+function exportName(loaded: LoadedConfig): string {
+  return (loaded.config.name ?? path.basename(loaded.file).replace(/\.config\.ts$|\.ts$/, '')).replace(
+    /[^A-Za-z0-9_.-]+/g,
+    '-',
+  );
+}
+
+/** data/train.parquet, and data/val.parquet when the config has evaluation data. */
+function writeDatasets(loaded: LoadedConfig, name: string, out: string, files: string[]) {
+  const config = loaded.config;
   const train = loadJsonlDataset(loaded.resolve(config.data.train), { fields: config.data.fields });
   const valFile = config.evaluation.data ?? config.data.eval;
   const val = valFile ? loadJsonlDataset(loaded.resolve(valFile), { fields: config.data.fields }) : undefined;
@@ -108,21 +145,23 @@ export async function exportVerl(loaded: LoadedConfig, options: ExportOptions): 
     writeVerlParquet(path.join(out, 'data/val.parquet'), toVerlRows(val.rows, { ...rowOptions, split: 'val' }));
     files.push('data/val.parquet');
   }
+  return { train, val };
+}
 
-  const url = options.url.replace(/\/+$/, '');
-  const hasTools = config.tools.length > 0 || Object.keys(config.mcpServers).length > 0;
-  if (hasTools) {
-    const timeoutS =
-      Math.ceil(
-        Math.max(
-          30_000,
-          ...config.tools.map((t) => t.timeoutMs),
-          ...Object.values(config.mcpServers).map((s) => s.timeoutMs),
-        ) / 1000,
-      ) + 5;
-    write(
-      'tools/tool_config.yaml',
-      `# verl's tool config (verl/tools/utils/tool_registry.py): every tool of ${path.basename(loaded.file)}, served by
+/** tools/tool_config.yaml and tools/mcp_server.json: verl's MCP tool, pointed at serve-tools' /mcp. */
+function writeToolConfig(loaded: LoadedConfig, url: string, write: WriteFile): void {
+  const config = loaded.config;
+  const timeoutS =
+    Math.ceil(
+      Math.max(
+        30_000,
+        ...config.tools.map((t) => t.timeoutMs),
+        ...Object.values(config.mcpServers).map((s) => s.timeoutMs),
+      ) / 1000,
+    ) + 5;
+  write(
+    'tools/tool_config.yaml',
+    `# verl's tool config (verl/tools/utils/tool_registry.py): every tool of ${path.basename(loaded.file)}, served by
 # \`rollout-studio serve-tools\` over MCP. The path below is read from the folder launch.sh runs in.
 tools:
   - class_name: verl.tools.mcp_base_tool.MCPBaseTool
@@ -133,26 +172,24 @@ tools:
     mcp:
       mcp_servers_config_path: tools/mcp_server.json
 `,
-    );
-    // One server only: fastmcp's client prefixes tool names with the server's name when it holds several.
-    // No "auth_token": verl's client manager then switches to the legacy SSE transport; a header keeps Streamable HTTP.
-    write(
-      'tools/mcp_server.json',
-      JSON.stringify({ mcpServers: { 'rollout-studio': { url: `${url}/mcp`, transport: 'http' } } }, null, 2) + '\n',
-    );
-  }
-  write('reward/rollout_studio_reward.py', rewardModuleSource(`${url}/reward`));
-
-  const mapping = mapSettings(config);
-  const mapped = mapping.mapped.filter((m) => m.key !== '(dataset)');
-  const overrides: [string, HydraValue | string][] = [
-    ...fixedOverrides(name, hasTools, val !== undefined),
-    ...mapped.map((m): [string, HydraValue] => [m.key, m.value]),
-  ];
-  const modelPath = loaded.resolve(config.model.path);
+  );
+  // One server only: fastmcp's client prefixes tool names with the server's name when it holds several.
+  // No "auth_token": verl's client manager then switches to the legacy SSE transport; a header keeps Streamable HTTP.
   write(
-    'launch.sh',
-    `#!/usr/bin/env bash
+    'tools/mcp_server.json',
+    JSON.stringify({ mcpServers: { 'rollout-studio': { url: `${url}/mcp`, transport: 'http' } } }, null, 2) + '\n',
+  );
+}
+
+/** launch.sh: verl's main_ppo with every override, the MCP server file rewritten for the URL and token first. */
+function launchScript(
+  loaded: LoadedConfig,
+  url: string,
+  hasTools: boolean,
+  overrides: [string, HydraValue | string][],
+): string {
+  const modelPath = loaded.resolve(loaded.config.model.path);
+  return `#!/usr/bin/env bash
 # verl's PPO trainer on ${path.basename(loaded.file)}, written by \`rollout-studio export verl\`.
 # Start \`rollout-studio serve-tools ${path.basename(loaded.file)}\` where this machine can reach it first (see README.md).
 # Extra Hydra overrides on the command line win: ./launch.sh trainer.n_gpus_per_node=4
@@ -183,14 +220,23 @@ PY
 }python3 -m verl.trainer.main_ppo \\
 ${overrides.map(([k, v]) => `  ${overrideLine(k, v)} \\`).join('\n')}
   "$@"
-`,
-    0o755,
-  );
+`;
+}
 
+/** README.md: how to run the export, and the tables of mapped and unmappable settings. */
+function exportReadme(facts: {
+  loaded: LoadedConfig;
+  out: string;
+  name: string;
+  url: string;
+  hasTools: boolean;
+  mapping: SettingsMapping;
+  trainRows: number;
+  valRows: number | undefined;
+}): string {
+  const { loaded, out, name, url, hasTools, mapping, trainRows, valRows } = facts;
   const relConfig = path.relative(out, loaded.file);
-  write(
-    'README.md',
-    `# ${name} on verl
+  return `# ${name} on verl
 
 Written by \`rollout-studio export verl ${relConfig}\`. verl (github.com/volcengine/verl; keys checked against commit
 b178a3cd56f58b2d502255daba591e92833930a7) trains the policy; Rollout Studio serves the config's tools and rewards.
@@ -207,7 +253,7 @@ b178a3cd56f58b2d502255daba591e92833930a7) trains the policy; Rollout Studio serv
 
        npx rollout-studio import verl verl-run/rollouts --metrics verl-run/metrics.jsonl --follow
 
-Data: ${train.rows.length} training rows${val ? `, ${val.rows.length} validation rows` : ''}. Tools: ${hasTools ? 'served at ' + url + '/mcp' : 'none'}.
+Data: ${trainRows} training rows${valRows !== undefined ? `, ${valRows} validation rows` : ''}. Tools: ${hasTools ? 'served at ' + url + '/mcp' : 'none'}.
 
 ## Settings verl receives
 
@@ -216,7 +262,5 @@ ${table([['our setting', 'verl key', 'value', 'note'], ...mapping.mapped.map((m)
 ## Settings verl cannot express
 
 ${table([['our setting', 'value', 'why'], ...mapping.unmapped.map((u) => [u.setting, u.value, u.why])])}
-`,
-  );
-  return { files, mapping, overrides, trainRows: train.rows.length, valRows: val?.rows.length ?? 0 };
+`;
 }
