@@ -34,7 +34,8 @@ as model.path is downloaded into the Hugging Face cache first (see rollout-studi
 Ctrl-C (or SIGTERM, SIGHUP) stops cleanly after the current turn, records the run as stopped
 and exits with 128 + the signal's number (130 for Ctrl-C); a second one aborts at once.`;
 
-export async function trainCommand(argv: string[]): Promise<number> {
+/** The flags, checked: exactly one config file, --on-miss error or live, --steps a positive integer. */
+function parseTrainArgs(argv: string[]) {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -63,6 +64,11 @@ export async function trainCommand(argv: string[]): Promise<number> {
   };
   if (steps !== undefined && (!Number.isInteger(steps) || steps < 1))
     throw new UsageError(`--steps: expected a positive integer, got "${values.steps}"`);
+  return { values, configFile: positionals[0], steps, toolCassette };
+}
+
+export async function trainCommand(argv: string[]): Promise<number> {
+  const { values, configFile, steps, toolCassette } = parseTrainArgs(argv);
   const control = new RunControl();
   const ipc = values.ipc && hasParent();
   // `train … | head -2`: the reader went away; the run stops cleanly, marked stopped, as after Ctrl-C.
@@ -72,46 +78,9 @@ export async function trainCommand(argv: string[]): Promise<number> {
   const send = (message: TrainerMessage) => {
     if (hasParent()) void sendToParent(message).catch(() => control.stop());
   };
-  if (ipc) {
-    // Listening before the config loads: a stop or a disconnect during loading is not missed.
-    process.on('message', (raw) => {
-      const message = parseWith(ControlMessage, raw, 'control message from the extension');
-      switch (message.type) {
-        case 'pause':
-          control.pause();
-          break;
-        case 'resume':
-          control.resume();
-          break;
-        case 'stop':
-          control.stop();
-          break;
-        case 'debug.configure':
-          control.configureHolding(message.hold, message.points);
-          break;
-        case 'debug.release':
-          control.release(message.id);
-          break;
-      }
-    });
-    // The extension going away (window closed or reloaded) ends the run cleanly. Its ends of
-    // stdout and stderr are gone too: a late write must not fail the run (EPIPE) before it is marked stopped.
-    process.on('disconnect', () => {
-      for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
-      control.stop();
-    });
-    if (!process.connected) control.stop();
-    control.onHold = (id, point, trajectories, metrics) =>
-      send({
-        protocol: PROTOCOL_VERSION,
-        type: 'debug.hold',
-        id,
-        point,
-        trajectories,
-        ...(metrics ? { metrics } : {}),
-      });
-  }
-  const loaded = await loadConfig(positionals[0]);
+  // Listening before the config loads: a stop or a disconnect during loading is not missed.
+  if (ipc) listenToExtension(control, send);
+  const loaded = await loadConfig(configFile);
   const device = await resolveDevice(values.device ?? loaded.config.device);
   const progress = ipc ? undefined : new ProgressLine(process.stderr);
   const events = (event: TrainingEvent) => {
@@ -145,6 +114,49 @@ export async function trainCommand(argv: string[]): Promise<number> {
   // Stopped by a signal: the shell convention 128 + its number, so a supervisor (docker, systemd, timeout) sees why.
   const signal = stoppedBy();
   return signal ? 128 + os.constants.signals[signal] : 0;
+}
+
+/**
+ * The extension's control messages (pause, resume, stop, the debugger's holds) drive the run; its
+ * going away stops it; the run's holds are reported back to it.
+ */
+function listenToExtension(control: RunControl, send: (message: TrainerMessage) => void): void {
+  process.on('message', (raw) => {
+    const message = parseWith(ControlMessage, raw, 'control message from the extension');
+    switch (message.type) {
+      case 'pause':
+        control.pause();
+        break;
+      case 'resume':
+        control.resume();
+        break;
+      case 'stop':
+        control.stop();
+        break;
+      case 'debug.configure':
+        control.configureHolding(message.hold, message.points);
+        break;
+      case 'debug.release':
+        control.release(message.id);
+        break;
+    }
+  });
+  // The extension going away (window closed or reloaded) ends the run cleanly. Its ends of
+  // stdout and stderr are gone too: a late write must not fail the run (EPIPE) before it is marked stopped.
+  process.on('disconnect', () => {
+    for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+    control.stop();
+  });
+  if (!process.connected) control.stop();
+  control.onHold = (id, point, trajectories, metrics) =>
+    send({
+      protocol: PROTOCOL_VERSION,
+      type: 'debug.hold',
+      id,
+      point,
+      trajectories,
+      ...(metrics ? { metrics } : {}),
+    });
 }
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
