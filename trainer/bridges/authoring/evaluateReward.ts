@@ -244,7 +244,30 @@ export async function evaluateReward(
   const samples: RewardSample[] = [];
   const notes: string[] = [];
   const rows = input.data?.rows ?? [];
+  await scoreReferenceSamples(scorer, input, samples, notes);
+  if (input.recorded) await scoreRecordedSamples(scorer, kind, input, input.recorded, samples, notes);
+  notes.push(...rewardConfigNotes(value, kind, tools));
 
+  return {
+    file: input.file,
+    export: input.exportPath,
+    kind,
+    rewards: scorer.names,
+    ...(input.data ? { data: { file: input.data.file, rows: rows.length } } : {}),
+    ...(input.recorded ? { run: { dir: input.recorded.dir, steps: input.recorded.steps } } : {}),
+    samples,
+    summary: summarize(samples),
+    notes,
+  };
+}
+
+/** Each row's gold-answer and no-answer reference trajectories, scored; a note where they cannot be. */
+async function scoreReferenceSamples(
+  scorer: Scorer,
+  input: EvaluationInput,
+  samples: RewardSample[],
+  notes: string[],
+): Promise<void> {
   if (!input.data)
     notes.push('no dataset: reference trajectories need dataset rows (pick a training config or a JSONL file)');
   else if (scorer.needsCalls)
@@ -253,7 +276,7 @@ export async function evaluateReward(
     );
   else {
     let withoutAnswer = 0;
-    for (const row of rows.slice(0, input.samples)) {
+    for (const row of input.data.rows.slice(0, input.samples)) {
       const gold = goldAnswerText(row);
       if (gold === undefined) withoutAnswer++;
       const label = rowLabel(row);
@@ -279,45 +302,58 @@ export async function evaluateReward(
         `${withoutAnswer} row${withoutAnswer === 1 ? ' has' : 's have'} no "answer" or "answers" field: no gold-answer trajectory was made for ${withoutAnswer === 1 ? 'it' : 'them'}`,
       );
   }
+}
 
-  if (input.recorded) {
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    let missing = 0;
-    let taken = 0;
-    for (const record of input.recorded.records) {
-      if (taken >= input.samples) break;
-      const row = byId.get(record.rowId);
-      if (!row) {
-        missing++;
-        continue;
-      }
-      taken++;
-      const recorded = {
-        outcome: record.rewards.outcome,
-        process: record.rewards.process,
-        total: record.rewards.total,
-        ...record.rewards.components,
-      };
-      const label = `${input.recorded.dir.split(/[\\/]/).pop()} step ${record.step} #${record.index}`;
-      samples.push(
-        await scoreSample(scorer, recordedTrajectory(record, row), {
-          source: 'recorded',
-          label,
-          rowId: record.rowId,
-          recorded,
-        }),
-      );
+/** The run's recorded trajectories whose rows are in the dataset, scored with what the run recorded alongside. */
+async function scoreRecordedSamples(
+  scorer: Scorer,
+  kind: RewardKind,
+  input: EvaluationInput,
+  recordedSamples: RecordedSamples,
+  samples: RewardSample[],
+  notes: string[],
+): Promise<void> {
+  const byId = new Map((input.data?.rows ?? []).map((row) => [row.id, row]));
+  let missing = 0;
+  let taken = 0;
+  for (const record of recordedSamples.records) {
+    if (taken >= input.samples) break;
+    const row = byId.get(record.rowId);
+    if (!row) {
+      missing++;
+      continue;
     }
-    if (missing) {
-      notes.push(
-        `${missing} recorded trajector${missing === 1 ? 'y was' : 'ies were'} skipped: ${missing === 1 ? 'its row is' : 'their rows are'} not in ${input.data?.file ?? 'the dataset (none was given)'}`,
-      );
-    }
-    if (kind !== 'outcome' && kind !== 'function')
-      notes.push(
-        "recorded calls keep the observation the policy saw, not the tool's result data: rewards that read call.result.data see none",
-      );
+    taken++;
+    const recorded = {
+      outcome: record.rewards.outcome,
+      process: record.rewards.process,
+      total: record.rewards.total,
+      ...record.rewards.components,
+    };
+    const label = `${recordedSamples.dir.split(/[\\/]/).pop()} step ${record.step} #${record.index}`;
+    samples.push(
+      await scoreSample(scorer, recordedTrajectory(record, row), {
+        source: 'recorded',
+        label,
+        rowId: record.rowId,
+        recorded,
+      }),
+    );
   }
+  if (missing) {
+    notes.push(
+      `${missing} recorded trajector${missing === 1 ? 'y was' : 'ies were'} skipped: ${missing === 1 ? 'its row is' : 'their rows are'} not in ${input.data?.file ?? 'the dataset (none was given)'}`,
+    );
+  }
+  if (kind !== 'outcome' && kind !== 'function')
+    notes.push(
+      "recorded calls keep the observation the policy saw, not the tool's result data: rewards that read call.result.data see none",
+    );
+}
+
+/** What a whole RewardConfig does in training that evaluating it here cannot show. */
+function rewardConfigNotes(value: unknown, kind: RewardKind, tools: ToolSet): string[] {
+  const notes: string[] = [];
   if (kind === 'config' && (value as RewardConfig).combine === 'agent-r1') {
     notes.push(
       'combine "agent-r1" divides process rewards by the largest reward-to-go of the batch; here each trajectory is scored alone, so its process part is normalised by its own',
@@ -326,16 +362,5 @@ export async function evaluateReward(
   if (kind === 'config' && tools.tools.length === 0 && (value as RewardConfig).toolRewards !== false) {
     notes.push("the tools' own reward hooks were not evaluated: no tools were given (evaluate with a training config)");
   }
-
-  return {
-    file: input.file,
-    export: input.exportPath,
-    kind,
-    rewards: scorer.names,
-    ...(input.data ? { data: { file: input.data.file, rows: rows.length } } : {}),
-    ...(input.recorded ? { run: { dir: input.recorded.dir, steps: input.recorded.steps } } : {}),
-    samples,
-    summary: summarize(samples),
-    notes,
-  };
+  return notes;
 }
