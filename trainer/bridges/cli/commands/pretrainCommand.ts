@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { pretrain } from '../../../bases/recipes/pretrain';
+import { pretrain, type PretrainResult } from '../../../bases/recipes/pretrain';
 import { BUILT_IN_PREFIX } from '../../../foundations/models/builtinModels';
 import {
   BASE_RECIPE,
@@ -39,8 +39,8 @@ function positive(flag: string, value: string | undefined): number | undefined {
   return n;
 }
 
-export async function pretrainCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+function parsePretrainArgs(argv: string[]) {
+  return parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
@@ -54,36 +54,12 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
+}
+
+export async function pretrainCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parsePretrainArgs(argv);
   if (positionals.length > 1) throw new UsageError('expected at most one recipe file');
-  let recipe: Recipe;
-  try {
-    const named = positionals[0]?.startsWith(BUILT_IN_PREFIX)
-      ? positionals[0].slice(BUILT_IN_PREFIX.length)
-      : undefined;
-    if (named !== undefined && !BUILT_IN_RECIPES[named])
-      throw new RecipeError(
-        `"${positionals[0]}" is not a built-in model's recipe (known: ${Object.keys(BUILT_IN_RECIPES)
-          .map((n) => BUILT_IN_PREFIX + n)
-          .join(', ')})`,
-      );
-    recipe =
-      named !== undefined ? BUILT_IN_RECIPES[named] : positionals.length ? loadRecipe(positionals[0]) : BASE_RECIPE;
-    const steps = positive('steps', values.steps);
-    const seed = positive('seed', values.seed);
-    if (steps !== undefined || seed !== undefined) {
-      recipe = parseRecipe(
-        {
-          ...recipe,
-          ...(seed !== undefined ? { seed } : {}),
-          optimization: { ...recipe.optimization, ...(steps !== undefined ? { steps } : {}) },
-        },
-        'the recipe with --steps/--seed',
-      );
-    }
-  } catch (error) {
-    if (error instanceof RecipeError) throw new UsageError(error.message);
-    throw error;
-  }
+  const recipe = chooseRecipe(positionals[0], values);
   if (values['print-recipe']) {
     process.stdout.write(JSON.stringify(recipe, null, 2) + '\n');
     return 0;
@@ -117,24 +93,61 @@ export async function pretrainCommand(argv: string[]): Promise<number> {
         ` steps=${result.steps} seconds=${result.seconds.toFixed(0)}\n`,
     );
   }
-  if (values.compare) {
-    const reference = new Map<number, number>();
-    for (const line of fs.readFileSync(values.compare, 'utf8').split('\n')) {
-      if (!line.trim()) continue;
-      const record = JSON.parse(line) as { kind?: string; step?: number; loss?: number };
-      if (record.kind === 'train' && typeof record.step === 'number' && typeof record.loss === 'number')
-        reference.set(record.step, record.loss);
-    }
-    const first = result.steps - result.losses.length + 1;
-    const pairs = result.losses
-      .map((loss, i) => [first + i, loss, reference.get(first + i)] as const)
-      .filter(([, , r]) => r !== undefined);
-    if (pairs.length === 0)
-      throw new UsageError(`--compare: ${values.compare} has no training losses for steps ${first}–${result.steps}`);
-    const worst = Math.max(...pairs.map(([, a, b]) => Math.abs(a - b!)));
-    process.stdout.write(
-      `RESULT compared_steps=${pairs.length} identical=${pairs.every(([, a, b]) => a === b)} max_abs_loss_difference=${worst.toExponential(2)}\n`,
-    );
-  }
+  if (values.compare) compareLosses(values.compare, result);
   return 0;
+}
+
+/** The recipe: a built-in one (rollout-studio:<name>), a file, or the base's; with --steps and --seed applied. */
+function chooseRecipe(
+  spec: string | undefined,
+  values: { steps?: string | undefined; seed?: string | undefined },
+): Recipe {
+  let recipe: Recipe;
+  try {
+    const named = spec?.startsWith(BUILT_IN_PREFIX) ? spec.slice(BUILT_IN_PREFIX.length) : undefined;
+    if (named !== undefined && !BUILT_IN_RECIPES[named])
+      throw new RecipeError(
+        `"${spec}" is not a built-in model's recipe (known: ${Object.keys(BUILT_IN_RECIPES)
+          .map((n) => BUILT_IN_PREFIX + n)
+          .join(', ')})`,
+      );
+    recipe = named !== undefined ? BUILT_IN_RECIPES[named] : spec !== undefined ? loadRecipe(spec) : BASE_RECIPE;
+    const steps = positive('steps', values.steps);
+    const seed = positive('seed', values.seed);
+    if (steps !== undefined || seed !== undefined) {
+      recipe = parseRecipe(
+        {
+          ...recipe,
+          ...(seed !== undefined ? { seed } : {}),
+          optimization: { ...recipe.optimization, ...(steps !== undefined ? { steps } : {}) },
+        },
+        'the recipe with --steps/--seed',
+      );
+    }
+  } catch (error) {
+    if (error instanceof RecipeError) throw new UsageError(error.message);
+    throw error;
+  }
+  return recipe;
+}
+
+/** --compare: this run's training losses against another run's metrics.jsonl, step by step. */
+function compareLosses(file: string, result: PretrainResult): void {
+  const reference = new Map<number, number>();
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const record = JSON.parse(line) as { kind?: string; step?: number; loss?: number };
+    if (record.kind === 'train' && typeof record.step === 'number' && typeof record.loss === 'number')
+      reference.set(record.step, record.loss);
+  }
+  const first = result.steps - result.losses.length + 1;
+  const pairs = result.losses
+    .map((loss, i) => [first + i, loss, reference.get(first + i)] as const)
+    .filter(([, , r]) => r !== undefined);
+  if (pairs.length === 0)
+    throw new UsageError(`--compare: ${file} has no training losses for steps ${first}–${result.steps}`);
+  const worst = Math.max(...pairs.map(([, a, b]) => Math.abs(a - b!)));
+  process.stdout.write(
+    `RESULT compared_steps=${pairs.length} identical=${pairs.every(([, a, b]) => a === b)} max_abs_loss_difference=${worst.toExponential(2)}\n`,
+  );
 }
