@@ -3,6 +3,7 @@ import { contentText } from '../../contract/protocol/chatMessages';
 import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../../contract/protocol/runStore';
 import { encodeFloat32, encodeInt32, encodeUint8 } from '../../contract/protocol/tokens';
 import { HermesFormat } from '../../pipeline/rollout/formats/hermes';
+import type { ParsedToolCall } from '../../pipeline/rollout/formats/toolCallFormat';
 import { readErrorObservation } from '../../pipeline/rollout/readErrorObservation';
 import type { VerlDumpLine } from './dumps';
 import { splitVerlResponse, turnCalls } from './response';
@@ -61,61 +62,7 @@ export function verlStepRecords(
       group++;
       sample = 0;
     } else sample++;
-    const dumpedCalls = parseJson<DumpedCall[]>(line.rs_calls) ?? [];
-    let callCursor = 0;
-    const turns: TurnRecord[] = [];
-    const texts: { text: string; policy: boolean }[] = [];
-    const add = (turn: Omit<TurnRecord, 'index' | 'tokenStart' | 'tokenEnd'>, policy: boolean) => {
-      turns.push({ index: turns.length, tokenStart: 0, tokenEnd: 0, ...turn });
-      texts.push({ text: turn.text, policy });
-    };
-    const prompt = promptTurns(line.input);
-    for (const p of prompt) add({ role: p.role, text: p.text }, false);
-    const messages = splitVerlResponse(line.output);
-    let pending: ToolCallRecord[] = [];
-    messages.forEach((message, m) => {
-      if (message.role === 'assistant') {
-        const isLast = m === messages.length - 1;
-        const calls = turnCalls(format, contentText(message.content), isLast);
-        const toolCalls = calls.map((c, k): ToolCallRecord => {
-          const dumped = dumpedCalls[callCursor++];
-          return {
-            index: k,
-            ...(c.name !== undefined ? { name: c.name } : {}),
-            ...(c.arguments !== undefined ? { arguments: c.arguments } : {}),
-            raw: c.raw,
-            observation: '',
-            truncated: false,
-            ...(c.parseError !== undefined ? { error: { kind: 'parse' as const, message: c.parseError } } : {}),
-            latencyMs: 0,
-            ...(dumped?.processReward !== undefined ? { processReward: dumped.processReward } : {}),
-            ...(dumped?.components && Object.keys(dumped.components).length
-              ? { rewardComponents: dumped.components }
-              : {}),
-            tokenEnd: 0,
-          };
-        });
-        const cut = isLast && toolCalls.length === 0 && format.parse(contentText(message.content)).length > 0;
-        add(
-          {
-            role: 'assistant',
-            text: contentText(message.content),
-            finish: cut ? 'length' : toolCalls.length ? 'tool_call' : isLast ? 'eos' : 'stop',
-            ...(toolCalls.length ? { toolCalls } : {}),
-          },
-          true,
-        );
-        pending = [...toolCalls];
-      } else {
-        add({ role: 'tool', text: contentText(message.content) }, false);
-        const call = pending.shift();
-        if (call) {
-          call.observation = contentText(message.content);
-          const error = call.error ? undefined : readErrorObservation(contentText(message.content));
-          if (error) call.error = error;
-        }
-      }
-    });
+    const { prompt, turns, texts } = recordTurns(line, format);
     const lastTurn = turns[turns.length - 1];
     const tokens = tokenize(texts, turns, tokenizer);
     const components = parseJson<Record<string, number>>(line.rs_components) ?? {};
@@ -128,12 +75,7 @@ export function verlStepRecords(
       sample,
       prompt: prompt[prompt.length - 1].text,
       turns,
-      finishReason:
-        lastTurn.role === 'assistant' && lastTurn.finish === 'eos'
-          ? 'answered'
-          : lastTurn.finish === 'length'
-            ? 'max_total_tokens'
-            : 'max_turns',
+      finishReason: finishReasonOf(lastTurn),
       ...(line.rs_answer ? { answer: line.rs_answer } : {}),
       rewards: {
         outcome: line.rs_outcome ?? score,
@@ -145,6 +87,74 @@ export function verlStepRecords(
       tokens: tokens.tokens,
     };
   });
+}
+
+/** The prompt's turns, then the response's assistant and tool turns; each call is answered by the tool turn after it. */
+function recordTurns(line: VerlDumpLine, format: HermesFormat) {
+  const dumpedCalls = parseJson<DumpedCall[]>(line.rs_calls) ?? [];
+  let callCursor = 0;
+  const turns: TurnRecord[] = [];
+  const texts: { text: string; policy: boolean }[] = [];
+  const add = (turn: Omit<TurnRecord, 'index' | 'tokenStart' | 'tokenEnd'>, policy: boolean) => {
+    turns.push({ index: turns.length, tokenStart: 0, tokenEnd: 0, ...turn });
+    texts.push({ text: turn.text, policy });
+  };
+  const prompt = promptTurns(line.input);
+  for (const p of prompt) add({ role: p.role, text: p.text }, false);
+  const messages = splitVerlResponse(line.output);
+  let pending: ToolCallRecord[] = [];
+  messages.forEach((message, m) => {
+    if (message.role === 'assistant') {
+      const isLast = m === messages.length - 1;
+      const calls = turnCalls(format, contentText(message.content), isLast);
+      const toolCalls = calls.map((c, k) => toolCallRecord(c, k, dumpedCalls[callCursor++]));
+      const cut = isLast && toolCalls.length === 0 && format.parse(contentText(message.content)).length > 0;
+      add(
+        {
+          role: 'assistant',
+          text: contentText(message.content),
+          finish: cut ? 'length' : toolCalls.length ? 'tool_call' : isLast ? 'eos' : 'stop',
+          ...(toolCalls.length ? { toolCalls } : {}),
+        },
+        true,
+      );
+      pending = [...toolCalls];
+    } else {
+      add({ role: 'tool', text: contentText(message.content) }, false);
+      const call = pending.shift();
+      if (call) {
+        call.observation = contentText(message.content);
+        const error = call.error ? undefined : readErrorObservation(contentText(message.content));
+        if (error) call.error = error;
+      }
+    }
+  });
+  return { prompt, turns, texts };
+}
+
+/** A parsed call as a record, with the reward the exported reward module dumped for it. */
+function toolCallRecord(c: ParsedToolCall, k: number, dumped: DumpedCall | undefined): ToolCallRecord {
+  return {
+    index: k,
+    ...(c.name !== undefined ? { name: c.name } : {}),
+    ...(c.arguments !== undefined ? { arguments: c.arguments } : {}),
+    raw: c.raw,
+    observation: '',
+    truncated: false,
+    ...(c.parseError !== undefined ? { error: { kind: 'parse' as const, message: c.parseError } } : {}),
+    latencyMs: 0,
+    ...(dumped?.processReward !== undefined ? { processReward: dumped.processReward } : {}),
+    ...(dumped?.components && Object.keys(dumped.components).length ? { rewardComponents: dumped.components } : {}),
+    tokenEnd: 0,
+  };
+}
+
+function finishReasonOf(lastTurn: TurnRecord): TrajectoryRecord['finishReason'] {
+  return lastTurn.role === 'assistant' && lastTurn.finish === 'eos'
+    ? 'answered'
+    : lastTurn.finish === 'length'
+      ? 'max_total_tokens'
+      : 'max_turns';
 }
 
 function tokenize(
