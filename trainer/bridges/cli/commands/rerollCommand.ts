@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { RunStoreReader } from '../../../contract/runstore/reader';
 import { renderTranscript } from '../../../contract/transcript';
-import { reroll, type RerollRequest } from '../../../pipeline/training/reroll';
+import { reroll, type RerollRequest, type RerollResult } from '../../../pipeline/training/reroll';
 import { loadConfig } from '../../usercode/loadConfig';
 import { resolveDevice } from '../resolveDevice';
 import { UsageError } from '../usage';
@@ -78,8 +78,8 @@ function edits(values: {
   return list;
 }
 
-export async function rerollCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+function parseRerollArgs(argv: string[]) {
+  return parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
@@ -105,6 +105,10 @@ export async function rerollCommand(argv: string[]): Promise<number> {
     },
     strict: true,
   });
+}
+
+export async function rerollCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseRerollArgs(argv);
   if (positionals.length !== 1) throw new UsageError('expected exactly one run directory');
   const runDir = path.resolve(positionals[0]);
   for (const flag of ['step', 'trajectory', 'turn'] as const)
@@ -151,6 +155,12 @@ export async function rerollCommand(argv: string[]): Promise<number> {
     process.stdout.write(JSON.stringify({ file: result.file, ...result.branches }, null, 2) + '\n');
     return 0;
   }
+  printBranches(result);
+  return 0;
+}
+
+/** Each branch's transcript under a line with its rewards and where it left the parent. */
+function printBranches(result: RerollResult): void {
   const { branches } = result;
   process.stdout.write(`parent: ${summary(result.parent)}\n`);
   for (const [k, branch] of branches.branches.entries()) {
@@ -162,7 +172,6 @@ export async function rerollCommand(argv: string[]): Promise<number> {
   process.stdout.write(
     `\nsaved ${branches.branches.length} branch${branches.branches.length === 1 ? '' : 'es'} in ${result.file}\n`,
   );
-  return 0;
 }
 
 function summary(t: { rewards: { outcome: number; process: number; total: number }; finishReason: string }): string {
