@@ -37,21 +37,8 @@ export function trajectoryFromMessages<Row extends DatasetRow>(
   generated.forEach((message, m) => {
     const index = turns.length;
     if (message.role === 'assistant') {
-      const turnCalls = callsOf(message, options.format, m === generated.length - 1).map(
-        (parsed, k): ToolCallResult => ({
-          turn: assistantTurns,
-          index: k,
-          ...(parsed.name !== undefined ? { name: parsed.name } : {}),
-          ...(parsed.arguments !== undefined ? { arguments: parsed.arguments } : {}),
-          raw: parsed.raw,
-          observation: '',
-          truncated: false,
-          ...(parsed.parseError !== undefined ? { error: { kind: 'parse' as const, message: parsed.parseError } } : {}),
-          latencyMs: 0,
-          turnIndex: index,
-          tokenEnd: 0,
-          logs: [],
-        }),
+      const turnCalls = callsOf(message, options.format, m === generated.length - 1).map((parsed, k) =>
+        unansweredCall(parsed, assistantTurns, k, index),
       );
       // A last turn whose unreadable call was dropped (turnCalls) was cut by the budget.
       const cut =
@@ -111,6 +98,24 @@ interface ReadCall {
   arguments?: unknown;
   raw: string;
   parseError?: string;
+}
+
+/** A call as read from its turn, before a tool message answers it. */
+function unansweredCall(parsed: ReadCall, turn: number, index: number, turnIndex: number): ToolCallResult {
+  return {
+    turn,
+    index,
+    ...(parsed.name !== undefined ? { name: parsed.name } : {}),
+    ...(parsed.arguments !== undefined ? { arguments: parsed.arguments } : {}),
+    raw: parsed.raw,
+    observation: '',
+    truncated: false,
+    ...(parsed.parseError !== undefined ? { error: { kind: 'parse' as const, message: parsed.parseError } } : {}),
+    latencyMs: 0,
+    turnIndex,
+    tokenEnd: 0,
+    logs: [],
+  };
 }
 
 function callsOf(
