@@ -48,110 +48,120 @@ function rng(seed: number): () => number {
 const QUESTION = 'What colour is the dot in the centre cell?';
 const answer = (colour: string) => `<answer> ${colour}</answer>`;
 
-export async function generateDataset(options: DatasetOptions): Promise<Record<string, { rows: number }>> {
-  const random = rng(options.seed);
-  fs.mkdirSync(path.join(options.out, 'img'), { recursive: true });
-  let pictures = 0;
-  const picture = async (): Promise<{ file: string; picture: Picture }> => {
-    const p = drawPicture(random);
-    const file = `img/${String(pictures++).padStart(4, '0')}.png`;
-    fs.writeFileSync(path.join(options.out, file), await pictureToPng(p));
-    return { file, picture: p };
+/** The generator's state: the seeded draws and the number of pictures written so far (their files' numbers). */
+interface Drawing {
+  out: string;
+  random: () => number;
+  pictures: number;
+}
+
+/** The next picture, written to img/NNNN.png. */
+async function newPicture(drawing: Drawing): Promise<{ file: string; picture: Picture }> {
+  const p = drawPicture(drawing.random);
+  const file = `img/${String(drawing.pictures++).padStart(4, '0')}.png`;
+  fs.writeFileSync(path.join(drawing.out, file), await pictureToPng(p));
+  return { file, picture: p };
+}
+
+/** The user's turn: a picture and the question about its centre cell. */
+function askAbout(file: string) {
+  return {
+    role: 'user',
+    content: [
+      { type: 'image', path: file },
+      { type: 'text', text: QUESTION },
+    ],
   };
-  const rows = async (count: number, prefix: string) => {
-    const out: unknown[] = [];
-    for (let i = 0; i < count; i++) {
-      const { file, picture: p } = await picture();
-      out.push({
-        id: `${prefix}-${i}`,
-        answer: p.dots[CENTRE - 1][CENTRE - 1],
-        image: file,
-        messages: [
-          {
-            role: 'user',
-            content: [
-              { type: 'image', path: file },
-              { type: 'text', text: QUESTION },
-            ],
-          },
-        ],
-      });
-    }
-    return out;
-  };
-  const train = await rows(options.train, 'train');
-  const heldout = await rows(options.heldout, 'heldout');
-  const demos: unknown[] = [];
-  for (let i = 0; i < options.sft; i++) {
-    const { file, picture: p } = await picture();
-    const user = {
-      role: 'user',
-      content: [
-        { type: 'image', path: file },
-        { type: 'text', text: QUESTION },
-      ],
-    };
-    const truth = p.dots[CENTRE - 1][CENTRE - 1];
-    if (random() < options.zoomShare) {
-      // The zoomed cell is made by the tool at training time; the demonstration stores it as the tool's result.
-      const cellFile = `img/${String(pictures++).padStart(4, '0')}-cell.png`;
-      fs.writeFileSync(
-        path.join(options.out, cellFile),
-        await cropCell(fs.readFileSync(path.join(options.out, file)), CENTRE, CENTRE),
-      );
-      demos.push({
-        messages: [
-          { role: 'system', content: SYSTEM_PROMPT },
-          user,
-          {
-            role: 'assistant',
-            content: '',
-            tool_calls: [{ type: 'function', function: { name: 'zoom', arguments: {} } }],
-          },
-          {
-            role: 'tool',
-            name: 'zoom',
-            content: [
-              { type: 'image', path: cellFile },
-              { type: 'text', text: 'the centre cell' },
-            ],
-          },
-          { role: 'assistant', content: answer(truth) },
-        ],
-      });
-    } else {
-      // Answering from the small picture: a guess, as a model that does not zoom would make.
-      demos.push({
-        messages: [
-          { role: 'system', content: SYSTEM_PROMPT },
-          user,
-          { role: 'assistant', content: answer(COLOUR_NAMES[Math.floor(random() * 4)]) },
-        ],
-      });
-    }
-  }
-  // Reading drills: a cell on its own, as the zoom tool shows it, and its colour.
-  const reading: unknown[] = [];
-  for (let i = 0; i < options.reading; i++) {
-    const p = drawPicture(random);
-    const row = 1 + Math.floor(random() * GRID);
-    const col = 1 + Math.floor(random() * GRID);
-    const cellFile = `img/read-${String(i).padStart(4, '0')}.png`;
-    fs.writeFileSync(path.join(options.out, cellFile), await cropCell(await pictureToPng(p), row, col));
-    reading.push({
-      messages: [
-        { role: 'system', content: SYSTEM_PROMPT },
-        {
-          role: 'user',
-          content: [
-            { type: 'image', path: cellFile },
-            { type: 'text', text: 'What colour is the dot?' },
-          ],
-        },
-        { role: 'assistant', content: answer(p.dots[row - 1][col - 1]) },
-      ],
+}
+
+/** `count` question rows (train or held-out), each with a new picture and its centre dot as the answer. */
+async function questionRows(drawing: Drawing, count: number, prefix: string): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (let i = 0; i < count; i++) {
+    const { file, picture: p } = await newPicture(drawing);
+    out.push({
+      id: `${prefix}-${i}`,
+      answer: p.dots[CENTRE - 1][CENTRE - 1],
+      image: file,
+      messages: [askAbout(file)],
     });
   }
+  return out;
+}
+
+/** One demonstration: a zoom into the centre cell then the right answer (`zoomShare` of them), else a guess. */
+async function demonstration(drawing: Drawing, zoomShare: number): Promise<unknown> {
+  const { random, out } = drawing;
+  const { file, picture: p } = await newPicture(drawing);
+  const user = askAbout(file);
+  const truth = p.dots[CENTRE - 1][CENTRE - 1];
+  if (random() < zoomShare) {
+    // The zoomed cell is made by the tool at training time; the demonstration stores it as the tool's result.
+    const cellFile = `img/${String(drawing.pictures++).padStart(4, '0')}-cell.png`;
+    fs.writeFileSync(path.join(out, cellFile), await cropCell(fs.readFileSync(path.join(out, file)), CENTRE, CENTRE));
+    return {
+      messages: [
+        { role: 'system', content: SYSTEM_PROMPT },
+        user,
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [{ type: 'function', function: { name: 'zoom', arguments: {} } }],
+        },
+        {
+          role: 'tool',
+          name: 'zoom',
+          content: [
+            { type: 'image', path: cellFile },
+            { type: 'text', text: 'the centre cell' },
+          ],
+        },
+        { role: 'assistant', content: answer(truth) },
+      ],
+    };
+  }
+  // Answering from the small picture: a guess, as a model that does not zoom would make.
+  return {
+    messages: [
+      { role: 'system', content: SYSTEM_PROMPT },
+      user,
+      { role: 'assistant', content: answer(COLOUR_NAMES[Math.floor(random() * 4)]) },
+    ],
+  };
+}
+
+/** Reading drill `i`: a cell on its own, as the zoom tool shows it, and its colour. */
+async function readingDrill(drawing: Drawing, i: number): Promise<unknown> {
+  const { random } = drawing;
+  const p = drawPicture(random);
+  const row = 1 + Math.floor(random() * GRID);
+  const col = 1 + Math.floor(random() * GRID);
+  const cellFile = `img/read-${String(i).padStart(4, '0')}.png`;
+  fs.writeFileSync(path.join(drawing.out, cellFile), await cropCell(await pictureToPng(p), row, col));
+  return {
+    messages: [
+      { role: 'system', content: SYSTEM_PROMPT },
+      {
+        role: 'user',
+        content: [
+          { type: 'image', path: cellFile },
+          { type: 'text', text: 'What colour is the dot?' },
+        ],
+      },
+      { role: 'assistant', content: answer(p.dots[row - 1][col - 1]) },
+    ],
+  };
+}
+
+export async function generateDataset(options: DatasetOptions): Promise<Record<string, { rows: number }>> {
+  const drawing: Drawing = { out: options.out, random: rng(options.seed), pictures: 0 };
+  fs.mkdirSync(path.join(options.out, 'img'), { recursive: true });
+  const train = await questionRows(drawing, options.train, 'train');
+  const heldout = await questionRows(drawing, options.heldout, 'heldout');
+  const demos: unknown[] = [];
+  for (let i = 0; i < options.sft; i++) demos.push(await demonstration(drawing, options.zoomShare));
+  const reading: unknown[] = [];
+  for (let i = 0; i < options.reading; i++) reading.push(await readingDrill(drawing, i));
   writeJsonl(path.join(options.out, 'reading.jsonl'), reading);
   writeJsonl(path.join(options.out, 'train.jsonl'), train);
   writeJsonl(path.join(options.out, 'heldout.jsonl'), heldout);

@@ -40,6 +40,98 @@ function isToolTarget(value: unknown): value is ToolTarget {
   );
 }
 
+/** Starts the trainer process that loads the tool (with its inspector open for Debug Tool), showing progress. */
+function loadToolSession(
+  context: AuthoringContext,
+  target: ToolTarget,
+  { runtime, cliPath }: ReturnType<typeof trainerLaunch>,
+  debug: boolean,
+): Thenable<ToolSession> {
+  return vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: `Loading ${target.label}…` },
+    () =>
+      ToolSession.start({
+        runtime,
+        cliPath,
+        file: target.file,
+        selector: target.selector,
+        inspect: debug,
+        cwd: vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file),
+        onOutput: (text) => context.log.append(text),
+      }),
+  );
+}
+
+/**
+ * The call's arguments and their text: the options' JSON, else what the user enters in the
+ * checking box (starting from the arguments last used on this tool); undefined when the box is dismissed.
+ */
+async function toolArguments(
+  context: AuthoringContext,
+  target: ToolTarget,
+  session: ToolSession,
+  what: string,
+  options: RunToolOptions,
+  attached: AttachedDebugger | undefined,
+): Promise<{ value: unknown; text: string } | undefined> {
+  if (options.args !== undefined) {
+    const parsed = parseArgumentText(options.args);
+    if (!parsed.ok) throw new Error(`the arguments are not valid JSON: ${parsed.message}`);
+    return { value: parsed.value, text: options.args };
+  }
+  const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {})[
+    rememberKey(target)
+  ];
+  return askArguments({
+    title: `${what}: ${session.tool.name}`,
+    prompt: `Arguments as JSON. ${session.tool.description}`.slice(0, 300),
+    initial: remembered ?? JSON.stringify(argumentSkeleton(session.tool.parameters)),
+    session,
+    ...(attached ? { cancel: attached.onDidEnd } : {}),
+  });
+}
+
+/** Runs the call in the loaded session (attaching the debugger first for Debug Tool) and shows its report. */
+async function runInSession(
+  context: AuthoringContext,
+  target: ToolTarget,
+  session: ToolSession,
+  options: RunToolOptions,
+  debug: boolean,
+): Promise<ToolRunReport | undefined> {
+  const what = debug ? 'Debug Tool' : 'Run Tool';
+  let attached: AttachedDebugger | undefined;
+  try {
+    if (debug) {
+      if (!session.inspectorUrl) throw new Error('the trainer process did not open its inspector');
+      attached = await attachDebugger(
+        session.inspectorUrl,
+        `${what}: ${session.tool.name}`,
+        vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file)),
+      );
+    }
+    const args = await toolArguments(context, target, session, what, options, attached);
+    if (!args) return undefined;
+    const report = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `Running ${session.tool.name}…` },
+      () => session.run(args.value),
+    );
+    const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {});
+    await context.extension.workspaceState.update(REMEMBERED_ARGS, { ...remembered, [rememberKey(target)]: args.text });
+    await context.results.show(
+      `${session.tool.name} · ${what}.txt`,
+      formatToolRun(report, vscode.workspace.asRelativePath(target.file)),
+    );
+    return report;
+  } catch (error) {
+    showFailure(context, what, error);
+    return undefined;
+  } finally {
+    await attached?.stop();
+    session.close();
+  }
+}
+
 export async function runToolFromEditor(
   context: AuthoringContext,
   target: unknown,
@@ -55,76 +147,13 @@ export async function runToolFromEditor(
   }
   if (!requireTrust(what)) return undefined;
   await saveIfDirty(target.file);
-  const { runtime, cliPath } = trainerLaunch(context);
+  const launch = trainerLaunch(context);
   let session: ToolSession;
   try {
-    session = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Window, title: `Loading ${target.label}…` },
-      () =>
-        ToolSession.start({
-          runtime,
-          cliPath,
-          file: target.file,
-          selector: target.selector,
-          inspect: debug,
-          cwd:
-            vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file))?.uri.fsPath ?? path.dirname(target.file),
-          onOutput: (text) => context.log.append(text),
-        }),
-    );
+    session = await loadToolSession(context, target, launch, debug);
   } catch (error) {
     showFailure(context, what, error);
     return undefined;
   }
-
-  let attached: AttachedDebugger | undefined;
-  try {
-    if (debug) {
-      if (!session.inspectorUrl) throw new Error('the trainer process did not open its inspector');
-      attached = await attachDebugger(
-        session.inspectorUrl,
-        `${what}: ${session.tool.name}`,
-        vscode.workspace.getWorkspaceFolder(vscode.Uri.file(target.file)),
-      );
-    }
-    let args: unknown;
-    let argsText: string;
-    if (options.args !== undefined) {
-      const parsed = parseArgumentText(options.args);
-      if (!parsed.ok) throw new Error(`the arguments are not valid JSON: ${parsed.message}`);
-      args = parsed.value;
-      argsText = options.args;
-    } else {
-      const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {})[
-        rememberKey(target)
-      ];
-      const answer = await askArguments({
-        title: `${what}: ${session.tool.name}`,
-        prompt: `Arguments as JSON. ${session.tool.description}`.slice(0, 300),
-        initial: remembered ?? JSON.stringify(argumentSkeleton(session.tool.parameters)),
-        session,
-        ...(attached ? { cancel: attached.onDidEnd } : {}),
-      });
-      if (!answer) return undefined;
-      args = answer.value;
-      argsText = answer.text;
-    }
-    const report = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Window, title: `Running ${session.tool.name}…` },
-      () => session.run(args),
-    );
-    const remembered = context.extension.workspaceState.get<Record<string, string>>(REMEMBERED_ARGS, {});
-    await context.extension.workspaceState.update(REMEMBERED_ARGS, { ...remembered, [rememberKey(target)]: argsText });
-    await context.results.show(
-      `${session.tool.name} · ${what}.txt`,
-      formatToolRun(report, vscode.workspace.asRelativePath(target.file)),
-    );
-    return report;
-  } catch (error) {
-    showFailure(context, what, error);
-    return undefined;
-  } finally {
-    await attached?.stop();
-    session.close();
-  }
+  return runInSession(context, target, session, options, debug);
 }

@@ -55,6 +55,37 @@ function drained(child: ChildProcess): Promise<void> {
 
 type Pending = { resolve: (message: TrainerMessage) => void; reject: (error: Error) => void };
 
+/** The command line of `rollout-studio run-tool` for the options' file, tool and inspector. */
+function toolSessionArgs(options: ToolSessionOptions): string[] {
+  const args = ['run-tool', options.file, '--session', '--ipc'];
+  if (options.selector) {
+    const { selector } = options;
+    if (selector.by === 'mcp') args.push('--mcp-server', selector.server, '--tool', selector.tool);
+    else
+      args.push(
+        selector.by === 'name' ? '--tool' : selector.by === 'class' ? '--class' : '--export',
+        selector.by === 'export' ? selector.path : selector.name,
+      );
+  }
+  if (options.inspect) args.push('--inspect');
+  return args;
+}
+
+/** A session being started: what the child's handlers share, before the tool is loaded and after. */
+interface Starting {
+  child: ChildProcess;
+  options: ToolSessionOptions;
+  /** The last 8000 characters of the process's stderr. */
+  output: { stderr: string };
+  /** Set once the tool is loaded. */
+  session: ToolSession | undefined;
+  /** What went wrong before the tool was loaded; the start rejects with it when the process exits. */
+  fatal: TrainerProcessError | undefined;
+  timer: NodeJS.Timeout | undefined;
+  resolve: (session: ToolSession) => void;
+  reject: (error: Error) => void;
+}
+
 export class ToolSession {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
@@ -80,112 +111,124 @@ export class ToolSession {
         ),
       );
     }
-    const args = ['run-tool', options.file, '--session', '--ipc'];
-    if (options.selector) {
-      const { selector } = options;
-      if (selector.by === 'mcp') args.push('--mcp-server', selector.server, '--tool', selector.tool);
-      else
-        args.push(
-          selector.by === 'name' ? '--tool' : selector.by === 'class' ? '--class' : '--export',
-          selector.by === 'export' ? selector.path : selector.name,
-        );
-    }
-    if (options.inspect) args.push('--inspect');
-    const child = spawn(runtime.command, [...(options.nodeArgs ?? []), cliPath, ...args], {
+    const child = spawn(runtime.command, [...(options.nodeArgs ?? []), cliPath, ...toolSessionArgs(options)], {
       cwd: options.cwd ?? path.dirname(options.file),
       env: runtime.env,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
-    let stderr = '';
+    const output = { stderr: '' };
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => options.onOutput?.(chunk));
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr = (stderr + chunk).slice(-8000);
+      output.stderr = (output.stderr + chunk).slice(-8000);
       options.onOutput?.(chunk);
     });
 
     return new Promise((resolve, reject) => {
-      let session: ToolSession | undefined;
-      let fatal: TrainerProcessError | undefined;
-      const timer = setTimeout(() => {
-        fatal = new TrainerProcessError(
+      const start: Starting = {
+        child,
+        options,
+        output,
+        session: undefined,
+        fatal: undefined,
+        timer: undefined,
+        resolve,
+        reject,
+      };
+      start.timer = setTimeout(() => {
+        start.fatal = new TrainerProcessError(
           'The tool did not load in time.',
           `Loading ${options.file} took more than ${Math.round((options.startTimeoutMs ?? 120_000) / 1000)} s; the process was stopped.`,
         );
         child.kill('SIGKILL');
       }, options.startTimeoutMs ?? 120_000);
-
-      child.on('message', (raw) => {
-        let message: TrainerMessage;
-        try {
-          message = parseWith(TrainerMessage, raw, 'message from the trainer');
-        } catch (error) {
-          const detail = error instanceof ProtocolError ? error.message : String(error);
-          const problem = new TrainerProcessError(
-            'The trainer sent a message this extension does not understand.',
-            `${detail}. Rebuild or reinstall the extension.`,
-          );
-          if (session) session.fail(problem);
-          else fatal ??= problem;
-          child.kill();
-          return;
-        }
-        if (message.type === 'tool.ready' && !session) {
-          clearTimeout(timer);
-          session = new ToolSession(child, message.tool, message.file, message.inspectorUrl);
-          resolve(session);
-        } else if (message.type === 'fatal') {
-          const problem = new TrainerProcessError(
-            session ? 'The tool session failed.' : 'The tool could not be loaded.',
-            message.message,
-          );
-          if (session) session.fail(problem);
-          else fatal ??= problem;
-        } else if (
-          session &&
-          (message.type === 'tool.checked' || message.type === 'tool.result') &&
-          message.id !== undefined
-        ) {
-          session.settle(message.id, message);
-        }
-      });
-      child.on('error', (error) => {
-        clearTimeout(timer);
-        const problem = new TrainerProcessError(
-          `Could not start the trainer with ${runtime.description}.`,
-          `${error.message}. Check the setting rolloutStudio.trainer.nodePath.`,
-        );
-        if (session) session.fail(problem);
-        else reject(problem);
-      });
+      child.on('message', (raw) => ToolSession.onStartMessage(start, raw));
+      child.on('error', (error) => ToolSession.onStartError(start, error));
       // 'exit', not 'close': when this side disconnects, Node (20) never emits 'close'. The output is read to its end first.
       child.on(
         'exit',
-        (code, signal) =>
-          void drained(child).then(() => {
-            clearTimeout(timer);
-            const tail = stderr.trim().split('\n').slice(-8).join('\n');
-            if (session) {
-              session.exited = true;
-              if (session.pending.size)
-                session.fail(
-                  new TrainerProcessError(
-                    `The tool process ${signal ? `was killed by ${signal}` : `exited with code ${code}`} during a call.`,
-                    tail || 'It printed nothing.',
-                  ),
-                );
-              for (const listener of session.exitListeners) listener();
-              return;
-            }
-            reject(
-              fatal ??
-                new TrainerProcessError(
-                  `The trainer process ${signal ? `was killed by ${signal}` : `exited with code ${code}`} before the tool was loaded.`,
-                  tail || `It was started with ${runtime.description}.`,
-                ),
-            );
-          }),
+        (code, signal) => void drained(child).then(() => ToolSession.onProcessExit(start, code, signal)),
       );
     });
+  }
+
+  /** A problem of the process: the session's failure once the tool is loaded, else the start's. */
+  private static failStart(start: Starting, problem: TrainerProcessError): void {
+    if (start.session) start.session.fail(problem);
+    else start.fatal ??= problem;
+  }
+
+  private static onStartMessage(start: Starting, raw: unknown): void {
+    let message: TrainerMessage;
+    try {
+      message = parseWith(TrainerMessage, raw, 'message from the trainer');
+    } catch (error) {
+      const detail = error instanceof ProtocolError ? error.message : String(error);
+      ToolSession.failStart(
+        start,
+        new TrainerProcessError(
+          'The trainer sent a message this extension does not understand.',
+          `${detail}. Rebuild or reinstall the extension.`,
+        ),
+      );
+      start.child.kill();
+      return;
+    }
+    const { session } = start;
+    if (message.type === 'tool.ready' && !session) {
+      clearTimeout(start.timer);
+      start.session = new ToolSession(start.child, message.tool, message.file, message.inspectorUrl);
+      start.resolve(start.session);
+    } else if (message.type === 'fatal') {
+      ToolSession.failStart(
+        start,
+        new TrainerProcessError(
+          session ? 'The tool session failed.' : 'The tool could not be loaded.',
+          message.message,
+        ),
+      );
+    } else if (
+      session &&
+      (message.type === 'tool.checked' || message.type === 'tool.result') &&
+      message.id !== undefined
+    ) {
+      session.settle(message.id, message);
+    }
+  }
+
+  private static onStartError(start: Starting, error: Error): void {
+    clearTimeout(start.timer);
+    const problem = new TrainerProcessError(
+      `Could not start the trainer with ${start.options.runtime.description}.`,
+      `${error.message}. Check the setting rolloutStudio.trainer.nodePath.`,
+    );
+    if (start.session) start.session.fail(problem);
+    else start.reject(problem);
+  }
+
+  /** The process ended (its output read): a loaded session's pending calls fail; an unloaded start rejects. */
+  private static onProcessExit(start: Starting, code: number | null, signal: NodeJS.Signals | null): void {
+    clearTimeout(start.timer);
+    const tail = start.output.stderr.trim().split('\n').slice(-8).join('\n');
+    const { session } = start;
+    if (session) {
+      session.exited = true;
+      if (session.pending.size)
+        session.fail(
+          new TrainerProcessError(
+            `The tool process ${signal ? `was killed by ${signal}` : `exited with code ${code}`} during a call.`,
+            tail || 'It printed nothing.',
+          ),
+        );
+      for (const listener of session.exitListeners) listener();
+      return;
+    }
+    start.reject(
+      start.fatal ??
+        new TrainerProcessError(
+          `The trainer process ${signal ? `was killed by ${signal}` : `exited with code ${code}`} before the tool was loaded.`,
+          tail || `It was started with ${start.options.runtime.description}.`,
+        ),
+    );
   }
 
   private fail(error: Error): void {

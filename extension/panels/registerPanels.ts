@@ -3,9 +3,10 @@ import type { RunRef, StepSelection } from '../../trainer/contract/protocol';
 import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import { MetricsPanel } from './metricsPanel';
 import { NewestRun, type ListedRun } from './newestRun';
-import type { PanelContext, PanelPlacement } from './panelContext';
+import type { PanelContext } from './panelContext';
 import type { NotifiedKeys } from './runHealth';
 import { RunStatusBar } from './runStatusBar';
+import { openRunPanels, registerRunCommands } from './runPanelCommands';
 import { RunsTreeProvider } from './runsView';
 import type { LiveTrainings } from '../live/liveTrainings';
 import { LiveRunSource } from './source/liveRunSource';
@@ -45,36 +46,12 @@ export interface PanelsApi {
   refreshRuns(): RunEntry[];
 }
 
-/** A run a command opens; `followsNewest`: a panel it opens follows the newest run (else it stays on this one). */
-interface RunChoice {
-  dir: string;
-  step?: number;
-  followsNewest?: boolean;
-}
-
 /** Health warnings already notified, kept in the workspace's state so a window reload does not tell them again. */
 function notifiedKeys(state: vscode.Memento): NotifiedKeys {
   const key = 'rolloutStudio.healthNotified';
   const kept = () => state.get<string[]>(key) ?? [];
   // The newest few hundred are plenty: a key is a run directory and a warning code.
   return { has: (k) => kept().includes(k), add: (k) => void state.update(key, [...kept(), k].slice(-300)) };
-}
-
-/** A run named by a command's argument: a path, a URI, a Runs view item, or `{ runDirectory, step, followsNewest }`. */
-function runArgument(arg: unknown): RunChoice | undefined {
-  if (typeof arg === 'string') return { dir: arg };
-  if (arg instanceof vscode.Uri) return { dir: arg.fsPath };
-  if (typeof arg === 'object' && arg !== null) {
-    const o = arg as { dir?: unknown; runDirectory?: unknown; step?: unknown; followsNewest?: unknown };
-    const dir = typeof o.runDirectory === 'string' ? o.runDirectory : typeof o.dir === 'string' ? o.dir : undefined;
-    if (dir)
-      return {
-        dir,
-        ...(typeof o.step === 'number' ? { step: o.step } : {}),
-        ...(o.followsNewest === true ? { followsNewest: true } : {}),
-      };
-  }
-  return undefined;
 }
 
 /** The run a LiveTraining writes, named; undefined while its run.json cannot be read. */
@@ -94,58 +71,111 @@ function listed(entries: readonly RunEntry[]): ListedRun[] {
   );
 }
 
-/**
- * Open (or reveal) a run's Trajectories panel, then its Metrics panel in the column after it.
- * Metrics opens once the Trajectories page has started (at most 4 s): in a browser-hosted VS
- * Code two webview frames created together fight over the webview service worker and one of
- * them loses its page for a reload or two (extension/panels/loadWebview.ts).
- */
-async function openRunPanels(context: PanelContext, run: RunChoice, placement: PanelPlacement): Promise<void> {
-  const trajectories = TrajectoriesPanel.show(context, run.dir, {
-    ...placement,
-    followsNewest: run.followsNewest ?? false,
-    ...(run.step !== undefined ? { step: run.step } : {}),
-  });
-  await Promise.race([trajectories.started, new Promise((resolve) => setTimeout(resolve, 4000))]);
-  const column =
-    trajectories.panel.viewColumn !== undefined
-      ? Math.min(vscode.ViewColumn.Nine, trajectories.panel.viewColumn + 1)
-      : vscode.ViewColumn.Beside;
-  // The Trajectories panel's run, not `run`: one that follows the newest run may have moved on while its page started.
-  MetricsPanel.show(context, trajectories.runDir, { ...placement, column, followsNewest: run.followsNewest ?? false });
+/** A training in this window created its run: it is the newest; its panels open beside the editor unless the setting says not to. */
+async function trainingStarted(
+  panels: PanelContext,
+  newestRun: NewestRun,
+  log: vscode.OutputChannel,
+  dir: string,
+): Promise<void> {
+  const run = startedRun(dir);
+  if (!run) return;
+  newestRun.started(run);
+  if (!vscode.workspace.getConfiguration('rolloutStudio').get<boolean>(OPEN_ON_TRAINING_START_SETTING, true)) return;
+  try {
+    await openRunPanels(
+      panels,
+      { dir, followsNewest: true },
+      { column: vscode.ViewColumn.Beside, preserveFocus: true },
+    );
+  } catch (error) {
+    log.appendLine(`Rollout Studio could not open the panels of ${dir}: ${(error as Error).message}`);
+  }
 }
 
-/** Open Run…: one of the workspace's runs, or any run directory on disk. */
-async function pickRun(entries: readonly RunEntry[]): Promise<string | undefined> {
-  const browse = { label: '$(folder-opened) Browse for a run directory…', dir: undefined as string | undefined };
-  const items = [
-    ...entries.flatMap((e) =>
-      e.run
-        ? [
-            {
-              label: e.run.name,
-              description: `${e.run.id} · ${e.run.status}`,
-              detail: e.dir,
-              dir: e.dir as string | undefined,
-            },
-          ]
-        : [],
-    ),
-    browse,
+/**
+ * Watches the runs folders (a run created or deleted, a run.json written) and refreshes a moment
+ * after the last event; `watch` starts over when the folders may have changed.
+ */
+function runsFolderWatcher(refresh: () => void): { watch(): void; dispose(): void } {
+  let queued: NodeJS.Timeout | undefined;
+  const refreshSoon = () => {
+    clearTimeout(queued);
+    queued = setTimeout(refresh, 150);
+  };
+  let watchers: vscode.FileSystemWatcher[] = [];
+  const dispose = () => watchers.forEach((w) => w.dispose());
+  const watch = () => {
+    dispose();
+    watchers = runsRoots().flatMap((root) =>
+      ['*', '*/run.json'].map((glob) => {
+        const watcher = vscode.workspace.createFileSystemWatcher(
+          new vscode.RelativePattern(vscode.Uri.file(root), glob),
+        );
+        watcher.onDidCreate(refreshSoon);
+        watcher.onDidChange(refreshSoon);
+        watcher.onDidDelete(refreshSoon);
+        return watcher;
+      }),
+    );
+  };
+  return { watch, dispose };
+}
+
+/** The runs folders change with the setting and the workspace's folders: watch the new ones and list again. */
+function followRunsFolders(watcher: { watch(): void }, refresh: () => void): vscode.Disposable[] {
+  return [
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('rolloutStudio.runs.directory')) {
+        watcher.watch();
+        refresh();
+      }
+    }),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      watcher.watch();
+      refresh();
+    }),
   ];
-  const chosen = await vscode.window.showQuickPick(items, {
-    title: 'Open a Rollout Studio run',
-    placeHolder: 'A run of this workspace, or a run directory elsewhere',
-  });
-  if (!chosen) return undefined;
-  if (chosen.dir) return chosen.dir;
-  const folders = await vscode.window.showOpenDialog({
-    canSelectFolders: true,
-    canSelectFiles: false,
-    openLabel: 'Open Run',
-    title: 'A run directory (it holds run.json)',
-  });
-  return folders?.[0]?.fsPath;
+}
+
+/** The serializers that bring the panels back after a window reload. */
+function panelSerializers(panels: PanelContext): vscode.Disposable[] {
+  return [
+    vscode.window.registerWebviewPanelSerializer(TrajectoriesPanel.viewType, {
+      deserializeWebviewPanel: async (panel, state) => TrajectoriesPanel.restore(panels, panel, state),
+    }),
+    vscode.window.registerWebviewPanelSerializer(MetricsPanel.viewType, {
+      deserializeWebviewPanel: async (panel, state) => MetricsPanel.restore(panels, panel, state),
+    }),
+  ];
+}
+
+function panelsApi(statusBar: RunStatusBar, newestRun: NewestRun, refresh: () => RunEntry[]): PanelsApi {
+  return {
+    statusBar: () => ({
+      text: statusBar.text,
+      runDir: statusBar.runDir,
+      live: statusBar.live,
+      health: statusBar.healthMarker,
+      notices: [...statusBar.notices],
+    }),
+    trajectoriesPanels: () =>
+      TrajectoriesPanel.all().map((p) => ({
+        runDir: p.runDir,
+        selection: p.step.selection,
+        shown: p.step.shown,
+        followsNewest: p.followsNewest,
+        readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath),
+      })),
+    metricsPanels: () =>
+      MetricsPanel.all().map((p) => ({
+        runDirs: [...p.runDirs],
+        followsNewest: p.followsNewest,
+        readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath),
+      })),
+    newestRun: () => newestRun.run?.dir,
+    refreshRuns: refresh,
+  };
 }
 
 /**
@@ -182,154 +212,25 @@ export function registerPanels(
     for (const panel of TrajectoriesPanel.all()) panel.newestRunChanged(run);
     for (const panel of MetricsPanel.all()) panel.newestRunChanged(run);
   });
-  /** A training in this window created its run: it is the newest; its panels open beside the editor unless the setting says not to. */
-  const trainingStarted = async (dir: string) => {
-    const run = startedRun(dir);
-    if (!run) return;
-    newestRun.started(run);
-    if (!vscode.workspace.getConfiguration('rolloutStudio').get<boolean>(OPEN_ON_TRAINING_START_SETTING, true)) return;
-    try {
-      await openRunPanels(
-        panels,
-        { dir, followsNewest: true },
-        { column: vscode.ViewColumn.Beside, preserveFocus: true },
-      );
-    } catch (error) {
-      log.appendLine(`Rollout Studio could not open the panels of ${dir}: ${(error as Error).message}`);
-    }
-  };
-  let queued: NodeJS.Timeout | undefined;
-  const refreshSoon = () => {
-    clearTimeout(queued);
-    queued = setTimeout(refresh, 150);
-  };
-
-  let watchers: vscode.FileSystemWatcher[] = [];
-  const watchRuns = () => {
-    watchers.forEach((w) => w.dispose());
-    watchers = runsRoots().flatMap((root) =>
-      ['*', '*/run.json'].map((glob) => {
-        const watcher = vscode.workspace.createFileSystemWatcher(
-          new vscode.RelativePattern(vscode.Uri.file(root), glob),
-        );
-        watcher.onDidCreate(refreshSoon);
-        watcher.onDidChange(refreshSoon);
-        watcher.onDidDelete(refreshSoon);
-        return watcher;
-      }),
-    );
-  };
-  watchRuns();
-
-  /** The run a command acts on: its argument, else the run selected in the view, else the newest run (followed). */
-  const chooseRun = (arg: unknown): RunChoice | undefined => {
-    const named = runArgument(arg);
-    if (named) return named;
-    const selected = tree.selection.find((e) => e.run);
-    if (selected) return { dir: selected.dir };
-    // A training of this window first (its config may write outside the runs folder), as the status bar does.
-    const newest = trainingDirs().at(-1) ?? refresh().find((e) => e.run)?.dir;
-    if (newest) return { dir: newest, followsNewest: true };
-    const where = runsRoots().join(', ') || 'a workspace folder (none is open)';
-    void vscode.window.showInformationMessage(
-      `Rollout Studio: no runs yet. Runs appear in ${where} when training starts.`,
-    );
-    return undefined;
-  };
-  const open = (arg: unknown, what: (run: RunChoice) => void): string | undefined => {
-    const run = chooseRun(arg);
-    if (!run) return undefined;
-    try {
-      what(run);
-      return run.dir;
-    } catch (error) {
-      const message = `Rollout Studio cannot open ${run.dir}: ${(error as Error).message}`;
-      log.appendLine(message);
-      void vscode.window.showErrorMessage(message);
-      return undefined;
-    }
-  };
+  const watcher = runsFolderWatcher(refresh);
+  watcher.watch();
 
   context.subscriptions.push(
     tree,
     statusBar,
-    { dispose: () => watchers.forEach((w) => w.dispose()) },
+    watcher,
     { dispose: () => sources.dispose() },
     { dispose: stopTellingPanels },
-    vscode.commands.registerCommand('rolloutStudio.openTrajectories', (arg?: unknown) =>
-      open(arg, (run) =>
-        TrajectoriesPanel.show(panels, run.dir, {
-          followsNewest: run.followsNewest ?? false,
-          ...(run.step !== undefined ? { step: run.step } : {}),
-        }),
-      ),
-    ),
-    vscode.commands.registerCommand('rolloutStudio.openMetrics', (arg?: unknown) =>
-      open(arg, (run) => MetricsPanel.show(panels, run.dir, { followsNewest: run.followsNewest ?? false })),
-    ),
-    vscode.commands.registerCommand('rolloutStudio.openRun', async (arg?: unknown) => {
-      const chosen = arg === undefined ? await pickRun(runs.refresh()) : arg;
-      const run = chosen === undefined ? undefined : chooseRun(chosen);
-      if (!run) return undefined;
-      try {
-        await openRunPanels(panels, run, { column: vscode.ViewColumn.Active });
-        return run.dir;
-      } catch (error) {
-        const message = `Rollout Studio cannot open ${run.dir}: ${(error as Error).message}`;
-        log.appendLine(message);
-        void vscode.window.showErrorMessage(message);
-        return undefined;
-      }
-    }),
-    vscode.commands.registerCommand('rolloutStudio.refreshRuns', () => refresh().length),
-    vscode.window.registerWebviewPanelSerializer(TrajectoriesPanel.viewType, {
-      deserializeWebviewPanel: async (panel, state) => TrajectoriesPanel.restore(panels, panel, state),
-    }),
-    vscode.window.registerWebviewPanelSerializer(MetricsPanel.viewType, {
-      deserializeWebviewPanel: async (panel, state) => MetricsPanel.restore(panels, panel, state),
-    }),
-    vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration('rolloutStudio.runs.directory')) {
-        watchRuns();
-        refresh();
-      }
-    }),
-    vscode.workspace.onDidChangeWorkspaceFolders(() => {
-      watchRuns();
-      refresh();
-    }),
+    ...registerRunCommands({ panels, runs, tree, log, trainingDirs, refresh }),
+    ...panelSerializers(panels),
+    ...followRunsFolders(watcher, refresh),
   );
   statusBar.track(runs.runs, trainingDirs());
   // A training started here shows in the status bar and the Runs view at once, not at the next file event.
   const stopFollowing = trainings?.onChange((change) => {
     refresh();
-    if (change.type === 'started') void trainingStarted(change.training.runDirectory);
+    if (change.type === 'started') void trainingStarted(panels, newestRun, log, change.training.runDirectory);
   });
   if (stopFollowing) context.subscriptions.push({ dispose: stopFollowing });
-
-  return {
-    statusBar: () => ({
-      text: statusBar.text,
-      runDir: statusBar.runDir,
-      live: statusBar.live,
-      health: statusBar.healthMarker,
-      notices: [...statusBar.notices],
-    }),
-    trajectoriesPanels: () =>
-      TrajectoriesPanel.all().map((p) => ({
-        runDir: p.runDir,
-        selection: p.step.selection,
-        shown: p.step.shown,
-        followsNewest: p.followsNewest,
-        readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath),
-      })),
-    metricsPanels: () =>
-      MetricsPanel.all().map((p) => ({
-        runDirs: [...p.runDirs],
-        followsNewest: p.followsNewest,
-        readableDirs: (p.panel.webview.options.localResourceRoots ?? []).map((root) => root.fsPath),
-      })),
-    newestRun: () => newestRun.run?.dir,
-    refreshRuns: refresh,
-  };
+  return panelsApi(statusBar, newestRun, refresh);
 }

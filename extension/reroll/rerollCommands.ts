@@ -20,11 +20,10 @@ import {
   type TrajectoryRecord,
 } from '../../trainer/contract/protocol';
 import { RunStoreReader } from '../../trainer/contract/runstore/reader';
-import { readBranchSets } from '../../trainer/contract/runstore/branchStore';
 import { resolveTrainerRuntime } from '../trainerProcess';
-import { branchTranscriptUri, transcriptUri } from '../debugger/transcriptUri';
 import { rerollPoint, rerollPoints, type RerollPoint } from './rerollPoint';
 import { branchesChanged } from './branchEvents';
+import { replayBranch, showBranches, showBranchOf } from './branchViews';
 
 /** Which trajectory to re-roll (the Trajectories panel's detail), and optionally every answer the command would ask for (tests, scripts). */
 export const RerollFromHereArgs = z.object({
@@ -40,12 +39,6 @@ export const RerollFromHereArgs = z.object({
   editedResult: z.string().optional(),
 });
 export type RerollFromHereArgs = z.infer<typeof RerollFromHereArgs>;
-
-export const ShowBranchArgs = z.object({
-  runDirectory: z.string().min(1),
-  id: z.string().min(1),
-  branch: z.number().int().nonnegative().default(0),
-});
 
 const RerollOutput = BranchSet.extend({ file: z.string() });
 
@@ -71,103 +64,111 @@ interface PendingEdit {
 
 const EDITING_CONTEXT = 'rolloutStudio.rerollEditing';
 
+/** What the commands share: the re-rolls waiting for an edited result, and running one. */
+interface RerollState {
+  /** By the edited document's URI. */
+  pending: Map<string, PendingEdit>;
+  /** Sets the context key that shows the editor's re-roll button while the active editor is a pending edit. */
+  updateEditing: () => void;
+  run: (target: Target, settings: Settings, editedResult?: string) => Promise<void>;
+}
+
+/** At a stop before a call: edit the tool result first, or re-roll as it is; undefined when dismissed. */
+async function askEditFirst(target: Target): Promise<boolean | undefined> {
+  const choice = await vscode.window.showQuickPick(
+    [
+      {
+        label: 'Edit the tool result first',
+        description: 'in an editor; then run "Re-roll With Edited Result"',
+        edit: true,
+      },
+      {
+        label: 'Re-roll as it is',
+        description: 'the calls run again (or come from the run’s recording)',
+        edit: false,
+      },
+    ],
+    { title: `Re-roll from ${target.point.label}` },
+  );
+  return choice?.edit;
+}
+
+/** Re-roll From Here: the target and settings, then a re-roll now or after an edit of the tool result. */
+async function rerollFromHere(state: RerollState, raw: unknown): Promise<void> {
+  try {
+    const target = await rerollTarget(raw);
+    if (!target) return;
+    const given = raw === undefined ? undefined : RerollFromHereArgs.parse(raw);
+    const settings = await askSettings(target, given);
+    if (!settings) return;
+    if (target.point.cut.at !== 'call' || given?.editedResult !== undefined)
+      return await state.run(target, settings, given?.editedResult);
+    const edit = await askEditFirst(target);
+    if (edit === undefined) return;
+    if (!edit) return await state.run(target, settings);
+    const document = await openResultEditor(target);
+    state.pending.set(document.uri.toString(), { target, settings });
+    state.updateEditing();
+    void vscode.window
+      .showInformationMessage(
+        `Edit the result the policy will see, then re-roll (the editor's ▷ button or "Rollout Studio: Re-roll With Edited Result").`,
+        'Re-roll With Edited Result',
+      )
+      .then((pick) => pick && vscode.commands.executeCommand('rolloutStudio.rerollWithEditedResult', document.uri));
+  } catch (error) {
+    void vscode.window.showErrorMessage(`Re-roll From Here: ${(error as Error).message}`);
+  }
+}
+
+/** Re-roll With Edited Result: the pending re-roll of the document (the active editor's when none is named). */
+async function rerollWithEditedResult(state: RerollState, uri: vscode.Uri | undefined): Promise<void> {
+  const document = uri
+    ? vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString())
+    : vscode.window.activeTextEditor?.document;
+  const edit = document && state.pending.get(document.uri.toString());
+  if (!document || !edit) {
+    void vscode.window.showErrorMessage(
+      'Re-roll With Edited Result: the active editor is not a tool result being edited for a re-roll (start with "Re-roll From Here").',
+    );
+    return;
+  }
+  state.pending.delete(document.uri.toString());
+  state.updateEditing();
+  try {
+    await state.run(edit.target, edit.settings, document.getText());
+  } catch (error) {
+    void vscode.window.showErrorMessage(`Re-roll: ${(error as Error).message}`);
+  }
+}
+
 export function registerReroll(context: vscode.ExtensionContext, log: vscode.OutputChannel): void {
   const changed = branchesChanged;
   const pending = new Map<string, PendingEdit>();
-  const run = async (target: Target, settings: Settings, editedResult?: string) => {
-    const set = await runReroll(context, log, target, settings, editedResult);
-    if (!set) return;
-    changed.fire({ runDirectory: target.runDirectory, step: target.step, index: target.index });
-    await showBranches(target.runDirectory, set);
+  const state: RerollState = {
+    pending,
+    updateEditing: () =>
+      void vscode.commands.executeCommand(
+        'setContext',
+        EDITING_CONTEXT,
+        pending.has(vscode.window.activeTextEditor?.document.uri.toString() ?? ''),
+      ),
+    run: async (target, settings, editedResult) => {
+      const set = await runReroll(context, log, target, settings, editedResult);
+      if (!set) return;
+      changed.fire({ runDirectory: target.runDirectory, step: target.step, index: target.index });
+      await showBranches(target.runDirectory, set);
+    },
   };
-  const updateEditing = () =>
-    void vscode.commands.executeCommand(
-      'setContext',
-      EDITING_CONTEXT,
-      pending.has(vscode.window.activeTextEditor?.document.uri.toString() ?? ''),
-    );
   context.subscriptions.push(
     changed,
-    vscode.window.onDidChangeActiveTextEditor(updateEditing),
+    vscode.window.onDidChangeActiveTextEditor(state.updateEditing),
     vscode.workspace.onDidCloseTextDocument((document) => pending.delete(document.uri.toString())),
-    vscode.commands.registerCommand('rolloutStudio.rerollFromHere', async (raw?: unknown) => {
-      try {
-        const target = await rerollTarget(raw);
-        if (!target) return;
-        const given = raw === undefined ? undefined : RerollFromHereArgs.parse(raw);
-        const settings = await askSettings(target, given);
-        if (!settings) return;
-        if (target.point.cut.at !== 'call' || given?.editedResult !== undefined)
-          return await run(target, settings, given?.editedResult);
-        const choice = await vscode.window.showQuickPick(
-          [
-            {
-              label: 'Edit the tool result first',
-              description: 'in an editor; then run "Re-roll With Edited Result"',
-              edit: true,
-            },
-            {
-              label: 'Re-roll as it is',
-              description: 'the calls run again (or come from the run’s recording)',
-              edit: false,
-            },
-          ],
-          { title: `Re-roll from ${target.point.label}` },
-        );
-        if (!choice) return;
-        if (!choice.edit) return await run(target, settings);
-        const document = await openResultEditor(target);
-        pending.set(document.uri.toString(), { target, settings });
-        updateEditing();
-        void vscode.window
-          .showInformationMessage(
-            `Edit the result the policy will see, then re-roll (the editor's ▷ button or "Rollout Studio: Re-roll With Edited Result").`,
-            'Re-roll With Edited Result',
-          )
-          .then((pick) => pick && vscode.commands.executeCommand('rolloutStudio.rerollWithEditedResult', document.uri));
-      } catch (error) {
-        void vscode.window.showErrorMessage(`Re-roll From Here: ${(error as Error).message}`);
-      }
-    }),
-    vscode.commands.registerCommand('rolloutStudio.rerollWithEditedResult', async (uri?: vscode.Uri) => {
-      const document = uri
-        ? vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString())
-        : vscode.window.activeTextEditor?.document;
-      const edit = document && pending.get(document.uri.toString());
-      if (!document || !edit) {
-        void vscode.window.showErrorMessage(
-          'Re-roll With Edited Result: the active editor is not a tool result being edited for a re-roll (start with "Re-roll From Here").',
-        );
-        return;
-      }
-      pending.delete(document.uri.toString());
-      updateEditing();
-      try {
-        await run(edit.target, edit.settings, document.getText());
-      } catch (error) {
-        void vscode.window.showErrorMessage(`Re-roll: ${(error as Error).message}`);
-      }
-    }),
-    vscode.commands.registerCommand('rolloutStudio.replayBranch', async (raw: unknown) => {
-      const args = ShowBranchArgs.parse(raw);
-      const folder =
-        vscode.workspace.getWorkspaceFolder(vscode.Uri.file(args.runDirectory)) ??
-        vscode.workspace.workspaceFolders?.[0];
-      await vscode.debug.startDebugging(folder, {
-        type: 'rollout',
-        request: 'launch',
-        name: `Re-roll ${args.id}`,
-        runDirectory: args.runDirectory,
-        branch: args.id,
-        stopOnEntry: true,
-      });
-    }),
-    vscode.commands.registerCommand('rolloutStudio.showBranch', async (raw: unknown) => {
-      const args = ShowBranchArgs.parse(raw);
-      const set = readBranchSets(args.runDirectory).find((b) => b.id === args.id);
-      if (!set) return void vscode.window.showErrorMessage(`There is no re-roll ${args.id} in ${args.runDirectory}.`);
-      await showBranch(args.runDirectory, set, args.branch);
-    }),
+    vscode.commands.registerCommand('rolloutStudio.rerollFromHere', (raw?: unknown) => rerollFromHere(state, raw)),
+    vscode.commands.registerCommand('rolloutStudio.rerollWithEditedResult', (uri?: vscode.Uri) =>
+      rerollWithEditedResult(state, uri),
+    ),
+    vscode.commands.registerCommand('rolloutStudio.replayBranch', (raw: unknown) => replayBranch(raw)),
+    vscode.commands.registerCommand('rolloutStudio.showBranch', (raw: unknown) => showBranchOf(raw)),
   );
 }
 
@@ -382,26 +383,4 @@ async function runReroll(
   } finally {
     if (editFile) fs.rmSync(path.dirname(editFile), { recursive: true, force: true });
   }
-}
-
-async function showBranches(runDirectory: string, set: BranchSet): Promise<void> {
-  for (let k = 0; k < Math.min(set.branches.length, 4); k++) await showBranch(runDirectory, set, k);
-  const rewards = set.branches
-    .map(
-      (b, k) =>
-        `branch ${k}: total ${b.trajectory.rewards.total.toFixed(2)}${b.firstDivergence === null ? ' (identical)' : ''}`,
-    )
-    .join(' · ');
-  void vscode.window.showInformationMessage(
-    `Re-rolled #${set.parent.index} of step ${set.parent.step}: ${rewards}. Saved in branches/${set.id}.json.`,
-  );
-}
-
-async function showBranch(runDirectory: string, set: BranchSet, branch: number): Promise<void> {
-  const parent = vscode.Uri.parse(transcriptUri({ runDirectory, step: set.parent.step, index: set.parent.index }));
-  const uri = vscode.Uri.parse(branchTranscriptUri({ runDirectory, id: set.id, branch }));
-  const entry = set.branches[branch];
-  const divergence = entry.firstDivergence === null ? 'identical' : `diverges at token ${entry.firstDivergence}`;
-  const title = `#${set.parent.index} step ${set.parent.step} ↔ branch ${branch} · reward ${entry.trajectory.rewards.total.toFixed(2)} · ${divergence}`;
-  await vscode.commands.executeCommand('vscode.diff', parent, uri, title, { preview: false });
 }

@@ -12,6 +12,60 @@ export interface FiltersBar {
 
 const FINISH_REASONS = TrajectoryRecord.shape.finishReason.options;
 
+type UpdateFilters = (patch: Partial<TrajectoryFilters>) => void;
+
+/** A reward bound's field: a number updates the filters, anything else is marked (with why) and ignored. */
+function rewardBound(
+  id: string,
+  label: string,
+  value: number | null,
+  key: 'rewardMin' | 'rewardMax',
+  update: UpdateFilters,
+): ValueElement {
+  const field = textField({
+    id,
+    label,
+    placeholder: key === 'rewardMin' ? 'min' : 'max',
+    size: 6,
+    value: value === null ? '' : String(value),
+    onInput: (text) => {
+      const parsed = parseBound(text);
+      field.classList.toggle('invalid', 'error' in parsed);
+      field.title = 'error' in parsed ? parsed.error : '';
+      if ('value' in parsed) update({ [key]: parsed.value });
+    },
+  });
+  return field;
+}
+
+function toolOptions(tools: readonly string[]) {
+  return [{ value: '', label: 'Tool: any' }, ...tools.map((t) => ({ value: t, label: `Tool: ${t}` }))];
+}
+
+function errorsFilter(selected: TrajectoryFilters['errors'], update: UpdateFilters): Dropdown {
+  return dropdown({
+    id: 'errors-filter',
+    label: 'Tool errors',
+    options: [
+      { value: 'any', label: 'Errors: any' },
+      { value: 'with', label: 'With tool errors' },
+      { value: 'without', label: 'Without tool errors' },
+    ],
+    value: selected,
+    onChange: (value) => update({ errors: value as TrajectoryFilters['errors'] }),
+  });
+}
+
+function finishFilter(selected: TrajectoryFilters['finishReason'], update: UpdateFilters): Dropdown {
+  return dropdown({
+    id: 'finish-filter',
+    label: 'Finish reason',
+    options: [{ value: '', label: 'Finish: any' }, ...FINISH_REASONS.map((f) => ({ value: f, label: `Finish: ${f}` }))],
+    value: selected,
+    onChange: (value) => update({ finishReason: value }),
+  });
+}
+
 /**
  * Search and filter controls of the trajectory table. Every change calls `onChange` with the
  * complete new filters; a reward bound that is not a number is marked and ignored.
@@ -22,22 +76,6 @@ export function filtersBar(initial: TrajectoryFilters, onChange: (filters: Traje
     filters = { ...filters, ...patch };
     onChange(filters);
   };
-  const bound = (id: string, label: string, value: number | null, key: 'rewardMin' | 'rewardMax'): ValueElement => {
-    const field = textField({
-      id,
-      label,
-      placeholder: key === 'rewardMin' ? 'min' : 'max',
-      size: 6,
-      value: value === null ? '' : String(value),
-      onInput: (text) => {
-        const parsed = parseBound(text);
-        field.classList.toggle('invalid', 'error' in parsed);
-        field.title = 'error' in parsed ? parsed.error : '';
-        if ('value' in parsed) update({ [key]: parsed.value });
-      },
-    });
-    return field;
-  };
   const search = textField({
     id: 'search',
     label: 'Search prompts and answers',
@@ -45,23 +83,9 @@ export function filtersBar(initial: TrajectoryFilters, onChange: (filters: Traje
     value: filters.text,
     onInput: (text) => update({ text }),
   });
-  const min = bound('reward-min', 'Smallest total reward', filters.rewardMin, 'rewardMin');
-  const max = bound('reward-max', 'Largest total reward', filters.rewardMax, 'rewardMax');
-  const errors = dropdown({
-    id: 'errors-filter',
-    label: 'Tool errors',
-    options: [
-      { value: 'any', label: 'Errors: any' },
-      { value: 'with', label: 'With tool errors' },
-      { value: 'without', label: 'Without tool errors' },
-    ],
-    value: filters.errors,
-    onChange: (value) => update({ errors: value as TrajectoryFilters['errors'] }),
-  });
-  const toolOptions = (tools: readonly string[]) => [
-    { value: '', label: 'Tool: any' },
-    ...tools.map((t) => ({ value: t, label: `Tool: ${t}` })),
-  ];
+  const min = rewardBound('reward-min', 'Smallest total reward', filters.rewardMin, 'rewardMin', update);
+  const max = rewardBound('reward-max', 'Largest total reward', filters.rewardMax, 'rewardMax', update);
+  const errors = errorsFilter(filters.errors, update);
   const tool: Dropdown = dropdown({
     id: 'tool-filter',
     label: 'Tool called',
@@ -69,13 +93,7 @@ export function filtersBar(initial: TrajectoryFilters, onChange: (filters: Traje
     value: filters.tool,
     onChange: (value) => update({ tool: value }),
   });
-  const finish = dropdown({
-    id: 'finish-filter',
-    label: 'Finish reason',
-    options: [{ value: '', label: 'Finish: any' }, ...FINISH_REASONS.map((f) => ({ value: f, label: `Finish: ${f}` }))],
-    value: filters.finishReason,
-    onChange: (value) => update({ finishReason: value }),
-  });
+  const finish = finishFilter(filters.finishReason, update);
   const count = h('span', { class: 'row-count', id: 'row-count' });
   const clear = button(
     'Clear Filters',

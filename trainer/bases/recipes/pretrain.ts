@@ -6,17 +6,13 @@ import { ModelRuntime } from '../../foundations/models/runtime';
 import { saveModelFolder } from '../../foundations/models/save';
 import { truncateBpeTokenizer } from '../../foundations/models/truncateTokenizer';
 import { SftTrainer } from '../../pipeline/rl/sft';
-import { loadCheckpoint, pruneCheckpoints, saveCheckpoint } from '../../pipeline/training/checkpoint';
-import { learningRate } from '../../pipeline/training/schedule';
-import { appendJsonl, writeFileAtomic } from '../../contract/runstore/jsonl';
-import { Random } from '../../foundations/models/random';
-import type { HeldoutMetrics, TrainMetrics } from './pretrainMetrics';
+import { loadCheckpoint } from '../../pipeline/training/checkpoint';
+import { writeFileAtomic } from '../../contract/runstore/jsonl';
 import { CorpusContext } from './corpus/corpusContext';
-import { packStep } from './corpus/mix';
-import { pretrainChart } from './pretrainCurve';
 import { HeldoutEvaluator, heldoutEpisodes, type HeldoutResult } from './heldout';
 import { copyInitModel } from './initModel';
-import { dataForStep, parseRecipe, recipeHash, RecipeError, type Recipe } from './recipe';
+import { evaluateHeldout, trainSteps, type PretrainRun } from './pretrainSteps';
+import { parseRecipe, recipeHash, RecipeError, type Recipe } from './recipe';
 import { qwen3TokenizerDir } from './tokenizerSource';
 
 /**
@@ -124,6 +120,93 @@ function prepareFolder(
   return { modelDir };
 }
 
+/** What a run opens, released in reverse order however it ends. */
+interface OpenedParts {
+  device?: Device;
+  model?: ModelRuntime;
+  trainer?: SftTrainer;
+  evaluator?: HeldoutEvaluator;
+}
+
+/** The device, the model and its full fine-tuning trainer, each kept in `parts` as soon as it is open. */
+async function openTrainer(
+  parts: OpenedParts,
+  recipe: Recipe,
+  modelDir: string,
+  inProcessDevice: boolean | undefined,
+): Promise<{ model: ModelRuntime; trainer: SftTrainer }> {
+  const o = recipe.optimization;
+  const device = (parts.device = createDevice('cpu', { worker: !inProcessDevice }));
+  const model = (parts.model = await ModelRuntime.load(device, modelDir));
+  const trainer = (parts.trainer = await SftTrainer.create(model, {
+    adamw: { beta1: o.beta1, beta2: o.beta2, eps: o.eps, weightDecay: o.weightDecay, maxGradNorm: o.maxGradNorm },
+    batchSize: recipe.data.rows,
+    microBatchSize: o.microBatchSize,
+    fullFineTuning: true,
+  }));
+  return { model, trainer };
+}
+
+/** Restores AdamW's state from a checkpoint of this recipe; returns the step it was written after. */
+async function resumeTrainer(
+  trainer: SftTrainer,
+  recipe: Recipe,
+  resumeFrom: string,
+  log: (line: string) => void,
+): Promise<number> {
+  const checkpoint = loadCheckpoint(resumeFrom);
+  if (checkpoint.state.configHash !== recipeHash(recipe))
+    throw new RecipeError(`${resumeFrom} was written by another recipe`);
+  await trainer.optimizer.restore(checkpoint.optimizer);
+  const step = checkpoint.state.step;
+  log(`resuming after step ${step} from ${path.relative(process.cwd(), resumeFrom)}`);
+  return step;
+}
+
+/** The finished run: model/ (with the recipe, metrics and curve it came from) and summary.json. */
+async function writeFinalModel(
+  run: PretrainRun,
+  modelDir: string,
+  step: number,
+  heldout: HeldoutResult | undefined,
+): Promise<string> {
+  const { recipe, outDir } = run;
+  const finalDir = path.join(outDir, 'model');
+  const weights = await run.trainer.optimizer.parameters();
+  saveModelFolder(
+    finalDir,
+    modelDir,
+    run.model.baseWeights.map((name) => ({
+      name,
+      shape: weights[name].shape,
+      data: weights[name].data as Float32Array,
+    })),
+    { dtype: recipe.output.dtype },
+  );
+  writeFileAtomic(path.join(finalDir, 'pretrain_recipe.json'), JSON.stringify(recipe, null, 2) + '\n');
+  // The run's own record travels with the model: its metrics and the curve drawn from them.
+  for (const file of ['metrics.jsonl', 'curve.svg'])
+    if (fs.existsSync(path.join(outDir, file)))
+      fs.copyFileSync(path.join(outDir, file), path.join(finalDir, `pretrain_${file}`));
+  const summary = {
+    recipe: recipe.name,
+    recipeHash: recipeHash(recipe),
+    steps: step,
+    heldout,
+    seconds: (Date.now() - run.started) / 1000,
+  };
+  writeFileAtomic(path.join(outDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+  run.log(`wrote ${path.relative(process.cwd(), finalDir)}`);
+  return finalDir;
+}
+
+async function releaseParts(parts: OpenedParts): Promise<void> {
+  await parts.evaluator?.release().catch(() => undefined);
+  await parts.trainer?.release().catch(() => undefined);
+  parts.model?.close();
+  await parts.device?.close();
+}
+
 export async function pretrain(options: PretrainOptions): Promise<PretrainResult> {
   const { recipe, outDir } = options;
   const log = options.log ?? (() => undefined);
@@ -131,164 +214,35 @@ export async function pretrain(options: PretrainOptions): Promise<PretrainResult
   const { modelDir, resumeFrom } = prepareFolder(options, log);
   const o = recipe.optimization;
   const lastStep = Math.min(o.steps, options.stopAfter ?? o.steps);
-  let device: Device | undefined;
-  let model: ModelRuntime | undefined;
-  let trainer: SftTrainer | undefined;
-  let evaluator: HeldoutEvaluator | undefined;
+  const parts: OpenedParts = {};
   try {
-    device = createDevice('cpu', { worker: !options.inProcessDevice });
-    model = await ModelRuntime.load(device, modelDir);
-    trainer = await SftTrainer.create(model, {
-      adamw: { beta1: o.beta1, beta2: o.beta2, eps: o.eps, weightDecay: o.weightDecay, maxGradNorm: o.maxGradNorm },
-      batchSize: recipe.data.rows,
-      microBatchSize: o.microBatchSize,
-      fullFineTuning: true,
-    });
-    let step = 0;
-    if (resumeFrom) {
-      const checkpoint = loadCheckpoint(resumeFrom);
-      if (checkpoint.state.configHash !== recipeHash(recipe))
-        throw new RecipeError(`${resumeFrom} was written by another recipe`);
-      await trainer.optimizer.restore(checkpoint.optimizer);
-      step = checkpoint.state.step;
-      log(`resuming after step ${step} from ${path.relative(process.cwd(), resumeFrom)}`);
-    }
+    const { model, trainer } = await openTrainer(parts, recipe, modelDir, options.inProcessDevice);
+    const firstStep = resumeFrom ? await resumeTrainer(trainer, recipe, resumeFrom, log) : 0;
     const template = model.folder.chatTemplate;
     if (!template) throw new RecipeError(`${modelDir}: the tokenizer has no chat template`);
     const corpus = new CorpusContext(template);
     if (!options.noEvaluation)
-      evaluator = new HeldoutEvaluator(
+      parts.evaluator = new HeldoutEvaluator(
         model,
         heldoutEpisodes(corpus, recipe.evaluation.seed, recipe.evaluation.episodesPerSet),
         recipe.data.weights,
       );
     const metricsFile = path.join(outDir, 'metrics.jsonl');
-    const schedule = { lr: o.lr, warmupSteps: o.warmupSteps, schedule: 'cosine' as const, minLrRatio: o.minLrRatio };
-    const rowsOf = (s: number) => {
-      const { mix, rows, length } = dataForStep(recipe, s);
-      return packStep(corpus, mix, recipe.data.weights, rows, length, recipe.seed, s);
+    const run: PretrainRun = {
+      recipe,
+      outDir,
+      metricsFile,
+      started,
+      log,
+      model,
+      trainer,
+      corpus,
+      evaluator: parts.evaluator,
     };
-    const writeChart = () => {
-      const records = fs
-        .readFileSync(metricsFile, 'utf8')
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as TrainMetrics | HeldoutMetrics);
-      fs.writeFileSync(
-        path.join(outDir, 'curve.svg'),
-        pretrainChart(
-          records,
-          `${recipe.name}: ${recipe.model.family} ${recipe.model.layers}×${recipe.model.hidden}, ${recipe.data.rows}×${recipe.data.length} tokens per step, seed ${recipe.seed}`,
-        ) + '\n',
-      );
-    };
-    const evaluate = async (s: number): Promise<HeldoutResult> => {
-      const result = await evaluator!.evaluate();
-      const record: HeldoutMetrics = {
-        kind: 'heldout',
-        step: s,
-        loss: result.loss,
-        target_loss: result.targetLoss,
-        text_loss: result.textLoss,
-        exact_match: result.exactMatch as Record<string, number>,
-        token_accuracy: result.tokenAccuracy as Record<string, number>,
-        target_loss_by_skill: result.targetLossBySkill as Record<string, number>,
-        wall_seconds: (Date.now() - started) / 1000,
-      };
-      appendJsonl(metricsFile, [record]);
-      writeChart();
-      log(
-        `held-out at step ${s}: loss ${result.loss.toFixed(4)} (target ${result.targetLoss.toFixed(3)}, text ${result.textLoss.toFixed(3)}); exact match ${Object.entries(
-          result.exactMatch,
-        )
-          .map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`)
-          .join(', ')}; target tokens right ${Object.entries(result.tokenAccuracy)
-          .map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`)
-          .join(', ')}`,
-      );
-      return result;
-    };
-    if (evaluator && step === 0) await evaluate(0);
+    if (run.evaluator && firstStep === 0) await evaluateHeldout(run, 0);
 
-    const losses: number[] = [];
-    let heldout: HeldoutResult | undefined;
-    let rows = step < lastStep ? rowsOf(step + 1) : [];
-    while (step < lastStep) {
-      step++;
-      const t0 = performance.now();
-      const lr = learningRate(schedule, step - 1, o.steps);
-      const sequences = rows.map((r) => ({
-        ids: r.ids,
-        mask: Uint8Array.from(r.weights, (w) => (w > 0 ? 1 : 0)),
-        weights: r.weights,
-      }));
-      const pending = trainer.step(sequences, lr);
-      // The next step's rows are generated while the device works on this one.
-      rows = step < lastStep ? rowsOf(step + 1) : [];
-      const result = await pending;
-      const seconds = (performance.now() - t0) / 1000;
-      const tokens = sequences.reduce((n, s) => n + s.ids.length, 0);
-      losses.push(result.loss);
-      const record: TrainMetrics = {
-        kind: 'train',
-        step,
-        loss: result.loss,
-        grad_norm: result.gradNorm,
-        lr,
-        tokens,
-        scored_tokens: sequences.reduce((n, s) => n + s.mask.reduce((a, m) => a + m, 0), 0),
-        seconds,
-        wall_seconds: (Date.now() - started) / 1000,
-        tokens_per_second: tokens / seconds,
-      };
-      appendJsonl(metricsFile, [record]);
-      if (!result.applied) log(`step ${step}: non-finite loss or gradient, update skipped`);
-      if (step % 10 === 0 || step === 1)
-        log(
-          `step ${step}/${o.steps}: loss ${result.loss.toFixed(4)}, grad norm ${result.gradNorm.toFixed(3)}, lr ${lr.toExponential(2)}, ${Math.round(record.tokens_per_second)} tokens/s`,
-        );
-      if (step % recipe.checkpoint.every === 0 || step === lastStep) {
-        await saveCheckpoint(outDir, model, trainer.optimizer, {
-          step,
-          random: Random.fromSeed(recipe.seed).state() as [number, number, number, number],
-          data: { epoch: 0, position: step },
-          consecutiveNonFinite: 0,
-          configHash: recipeHash(recipe),
-        });
-        pruneCheckpoints(outDir, recipe.checkpoint.keep);
-      }
-      if (evaluator && (step % recipe.evaluation.every === 0 || step === o.steps)) heldout = await evaluate(step);
-    }
-
-    let finalDir: string | undefined;
-    if (step === o.steps) {
-      finalDir = path.join(outDir, 'model');
-      const weights = await trainer.optimizer.parameters();
-      saveModelFolder(
-        finalDir,
-        modelDir,
-        model.baseWeights.map((name) => ({
-          name,
-          shape: weights[name].shape,
-          data: weights[name].data as Float32Array,
-        })),
-        { dtype: recipe.output.dtype },
-      );
-      writeFileAtomic(path.join(finalDir, 'pretrain_recipe.json'), JSON.stringify(recipe, null, 2) + '\n');
-      // The run's own record travels with the model: its metrics and the curve drawn from them.
-      for (const file of ['metrics.jsonl', 'curve.svg'])
-        if (fs.existsSync(path.join(outDir, file)))
-          fs.copyFileSync(path.join(outDir, file), path.join(finalDir, `pretrain_${file}`));
-      const summary = {
-        recipe: recipe.name,
-        recipeHash: recipeHash(recipe),
-        steps: step,
-        heldout,
-        seconds: (Date.now() - started) / 1000,
-      };
-      writeFileAtomic(path.join(outDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
-      log(`wrote ${path.relative(process.cwd(), finalDir)}`);
-    }
+    const { step, losses, heldout } = await trainSteps(run, firstStep, lastStep);
+    const finalDir = step === o.steps ? await writeFinalModel(run, modelDir, step, heldout) : undefined;
     return {
       outDir,
       ...(finalDir ? { modelDir: finalDir } : {}),
@@ -298,9 +252,6 @@ export async function pretrain(options: PretrainOptions): Promise<PretrainResult
       seconds: (Date.now() - started) / 1000,
     };
   } finally {
-    await evaluator?.release().catch(() => undefined);
-    await trainer?.release().catch(() => undefined);
-    model?.close();
-    await device?.close();
+    await releaseParts(parts);
   }
 }

@@ -5,19 +5,9 @@ import { encodeChat, type CorpusEpisode, type Skill } from './episode';
 import { maybeFiller, paragraph } from './text';
 import { fieldNames } from './textEpisodes';
 import { generateTool, generateTools, toolSpec, type GeneratedTool, type ParamDef } from './tools';
-import {
-  anyValue,
-  between,
-  chance,
-  decimalValue,
-  enumValue,
-  integerValue,
-  madeUpWord,
-  nameValue,
-  pick,
-  type CorpusValue,
-} from './values';
-import { ENUM_WORDS, NOUNS, SYSTEM_PROMPTS, TOOL_NOUNS } from './words';
+import { anyValue, between, chance, nameValue, pick, type CorpusValue } from './values';
+import { pairPhrase, plainRequestParams, type PlainRequestParams } from './plainRequestParams';
+import { NOUNS, SYSTEM_PROMPTS } from './words';
 
 /**
  * Chat episodes in the model's own template, laid out token for token as the agent loop lays
@@ -291,113 +281,10 @@ export function multiTurnEpisode(context: CorpusContext, random: Random): Corpus
   });
 }
 
-/** Verbs of tools that take something from one place, state or owner to another. */
-const PAIR_VERBS = 'move transfer copy switch migrate reassign route ship forward relocate shift send'.split(' ');
-/** What a pair of parameters names (`from_zone`, `to_zone`). */
-const PAIR_THINGS =
-  'zone room team region floor queue folder stage plan tier channel site branch warehouse desk level format language'.split(
-    ' ',
-  );
-/** The two parameters' name prefixes; a request tells them apart by "from … to …", whatever the names. */
-const ROLE_PAIRS: ReadonlyArray<readonly [string, string]> = [
-  ['from', 'to'],
-  ['source', 'target'],
-  ['origin', 'destination'],
-  ['old', 'new'],
-  ['current', 'new'],
-];
-
-/** The options a pair of enum parameters shares: ordinary option words, made-up words or nouns. */
-function pairOptions(random: Random): string[] {
-  const source = random.nextFloat();
-  const word = () =>
-    source < 0.5 ? pick(random, ENUM_WORDS) : source < 0.75 ? madeUpWord(random, 2).toLowerCase() : pick(random, NOUNS);
-  const options = new Set<string>();
-  const n = between(random, 3, 8);
-  for (let tries = 0; options.size < n && tries < 50; tries++) options.add(word());
-  return [...options];
-}
-
-function pairPhrase(random: Random, x: string, y: string): string {
-  return pick(random, [
-    `from ${x} to ${y}`,
-    `from ${x} to ${y}`,
-    `to ${y} from ${x}`,
-    `${x} to ${y}`,
-    `out of ${x} into ${y}`,
-    `into ${y}, from ${x}`,
-  ]);
-}
-
-/**
- * A request in plain words: the arguments are said without their parameters' names — two
- * parameters of the same kind told apart by "from … to …" (in either order of the schema and
- * of the sentence), an enum option by itself ("the urgent parcel"), a bare number — so the call
- * maps words to parameters by the schema, as a user's own tasks need. Then the result is read
- * back into the answer, as in `toolEpisode`.
- */
-export function plainRequestEpisode(context: CorpusContext, random: Random): CorpusEpisode {
-  const { format, system, userSuffix, kwargs } = opening(random);
-  const verb = pick(random, PAIR_VERBS);
-  const noun = pick(random, TOOL_NOUNS);
-  const thing = pick(
-    random,
-    PAIR_THINGS.filter((t) => t !== noun),
-  );
-  const [a, b] = pick(random, ROLE_PAIRS);
-  const asEnum = chance(random, 0.7);
-  const options = asEnum ? pairOptions(random) : [];
-  const [x, y] = asEnum ? random.shuffle([...options]).slice(0, 2) : [nameValue(random).text, nameValue(random).text];
-  const pair: ParamDef[] = [a, b].map((role) => ({
-    name: `${role}_${thing}`,
-    words: `${role} ${thing}`,
-    type: asEnum ? 'enum' : 'string',
-    ...(asEnum ? { options } : {}),
-    required: true,
-    value: (r: Random) => (asEnum ? enumValue(r, options) : nameValue(r)),
-  }));
-  const args: Record<string, string | number | boolean> = { [pair[0].name]: x, [pair[1].name]: y };
-  const params: ParamDef[] = [...pair];
-  const descriptions = [`The ${thing} to ${verb} the ${noun} from.`, `The ${thing} to ${verb} the ${noun} to.`];
-  let amount: string | undefined;
-  if (chance(random, 0.6)) {
-    const name = pick(random, ['amount', 'quantity', 'count', 'units', 'total', 'number']);
-    const value = chance(random, 0.6)
-      ? integerValue(random, { negative: 0, digits: between(random, 1, 5) })
-      : decimalValue(random, { negative: 0 });
-    params.push({
-      name,
-      words: name,
-      type: value.kind === 'integer' ? 'integer' : 'number',
-      required: true,
-      value: () => value,
-    });
-    descriptions.push(pick(random, [`How many to ${verb}.`, `The ${name}.`, `The ${name} of ${noun}s.`]));
-    args[name] = value.json;
-    amount = value.text;
-  }
-  let adjective = '';
-  if (chance(random, 0.4)) {
-    const words = pick(random, ['priority', 'mode', 'type', 'category', 'size', 'status']);
-    const choices = [...new Set(Array.from({ length: between(random, 2, 4) }, () => pick(random, ENUM_WORDS)))].filter(
-      (o) => !options.includes(o),
-    );
-    if (choices.length > 0) {
-      const value = pick(random, choices);
-      params.push({
-        name: words,
-        words,
-        type: 'enum',
-        options: choices,
-        required: true,
-        value: () => ({ kind: 'enum', text: value, json: value }),
-      });
-      descriptions.push(`The ${words} of the ${noun}.`);
-      args[words] = value;
-      adjective = `${value} `;
-    }
-  }
-  // The schema's order is not the sentence's: the names, not the positions, say where a value goes.
+/** The plain-words request's tool: its parameters in a shuffled order (the schema's order is not the sentence's). */
+function plainRequestTool(random: Random, request: PlainRequestParams): GeneratedTool {
+  const { verb, noun, thing, params, descriptions } = request;
+  // The names, not the positions, say where a value goes.
   const order = random.shuffle(params.map((_, i) => i));
   const name = `${verb}_${noun}`;
   const description = pick(random, [
@@ -405,7 +292,7 @@ export function plainRequestEpisode(context: CorpusContext, random: Random): Cor
     `${capitalise(verb)} the ${noun}.`,
     `Use this to ${verb} ${noun}s between ${thing}s.`,
   ]);
-  const tool: GeneratedTool = {
+  return {
     name,
     verbWords: verb,
     noun,
@@ -418,25 +305,43 @@ export function plainRequestEpisode(context: CorpusContext, random: Random): Cor
       order.map((i) => descriptions[i]),
     ),
   };
+}
+
+/** The request's sentence: the pair by "from … to …", the amount bare, the enum option by itself. */
+function plainRequestText(random: Random, request: PlainRequestParams): string {
+  const { verb, noun, amount, adjective } = request;
+  const where = pairPhrase(random, request.x, request.y);
+  return amount !== undefined
+    ? pick(random, [
+        `${capitalise(verb)} ${amount} ${adjective}${noun}s ${where}.`,
+        `Please ${verb} ${amount} of the ${adjective}${noun}s ${where}.`,
+        `I need to ${verb} ${amount} ${where} (the ${adjective}${noun}s).`,
+      ])
+    : pick(random, [
+        `${capitalise(verb)} the ${adjective}${noun} ${where}.`,
+        `Can you ${verb} my ${adjective}${noun} ${where}?`,
+        `Please ${verb} the ${adjective}${noun} ${where}.`,
+      ]);
+}
+
+/**
+ * A request in plain words: the arguments are said without their parameters' names — two
+ * parameters of the same kind told apart by "from … to …" (in either order of the schema and
+ * of the sentence), an enum option by itself ("the urgent parcel"), a bare number — so the call
+ * maps words to parameters by the schema, as a user's own tasks need. Then the result is read
+ * back into the answer, as in `toolEpisode`.
+ */
+export function plainRequestEpisode(context: CorpusContext, random: Random): CorpusEpisode {
+  const { format, system, userSuffix, kwargs } = opening(random);
+  const request = plainRequestParams(random);
+  const tool = plainRequestTool(random, request);
   const call: Call = {
     tool,
-    args: Object.fromEntries(order.map((i) => [params[i].name, args[params[i].name]])),
+    args: Object.fromEntries(tool.params.map((p) => [p.name, request.args[p.name]])),
     mentions: [],
   };
-  const where = pairPhrase(random, x, y);
-  const text =
-    amount !== undefined
-      ? pick(random, [
-          `${capitalise(verb)} ${amount} ${adjective}${noun}s ${where}.`,
-          `Please ${verb} ${amount} of the ${adjective}${noun}s ${where}.`,
-          `I need to ${verb} ${amount} ${where} (the ${adjective}${noun}s).`,
-        ])
-      : pick(random, [
-          `${capitalise(verb)} the ${adjective}${noun} ${where}.`,
-          `Can you ${verb} my ${adjective}${noun} ${where}?`,
-          `Please ${verb} the ${adjective}${noun} ${where}.`,
-        ]);
-  const others = chance(random, 0.3) ? generateTools(random, 1).filter((t) => t.noun !== noun) : [];
+  const text = plainRequestText(random, request);
+  const others = chance(random, 0.3) ? generateTools(random, 1).filter((t) => t.noun !== request.noun) : [];
   const fields = resultFields(random, call, between(random, 1, 3));
   const [askKey, askValue] = pick(random, fields);
   const askWords = askKey.replace(/_/g, ' ');
@@ -444,7 +349,7 @@ export function plainRequestEpisode(context: CorpusContext, random: Random): Cor
     ...system,
     { role: 'user', content: `${text} ${question(random, askWords)}${userSuffix}` },
     toolCallMessage(call),
-    { role: 'tool', name, content: resultText(random, noun, fields) },
+    { role: 'tool', name: tool.name, content: resultText(random, request.noun, fields) },
     { role: 'assistant', content: answerText(format, askWords, askValue.text) },
   ];
   return encodeChat(context.template, 'plain_request', messages, {
