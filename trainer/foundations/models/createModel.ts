@@ -7,7 +7,12 @@ import { writeShardedSafetensors, type ShardedWriteResult } from './safetensorsW
 import { TOKENIZER_FILES, Tokenizer } from './tokenizer';
 import { expectedTensors, type ExpectedTensor } from './weights';
 import { VISION_TOOL_CHAT_TEMPLATE } from './vision/visionChatTemplate';
-import { isVisionLanguageType, VISION_ARCHITECTURES, type VisionLanguageFamily } from './vision/visionConfig';
+import {
+  isVisionLanguageType,
+  VISION_ARCHITECTURES,
+  type VisionConfig,
+  type VisionLanguageFamily,
+} from './vision/visionConfig';
 import { defaultImageProcessor, imageProcessorJson } from './vision/preprocess';
 
 /**
@@ -86,34 +91,7 @@ function requirePositiveInt(name: string, value: number | undefined): void {
 }
 
 export function createModel(options: CreateModelOptions): CreatedModel {
-  const { family, layers, hidden, heads, kvHeads, intermediate } = options;
-  if (!(family in ARCHITECTURES) && !isVisionLanguageType(family)) {
-    throw new ModelConfigError(
-      `create-model: family "${family}" is not supported; supported: ${[...Object.keys(ARCHITECTURES), ...Object.keys(VISION_ARCHITECTURES)].join(', ')}`,
-    );
-  }
-  for (const [name, value] of Object.entries({
-    layers,
-    hidden,
-    heads,
-    kvHeads,
-    intermediate,
-    headDim: options.headDim,
-    vocabSize: options.vocabSize,
-    vocabMultiple: options.vocabMultiple,
-  })) {
-    requirePositiveInt(name, value);
-  }
-  if (heads % kvHeads !== 0)
-    throw new ModelConfigError(`create-model: heads (${heads}) must be a multiple of kvHeads (${kvHeads})`);
-  if (options.headDim === undefined && hidden % heads !== 0)
-    throw new ModelConfigError(
-      `create-model: hidden (${hidden}) must be divisible by heads (${heads}), or give headDim`,
-    );
-  const headDim = options.headDim ?? hidden / heads;
-  if (headDim % 2 !== 0)
-    throw new ModelConfigError(`create-model: head dimension ${headDim} must be even (rotary embeddings rotate pairs)`);
-
+  const headDim = checkedHeadDim(options);
   const tokenizer = typeof options.tokenizer === 'string' ? Tokenizer.load(options.tokenizer) : options.tokenizer;
   let vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   if (vocabSize < tokenizer.vocabSize) {
@@ -143,35 +121,13 @@ export function createModel(options: CreateModelOptions): CreatedModel {
     ...(options.maxShardBytes !== undefined ? { maxShardBytes: options.maxShardBytes } : {}),
   });
 
-  const copied: string[] = [];
-  for (const name of TOKENIZER_FILES) {
-    const source = path.join(tokenizer.dir, name);
-    if (!fs.existsSync(source)) continue;
-    fs.copyFileSync(source, path.join(outDir, name));
-    copied.push(name);
-  }
+  const copied = copyTokenizerFiles(tokenizer, outDir);
   if (config.vision) {
-    // The processor's files: image preprocessing, and a chat template that renders images and tools.
-    const processor = {
-      ...defaultImageProcessor(config.vision),
-      ...(options.vision?.minPixels ? { minPixels: options.vision.minPixels } : {}),
-      ...(options.vision?.maxPixels ? { maxPixels: options.vision.maxPixels } : {}),
-    };
-    const processorClass = config.vision.family === 'qwen2_vl' ? 'Qwen2VLProcessor' : 'Qwen2_5_VLProcessor';
-    fs.writeFileSync(
-      path.join(outDir, 'preprocessor_config.json'),
-      JSON.stringify(imageProcessorJson(processor, processorClass), null, 2) + '\n',
-    );
-    fs.writeFileSync(path.join(outDir, 'chat_template.jinja'), VISION_TOOL_CHAT_TEMPLATE);
+    writeProcessorFiles(outDir, config.vision, options.vision);
     copied.push('preprocessor_config.json');
     if (!copied.includes('chat_template.jinja')) copied.push('chat_template.jinja');
   }
-  const generation: Record<string, unknown> = {};
-  if (tokenizer.bosTokenId !== undefined) generation['bos_token_id'] = tokenizer.bosTokenId;
-  const eos = tokenizer.eosTokenIds;
-  if (eos.length > 0) generation['eos_token_id'] = eos.length === 1 ? eos[0] : [...eos];
-  if (tokenizer.padTokenId !== undefined) generation['pad_token_id'] = tokenizer.padTokenId;
-  fs.writeFileSync(path.join(outDir, 'generation_config.json'), JSON.stringify(generation, null, 2) + '\n');
+  writeGenerationConfig(outDir, tokenizer);
 
   const parameters = tensors.reduce((sum, t) => sum + t.shape.reduce((a, b) => a * b, 1), 0);
   const files = [
@@ -182,6 +138,74 @@ export function createModel(options: CreateModelOptions): CreatedModel {
     'generation_config.json',
   ];
   return { config, parameters, weights, files };
+}
+
+/** Checks the sizes and the family; returns the head dimension (default hidden / heads). */
+function checkedHeadDim(options: CreateModelOptions): number {
+  const { family, layers, hidden, heads, kvHeads, intermediate } = options;
+  if (!(family in ARCHITECTURES) && !isVisionLanguageType(family)) {
+    throw new ModelConfigError(
+      `create-model: family "${family}" is not supported; supported: ${[...Object.keys(ARCHITECTURES), ...Object.keys(VISION_ARCHITECTURES)].join(', ')}`,
+    );
+  }
+  for (const [name, value] of Object.entries({
+    layers,
+    hidden,
+    heads,
+    kvHeads,
+    intermediate,
+    headDim: options.headDim,
+    vocabSize: options.vocabSize,
+    vocabMultiple: options.vocabMultiple,
+  })) {
+    requirePositiveInt(name, value);
+  }
+  if (heads % kvHeads !== 0)
+    throw new ModelConfigError(`create-model: heads (${heads}) must be a multiple of kvHeads (${kvHeads})`);
+  if (options.headDim === undefined && hidden % heads !== 0)
+    throw new ModelConfigError(
+      `create-model: hidden (${hidden}) must be divisible by heads (${heads}), or give headDim`,
+    );
+  const headDim = options.headDim ?? hidden / heads;
+  if (headDim % 2 !== 0)
+    throw new ModelConfigError(`create-model: head dimension ${headDim} must be even (rotary embeddings rotate pairs)`);
+  return headDim;
+}
+
+/** The tokenizer's files that it has, copied into the folder; returns their names. */
+function copyTokenizerFiles(tokenizer: Tokenizer, outDir: string): string[] {
+  const copied: string[] = [];
+  for (const name of TOKENIZER_FILES) {
+    const source = path.join(tokenizer.dir, name);
+    if (!fs.existsSync(source)) continue;
+    fs.copyFileSync(source, path.join(outDir, name));
+    copied.push(name);
+  }
+  return copied;
+}
+
+/** The processor's files: image preprocessing, and a chat template that renders images and tools. */
+function writeProcessorFiles(outDir: string, vision: VisionConfig, options: CreateVisionOptions | undefined): void {
+  const processor = {
+    ...defaultImageProcessor(vision),
+    ...(options?.minPixels ? { minPixels: options.minPixels } : {}),
+    ...(options?.maxPixels ? { maxPixels: options.maxPixels } : {}),
+  };
+  const processorClass = vision.family === 'qwen2_vl' ? 'Qwen2VLProcessor' : 'Qwen2_5_VLProcessor';
+  fs.writeFileSync(
+    path.join(outDir, 'preprocessor_config.json'),
+    JSON.stringify(imageProcessorJson(processor, processorClass), null, 2) + '\n',
+  );
+  fs.writeFileSync(path.join(outDir, 'chat_template.jinja'), VISION_TOOL_CHAT_TEMPLATE);
+}
+
+function writeGenerationConfig(outDir: string, tokenizer: Tokenizer): void {
+  const generation: Record<string, unknown> = {};
+  if (tokenizer.bosTokenId !== undefined) generation['bos_token_id'] = tokenizer.bosTokenId;
+  const eos = tokenizer.eosTokenIds;
+  if (eos.length > 0) generation['eos_token_id'] = eos.length === 1 ? eos[0] : [...eos];
+  if (tokenizer.padTokenId !== undefined) generation['pad_token_id'] = tokenizer.padTokenId;
+  fs.writeFileSync(path.join(outDir, 'generation_config.json'), JSON.stringify(generation, null, 2) + '\n');
 }
 
 function hfConfigJson(
@@ -286,6 +310,20 @@ function visionLanguageConfigJson(
     vision_start_token_id: o.tokenizer.tokenId('<|vision_start|>'),
     vision_end_token_id: o.tokenizer.tokenId('<|vision_end|>'),
   };
+  json['vision_config'] = visionTowerConfigJson(o.family, o.hidden, v, mlpSize);
+  return json;
+}
+
+/** The vision tower's options with create-model's defaults for the patch and merge sizes. */
+type VisionTowerOptions = CreateVisionOptions & { patchSize: number; mergeSize: number; temporalPatchSize: number };
+
+/** `vision_config` as each family's release writes it. */
+function visionTowerConfigJson(
+  family: VisionLanguageFamily,
+  hidden: number,
+  v: VisionTowerOptions,
+  mlpSize: number,
+): Record<string, unknown> {
   const common = {
     depth: v.depth,
     num_heads: v.heads,
@@ -296,31 +334,29 @@ function visionLanguageConfigJson(
     temporal_patch_size: v.temporalPatchSize,
     initializer_range: INITIALIZER_RANGE,
   };
-  if (o.family === 'qwen2_vl') {
+  if (family === 'qwen2_vl') {
     if (mlpSize % v.width !== 0)
       throw new ModelConfigError(
         `create-model: Qwen2-VL's MLP width is width × mlp_ratio; ${mlpSize} is not a multiple of ${v.width}`,
       );
-    json['vision_config'] = {
+    return {
       ...common,
       embed_dim: v.width,
-      hidden_size: o.hidden,
+      hidden_size: hidden,
       mlp_ratio: mlpSize / v.width,
       hidden_act: 'quick_gelu',
     };
-  } else {
-    json['vision_config'] = {
-      ...common,
-      hidden_size: v.width,
-      out_hidden_size: o.hidden,
-      intermediate_size: mlpSize,
-      hidden_act: 'silu',
-      window_size: v.windowSize ?? 2 * v.patchSize * v.mergeSize,
-      fullatt_block_indexes: v.fullAttentionBlocks ?? [v.depth - 1],
-      tokens_per_second: 2,
-    };
   }
-  return json;
+  return {
+    ...common,
+    hidden_size: v.width,
+    out_hidden_size: hidden,
+    intermediate_size: mlpSize,
+    hidden_act: 'silu',
+    window_size: v.windowSize ?? 2 * v.patchSize * v.mergeSize,
+    fullatt_block_indexes: v.fullAttentionBlocks ?? [v.depth - 1],
+    tokens_per_second: 2,
+  };
 }
 
 /**

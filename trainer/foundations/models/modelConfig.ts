@@ -177,29 +177,9 @@ export function parseModelConfig(raw: unknown, file: string): ModelConfig {
   const family = familyOf(base.data!, unsupported, fail);
   const parsed = FAMILY_SCHEMAS[family].safeParse(raw);
   if (!parsed.success) fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
-  const json = parsed.data as z.infer<typeof LlamaConfigJson> & z.infer<typeof Qwen2ConfigJson>;
+  const json = parsed.data as FamilyConfigJson;
 
-  if (json.quantization_config !== undefined && json.quantization_config !== null) {
-    fail(
-      'quantization_config is set: quantized checkpoints are not supported; use the float32, float16 or bfloat16 weights',
-    );
-  }
-  const hiddenAct = json.hidden_act ?? 'silu';
-  if (hiddenAct !== 'silu') unsupported('hidden_act', hiddenAct, '"silu"');
-  if (json.attention_dropout !== undefined && json.attention_dropout !== 0)
-    unsupported('attention_dropout', json.attention_dropout, '0');
-  if (json.use_sliding_window === true)
-    unsupported(
-      'use_sliding_window',
-      true,
-      'false (sliding-window attention is not implemented; every layer attends to the whole sequence)',
-    );
-  const slidingLayers = (json.layer_types ?? []).filter((t) => t !== 'full_attention');
-  if (slidingLayers.length > 0) unsupported('layer_types', slidingLayers[0], '"full_attention" for every layer');
-  if (json.rope_interleaved === true)
-    unsupported('rope_interleaved', true, 'false (rotary embeddings on split halves, as transformers does)');
-  const partial = json.partial_rotary_factor ?? json.rope_parameters?.['partial_rotary_factor'];
-  if (partial !== undefined && partial !== 1) unsupported('partial_rotary_factor', partial, '1');
+  checkSupportedFeatures(json, unsupported, fail);
 
   const numHeads = json.num_attention_heads;
   const numKvHeads = json.num_key_value_heads ?? numHeads;
@@ -250,6 +230,38 @@ export function parseModelConfig(raw: unknown, file: string): ModelConfig {
     torchDtype: dtype,
     configPath: file,
   };
+}
+
+/** A text model's config.json after its family's schema. */
+type FamilyConfigJson = z.infer<typeof LlamaConfigJson> & z.infer<typeof Qwen2ConfigJson>;
+
+/** Fails on what the config asks for that the graphs do not implement (quantization, sliding windows, other activations). */
+function checkSupportedFeatures(
+  json: FamilyConfigJson,
+  unsupported: (f: string, v: unknown, s: string) => never,
+  fail: (m: string) => never,
+): void {
+  if (json.quantization_config !== undefined && json.quantization_config !== null) {
+    fail(
+      'quantization_config is set: quantized checkpoints are not supported; use the float32, float16 or bfloat16 weights',
+    );
+  }
+  const hiddenAct = json.hidden_act ?? 'silu';
+  if (hiddenAct !== 'silu') unsupported('hidden_act', hiddenAct, '"silu"');
+  if (json.attention_dropout !== undefined && json.attention_dropout !== 0)
+    unsupported('attention_dropout', json.attention_dropout, '0');
+  if (json.use_sliding_window === true)
+    unsupported(
+      'use_sliding_window',
+      true,
+      'false (sliding-window attention is not implemented; every layer attends to the whole sequence)',
+    );
+  const slidingLayers = (json.layer_types ?? []).filter((t) => t !== 'full_attention');
+  if (slidingLayers.length > 0) unsupported('layer_types', slidingLayers[0], '"full_attention" for every layer');
+  if (json.rope_interleaved === true)
+    unsupported('rope_interleaved', true, 'false (rotary embeddings on split halves, as transformers does)');
+  const partial = json.partial_rotary_factor ?? json.rope_parameters?.['partial_rotary_factor'];
+  if (partial !== undefined && partial !== 1) unsupported('partial_rotary_factor', partial, '1');
 }
 
 function familyOf(

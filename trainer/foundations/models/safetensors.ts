@@ -121,7 +121,6 @@ export function readSafetensorsHeader(fd: number, file: string): SafetensorsHead
     return fail('corrupted header: expected a JSON object of tensors');
 
   const dataStart = 8 + headerLength;
-  const dataBytes = size - dataStart;
   let metadata: Record<string, string> = {};
   const tensors = new Map<string, TensorInfo>();
   for (const [name, value] of Object.entries(json as Record<string, unknown>)) {
@@ -155,7 +154,18 @@ export function readSafetensorsHeader(fd: number, file: string): SafetensorsHead
     tensors.set(name, { name, dtype, shape: entry.shape, begin: dataStart + begin, end: dataStart + end });
   }
 
-  // The tensors must tile the data section exactly: no gaps, no overlaps, nothing missing.
+  checkTensorsTileData(tensors, dataStart, size, fail);
+  return { file, metadata, tensors, dataStart };
+}
+
+/** The tensors must tile the data section exactly: no gaps, no overlaps, nothing missing. */
+function checkTensorsTileData(
+  tensors: ReadonlyMap<string, TensorInfo>,
+  dataStart: number,
+  size: number,
+  fail: (message: string) => never,
+): void {
+  const dataBytes = size - dataStart;
   const ordered = [...tensors.values()].sort((a, b) => a.begin - b.begin || a.end - b.end);
   let cursor = dataStart;
   let previous: TensorInfo | undefined;
@@ -178,7 +188,6 @@ export function readSafetensorsHeader(fd: number, file: string): SafetensorsHead
   }
   if (cursor !== size)
     fail(`corrupted: the header accounts for ${cursor - dataStart} bytes of data but the file holds ${dataBytes}`);
-  return { file, metadata, tensors, dataStart };
 }
 
 /** One open safetensors file. Close it when done (it holds a file descriptor). */

@@ -10,6 +10,7 @@ import {
   type ToolCallInterceptor,
   type ToolCallRequest,
   type ToolLogLine,
+  type ToolRunOutcome,
 } from '../../foundations/tools/runner';
 import type { ToolSet } from '../../foundations/tools/toolSet';
 import { BudgetError, checkBudget, type LengthBudget } from './budget';
@@ -432,6 +433,34 @@ export class AgentLoop {
   }
 
   private async toolRound<Row extends DatasetRow>(runner: ToolRunner, calling: TrajectoryState<Row>[]): Promise<void> {
+    const { requests, owners, announced } = this.toolRequests(calling);
+    await Promise.all(announced);
+    const outcomes = await runner.run(requests);
+    const outcomeOf = new Map(owners.map((owner, i) => [owner.call, outcomes[i]]));
+
+    for (const state of calling) {
+      const turn = state.lastTurn!;
+      turn.calls = [];
+      for (const call of state.calls) {
+        const result = await this.callResult(state, call, outcomeOf.get(call));
+        turn.calls.push(result);
+        state.trajectory.calls.push(result);
+        await this.options.observer?.toolCallFinished?.(state.trajectory, result);
+      }
+    }
+  }
+
+  /**
+   * The round's runnable calls (those that parsed and have a name), each with the trajectory it
+   * belongs to; the observer's `beforeToolCall` is called for each as it is collected.
+   */
+  private toolRequests<Row extends DatasetRow>(
+    calling: TrajectoryState<Row>[],
+  ): {
+    requests: ToolCallRequest[];
+    owners: { state: TrajectoryState<Row>; call: PendingCallState }[];
+    announced: Promise<void>[];
+  } {
     const requests: ToolCallRequest[] = [];
     const owners: { state: TrajectoryState<Row>; call: PendingCallState }[] = [];
     const announced: Promise<void>[] = [];
@@ -464,62 +493,58 @@ export class AgentLoop {
         }
       }
     }
-    await Promise.all(announced);
-    const outcomes = await runner.run(requests);
-    const outcomeOf = new Map(owners.map((owner, i) => [owner.call, outcomes[i]]));
+    return { requests, owners, announced };
+  }
 
+  /** One call of the last turn as the policy is shown it: the outcome (or the parse error), its images, fitted to the budget. */
+  private async callResult<Row extends DatasetRow>(
+    state: TrajectoryState<Row>,
+    call: PendingCallState,
+    outcome: ToolRunOutcome | undefined,
+  ): Promise<ToolCallResult> {
+    const turn = state.lastTurn!;
     const tokenizer = this.options.template.tokenizer;
-    for (const state of calling) {
-      const turn = state.lastTurn!;
-      turn.calls = [];
-      for (const call of state.calls) {
-        const outcome = outcomeOf.get(call);
-        const { parsed } = call;
-        let error = outcome
-          ? outcome.error
-          : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
-        // Images the tool returned: prepared for the policy, or the call's error when one cannot be used.
-        let images: PreparedImage[] = [];
-        if (!error && outcome?.result) {
-          try {
-            images = await this.callImages(
-              outcome.result,
-              `trajectory ${state.trajectory.index}, turn ${turn.index}, call ${call.index} (${parsed.name})`,
-            );
-          } catch (imageError) {
-            error = { kind: 'threw', message: (imageError as Error).message };
-          }
-        }
-        const shown = renderObservation(error ? { error } : outcome!, parsed.name, this.errorObservation);
-        // An error is shown whole or shortened to fit, never cut to a marker the policy cannot act on.
-        const { text, truncated } = error
-          ? fitToTokens(tokenizer, shown, this.budget.maxToolResultTokens)
-          : truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
-        const result: ToolCallResult = {
-          turn: turn.assistantTurn!,
-          turnIndex: turn.index,
-          index: call.index,
-          ...(parsed.name !== undefined ? { name: parsed.name } : {}),
-          ...(outcome
-            ? { arguments: outcome.arguments }
-            : parsed.arguments !== undefined
-              ? { arguments: parsed.arguments }
-              : {}),
-          raw: parsed.raw,
-          observation: text,
-          truncated,
-          ...(error ? { error } : {}),
-          ...(outcome?.result ? { result: outcome.result } : {}),
-          latencyMs: outcome?.latencyMs ?? 0,
-          tokenEnd: call.tokenEnd,
-          logs: outcome?.logs ?? [],
-          ...(images.length ? { images } : {}),
-        };
-        turn.calls.push(result);
-        state.trajectory.calls.push(result);
-        await this.options.observer?.toolCallFinished?.(state.trajectory, result);
+    const { parsed } = call;
+    let error = outcome
+      ? outcome.error
+      : { kind: 'parse' as const, message: parsed.parseError ?? 'the tool call has no name' };
+    // Images the tool returned: prepared for the policy, or the call's error when one cannot be used.
+    let images: PreparedImage[] = [];
+    if (!error && outcome?.result) {
+      try {
+        images = await this.callImages(
+          outcome.result,
+          `trajectory ${state.trajectory.index}, turn ${turn.index}, call ${call.index} (${parsed.name})`,
+        );
+      } catch (imageError) {
+        error = { kind: 'threw', message: (imageError as Error).message };
       }
     }
+    const shown = renderObservation(error ? { error } : outcome!, parsed.name, this.errorObservation);
+    // An error is shown whole or shortened to fit, never cut to a marker the policy cannot act on.
+    const { text, truncated } = error
+      ? fitToTokens(tokenizer, shown, this.budget.maxToolResultTokens)
+      : truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
+    return {
+      turn: turn.assistantTurn!,
+      turnIndex: turn.index,
+      index: call.index,
+      ...(parsed.name !== undefined ? { name: parsed.name } : {}),
+      ...(outcome
+        ? { arguments: outcome.arguments }
+        : parsed.arguments !== undefined
+          ? { arguments: parsed.arguments }
+          : {}),
+      raw: parsed.raw,
+      observation: text,
+      truncated,
+      ...(error ? { error } : {}),
+      ...(outcome?.result ? { result: outcome.result } : {}),
+      latencyMs: outcome?.latencyMs ?? 0,
+      tokenEnd: call.tokenEnd,
+      logs: outcome?.logs ?? [],
+      ...(images.length ? { images } : {}),
+    };
   }
 
   /** The images of a tool's result, prepared; errors say which call returned which content part. */

@@ -6,7 +6,7 @@ import { Demonstration } from '../../contract/protocol/demonstration';
 import { parseWith } from '../../contract/protocol/parse';
 import type { CallView, TrajectoryView } from '../../foundations/tools/context';
 import type { ToolResult } from '../../foundations/tools/result';
-import { ToolRunner, type ToolCallError } from '../../foundations/tools/runner';
+import { ToolRunner, type ToolCallError, type ToolRunOutcome } from '../../foundations/tools/runner';
 import type { ParametersSchema } from '../../foundations/tools/schema';
 import type { Tool } from '../../foundations/tools/tool';
 import { ToolSet } from '../../foundations/tools/toolSet';
@@ -100,8 +100,11 @@ export async function demonstrate<Row extends object>(
   solve: ScriptedSolver<Row>,
 ): Promise<Demonstration[]> {
   const tools = options.tools instanceof ToolSet ? options.tools : new ToolSet(options.tools);
-  const runner = new ToolRunner(tools);
-  const errorObservation = options.errorObservation ?? defaultErrorObservation;
+  const tooling: ScriptTooling = {
+    tools,
+    runner: new ToolRunner(tools),
+    errorObservation: options.errorObservation ?? defaultErrorObservation,
+  };
   const dataset = datasetFromRows(options.origin ?? 'demonstrate()', rows);
   const demonstrations: Demonstration[] = [];
   for (const [index, row] of dataset.rows.entries()) {
@@ -110,66 +113,15 @@ export async function demonstrate<Row extends object>(
         ? [{ role: 'system', content: options.systemPrompt }, ...row.messages]
         : [...row.messages];
     const calls: CallView[] = [];
-    const view: TrajectoryView = { index, rowId: row.id, group: index, sample: 0, messages, calls };
-    let turn = 0;
-    const callAll = async (
-      wanted: readonly ScriptedCall[],
-      turnOptions: { content?: string } = {},
-    ): Promise<DemonstratedCall[]> => {
-      for (const call of wanted) {
-        if (!tools.get(call.name))
-          throw new DemonstrationScriptError(
-            `${describeRow(row)}: the solver called "${call.name}", which is not one of the tools (${tools.names.join(', ') || 'none'})`,
-          );
-      }
-      const outcomes = await runner.run(
-        wanted.map((call, callIndex) => ({
-          name: call.name,
-          arguments: call.arguments,
-          trajectory: view,
-          turn,
-          callIndex,
-          row,
-        })),
-      );
-      outcomes.forEach((outcome, k) => {
-        if (outcome.error?.kind === 'invalid_arguments')
-          throw new DemonstrationScriptError(
-            `${describeRow(row)}: the solver's call ${k} of turn ${turn}: ${outcome.error.message}`,
-          );
-      });
-      messages.push({
-        role: 'assistant',
-        content: turnOptions.content ?? '',
-        tool_calls: wanted.map((call) => ({
-          type: 'function' as const,
-          function: { name: call.name, arguments: call.arguments },
-        })),
-      });
-      const shown = outcomes.map((outcome, k) => {
-        const observation = renderObservation(outcome, wanted[k].name, errorObservation);
-        messages.push({ role: 'tool', name: wanted[k].name, content: observation });
-        calls.push({
-          turn,
-          index: k,
-          name: wanted[k].name,
-          arguments: outcome.arguments,
-          raw: JSON.stringify({ name: wanted[k].name, arguments: wanted[k].arguments }),
-          observation,
-          truncated: false,
-          ...(outcome.error ? { error: outcome.error } : {}),
-          ...(outcome.result ? { result: outcome.result } : {}),
-          latencyMs: outcome.latencyMs,
-        });
-        return {
-          observation,
-          ...(outcome.result ? { result: outcome.result } : {}),
-          ...(outcome.error ? { error: outcome.error } : {}),
-        };
-      });
-      turn++;
-      return shown;
+    const state: ScriptedRow = {
+      row,
+      view: { index, rowId: row.id, group: index, sample: 0, messages, calls },
+      messages,
+      calls,
+      turn: 0,
     };
+    const callAll = (wanted: readonly ScriptedCall[], turnOptions: { content?: string } = {}) =>
+      scriptedTurn(state, tooling, wanted, turnOptions);
     const script: DemonstrationScript = {
       call: async (tool: string | Tool, args: Record<string, unknown>, turnOptions?: { content?: string }) =>
         (await callAll([{ name: typeof tool === 'string' ? tool : tool.name, arguments: args }], turnOptions))[0],
@@ -184,4 +136,94 @@ export async function demonstrate<Row extends object>(
     demonstrations.push(parseWith(Demonstration, { id: row.id, messages }, `the demonstration of ${describeRow(row)}`));
   }
   return demonstrations;
+}
+
+/** What runs and shows a demonstration's calls, as in a rollout. */
+interface ScriptTooling {
+  tools: ToolSet;
+  runner: ToolRunner;
+  errorObservation: ErrorObservation;
+}
+
+/** One row while the solver scripts it: its conversation and calls so far (`view` shows both to the tools), and the turn. */
+interface ScriptedRow {
+  row: DatasetRow;
+  view: TrajectoryView;
+  messages: ChatMessage[];
+  calls: CallView[];
+  turn: number;
+}
+
+/** One assistant turn with `wanted`'s calls: run through the tools, then added to the conversation. */
+async function scriptedTurn(
+  state: ScriptedRow,
+  { tools, runner, errorObservation }: ScriptTooling,
+  wanted: readonly ScriptedCall[],
+  turnOptions: { content?: string },
+): Promise<DemonstratedCall[]> {
+  const { row, view } = state;
+  for (const call of wanted) {
+    if (!tools.get(call.name))
+      throw new DemonstrationScriptError(
+        `${describeRow(row)}: the solver called "${call.name}", which is not one of the tools (${tools.names.join(', ') || 'none'})`,
+      );
+  }
+  const outcomes = await runner.run(
+    wanted.map((call, callIndex) => ({
+      name: call.name,
+      arguments: call.arguments,
+      trajectory: view,
+      turn: state.turn,
+      callIndex,
+      row,
+    })),
+  );
+  outcomes.forEach((outcome, k) => {
+    if (outcome.error?.kind === 'invalid_arguments')
+      throw new DemonstrationScriptError(
+        `${describeRow(row)}: the solver's call ${k} of turn ${state.turn}: ${outcome.error.message}`,
+      );
+  });
+  const shown = recordTurn(state, wanted, outcomes, turnOptions.content ?? '', errorObservation);
+  state.turn++;
+  return shown;
+}
+
+/** The assistant message with the calls, a tool message per call, and each call as the tools and the solver see it. */
+function recordTurn(
+  { messages, calls, turn }: ScriptedRow,
+  wanted: readonly ScriptedCall[],
+  outcomes: readonly ToolRunOutcome[],
+  content: string,
+  errorObservation: ErrorObservation,
+): DemonstratedCall[] {
+  messages.push({
+    role: 'assistant',
+    content,
+    tool_calls: wanted.map((call) => ({
+      type: 'function' as const,
+      function: { name: call.name, arguments: call.arguments },
+    })),
+  });
+  return outcomes.map((outcome, k) => {
+    const observation = renderObservation(outcome, wanted[k].name, errorObservation);
+    messages.push({ role: 'tool', name: wanted[k].name, content: observation });
+    calls.push({
+      turn,
+      index: k,
+      name: wanted[k].name,
+      arguments: outcome.arguments,
+      raw: JSON.stringify({ name: wanted[k].name, arguments: wanted[k].arguments }),
+      observation,
+      truncated: false,
+      ...(outcome.error ? { error: outcome.error } : {}),
+      ...(outcome.result ? { result: outcome.result } : {}),
+      latencyMs: outcome.latencyMs,
+    });
+    return {
+      observation,
+      ...(outcome.result ? { result: outcome.result } : {}),
+      ...(outcome.error ? { error: outcome.error } : {}),
+    };
+  });
 }

@@ -100,28 +100,7 @@ async function writeCheckpointFolder(
   const saved = await optimizer.state();
   const tensors = saved.tensors;
   const f32 = (t: HostTensor) => t.data as Float32Array;
-  const lora = model.options.lora;
-  const trainedBase = optimizer.parameterNames.some((n) => model.baseWeights.includes(n));
-  if (lora && !trainedBase) {
-    const adapter: Record<string, { shape: number[]; data: Float32Array }> = {};
-    for (const m of loraModules(model.config, lora)) {
-      const names = loraTensorNames(m.module);
-      for (const n of [names.a, names.b]) adapter[n] = { shape: [...tensors[n].shape], data: f32(tensors[n]) };
-    }
-    saveLoraAdapter(staging, model.folder.dir, { lora, tensors: adapter });
-  } else {
-    // Full fine-tuning: trained weights from the optimizer, the rest (if any) from the device.
-    const others = model.baseWeights.filter((n) => !(n in tensors));
-    const rest = others.length ? await model.device.getState(others) : {};
-    saveModelFolder(
-      staging,
-      model.folder.dir,
-      model.baseWeights.map((name) => {
-        const t = tensors[name] ?? rest[name];
-        return { name, shape: t.shape, data: f32(t) };
-      }),
-    );
-  }
+  const weights = await writeWeights(staging, model, optimizer, tensors);
   if (model.options.valueHead) {
     const head =
       VALUE_HEAD.weight in tensors ? tensors : await model.device.getState([VALUE_HEAD.weight, VALUE_HEAD.bias]);
@@ -147,10 +126,46 @@ async function writeCheckpointFolder(
     protocol: 1,
     ...state,
     optimizerSteps: saved.step,
-    weights: lora && !trainedBase ? 'lora' : 'full',
+    weights,
     files: fileSizes(staging),
   };
   writeFileAtomic(path.join(staging, STATE_FILE), JSON.stringify(trainerState, null, 2) + '\n');
+}
+
+/**
+ * The model's weights: a LoRA adapter when only adapters were trained, else a whole model folder
+ * (trained weights from the optimizer's state, the rest from the device). Returns which.
+ */
+async function writeWeights(
+  staging: string,
+  model: ModelRuntime,
+  optimizer: OptimizerRuntime,
+  tensors: Record<string, HostTensor>,
+): Promise<TrainerState['weights']> {
+  const f32 = (t: HostTensor) => t.data as Float32Array;
+  const lora = model.options.lora;
+  const trainedBase = optimizer.parameterNames.some((n) => model.baseWeights.includes(n));
+  if (lora && !trainedBase) {
+    const adapter: Record<string, { shape: number[]; data: Float32Array }> = {};
+    for (const m of loraModules(model.config, lora)) {
+      const names = loraTensorNames(m.module);
+      for (const n of [names.a, names.b]) adapter[n] = { shape: [...tensors[n].shape], data: f32(tensors[n]) };
+    }
+    saveLoraAdapter(staging, model.folder.dir, { lora, tensors: adapter });
+    return 'lora';
+  }
+  // Full fine-tuning: trained weights from the optimizer, the rest (if any) from the device.
+  const others = model.baseWeights.filter((n) => !(n in tensors));
+  const rest = others.length ? await model.device.getState(others) : {};
+  saveModelFolder(
+    staging,
+    model.folder.dir,
+    model.baseWeights.map((name) => {
+      const t = tensors[name] ?? rest[name];
+      return { name, shape: t.shape, data: f32(t) };
+    }),
+  );
+  return 'full';
 }
 
 const STATE_FILE = 'trainer_state.json';

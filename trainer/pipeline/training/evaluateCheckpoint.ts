@@ -4,8 +4,9 @@ import type { ExecutionProviderName } from '../../foundations/engine/runtime/pro
 import { loadJsonlDataset } from '../../foundations/data/dataset';
 import { ModelPolicy } from '../../foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../foundations/models/runtime';
-import { scoreTrajectories } from '../rewards/score';
+import { scoreTrajectories, type BatchRewards } from '../rewards/score';
 import { AgentLoop } from '../rollout/agentLoop';
+import type { Trajectory } from '../rollout/trajectory';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { ConfigError, placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
 import { agentLoopOptions, evaluationSampling, providerFor, rolloutImagesFor } from './configOptions';
@@ -29,6 +30,17 @@ export interface CheckpointEvaluation {
   metrics: Record<string, number>;
 }
 
+/** What `rollout-studio eval`'s flags set (each defaults to the config's). */
+interface EvaluateCheckpointOptions {
+  device?: ExecutionProviderName;
+  data?: string;
+  samples?: number;
+  temperature?: number;
+  log?: (line: string) => void;
+  events?: (event: TrainingEvent) => void;
+  toolCassette?: EvalCassette;
+}
+
 /**
  * `rollout-studio eval`: roll out the evaluation rows with a checkpoint (a full model folder or
  * a LoRA adapter folder over the config's base model) and score them with the config's rewards.
@@ -36,15 +48,7 @@ export interface CheckpointEvaluation {
 export async function evaluateCheckpoint(
   loaded: LoadedConfig,
   checkpoint: string,
-  options: {
-    device?: ExecutionProviderName;
-    data?: string;
-    samples?: number;
-    temperature?: number;
-    log?: (line: string) => void;
-    events?: (event: TrainingEvent) => void;
-    toolCassette?: EvalCassette;
-  } = {},
+  options: EvaluateCheckpointOptions = {},
 ): Promise<CheckpointEvaluation> {
   const c = loaded.config;
   const report = {
@@ -66,10 +70,7 @@ export async function evaluateCheckpoint(
     const template = model.folder.chatTemplate;
     if (!template)
       throw new ChatTemplateError(`${model.folder.dir}: the tokenizer has no chat template; agents need one`);
-    const file = options.data ?? c.evaluation.data ?? c.data.eval;
-    if (!file)
-      throw new ConfigError(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
-    const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
+    const rows = rowsToEvaluate(loaded, options);
     mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
@@ -81,7 +82,6 @@ export async function evaluateCheckpoint(
       sampling: evaluationSampling(c, options.temperature),
       ...(cassette ? { toolInterceptor: cassette } : {}),
     });
-    const rows = data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
     await loop.prepareRows(rows);
     loop.checkRows(rows);
     const trajectories = await loop.run(
@@ -89,20 +89,40 @@ export async function evaluateCheckpoint(
       { seed: c.seed },
     );
     const rewards = await scoreTrajectories(trajectories, c.rewards, tools);
-    const metric = taskMetric(c);
-    const metrics = rolloutMetrics(trajectories, rewards, metric);
-    return {
-      rows: rows.length,
-      metric,
-      score: metric === undefined ? undefined : metrics[scoreKey(metric)],
-      reward: metrics['reward/mean'],
-      toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'],
-      metrics,
-    };
+    return evaluationSummary(loaded, rows.length, trajectories, rewards);
   } finally {
     await placed?.close();
     await mcp?.close();
     model?.close();
     await device.close();
   }
+}
+
+/** The rows to roll out: `--data`'s, else the config's evaluation data, the first `--samples` (or `evaluation.samples`) of them. */
+function rowsToEvaluate(loaded: LoadedConfig, options: EvaluateCheckpointOptions) {
+  const c = loaded.config;
+  const file = options.data ?? c.evaluation.data ?? c.data.eval;
+  if (!file)
+    throw new ConfigError(`${loaded.file}: no evaluation data: set data.eval or evaluation.data, or pass --data`);
+  const data = loadJsonlDataset(options.data ? path.resolve(file) : loaded.resolve(file), { fields: c.data.fields });
+  return data.rows.slice(0, options.samples ?? c.evaluation.samples ?? data.rows.length);
+}
+
+/** The rollout metrics of the evaluated rows, with the task metric's score and the mean reward picked out. */
+function evaluationSummary(
+  loaded: LoadedConfig,
+  rows: number,
+  trajectories: readonly Trajectory[],
+  rewards: BatchRewards,
+): CheckpointEvaluation {
+  const metric = taskMetric(loaded.config);
+  const metrics = rolloutMetrics(trajectories, rewards, metric);
+  return {
+    rows,
+    metric,
+    score: metric === undefined ? undefined : metrics[scoreKey(metric)],
+    reward: metrics['reward/mean'],
+    toolCallsPerTrajectory: metrics['tools/calls_per_trajectory'],
+    metrics,
+  };
 }

@@ -74,29 +74,7 @@ export class TrainingRun {
   async run(): Promise<TrainResult> {
     const started = Date.now();
     const provider = providerFor(this.loaded.config, this.options.device);
-    const totalSteps = this.options.steps ?? this.loaded.config.steps;
-    // A run another process is writing is refused before the model loads (the lock itself is taken when the run store opens).
-    const target = this.options.resume ?? this.options.runDir;
-    const holder = target === undefined ? undefined : liveRunLock(target);
-    if (holder) throw new RunLockedError(target!, holder);
-    const parts = await loadRunParts(this.loaded, {
-      provider,
-      totalSteps,
-      control: this.control,
-      report: this.report,
-      ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}),
-      ...(this.options.toolCassette ? { toolCassette: this.options.toolCassette } : {}),
-    });
-    let opened: OpenedRun;
-    try {
-      opened = this.options.resume
-        ? reopenRun(parts, this.options.resume)
-        : createRun(parts, provider, this.options.runDir);
-    } catch (error) {
-      await closeRunParts(parts);
-      // A new run that could not be written has nothing to resume: a full disk's advice says so.
-      throw !this.options.resume && error instanceof StorageError ? withoutResumeAdvice(error) : error;
-    }
+    const { parts, opened } = await this.openRun(provider);
     const { position } = opened;
     this.report.writer = position.writer;
     if (parts.cassette?.record)
@@ -138,6 +116,36 @@ export class TrainingRun {
       }
       if (learners) await releaseLearners(learners);
       await closeRunParts(parts);
+    }
+  }
+
+  /**
+   * The run's parts, loaded, and its run store, created or reopened to resume. A run another
+   * process is writing is refused before the model loads (the lock itself is taken when the run
+   * store opens); the parts are closed again if the run store cannot be opened.
+   */
+  private async openRun(provider: ExecutionProviderName): Promise<{ parts: RunParts; opened: OpenedRun }> {
+    const totalSteps = this.options.steps ?? this.loaded.config.steps;
+    const target = this.options.resume ?? this.options.runDir;
+    const holder = target === undefined ? undefined : liveRunLock(target);
+    if (holder) throw new RunLockedError(target!, holder);
+    const parts = await loadRunParts(this.loaded, {
+      provider,
+      totalSteps,
+      control: this.control,
+      report: this.report,
+      ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}),
+      ...(this.options.toolCassette ? { toolCassette: this.options.toolCassette } : {}),
+    });
+    try {
+      const opened = this.options.resume
+        ? reopenRun(parts, this.options.resume)
+        : createRun(parts, provider, this.options.runDir);
+      return { parts, opened };
+    } catch (error) {
+      await closeRunParts(parts);
+      // A new run that could not be written has nothing to resume: a full disk's advice says so.
+      throw !this.options.resume && error instanceof StorageError ? withoutResumeAdvice(error) : error;
     }
   }
 

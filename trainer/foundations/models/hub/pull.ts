@@ -80,9 +80,81 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
   const set = options.files ?? 'model';
   checkRevision(revision);
   const cache = new RepoCache(settings.cacheDir, repo);
-  const context: HubRequestContext = { repo, revision, settings };
   if (settings.offline) return fromCache(cache, revision, set, settings);
 
+  const session = hubSession(repo, revision, settings, cache, options);
+  const commit = await resolveCommit(session);
+  const listed = await listRepoFiles(session, commit);
+  let selection: ReturnType<typeof selectModelFiles>;
+  try {
+    selection = selectModelFiles(repo, [...listed.values()], set);
+  } catch (error) {
+    throw new HubError((error as Error).message);
+  }
+  try {
+    cache.writeRef(revision, commit);
+  } catch (error) {
+    throw cacheWriteError(error as NodeJS.ErrnoException, session.context) ?? error;
+  }
+
+  const tally: DownloadTally = { downloaded: [], downloadedBytes: 0 };
+  const fetchFiles = (names: string[], reportProgress: boolean) =>
+    fetchSnapshotFiles(session, commit, listed, names, reportProgress, tally);
+  let files = selection.files;
+  if (selection.needsIndex) {
+    // The index (a few kB) names the shards: fetched first, so that one pass with one progress bar covers everything else.
+    await fetchFiles([WEIGHTS_INDEX], false);
+    const indexFile = cache.snapshotFile(commit, WEIGHTS_INDEX);
+    try {
+      files = [...files, ...shardsFromIndex(indexFile, fs.readFileSync(indexFile, 'utf8'))];
+    } catch (error) {
+      throw new HubError(`${repo}: ${(error as Error).message}`);
+    }
+  }
+  await fetchFiles(files, true);
+  return {
+    repo,
+    revision,
+    commit,
+    snapshotDir: cache.snapshotDir(commit),
+    files,
+    downloaded: tally.downloaded,
+    downloadedBytes: tally.downloadedBytes,
+    offline: false,
+  };
+}
+
+/** What every step of one online pull shares: the repo, its cache, and how to ask the Hub. */
+interface HubSession {
+  repo: string;
+  revision: string;
+  settings: HubSettings;
+  cache: RepoCache;
+  context: HubRequestContext;
+  options: PullOptions;
+  /** The arguments @huggingface/hub's calls take for the endpoint, the fetch and the token. */
+  api: { hubUrl: string; fetch: typeof fetch; accessToken?: `hf_${string}` };
+  /** Runs a Hub request; any failure comes out as a HubError that names the repo (and the file). */
+  call: <T>(what: () => Promise<T>, file?: string) => Promise<T>;
+}
+
+/** A file of the revision's listing: its id (`etag`) names its blob and is what its download is checked against. */
+type ListedFile = RepoFile & { etag: string };
+
+/** What a pull downloaded, summed over its passes. */
+interface DownloadTally {
+  downloaded: string[];
+  downloadedBytes: number;
+}
+
+function hubSession(
+  repo: string,
+  revision: string,
+  settings: HubSettings,
+  cache: RepoCache,
+  options: PullOptions,
+): HubSession {
+  const context: HubRequestContext = { repo, revision, settings };
   // The Hub's error code (X-Error-Code) is a header, which @huggingface/hub's errors do not keep: note it per URL.
   const errorCodes = new Map<string, string>();
   const hubFetch: typeof fetch = async (input, init) => {
@@ -103,8 +175,12 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
       throw explain(error, { ...context, ...(file ? { file } : {}) }, cache, errorCodes);
     }
   };
+  return { repo, revision, settings, cache, context, options, api, call };
+}
 
-  const commit = await call(async () => {
+/** The commit the revision points at now. */
+function resolveCommit({ api, call, repo, revision, settings }: HubSession): Promise<string> {
+  return call(async () => {
     const info = await modelInfo({ ...api, name: repo, revision, additionalFields: ['sha'] });
     if (typeof info.sha !== 'string' || !isCommitHash(info.sha))
       throw new HubError(
@@ -112,8 +188,12 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
       );
     return info.sha;
   });
-  const listed = await call(async () => {
-    const files = new Map<string, RepoFile & { etag: string }>();
+}
+
+/** The commit's files by path, each with its checked id. */
+function listRepoFiles({ api, call, repo, settings }: HubSession, commit: string): Promise<Map<string, ListedFile>> {
+  return call(async () => {
+    const files = new Map<string, ListedFile>();
     for await (const entry of listFiles({ ...api, repo, revision: commit })) {
       if (entry.type !== 'file') continue;
       const etag = entry.lfs?.oid ?? entry.oid;
@@ -124,105 +204,96 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
     }
     return files;
   });
-  let selection: ReturnType<typeof selectModelFiles>;
-  try {
-    selection = selectModelFiles(repo, [...listed.values()], set);
-  } catch (error) {
-    throw new HubError((error as Error).message);
-  }
-  const writeRef = () => {
-    try {
-      cache.writeRef(revision, commit);
-    } catch (error) {
-      throw cacheWriteError(error as NodeJS.ErrnoException, context) ?? error;
-    }
-  };
-  writeRef();
+}
 
-  const downloaded: string[] = [];
-  let downloadedBytes = 0;
-  const fetchFiles = async (names: string[], reportProgress: boolean) => {
-    const wanted = names.map((name) => {
-      const file = listed.get(name);
-      if (!file)
-        throw new HubError(
-          `${repo}: ${WEIGHTS_INDEX} lists ${name}, which is not in revision "${revision}" (commit ${commit})`,
-        );
-      return file;
-    });
-    const missing = wanted.filter((f) => !cache.hasSnapshotFile(commit, f.path));
-    for (const f of missing.filter((f) => cache.hasBlob(f.etag, f.size)))
-      cache.linkSnapshotFile(commit, f.path, f.etag);
-    const toDownload = missing.filter((f) => !cache.hasBlob(f.etag, f.size));
-    const total = toDownload.reduce((sum, f) => sum + f.size, 0);
-    if (toDownload.length) {
-      try {
-        fs.mkdirSync(path.join(cache.folder, 'blobs'), { recursive: true });
-      } catch (error) {
-        throw cacheWriteError(error as NodeJS.ErrnoException, context) ?? error;
-      }
-      checkFreeSpace(cache, toDownload, context);
-    }
-    let before = 0;
-    const report = (file: string | undefined, index: number, done: number, finished: boolean) =>
-      reportProgress &&
-      options.onProgress?.({ repo, file, fileIndex: index, fileCount: toDownload.length, done, total, finished });
-    for (const [i, f] of toDownload.entries()) {
-      report(f.path, i + 1, before, false);
-      const resumedFrom = fs.existsSync(cache.incompletePath(f.etag))
-        ? fs.statSync(cache.incompletePath(f.etag)).size
-        : 0;
-      await call(async () => {
-        try {
-          await downloadBlob({
-            url: `${settings.endpoint}/${repo}/resolve/${commit}/${f.path.split('/').map(encodeURIComponent).join('/')}`,
-            blobPath: cache.blobPath(f.etag),
-            size: f.size,
-            etag: f.etag,
-            token: settings.token,
-            ...(options.signal ? { signal: options.signal } : {}),
-            onBytes: (written) => report(f.path, i + 1, before + written, false),
-          });
-        } catch (error) {
-          throw (
-            cacheWriteError(error as NodeJS.ErrnoException, {
-              ...context,
-              file: f.path,
-              bytesNeeded: total - before,
-            }) ?? error
-          );
-        }
-      }, f.path);
-      cache.linkSnapshotFile(commit, f.path, f.etag);
-      before += f.size;
-      downloaded.push(f.path);
-      downloadedBytes += f.size - Math.min(resumedFrom, f.size);
-    }
-    if (toDownload.length) report(undefined, toDownload.length, total, true);
-  };
-
-  let files = selection.files;
-  if (selection.needsIndex) {
-    // The index (a few kB) names the shards: fetched first, so that one pass with one progress bar covers everything else.
-    await fetchFiles([WEIGHTS_INDEX], false);
-    const indexFile = cache.snapshotFile(commit, WEIGHTS_INDEX);
+/**
+ * Puts `names` into the snapshot folder: linked from blobs the cache has, downloaded otherwise (with
+ * progress when `reportProgress`); what was downloaded is added to `tally`.
+ */
+async function fetchSnapshotFiles(
+  session: HubSession,
+  commit: string,
+  listed: ReadonlyMap<string, ListedFile>,
+  names: string[],
+  reportProgress: boolean,
+  tally: DownloadTally,
+): Promise<void> {
+  const { repo, cache, options } = session;
+  const toDownload = linkCachedFiles(session, commit, wantedFiles(session, commit, listed, names));
+  const total = toDownload.reduce((sum, f) => sum + f.size, 0);
+  if (toDownload.length) {
     try {
-      files = [...files, ...shardsFromIndex(indexFile, fs.readFileSync(indexFile, 'utf8'))];
+      fs.mkdirSync(path.join(cache.folder, 'blobs'), { recursive: true });
     } catch (error) {
-      throw new HubError(`${repo}: ${(error as Error).message}`);
+      throw cacheWriteError(error as NodeJS.ErrnoException, session.context) ?? error;
     }
+    checkFreeSpace(cache, toDownload, session.context);
   }
-  await fetchFiles(files, true);
-  return {
-    repo,
-    revision,
-    commit,
-    snapshotDir: cache.snapshotDir(commit),
-    files,
-    downloaded,
-    downloadedBytes,
-    offline: false,
-  };
+  let before = 0;
+  const report = (file: string | undefined, index: number, done: number, finished: boolean) =>
+    reportProgress &&
+    options.onProgress?.({ repo, file, fileIndex: index, fileCount: toDownload.length, done, total, finished });
+  for (const [i, f] of toDownload.entries()) {
+    report(f.path, i + 1, before, false);
+    const resumedFrom = fs.existsSync(cache.incompletePath(f.etag))
+      ? fs.statSync(cache.incompletePath(f.etag)).size
+      : 0;
+    await downloadFile(session, commit, f, total - before, (written) => report(f.path, i + 1, before + written, false));
+    cache.linkSnapshotFile(commit, f.path, f.etag);
+    before += f.size;
+    tally.downloaded.push(f.path);
+    tally.downloadedBytes += f.size - Math.min(resumedFrom, f.size);
+  }
+  if (toDownload.length) report(undefined, toDownload.length, total, true);
+}
+
+/** The listed files for `names` (an index can name a shard the revision lacks). */
+function wantedFiles(
+  { repo, revision }: HubSession,
+  commit: string,
+  listed: ReadonlyMap<string, ListedFile>,
+  names: string[],
+): ListedFile[] {
+  return names.map((name) => {
+    const file = listed.get(name);
+    if (!file)
+      throw new HubError(
+        `${repo}: ${WEIGHTS_INDEX} lists ${name}, which is not in revision "${revision}" (commit ${commit})`,
+      );
+    return file;
+  });
+}
+
+/** Links the files whose blob the cache already has into the snapshot; returns those still to download. */
+function linkCachedFiles({ cache }: HubSession, commit: string, wanted: ListedFile[]): ListedFile[] {
+  const missing = wanted.filter((f) => !cache.hasSnapshotFile(commit, f.path));
+  for (const f of missing.filter((f) => cache.hasBlob(f.etag, f.size))) cache.linkSnapshotFile(commit, f.path, f.etag);
+  return missing.filter((f) => !cache.hasBlob(f.etag, f.size));
+}
+
+/** One file's blob, downloaded (or resumed) into the cache. */
+function downloadFile(
+  { call, cache, context, options, repo, settings }: HubSession,
+  commit: string,
+  f: ListedFile,
+  bytesNeeded: number,
+  onBytes: (written: number) => void,
+): Promise<void> {
+  return call(async () => {
+    try {
+      await downloadBlob({
+        url: `${settings.endpoint}/${repo}/resolve/${commit}/${f.path.split('/').map(encodeURIComponent).join('/')}`,
+        blobPath: cache.blobPath(f.etag),
+        size: f.size,
+        etag: f.etag,
+        token: settings.token,
+        ...(options.signal ? { signal: options.signal } : {}),
+        onBytes,
+      });
+    } catch (error) {
+      throw cacheWriteError(error as NodeJS.ErrnoException, { ...context, file: f.path, bytesNeeded }) ?? error;
+    }
+  }, f.path);
 }
 
 /** HF_HUB_OFFLINE: the revision's snapshot from the cache, complete, or an error that says how to get it. */

@@ -101,90 +101,116 @@ export function visionEncoder(
   dtype: 'float32' | 'float64',
 ): Tensor {
   return g.withScope('visual', () => {
-    const p = v.prefix;
-    const patchWidth = v.inChannels * v.temporalPatchSize * v.patchSize * v.patchSize;
-    const kernel = w.get(`${p}.patch_embed.proj.weight`, [
-      v.width,
-      v.inChannels,
-      v.temporalPatchSize,
-      v.patchSize,
-      v.patchSize,
-    ]);
-    let x = g.withScope('patch_embed', () => linear(inputs.patches, op.reshape(kernel, [v.width, patchWidth])));
-
-    const { cos, sin } = g.withScope('rotary', () => {
-      const inv = visionInverseFrequencies(v);
-      const quarter = inv.length;
-      const select = new Float64Array(2 * 2 * quarter);
-      for (let i = 0; i < quarter; i++) {
-        select[i] = inv[i]; // row angle → first quarter of the head
-        select[2 * quarter + quarter + i] = inv[i]; // column angle → second quarter
-      }
-      const matrix = g.constant(dtype === 'float64' ? select : Float32Array.from(select), dtype, [2, 2 * quarter]);
-      const angles = op.matmul(op.cast(inputs.positions, dtype), matrix); // [N, headDim/2]
-      const both = op.unsqueeze(op.concat([angles, angles], -1), [0]); // [1, N, headDim]
-      return { cos: op.cos(both), sin: op.sin(both) };
-    });
-    const rotate = (t: Tensor) => {
-      const half = v.headDim / 2;
-      const [a, b] = op.split(t, [half, half], -1);
-      return op.add(op.mul(t, cos), op.mul(op.concat([op.neg(b), a], -1), sin));
-    };
+    let x = patchEmbedding(g, v, w, inputs.patches);
+    const rotary = g.withScope('rotary', () => rotaryTables(g, v, inputs.positions, dtype));
     const sameGroup = (ids: Tensor) => maskBias(op.equal(op.unsqueeze(ids, [1]), op.unsqueeze(ids, [0])), dtype); // [N, N]
     const fullBias = g.withScope('frame_mask', () => sameGroup(inputs.frames));
     const windowBias = inputs.windows ? g.withScope('window_mask', () => sameGroup(inputs.windows!)) : undefined;
 
     for (let i = 0; i < v.depth; i++) {
-      const block = `${p}.blocks.${i}`;
-      x = g.withScope(`blocks.${i}`, () => {
-        const h = g.withScope('norm1', () => norm(x, `${block}.norm1`, v, w));
-        const attended = g.withScope('attn', () => {
-          const qkv = op.transpose(
-            op.reshape(dense(h, `${block}.attn.qkv`, 3 * v.width, v.width, w), [-1, 3, v.numHeads, v.headDim]),
-            [1, 2, 0, 3],
-          ); // [3, heads, N, hd]
-          const [q, k, value] = op.split(qkv, [1, 1, 1], 0).map((t) => op.squeeze(t, [0]));
-          const scores = op.mul(op.matmul(rotate(q), op.transpose(rotate(k), [0, 2, 1])), 1 / Math.sqrt(v.headDim)); // [heads, N, N]
-          const bias = v.fullAttentionBlocks.includes(i) || !windowBias ? fullBias : windowBias;
-          const context = op.matmul(op.softmax(op.add(scores, bias), -1), value); // [heads, N, hd]
-          const merged = op.reshape(op.transpose(context, [1, 0, 2]), [-1, v.width]);
-          return dense(merged, `${block}.attn.proj`, v.width, v.width, w);
-        });
-        const residual = op.add(x, attended);
-        const h2 = g.withScope('norm2', () => norm(residual, `${block}.norm2`, v, w));
-        const mlp = g.withScope('mlp', () =>
-          v.family === 'qwen2_vl'
-            ? dense(
-                activate(dense(h2, `${block}.mlp.fc1`, v.mlpSize, v.width, w), v.act),
-                `${block}.mlp.fc2`,
-                v.width,
-                v.mlpSize,
-                w,
-              )
-            : dense(
-                op.mul(
-                  activate(dense(h2, `${block}.mlp.gate_proj`, v.mlpSize, v.width, w), v.act),
-                  dense(h2, `${block}.mlp.up_proj`, v.mlpSize, v.width, w),
-                ),
-                `${block}.mlp.down_proj`,
-                v.width,
-                v.mlpSize,
-                w,
-              ),
-        );
-        return op.add(residual, mlp);
-      });
+      const bias = v.fullAttentionBlocks.includes(i) || !windowBias ? fullBias : windowBias;
+      x = g.withScope(`blocks.${i}`, () => visionBlock(g, v, w, x, `${v.prefix}.blocks.${i}`, rotary, bias));
     }
-    return g.withScope('merger', () => {
-      const merged = v.width * v.spatialMergeSize ** 2;
-      const grouped = op.reshape(norm(x, `${p}.merger.ln_q`, v, w), [-1, merged]);
-      return dense(
-        gelu(dense(grouped, `${p}.merger.mlp.0`, merged, merged, w)),
-        `${p}.merger.mlp.2`,
-        v.outSize,
-        merged,
+    return g.withScope('merger', () => patchMerger(x, v, w));
+  });
+}
+
+/** The Conv3d whose kernel equals its stride, as one MatMul of the flattened patches with the flattened kernel. */
+function patchEmbedding(g: Graph, v: VisionConfig, w: WeightInputs, patches: Tensor): Tensor {
+  const patchWidth = v.inChannels * v.temporalPatchSize * v.patchSize * v.patchSize;
+  const kernel = w.get(`${v.prefix}.patch_embed.proj.weight`, [
+    v.width,
+    v.inChannels,
+    v.temporalPatchSize,
+    v.patchSize,
+    v.patchSize,
+  ]);
+  return g.withScope('patch_embed', () => linear(patches, op.reshape(kernel, [v.width, patchWidth])));
+}
+
+/** cos and sin of each patch's 2-D rotary angles, [1, N, headDim]. */
+interface RotaryTables {
+  cos: Tensor;
+  sin: Tensor;
+}
+
+function rotaryTables(g: Graph, v: VisionConfig, positions: Tensor, dtype: 'float32' | 'float64'): RotaryTables {
+  const inv = visionInverseFrequencies(v);
+  const quarter = inv.length;
+  const select = new Float64Array(2 * 2 * quarter);
+  for (let i = 0; i < quarter; i++) {
+    select[i] = inv[i]; // row angle → first quarter of the head
+    select[2 * quarter + quarter + i] = inv[i]; // column angle → second quarter
+  }
+  const matrix = g.constant(dtype === 'float64' ? select : Float32Array.from(select), dtype, [2, 2 * quarter]);
+  const angles = op.matmul(op.cast(positions, dtype), matrix); // [N, headDim/2]
+  const both = op.unsqueeze(op.concat([angles, angles], -1), [0]); // [1, N, headDim]
+  return { cos: op.cos(both), sin: op.sin(both) };
+}
+
+function rotate(t: Tensor, v: VisionConfig, { cos, sin }: RotaryTables): Tensor {
+  const half = v.headDim / 2;
+  const [a, b] = op.split(t, [half, half], -1);
+  return op.add(op.mul(t, cos), op.mul(op.concat([op.neg(b), a], -1), sin));
+}
+
+/** One pre-norm block: attention (masked by `bias` to the patch's image or window), then the MLP. */
+function visionBlock(
+  g: Graph,
+  v: VisionConfig,
+  w: WeightInputs,
+  x: Tensor,
+  block: string,
+  rotary: RotaryTables,
+  bias: Tensor,
+): Tensor {
+  const h = g.withScope('norm1', () => norm(x, `${block}.norm1`, v, w));
+  const attended = g.withScope('attn', () => {
+    const qkv = op.transpose(
+      op.reshape(dense(h, `${block}.attn.qkv`, 3 * v.width, v.width, w), [-1, 3, v.numHeads, v.headDim]),
+      [1, 2, 0, 3],
+    ); // [3, heads, N, hd]
+    const [q, k, value] = op.split(qkv, [1, 1, 1], 0).map((t) => op.squeeze(t, [0]));
+    const scores = op.mul(
+      op.matmul(rotate(q, v, rotary), op.transpose(rotate(k, v, rotary), [0, 2, 1])),
+      1 / Math.sqrt(v.headDim),
+    ); // [heads, N, N]
+    const context = op.matmul(op.softmax(op.add(scores, bias), -1), value); // [heads, N, hd]
+    const merged = op.reshape(op.transpose(context, [1, 0, 2]), [-1, v.width]);
+    return dense(merged, `${block}.attn.proj`, v.width, v.width, w);
+  });
+  const residual = op.add(x, attended);
+  const h2 = g.withScope('norm2', () => norm(residual, `${block}.norm2`, v, w));
+  const mlp = g.withScope('mlp', () => visionMlp(h2, block, v, w));
+  return op.add(residual, mlp);
+}
+
+/** fc1/activation/fc2 (Qwen2-VL) or the gated MLP (Qwen2.5-VL). */
+function visionMlp(h: Tensor, block: string, v: VisionConfig, w: WeightInputs): Tensor {
+  return v.family === 'qwen2_vl'
+    ? dense(
+        activate(dense(h, `${block}.mlp.fc1`, v.mlpSize, v.width, w), v.act),
+        `${block}.mlp.fc2`,
+        v.width,
+        v.mlpSize,
+        w,
+      )
+    : dense(
+        op.mul(
+          activate(dense(h, `${block}.mlp.gate_proj`, v.mlpSize, v.width, w), v.act),
+          dense(h, `${block}.mlp.up_proj`, v.mlpSize, v.width, w),
+        ),
+        `${block}.mlp.down_proj`,
+        v.width,
+        v.mlpSize,
         w,
       );
-    });
-  });
+}
+
+/** Norm, then each merge_size × merge_size group of neighbouring patches concatenated through Linear, GELU, Linear. */
+function patchMerger(x: Tensor, v: VisionConfig, w: WeightInputs): Tensor {
+  const p = v.prefix;
+  const merged = v.width * v.spatialMergeSize ** 2;
+  const grouped = op.reshape(norm(x, `${p}.merger.ln_q`, v, w), [-1, merged]);
+  return dense(gelu(dense(grouped, `${p}.merger.mlp.0`, merged, merged, w)), `${p}.merger.mlp.2`, v.outSize, merged, w);
 }
