@@ -18,7 +18,7 @@
  * llama.cpp every core with flash attention on or off, whichever a short probe finds faster;
  * PyTorch one torch thread over OpenBLAS's every core with glibc's malloc keeping freed memory,
  * the fastest of bench:scale's eight settings on these VMs (`--probe-torch` probes them all again).
- * Each side runs one unmeasured warm-up step per shape first (graph and context creation).
+ * Each side runs one small unmeasured warm-up step per shape first (graph and context creation).
  *
  *   npx tsx test/bench/step.bench.ts [--smoke] [--shapes a,b] [--repeats N] [--no-peers] [--probe-torch]
  *
@@ -173,9 +173,9 @@ async function startOurs(dir: string, shape: StepShape, work: StepWork, threads:
   return {
     model,
     prompts,
-    async step(step: number, cost: StepCost): Promise<Rollout[]> {
-      const rollouts = await ourRollout(policy, model.tokenizer, prompts, work, step + 1, cost);
-      await ourLearning(trainer, rollouts, groupAdvantages(rollouts, work, step + 1), step, cost);
+    async step(step: number, cost: StepCost, w: StepWork = work): Promise<Rollout[]> {
+      const rollouts = await ourRollout(policy, model.tokenizer, prompts.slice(0, w.prompts), w, step + 1, cost);
+      await ourLearning(trainer, rollouts, groupAdvantages(rollouts, w, step + 1), step, cost);
       return rollouts;
     },
     async close() {
@@ -345,9 +345,12 @@ async function runShape(shape: StepShape, work: StepWork, root: string, o: Optio
     // next step writes would fault again (copy-on-write; see the README).
     if (o.peers) peers = await startPeers(dir, root, shape, work, threads, o);
     if (peers) result.llamaSetting = peers.best;
-    console.log(`${shape.name}: warm-up step (not measured)`);
-    let trained = await ours.step(0, emptyCost());
-    if (peers) await peerStep(peers, ours.model.tokenizer, ours.prompts, work, trained, emptyCost());
+    // The warm-up step builds what a run builds once (graphs, sessions, contexts); a small one,
+    // since at 0.5B a whole step takes minutes.
+    console.log(`${shape.name}: warm-up step of one prompt × 2 samples (not measured)`);
+    const warmup: StepWork = { ...work, prompts: 1, samples: 2 };
+    let trained = await ours.step(0, emptyCost(), warmup);
+    if (peers) await peerStep(peers, ours.model.tokenizer, ours.prompts.slice(0, 1), warmup, trained, emptyCost());
     for (let r = 0; r < o.repeats; r++) {
       const mine = emptyCost();
       const theirs = emptyCost();
@@ -379,13 +382,14 @@ async function runShape(shape: StepShape, work: StepWork, root: string, o: Optio
   return result;
 }
 
-function report(results: readonly ShapeResult[]): void {
+const TABLE_HEADER = ['shape', 'phase', 'ours s', 'peer s', 'peer/ours', 'ours faults', 'peer faults', 'ours tokens/s'];
+
+/** Prints the shape's RESULT lines as soon as it is done (a long run keeps what it finished); returns its table rows. */
+function reportShape(r: ShapeResult): string[][] {
   const med = (values: number[]) => (values.length ? spread(values).median : NaN);
-  const rows: string[][] = [
-    ['shape', 'phase', 'ours s', 'peer s', 'peer/ours', 'ours faults', 'peer faults', 'ours tokens/s'],
-  ];
+  const rows: string[][] = [];
   console.log('');
-  for (const r of results) {
+  {
     const name = r.shape.name;
     for (const phase of PHASES) {
       const o = med(r.ours.map((c) => c[phase].seconds));
@@ -431,6 +435,18 @@ function report(results: readonly ShapeResult[]): void {
       (r.tokens.trajectory / step).toFixed(1),
     ]);
   }
+  console.log(`load average ${loadAverage()}`);
+  return rows;
+}
+
+function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+}
+
+function printTable(rows: readonly string[][]): void {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   console.log('');
   for (const row of rows) console.log(row.map((cell, i) => cell.padStart(widths[i])).join('  '));
@@ -440,25 +456,17 @@ async function main(): Promise<void> {
   const o = options();
   const work = o.smoke ? SMOKE_WORK : FULL_WORK;
   console.log(
-    `bench:step: ${JSON.stringify(work)}, shapes ${o.shapes.map((s) => s.name).join(', ')}, ${o.repeats} measured step(s) per side, load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
+    `bench:step: ${JSON.stringify(work)}, shapes ${o.shapes.map((s) => s.name).join(', ')}, ${o.repeats} measured step(s) per side, load average ${loadAverage()}`,
   );
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-step-'));
-  const results: ShapeResult[] = [];
+  const rows = [TABLE_HEADER];
   try {
-    for (const shape of o.shapes) results.push(await runShape(shape, work, root, o));
+    for (const shape of o.shapes) rows.push(...reportShape(await runShape(shape, work, root, o)));
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
-  report(results);
-  console.log(
-    `load average at the end ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  printTable(rows);
+  console.log(`load average at the end ${loadAverage()}`);
 }
 
 main().catch((error) => {
