@@ -66,10 +66,14 @@ const TINY = {
   merges: 2048 - 256 - 26,
 };
 
+/**
+ * Micro-batches of 2 (the trainer's default is 8): at 0.5B bench:scale's measure of what fits both
+ * sides' memory; at 135M with 8, the OOM killer ended the first full run on the shared 23 GB VM
+ * (2026-12-05; the benchmark's process held 11.7 GB then).
+ */
 export const SHAPES: Record<string, StepShape> = {
-  smollm2_135m_lora: { name: 'smollm2_135m_lora', ...SMOLLM2_135M, training: 'lora', microBatch: 8 },
-  smollm2_135m_full: { name: 'smollm2_135m_full', ...SMOLLM2_135M, training: 'full', microBatch: 8 },
-  // Micro-batches of 2 at 0.5B: bench:scale's measure of what fits both sides' memory.
+  smollm2_135m_lora: { name: 'smollm2_135m_lora', ...SMOLLM2_135M, training: 'lora', microBatch: 2 },
+  smollm2_135m_full: { name: 'smollm2_135m_full', ...SMOLLM2_135M, training: 'full', microBatch: 2 },
   qwen25_05b_lora: { name: 'qwen25_05b_lora', ...QWEN25_05B, training: 'lora', microBatch: 2 },
   tiny_lora: { name: 'tiny_lora', ...TINY, training: 'lora', microBatch: 2 },
   tiny_full: { name: 'tiny_full', ...TINY, training: 'full', microBatch: 2 },
