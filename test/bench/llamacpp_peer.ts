@@ -11,14 +11,21 @@
  *     its own sequence of the named context, all decoded together (llama.cpp batches the
  *     sequences into one llama_decode per step), greedy, exactly newTokens each (end-of-generation
  *     tokens included)
+ *   {op: 'open', context, count} opens `count` sequences of the named context, kept between turns
+ *     (bench:step's multi-turn rollouts); {op: 'close', context} frees them
+ *   {op: 'turn', context, appends: number[][], newTokens, temperature} → {seconds, tokens: number[][]}:
+ *     each open sequence takes its appended tokens (the previous turn's last sampled token, which
+ *     llama.cpp has not evaluated yet, then the tool result or prompt) and samples exactly
+ *     newTokens, all sequences decoded together; the KV cache stays for the next turn
  * Run: node --import tsx test/bench/llamacpp_peer.ts
  */
 import * as readline from 'node:readline';
-import type { Llama, LlamaContext, LlamaModel, Token } from 'node-llama-cpp';
+import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
 
 let llama: Llama | undefined;
 let model: LlamaModel | undefined;
 const contexts = new Map<string, LlamaContext>();
+const openSequences = new Map<string, LlamaContextSequence[]>();
 
 async function load(request: { modelPath: string; gpu?: 'cuda' | 'vulkan' }) {
   const { getLlama, LlamaLogLevel } = await import('node-llama-cpp');
@@ -82,7 +89,51 @@ async function generate(request: { context: string; prompts: number[][]; newToke
   return { seconds, tokens };
 }
 
-const handlers: Record<string, (request: never) => Promise<unknown>> = { load, context, dispose, generate };
+async function open(request: { context: string; count: number }) {
+  const ctx = contexts.get(request.context);
+  if (!ctx) throw new Error(`no context named ${request.context}`);
+  openSequences.set(
+    request.context,
+    Array.from({ length: request.count }, () => ctx.getSequence()),
+  );
+  return {};
+}
+
+async function close(request: { context: string }) {
+  for (const sequence of openSequences.get(request.context) ?? []) sequence.dispose();
+  openSequences.delete(request.context);
+  return {};
+}
+
+async function turn(request: { context: string; appends: number[][]; newTokens: number; temperature: number }) {
+  const sequences = openSequences.get(request.context);
+  if (!sequences) throw new Error(`no open sequences in context ${request.context}`);
+  const tokens: number[][] = sequences.map(() => []);
+  const t0 = performance.now();
+  await Promise.all(
+    sequences.map(async (sequence, i) => {
+      for await (const token of sequence.evaluate(request.appends[i] as Token[], {
+        temperature: request.temperature,
+        seed: i + 1,
+        yieldEogToken: true,
+      })) {
+        tokens[i].push(token);
+        if (tokens[i].length >= request.newTokens) break;
+      }
+    }),
+  );
+  return { seconds: (performance.now() - t0) / 1000, tokens };
+}
+
+const handlers: Record<string, (request: never) => Promise<unknown>> = {
+  load,
+  context,
+  dispose,
+  generate,
+  open,
+  close,
+  turn,
+};
 
 const input = readline.createInterface({ input: process.stdin });
 input.on('close', async () => {

