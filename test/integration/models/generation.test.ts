@@ -172,6 +172,63 @@ describe('generation with a KV cache', () => {
     }
   });
 
+  it("a group's shared prompt is prefilled once; its rows sample what rows with their own prefill sample", async () => {
+    // Rows 0–2 and 3–4 are two GRPO groups: two distinct prompts of unequal length.
+    const prompts = ['Search for the city of', 'The answer is'].map((t) => tokenizer.encode(t));
+    const rows = [0, 0, 0, 1, 1].map((i) => prompts[i]);
+    const run = device.run.bind(device);
+    const rollout = async (sharePrompts: boolean) => {
+      const policy = new ModelPolicy(model, { recentLimit: 6, sharePrompts });
+      const fed: number[][] = [];
+      device.run = (id, feeds, outputs) => {
+        const ids = feeds.ids as { shape?: number[] } | undefined;
+        if (ids?.shape) fed.push([...ids.shape]);
+        return run(id, feeds, outputs);
+      };
+      try {
+        const s = await policy.startSession(rows.length, 11);
+        const turns = await s.generate(
+          rows.map((append, b) => ({ sequence: b, append })),
+          { ...sampled, maxNewTokens: 9 },
+        );
+        // A second turn on top of the copied caches.
+        const next = await s.generate(
+          [0, 3].map((b) => ({ sequence: b, append: tokenizer.encode(' then') })),
+          { ...sampled, maxNewTokens: 5 },
+        );
+        await s.close();
+        await policy.release();
+        return { turns, next, fed };
+      } finally {
+        device.run = run;
+      }
+    };
+    const shared = await rollout(true);
+    const own = await rollout(false);
+    const longest = Math.max(...prompts.map((p) => p.length));
+    // With sharing: the two prompts but their last token, in one batch of 2; then one token per row.
+    assert.deepEqual(shared.fed.slice(0, 2), [
+      [2, longest - 1],
+      [5, 1],
+    ]);
+    assert.deepEqual(own.fed[0], [5, longest]);
+    assert.deepEqual(
+      shared.turns.map((t) => t.tokens),
+      own.turns.map((t) => t.tokens),
+    );
+    assert.deepEqual(
+      shared.next.map((t) => t.tokens),
+      own.next.map((t) => t.tokens),
+    );
+    let worst = 0;
+    shared.turns.forEach((t, b) =>
+      t.logprobs.forEach((lp, k) => (worst = Math.max(worst, Math.abs(lp - own.turns[b].logprobs[k])))),
+    );
+    assert.ok(worst < 1e-4, `shared and own prefill log-probs differ by ${worst}`);
+    // The group's samples differ from each other: each row drew its own uniforms.
+    assert.notDeepEqual(shared.turns[0].tokens, shared.turns[1].tokens);
+  });
+
   it('reports the same log-probs the training graph recomputes on the generated tokens', async () => {
     const policy = new ModelPolicy(model, { recentLimit: 7 });
     const session = await policy.startSession(3, 5);

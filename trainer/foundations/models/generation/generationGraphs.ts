@@ -14,7 +14,7 @@ export interface LoadedGenerationGraph {
 
 /**
  * The graphs a policy's generation sessions run — one per sampling mode and constraint, plus the
- * cache fold — loaded on the device once and shared by every session the policy starts. Built per
+ * cache fold and the shared prompts' expansion — loaded on the device once and shared by every session the policy starts. Built per
  * session, they were created again for every rollout: serialising the graph, onnxruntime's
  * optimisation of it, and a fresh memory arena that grows page by page and is handed back when the
  * session closes (page faults cost 12–15 µs on the VMs we measure on). A graph reads the weights
@@ -23,6 +23,7 @@ export interface LoadedGenerationGraph {
 export class GenerationGraphs {
   private readonly sampling = new Map<string, Promise<LoadedGenerationGraph>>();
   private fold: Promise<number> | undefined;
+  private expand: Promise<number> | undefined;
 
   constructor(
     private readonly model: ModelRuntime,
@@ -90,13 +91,43 @@ export class GenerationGraphs {
     });
   }
 
+  /**
+   * The graph that copies a few rows' caches into a session's rows (`rows` picks the source row of
+   * each): a group's shared prompt is prefilled once and every sample of the group starts from it.
+   */
+  expandGraph(): Promise<number> {
+    this.expand ??= this.loadExpand().catch((error: unknown) => {
+      this.expand = undefined;
+      throw error;
+    });
+    return this.expand;
+  }
+
+  private async loadExpand(): Promise<number> {
+    const { numLayers, numKvHeads, headDim } = this.model.config;
+    const g = new Graph('expand_cache');
+    const rows = g.input('rows', 'int64', ['B']);
+    for (let l = 0; l < numLayers; l++)
+      for (const block of ['base', 'recent'] as const)
+        for (const kind of ['key', 'value'] as const) {
+          const cache = g.input(cacheName(block, kind, l), 'float32', ['U', numKvHeads, 'P', headDim]);
+          g.output(op.gather(cache, rows, 0), `${cacheName(block, kind, l)}.next`);
+        }
+    return this.model.device.load({
+      model: serializeGraph(g),
+      settings: {},
+      residentOutputs: g.outputs.map((o) => o.name),
+    });
+  }
+
   /** Releases every loaded graph; the next session loads them again. */
   async release(): Promise<void> {
     const loaded = [...this.sampling.values()];
-    const fold = this.fold;
+    const shared = [this.fold, this.expand].filter((g) => g !== undefined);
     this.sampling.clear();
     this.fold = undefined;
-    const ids = await Promise.allSettled([...loaded.map(async (g) => (await g).id), ...(fold ? [fold] : [])]);
+    this.expand = undefined;
+    const ids = await Promise.allSettled([...loaded.map(async (g) => (await g).id), ...shared]);
     for (const id of ids) if (id.status === 'fulfilled') await this.model.device.release(id.value);
   }
 }

@@ -13,6 +13,7 @@ import { Random } from '../random';
 import type { ModelRuntime } from '../runtime';
 import { cacheName, type SamplingMode } from './generationGraph';
 import { GenerationGraphs, type LoadedGenerationGraph } from './generationGraphs';
+import { sharedPrompts } from './sharedPrompts';
 import { ImageEncoder } from '../vision/imageEncoder';
 import { multimodalPositions } from '../vision/ropeIndex';
 import type { AllowedTokens, SequenceConstraint, TurnImage } from './policy';
@@ -34,6 +35,11 @@ export interface GenerationSessionOptions {
   recentLimit?: number;
   /** Keep the whole next-token log-distribution of the last step (tests compare it with a full forward pass). */
   captureDistributions?: boolean;
+  /**
+   * Prefill a prompt that several rows start with once, and copy its cache to those rows
+   * (sharedPrompts.ts). On by default; off, every row prefills its own copy.
+   */
+  sharePrompts?: boolean;
 }
 
 function int64(rows: number[][], width: number): HostTensor {
@@ -327,7 +333,8 @@ export class GenerationSession implements PolicySession {
     // A turn with constraints runs the constrained graph throughout (a free row gets the zero bias row).
     const allowedNow = () =>
       constraints.size ? this.rows.map((_, b) => (live.has(b) ? constraints.get(b)?.next() : undefined)) : undefined;
-    let step = await this.extend(chunks, mode, options, chunkImages, allowedNow());
+    const first = this.canSharePrompts(chunks) ? await this.prefillSharedPrompts(chunks, mode, options) : chunks;
+    let step = await this.extend(first, mode, options, chunkImages, allowedNow());
     for (;;) {
       for (const b of [...live]) {
         const turn = turns.get(b)!;
@@ -359,6 +366,70 @@ export class GenerationSession implements PolicySession {
       );
     }
     return requests.map((r) => turns.get(r.sequence)!);
+  }
+
+  /** A fresh text-only session whose first turn's rows all feed something: sharedPrompts may apply. */
+  private canSharePrompts(chunks: readonly number[][]): boolean {
+    if (this.options.sharePrompts === false || this.options.captureDistributions || this.model.config.vision)
+      return false;
+    return this.rows.every((r, b) => r.position === 0 && this.baseMask[b].length === 1 && chunks[b].length > 0);
+  }
+
+  /**
+   * Prefill each distinct prompt but its last token once, in a session of the distinct prompts,
+   * and copy its cache (both blocks, and their masks) to every row that starts with it. Returns
+   * what each row still feeds: its last prompt token, from which it samples its first token with
+   * its own uniform, as without sharing (the prefill session draws none from this session's stream).
+   */
+  private async prefillSharedPrompts(
+    chunks: number[][],
+    mode: SamplingMode,
+    options: TurnOptions,
+  ): Promise<number[][]> {
+    const shared = sharedPrompts(chunks);
+    if (!shared) return chunks;
+    const prefill = new GenerationSession(
+      this.model,
+      this.graphs,
+      shared.prompts.length,
+      { next: () => 0 },
+      `${this.prefix}/prefill`,
+      { ...this.options, sharePrompts: false },
+    );
+    await prefill.init();
+    try {
+      await prefill.extend(
+        shared.prompts.map((p) => p.slice(0, -1)),
+        mode,
+        options,
+      );
+      await this.copyRowsFrom(prefill, shared.source);
+    } finally {
+      await prefill.close();
+    }
+    return chunks.map((chunk) => [chunk.at(-1)!]);
+  }
+
+  /** This session's row b ← `from`'s row source[b]: both cache blocks, their masks and positions. */
+  private async copyRowsFrom(from: GenerationSession, source: readonly number[]): Promise<void> {
+    const { numLayers } = this.model.config;
+    const expand = await this.graphs.expandGraph();
+    const feeds: Record<string, Feed> = {
+      rows: { dtype: 'int64', shape: [source.length], data: BigInt64Array.from(source, (i) => BigInt(i)) },
+    };
+    const outputs: Record<string, OutputTarget> = {};
+    for (let l = 0; l < numLayers; l++)
+      for (const block of ['base', 'recent'] as const)
+        for (const kind of ['key', 'value'] as const) {
+          feeds[cacheName(block, kind, l)] = { state: from.state(block, kind, l) };
+          outputs[`${cacheName(block, kind, l)}.next`] = { state: this.state(block, kind, l) };
+        }
+    await this.model.device.run(expand, feeds, outputs);
+    source.forEach((i, b) => {
+      this.baseMask[b].splice(0, this.baseMask[b].length, ...from.baseMask[i]);
+      this.recentMask[b].splice(0, this.recentMask[b].length, ...from.recentMask[i]);
+      this.rows[b].position = from.rows[i].position;
+    });
   }
 
   private endsWithStopString(tokens: readonly number[], stops: readonly string[]): boolean {
