@@ -10,6 +10,7 @@
  *   RESULT <shape>_step_s=…  tokens_per_s=… peer_s=…
  *   RESULT <shape>_step_vs_peers=median q1=… q3=… min=… max=… n=…   (peer time / our time)
  *   RESULT <shape>_peak_rss_mib=… llamacpp_peak_rss_mib=… pytorch_peak_rss_mib=…
+ *   RESULT <shape>_group8_vs_one=… unshared=…   (one prompt's generation: 8 samples / 1 sample)
  * The composed peer does the same work in the same run, its steps alternating with ours:
  * llama.cpp (node-llama-cpp's prebuilt build, its own process) generates the turns of every
  * sample batched in one context, the same tool runs here on its turns' text, and eager PyTorch
@@ -169,10 +170,18 @@ async function startOurs(dir: string, shape: StepShape, work: StepWork, threads:
     `${shape.name}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(1)} M parameters, ${(trainable / 1e6).toFixed(2)} M trained (${shape.training}), micro-batches of ${shape.microBatch}, ${threads} threads`,
   );
   const policy = new ModelPolicy(model);
+  const unshared = new ModelPolicy(model, { sharePrompts: false });
   const prompts = stepPrompts(model.tokenizer, work);
   return {
     model,
     prompts,
+    /** Seconds to generate one prompt's rollouts with `samples` samples, its prompt shared or prefilled per row. */
+    async groupGeneration(samples: number, share: boolean, seed: number): Promise<number> {
+      const cost = emptyCost();
+      const w = { ...work, prompts: 1, samples };
+      await ourRollout(share ? policy : unshared, model.tokenizer, prompts.slice(0, 1), w, seed, cost);
+      return cost.generation.seconds + cost.tools.seconds;
+    },
     async step(step: number, cost: StepCost, w: StepWork = work): Promise<Rollout[]> {
       const rollouts = await ourRollout(policy, model.tokenizer, prompts.slice(0, w.prompts), w, step + 1, cost);
       await ourLearning(trainer, rollouts, groupAdvantages(rollouts, w, step + 1), step, cost);
@@ -331,6 +340,14 @@ interface ShapeResult {
   tokens: { generated: number; trajectory: number };
   rss: { ours?: number | undefined; llama?: number | undefined; torch?: number | undefined };
   llamaSetting?: string;
+  /** Generation seconds of one prompt with 1 sample, and with 8 (prompt shared, and prefilled per row). */
+  group?: GroupCost;
+}
+
+interface GroupCost {
+  one: number[];
+  shared: number[];
+  unshared: number[];
 }
 
 async function runShape(shape: StepShape, work: StepWork, root: string, o: Options): Promise<ShapeResult> {
@@ -365,6 +382,7 @@ async function runShape(shape: StepShape, work: StepWork, root: string, o: Optio
         `  ${shape.name} step ${r + 1}/${o.repeats}: ours ${total(mine).toFixed(2)} s${peers ? `, peers ${total(theirs).toFixed(2)} s` : ''}`,
       );
     }
+    result.group = await groupCost(ours);
     result.tokens = {
       generated: trained.reduce((n, t) => n + t.mask.reduce((a, m) => a + m, 0), 0),
       trajectory: trained.reduce((n, t) => n + t.ids.length, 0),
@@ -380,6 +398,25 @@ async function runShape(shape: StepShape, work: StepWork, root: string, o: Optio
     await ours.close();
   }
   return result;
+}
+
+/**
+ * A group's generation against one sample's: one prompt's three turns with 1 sample, then 8 with
+ * the prompt prefilled once and shared, then 8 each prefilling it, interleaved over three rounds
+ * after an unmeasured round (issue 35's goal: a group of 8 costs ≤ 1.5× one sample).
+ */
+async function groupCost(ours: Awaited<ReturnType<typeof startOurs>>): Promise<GroupCost> {
+  const times: GroupCost = { one: [], shared: [], unshared: [] };
+  for (let round = 0; round < 4; round++) {
+    const one = await ours.groupGeneration(1, true, 100 + round);
+    const shared = await ours.groupGeneration(8, true, 100 + round);
+    const unshared = await ours.groupGeneration(8, false, 100 + round);
+    if (round === 0) continue;
+    times.one.push(one);
+    times.shared.push(shared);
+    times.unshared.push(unshared);
+  }
+  return times;
 }
 
 const TABLE_HEADER = ['shape', 'phase', 'ours s', 'peer s', 'peer/ours', 'ours faults', 'peer faults', 'ours tokens/s'];
@@ -420,6 +457,12 @@ function reportShape(r: ShapeResult): string[][] {
     if (r.peer.length) {
       const ratio: Spread = spread(r.ours.map((c, i) => total(r.peer[i]) / total(c)));
       console.log(resultLine(`${name}_step_vs_peers`, ratio));
+    }
+    if (r.group) {
+      const [one, shared, unshared] = [r.group.one, r.group.shared, r.group.unshared].map(med);
+      console.log(
+        `RESULT ${name}_group8_vs_one=${(shared / one).toFixed(3)} unshared=${(unshared / one).toFixed(3)} one_s=${one.toFixed(3)} group8_s=${shared.toFixed(3)} group8_unshared_s=${unshared.toFixed(3)}`,
+      );
     }
     console.log(
       `RESULT ${name}_peak_rss_mib=${mib(r.rss.ours)} llamacpp_peak_rss_mib=${mib(r.rss.llama)} pytorch_peak_rss_mib=${mib(r.rss.torch)}`,
