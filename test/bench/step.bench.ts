@@ -21,17 +21,19 @@
  * the fastest of bench:scale's eight settings on these VMs (`--probe-torch` probes them all again).
  * Each side runs one small unmeasured warm-up step per shape first (graph and context creation).
  *
- *   npx tsx test/bench/step.bench.ts [--smoke] [--shapes a,b] [--repeats N] [--no-peers] [--probe-torch]
+ *   npx tsx test/bench/step.bench.ts [--smoke] [--shapes a,b] [--repeats N] [--no-peers] [--probe-torch] [--device D]
  *
  * --smoke: tiny shapes and a small step (under a minute; checks the bench and its peers run).
  * Shapes: smollm2_135m_lora, smollm2_135m_full, qwen25_05b_lora (default: all three), tiny_lora,
- * tiny_full. --repeats: measured steps per side and shape (default 1). Never run in CI.
+ * tiny_full. --repeats: measured steps per side and shape (default 1). --device cpu|webgpu|cuda: where
+ * our side runs (default cpu; test/gpu/run.sh runs it on a GPU with --no-peers). Never run in CI.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDevice } from '../../trainer/foundations/engine/device/device';
+import type { ExecutionProviderName } from '../../trainer/foundations/engine/runtime/providers';
 import { DEFAULT_ADAMW } from '../../trainer/foundations/engine/optimizer';
 import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSession';
 import { createModel } from '../../trainer/foundations/models/createModel';
@@ -79,7 +81,11 @@ interface Options {
   repeats: number;
   peers: boolean;
   probeTorch: boolean;
+  /** Where our side runs: the CPU, or a GPU through WebGPU or CUDA (test/gpu/run.sh). */
+  device: ExecutionProviderName;
 }
+
+const DEVICES: readonly ExecutionProviderName[] = ['cpu', 'webgpu', 'cuda'];
 
 function options(): Options {
   const { values } = parseArgs({
@@ -89,6 +95,7 @@ function options(): Options {
       repeats: { type: 'string', default: '1' },
       'no-peers': { type: 'boolean', default: false },
       'probe-torch': { type: 'boolean', default: false },
+      device: { type: 'string', default: 'cpu' },
     },
   });
   const names = values.shapes?.split(',') ?? (values.smoke ? SMOKE_SHAPES : FULL_SHAPES);
@@ -100,7 +107,17 @@ function options(): Options {
   const repeats = Number(values.repeats);
   if (!Number.isInteger(repeats) || repeats < 1)
     throw new Error(`--repeats: expected a positive integer, got ${values.repeats}`);
-  return { smoke: values.smoke!, shapes, repeats, peers: !values['no-peers'], probeTorch: values['probe-torch']! };
+  const device = values.device as ExecutionProviderName;
+  if (!DEVICES.includes(device))
+    throw new Error(`--device: expected one of ${DEVICES.join(', ')}, got ${values.device}`);
+  return {
+    smoke: values.smoke!,
+    shapes,
+    repeats,
+    peers: !values['no-peers'],
+    probeTorch: values['probe-torch']!,
+    device,
+  };
 }
 
 /** The peak resident memory of this process from now on (Linux: writing 5 to clear_refs resets VmHWM). */
@@ -145,8 +162,14 @@ function buildModel(root: string, shape: StepShape): string {
 }
 
 /** Ours: the model, its policy (one per run, as the trainer keeps it) and its trainer. */
-async function startOurs(dir: string, shape: StepShape, work: StepWork, threads: number) {
-  const device = createDevice('cpu', { threads });
+async function startOurs(
+  dir: string,
+  shape: StepShape,
+  work: StepWork,
+  threads: number,
+  provider: ExecutionProviderName,
+) {
+  const device = createDevice(provider, provider === 'cpu' ? { threads } : {});
   const model = await ModelRuntime.load(device, dir, shape.training === 'lora' ? { lora: LORA, seed: 1 } : { seed: 1 });
   const trainer = await PolicyTrainer.create(model, {
     policy: {
@@ -354,7 +377,7 @@ async function runShape(shape: StepShape, work: StepWork, root: string, o: Optio
   const threads = defaultThreads();
   const dir = buildModel(root, shape);
   resetPeakRss();
-  const ours = await startOurs(dir, shape, work, threads);
+  const ours = await startOurs(dir, shape, work, threads, o.device);
   let peers: Peers | undefined;
   const result: ShapeResult = { shape, ours: [], peer: [], tokens: { generated: 0, trajectory: 0 }, rss: {} };
   try {
@@ -499,7 +522,7 @@ async function main(): Promise<void> {
   const o = options();
   const work = o.smoke ? SMOKE_WORK : FULL_WORK;
   console.log(
-    `bench:step: ${JSON.stringify(work)}, shapes ${o.shapes.map((s) => s.name).join(', ')}, ${o.repeats} measured step(s) per side, load average ${loadAverage()}`,
+    `bench:step: ${JSON.stringify(work)}, shapes ${o.shapes.map((s) => s.name).join(', ')}, ours on ${o.device}, ${o.repeats} measured step(s) per side, load average ${loadAverage()}`,
   );
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-step-'));
   const rows = [TABLE_HEADER];

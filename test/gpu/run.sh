@@ -52,4 +52,14 @@ providers=webgpu
 [ "$cuda" = 1 ] && providers=webgpu,cuda
 log "benchmarks on: $providers"
 npx tsx test/gpu/gpu.bench.ts --providers "$providers" "$@"
+
+# The whole GRPO step (bench:step) on each GPU provider, ours only: its peers run on the CPU.
+step_shapes=smollm2_135m_lora,qwen25_05b_lora
+step_args=()
+for a in "$@"; do [ "$a" = --smoke ] && step_args+=(--smoke) && step_shapes=tiny_lora; done
+for p in ${providers//,/ }; do
+  log "bench:step on $p → test-output/gpu/step-$p.txt"
+  npx tsx test/bench/step.bench.ts --device "$p" --no-peers --shapes "$step_shapes" "${step_args[@]}" \
+    2>&1 | tee "test-output/gpu/step-$p.txt" | grep -E '^RESULT' >&2 || log "bench:step on $p failed (see step-$p.txt)"
+done
 cat test-output/gpu/results.md
