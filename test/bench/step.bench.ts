@@ -10,7 +10,8 @@
  *   RESULT <shape>_step_s=…  tokens_per_s=… peer_s=…
  *   RESULT <shape>_step_vs_peers=median q1=… q3=… min=… max=… n=…   (peer time / our time)
  *   RESULT <shape>_peak_rss_mib=… llamacpp_peak_rss_mib=… pytorch_peak_rss_mib=…
- *   RESULT <shape>_group8_vs_one=… unshared=…   (one prompt's generation: 8 samples / 1 sample)
+ *   RESULT <shape>_group8_vs_one=… unshared=… one_s=… group8_s=… group8_unshared_s=…
+ *          minor_faults one=… group8=… group8_unshared=…   (one prompt's generation: 8 samples / 1 sample)
  * The composed peer does the same work in the same run, its steps alternating with ours:
  * llama.cpp (node-llama-cpp's prebuilt build, its own process) generates the turns of every
  * sample batched in one context, the same tool runs here on its turns' text, and eager PyTorch
@@ -21,12 +22,13 @@
  * the fastest of bench:scale's eight settings on these VMs (`--probe-torch` probes them all again).
  * Each side runs one small unmeasured warm-up step per shape first (graph and context creation).
  *
- *   npx tsx test/bench/step.bench.ts [--smoke] [--shapes a,b] [--repeats N] [--no-peers] [--probe-torch] [--device D]
+ *   npx tsx test/bench/step.bench.ts [--smoke] [--shapes a,b] [--repeats N] [--no-peers] [--probe-torch] [--device D] [--group]
  *
  * --smoke: tiny shapes and a small step (under a minute; checks the bench and its peers run).
  * Shapes: smollm2_135m_lora, smollm2_135m_full, qwen25_05b_lora (default: all three), tiny_lora,
  * tiny_full. --repeats: measured steps per side and shape (default 1). --device cpu|webgpu|cuda: where
- * our side runs (default cpu; test/gpu/run.sh runs it on a GPU with --no-peers). Never run in CI.
+ * our side runs (default cpu; test/gpu/run.sh runs it on a GPU with --no-peers). --group: only the
+ * group line (no step, no peers). Never run in CI.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -62,6 +64,7 @@ import {
   SMOKE_WORK,
   stepPrompts,
   toolRunner,
+  type PhaseCost,
   type Rollout,
   type StepCost,
   type StepShape,
@@ -83,6 +86,7 @@ interface Options {
   probeTorch: boolean;
   /** Where our side runs: the CPU, or a GPU through WebGPU or CUDA (test/gpu/run.sh). */
   device: ExecutionProviderName;
+  group: boolean;
 }
 
 const DEVICES: readonly ExecutionProviderName[] = ['cpu', 'webgpu', 'cuda'];
@@ -96,6 +100,7 @@ function options(): Options {
       'no-peers': { type: 'boolean', default: false },
       'probe-torch': { type: 'boolean', default: false },
       device: { type: 'string', default: 'cpu' },
+      group: { type: 'boolean', default: false },
     },
   });
   const names = values.shapes?.split(',') ?? (values.smoke ? SMOKE_SHAPES : FULL_SHAPES);
@@ -117,6 +122,7 @@ function options(): Options {
     peers: !values['no-peers'],
     probeTorch: values['probe-torch']!,
     device,
+    group: values.group!,
   };
 }
 
@@ -198,12 +204,12 @@ async function startOurs(
   return {
     model,
     prompts,
-    /** Seconds to generate one prompt's rollouts with `samples` samples, its prompt shared or prefilled per row. */
-    async groupGeneration(samples: number, share: boolean, seed: number): Promise<number> {
+    /** The generation phase of one prompt's rollouts with `samples` samples, its prompt shared or prefilled per row. */
+    async groupGeneration(samples: number, share: boolean, seed: number): Promise<PhaseCost> {
       const cost = emptyCost();
       const w = { ...work, prompts: 1, samples };
       await ourRollout(share ? policy : unshared, model.tokenizer, prompts.slice(0, 1), w, seed, cost);
-      return cost.generation.seconds + cost.tools.seconds;
+      return cost.generation;
     },
     async step(step: number, cost: StepCost, w: StepWork = work): Promise<Rollout[]> {
       const rollouts = await ourRollout(policy, model.tokenizer, prompts.slice(0, w.prompts), w, step + 1, cost);
@@ -368,9 +374,9 @@ interface ShapeResult {
 }
 
 interface GroupCost {
-  one: number[];
-  shared: number[];
-  unshared: number[];
+  one: PhaseCost[];
+  shared: PhaseCost[];
+  unshared: PhaseCost[];
 }
 
 async function runShape(shape: StepShape, work: StepWork, root: string, o: Options): Promise<ShapeResult> {
@@ -381,6 +387,10 @@ async function runShape(shape: StepShape, work: StepWork, root: string, o: Optio
   let peers: Peers | undefined;
   const result: ShapeResult = { shape, ours: [], peer: [], tokens: { generated: 0, trajectory: 0 }, rss: {} };
   try {
+    if (o.group) {
+      result.group = await groupCost(ours);
+      return result;
+    }
     // Peers start before our first step: starting a process forks this one, and the pages our
     // next step writes would fault again (copy-on-write; see the README).
     if (o.peers) peers = await startPeers(dir, root, shape, work, threads, o);
@@ -444,11 +454,27 @@ async function groupCost(ours: Awaited<ReturnType<typeof startOurs>>): Promise<G
 
 const TABLE_HEADER = ['shape', 'phase', 'ours s', 'peer s', 'peer/ours', 'ours faults', 'peer faults', 'ours tokens/s'];
 
+function reportGroup(name: string, group: GroupCost): void {
+  const arms = [group.one, group.shared, group.unshared];
+  const [one, shared, unshared] = arms.map((costs) => spread(costs.map((c) => c.seconds)).median);
+  const [oneFaults, sharedFaults, unsharedFaults] = arms.map((costs) => spread(costs.map((c) => c.faults)).median);
+  console.log(
+    `RESULT ${name}_group8_vs_one=${(shared / one).toFixed(3)} unshared=${(unshared / one).toFixed(3)} one_s=${one.toFixed(3)} group8_s=${shared.toFixed(3)} group8_unshared_s=${unshared.toFixed(3)} ` +
+      `minor_faults one=${oneFaults.toFixed(0)} group8=${sharedFaults.toFixed(0)} group8_unshared=${unsharedFaults.toFixed(0)}`,
+  );
+}
+
 /** Prints the shape's RESULT lines as soon as it is done (a long run keeps what it finished); returns its table rows. */
 function reportShape(r: ShapeResult): string[][] {
   const med = (values: number[]) => (values.length ? spread(values).median : NaN);
   const rows: string[][] = [];
   console.log('');
+  if (r.ours.length === 0) {
+    // --group: the group line only.
+    if (r.group) reportGroup(r.shape.name, r.group);
+    console.log(`load average ${loadAverage()}`);
+    return rows;
+  }
   {
     const name = r.shape.name;
     for (const phase of PHASES) {
@@ -481,12 +507,7 @@ function reportShape(r: ShapeResult): string[][] {
       const ratio: Spread = spread(r.ours.map((c, i) => total(r.peer[i]) / total(c)));
       console.log(resultLine(`${name}_step_vs_peers`, ratio));
     }
-    if (r.group) {
-      const [one, shared, unshared] = [r.group.one, r.group.shared, r.group.unshared].map(med);
-      console.log(
-        `RESULT ${name}_group8_vs_one=${(shared / one).toFixed(3)} unshared=${(unshared / one).toFixed(3)} one_s=${one.toFixed(3)} group8_s=${shared.toFixed(3)} group8_unshared_s=${unshared.toFixed(3)}`,
-      );
-    }
+    if (r.group) reportGroup(name, r.group);
     console.log(
       `RESULT ${name}_peak_rss_mib=${mib(r.rss.ours)} llamacpp_peak_rss_mib=${mib(r.rss.llama)} pytorch_peak_rss_mib=${mib(r.rss.torch)}`,
     );
@@ -531,7 +552,7 @@ async function main(): Promise<void> {
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
-  printTable(rows);
+  if (rows.length > 1) printTable(rows);
   console.log(`load average at the end ${loadAverage()}`);
 }
 

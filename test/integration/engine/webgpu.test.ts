@@ -97,13 +97,15 @@ describe('WebGPU provider', () => {
         const device = createDevice(provider);
         const model = await ModelRuntime.load(device, path.join(root, 'model'));
         try {
-          // recentLimit 4 folds the recent cache block into the base block during the turns.
-          const session = await new ModelPolicy(model, { recentLimit: 4 }).startSession(2, 0);
+          // recentLimit 4 folds the recent cache block into the base block during the turns; rows 0
+          // and 2 share their prompt (prefilled once, its cache copied to both on the device).
+          const session = await new ModelPolicy(model, { recentLimit: 4 }).startSession(3, 0);
           const greedy = { temperature: 0, topK: 0, topP: 1, maxNewTokens: 6, stopTokenIds: [] };
           const first = await session.generate(
             [
               { sequence: 0, append: [11, 12, 13, 14] },
               { sequence: 1, append: [15, 16] },
+              { sequence: 2, append: [11, 12, 13, 14] },
             ],
             greedy,
           );

@@ -6,6 +6,9 @@ import { fusedKernelsFor } from '../layers/fused';
 import type { ModelRuntime } from '../runtime';
 import { buildGenerationGraph, cacheName, type SamplingMode } from './generationGraph';
 
+/** The share graph's input holding one layer's keys or values of the prefilled prompts. */
+export const promptCacheName = (kind: 'key' | 'value', layer: number) => `prompt_${kind}_${layer}`;
+
 /** A generation graph loaded on the device, with the weight feeds it reads. */
 export interface LoadedGenerationGraph {
   id: number;
@@ -14,16 +17,17 @@ export interface LoadedGenerationGraph {
 
 /**
  * The graphs a policy's generation sessions run — one per sampling mode and constraint, plus the
- * cache fold and the shared prompts' expansion — loaded on the device once and shared by every session the policy starts. Built per
- * session, they were created again for every rollout: serialising the graph, onnxruntime's
- * optimisation of it, and a fresh memory arena that grows page by page and is handed back when the
- * session closes (page faults cost 12–15 µs on the VMs we measure on). A graph reads the weights
- * and the KV cache as device state by name, so sessions sharing it keep their own caches.
+ * cache fold and the shared prompts' copy — loaded on the device once and shared by every session
+ * the policy starts. Built per session, they were created again for every rollout: serialising the
+ * graph, onnxruntime's optimisation of it, and a fresh memory arena that grows page by page and is
+ * handed back when the session closes (page faults cost 12–15 µs on the VMs we measure on). A graph
+ * reads the weights and the KV cache as device state by name, so sessions sharing it keep their own
+ * caches.
  */
 export class GenerationGraphs {
   private readonly sampling = new Map<string, Promise<LoadedGenerationGraph>>();
   private fold: Promise<number> | undefined;
-  private expand: Promise<number> | undefined;
+  private share: Promise<number> | undefined;
 
   constructor(
     private readonly model: ModelRuntime,
@@ -92,27 +96,28 @@ export class GenerationGraphs {
   }
 
   /**
-   * The graph that copies a few rows' caches into a session's rows (`rows` picks the source row of
-   * each): a group's shared prompt is prefilled once and every sample of the group starts from it.
+   * The graph that gives rows a prompt prefilled once (a group's shared prompt): each row's base
+   * block is extended by the prefilled slots of its prompt, `base ← concat(base, prompt[rows])`,
+   * with inputs `prompt_<kind>_<layer>` [prompts, kv, P, hd] and `rows` [B] (a prompt per row).
    */
-  expandGraph(): Promise<number> {
-    this.expand ??= this.loadExpand().catch((error: unknown) => {
-      this.expand = undefined;
+  shareGraph(): Promise<number> {
+    this.share ??= this.loadShare().catch((error: unknown) => {
+      this.share = undefined;
       throw error;
     });
-    return this.expand;
+    return this.share;
   }
 
-  private async loadExpand(): Promise<number> {
+  private async loadShare(): Promise<number> {
     const { numLayers, numKvHeads, headDim } = this.model.config;
-    const g = new Graph('expand_cache');
+    const g = new Graph('share_prompt_cache');
     const rows = g.input('rows', 'int64', ['B']);
     for (let l = 0; l < numLayers; l++)
-      for (const block of ['base', 'recent'] as const)
-        for (const kind of ['key', 'value'] as const) {
-          const cache = g.input(cacheName(block, kind, l), 'float32', ['U', numKvHeads, 'P', headDim]);
-          g.output(op.gather(cache, rows, 0), `${cacheName(block, kind, l)}.next`);
-        }
+      for (const kind of ['key', 'value'] as const) {
+        const base = g.input(cacheName('base', kind, l), 'float32', ['B', numKvHeads, 'Pb', headDim]);
+        const prompt = g.input(promptCacheName(kind, l), 'float32', ['prompts', numKvHeads, 'P', headDim]);
+        g.output(op.concat([base, op.gather(prompt, rows, 0)], 2), `${cacheName('base', kind, l)}.next`);
+      }
     return this.model.device.load({
       model: serializeGraph(g),
       settings: {},
@@ -123,10 +128,10 @@ export class GenerationGraphs {
   /** Releases every loaded graph; the next session loads them again. */
   async release(): Promise<void> {
     const loaded = [...this.sampling.values()];
-    const shared = [this.fold, this.expand].filter((g) => g !== undefined);
+    const shared = [this.fold, this.share].filter((g) => g !== undefined);
     this.sampling.clear();
     this.fold = undefined;
-    this.expand = undefined;
+    this.share = undefined;
     const ids = await Promise.allSettled([...loaded.map(async (g) => (await g).id), ...shared]);
     for (const id of ids) if (id.status === 'fulfilled') await this.model.device.release(id.value);
   }

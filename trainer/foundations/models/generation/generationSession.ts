@@ -12,8 +12,8 @@ import type {
 import { Random } from '../random';
 import type { ModelRuntime } from '../runtime';
 import { cacheName, type SamplingMode } from './generationGraph';
-import { GenerationGraphs, type LoadedGenerationGraph } from './generationGraphs';
-import { sharedPrompts } from './sharedPrompts';
+import { GenerationGraphs, promptCacheName, type LoadedGenerationGraph } from './generationGraphs';
+import { planSharedPrefill } from './sharedPrompts';
 import { ImageEncoder } from '../vision/imageEncoder';
 import { multimodalPositions } from '../vision/ropeIndex';
 import type { AllowedTokens, SequenceConstraint, TurnImage } from './policy';
@@ -37,7 +37,7 @@ export interface GenerationSessionOptions {
   captureDistributions?: boolean;
   /**
    * Prefill a prompt that several rows start with once, and copy its cache to those rows
-   * (sharedPrompts.ts). On by default; off, every row prefills its own copy.
+   * (sharedPrompts.ts). On by default; off, every row prefills its own copy (tests, bench:step).
    */
   sharePrompts?: boolean;
 }
@@ -50,6 +50,15 @@ function int64(rows: number[][], width: number): HostTensor {
 
 function scalar(v: number): HostTensor {
   return { dtype: 'float32', shape: [], data: Float32Array.of(v) };
+}
+
+/** The sampling graph's inputs besides the tokens, cache and weights: temperature, top-p, one uniform per row. */
+function samplingFeeds(options: TurnOptions, uniforms: Float32Array): Record<string, HostTensor> {
+  return {
+    inv_temperature: scalar(options.temperature > 0 ? 1 / options.temperature : 1),
+    top_p: scalar(options.topP),
+    uniforms: { dtype: 'float32', shape: [uniforms.length], data: uniforms },
+  };
 }
 
 export function samplingMode(options: Pick<TurnOptions, 'temperature' | 'topK' | 'topP'>, vocab: number): SamplingMode {
@@ -232,13 +241,10 @@ export class GenerationSession implements PolicySession {
       new_mask: int64(mask, width),
       base_mask: int64(this.baseMask, this.baseMask[0].length),
       recent_mask: int64(this.recentMask, this.recentMask[0].length),
-      inv_temperature: scalar(options.temperature > 0 ? 1 / options.temperature : 1),
-      top_p: scalar(options.topP),
-      uniforms: {
-        dtype: 'float32',
-        shape: [this.size],
-        data: Float32Array.from({ length: this.size }, (_, b) => this.uniforms.next(b, chunks[b].length > 0)),
-      },
+      ...samplingFeeds(
+        options,
+        Float32Array.from({ length: this.size }, (_, b) => this.uniforms.next(b, chunks[b].length > 0)),
+      ),
     };
     const outputs: Record<string, OutputTarget> = { token: 'return', logprob: 'return', entropy: 'return' };
     if (this.options.captureDistributions) outputs.distribution = 'return';
@@ -259,6 +265,109 @@ export class GenerationSession implements PolicySession {
       logprobs: Array.from(out.logprob.data as Float32Array),
       entropies: Array.from(out.entropy.data as Float32Array),
     };
+  }
+
+  /**
+   * Prompts that several fresh rows of this call start with (a GRPO group's samples) are prefilled
+   * once, and each of those rows gets its prompt's keys and values in its base block; their chunks
+   * shrink to the prompt's last token (sharedPrompts.ts). Vision-language models opt out: an image
+   * prompt's M-RoPE positions and image embeddings take the ordinary path.
+   */
+  private async prefillSharedPrompts(chunks: number[][], mode: SamplingMode, options: TurnOptions): Promise<void> {
+    if (this.model.config.vision || this.options.sharePrompts === false) return;
+    const plan = planSharedPrefill(
+      chunks,
+      this.rows.map((r) => r.position === 0),
+    );
+    if (!plan) return;
+    const masks = await this.prefill(plan.prefixes, mode, options);
+    await this.appendPrefilled(plan.rowPrefix, masks);
+    plan.rowPrefix.forEach((p, b) => {
+      if (p < 0) return;
+      this.rows[b].position = plan.prefixes[p].length;
+      chunks[b] = chunks[b].slice(-1);
+    });
+  }
+
+  private promptState(kind: 'key' | 'value', layer: number): string {
+    return `${this.prefix}/${promptCacheName(kind, layer)}`;
+  }
+
+  /**
+   * Runs the prefixes through the sampling graph at one row each (left-padded to one width, from
+   * position 0, against an empty cache) and keeps their keys and values as prompt states; returns
+   * each prefix's key mask. Nothing is sampled from it: the sampled outputs are not fetched.
+   */
+  private async prefill(prefixes: number[][], mode: SamplingMode, options: TurnOptions): Promise<number[][]> {
+    const { numLayers, numKvHeads, headDim } = this.model.config;
+    const rows = prefixes.length;
+    const width = Math.max(...prefixes.map((p) => p.length));
+    const padded = (p: number[], fill: (t: number) => number) => [
+      ...new Array<number>(width - p.length).fill(0),
+      ...p.map((_, t) => fill(t)),
+    ];
+    const mask = prefixes.map((p) => padded(p, () => 1));
+    // One masked slot stands for both empty cache blocks (a block is never empty: see resetBlock).
+    const empty = `${this.prefix}/prompt_empty`;
+    await this.model.device.setState({
+      [empty]: {
+        dtype: 'float32',
+        shape: [rows, numKvHeads, 1, headDim],
+        data: new Float32Array(rows * numKvHeads * headDim),
+      },
+    });
+    const { id, weights } = await this.graphs.samplingGraph(mode, false);
+    const noSlots = int64(
+      prefixes.map(() => [0]),
+      1,
+    );
+    const feeds: Record<string, Feed> = {
+      ...weights,
+      ...this.model.loraScaleFeed(true),
+      ids: int64(
+        prefixes.map((p) => padded(p, (t) => p[t])),
+        width,
+      ),
+      positions: int64(
+        prefixes.map((p) => padded(p, (t) => t)),
+        width,
+      ),
+      new_mask: int64(mask, width),
+      base_mask: noSlots,
+      recent_mask: noSlots,
+      ...samplingFeeds(options, new Float32Array(rows)),
+    };
+    const outputs: Record<string, OutputTarget> = {};
+    for (let l = 0; l < numLayers; l++)
+      for (const kind of ['key', 'value'] as const) {
+        feeds[cacheName('base', kind, l)] = { state: empty };
+        feeds[cacheName('recent', kind, l)] = { state: empty };
+        outputs[`${cacheName('recent', kind, l)}.next`] = { state: this.promptState(kind, l) };
+      }
+    await this.model.device.run(id, feeds, outputs);
+    await this.model.device.deleteState([empty]);
+    return mask.map((m) => [0, ...m]);
+  }
+
+  /** base ← concat(base, prompt[row's prompt]): each prefilled row's prompt slots, masked slots for the others. */
+  private async appendPrefilled(rowPrefix: readonly number[], masks: readonly number[][]): Promise<void> {
+    const { numLayers } = this.model.config;
+    const share = await this.graphs.shareGraph();
+    const feeds: Record<string, Feed> = {
+      rows: { dtype: 'int64', shape: [this.size], data: BigInt64Array.from(rowPrefix, (p) => BigInt(Math.max(p, 0))) },
+    };
+    const outputs: Record<string, OutputTarget> = {};
+    const prompts: string[] = [];
+    for (let l = 0; l < numLayers; l++)
+      for (const kind of ['key', 'value'] as const) {
+        feeds[cacheName('base', kind, l)] = { state: this.state('base', kind, l) };
+        feeds[promptCacheName(kind, l)] = { state: this.promptState(kind, l) };
+        outputs[`${cacheName('base', kind, l)}.next`] = { state: this.state('base', kind, l) };
+        prompts.push(this.promptState(kind, l));
+      }
+    await this.model.device.run(share, feeds, outputs);
+    await this.model.device.deleteState(prompts);
+    rowPrefix.forEach((p, b) => this.baseMask[b].push(...(p < 0 ? masks[0].map(() => 0) : masks[p])));
   }
 
   /** The chunk's image embeddings, one row per image token in slot order, and their slots. */
@@ -333,8 +442,8 @@ export class GenerationSession implements PolicySession {
     // A turn with constraints runs the constrained graph throughout (a free row gets the zero bias row).
     const allowedNow = () =>
       constraints.size ? this.rows.map((_, b) => (live.has(b) ? constraints.get(b)?.next() : undefined)) : undefined;
-    const first = this.canSharePrompts(chunks) ? await this.prefillSharedPrompts(chunks, mode, options) : chunks;
-    let step = await this.extend(first, mode, options, chunkImages, allowedNow());
+    await this.prefillSharedPrompts(chunks, mode, options);
+    let step = await this.extend(chunks, mode, options, chunkImages, allowedNow());
     for (;;) {
       for (const b of [...live]) {
         const turn = turns.get(b)!;
@@ -368,70 +477,6 @@ export class GenerationSession implements PolicySession {
     return requests.map((r) => turns.get(r.sequence)!);
   }
 
-  /** A fresh text-only session whose first turn's rows all feed something: sharedPrompts may apply. */
-  private canSharePrompts(chunks: readonly number[][]): boolean {
-    if (this.options.sharePrompts === false || this.options.captureDistributions || this.model.config.vision)
-      return false;
-    return this.rows.every((r, b) => r.position === 0 && this.baseMask[b].length === 1 && chunks[b].length > 0);
-  }
-
-  /**
-   * Prefill each distinct prompt but its last token once, in a session of the distinct prompts,
-   * and copy its cache (both blocks, and their masks) to every row that starts with it. Returns
-   * what each row still feeds: its last prompt token, from which it samples its first token with
-   * its own uniform, as without sharing (the prefill session draws none from this session's stream).
-   */
-  private async prefillSharedPrompts(
-    chunks: number[][],
-    mode: SamplingMode,
-    options: TurnOptions,
-  ): Promise<number[][]> {
-    const shared = sharedPrompts(chunks);
-    if (!shared) return chunks;
-    const prefill = new GenerationSession(
-      this.model,
-      this.graphs,
-      shared.prompts.length,
-      { next: () => 0 },
-      `${this.prefix}/prefill`,
-      { ...this.options, sharePrompts: false },
-    );
-    await prefill.init();
-    try {
-      await prefill.extend(
-        shared.prompts.map((p) => p.slice(0, -1)),
-        mode,
-        options,
-      );
-      await this.copyRowsFrom(prefill, shared.source);
-    } finally {
-      await prefill.close();
-    }
-    return chunks.map((chunk) => [chunk.at(-1)!]);
-  }
-
-  /** This session's row b ← `from`'s row source[b]: both cache blocks, their masks and positions. */
-  private async copyRowsFrom(from: GenerationSession, source: readonly number[]): Promise<void> {
-    const { numLayers } = this.model.config;
-    const expand = await this.graphs.expandGraph();
-    const feeds: Record<string, Feed> = {
-      rows: { dtype: 'int64', shape: [source.length], data: BigInt64Array.from(source, (i) => BigInt(i)) },
-    };
-    const outputs: Record<string, OutputTarget> = {};
-    for (let l = 0; l < numLayers; l++)
-      for (const block of ['base', 'recent'] as const)
-        for (const kind of ['key', 'value'] as const) {
-          feeds[cacheName(block, kind, l)] = { state: from.state(block, kind, l) };
-          outputs[`${cacheName(block, kind, l)}.next`] = { state: this.state(block, kind, l) };
-        }
-    await this.model.device.run(expand, feeds, outputs);
-    source.forEach((i, b) => {
-      this.baseMask[b].splice(0, this.baseMask[b].length, ...from.baseMask[i]);
-      this.recentMask[b].splice(0, this.recentMask[b].length, ...from.recentMask[i]);
-      this.rows[b].position = from.rows[i].position;
-    });
-  }
-
   private endsWithStopString(tokens: readonly number[], stops: readonly string[]): boolean {
     const longest = Math.max(...stops.map((s) => s.length));
     // Decode only a tail long enough to contain any stop string (tokens are at least one character, mostly).
@@ -445,6 +490,10 @@ export class GenerationSession implements PolicySession {
     for (let l = 0; l < numLayers; l++)
       for (const block of ['base', 'recent'] as const)
         for (const kind of ['key', 'value'] as const) names.push(this.state(block, kind, l));
+    // A prefill that failed half-way leaves its prompt states (deleting absent ones is harmless).
+    for (let l = 0; l < numLayers; l++)
+      for (const kind of ['key', 'value'] as const) names.push(this.promptState(kind, l));
+    names.push(`${this.prefix}/prompt_empty`);
     if (this.biasSets) names.push(`${this.prefix}/logit_bias`);
     // The graphs stay loaded for the policy's next session (ModelPolicy.release frees them).
     await this.model.device.deleteState(names);

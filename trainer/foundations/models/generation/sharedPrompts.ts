@@ -1,28 +1,46 @@
 /**
- * The distinct prompts of a session's first turn, and which one each row starts with. A GRPO group
- * samples one prompt several times: its prefill — most of a short turn's work — is then done once
- * and every row of the group starts from that cache (prefix caching, as vLLM does).
+ * Which rows of a generation call start from the same prompt, so that it is prefilled once (as
+ * vLLM shares a prompt's KV cache between the samples of a request): the samples of a GRPO group
+ * all open with their row's prompt, ~300 tokens of system prompt, tool schemas and question.
  *
- * Undefined when no two rows share a prompt (nothing to save) or a row cannot take part: one with
- * nothing to feed, or a single token (there is nothing to prefill before the last token, which
- * every row feeds itself so that it samples its own first token from its own position).
+ * Each distinct prompt's tokens but its last are prefilled at one row of the batch; every row of
+ * the prompt then gets those keys and values, and its last token goes through the call's first
+ * decoding step as a one-token chunk, so that each row still samples its first token with its own
+ * uniform, exactly where it would have without sharing.
  */
-export function sharedPrompts(
+export interface SharedPrefill {
+  /** The distinct prompts' tokens but the last, in the order of their first row. */
+  prefixes: number[][];
+  /** Per row of the session: the index of its prompt in `prefixes`, or −1 for a row not prefilled. */
+  rowPrefix: number[];
+}
+
+/**
+ * The plan for a call's chunks: every row that has not been extended yet (`fresh`) and appends at
+ * least two tokens takes part, once some prompt is shared by two or more of them (otherwise
+ * nothing is shared and the call runs as before). Rows with a prompt of their own take part too:
+ * left out, their whole prompts would widen the call's first step to the longest prompt for every
+ * row of the batch.
+ */
+export function planSharedPrefill(
   chunks: readonly (readonly number[])[],
-): { prompts: number[][]; source: number[] } | undefined {
-  const index = new Map<string, number>();
-  const prompts: number[][] = [];
-  const source: number[] = [];
-  for (const chunk of chunks) {
-    if (chunk.length < 2) return undefined;
+  fresh: readonly boolean[],
+): SharedPrefill | undefined {
+  const byPrompt = new Map<string, number>();
+  const prefixes: number[][] = [];
+  const rows: number[] = [];
+  const rowPrefix = chunks.map((chunk, b) => {
+    if (!fresh[b] || chunk.length < 2) return -1;
     const key = chunk.join(',');
-    let i = index.get(key);
-    if (i === undefined) {
-      i = prompts.length;
-      index.set(key, i);
-      prompts.push([...chunk]);
+    let index = byPrompt.get(key);
+    if (index === undefined) {
+      index = prefixes.length;
+      byPrompt.set(key, index);
+      prefixes.push(chunk.slice(0, -1));
+      rows.push(0);
     }
-    source.push(i);
-  }
-  return prompts.length < chunks.length ? { prompts, source } : undefined;
+    rows[index]++;
+    return index;
+  });
+  return rows.some((n) => n > 1) ? { prefixes, rowPrefix } : undefined;
 }
