@@ -153,12 +153,14 @@ export function addGradientAccumulation(g: Graph, loss: Tensor, params: readonly
 /**
  * The apply graph for accumulated gradients: inputs the parameters, their moments and
  * accumulators, `step`, `lr` and `grad_scale` (1/micro-batches); outputs the updated tensors,
- * zeroed accumulators, `grad_norm` and `update_applied`.
+ * zeroed accumulators (unless `zeroAccumulators` is false: the caller zeroes them),
+ * `grad_norm` and `update_applied`.
  */
 export function buildApplyGraph(
   params: ReadonlyArray<{ name: string; shape: readonly number[]; decay: boolean }>,
   config: AdamWConfig,
   dtype: 'float32' | 'float64' = 'float32',
+  zeroAccumulators = true,
 ): Graph {
   const g = new Graph('apply_accumulated_gradients');
   const inputs = updateInputs(g, dtype);
@@ -168,7 +170,7 @@ export function buildApplyGraph(
   const grads = accumulators.map((acc) => op.mul(acc, gradScale));
   const norm = g.withScope('adamw', () => globalNorm(grads));
   const applied = addAdamWUpdate(g, trainables, grads, config, inputs, norm, isFinite(norm));
-  accumulators.forEach((acc) => g.output(op.fullLike(acc, 0), nextName(acc.name)));
+  if (zeroAccumulators) accumulators.forEach((acc) => g.output(op.fullLike(acc, 0), nextName(acc.name)));
   g.output(norm, 'grad_norm');
   g.output(op.cast(applied, dtype), 'update_applied');
   return g;

@@ -50,6 +50,11 @@ export interface OptimizerRuntimeOptions {
   /** Use accumulate + apply graphs (several micro-batches per step). */
   accumulate: boolean;
   optimization?: GraphOptimization | undefined;
+  /**
+   * onnxruntime's CPU memory arena for the optimizer's sessions (default on). Each session's arena
+   * keeps its largest run's blocks for good; off, the update's activations go back after each run.
+   */
+  memoryArena?: boolean | undefined;
 }
 
 export interface OptimizerStep {
@@ -65,9 +70,15 @@ function scalar(dtype: FloatDtype, v: number): HostTensor {
   return { dtype, shape: [], data: dtype === 'float64' ? Float64Array.of(v) : Float32Array.of(v) };
 }
 
-function zeros(dtype: FloatDtype, shape: readonly number[]): HostTensor {
-  const n = shape.reduce((a, b) => a * b, 1);
-  return { dtype, shape, data: dtype === 'float64' ? new Float64Array(n) : new Float32Array(n) };
+/**
+ * Whether the accumulators are zeroed by the device (setZeros) rather than by the apply graph. Where
+ * state lives in host memory, the graph's zeros were an output: written once by onnxruntime and once
+ * more into the copy JavaScript receives, every page of both, each step (1 GB at SmolLM2-135M fully
+ * fine-tuned); fresh zeroed pages cost nothing until the next micro-batch writes its gradient. On
+ * WebGPU the state lives in GPU buffers and the graph's zeros never leave the device.
+ */
+function zeroOnDevice(device: Device): boolean {
+  return device.provider !== 'webgpu';
 }
 
 export class OptimizerRuntime {
@@ -100,7 +111,7 @@ export class OptimizerRuntime {
       try {
         return await device.load({
           model,
-          settings: { optimization: options.optimization ?? 'all' },
+          settings: { optimization: options.optimization ?? 'all', memoryArena: options.memoryArena },
           residentOutputs: resident,
         });
       } finally {
@@ -127,14 +138,14 @@ export class OptimizerRuntime {
           ),
         );
       }
-      const apply = buildApplyGraph(params, options.adamw, dtype);
+      const apply = buildApplyGraph(params, options.adamw, dtype, !zeroOnDevice(device));
       sessions.apply = await load(
         apply,
         names.flatMap((n) => [
           nextName(n),
           nextName(momentName(n, 'm')),
           nextName(momentName(n, 'v')),
-          nextName(gradName(n)),
+          ...(zeroOnDevice(device) ? [] : [nextName(gradName(n))]),
         ]),
       );
     } else {
@@ -144,13 +155,17 @@ export class OptimizerRuntime {
         names.flatMap((n) => [nextName(n), nextName(momentName(n, 'm')), nextName(momentName(n, 'v'))]),
       );
     }
-    const state: Record<string, HostTensor> = { ...(options.initial ?? {}) };
+    await device.setState({ ...(options.initial ?? {}) });
+    const zeroed: Record<string, { dtype: FloatDtype; shape: number[] }> = {};
     for (const p of params) {
-      state[momentName(p.name, 'm')] = zeros(dtype, p.shape);
-      state[momentName(p.name, 'v')] = zeros(dtype, p.shape);
-      if (options.accumulate) state[gradName(p.name)] = zeros(dtype, p.shape);
+      const names = [
+        momentName(p.name, 'm'),
+        momentName(p.name, 'v'),
+        ...(options.accumulate ? [gradName(p.name)] : []),
+      ];
+      for (const n of names) zeroed[n] = { dtype, shape: p.shape };
     }
-    await device.setState(state);
+    await device.setZeros(zeroed);
     return new OptimizerRuntime(device, options, params, sessions, metricNames, dtype);
   }
 
@@ -227,13 +242,18 @@ export class OptimizerRuntime {
       grad_scale: scalar(this.dtype, gradScale),
     };
     const outputs: Record<string, OutputTarget> = { grad_norm: 'return', update_applied: 'return' };
+    const onDevice = zeroOnDevice(this.device);
     for (const p of this.params) {
       for (const n of [p.name, momentName(p.name, 'm'), momentName(p.name, 'v'), gradName(p.name)]) {
         feeds[n] = { state: n };
-        outputs[nextName(n)] = { state: n };
+        if (n !== gradName(p.name) || !onDevice) outputs[nextName(n)] = { state: n };
       }
     }
     const out = await this.device.run(this.sessions.apply, feeds, outputs);
+    if (onDevice)
+      await this.device.setZeros(
+        Object.fromEntries(this.params.map((p) => [gradName(p.name), { dtype: this.dtype, shape: p.shape }])),
+      );
     this.pendingMicroBatches = 0;
     const applied = Number(out.update_applied.data[0]) === 1;
     if (applied) this.stepCount++;

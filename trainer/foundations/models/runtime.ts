@@ -2,7 +2,7 @@ import type { Device, StateRef } from '../engine/device/device';
 import type { HostTensor } from '../engine/runtime/tensors';
 import { Random } from './random';
 import type { WeightInputs } from './decoder';
-import { readModelWeights } from './loadWeights';
+import { uploadModelWeights } from './loadWeights';
 import { initLoraWeights, loraModules, loraScale, type LoraConfig } from './lora';
 import { openModelFolder, type ModelFolder } from './modelFolder';
 import { VALUE_HEAD } from './scoring';
@@ -61,7 +61,7 @@ export class ModelRuntime {
     try {
       if (options.trainVision && !folder.config.vision)
         throw new Error(`${dir}: trainVision is set, but ${folder.config.architecture} has no vision tower`);
-      const weights = readModelWeights(folder.checkpoint, folder.config);
+      const weights = await uploadModelWeights(device, folder.checkpoint, folder.config);
       const extra: Record<string, HostTensor> = {};
       const random = Random.fromSeed(options.seed ?? 0);
       if (options.lora) {
@@ -76,9 +76,9 @@ export class ModelRuntime {
         extra[VALUE_HEAD.weight] = { dtype: 'float32', shape: [1, folder.config.hiddenSize], data: w };
         extra[VALUE_HEAD.bias] = { dtype: 'float32', shape: [1], data: new Float32Array(1) };
       }
-      await device.setState({ ...weights, ...extra });
-      const shapes = new Map(Object.entries({ ...weights, ...extra }).map(([name, t]) => [name, t.shape]));
-      return new ModelRuntime(device, folder, options, Object.keys(weights), Object.keys(extra), shapes);
+      await device.setState(extra);
+      const shapes = new Map([...weights, ...Object.entries(extra).map(([name, t]) => [name, t.shape] as const)]);
+      return new ModelRuntime(device, folder, options, [...weights.keys()], Object.keys(extra), shapes);
     } catch (error) {
       folder.close();
       throw error;

@@ -3,7 +3,7 @@ import { Graph } from '../graph';
 import type { DType } from '../dtype';
 import { serializeGraph } from '../serialize';
 import { createSession, releaseSession, type ExecutionProviderName } from '../runtime/ortSession';
-import { fromOrtTensor, toOrtTensor, type HostTensor } from '../runtime/tensors';
+import { fromOrtTensor, toOrtTensor, zeroHostTensor, type HostTensor } from '../runtime/tensors';
 import { isStateRef, type DeviceApi, type Feed, type LoadRequest, type OutputTarget } from './deviceApi';
 
 interface LoadedSession {
@@ -113,6 +113,12 @@ export class DeviceCore implements DeviceApi {
       const [value] = Object.values(await this.getState([from]));
       await this.setState({ [to]: value });
     }
+  }
+
+  async setZeros(tensors: Record<string, { dtype: DType; shape: readonly number[] }>): Promise<void> {
+    await this.setState(
+      Object.fromEntries(Object.entries(tensors).map(([name, t]) => [name, zeroHostTensor(t.dtype, t.shape)])),
+    );
   }
 
   async deleteState(names: readonly string[]): Promise<void> {

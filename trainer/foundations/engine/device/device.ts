@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ExecutionProviderName } from '../runtime/ortSession';
 import type { HostTensor } from '../runtime/tensors';
+import type { DType } from '../dtype';
 import { DeviceCore } from './core';
 import type { DeviceApi, Feed, LoadRequest, OutputTarget } from './deviceApi';
 
@@ -91,6 +92,9 @@ class WorkerDevice implements Device {
   }
   copyState(pairs: Record<string, string>): Promise<void> {
     return this.call('copyState', pairs);
+  }
+  setZeros(tensors: Record<string, { dtype: DType; shape: readonly number[] }>): Promise<void> {
+    return this.call('setZeros', tensors);
   }
   deleteState(names: readonly string[]): Promise<void> {
     return this.call('deleteState', names);

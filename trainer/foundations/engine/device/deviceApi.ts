@@ -1,6 +1,7 @@
 import type { SerializedModel } from '../serialize';
 import type { SessionSettings } from '../runtime/ortSession';
 import type { HostTensor } from '../runtime/tensors';
+import type { DType } from '../dtype';
 
 /** A reference to a tensor kept on the device between runs, by name. */
 export interface StateRef {
@@ -33,6 +34,12 @@ export interface DeviceApi {
   setState(values: Record<string, HostTensor>): Promise<void>;
   getState(names: readonly string[]): Promise<Record<string, HostTensor>>;
   copyState(pairs: Record<string, string>): Promise<void>;
+  /**
+   * Sets each named state tensor to zeros of the dtype and shape given, made where the device
+   * lives: on the CPU a fresh zeroed buffer costs no memory until a run writes over it (a graph
+   * that outputs zeros, or zeros sent from another thread, write every page of it).
+   */
+  setZeros(tensors: Record<string, { dtype: DType; shape: readonly number[] }>): Promise<void>;
   deleteState(names: readonly string[]): Promise<void>;
   stateNames(): Promise<string[]>;
   /** Where each named state tensor lives ('cpu' or 'gpu-buffer'), its dtype and shape. */

@@ -16,6 +16,12 @@ export interface SessionSettings {
   optimization?: GraphOptimization | undefined;
   /** Intra-op threads; default: every core this process may use. */
   threads?: number | undefined;
+  /**
+   * onnxruntime's CPU memory arena (default on). The arena keeps every block a run took for the
+   * session's life, one arena per session: right for graphs run many times with small tensors
+   * (generation), wasteful for the large training and scoring graphs (test/bench/README.md, bench:step).
+   */
+  memoryArena?: boolean | undefined;
   /** Outputs to leave on the device (WebGPU 'gpu-buffer') instead of copying them back. */
   outputLocations?: Record<string, 'cpu' | 'gpu-buffer'> | undefined;
 }
@@ -49,6 +55,7 @@ export async function createSession(model: SerializedModel, settings: SessionSet
     // change with every batch and decoding step, so they only hold memory. Off, a Qwen2.5-0.5B-shaped
     // LoRA update (micro-batches of 2 × ~300 tokens) peaked at 5.4 GB instead of 7.4, at the same speed.
     enableMemPattern: false,
+    enableCpuMemArena: settings.memoryArena ?? true,
     logSeverityLevel: 3,
     ...(settings.outputLocations ? { preferredOutputLocation: settings.outputLocations } : {}),
     // Performance work: ROLLOUT_ORT_PROFILE=/tmp/prefix writes onnxruntime's per-kernel profile of every session.

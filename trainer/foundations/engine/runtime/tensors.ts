@@ -31,3 +31,20 @@ export function fromOrtTensor(tensor: ort.Tensor): HostTensor {
   if (!dtype) throw new Error(`unsupported output type ${tensor.type}`);
   return { dtype, shape: [...tensor.dims], data: tensor.data as HostArray };
 }
+
+const ZEROED: Record<DType, (n: number) => HostArray> = {
+  float32: (n) => new Float32Array(n),
+  float64: (n) => new Float64Array(n),
+  float16: (n) => new Uint16Array(n),
+  bfloat16: (n) => new Uint16Array(n),
+  int64: (n) => new BigInt64Array(n),
+  int32: (n) => new Int32Array(n),
+  int8: (n) => new Int8Array(n),
+  uint8: (n) => new Uint8Array(n),
+  bool: (n) => new Uint8Array(n),
+};
+
+/** A tensor of zeros in a fresh buffer (the allocator's zeroed pages: no memory until written). */
+export function zeroHostTensor(dtype: DType, shape: readonly number[]): HostTensor {
+  return { dtype, shape: [...shape], data: ZEROED[dtype](shape.reduce((a, b) => a * b, 1)) };
+}
