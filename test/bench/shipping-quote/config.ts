@@ -28,5 +28,6 @@ export default defineConfig({
   steps: 40,
   seed: 1,
   evaluation: { temperature: 0 },
-  output: { checkpointEvery: 40, keepCheckpoints: 1000 },
+  // A checkpoint every 8 steps: a run killed part-way resumes near where it stopped (`train --resume RUN_DIR`).
+  output: { checkpointEvery: 8, keepCheckpoints: 1000 },
 });
