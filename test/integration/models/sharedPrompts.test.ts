@@ -1,6 +1,7 @@
 /**
- * A prompt that several rows of a generation session start with (a GRPO group's samples) is
- * prefilled once and its KV cache given to every row (sharedPrompts.ts). What a row generates must
+ * How a generation session prefills its prompts. A prompt that several rows start with (a GRPO
+ * group's samples) is prefilled once and its KV cache given to every row (sharedPrompts.ts), and a
+ * first turn longer than the session's prefill budget is fed in slices (PREFILL_TOKENS). What a row generates must
  * not depend on it: the log-probs equal those of each row prefilling its own copy to float
  * rounding and equal what the scoring graph recomputes; rows with prompts of their own, or rows
  * already under way, are unaffected.
@@ -82,8 +83,9 @@ async function rollout(
   size: number,
   calls: readonly (readonly TurnRequest[])[],
   options: TurnOptions = greedy,
+  prefillTokens?: number,
 ): Promise<GeneratedTurn[][]> {
-  const policy = new ModelPolicy(model, { recentLimit: 6, sharePrompts });
+  const policy = new ModelPolicy(model, { recentLimit: 6, sharePrompts, prefillTokens });
   const session = await policy.startSession(size, 11);
   const turns: GeneratedTurn[][] = [];
   for (const requests of calls) turns.push(await session.generate(requests, options));
@@ -203,5 +205,45 @@ describe('a prompt shared by several rows', () => {
       ),
     );
     assert.ok(worst < 1e-4, `generation and training log-probs differ by ${worst}`);
+  });
+});
+
+describe('a first turn longer than the prefill budget', () => {
+  const prompts = [
+    encode('You are a helpful assistant. Which city is the capital of France? Answer in one word.'),
+    encode('Search the web'),
+    encode('Tell me a story about a dragon'),
+  ];
+  const first = prompts.map((append, sequence) => ({ sequence, append }));
+  const second = [0, 2].map((sequence) => ({ sequence, append: encode(` result ${sequence}`) }));
+
+  it('is fed in slices of at most the budget, and generates what one run generates', async (t) => {
+    const budget = 3 * 4; // three rows: slices four tokens wide
+    const sliced = await runShapes(() => rollout(false, 3, [first, second], greedy, budget));
+    const whole = await runShapes(() => rollout(false, 3, [first, second]));
+    const longest = Math.max(...prompts.map((p) => p.length));
+    const slices = Math.ceil((longest - 4) / 4);
+    // Slices of the heads, then the run that samples with every row's last ≤ 4 tokens.
+    assert.deepEqual(sliced.shapes.slice(0, slices + 1), [
+      ...Array.from({ length: slices }, (_, i) => [3, Math.min(4, longest - 4 - 4 * i)]),
+      [3, 4],
+    ]);
+    assert.deepEqual(whole.shapes[0], [3, longest], 'within the budget, one run takes the whole prompts');
+    assert.equal(sliced.shapes.length, whole.shapes.length + slices, 'the slices are the only extra runs');
+    assert.ok(
+      sliced.shapes.slice(slices + 1).every(([rows, width]) => rows === 3 && width <= 4),
+      `later runs feed at most the budget (runs: ${JSON.stringify(sliced.shapes)})`,
+    );
+    const worst = compare(sliced.result, whole.result);
+    t.diagnostic(`largest log-prob difference, sliced against one run: ${worst}`);
+    assert.ok(worst < 1e-5, `log-probs differ by ${worst}`);
+  });
+
+  it('draws no uniforms for the slices: a seeded sample is the one a single run draws', async () => {
+    // Top-5 sampling: a float rounding cannot move a draw between five candidates' CDF steps in practice.
+    const options: TurnOptions = { temperature: 1, topK: 5, topP: 1, maxNewTokens: 8, stopTokenIds: [] };
+    const sliced = await rollout(false, 3, [first, second], options, 3 * 4);
+    const whole = await rollout(false, 3, [first, second], options);
+    assert.ok(compare(sliced, whole) < 1e-5);
   });
 });

@@ -40,7 +40,19 @@ export interface GenerationSessionOptions {
    * (sharedPrompts.ts). On by default; off, every row prefills its own copy (tests, bench:step).
    */
   sharePrompts?: boolean;
+  /** Rows × padded width one run may prefill (default PREFILL_TOKENS; tests use small ones). */
+  prefillTokens?: number;
 }
+
+/**
+ * The most tokens (rows × padded width) one run prefills. A longer first turn is fed in slices
+ * of the prompts, as vLLM's chunked prefill does: a run's activations and attention scores grow
+ * with rows × width × cache, and onnxruntime's arena keeps the largest run's blocks for the
+ * session's life. The currency tutorial's held-out evaluation (100 rows of ~250 tokens in one run)
+ * took its process from 0.8 GB to 4.5 GB resident; sliced, its 12-step run peaked at 3.0 GB instead
+ * of 5.5, with the same results and no loss of speed (test/bench/README.md, "Memory").
+ */
+export const PREFILL_TOKENS = 8192;
 
 function int64(rows: number[][], width: number): HostTensor {
   const data = new BigInt64Array(rows.length * width);
@@ -200,6 +212,7 @@ export class GenerationSession implements PolicySession {
     options: TurnOptions,
     chunkImages: (readonly TurnImage[])[] = [],
     allowed?: (AllowedTokens | undefined)[],
+    prefillOnly = false,
   ): Promise<{ tokens: number[]; logprobs: number[]; entropies: number[] }> {
     const width = Math.max(1, ...chunks.map((c) => c.length));
     const ids: number[][] = [];
@@ -241,13 +254,18 @@ export class GenerationSession implements PolicySession {
       new_mask: int64(mask, width),
       base_mask: int64(this.baseMask, this.baseMask[0].length),
       recent_mask: int64(this.recentMask, this.recentMask[0].length),
+      // A slice of a prefill samples nothing: it draws no uniforms, so the stream is as unsliced.
       ...samplingFeeds(
         options,
-        Float32Array.from({ length: this.size }, (_, b) => this.uniforms.next(b, chunks[b].length > 0)),
+        prefillOnly
+          ? new Float32Array(this.size)
+          : Float32Array.from({ length: this.size }, (_, b) => this.uniforms.next(b, chunks[b].length > 0)),
       ),
     };
-    const outputs: Record<string, OutputTarget> = { token: 'return', logprob: 'return', entropy: 'return' };
-    if (this.options.captureDistributions) outputs.distribution = 'return';
+    const outputs: Record<string, OutputTarget> = prefillOnly
+      ? {}
+      : { token: 'return', logprob: 'return', entropy: 'return' };
+    if (this.options.captureDistributions && !prefillOnly) outputs.distribution = 'return';
     for (let l = 0; l < numLayers; l++) {
       for (const block of ['base', 'recent'] as const)
         for (const kind of ['key', 'value'] as const)
@@ -260,6 +278,7 @@ export class GenerationSession implements PolicySession {
     mask.forEach((m, b) => this.recentMask[b].push(...m));
     if (this.recentMask[0].length >= (this.options.recentLimit ?? foldThreshold(this.baseMask[0].length)))
       await this.foldRecentIntoBase();
+    if (prefillOnly) return { tokens: [], logprobs: [], entropies: [] };
     return {
       tokens: Array.from(out.token.data as BigInt64Array, Number),
       logprobs: Array.from(out.logprob.data as Float32Array),
@@ -347,6 +366,30 @@ export class GenerationSession implements PolicySession {
     await this.model.device.run(id, feeds, outputs);
     await this.model.device.deleteState([empty]);
     return mask.map((m) => [0, ...m]);
+  }
+
+  /**
+   * Feeds the chunks' heads in runs of at most `prefillTokens` rows × width (see PREFILL_TOKENS),
+   * leaving each row at most one slice's width for the run that samples. A row's tokens keep their
+   * order; a row with less left to feed gets masked slots in a run, as a finished row does.
+   * Vision-language models opt out: an image's tokens and embeddings go in one run.
+   */
+  private async prefillInSlices(
+    chunks: number[][],
+    mode: SamplingMode,
+    options: TurnOptions,
+    allowed: (AllowedTokens | undefined)[] | undefined,
+  ): Promise<void> {
+    const budget = this.options.prefillTokens ?? PREFILL_TOKENS;
+    const width = Math.max(1, Math.floor(budget / this.size));
+    if (this.model.config.vision || chunks.every((c) => c.length <= width)) return;
+    for (;;) {
+      const slices = chunks.map((c) => c.slice(0, Math.max(0, Math.min(width, c.length - width))));
+      if (slices.every((s) => s.length === 0)) return;
+      // The turn's own graph (constrained or not), so that no other graph is loaded for a slice.
+      await this.extend(slices, mode, options, [], allowed, true);
+      slices.forEach((s, b) => chunks[b].splice(0, s.length));
+    }
   }
 
   /** base ← concat(base, prompt[row's prompt]): each prefilled row's prompt slots, masked slots for the others. */
@@ -443,6 +486,7 @@ export class GenerationSession implements PolicySession {
     const allowedNow = () =>
       constraints.size ? this.rows.map((_, b) => (live.has(b) ? constraints.get(b)?.next() : undefined)) : undefined;
     await this.prefillSharedPrompts(chunks, mode, options);
+    await this.prefillInSlices(chunks, mode, options, allowedNow());
     let step = await this.extend(chunks, mode, options, chunkImages, allowedNow());
     for (;;) {
       for (const b of [...live]) {
