@@ -41,7 +41,7 @@ export interface GenerationSessionOptions {
    */
   sharePrompts?: boolean;
   /** Rows × padded width one run may prefill (default PREFILL_TOKENS; tests use small ones). */
-  prefillTokens?: number;
+  prefillTokens?: number | undefined;
 }
 
 /**
