@@ -1,9 +1,10 @@
 /**
- * What feeding the weights as graph inputs costs a decoding step (issue 35): a chain of MatMuls
- * shaped like SmolLM2-135M's MLPs (576 → 1536 → 576, 30 layers, 212 MB of float32 weights), run
+ * What feeding the weights as graph inputs costs a decoding step (issue 35): a chain of linear
+ * layers as ours are built (layers/linear.ts: Gemm with transB, weights [out, in] as Hugging Face
+ * stores them) shaped like SmolLM2-135M's MLPs (576 → 1536 → 576, 30 layers, 212 MB), run
  * on M rows with the weights fed as inputs (as every graph of ours takes them, by device-state
  * name, so that one copy serves generation, scoring and the update and sees every update) and with
- * the same weights as initializers (which onnxruntime's CPU MatMul packs once, at session creation,
+ * the same weights as initializers (which onnxruntime's CPU Gemm packs once, at session creation,
  * instead of at every run). Prints ms per run, median of 5 rounds of 20 runs:
  *
  *   RESULT m<M>_inputs_ms=… initializers_ms=… inputs_vs_initializers=…
@@ -13,9 +14,9 @@
 import { parseArgs } from 'node:util';
 import { DeviceCore } from '../../trainer/foundations/engine/device/core';
 import { Graph } from '../../trainer/foundations/engine/graph';
-import * as op from '../../trainer/foundations/engine/ops';
 import type { HostTensor } from '../../trainer/foundations/engine/runtime/tensors';
 import { serializeGraph } from '../../trainer/foundations/engine/serialize';
+import { linear } from '../../trainer/foundations/models/layers/linear';
 import { Random } from '../../trainer/foundations/models/random';
 
 const HIDDEN = 576;
@@ -38,18 +39,18 @@ const tensor = (shape: number[]): HostTensor => ({
 });
 const weights: Record<string, HostTensor> = {};
 for (let l = 0; l < layers; l++) {
-  weights[`up_${l}`] = tensor([HIDDEN, INTERMEDIATE]);
-  weights[`down_${l}`] = tensor([INTERMEDIATE, HIDDEN]);
+  weights[`up_${l}`] = tensor([INTERMEDIATE, HIDDEN]);
+  weights[`down_${l}`] = tensor([HIDDEN, INTERMEDIATE]);
 }
 
 function chain(asInputs: boolean): Graph {
-  const g = new Graph('matmul_chain');
+  const g = new Graph('linear_chain');
   let x = g.input('x', 'float32', ['M', HIDDEN]);
   for (const [name, w] of Object.entries(weights)) {
     const weight = asInputs
       ? g.input(name, 'float32', w.shape)
       : g.constant(w.data as Float32Array, 'float32', w.shape, name);
-    x = op.matmul(x, weight);
+    x = linear(x, weight);
   }
   g.output(x, 'y');
   return g;
