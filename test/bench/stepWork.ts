@@ -197,7 +197,9 @@ export async function runTools(
 ): Promise<number[][]> {
   const requests: ToolCallRequest[] = sampled.map((tokens, index) => ({
     name: 'lookup',
-    arguments: { query: tokenizer.decode(tokens).slice(0, 64) },
+    // Random weights sample the embedding's padding rows too (Qwen2.5: ids 151,669–151,935 have no
+    // token), and llama.cpp returns them: the query is the text of the ids that are tokens.
+    arguments: { query: tokenizer.decode(tokens.filter((id) => id < tokenizer.vocabSize)).slice(0, 64) },
     trajectory: { index, rowId: 'r', group: 0, sample: 0, messages: [], calls: [] },
     turn,
     callIndex: 0,
