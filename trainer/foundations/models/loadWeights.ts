@@ -4,6 +4,18 @@ import type { CheckpointReader } from './checkpointReader';
 import type { ModelConfig } from './modelConfig';
 import { expectedTensors } from './weights';
 
+/** The model's weights one float32 host tensor at a time, read as they are asked for. */
+function* modelTensors(
+  checkpoint: CheckpointReader,
+  config: ModelConfig,
+  only?: ReadonlySet<string>,
+): Generator<[string, HostTensor]> {
+  for (const t of expectedTensors(config)) {
+    if (only && !only.has(t.name)) continue;
+    yield [t.name, { dtype: 'float32', shape: t.shape, data: checkpoint.read(t.name, t.shape) }];
+  }
+}
+
 /**
  * The model's weights as float32 host tensors, read one tensor at a time from the checkpoint
  * (float16/bfloat16 widened on read). `only` restricts to some names (the rest stay on disk).
@@ -13,12 +25,7 @@ export function readModelWeights(
   config: ModelConfig,
   only?: ReadonlySet<string>,
 ): Record<string, HostTensor> {
-  const weights: Record<string, HostTensor> = {};
-  for (const t of expectedTensors(config)) {
-    if (only && !only.has(t.name)) continue;
-    weights[t.name] = { dtype: 'float32', shape: t.shape, data: checkpoint.read(t.name, t.shape) };
-  }
-  return weights;
+  return Object.fromEntries(modelTensors(checkpoint, config, only));
 }
 
 /** Bytes of host float32 weights a load hands to the device at once (see uploadModelWeights). */
@@ -41,16 +48,15 @@ export async function uploadModelWeights(
   let batch: Record<string, HostTensor> = {};
   let bytes = 0;
   try {
-    for (const t of expectedTensors(config)) {
-      const size = t.shape.reduce((a, b) => a * b, 1) * Float32Array.BYTES_PER_ELEMENT;
-      if (bytes > 0 && bytes + size > maxBytes) {
+    for (const [name, tensor] of modelTensors(checkpoint, config)) {
+      if (bytes > 0 && bytes + tensor.data.byteLength > maxBytes) {
         await device.setState(batch);
         batch = {};
         bytes = 0;
       }
-      shapes.set(t.name, t.shape);
-      batch[t.name] = { dtype: 'float32', shape: t.shape, data: checkpoint.read(t.name, t.shape) };
-      bytes += size;
+      shapes.set(name, tensor.shape);
+      batch[name] = tensor;
+      bytes += tensor.data.byteLength;
     }
     if (bytes > 0) await device.setState(batch);
   } catch (error) {
