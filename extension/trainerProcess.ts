@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { withAllocatorEnv } from '../trainer/contract/allocatorEnv';
 import {
   ControlMessage,
   parseWith,
@@ -115,7 +116,9 @@ export class TrainerProcess {
     const inspect = options.inspect ? ['--inspect=127.0.0.1:0'] : [];
     this.child = spawn(runtime.command, [...inspect, ...(launch.execArgv ?? []), cliPath, ...options.args], {
       cwd: options.cwd ?? path.dirname(cliPath),
-      env: options.inspect === 'break' ? { ...runtime.env, [WAIT_FOR_DEBUGGER_ENV]: '1' } : runtime.env,
+      env: withAllocatorEnv(
+        options.inspect === 'break' ? { ...runtime.env, [WAIT_FOR_DEBUGGER_ENV]: '1' } : runtime.env,
+      ),
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     let inspectorSeen = false;

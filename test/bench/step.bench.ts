@@ -43,6 +43,7 @@ import { ModelRuntime } from '../../trainer/foundations/models/runtime';
 import type { Tokenizer } from '../../trainer/foundations/models/tokenizer';
 import { pickFastest, resultLine, spread, type Spread } from './lib/pairs';
 import { PeerProcess, PYTHON } from './lib/peerProcess';
+import { runsAsTheTrainer } from './lib/trainerAllocator';
 import { describeSetting, startBestTorchPeer, type TorchSetting } from './lib/torchPeer';
 import {
   buildShapeModel,
@@ -511,7 +512,8 @@ async function main(): Promise<void> {
   console.log(`load average at the end ${loadAverage()}`);
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+if (runsAsTheTrainer())
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });

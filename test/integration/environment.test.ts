@@ -15,11 +15,14 @@ import {
 const root = path.resolve(__dirname, '../..');
 const setupHint = 'WebGPU runs here on Mesa 25 lavapipe: run test/setup/ensure-deps.sh as root (npm test does).';
 
-function runCli(args: string[]): { status: number | null; stdout: string; stderr: string } {
+function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(
     process.execPath,
     ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), ...args],
-    { encoding: 'utf8', cwd: root, timeout: 180_000 },
+    { encoding: 'utf8', cwd: root, timeout: 180_000, env },
   );
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -81,8 +84,15 @@ describe('rollout-studio env', () => {
   });
 
   it('prints a readable report without --json', () => {
-    const { status, stdout } = runCli(['env']);
+    // A shell without MALLOC_* variables: the CLI runs the command in a second process with its own.
+    const shell = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('MALLOC_')));
+    const { status, stdout } = runCli(['env'], shell);
     assert.equal(status, 0);
+    if (process.platform === 'linux')
+      assert.match(
+        stdout,
+        /\nAllocator +the trainer's settings: MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967296\n/,
+      );
     assert.match(stdout, /^Rollout Studio environment/);
     assert.match(stdout, /cpu\s+available/);
     assert.match(stdout, /webgpu\s+available/);

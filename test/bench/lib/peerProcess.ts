@@ -6,6 +6,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as readline from 'node:readline';
+import { withoutAllocatorEnv } from '../../../trainer/contract/allocatorEnv';
 
 export const PYTHON = process.env.BENCH_PYTHON ?? '/usr/bin/python3';
 /** Linux's USER_HZ, the unit of /proc/<pid>/stat's times (100 on every mainstream kernel build). */
@@ -41,7 +42,11 @@ export class PeerProcess {
         `${PYTHON} not found: install Debian's python3-torch and libopenblas0-pthread (apt-get install python3-torch libopenblas0-pthread), or set BENCH_PYTHON`,
       );
     }
-    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    // A peer runs with its own settings: not with the allocator settings our trainer gets.
+    const child = spawn(command, args, {
+      env: { ...withoutAllocatorEnv(process.env), ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     return new PeerProcess(name, child);
   }
 

@@ -3,6 +3,8 @@
  * - SIGTERM (docker stop, systemd, Kubernetes, `timeout`) and SIGHUP (a closed terminal) stop the
  *   run as Ctrl-C does: the run is `stopped`, its lock released, the exit code 128 + the signal's;
  * - a second signal ends the process at once, and the run says so (`failed`, with the reason);
+ * - the CLI runs the trainer as a second process with the allocator settings: a terminal's Ctrl-C,
+ *   which reaches both, is one clean stop, and a launcher killed with SIGKILL takes the trainer along;
  * - a stop during the warm start ends it after the SFT step in flight: no more SFT steps, no
  *   evaluation, no checkpoint of a half warm-started model;
  * - a tool kept on the trainer's thread that calls `process.exit(0)` does not pass for a finished
@@ -13,6 +15,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { ALLOCATOR_ENV } from '../../../trainer/contract/allocatorEnv';
 import { readRunLock } from '../../../trainer/contract/runstore/runLock';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { createTrainingFixture } from '../../helpers/trainingFixture';
@@ -34,6 +37,20 @@ async function until(what: string, check: () => boolean, timeoutMs = 90_000): Pr
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** No allocator settings, as a user's shell has it (spawn leaves out undefined): the CLI adds its own. */
+function withoutMallocSettings(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.keys(ALLOCATOR_ENV).map((name) => [name, undefined]));
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -91,6 +108,34 @@ describe('signals and unexpected exits end a run recorded', { timeout: 600_000 }
     );
     assert.doesNotMatch(result.stderr, /terminate called|Napi::Error/);
     assert.equal(readRunLock(runDir), undefined);
+  });
+
+  it('the CLI runs the trainer as a second process with the allocator settings; a Ctrl-C that reaches both stops cleanly', async () => {
+    const runDir = path.join(workspace, 'runs', 'relaunched');
+    const launcher = startCli(['train', config, '--run-dir', runDir], { cwd: workspace, env: withoutMallocSettings() });
+    await until('step 1', () => lastStep(runDir) >= 1);
+    const trainerPid = readRunLock(runDir)?.pid;
+    assert.ok(trainerPid !== undefined && trainerPid !== launcher.child.pid, 'the run is written by a second process');
+    const environ = fs.readFileSync(`/proc/${trainerPid}/environ`, 'utf8').split('\0');
+    for (const [name, value] of Object.entries(ALLOCATOR_ENV)) assert.ok(environ.includes(`${name}=${value}`), name);
+    // What a terminal does: the same SIGINT to each process of its foreground group.
+    process.kill(trainerPid, 'SIGINT');
+    launcher.child.kill('SIGINT');
+    const result = await launcher.done;
+    assert.equal(result.code, 130, result.stderr);
+    assert.equal(readRun(runDir).status, 'stopped', 'one Ctrl-C, relayed too, is still a clean stop');
+    assert.equal(readRunLock(runDir), undefined);
+  });
+
+  it('a launcher killed with SIGKILL takes its trainer with it', async () => {
+    const runDir = path.join(workspace, 'runs', 'launcher-killed');
+    const launcher = startCli(['train', config, '--run-dir', runDir], { cwd: workspace, env: withoutMallocSettings() });
+    await until('step 1', () => lastStep(runDir) >= 1);
+    const trainerPid = readRunLock(runDir)?.pid;
+    assert.ok(trainerPid !== undefined && trainerPid !== launcher.child.pid);
+    launcher.child.kill('SIGKILL');
+    await launcher.done;
+    await until('the trainer to end', () => !processExists(trainerPid), 10_000);
   });
 
   it("a tool with isolation: 'trainer' that calls process.exit(0): the run is failed with the reason, and the exit code is not 0", async () => {

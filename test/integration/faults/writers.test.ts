@@ -55,8 +55,11 @@ describe('one writer per run', { timeout: 600_000 }, () => {
       startCli(['train', config, '--run-dir', runDir, '--steps', '2'], { cwd: workspace }),
       startCli(['train', config, '--run-dir', runDir, '--steps', '2'], { cwd: workspace }),
     ];
-    const results = await Promise.all([a.done, b.done]);
-    const pids = [a.child.pid, b.child.pid];
+    // The writer is the trainer process each CLI starts (relaunch.ts): the lock names its pid.
+    let writer: number | undefined;
+    const watch = setInterval(() => (writer ??= readRunLock(runDir)?.pid), 10);
+    const results = await Promise.all([a.done, b.done]).finally(() => clearInterval(watch));
+    assert.ok(writer !== undefined, 'the lock was seen while the run trained');
     const refused = results.findIndex((r) => r.code === 1);
     assert.notEqual(
       refused,
@@ -66,7 +69,7 @@ describe('one writer per run', { timeout: 600_000 }, () => {
     assert.equal(results[1 - refused].code, 0, results[1 - refused].stderr);
     assert.match(
       results[refused].stderr,
-      new RegExp(`together is being written by another process: pid ${pids[1 - refused]} on ${os.hostname()}`),
+      new RegExp(`together is being written by another process: pid ${writer} on ${os.hostname()}`),
     );
     const reader = new RunStoreReader(runDir);
     assert.equal(reader.run().status, 'finished');
@@ -83,13 +86,14 @@ describe('one writer per run', { timeout: 600_000 }, () => {
   it('--resume of a run that is still training is refused, and the training goes on untouched', async () => {
     const runDir = path.join(workspace, 'runs', 'live');
     // Long enough that the refused resume (a few seconds to start) meets it still training.
-    const live = startCli(['train', config, '--run-dir', runDir, '--steps', '10'], { cwd: workspace });
+    const live = startCli(['train', config, '--run-dir', runDir, '--steps', '24'], { cwd: workspace });
     await until('step 1 of the live run', () => lastStep(runDir) >= 1);
+    const writer = readRunLock(runDir)?.pid;
     const resume = await runCli(['train', config, '--resume', runDir], { cwd: workspace });
     assert.equal(resume.code, 1, resume.stderr);
     assert.match(
       resume.stderr,
-      new RegExp(`live is being written by another process: pid ${live.child.pid} on ${os.hostname()}`),
+      new RegExp(`live is being written by another process: pid ${writer} on ${os.hostname()}`),
     );
     const done = await live.done;
     assert.equal(done.code, 0, done.stderr);
@@ -100,7 +104,7 @@ describe('one writer per run', { timeout: 600_000 }, () => {
         .metrics()
         .records.filter((m) => m.kind === 'train')
         .map((m) => m.step),
-      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+      Array.from({ length: 24 }, (_, i) => i + 1),
     );
   });
 
@@ -112,10 +116,13 @@ describe('one writer per run', { timeout: 600_000 }, () => {
     const killed = path.join(workspace, 'runs', 'killed');
     const victim = startCli(['train', config, '--run-dir', killed], { cwd: workspace });
     await until('step 2 of the run to kill', () => lastStep(killed) >= 2);
+    // The CLI's launcher, killed, takes its trainer (the writer) with it, as SIGKILL does (relaunch.ts).
+    const writer = readRunLock(killed)?.pid;
+    assert.ok(writer !== undefined);
     victim.child.kill('SIGKILL');
-    await processGone(victim.child.pid!);
+    await processGone(writer);
     assert.equal(readRun(killed).status, 'running', 'run.json still says running');
-    assert.equal(readRunLock(killed)?.pid, victim.child.pid, "the dead writer's lock is left");
+    assert.equal(readRunLock(killed)?.pid, writer, "the dead writer's lock is left");
     assert.equal(new RunStoreReader(killed).run().status, 'interrupted', 'readers see the writer is gone');
 
     const resumed = await runCli(['train', config, '--resume', killed], { cwd: workspace });
@@ -123,7 +130,7 @@ describe('one writer per run', { timeout: 600_000 }, () => {
     assert.match(
       resumed.stdout,
       new RegExp(
-        `its last writer \\(pid ${victim.child.pid} on ${os.hostname()}, last seen .*\\) is gone; resuming in its place`,
+        `its last writer \\(pid ${writer} on ${os.hostname()}, last seen .*\\) is gone; resuming in its place`,
       ),
     );
     assert.equal(new RunStoreReader(killed).run().status, 'finished');

@@ -8,6 +8,7 @@ import {
   TrainerProcessError,
   type TrainerRuntime,
 } from '../../../extension/trainerProcess';
+import { ALLOCATOR_ENV } from '../../../trainer/contract/allocatorEnv';
 
 const fixtures = path.resolve(__dirname, '../../fixtures/trainers');
 const node: TrainerRuntime = { command: process.execPath, env: process.env, description: "the test runner's Node" };
@@ -135,5 +136,27 @@ describe('TrainerProcess', () => {
     assert.ok(inspector, 'no inspector URL was read from stderr');
     assert.ok(inspector.port > 0);
     assert.match(inspector.url, new RegExp(`^ws://127\\.0\\.0\\.1:${inspector.port}/`));
+  });
+
+  /** The MALLOC_* variables the fixture trainer saw, started with `env`. */
+  async function allocatorSettingsSeen(env: NodeJS.ProcessEnv): Promise<Record<string, string | null>> {
+    let stdout = '';
+    const trainer = TrainerProcess.start(
+      { runtime: { ...node, env }, cliPath: path.join(fixtures, 'allocator-env-trainer.js') },
+      { args: [], onOutput: (text, stream) => (stream === 'stdout' ? (stdout += text) : undefined) },
+    );
+    await trainer.exited;
+    return JSON.parse(stdout) as Record<string, string | null>;
+  }
+
+  it("starts the trainer with the allocator settings on Linux, and keeps a user's own", async (t) => {
+    if (process.platform !== 'linux') return t.skip('the settings apply to Linux only');
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('MALLOC_')));
+    assert.deepEqual(await allocatorSettingsSeen(clean), ALLOCATOR_ENV);
+    assert.deepEqual(await allocatorSettingsSeen({ ...clean, MALLOC_ARENA_MAX: '4' }), {
+      MALLOC_ARENA_MAX: '4',
+      MALLOC_MMAP_MAX_: null,
+      MALLOC_TRIM_THRESHOLD_: null,
+    });
   });
 });

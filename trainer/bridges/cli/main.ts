@@ -14,6 +14,7 @@ import { rerollCommand, rerollUsage } from './commands/rerollCommand';
 import { importCommand, importUsage } from './commands/importVerlCommand';
 import { hasParent, sendToParent } from './ipc';
 import { describeFailure, endProcessSoon, whenOutputCloses } from './processEnd';
+import { currentRelaunchContext, endWithTheLauncher, relaunchWithAllocatorEnv, shouldRelaunch } from './relaunch';
 import { UsageError } from './usage';
 import { waitForDebuggerIfAsked } from './waitForDebugger';
 
@@ -63,35 +64,42 @@ async function main(argv: string[]): Promise<number> {
   return command.run(rest);
 }
 
-// A reader that went away ends the command (the training command stops its run cleanly instead: see trainCommand).
-whenOutputCloses(() => {
-  if (argv[0] !== 'train') process.exit(141);
-});
+if (shouldRelaunch(currentRelaunchContext(argv[0]))) relaunchWithAllocatorEnv();
+else runHere();
 
-main(argv)
-  .then(
-    (code) => {
-      process.exitCode = code;
-    },
-    async (error: unknown) => {
-      if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-        process.stderr.write(`rollout-studio: ${(error as Error).message}\n\n${usage}\n`);
-        process.exitCode = 2;
-      } else {
-        const err = error instanceof Error ? error : new Error(String(error));
-        process.stderr.write(`rollout-studio: ${describeFailure(err, verbose)}\n`);
-        if (hasParent())
-          await sendToParent({
-            protocol: PROTOCOL_VERSION,
-            type: 'fatal',
-            message: err.message,
-            ...(err.stack ? { stack: err.stack } : {}),
-          }).catch(() => {});
-        process.exitCode = 1;
-      }
-    },
-  )
-  .finally(() => {
-    if (hasParent()) process.disconnect();
-    endProcessSoon();
+/** Run the command in this process. */
+function runHere(): void {
+  endWithTheLauncher();
+  // A reader that went away ends the command (the training command stops its run cleanly instead: see trainCommand).
+  whenOutputCloses(() => {
+    if (argv[0] !== 'train') process.exit(141);
   });
+
+  main(argv)
+    .then(
+      (code) => {
+        process.exitCode = code;
+      },
+      async (error: unknown) => {
+        if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+          process.stderr.write(`rollout-studio: ${(error as Error).message}\n\n${usage}\n`);
+          process.exitCode = 2;
+        } else {
+          const err = error instanceof Error ? error : new Error(String(error));
+          process.stderr.write(`rollout-studio: ${describeFailure(err, verbose)}\n`);
+          if (hasParent())
+            await sendToParent({
+              protocol: PROTOCOL_VERSION,
+              type: 'fatal',
+              message: err.message,
+              ...(err.stack ? { stack: err.stack } : {}),
+            }).catch(() => {});
+          process.exitCode = 1;
+        }
+      },
+    )
+    .finally(() => {
+      if (hasParent()) process.disconnect();
+      endProcessSoon();
+    });
+}

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { describeAllocatorEnv } from '../../contract/allocatorEnv';
 import type { EnvironmentReport, ProviderCheck } from '../../contract/protocol';
 import { probeInChildProcess } from './childProbe';
 import { loadOnnxRuntime, nativeBinaryDir } from '../../foundations/engine/runtime/onnxruntime';
@@ -18,6 +19,7 @@ export async function collectEnvironmentReport(): Promise<EnvironmentReport> {
     cpuCount: typeof os.availableParallelism === 'function' ? os.availableParallelism() : Math.max(1, cpus.length),
     totalMemoryBytes: os.totalmem(),
     freeMemoryBytes: os.freemem(),
+    allocator: describeAllocatorEnv(process.env),
   };
   const loaded = loadOnnxRuntime();
   if ('error' in loaded) {
@@ -114,6 +116,7 @@ export function formatEnvironmentReport(report: EnvironmentReport): string {
     `Runtime        Node ${r.node}${r.electron ? ` (Electron ${r.electron})` : ''} on ${r.platform}-${r.arch}`,
     `CPU            ${r.cpuModel}, ${r.cpuCount} cores`,
     `Memory         ${gib(r.totalMemoryBytes)} total, ${gib(r.freeMemoryBytes)} free`,
+    ...(r.allocator ? [`Allocator      ${r.allocator}`] : []),
     `onnxruntime    ${report.onnxruntime.version ? `onnxruntime-node ${report.onnxruntime.version}` : `not loaded: ${report.onnxruntime.loadError}`}`,
     '',
     'Execution providers',

@@ -53,6 +53,8 @@ export const EnvironmentReport = z.object({
     cpuCount: z.number().int().positive(),
     totalMemoryBytes: z.number().nonnegative(),
     freeMemoryBytes: z.number().nonnegative(),
+    /** The C allocator's settings, in words (trainer/contract/allocatorEnv.ts). */
+    allocator: z.string().optional(),
   }),
   onnxruntime: z.object({
     /** Absent when onnxruntime-node could not be loaded at all (see `loadError`). */

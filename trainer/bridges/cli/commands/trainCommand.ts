@@ -32,7 +32,8 @@ as model.path is downloaded into the Hugging Face cache first (see rollout-studi
   --replay-tools SRC answer tool calls from a recording (a run directory or a cassette file)
   --on-miss MODE     a call the recording lacks: error (an observation, default) or live
 Ctrl-C (or SIGTERM, SIGHUP) stops cleanly after the current turn, records the run as stopped
-and exits with 128 + the signal's number (130 for Ctrl-C); a second one aborts at once.`;
+and exits with 128 + the signal's number (130 for Ctrl-C); another one, a second or more
+later, aborts at once.`;
 
 /** The flags, checked: exactly one config file, --on-miss error or live, --steps a positive integer. */
 function parseTrainArgs(argv: string[]) {
@@ -160,20 +161,27 @@ function listenToExtension(control: RunControl, send: (message: TrainerMessage) 
 }
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** How soon after a stop signal the same signal again is taken as the same request, not as "abort". */
+const SAME_REQUEST_MS = 1_000;
 
 /**
  * Ctrl-C, and what `docker stop`, systemd, Kubernetes, `timeout` and a closed terminal send
  * (SIGTERM, SIGHUP), stop the run cleanly: the step in flight is dropped, the run is recorded
  * as stopped and its lock released. A second signal ends the process at once (the run is then
- * marked failed, saying so). Returns which signal stopped the run, if one did.
+ * marked failed, saying so), unless it is the first one again within a second. Returns which signal stopped the run, if one did.
  */
 function stopOnSignals(control: RunControl): () => NodeJS.Signals | undefined {
   let first: NodeJS.Signals | undefined;
+  let firstAt = 0;
   for (const signal of STOP_SIGNALS) {
     process.on(signal, () => {
+      // The same signal twice within a second is one request: a terminal's Ctrl-C reaches this
+      // process and its launcher, which relays it (relaunch.ts); systemd signals both too.
+      if (signal === first && performance.now() - firstAt < SAME_REQUEST_MS) return;
       if (first)
         return exitBySignal(signal, `${signal} after ${first}: ended at once; the step in flight was not recorded`);
       first = signal;
+      firstAt = performance.now();
       const again = signal === 'SIGINT' ? 'Ctrl-C' : `${signal}`;
       process.stderr.write(
         `\n${signal === 'SIGINT' ? '' : `${signal}: `}stopping after the current turn (${again} again to abort)\n`,
