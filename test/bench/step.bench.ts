@@ -44,6 +44,7 @@ import type { Tokenizer } from '../../trainer/foundations/models/tokenizer';
 import { pickFastest, resultLine, spread, type Spread } from './lib/pairs';
 import { PeerProcess, PYTHON } from './lib/peerProcess';
 import { runsAsTheTrainer } from './lib/trainerAllocator';
+import { describeAllocatorEnv } from '../../trainer/contract/allocatorEnv';
 import { describeSetting, startBestTorchPeer, type TorchSetting } from './lib/torchPeer';
 import {
   buildShapeModel,
@@ -499,7 +500,7 @@ async function main(): Promise<void> {
   const o = options();
   const work = o.smoke ? SMOKE_WORK : FULL_WORK;
   console.log(
-    `bench:step: ${JSON.stringify(work)}, shapes ${o.shapes.map((s) => s.name).join(', ')}, ours on ${o.device}, ${o.repeats} measured step(s) per side, load average ${loadAverage()}`,
+    `bench:step: ${JSON.stringify(work)}, shapes ${o.shapes.map((s) => s.name).join(', ')}, ours on ${o.device}, ${o.repeats} measured step(s) per side, load average ${loadAverage()}; our allocator: ${describeAllocatorEnv(process.env)}`,
   );
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-step-'));
   const rows = [TABLE_HEADER];
