@@ -71,6 +71,12 @@ export interface ModelConfig {
   torchDtype: string | undefined;
   /** Where this configuration was read from, for error messages further down. */
   configPath: string;
+  /**
+   * Ids with an embedding row but no token in the model's tokenizer: the padding rows of a
+   * vocabulary rounded up (Qwen2.5's 151,936 rows for 151,665 tokens). Never sampled, and masked in
+   * scoring alike (logitMask.ts). Set when the model folder is opened with its tokenizer.
+   */
+  idsWithoutToken?: readonly number[];
   /** Vision-language models: the multimodal rotary sections (temporal, height, width) of head_dim / 2. */
   mropeSection?: readonly [number, number, number];
   /** Vision-language models: the vision tower. */

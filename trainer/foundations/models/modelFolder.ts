@@ -31,9 +31,10 @@ export interface ModelFolder {
 }
 
 export function openModelFolder(dir: string, options: { tokenizer?: Tokenizer } = {}): ModelFolder {
-  const config = loadModelConfig(dir);
+  const declared = loadModelConfig(dir);
   const generationConfig = loadGenerationConfig(dir);
   const tokenizer = options.tokenizer ?? Tokenizer.load(dir);
+  const config = withIdsWithoutToken(declared, tokenizer);
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new ModelConfigError(
       `${config.configPath}: vocab_size is ${config.vocabSize} but ${path.join(tokenizer.dir, 'tokenizer.json')} has ids up to ${tokenizer.vocabSize - 1}; ` +
@@ -73,4 +74,11 @@ export function openModelFolder(dir: string, options: { tokenizer?: Tokenizer } 
     imageProcessor,
     close: () => checkpoint.close(),
   };
+}
+
+/** `config` with the ids of its embedding that `tokenizer` has no token for (see ModelConfig.idsWithoutToken). */
+function withIdsWithoutToken(config: ModelConfig, tokenizer: Tokenizer): ModelConfig {
+  const ids: number[] = [];
+  for (let id = 0; id < config.vocabSize; id++) if (!tokenizer.hasToken(id)) ids.push(id);
+  return ids.length > 0 ? { ...config, idsWithoutToken: ids } : config;
 }

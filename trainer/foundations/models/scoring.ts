@@ -12,7 +12,8 @@ import {
 import { fusedLinear, type FusedKernels } from './layers/fused';
 import { linear } from './layers/linear';
 import type { LoraConfig } from './lora';
-import { placeholderLogitMask, segmentImages } from './vision/graphInputs';
+import { logitMask } from './logitMask';
+import { segmentImages } from './vision/graphInputs';
 
 /**
  * The scoring graph: per-token log-probs of given token sequences under the policy
@@ -136,8 +137,8 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
       (options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)),
       inputs.invTemperature,
     ); // [N, V]
-    const placeholders = placeholderLogitMask(g, config, options.dtype);
-    let logits = placeholders ? op.add(scaled, placeholders) : scaled;
+    const masked = logitMask(g, config, options.dtype);
+    let logits = masked ? op.add(scaled, masked) : scaled;
     if (options.constrained) {
       const bias = g.input('logit_bias', options.dtype, ['K', config.vocabSize]);
       logits = op.add(logits, op.gather(bias, g.input('bias_row', 'int64', ['N']), 0));

@@ -251,6 +251,11 @@ export class Tokenizer {
     return this.specialIds.has(id);
   }
 
+  /** Whether `id` stands for a token of this tokenizer (an embedding may have more rows than it has tokens). */
+  hasToken(id: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.vocabSize && this.hf.id_to_token(id) !== undefined;
+  }
+
   /** Whether `token` is an added token: the tokenizer always splits text at it, never merges across it. */
   isAddedToken(token: string): boolean {
     return this.addedByContent.has(token);
@@ -258,7 +263,7 @@ export class Tokenizer {
 
   private checkIds(ids: readonly number[]): void {
     for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize || this.hf.id_to_token(id) === undefined) {
+      if (!this.hasToken(id)) {
         throw new TokenizerError(
           `${path.join(this.dir, 'tokenizer.json')}: token id ${id} is not in the vocabulary (size ${this.vocabSize})`,
         );

@@ -6,7 +6,7 @@ import { groupScores, maskBias, mixValues } from '../layers/attention';
 import { fusedLinear, type FusedKernels } from '../layers/fused';
 import { linear } from '../layers/linear';
 import type { LoraConfig } from '../lora';
-import { placeholderLogitMask } from '../vision/graphInputs';
+import { logitMask } from '../logitMask';
 
 /**
  * The generation graph: extends every sequence of a batch by S tokens (a prompt, tool results,
@@ -115,8 +115,8 @@ export function buildGenerationGraph(
     // FusedMatMul where the provider has it: at batch 1 it reads the [V, hidden] head faster than Gemm (measured 4–7 against 6–7 ms for 32000 × 512, one thread).
     const head = options.fused.transposedMatMul ? fusedLinear : linear;
     const scaled = op.mul(head(last, lmHeadWeight(config, weights)), invTemperature); // [B, V]
-    const placeholders = placeholderLogitMask(g, config, dtype);
-    let logits = placeholders ? op.add(scaled, placeholders) : scaled;
+    const masked = logitMask(g, config, dtype);
+    let logits = masked ? op.add(scaled, masked) : scaled;
     if (options.constrained) {
       const bias = g.input('logit_bias', dtype, ['K', config.vocabSize]);
       logits = op.add(logits, op.gather(bias, g.input('bias_row', 'int64', ['B']), 0));

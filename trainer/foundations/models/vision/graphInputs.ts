@@ -4,7 +4,6 @@ import type { ModelConfig } from '../modelConfig';
 import type { ComputeDtype, DecoderInputs, WeightInputs } from '../decoder';
 import { IMAGE_FEEDS } from './visionBatch';
 import { visionEncoder, visionGraphInputs } from './encoder';
-import { MASKED_SCORE } from '../layers/attention';
 
 /**
  * The image inputs of a scoring or training graph of a vision-language model: the encoder runs
@@ -29,18 +28,4 @@ export function segmentImages(
     rows: take(IMAGE_FEEDS.rows, IMAGE_FEEDS.slots, 'image_tokens'),
     ...(sharedPrefix ? { prefix: take(IMAGE_FEEDS.prefixRows, IMAGE_FEEDS.prefixSlots, 'prefix_image_tokens') } : {}),
   };
-}
-
-/**
- * The policy never writes an image or video placeholder token: its logit is masked, in sampling
- * and in scoring alike (so training scores exactly the distribution that was sampled). A
- * generated `<|image_pad|>` would stand for an image that does not exist — transformers fails on
- * one — and image tokens are never trained on. Undefined for text-only models.
- */
-export function placeholderLogitMask(g: Graph, config: ModelConfig, dtype: ComputeDtype): Tensor | undefined {
-  const vision = config.vision;
-  if (!vision) return undefined;
-  const mask = dtype === 'float64' ? new Float64Array(config.vocabSize) : new Float32Array(config.vocabSize);
-  for (const id of [vision.imageTokenId, vision.videoTokenId]) mask[id] = MASKED_SCORE;
-  return g.constant(mask, dtype, [config.vocabSize], 'placeholder_logit_mask');
 }
