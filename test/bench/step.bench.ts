@@ -12,6 +12,7 @@
  *   RESULT <shape>_peak_rss_mib=… llamacpp_peak_rss_mib=… pytorch_peak_rss_mib=…
  *   RESULT <shape>_group8_vs_one=… unshared=… one_s=… group8_s=… group8_unshared_s=…
  *          minor_faults one=… group8=… group8_unshared=…   (one prompt's generation: 8 samples / 1 sample)
+ *   RESULT <shape>_llamacpp_group8_vs_one=… one_s=… group8_s=…   (the same for llama.cpp, for scale)
  * The composed peer does the same work in the same run, its steps alternating with ours:
  * llama.cpp (node-llama-cpp's prebuilt build, its own process) generates the turns of every
  * sample batched in one context, the same tool runs here on its turns' text, and eager PyTorch
@@ -287,6 +288,28 @@ async function peerStep(
   trained: readonly Rollout[],
   cost: StepCost,
 ): Promise<void> {
+  await peerRollout(peers, tokenizer, prompts, work, cost);
+  const wire = trained.map((r) => ({ ids: r.ids, mask: r.mask }));
+  await peerPhase(peers.torch, cost.score, { op: 'score', sequences: wire });
+  await peerPhase(peers.torch, cost.reference, { op: 'reference', sequences: wire });
+  const advantages = groupAdvantages(trained, work, 1);
+  const updateWire = trained.map((r, i) => ({
+    ...wire[i],
+    logprobs: r.logprobs,
+    advantages: Array.from(advantages[i]),
+    ref: r.logprobs,
+  }));
+  await peerPhase(peers.torch, cost.update, { op: 'update', sequences: updateWire });
+}
+
+/** The composed peer's rollouts: llama.cpp generates each turn, the tool here answers between turns. */
+async function peerRollout(
+  peers: Peers,
+  tokenizer: Tokenizer,
+  prompts: readonly number[][],
+  work: StepWork,
+  cost: StepCost,
+): Promise<void> {
   const n = prompts.length * work.samples;
   const runner = toolRunner();
   await peers.llama.request({ op: 'open', context: 'step', count: n });
@@ -304,17 +327,6 @@ async function peerStep(
     appends = results.map((r, s) => [tokens[s].at(-1)!, ...r]);
   }
   await peers.llama.request({ op: 'close', context: 'step' });
-  const wire = trained.map((r) => ({ ids: r.ids, mask: r.mask }));
-  await peerPhase(peers.torch, cost.score, { op: 'score', sequences: wire });
-  await peerPhase(peers.torch, cost.reference, { op: 'reference', sequences: wire });
-  const advantages = groupAdvantages(trained, work, 1);
-  const updateWire = trained.map((r, i) => ({
-    ...wire[i],
-    logprobs: r.logprobs,
-    advantages: Array.from(advantages[i]),
-    ref: r.logprobs,
-  }));
-  await peerPhase(peers.torch, cost.update, { op: 'update', sequences: updateWire });
 }
 
 const total = (c: StepCost) => PHASES.reduce((s, p) => s + c[p].seconds, 0);
@@ -328,6 +340,8 @@ interface ShapeResult {
   llamaSetting?: string;
   /** Generation seconds of one prompt with 1 sample, and with 8 (prompt shared, and prefilled per row). */
   group?: GroupCost;
+  /** The same for llama.cpp: 1 sample, and 8 each prefilling the prompt. */
+  peerGroup?: { one: PhaseCost[]; eight: PhaseCost[] };
 }
 
 interface GroupCost {
@@ -373,6 +387,7 @@ async function runShape(shape: StepShape, work: StepWork, root: string, o: Optio
       );
     }
     result.group = await groupCost(ours);
+    if (peers) result.peerGroup = await peerGroupCost(peers, ours.model.tokenizer, ours.prompts[0], work);
     result.tokens = {
       generated: trained.reduce((n, t) => n + t.mask.reduce((a, m) => a + m, 0), 0),
       trajectory: trained.reduce((n, t) => n + t.ids.length, 0),
@@ -405,6 +420,24 @@ async function groupCost(ours: Awaited<ReturnType<typeof startOurs>>): Promise<G
     times.one.push(one);
     times.shared.push(shared);
     times.unshared.push(unshared);
+  }
+  return times;
+}
+
+/**
+ * The same for llama.cpp, for scale: one prompt's three turns with 1 sample, then with 8 (each
+ * prefilling the prompt: llama.cpp's sequences share no cache here), over three rounds after an
+ * unmeasured one. How far a group can come below 8× on these cores with the best CPU engine.
+ */
+async function peerGroupCost(peers: Peers, tokenizer: Tokenizer, prompt: readonly number[], work: StepWork) {
+  const times: { one: PhaseCost[]; eight: PhaseCost[] } = { one: [], eight: [] };
+  for (let round = 0; round < 4; round++) {
+    const [one, eight] = [emptyCost(), emptyCost()];
+    await peerRollout(peers, tokenizer, [[...prompt]], { ...work, prompts: 1, samples: 1 }, one);
+    await peerRollout(peers, tokenizer, [[...prompt]], { ...work, prompts: 1, samples: 8 }, eight);
+    if (round === 0) continue;
+    times.one.push(one.generation);
+    times.eight.push(eight.generation);
   }
   return times;
 }
@@ -465,6 +498,12 @@ function reportShape(r: ShapeResult): string[][] {
       console.log(resultLine(`${name}_step_vs_peers`, ratio));
     }
     if (r.group) reportGroup(name, r.group);
+    if (r.peerGroup) {
+      const [one, eight] = [r.peerGroup.one, r.peerGroup.eight].map((c) => spread(c.map((x) => x.seconds)).median);
+      console.log(
+        `RESULT ${name}_llamacpp_group8_vs_one=${(eight / one).toFixed(3)} one_s=${one.toFixed(3)} group8_s=${eight.toFixed(3)}`,
+      );
+    }
     console.log(
       `RESULT ${name}_peak_rss_mib=${mib(r.rss.ours)} llamacpp_peak_rss_mib=${mib(r.rss.llama)} pytorch_peak_rss_mib=${mib(r.rss.torch)}`,
     );
