@@ -141,6 +141,9 @@ function peakRss(pid: number | 'self'): number | undefined {
 
 const mib = (bytes: number | undefined) => (bytes === undefined ? 'unknown' : (bytes / 2 ** 20).toFixed(0));
 
+/** The group line's samples of one prompt. */
+const GROUP = 8;
+
 /** Ours: the model, its policy (one per run, as the trainer keeps it) and its trainer. */
 async function startOurs(
   dir: string,
@@ -205,7 +208,8 @@ async function peerPhase<T extends { seconds: number }>(
 async function startPeers(dir: string, root: string, shape: StepShape, work: StepWork, cores: number, o: Options) {
   const gguf = path.join(root, `${shape.name}-f32.gguf`);
   exportGguf({ modelDir: dir, out: gguf, type: 'f32' });
-  const sequences = work.prompts * work.samples;
+  // A step's rows, and at least the group line's 8.
+  const sequences = Math.max(work.prompts * work.samples, GROUP);
   const llama = PeerProcess.start(`llama.cpp peer (${shape.name})`, process.execPath, [
     '--import',
     'tsx',
@@ -414,8 +418,8 @@ async function groupCost(ours: Awaited<ReturnType<typeof startOurs>>): Promise<G
   const times: GroupCost = { one: [], shared: [], unshared: [] };
   for (let round = 0; round < 4; round++) {
     const one = await ours.groupGeneration(1, true, 100 + round);
-    const shared = await ours.groupGeneration(8, true, 100 + round);
-    const unshared = await ours.groupGeneration(8, false, 100 + round);
+    const shared = await ours.groupGeneration(GROUP, true, 100 + round);
+    const unshared = await ours.groupGeneration(GROUP, false, 100 + round);
     if (round === 0) continue;
     times.one.push(one);
     times.shared.push(shared);
@@ -434,7 +438,7 @@ async function peerGroupCost(peers: Peers, tokenizer: Tokenizer, prompt: readonl
   for (let round = 0; round < 4; round++) {
     const [one, eight] = [emptyCost(), emptyCost()];
     await peerRollout(peers, tokenizer, [[...prompt]], { ...work, prompts: 1, samples: 1 }, one);
-    await peerRollout(peers, tokenizer, [[...prompt]], { ...work, prompts: 1, samples: 8 }, eight);
+    await peerRollout(peers, tokenizer, [[...prompt]], { ...work, prompts: 1, samples: GROUP }, eight);
     if (round === 0) continue;
     times.one.push(one.generation);
     times.eight.push(eight.generation);
