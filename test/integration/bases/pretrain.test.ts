@@ -3,7 +3,8 @@
  * of seed and step, and the engine's CPU kernels are deterministic — the embedding gradient's
  * race, which only showed on batches large enough for onnxruntime to split across threads, is
  * test/unit/engine/scatterAddDeterminism.test.ts's), a stopped run resumes
- * to exactly the losses of an uninterrupted one, and the result is a model folder the trainer
+ * to exactly the losses of an uninterrupted one (and refuses checkpoints of another recipe or other
+ * corpus rows), and the result is a model folder the trainer
  * loads, with its recipe and held-out numbers. (The real recipe runs for hours: never in CI.)
  */
 import { after, before, describe, it } from 'node:test';
@@ -129,6 +130,22 @@ describe('pretraining recipe', () => {
     assert.deepEqual(
       fs.readFileSync(path.join(rest.modelDir!, 'model.safetensors')),
       fs.readFileSync(path.join(full.modelDir!, 'model.safetensors')),
+    );
+  });
+
+  it('refuses to resume checkpoints of another run hash (another recipe or other corpus rows), naming both', async () => {
+    await run('stale', { stopAfter: 1, noEvaluation: true });
+    const checkpoints = path.join(root, 'stale', 'checkpoints');
+    for (const c of fs.readdirSync(checkpoints)) {
+      const state = path.join(checkpoints, c, 'trainer_state.json');
+      fs.writeFileSync(
+        state,
+        fs.readFileSync(state, 'utf8').replace(/"configHash": "[0-9a-f]+"/, '"configHash": "0000000000000000"'),
+      );
+    }
+    await assert.rejects(
+      run('stale', { noEvaluation: true }),
+      /step-000001 was written under run hash 0000000000000000, this run's is [0-9a-f]{16}: another recipe, or corpus generators that now write other rows for it/,
     );
   });
 

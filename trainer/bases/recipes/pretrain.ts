@@ -13,6 +13,7 @@ import { HeldoutEvaluator, heldoutEpisodes, type HeldoutResult } from './heldout
 import { copyInitModel } from './initModel';
 import { evaluateHeldout, trainSteps, type PretrainRun } from './pretrainSteps';
 import { parseRecipe, recipeHash, RecipeError, type Recipe } from './recipe';
+import { pretrainRunHash } from './runHash';
 import { qwen3TokenizerDir } from './tokenizerSource';
 
 /**
@@ -150,13 +151,17 @@ async function openTrainer(
 /** Restores AdamW's state from a checkpoint of this recipe; returns the step it was written after. */
 async function resumeTrainer(
   trainer: SftTrainer,
-  recipe: Recipe,
+  runHash: string,
   resumeFrom: string,
   log: (line: string) => void,
 ): Promise<number> {
   const checkpoint = loadCheckpoint(resumeFrom);
-  if (checkpoint.state.configHash !== recipeHash(recipe))
-    throw new RecipeError(`${resumeFrom} was written by another recipe`);
+  if (checkpoint.state.configHash !== runHash)
+    throw new RecipeError(
+      `${resumeFrom} was written under run hash ${checkpoint.state.configHash}, this run's is ${runHash}: ` +
+        'another recipe, or corpus generators that now write other rows for it (another version of rollout-studio). ' +
+        'Resuming would train on two corpora: start a new run in another --out, or resume with the version that started it',
+    );
   await trainer.optimizer.restore(checkpoint.optimizer);
   const step = checkpoint.state.step;
   log(`resuming after step ${step} from ${path.relative(process.cwd(), resumeFrom)}`);
@@ -191,6 +196,7 @@ async function writeFinalModel(
   const summary = {
     recipe: recipe.name,
     recipeHash: recipeHash(recipe),
+    runHash: run.runHash,
     steps: step,
     heldout,
     seconds: (Date.now() - run.started) / 1000,
@@ -217,10 +223,11 @@ export async function pretrain(options: PretrainOptions): Promise<PretrainResult
   const parts: OpenedParts = {};
   try {
     const { model, trainer } = await openTrainer(parts, recipe, modelDir, options.inProcessDevice);
-    const firstStep = resumeFrom ? await resumeTrainer(trainer, recipe, resumeFrom, log) : 0;
     const template = model.folder.chatTemplate;
     if (!template) throw new RecipeError(`${modelDir}: the tokenizer has no chat template`);
     const corpus = new CorpusContext(template);
+    const runHash = pretrainRunHash(recipe, corpus);
+    const firstStep = resumeFrom ? await resumeTrainer(trainer, runHash, resumeFrom, log) : 0;
     if (!options.noEvaluation)
       parts.evaluator = new HeldoutEvaluator(
         model,
@@ -237,6 +244,7 @@ export async function pretrain(options: PretrainOptions): Promise<PretrainResult
       model,
       trainer,
       corpus,
+      runHash,
       evaluator: parts.evaluator,
     };
     if (run.evaluator && firstStep === 0) await evaluateHeldout(run, 0);

@@ -11,7 +11,7 @@ import type { CorpusContext } from './corpus/corpusContext';
 import { packStep } from './corpus/mix';
 import { pretrainChart } from './pretrainCurve';
 import type { HeldoutEvaluator, HeldoutResult } from './heldout';
-import { dataForStep, recipeHash, type Recipe } from './recipe';
+import { dataForStep, type Recipe } from './recipe';
 
 /**
  * The steps of a pretraining run (pretrain.ts): each step's rows packed from the corpus, one
@@ -29,6 +29,8 @@ export interface PretrainRun {
   model: ModelRuntime;
   trainer: SftTrainer;
   corpus: CorpusContext;
+  /** The recipe with its corpus's fingerprint (runHash.ts): what the run's checkpoints are tied to. */
+  runHash: string;
   evaluator: HeldoutEvaluator | undefined;
 }
 
@@ -148,7 +150,7 @@ async function checkpointStep(run: PretrainRun, step: number): Promise<void> {
     random: Random.fromSeed(recipe.seed).state() as [number, number, number, number],
     data: { epoch: 0, position: step },
     consecutiveNonFinite: 0,
-    configHash: recipeHash(recipe),
+    configHash: run.runHash,
   });
   pruneCheckpoints(outDir, recipe.checkpoint.keep);
 }

@@ -159,7 +159,8 @@ export function dataForStep(recipe: Recipe, step: number): PretrainStepData {
  * A stable hash of what decides the model — seed, tokenizer, architecture, data, optimisation,
  * output — so a run only resumes under the recipe it started with. The name, the evaluation and
  * the checkpoint cadence change no weight, so they are left out: a run can be renamed or
- * evaluated more often and still resume.
+ * evaluated more often and still resume. The generators' code is not in it: a checkpoint is tied
+ * to this hash and the corpus's own fingerprint together (runHash.ts).
  */
 export function recipeHash(recipe: Recipe): string {
   const { seed, init, tokenizer, model, data, optimization, output } = recipe;
