@@ -26,6 +26,7 @@ const report: EnvironmentReport = {
     cpuCount: 2,
     totalMemoryBytes: 2 ** 34,
     freeMemoryBytes: 2 ** 33,
+    allocator: "the trainer's settings: MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967296",
   },
   onnxruntime: { version: '1.30.0', backends: [{ name: 'cpu', bundled: true }] },
   providers: {
@@ -52,6 +53,10 @@ describe('Check Environment webview', () => {
     await app.send({ type: 'report', report });
     await app.page.locator('#status', { hasText: 'Training can run on: cpu, webgpu' }).waitFor();
     assert.equal(await app.page.locator('.summary .rs-tag').count(), 2);
+    assert.equal(
+      await app.page.locator('table.runtime tr', { hasText: 'Allocator' }).locator('td').textContent(),
+      report.runtime.allocator,
+    );
     await app.send({ type: 'failed', title: 'The trainer exited with code 3.', detail: 'simulated crash' });
     await app.page.locator('#status.failed').waitFor();
     assert.deepEqual(app.fromWebview[0], { type: 'ready' });

@@ -86,6 +86,7 @@ function renderReport(report: EnvironmentReport): void {
     ['Runtime', `Node ${r.node}${r.electron ? ` (Electron ${r.electron})` : ''} on ${r.platform}-${r.arch}`],
     ['CPU', `${r.cpuModel}, ${r.cpuCount} cores`],
     ['Memory', `${gib(r.totalMemoryBytes)} total, ${gib(r.freeMemoryBytes)} free`],
+    ...(r.allocator ? [['Allocator', r.allocator] as [string, string]] : []),
     [
       'onnxruntime',
       report.onnxruntime.version
