@@ -25,6 +25,7 @@ import { buildTinyLm, initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } 
 import { FmaPeakProgram } from './lib/fmaPeak';
 import { formatSpread, interleavedPairs, ownCpuSeconds, pickFastest, resultLine, seconds, spread } from './lib/pairs';
 import { settingResult, startBestTorchPeer } from './lib/torchPeer';
+import { runsAsTheTrainer } from './lib/trainerAllocator';
 
 const REFERENCE = { vocab: 4096, hidden: 256, layers: 4, heads: 4, ffn: 1024, seq: 256, batch: 8 };
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 7);
@@ -179,7 +180,9 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+// Ours runs with the allocator settings the trainer gets (lib/trainerAllocator.ts); the peers with their own.
+if (runsAsTheTrainer())
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });

@@ -44,6 +44,7 @@ import {
 } from './lib/pairs';
 import { PeerProcess } from './lib/peerProcess';
 import { settingResult, startBestTorchPeer } from './lib/torchPeer';
+import { runsAsTheTrainer } from './lib/trainerAllocator';
 
 const SHAPE = { vocab: 32000, hidden: 512, layers: 8, heads: 8, kvHeads: 8, ffn: 1408 };
 const WORK = { scoreBatch: 8, scoreLength: 512, prompt: 32, newTokens: 64, batch: 32 };
@@ -259,7 +260,9 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+// Ours runs with the allocator settings the trainer gets (lib/trainerAllocator.ts); the peers with their own.
+if (runsAsTheTrainer())
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
