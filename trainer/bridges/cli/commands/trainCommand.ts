@@ -168,7 +168,8 @@ const SAME_REQUEST_MS = 1_000;
  * Ctrl-C, and what `docker stop`, systemd, Kubernetes, `timeout` and a closed terminal send
  * (SIGTERM, SIGHUP), stop the run cleanly: the step in flight is dropped, the run is recorded
  * as stopped and its lock released. A second signal ends the process at once (the run is then
- * marked failed, saying so), unless it is the first one again within a second. Returns which signal stopped the run, if one did.
+ * marked failed, saying so), unless it is the first one again within a second. Returns which
+ * signal stopped the run, if one did.
  */
 function stopOnSignals(control: RunControl): () => NodeJS.Signals | undefined {
   let first: NodeJS.Signals | undefined;
