@@ -19,7 +19,8 @@
 
 /** What the trainer process gets, in glibc's names (see mallopt(3)). */
 export const ALLOCATOR_ENV: Readonly<Record<string, string>> = {
-  // One heap for all threads: onnxruntime's intra-op threads free what the main thread allocated.
+  // One heap for all threads: a block freed by any of onnxruntime's threads serves the next
+  // allocation of any other (with an arena per thread it goes back to its own thread's arena).
   MALLOC_ARENA_MAX: '1',
   // Large blocks from the heap, not from a fresh mmap each time.
   MALLOC_MMAP_MAX_: '0',
