@@ -81,7 +81,16 @@ export async function runCommand(page: Page, title: string, timeoutMs = 90_000):
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     await page.keyboard.press('F1');
-    await input.waitFor({ timeout: 15_000 });
+    try {
+      await input.waitFor({ timeout: 10_000 });
+    } catch (error) {
+      // F1 now and then opens nothing (seen once in CI, in the debugger replay test, with the
+      // input hidden for 15 s): close whatever took it and press it again, until the deadline.
+      if (Date.now() > deadline)
+        throw new Error(`the command palette never opened for "${title}": ${error}`, { cause: error });
+      await page.keyboard.press('Escape');
+      continue;
+    }
     await input.fill(`>${title}`);
     try {
       await row.waitFor({ timeout: 2000 });
