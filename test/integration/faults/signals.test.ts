@@ -20,7 +20,7 @@ import { readRunLock } from '../../../trainer/contract/runstore/runLock';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { createTrainingFixture } from '../../helpers/trainingFixture';
 import { startCli } from '../../helpers/cliProcess';
-import { readRun } from '../../helpers/liveTraining';
+import { processGone, readRun } from '../../helpers/liveTraining';
 
 const EXAMPLE_TOOLS = path.resolve(__dirname, '../../../examples/multihop-search/tools');
 let workspace: string;
@@ -45,13 +45,14 @@ function withoutMallocSettings(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.keys(ALLOCATOR_ENV).map((name) => [name, undefined]));
 }
 
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+/** `train` started from a shell without MALLOC_* settings, once its run has a step: the launcher and the trainer's pid. */
+async function trainFromAShell(name: string) {
+  const runDir = path.join(workspace, 'runs', name);
+  const launcher = startCli(['train', config, '--run-dir', runDir], { cwd: workspace, env: withoutMallocSettings() });
+  await until('step 1', () => lastStep(runDir) >= 1);
+  const trainerPid = readRunLock(runDir)?.pid;
+  assert.ok(trainerPid !== undefined && trainerPid !== launcher.child.pid, 'the run is written by a second process');
+  return { runDir, launcher, trainerPid };
 }
 
 function lastStep(runDir: string): number {
@@ -111,11 +112,7 @@ describe('signals and unexpected exits end a run recorded', { timeout: 600_000 }
   });
 
   it('the CLI runs the trainer as a second process with the allocator settings; a Ctrl-C that reaches both stops cleanly', async () => {
-    const runDir = path.join(workspace, 'runs', 'relaunched');
-    const launcher = startCli(['train', config, '--run-dir', runDir], { cwd: workspace, env: withoutMallocSettings() });
-    await until('step 1', () => lastStep(runDir) >= 1);
-    const trainerPid = readRunLock(runDir)?.pid;
-    assert.ok(trainerPid !== undefined && trainerPid !== launcher.child.pid, 'the run is written by a second process');
+    const { runDir, launcher, trainerPid } = await trainFromAShell('relaunched');
     const environ = fs.readFileSync(`/proc/${trainerPid}/environ`, 'utf8').split('\0');
     for (const [name, value] of Object.entries(ALLOCATOR_ENV)) assert.ok(environ.includes(`${name}=${value}`), name);
     // What a terminal does: the same SIGINT to each process of its foreground group.
@@ -128,14 +125,10 @@ describe('signals and unexpected exits end a run recorded', { timeout: 600_000 }
   });
 
   it('a launcher killed with SIGKILL takes its trainer with it', async () => {
-    const runDir = path.join(workspace, 'runs', 'launcher-killed');
-    const launcher = startCli(['train', config, '--run-dir', runDir], { cwd: workspace, env: withoutMallocSettings() });
-    await until('step 1', () => lastStep(runDir) >= 1);
-    const trainerPid = readRunLock(runDir)?.pid;
-    assert.ok(trainerPid !== undefined && trainerPid !== launcher.child.pid);
+    const { launcher, trainerPid } = await trainFromAShell('launcher-killed');
     launcher.child.kill('SIGKILL');
     await launcher.done;
-    await until('the trainer to end', () => !processExists(trainerPid), 10_000);
+    await processGone(trainerPid, 10_000);
   });
 
   it("a tool with isolation: 'trainer' that calls process.exit(0): the run is failed with the reason, and the exit code is not 0", async () => {
