@@ -5,11 +5,14 @@ import { serializeGraph } from '../serialize';
 import { createSession, releaseSession, type ExecutionProviderName } from '../runtime/ortSession';
 import { fromOrtTensor, toOrtTensor, zeroHostTensor, type HostTensor } from '../runtime/tensors';
 import { isStateRef, type DeviceApi, type Feed, type LoadRequest, type OutputTarget } from './deviceApi';
+import { freezeInputs, type FrozenInput } from './frozenInputs';
 
 interface LoadedSession {
   session: ort.InferenceSession;
   key: string;
   users: number;
+  /** Set when inputs were made initializers from state: what to build the session again from. */
+  frozen?: { request: LoadRequest; inputs: FrozenInput[] } | undefined;
 }
 
 /**
@@ -33,24 +36,66 @@ export class DeviceCore implements DeviceApi {
   async load(request: LoadRequest): Promise<number> {
     const resident = this.provider === 'webgpu' ? [...(request.residentOutputs ?? [])].sort() : [];
     const settings = { ...request.settings, threads: request.settings.threads ?? this.threads };
-    const key = JSON.stringify([request.model.hash, settings, resident]);
+    const freezes = this.freezes(request);
+    const key = JSON.stringify([request.model.hash, settings, resident, freezes ? request.frozenInputs : {}]);
     const existing = this.byKey.get(key);
     if (existing !== undefined) {
       this.sessions.get(existing)!.users++;
       return existing;
     }
+    const built = await this.build(request, freezes);
+    const id = this.nextId++;
+    this.sessions.set(id, { ...built, key, users: 1 });
+    this.byKey.set(key, id);
+    return id;
+  }
+
+  /** Frozen inputs become initializers on the CPU only, and only for a model held in memory. */
+  private freezes(request: LoadRequest): boolean {
+    return (
+      this.provider === 'cpu' && request.model.kind === 'bytes' && Object.keys(request.frozenInputs ?? {}).length > 0
+    );
+  }
+
+  private async build(
+    request: LoadRequest,
+    freezes: boolean,
+  ): Promise<{ session: ort.InferenceSession; frozen?: LoadedSession['frozen'] }> {
+    const resident = this.provider === 'webgpu' ? [...(request.residentOutputs ?? [])].sort() : [];
+    const settings = { ...request.settings, threads: request.settings.threads ?? this.threads };
     const outputLocations = resident.length
       ? Object.fromEntries(resident.map((name) => [name, 'gpu-buffer' as const]))
       : undefined;
-    const session = await createSession(request.model, {
-      ...settings,
-      provider: this.provider,
-      ...(outputLocations ? { outputLocations } : {}),
+    const sessionSettings = { ...settings, provider: this.provider, ...(outputLocations ? { outputLocations } : {}) };
+    if (!freezes || request.model.kind !== 'bytes')
+      return { session: await createSession(request.model, sessionSettings) };
+    const inputs = Object.entries(request.frozenInputs!).map(([input, state]) => {
+      const tensor = this.state.get(state);
+      if (!tensor) throw new Error(`frozen input ${input}: no state named "${state}" on the device`);
+      return { input, state, tensor };
     });
-    const id = this.nextId++;
-    this.sessions.set(id, { session, key, users: 1 });
-    this.byKey.set(key, id);
-    return id;
+    const { bytes, externalData } = freezeInputs(request.model.bytes, inputs);
+    const session = await createSession({ ...request.model, bytes }, sessionSettings, externalData);
+    return { session, frozen: { request, inputs } };
+  }
+
+  /** A session built on frozen state that has been replaced since is built again from the current state. */
+  private async current(loaded: LoadedSession): Promise<LoadedSession> {
+    if (!loaded.frozen || loaded.frozen.inputs.every((f) => this.state.get(f.state) === f.tensor)) return loaded;
+    // Released first: the old session's packed weights are freed before the new ones are made.
+    await releaseSession(loaded.session);
+    let rebuilt: Awaited<ReturnType<DeviceCore['build']>>;
+    try {
+      rebuilt = await this.build(loaded.frozen.request, true);
+    } catch (error) {
+      // Its old session is gone: the id is no longer loaded.
+      for (const [id, s] of this.sessions) if (s === loaded) this.sessions.delete(id);
+      this.byKey.delete(loaded.key);
+      throw error;
+    }
+    loaded.session = rebuilt.session;
+    loaded.frozen = rebuilt.frozen;
+    return loaded;
   }
 
   async run(
@@ -58,10 +103,21 @@ export class DeviceCore implements DeviceApi {
     feeds: Record<string, Feed>,
     outputs: Record<string, OutputTarget>,
   ): Promise<Record<string, HostTensor>> {
-    const loaded = this.sessions.get(sessionId);
-    if (!loaded) throw new Error(`session ${sessionId} is not loaded (released already?)`);
+    const known = this.sessions.get(sessionId);
+    if (!known) throw new Error(`session ${sessionId} is not loaded (released already?)`);
+    const loaded = await this.current(known);
+    const frozen = new Map(loaded.frozen?.inputs.map((f) => [f.input, f.state]));
     const ortFeeds: Record<string, ort.Tensor> = {};
     for (const [name, feed] of Object.entries(feeds)) {
+      const frozenState = frozen.get(name);
+      if (frozenState !== undefined) {
+        // The session holds this input's value already; a feed naming anything else is a bug.
+        if (!isStateRef(feed) || feed.state !== frozenState)
+          throw new Error(
+            `feed ${name}: the session reads it from state "${frozenState}" and cannot take another value`,
+          );
+        continue;
+      }
       if (isStateRef(feed)) {
         const tensor = this.state.get(feed.state);
         if (!tensor) throw new Error(`feed ${name}: no state named "${feed.state}" on the device`);

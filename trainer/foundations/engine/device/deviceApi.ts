@@ -17,6 +17,14 @@ export interface LoadRequest {
   settings: Omit<SessionSettings, 'provider' | 'outputLocations'>;
   /** Outputs that will be kept as state: left on the device (WebGPU) instead of copied back. */
   residentOutputs?: readonly string[];
+  /**
+   * Inputs that read the same state for many runs (a frozen base model's weights), by input name:
+   * the state's name. On the CPU they become initializers read from the state's memory, which
+   * onnxruntime packs once instead of at every run; a run still names them among its feeds (the
+   * device skips them). A session whose frozen state has been replaced since it was built is built
+   * again at its next run, so it never reads stale values. Other providers feed them as inputs.
+   */
+  frozenInputs?: Readonly<Record<string, string>>;
 }
 
 export function isStateRef(feed: Feed | OutputTarget): feed is StateRef {

@@ -43,7 +43,15 @@ export function defaultThreads(): number {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
 }
 
-export async function createSession(model: SerializedModel, settings: SessionSettings): Promise<ort.InferenceSession> {
+/**
+ * `externalData`: initializers' data held in memory (see device/frozenInputs.ts), by the file name
+ * the model gives them; onnxruntime reads them from there instead of from a file.
+ */
+export async function createSession(
+  model: SerializedModel,
+  settings: SessionSettings,
+  externalData: readonly { path: string; data: Uint8Array }[] = [],
+): Promise<ort.InferenceSession> {
   const runtime = onnxruntime();
   const options: ort.InferenceSession.SessionOptions = {
     executionProviders: [settings.provider],
@@ -58,6 +66,15 @@ export async function createSession(model: SerializedModel, settings: SessionSet
     enableCpuMemArena: settings.memoryArena ?? true,
     logSeverityLevel: 3,
     ...(settings.outputLocations ? { preferredOutputLocation: settings.outputLocations } : {}),
+    // The binding takes a Buffer (a view of the same memory, not a copy).
+    ...(externalData.length
+      ? {
+          externalData: externalData.map(({ path, data }) => ({
+            path,
+            data: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+          })),
+        }
+      : {}),
     // Performance work: ROLLOUT_ORT_PROFILE=/tmp/prefix writes onnxruntime's per-kernel profile of every session.
     ...(process.env.ROLLOUT_ORT_PROFILE
       ? { enableProfiling: true, profileFilePrefix: process.env.ROLLOUT_ORT_PROFILE }

@@ -61,12 +61,23 @@ export class GenerationGraphs {
       `${cacheName('recent', 'key', l)}.next`,
       `${cacheName('recent', 'value', l)}.next`,
     ]).flat();
+    const feeds = this.model.weightFeeds(weights);
+    // The base weights as initializers (on the CPU): a decoding step multiplies a few rows by every
+    // weight, and a weight fed as an input is packed again at every run. A LoRA run never changes
+    // them; a full fine-tuning update replaces them, and the device builds the graph again then.
+    const base = new Set(this.model.baseWeights);
+    const frozenInputs = Object.fromEntries(
+      Object.entries(feeds)
+        .filter(([, ref]) => base.has(ref.state))
+        .map(([input, ref]) => [input, ref.state]),
+    );
     const id = await this.model.device.load({
       model: serializeGraph(graph),
       settings: {},
       residentOutputs: resident,
+      frozenInputs,
     });
-    return { id, weights: this.model.weightFeeds(weights) };
+    return { id, weights: feeds };
   }
 
   /** The graph that appends the recent cache block to the base block (base ← concat(base, recent)). */
