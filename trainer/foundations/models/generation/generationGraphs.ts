@@ -34,13 +34,18 @@ export class GenerationGraphs {
     private readonly options: { captureDistributions?: boolean | undefined } = {},
   ) {}
 
-  /** The sampling graph for `mode` (constrained: it applies a per-row logit bias). */
-  samplingGraph(mode: SamplingMode, constrained: boolean): Promise<LoadedGenerationGraph> {
-    const key = JSON.stringify({ mode, constrained });
+  /**
+   * The sampling graph for `mode`. Every turn runs it, free or constrained: it applies a per-row
+   * logit bias, and a free row reads the zero row (adding 0 changes no logit). One graph per mode,
+   * because each loaded graph holds its own packed copy of the frozen weights (as much memory again
+   * as the base weights).
+   */
+  samplingGraph(mode: SamplingMode): Promise<LoadedGenerationGraph> {
+    const key = JSON.stringify(mode);
     let loaded = this.sampling.get(key);
     if (!loaded) {
       // A load that failed is not kept: the next session tries again.
-      loaded = this.loadSampling(mode, constrained).catch((error: unknown) => {
+      loaded = this.loadSampling(mode).catch((error: unknown) => {
         this.sampling.delete(key);
         throw error;
       });
@@ -49,13 +54,13 @@ export class GenerationGraphs {
     return loaded;
   }
 
-  private async loadSampling(mode: SamplingMode, constrained: boolean): Promise<LoadedGenerationGraph> {
+  private async loadSampling(mode: SamplingMode): Promise<LoadedGenerationGraph> {
     const { graph, weights } = buildGenerationGraph(this.model.config, {
       sampling: mode,
       lora: this.model.options.lora,
       returnDistribution: this.options.captureDistributions,
       fused: fusedKernelsFor(this.model.device.provider),
-      constrained,
+      constrained: true,
     });
     const resident = Array.from({ length: this.model.config.numLayers }, (_, l) => [
       `${cacheName('recent', 'key', l)}.next`,

@@ -243,10 +243,10 @@ export class GenerationSession implements PolicySession {
       }
     });
     const { numLayers } = this.model.config;
-    const { id, weights }: LoadedGenerationGraph = await this.graphs.samplingGraph(mode, allowed !== undefined);
+    const { id, weights }: LoadedGenerationGraph = await this.graphs.samplingGraph(mode);
     const feeds: Record<string, Feed> = {
       ...weights,
-      ...(allowed ? await this.biasFeeds(allowed) : {}),
+      ...(await this.biasFeeds(allowed ?? chunks.map(() => undefined))),
       ...this.model.loraScaleFeed(true),
       ids: int64(ids, width),
       positions: vision ? { ...int64(positions, width * 3), shape: [this.size, width, 3] } : int64(positions, width),
@@ -335,7 +335,7 @@ export class GenerationSession implements PolicySession {
         data: new Float32Array(rows * numKvHeads * headDim),
       },
     });
-    const { id, weights } = await this.graphs.samplingGraph(mode, false);
+    const { id, weights } = await this.graphs.samplingGraph(mode);
     const noSlots = int64(
       prefixes.map(() => [0]),
       1,
@@ -355,6 +355,7 @@ export class GenerationSession implements PolicySession {
       base_mask: noSlots,
       recent_mask: noSlots,
       ...samplingFeeds(options, new Float32Array(rows)),
+      ...(await this.biasFeeds(prefixes.map(() => undefined))),
     };
     const outputs: Record<string, OutputTarget> = {};
     for (let l = 0; l < numLayers; l++)
@@ -386,7 +387,7 @@ export class GenerationSession implements PolicySession {
     for (;;) {
       const slices = chunks.map((c) => c.slice(0, Math.max(0, Math.min(width, c.length - width))));
       if (slices.every((s) => s.length === 0)) return;
-      // The turn's own graph (constrained or not), so that no other graph is loaded for a slice.
+      // The turn's constraints, so that a slice sends no other bias table.
       await this.extend(slices, mode, options, [], allowed, true);
       slices.forEach((s, b) => chunks[b].splice(0, s.length));
     }
@@ -482,7 +483,7 @@ export class GenerationSession implements PolicySession {
       if (r.constraint) constraints.set(r.sequence, r.constraint);
     }
     const live = new Set(turns.keys());
-    // A turn with constraints runs the constrained graph throughout (a free row gets the zero bias row).
+    // A free row gets the zero bias row.
     const allowedNow = () =>
       constraints.size ? this.rows.map((_, b) => (live.has(b) ? constraints.get(b)?.next() : undefined)) : undefined;
     await this.prefillSharedPrompts(chunks, mode, options);
