@@ -174,6 +174,8 @@ async function startOurs(
     },
     async step(step: number, cost: StepCost, w: StepWork = work): Promise<Rollout[]> {
       const rollouts = await ourRollout(policy, model.tokenizer, prompts.slice(0, w.prompts), w, step + 1, cost);
+      // As the trainer does (trainingStep.ts): the generation graphs are freed before the update.
+      await charge(cost.generation, () => policy.release());
       await ourLearning(trainer, rollouts, groupAdvantages(rollouts, w, step + 1), step, cost);
       return rollouts;
     },

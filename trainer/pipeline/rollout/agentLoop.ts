@@ -242,6 +242,14 @@ export class AgentLoop {
     return undefined;
   }
 
+  /**
+   * Frees the policy's generation memory until the next rollout (the trainer calls it before an
+   * update, whose peak it would otherwise add to).
+   */
+  async releasePolicy(): Promise<void> {
+    await this.options.policy.release?.();
+  }
+
   /** Rolls out every episode; returns the trajectories in episode order. */
   async run<Row extends DatasetRow>(episodes: readonly Episode<Row>[], run: RunOptions): Promise<Trajectory<Row>[]> {
     await this.prepareRows([...new Set(episodes.map((e) => e.row))]);

@@ -39,6 +39,7 @@ export async function evaluateHeldOut(
     seed: seedFor(config.seed, step, 17),
     signal: parts.control.signal,
   });
+  await parts.evalLoop.releasePolicy();
   const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools);
   writer.writeImages(trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
   writer.writeEvaluation(

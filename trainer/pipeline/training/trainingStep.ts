@@ -37,6 +37,9 @@ export async function trainingStep(
   step: number,
 ): Promise<StepOutcome> {
   const sampled = await sampleStage(parts, position, step);
+  // The generation graphs hold a packed copy of the weights: freed before scoring and the update
+  // (at Qwen2.5-0.5B it would add 2 GB to the update's peak), loaded again by the next rollout.
+  await parts.loop.releasePolicy();
   if (sampled === 'stopped') return 'stopped';
   const prepared = await prepareStage(parts, learners, sampled.trained.trajectories, sampled.trained.samples);
   const updated = await updateStage(parts, position, learners, step, prepared);

@@ -106,4 +106,9 @@ export interface SessionOptions {
 export interface Policy {
   /** A session of `sequences` slots; `seed` makes its sampling reproducible. */
   startSession(sequences: number, seed: number, options?: SessionOptions): Promise<PolicySession>;
+  /**
+   * Frees what the policy holds between its sessions (a model's loaded generation graphs, with
+   * their packed copy of the weights); the next session loads it again.
+   */
+  release?(): Promise<void>;
 }
