@@ -5,11 +5,12 @@
  * k3 KL term) at SmolLM2-135M (LoRA and full fine-tuning) and Qwen2.5-0.5B (LoRA) shapes with
  * random weights (stepWork.ts). Per shape and phase — generation, tools, scoring (the current
  * policy's log-probs), reference, update — it prints seconds, minor page faults and tokens/s, and
- * the peak resident memory of the shape's work:
+ * the peak resident memory of the shape's steps (warm-up and measured; the group line's rounds
+ * after them are a workload of their own, their peak printed apart for ours):
  *   RESULT <shape>_<phase>_s=…  peer_s=… minor_faults=… peer_minor_faults=…
  *   RESULT <shape>_step_s=…  tokens_per_s=… peer_s=…
  *   RESULT <shape>_step_vs_peers=median q1=… q3=… min=… max=… n=…   (peer time / our time)
- *   RESULT <shape>_peak_rss_mib=… llamacpp_peak_rss_mib=… pytorch_peak_rss_mib=…
+ *   RESULT <shape>_peak_rss_mib=… llamacpp_peak_rss_mib=… pytorch_peak_rss_mib=… ours_with_group_line_mib=…
  *   RESULT <shape>_group8_vs_one=… unshared=… one_s=… group8_s=… group8_unshared_s=…
  *          minor_faults one=… group8=… group8_unshared=…   (one prompt's generation: 8 samples / 1 sample)
  *   RESULT <shape>_llamacpp_group8_vs_one=… one_s=… group8_s=…   (the same for llama.cpp, for scale)
@@ -342,7 +343,13 @@ interface ShapeResult {
   ours: StepCost[];
   peer: StepCost[];
   tokens: { generated: number; trajectory: number };
-  rss: { ours?: number | undefined; llama?: number | undefined; torch?: number | undefined };
+  rss: {
+    ours?: number | undefined;
+    llama?: number | undefined;
+    torch?: number | undefined;
+    /** Ours until after the group line's rounds (8 rows prefilling their own prompt among them). */
+    oursWithGroup?: number | undefined;
+  };
   llamaSetting?: string;
   /** Generation seconds of one prompt with 1 sample, and with 8 (prompt shared, and prefilled per row). */
   group?: GroupCost;
@@ -392,17 +399,18 @@ async function runShape(shape: StepShape, work: StepWork, root: string, o: Optio
         `  ${shape.name} step ${r + 1}/${o.repeats}: ours ${total(mine).toFixed(2)} s${peers ? `, peers ${total(theirs).toFixed(2)} s` : ''}`,
       );
     }
+    result.rss.ours = peakRss('self');
+    if (peers) {
+      result.rss.llama = peakRss(peers.llama.pid!);
+      result.rss.torch = peakRss(peers.torch.pid!);
+    }
     result.group = await groupCost(ours);
     if (peers) result.peerGroup = await peerGroupCost(peers, ours.model.tokenizer, ours.prompts[0], work);
     result.tokens = {
       generated: trained.reduce((n, t) => n + t.mask.reduce((a, m) => a + m, 0), 0),
       trajectory: trained.reduce((n, t) => n + t.ids.length, 0),
     };
-    result.rss.ours = peakRss('self');
-    if (peers) {
-      result.rss.llama = peakRss(peers.llama.pid!);
-      result.rss.torch = peakRss(peers.torch.pid!);
-    }
+    result.rss.oursWithGroup = peakRss('self');
   } finally {
     await peers?.llama.close();
     await peers?.torch.close();
@@ -511,7 +519,7 @@ function reportShape(r: ShapeResult): string[][] {
       );
     }
     console.log(
-      `RESULT ${name}_peak_rss_mib=${mib(r.rss.ours)} llamacpp_peak_rss_mib=${mib(r.rss.llama)} pytorch_peak_rss_mib=${mib(r.rss.torch)}`,
+      `RESULT ${name}_peak_rss_mib=${mib(r.rss.ours)} llamacpp_peak_rss_mib=${mib(r.rss.llama)} pytorch_peak_rss_mib=${mib(r.rss.torch)} ours_with_group_line_mib=${mib(r.rss.oursWithGroup)}`,
     );
     rows.push([
       name,
