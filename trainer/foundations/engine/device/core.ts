@@ -34,16 +34,15 @@ export class DeviceCore implements DeviceApi {
   ) {}
 
   async load(request: LoadRequest): Promise<number> {
-    const resident = this.provider === 'webgpu' ? [...(request.residentOutputs ?? [])].sort() : [];
-    const settings = { ...request.settings, threads: request.settings.threads ?? this.threads };
-    const freezes = this.freezes(request);
-    const key = JSON.stringify([request.model.hash, settings, resident, freezes ? request.frozenInputs : {}]);
+    const { settings, resident } = this.placement(request);
+    const frozen = this.freezes(request) ? request.frozenInputs : {};
+    const key = JSON.stringify([request.model.hash, settings, resident, frozen]);
     const existing = this.byKey.get(key);
     if (existing !== undefined) {
       this.sessions.get(existing)!.users++;
       return existing;
     }
-    const built = await this.build(request, freezes);
+    const built = await this.build(request);
     const id = this.nextId++;
     this.sessions.set(id, { ...built, key, users: 1 });
     this.byKey.set(key, id);
@@ -57,17 +56,22 @@ export class DeviceCore implements DeviceApi {
     );
   }
 
-  private async build(
-    request: LoadRequest,
-    freezes: boolean,
-  ): Promise<{ session: ort.InferenceSession; frozen?: LoadedSession['frozen'] }> {
+  /** The session settings a request gets here, and the outputs it leaves on the device (WebGPU). */
+  private placement(request: LoadRequest) {
     const resident = this.provider === 'webgpu' ? [...(request.residentOutputs ?? [])].sort() : [];
     const settings = { ...request.settings, threads: request.settings.threads ?? this.threads };
+    return { settings, resident };
+  }
+
+  private async build(
+    request: LoadRequest,
+  ): Promise<{ session: ort.InferenceSession; frozen?: LoadedSession['frozen'] }> {
+    const { settings, resident } = this.placement(request);
     const outputLocations = resident.length
       ? Object.fromEntries(resident.map((name) => [name, 'gpu-buffer' as const]))
       : undefined;
     const sessionSettings = { ...settings, provider: this.provider, ...(outputLocations ? { outputLocations } : {}) };
-    if (!freezes || request.model.kind !== 'bytes')
+    if (!this.freezes(request) || request.model.kind !== 'bytes')
       return { session: await createSession(request.model, sessionSettings) };
     const inputs = Object.entries(request.frozenInputs!).map(([input, state]) => {
       const tensor = this.state.get(state);
@@ -86,7 +90,7 @@ export class DeviceCore implements DeviceApi {
     await releaseSession(loaded.session);
     let rebuilt: Awaited<ReturnType<DeviceCore['build']>>;
     try {
-      rebuilt = await this.build(loaded.frozen.request, true);
+      rebuilt = await this.build(loaded.frozen.request);
     } catch (error) {
       // Its old session is gone: the id is no longer loaded.
       for (const [id, s] of this.sessions) if (s === loaded) this.sessions.delete(id);
