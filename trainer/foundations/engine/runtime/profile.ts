@@ -39,6 +39,8 @@ export interface ProfiledNode {
   runs: number;
   /** A matrix product's FLOPs summed over its runs, each run's from that run's shapes (they change between decoding steps); 0 for other ops. */
   matrixFlops: number;
+  /** With `byRows`: the rows of the node's output in these runs (every dimension but the last, multiplied). */
+  rows?: number;
 }
 
 function types(list: z.infer<typeof TypeShapes> | undefined): TensorType[] {
@@ -47,9 +49,11 @@ function types(list: z.infer<typeof TypeShapes> | undefined): TensorType[] {
 
 /**
  * The nodes of one profile file, each once, with kernel times (and matrix FLOPs) summed over its
- * runs after the first `skipRuns`; `inputs`/`outputs` are its first counted run's.
+ * runs after the first `skipRuns`; `inputs`/`outputs` are its first counted run's. `byRows`: a
+ * node's runs are kept apart by the rows of their output, so a decoding graph's products of one
+ * row per sequence come apart from its prefill's.
  */
-export function readProfile(file: string, options: { skipRuns?: number } = {}): ProfiledNode[] {
+export function readProfile(file: string, options: { skipRuns?: number; byRows?: boolean } = {}): ProfiledNode[] {
   const parsed = z.array(ProfileEvent).safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
   if (!parsed.success) throw new Error(`${file}: not an onnxruntime profile (${parsed.error.issues[0]?.message})`);
   const nodes = new Map<string, ProfiledNode>();
@@ -61,19 +65,27 @@ export function readProfile(file: string, options: { skipRuns?: number } = {}): 
     const count = (seen.get(name) ?? 0) + 1;
     seen.set(name, count);
     if (count <= (options.skipRuns ?? 0)) continue;
-    let node = nodes.get(name);
     const op = event.args.op_name ?? '?';
     const inputs = types(event.args.input_type_shape);
     const outputs = types(event.args.output_type_shape);
+    const rows = options.byRows ? outputRows(outputs) : undefined;
+    const key = rows === undefined ? name : `${name}#${rows}`;
+    let node = nodes.get(key);
     if (!node) {
       node = { name, op, provider: event.args.provider, inputs, outputs, micros: 0, runs: 0, matrixFlops: 0 };
-      nodes.set(name, node);
+      if (rows !== undefined) node.rows = rows;
+      nodes.set(key, node);
     }
     node.micros += event.dur ?? 0;
     node.runs++;
     node.matrixFlops += matrixFlops({ op, inputs, outputs }) ?? 0;
   }
   return [...nodes.values()];
+}
+
+function outputRows(outputs: readonly TensorType[]): number {
+  const shape = outputs[0]?.shape ?? [];
+  return shape.slice(0, -1).reduce((a, b) => a * b, 1);
 }
 
 export function tensorTypeElements(t: TensorType): number {
