@@ -57,15 +57,15 @@ function report(
   fmaPeakGflops: number,
   runs: number,
 ): void {
-  const COUNTED = runs - 1;
+  const counted = runs - 1;
   const nodes = graphs.flat();
   const total = nodes.reduce((n, x) => n + x.micros, 0);
   console.log(
-    `\n${name}: ${(total / 1e6 / COUNTED).toFixed(3)} s of kernel time a run (mean of runs 2–${runs}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`,
+    `\n${name}: ${(total / 1e6 / counted).toFixed(3)} s of kernel time a run (mean of runs 2–${runs}); the last run ${wallSeconds.toFixed(3)} s wall (${nodes.length} nodes in ${graphs.length} graph(s))`,
   );
   for (const row of timeByOp(nodes).slice(0, 14)) {
     console.log(
-      `  ${row.op.padEnd(24)} ${(row.micros / 1e3 / COUNTED).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`,
+      `  ${row.op.padEnd(24)} ${(row.micros / 1e3 / counted).toFixed(1).padStart(9)} ms ${((100 * row.micros) / total).toFixed(1).padStart(5)} %  (${row.nodes} nodes)`,
     );
   }
   // How far the FMA peak is, and why: the fraction of the whole is the matrix kernels' share of the
@@ -76,13 +76,12 @@ function report(
   const share = micros / total;
   const matrixFraction = flops / (micros / 1e6) / 1e9 / fmaPeakGflops;
   console.log(
-    `  matrix products: ${(flops / 1e9 / COUNTED).toFixed(2)} GFLOP in ${(micros / 1e3 / COUNTED).toFixed(1)} ms a run = ${(flops / (micros / 1e6) / 1e9).toFixed(1)} GFLOP/s, ${(100 * matrixFraction).toFixed(1)} % of the FMA peak (${fmaPeakGflops.toFixed(1)} GFLOP/s); ` +
+    `  matrix products: ${(flops / 1e9 / counted).toFixed(2)} GFLOP in ${(micros / 1e3 / counted).toFixed(1)} ms a run = ${(flops / (micros / 1e6) / 1e9).toFixed(1)} GFLOP/s, ${(100 * matrixFraction).toFixed(1)} % of the FMA peak (${fmaPeakGflops.toFixed(1)} GFLOP/s); ` +
       `${(100 * share).toFixed(1)} % of the kernel time → the whole at ${(100 * share * matrixFraction).toFixed(1)} % of the peak`,
   );
   console.log(
     `RESULT ${name}_matrix_time_share=${share.toFixed(3)} ${name}_matrix_fma_fraction=${matrixFraction.toFixed(3)} ${name}_kernel_fma_fraction=${(share * matrixFraction).toFixed(3)}`,
   );
-  if (name.startsWith('group')) reportByRows(matrix, COUNTED);
 }
 
 /**
@@ -125,7 +124,27 @@ async function profiled(
     .readdirSync(dir)
     .map((f) => readProfile(path.join(dir, f), { skipRuns: options.skipRuns, byRows: true }))
     .filter((g) => g.some((n) => n.op !== 'Identity' && !n.op.startsWith('Memcpy')));
-  report(name, graphs, wall, fmaPeakGflops, options.runs);
+  report(name, graphs.map(joinRows), wall, fmaPeakGflops, options.runs);
+  if (name.startsWith('group'))
+    reportByRows(
+      graphs.flat().filter((n) => matrixFlops(n) !== undefined),
+      options.runs - 1,
+    );
+}
+
+/** A graph's nodes with each node's runs of every row count summed again: one entry per node. */
+function joinRows(nodes: readonly ProfiledNode[]): ProfiledNode[] {
+  const joined = new Map<string, ProfiledNode>();
+  for (const { rows: _rows, ...n } of nodes) {
+    const j = joined.get(n.name);
+    if (!j) joined.set(n.name, { ...n });
+    else {
+      j.micros += n.micros;
+      j.runs += n.runs;
+      j.matrixFlops += n.matrixFlops;
+    }
+  }
+  return [...joined.values()];
 }
 
 /** One session's runs: the first leaves its allocations and page faults out of the profile. */
