@@ -19,6 +19,7 @@ const SHORT_NAMES: Record<string, string> = {
   kl_growth: 'KL growing',
   heldout_drop: 'held-out score fell',
   heldout_collapse: 'held-out score collapsed',
+  warm_start_calls: 'warm start short of its calls',
 };
 
 export function shortName(code: string): string {

@@ -311,6 +311,8 @@ async function main(argv: string[]): Promise<void> {
         lr: warmStartLr,
         batchSize,
         warmupSteps: 0,
+        check: 32,
+        holdOut: false,
       };
     },
     0,

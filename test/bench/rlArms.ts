@@ -201,6 +201,8 @@ async function armConfig(
     lr: budget.sft.lr,
     batchSize: budget.batchSize,
     warmupSteps: budget.sft.warmupSteps,
+    check: 32,
+    holdOut: false,
   };
   return { loaded, steps: 0 };
 }

@@ -159,9 +159,14 @@ describe('a vision-language training run', () => {
     assert.equal(result.run.status, 'finished');
     const reader = new RunStoreReader(runDir);
     // The warm start trained on demonstrations holding the prompt's and the tool's images.
-    const sft = reader.metrics().records.filter((m) => m.kind === 'sft');
+    const warmStart = reader.metrics().records.filter((m) => m.kind === 'sft');
+    const sft = warmStart.filter((m) => 'loss/sft' in m.values);
     assert.equal(sft.length, 4);
     assert.ok(sft.every((m) => typeof m.values['loss/sft'] === 'number' && m.values['loss/sft']! > 0));
+    // Its check read the same demonstrations, images and all, after each epoch.
+    const checks = warmStart.filter((m) => 'sft/check_loss' in m.values);
+    assert.equal(checks.length, 2, 'one check after each of the two epochs');
+    assert.ok(checks.every((m) => m.values['sft/check_loss']! > 0));
     const records = reader.steps().flatMap((s) => reader.trajectories(s).records);
     assert.equal(records.length, 8);
     for (const r of records) {

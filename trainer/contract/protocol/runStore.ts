@@ -135,6 +135,10 @@ export const METRICS = {
   'loss/entropy': 'entropy bonus term of the loss',
   'loss/total': 'the loss that was minimised',
   'loss/sft': 'supervised loss (warm start)',
+  'sft/check_calls':
+    "warm start's check, after an epoch: share of the checked demonstrations' tool-call turns the model writes token for token (greedy, from the demonstration's own prefix)",
+  'sft/check_turns': "warm start's check: the same for the demonstrations' other assistant turns (answers, plain text)",
+  'sft/check_loss': "warm start's check: nats per trained token of the checked demonstrations",
   'clip/fraction': 'fraction of tokens whose ratio was clipped',
   'rft/kept_fraction':
     "RFT: fraction of the batch's trajectories whose outcome reward passed the threshold (only those are trained on)",

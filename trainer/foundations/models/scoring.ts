@@ -47,6 +47,11 @@ export interface ScoringGraphOptions {
    */
   argmaxGap?: boolean | undefined;
   /**
+   * Also output `greedy`: the greedy choice's token id at each scored position, as a float (exact
+   * for any vocabulary under 2²⁴), so a check can show what the model would have written instead.
+   */
+  greedy?: boolean | undefined;
+  /**
    * Constrained positions (schema-constrained tool calls): inputs `logit_bias` [K, V] and
    * `bias_row` [N], each scored token's bias row added to its scaled logits (constraintBias.ts),
    * so log-probs and entropies are those of the distribution the tokens were sampled from.
@@ -61,6 +66,7 @@ export interface ScoringGraph {
   entropy?: Tensor;
   values?: Tensor;
   argmaxGap?: Tensor;
+  greedy?: Tensor;
   inputs: { ids: Tensor; positions: Tensor; keyMask: Tensor; scoreTokens: Tensor; invTemperature: Tensor };
 }
 
@@ -147,13 +153,14 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
     const lse = op.reduceLogSumExp(logits, [-1], true); // [N, 1]
     const targets = op.gather(op.reshape(inputs.ids, [-1]), inputs.scoreTokens, 0); // [N]
     const picked = op.squeeze(op.sub(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), lse), [-1]);
-    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor; argmaxGap?: Tensor } = {
+    const result: { logprobs: Tensor; entropy?: Tensor; values?: Tensor; argmaxGap?: Tensor; greedy?: Tensor } = {
       logprobs: place(picked),
     };
     if (options.argmaxGap) {
       const targetLogit = op.squeeze(op.gatherElements(logits, op.unsqueeze(targets, [-1]), 1), [-1]);
       result.argmaxGap = place(op.sub(op.squeeze(op.reduceMax(logits, [-1], true), [-1]), targetLogit));
     }
+    if (options.greedy) result.greedy = place(op.cast(op.argMax(logits, -1), options.dtype));
     if (options.entropy) {
       // H = lse − Σ softmax · logits
       const probs = op.exp(op.sub(logits, lse));

@@ -27,6 +27,13 @@ export interface SftSequence {
   weights?: Float32Array;
   /** Vision-language models: the images of the demonstration's image token runs, in order. */
   images?: readonly BatchImage[];
+  /**
+   * Demonstrations: per token, the assistant turn it belongs to (from 1; 0 elsewhere), and per
+   * turn whether it calls tools — what the warm start's check counts in (demonstrationCheck.ts).
+   */
+  turns?: { of: Uint16Array; calls: readonly boolean[] };
+  /** Where the demonstration came from, for messages ("sft.jsonl:12"). */
+  source?: string;
 }
 
 export interface SftOptions {

@@ -18,6 +18,10 @@ export interface DemonstrationTokens {
   ids: number[];
   /** 1 on the assistant's tokens (their end-of-turn token included). */
   mask: Uint8Array;
+  /** Per token, the number of the assistant turn it belongs to, from 1 (0 on prompt and tool tokens). */
+  turns: Uint16Array;
+  /** Per assistant turn, in order: whether it makes tool calls. */
+  callTurns: boolean[];
 }
 
 export interface DemonstrationOptions {
@@ -54,10 +58,13 @@ export function tokenizeDemonstration(
 
   const ids: number[] = [];
   const mask: number[] = [];
+  const turns: number[] = [];
+  const callTurns: boolean[] = [];
   const push = (tokens: readonly number[], generated: boolean) => {
     for (const id of tokens) {
       ids.push(id);
       mask.push(generated ? 1 : 0);
+      turns.push(generated ? callTurns.length : 0);
     }
   };
   push(template.promptTokens(messages.slice(0, firstAssistant), render).ids, false);
@@ -77,6 +84,8 @@ export function tokenizeDemonstration(
         `${where}: messages.${k}: the template does not render this assistant turn right after its generation prompt, so it has no token-exact layout`,
       );
     }
+    const turn = messages[k];
+    callTurns.push(turn.role === 'assistant' && (turn.tool_calls?.length ?? 0) > 0);
     push([...template.tokenizer.encode(withTurn.slice(header.length, end)), template.endOfTurnId], true);
 
     let next = k + 1;
@@ -94,12 +103,24 @@ export function tokenizeDemonstration(
     const { list, imageTokenId } = options.images;
     const expanded = expandImageTokens(ids, list, imageTokenId, where);
     const expandedMask: number[] = [];
+    const expandedTurns: number[] = [];
     let k2 = 0;
     ids.forEach((id, t) => {
-      if (id !== imageTokenId) expandedMask.push(mask[t]);
-      else for (let i = 0, n = list[k2++].tokens; i < n; i++) expandedMask.push(0);
+      if (id !== imageTokenId) {
+        expandedMask.push(mask[t]);
+        expandedTurns.push(turns[t]);
+      } else
+        for (let i = 0, n = list[k2++].tokens; i < n; i++) {
+          expandedMask.push(0);
+          expandedTurns.push(0);
+        }
     });
-    return { ids: expanded, mask: Uint8Array.from(expandedMask) };
+    return {
+      ids: expanded,
+      mask: Uint8Array.from(expandedMask),
+      turns: Uint16Array.from(expandedTurns),
+      callTurns,
+    };
   }
-  return { ids, mask: Uint8Array.from(mask) };
+  return { ids, mask: Uint8Array.from(mask), turns: Uint16Array.from(turns), callTurns };
 }

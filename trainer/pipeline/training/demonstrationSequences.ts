@@ -38,6 +38,8 @@ export async function readDemonstrationSequences(file: string, reading: Demonstr
     sequences.push({
       ids: tokens.ids,
       mask: Uint8Array.from(tokens.mask),
+      turns: { of: tokens.turns, calls: tokens.callTurns },
+      source: origin,
       ...(pictured.length
         ? { images: pictured.map((im) => ({ key: im.sha256, grid: im.grid, patches: im.patches })) }
         : {}),

@@ -239,6 +239,19 @@ export const SftSection = z.strictObject({
   lr: z.number().positive().default(1e-4),
   batchSize: positiveInt.default(16),
   warmupSteps: z.number().int().min(0).default(0),
+  /**
+   * After each epoch, check up to this many demonstrations of the file in training (evenly
+   * spaced): the share of their tool-call turns and other turns the model writes token for token
+   * when it decodes greedily from the demonstration's own prefix (demonstrationCheck.ts). A warm
+   * start that has not learned its calls says so before RL starts. 0: no check.
+   */
+  check: z.number().int().min(0).default(32),
+  /**
+   * Keep the checked demonstrations out of training: a held-out check (a validation split), which
+   * also sees memorising. Default: they are trained on too, which costs no data and shows a warm
+   * start that is still short of its demonstrations.
+   */
+  holdOut: z.boolean().default(false),
 });
 
 export const EvaluationSection = z.strictObject({
@@ -493,6 +506,16 @@ function checkRft(config: TrainingConfig, file: string): void {
     );
 }
 
+/**
+ * The warm start's settings that change what it trains. Its check only reads the model (and
+ * draws no random numbers), so it is left out — the hash of a config is what it was before the
+ * check existed — unless the checked demonstrations are held out of training.
+ */
+function trainedSft(sft: NonNullable<TrainingConfig['sft']>): Record<string, unknown> {
+  const { check: _check, holdOut: _holdOut, ...trained } = sft;
+  return sft.holdOut ? sft : trained;
+}
+
 /** The config's plain values (tools and rewards by name), for hashing and for run.json. */
 export function hashable(config: TrainingConfig): Record<string, unknown> {
   // Without MCP servers the record (and so the hash: resume) is what it was before they existed; so too without dynamic sampling.
@@ -501,6 +524,7 @@ export function hashable(config: TrainingConfig): Record<string, unknown> {
   const { stop, ...rollout } = config.rollout; // likewise without stop strings
   return {
     ...rest,
+    ...(config.sft ? { sft: trainedSft(config.sft) } : {}),
     algorithm: dynamicSampling.enabled ? config.algorithm : algorithm,
     tools: config.tools.map((t) => t.name),
     ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),

@@ -1,20 +1,24 @@
 import type { MetricsRecord } from '../../contract/protocol/runStore';
-import { SftTrainer, type SftSequence } from '../rl/sft';
+import { DemonstrationCheck, type DemonstrationScore } from '../rl/demonstrationCheck';
+import { SftTrainer } from '../rl/sft';
 import type { Random } from '../../foundations/models/random';
 import { sftOptions, sftSchedule } from './configOptions';
 import { readDemonstrationSequences } from './demonstrationSequences';
 import { finiteValues } from './rolloutMetrics';
 import type { RunParts } from './runParts';
 import { learningRate } from './schedule';
+import { checkValues, describeScore, splitForCheck, warmStartWarning } from './warmStartCheck';
 
 /**
  * The supervised warm start: the demonstration files (a curriculum, trained in order) tokenised
  * as the agent loop lays out a rollout, trained under one learning-rate schedule over the whole
- * curriculum; each optimizer step recorded as an `sft` metric.
+ * curriculum; each optimizer step recorded as an `sft` metric. After each epoch a check
+ * (`sft.check`, warmStartCheck.ts) counts the demonstrations' turns the model writes token for
+ * token, and the warm start ends with a warning when its calls are still short.
  */
 export async function warmStart(parts: RunParts, random: Random): Promise<void> {
   const sft = parts.config.sft!;
-  const stages: SftSequence[][] = [];
+  const stages: { file: string; split: ReturnType<typeof splitForCheck> }[] = [];
   const kwargs = parts.config.rollout.templateKwargs;
   const reading = {
     template: parts.template,
@@ -22,11 +26,14 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
     images: parts.images,
     ...(kwargs ? { templateKwargs: kwargs } : {}),
   };
-  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data)
-    stages.push(await readDemonstrationSequences(parts.loaded.resolve(file), reading));
+  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) {
+    const sequences = await readDemonstrationSequences(parts.loaded.resolve(file), reading);
+    stages.push({ file, split: splitForCheck(sequences, sft.check, sft.holdOut) });
+  }
   const trainer = await SftTrainer.create(parts.model, sftOptions(parts.config));
+  const check = new DemonstrationCheck(parts.model, parts.config.optimization.microBatchSize);
   // Step numbers run on across files and epochs.
-  const total = stages.reduce((n, sequences) => n + Math.ceil(sequences.length / sft.batchSize) * sft.epochs, 0);
+  const total = stages.reduce((n, s) => n + Math.ceil(s.split.trained.length / sft.batchSize) * sft.epochs, 0);
   const schedule = sftSchedule(parts.config);
   const onStep = (s: number, loss: number) => {
     parts.report.progress(0, 'sft', s, total);
@@ -41,17 +48,45 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
       parts.report.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
   };
   const stopping = () => parts.control.stopping;
+  let scores: DemonstrationScore[] = [];
   try {
-    for (const sequences of stages) {
+    for (const { file, split } of stages) {
+      scores = [];
       for (let epoch = 0; epoch < sft.epochs && !stopping(); epoch++) {
-        await trainer.epoch(sequences, (s) => learningRate(schedule, s, total), random, onStep, stopping);
+        await trainer.epoch(split.trained, (s) => learningRate(schedule, s, total), random, onStep, stopping);
+        if (split.checked.length === 0 || stopping()) continue;
+        const score = await check.score(split.checked);
+        scores.push(score);
+        reportCheck(parts, trainer.optimizer.steps, `${file}, epoch ${epoch + 1}/${sft.epochs}`, score);
       }
     }
     if (stopping())
       parts.report.log(
         `warm start stopped after sft step ${trainer.optimizer.steps}/${total}; a half warm-started model is not checkpointed`,
       );
+    else warnIfShort(parts, trainer.optimizer.steps, scores);
   } finally {
+    await check.release();
     await trainer.release();
   }
+}
+
+function reportCheck(parts: RunParts, step: number, where: string, score: DemonstrationScore): void {
+  const sft = parts.config.sft!;
+  parts.report.metrics({ step, time: new Date().toISOString(), kind: 'sft', ...finiteValues(checkValues(score)) });
+  const which = sft.holdOut ? 'held out' : 'trained on';
+  parts.report.log(
+    `sft check (${where}, ${score.demonstrations} demonstrations ${which}, written token for token): ${describeScore(score)}`,
+  );
+}
+
+/** The last file's last check, against the epoch before it: a warning when its calls are short. */
+function warnIfShort(parts: RunParts, step: number, scores: readonly DemonstrationScore[]): void {
+  const last = scores.at(-1);
+  if (!last) return;
+  const decode = (ids: readonly number[]) => parts.model.tokenizer.decode(ids);
+  const warning = warmStartWarning(last, scores.at(-2), decode, parts.config.sft!.holdOut);
+  if (!warning) return;
+  parts.report.metrics({ step, time: new Date().toISOString(), kind: 'sft', values: {}, warnings: [warning] });
+  parts.report.log(`warning (warm start): ${warning.message} — try: ${warning.advice}`);
 }
