@@ -35,15 +35,22 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
   // Step numbers run on across files and epochs.
   const total = stages.reduce((n, s) => n + Math.ceil(s.split.trained.length / sft.batchSize) * sft.epochs, 0);
   const schedule = sftSchedule(parts.config);
+  // A step's record waits until the next step: a check after an epoch adds its values (and the
+  // warm start's warning) to the epoch's last step, since a run records each sft step once.
+  let pending: MetricsRecord | undefined;
+  const flush = () => {
+    if (pending) parts.report.metrics(pending);
+    pending = undefined;
+  };
   const onStep = (s: number, loss: number) => {
+    flush();
     parts.report.progress(0, 'sft', s, total);
-    const record: MetricsRecord = {
+    pending = {
       step: s,
       time: new Date().toISOString(),
       kind: 'sft',
       ...finiteValues({ 'loss/sft': loss, lr: learningRate(schedule, s - 1, total) }),
     };
-    parts.report.metrics(record);
     if (s % Math.max(1, Math.floor(total / 10)) === 0 || s === total)
       parts.report.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
   };
@@ -57,36 +64,43 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
         if (split.checked.length === 0 || stopping()) continue;
         const score = await check.score(split.checked);
         scores.push(score);
-        reportCheck(parts, trainer.optimizer.steps, `${file}, epoch ${epoch + 1}/${sft.epochs}`, score);
+        if (pending) pending = withCheck(pending, score);
+        logCheck(parts, `${file}, epoch ${epoch + 1}/${sft.epochs}`, score);
       }
     }
     if (stopping())
       parts.report.log(
         `warm start stopped after sft step ${trainer.optimizer.steps}/${total}; a half warm-started model is not checkpointed`,
       );
-    else warnIfShort(parts, trainer.optimizer.steps, scores);
+    else if (pending) pending = withWarning(parts, pending, scores);
   } finally {
+    flush();
     await check.release();
     await trainer.release();
   }
 }
 
-function reportCheck(parts: RunParts, step: number, where: string, score: DemonstrationScore): void {
-  const sft = parts.config.sft!;
-  parts.report.metrics({ step, time: new Date().toISOString(), kind: 'sft', ...finiteValues(checkValues(score)) });
-  const which = sft.holdOut ? 'held out' : 'trained on';
+/** The step's record with the check's values added. */
+function withCheck(record: MetricsRecord, score: DemonstrationScore): MetricsRecord {
+  const check = finiteValues(checkValues(score));
+  const nonFinite = [...(record.nonFinite ?? []), ...(check.nonFinite ?? [])];
+  return { ...record, values: { ...record.values, ...check.values }, ...(nonFinite.length ? { nonFinite } : {}) };
+}
+
+function logCheck(parts: RunParts, where: string, score: DemonstrationScore): void {
+  const which = parts.config.sft!.holdOut ? 'held out' : 'trained on';
   parts.report.log(
     `sft check (${where}, ${score.demonstrations} demonstrations ${which}, written token for token): ${describeScore(score)}`,
   );
 }
 
-/** The last file's last check, against the epoch before it: a warning when its calls are short. */
-function warnIfShort(parts: RunParts, step: number, scores: readonly DemonstrationScore[]): void {
+/** The last file's last check, against the epoch before it: the record with a warning when its calls are short. */
+function withWarning(parts: RunParts, record: MetricsRecord, scores: readonly DemonstrationScore[]): MetricsRecord {
   const last = scores.at(-1);
-  if (!last) return;
+  if (!last) return record;
   const decode = (ids: readonly number[]) => parts.model.tokenizer.decode(ids);
   const warning = warmStartWarning(last, scores.at(-2), decode, parts.config.sft!.holdOut);
-  if (!warning) return;
-  parts.report.metrics({ step, time: new Date().toISOString(), kind: 'sft', values: {}, warnings: [warning] });
+  if (!warning) return record;
   parts.report.log(`warning (warm start): ${warning.message} — try: ${warning.advice}`);
+  return { ...record, warnings: [...(record.warnings ?? []), warning] };
 }
