@@ -8,7 +8,7 @@ export default defineConfig({
   data: { train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: z.object({ answer: z.string() }) },
   tools,
   rewards,
-  sft: { data: 'data/sft.jsonl', epochs: 3, lr: 3e-4, batchSize: 8, warmupSteps: 5 },
+  sft: { data: 'data/sft.jsonl', epochs: 12, lr: 3e-4, batchSize: 8, warmupSteps: 5 },
   algorithm: { name: 'grpo', groupSize: 8, epochs: 2, miniBatches: 2 },
   rollout: {
     promptsPerStep: 4,

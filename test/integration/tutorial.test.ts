@@ -68,7 +68,12 @@ describe('tutorial (examples/currency-agent): your own task from an empty folder
     );
 
     const out = run('rollout-studio', ['train', 'config.ts', '--steps', '2', '--run-dir', 'run']);
-    assert.match(out, /sft step 6\/6: loss/); // 16 demonstrations, batches of 8, 3 epochs
+    assert.match(out, /sft step 24\/24: loss/); // 16 demonstrations, batches of 8, 12 epochs
+    // The warm start checked all 16 after each epoch, the last time after step 24.
+    assert.match(
+      out,
+      /^sft check \(data\/sft\.jsonl, epoch 12\/12, 16 demonstrations trained on, written token for token\): tool calls \d+ of 16 \(\d+ %\), other turns \d+ of 16/m,
+    );
     assert.match(out, /eval at step 0 over 4 rows: exact_match [\d.]+, reward/);
     assert.match(out, /step 2\/2: reward/);
     assert.match(out, /eval at step 2 over 4 rows: exact_match [\d.]+/);
@@ -88,6 +93,16 @@ describe('tutorial (examples/currency-agent): your own task from an empty folder
     assert.deepEqual(
       metrics.filter((m) => m.kind === 'train').map((m) => m.step),
       [1, 2],
+    );
+    // Each warm-start step is recorded once; the last one of each epoch carries its check.
+    const sft = metrics.filter((m) => m.kind === 'sft');
+    assert.deepEqual(
+      sft.map((m) => m.step),
+      Array.from({ length: 24 }, (_, i) => i + 1),
+    );
+    assert.deepEqual(
+      sft.filter((m) => 'sft/check_calls' in m.values).map((m) => m.step),
+      [2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24],
     );
     // Before RL, after step 1 (evaluations are on by default: every ⌈2 / 5⌉ = 1 step) and after.
     assert.deepEqual(

@@ -102,7 +102,7 @@ describe('the warm start check', () => {
     const callStart = (s: typeof a) => s.turns.of.indexOf(1);
     const answerStart = (s: typeof a) => s.turns.of.indexOf(2);
     // a: right; b: its call's third token changed; c: its answer's second token changed.
-    const bWrong = changed(b, callStart(b) + 2);
+    const bWrong = { ...changed(b, callStart(b) + 2), source: 'sft.jsonl:2' };
     const cWrong = changed(c, answerStart(c) + 1);
     const sequences = [a, bWrong, cWrong];
     const model = await ModelRuntime.load(device, path.join(root, 'model'));
@@ -146,6 +146,7 @@ describe('the warm start check', () => {
     // The first call miss: b's call up to the changed token, and what the model writes there.
     const t = callStart(b) + 2;
     assert.equal(score.firstCallMiss?.demonstration, 1);
+    assert.equal(score.firstCallMiss?.source, 'sft.jsonl:2');
     assert.deepEqual(score.firstCallMiss?.expected, bWrong.ids.slice(callStart(b), t + 1));
     assert.deepEqual(score.firstCallMiss?.wrote, [...bWrong.ids.slice(callStart(b), t), b.ids[t]]);
   });

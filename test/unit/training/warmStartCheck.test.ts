@@ -67,6 +67,7 @@ describe('what the check reports', () => {
     const decode = (ids: readonly number[]) => ids.map((id) => String.fromCharCode(id)).join('');
     const miss = {
       demonstration: 3,
+      source: 'sft.jsonl:213',
       expected: [...'"to": "U'].map((c) => c.charCodeAt(0)),
       wrote: [...'"to": "C'].map((c) => c.charCodeAt(0)),
     };
@@ -77,7 +78,10 @@ describe('what the check reports', () => {
       warning.message,
       /14 of the 32 tool calls of its checked demonstrations token for token \(44 %\) \(31 % an epoch earlier\)/,
     );
-    assert.match(warning.message, /writes …"\\"to\\": \\"U", the model writes …"\\"to\\": \\"C"/);
+    assert.match(
+      warning.message,
+      /the first miss \(sft\.jsonl:213\): after `…"to": "` the demonstration writes `U`, the model `C`/,
+    );
     assert.match(warning.advice, /^it was still improving: raise sft\.epochs/);
     // Not rising: no "still improving"; held out: says so.
     const flat = warmStartWarning(score([14, 32], [17, 32]), score([15, 32], [15, 32]), decode, true);

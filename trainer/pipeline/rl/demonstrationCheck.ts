@@ -23,6 +23,8 @@ export interface TurnCount {
 export interface CallMiss {
   /** Index of the demonstration in the checked list. */
   demonstration: number;
+  /** Where it came from ("sft.jsonl:213"), when known. */
+  source?: string;
   /** The turn's tokens up to and including the first token the model gets wrong. */
   expected: number[];
   /** The same prefix with the model's greedy token in place of the last. */
@@ -125,6 +127,7 @@ export class DemonstrationCheck {
               const expected = sequence.ids.slice(from, t + 1);
               firstCallMiss = {
                 demonstration: start + b,
+                ...(sequence.source ? { source: sequence.source } : {}),
                 expected,
                 wrote: [...expected.slice(0, -1), greedy[row + t]],
               };

@@ -76,7 +76,7 @@ export function warmStartWarning(
     : '';
   const miss = last.firstCallMiss;
   const example = miss
-    ? `; the first miss: where the demonstration writes …${JSON.stringify(tail(decode(miss.expected)))}, the model writes …${JSON.stringify(tail(decode(miss.wrote)))}`
+    ? `; the first miss${miss.source ? ` (${miss.source})` : ''}: after \`…${tail(decode(miss.expected.slice(0, -1)))}\` the demonstration writes \`${decode(miss.expected.slice(-1))}\`, the model \`${decode(miss.wrote.slice(-1))}\``
     : '';
   const rising = previous !== undefined && right > previous.callTurns.right;
   return {
@@ -87,7 +87,8 @@ export function warmStartWarning(
   };
 }
 
-/** The last characters of a turn, enough to show the argument a miss is in. */
+/** The last characters of a turn on one line, enough to show the argument a miss is in. */
 function tail(text: string, length = 40): string {
-  return text.length <= length ? text : text.slice(text.length - length);
+  const line = text.replace(/\s*\n\s*/g, ' ');
+  return line.length <= length ? line : line.slice(line.length - length);
 }
