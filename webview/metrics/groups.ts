@@ -58,6 +58,11 @@ const KNOWN: KnownGroup[] = [
   { id: 'lr', title: 'Learning rate', exact: ['lr'] },
   { id: 'length', title: 'Response length (tokens)', prefix: 'length/' },
   { id: 'tool-calls', title: 'Tool calls per trajectory', exact: ['tools/calls_per_trajectory'] },
+  {
+    id: 'warm-start-check',
+    title: "Warm start: demonstrations' turns written token for token (share)",
+    exact: ['sft/check_calls', 'sft/check_turns'],
+  },
   { id: 'throughput', title: 'Throughput (tokens/s)', prefix: 'throughput/' },
   { id: 'time', title: 'Time per phase (s)', prefix: 'time/' },
 ];

@@ -62,6 +62,19 @@ describe('metric groups', () => {
     assert.equal(groups.find((g) => g.id === 'other-myscore')!.title, 'myscore/…');
   });
 
+  it("charts the warm start's check: the shares together, its loss apart", () => {
+    const groups = groupMetrics(['loss/sft', 'sft/check_loss', 'sft/check_turns', 'sft/check_calls', 'lr']);
+    assert.deepEqual(
+      groups.map((g) => [g.id, g.metrics]),
+      [
+        ['loss-terms', ['loss/sft']],
+        ['lr', ['lr']],
+        ['warm-start-check', ['sft/check_calls', 'sft/check_turns']],
+        ['other-sft', ['sft/check_loss']],
+      ],
+    );
+  });
+
   it("titles the score chart by the run's task metric and draws it first", () => {
     const score = groupMetrics(['reward/mean', 'score/exact_match', 'score/within_1pct'], 'within_1pct').find(
       (g) => g.id === 'score',
