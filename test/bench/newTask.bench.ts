@@ -11,6 +11,9 @@
  *                              result copied into the answer (unit-conversion/data.ts)
  *   shipping-quote             two tools in a chain (a distance, then a price for it), held-out
  *                              questions outside the training range (shipping-quote/data.ts)
+ *   forecast                   one tool with two enum arguments; the answer is the high or the
+ *                              low of its result, whichever the question asks for, where the
+ *                              demonstrations report the high three times in four (forecast/data.ts)
  *
  * Prints, per seed,
  *   RESULT task=… seed=… em_before=… em_after=… best_step=… best_em=… collapse_warnings=… …
@@ -29,6 +32,7 @@ import { RunStoreReader } from '../../trainer/contract/runstore';
 import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 import * as unitConversion from './unit-conversion/data';
 import * as shippingQuote from './shipping-quote/data';
+import * as forecast from './forecast/data';
 
 const TASKS = {
   'unit-conversion': {
@@ -43,6 +47,10 @@ const TASKS = {
     dir: 'shipping-quote',
     generate: () =>
       shippingQuote.generateDataset({ ...shippingQuote.DEFAULTS, out: path.join(__dirname, 'shipping-quote', 'data') }),
+  },
+  forecast: {
+    dir: 'forecast',
+    generate: () => forecast.generateDataset({ ...forecast.DEFAULTS, out: path.join(__dirname, 'forecast', 'data') }),
   },
 } as const;
 
