@@ -7,7 +7,7 @@ import { readDemonstrationSequences } from './demonstrationSequences';
 import { finiteValues } from './rolloutMetrics';
 import type { RunParts } from './runParts';
 import { learningRate } from './schedule';
-import { checkValues, describeScore, splitForCheck, warmStartWarning } from './warmStartCheck';
+import { checkValues, describeScore, splitForCheck, warmStartWarning, type CheckSplit } from './warmStartCheck';
 
 /**
  * The supervised warm start: the demonstration files (a curriculum, trained in order) tokenised
@@ -18,39 +18,21 @@ import { checkValues, describeScore, splitForCheck, warmStartWarning } from './w
  */
 export async function warmStart(parts: RunParts, random: Random): Promise<void> {
   const sft = parts.config.sft!;
-  const stages: { file: string; split: ReturnType<typeof splitForCheck> }[] = [];
-  const kwargs = parts.config.rollout.templateKwargs;
-  const reading = {
-    template: parts.template,
-    tools: parts.tools,
-    images: parts.images,
-    ...(kwargs ? { templateKwargs: kwargs } : {}),
-  };
-  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) {
-    const sequences = await readDemonstrationSequences(parts.loaded.resolve(file), reading);
-    stages.push({ file, split: splitForCheck(sequences, sft.check, sft.holdOut) });
-  }
+  const stages = await readStages(parts);
   const trainer = await SftTrainer.create(parts.model, sftOptions(parts.config));
   const check = new DemonstrationCheck(parts.model, parts.config.optimization.microBatchSize);
   // Step numbers run on across files and epochs.
   const total = stages.reduce((n, s) => n + Math.ceil(s.split.trained.length / sft.batchSize) * sft.epochs, 0);
   const schedule = sftSchedule(parts.config);
-  // A step's record waits until the next step: a check after an epoch adds its values (and the
-  // warm start's warning) to the epoch's last step, since a run records each sft step once.
-  let pending: MetricsRecord | undefined;
-  const flush = () => {
-    if (pending) parts.report.metrics(pending);
-    pending = undefined;
-  };
+  const records = new StepRecords(parts);
   const onStep = (s: number, loss: number) => {
-    flush();
     parts.report.progress(0, 'sft', s, total);
-    pending = {
+    records.step({
       step: s,
       time: new Date().toISOString(),
       kind: 'sft',
       ...finiteValues({ 'loss/sft': loss, lr: learningRate(schedule, s - 1, total) }),
-    };
+    });
     if (s % Math.max(1, Math.floor(total / 10)) === 0 || s === total)
       parts.report.log(`sft step ${s}/${total}: loss ${loss.toFixed(4)}`);
   };
@@ -64,7 +46,7 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
         if (split.checked.length === 0 || stopping()) continue;
         const score = await check.score(split.checked);
         scores.push(score);
-        if (pending) pending = withCheck(pending, score);
+        records.amend((r) => withCheck(r, score));
         logCheck(parts, `${file}, epoch ${epoch + 1}/${sft.epochs}`, score);
       }
     }
@@ -72,11 +54,53 @@ export async function warmStart(parts: RunParts, random: Random): Promise<void> 
       parts.report.log(
         `warm start stopped after sft step ${trainer.optimizer.steps}/${total}; a half warm-started model is not checkpointed`,
       );
-    else if (pending) pending = withWarning(parts, pending, scores);
+    else records.amend((r) => withWarning(parts, r, scores));
   } finally {
-    flush();
+    records.flush();
     await check.release();
     await trainer.release();
+  }
+}
+
+/** Each demonstrations file as token sequences, split into those trained and those checked. */
+async function readStages(parts: RunParts): Promise<{ file: string; split: CheckSplit }[]> {
+  const sft = parts.config.sft!;
+  const kwargs = parts.config.rollout.templateKwargs;
+  const reading = {
+    template: parts.template,
+    tools: parts.tools,
+    images: parts.images,
+    ...(kwargs ? { templateKwargs: kwargs } : {}),
+  };
+  const stages: { file: string; split: CheckSplit }[] = [];
+  for (const file of typeof sft.data === 'string' ? [sft.data] : sft.data) {
+    const sequences = await readDemonstrationSequences(parts.loaded.resolve(file), reading);
+    stages.push({ file, split: splitForCheck(sequences, sft.check, sft.holdOut) });
+  }
+  return stages;
+}
+
+/**
+ * The sft step records, each held until the next step: a check after an epoch adds its values
+ * (and the warm start's warning) to the epoch's last step, since a run records each step once.
+ */
+class StepRecords {
+  private pending: MetricsRecord | undefined;
+
+  constructor(private readonly parts: RunParts) {}
+
+  step(record: MetricsRecord): void {
+    this.flush();
+    this.pending = record;
+  }
+
+  amend(change: (record: MetricsRecord) => MetricsRecord): void {
+    if (this.pending) this.pending = change(this.pending);
+  }
+
+  flush(): void {
+    if (this.pending) this.parts.report.metrics(this.pending);
+    this.pending = undefined;
   }
 }
 
