@@ -21,7 +21,6 @@ const first = (s: readonly SftSequence[]) => s.map((x) => x.ids[0]);
 const score = (calls: [number, number], text: [number, number], miss?: DemonstrationScore['firstCallMiss']) => ({
   demonstrations: 32,
   loss: 0.0512,
-  tokenAccuracy: 0.9,
   callTurns: { right: calls[0], total: calls[1] },
   textTurns: { right: text[0], total: text[1] },
   ...(miss ? { firstCallMiss: miss } : {}),

@@ -35,8 +35,6 @@ export interface DemonstrationScore {
   demonstrations: number;
   /** Nats per trained token. */
   loss: number;
-  /** Share of trained tokens that are the greedy choice. */
-  tokenAccuracy: number;
   /** Assistant turns with tool calls. */
   callTurns: TurnCount;
   /** Assistant turns without (answers, plain text). */
@@ -61,11 +59,10 @@ export class DemonstrationCheck {
     if (!session) {
       const graph = buildScoringGraph(
         this.model.config,
-        { dtype: 'float32', lora: this.model.options.lora, sharedPrefix, argmaxGap: true, greedy: true },
+        { dtype: 'float32', lora: this.model.options.lora, sharedPrefix, greedy: true },
         'demonstration_check',
       );
       graph.graph.output(graph.logprobs, 'logprobs');
-      graph.graph.output(graph.argmaxGap!, 'argmax_gap');
       graph.graph.output(graph.greedy!, 'greedy');
       session = {
         id: await this.model.device.load({ model: serializeGraph(graph.graph), settings: { memoryArena: false } }),
@@ -79,7 +76,6 @@ export class DemonstrationCheck {
   async score(sequences: readonly SftSequence[]): Promise<DemonstrationScore> {
     let nll = 0;
     let tokens = 0;
-    let greedyTokens = 0;
     const callTurns: TurnCount = { right: 0, total: 0 };
     const textTurns: TurnCount = { right: 0, total: 0 };
     let firstCallMiss: CallMiss | undefined;
@@ -97,13 +93,8 @@ export class DemonstrationCheck {
         ...this.model.weightFeeds(weights),
         inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
       };
-      const out = await this.model.device.run(id, feeds, {
-        logprobs: 'return',
-        argmax_gap: 'return',
-        greedy: 'return',
-      });
+      const out = await this.model.device.run(id, feeds, { logprobs: 'return', greedy: 'return' });
       const logprobs = out.logprobs.data as Float32Array;
-      const gaps = out.argmax_gap.data as Float32Array;
       const greedy = out.greedy.data as Float32Array;
       chunk.forEach((sequence, b) => {
         // The packed row holds the sequence after the batch's shared prefix, which is never scored.
@@ -114,8 +105,7 @@ export class DemonstrationCheck {
           if (!sequence.mask[t]) continue;
           nll -= logprobs[row + t];
           tokens++;
-          const right = gaps[row + t] <= 0;
-          if (right) greedyTokens++;
+          const right = greedy[row + t] === sequence.ids[t];
           const turn = turnOf ? turnOf[t] : 1;
           if (!turnRight.has(turn)) turnRight.set(turn, true);
           if (!right && turnRight.get(turn)) {
@@ -144,7 +134,6 @@ export class DemonstrationCheck {
     return {
       demonstrations: sequences.length,
       loss: nll / Math.max(1, tokens),
-      tokenAccuracy: greedyTokens / Math.max(1, tokens),
       callTurns,
       textTurns,
       ...(firstCallMiss ? { firstCallMiss } : {}),
