@@ -22,6 +22,6 @@ export default defineConfig({
     stop: ['</answer>'],
     templateKwargs: { enable_thinking: false },
   },
-  optimization: { lr: 1e-4, warmupSteps: 3 },
+  optimization: { lr: 3e-5, warmupSteps: 3 },
   steps: 40,
 });

@@ -24,7 +24,7 @@ export default defineConfig({
     systemPrompt: SYSTEM_PROMPT,
     templateKwargs: { enable_thinking: false },
   },
-  optimization: { lr: 1e-4, warmupSteps: 3, maxGradNorm: 1, microBatchSize: 8 },
+  optimization: { lr: 3e-5, warmupSteps: 3, maxGradNorm: 1, microBatchSize: 8 },
   steps: 40,
   seed: 1,
   evaluation: { temperature: 0 },
