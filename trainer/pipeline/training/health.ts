@@ -342,9 +342,9 @@ export function evaluationWarnings(
       code: collapse ? 'heldout_collapse' : 'heldout_drop',
       severity: collapse ? 'critical' : 'warn',
       message: `held-out ${evaluation.metric} ${num(evaluation.value)} at step ${evaluation.step}, down from the best ${num(best.value)} (step ${best.step})`,
-      // Measured (trainer/bases/README.md, forecast): at a third of the rate, or with 4× the prompts
-      // per step, the updates stopped breaking calls that the warm start wrote right.
-      advice: `the best weights are kept in checkpoints/best; lower optimization.lr (to a third, say) or raise rollout.promptsPerStep, so that fewer, less noisy updates leave alone what the warm start got right${collapse ? ", or set onCollapse: 'rollback' to go back to them automatically" : ''}`,
+      // Measured (trainer/bases/README.md, forecast): at a third of the rate the updates mostly
+      // stopped breaking calls that the warm start wrote right; 4× the prompts per step broke fewer.
+      advice: `the best weights are kept in checkpoints/best; lower optimization.lr (to a third, say) or raise rollout.promptsPerStep, so that smaller, less noisy updates leave alone what the warm start got right${collapse ? ", or set onCollapse: 'rollback' to go back to them automatically" : ''}`,
     },
   ];
 }
