@@ -4,7 +4,7 @@ import type { Episode } from '../rollout/trajectory';
 import type { HealthWarning, MetricsRecord } from '../../contract/protocol/runStore';
 import type { RunStoreWriter } from '../../contract/runstore/writer';
 import { evaluationRows } from './evaluationSchedule';
-import { logWarnings } from './health';
+import { logWarnings } from './warningLog';
 import { finiteValues, rolloutMetrics } from './rolloutMetrics';
 import { seedFor, type RunParts } from './runParts';
 import { formatScore, scoreKey, taskMetric } from './taskMetric';

@@ -353,9 +353,3 @@ export function evaluationWarnings(
 export function collapseOf(warnings: readonly HealthWarning[]): HealthWarning | undefined {
   return warnings.find((w) => w.severity === 'critical');
 }
-
-/** "warning at step 12: 88 % of the groups had all-equal rewards … — try: raise rollout.temperature …", one line each. */
-export function logWarnings(log: (line: string) => void, step: number, warnings: readonly HealthWarning[]): void {
-  for (const w of warnings)
-    log(`${w.severity === 'critical' ? 'COLLAPSE' : 'warning'} at step ${step}: ${w.message} — try: ${w.advice}`);
-}

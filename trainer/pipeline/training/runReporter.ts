@@ -1,6 +1,8 @@
 import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
 import type { MetricsRecord, TrainingEvent, TrainingPhase } from '../../contract/protocol';
+import type { HealthWarning } from '../../contract/protocol/runStore';
 import type { RunStoreWriter } from '../../contract/runstore/writer';
+import { WarningLog } from './warningLog';
 
 export type EventSink = (event: TrainingEvent) => void;
 
@@ -11,11 +13,19 @@ export type EventSink = (event: TrainingEvent) => void;
  */
 export class RunReporter {
   writer: RunStoreWriter | undefined;
+  private readonly warningLog: WarningLog;
 
   constructor(
     private readonly sink: EventSink = () => undefined,
     readonly log: (line: string) => void = () => undefined,
-  ) {}
+  ) {
+    this.warningLog = new WarningLog(log);
+  }
+
+  /** A training step's health warnings for the terminal: each kind when it starts, then a reminder while it lasts. */
+  stepWarnings(step: number, warnings: readonly HealthWarning[]): void {
+    this.warningLog.step(step, warnings);
+  }
 
   emit(event: TrainingEvent): void {
     this.sink(event);

@@ -9,7 +9,6 @@ import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
 import { batchSettings, criticSchedule, optimizerStepsPerRlStep, policyUpdates, rlSchedule } from './configOptions';
 import { carryOut } from './collapseResponse';
 import { GroupSelection, sampledStep, type SampledStep, type ScoredRound } from './dynamicSampling';
-import { logWarnings } from './health';
 import { reviewTrainingStep } from './healthReview';
 import { saveRunCheckpoint } from './runCheckpoint';
 import { LiveSnapshot } from './liveSnapshot';
@@ -231,7 +230,7 @@ function recordStage(
   parts.report.metrics(metrics);
   parts.report.progress(step, 'update', 1, 1, inputs.times.trainedTokens / inputs.times.updateSeconds);
   parts.report.log(stepLogLine(metrics, parts.totalSteps, metric, inputs.update));
-  logWarnings(parts.report.log, step, metrics.warnings ?? []);
+  parts.report.stepWarnings(step, metrics.warnings ?? []);
   return { trajectories, metrics, ...(plan ? { plan } : {}) };
 }
 
