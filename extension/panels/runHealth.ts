@@ -19,6 +19,7 @@ const SHORT_NAMES: Record<string, string> = {
   kl_growth: 'KL growing',
   heldout_drop: 'held-out score fell',
   heldout_collapse: 'held-out score collapsed',
+  no_gain: 'no gain from RL',
   warm_start_calls: 'warm start short of its calls',
 };
 

@@ -11,6 +11,7 @@ import {
   evaluationWarnings,
   healthHistory,
   healthSample,
+  noGainWarnings,
   stepWarnings,
   zeroSignalShare,
   type HealthSample,
@@ -358,6 +359,18 @@ describe('the held-out drop', () => {
       [],
       'no best yet',
     );
+  });
+});
+
+describe('the no-gain warning', () => {
+  it('says so when the best is still the evaluation before RL, and only then', () => {
+    const [warning] = noGainWarnings({ step: 40, metric: 'exact_match', value: 0.45 }, { step: 0, value: 0.45 });
+    assert.equal(warning.code, 'no_gain');
+    assert.match(warning.message, /in 40 RL steps beat the one before RL \(exact_match 0\.450\)/);
+    assert.match(warning.advice, /demonstrations taught the mistake/);
+    assert.deepEqual(noGainWarnings({ step: 40, metric: 'exact_match', value: 0.5 }, { step: 24, value: 0.52 }), []);
+    assert.deepEqual(noGainWarnings({ step: 0, metric: 'exact_match', value: 0.45 }, { step: 0, value: 0.45 }), []);
+    assert.deepEqual(noGainWarnings({ step: 40, metric: 'exact_match', value: 0.45 }, undefined), []);
   });
 });
 

@@ -349,6 +349,29 @@ export function evaluationWarnings(
   ];
 }
 
+/**
+ * The evaluation after the last step, when no evaluation after RL started beat the one before it:
+ * RL gained nothing, and checkpoints/best holds the weights it started from. Said once, at the
+ * end, with what to try; a held-out drop is reported beside it by `evaluationWarnings`.
+ */
+export function noGainWarnings(
+  evaluation: { step: number; metric: string; value: number },
+  best: { step: number; value: number } | undefined,
+): HealthWarning[] {
+  if (!best || best.step !== 0 || evaluation.step === 0) return [];
+  return [
+    {
+      code: 'no_gain',
+      severity: 'warn',
+      message: `no held-out evaluation in ${evaluation.step} RL steps beat the one before RL (${evaluation.metric} ${num(best.value)}): checkpoints/best holds the weights RL started from`,
+      // Measured (trainer/bases/README.md, forecast): demonstrations that reported the wrong value
+      // three times in four left RL at 45 % after 40 or 80 steps; right demonstrations gave 95 %.
+      advice:
+        'read the wrong answers in the Rollouts panel. If the demonstrations taught the mistake, fix them and train the warm start again: RL seldom unlearns in a few dozen steps what most demonstrations taught. If the right answer is rare in the training groups (the zero-signal share stays high), raise algorithm.groupSize or rollout.temperature; otherwise train more steps',
+    },
+  ];
+}
+
 /** Whether the warnings report a collapse (what `onCollapse` acts on). */
 export function collapseOf(warnings: readonly HealthWarning[]): HealthWarning | undefined {
   return warnings.find((w) => w.severity === 'critical');

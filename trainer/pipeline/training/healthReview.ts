@@ -1,14 +1,15 @@
 import type { HealthWarning, MetricsRecord } from '../../contract/protocol/runStore';
 import { planCollapseResponse, withAction, type CollapsePlan } from './collapseResponse';
 import type { EvaluationResult } from './evaluation';
-import { collapseOf, evaluationWarnings, healthSample, pushHealthSample, stepWarnings } from './health';
+import { beatsBest } from './bestCheckpoint';
+import { collapseOf, evaluationWarnings, healthSample, noGainWarnings, pushHealthSample, stepWarnings } from './health';
 import type { RunParts, RunPosition } from './runParts';
 import { scoreKey, taskMetric } from './taskMetric';
 
 /**
  * The health checks (health.ts) applied to a running run: a training step's or an evaluation's
  * warnings, with the response to a collapse decided (collapseResponse.ts) so that the record says
- * what was done, and printed one line each.
+ * what was done, and printed (warningLog.ts).
  */
 
 export interface Review {
@@ -46,11 +47,12 @@ export function reviewEvaluation(
   final: boolean,
 ): Review {
   if (result.metric === undefined || result.score === undefined) return { warnings: [] };
-  const warnings = evaluationWarnings(
-    { step, metric: result.metric, value: result.score },
-    position.writer.record.best,
-    parts.config.health,
-  );
+  const evaluation = { step, metric: result.metric, value: result.score };
+  const best = position.writer.record.best;
+  const warnings = [
+    ...evaluationWarnings(evaluation, best, parts.config.health),
+    ...(final && !beatsBest(best, result) ? noGainWarnings(evaluation, best) : []),
+  ];
   return respond(parts, position, warnings, !final);
 }
 
