@@ -69,6 +69,7 @@ export class ScriptedPolicy implements Policy {
             sequence: r.sequence,
             append: [...r.append],
             ...(r.images ? { images: [...r.images] } : {}),
+            ...(r.maxNewTokens !== undefined ? { maxNewTokens: r.maxNewTokens } : {}),
           })),
           options: { ...options },
         });
@@ -79,7 +80,8 @@ export class ScriptedPolicy implements Policy {
           context.push(...request.append);
           const turn = turns.get(request.sequence) ?? 0;
           turns.set(request.sequence, turn + 1);
-          const generated = this.play(request.sequence, turn, options);
+          const limit = Math.min(options.maxNewTokens, request.maxNewTokens ?? options.maxNewTokens);
+          const generated = this.play(request.sequence, turn, { ...options, maxNewTokens: limit });
           context.push(...generated.tokens);
           this.contexts.set(request.sequence, context);
           return generated;

@@ -220,6 +220,44 @@ describe('generation with a KV cache', () => {
     assert.ok(turns.every((t) => t.tokens.length === 10 && t.finish === 'length'));
   });
 
+  it("cuts a sequence at its own limit and leaves the others' turns as they were", async () => {
+    const policy = new ModelPolicy(model);
+    const greedy: TurnOptions = { ...sampled, temperature: 0, maxNewTokens: 8 };
+    const prompts = [0, 1, 2].map((b) => tokenizer.encode(`Story number ${b}:`));
+    const run = async (limits: (number | undefined)[]) => {
+      const session = await policy.startSession(3, 5);
+      const turns = await session.generate(
+        prompts.map((append, b) => ({
+          sequence: b,
+          append,
+          ...(limits[b] !== undefined ? { maxNewTokens: limits[b] } : {}),
+        })),
+        greedy,
+      );
+      await session.close();
+      return turns;
+    };
+    const free = await run([]);
+    const limited = await run([undefined, 3, 20]);
+    assert.deepEqual(
+      limited.map((t) => [t.tokens.length, t.finish]),
+      [
+        [8, 'length'],
+        [3, 'length'],
+        [8, 'length'],
+      ],
+      "a limit above the call's counts as the call's",
+    );
+    assert.deepEqual(limited[1].tokens, free[1].tokens.slice(0, 3));
+    assert.deepEqual([limited[0].tokens, limited[2].tokens], [free[0].tokens, free[2].tokens]);
+    const session = await policy.startSession(1, 5);
+    await assert.rejects(
+      session.generate([{ sequence: 0, append: prompts[0], maxNewTokens: 0 }], greedy),
+      /sequence 0: maxNewTokens must be a whole number of at least 1, got 0/,
+    );
+    await session.close();
+  });
+
   it("stops on a stop token (kept as the turn's last token) and on a stop string", async () => {
     const policy = new ModelPolicy(model);
     const session = await policy.startSession(1, 9);

@@ -214,6 +214,44 @@ describe('AgentLoop failures, budgets and truncation', () => {
     );
   });
 
+  it('gives greedy turns their limits in one generate call: they draw no random numbers to keep apart', async () => {
+    const script: Script = (sequence, turn) => {
+      if (turn === 0) return call('calculator', { expression: sequence === 0 ? '1+1' : '2+2' });
+      return { text: 'and so on '.repeat(100), end: false };
+    };
+    const [short, long] = rows({ id: 'short', prompt: 'x' }, { id: 'long', prompt: 'x '.repeat(60) });
+    const probe = loopWith(() => '').loop;
+    const maxTotalTokens = probe.renderPrompt(long).ids.length + BUDGET.maxNewTokensPerTurn + 20;
+    const run = async (temperature: number) => {
+      const { policy, loop } = loopWith(script, {
+        budget: { ...BUDGET, maxTotalTokens },
+        sampling: { ...SAMPLING, temperature },
+      });
+      const trajectories = await loop.run(
+        [short, long].map((row, i) => ({ row, group: i, sample: 0 })),
+        { seed: 1 },
+      );
+      return { calls: policy.calls, trajectories };
+    };
+    const greedy = await run(0);
+    const sampled = await run(SAMPLING.temperature);
+    assert.equal(greedy.calls.length, 2, 'round 2 is one call');
+    const longTurn = greedy.trajectories[1].turns.at(-1)!;
+    assert.deepEqual(
+      greedy.calls[1].requests.map((r) => [r.sequence, r.maxNewTokens]),
+      [
+        [0, undefined],
+        [1, maxTotalTokens - longTurn.tokenStart],
+      ],
+    );
+    assert.equal(greedy.calls[1].options.maxNewTokens, BUDGET.maxNewTokensPerTurn);
+    assert.equal(sampled.calls.length, 3, 'sampled turns keep one call per limit');
+    assert.deepEqual(
+      greedy.trajectories.map((t) => [t.ids, t.finishReason]),
+      sampled.trajectories.map((t) => [t.ids, t.finishReason]),
+    );
+  });
+
   it('ends with max_total_tokens instead of appending results that leave no room to generate', async () => {
     const probe = loopWith(() => '').loop;
     const [row] = rows({ prompt: 'x' });

@@ -324,15 +324,22 @@ export class AgentLoop {
     active: TrajectoryState<Row>[],
   ): Promise<void> {
     const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
-    // Sequences near the total budget get a smaller limit; TurnOptions has one limit per call, so group by it.
+    // Sequences near the total budget get a smaller limit. Sampled turns go in one generate call
+    // per limit, largest first: the session draws a uniform per row per decoding step, and the
+    // re-rolls of recorded runs work their draws out from this schedule (samplingSchedule.ts).
+    // Greedy turns draw nothing, so they go in one call, each with its own limit: 100 held-out
+    // prompts of different lengths near the budget took 539 decoding steps over the whole batch
+    // one limit at a time, where one call takes as many as its longest turn.
+    const greedy = this.options.sampling.temperature === 0;
     const byLimit = new Map<number, TrajectoryState<Row>[]>();
     for (const state of active) {
       const room = maxTotalTokens - state.trajectory.ids.length;
       state.turnLimit = Math.min(maxNewTokensPerTurn, room);
       state.limitedByTotal = room < maxNewTokensPerTurn;
-      const group = byLimit.get(state.turnLimit) ?? [];
+      const key = greedy ? maxNewTokensPerTurn : state.turnLimit;
+      const group = byLimit.get(key) ?? [];
       group.push(state);
-      byLimit.set(state.turnLimit, group);
+      byLimit.set(key, group);
     }
     for (const [limit, group] of [...byLimit].sort((a, b) => b[0] - a[0])) {
       const trackers = new Map<number, CallTracker>();
@@ -344,6 +351,7 @@ export class AgentLoop {
           append: s.pending,
           ...(s.pendingImages.length ? { images: s.pendingImages.map(turnImage) } : {}),
           ...(tracker ? { constraint: tracker } : {}),
+          ...(s.turnLimit < limit ? { maxNewTokens: s.turnLimit } : {}),
         };
       });
       const generated = await session.generate(requests, {
@@ -364,7 +372,7 @@ export class AgentLoop {
         state.pending = [];
         state.pendingImages = [];
         const start = state.trajectory.ids.length;
-        this.recordTurn(state, turn, limit);
+        this.recordTurn(state, turn, state.turnLimit);
         recordConstraints(state.trajectory, start, trackers.get(state.trajectory.index));
         await this.options.observer?.turnGenerated?.(state.trajectory, state.lastTurn!);
       }

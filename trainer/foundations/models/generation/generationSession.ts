@@ -462,6 +462,7 @@ export class GenerationSession implements PolicySession {
     const mode = samplingMode(options, vocab);
     const stopIds = new Set(options.stopTokenIds);
     const turns = new Map<number, GeneratedTurn>();
+    const limits = new Map<number, number>();
     const constraints = new Map<number, SequenceConstraint>();
     const chunks: number[][] = this.rows.map(() => []);
     const chunkImages: (readonly TurnImage[])[] = this.rows.map(() => []);
@@ -479,6 +480,11 @@ export class GenerationSession implements PolicySession {
       row.unfed = [];
       if (chunks[r.sequence].length === 0)
         throw new Error(`sequence ${r.sequence}: nothing to condition on (append the prompt first)`);
+      if (r.maxNewTokens !== undefined && !(Number.isInteger(r.maxNewTokens) && r.maxNewTokens >= 1))
+        throw new Error(
+          `sequence ${r.sequence}: maxNewTokens must be a whole number of at least 1, got ${r.maxNewTokens}`,
+        );
+      limits.set(r.sequence, Math.min(options.maxNewTokens, r.maxNewTokens ?? options.maxNewTokens));
       turns.set(r.sequence, { sequence: r.sequence, tokens: [], logprobs: [], entropies: [], finish: 'length' });
       if (r.constraint) constraints.set(r.sequence, r.constraint);
     }
@@ -502,7 +508,7 @@ export class GenerationSession implements PolicySession {
         if (stopIds.has(token)) finished = 'stop_token';
         else if (options.stopStrings?.length && this.endsWithStopString(turn.tokens, options.stopStrings))
           finished = 'stop_string';
-        else if (turn.tokens.length >= options.maxNewTokens) finished = 'length';
+        else if (turn.tokens.length >= limits.get(b)!) finished = 'length';
         if (finished) {
           turn.finish = finished;
           live.delete(b);

@@ -65,6 +65,8 @@ export interface TurnRequest {
   append: readonly number[];
   /** Vision-language policies: the images whose `<|image_pad|>` runs are in `append`, in order. */
   images?: readonly TurnImage[];
+  /** This sequence's limit on new tokens when it is lower than the call's `maxNewTokens` (a sequence near its total budget). */
+  maxNewTokens?: number;
 }
 
 export interface GeneratedTurn {
