@@ -16,8 +16,8 @@ import { generatedTurns } from './restoreState';
  * so the draws of every token can be worked out again (a greedy rollout runs each round as one
  * call instead, but nothing it generated depended on its draws), and a re-roll of one
  * trajectory, alone, can sample with the numbers it had in its batch. That keeps every existing
- * run's seeding as it is. It needs the whole batch of the rollout the trajectory was in (all its records, indices
- * 0…n−1) and the budget it ran under.
+ * run's seeding as it is. It needs the whole batch of the rollout the trajectory was in (all its
+ * records, indices 0…n−1) and the budget it ran under.
  */
 export function batchDraws(
   records: readonly TrajectoryRecord[],

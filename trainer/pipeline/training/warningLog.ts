@@ -2,7 +2,6 @@ import type { HealthWarning } from '../../contract/protocol/runStore';
 
 /** A warning kind that has been printed and is still being seen. */
 interface Ongoing {
-  since: number;
   lastPrinted: number;
   lastSeen: number;
   /** Steps it was seen since it was last printed (the printed step not counted). */
@@ -31,7 +30,7 @@ export class WarningLog {
       const o = this.ongoing.get(w.code);
       if (w.severity === 'critical' || o === undefined) {
         this.log(warningLine(step, w));
-        this.ongoing.set(w.code, { since: step, lastPrinted: step, lastSeen: step, seenSincePrinted: 0 });
+        this.ongoing.set(w.code, { lastPrinted: step, lastSeen: step, seenSincePrinted: 0 });
       } else if (step - o.lastPrinted >= this.remindEvery) {
         const seen = `seen at ${o.seenSincePrinted + 1} of the ${step - o.lastPrinted} steps since step ${o.lastPrinted}`;
         this.log(warningLine(step, w, `still, ${seen}`));
