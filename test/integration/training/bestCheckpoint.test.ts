@@ -115,6 +115,17 @@ describe('the best checkpoint', () => {
     assert.deepEqual(new RunStoreReader(runDir).checkpoints(), ['checkpoints/step-000002']);
     assert.equal(stateOf(path.join(runDir, 'checkpoints/best')).step, 0);
     assert.ok(fs.existsSync(path.join(runDir, 'checkpoints/best/model.safetensors')));
+    // The evaluation after the last step says RL gained nothing; the ones before it do not.
+    const evals = new RunStoreReader(runDir).metrics().records.filter((m) => m.kind === 'eval');
+    assert.deepEqual(
+      evals.map((m) => [m.step, (m.warnings ?? []).map((w) => w.code)]),
+      [
+        [0, []],
+        [1, []],
+        [2, ['no_gain']],
+      ],
+    );
+    assert.match(evals[2].warnings![0].message, /checkpoints\/best holds the weights RL started from$/);
   });
 });
 

@@ -363,14 +363,29 @@ describe('the held-out drop', () => {
 });
 
 describe('the no-gain warning', () => {
-  it('says so when the best is still the evaluation before RL, and only then', () => {
-    const [warning] = noGainWarnings({ step: 40, metric: 'exact_match', value: 0.45 }, { step: 0, value: 0.45 });
-    assert.equal(warning.code, 'no_gain');
-    assert.match(warning.message, /in 40 RL steps beat the one before RL \(exact_match 0\.450\)/);
-    assert.match(warning.advice, /demonstrations taught the mistake/);
-    assert.deepEqual(noGainWarnings({ step: 40, metric: 'exact_match', value: 0.5 }, { step: 24, value: 0.52 }), []);
-    assert.deepEqual(noGainWarnings({ step: 0, metric: 'exact_match', value: 0.45 }, { step: 0, value: 0.45 }), []);
-    assert.deepEqual(noGainWarnings({ step: 40, metric: 'exact_match', value: 0.45 }, undefined), []);
+  const end = (value: number) => ({ step: 40, metric: 'exact_match', value });
+  it("says so when the run's best is within heldOutMin of the evaluation before RL", () => {
+    // forecast at lr 3e-5: 0.45 before RL, best 0.48 at step 8, 0.45 at the end.
+    const [noise] = noGainWarnings(end(0.45), 0.45, { step: 8, value: 0.48 }, settings);
+    assert.equal(noise.code, 'no_gain');
+    assert.match(
+      noise.message,
+      /^RL gained nothing measurable in 40 steps: held-out exact_match 0\.450 before RL, 0\.450 at the end; the best, 0\.480 at step 8, is within the noise/,
+    );
+    assert.match(noise.advice, /demonstrations taught the mistake/);
+    const [none] = noGainWarnings(end(0.4), 0.45, { step: 0, value: 0.45 }, settings);
+    assert.match(none.message, /checkpoints\/best holds the weights RL started from$/);
+  });
+
+  it('stays quiet when RL gained heldOutMin or more, at its best or at the end, and without a score before RL', () => {
+    assert.deepEqual(noGainWarnings(end(0.47), 0.45, { step: 16, value: 0.52 }, settings), []);
+    assert.deepEqual(
+      noGainWarnings(end(0.5), 0.45, { step: 0, value: 0.45 }, settings),
+      [],
+      'the final evaluation counts',
+    );
+    assert.deepEqual(noGainWarnings(end(0.45), undefined, { step: 8, value: 0.46 }, settings), []);
+    assert.deepEqual(noGainWarnings({ ...end(0.45), step: 0 }, 0.45, { step: 0, value: 0.45 }, settings), []);
   });
 });
 

@@ -350,20 +350,30 @@ export function evaluationWarnings(
 }
 
 /**
- * The evaluation after the last step, when no evaluation after RL started beat the one before it:
- * RL gained nothing, and checkpoints/best holds the weights it started from. Said once, at the
- * end, with what to try; a held-out drop is reported beside it by `evaluationWarnings`.
+ * The evaluation after the last step, when the best held-out score of the run (this evaluation
+ * included) is less than `heldOutMin` above the evaluation before RL: what RL gained, if anything,
+ * is within the noise of the evaluation. Said once, at the end, with what to try; a held-out drop
+ * is reported beside it by `evaluationWarnings`.
  */
 export function noGainWarnings(
   evaluation: { step: number; metric: string; value: number },
+  before: number | undefined,
   best: { step: number; value: number } | undefined,
+  settings: HealthSettings,
 ): HealthWarning[] {
-  if (!best || best.step !== 0 || evaluation.step === 0) return [];
+  if (before === undefined || evaluation.step === 0) return [];
+  const top = best && best.value >= evaluation.value ? best : evaluation;
+  // 0.50 − 0.45 is 0.0499… in floating point: a gain of exactly heldOutMin counts as one.
+  if (top.value - before >= settings.heldOutMin - 1e-9) return [];
+  const where =
+    top.step === 0
+      ? 'checkpoints/best holds the weights RL started from'
+      : `the best, ${num(top.value)} at step ${top.step}, is within the noise of the evaluation (health.heldOutMin ${settings.heldOutMin})`;
   return [
     {
       code: 'no_gain',
       severity: 'warn',
-      message: `no held-out evaluation in ${evaluation.step} RL steps beat the one before RL (${evaluation.metric} ${num(best.value)}): checkpoints/best holds the weights RL started from`,
+      message: `RL gained nothing measurable in ${evaluation.step} steps: held-out ${evaluation.metric} ${num(before)} before RL, ${num(evaluation.value)} at the end; ${where}`,
       // Measured (trainer/bases/README.md, forecast): demonstrations that reported the wrong value
       // three times in four left RL at 45 % after 40 or 80 steps; right demonstrations gave 95 %.
       advice:

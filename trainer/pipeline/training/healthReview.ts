@@ -1,7 +1,7 @@
 import type { HealthWarning, MetricsRecord } from '../../contract/protocol/runStore';
 import { planCollapseResponse, withAction, type CollapsePlan } from './collapseResponse';
 import type { EvaluationResult } from './evaluation';
-import { beatsBest } from './bestCheckpoint';
+import { RunStoreReader } from '../../contract/runstore/reader';
 import { collapseOf, evaluationWarnings, healthSample, noGainWarnings, pushHealthSample, stepWarnings } from './health';
 import type { RunParts, RunPosition } from './runParts';
 import { scoreKey, taskMetric } from './taskMetric';
@@ -51,9 +51,17 @@ export function reviewEvaluation(
   const best = position.writer.record.best;
   const warnings = [
     ...evaluationWarnings(evaluation, best, parts.config.health),
-    ...(final && !beatsBest(best, result) ? noGainWarnings(evaluation, best) : []),
+    ...(final ? noGainWarnings(evaluation, scoreBeforeRl(position, result.metric), best, parts.config.health) : []),
   ];
   return respond(parts, position, warnings, !final);
+}
+
+/** The held-out score of the evaluation before RL, from metrics.jsonl (a resumed run has it there too). */
+function scoreBeforeRl(position: RunPosition, metric: string): number | undefined {
+  const record = new RunStoreReader(position.writer.dir)
+    .metrics()
+    .records.find((r) => r.kind === 'eval' && r.step === 0);
+  return record?.values[scoreKey(metric)] ?? undefined;
 }
 
 function respond(parts: RunParts, position: RunPosition, warnings: HealthWarning[], mayAct: boolean): Review {
