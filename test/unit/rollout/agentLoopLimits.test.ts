@@ -184,17 +184,24 @@ describe('AgentLoop failures, budgets and truncation', () => {
     assert.deepEqual(t.calls, []);
   });
 
-  it('gives a turn only what is left of maxTotalTokens, grouping sequences by their limit', async () => {
+  /**
+   * A short and a long prompt that call once, then run on; maxTotalTokens is tight enough that the
+   * long prompt's second turn is limited by the total: its first turn (a call, ~27 tokens) and the
+   * result (~20) leave less than a full turn.
+   */
+  const nearTheBudget = () => {
     const script: Script = (sequence, turn) => {
       if (turn === 0) return call('calculator', { expression: sequence === 0 ? '1+1' : '2+2' });
       return { text: 'and so on '.repeat(100), end: false };
     };
     const [short, long] = rows({ id: 'short', prompt: 'x' }, { id: 'long', prompt: 'x '.repeat(60) });
-    // Tight enough that the second turn of the long-prompt sequence is limited by the total.
     const probe = loopWith(() => '').loop;
-    const longPrompt = probe.renderPrompt(long).ids.length;
-    // The first turn (a call, ~27 tokens) and its result (~20) leave less than a full turn.
-    const maxTotalTokens = longPrompt + BUDGET.maxNewTokensPerTurn + 20;
+    const maxTotalTokens = probe.renderPrompt(long).ids.length + BUDGET.maxNewTokensPerTurn + 20;
+    return { script, short, long, maxTotalTokens };
+  };
+
+  it('gives a turn only what is left of maxTotalTokens, grouping sequences by their limit', async () => {
+    const { script, short, long, maxTotalTokens } = nearTheBudget();
     const { policy, loop } = loopWith(script, { budget: { ...BUDGET, maxTotalTokens } });
     const [a, b] = await loop.run(
       [short, long].map((row, i) => ({ row, group: i, sample: 0 })),
@@ -215,13 +222,7 @@ describe('AgentLoop failures, budgets and truncation', () => {
   });
 
   it('gives greedy turns their limits in one generate call: they draw no random numbers to keep apart', async () => {
-    const script: Script = (sequence, turn) => {
-      if (turn === 0) return call('calculator', { expression: sequence === 0 ? '1+1' : '2+2' });
-      return { text: 'and so on '.repeat(100), end: false };
-    };
-    const [short, long] = rows({ id: 'short', prompt: 'x' }, { id: 'long', prompt: 'x '.repeat(60) });
-    const probe = loopWith(() => '').loop;
-    const maxTotalTokens = probe.renderPrompt(long).ids.length + BUDGET.maxNewTokensPerTurn + 20;
+    const { script, short, long, maxTotalTokens } = nearTheBudget();
     const run = async (temperature: number) => {
       const { policy, loop } = loopWith(script, {
         budget: { ...BUDGET, maxTotalTokens },
