@@ -200,7 +200,7 @@ describe('AgentLoop failures, budgets and truncation', () => {
     return { script, short, long, maxTotalTokens };
   };
 
-  it('gives a turn only what is left of maxTotalTokens, grouping sequences by their limit', async () => {
+  it('gives a turn only what is left of maxTotalTokens, each its own limit in one generate call per round', async () => {
     const { script, short, long, maxTotalTokens } = nearTheBudget();
     const { policy, loop } = loopWith(script, { budget: { ...BUDGET, maxTotalTokens } });
     const [a, b] = await loop.run(
@@ -210,47 +210,47 @@ describe('AgentLoop failures, budgets and truncation', () => {
     assert.equal(b.ids.length, maxTotalTokens);
     assert.equal(b.finishReason, 'max_total_tokens');
     assert.equal(a.finishReason, 'max_turn_tokens');
-    // Round 2 was two generate calls: the full per-turn limit first, then the smaller one.
-    const round2 = policy.calls.slice(1);
+    assert.equal(policy.calls.length, 2, 'round 2 is one call');
     assert.deepEqual(
-      round2.map((c) => [c.requests.map((r) => r.sequence), c.options.maxNewTokens]),
+      policy.calls[1].requests.map((r) => [r.sequence, r.maxNewTokens]),
       [
-        [[0], BUDGET.maxNewTokensPerTurn],
-        [[1], maxTotalTokens - b.turns.at(-1)!.tokenStart],
+        [0, undefined],
+        [1, maxTotalTokens - b.turns.at(-1)!.tokenStart],
       ],
     );
+    assert.equal(policy.calls[1].options.maxNewTokens, BUDGET.maxNewTokensPerTurn);
   });
 
-  it('gives greedy turns their limits in one generate call: they draw no random numbers to keep apart', async () => {
+  it('keeps one call per limit, largest first, for the sampled turns of a run recorded per limit; greedy turns stay one call', async () => {
     const { script, short, long, maxTotalTokens } = nearTheBudget();
-    const run = async (temperature: number) => {
+    const run = async (temperature: number, drawSchedule: 'per-limit' | 'per-round') => {
       const { policy, loop } = loopWith(script, {
         budget: { ...BUDGET, maxTotalTokens },
         sampling: { ...SAMPLING, temperature },
       });
       const trajectories = await loop.run(
         [short, long].map((row, i) => ({ row, group: i, sample: 0 })),
-        { seed: 1 },
+        { seed: 1, drawSchedule },
       );
       return { calls: policy.calls, trajectories };
     };
-    const greedy = await run(0);
-    const sampled = await run(SAMPLING.temperature);
-    assert.equal(greedy.calls.length, 2, 'round 2 is one call');
-    const longTurn = greedy.trajectories[1].turns.at(-1)!;
+    const perLimit = await run(SAMPLING.temperature, 'per-limit');
+    const longTurn = perLimit.trajectories[1].turns.at(-1)!;
     assert.deepEqual(
-      greedy.calls[1].requests.map((r) => [r.sequence, r.maxNewTokens]),
+      perLimit.calls.slice(1).map((c) => [c.requests.map((r) => r.sequence), c.options.maxNewTokens]),
       [
-        [0, undefined],
-        [1, maxTotalTokens - longTurn.tokenStart],
+        [[0], BUDGET.maxNewTokensPerTurn],
+        [[1], maxTotalTokens - longTurn.tokenStart],
       ],
     );
-    assert.equal(greedy.calls[1].options.maxNewTokens, BUDGET.maxNewTokensPerTurn);
-    assert.equal(sampled.calls.length, 3, 'sampled turns keep one call per limit');
-    assert.deepEqual(
-      greedy.trajectories.map((t) => [t.ids, t.finishReason]),
-      sampled.trajectories.map((t) => [t.ids, t.finishReason]),
-    );
+    const greedy = await run(0, 'per-limit');
+    assert.equal(greedy.calls.length, 2, 'greedy turns draw nothing: round 2 is one call');
+    const perRound = await run(SAMPLING.temperature, 'per-round');
+    for (const other of [greedy, perRound])
+      assert.deepEqual(
+        other.trajectories.map((t) => [t.ids, t.finishReason]),
+        perLimit.trajectories.map((t) => [t.ids, t.finishReason]),
+      );
   });
 
   it('ends with max_total_tokens instead of appending results that leave no room to generate', async () => {

@@ -36,6 +36,15 @@ export const Algorithm = z.enum([
 ]);
 export type Algorithm = z.infer<typeof Algorithm>;
 
+/**
+ * How a run's sampled rollout rounds were split into generate calls, which decides every random
+ * draw (a generation session draws one uniform per row per decoding step): `per-round`, one call
+ * per round, each turn with its own token limit; `per-limit`, one call per distinct token limit,
+ * largest first — what every run recorded before the field existed did.
+ */
+export const DrawSchedule = z.enum(['per-limit', 'per-round']);
+export type DrawSchedule = z.infer<typeof DrawSchedule>;
+
 export const RunRecord = z.object({
   protocol: z.literal(PROTOCOL_VERSION),
   id: z.string().min(1),
@@ -61,6 +70,11 @@ export const RunRecord = z.object({
     lora: z.object({ rank: z.number().int(), alpha: z.number(), targets: z.array(z.string()) }).optional(),
   }),
   versions: z.object({ rolloutStudio: z.string(), onnxruntime: z.string().optional(), node: z.string() }),
+  /**
+   * How its sampled rounds were split into generate calls (DrawSchedule). Absent in runs recorded
+   * before it existed: those ran `per-limit`, and a resume or re-roll of them keeps it.
+   */
+  drawSchedule: DrawSchedule.optional(),
   /** The resolved training config, after defaults: what really ran. */
   config: z.record(z.string(), z.unknown()),
   /** Where the config came from (the user's file), for "open config" and restart. */

@@ -1,5 +1,6 @@
 import type { ChatTemplate } from '../../foundations/models/chatTemplate';
 import type { ChatMessage, ToolSpec } from '../../contract/protocol/chatMessages';
+import type { DrawSchedule } from '../../contract/protocol/runStore';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
 import { observationImages } from '../../foundations/tools/result';
 import { decodeBase64, expandImageTokens, hasImages, RolloutImages } from './images';
@@ -101,6 +102,13 @@ export interface RunOptions {
   uniforms?: UniformSource;
   /** Stops the rollout (between rounds, and running tool calls via their signals). */
   signal?: AbortSignal;
+  /**
+   * How a sampled round's turns are split into generate calls (default `per-round`: one call).
+   * A run recorded before one call per round keeps `per-limit` (its run.json has no
+   * `drawSchedule`), so that a resumed run samples what it would have and its re-rolls can work
+   * out their draws (samplingSchedule.ts).
+   */
+  drawSchedule?: DrawSchedule;
 }
 
 /** The policy broke the `PolicySession.generate` contract; a bug on the model side, not an observation. */
@@ -306,7 +314,7 @@ export class AgentLoop {
         run.signal?.throwIfAborted();
         const active = states.filter((s) => !s.done);
         if (active.length === 0) break;
-        await this.generateRound(session, active);
+        await this.generateRound(session, active, run.drawSchedule ?? 'per-round');
         const calling = active.filter((s) => s.calls.length > 0);
         await this.toolRound(runner, calling);
         for (const state of calling) this.appendResults(state);
@@ -322,21 +330,23 @@ export class AgentLoop {
   private async generateRound<Row extends DatasetRow>(
     session: PolicySession,
     active: TrajectoryState<Row>[],
+    schedule: DrawSchedule,
   ): Promise<void> {
     const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
-    // Sequences near the total budget get a smaller limit. Sampled turns go in one generate call
-    // per limit, largest first: the session draws a uniform per row per decoding step, and the
-    // re-rolls of recorded runs work their draws out from this schedule (samplingSchedule.ts).
-    // Greedy turns draw nothing, so they go in one call, each with its own limit: 100 held-out
-    // prompts of different lengths near the budget took 539 decoding steps over the whole batch
-    // one limit at a time, where one call takes as many as its longest turn.
-    const greedy = this.options.sampling.temperature === 0;
+    // Sequences near the total budget get a smaller limit, each its own (TurnRequest.maxNewTokens),
+    // in one generate call lasting as long as the round's longest turn: 100 held-out prompts of
+    // different lengths near the budget took 539 decoding steps over the whole batch one limit at
+    // a time, where one call takes as many as its longest turn. Runs recorded with the older
+    // `per-limit` schedule keep one call per limit, largest first, for their sampled turns (the
+    // session draws a uniform per row per decoding step, so the split decides every draw); greedy
+    // turns draw nothing and go in one call under either schedule.
+    const oneCall = schedule === 'per-round' || this.options.sampling.temperature === 0;
     const byLimit = new Map<number, TrajectoryState<Row>[]>();
     for (const state of active) {
       const room = maxTotalTokens - state.trajectory.ids.length;
       state.turnLimit = Math.min(maxNewTokensPerTurn, room);
       state.limitedByTotal = room < maxNewTokensPerTurn;
-      const key = greedy ? maxNewTokensPerTurn : state.turnLimit;
+      const key = oneCall ? maxNewTokensPerTurn : state.turnLimit;
       const group = byLimit.get(key) ?? [];
       group.push(state);
       byLimit.set(key, group);

@@ -1,5 +1,5 @@
 import type { UniformSource } from '../../foundations/models/generation/policy';
-import type { TrajectoryRecord } from '../../contract/protocol/runStore';
+import type { DrawSchedule, TrajectoryRecord } from '../../contract/protocol/runStore';
 import { Random } from '../../foundations/models/random';
 import type { LengthBudget } from './budget';
 import { generatedTurns } from './restoreState';
@@ -11,17 +11,19 @@ import { generatedTurns } from './restoreState';
  * from one seeded stream, so a sequence's numbers depend on the whole batch: the k-th token of
  * row b in a generate call that started at step E used draw (E + k)·size + b. The agent loop's
  * rounds are known from the records — in round r every unfinished trajectory generates its r-th
- * turn, in groups of equal token limit (min(maxNewTokensPerTurn, maxTotalTokens − length)),
- * largest limit first, each group one generate call lasting as many steps as its longest turn —
- * so the draws of every token can be worked out again (a greedy rollout runs each round as one
- * call instead, but nothing it generated depended on its draws), and a re-roll of one
- * trajectory, alone, can sample with the numbers it had in its batch. That keeps every existing
- * run's seeding as it is. It needs the whole batch of the rollout the trajectory was in (all its
- * records, indices 0…n−1) and the budget it ran under.
+ * turn — and so are its generate calls, given the run's schedule (DrawSchedule, in run.json):
+ * `per-round`, one call per round lasting as many steps as the round's longest turn;
+ * `per-limit` (runs recorded before the field), one call per equal token limit
+ * (min(maxNewTokensPerTurn, maxTotalTokens − length)), largest limit first, each lasting as many
+ * steps as its longest turn. So the draws of every token can be worked out again, and a re-roll
+ * of one trajectory, alone, can sample with the numbers it had in its batch. That keeps every
+ * existing run's seeding as it is. It needs the whole batch of the rollout the trajectory was in
+ * (all its records, indices 0…n−1) and the budget it ran under.
  */
 export function batchDraws(
   records: readonly TrajectoryRecord[],
   budget: Pick<LengthBudget, 'maxNewTokensPerTurn' | 'maxTotalTokens'>,
+  schedule: DrawSchedule,
 ): number[][] {
   const size = records.length;
   const byIndex = [...records].sort((a, b) => a.index - b.index);
@@ -37,14 +39,17 @@ export function batchDraws(
   for (let round = 0; ; round++) {
     const active = turns.map((t, b) => ({ b, turn: t[round] })).filter((x) => x.turn !== undefined);
     if (active.length === 0) break;
-    const groups = new Map<number, typeof active>();
+    const calls = new Map<number, typeof active>();
     for (const x of active) {
-      const limit = Math.min(budget.maxNewTokensPerTurn, budget.maxTotalTokens - x.turn!.tokenStart);
-      groups.set(limit, [...(groups.get(limit) ?? []), x]);
+      const limit =
+        schedule === 'per-round'
+          ? budget.maxNewTokensPerTurn
+          : Math.min(budget.maxNewTokensPerTurn, budget.maxTotalTokens - x.turn!.tokenStart);
+      calls.set(limit, [...(calls.get(limit) ?? []), x]);
     }
-    for (const [, group] of [...groups].sort((a, b) => b[0] - a[0])) {
-      const longest = Math.max(...group.map((x) => x.turn!.tokenEnd - x.turn!.tokenStart));
-      for (const { b, turn } of group)
+    for (const [, call] of [...calls].sort((a, b) => b[0] - a[0])) {
+      const longest = Math.max(...call.map((x) => x.turn!.tokenEnd - x.turn!.tokenStart));
+      for (const { b, turn } of call)
         for (let k = 0; k < turn!.tokenEnd - turn!.tokenStart; k++) draws[b].push((step + k) * size + b);
       step += longest;
     }

@@ -38,6 +38,7 @@ export async function evaluateHeldOut(
   const trajectories = await parts.evalLoop.run(episodes, {
     seed: seedFor(config.seed, step, 17),
     signal: parts.control.signal,
+    drawSchedule: writer.record.drawSchedule ?? 'per-limit',
   });
   await parts.evalLoop.releasePolicy();
   const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools);

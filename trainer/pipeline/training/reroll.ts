@@ -15,7 +15,7 @@ import type { Trajectory } from '../rollout/trajectory';
 import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
 import type { BranchEdit, BranchSet } from '../../contract/protocol/branches';
 import { decodeInt32 } from '../../contract/protocol/tokens';
-import type { TrajectoryRecord, TrajectorySet } from '../../contract/protocol/runStore';
+import type { DrawSchedule, TrajectoryRecord, TrajectorySet } from '../../contract/protocol/runStore';
 import { writeBranchSet } from '../../contract/runstore/branchStore';
 import { RunStoreReader } from '../../contract/runstore/reader';
 import { CassettePlayer, recordedOutcome, ToolCassette, type CassetteMiss } from '../../foundations/tools/cassette';
@@ -108,7 +108,8 @@ export function firstDivergence(a: ArrayLike<number>, b: ArrayLike<number>): num
 
 export async function reroll(loaded: LoadedConfig, request: RerollRequest): Promise<RerollResult> {
   const reader = new RunStoreReader(request.runDir);
-  reader.run();
+  // Runs recorded before the field sampled with one generate call per token limit.
+  const schedule = reader.run().drawSchedule ?? 'per-limit';
   const batch = readBatch(reader, request.set, request.step);
   const parent = batch.find((t) => t.index === request.index);
   if (!parent)
@@ -131,7 +132,7 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
     });
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
-    const branches = await rollBranches(loaded, request, { batch, parent, row, model, template, tools });
+    const branches = await rollBranches(loaded, request, { batch, schedule, parent, row, model, template, tools });
     const set: BranchSet = {
       ...branches,
       checkpoint,
@@ -178,6 +179,8 @@ function checkEdits(parent: TrajectoryRecord, request: RerollRequest): void {
 
 interface RerollParts {
   batch: TrajectoryRecord[];
+  /** How the parent's run split its sampled rounds into generate calls. */
+  schedule: DrawSchedule;
   parent: TrajectoryRecord;
   row: DatasetRow;
   model: ModelRuntime;
@@ -223,7 +226,7 @@ async function rollBranches(loaded: LoadedConfig, request: RerollRequest, parts:
   const seed = request.seed ?? parentSeed(loaded, request.set, request.step);
   const follow =
     seed === parentSeed(loaded, request.set, request.step) && oneRollout(loaded, request, parts.batch)
-      ? parentDraws(parts.batch, parent, request, c.rollout.budget, seed)
+      ? parentDraws(parts, request, c.rollout.budget, seed)
       : undefined;
   if (!follow)
     request.log?.(
@@ -270,15 +273,14 @@ function oneRollout(loaded: LoadedConfig, request: RerollRequest, batch: readonl
 
 /** The parent's random numbers from the cut on, or undefined when its batch's draws cannot be worked out. */
 function parentDraws(
-  batch: TrajectoryRecord[],
-  parent: TrajectoryRecord,
+  { batch, parent, schedule }: Pick<RerollParts, 'batch' | 'parent' | 'schedule'>,
   request: RerollRequest,
   budget: { maxNewTokensPerTurn: number; maxTotalTokens: number },
   seed: number,
 ): number[] | undefined {
   let draws: number[][];
   try {
-    draws = batchDraws(batch, budget);
+    draws = batchDraws(batch, budget, schedule);
   } catch (error) {
     request.log?.(`the parent's batch: ${(error as Error).message}`);
     return undefined;

@@ -90,6 +90,7 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
     totalSteps: parts.totalSteps,
     model: modelSummary(parts),
     versions: { rolloutStudio: ROLLOUT_STUDIO_VERSION, node: process.versions.node },
+    drawSchedule: 'per-round',
     config: { ...hashable(c), configHash: loaded.hash },
     configPath: loaded.file,
     ...(metric !== undefined ? { metric } : {}),

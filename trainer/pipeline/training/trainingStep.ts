@@ -76,7 +76,7 @@ async function sampleStage(parts: RunParts, position: RunPosition, step: number)
   for (let prompts = selection.nextPrompts(); prompts > 0; prompts = selection.nextPrompts()) {
     const rows = position.cursor.take(prompts).map((i) => parts.train.rows[i]);
     const first = { group: selection.groupCount, index: rounds.reduce((n, r) => n + r.trajectories.length, 0) };
-    const rolled = await rolloutStage(parts, step, rounds.length, rows, first);
+    const rolled = await rolloutStage(parts, position, step, rounds.length, rows, first);
     if (rolled === 'stopped') return 'stopped';
     const scored = await scoreStage(parts, position, step, rolled.trajectories);
     selection.add([...groupsWithSignal(scored.samples)].map(([group, signal]) => ({ group, signal })));
@@ -92,6 +92,7 @@ async function sampleStage(parts: RunParts, position: RunPosition, step: number)
  */
 async function rolloutStage(
   parts: RunParts,
+  position: RunPosition,
   step: number,
   round: number,
   rows: readonly DatasetRow[],
@@ -109,6 +110,7 @@ async function rolloutStage(
     trajectories = await parts.loop.run(episodes, {
       seed: seedFor(c.seed, step, round === 0 ? 1 : 1000 + round),
       signal: parts.control.signal,
+      drawSchedule: position.writer.record.drawSchedule ?? 'per-limit',
     });
   } catch (error) {
     // The steps before this one stay complete in the run store.
