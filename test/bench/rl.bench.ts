@@ -4,7 +4,7 @@
  * correct SFT, correct SFT then GRPO, correct SFT then more of it), scored on an in-distribution,
  * a new-world and a new-question-type test set, with paired bootstrap intervals:
  *
- *   npm run bench:rl [-- --seeds 3] [--steps N] [--eval-rows N] [--warm-start-rows N] [--reuse-warm-start] [--report-only]
+ *   npm run bench:rl [-- --seeds 3] [--steps N] [--eval-rows N] [--warm-start-rows N] [--warm-start-epochs N] [--reuse-warm-start] [--report-only]
  *
  * `--report-only` trains nothing and reports the finished runs in test-output/bench-rl/arms/ (the
  * seeds on which every arm finished): a run stopped part-way still gives its table.
@@ -218,6 +218,7 @@ async function main(argv: string[]): Promise<void> {
       'reuse-warm-start': { type: 'boolean', default: false },
       'report-only': { type: 'boolean', default: false },
       'warm-start-rows': { type: 'string' },
+      'warm-start-epochs': { type: 'string' },
       variants: { type: 'boolean', default: false },
       'eval-rows': { type: 'string' },
     },
@@ -238,6 +239,7 @@ async function main(argv: string[]): Promise<void> {
       out,
       seeds,
       steps,
+      warmStartEpochs: whole('warm-start-epochs', values['warm-start-epochs']) ?? 12,
       reuseWarmStart: values['reuse-warm-start']!,
       reportOnly: values['report-only']!,
       evaluateEvery: Math.max(1, Math.round(steps / 2)),

@@ -88,6 +88,14 @@ export interface ArmsOptions {
   /** Smoke runs: the first N rows of each test set, the first N imperfect demonstrations in the warm start. */
   evalRows?: number;
   warmStartRows?: number;
+  /**
+   * Passes over the imperfect demonstrations in the shared warm start. 12, not the example
+   * config's 3: at 3 the warm start had not yet learnt to imitate them (the after-SFT check
+   * reproduced 62 % of the demonstrations' calls), so every arm began from an under-trained model
+   * and arm A's "more SFT" partly finished the warm start instead of measuring more imitation.
+   * The tutorial's config moved from 3 to 12 epochs for the same reason.
+   */
+  warmStartEpochs: number;
   reuseWarmStart: boolean;
   /** RL arms evaluate every this many RL steps (the curve of score against calls per trajectory). */
   evaluateEvery: number;
@@ -224,7 +232,15 @@ function readRun(
   const curve = evaluations.map((step) => {
     const questions = new Map(scored(step).map((q) => [q.rowId, q]));
     const per = (set: TestSetName) => {
-      const qs = files.questionIds[set].map((id) => questions.get(id)!).filter(Boolean);
+      const qs = files.questionIds[set].map((id) => {
+        const q = questions.get(id);
+        // Scoring the questions a run has would quietly score another set.
+        if (!q)
+          throw new Error(
+            `${runDir}: the evaluation at step ${step} has no question ${id} of ${set}; the test sets changed since it ran: train it again`,
+          );
+        return q;
+      });
       return {
         score: qs.reduce((a, q) => a + q.score, 0) / Math.max(1, qs.length),
         calls: qs.reduce((a, q) => a + q.calls, 0) / Math.max(1, qs.length),
@@ -296,9 +312,12 @@ export async function runArms(options: ArmsOptions): Promise<void> {
   const warmDir = path.join(options.out, 'warm-start');
   const warmModel = path.join(warmDir, 'checkpoints', 'step-000000');
   if (!(options.reuseWarmStart && fs.existsSync(path.join(warmModel, 'config.json')))) {
-    console.log('warm start (SFT on the imperfect demonstrations, none of the held-out type)');
+    console.log(
+      `warm start (SFT on the imperfect demonstrations, none of the held-out type; ${options.warmStartEpochs} epochs)`,
+    );
     const loaded = await splitConfig(files);
     loaded.config.sft!.data = files.imperfect;
+    loaded.config.sft!.epochs = options.warmStartEpochs;
     await train(loaded, warmDir, 0);
   }
   const runs = new Map<string, Array<{ seed: number; seconds: number } & ReturnType<typeof readRun>>>();
