@@ -101,6 +101,11 @@ export const RunRecord = z.object({
 });
 export type RunRecord = z.infer<typeof RunRecord>;
 
+/** The run's draw schedule; a run recorded before the field ran `per-limit`. */
+export function recordedDrawSchedule(run: Pick<RunRecord, 'drawSchedule'>): DrawSchedule {
+  return run.drawSchedule ?? 'per-limit';
+}
+
 /**
  * `run.lock`: the one process writing a run directory, created atomically when it starts (or
  * resumes) and removed when it ends. `heartbeatAt` is refreshed while it runs, so a holder on

@@ -1,7 +1,7 @@
 import { scoreTrajectories } from '../rewards/score';
 import { toTrajectoryRecord } from './trajectoryRecord';
 import type { Episode } from '../rollout/trajectory';
-import type { HealthWarning, MetricsRecord } from '../../contract/protocol/runStore';
+import { recordedDrawSchedule, type HealthWarning, type MetricsRecord } from '../../contract/protocol/runStore';
 import type { RunStoreWriter } from '../../contract/runstore/writer';
 import { evaluationRows } from './evaluationSchedule';
 import { logWarnings } from './warningLog';
@@ -38,7 +38,7 @@ export async function evaluateHeldOut(
   const trajectories = await parts.evalLoop.run(episodes, {
     seed: seedFor(config.seed, step, 17),
     signal: parts.control.signal,
-    drawSchedule: writer.record.drawSchedule ?? 'per-limit',
+    drawSchedule: recordedDrawSchedule(writer.record),
   });
   await parts.evalLoop.releasePolicy();
   const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools);

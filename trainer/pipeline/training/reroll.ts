@@ -15,7 +15,12 @@ import type { Trajectory } from '../rollout/trajectory';
 import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
 import type { BranchEdit, BranchSet } from '../../contract/protocol/branches';
 import { decodeInt32 } from '../../contract/protocol/tokens';
-import type { DrawSchedule, TrajectoryRecord, TrajectorySet } from '../../contract/protocol/runStore';
+import {
+  recordedDrawSchedule,
+  type DrawSchedule,
+  type TrajectoryRecord,
+  type TrajectorySet,
+} from '../../contract/protocol/runStore';
 import { writeBranchSet } from '../../contract/runstore/branchStore';
 import { RunStoreReader } from '../../contract/runstore/reader';
 import { CassettePlayer, recordedOutcome, ToolCassette, type CassetteMiss } from '../../foundations/tools/cassette';
@@ -108,8 +113,7 @@ export function firstDivergence(a: ArrayLike<number>, b: ArrayLike<number>): num
 
 export async function reroll(loaded: LoadedConfig, request: RerollRequest): Promise<RerollResult> {
   const reader = new RunStoreReader(request.runDir);
-  // Runs recorded before the field sampled with one generate call per token limit.
-  const schedule = reader.run().drawSchedule ?? 'per-limit';
+  const schedule = recordedDrawSchedule(reader.run());
   const batch = readBatch(reader, request.set, request.step);
   const parent = batch.find((t) => t.index === request.index);
   if (!parent)

@@ -1,3 +1,4 @@
+import { recordedDrawSchedule } from '../../contract/protocol/runStore';
 import { lossMasks, prepareBatch, scoresNeeded, sequenceImages, type PreparedBatch } from '../rl/prepareBatch';
 import { toRlSample } from '../rl/rewardPlacement';
 import type { RlSample } from '../rl/samples';
@@ -110,7 +111,7 @@ async function rolloutStage(
     trajectories = await parts.loop.run(episodes, {
       seed: seedFor(c.seed, step, round === 0 ? 1 : 1000 + round),
       signal: parts.control.signal,
-      drawSchedule: position.writer.record.drawSchedule ?? 'per-limit',
+      drawSchedule: recordedDrawSchedule(position.writer.record),
     });
   } catch (error) {
     // The steps before this one stay complete in the run store.
