@@ -8,7 +8,7 @@
  * the peak resident memory of the shape's steps (warm-up and measured; the group line's rounds
  * after them are a workload of their own, their peak printed apart for ours):
  *   RESULT <shape>_<phase>_s=…  peer_s=… minor_faults=… peer_minor_faults=…
- *   RESULT <shape>_step_s=…  tokens_per_s=… peer_s=…
+ *   RESULT <shape>_step_s=…  tokens_per_s=… peer_s=… minor_faults=… minor_faults_by_step=a,b,…
  *   RESULT <shape>_step_vs_peers=median q1=… q3=… min=… max=… n=…   (peer time / our time)
  *   RESULT <shape>_peak_rss_mib=… llamacpp_peak_rss_mib=… pytorch_peak_rss_mib=… ours_with_group_line_mib=…
  *   RESULT <shape>_group8_vs_one=… unshared=… one_s=… group8_s=… group8_unshared_s=…
@@ -503,9 +503,12 @@ function reportShape(r: ShapeResult): string[][] {
     }
     const step = med(r.ours.map(total));
     const peerStepSeconds = med(r.peer.map(total));
-    const faults = med(r.ours.map((c) => PHASES.reduce((s, p) => s + c[p].faults, 0)));
+    const faultsByStep = r.ours.map((c) => PHASES.reduce((s, p) => s + c[p].faults, 0));
+    const faults = med(faultsByStep);
+    // Each step's own count too: the first full-size step grows the heap to what a step needs (the
+    // warm-up step is smaller), and later steps reuse it, so the first is not what a run pays a step.
     console.log(
-      `RESULT ${name}_step_s=${step.toFixed(3)} peer_s=${peerStepSeconds.toFixed(3)} tokens_per_s=${(r.tokens.trajectory / step).toFixed(1)} minor_faults=${faults.toFixed(0)} generated_tokens=${r.tokens.generated} trajectory_tokens=${r.tokens.trajectory}`,
+      `RESULT ${name}_step_s=${step.toFixed(3)} peer_s=${peerStepSeconds.toFixed(3)} tokens_per_s=${(r.tokens.trajectory / step).toFixed(1)} minor_faults=${faults.toFixed(0)} minor_faults_by_step=${faultsByStep.join(',')} generated_tokens=${r.tokens.generated} trajectory_tokens=${r.tokens.trajectory}`,
     );
     if (r.peer.length) {
       const ratio: Spread = spread(r.ours.map((c, i) => total(r.peer[i]) / total(c)));
