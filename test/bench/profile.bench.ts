@@ -8,17 +8,19 @@
  *   train    bench:engine's reference decoder, one fused train step (forward, backward, AdamW)
  *   score    bench:models' model scoring 8 × 512 tokens
  *   b1, b32  bench:models' model generating 64 tokens after a 32-token prompt, batch 1 and 32
- *   group1, group8  bench:step's group line at the Qwen2.5-0.5B LoRA shape: one prompt's three
- *            tool-calling turns with 1 sample and with a group of 8 sharing the prompt. These also
+ *   group1, group8  bench:step's group line at the Qwen2.5-0.5B LoRA shape (`--shape` names another
+ *            of bench:step's shapes): one prompt's three tool-calling turns with 1 sample and with
+ *            a group of 8 sharing the prompt. These also
  *            print the matrix products by rows (a decoding step multiplies one row per sample; a
  *            prefill or an appended tool result one row per token), to say which part of a group's
  *            work grows with its samples.
- * Usage: npm run bench:profile [-- train score b1 b32 group1 group8]   (default: all but the group
- * workloads). Under a minute each; two to three for a group workload.
+ * Usage: npm run bench:profile [-- train score b1 b32 group1 group8] [--shape S]   (default: all but
+ * the group workloads). Under a minute each; two to three for a group workload.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { parseArgs } from 'node:util';
 import { createDevice } from '../../trainer/foundations/engine/device/device';
 import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSession';
 import {
@@ -178,7 +180,15 @@ async function generationRuns(
 }
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2);
+  const { values, positionals: asked } = parseArgs({
+    allowPositionals: true,
+    options: { shape: { type: 'string', default: 'qwen25_05b_lora' } },
+  });
+  const groupShape = SHAPES[values.shape];
+  if (!groupShape)
+    throw new Error(
+      `bench:profile: unknown --shape "${values.shape}" (expected one of ${Object.keys(SHAPES).join(', ')})`,
+    );
   for (const w of asked)
     if (!(WORKLOADS as readonly string[]).includes(w))
       throw new Error(`bench:profile: unknown workload "${w}" (expected one of ${WORKLOADS.join(', ')})`);
@@ -279,7 +289,7 @@ async function main(): Promise<void> {
         workload,
         peak.gflops,
         async (startProfiling) => {
-          const shape = SHAPES.qwen25_05b_lora;
+          const shape = groupShape;
           const device = createDevice('cpu', { worker: false });
           const model = await ModelRuntime.load(device, buildShapeModel(root, shape, true), { lora: LORA, seed: 1 });
           const prompts = stepPrompts(model.tokenizer, FULL_WORK).slice(0, 1);
