@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
-import * as ort from 'onnxruntime-node';
+import { loadOnnxRuntime } from '../../trainer/foundations/engine/runtime/onnxruntime';
 import { EnvironmentReport, parseWith } from '../../trainer/contract/protocol';
 import {
   CHECK_COLS,
@@ -13,6 +13,10 @@ import {
 } from '../../trainer/bridges/environment/checkGraph';
 
 const root = path.resolve(__dirname, '../..');
+// Through the trainer's loader, as the trainer loads it (its telemetry off: telemetry.test.ts).
+const loaded = loadOnnxRuntime();
+if ('error' in loaded) throw new Error(loaded.error);
+const ort = loaded.ort;
 const setupHint = 'WebGPU runs here on Mesa 25 lavapipe: run test/setup/ensure-deps.sh as root (npm test does).';
 
 function runCli(

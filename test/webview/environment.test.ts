@@ -28,7 +28,11 @@ const report: EnvironmentReport = {
     freeMemoryBytes: 2 ** 33,
     allocator: "the trainer's settings: MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967296",
   },
-  onnxruntime: { version: '1.30.0', backends: [{ name: 'cpu', bundled: true }] },
+  onnxruntime: {
+    version: '1.30.0',
+    telemetry: 'off (ORT_DISABLE_TELEMETRY=1)',
+    backends: [{ name: 'cpu', bundled: true }],
+  },
   providers: {
     cpu: { name: 'cpu', available: true, maxAbsError: 1e-7, elapsedMs: 12 },
     webgpu: {
@@ -56,6 +60,10 @@ describe('Check Environment webview', () => {
     assert.equal(
       await app.page.locator('table.runtime tr', { hasText: 'Allocator' }).locator('td').textContent(),
       report.runtime.allocator,
+    );
+    assert.equal(
+      await app.page.locator('table.runtime tr', { hasText: "onnxruntime's telemetry" }).locator('td').textContent(),
+      report.onnxruntime.telemetry,
     );
     await app.send({ type: 'failed', title: 'The trainer exited with code 3.', detail: 'simulated crash' });
     await app.page.locator('#status.failed').waitFor();

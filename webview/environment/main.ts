@@ -93,6 +93,9 @@ function renderReport(report: EnvironmentReport): void {
         ? `onnxruntime-node ${report.onnxruntime.version}`
         : `not loaded: ${report.onnxruntime.loadError}`,
     ],
+    ...(report.onnxruntime.telemetry
+      ? [["onnxruntime's telemetry", report.onnxruntime.telemetry] as [string, string]]
+      : []),
   ];
   const available = [report.providers.cpu, report.providers.webgpu, report.providers.cuda]
     .filter((p) => p.available)

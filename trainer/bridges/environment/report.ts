@@ -4,7 +4,11 @@ import * as path from 'node:path';
 import { describeAllocatorEnv } from '../../contract/allocatorEnv';
 import type { EnvironmentReport, ProviderCheck } from '../../contract/protocol';
 import { probeInChildProcess } from './childProbe';
-import { loadOnnxRuntime, nativeBinaryDir } from '../../foundations/engine/runtime/onnxruntime';
+import {
+  describeOnnxRuntimeTelemetry,
+  loadOnnxRuntime,
+  nativeBinaryDir,
+} from '../../foundations/engine/runtime/onnxruntime';
 import { runProviderCheck } from './providerCheck';
 
 /** What decides where and how fast training can run on this machine, checked for real. */
@@ -31,7 +35,7 @@ export async function collectEnvironmentReport(): Promise<EnvironmentReport> {
     return {
       generatedAt: new Date().toISOString(),
       runtime,
-      onnxruntime: { loadError: loaded.error, backends: [] },
+      onnxruntime: { loadError: loaded.error, telemetry: describeOnnxRuntimeTelemetry(), backends: [] },
       providers: { cpu: unavailable('cpu'), webgpu: unavailable('webgpu'), cuda: unavailable('cuda') },
     };
   }
@@ -41,7 +45,7 @@ export async function collectEnvironmentReport(): Promise<EnvironmentReport> {
   return {
     generatedAt: new Date().toISOString(),
     runtime,
-    onnxruntime: { version: loaded.version, backends },
+    onnxruntime: { version: loaded.version, telemetry: describeOnnxRuntimeTelemetry(), backends },
     providers: { cpu, webgpu, cuda },
   };
 }
@@ -118,6 +122,7 @@ export function formatEnvironmentReport(report: EnvironmentReport): string {
     `Memory         ${gib(r.totalMemoryBytes)} total, ${gib(r.freeMemoryBytes)} free`,
     ...(r.allocator ? [`Allocator      ${r.allocator}`] : []),
     `onnxruntime    ${report.onnxruntime.version ? `onnxruntime-node ${report.onnxruntime.version}` : `not loaded: ${report.onnxruntime.loadError}`}`,
+    ...(report.onnxruntime.telemetry ? [`Telemetry      onnxruntime's: ${report.onnxruntime.telemetry}`] : []),
     '',
     'Execution providers',
   ];

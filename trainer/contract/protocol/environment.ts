@@ -60,6 +60,8 @@ export const EnvironmentReport = z.object({
     /** Absent when onnxruntime-node could not be loaded at all (see `loadError`). */
     version: z.string().optional(),
     loadError: z.string().optional(),
+    /** onnxruntime's own telemetry in this process, in words (off unless the user set ORT_DISABLE_TELEMETRY). */
+    telemetry: z.string().optional(),
     /** What onnxruntime-node's `listSupportedBackends()` says for this platform. */
     backends: z.array(z.object({ name: z.string(), bundled: z.boolean() })),
   }),

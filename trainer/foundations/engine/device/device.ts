@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { optOutOfOnnxRuntimeTelemetry } from '../runtime/onnxruntime';
 import type { ExecutionProviderName } from '../runtime/ortSession';
 import type { HostTensor } from '../runtime/tensors';
 import type { DType } from '../dtype';
@@ -41,6 +42,8 @@ class WorkerDevice implements Device {
     readonly provider: ExecutionProviderName,
     threads?: number,
   ) {
+    // On this thread: the worker's onnxruntime reads the process's environment, not its process.env.
+    optOutOfOnnxRuntimeTelemetry();
     const entry = workerEntry();
     this.worker = new Worker(entry.script, { eval: entry.eval, workerData: { provider, threads } });
     this.worker.on(
