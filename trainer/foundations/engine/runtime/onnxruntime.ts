@@ -23,7 +23,9 @@ export const ORT_TELEMETRY_ENV = 'ORT_DISABLE_TELEMETRY';
  * (`policy_update`, `generate_full_constrained`, ...) and the producer (`rollout-studio`), and give
  * the CPU, the memory, the OS, the run times and page faults. A user who trains a model on their
  * own machine has not agreed to that, and VS Code's own telemetry setting does not reach it. So it
- * is off unless the user says otherwise: any value of theirs is kept (`0` turns it on).
+ * is off unless the user says otherwise: any value of theirs is kept (`0` turns it on). (On
+ * Windows onnxruntime logs through ETW, Windows' diagnostic data, which the variable does not
+ * govern and Windows' own settings do.)
  *
  * onnxruntime reads the variable with getenv when it first starts, once per process. So this must
  * run on the main thread (a worker's process.env is its own copy, not the process's environment)
