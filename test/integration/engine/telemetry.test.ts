@@ -3,7 +3,8 @@
  * onnxruntime-node 1.30's Linux build writes a device id and an event queue (for upload to
  * Microsoft) under the user's cache folder when a process creates a session and
  * ORT_DISABLE_TELEMETRY is not 1. Each case runs a fresh process with its own HOME and
- * XDG_CACHE_HOME and looks for that folder afterwards; the control case (the user's own
+ * XDG_CACHE_HOME and looks for that folder (and the SDK's /tmp/mat-debug-<pid>.log) afterwards;
+ * the control case (the user's own
  * ORT_DISABLE_TELEMETRY=0) shows the check sees the telemetry when it is on.
  */
 import { describe, it } from 'node:test';
@@ -61,9 +62,12 @@ function runIsolated(args: string[], telemetrySetting: string | undefined): Case
       timeout: 180_000,
       env,
     });
-    const telemetryWritten = [path.join(home, '.cache'), home].some((dir) =>
-      fs.existsSync(path.join(dir, TELEMETRY_DIR)),
-    );
+    // The SDK's debug log: an empty file per process that runs the telemetry.
+    const debugLog = path.join('/tmp', `mat-debug-${result.pid}.log`);
+    const telemetryWritten =
+      [path.join(home, '.cache'), home].some((dir) => fs.existsSync(path.join(dir, TELEMETRY_DIR))) ||
+      fs.existsSync(debugLog);
+    fs.rmSync(debugLog, { force: true });
     return { status: result.status, stdout: result.stdout, stderr: result.stderr, telemetryWritten };
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
