@@ -4,8 +4,8 @@
  * Microsoft) under the user's cache folder when a process creates a session and
  * ORT_DISABLE_TELEMETRY is not 1. Each case runs a fresh process with its own HOME and
  * XDG_CACHE_HOME and looks for that folder (and the SDK's /tmp/mat-debug-<pid>.log) afterwards;
- * the control case (the user's own
- * ORT_DISABLE_TELEMETRY=0) shows the check sees the telemetry when it is on.
+ * the control case (the user's own ORT_DISABLE_TELEMETRY=0) shows the check sees the telemetry
+ * when it is on.
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
