@@ -41,6 +41,27 @@ const { serializeGraph } = require(${JSON.stringify(path.join(root, 'trainer/fou
 })().catch((error) => { console.error(error); process.exit(1); });
 `;
 
+/**
+ * Variables by which onnxruntime's telemetry recognises a CI machine and stays silent (found in
+ * its 1.30 binary's strings; `CI=true` is what our CI sets). Each case runs without them, as on a
+ * user's machine: otherwise the control case could not see the telemetry.
+ */
+const CI_VARIABLES = [
+  'CI',
+  'TF_BUILD',
+  'GITHUB_ACTIONS',
+  'GITLAB_CI',
+  'CIRCLECI',
+  'TRAVIS',
+  'JENKINS_URL',
+  'CODEBUILD_BUILD_ID',
+  'BUILDKITE',
+  'TEAMCITY_VERSION',
+  'APPVEYOR',
+  'BITBUCKET_BUILD_NUMBER',
+  'ORT_RUNNING_UNIT_TESTS',
+];
+
 interface Case {
   status: number | null;
   stdout: string;
@@ -54,7 +75,7 @@ function runIsolated(args: string[], telemetrySetting: string | undefined): Case
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ort-telemetry-'));
   try {
     const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CACHE_HOME: path.join(home, '.cache') };
-    delete env.ORT_DISABLE_TELEMETRY;
+    for (const name of ['ORT_DISABLE_TELEMETRY', ...CI_VARIABLES]) delete env[name];
     if (telemetrySetting !== undefined) env.ORT_DISABLE_TELEMETRY = telemetrySetting;
     const result = spawnSync(process.execPath, ['--import', 'tsx', ...args], {
       encoding: 'utf8',
