@@ -11,7 +11,7 @@ export interface LoadedOnnxRuntime {
 }
 
 /** onnxruntime's switch for its own telemetry on Linux and macOS ("1": none). */
-export const ORT_TELEMETRY_ENV = 'ORT_DISABLE_TELEMETRY';
+const ORT_TELEMETRY_ENV = 'ORT_DISABLE_TELEMETRY';
 
 /**
  * Turns onnxruntime's telemetry off in this process, unless the user set ORT_DISABLE_TELEMETRY.
