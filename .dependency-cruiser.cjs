@@ -21,6 +21,7 @@ const MODELS = 'foundations/models';
 const TOOLS = 'foundations/tools';
 const DATA = 'foundations/data';
 const MCP = 'foundations/mcp';
+const HTTP = 'foundations/http';
 const ROLLOUT = 'pipeline/rollout';
 const REWARDS = 'pipeline/rewards';
 const RL = 'pipeline/rl';
@@ -36,20 +37,35 @@ const TRAINER_ROOMS = {
   [TOOLS]: [DATA, 'contract'],
   // Tools served by MCP servers, as Tool instances.
   [MCP]: [TOOLS, 'contract', 'version.ts'],
+  // What keeps a local HTTP server closed to web pages and bounded (serve-tools, the chat endpoint).
+  [HTTP]: [],
   // the pipeline
-  [ROLLOUT]: [MODELS, TOOLS, DATA, 'contract'],
+  [ROLLOUT]: [MODELS, TOOLS, DATA, HTTP, 'contract'],
   [REWARDS]: [ROLLOUT, TOOLS, DATA, 'contract'],
   [RL]: [ENGINE, MODELS, ROLLOUT, REWARDS, 'contract'],
-  [TRAINING]: [ENGINE, MODELS, TOOLS, MCP, DATA, ROLLOUT, REWARDS, RL, 'contract', 'version.ts'],
+  [TRAINING]: [ENGINE, MODELS, TOOLS, MCP, DATA, HTTP, ROLLOUT, REWARDS, RL, 'contract', 'version.ts'],
   // the bridges (cli/ may import anything)
   'bridges/environment': [ENGINE, 'contract'],
   // Finding a tool or reward in a user's module (usercode/selectTool.ts, exportPath.ts).
   'bridges/authoring': [REWARDS, ROLLOUT, TOOLS, MCP, DATA, 'contract', 'bridges/usercode'],
-  'bridges/usercode': [TOOLS, TRAINING, 'contract', 'index.ts'],
+  'bridges/usercode': [TOOLS, DATA, ROLLOUT, TRAINING, 'contract', 'index.ts'],
   // verl's formats in and out (export of datasets and settings, import of its rollout dumps).
   'bridges/verl': [DATA, MODELS, ROLLOUT, 'contract', TRAINING, 'version.ts'],
   // A config's tools and rewards served over HTTP (MCP and the reward endpoint).
-  'bridges/serve': [DATA, MCP, REWARDS, ROLLOUT, 'contract', TOOLS, TRAINING, 'bridges/verl', 'version.ts'],
+  'bridges/serve': [
+    DATA,
+    MCP,
+    HTTP,
+    MODELS,
+    ENGINE,
+    REWARDS,
+    ROLLOUT,
+    'contract',
+    TOOLS,
+    TRAINING,
+    'bridges/verl',
+    'version.ts',
+  ],
   // The pretraining recipes of the shipped bases: a generated corpus (chats in a model's
   // template, tool schemas) trained with the SFT trainer, checkpointed as a training run is.
   'bases/recipes': [ENGINE, MODELS, ROLLOUT, TOOLS, RL, TRAINING, 'contract'],

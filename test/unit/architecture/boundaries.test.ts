@@ -93,7 +93,7 @@ describe('architecture boundaries (dependency-cruiser)', () => {
         'extension-imports-only-trainer-contract: extension/planted.ts → trainer/foundations/engine/graph.ts',
         'extension-never-reaches-native-modules-or-engine: extension/planted.ts → trainer/foundations/engine/graph.ts',
         'trainer-models-imports-only-engine-contract: trainer/foundations/models/model.ts → trainer/pipeline/training/loop.ts',
-        'trainer-rollout-imports-only-models-tools-data-contract: trainer/pipeline/rollout/early.ts → trainer/pipeline/rewards/later.ts',
+        'trainer-rollout-imports-only-models-tools-data-http-contract: trainer/pipeline/rollout/early.ts → trainer/pipeline/rewards/later.ts',
         'shipped-code-never-imports-tests: trainer/foundations/data/helper.ts → test/helpers/fixture.ts',
         'webview-imports-only-the-protocol: webview/app.ts → trainer/foundations/models/model.ts',
       ];

@@ -9,6 +9,7 @@ import { evalRewardCommand, evalRewardUsage } from './commands/evalRewardCommand
 import { runToolCommand, runToolUsage } from './commands/runToolCommand';
 import { pullCommand, pullUsage } from './commands/pullCommand';
 import { serveToolsCommand, serveToolsUsage } from './commands/serveToolsCommand';
+import { serveCommand, serveUsage } from './commands/serveCommand';
 import { exportCommand, exportUsage } from './commands/exportCommand';
 import { rerollCommand, rerollUsage } from './commands/rerollCommand';
 import { importCommand, importUsage } from './commands/importVerlCommand';
@@ -28,6 +29,7 @@ const commands: Record<string, { run: (argv: string[]) => Promise<number>; usage
   chat: { run: chatCommand, usage: chatUsage },
   'run-tool': { run: runToolCommand, usage: runToolUsage },
   'eval-reward': { run: evalRewardCommand, usage: evalRewardUsage },
+  serve: { run: serveCommand, usage: serveUsage },
   'serve-tools': { run: serveToolsCommand, usage: serveToolsUsage },
   export: { run: exportCommand, usage: exportUsage },
   import: { run: importCommand, usage: importUsage },

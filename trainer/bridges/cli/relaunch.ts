@@ -27,7 +27,7 @@ import { wantsAllocatorEnv, withAllocatorEnv } from '../../contract/allocatorEnv
 export const LAUNCHER_PIPE_ENV = 'ROLLOUT_STUDIO_LAUNCHER_PIPE';
 
 /** The commands that load a model and run it: those the allocator settings are for (`env` reports them). */
-const MODEL_COMMANDS = new Set(['train', 'eval', 'pretrain', 'reroll', 'chat', 'env']);
+const MODEL_COMMANDS = new Set(['train', 'eval', 'pretrain', 'reroll', 'chat', 'serve', 'env']);
 
 /** The signals a launcher passes on. Others (SIGKILL aside) end the launcher, and the trainer with it. */
 const RELAYED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;

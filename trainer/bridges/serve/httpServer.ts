@@ -20,7 +20,7 @@ import {
   readLimitedBody,
   RefusedRequest,
   type GuardLimits,
-} from './requestGuard';
+} from '../../foundations/http/requestGuard';
 
 /**
  * `rollout-studio serve-tools`: one HTTP server with
@@ -31,7 +31,7 @@ import {
  *   /health   GET: `{ ok: true, tools: [...] }`.
  *
  * Bound to 127.0.0.1 by default. Another host needs a token: every request must then carry
- * `Authorization: Bearer <token>`. Web pages are kept out whatever the host (requestGuard.ts):
+ * `Authorization: Bearer <token>`. Web pages are kept out whatever the host (foundations/http/requestGuard.ts):
  * a foreign `Host` or `Origin` gets 403 on every route, a POST must be `application/json`, and
  * the body and batch sizes are bounded.
  */

@@ -9,6 +9,7 @@ import {
 } from '../../pipeline/training/trainingConfig';
 import { compileUserModule, evaluateUserModule } from './loadUserModule';
 import { isolateTools } from './toolHost';
+import { CommandAgentRunner, ModuleAgentRunner } from './agentProcess';
 
 /** Load and validate a config file (TypeScript, compiled with esbuild; its default export). */
 export async function loadConfig(file: string): Promise<LoadedConfig> {
@@ -38,5 +39,10 @@ export async function loadConfig(file: string): Promise<LoadedConfig> {
     resolve: (p) => path.resolve(dir, p),
     hash,
     placeTools: (tools) => isolateTools(absolute, code, tools),
+    // A module agent runs in a host process of its own, a command agent as a process per session.
+    placeAgent: (agent, log) =>
+      typeof agent === 'string' || 'module' in agent
+        ? new ModuleAgentRunner(path.resolve(dir, typeof agent === 'string' ? agent : agent.module), typeof agent === 'string' ? undefined : agent.export, log)
+        : new CommandAgentRunner({ command: agent.command, cwd: path.resolve(dir, agent.cwd ?? '.'), env: agent.env }, log),
   };
 }

@@ -365,6 +365,21 @@ export const TrajectoryRecord = z.object({
   dropped: z.enum(['no_signal', 'surplus']).optional(),
   /** Vision-language models: the images the trajectory saw, in the order of their tokens. */
   images: z.array(TrajectoryImageRecord).optional(),
+  /**
+   * An agent we did not write (the config's `agent`): the session this sequence belongs to, its
+   * part (0, then 1… after the agent changed its history: `split` says where and why; the parts
+   * share the session's reward), the agent's error when its session failed, and what it returned.
+   */
+  agent: z
+    .object({
+      session: z.string(),
+      part: z.number().int().nonnegative(),
+      split: z.string().optional(),
+      error: z.string().optional(),
+      answer: z.string().optional(),
+      reward: z.number().optional(),
+    })
+    .optional(),
   lengths: z.object({
     prompt: z.number().int().nonnegative(),
     response: z.number().int().nonnegative(),

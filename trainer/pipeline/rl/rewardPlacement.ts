@@ -17,7 +17,10 @@ export function toRlSample(trajectory: Trajectory<object>, rewards: TrajectoryRe
   }
   const mask = Uint8Array.from(trajectory.mask);
   const last = lastPolicyToken(trajectory);
-  if (last < 0) throw new RangeError(`trajectory ${trajectory.index}: no generated token to put the outcome reward on`);
+  // Nothing generated (an agent that never called the model: rollout/gateway): nothing is trained
+  // on, but its outcome still counts in its group's baseline, on its last token.
+  if (last < 0 && trajectory.finishReason !== 'error')
+    throw new RangeError(`trajectory ${trajectory.index}: no generated token to put the outcome reward on`);
   const calls = trajectory.calls.map((call, i) => {
     if (!mask[call.tokenEnd])
       throw new RangeError(
@@ -25,5 +28,10 @@ export function toRlSample(trajectory: Trajectory<object>, rewards: TrajectoryRe
       );
     return { token: call.tokenEnd, reward: rewards.calls[i].scaled };
   });
-  return { group: trajectory.group, mask, outcome: { token: last, reward: rewards.outcome }, calls };
+  return {
+    group: trajectory.group,
+    mask,
+    outcome: { token: last < 0 ? mask.length - 1 : last, reward: rewards.outcome },
+    calls,
+  };
 }

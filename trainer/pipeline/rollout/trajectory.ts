@@ -100,6 +100,18 @@ export interface Trajectory<Row extends object = DatasetRow> extends TrajectoryV
    * are those of the distribution actually sampled.
    */
   constrained?: Map<number, AllowedTokens>;
+  /** An agent we did not write (rollout/gateway): its session, this sequence's part of it, and how the session ended. */
+  agent?: AgentSessionNote;
+}
+
+/** See Trajectory.agent (and the run store's record of it). */
+export interface AgentSessionNote {
+  session: string;
+  part: number;
+  split?: string;
+  error?: string;
+  answer?: string;
+  reward?: number;
 }
 
 /** The last assistant turn's text (the final answer, when the trajectory was answered). */

@@ -6,6 +6,8 @@ import { ModelPolicy } from '../../foundations/models/generation/generationSessi
 import { ModelRuntime } from '../../foundations/models/runtime';
 import { McpServers } from '../../foundations/mcp/servers';
 import { AgentLoop } from '../rollout/agentLoop';
+import { functionAgent, type AgentRunner } from '../rollout/gateway/agentRunner';
+import { GatewayRollout } from '../rollout/gateway/gatewayRollout';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { agentLoopOptions, evaluationSampling, rolloutImagesFor, rolloutSampling, sharedCritic } from './configOptions';
 import { rolloutHooks } from './rolloutHooks';
@@ -14,7 +16,7 @@ import { resolveConfigModel } from './modelSource';
 import type { RunControl } from './runControl';
 import type { RunParts } from './runParts';
 import type { RunReporter } from './runReporter';
-import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
+import { agentTimeoutMs, ConfigError, placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
 import type { ChatTemplate } from '../../foundations/models/chatTemplate';
 import { ChatTemplateError } from '../../foundations/models/modelErrors';
 
@@ -137,17 +139,45 @@ function runLoops(
     images,
     ...(cassette ? { toolInterceptor: cassette.cassette } : {}),
   };
-  const loop = new AgentLoop({
-    ...loopParts,
-    sampling: rolloutSampling(c),
-    observer: rolloutHooks(settings.control, settings.report, live),
-  });
+  const observer = rolloutHooks(settings.control, settings.report, live);
+  if (c.agent !== undefined) {
+    // The user's own agent: each rollout one session of it, served by the policy (rollout/gateway).
+    const agent = agentRunner(loaded, settings.report.log);
+    const gateway = {
+      policy: loopParts.policy,
+      template,
+      budget: c.rollout.budget,
+      agent,
+      ...(c.rollout.format ? { format: c.rollout.format } : {}),
+      templateKwargs: c.rollout.templateKwargs,
+      stop: c.rollout.stop,
+      constrainCalls: c.rollout.constrainToolCalls,
+      sessionTimeoutMs: agentTimeoutMs(c.agent),
+    };
+    const loop = new GatewayRollout({ ...gateway, sampling: rolloutSampling(c), observer });
+    const evalLoop = new GatewayRollout({ ...gateway, sampling: evaluationSampling(c) });
+    return { images, loop, evalLoop, ...(cassette ? { cassette } : {}) };
+  }
+  const loop = new AgentLoop({ ...loopParts, sampling: rolloutSampling(c), observer });
   const evalLoop = new AgentLoop({ ...loopParts, sampling: evaluationSampling(c) });
   return { images, loop, evalLoop, ...(cassette ? { cassette } : {}) };
 }
 
+/** The config's agent, placed where the loader runs it (a function agent runs here). */
+function agentRunner(loaded: LoadedConfig, log: (line: string) => void): AgentRunner {
+  const agent = loaded.config.agent!;
+  if (typeof agent === 'function') return functionAgent(agent);
+  if (!loaded.placeAgent)
+    throw new ConfigError(`${loaded.file}: agent: a module or command agent needs the config loaded from its file`);
+  return loaded.placeAgent(agent, log);
+}
+
 /** Close what loadRunParts opened: the tool worker, the MCP servers, the model, the device (its worker thread). */
-export async function closeRunParts(parts: Pick<RunParts, 'device' | 'model' | 'mcp' | 'placed'>): Promise<void> {
+export async function closeRunParts(
+  parts: Pick<RunParts, 'device' | 'model' | 'mcp' | 'placed'> & Partial<Pick<RunParts, 'loop' | 'evalLoop'>>,
+): Promise<void> {
+  // A gateway's endpoint and the agent's host process (rollout/gateway).
+  for (const loop of [parts.loop, parts.evalLoop]) await loop?.close?.().catch(() => undefined);
   await closeOpened(parts);
 }
 

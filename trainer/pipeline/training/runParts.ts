@@ -1,5 +1,6 @@
 import type { Device } from '../../foundations/engine/device/device';
 import type { Dataset } from '../../foundations/data/dataset';
+import type { DatasetRow } from '../../foundations/data/row';
 import type { ChatTemplate } from '../../foundations/models/chatTemplate';
 import type { ModelRuntime } from '../../foundations/models/runtime';
 import type { McpServers } from '../../foundations/mcp/servers';
@@ -7,6 +8,7 @@ import type { ProcessRewardNormalizer } from '../rewards/processRewardScale';
 import type { Critic } from '../rl/critic';
 import type { PolicyTrainer } from '../rl/policyTrainer';
 import type { AgentLoop } from '../rollout/agentLoop';
+import type { GatewayRollout } from '../rollout/gateway/gatewayRollout';
 import type { RolloutImages } from '../rollout/images';
 import type { RunStoreWriter } from '../../contract/runstore/writer';
 import type { ToolSet } from '../../foundations/tools/toolSet';
@@ -40,10 +42,10 @@ export interface RunParts {
   placed: PlacedTools;
   /** Reads and prepares the images of rows, demonstrations and tool results (vision-language models). */
   images: RolloutImages;
-  /** Training rollouts (the config's sampling, the debugger's hooks). */
-  loop: AgentLoop;
+  /** Training rollouts (the config's sampling, the debugger's hooks): the built-in loop, or the user's own agent through the gateway. */
+  loop: Rollouts;
   /** Evaluation rollouts (greedy by default, no debugger hooks). */
-  evalLoop: AgentLoop;
+  evalLoop: Rollouts;
   train: Dataset;
   evalData: Dataset | undefined;
   control: RunControl;
@@ -52,6 +54,15 @@ export interface RunParts {
   live: { snapshot: LiveSnapshot | undefined };
   /** Recorded tool results (toolCassette): the interceptor both loops use, and whether it records into the run store. */
   cassette?: { cassette: ToolCassette; record: boolean };
+}
+
+/** What a run rolls out with: the built-in agent loop over the config's tools, or the user's agent (rollout/gateway). */
+export interface Rollouts {
+  run: AgentLoop['run'] & GatewayRollout['run'];
+  prepareRows(rows: readonly DatasetRow[]): Promise<void>;
+  checkRows(rows: readonly DatasetRow[]): void;
+  releasePolicy(): Promise<void>;
+  close?(): Promise<void>;
 }
 
 /** Where a run stands: what a checkpoint saves and a resume restores. */

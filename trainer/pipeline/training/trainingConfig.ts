@@ -6,6 +6,7 @@ import { describeIssues } from '../../contract/protocol/parse';
 import { checkRewardConfig, type RewardConfig } from '../rewards/score';
 import { LengthBudget } from '../rollout/budget';
 import type { ToolCallFormat } from '../rollout/formats/toolCallFormat';
+import type { AgentFunction, AgentRunner } from '../rollout/gateway/agentRunner';
 import { Tool } from '../../foundations/tools/tool';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { McpServersConfig, recordableServers } from '../../foundations/mcp/mcpConfig';
@@ -212,6 +213,38 @@ export const RolloutSection = z.strictObject({
   stop: z.array(z.string().min(1, 'a stop string may not be empty')).default([]),
 });
 
+const agentTimeout = z.number().positive().optional();
+
+/**
+ * An agent we did not write, trained as it is (pipeline/rollout/gateway): each rollout is one
+ * session of it, its model calls answered by the policy under training through an OpenAI-compatible
+ * endpoint of the session's own. A module (a path, or `{ module, export }`) exporting
+ * `async (row, { baseURL, apiKey, model, signal }) => …`; a command (`{ command: ['python3',
+ * 'agent.py'] }`: the row as JSON on stdin, `OPENAI_BASE_URL` and `OPENAI_API_KEY` set); or a
+ * function in the config itself. `timeoutSeconds` bounds a session (default 600).
+ */
+export const AgentSection = z.union([
+  z.string().min(1),
+  z.strictObject({ module: z.string().min(1), export: z.string().min(1).optional(), timeoutSeconds: agentTimeout }),
+  z.strictObject({
+    command: z.array(z.string().min(1)).min(1),
+    /** The folder it runs in, relative to the config's (default: the config's folder). */
+    cwd: z.string().optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    timeoutSeconds: agentTimeout,
+  }),
+  z.custom<AgentFunction>(
+    (v) => typeof v === 'function',
+    'expected an agent: a module path, { module }, { command: [...] } or a function',
+  ),
+]);
+export type AgentSection = z.infer<typeof AgentSection>;
+
+/** A session's time limit, in milliseconds. */
+export function agentTimeoutMs(agent: AgentSection): number {
+  return typeof agent === 'object' && agent.timeoutSeconds !== undefined ? agent.timeoutSeconds * 1000 : 600_000;
+}
+
 export const OptimizationSection = z.strictObject({
   lr: z.number().positive().default(1e-5),
   warmupSteps: z.number().int().min(0).default(0),
@@ -282,6 +315,8 @@ export const TrainingConfigSchema = z.strictObject({
   tools: z
     .array(z.custom<Tool>((v) => v instanceof Tool, 'expected an instance of a Tool subclass (new MyTool(…))'))
     .default([]),
+  /** An existing agent to train as it is (see AgentSection); its tools are its own (`tools` then only give the warm start's demonstrations their schemas and per-call reward hooks). */
+  agent: AgentSection.optional(),
   /** MCP servers whose tools join `tools` for the run (started with it, stopped after it); see trainer/foundations/mcp/config.ts. */
   mcpServers: McpServersConfig.default({}),
   rewards: z.custom<RewardConfig>(
@@ -376,6 +411,11 @@ export interface LoadedConfig {
    * made in code) the tools run on the trainer's thread.
    */
   placeTools?: (tools: readonly Tool[]) => Promise<PlacedTools>;
+  /**
+   * Runs the config's `agent` (a module in a host process, a command per session); given by the
+   * loader of a config file. Without it only a function agent can run (on the trainer's thread).
+   */
+  placeAgent?: (agent: Exclude<AgentSection, AgentFunction>, log: (line: string) => void) => AgentRunner;
 }
 
 /** A run's tools as placed (see LoadedConfig.placeTools); `close` ends what placing them started. */
@@ -527,6 +567,9 @@ export function hashable(config: TrainingConfig): Record<string, unknown> {
     ...(config.sft ? { sft: trainedSft(config.sft) } : {}),
     algorithm: dynamicSampling.enabled ? config.algorithm : algorithm,
     tools: config.tools.map((t) => t.name),
+    ...(config.agent !== undefined
+      ? { agent: typeof config.agent === 'function' ? `function ${config.agent.name}` : config.agent }
+      : {}),
     ...(Object.keys(mcpServers).length ? { mcpServers: recordableServers(mcpServers) } : {}),
     rewards: {
       outcome: config.rewards.outcome.map((r) => r.name),

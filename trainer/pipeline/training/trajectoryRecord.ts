@@ -77,6 +77,7 @@ export function toTrajectoryRecord(
       ? { historyRewrites: trajectory.historyRewrites.map((r) => ({ ...r })) }
       : {}),
     ...(rewards.answer !== undefined ? { answer: rewards.answer } : {}),
+    ...(trajectory.agent ? { agent: { ...trajectory.agent } } : {}),
     rewards: {
       outcome: rewards.outcome,
       process: rewards.process,

@@ -108,13 +108,13 @@ async function resolveChatFolders(values: ChatValues): Promise<{ modelDir: strin
   return { modelDir, adapterDir };
 }
 
-async function readAdapter(adapterDir: string, modelDir: string): Promise<LoraAdapter> {
+export async function readAdapter(adapterDir: string, modelDir: string): Promise<LoraAdapter> {
   const { loadModelConfig } = await import('../../../foundations/models/modelConfig');
   return readLoraAdapter(adapterDir, loadModelConfig(modelDir));
 }
 
 /** The adapter's A and B matrices into the device state the LoRA graph reads. */
-async function setAdapterWeights(device: Device, model: ModelRuntime, adapter: LoraAdapter): Promise<void> {
+export async function setAdapterWeights(device: Device, model: ModelRuntime, adapter: LoraAdapter): Promise<void> {
   const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
   for (const m of loraModules(model.config, adapter.lora)) {
     const names = loraTensorNames(m.module);

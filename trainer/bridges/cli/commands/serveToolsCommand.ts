@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startToolServer } from '../../serve/httpServer';
-import { DEFAULT_LIMITS } from '../../serve/requestGuard';
+import { DEFAULT_LIMITS } from '../../../foundations/http/requestGuard';
 import { UsageError } from '../usage';
 import { loadConfig } from '../../usercode/loadConfig';
 
@@ -26,7 +26,7 @@ elsewhere (verl: rollout-studio export verl) calls them.
 Prints "serving <url>" once listening; Ctrl-C stops it.`;
 
 /** The token: from --token-file or the environment, never the command line (which every user of the machine can read with ps). */
-function readToken(file: string | undefined, given: string | undefined): string | undefined {
+export function readToken(file: string | undefined, given: string | undefined): string | undefined {
   if (given !== undefined)
     throw new UsageError(
       `--token shows the secret to every user of this machine (ps); set ${TOKEN_VARIABLE} or give --token-file FILE`,
@@ -51,7 +51,7 @@ function readToken(file: string | undefined, given: string | undefined): string 
   return token.trim();
 }
 
-function positiveNumber(text: string | undefined, flag: string, fallback: number): number {
+export function positiveNumber(text: string | undefined, flag: string, fallback: number): number {
   if (text === undefined) return fallback;
   const value = Number(text);
   if (!Number.isFinite(value) || value <= 0) throw new UsageError(`${flag}: expected a positive number, got "${text}"`);

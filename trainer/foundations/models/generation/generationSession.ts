@@ -535,6 +535,19 @@ export class GenerationSession implements PolicySession {
     return stops.some((s) => tail.includes(s));
   }
 
+  /**
+   * The row starts over from position 0: every cache slot it had is masked (its keys stay in the
+   * blocks, as a finished row's padding does, until the session closes), so its next chunk is
+   * attended to as a fresh prompt would be.
+   */
+  resetSequence(sequence: number): void {
+    if (sequence < 0 || sequence >= this.size)
+      throw new Error(`sequence ${sequence} is outside this session (0..${this.size - 1})`);
+    this.rows[sequence] = { position: 0, unfed: [] };
+    this.baseMask[sequence].fill(0);
+    this.recentMask[sequence].fill(0);
+  }
+
   async close(): Promise<void> {
     const { numLayers } = this.model.config;
     const names: string[] = [];

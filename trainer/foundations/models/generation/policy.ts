@@ -87,6 +87,11 @@ export interface GeneratedTurn {
 export interface PolicySession {
   /** Generate one turn for each requested sequence (others stay as they are). */
   generate(requests: readonly TurnRequest[], options: TurnOptions): Promise<GeneratedTurn[]>;
+  /**
+   * Starts a sequence over, empty, as if new (an agent that rewrote its history goes on from a new
+   * prompt in the same slot): what it held before is no longer attended to.
+   */
+  resetSequence?(sequence: number): void;
   close(): Promise<void>;
 }
 
