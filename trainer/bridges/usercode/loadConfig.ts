@@ -42,7 +42,14 @@ export async function loadConfig(file: string): Promise<LoadedConfig> {
     // A module agent runs in a host process of its own, a command agent as a process per session.
     placeAgent: (agent, log) =>
       typeof agent === 'string' || 'module' in agent
-        ? new ModuleAgentRunner(path.resolve(dir, typeof agent === 'string' ? agent : agent.module), typeof agent === 'string' ? undefined : agent.export, log)
-        : new CommandAgentRunner({ command: agent.command, cwd: path.resolve(dir, agent.cwd ?? '.'), env: agent.env }, log),
+        ? new ModuleAgentRunner(
+            path.resolve(dir, typeof agent === 'string' ? agent : agent.module),
+            typeof agent === 'string' ? undefined : agent.export,
+            log,
+          )
+        : new CommandAgentRunner(
+            { command: agent.command, cwd: path.resolve(dir, agent.cwd ?? '.'), env: agent.env },
+            log,
+          ),
   };
 }
