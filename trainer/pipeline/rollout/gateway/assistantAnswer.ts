@@ -2,7 +2,7 @@ import type { ChatMessage } from '../../../contract/protocol/chatMessages';
 import type { ChatCompletionMessage, ChatFinishReason, OpenAIToolCall } from '../../../contract/protocol/openaiChat';
 import type { GeneratedTurn } from '../../../foundations/models/generation/policy';
 import type { Tokenizer } from '../../../foundations/models/tokenizer';
-import { contentStart, type ParsedToolCall, type ToolCallFormat } from '../formats/toolCallFormat';
+import type { ParsedToolCall, ToolCallFormat } from '../formats/toolCallFormat';
 
 /**
  * A generated turn as Chat Completions answers it: the text the policy wrote, read by the model
@@ -82,16 +82,7 @@ export function assistantAnswer(
   }));
   // The history message's content is the text without the readable calls; thinking goes apart.
   const content = history.role === 'assistant' ? history.content : text;
-  const split = contentStart(content);
-  const reasoning =
-    split > 0
-      ? content
-          .slice(0, split)
-          .replace(/^\s*<think>/, '')
-          .replace(/<\/think>\s*$/, '')
-          .trim()
-      : '';
-  const answerText = content.slice(split).trim();
+  const { reasoning, answerText } = splitReasoning(content);
   const finishReason: ChatFinishReason =
     turn.finish === 'length' && !stopped ? 'length' : toolCalls.length ? 'tool_calls' : 'stop';
   const message: AssistantAnswer['message'] = {
@@ -106,4 +97,20 @@ export function assistantAnswer(
       ? { ...history, tool_calls: history.tool_calls.map((c, k) => ({ ...c, id: calls[k]?.id ?? c.id })) }
       : history;
   return { text, textTokens: textIds.length, message, finishReason, calls, historyMessage };
+}
+
+/**
+ * An answer that opens with `<think>` keeps its thinking apart (up to `</think>`, or all of it when
+ * never closed), as vLLM's reasoning parsers return it; the rest is the content. Both trimmed, as
+ * the stream sends them (streamDeltas.ts holds whitespace back until text follows it).
+ */
+export function splitReasoning(text: string): { reasoning: string; answerText: string } {
+  const open = /^\s*<think>/.exec(text);
+  if (!open) return { reasoning: '', answerText: text.trim() };
+  const close = text.indexOf('</think>', open[0].length);
+  const end = close >= 0 ? close : text.length;
+  return {
+    reasoning: text.slice(open[0].length, end).trim(),
+    answerText: close >= 0 ? text.slice(close + '</think>'.length).trim() : '',
+  };
 }

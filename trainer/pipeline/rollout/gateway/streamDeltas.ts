@@ -21,17 +21,22 @@ export interface Delta {
 const OPEN_CALL = '<tool_call>';
 const CLOSE_THINK = '</think>';
 
-/** Length of the longest suffix of `text` that is a proper prefix of one of `markers`. */
-function heldTail(text: string, markers: readonly string[]): number {
-  let held = 0;
+/** `text` without its longest suffix that is a proper prefix of one of `markers` (it may still become one). */
+function held(text: string, markers: readonly string[]): string {
+  let cut = 0;
   for (const m of markers)
-    for (let n = Math.min(m.length - 1, text.length); n > held; n--) if (text.endsWith(m.slice(0, n))) held = n;
-  return held;
+    for (let n = Math.min(m.length - 1, text.length); n > cut; n--) if (text.endsWith(m.slice(0, n))) cut = n;
+  return text.slice(0, text.length - cut);
+}
+
+/** What of a part is certain to be in the trimmed answer: no leading whitespace, none at the end yet. */
+function settled(text: string): string {
+  return text.trim();
 }
 
 export class StreamDeltas {
   private readonly tokens: number[] = [];
-  private sentReasoning = 0;
+  private sentReasoning = '';
   private sentContent = '';
   private done = false;
 
@@ -69,20 +74,20 @@ export class StreamDeltas {
     const thinkOpen = /^\s*<think>/.exec(text);
     let contentFrom = 0;
     if (thinkOpen) {
-      const close = text.indexOf(CLOSE_THINK);
-      const reasoningEnd = close >= 0 ? close : text.length - heldTail(text, markers);
-      const reasoning = text.slice(thinkOpen[0].length, reasoningEnd);
-      if (reasoning.length > this.sentReasoning) {
-        delta.reasoning_content = reasoning.slice(this.sentReasoning);
-        this.sentReasoning = reasoning.length;
+      const close = text.indexOf(CLOSE_THINK, thinkOpen[0].length);
+      const reasoning =
+        close >= 0 ? text.slice(thinkOpen[0].length, close) : held(text.slice(thinkOpen[0].length), markers);
+      const sure = settled(reasoning);
+      if (sure.length > this.sentReasoning.length && sure.startsWith(this.sentReasoning)) {
+        delta.reasoning_content = sure.slice(this.sentReasoning.length);
+        this.sentReasoning = sure;
       }
       if (close < 0) return delta.reasoning_content ? delta : undefined;
       contentFrom = close + CLOSE_THINK.length;
     }
     let content = text.slice(contentFrom);
     const call = content.indexOf(OPEN_CALL);
-    content = call >= 0 ? content.slice(0, call) : content.slice(0, content.length - heldTail(content, markers));
-    content = content.replace(/^\s+/, '');
+    content = settled(call >= 0 ? content.slice(0, call) : held(content, markers));
     if (content.length > this.sentContent.length && content.startsWith(this.sentContent)) {
       delta.content = content.slice(this.sentContent.length);
       this.sentContent = content;
