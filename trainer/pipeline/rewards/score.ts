@@ -329,6 +329,8 @@ export async function scoreTrajectories<Row extends object>(
     }),
   );
 
+  shareSessionOutcomes(trajectories, partial);
+
   let maxProcessRewardToGo = 0;
   let processScale = processWeight;
   let processMagnitude: number | undefined;
@@ -361,4 +363,31 @@ export async function scoreTrajectories<Row extends object>(
       };
     }),
   };
+}
+
+/**
+ * An agent session that changed its history is several sequences (rollout/gateway): they are one
+ * rollout, so every part takes the outcome of the session's last part — where its answer is — and
+ * keeps its own calls' process rewards.
+ */
+function shareSessionOutcomes(
+  trajectories: readonly Trajectory<object>[],
+  partial: { outcome: number; components: Record<string, number>; answer?: string | undefined }[],
+): void {
+  const last = new Map<string, number>();
+  trajectories.forEach((t, i) => {
+    const session = t.agent?.session;
+    if (session === undefined) return;
+    const k = last.get(session);
+    if (k === undefined || trajectories[k].agent!.part < t.agent!.part) last.set(session, i);
+  });
+  trajectories.forEach((t, i) => {
+    const k = t.agent ? last.get(t.agent.session) : undefined;
+    if (k === undefined || k === i) return;
+    const own = partial[i].components;
+    const outcomeNames = Object.keys(partial[k].components).filter((name) => !name.startsWith('process/'));
+    for (const name of outcomeNames) own[name] = partial[k].components[name];
+    partial[i].outcome = partial[k].outcome;
+    partial[i].answer = partial[k].answer;
+  });
 }

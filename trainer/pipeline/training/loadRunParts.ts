@@ -16,7 +16,15 @@ import { resolveConfigModel } from './modelSource';
 import type { RunControl } from './runControl';
 import type { RunParts } from './runParts';
 import type { RunReporter } from './runReporter';
-import { agentTimeoutMs, ConfigError, placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
+import {
+  agentFunction,
+  agentTimeoutMs,
+  ConfigError,
+  placeConfigTools,
+  type LoadedConfig,
+  type ModuleOrCommandAgent,
+  type PlacedTools,
+} from './trainingConfig';
 import type { ChatTemplate } from '../../foundations/models/chatTemplate';
 import { ChatTemplateError } from '../../foundations/models/modelErrors';
 
@@ -166,10 +174,11 @@ function runLoops(
 /** The config's agent, placed where the loader runs it (a function agent runs here). */
 function agentRunner(loaded: LoadedConfig, log: (line: string) => void): AgentRunner {
   const agent = loaded.config.agent!;
-  if (typeof agent === 'function') return functionAgent(agent);
+  const fn = agentFunction(agent);
+  if (fn) return functionAgent(fn);
   if (!loaded.placeAgent)
     throw new ConfigError(`${loaded.file}: agent: a module or command agent needs the config loaded from its file`);
-  return loaded.placeAgent(agent, log);
+  return loaded.placeAgent(agent as ModuleOrCommandAgent, log);
 }
 
 /** Close what loadRunParts opened: the tool worker, the MCP servers, the model, the device (its worker thread). */

@@ -221,7 +221,7 @@ const agentTimeout = z.number().positive().optional();
  * endpoint of the session's own. A module (a path, or `{ module, export }`) exporting
  * `async (row, { baseURL, apiKey, model, signal }) => …`; a command (`{ command: ['python3',
  * 'agent.py'] }`: the row as JSON on stdin, `OPENAI_BASE_URL` and `OPENAI_API_KEY` set); or a
- * function in the config itself. `timeoutSeconds` bounds a session (default 600).
+ * function in the config itself (or `{ function }`). `timeoutSeconds` bounds a session (default 600).
  */
 export const AgentSection = z.union([
   z.string().min(1),
@@ -233,12 +233,25 @@ export const AgentSection = z.union([
     env: z.record(z.string(), z.string()).optional(),
     timeoutSeconds: agentTimeout,
   }),
+  z.strictObject({
+    function: z.custom<AgentFunction>((v) => typeof v === 'function', 'expected a function'),
+    timeoutSeconds: agentTimeout,
+  }),
   z.custom<AgentFunction>(
     (v) => typeof v === 'function',
-    'expected an agent: a module path, { module }, { command: [...] } or a function',
+    'expected an agent: a module path, { module }, { command: [...] }, a function or { function }',
   ),
 ]);
 export type AgentSection = z.infer<typeof AgentSection>;
+
+/** The agents a loader places (a function runs where the config was loaded). */
+export type ModuleOrCommandAgent = Exclude<AgentSection, AgentFunction | { function: AgentFunction }>;
+
+/** The config's agent function, when it is one. */
+export function agentFunction(agent: AgentSection): AgentFunction | undefined {
+  if (typeof agent === 'function') return agent;
+  return typeof agent === 'object' && 'function' in agent ? (agent as { function: AgentFunction }).function : undefined;
+}
 
 /** A session's time limit, in milliseconds. */
 export function agentTimeoutMs(agent: AgentSection): number {
@@ -415,7 +428,7 @@ export interface LoadedConfig {
    * Runs the config's `agent` (a module in a host process, a command per session); given by the
    * loader of a config file. Without it only a function agent can run (on the trainer's thread).
    */
-  placeAgent?: (agent: Exclude<AgentSection, AgentFunction>, log: (line: string) => void) => AgentRunner;
+  placeAgent?: (agent: ModuleOrCommandAgent, log: (line: string) => void) => AgentRunner;
 }
 
 /** A run's tools as placed (see LoadedConfig.placeTools); `close` ends what placing them started. */

@@ -80,6 +80,39 @@ interface Waiting {
   reject(error: unknown): void;
 }
 
+/**
+ * A session's time limit, counting only the agent's own time: paused while a request of its waits
+ * for the model, which waits in turn for the other sessions of its round (one slow agent would
+ * otherwise run every other session out of time).
+ */
+class AgentClock {
+  private left: number;
+  private since: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  constructor(
+    limitMs: number,
+    private readonly expire: () => void,
+  ) {
+    this.left = limitMs;
+    this.resume();
+  }
+  pause(): void {
+    if (this.since === undefined) return;
+    clearTimeout(this.timer);
+    this.left -= performance.now() - this.since;
+    this.since = undefined;
+  }
+  resume(): void {
+    if (this.since !== undefined || !Number.isFinite(this.left)) return;
+    this.since = performance.now();
+    this.timer = setTimeout(this.expire, Math.max(0, this.left));
+  }
+  stop(): void {
+    this.pause();
+    this.left = Infinity;
+  }
+}
+
 /** One episode's session: its agent run, its sequences (a new one after each split), its request in wait. */
 class Session {
   readonly id = crypto.randomBytes(12).toString('hex');
@@ -88,6 +121,8 @@ class Session {
   waiting: Waiting | undefined;
   ended = false;
   answers = 0;
+  /** The agent's own time (paused while its request waits for the model). */
+  clock = new AgentClock(Infinity, () => undefined);
   /** Why the session's budget ended it, when it did (its last trajectory's finish reason). */
   budgetEnd: 'max_turns' | 'max_total_tokens' | undefined;
   constructor(
@@ -199,10 +234,11 @@ export class GatewayRollout implements ChatBackend {
       );
     if (request.n !== 1)
       throw new ChatRequestError('n: a training session samples one answer per request (n: 1)', 400, 'n');
-    return new Promise((resolve, reject) => {
+    session.clock.pause();
+    return new Promise<ChoiceResult[]>((resolve, reject) => {
       session.waiting = { request, call, resolve, reject };
       this.startRoundIfReady(batch);
-    });
+    }).finally(() => session.clock.resume());
   }
 
   /** Rolls out every episode as one session of the agent; returns the trajectories (the first sequence of each episode in episode order, then split-off ones). */
@@ -261,9 +297,10 @@ export class GatewayRollout implements ChatBackend {
     const controller = new AbortController();
     stops.add(controller);
     const limit = this.options.sessionTimeoutMs ?? 600_000;
-    const timer = setTimeout(
-      () => controller.abort(new AgentError(`the agent's session ran past its ${limit / 1000} s`, 'timeout')),
-      limit,
+    session.clock = new AgentClock(limit, () =>
+      controller.abort(
+        new AgentError(`the agent ran past its ${limit / 1000} s (its own time, model calls not counted)`, 'timeout'),
+      ),
     );
     let outcome: AgentOutcome | undefined;
     let error: string | undefined;
@@ -283,7 +320,7 @@ export class GatewayRollout implements ChatBackend {
     } catch (thrown) {
       error = thrown instanceof Error ? thrown.message : String(thrown);
     } finally {
-      clearTimeout(timer);
+      session.clock.stop();
       stops.delete(controller);
     }
     session.ended = true;
