@@ -326,3 +326,55 @@ describe('agents that fail', () => {
     for (const id of ['q0', 'q1']) assert.ok(tokensOf(byRow.get(id)!).mask.every((m) => m === 0));
   });
 });
+
+describe('agents in processes of their own', () => {
+  it('a module agent that blocks its host fails its sessions; the next rollout gets a fresh host', async () => {
+    fs.writeFileSync(
+      path.join(dir, 'blocking-agent.ts'),
+      `import OpenAI from ${JSON.stringify(OPENAI)};
+export default async function agent(row: { id: string; messages: { content: string }[] }, { baseURL, apiKey, model }: { baseURL: string; apiKey: string; model: string }) {
+  if (row.id === 'q0') for (;;) {}
+  const client = new OpenAI({ baseURL, apiKey });
+  const r = await client.chat.completions.create({ model, messages: [{ role: 'user', content: row.messages.at(-1)!.content }], max_tokens: 8 });
+  return r.choices[0].message.content ?? '';
+}
+`,
+    );
+    const reader = await train(
+      writeConfig(
+        'blocking',
+        "{ module: './blocking-agent.ts', timeoutSeconds: 5 }",
+        "algorithm: { name: 'reinforce++', groupSize: 1 }, rollout: { promptsPerStep: 8, budget: { maxTurns: 2, maxNewTokensPerTurn: 8, maxTotalTokens: 768, maxToolResultTokens: 32 } }, steps: 1,",
+      ),
+    );
+    const step = reader.trajectories(1).records;
+    assert.equal(step.length, 8);
+    assert.match(step.find((r) => r.rowId === 'q0')!.agent!.error!, /ran past its 5 s/);
+    for (const r of step.filter((r) => r.rowId !== 'q0'))
+      assert.match(
+        r.agent!.error ?? '',
+        /the agent host did not answer|ran past|session ended/,
+        `${r.rowId}: ${r.agent!.error}`,
+      );
+    // The evaluation after the step ran in a fresh host.
+    const after = reader.evaluationTrajectories(1).records;
+    assert.equal(after.length, 4);
+    for (const r of after) assert.equal(r.agent?.error, undefined);
+  });
+
+  it('a command that exits non-zero fails its session with the status and the end of its stderr', async () => {
+    const script =
+      "process.stdin.resume(); process.stdin.on('end', () => { console.error('no luck'); process.exit(3); });";
+    const reader = await train(
+      writeConfig(
+        'exits',
+        `{ command: [${JSON.stringify(process.execPath)}, '-e', ${JSON.stringify(script)}] }`,
+        'steps: 1,',
+      ),
+    );
+    for (const r of reader.trajectories(1).records) {
+      assert.equal(r.finishReason, 'error');
+      assert.match(r.agent!.error!, /exited with code 3; its stderr ends: no luck/);
+    }
+  });
+});

@@ -70,6 +70,8 @@ class AgentHost {
   private readonly stderr = { text: '' };
   private pongs: (() => void)[] = [];
   exited = false;
+  /** A session of it ran out of time: new sessions go to a fresh host; this one ends with its last session. */
+  retired = false;
 
   private constructor(private readonly child: ChildProcess) {}
 
@@ -81,7 +83,8 @@ class AgentHost {
   ): Promise<AgentHost> {
     const entry = hostEntry();
     const child = fork(entry.script, [], {
-      execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...entry.execArgv],
+      // Not the trainer's own flags (a test runner's, --inspect's port): a debugger attaches through NODE_OPTIONS.
+      execArgv: entry.execArgv,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       serialization: 'advanced',
     });
@@ -115,6 +118,7 @@ class AgentHost {
     const running = this.running.get(message.id);
     if (!running) return;
     this.running.delete(message.id);
+    if (this.retired && this.running.size === 0) this.kill();
     if (message.type === 'error') running.reject(new AgentError(`the agent threw: ${message.message}`, 'threw'));
     else {
       try {
@@ -155,12 +159,15 @@ class AgentHost {
   /** Ends a session: the agent is told (its signal); one still running after the grace is dropped, and a host that does not answer a ping is killed. */
   private async abort(id: number, reason: unknown): Promise<void> {
     if (this.exited) return;
+    // New sessions go to a fresh host from now on: this one may be blocked.
+    this.retired = true;
     this.child.send({ type: 'abort', id } satisfies AgentHostMessage);
     await new Promise((r) => setTimeout(r, ABORT_GRACE_MS));
     const running = this.running.get(id);
     if (!running) return;
     this.running.delete(id);
     running.reject(new AgentError(reason instanceof Error ? reason.message : String(reason), 'timeout'));
+    if (this.running.size === 0) return this.kill();
     const answered = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), ABORT_GRACE_MS);
       this.pongs.push(() => (clearTimeout(timer), resolve(true)));
@@ -181,6 +188,8 @@ class AgentHost {
 export class ModuleAgentRunner implements AgentRunner {
   private host: Promise<AgentHost> | undefined;
   private code: Promise<string> | undefined;
+  /** Every host started, retired ones included: closing ends them all. */
+  private readonly started: Promise<AgentHost>[] = [];
 
   constructor(
     private readonly file: string,
@@ -192,16 +201,16 @@ export class ModuleAgentRunner implements AgentRunner {
     this.code ??= compileUserModule(this.file);
     const code = await this.code;
     let host = this.host ? await this.host.catch(() => undefined) : undefined;
-    if (!host || host.exited) {
+    if (!host || host.exited || host.retired) {
       this.host = AgentHost.start(this.file, code, this.exportName, this.log);
+      this.started.push(this.host);
       host = await this.host;
     }
     return host.run(row, context);
   }
 
   async close(): Promise<void> {
-    const host = await this.host?.catch(() => undefined);
-    host?.kill();
+    for (const host of this.started.splice(0)) (await host.catch(() => undefined))?.kill();
     this.host = undefined;
   }
 }
