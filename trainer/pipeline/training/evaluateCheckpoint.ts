@@ -5,6 +5,7 @@ import { loadJsonlDataset } from '../../foundations/data/dataset';
 import { ModelPolicy } from '../../foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../foundations/models/runtime';
 import { scoreTrajectories, type BatchRewards } from '../rewards/score';
+import { agentRollouts, agentRunner } from './agentRollouts';
 import { AgentLoop } from '../rollout/agentLoop';
 import type { Trajectory } from '../rollout/trajectory';
 import { ToolSet } from '../../foundations/tools/toolSet';
@@ -65,6 +66,7 @@ export async function evaluateCheckpoint(
   let model: ModelRuntime | undefined;
   let mcp: McpServers | undefined;
   let placed: PlacedTools | undefined;
+  let closeLoop: (() => Promise<void>) | undefined;
   try {
     model = await loadCheckpointModel(loaded, checkpointDir, device, report);
     const template = model.folder.chatTemplate;
@@ -76,12 +78,18 @@ export async function evaluateCheckpoint(
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
     // Images in rows and tool results, prepared as the training run prepares them (an error naming the row for a text-only model).
     const cassette = evalCassette(options.toolCassette);
-    const loop = new AgentLoop({
-      ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }),
-      images: rolloutImagesFor(model, c),
-      sampling: evaluationSampling(c, options.temperature),
-      ...(cassette ? { toolInterceptor: cassette } : {}),
-    });
+    const policy = new ModelPolicy(model);
+    const sampling = evaluationSampling(c, options.temperature);
+    // The config's own agent, when it names one: each row one session of it (rollout/gateway).
+    const loop = c.agent
+      ? agentRollouts(loaded, { policy, template, agent: agentRunner(loaded, options.log ?? (() => {})), sampling })
+      : new AgentLoop({
+          ...agentLoopOptions(c, { policy, template, tools }),
+          images: rolloutImagesFor(model, c),
+          sampling,
+          ...(cassette ? { toolInterceptor: cassette } : {}),
+        });
+    closeLoop = 'close' in loop ? () => loop.close() : undefined;
     await loop.prepareRows(rows);
     loop.checkRows(rows);
     const trajectories = await loop.run(
@@ -91,6 +99,7 @@ export async function evaluateCheckpoint(
     const rewards = await scoreTrajectories(trajectories, c.rewards, tools);
     return evaluationSummary(loaded, rows.length, trajectories, rewards);
   } finally {
+    await closeLoop?.();
     await placed?.close();
     await mcp?.close();
     model?.close();

@@ -6,8 +6,7 @@ import { ModelPolicy } from '../../foundations/models/generation/generationSessi
 import { ModelRuntime } from '../../foundations/models/runtime';
 import { McpServers } from '../../foundations/mcp/servers';
 import { AgentLoop } from '../rollout/agentLoop';
-import { functionAgent, type AgentRunner } from '../rollout/gateway/agentRunner';
-import { GatewayRollout } from '../rollout/gateway/gatewayRollout';
+import { agentRollouts, agentRunner } from './agentRollouts';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { agentLoopOptions, evaluationSampling, rolloutImagesFor, rolloutSampling, sharedCritic } from './configOptions';
 import { rolloutHooks } from './rolloutHooks';
@@ -16,15 +15,7 @@ import { resolveConfigModel } from './modelSource';
 import type { RunControl } from './runControl';
 import type { RunParts } from './runParts';
 import type { RunReporter } from './runReporter';
-import {
-  agentFunction,
-  agentTimeoutMs,
-  ConfigError,
-  placeConfigTools,
-  type LoadedConfig,
-  type ModuleOrCommandAgent,
-  type PlacedTools,
-} from './trainingConfig';
+import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
 import type { ChatTemplate } from '../../foundations/models/chatTemplate';
 import { ChatTemplateError } from '../../foundations/models/modelErrors';
 
@@ -150,35 +141,14 @@ function runLoops(
   const observer = rolloutHooks(settings.control, settings.report, live);
   if (c.agent !== undefined) {
     // The user's own agent: each rollout one session of it, served by the policy (rollout/gateway).
-    const agent = agentRunner(loaded, settings.report.log);
-    const gateway = {
-      policy: loopParts.policy,
-      template,
-      budget: c.rollout.budget,
-      agent,
-      ...(c.rollout.format ? { format: c.rollout.format } : {}),
-      templateKwargs: c.rollout.templateKwargs,
-      stop: c.rollout.stop,
-      constrainCalls: c.rollout.constrainToolCalls,
-      sessionTimeoutMs: agentTimeoutMs(c.agent),
-    };
-    const loop = new GatewayRollout({ ...gateway, sampling: rolloutSampling(c), observer });
-    const evalLoop = new GatewayRollout({ ...gateway, sampling: evaluationSampling(c) });
+    const gateway = { policy: loopParts.policy, template, agent: agentRunner(loaded, settings.report.log) };
+    const loop = agentRollouts(loaded, { ...gateway, sampling: rolloutSampling(c), observer });
+    const evalLoop = agentRollouts(loaded, { ...gateway, sampling: evaluationSampling(c) });
     return { images, loop, evalLoop, ...(cassette ? { cassette } : {}) };
   }
   const loop = new AgentLoop({ ...loopParts, sampling: rolloutSampling(c), observer });
   const evalLoop = new AgentLoop({ ...loopParts, sampling: evaluationSampling(c) });
   return { images, loop, evalLoop, ...(cassette ? { cassette } : {}) };
-}
-
-/** The config's agent, placed where the loader runs it (a function agent runs here). */
-function agentRunner(loaded: LoadedConfig, log: (line: string) => void): AgentRunner {
-  const agent = loaded.config.agent!;
-  const fn = agentFunction(agent);
-  if (fn) return functionAgent(fn);
-  if (!loaded.placeAgent)
-    throw new ConfigError(`${loaded.file}: agent: a module or command agent needs the config loaded from its file`);
-  return loaded.placeAgent(agent as ModuleOrCommandAgent, log);
 }
 
 /** Close what loadRunParts opened: the tool worker, the MCP servers, the model, the device (its worker thread). */

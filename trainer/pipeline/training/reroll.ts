@@ -112,6 +112,10 @@ export function firstDivergence(a: ArrayLike<number>, b: ArrayLike<number>): num
 }
 
 export async function reroll(loaded: LoadedConfig, request: RerollRequest): Promise<RerollResult> {
+  if (loaded.config.agent !== undefined)
+    throw new RerollError(
+      `${loaded.file}: re-rolls replay the built-in agent loop; a run of an agent of your own (the config's agent) cannot be re-rolled yet`,
+    );
   const reader = new RunStoreReader(request.runDir);
   const schedule = recordedDrawSchedule(reader.run());
   const batch = readBatch(reader, request.set, request.step);
