@@ -355,3 +355,51 @@ print(json.dumps({"whole": whole["choices"][0]["message"]["content"], "streamed"
     assert.ok(out.usage > 0);
   });
 });
+
+describe('rollout-studio serve: the command', () => {
+  it('serves a run folder its best checkpoint, refuses another host without a token, and stops on SIGINT', async () => {
+    const { spawn } = await import('node:child_process');
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const root = path.resolve(__dirname, '../../..');
+    const cli = [path.join(root, 'trainer/bridges/cli/main.ts')];
+    // A run folder as training leaves it: run.json and checkpoints/best (a full model folder).
+    const run = fs.mkdtempSync(path.join(os.tmpdir(), 'serve-run-'));
+    fs.cpSync(builtInModelDir('base'), path.join(run, 'checkpoints/best'), { recursive: true });
+    fs.writeFileSync(path.join(run, 'run.json'), '{}');
+    try {
+      const env = { ...process.env, ROLLOUT_STUDIO_TOKEN: '' };
+      const refused = spawn(process.execPath, ['--import', 'tsx', ...cli, 'serve', run, '--host', '0.0.0.0'], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      refused.stderr!.on('data', (c: Buffer) => (stderr += c));
+      assert.equal(await new Promise((resolve) => refused.on('exit', resolve)), 2);
+      assert.match(stderr, /--host 0\.0\.0\.0 is reachable from other machines; set ROLLOUT_STUDIO_TOKEN/);
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', ...cli, 'serve', run, '--port', '0', '--model-name', 'agent'],
+        {
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout!.on('data', (chunk: Buffer) => {
+          const match = /serving (http:\/\/127\.0\.0\.1:\d+\/v1) as agent/.exec(chunk.toString());
+          if (match) resolve(match[1]);
+        });
+        child.on('exit', (code) => reject(new Error(`serve exited with ${code}`)));
+      });
+      const cliClient = new OpenAI({ baseURL: url, apiKey: 'unused', maxRetries: 0 });
+      const r = await cliClient.chat.completions.create({ model: 'agent', messages: question, max_tokens: 4 });
+      assert.equal(r.model, 'agent');
+      child.kill('SIGINT');
+      assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
+    } finally {
+      fs.rmSync(run, { recursive: true, force: true });
+    }
+  });
+});
