@@ -42,6 +42,10 @@ export interface ServedModelOptions {
   token?: string | undefined;
 }
 
+/** How long a batch waits for more requests: until none arrived for QUIET ms, at most MAX ms. */
+const GATHER_QUIET_MS = 2;
+const GATHER_MAX_MS = 25;
+
 interface Waiting {
   request: ChatTurnRequest;
   call: ChatCall;
@@ -139,6 +143,7 @@ export class ServedModel implements ChatBackend {
     this.busy = true;
     try {
       while (this.waiting.length) {
+        await this.gatherArrivals();
         const batch = this.nextBatch();
         try {
           const results = await this.answer(batch);
@@ -149,6 +154,20 @@ export class ServedModel implements ChatBackend {
       }
     } finally {
       this.busy = false;
+    }
+  }
+
+  /**
+   * Waits while requests keep arriving (a pause of GATHER_QUIET_MS ends it; GATHER_MAX_MS at most),
+   * so that clients answered by one batch, which send their next requests together, share the next
+   * batch. Without it the first to arrive runs alone and the rest wait for it: measured with 8
+   * closed-loop clients (bench:serve), batches of 1, 7, 1, 7 rows instead of 8.
+   */
+  private async gatherArrivals(): Promise<void> {
+    const started = performance.now();
+    for (let seen = -1; seen !== this.waiting.length && performance.now() - started < GATHER_MAX_MS;) {
+      seen = this.waiting.length;
+      await new Promise((resolve) => setTimeout(resolve, GATHER_QUIET_MS));
     }
   }
 
