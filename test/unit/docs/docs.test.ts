@@ -21,6 +21,7 @@ import { pullUsage } from '../../../trainer/bridges/cli/commands/pullCommand';
 import { rerollUsage } from '../../../trainer/bridges/cli/commands/rerollCommand';
 import { runToolUsage } from '../../../trainer/bridges/cli/commands/runToolCommand';
 import { serveToolsUsage } from '../../../trainer/bridges/cli/commands/serveToolsCommand';
+import { serveUsage } from '../../../trainer/bridges/cli/commands/serveCommand';
 import { evalUsage, trainUsage } from '../../../trainer/bridges/cli/commands/trainCommand';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -84,6 +85,7 @@ const USAGE: Record<string, string> = {
   chat: chatUsage,
   'run-tool': runToolUsage,
   'eval-reward': evalRewardUsage,
+  serve: serveUsage,
   'serve-tools': serveToolsUsage,
   'export gguf': exportGgufUsage,
   'export verl': exportVerlUsage,
