@@ -26,7 +26,7 @@ import {
   type ChoiceResult,
   type RunningChatServer,
 } from './chatServer';
-import { GatewaySequence, type GatewayTrajectory } from './gatewaySequence';
+import { GatewaySequence } from './gatewaySequence';
 import { matchHistory } from './historyMatch';
 import { StreamDeltas } from './streamDeltas';
 
@@ -560,5 +560,3 @@ export class GatewayRollout implements ChatBackend {
     waiting.resolve([{ answer, tokens: generated.tokens, logprobs: generated.logprobs, promptTokens }]);
   }
 }
-
-export type { GatewayTrajectory };

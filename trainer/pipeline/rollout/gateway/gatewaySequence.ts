@@ -3,7 +3,7 @@ import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
 import type { DatasetRow } from '../../../foundations/data/row';
 import type { GeneratedTurn } from '../../../foundations/models/generation/policy';
 import { textResult } from '../../../foundations/tools/result';
-import type { Episode, ToolCallResult, Trajectory, TrajectoryTurn } from '../trajectory';
+import type { AgentSessionNote, Episode, ToolCallResult, Trajectory, TrajectoryTurn } from '../trajectory';
 import { renderPrompt, taskText } from '../prompt';
 import { readErrorObservation } from '../readErrorObservation';
 import { TextOffsets } from '../textOffsets';
@@ -23,17 +23,6 @@ import type { AssistantAnswer } from './assistantAnswer';
  * result that reads as one of our error observations is that error (readErrorObservation).
  */
 
-/** What a session says about the sequence (run-store record `agent`). */
-export interface SequenceOrigin {
-  session: string;
-  /** 0 for the session's first sequence, 1 after the first split, … */
-  part: number;
-  /** Why this sequence started (a split: the agent changed its history). */
-  split?: string;
-}
-
-export type GatewayTrajectory = Trajectory;
-
 /** A call of an answer, waiting for its result in the agent's next request. */
 interface OpenCall {
   call: ToolCallResult;
@@ -41,7 +30,7 @@ interface OpenCall {
 }
 
 export class GatewaySequence {
-  readonly trajectory: GatewayTrajectory;
+  readonly trajectory: Trajectory;
   /** Tokens not yet sent to the policy (the appended context). */
   pending: number[] = [];
   /** The tools the conversation was rendered with. */
@@ -53,7 +42,8 @@ export class GatewaySequence {
   constructor(
     index: number,
     episode: Episode,
-    origin: SequenceOrigin,
+    /** Its session, its part of it, and why it started when it is a split (the run record's `agent`). */
+    origin: Pick<AgentSessionNote, 'session' | 'part' | 'split'>,
     private readonly template: ChatTemplate,
     private readonly templateKwargs: Record<string, unknown> | undefined,
   ) {
