@@ -1,6 +1,4 @@
-import * as crypto from 'node:crypto';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { McpServers } from '../../foundations/mcp/servers';
@@ -9,6 +7,7 @@ import { RewardRequest, type RewardResponse, type ServeError } from '../../contr
 import { RewardError } from '../../pipeline/rewards/rewardErrors';
 import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../../pipeline/training/trainingConfig';
 import { ToolSet } from '../../foundations/tools/toolSet';
+import { listen, sameSecret, sendJson } from '../../foundations/http/localServer';
 import { RewardRequestError, scoreRewardRequest } from './rewards';
 import { ToolCallService } from './toolServer';
 import {
@@ -65,12 +64,6 @@ export class ServeConfigError extends Error {
   }
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
 function fail(res: http.ServerResponse, status: number, message: string): void {
   sendJson(res, status, { error: message } satisfies ServeError);
 }
@@ -83,10 +76,7 @@ function refuse(req: http.IncomingMessage, res: http.ServerResponse, refused: Re
 }
 
 function authorised(req: http.IncomingMessage, token: string | undefined): boolean {
-  if (token === undefined) return true;
-  const given = Buffer.from(req.headers.authorization ?? '');
-  const expected = Buffer.from(`Bearer ${token}`);
-  return given.length === expected.length && crypto.timingSafeEqual(given, expected);
+  return token === undefined || sameSecret(req.headers.authorization, `Bearer ${token}`);
 }
 
 export async function startToolServer(loaded: LoadedConfig, options: ServeOptions): Promise<RunningToolServer> {
@@ -129,15 +119,15 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
       else res.end();
     });
   });
-  await listen(server, options, closeTools);
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const listening = await listen(server, options.host, options.port).catch(async (error: Error) => {
+    await closeTools();
+    throw new ServeConfigError(error.message);
+  });
   return {
-    url: `http://${host}:${address.port}`,
+    url: listening.url,
     tools,
     close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listening.close();
       await closeTools();
     },
   };
@@ -238,19 +228,4 @@ async function handleReward(routes: Routes, req: http.IncomingMessage, res: http
     if (error instanceof RewardError) return fail(res, 500, error.message);
     throw error;
   }
-}
-
-/** Listens on the options' host and port; on failure closes the tools and says why in a ServeConfigError. */
-async function listen(server: http.Server, options: ServeOptions, closeTools: () => Promise<void>): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  }).catch(async (error: NodeJS.ErrnoException) => {
-    await closeTools();
-    throw new ServeConfigError(
-      error.code === 'EADDRINUSE'
-        ? `port ${options.port} on ${options.host} is in use; choose another with --port`
-        : `cannot listen on ${options.host}:${options.port}: ${error.message}`,
-    );
-  });
 }

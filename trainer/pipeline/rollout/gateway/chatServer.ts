@@ -1,6 +1,5 @@
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -19,6 +18,7 @@ import {
   RefusedRequest,
   type GuardLimits,
 } from '../../../foundations/http/requestGuard';
+import { listen, sendJson } from '../../../foundations/http/localServer';
 import type { AssistantAnswer } from './assistantAnswer';
 import { ChatRequestError, readChatRequest, type ChatTurnRequest } from './chatRequest';
 import { StreamDeltas, type Delta } from './streamDeltas';
@@ -88,12 +88,6 @@ function errorBody(error: ChatRequestError): OpenAIErrorBody {
   return { error: { message: error.message, type: error.type, param: error.param, code: error.code } };
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
 function sendError(req: http.IncomingMessage, res: http.ServerResponse, error: ChatRequestError): void {
   if (res.headersSent) {
     // A stream already started: OpenAI's servers send the error as an event, then end.
@@ -154,25 +148,7 @@ export async function startChatServer(backend: ChatBackend, options: ChatServerO
   });
   // Agents keep their connections alive between turns; a rollout ends them on close.
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  }).catch((error: NodeJS.ErrnoException) => {
-    throw new Error(
-      error.code === 'EADDRINUSE'
-        ? `port ${options.port} on ${options.host} is in use; choose another with --port`
-        : `cannot listen on ${options.host}:${options.port}: ${error.message}`,
-    );
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return {
-    url: `http://${host}:${address.port}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return listen(server, options.host, options.port);
 }
 
 interface Guard {

@@ -14,6 +14,7 @@ import type { RolloutObserver } from '../observer';
 import type { Episode, Trajectory } from '../trajectory';
 import { checkTrajectory } from '../validate';
 import type { RunOptions } from '../agentLoop';
+import { sameSecret } from '../../../foundations/http/localServer';
 import { AddressedDraws, drawSeed } from './addressedDraws';
 import { AgentError, type AgentOutcome, type AgentRunner } from './agentRunner';
 import { AnswerConstraints, type AnswerConstraint } from './answerConstraint';
@@ -199,9 +200,7 @@ export class GatewayRollout implements ChatBackend {
         null,
         'session_not_found',
       );
-    const given = Buffer.from(call.apiKey ?? '');
-    const expected = Buffer.from(session.key);
-    if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected))
+    if (!sameSecret(call.apiKey, session.key))
       throw new ChatRequestError(
         "Incorrect API key provided: use the API key the rollout's context gave (OPENAI_API_KEY for a command)",
         401,

@@ -1,6 +1,7 @@
 import * as crypto from 'node:crypto';
 import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
 import type { Policy, TurnRequest } from '../../../foundations/models/generation/policy';
+import { sameSecret } from '../../../foundations/http/localServer';
 import { AddressedDraws, drawSeed } from './addressedDraws';
 import { AnswerConstraints } from './answerConstraint';
 import { assistantAnswer } from './assistantAnswer';
@@ -81,9 +82,7 @@ export class ServedModel implements ChatBackend {
   authorise(call: Pick<ChatCall, 'apiKey'>): void {
     const token = this.options.token;
     if (token === undefined) return;
-    const given = Buffer.from(call.apiKey ?? '');
-    const expected = Buffer.from(token);
-    if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected))
+    if (!sameSecret(call.apiKey, token))
       throw new ChatRequestError(
         'Incorrect API key provided: send "Authorization: Bearer <token>" with the token this server was started with',
         401,
