@@ -357,7 +357,7 @@ print(json.dumps({"whole": whole["choices"][0]["message"]["content"], "streamed"
 });
 
 describe('rollout-studio serve: the command', () => {
-  it('serves a run folder its best checkpoint, refuses another host without a token, and stops on SIGINT', async () => {
+  it("serves a run folder's best checkpoint as the run trained it, refuses another host without a token, stops on SIGINT", async () => {
     const { spawn } = await import('node:child_process');
     const fs = await import('node:fs');
     const os = await import('node:os');
@@ -367,7 +367,10 @@ describe('rollout-studio serve: the command', () => {
     // A run folder as training leaves it: run.json and checkpoints/best (a full model folder).
     const run = fs.mkdtempSync(path.join(os.tmpdir(), 'serve-run-'));
     fs.cpSync(builtInModelDir('base'), path.join(run, 'checkpoints/best'), { recursive: true });
-    fs.writeFileSync(path.join(run, 'run.json'), '{}');
+    fs.writeFileSync(
+      path.join(run, 'run.json'),
+      JSON.stringify({ config: { rollout: { templateKwargs: { enable_thinking: false }, stop: ['</answer>'] } } }),
+    );
     try {
       const env = { ...process.env, ROLLOUT_STUDIO_TOKEN: '' };
       const refused = spawn(process.execPath, ['--import', 'tsx', ...cli, 'serve', run, '--host', '0.0.0.0'], {
@@ -388,7 +391,10 @@ describe('rollout-studio serve: the command', () => {
       );
       const url = await new Promise<string>((resolve, reject) => {
         child.stdout!.on('data', (chunk: Buffer) => {
-          const match = /serving (http:\/\/127\.0\.0\.1:\d+\/v1) as agent/.exec(chunk.toString());
+          const match =
+            /serving (http:\/\/127\.0\.0\.1:\d+\/v1) as agent .*as the run trained: template \{"enable_thinking":false\}, stops \["<\/answer>"\] kept/.exec(
+              chunk.toString(),
+            );
           if (match) resolve(match[1]);
         });
         child.on('exit', (code) => reject(new Error(`serve exited with ${code}`)));

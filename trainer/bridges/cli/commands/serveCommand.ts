@@ -1,7 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { createDevice } from '../../../foundations/engine/device/device';
+import { readJsonFile } from '../../../foundations/models/jsonFile';
 import { DEFAULT_LIMITS } from '../../../foundations/http/requestGuard';
 import { ModelPolicy } from '../../../foundations/models/generation/generationSession';
 import { resolveModelPath } from '../../../foundations/models/hub';
@@ -21,7 +23,8 @@ export const serveUsage = `rollout-studio serve <run|checkpoint|model> [--port N
 Serves a model as OpenAI's Chat Completions API: POST /v1/chat/completions (tools, tool_choice,
 response_format json_schema, streaming, n, seed, stop, logprobs) and GET /v1/models, for the
 openai SDKs and every framework built on them (base URL http://HOST:PORT/v1). The source is
-  a run folder (holding run.json)   its checkpoints/best, else its newest checkpoint
+  a run folder (holding run.json)   its checkpoints/best, else its newest checkpoint, with the
+                                    run's rollout.templateKwargs and rollout.stop
   a checkpoint folder               full weights, or a LoRA adapter over its base model
   a model folder, rollout-studio:base or a Hub repo id (org/name)
 Concurrent requests share decoding steps (batched). Tool calls and JSON answers are constrained
@@ -44,16 +47,35 @@ Prints "serving <url>/v1 as <model id>" once listening; Ctrl-C stops it.`;
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
-/** The model folder (and LoRA adapter) a source names: a run's best checkpoint first. */
+/** What a run was trained with that its answers depend on: its chat-template variables and stop strings. */
+const TrainedRollout = z.looseObject({
+  config: z.looseObject({
+    rollout: z
+      .looseObject({
+        templateKwargs: z.record(z.string(), z.unknown()).optional(),
+        stop: z.array(z.string()).optional(),
+      })
+      .optional(),
+  }),
+});
+
+/**
+ * The model folder (and LoRA adapter) a source names: a run's best checkpoint first, served with
+ * the run's template variables and stop strings (so it answers as it was trained to).
+ */
 async function resolveServedSource(source: string, base: string | undefined) {
   const dir = path.resolve(source);
   if (fs.existsSync(dir) && fs.statSync(dir).isDirectory()) {
+    const isRun = fs.existsSync(path.join(dir, 'run.json'));
     const best = path.join(dir, 'checkpoints', 'best');
-    const fromRun = fs.existsSync(path.join(dir, 'run.json')) && fs.existsSync(best);
-    const resolved = resolveExportSource(fromRun ? best : source, base);
-    if (fromRun && !resolved.adapterDir && !fs.existsSync(path.join(best, 'config.json')))
+    const fromBest = isRun && fs.existsSync(best);
+    const resolved = resolveExportSource(fromBest ? best : source, base);
+    if (fromBest && !resolved.adapterDir && !fs.existsSync(path.join(best, 'config.json')))
       throw new UsageError(`${best}: not a model folder`);
-    return resolved;
+    const trained = isRun
+      ? readJsonFile(path.join(dir, 'run.json'), TrainedRollout, (m) => new UsageError(m)).config.rollout
+      : undefined;
+    return { ...resolved, templateKwargs: trained?.templateKwargs, stop: trained?.stop };
   }
   const bar = new DownloadProgressBar(process.stderr);
   const modelDir = await resolveModelPath(source, {
@@ -62,7 +84,7 @@ async function resolveServedSource(source: string, base: string | undefined) {
     onProgress: (p) => bar.update(p),
   });
   bar.clear();
-  return { modelDir, description: source };
+  return { modelDir, description: source, templateKwargs: undefined, stop: undefined };
 }
 
 function templateKwargs(text: string | undefined): Record<string, unknown> | undefined {
@@ -133,7 +155,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       defaultMaxTokens: Math.floor(positiveNumber(values['max-tokens'], '--max-tokens', 512)),
       temperature: gen?.temperature ?? 1,
       topP: gen?.topP ?? 1,
-      templateKwargs: templateKwargs(values['template-kwargs']),
+      templateKwargs: templateKwargs(values['template-kwargs']) ?? resolved.templateKwargs,
+      stop: resolved.stop,
       token,
     });
     const log = (line: string) => process.stderr.write(line + '\n');
@@ -151,7 +174,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
       },
       log,
     });
-    process.stdout.write(`serving ${server.url}/v1 as ${modelId} (${resolved.description})\n`);
+    const trained = [
+      resolved.templateKwargs && !values['template-kwargs']
+        ? `template ${JSON.stringify(resolved.templateKwargs)}`
+        : '',
+      resolved.stop?.length ? `stops ${JSON.stringify(resolved.stop)} kept` : '',
+    ].filter(Boolean);
+    process.stdout.write(
+      `serving ${server.url}/v1 as ${modelId} (${resolved.description}${trained.length ? `; as the run trained: ${trained.join(', ')}` : ''})\n`,
+    );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());

@@ -41,6 +41,8 @@ export interface ServedModelOptions {
   templateKwargs?: Record<string, unknown> | undefined;
   /** When set, every request must carry `Authorization: Bearer <token>`. */
   token?: string | undefined;
+  /** Strings that end every answer, kept in its text: a run's `rollout.stop`, so it answers as it was trained to. */
+  stop?: readonly string[] | undefined;
 }
 
 /** How long a batch waits for more requests: until none arrived for QUIET ms, at most MAX ms. */
@@ -209,7 +211,7 @@ export class ServedModel implements ChatBackend {
       ...(trackers[b] ? { constraint: trackers[b] } : {}),
     }));
     const first = batch[0].request;
-    const stopStrings = first.stop;
+    const stopStrings = [...new Set([...first.stop, ...(this.options.stop ?? [])])];
     let turns;
     try {
       turns = await session.generate(requests, {
