@@ -5,9 +5,9 @@
  * the tutorial's agent on the `openai` SDK (examples/existing-agent/agent.ts) through the gateway.
  *
  * One warm start (the tutorial's twelve epochs of SFT) is trained first; both arms start from its
- * weights, without a warm start of their own, and train `--steps` RL steps through the CLI (a
- * process each, as a user runs them), alternating builtin, agent, builtin, agent for `--repeats`
- * pairs so that drift in the machine's speed falls on both. Each step's `time/step_s` and
+ * weights, without a warm start of their own, and train `--steps` RL steps, alternating builtin, agent, builtin, agent for `--repeats`
+ * pairs so that drift in the machine's speed falls on both. The runs are in this process (their
+ * devices in worker threads, as the CLI's are), alike for both arms. Each step's `time/step_s` and
  * `time/rollout_s` come from the runs' metrics.jsonl; the first step of each run (graph loading)
  * is left out. The issue's goal: the agent's step time ≤ 1.3× the built-in loop's.
  *
@@ -20,9 +20,12 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { RunStoreReader } from '../../trainer/contract/runstore';
 import { FmaPeakProgram } from './lib/fmaPeak';
+import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
+import { TrainingRun } from '../../trainer/pipeline/training/trainingRun';
 
 const root = path.resolve(__dirname, '../..');
-const CLI = path.join(root, 'trainer/bridges/cli/main.ts');
+/** tsx by its path, for the data generator: the runs' folder is outside this repository. */
+const TSX = ['--require', require.resolve('tsx/cjs')];
 
 const SETTINGS = `
   data: { train: 'data/train.jsonl', eval: 'data/heldout.jsonl', fields: z.object({ answer: z.string() }) },
@@ -56,19 +59,13 @@ export default defineConfig({
   return file;
 }
 
-function train(dir: string, file: string, runDir: string, steps: number): void {
-  const run = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', CLI, 'train', file, '--steps', String(steps), '--run-dir', runDir],
-    {
-      cwd: dir,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  if (run.status !== 0) throw new Error(`${path.basename(file)} failed:\n${run.stdout}`);
-  const last = run.stdout.trim().split('\n').slice(-2).join(' | ');
-  process.stderr.write(`  ${path.basename(runDir)}: ${last}\n`);
+/** A run in this process, its device in a worker thread as the CLI's is; both arms alike. */
+async function train(file: string, runDir: string, steps: number): Promise<void> {
+  const log: string[] = [];
+  const result = await new TrainingRun(await loadConfig(file), { runDir, steps, log: (l) => log.push(l) }).run();
+  if (result.run.status !== 'finished')
+    throw new Error(`${path.basename(file)} ended ${result.run.status}:\n${log.join('\n')}`);
+  process.stderr.write(`  ${path.basename(runDir)}: ${log.slice(-1)[0]}\n`);
 }
 
 /** Each step's seconds, the first (graph loading) left out. */
@@ -89,7 +86,7 @@ async function main(): Promise<void> {
   const steps = Number(values.steps);
   const repeats = Number(values.repeats);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-gateway-'));
-  const data = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'examples/currency-agent/data.ts')], {
+  const data = spawnSync(process.execPath, [...TSX, path.join(root, 'examples/currency-agent/data.ts')], {
     cwd: dir,
   });
   if (data.status !== 0) throw new Error(`data.ts failed: ${data.stderr}`);
@@ -98,8 +95,7 @@ async function main(): Promise<void> {
     `FMA peak (${peak.isa}, fma_peak.c): ${peak.gflops.toFixed(1)} GFLOP/s on 2 threads\nwarm start (the tutorial's 12 epochs of SFT)…\n`,
   );
   const warm = path.join(dir, 'runs', 'warm');
-  train(
-    dir,
+  await train(
     config(
       dir,
       'warm',
@@ -125,7 +121,7 @@ async function main(): Promise<void> {
       ['agent', agent],
     ] as const) {
       const runDir = path.join(dir, 'runs', `${arm}-${r}`);
-      train(dir, file, runDir, steps);
+      await train(file, runDir, steps);
       const t = stepTimes(runDir);
       times[arm].step.push(...t.step);
       times[arm].rollout.push(...t.rollout);
