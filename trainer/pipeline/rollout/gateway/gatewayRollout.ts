@@ -477,10 +477,10 @@ export class GatewayRollout implements ChatBackend {
     }
     // The agent changed its history: the session goes on in a new sequence in the same slot.
     await this.options.observer?.trajectoryFinished?.(seq.trajectory);
+    if (!batch.policy.resetSequence) throw new Error('the policy cannot start a sequence over (resetSequence)');
     const next = this.newSequence(session, batch.extraIndex++, match.reason);
     session.sequences.push(next);
-    batch.policy.resetSequence?.(session.index);
-    if (!batch.policy.resetSequence) throw new Error('the policy cannot start a sequence over (resetSequence)');
+    batch.policy.resetSequence(session.index);
     this.start(next, request);
     if (next.length + 1 > this.budget.maxTotalTokens) {
       session.budgetEnd = 'max_total_tokens';
