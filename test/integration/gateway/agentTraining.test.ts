@@ -378,3 +378,23 @@ export default async function agent(row: { id: string; messages: { content: stri
     }
   });
 });
+
+describe('an agent whose prompt does not fit the budget', () => {
+  it('gets context_length_exceeded; its trajectory ends max_total_tokens, generating nothing, and the run goes on', async () => {
+    const agent = `async (row, { baseURL, apiKey, model }) => {
+    const { default: OpenAI } = await import(${JSON.stringify(OPENAI)});
+    const client = new OpenAI({ baseURL, apiKey, maxRetries: 0 });
+    try {
+      await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'word '.repeat(2000) }] });
+    } catch (e: any) {
+      return e.code;
+    }
+  }`;
+    const reader = await train(writeConfig('too-long', agent, 'steps: 1,'));
+    for (const r of reader.trajectories(1).records) {
+      assert.equal(r.finishReason, 'max_total_tokens');
+      assert.equal(r.agent!.answer, 'context_length_exceeded');
+      assert.ok(tokensOf(r).mask.every((m) => m === 0));
+    }
+  });
+});

@@ -17,9 +17,10 @@ export function toRlSample(trajectory: Trajectory<object>, rewards: TrajectoryRe
   }
   const mask = Uint8Array.from(trajectory.mask);
   const last = lastPolicyToken(trajectory);
-  // Nothing generated (an agent that never called the model: rollout/gateway): nothing is trained
-  // on, but its outcome still counts in its group's baseline, on its last token.
-  if (last < 0 && trajectory.finishReason !== 'error')
+  // Nothing generated (an agent's sequence the model never answered — it never called it, or its
+  // prompt did not fit the budget: rollout/gateway): nothing is trained on, but its outcome still
+  // counts in its group's baseline, on its last token.
+  if (last < 0 && trajectory.finishReason !== 'error' && !trajectory.agent)
     throw new RangeError(`trajectory ${trajectory.index}: no generated token to put the outcome reward on`);
   const calls = trajectory.calls.map((call, i) => {
     if (!mask[call.tokenEnd])
