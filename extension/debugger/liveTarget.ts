@@ -306,7 +306,7 @@ export class LiveTarget implements RolloutTarget {
 
   private onInspector(inspector: { url: string; port: number }): void {
     this.listener.output(
-      `Your tool code runs in the trainer, whose Node inspector listens on 127.0.0.1:${inspector.port}${this.options.childSessions ? ': attaching a Node debug session' : ': attach a Node debugger there to stop in it'}.`,
+      `Your tool code runs in the trainer (an agent module in its child process), whose Node inspector listens on 127.0.0.1:${inspector.port}${this.options.childSessions ? ': attaching a Node debug session' : ': attach a Node debugger there to stop in it'}.`,
       'console',
     );
     this.listener.inspector?.({ ...inspector, skipFiles: [path.dirname(this.options.launch.cliPath)] });

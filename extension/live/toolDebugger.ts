@@ -5,7 +5,10 @@
  * compiled by esbuild with inline source maps (trainer/bridges/usercode/loadUserModule.ts), so breakpoints set
  * in their .ts files bind. The trainer waits for the debugger (inspector.waitForDebugger(), see
  * trainerProcess.ts for why not --inspect-brk) and js-debug
- * lets it run once the breakpoints are in (`continueOnAttach`).
+ * lets it run once the breakpoints are in (`continueOnAttach`). A config's `agent` module runs in a
+ * process the trainer forks; js-debug attaches to it as a child of this session by itself
+ * (attach mode's `autoAttachChildProcesses` sets NODE_OPTIONS in the trainer), so its breakpoints
+ * hit too.
  */
 import * as vscode from 'vscode';
 import { parseWith } from '../../trainer/contract/protocol/parse';
@@ -28,7 +31,7 @@ export function registerToolDebugger(): vscode.Disposable {
         {
           type: 'pwa-node',
           request: 'attach',
-          name: `Tool code · ${session.name}`,
+          name: `Your code · ${session.name}`,
           address: body.address,
           port: body.port,
           continueOnAttach: true,

@@ -333,4 +333,82 @@ describe('Training live in the editor', function () {
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
     await session.customRequest('continue', { threadId: event.body.threadId });
   });
+
+  it('debugTools: a breakpoint in the user’s own agent (its own loop, plain fetch) hits while it trains', async () => {
+    // An agent we did not write, as a user has it: its own loop over the OpenAI-compatible endpoint.
+    const agentFile = path.join(workspace(), 'ownAgent.ts');
+    fs.writeFileSync(
+      agentFile,
+      [
+        'export default async function agent(row: { messages: unknown[] }, ctx: { baseURL: string; apiKey: string; model: string }) {',
+        '  const response = await fetch(`${ctx.baseURL}/chat/completions`, {',
+        "    method: 'POST',",
+        "    headers: { 'content-type': 'application/json', authorization: `Bearer ${ctx.apiKey}` },",
+        '    body: JSON.stringify({ model: ctx.model, messages: row.messages }),',
+        '  });',
+        '  const reply = (await response.json()) as { choices: { message: { content: string | null } }[] };',
+        '  const answer = reply.choices[0].message.content ?? "";',
+        '  return { answer };',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const agentConfig = path.join(workspace(), 'own-agent.config.ts');
+    const tiny = fs.readFileSync(config(), 'utf8');
+    assert.match(tiny, /^  tools,$/m, 'tiny.config.ts names its tools on a line of their own');
+    fs.writeFileSync(
+      agentConfig,
+      tiny
+        .replace(/^  tools,$/m, "  agent: './ownAgent.ts',")
+        .replace(/^import \{ tools \} from .*$/m, '')
+        .replace(/name: "[^"]+"/, 'name: "own-agent"'),
+    );
+    const line = fs
+      .readFileSync(agentFile, 'utf8')
+      .split('\n')
+      .findIndex((l) => l.includes('const answer ='));
+    vscode.debug.addBreakpoints([
+      new vscode.SourceBreakpoint(new vscode.Location(vscode.Uri.file(agentFile), new vscode.Position(line, 0))),
+    ]);
+    const stopped = nextStop('pwa-node');
+    assert.equal(
+      await vscode.debug.startDebugging(folder(), {
+        type: 'rollout',
+        request: 'launch',
+        name: 'Debug agent',
+        config: agentConfig,
+        debugTools: true,
+      }),
+      true,
+    );
+    const { session, event } = await stopped;
+    assert.equal(event.body.reason, 'breakpoint');
+    const parent = [...sessions.values()].find((s) => s.type === 'rollout' && s.name === 'Debug agent')!;
+    let root: vscode.DebugSession | undefined = session;
+    while (root?.parentSession && root.type !== 'rollout') root = root.parentSession;
+    assert.equal(root?.id, parent.id, 'the agent’s Node session descends from the rollout session');
+    const stack = (await session.customRequest('stackTrace', {
+      threadId: event.body.threadId,
+    })) as DebugProtocol.StackTraceResponse['body'];
+    const top = stack.stackFrames[0];
+    const source = top.source?.path ?? '';
+    assert.equal(
+      /^[a-z-]+:\/\//.test(source) ? vscode.Uri.parse(source).path : source,
+      agentFile,
+      `stopped in ${source}`,
+    );
+    assert.equal(top.line, line + 1, 'the breakpoint bound to the TypeScript line (inline source map)');
+    const message = (await session.customRequest('evaluate', {
+      expression: 'JSON.stringify(reply)',
+      frameId: top.id,
+      context: 'repl',
+    })) as DebugProtocol.EvaluateResponse['body'];
+    assert.match(
+      message.result,
+      /"role":\s*\\?"assistant/,
+      `the policy’s answer, served by the trainer, is in the agent’s scope: ${message.result}`,
+    );
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+    await session.customRequest('continue', { threadId: event.body.threadId });
+  });
 });
