@@ -282,6 +282,17 @@ describe('rollout-studio serve: the openai SDK', () => {
     await refused({ tools, tool_choice: { type: 'function', function: { name: 'nope' } } }, 400, 'tool_choice');
     await refused({ max_tokens: 5000 }, 400, 'messages');
     await refused({ messages: [] }, 400, null);
+    // A picture for a text-only model: refused by name, never answered as if it were not there.
+    const png =
+      'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    await assert.rejects(
+      client.chat.completions.create({
+        model: 'base',
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: png } }] }],
+      }),
+      (e: InstanceType<typeof OpenAI.APIError>) =>
+        e.status === 400 && e.param === 'messages[0].content[0].image_url' && /text-only model/.test(e.message),
+    );
     const wrongKey = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'wrong', maxRetries: 0 });
     await assert.rejects(wrongKey.models.list(), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 401);
   });

@@ -355,11 +355,11 @@ describe('Training live in the editor', function () {
     );
     const agentConfig = path.join(workspace(), 'own-agent.config.ts');
     const tiny = fs.readFileSync(config(), 'utf8');
-    assert.match(tiny, /^  tools,$/m, 'tiny.config.ts names its tools on a line of their own');
+    assert.match(tiny, /^ {2}tools,$/m, 'tiny.config.ts names its tools on a line of their own');
     fs.writeFileSync(
       agentConfig,
       tiny
-        .replace(/^  tools,$/m, "  agent: './ownAgent.ts',")
+        .replace(/^ {2}tools,$/m, "  agent: './ownAgent.ts',")
         .replace(/^import \{ tools \} from .*$/m, '')
         .replace(/name: "[^"]+"/, 'name: "own-agent"'),
     );

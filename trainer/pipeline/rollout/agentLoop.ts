@@ -3,7 +3,7 @@ import type { ChatMessage, ToolSpec } from '../../contract/protocol/chatMessages
 import type { DrawSchedule } from '../../contract/protocol/runStore';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
 import { observationImages } from '../../foundations/tools/result';
-import { decodeBase64, expandImageTokens, hasImages, RolloutImages } from './images';
+import { decodeBase64, expandImageTokens, hasImages, IMAGE_PLACEHOLDER, policyImage, RolloutImages } from './images';
 import type { PreparedImage } from '../../foundations/models/vision/preprocess';
 import type { ChatContentPart } from '../../contract/protocol/chatMessages';
 import {
@@ -133,11 +133,6 @@ function recordConstraints(trajectory: Trajectory<object>, start: number, tracke
   });
 }
 
-/** The image as the policy's session takes it. */
-function turnImage(image: PreparedImage) {
-  return { key: image.sha256, grid: image.grid, patches: image.patches };
-}
-
 export class AgentLoop {
   readonly budget: LengthBudget;
   readonly format: ToolCallFormat;
@@ -211,7 +206,7 @@ export class AgentLoop {
       tools: this.specs,
       systemPrompt: this.options.systemPrompt,
       templateKwargs: this.options.templateKwargs,
-      ...(images?.length ? { images: { list: images, placeholder: '<|image_pad|>' } } : {}),
+      ...(images?.length ? { images: { list: images, placeholder: IMAGE_PLACEHOLDER } } : {}),
     });
   }
 
@@ -359,7 +354,7 @@ export class AgentLoop {
         return {
           sequence: s.trajectory.index,
           append: s.pending,
-          ...(s.pendingImages.length ? { images: s.pendingImages.map(turnImage) } : {}),
+          ...(s.pendingImages.length ? { images: s.pendingImages.map(policyImage) } : {}),
           ...(tracker ? { constraint: tracker } : {}),
           ...(s.turnLimit < limit ? { maxNewTokens: s.turnLimit } : {}),
         };

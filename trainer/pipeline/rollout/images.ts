@@ -1,5 +1,8 @@
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { TurnImage } from '../../foundations/models/generation/policy';
+import type { ModelFolder } from '../../foundations/models/modelFolder';
 import type { VisionConfig } from '../../foundations/models/vision/visionConfig';
 import {
   ImageError,
@@ -25,6 +28,21 @@ export interface RolloutImageOptions {
   maxImagePixels?: number;
 }
 
+/** How a model's folder reads images: its vision tower and image processor, if it has one. */
+export function modelImages(folder: ModelFolder, maxImagePixels?: number): RolloutImages {
+  const { config, imageProcessor } = folder;
+  return new RolloutImages({
+    architecture: config.architecture,
+    ...(config.vision && imageProcessor
+      ? { vision: { config: config.vision, processor: imageProcessor, architecture: config.architecture } }
+      : {}),
+    ...(maxImagePixels !== undefined ? { maxImagePixels } : {}),
+  });
+}
+
+/** The image placeholder the Qwen2-VL family's templates write once per image, before expansion. */
+export const IMAGE_PLACEHOLDER = '<|image_pad|>';
+
 export class RolloutImages {
   private readonly byHash = new Map<string, PreparedImage>();
   private readonly byRow = new Map<DatasetRow, PreparedImage[]>();
@@ -47,6 +65,9 @@ export class RolloutImages {
       throw new ImageError(
         `${where}: an image, but ${this.options.architecture} is a text-only model; use a vision-language model (Qwen2-VL, Qwen2.5-VL) or leave images out`,
       );
+    // The same bytes again (an agent re-sends its history's images with every request): prepared once.
+    const seen = this.byHash.get(crypto.createHash('sha256').update(bytes).digest('hex'));
+    if (seen) return seen;
     try {
       const image = await prepareImage(bytes, vision.processor, vision.config.inChannels, {
         ...(this.options.maxImagePixels !== undefined ? { maxInputPixels: this.options.maxImagePixels } : {}),
@@ -153,4 +174,25 @@ export function expandImageText(text: string, images: readonly PreparedImage[], 
   return text
     .split(placeholder)
     .reduce((out, piece, i) => (i === 0 ? piece : out + placeholder.repeat(images[k++]?.tokens ?? 1) + piece), '');
+}
+
+/** An image as the policy's session takes it with the tokens that stand for it. */
+export function policyImage(image: PreparedImage): TurnImage {
+  return { key: image.sha256, grid: image.grid, patches: image.patches };
+}
+
+/** Where each image's run of placeholder tokens starts in `ids`, searching from `start` (each spans image.tokens). */
+export function imageTokenStarts(
+  ids: readonly number[],
+  start: number,
+  images: readonly PreparedImage[],
+  imageTokenId: number | undefined,
+): number[] {
+  const starts: number[] = [];
+  for (let t = start; t < ids.length && starts.length < images.length; t++) {
+    if (ids[t] !== imageTokenId) continue;
+    starts.push(t);
+    t += images[starts.length - 1].tokens - 1;
+  }
+  return starts;
 }

@@ -2,6 +2,7 @@ import type { DatasetRow } from '../../foundations/data/row';
 import type { ParsedToolCall } from './formats/toolCallFormat';
 import type { RenderedPrompt } from './prompt';
 import { taskText } from './prompt';
+import { imageTokenStarts } from './images';
 import type { FinishReason, Trajectory, TrajectoryImage, TrajectoryTurn, Episode } from './trajectory';
 import type { PreparedImage } from '../../foundations/models/vision/preprocess';
 
@@ -57,15 +58,9 @@ export class TrajectoryState<Row extends DatasetRow> {
     from: (k: number) => TrajectoryImage['from'],
     imageTokenId: number | undefined,
   ): void {
-    if (!images.length) return;
-    const ids = this.trajectory.ids;
-    let k = 0;
-    for (let t = start; t < ids.length && k < images.length; t++) {
-      if (ids[t] !== imageTokenId) continue;
-      this.trajectory.images!.push({ image: images[k], tokenStart: t, from: from(k) });
-      t += images[k].tokens - 1;
-      k++;
-    }
+    imageTokenStarts(this.trajectory.ids, start, images, imageTokenId).forEach((tokenStart, k) =>
+      this.trajectory.images!.push({ image: images[k], tokenStart, from: from(k) }),
+    );
   }
 
   /** Images in `pending`'s tokens, in order: they go to the policy with them. */

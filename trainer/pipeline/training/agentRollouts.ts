@@ -3,6 +3,7 @@ import type { Policy, SamplingOptions } from '../../foundations/models/generatio
 import type { RolloutObserver } from '../rollout/observer';
 import { functionAgent, type AgentRunner } from '../rollout/gateway/agentRunner';
 import { GatewayRollout } from '../rollout/gateway/gatewayRollout';
+import type { RolloutImages } from '../rollout/images';
 import {
   agentFunction,
   agentTimeoutMs,
@@ -35,6 +36,8 @@ export function agentRollouts(
     template: ChatTemplate;
     agent: AgentRunner;
     sampling: SamplingOptions;
+    /** Images in the agent's requests (the model's vision tower and processor). */
+    images: RolloutImages;
     observer?: RolloutObserver;
   },
 ): GatewayRollout {

@@ -7,7 +7,7 @@ import type { CriticOptions } from '../rl/critic';
 import type { PolicyTrainerOptions } from '../rl/policyTrainer';
 import type { SftOptions } from '../rl/sft';
 import type { AgentLoopOptions } from '../rollout/agentLoop';
-import { RolloutImages } from '../rollout/images';
+import { modelImages, type RolloutImages } from '../rollout/images';
 import type { ModelRuntime } from '../../foundations/models/runtime';
 import type { ToolSet } from '../../foundations/tools/toolSet';
 import type { ScheduleConfig } from './schedule';
@@ -182,13 +182,5 @@ export function policyUpdates(config: TrainingConfig, step: number): boolean {
 
 /** How the agent loops read and prepare images: the model's vision tower and image processor, if it has one. */
 export function rolloutImagesFor(model: ModelRuntime, config: TrainingConfig): RolloutImages {
-  const { config: modelConfig, imageProcessor } = model.folder;
-  const maxImagePixels = config.rollout.budget.maxImagePixels;
-  return new RolloutImages({
-    architecture: modelConfig.architecture,
-    ...(modelConfig.vision && imageProcessor
-      ? { vision: { config: modelConfig.vision, processor: imageProcessor, architecture: modelConfig.architecture } }
-      : {}),
-    ...(maxImagePixels !== undefined ? { maxImagePixels } : {}),
-  });
+  return modelImages(model.folder, config.rollout.budget.maxImagePixels);
 }

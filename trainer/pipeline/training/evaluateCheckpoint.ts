@@ -7,6 +7,8 @@ import { ModelRuntime } from '../../foundations/models/runtime';
 import { scoreTrajectories, type BatchRewards } from '../rewards/score';
 import { agentRollouts, agentRunner } from './agentRollouts';
 import { AgentLoop } from '../rollout/agentLoop';
+import type { GatewayRollout } from '../rollout/gateway/gatewayRollout';
+import type { ChatTemplate } from '../../foundations/models/chatTemplate';
 import type { Trajectory } from '../rollout/trajectory';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { ConfigError, placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
@@ -76,19 +78,7 @@ export async function evaluateCheckpoint(
     mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file) });
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
-    // Images in rows and tool results, prepared as the training run prepares them (an error naming the row for a text-only model).
-    const cassette = evalCassette(options.toolCassette);
-    const policy = new ModelPolicy(model);
-    const sampling = evaluationSampling(c, options.temperature);
-    // The config's own agent, when it names one: each row one session of it (rollout/gateway).
-    const loop = c.agent
-      ? agentRollouts(loaded, { policy, template, agent: agentRunner(loaded, options.log ?? (() => {})), sampling })
-      : new AgentLoop({
-          ...agentLoopOptions(c, { policy, template, tools }),
-          images: rolloutImagesFor(model, c),
-          sampling,
-          ...(cassette ? { toolInterceptor: cassette } : {}),
-        });
+    const loop = evaluationLoop(loaded, model, template, tools, options);
     closeLoop = 'close' in loop ? () => loop.close() : undefined;
     await loop.prepareRows(rows);
     loop.checkRows(rows);
@@ -105,6 +95,32 @@ export async function evaluateCheckpoint(
     model?.close();
     await device.close();
   }
+}
+
+/** The loop that rolls the rows out: the config's own agent through the gateway when it names one, else the built-in loop. */
+function evaluationLoop(
+  loaded: LoadedConfig,
+  model: ModelRuntime,
+  template: ChatTemplate,
+  tools: ToolSet,
+  options: EvaluateCheckpointOptions,
+): AgentLoop | GatewayRollout {
+  const c = loaded.config;
+  const policy = new ModelPolicy(model);
+  const sampling = evaluationSampling(c, options.temperature);
+  // Images in rows, tool results and agent requests, prepared as the training run prepares them.
+  const images = rolloutImagesFor(model, c);
+  if (c.agent) {
+    const agent = agentRunner(loaded, options.log ?? (() => {}));
+    return agentRollouts(loaded, { policy, template, images, agent, sampling });
+  }
+  const cassette = evalCassette(options.toolCassette);
+  return new AgentLoop({
+    ...agentLoopOptions(c, { policy, template, tools }),
+    images,
+    sampling,
+    ...(cassette ? { toolInterceptor: cassette } : {}),
+  });
 }
 
 /** The rows to roll out: `--data`'s, else the config's evaluation data, the first `--samples` (or `evaluation.samples`) of them. */

@@ -141,7 +141,7 @@ function runLoops(
   const observer = rolloutHooks(settings.control, settings.report, live);
   if (c.agent !== undefined) {
     // The user's own agent: each rollout one session of it, served by the policy (rollout/gateway).
-    const gateway = { policy: loopParts.policy, template, agent: agentRunner(loaded, settings.report.log) };
+    const gateway = { policy: loopParts.policy, template, images, agent: agentRunner(loaded, settings.report.log) };
     const loop = agentRollouts(loaded, { ...gateway, sampling: rolloutSampling(c), observer });
     const evalLoop = agentRollouts(loaded, { ...gateway, sampling: evaluationSampling(c) });
     return { images, loop, evalLoop, ...(cassette ? { cassette } : {}) };

@@ -11,6 +11,7 @@ import { ModelRuntime } from '../../../foundations/models/runtime';
 import { startChatServer } from '../../../pipeline/rollout/gateway/chatServer';
 import { ServedModel } from '../../../pipeline/rollout/gateway/servedModel';
 import { HermesFormat } from '../../../pipeline/rollout/formats/hermes';
+import { modelImages } from '../../../pipeline/rollout/images';
 import { DownloadProgressBar } from '../downloadProgress';
 import { resolveDevice } from '../resolveDevice';
 import { UsageError } from '../usage';
@@ -158,6 +159,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       templateKwargs: templateKwargs(values['template-kwargs']) ?? resolved.templateKwargs,
       stop: resolved.stop,
       token,
+      images: modelImages(model.folder),
     });
     const log = (line: string) => process.stderr.write(line + '\n');
     const server = await startChatServer(backend, {

@@ -1,4 +1,10 @@
-import type { ChatMessage, ToolCallMessagePart, ToolSpec } from '../../../contract/protocol/chatMessages';
+import type {
+  ChatContent,
+  ChatContentPart,
+  ChatMessage,
+  ToolCallMessagePart,
+  ToolSpec,
+} from '../../../contract/protocol/chatMessages';
 import { describeIssues } from '../../../contract/protocol/parse';
 import {
   ChatCompletionRequest,
@@ -62,15 +68,42 @@ function textOf(content: unknown, where: string): string {
   (content as { type: string; text?: string; refusal?: string }[]).forEach((part, i) => {
     if (part.type === 'text') text += part.text ?? '';
     else if (part.type === 'refusal') text += part.refusal ?? '';
-    else
-      throw new ChatRequestError(
-        `${where}.content[${i}]: content parts of type "${part.type}" are not supported here; send text`,
-        400,
-        `${where}.content`,
-        'unsupported_content',
-      );
+    else throw unsupportedPart(part.type, i, where);
   });
   return text;
+}
+
+function unsupportedPart(type: string, i: number, where: string): ChatRequestError {
+  return new ChatRequestError(
+    `${where}.content[${i}]: content parts of type "${type}" are not supported here; send text (images go in user messages as image_url parts)`,
+    400,
+    `${where}.content`,
+    'unsupported_content',
+  );
+}
+
+/**
+ * A user message's content: text, or text and images in order. An image comes as a `data:` URL
+ * (what the SDKs make of a local file); a web address is refused, because fetching what a request
+ * names from the machine that serves the model would let any client make it reach other hosts.
+ */
+function userContent(content: unknown, where: string): ChatContent {
+  if (typeof content === 'string' || !Array.isArray(content)) return textOf(content, where);
+  const parts = content as { type: string; text?: string; image_url?: { url: string } }[];
+  if (!parts.some((part) => part.type === 'image_url')) return textOf(content, where);
+  return parts.map((part, i): ChatContentPart => {
+    if (part.type === 'text') return { type: 'text', text: part.text ?? '' };
+    if (part.type !== 'image_url') throw unsupportedPart(part.type, i, where);
+    const url = part.image_url!.url;
+    if (!/^data:image\/[a-z0-9.+-]+;base64,/i.test(url))
+      throw new ChatRequestError(
+        `${where}.content[${i}].image_url.url: only data: URLs are read (data:image/png;base64,…); ${/^https?:/i.test(url) ? 'this server does not fetch web addresses: download the image and send its bytes' : 'send the image as a base64 data: URL'}`,
+        400,
+        `${where}.content[${i}].image_url.url`,
+        'invalid_image_url',
+      );
+    return { type: 'image', base64: url };
+  });
 }
 
 /** A tool call's arguments as the template renders them: the object, or the string when it is not a JSON object. */
@@ -93,7 +126,7 @@ function toChatMessages(messages: readonly OpenAIMessage[]): ChatMessage[] {
       case 'developer':
         return { role: 'system', content: textOf(m.content, where) };
       case 'user':
-        return { role: 'user', content: textOf(m.content, where) };
+        return { role: 'user', content: userContent(m.content, where) };
       case 'assistant': {
         const calls: ToolCallMessagePart[] = (m.tool_calls ?? []).map((c) => {
           callNames.set(c.id, c.function.name);

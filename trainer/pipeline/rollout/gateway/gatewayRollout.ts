@@ -7,7 +7,9 @@ import type {
   SamplingOptions,
   TurnRequest,
 } from '../../../foundations/models/generation/policy';
+import type { PreparedImage } from '../../../foundations/models/vision/preprocess';
 import { checkBudget, type LengthBudget } from '../budget';
+import { policyImage, RolloutImages } from '../images';
 import { HermesFormat } from '../formats/hermes';
 import type { ToolCallFormat } from '../formats/toolCallFormat';
 import type { RolloutObserver } from '../observer';
@@ -29,6 +31,7 @@ import {
 } from './chatServer';
 import { GatewaySequence } from './gatewaySequence';
 import { matchHistory } from './historyMatch';
+import { prepareRequestImages } from './requestImages';
 import { StreamDeltas } from './streamDeltas';
 
 /**
@@ -72,6 +75,8 @@ export interface GatewayRolloutOptions {
   modelName?: string | undefined;
   /** A session's time, from its start (default 600 s). */
   sessionTimeoutMs?: number | undefined;
+  /** Images in the agents' requests: the model's vision tower and processor (a text-only model refuses them). */
+  images?: RolloutImages | undefined;
 }
 
 interface Waiting {
@@ -156,6 +161,7 @@ export class GatewayRollout implements ChatBackend {
   private server: RunningChatServer | undefined;
   private batch: Batch | undefined;
   private readonly modelName: string;
+  private textOnly: RolloutImages | undefined;
 
   constructor(private readonly options: GatewayRolloutOptions) {
     this.budget = checkBudget(options.budget);
@@ -288,6 +294,7 @@ export class GatewayRollout implements ChatBackend {
       { session: session.id, part: session.sequences.length, ...(split ? { split } : {}) },
       this.options.template,
       this.options.templateKwargs,
+      this.options.images?.imageTokenId,
     );
   }
 
@@ -447,6 +454,7 @@ export class GatewayRollout implements ChatBackend {
     const turnRequest: TurnRequest = {
       sequence: session.index,
       append: seq.pending,
+      ...(seq.pendingImages.length ? { images: seq.pendingImages.map(policyImage) } : {}),
       maxNewTokens: limit,
       ...(constraint ? { constraint } : {}),
     };
@@ -454,7 +462,14 @@ export class GatewayRollout implements ChatBackend {
   }
 
   /** Puts the request's messages into the session's sequence: the first prompt, an extension, or a new sequence. */
-  private async placeRequest(batch: Batch, session: Session, request: ChatTurnRequest): Promise<void> {
+  /** The model's images, or a text-only model's refusal of them. */
+  private get images(): RolloutImages {
+    return this.options.images ?? (this.textOnly ??= new RolloutImages({ architecture: 'this model' }));
+  }
+
+  private async placeRequest(batch: Batch, session: Session, sent: ChatTurnRequest): Promise<void> {
+    const { messages, byMessage } = await prepareRequestImages(sent.messages, this.images);
+    const request = { ...sent, messages };
     const seq = session.current;
     const kwargs = request.templateKwargs;
     const fits = (extra: number) => {
@@ -463,15 +478,16 @@ export class GatewayRollout implements ChatBackend {
       throw this.budgetError('max_total_tokens');
     };
     if (!seq.started) {
-      this.start(seq, request);
+      this.start(seq, request, byMessage.flat());
       fits(0);
       return;
     }
     const match = matchHistory(seq.messages, seq.tools, request.messages, request.tools);
     if (match.kind === 'extend') {
-      const ids = this.rendered(() => seq.appendTokens(match.newMessages, kwargs));
+      const images = byMessage.slice(seq.messages.length).flat();
+      const ids = this.rendered(() => seq.appendTokens(match.newMessages, kwargs, images));
       fits(ids.length);
-      for (const call of seq.extend(match.newMessages, ids))
+      for (const call of seq.extend(match.newMessages, ids, images))
         await this.options.observer?.toolCallFinished?.(seq.trajectory, call);
       return;
     }
@@ -481,15 +497,15 @@ export class GatewayRollout implements ChatBackend {
     const next = this.newSequence(session, batch.extraIndex++, match.reason);
     session.sequences.push(next);
     batch.policy.resetSequence(session.index);
-    this.start(next, request);
+    this.start(next, request, byMessage.flat());
     if (next.length + 1 > this.budget.maxTotalTokens) {
       session.budgetEnd = 'max_total_tokens';
       throw this.budgetError('max_total_tokens');
     }
   }
 
-  private start(seq: GatewaySequence, request: ChatTurnRequest): void {
-    this.rendered(() => seq.start(request.messages, request.tools, request.templateKwargs));
+  private start(seq: GatewaySequence, request: ChatTurnRequest, images: readonly PreparedImage[]): void {
+    this.rendered(() => seq.start(request.messages, request.tools, request.templateKwargs, images));
   }
 
   /** The chat template's refusal of a conversation as the agent's 400. */

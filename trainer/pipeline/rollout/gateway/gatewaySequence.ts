@@ -4,6 +4,8 @@ import type { DatasetRow } from '../../../foundations/data/row';
 import type { GeneratedTurn } from '../../../foundations/models/generation/policy';
 import { textResult } from '../../../foundations/tools/result';
 import type { AgentSessionNote, Episode, ToolCallResult, Trajectory, TrajectoryTurn } from '../trajectory';
+import type { PreparedImage } from '../../../foundations/models/vision/preprocess';
+import { expandImageTokens, IMAGE_PLACEHOLDER, imageTokenStarts } from '../images';
 import { renderPrompt, taskText } from '../prompt';
 import { readErrorObservation } from '../readErrorObservation';
 import { TextOffsets } from '../textOffsets';
@@ -17,6 +19,10 @@ import type { AssistantAnswer } from './assistantAnswer';
  * request only what it added — tool results, a user turn, the next generation prompt — rendered by
  * the chat template after the answer's end-of-turn token (mask 0). The conversation's messages are
  * the template's view; the tokens are the truth.
+ *
+ * Images (vision-language models) are prepared by the caller (requestImages.ts): each one's
+ * placeholder is expanded to its tokens, its position recorded, and it goes to the policy with the
+ * tokens that hold it.
  *
  * The tool calls of each answer are recorded on the trajectory with the token that completes
  * them; their observations come with the agent's next request, matched by tool_call_id, and a
@@ -33,6 +39,8 @@ export class GatewaySequence {
   readonly trajectory: Trajectory;
   /** Tokens not yet sent to the policy (the appended context). */
   pending: number[] = [];
+  /** Images in `pending`'s tokens, in order: they go to the policy with them. */
+  pendingImages: PreparedImage[] = [];
   /** The tools the conversation was rendered with. */
   tools: ToolSpec[] = [];
   assistantTurns = 0;
@@ -46,6 +54,8 @@ export class GatewaySequence {
     origin: Pick<AgentSessionNote, 'session' | 'part' | 'split'>,
     private readonly template: ChatTemplate,
     private readonly templateKwargs: Record<string, unknown> | undefined,
+    /** The vision-language model's image placeholder token; undefined for a text-only model. */
+    private readonly imageTokenId?: number,
   ) {
     this.trajectory = {
       index,
@@ -68,10 +78,20 @@ export class GatewaySequence {
     };
   }
 
-  /** The first request: its conversation rendered as the prompt. */
-  start(messages: ChatMessage[], tools: ToolSpec[], kwargs: Record<string, unknown> | undefined): void {
+  /** The first request: its conversation rendered as the prompt (with its images, in order). */
+  start(
+    messages: ChatMessage[],
+    tools: ToolSpec[],
+    kwargs: Record<string, unknown> | undefined,
+    images: readonly PreparedImage[] = [],
+  ): void {
     const row: DatasetRow = { ...this.trajectory.row, messages };
-    const prompt = renderPrompt(row, { template: this.template, tools, templateKwargs: this.kwargs(kwargs) });
+    const prompt = renderPrompt(row, {
+      template: this.template,
+      tools,
+      templateKwargs: this.kwargs(kwargs),
+      ...(images.length ? { images: { list: images, placeholder: IMAGE_PLACEHOLDER } } : {}),
+    });
     const t = this.trajectory;
     t.prompt = taskText(messages);
     t.messages = [...prompt.messages];
@@ -84,14 +104,29 @@ export class GatewaySequence {
     this.pending = [...prompt.ids];
     this.tools = tools;
     this.started = true;
+    this.addImages(images, 0, { kind: 'prompt' });
+  }
+
+  private addImages(images: readonly PreparedImage[], start: number, from: { kind: 'prompt' }): void {
+    if (!images.length) return;
+    const t = this.trajectory;
+    t.images ??= [];
+    imageTokenStarts(t.ids, start, images, this.imageTokenId).forEach((tokenStart, k) =>
+      t.images!.push({ image: images[k], tokenStart, from }),
+    );
+    this.pendingImages.push(...images);
   }
 
   private kwargs(request: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
     return request || this.templateKwargs ? { ...this.templateKwargs, ...request } : undefined;
   }
 
-  /** The ids `newMessages` add after the last answer (its end-of-turn token first when it stopped on something else). */
-  appendTokens(newMessages: readonly ChatMessage[], kwargs: Record<string, unknown> | undefined): number[] {
+  /** The ids `newMessages` (holding `images`) add after the last answer (its end-of-turn token first when it stopped on something else). */
+  appendTokens(
+    newMessages: readonly ChatMessage[],
+    kwargs: Record<string, unknown> | undefined,
+    images: readonly PreparedImage[] = [],
+  ): number[] {
     const t = this.trajectory;
     const closing = t.ids[t.ids.length - 1] === this.template.endOfTurnId ? [] : [this.template.endOfTurnId];
     const appended = this.template.appendTokens(
@@ -103,11 +138,16 @@ export class GatewaySequence {
       const afterTurn = [...t.turns].reverse().find((turn) => turn.role === 'assistant')?.index ?? 0;
       t.historyRewrites.push({ afterTurn, ...appended.historyRewrite });
     }
-    return [...closing, ...appended.ids];
+    const ids = images.length ? expandImageTokens(appended.ids, images, this.imageTokenId!, 'messages') : appended.ids;
+    return [...closing, ...ids];
   }
 
-  /** Appends the context `ids` for `newMessages`, filling in the observations of the calls they answer. */
-  extend(newMessages: readonly ChatMessage[], ids: readonly number[]): ToolCallResult[] {
+  /** Appends the context `ids` for `newMessages` (holding `images`), filling in the observations of the calls they answer. */
+  extend(
+    newMessages: readonly ChatMessage[],
+    ids: readonly number[],
+    images: readonly PreparedImage[] = [],
+  ): ToolCallResult[] {
     const t = this.trajectory;
     const start = t.ids.length;
     for (const id of ids) {
@@ -120,6 +160,7 @@ export class GatewaySequence {
     t.messages.push(...newMessages);
     const role = newMessages.some((m) => m.role === 'tool') ? 'tool' : newMessages[0].role;
     t.turns.push({ index: t.turns.length, role, tokenStart: start, tokenEnd: t.ids.length });
+    this.addImages(images, start, { kind: 'prompt' });
     const answered: ToolCallResult[] = [];
     for (const m of newMessages) {
       if (m.role !== 'tool' || m.tool_call_id === undefined) continue;
@@ -182,6 +223,7 @@ export class GatewaySequence {
     });
     t.calls.push(...turn.calls);
     this.pending = [];
+    this.pendingImages = [];
     return turn;
   }
 

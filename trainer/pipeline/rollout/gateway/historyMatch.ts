@@ -1,4 +1,4 @@
-import { contentText, type ChatMessage, type ToolSpec } from '../../../contract/protocol/chatMessages';
+import { contentImages, contentText, type ChatMessage, type ToolSpec } from '../../../contract/protocol/chatMessages';
 import { contentStart } from '../formats/toolCallFormat';
 import { parseArguments } from './chatRequest';
 
@@ -18,7 +18,7 @@ import { parseArguments } from './chatRequest';
  * "Unchanged" is read the way agents and SDKs re-send messages: an assistant message we answered
  * matches when its text is ours (whitespace at the ends aside, its thinking kept or dropped) and
  * its tool calls are ours by name and arguments as JSON values (SDKs re-serialise the argument
- * strings); other messages match by role, text and tool_call_id. Ids of our calls are not
+ * strings); other messages match by role, text, images (by content hash) and tool_call_id. Ids of our calls are not
  * compared: some frameworks make their own.
  */
 
@@ -59,6 +59,10 @@ export function messageDifference(held: ChatMessage, sent: ChatMessage): string 
     return undefined;
   }
   if (contentText(held.content).trim() !== contentText(sent.content).trim()) return `its ${held.role} text was edited`;
+  // Images compare by content hash (requestImages.ts puts it on each part).
+  const heldImages = contentImages(held.content).map((part) => part.sha256 ?? part.base64);
+  const sentImages = contentImages(sent.content).map((part) => part.sha256 ?? part.base64);
+  if (JSON.stringify(heldImages) !== JSON.stringify(sentImages)) return `its ${held.role} images differ`;
   if (held.role === 'tool' && sent.role === 'tool' && held.tool_call_id !== sent.tool_call_id)
     return 'it answers another tool call';
   return undefined;

@@ -9,6 +9,9 @@ import type { ChatBackend, ChatCall, ChoiceResult } from './chatServer';
 import { ChatRequestError, type ChatTurnRequest } from './chatRequest';
 import { StreamDeltas } from './streamDeltas';
 import type { ToolCallFormat } from '../formats/toolCallFormat';
+import type { PreparedImage } from '../../../foundations/models/vision/preprocess';
+import { expandImageTokens, policyImage, RolloutImages } from '../images';
+import { prepareRequestImages } from './requestImages';
 
 /**
  * A model served over Chat Completions (`rollout-studio serve`). Every request is rendered by
@@ -43,6 +46,8 @@ export interface ServedModelOptions {
   token?: string | undefined;
   /** Strings that end every answer, kept in its text: a run's `rollout.stop`, so it answers as it was trained to. */
   stop?: readonly string[] | undefined;
+  /** Images in requests: the model's vision tower and processor (a text-only model refuses them). */
+  images?: RolloutImages | undefined;
 }
 
 /** How long a batch waits for more requests: until none arrived for QUIET ms, at most MAX ms. */
@@ -53,6 +58,8 @@ interface Waiting {
   request: ChatTurnRequest;
   call: ChatCall;
   prompt: number[];
+  /** The images whose placeholder runs are in `prompt`, in order. */
+  images: PreparedImage[];
   limit: number;
   seed: number;
   resolve(results: ChoiceResult[]): void;
@@ -62,6 +69,7 @@ interface Waiting {
 export class ServedModel implements ChatBackend {
   private readonly waiting: Waiting[] = [];
   private busy = false;
+  private textOnly: RolloutImages | undefined;
   private readonly constraints: AnswerConstraints;
   private readonly endIds: Set<number>;
   /** Batches run and the rows each had (for benchmarks and the log). */
@@ -98,7 +106,7 @@ export class ServedModel implements ChatBackend {
     return new StreamDeltas(this.tokenizer, this.endIds, request.stop);
   }
 
-  complete(request: ChatTurnRequest, call: ChatCall): Promise<ChoiceResult[]> {
+  async complete(request: ChatTurnRequest, call: ChatCall): Promise<ChoiceResult[]> {
     if (request.model !== this.options.modelId)
       throw new ChatRequestError(
         `The model '${request.model}' does not exist; this server serves '${this.options.modelId}'`,
@@ -106,7 +114,9 @@ export class ServedModel implements ChatBackend {
         'model',
         'model_not_found',
       );
-    const prompt = this.promptIds(request);
+    const { messages, byMessage } = await prepareRequestImages(request.messages, this.images);
+    const images = byMessage.flat();
+    const prompt = this.promptIds({ ...request, messages }, images);
     const room = this.options.maxContextTokens - prompt.length;
     const limit = Math.min(request.maxTokens ?? this.options.defaultMaxTokens, room);
     if (limit < 1 || (request.maxTokens !== undefined && request.maxTokens > room))
@@ -118,17 +128,23 @@ export class ServedModel implements ChatBackend {
       );
     const seed = request.seed ?? crypto.randomInt(0, 2 ** 47);
     return new Promise((resolve, reject) => {
-      this.waiting.push({ request, call, prompt, limit, seed: Math.abs(seed), resolve, reject });
+      this.waiting.push({ request, call, prompt, images, limit, seed: Math.abs(seed), resolve, reject });
       void this.serveWaiting();
     });
   }
 
-  private promptIds(request: ChatTurnRequest): number[] {
+  /** The model's images, or a text-only model's refusal of them. */
+  private get images(): RolloutImages {
+    return this.options.images ?? (this.textOnly ??= new RolloutImages({ architecture: this.options.modelId }));
+  }
+
+  private promptIds(request: ChatTurnRequest, images: readonly PreparedImage[]): number[] {
     try {
-      return this.options.template.promptTokens(request.messages, {
+      const ids = this.options.template.promptTokens(request.messages, {
         tools: request.tools.length ? request.tools : undefined,
         kwargs: { ...this.options.templateKwargs, ...request.templateKwargs },
       }).ids;
+      return images.length ? expandImageTokens(ids, images, this.images.imageTokenId!, 'messages') : ids;
     } catch (error) {
       throw new ChatRequestError(
         `messages: the model's chat template cannot render them: ${(error as Error).message}`,
@@ -207,6 +223,7 @@ export class ServedModel implements ChatBackend {
     const requests: TurnRequest[] = rows.map((r, b) => ({
       sequence: b,
       append: r.w.prompt,
+      ...(r.w.images.length ? { images: r.w.images.map(policyImage) } : {}),
       maxNewTokens: r.w.limit,
       ...(trackers[b] ? { constraint: trackers[b] } : {}),
     }));
