@@ -21,6 +21,7 @@ import { builtInModelDir } from '../../../trainer/foundations/models/builtinMode
 import { openModelFolder } from '../../../trainer/foundations/models/modelFolder';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
+import { reroll } from '../../../trainer/pipeline/training/reroll';
 import { exchange, CURRENCIES, type Currency } from '../../../examples/currency-agent/tools';
 
 const root = path.resolve(__dirname, '../../..');
@@ -260,6 +261,85 @@ describe('an agent that rewrites its history', () => {
       assert.equal(first.rewards.outcome, second.rewards.outcome);
       assert.equal(first.answer, second.answer);
     }
+  });
+});
+
+describe("Re-roll From Here on an agent's run", () => {
+  // The runs the suites above trained (node:test runs them in order): re-rolls read them.
+  const runDir = (name: string) => {
+    const found = path.join(dir, 'runs', name);
+    assert.ok(fs.existsSync(found), `${found} is trained by an earlier suite of this file`);
+    return found;
+  };
+  const request = (runDirectory: string, parent: TrajectoryRecord, cut: { turn: number; at: 'start' | 'call' }) => ({
+    runDir: runDirectory,
+    set: 'train' as const,
+    step: parent.step,
+    index: parent.index,
+    cut,
+    samples: 3,
+    device: 'cpu' as const,
+  });
+
+  it('runs the agent again, answered from the record up to the turn: with the run’s seed branch 0 is its parent, token for token', async () => {
+    const runDirectory = runDir('openai-sdk');
+    const loaded = await loadConfig(path.join(dir, 'openai-sdk.config.ts'));
+    const records = new RunStoreReader(runDirectory).trajectories(1).records;
+    const parent = records.find((r) => r.turns.filter((t) => t.role === 'assistant').length >= 2);
+    assert.ok(parent, 'a session of two answers or more (a call, then an answer)');
+    const secondAnswer = parent.turns.filter((t) => t.role === 'assistant')[1];
+    const { branches } = await reroll(loaded, request(runDirectory, parent, { turn: 1, at: 'start' }));
+    assert.equal(branches.sampling.followsParent, true);
+    assert.equal(branches.cut.tokenIndex, secondAnswer.tokenStart);
+    assert.equal(branches.branches.length, 3);
+    const [zero, ...others] = branches.branches;
+    assert.equal(zero.firstDivergence, null, 'the same agent, answers, weights and draws: the parent again');
+    assert.deepEqual(zero.trajectory.tokens.ids, parent.tokens.ids);
+    for (const branch of others) {
+      // The recorded prefix is kept token for token: the first answer is the recorded one, not sampled again.
+      assert.ok(branch.firstDivergence === null || branch.firstDivergence >= secondAnswer.tokenStart);
+      assert.equal(branch.trajectory.agent?.error, undefined);
+      assert.equal(
+        branch.trajectory.turns.filter((t) => t.role === 'assistant')[0].text,
+        parent.turns.filter((t) => t.role === 'assistant')[0].text,
+      );
+    }
+    assert.ok(
+      others.some((b) => b.firstDivergence !== null),
+      'fresh draws after the cut sample something else at least once',
+    );
+  });
+
+  it('a session that split replays its first part and re-rolls the part of the parent', async () => {
+    const runDirectory = runDir('split');
+    const loaded = await loadConfig(path.join(dir, 'split.config.ts'));
+    const parent = new RunStoreReader(runDirectory).trajectories(1).records.find((r) => r.agent!.part === 1)!;
+    const { branches } = await reroll(loaded, request(runDirectory, parent, { turn: 0, at: 'start' }));
+    const [zero] = branches.branches;
+    assert.equal(zero.trajectory.agent?.part, 1);
+    assert.equal(zero.trajectory.agent?.split, parent.agent!.split);
+    assert.equal(
+      zero.firstDivergence,
+      null,
+      "the first part's recorded answer gives the same note, the same second part",
+    );
+  });
+
+  it('refuses what a run of its own agent cannot re-roll: a cut before a call’s results, and edits', async () => {
+    const runDirectory = runDir('openai-sdk');
+    const loaded = await loadConfig(path.join(dir, 'openai-sdk.config.ts'));
+    const parent = new RunStoreReader(runDirectory).trajectories(1).records[0];
+    await assert.rejects(
+      reroll(loaded, request(runDirectory, parent, { turn: 0, at: 'call' })),
+      /from the start of a turn/,
+    );
+    await assert.rejects(
+      reroll(loaded, {
+        ...request(runDirectory, parent, { turn: 0, at: 'start' }),
+        edits: [{ kind: 'message', role: 'user', content: 'hi' }],
+      }),
+      /edits are not available/,
+    );
   });
 });
 

@@ -96,6 +96,27 @@ describe('rerollPoint', () => {
   });
 });
 
+describe('rerollPoint on a run of the user’s own agent', () => {
+  const agentRecord: TrajectoryRecord = { ...record, agent: { session: 's1', part: 0 } };
+
+  it('before a call: the next generated turn, the agent running the call again on the way', () => {
+    assert.deepEqual(rerollPoint(agentRecord, { phase: 'call', turn: 3, call: 1 }), {
+      cut: { turn: 1, at: 'start' },
+      label: 'the start of generated turn 1 (turn 5), after your agent runs the calls of turn 3 again',
+    });
+  });
+
+  it('lists only turn starts: a call’s result is the agent’s own, not re-run or edited alone', () => {
+    assert.deepEqual(
+      rerollPoints(agentRecord).map((p) => [p.cut.turn, p.cut.at]),
+      [
+        [0, 'start'],
+        [1, 'start'],
+      ],
+    );
+  });
+});
+
 describe('branch transcripts', () => {
   it('have rollout: URIs of their own, told apart from trajectories', () => {
     const uri = branchTranscriptUri({ runDirectory: '/w/runs/a b', id: 'train-2-5-t0c-x1', branch: 3 });

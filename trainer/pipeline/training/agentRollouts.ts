@@ -2,7 +2,7 @@ import type { ChatTemplate } from '../../foundations/models/chatTemplate';
 import type { Policy, SamplingOptions } from '../../foundations/models/generation/policy';
 import type { RolloutObserver } from '../rollout/observer';
 import { functionAgent, type AgentRunner } from '../rollout/gateway/agentRunner';
-import { GatewayRollout } from '../rollout/gateway/gatewayRollout';
+import { GatewayRollout, type GatewayRolloutOptions } from '../rollout/gateway/gatewayRollout';
 import type { RolloutImages } from '../rollout/images';
 import {
   agentFunction,
@@ -39,6 +39,8 @@ export function agentRollouts(
     /** Images in the agent's requests (the model's vision tower and processor). */
     images: RolloutImages;
     observer?: RolloutObserver;
+    /** Re-rolls: what each session replays from the recorded run (rerollAgent.ts). */
+    replay?: GatewayRolloutOptions['replay'];
   },
 ): GatewayRollout {
   const r = loaded.config.rollout;

@@ -27,6 +27,8 @@ import { CassettePlayer, recordedOutcome, ToolCassette, type CassetteMiss } from
 import type { ToolResult } from '../../foundations/tools/result';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { checkpointModelFor } from './rerollModel';
+import { checkAgentCut, rollAgentBranches } from './rerollAgent';
+import type { SamplingOptions } from '../../foundations/models/generation/policy';
 import { agentLoopOptions, evaluationSampling, rolloutSampling } from './configOptions';
 import { EditedResults } from './editedResults';
 import { readCassette } from './runCassette';
@@ -112,10 +114,6 @@ export function firstDivergence(a: ArrayLike<number>, b: ArrayLike<number>): num
 }
 
 export async function reroll(loaded: LoadedConfig, request: RerollRequest): Promise<RerollResult> {
-  if (loaded.config.agent !== undefined)
-    throw new RerollError(
-      `${loaded.file}: re-rolls replay the built-in agent loop; a run of an agent of your own (the config's agent) cannot be re-rolled yet`,
-    );
   const reader = new RunStoreReader(request.runDir);
   const schedule = recordedDrawSchedule(reader.run());
   const batch = readBatch(reader, request.set, request.step);
@@ -125,7 +123,8 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
       `${request.runDir}: step ${request.step} has no trajectory ${request.index} (0..${batch.length - 1})`,
     );
   cutTokenIndex(parent, request.cut);
-  checkEdits(parent, request);
+  if (loaded.config.agent !== undefined) checkAgentCut(parent, request.cut, request.edits ?? []);
+  else checkEdits(parent, request);
   const row = findRow(loaded, request.set, parent.rowId);
   const { model, checkpoint } = await checkpointModelFor(loaded, request);
   const device = model.device;
@@ -140,7 +139,12 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
     });
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
-    const branches = await rollBranches(loaded, request, { batch, schedule, parent, row, model, template, tools });
+    const parts = { batch, schedule, parent, row, model, template, tools };
+    const branches = await (loaded.config.agent !== undefined ? rollAgentBranchSet : rollBranches)(
+      loaded,
+      request,
+      parts,
+    );
     const set: BranchSet = {
       ...branches,
       checkpoint,
@@ -208,10 +212,7 @@ async function rollBranches(loaded: LoadedConfig, request: RerollRequest, parts:
     ? new ToolCassette({ player, onMiss: request.onMiss ?? 'error', originOf: () => origin })
     : undefined;
   const edited = new EditedResults(request.cut.turn, request.edits ?? [], cassette);
-  const sampling = {
-    ...(request.set === 'train' ? { ...rolloutSampling(c) } : evaluationSampling(c)),
-    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-  };
+  const sampling = rerollSampling(loaded, request);
   const loop = new AgentLoop({
     ...agentLoopOptions(c, { policy: new ModelPolicy(parts.model), template, tools }),
     sampling,
@@ -253,6 +254,62 @@ async function rollBranches(loaded: LoadedConfig, request: RerollRequest, parts:
     sampling: { ...sampling, seed, followsParent: follow !== undefined },
     tools: { source: player ? 'cassette' : 'live', ...(player ? { onMiss: request.onMiss ?? 'error' } : {}) },
     branches: await branchRecords(loaded, request, parts, trajectories),
+  };
+}
+
+/** The parent's sampling (its set's), at the request's temperature when it sets one. */
+function rerollSampling(loaded: LoadedConfig, request: RerollRequest): SamplingOptions {
+  const c = loaded.config;
+  return {
+    ...(request.set === 'train' ? { ...rolloutSampling(c) } : evaluationSampling(c)),
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+  };
+}
+
+/** An agent's run (rerollAgent.ts): the agent run again, answered from the record up to the cut, then live. */
+async function rollAgentBranchSet(
+  loaded: LoadedConfig,
+  request: RerollRequest,
+  parts: RerollParts,
+): Promise<RolledBranches> {
+  const { parent } = parts;
+  const sampling = rerollSampling(loaded, request);
+  const parentsSeed = parentSeed(loaded, request.set, request.step);
+  const seed = request.seed ?? parentsSeed;
+  const firstParts = parts.batch.filter((r) => (r.agent?.part ?? 0) === 0);
+  const follows = seed === parentsSeed && oneRollout(loaded, request, firstParts);
+  if (!follows) request.log?.('branch 0 samples with fresh numbers');
+  const { branches, all } = await rollAgentBranches(loaded, parts, {
+    cut: request.cut,
+    samples: request.samples ?? 1,
+    seed,
+    followSeed: follows ? seed : undefined,
+    sampling,
+    log: request.log,
+  });
+  const rewards = await scoreTrajectories(all, loaded.config.rewards, parts.tools);
+  const parentIds = decodeInt32(parent.tokens.ids);
+  const cutAt = cutTokenIndex(parent, request.cut);
+  return {
+    parent: { set: request.set, step: request.step, index: parent.index, rowId: parent.rowId },
+    cut: { ...request.cut, tokenIndex: cutAt },
+    edits: [],
+    sampling: { ...sampling, seed, followsParent: follows },
+    tools: { source: 'live' },
+    branches: branches.map((t, k) => {
+      const divergence = firstDivergence(parentIds, t.ids);
+      if (divergence !== null && divergence < cutAt)
+        request.log?.(
+          `branch ${k}: the agent's requests differ from the recorded run at token ${divergence}, before the cut at ${cutAt} (an agent that does not send the same requests for the same answers)`,
+        );
+      return {
+        trajectory: toTrajectoryRecord(t, rewards.trajectories[all.indexOf(t)], {
+          step: request.step,
+          tokenizer: parts.model.tokenizer,
+        }),
+        firstDivergence: divergence,
+      };
+    }),
   };
 }
 

@@ -3,6 +3,7 @@ import type { DatasetRow } from '../../../foundations/data/row';
 import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
 import type {
   Policy,
+  GeneratedTurn,
   PolicySession,
   SamplingOptions,
   TurnRequest,
@@ -77,6 +78,19 @@ export interface GatewayRolloutOptions {
   sessionTimeoutMs?: number | undefined;
   /** Images in the agents' requests: the model's vision tower and processor (a text-only model refuses them). */
   images?: RolloutImages | undefined;
+  /** Re-rolls (training/reroll.ts): what each session replays from a recorded run before it samples. */
+  replay?: ((session: number) => SessionReplay | undefined) | undefined;
+}
+
+/**
+ * A session's recorded beginning: its first requests are answered with these answers' tokens, as
+ * sampled in the recorded run, instead of sampling; its later turns sample with the draws of
+ * the recorded session (`draws`), so a deterministic agent with the recorded weights and seed
+ * samples what the recorded session sampled.
+ */
+export interface SessionReplay {
+  answers: readonly Omit<GeneratedTurn, 'sequence'>[];
+  draws?: { seed: number; session: number } | undefined;
 }
 
 interface Waiting {
@@ -407,6 +421,11 @@ export class GatewayRollout implements ChatBackend {
     }
     const byStop = new Map<string, typeof turns>();
     for (const turn of turns) {
+      const recorded = this.options.replay?.(turn.session.index)?.answers[turn.session.answers];
+      if (recorded) {
+        await this.replayAnswer(turn, recorded);
+        continue;
+      }
       const stops = this.stopStrings(turn.waiting.request);
       const key = JSON.stringify(stops);
       byStop.set(key, [...(byStop.get(key) ?? []), turn]);
@@ -426,6 +445,19 @@ export class GatewayRollout implements ChatBackend {
       );
       for (let i = 0; i < group.length; i++) await this.answer(group[i], generated[i]);
     }
+  }
+
+  /** Answers with a recorded answer: the same path as a sampled one, its tokens then sent to the policy with the next turn's. */
+  private async replayAnswer(
+    turn: { session: Session; waiting: Waiting; request: TurnRequest; constraint: AnswerConstraint | undefined },
+    recorded: Omit<GeneratedTurn, 'sequence'>,
+  ): Promise<void> {
+    const seq = turn.session.current;
+    const pending = seq.pending;
+    const images = seq.pendingImages;
+    await this.answer(turn, { ...recorded, sequence: turn.request.sequence });
+    seq.pending = [...pending, ...recorded.tokens];
+    seq.pendingImages = images;
   }
 
   private stopStrings(request: ChatTurnRequest): string[] {
@@ -450,7 +482,9 @@ export class GatewayRollout implements ChatBackend {
       request.responseFormat.kind === 'text'
         ? undefined
         : this.constraints.begin(request);
-    batch.draws.address(session.index, drawSeed(batch.seed, session.index, session.answers));
+    const replay = this.options.replay?.(session.index);
+    const address = replay?.draws ?? { seed: batch.seed, session: session.index };
+    batch.draws.address(session.index, drawSeed(address.seed, address.session, session.answers));
     const turnRequest: TurnRequest = {
       sequence: session.index,
       append: seq.pending,
@@ -541,7 +575,7 @@ export class GatewayRollout implements ChatBackend {
   /** Records a generated turn, tells the observers (the debugger may hold the answer here), and answers the request. */
   private async answer(
     turn: { session: Session; waiting: Waiting; constraint: AnswerConstraint | undefined },
-    generated: Awaited<ReturnType<PolicySession['generate']>>[number],
+    generated: GeneratedTurn,
   ): Promise<void> {
     const { session, waiting, constraint } = turn;
     const seq = session.current;
