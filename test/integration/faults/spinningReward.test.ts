@@ -4,7 +4,9 @@
  * - its deadline (`rewards.timeoutMs`) ends it: the trajectory records a named timeout and the
  *   run goes on to finish;
  * - SIGTERM while it spins stops the run cleanly: `stopped`, its lock released, exit 143;
- * - a launcher killed with SIGKILL while it spins takes its trainer with it.
+ * - a launcher killed with SIGKILL while it spins takes its trainer with it — and so it does while
+ *   a tool kept on the trainer's thread (`isolation: 'trainer'`) spins there, since the launcher's
+ *   pipe is watched from a thread of its own.
  * On the trainer's own thread each of these hangs: no timer, signal handler or pipe watchdog runs
  * while a reward spins there; the rewards run in a reward worker (usercode/rewardHost.ts).
  */
@@ -32,6 +34,8 @@ after(() => {
   for (const pid of trainerPids) if (processAlive(pid)) process.kill(pid, 'SIGKILL');
   fs.rmSync(workspace, { recursive: true, force: true });
 });
+
+const EXAMPLE_TOOLS = path.resolve(__dirname, '../../../examples/multihop-search/tools');
 
 async function until(what: string, check: () => boolean, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -142,23 +146,57 @@ describe('a reward that never returns', { timeout: 300_000 }, () => {
   });
 
   it('a launcher killed with SIGKILL while it spins leaves no trainer process', async () => {
-    const { config, flag, marker, runDir } = await spinningWorkspace('launcher', {
-      steps: 30,
-      timeoutMs: 600_000,
-      when: 'flag',
-    });
-    // Started as from a shell without MALLOC_* settings: the CLI runs the trainer as a second process.
-    const env = Object.fromEntries(Object.keys(ALLOCATOR_ENV).map((name) => [name, undefined]));
-    const launcher = startCli(['train', config, '--run-dir', runDir], { cwd: path.dirname(config), env });
-    started.push(launcher);
-    await until('step 1', () => lastStep(runDir) >= 1);
-    const trainerPid = readRunLock(runDir)?.pid;
-    assert.ok(trainerPid !== undefined && trainerPid !== launcher.child.pid, 'the run is written by a second process');
-    trainerPids.push(trainerPid);
-    fs.writeFileSync(flag, '');
-    await until('the reward to spin', () => fs.existsSync(marker));
-    launcher.child.kill('SIGKILL');
-    await launcher.done;
-    await processGone(trainerPid, 10_000);
+    const spinning = await spinningWorkspace('launcher', { steps: 30, timeoutMs: 600_000, when: 'flag' });
+    await killLauncherWhileSpinning(spinning);
+  });
+
+  it("a launcher killed with SIGKILL while a tool with isolation: 'trainer' spins leaves no trainer process", async () => {
+    const dir = path.join(workspace, 'trainer-tool');
+    fs.mkdirSync(dir, { recursive: true });
+    const flag = path.join(dir, 'spin.flag');
+    const marker = path.join(dir, 'spinning.marker');
+    const toolsModule = path.join(dir, 'spinningTools.ts');
+    // The example's tools as the tiny agent was warm-started to call them, kept on the trainer's thread.
+    fs.writeFileSync(
+      toolsModule,
+      `import * as fs from 'node:fs';
+import { tools as exampleTools } from ${JSON.stringify(EXAMPLE_TOOLS)};
+export const tools = exampleTools.map((tool) => Object.assign(Object.create(Object.getPrototypeOf(tool)), tool, {
+  isolation: 'trainer',
+  execute: (args: never, ctx: never) => {
+    if (fs.existsSync(${JSON.stringify(flag)})) {
+      fs.writeFileSync(${JSON.stringify(marker)}, '');
+      for (;;) {}
+    }
+    return tool.execute(args, ctx);
+  },
+}));
+`,
+    );
+    const config = await writeTinyAgentWorkspace(dir, { steps: 30, toolsModule, name: 'trainer-tool' });
+    await killLauncherWhileSpinning({ config, flag, marker, runDir: path.join(dir, 'run') });
   });
 });
+
+/** Start `train` as from a shell, make it spin after step 1, kill its launcher: the trainer must go too. */
+async function killLauncherWhileSpinning(spinning: {
+  config: string;
+  flag: string;
+  marker: string;
+  runDir: string;
+}): Promise<void> {
+  const { config, flag, marker, runDir } = spinning;
+  // Started as from a shell without MALLOC_* settings: the CLI runs the trainer as a second process.
+  const env = Object.fromEntries(Object.keys(ALLOCATOR_ENV).map((name) => [name, undefined]));
+  const launcher = startCli(['train', config, '--run-dir', runDir], { cwd: path.dirname(config), env });
+  started.push(launcher);
+  await until('step 1', () => lastStep(runDir) >= 1);
+  const trainerPid = readRunLock(runDir)?.pid;
+  assert.ok(trainerPid !== undefined && trainerPid !== launcher.child.pid, 'the run is written by a second process');
+  trainerPids.push(trainerPid);
+  fs.writeFileSync(flag, '');
+  await until('the reward to spin', () => fs.existsSync(marker));
+  launcher.child.kill('SIGKILL');
+  await launcher.done;
+  await processGone(trainerPid, 10_000);
+}
