@@ -48,7 +48,8 @@ const TRAINER_ROOMS = {
   'bridges/environment': [ENGINE, 'contract'],
   // Finding a tool or reward in a user's module (usercode/selectTool.ts, exportPath.ts).
   'bridges/authoring': [REWARDS, ROLLOUT, TOOLS, MCP, DATA, 'contract', 'bridges/usercode'],
-  'bridges/usercode': [TOOLS, DATA, ROLLOUT, TRAINING, 'contract', 'index.ts'],
+  // Rewards too: a config's rewards run in a reward worker (usercode/rewardHost.ts).
+  'bridges/usercode': [TOOLS, DATA, ROLLOUT, REWARDS, TRAINING, 'contract', 'index.ts'],
   // verl's formats in and out (export of datasets and settings, import of its rollout dumps).
   'bridges/verl': [DATA, MODELS, ROLLOUT, 'contract', TRAINING, 'version.ts'],
   // A config's tools and rewards served over HTTP (MCP and the reward endpoint).

@@ -62,12 +62,13 @@ const builds = [
   },
   {
     ...common,
-    // The device worker runs onnxruntime in its own thread, the tool worker the user's tools, the agent host a user's agent module (a process of its own); they sit next to the other trainer bundles.
+    // The device worker runs onnxruntime in its own thread, the tool worker the user's tools, the reward worker their rewards, the agent host a user's agent module (a process of its own); they sit next to the other trainer bundles.
     entryPoints: {
       'trainer/cli': 'trainer/bridges/cli/main.ts',
       'trainer/index': 'trainer/index.ts',
       'trainer/device-worker': 'trainer/foundations/engine/device/worker.ts',
       'trainer/tool-worker': 'trainer/bridges/usercode/toolWorker.ts',
+      'trainer/reward-worker': 'trainer/bridges/usercode/rewardWorker.ts',
       'trainer/agent-host': 'trainer/bridges/usercode/agentHost.ts',
     },
     platform: 'node',

@@ -12,7 +12,54 @@ import { maskSecrets, redactArguments, redactUrl } from '../../../trainer/founda
 import { exactMatch } from '../../../trainer/pipeline/rewards';
 import { hashable, parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
 
+/** Fake secrets of each shape, made at run time so that no scanner mistakes this file for a leak. */
+const fake = (prefix: string, n = 36) => `${prefix}${'a1B2'.repeat(Math.ceil(n / 4)).slice(0, n)}`;
+const JWT = `eyJ${fake('', 20)}.${fake('eyJ', 24)}.${fake('', 43)}`;
+
+/** Issue 53, item 4: each form a secret takes on a command line, and what run.json records of it. */
+const COMMAND_LINE_SECRETS: Array<[what: string, args: string[], recorded: string[]]> = [
+  [
+    '--header=Authorization: Bearer …',
+    ['--header=Authorization: Bearer s3cr3t-value'],
+    ['--header=Authorization: ***'],
+  ],
+  ["-H 'Authorization: …'", ['-H', 'Authorization: Basic dXNlcjpwYXNz'], ['-H', 'Authorization: ***']],
+  ['-p X', ['mysql', '-u', 'root', '-p', 'hunter2'], ['mysql', '-u', 'root', '-p', '***']],
+  ['--password X', ['--password', 'hunter2'], ['--password', '***']],
+  ['a JWT alone', [JWT], ['***']],
+  ['a JWT inside an argument', [`--data={"jwt": "${JWT}"}`], ['--data={"jwt": "***"}']],
+  ['Cookie:', ['-H', 'Cookie: session=abc123'], ['-H', 'Cookie: ***']],
+  ['Set-Cookie:', ['Set-Cookie: id=abc123; HttpOnly'], ['Set-Cookie: ***']],
+  ['--header=Cookie: …', ['--header=Cookie: id=abc123'], ['--header=Cookie: ***']],
+  [
+    'a connection string',
+    ['postgres://app:hunter2@db.internal:5432/main'],
+    ['postgres://***:***@db.internal:5432/main'],
+  ],
+  [
+    'a connection string as a value',
+    ['--db=mongodb+srv://app:hunter2@c0.example.net/x'],
+    ['--db=mongodb+srv://***:***@c0.example.net/x'],
+  ],
+  ['a GitHub token', [fake('ghp_')], ['***']],
+  ['a fine-grained GitHub token', [fake('github_pat_', 60)], ['***']],
+  ['an OpenAI-style key', [fake('sk-', 40)], ['***']],
+  ['a Hugging Face token', [fake('hf_', 34)], ['***']],
+  ['a Slack token', [fake('xoxb-', 30), fake('xoxa-', 30), fake('xoxp-', 30)], ['***', '***', '***']],
+  ['an AWS key id', [`AKIA${'ABCD2345'.repeat(2)}`], ['***']],
+  ['a GitLab token', [fake('glpat-', 20)], ['***']],
+  ['a token inside a longer argument', [`--note=use ${fake('ghp_')} here`], ['--note=use *** here']],
+];
+
 describe('secrets are not recorded', () => {
+  for (const [what, args, recorded] of COMMAND_LINE_SECRETS) {
+    it(`a command line: ${what}`, () => {
+      const found = new Set<string>();
+      assert.deepEqual(redactArguments(args, found), recorded);
+      assert.ok(found.size > 0, 'the secret is noted, so messages quoting it are masked too');
+    });
+  }
+
   it('a URL keeps its host and path; its user, password and credential query values go', () => {
     assert.equal(
       redactUrl('https://alice:hunter2@mcp.example.com/v1?token=abc&region=eu'),

@@ -11,7 +11,8 @@
  *   request (trainCommand's `stopOnSignals`), so one Ctrl-C still means "stop cleanly".
  * - A launcher killed with SIGKILL cannot relay anything. The trainer holds the read end of a
  *   pipe whose write end only the launcher has; when the launcher dies the pipe closes, and the
- *   trainer ends with SIGKILL too, as it would have without the launcher.
+ *   trainer ends with SIGKILL too, as it would have without the launcher. The pipe is watched from
+ *   a thread of its own, so a trainer whose main thread is blocked still goes.
  *
  * Not relaunched: a process the extension started (it sets the variables itself, and has the IPC
  * channel), one under the Node inspector (the second would want the same port), one whose user
@@ -19,8 +20,8 @@
  */
 import { spawn } from 'node:child_process';
 import * as inspector from 'node:inspector';
-import * as net from 'node:net';
 import * as os from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { wantsAllocatorEnv, withAllocatorEnv } from '../../contract/allocatorEnv';
 
 /** Set on the trainer a launcher started: the file descriptor of the pipe that closes when the launcher dies. */
@@ -89,6 +90,19 @@ export function relaunchWithAllocatorEnv(): void {
 }
 
 /**
+ * Watches the launcher's pipe in a thread of its own: the trainer's main thread can be blocked
+ * (a tool kept there with `isolation: 'trainer'` in a synchronous loop), and a watchdog on it
+ * would then never run. Plain JavaScript, so it needs no loader in either build.
+ */
+const PIPE_WATCHDOG = `
+const net = require('node:net');
+const pipe = new net.Socket({ fd: require('node:worker_threads').workerData, readable: true, writable: false });
+pipe.on('error', () => {});
+pipe.on('close', () => process.kill(process.pid, 'SIGKILL'));
+pipe.resume();
+`;
+
+/**
  * In a trainer a launcher started: end with SIGKILL when the launcher is gone (its pipe closed),
  * as a trainer without a launcher would have been killed. Does nothing in any other process.
  */
@@ -97,10 +111,8 @@ export function endWithTheLauncher(): void {
   // The tools, MCP servers and workers this process starts are not a launcher's trainers.
   delete process.env[LAUNCHER_PIPE_ENV];
   if (!Number.isInteger(fd) || fd < 3) return;
-  const pipe = new net.Socket({ fd, readable: true, writable: false });
-  pipe.on('error', () => {});
-  pipe.on('close', () => process.kill(process.pid, 'SIGKILL'));
-  pipe.resume();
-  // The pipe must not keep a finished trainer alive.
-  pipe.unref();
+  const watchdog = new Worker(PIPE_WATCHDOG, { eval: true, workerData: fd });
+  watchdog.on('error', () => {});
+  // The watchdog must not keep a finished trainer alive.
+  watchdog.unref();
 }

@@ -9,6 +9,7 @@ import {
 } from '../../pipeline/training/trainingConfig';
 import { compileUserModule, evaluateUserModule } from './loadUserModule';
 import { isolateTools } from './toolHost';
+import { isolateRewards } from './rewardHost';
 import { CommandAgentRunner, ModuleAgentRunner } from './agentProcess';
 
 /** Load and validate a config file (TypeScript, compiled with esbuild; its default export). */
@@ -39,6 +40,8 @@ export async function loadConfig(file: string): Promise<LoadedConfig> {
     resolve: (p) => path.resolve(dir, p),
     hash,
     placeTools: (tools) => isolateTools(absolute, code, tools),
+    // The rewards too: a reward that never returns is stopped at its deadline, and signals still reach the trainer.
+    placeRewards: (rewards) => isolateRewards(absolute, code, rewards),
     // A module agent runs in a host process of its own, a command agent as a process per session.
     placeAgent: (agent, log) =>
       typeof agent === 'string' || 'module' in agent

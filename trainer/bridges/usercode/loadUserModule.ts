@@ -131,11 +131,39 @@ export function evaluateUserModule(absolute: string, code: string): Record<strin
     return requireFromUserFolder(id);
   }) as NodeJS.Require;
   loadedModules.push(mod);
+  const exits = refuseExit(absolute);
   try {
     mod._compile(code, filename);
   } catch (error) {
+    if (exits.called) throw exits.called;
     const detail = error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
     throw new UserCodeError(`${absolute}: loading the module threw:\n${detail}`, { cause: error });
+  } finally {
+    exits.restore();
   }
+  // Caught by the module itself: still refused, the module did not load as written.
+  if (exits.called) throw exits.called;
   return mod.exports as Record<string, unknown>;
+}
+
+/**
+ * While a module loads, `process.exit` throws instead of ending the process. A top-level
+ * `process.exit(0)` in a config or tool module would otherwise end `train`, `run-tool`,
+ * `eval-reward` or `serve-tools` with status 0 and nothing done — indistinguishable from success.
+ */
+function refuseExit(absolute: string): { called: UserCodeError | undefined; restore(): void } {
+  const exit = process.exit;
+  const state = {
+    called: undefined as UserCodeError | undefined,
+    restore: () => {
+      process.exit = exit;
+    },
+  };
+  process.exit = ((code?: number | string | null) => {
+    state.called ??= new UserCodeError(
+      `${absolute} called process.exit(${code ?? ''}) while loading; a config, tool or reward module must not end the process`,
+    );
+    throw state.called;
+  }) as typeof process.exit;
+  return state;
 }

@@ -1,13 +1,13 @@
-import * as fs from 'node:fs';
 import * as inspector from 'node:inspector';
-import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { RAW_ARGUMENTS, type ToolContext } from '../../foundations/tools/context';
 import type { ToolOutput } from '../../foundations/tools/result';
 import { withoutTrainerFrames } from '../../foundations/tools/runner';
 import { Tool, type ToolInvocation } from '../../foundations/tools/tool';
 import type { ToolSelector } from '../../contract/protocol/authoring';
-import type { HostMessage, ThrownValue, ToolWorkerData, WorkerInvocation, WorkerMessage } from './toolWorkerMessages';
+import { rethrown } from './thrownValue';
+import { workerEntry } from './workerEntry';
+import type { HostMessage, ToolWorkerData, WorkerInvocation, WorkerMessage } from './toolWorkerMessages';
 
 /**
  * Runs a config's tools in a worker thread (toolWorker.ts), where a deadline can stop them.
@@ -35,36 +35,12 @@ import type { HostMessage, ThrownValue, ToolWorkerData, WorkerInvocation, Worker
 /** How long a worker has to answer a ping after one of its calls ran out of time. */
 export const PING_GRACE_MS = 1_000;
 
-/** The worker script: next to this bundle when built, the TypeScript source under tsx. */
-function workerEntry(): { script: string; eval: boolean } {
-  const bundled = path.join(__dirname, 'tool-worker.js');
-  if (__filename.endsWith('.js') && fs.existsSync(bundled)) return { script: bundled, eval: false };
-  const source = path.join(__dirname, 'toolWorker.ts');
-  return {
-    script: `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(source)});`,
-    eval: true,
-  };
-}
-
 interface PendingCall {
   tool: string;
   resolve: (message: WorkerMessage) => void;
   reject: (error: Error) => void;
   /** The call's loggers, by position in a batch. */
   logs: ToolContext<object>['log'][];
-}
-
-/** A thrown value from the worker as an Error the runner describes exactly as it would have on this thread. */
-function rethrown(value: ThrownValue): Error {
-  if ('description' in value) {
-    const error = new Error(value.description);
-    error.stack = value.description;
-    return error;
-  }
-  const error = new Error(value.message);
-  error.name = value.name;
-  if (value.stack !== undefined) error.stack = value.stack;
-  return error;
 }
 
 /** A failure of the tool worker itself: said in words, without the trainer's stack frames (they would reach the policy's observation). */
@@ -105,7 +81,7 @@ export class ToolHost {
     if (this.closed) return Promise.reject(workerFailure('the tool worker is closed'));
     if (this.worker) return Promise.resolve(this.worker);
     this.starting ??= new Promise<Worker>((resolve, reject) => {
-      const entry = workerEntry();
+      const entry = workerEntry('tool-worker.js', 'toolWorker.ts');
       const worker = new Worker(entry.script, { eval: entry.eval, workerData: this.data });
       this.starts++;
       let ready = false;

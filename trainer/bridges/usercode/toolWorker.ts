@@ -9,7 +9,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { ToolContext } from '../../foundations/tools/context';
 import { describeThrown } from '../../foundations/tools/runner';
 import { Tool } from '../../foundations/tools/tool';
-import type { HostMessage, ThrownValue, ToolWorkerData, WorkerInvocation, WorkerMessage } from './toolWorkerMessages';
+import { thrown } from './thrownValue';
+import type { HostMessage, ToolWorkerData, WorkerInvocation, WorkerMessage } from './toolWorkerMessages';
 import { evaluateUserModule } from './loadUserModule';
 import { selectTool } from './selectTool';
 
@@ -19,20 +20,6 @@ const running = new Map<number, AbortController>();
 
 function post(message: WorkerMessage): void {
   port.postMessage(message);
-}
-
-function thrown(error: unknown): ThrownValue {
-  try {
-    if (error instanceof Error)
-      return {
-        name: String(error.name),
-        message: String(error.message),
-        ...(typeof error.stack === 'string' ? { stack: error.stack } : {}),
-      };
-  } catch {
-    // A hostile Error-like value: described below.
-  }
-  return { description: describeThrown(error) };
 }
 
 /** The config's tools by name: its default export's `tools`, as the trainer read them (or the one tool `selector` finds). */

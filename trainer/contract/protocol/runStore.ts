@@ -352,6 +352,11 @@ export const TrajectoryRecord = z.object({
      * divided (Agent-R1 normalisation) by the batch's largest absolute process reward-to-go.
      */
     processScale: z.number().optional(),
+    /**
+     * Rewards that did not return within `rewards.timeoutMs`: each counted as 0 (an outcome
+     * reward) or as no opinion (a process reward), named here with why. Absent when none.
+     */
+    errors: z.array(z.object({ reward: z.string(), kind: z.literal('timeout'), message: z.string() })).optional(),
   }),
   /** The trajectory's advantage when it is one number (GRPO, RLOO, REINFORCE++ baseline). */
   advantage: z.number().optional(),

@@ -3,8 +3,10 @@
  * server, which reach run.json's error and the logs): a URL's user and password, its query (and
  * fragment) values named like credentials (`?token=…`, `api_key=…`, `sig=…`, `#access_token=…`),
  * and on a command line the values of flags named so (`--api-key X`, `--token=X`), `NAME=value`
- * pairs and `Name: value` headers named so, and values shaped like well-known API tokens (`hf_…`,
- * `ghp_…`, `sk-…`). Each is
+ * pairs and `Name: value` headers named so (also as a flag's value: `--header=Authorization: …`;
+ * `Cookie` and `Set-Cookie` count), a `-p` flag's value, and values shaped like well-known API
+ * tokens (`hf_…`, `ghp_…`, `github_pat_…`, `sk-…`, `xoxb-…`, `AKIA…`, `glpat-…`, JWTs), also
+ * inside a longer argument. Each is
  * replaced by `***`; everything else stays as written, so a reader still recognises the server.
  * A secret in no such form (a token as a bare path segment) is still written: pass secrets in
  * `env` or `headers`, whose values are never recorded.
@@ -14,7 +16,7 @@ export const REDACTED = '***';
 
 /** A name that says it holds a credential: the whole name or one of its `-`/`_` parts. */
 const CREDENTIAL =
-  /^(api-?key|apikey|access-?token|auth|authorization|bearer|client-?secret|credentials?|key|pass|passwd|password|private-?key|secret|session|sig|signature|token)$/;
+  /^(api-?key|apikey|access-?token|auth|authorization|bearer|client-?secret|cookie|credentials?|key|pass|passwd|password|private-?key|secret|session|sig|signature|token)$/;
 
 export function isCredentialName(name: string): boolean {
   // camelCase parts count as parts too: authToken, clientSecret.
@@ -26,18 +28,34 @@ export function isCredentialName(name: string): boolean {
   return lower.split(/[-_.]/).some((part) => CREDENTIAL.test(part)) || CREDENTIAL.test(lower.replace(/_/g, '-'));
 }
 
-/** Tokens of well-known services, whatever they are called: Hugging Face, GitHub, OpenAI-style, Slack, AWS key ids. */
+/**
+ * Tokens of well-known services, whatever they are called: Hugging Face, GitHub, OpenAI-style,
+ * Slack, AWS key ids, GitLab, and JSON Web Tokens (three base64url parts, the first `eyJ`: `{"`).
+ */
 const TOKEN_SHAPES = [
-  /^hf_[A-Za-z0-9]{20,}$/,
-  /^(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}$/,
-  /^github_pat_[A-Za-z0-9_]{20,}$/,
-  /^sk-[A-Za-z0-9_-]{20,}$/,
-  /^xox[abposr]-[A-Za-z0-9-]{10,}$/,
-  /^AKIA[A-Z0-9]{16}$/,
+  /hf_[A-Za-z0-9]{20,}/,
+  /(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}/,
+  /github_pat_[A-Za-z0-9_]{20,}/,
+  /sk-[A-Za-z0-9_-]{20,}/,
+  /xox[abposr]-[A-Za-z0-9-]{10,}/,
+  /AKIA[A-Z0-9]{16}/,
+  /glpat-[A-Za-z0-9_-]{20,}/,
+  /eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+/,
 ];
+const WHOLE_TOKEN = TOKEN_SHAPES.map((shape) => new RegExp(`^(?:${shape.source})$`));
+/** The same shapes anywhere in a text, on a word boundary (`Bearer eyJ…`, `token ghp_…;`). */
+const TOKEN_IN_TEXT = new RegExp(TOKEN_SHAPES.map((shape) => `(?<![A-Za-z0-9_-])(?:${shape.source})`).join('|'), 'g');
 
 export function looksLikeToken(value: string): boolean {
-  return TOKEN_SHAPES.some((shape) => shape.test(value));
+  return WHOLE_TOKEN.some((shape) => shape.test(value));
+}
+
+/** `text` with every token of a well-known shape in it replaced (and noted). */
+function maskTokenShapes(text: string, found?: FoundSecrets): string {
+  return text.replace(TOKEN_IN_TEXT, (token) => {
+    note(found, token);
+    return REDACTED;
+  });
 }
 
 /**
@@ -109,6 +127,21 @@ export function redactUrl(text: string, found?: FoundSecrets): string {
   return changed ? url.toString() : text;
 }
 
+/** A header with a credential name (`Authorization: Bearer …`, `Cookie: …`, `Set-Cookie: …`) with its value replaced; undefined for any other text. */
+function redactHeader(text: string, found?: FoundSecrets): string | undefined {
+  const header = /^([A-Za-z][\w-]*):\s*(\S.*)$/s.exec(text);
+  if (!header || !isCredentialName(header[1])) return undefined;
+  note(found, header[2], ...(/^\w+\s+(\S+)$/.exec(header[2])?.slice(1) ?? []));
+  return `${header[1]}: ${REDACTED}`;
+}
+
+/**
+ * Flags whose next argument is a password although their name does not say so: `-p` (mysql,
+ * psql's wrappers, redis-cli's `-a`… keep to the common one). A port given as `-p 8080` is
+ * redacted too: a record that hides a port loses little; one that shows a password loses much.
+ */
+const PASSWORD_SHORT_FLAGS = new Set(['-p']);
+
 /** A command line with the values of credential flags and `NAME=value` credentials replaced, and URLs redacted. */
 export function redactArguments(args: readonly string[], found?: FoundSecrets): string[] {
   const out: string[] = [];
@@ -120,21 +153,20 @@ export function redactArguments(args: readonly string[], found?: FoundSecrets): 
       out.push(`${assignment[1]}=${REDACTED}`);
       continue;
     }
-    // A header given on the command line (mcp-remote's --header "Authorization: Bearer …").
-    const header = /^([A-Za-z][\w-]*):\s*(\S.*)$/s.exec(arg);
-    if (header && isCredentialName(header[1])) {
-      note(found, header[2], ...(/^\w+\s+(\S+)$/.exec(header[2])?.slice(1) ?? []));
-      out.push(`${header[1]}: ${REDACTED}`);
+    // A header given on the command line (mcp-remote's --header "Authorization: Bearer …", curl's -H 'Cookie: …').
+    const header = redactHeader(arg, found);
+    if (header !== undefined) {
+      out.push(header);
       continue;
     }
     if (assignment) {
-      // --url=https://user:pass@host, ENDPOINT=https://…?token=…
-      out.push(`${assignment[1]}=${redactUrl(assignment[2], found)}`);
+      // --header=Authorization: Bearer …; --url=https://user:pass@host, ENDPOINT=https://…?token=…
+      const value = redactHeader(assignment[2], found) ?? maskTokenShapes(redactUrl(assignment[2], found), found);
+      out.push(`${assignment[1]}=${value}`);
       continue;
     }
     if (
-      /^--?[A-Za-z][\w.-]*$/.test(arg) &&
-      isCredentialName(arg) &&
+      ((/^--?[A-Za-z][\w.-]*$/.test(arg) && isCredentialName(arg)) || PASSWORD_SHORT_FLAGS.has(arg)) &&
       i + 1 < args.length &&
       !args[i + 1].startsWith('-')
     ) {
@@ -144,7 +176,7 @@ export function redactArguments(args: readonly string[], found?: FoundSecrets): 
       continue;
     }
     if (looksLikeToken(arg)) note(found, arg);
-    out.push(looksLikeToken(arg) ? REDACTED : redactUrl(arg, found));
+    out.push(looksLikeToken(arg) ? REDACTED : maskTokenShapes(redactUrl(arg, found), found));
   }
   return out;
 }

@@ -5,7 +5,7 @@ import type { ToolCallOutcome } from '../../foundations/tools/context';
 import { describeThrown, safeInstanceOf } from '../../foundations/tools/runner';
 import type { ToolSet } from '../../foundations/tools/toolSet';
 import { answerTag, type AnswerExtractor } from './answer';
-import { RewardError } from './rewardErrors';
+import { RewardError, RewardTimeoutError } from './rewardErrors';
 import { ProcessRewardNormalizer } from './processRewardScale';
 import type { OutcomeReward, ProcessReward } from './types';
 
@@ -28,6 +28,13 @@ import type { OutcomeReward, ProcessReward } from './types';
  *     w, and the factor does not jump from batch to batch.
  * `processScale` records the factor that was applied; each call keeps its raw reward and the
  * scaled one. How the scaled rewards become advantages, per estimator: trainer/pipeline/rl/ADVANTAGES.md.
+ *
+ * Deadlines: each reward call (an outcome reward on a trajectory, a process reward or a tool's
+ * hook on a call) has `timeoutMs` (default 60 s). One that has not returned by then counts as 0
+ * (an outcome) or as no opinion (a process reward), the trajectory's `errors` say which and why,
+ * and the batch goes on. Only a reward that yields can be outrun here: a synchronous loop on this
+ * thread never lets the timer fire, which is why a config file's rewards run in a reward worker
+ * (bridges/usercode/rewardHost.ts) that a stuck call's deadline terminates.
  *
  * Validation (checkRewardConfig): every weight is a finite number ≥ 0 (a weight scales a
  * reward; a penalty is a reward whose score is negative), and `errorPenalty` is a finite number
@@ -57,6 +64,26 @@ export interface RewardConfig<Row extends object = DatasetRow> {
   processNormMomentum?: number;
   /** Extracts the answer recorded on the trajectory (default: the last `<answer>…</answer>`). */
   answer?: AnswerExtractor;
+  /** How long one reward call may take, in ms (default 60 000): past it the reward is recorded as timed out and the batch goes on. */
+  timeoutMs?: number;
+  /**
+   * Where a config file's rewards run: `'worker'` (default), in a reward worker that evaluates the
+   * same module, where a call that never returns is stopped at its deadline; `'trainer'`, on the
+   * trainer's thread, for rewards that share live state with tools kept there — a synchronous
+   * loop in one then hangs the run, and no signal can stop it cleanly.
+   */
+  isolation?: 'worker' | 'trainer';
+}
+
+/** A reward call's deadline unless `rewards.timeoutMs` says otherwise: room for a judge that asks a model over the network. */
+export const DEFAULT_REWARD_TIMEOUT_MS = 60_000;
+
+/** A reward that did not return in time, as its trajectory records it. */
+export interface RewardFailure {
+  /** The reward's name (`tool:<name>` for a tool's hook). */
+  reward: string;
+  kind: 'timeout';
+  message: string;
 }
 
 /**
@@ -90,6 +117,8 @@ export interface TrajectoryRewards {
   answer?: string;
   /** Aligned with `trajectory.calls`. */
   calls: CallReward[];
+  /** Rewards that timed out on this trajectory or its calls (absent when none did). */
+  errors?: RewardFailure[];
 }
 
 export interface BatchRewards {
@@ -109,6 +138,8 @@ export interface ScoreOptions {
    * (evaluation, a served reward).
    */
   normalizer?: ProcessRewardNormalizer;
+  /** Aborted when the run stops: scoring ends at once (rejecting with the signal's reason), whatever a reward is doing. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -145,12 +176,51 @@ function describeValue(value: unknown): string {
   }
 }
 
-async function evaluate<T>(what: string, run: () => T | Promise<T>): Promise<T> {
+/** What one trajectory's scoring shares: each call's deadline, the run's stop, and the timeouts so far. */
+interface Scoring {
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  errors: RewardFailure[];
+}
+
+/** What `evaluate` returns for a reward that ran out of time (recorded in `scoring.errors`). */
+const TIMED_OUT = Symbol('timed out');
+
+/**
+ * Calls a reward. A value returned synchronously is taken as it is (the fast path: no timer); a
+ * promise races the deadline and the run's stop. A timeout is recorded and answered TIMED_OUT; a
+ * stop rejects with the signal's reason; anything the reward throws becomes a RewardError.
+ */
+async function evaluate<T>(
+  what: string,
+  reward: string,
+  run: () => T | Promise<T>,
+  scoring: Scoring,
+): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   try {
-    return await run();
+    const value = run();
+    if (typeof (value as { then?: unknown } | null | undefined)?.then !== 'function') return value as T;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      const message = `${what} did not return within ${scoring.timeoutMs} ms (rewards.timeoutMs)`;
+      timer = setTimeout(() => reject(new RewardTimeoutError(message)), scoring.timeoutMs);
+      onAbort = () => reject(scoring.signal!.reason);
+      if (scoring.signal?.aborted) onAbort();
+      else scoring.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    return await Promise.race([value, deadline]);
   } catch (error) {
+    if (scoring.signal?.aborted) throw scoring.signal.reason;
+    if (safeInstanceOf(error, RewardTimeoutError)) {
+      scoring.errors.push({ reward, kind: 'timeout', message: (error as Error).message });
+      return TIMED_OUT;
+    }
     if (safeInstanceOf(error, RewardError)) throw error;
     throw new RewardError(`${what} threw: ${describeThrown(error)}`, { cause: error });
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) scoring.signal?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -207,6 +277,15 @@ export function checkRewardConfig<Row extends object>(config: RewardConfig<Row>)
       `rewards.combine must be "weighted-sum" or "agent-r1", got ${JSON.stringify(config.combine)}`,
     );
   }
+  if (
+    config.timeoutMs !== undefined &&
+    (typeof config.timeoutMs !== 'number' || !Number.isFinite(config.timeoutMs) || config.timeoutMs <= 0)
+  )
+    throw new RewardError(
+      `rewards.timeoutMs: expected a number of milliseconds > 0 (how long one reward call may take), got ${describeValue(config.timeoutMs)}`,
+    );
+  if (config.isolation !== undefined && config.isolation !== 'worker' && config.isolation !== 'trainer')
+    throw new RewardError(`rewards.isolation must be "worker" or "trainer", got ${describeValue(config.isolation)}`);
   if (config.processWeight !== undefined)
     nonNegative(config.processWeight, 'rewards.processWeight', 'it multiplies every process reward; 0 turns them off');
   const momentum = config.processNormMomentum;
@@ -247,6 +326,7 @@ async function rewardCall<Row extends object>(
   call: ToolCallResult,
   config: RewardConfig<Row>,
   tools: ToolSet,
+  scoring: Scoring,
 ): Promise<Omit<CallReward, 'scaled'>> {
   const components: Record<string, number> = {};
   let sum = 0;
@@ -262,15 +342,23 @@ async function rewardCall<Row extends object>(
   const tool = call.name !== undefined ? tools.get(call.name) : undefined;
   if (toolWeight !== 0 && tool?.reward && !call.error && call.result) {
     const what = `the reward hook of tool "${tool.name}" on ${where}`;
-    const value = await evaluate(what, () =>
-      tool.reward!(call as unknown as ToolCallOutcome<never>, { row: trajectory.row as never, trajectory }),
+    const value = await evaluate(
+      what,
+      `tool:${tool.name}`,
+      () => tool.reward!(call as unknown as ToolCallOutcome<never>, { row: trajectory.row as never, trajectory }),
+      scoring,
     );
-    add(`tool:${tool.name}`, finite(value, what), toolWeight);
+    if (value !== TIMED_OUT) add(`tool:${tool.name}`, finite(value, what), toolWeight);
   }
   for (const reward of config.process ?? []) {
     const what = `process reward "${reward.name}" on ${where}`;
-    const value = await evaluate(what, () => reward.score(call, { row: trajectory.row, trajectory }));
-    if (value !== undefined) add(reward.name, finite(value, what), reward.weight ?? 1);
+    const value = await evaluate(
+      what,
+      reward.name,
+      () => reward.score(call, { row: trajectory.row, trajectory }),
+      scoring,
+    );
+    if (value !== undefined && value !== TIMED_OUT) add(reward.name, finite(value, what), reward.weight ?? 1);
   }
   if (call.error) {
     const penalty = penaltyFor(config as RewardConfig<object>, call.error.kind);
@@ -300,14 +388,17 @@ export async function scoreTrajectories<Row extends object>(
   const combine = config.combine ?? 'weighted-sum';
   const processWeight = config.processWeight ?? 1;
   const extract = config.answer ?? answerTag;
+  const signal = options.signal;
 
   const partial = await Promise.all(
     trajectories.map(async (trajectory) => {
       const components: Record<string, number> = {};
+      const scoring: Scoring = { timeoutMs: config.timeoutMs ?? DEFAULT_REWARD_TIMEOUT_MS, signal, errors: [] };
       let outcome = 0;
       for (const reward of config.outcome) {
         const what = `outcome reward "${reward.name}" on trajectory ${trajectory.index} (${describeRow(trajectory.row as unknown as DatasetRow)})`;
-        const value = finite(await evaluate(what, () => reward.score(trajectory, trajectory.row)), what);
+        const returned = await evaluate(what, reward.name, () => reward.score(trajectory, trajectory.row), scoring);
+        const value = returned === TIMED_OUT ? 0 : finite(returned, what);
         components[reward.name] = value;
         outcome += (reward.weight ?? 1) * value;
       }
@@ -319,13 +410,14 @@ export async function scoreTrajectories<Row extends object>(
         outcome -= config.truncationPenalty;
       }
       const calls: Omit<CallReward, 'scaled'>[] = [];
-      for (const call of trajectory.calls) calls.push(await rewardCall(trajectory, call, config, tools));
+      for (const call of trajectory.calls) calls.push(await rewardCall(trajectory, call, config, tools, scoring));
       for (const call of calls) {
         for (const [name, value] of Object.entries(call.components))
           components[`process/${name}`] = (components[`process/${name}`] ?? 0) + value;
       }
       const where = `trajectory ${trajectory.index} (${describeRow(trajectory.row as unknown as DatasetRow)})`;
-      return { outcome, components, calls, answer: extract(trajectory as Trajectory<object>), where };
+      const errors = scoring.errors;
+      return { outcome, components, calls, answer: extract(trajectory as Trajectory<object>), where, errors };
     }),
   );
 
@@ -360,6 +452,7 @@ export async function scoreTrajectories<Row extends object>(
         processScale,
         ...(t.answer !== undefined ? { answer: t.answer } : {}),
         calls,
+        ...(t.errors.length ? { errors: t.errors } : {}),
       };
     }),
   };

@@ -41,7 +41,7 @@ export async function evaluateHeldOut(
     drawSchedule: recordedDrawSchedule(writer.record),
   });
   await parts.evalLoop.releasePolicy();
-  const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools);
+  const rewards = await scoreTrajectories(trajectories, config.rewards, parts.tools, { signal: parts.control.signal });
   writer.writeImages(trajectories.flatMap((t) => (t.images ?? []).map(({ image }) => image)));
   writer.writeEvaluation(
     step,

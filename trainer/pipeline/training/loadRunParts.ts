@@ -15,7 +15,13 @@ import { resolveConfigModel } from './modelSource';
 import type { RunControl } from './runControl';
 import type { RunParts } from './runParts';
 import type { RunReporter } from './runReporter';
-import { placeConfigTools, type LoadedConfig, type PlacedTools } from './trainingConfig';
+import {
+  placeConfigRewards,
+  placeConfigTools,
+  type LoadedConfig,
+  type PlacedRewards,
+  type PlacedTools,
+} from './trainingConfig';
 import type { ChatTemplate } from '../../foundations/models/chatTemplate';
 import { ChatTemplateError } from '../../foundations/models/modelErrors';
 
@@ -35,6 +41,7 @@ interface OpenedParts {
   model?: ModelRuntime;
   mcp?: McpServers;
   placed?: PlacedTools;
+  placedRewards?: PlacedRewards;
 }
 
 /**
@@ -51,6 +58,7 @@ export async function loadRunParts(loaded: LoadedConfig, settings: LoadRunSettin
     const { modelDir, model, template } = await openModel(loaded, settings, opened.device, opened);
     opened.mcp = await McpServers.open(c.mcpServers, { baseDir: path.dirname(loaded.file), log: settings.report.log });
     opened.placed = await placeConfigTools(loaded);
+    opened.placedRewards = await placeConfigRewards(loaded);
     const tools = new ToolSet([...opened.placed.tools, ...opened.mcp.tools]);
     const train = loadJsonlDataset(loaded.resolve(c.data.train), { fields: c.data.fields });
     const evalFile = c.evaluation.data ?? c.data.eval;
@@ -61,10 +69,11 @@ export async function loadRunParts(loaded: LoadedConfig, settings: LoadRunSettin
       await loop.prepareRows(rows);
       loop.checkRows(rows);
     }
-    const { device, mcp, placed } = opened;
+    const { device, mcp, placed, placedRewards } = opened;
     return {
       loaded,
-      config: c,
+      // The rewards as placed (in a reward worker, usually): the same names and weights, scored there.
+      config: { ...c, rewards: placedRewards.rewards },
       totalSteps: settings.totalSteps,
       device,
       modelDir,
@@ -73,6 +82,7 @@ export async function loadRunParts(loaded: LoadedConfig, settings: LoadRunSettin
       tools,
       mcp,
       placed,
+      placedRewards,
       images,
       loop,
       evalLoop,
@@ -162,6 +172,7 @@ export async function closeRunParts(
 
 async function closeOpened(opened: OpenedParts): Promise<void> {
   await opened.placed?.close().catch(() => undefined);
+  await opened.placedRewards?.close().catch(() => undefined);
   await opened.mcp?.close().catch(() => undefined);
   opened.model?.close();
   await opened.device?.close().catch(() => undefined);

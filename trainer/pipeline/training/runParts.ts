@@ -19,7 +19,7 @@ import type { HealthSample } from './health';
 import type { LiveSnapshot } from './liveSnapshot';
 import type { RunControl } from './runControl';
 import type { RunReporter } from './runReporter';
-import type { LoadedConfig, PlacedTools, TrainingConfig } from './trainingConfig';
+import type { LoadedConfig, PlacedRewards, PlacedTools, TrainingConfig } from './trainingConfig';
 
 /**
  * Everything a training run has loaded and owns, handed to each stage (warm start, evaluation,
@@ -40,6 +40,8 @@ export interface RunParts {
   mcp: McpServers;
   /** The config's own tools as placed for the run (in a tool worker, usually; they are in `tools`). */
   placed: PlacedTools;
+  /** The config's rewards as placed for the run (in a reward worker, usually; `config.rewards` is them). */
+  placedRewards: PlacedRewards;
   /** Reads and prepares the images of rows, demonstrations and tool results (vision-language models). */
   images: RolloutImages;
   /** Training rollouts (the config's sampling, the debugger's hooks): the built-in loop, or the user's own agent through the gateway. */

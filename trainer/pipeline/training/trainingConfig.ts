@@ -425,6 +425,12 @@ export interface LoadedConfig {
    */
   placeTools?: (tools: readonly Tool[]) => Promise<PlacedTools>;
   /**
+   * Places the config's rewards where a deadline can stop them — a worker thread that evaluates
+   * the same module (usercode/rewardHost.ts); given by the loader of a config file. Without it (a
+   * config made in code) the rewards run on the trainer's thread.
+   */
+  placeRewards?: (rewards: RewardConfig) => Promise<PlacedRewards>;
+  /**
    * Runs the config's `agent` (a module in a host process, a command per session); given by the
    * loader of a config file. Without it only a function agent can run (on the trainer's thread).
    */
@@ -435,6 +441,19 @@ export interface LoadedConfig {
 export interface PlacedTools {
   tools: Tool[];
   close(): Promise<void>;
+}
+
+/** A run's rewards as placed (see LoadedConfig.placeRewards); `close` ends what placing them started. */
+export interface PlacedRewards {
+  rewards: RewardConfig;
+  close(): Promise<void>;
+}
+
+/** The config's rewards, placed where the loader wants them. */
+export async function placeConfigRewards(loaded: LoadedConfig): Promise<PlacedRewards> {
+  return loaded.placeRewards
+    ? loaded.placeRewards(loaded.config.rewards)
+    : { rewards: loaded.config.rewards, close: async () => undefined };
 }
 
 /** The config's tools, placed where the loader wants them. */

@@ -80,6 +80,7 @@ async function sampleStage(parts: RunParts, position: RunPosition, step: number)
     const rolled = await rolloutStage(parts, position, step, rounds.length, rows, first);
     if (rolled === 'stopped') return 'stopped';
     const scored = await scoreStage(parts, position, step, rolled.trajectories);
+    if (scored === 'stopped') return 'stopped';
     selection.add([...groupsWithSignal(scored.samples)].map(([group, signal]) => ({ group, signal })));
     rounds.push({ ...rolled, ...scored, rolloutSeconds: rolled.seconds, rewardSeconds: scored.seconds });
   }
@@ -128,18 +129,26 @@ async function rolloutStage(
   return { trajectories, seconds, generatedTokens };
 }
 
-/** Score: outcome and process rewards per trajectory, placed on its tokens for the RL side. */
+/** Score: outcome and process rewards per trajectory, placed on its tokens for the RL side; a stop drops the step. */
 async function scoreStage(
   parts: RunParts,
   position: RunPosition,
   step: number,
   trajectories: Trajectory[],
-): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number }> {
+): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number } | 'stopped'> {
   const started = performance.now();
   parts.report.progress(step, 'reward', 0, trajectories.length);
-  const rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools, {
-    normalizer: position.processNormalizer,
-  });
+  let rewards: BatchRewards;
+  try {
+    // A stop ends scoring at once, even while a reward spins in its worker: the step is dropped, as a stop during rollout drops it.
+    rewards = await scoreTrajectories(trajectories, parts.config.rewards, parts.tools, {
+      normalizer: position.processNormalizer,
+      signal: parts.control.signal,
+    });
+  } catch (error) {
+    if (parts.control.stopping) return 'stopped';
+    throw error;
+  }
   const samples = trajectories.map((t, i) => toRlSample(t, rewards.trajectories[i]));
   return { rewards, samples, seconds: (performance.now() - started) / 1000 };
 }

@@ -16,6 +16,7 @@ import type { CallReward, TrajectoryRewards } from '../rewards/score';
  * scale may be absent (a record written from rewards that were not scaled leaves it out).
  */
 export type RecordRewards = Pick<TrajectoryRewards, 'outcome' | 'process' | 'total' | 'components' | 'answer'> &
+  Partial<Pick<TrajectoryRewards, 'errors'>> &
   Partial<Pick<TrajectoryRewards, 'processScale'>> & {
     /** Aligned with `trajectory.calls`. */
     calls: readonly RecordCallReward[];
@@ -84,6 +85,7 @@ export function toTrajectoryRecord(
       total: rewards.total,
       components: rewards.components,
       ...(rewards.processScale !== undefined ? { processScale: rewards.processScale } : {}),
+      ...(rewards.errors?.length ? { errors: rewards.errors.map((e) => ({ ...e })) } : {}),
     },
     ...(options.advantage !== undefined ? { advantage: options.advantage } : {}),
     ...(trajectory.images?.length ? { images: trajectory.images.map(imageRecord) } : {}),
