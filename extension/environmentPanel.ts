@@ -61,7 +61,8 @@ export class EnvironmentPanel {
   }
 
   private async runCheck(): Promise<EnvironmentCheckOutcome> {
-    const refusal = untrustedReason('Check Environment');
+    const use = { action: 'Check Environment', runs: 'the trainer with the configured Node.js' };
+    const refusal = untrustedReason(use);
     if (refusal !== undefined) {
       this.post({ type: 'failed', title: 'This workspace is not trusted.', detail: refusal });
       return { ok: false, title: 'This workspace is not trusted.', detail: refusal };
@@ -72,7 +73,7 @@ export class EnvironmentPanel {
     const cliPath = vscode.Uri.joinPath(this.extensionUri, 'dist', 'trainer', 'cli.js').fsPath;
     this.log.appendLine(`Checking the environment with ${runtime.description}`);
     try {
-      const messages = await runTrainer({ runtime, cliPath, args: ['env', '--ipc'], timeoutMs: 180_000 });
+      const messages = await runTrainer({ use, runtime, cliPath, args: ['env', '--ipc'], timeoutMs: 180_000 });
       const reportMessage = messages.find((m) => m.type === 'environment.report');
       if (!reportMessage)
         throw new TrainerProcessError(

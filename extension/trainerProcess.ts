@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { withAllocatorEnv } from '../trainer/contract/allocatorEnv';
@@ -10,6 +10,7 @@ import {
   TrainerMessage,
   WAIT_FOR_DEBUGGER_ENV,
 } from '../trainer/contract/protocol';
+import { spawnWorkspaceCode, type WorkspaceCodeUse } from './workspaceCode';
 
 /**
  * Starting the trainer process and talking to it. The extension never loads onnxruntime
@@ -70,6 +71,8 @@ export interface TrainerLaunch {
 }
 
 export interface TrainerProcessOptions {
+  /** What the process would run of the workspace, for the refusal in Restricted Mode (workspaceCode.ts). */
+  use: WorkspaceCodeUse;
   args: string[];
   cwd?: string | undefined;
   /**
@@ -114,13 +117,18 @@ export class TrainerProcess {
   private constructor(launch: TrainerLaunch, options: TrainerProcessOptions) {
     const { runtime, cliPath } = launch;
     const inspect = options.inspect ? ['--inspect=127.0.0.1:0'] : [];
-    this.child = spawn(runtime.command, [...inspect, ...(launch.execArgv ?? []), cliPath, ...options.args], {
-      cwd: options.cwd ?? path.dirname(cliPath),
-      env: withAllocatorEnv(
-        options.inspect === 'break' ? { ...runtime.env, [WAIT_FOR_DEBUGGER_ENV]: '1' } : runtime.env,
-      ),
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
+    this.child = spawnWorkspaceCode(
+      options.use,
+      runtime.command,
+      [...inspect, ...(launch.execArgv ?? []), cliPath, ...options.args],
+      {
+        cwd: options.cwd ?? path.dirname(cliPath),
+        env: withAllocatorEnv(
+          options.inspect === 'break' ? { ...runtime.env, [WAIT_FOR_DEBUGGER_ENV]: '1' } : runtime.env,
+        ),
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      },
+    );
     let inspectorSeen = false;
     this.child.stdout?.setEncoding('utf8').on('data', (chunk: string) => options.onOutput?.(chunk, 'stdout'));
     this.child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -167,7 +175,7 @@ export class TrainerProcess {
     });
   }
 
-  /** Start the trainer; throws a TrainerProcessError when its script is missing. */
+  /** Start the trainer; throws a TrainerProcessError when its script is missing, a RestrictedModeError in Restricted Mode. */
   static start(launch: TrainerLaunch, options: TrainerProcessOptions): TrainerProcess {
     if (!fs.existsSync(launch.cliPath)) {
       throw new TrainerProcessError(
@@ -240,6 +248,8 @@ export class TrainerProcess {
 }
 
 export interface TrainerRequest {
+  /** What the command would run of the workspace, for the refusal in Restricted Mode. */
+  use: WorkspaceCodeUse;
   runtime: TrainerRuntime;
   /** The trainer CLI script (dist/trainer/cli.js inside the extension). */
   cliPath: string;
@@ -261,6 +271,7 @@ export async function runTrainer(request: TrainerRequest): Promise<TrainerMessag
   const trainer = TrainerProcess.start(
     { runtime, cliPath },
     {
+      use: request.use,
       args,
       cwd: request.cwd,
       onMessage: (message) => {

@@ -42,6 +42,9 @@ npm run -s test:grammar; done_stage
 stage "extension tests inside VS Code (code-server)"
 npx tsx test/harness/runExtensionTests.ts; done_stage
 
+stage "a hostile folder in Restricted Mode (code-server, Workspace Trust on)"
+ROLLOUT_TEST_RESTRICTED=1 npx tsx test/harness/runExtensionTests.ts; done_stage
+
 stage "end-to-end UI tests (code-server + Chromium)"
 node test/harness/run-node-tests.mjs --retry-failed-file-once test/e2e; done_stage
 

@@ -1,6 +1,8 @@
 import * as vscode from 'vscode';
 import { resolveTrainerRuntime, TrainerProcessError, type TrainerRuntime } from '../trainerProcess';
 import type { ResultDocuments } from './resultDocuments';
+import { RestrictedModeError } from '../workspaceCode';
+import { showRestrictedMode } from '../workspaceTrust';
 
 /** What the authoring commands share: where the trainer CLI is, how to start it, where results and logs go. */
 export interface AuthoringContext {
@@ -25,6 +27,10 @@ export async function saveIfDirty(file: string): Promise<void> {
 
 /** A failure shown to the user: the title in the notification, the detail in it and in the log. */
 export function showFailure(context: AuthoringContext, what: string, error: unknown): void {
+  if (error instanceof RestrictedModeError) {
+    context.log.appendLine(`[${what}] ${error.message}`);
+    return showRestrictedMode(error.message);
+  }
   const title = error instanceof TrainerProcessError ? error.title : `${what} failed.`;
   const detail =
     error instanceof TrainerProcessError ? error.detail : error instanceof Error ? error.message : String(error);

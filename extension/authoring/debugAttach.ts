@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { startDebugSession } from '../workspaceDebug';
 
 /**
  * Debug Tool: VS Code's JavaScript debugger (a `node` attach session) attached to the trainer
@@ -73,7 +74,7 @@ export async function attachDebugger(
     }),
   ];
 
-  const started = await vscode.debug.startDebugging(folder, {
+  const started = await startDebugSession(folder, {
     type: 'node',
     request: 'attach',
     name,

@@ -95,7 +95,8 @@ export async function evaluateRewardCommand(
     );
     return undefined;
   }
-  if (!requireTrust('Evaluate on Samples')) return undefined;
+  const use = { action: 'Evaluate on Samples', runs: `the reward ${target.file}` };
+  if (!requireTrust(use)) return undefined;
   await saveIfDirty(target.file);
   let source: { config?: string; data?: string } | undefined;
   if (options.config !== undefined || options.data !== undefined)
@@ -126,6 +127,7 @@ export async function evaluateRewardCommand(
       { location: vscode.ProgressLocation.Window, title: `Evaluating ${target.label}…` },
       () =>
         runTrainer({
+          use: { ...use, runs: source.config ? `the reward ${target.file} and the config ${source.config}` : use.runs },
           runtime,
           cliPath,
           args,

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { z } from 'zod';
@@ -7,6 +6,8 @@ import { TrainerProcessError } from '../trainerProcess';
 import { saveIfDirty, showFailure, trainerLaunch, type AuthoringContext } from './authoringContext';
 import type { McpServerTarget } from './lensSpecs';
 import { runToolFromEditor, type RunToolOptions } from './toolCommands';
+import { execFileWorkspaceCode, type WorkspaceCodeUse } from '../workspaceCode';
+import { requireTrust } from '../workspaceTrust';
 
 /**
  * Run MCP Tool…, the lens above a server of a config's `mcpServers`: the trainer starts the
@@ -25,10 +26,16 @@ function isServerTarget(value: unknown): value is McpServerTarget {
   return typeof t === 'object' && t !== null && typeof t.file === 'string' && typeof t.server === 'string';
 }
 
+/** What listing the tools runs: the config (evaluated to find the server) and the server's command. */
+function mcpUse(target: McpServerTarget): WorkspaceCodeUse {
+  return { action: 'Run MCP Tool', runs: `the config ${target.file} and its MCP server ${target.server}` };
+}
+
 function listTools(context: AuthoringContext, target: McpServerTarget): Promise<ToolInfo[]> {
   const { runtime, cliPath } = trainerLaunch(context);
   return new Promise((resolve, reject) => {
-    execFile(
+    execFileWorkspaceCode(
+      mcpUse(target),
       runtime.command,
       [cliPath, 'run-tool', target.file, '--mcp-server', target.server, '--list'],
       {
@@ -69,6 +76,8 @@ export async function runMcpToolCommand(
     );
     return undefined;
   }
+  // Before listing: that starts the server. A lens click skips the command's enablement (microsoft/vscode#111354).
+  if (!requireTrust(mcpUse(target))) return undefined;
   await saveIfDirty(target.file);
   let tools: ToolInfo[];
   try {

@@ -9,6 +9,7 @@ import { attachDebugger, type AttachedDebugger } from './debugAttach';
 import type { ToolTarget } from './lensSpecs';
 import { ToolSession } from './toolSession';
 import { requireTrust } from '../workspaceTrust';
+import type { WorkspaceCodeUse } from '../workspaceCode';
 
 /**
  * Run Tool… and Debug Tool. Both start a trainer process that loads the tool (ToolSession), ask
@@ -46,11 +47,13 @@ function loadToolSession(
   target: ToolTarget,
   { runtime, cliPath }: ReturnType<typeof trainerLaunch>,
   debug: boolean,
+  use: WorkspaceCodeUse,
 ): Thenable<ToolSession> {
   return vscode.window.withProgress(
     { location: vscode.ProgressLocation.Window, title: `Loading ${target.label}…` },
     () =>
       ToolSession.start({
+        use,
         runtime,
         cliPath,
         file: target.file,
@@ -145,12 +148,13 @@ export async function runToolFromEditor(
     );
     return undefined;
   }
-  if (!requireTrust(what)) return undefined;
+  const use = { action: what, runs: `the tool in ${target.file}` };
+  if (!requireTrust(use)) return undefined;
   await saveIfDirty(target.file);
   const launch = trainerLaunch(context);
   let session: ToolSession;
   try {
-    session = await loadToolSession(context, target, launch, debug);
+    session = await loadToolSession(context, target, launch, debug, use);
   } catch (error) {
     showFailure(context, what, error);
     return undefined;

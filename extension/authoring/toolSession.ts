@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
@@ -13,6 +13,7 @@ import {
   type ToolSessionRequest,
 } from '../../trainer/contract/protocol';
 import { TrainerProcessError, type TrainerRuntime } from '../trainerProcess';
+import { spawnWorkspaceCode, type WorkspaceCodeUse } from '../workspaceCode';
 
 /**
  * A trainer process holding one tool loaded (`rollout-studio run-tool --session --ipc`): Run
@@ -23,6 +24,8 @@ import { TrainerProcessError, type TrainerRuntime } from '../trainerProcess';
  */
 
 export interface ToolSessionOptions {
+  /** What loading the tool runs of the workspace, for the refusal in Restricted Mode (workspaceCode.ts). */
+  use: WorkspaceCodeUse;
   runtime: TrainerRuntime;
   /** The trainer CLI (dist/trainer/cli.js; trainer/bridges/cli/main.ts under tsx in tests). */
   cliPath: string;
@@ -111,11 +114,17 @@ export class ToolSession {
         ),
       );
     }
-    const child = spawn(runtime.command, [...(options.nodeArgs ?? []), cliPath, ...toolSessionArgs(options)], {
-      cwd: options.cwd ?? path.dirname(options.file),
-      env: runtime.env,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
+    let child: ChildProcess;
+    try {
+      child = spawnWorkspaceCode(
+        options.use,
+        runtime.command,
+        [...(options.nodeArgs ?? []), cliPath, ...toolSessionArgs(options)],
+        { cwd: options.cwd ?? path.dirname(options.file), env: runtime.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
+      );
+    } catch (refusal) {
+      return Promise.reject(refusal as Error);
+    }
     const output = { stderr: '' };
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => options.onOutput?.(chunk));
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {

@@ -22,8 +22,12 @@ export interface LiveTrainingHost {
   stopTimeoutMs?: number;
   /** The host attaches a Node debugger to the trainer when the session asks (VS Code: toolDebugger.ts), so `debugTools` waits for it. */
   toolDebugger?: boolean;
-  /** Why live training may not start here (an untrusted workspace: extension/workspaceTrust.ts); replay is unaffected. */
-  refusal?: () => string | undefined;
+  /**
+   * Why training `config` may not start here (an untrusted workspace: extension/workspaceTrust.ts),
+   * asked before the launch so the debug console says so; replay is unaffected. The trainer's
+   * spawn refuses again on its own (extension/workspaceCode.ts).
+   */
+  refusal?: (config: string) => string | undefined;
 }
 
 export interface TargetContext {
@@ -41,7 +45,7 @@ export function createTarget(args: RolloutLaunchArguments, context: TargetContex
       throw new Error(
         '"config": this debug adapter was started without a trainer to run (live training needs the extension, or a TrainerLaunch in tests)',
       );
-    const refusal = context.live.refusal?.();
+    const refusal = context.live.refusal?.(path.resolve(args.config));
     if (refusal !== undefined) throw new Error(refusal);
     return new LiveTarget(
       {

@@ -173,6 +173,7 @@ export class LiveTarget implements RolloutTarget {
     const args = ['train', config, '--ipc', ...(device ? ['--device', device] : [])];
     try {
       this.trainer = TrainerProcess.start(launch, {
+        use: { action: noDebug ? 'Start Training' : 'Debug Training', runs: `the config ${config}` },
         args,
         cwd: path.dirname(config),
         inspect: debugTools ? (this.options.childSessions ? 'break' : true) : false,

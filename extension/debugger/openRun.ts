@@ -7,6 +7,7 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { startDebugSession } from '../workspaceDebug';
 import { OpenRunInDebuggerArgs } from '../../trainer/contract/protocol/panels';
 import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import { recordedRuns, replayConfiguration, RUNS_FOLDER } from './configurationProvider';
@@ -50,7 +51,7 @@ export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<
     return false;
   }
   const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(dir)) ?? vscode.workspace.workspaceFolders?.[0];
-  const started = await vscode.debug.startDebugging(folder, replayConfiguration(name, dir, startAt));
+  const started = await startDebugSession(folder, replayConfiguration(name, dir, startAt));
   // VS Code reveals a stop's source only in the session it focuses, and it does not always focus
   // a new session while another is still being torn down: show the asked-for trajectory anyway.
   if (started && startAt) {

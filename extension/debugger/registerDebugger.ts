@@ -34,7 +34,7 @@ export function registerDebugger(context: vscode.ExtensionContext, trainings?: L
             live: {
               launch: trainerLaunch(context),
               toolDebugger: true,
-              refusal: () => untrustedReason('Training'),
+              refusal: (config) => untrustedReason({ action: 'Training', runs: `the config ${config}` }),
               ...(trainings ? { trainings } : {}),
             },
           }),

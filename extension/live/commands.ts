@@ -7,6 +7,7 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { startDebugSession } from '../workspaceDebug';
 import { chooseTrainingConfig } from './trainingConfigs';
 import { requireTrust } from '../workspaceTrust';
 
@@ -27,7 +28,12 @@ function isTraining(session: vscode.DebugSession): boolean {
 export function registerTrainingCommands(context: vscode.ExtensionContext): void {
   const sessions = new Set<vscode.DebugSession>();
   const start = async (arg: unknown, debug: boolean): Promise<boolean> => {
-    if (!requireTrust(debug ? 'Debug Training' : 'Start Training')) return false;
+    const action = debug ? 'Debug Training' : 'Start Training';
+    // Before the quick pick of configs: in Restricted Mode there is nothing to choose.
+    if (
+      !requireTrust({ action, runs: arg instanceof vscode.Uri ? `the config ${arg.fsPath}` : "this folder's config" })
+    )
+      return false;
     const config = await chooseTrainingConfig(
       context,
       arg,
@@ -35,7 +41,7 @@ export function registerTrainingCommands(context: vscode.ExtensionContext): void
     );
     if (!config) return false;
     const folder = vscode.workspace.getWorkspaceFolder(config) ?? vscode.workspace.workspaceFolders?.[0];
-    return vscode.debug.startDebugging(folder, trainingConfiguration(config, debug), { noDebug: !debug });
+    return startDebugSession(folder, trainingConfiguration(config, debug), { noDebug: !debug });
   };
   context.subscriptions.push(
     vscode.debug.onDidStartDebugSession((session) => isTraining(session) && sessions.add(session)),

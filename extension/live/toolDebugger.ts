@@ -11,6 +11,7 @@
  * hit too.
  */
 import * as vscode from 'vscode';
+import { startDebugSession } from '../workspaceDebug';
 import { parseWith } from '../../trainer/contract/protocol/parse';
 import {
   TOOL_DEBUGGER_EVENT,
@@ -26,7 +27,7 @@ export function registerToolDebugger(): vscode.Disposable {
     let reason = 'VS Code did not start the Node debug session';
     try {
       const body = parseWith(ToolDebuggerEventBody, event.body, `${TOOL_DEBUGGER_EVENT} event`);
-      started = await vscode.debug.startDebugging(
+      started = await startDebugSession(
         session.workspaceFolder,
         {
           type: 'pwa-node',

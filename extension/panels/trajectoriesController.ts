@@ -26,6 +26,8 @@ export interface TrajectoriesActions {
   showBranch?(args: { runDirectory: string; id: string; branch: number }): void;
   /** A re-roll's branches stepped through in the replay debugger. */
   replayBranch?(args: { runDirectory: string; id: string }): void;
+  /** Whether the workspace's code may run (VS Code: not in Restricted Mode); absent: a host without Restricted Mode. */
+  trusted?(): boolean;
 }
 
 /** Rows go to the webview in chunks, so the first screen renders before a 5,000-row step has travelled. */
@@ -81,6 +83,7 @@ export class TrajectoriesController {
     this.postRun();
     for (const error of this.source.errors()) this.post({ type: 'notice', level: 'error', message: error });
     this.show(resolveStepSelection(this.selection, this.source.steps()), true);
+    this.postTrust();
   }
 
   /** Show `step` (pinned) or follow the newest step, at the host's request; the webview is told. */
@@ -148,6 +151,16 @@ export class TrajectoriesController {
         this.actions.replayBranch?.({ runDirectory: this.source.dir, id: message.id });
         break;
     }
+  }
+
+  /** The workspace became trusted (or not): the webview offers Re-roll… only when it may run. */
+  trustChanged(): void {
+    if (this.ready) this.postTrust();
+  }
+
+  /** Only a host with Restricted Mode says; the webview offers Re-roll… once told it may (it fails closed). */
+  private postTrust(): void {
+    if (this.actions.trusted) this.post({ type: 'trust', trusted: this.actions.trusted() });
   }
 
   /** A re-roll saved branches of a trajectory of this run: the webview asks for its detail again if it shows it. */

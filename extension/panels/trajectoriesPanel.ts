@@ -55,8 +55,11 @@ export class TrajectoriesPanel {
       }
     });
     const branches = branchesChanged.event((e) => this.controller.branchesChanged(e.runDirectory, e.step, e.index));
+    // Restricted Mode hides Re-roll…; granting trust brings it back without reopening the panel.
+    const trust = vscode.workspace.onDidGrantWorkspaceTrust(() => this.controller.trustChanged());
     panel.onDidDispose(() => {
       branches.dispose();
+      trust.dispose();
       this.controller.dispose();
       this.lease.release();
       TrajectoriesPanel.panels.delete(this);
@@ -107,6 +110,7 @@ export class TrajectoriesPanel {
       openInDebugger,
       resourceUri,
       followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow),
+      trusted: () => vscode.workspace.isTrusted,
       reroll: (args: { runDirectory: string; step: number; index: number }) =>
         void vscode.commands.executeCommand('rolloutStudio.rerollFromHere', args),
       showBranch: (args: { runDirectory: string; id: string; branch: number }) =>

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { startDebugSession } from '../workspaceDebug';
 import { z } from 'zod';
 import type { BranchSet } from '../../trainer/contract/protocol';
 import { readBranchSets } from '../../trainer/contract/runstore/branchStore';
@@ -20,7 +21,7 @@ export async function replayBranch(raw: unknown): Promise<void> {
   const args = ShowBranchArgs.parse(raw);
   const folder =
     vscode.workspace.getWorkspaceFolder(vscode.Uri.file(args.runDirectory)) ?? vscode.workspace.workspaceFolders?.[0];
-  await vscode.debug.startDebugging(folder, {
+  await startDebugSession(folder, {
     type: 'rollout',
     request: 'launch',
     name: `Re-roll ${args.id}`,

@@ -6,7 +6,7 @@
  * show the original beside each branch in a diff editor over `rollout:` documents. Branches are
  * in the run store (`branches/`), so they are still there after a reload.
  */
-import { execFile, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -21,6 +21,8 @@ import {
 } from '../../trainer/contract/protocol';
 import { RunStoreReader } from '../../trainer/contract/runstore/reader';
 import { resolveTrainerRuntime } from '../trainerProcess';
+import { execFileWorkspaceCode, type WorkspaceCodeUse } from '../workspaceCode';
+import { requireTrust } from '../workspaceTrust';
 import { rerollPoint, rerollPoints, type RerollPoint } from './rerollPoint';
 import { branchesChanged } from './branchEvents';
 import { replayBranch, showBranches, showBranchOf } from './branchViews';
@@ -93,8 +95,26 @@ async function askEditFirst(target: Target): Promise<boolean | undefined> {
   return choice?.edit;
 }
 
+/**
+ * What a re-roll runs: the trainer loads the config the run's run.json names (its tools and
+ * rewards with it). Read without trusting it — a planted run.json is how a repository would
+ * make Re-roll run its code — only to say what would run.
+ */
+function rerollUse(runDirectory: string | undefined): WorkspaceCodeUse {
+  let config = `the config named in ${runDirectory ? path.join(runDirectory, 'run.json') : "the run's run.json"}`;
+  try {
+    if (runDirectory) config = `the config ${new RunStoreReader(runDirectory).run().configPath ?? config}`;
+  } catch {
+    // An unreadable run.json: the generic words above.
+  }
+  return { action: 'Re-roll', runs: config };
+}
+
 /** Re-roll From Here: the target and settings, then a re-roll now or after an edit of the tool result. */
 async function rerollFromHere(state: RerollState, raw: unknown): Promise<void> {
+  // Before any quick pick: the panel offers Re-roll… in Restricted Mode only when it did not hear of it yet.
+  const named = RerollFromHereArgs.safeParse(raw);
+  if (!requireTrust(rerollUse(named.success ? named.data.runDirectory : undefined))) return;
   try {
     const target = await rerollTarget(raw);
     if (!target) return;
@@ -348,7 +368,8 @@ async function runReroll(
       },
       (_, token) =>
         new Promise<BranchSet | undefined>((resolve, reject) => {
-          const child: ChildProcess = execFile(
+          const child: ChildProcess = execFileWorkspaceCode(
+            rerollUse(target.runDirectory),
             runtime.command,
             [cliPath, ...args],
             {

@@ -104,6 +104,8 @@ export async function startCodeServer(
   profile: CodeServerProfile,
   folder: string,
   extraEnv: NodeJS.ProcessEnv = {},
+  /** Keep Workspace Trust on (the profile's settings decide the rest), for tests of Restricted Mode. */
+  options: { workspaceTrust?: boolean } = {},
 ): Promise<RunningCodeServer> {
   const port = await freePort();
   const logFile = path.join(profile.dir, 'code-server.log');
@@ -119,7 +121,7 @@ export async function startCodeServer(
     'none',
     '--disable-telemetry',
     '--disable-update-check',
-    '--disable-workspace-trust',
+    ...(options.workspaceTrust ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
     folder,
   ];

@@ -6,6 +6,11 @@
  *
  *   npx tsx test/harness/runExtensionTests.ts      (after npm run build)
  *   ROLLOUT_TEST_GREP='Training live' npx tsx test/harness/runExtensionTests.ts   (only matching tests)
+ *   ROLLOUT_TEST_RESTRICTED=1 npx tsx test/harness/runExtensionTests.ts   (a hostile folder in Restricted Mode)
+ *
+ * With ROLLOUT_TEST_RESTRICTED=1 the folder is a hostile repository (test/fixtures/hostileWorkspace.ts)
+ * opened with Workspace Trust on and never trusted (no start-up prompt), and only the
+ * "Restricted Mode" suite runs: the others need a trusted folder.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -13,6 +18,27 @@ import { launchBrowser } from './browser';
 import { codeServerBinary, createProfile, startCodeServer } from './codeServer';
 import { repoRoot, testOutputDir } from './paths';
 import { writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
+import { writeHostileWorkspace } from '../fixtures/hostileWorkspace';
+
+const RESTRICTED = process.env.ROLLOUT_TEST_RESTRICTED === '1';
+
+/** The folder the tests open: the fixture workspace with the tiny agent, or a hostile repository for Restricted Mode. */
+async function prepareWorkspace(workspace: string): Promise<void> {
+  fs.rmSync(workspace, { recursive: true, force: true });
+  if (RESTRICTED) return writeHostileWorkspace(workspace);
+  fs.cpSync(path.join(repoRoot, 'test/fixtures/workspace'), workspace, { recursive: true });
+  // A training config to train live (training.test.ts): the warm-started tiny agent, built here
+  // in plain Node because the extension host never loads onnxruntime.
+  await writeTinyAgentWorkspace(workspace);
+}
+
+/** Workspace Trust on, the folder left untrusted without asking: VS Code's Restricted Mode. */
+const RESTRICTED_SETTINGS = {
+  'security.workspace.trust.enabled': true,
+  'security.workspace.trust.startupPrompt': 'never',
+  'security.workspace.trust.banner': 'never',
+  'security.workspace.trust.emptyWindow': false,
+};
 
 const TIMEOUT_MS = Number(process.env.EXTENSION_TESTS_TIMEOUT_MS ?? 15 * 60_000);
 
@@ -20,21 +46,26 @@ async function main(): Promise<number> {
   const testsEntry = path.join(repoRoot, 'dist/test/vscode/index.js');
   if (!fs.existsSync(testsEntry)) throw new Error(`${testsEntry} is missing: run npm run build first`);
   const bin = codeServerBinary();
-  const profile = createProfile(path.join(testOutputDir, 'code-server', 'extension-tests'));
-  const workspace = path.join(testOutputDir, 'workspaces', 'extension-tests');
-  fs.rmSync(workspace, { recursive: true, force: true });
-  fs.cpSync(path.join(repoRoot, 'test/fixtures/workspace'), workspace, { recursive: true });
-  // A training config to train live (training.test.ts): the warm-started tiny agent, built here
-  // in plain Node because the extension host never loads onnxruntime.
-  await writeTinyAgentWorkspace(workspace);
-  const resultLog = path.join(testOutputDir, 'extension-tests.log');
+  const name = RESTRICTED ? 'extension-tests-restricted' : 'extension-tests';
+  const profile = createProfile(path.join(testOutputDir, 'code-server', name), RESTRICTED ? RESTRICTED_SETTINGS : {});
+  const workspace = path.join(testOutputDir, 'workspaces', name);
+  await prepareWorkspace(workspace);
+  const resultLog = path.join(testOutputDir, `${name}.log`);
   fs.rmSync(resultLog, { force: true });
 
-  const server = await startCodeServer(bin, profile, workspace, {
-    ROLLOUT_TEST_LOG: resultLog,
-    ROLLOUT_TEST_WORKSPACE: workspace,
-    ...(process.env.ROLLOUT_TEST_GREP ? { ROLLOUT_TEST_GREP: process.env.ROLLOUT_TEST_GREP } : {}),
-  });
+  const grep = RESTRICTED ? 'Restricted Mode' : process.env.ROLLOUT_TEST_GREP;
+  const server = await startCodeServer(
+    bin,
+    profile,
+    workspace,
+    {
+      ROLLOUT_TEST_LOG: resultLog,
+      ROLLOUT_TEST_WORKSPACE: workspace,
+      ...(grep ? { ROLLOUT_TEST_GREP: grep } : {}),
+      ...(RESTRICTED ? { ROLLOUT_TEST_RESTRICTED: '1' } : {}),
+    },
+    { workspaceTrust: RESTRICTED },
+  );
   const browser = await launchBrowser();
   let printed = 0;
   const flushLog = () => {

@@ -33,6 +33,8 @@ async function open(
     step?: StepSelection;
     theme?: Theme;
     openInDebugger?: () => Promise<void>;
+    reroll?: () => void;
+    trusted?: () => boolean;
   } = {},
 ) {
   const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
@@ -47,6 +49,8 @@ async function open(
           openInDebugger:
             options.openInDebugger ??
             (async () => Promise.reject(new Error('Open in Debugger needs the replay debugger'))),
+          ...(options.reroll ? { reroll: options.reroll } : {}),
+          ...(options.trusted ? { trusted: options.trusted } : {}),
         },
         options.step ?? options.state?.step ?? 'follow',
       ),
@@ -312,6 +316,23 @@ describe('Trajectories webview', () => {
     await page.locator('#follow').click();
     await page.locator('#row-count', { hasText: '8 trajectories' }).waitFor();
     assert.equal(await stepShown(page, '2'), '2');
+    assertClean(app);
+  });
+
+  it('offers no Re-roll… in Restricted Mode, and offers it once the workspace is trusted', async () => {
+    const dir = recordedRun({ steps: 1, batch: 4 });
+    let trusted = false;
+    const rerolls: unknown[] = [];
+    const { app, page, controller } = await open(dir, { reroll: () => rerolls.push(1), trusted: () => trusted });
+    await page.locator('.vt-window .vt-row[data-key="1"]').click();
+    const detail = page.locator('#detail .detail-body[data-index="1"]');
+    await detail.waitFor();
+    await detail.locator('vscode-button', { hasText: 'Open in Debugger' }).waitFor();
+    assert.equal(await detail.locator('vscode-button', { hasText: 'Re-roll' }).count(), 0, 'untrusted: no Re-roll…');
+    trusted = true;
+    controller.trustChanged();
+    await page.locator('#detail vscode-button', { hasText: 'Re-roll' }).click();
+    await until(() => rerolls.length === 1);
     assertClean(app);
   });
 

@@ -52,6 +52,8 @@ const model = {
   /** URIs of the detail's images by sha256 (from the host). */
   imageUris: {} as Record<string, string>,
   branches: [] as BranchSummary[],
+  /** Whether the workspace's code may run; Re-roll… is offered only then. False until the host says (fail closed). */
+  trusted: false,
   /** Until the first rows arrive, a restored selection is kept for the restored step. */
   restoring: restored.success,
 };
@@ -155,7 +157,8 @@ function renderDetail(): void {
       model.imageUris,
       {
         openInDebugger: (step, index) => post({ type: 'openInDebugger', step, index }),
-        reroll: (step, index) => post({ type: 'reroll', step, index }),
+        // Restricted Mode: no Re-roll… (it runs the run's config); the host refuses it too.
+        ...(model.trusted ? { reroll: (step: number, index: number) => post({ type: 'reroll', step, index }) } : {}),
         showBranch: (id, branch) => post({ type: 'showBranch', id, branch }),
         replayBranch: (id) => post({ type: 'replayBranch', id }),
         colourBy: (by) => {
@@ -244,6 +247,10 @@ function render(message: TrajectoriesToWebview): void {
       model.followsNewest = message.following.followsNewest;
       following.update(message.following);
       saveState();
+      break;
+    case 'trust':
+      model.trusted = message.trusted;
+      renderDetail();
       break;
   }
 }

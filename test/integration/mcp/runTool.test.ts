@@ -84,6 +84,7 @@ describe('run-tool on MCP tools', () => {
 
   it('a ToolSession checks arguments as they are typed, runs calls, and stops the server when closed', async () => {
     const session = await ToolSession.start({
+      use: { action: 'A test', runs: 'a test trainer' },
       runtime: node,
       cliPath: cli,
       nodeArgs: ['--import', 'tsx'],
@@ -105,6 +106,7 @@ describe('run-tool on MCP tools', () => {
     assert.throws(() => process.kill(pid!, 0), 'the server process ended with the session');
 
     const search = await ToolSession.start({
+      use: { action: 'A test', runs: 'a test trainer' },
       runtime: node,
       cliPath: cli,
       nodeArgs: ['--import', 'tsx'],

@@ -162,6 +162,7 @@ describe('ToolSession (the extension side of Run Tool… and Debug Tool) against
   it('loads the search tool once, checks arguments as they are typed, runs a call, and ends when closed', async () => {
     const output: string[] = [];
     const session = await ToolSession.start({
+      use: { action: 'A test', runs: 'a test trainer' },
       runtime: node,
       cliPath: cli,
       nodeArgs: ['--import', 'tsx'],
@@ -192,6 +193,7 @@ describe('ToolSession (the extension side of Run Tool… and Debug Tool) against
   it("rejects with the trainer's reason when the tool cannot be loaded", async () => {
     await assert.rejects(
       ToolSession.start({
+        use: { action: 'A test', runs: 'a test trainer' },
         runtime: node,
         cliPath: cli,
         nodeArgs: ['--import', 'tsx'],

@@ -42,6 +42,7 @@ describe('runTrainer', () => {
   it('names the missing executable and the setting to fix', async () => {
     const error = await failure(
       runTrainer({
+        use: { action: 'A test', runs: 'a test trainer' },
         runtime: { ...node, command: '/no/such/node', description: 'the configured /no/such/node' },
         cliPath: path.join(fixtures, 'silent-trainer.js'),
         args: [],
@@ -53,14 +54,26 @@ describe('runTrainer', () => {
   });
 
   it('says the trainer bundle is missing instead of spawning', async () => {
-    const error = await failure(runTrainer({ runtime: node, cliPath: '/nowhere/cli.js', args: [] }));
+    const error = await failure(
+      runTrainer({
+        use: { action: 'A test', runs: 'a test trainer' },
+        runtime: node,
+        cliPath: '/nowhere/cli.js',
+        args: [],
+      }),
+    );
     assert.match(error.title, /missing from the extension/);
     assert.match(error.detail, /\/nowhere\/cli\.js/);
   });
 
   it('rejects a message that breaks the protocol and names the field', async () => {
     const error = await failure(
-      runTrainer({ runtime: node, cliPath: path.join(fixtures, 'invalid-message-trainer.js'), args: [] }),
+      runTrainer({
+        use: { action: 'A test', runs: 'a test trainer' },
+        runtime: node,
+        cliPath: path.join(fixtures, 'invalid-message-trainer.js'),
+        args: [],
+      }),
     );
     assert.match(error.title, /does not understand/);
     assert.match(error.detail, /report\.runtime: Invalid input/);
@@ -68,7 +81,12 @@ describe('runTrainer', () => {
 
   it("passes the trainer's own fatal error on", async () => {
     const error = await failure(
-      runTrainer({ runtime: node, cliPath: path.join(fixtures, 'fatal-trainer.js'), args: [] }),
+      runTrainer({
+        use: { action: 'A test', runs: 'a test trainer' },
+        runtime: node,
+        cliPath: path.join(fixtures, 'fatal-trainer.js'),
+        args: [],
+      }),
     );
     assert.equal(error.title, 'The trainer failed.');
     assert.equal(error.detail, 'config.ts: model.path: expected a folder');
@@ -77,6 +95,7 @@ describe('runTrainer', () => {
   it('reports the exit code and the last lines of stderr of a trainer that dies', async () => {
     const error = await failure(
       runTrainer({
+        use: { action: 'A test', runs: 'a test trainer' },
         runtime: { ...node, command: path.join(fixtures, 'crashing-node.sh') },
         cliPath: path.join(fixtures, 'silent-trainer.js'),
         args: [],
@@ -89,7 +108,13 @@ describe('runTrainer', () => {
   it('stops a trainer that does not answer in time', async () => {
     const started = Date.now();
     const error = await failure(
-      runTrainer({ runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js'), args: [], timeoutMs: 300 }),
+      runTrainer({
+        use: { action: 'A test', runs: 'a test trainer' },
+        runtime: node,
+        cliPath: path.join(fixtures, 'silent-trainer.js'),
+        args: [],
+        timeoutMs: 300,
+      }),
     );
     assert.match(error.title, /did not answer in time/);
     assert.ok(Date.now() - started < 10_000);
@@ -100,7 +125,7 @@ describe('TrainerProcess', () => {
   it('kills a trainer that does not stop within the timeout, and says it was killed', async () => {
     const trainer = TrainerProcess.start(
       { runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js') },
-      { args: [] },
+      { use: { action: 'A test', runs: 'a test trainer' }, args: [] },
     );
     assert.ok(trainer.pid !== undefined && trainer.running);
     const started = Date.now();
@@ -117,7 +142,7 @@ describe('TrainerProcess', () => {
     const messages: string[] = [];
     const trainer = TrainerProcess.start(
       { runtime: node, cliPath: path.join(fixtures, 'fatal-trainer.js') },
-      { args: [], onMessage: (m) => messages.push(m.type) },
+      { use: { action: 'A test', runs: 'a test trainer' }, args: [], onMessage: (m) => messages.push(m.type) },
     );
     const exit = await trainer.exited;
     assert.deepEqual(messages, ['fatal']);
@@ -128,7 +153,12 @@ describe('TrainerProcess', () => {
     let inspector: { url: string; port: number } | undefined;
     const trainer = TrainerProcess.start(
       { runtime: node, cliPath: path.join(fixtures, 'silent-trainer.js') },
-      { args: [], inspect: true, onInspector: (i) => (inspector = i) },
+      {
+        use: { action: 'A test', runs: 'a test trainer' },
+        args: [],
+        inspect: true,
+        onInspector: (i) => (inspector = i),
+      },
     );
     const deadline = Date.now() + 10_000;
     while (!inspector && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -143,7 +173,11 @@ describe('TrainerProcess', () => {
     let stdout = '';
     const trainer = TrainerProcess.start(
       { runtime: { ...node, env }, cliPath: path.join(fixtures, 'allocator-env-trainer.js') },
-      { args: [], onOutput: (text, stream) => (stream === 'stdout' ? (stdout += text) : undefined) },
+      {
+        use: { action: 'A test', runs: 'a test trainer' },
+        args: [],
+        onOutput: (text, stream) => (stream === 'stdout' ? (stdout += text) : undefined),
+      },
     );
     await trainer.exited;
     return JSON.parse(stdout) as Record<string, string | null>;

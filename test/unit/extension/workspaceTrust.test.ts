@@ -28,6 +28,8 @@ const RUNS_WORKSPACE_CODE = [
   'rolloutStudio.debugTool',
   'rolloutStudio.evaluateReward',
   'rolloutStudio.runTrainingCommand',
+  'rolloutStudio.rerollFromHere',
+  'rolloutStudio.rerollWithEditedResult',
 ];
 /** Commands that only read recorded runs, or stop what runs. */
 const VIEWS = [

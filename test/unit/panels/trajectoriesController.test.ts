@@ -284,4 +284,30 @@ describe('TrajectoriesController', () => {
     );
     assert.throws(() => controller.receive({ type: 'delete' }), /message from the Trajectories panel: type/);
   });
+
+  it('tells the webview whether the workspace is trusted when it starts, and again when trust is granted', () => {
+    const dir = writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'traj-ctl-')), 'run-r'), {
+      steps: 1,
+      batch: 2,
+      groupSize: 2,
+      seed: 5,
+    });
+    let trusted = false;
+    const posted: TrajectoriesToWebview[] = [];
+    const source = new RunDirectorySource(dir, { pollIntervalMs: 0, watch: false });
+    const controller = new TrajectoriesController(source, (m) => posted.push(TrajectoriesToWebview.parse(m)), {
+      openInDebugger: async () => undefined,
+      reroll: () => undefined,
+      trusted: () => trusted,
+    });
+    const trust = () => posted.filter((m) => m.type === 'trust');
+    controller.trustChanged();
+    assert.deepEqual(trust(), [], 'nothing before the webview is ready');
+    controller.receive({ type: 'ready' });
+    assert.deepEqual(trust(), [{ type: 'trust', trusted: false }], 'Restricted Mode: the panel offers no Re-roll…');
+    trusted = true;
+    controller.trustChanged();
+    assert.deepEqual(trust().at(-1), { type: 'trust', trusted: true });
+    controller.dispose();
+  });
 });

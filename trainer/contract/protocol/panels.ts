@@ -205,6 +205,11 @@ export const TrajectoriesToWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), message: z.string() }),
   /** Whether the panel follows the newest run; sent on ready and whenever it or the newest run changes. */
   z.object({ type: z.literal('following'), following: RunFollowingState }),
+  /**
+   * Whether the workspace is trusted; sent on ready and when trust is granted. Untrusted
+   * (VS Code's Restricted Mode), actions that run the workspace's code (Re-roll…) are not offered.
+   */
+  z.object({ type: z.literal('trust'), trusted: z.boolean() }),
 ]);
 export type TrajectoriesToWebview = z.infer<typeof TrajectoriesToWebview>;
 

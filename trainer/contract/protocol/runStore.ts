@@ -77,8 +77,17 @@ export const RunRecord = z.object({
   drawSchedule: DrawSchedule.optional(),
   /** The resolved training config, after defaults: what really ran. */
   config: z.record(z.string(), z.unknown()),
-  /** Where the config came from (the user's file), for "open config" and restart. */
+  /** Where the config came from (the user's file, absolute), for "open config" and restart. */
   configPath: z.string().optional(),
+  /**
+   * sha256 (hex) of the config file's bytes when the run started: `reroll` runs the recorded
+   * config only while its file still matches (bridges/cli/commands/recordedConfig.ts). Runs
+   * recorded before it existed have none.
+   */
+  configSha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'expected 64 hex digits (a sha256)')
+    .optional(),
   /**
    * The task metric: the name of the outcome reward whose mean is recorded as `score/<metric>`
    * (the config's `metric`, by default its first outcome reward). Runs recorded before it

@@ -16,6 +16,7 @@ import { healthHistory } from './health';
 import { scoreKey, taskMetric } from './taskMetric';
 import { hashable } from './trainingConfig';
 import { configDifferences } from './configDifferences';
+import { configFileSha256 } from './configFileHash';
 
 /** A run that cannot be resumed, said in terms of what to do; printed without a stack trace. */
 export class ResumeError extends Error {
@@ -78,6 +79,7 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
   const name = c.name ?? path.basename(loaded.file).replace(/\.config\.ts$|\.ts$/, '');
   const dir = runDir ?? path.join(loaded.resolve(c.output.runsDir), runId(name));
   const metric = taskMetric(c);
+  const configSha256 = configFileSha256(loaded.file);
   const writer = RunStoreWriter.create(dir, {
     protocol: PROTOCOL_VERSION,
     id: path.basename(dir),
@@ -93,6 +95,7 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
     drawSchedule: 'per-round',
     config: { ...hashable(c), configHash: loaded.hash },
     configPath: loaded.file,
+    ...(configSha256 !== undefined ? { configSha256 } : {}),
     ...(metric !== undefined ? { metric } : {}),
   });
   return {

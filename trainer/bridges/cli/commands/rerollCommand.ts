@@ -7,6 +7,7 @@ import { reroll, type RerollRequest, type RerollResult } from '../../../pipeline
 import { loadConfig } from '../../usercode/loadConfig';
 import { resolveDevice } from '../resolveDevice';
 import { UsageError } from '../usage';
+import { recordedConfigFile } from './recordedConfig';
 
 export const rerollUsage = `rollout-studio reroll <run-dir> --step S --trajectory T --turn K [options]
 
@@ -29,7 +30,8 @@ under branches/ (never training data). Prints the branches' transcripts and rewa
   --seed S            sampling seed (default: the parent's; branch 0 then draws its numbers)
   --tools live|cassette  call tools live or answer from the run's cassette (default: cassette if recorded)
   --on-miss error|live   with the cassette, a call it lacks (default error)
-  --config FILE       the training config (default: the one the run recorded)
+  --config FILE       the training config (default: the one the run recorded, if its file is
+                      unchanged since the run: run.json's configPath and configSha256)
   --device NAME       cpu, webgpu, cuda or auto
   --json              print the branch set as JSON`;
 
@@ -128,8 +130,8 @@ export async function rerollCommand(argv: string[]): Promise<number> {
   if (temperature !== undefined && !(temperature >= 0))
     throw new UsageError(`--temperature: expected a number ≥ 0, got "${values.temperature}"`);
   const run = new RunStoreReader(runDir).run();
-  const configFile = values.config ?? run.configPath;
-  if (!configFile) throw new UsageError(`${runDir}: the run did not record its config file; pass --config`);
+  // --config is the user's own choice; the run's record is checked first (recordedConfig.ts).
+  const configFile = values.config ?? recordedConfigFile(runDir, run);
   const loaded = await loadConfig(configFile);
   const log = (line: string) => process.stderr.write(line + '\n');
   const request: RerollRequest = {

@@ -1,0 +1,49 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { RunRecord } from '../../../contract/protocol/runStore';
+import { configFileSha256 } from '../../../pipeline/training/configFileHash';
+import { UsageError } from '../usage';
+
+/**
+ * The config a command reads from a run's run.json (`reroll` without --config) is a program the
+ * command will run, and run.json is only a file in a folder: a repository can carry a planted
+ * `.rollout/runs/<id>/run.json` whose `configPath` names its own `evil.ts`. So the recorded
+ * config is run only when it is what a run records: the absolute path the trainer wrote
+ * (`path.resolve` of the config it loaded; a relative one resolves against whatever folder the
+ * command runs in), reached without the kernel's per-process links (`/proc/self/cwd/evil.ts` is
+ * absolute too), and — when the run recorded it — with the same bytes as when the run started
+ * (`configSha256`). A user who means another config says so with --config.
+ *
+ * The hash is not a signature: whoever writes run.json can write a matching one. It catches a
+ * config changed since the run, and with the path rules it shuts the relative-path route; the
+ * editor refuses re-rolls in untrusted folders before this (extension/workspaceCode.ts).
+ */
+
+/** Paths that look absolute but are resolved per process (the command's own working folder, its descriptors). */
+const PER_PROCESS = /^\/(proc|dev)\//;
+
+/** The run's own config file, after the checks above; throws a UsageError naming run.json, the field and what was expected. */
+export function recordedConfigFile(runDir: string, run: Pick<RunRecord, 'configPath' | 'configSha256'>): string {
+  const where = `${path.join(runDir, 'run.json')}: configPath`;
+  const otherwise = 'pass --config FILE to re-roll with a config you choose';
+  const recorded = run.configPath;
+  if (!recorded) throw new UsageError(`${where} is missing: the run did not record its config file; ${otherwise}`);
+  if (!path.isAbsolute(recorded))
+    throw new UsageError(
+      `${where} is "${recorded}", a relative path; a run records the absolute path of the config it trained with, so this run.json was not written by a run. Refusing to run it; ${otherwise}`,
+    );
+  if (path.normalize(recorded) !== recorded || PER_PROCESS.test(recorded))
+    throw new UsageError(
+      `${where} is "${recorded}"; expected the plain absolute path a run records (no "..", not under /proc or /dev). Refusing to run it; ${otherwise}`,
+    );
+  if (!fs.existsSync(recorded))
+    throw new UsageError(`${where} names ${recorded}, which does not exist (moved or deleted?); ${otherwise}`);
+  if (run.configSha256 !== undefined) {
+    const now = configFileSha256(recorded) ?? 'unreadable';
+    if (now !== run.configSha256)
+      throw new UsageError(
+        `${where} names ${recorded}, whose contents (sha256 ${now.slice(0, 12)}…) are not the config this run recorded (configSha256 ${run.configSha256.slice(0, 12)}…): the config changed since the run, or run.json was edited; ${otherwise}`,
+      );
+  }
+  return recorded;
+}
