@@ -2,8 +2,8 @@
  * `rollout-studio reroll <run>` without --config runs the config its run.json names — so a
  * repository that plants `.rollout/runs/r1/run.json` with `configPath: "evil.ts"` must not get
  * evil.ts run. The recorded config runs only when it is what a run records: an absolute, plain
- * path whose file still has the bytes the run recorded (configSha256). Each refusal names
- * run.json, the field and what was expected; the hostile config writes a marker if it ever runs.
+ * path (a config edited since the run runs with a warning). Each refusal names run.json, the
+ * field and what was expected; the hostile config writes a marker if it ever runs.
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
@@ -66,17 +66,19 @@ describe('reroll runs only the run’s own recorded config', () => {
     );
   });
 
-  it('refuses a config whose bytes are not the ones the run recorded (configSha256)', async () => {
+  it('says so when the run’s own config changed since the run (configSha256), and re-rolls with it as it is', async () => {
+    // An edited config is still the run's own (users edit configs between runs); the hash is no
+    // defence against a planted run.json, which can carry any hash: the editor's trust gate is.
     const { repo, runDir, marker } = hostileRepository(
       (r) => path.join(r, 'evil.ts'),
       () => sha256('the config the run trained with'),
     );
     const result = await reroll(repo, runDir);
-    assert.equal(fs.existsSync(marker), false, 'evil.ts ran');
     assert.match(
       result.stderr,
-      /run\.json: configPath names .*evil\.ts, whose contents \(sha256 [0-9a-f]{12}…\) are not the config this run recorded \(configSha256/,
+      /warning: .*evil\.ts changed since the run \(sha256 [0-9a-f]{12}… where run\.json recorded/,
     );
+    assert.equal(fs.existsSync(marker), true, 'the recorded absolute path is loaded');
   });
 
   it('runs the recorded config when it is the run’s own: absolute, with the recorded bytes', async () => {

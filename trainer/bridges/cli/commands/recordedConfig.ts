@@ -11,19 +11,24 @@ import { UsageError } from '../usage';
  * config is run only when it is what a run records: the absolute path the trainer wrote
  * (`path.resolve` of the config it loaded; a relative one resolves against whatever folder the
  * command runs in), reached without the kernel's per-process links (`/proc/self/cwd/evil.ts` is
- * absolute too), and — when the run recorded it — with the same bytes as when the run started
- * (`configSha256`). A user who means another config says so with --config.
+ * absolute too). A user who means another config says so with --config.
  *
- * The hash is not a signature: whoever writes run.json can write a matching one. It catches a
- * config changed since the run, and with the path rules it shuts the relative-path route; the
- * editor refuses re-rolls in untrusted folders before this (extension/workspaceCode.ts).
+ * A config edited since the run (its bytes are not the recorded `configSha256`) is still the
+ * run's own: users change their configs between runs and re-roll old ones. It runs, with a
+ * warning. The hash is no defence (whoever writes run.json can write a matching one): what keeps
+ * a planted run.json from running code in an untrusted folder is the editor's gate
+ * (extension/workspaceCode.ts) and, here, the path rules.
  */
 
 /** Paths that look absolute but are resolved per process (the command's own working folder, its descriptors). */
 const PER_PROCESS = /^\/(proc|dev)\//;
 
 /** The run's own config file, after the checks above; throws a UsageError naming run.json, the field and what was expected. */
-export function recordedConfigFile(runDir: string, run: Pick<RunRecord, 'configPath' | 'configSha256'>): string {
+export function recordedConfigFile(
+  runDir: string,
+  run: Pick<RunRecord, 'configPath' | 'configSha256'>,
+  warn: (line: string) => void,
+): string {
   const where = `${path.join(runDir, 'run.json')}: configPath`;
   const otherwise = 'pass --config FILE to re-roll with a config you choose';
   const recorded = run.configPath;
@@ -41,8 +46,8 @@ export function recordedConfigFile(runDir: string, run: Pick<RunRecord, 'configP
   if (run.configSha256 !== undefined) {
     const now = configFileSha256(recorded) ?? 'unreadable';
     if (now !== run.configSha256)
-      throw new UsageError(
-        `${where} names ${recorded}, whose contents (sha256 ${now.slice(0, 12)}…) are not the config this run recorded (configSha256 ${run.configSha256.slice(0, 12)}…): the config changed since the run, or run.json was edited; ${otherwise}`,
+      warn(
+        `warning: ${recorded} changed since the run (sha256 ${now.slice(0, 12)}… where run.json recorded ${run.configSha256.slice(0, 12)}…): re-rolling with it as it is now`,
       );
   }
   return recorded;

@@ -131,9 +131,9 @@ export async function rerollCommand(argv: string[]): Promise<number> {
     throw new UsageError(`--temperature: expected a number ≥ 0, got "${values.temperature}"`);
   const run = new RunStoreReader(runDir).run();
   // --config is the user's own choice; the run's record is checked first (recordedConfig.ts).
-  const configFile = values.config ?? recordedConfigFile(runDir, run);
-  const loaded = await loadConfig(configFile);
   const log = (line: string) => process.stderr.write(line + '\n');
+  const configFile = values.config ?? recordedConfigFile(runDir, run, log);
+  const loaded = await loadConfig(configFile);
   const request: RerollRequest = {
     runDir,
     set: values.eval ? 'eval' : 'train',
