@@ -106,9 +106,10 @@ function asChatError(error: unknown): ChatRequestError {
   return new ChatRequestError((error as Error)?.message ?? String(error), 500, null, null, 'server_error');
 }
 
+/** The token of `Authorization: Bearer <token>` (a header holds no line breaks, so `.` is any character). */
 function bearer(req: http.IncomingMessage): string | undefined {
-  const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
-  return match?.[1]?.trim();
+  const header = req.headers.authorization ?? '';
+  return /^Bearer\s./i.test(header) ? header.slice('Bearer'.length).trim() : undefined;
 }
 
 function usageOf(choices: readonly ChoiceResult[]): Usage {
