@@ -11,6 +11,7 @@ import type {
 import type { Tokenizer } from '../../../foundations/models/tokenizer';
 import {
   allowedHostNames,
+  boundedServer,
   checkCaller,
   checkJsonBody,
   DEFAULT_LIMITS,
@@ -139,7 +140,7 @@ export async function startChatServer(backend: ChatBackend, options: ChatServerO
   const hosts = allowedHostNames(options.host, options.allowHosts);
   const origins = new Set((options.allowOrigins ?? []).map((o) => o.toLowerCase()));
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const server = http.createServer((req, res) => {
+  const server = boundedServer(limits, (req, res) => {
     handle(backend, req, res, { hosts, origins, limits }).catch((error: unknown) => {
       const chatError = asChatError(error);
       if (chatError.status >= 500)
