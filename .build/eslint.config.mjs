@@ -41,7 +41,9 @@ export default tseslint.config(
   },
   {
     // The shipped code reads untrusted text (model output, HTTP requests): a regular expression
-    // that backtracks super-linearly there lets a small input hold the CPU for minutes.
+    // that backtracks super-linearly there lets a small input hold the CPU for minutes. The rules
+    // miss some shapes (a lazy `[\s\S]*?` inside a repeated group, as the verl splitter had), so
+    // the readers are also timed on adversarial input: test/unit/parsers/linearTime.test.ts.
     files: ['trainer/**/*.ts', 'extension/**/*.ts', 'webview/**/*.ts'],
     plugins: { regexp },
     rules: {
