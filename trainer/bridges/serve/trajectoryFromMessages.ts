@@ -55,7 +55,7 @@ export function trajectoryFromMessages<Row extends DatasetRow>(
         content: contentText(message.content),
         calls: turnCalls,
       });
-      calls.push(...turnCalls);
+      for (const call of turnCalls) calls.push(call);
       pending = [...turnCalls];
     } else if (message.role === 'tool') {
       turns.push({ index, role: 'tool', tokenStart: 0, tokenEnd: 0 });
