@@ -37,14 +37,20 @@ export function splitVerlResponse(text: string): ChatMessage[] {
 }
 
 /**
- * The calls of a generated turn, read by the tool-call format. The last turn, when no tool result
- * follows it, was cut by the budget or ended the episode: if it holds a call that cannot be read
- * it was cut mid-call, and a cut turn has no calls — in our loop (a turn ended by length is not
- * parsed) and in verl's (the response budget is checked before calls are extracted).
+ * The calls of a generated turn, read by the tool-call format, and whether it was cut. The last
+ * turn, when no tool result follows it, was cut by the budget or ended the episode: if it holds a
+ * call that cannot be read it was cut mid-call, and a cut turn has no calls — in our loop (a turn
+ * ended by length is not parsed) and in verl's (the response budget is checked before calls are
+ * extracted). The text is parsed once: a turn can hold a /reward body's worth of calls.
  */
-export function turnCalls(format: ToolCallFormat, text: string, unansweredLast: boolean): ParsedToolCall[] {
+export function readTurn(
+  format: ToolCallFormat,
+  text: string,
+  unansweredLast: boolean,
+): { calls: ParsedToolCall[]; cut: boolean } {
   const calls = format.parse(text);
-  return unansweredLast && calls.some((c) => c.parseError !== undefined) ? [] : calls;
+  const cut = unansweredLast && calls.some((c) => c.parseError !== undefined);
+  return { calls: cut ? [] : calls, cut };
 }
 
 const USER = 'user\n';

@@ -77,10 +77,16 @@ export class HermesFormat implements ToolCallFormat {
 
 function readCall(raw: string): Omit<ParsedToolCall, 'start' | 'end'> {
   let value: unknown;
+  // A failed parse's stack is never read, and capturing it is most of what a throw costs: a turn
+  // (or a /reward body) of 100,000 unreadable calls reads in half the time without it.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   try {
     value = JSON.parse(raw);
   } catch (error) {
     return { raw, parseError: `not valid JSON ${whereJsonFails(raw, error as Error)}` };
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
   }
   if (!isPlainObject(value)) return { raw, parseError: 'not a JSON object {"name": …, "arguments": {…}}' };
   const name = value['name'];
