@@ -1,10 +1,13 @@
 /**
  * A client that sends its request a byte now and then (slow loris) cannot hold the chat endpoint's
- * connections: past the headers or the request timeout Node answers 408 and closes. The backend
- * is a stand-in: no request here gets as far as asking it for an answer.
+ * connections: past the headers or the request timeout Node answers 408 and closes; a complete
+ * request's answer may take as long as it takes. The backend is a stand-in: no request here gets
+ * as far as asking it for an answer.
  */
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
+import { boundedServer, DEFAULT_LIMITS } from '../../../trainer/foundations/http/requestGuard';
+import { listen } from '../../../trainer/foundations/http/localServer';
 import {
   startChatServer,
   type ChatBackend,
@@ -62,5 +65,23 @@ describe('the chat endpoint bounds slow clients', () => {
     const health = await fetch(`${server.url}/health`);
     assert.equal(health.status, 200);
     assert.deepEqual(await health.json(), { ok: true });
+  });
+
+  it('does not cut off the answer to a complete request, however long it takes (a generation, a round)', async () => {
+    const slowAnswer = boundedServer(
+      { ...DEFAULT_LIMITS, headersTimeoutMs: 200, requestTimeoutMs: 300 },
+      (req, res) => {
+        req.resume();
+        req.on('end', () => setTimeout(() => res.end('late but whole'), 1000));
+      },
+    );
+    const listening = await listen(slowAnswer, '127.0.0.1', 0);
+    try {
+      const answer = await fetch(`${listening.url}/`, { method: 'POST', body: '{}' });
+      assert.equal(answer.status, 200);
+      assert.equal(await answer.text(), 'late but whole');
+    } finally {
+      await listening.close();
+    }
   });
 });
