@@ -2,6 +2,7 @@
 // plus a function-length limit on the code that ships (the trainer, the extension, the panels, the examples).
 // Formatting is Prettier's job (npm run format), not a lint rule.
 import js from '@eslint/js';
+import regexp from 'eslint-plugin-regexp';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -36,6 +37,18 @@ export default tseslint.config(
     files: ['trainer/**/*.ts', 'extension/**/*.ts', 'webview/**/*.ts', 'examples/**/*.ts'],
     rules: {
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
+    },
+  },
+  {
+    // The shipped code reads untrusted text (model output, HTTP requests): a regular expression
+    // that backtracks super-linearly there lets a small input hold the CPU for minutes. The rules
+    // miss some shapes (a lazy `[\s\S]*?` inside a repeated group, as the verl splitter had), so
+    // the readers are also timed on adversarial input: test/unit/parsers/linearTime.test.ts.
+    files: ['trainer/**/*.ts', 'extension/**/*.ts', 'webview/**/*.ts'],
+    plugins: { regexp },
+    rules: {
+      'regexp/no-super-linear-backtracking': 'error',
+      'regexp/no-super-linear-move': 'error',
     },
   },
   {

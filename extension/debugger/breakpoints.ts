@@ -72,7 +72,7 @@ export const EXCEPTION_FILTERS: DebugProtocol.ExceptionBreakpointsFilter[] = [
 type HitCondition = (hits: number) => boolean;
 
 export function parseHitCondition(text: string): HitCondition {
-  const match = /^\s*(>=|<=|==|>|<|%)?\s*(\d+)\s*$/.exec(text);
+  const match = /^\s*(?:(>=|<=|==|>|<|%)\s*)?(\d+)\s*$/.exec(text);
   if (!match)
     throw new Error(`hit count "${text}": expected a number with an optional operator, e.g. 5, >=5, ==5, >5, <5, %5`);
   const n = Number(match[2]);

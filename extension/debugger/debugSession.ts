@@ -331,7 +331,10 @@ export class RolloutDebugSession extends DebugSession {
     args: DebugProtocol.CompletionsArguments,
   ): void {
     const before = args.text.slice(0, args.column - 1);
+    // Quadratic only in an identifier's length, on one line the user is typing in the debug console.
+    // eslint-disable-next-line regexp/no-super-linear-move
     const member = /([A-Za-z_$][\w$]*)\.([\w$]*)$/.exec(before);
+    // eslint-disable-next-line regexp/no-super-linear-move
     const word = /[\w$]*$/.exec(before)![0];
     let names: string[] = [...CONTEXT_NAMES];
     if (member) {
@@ -712,6 +715,6 @@ function transcriptOf(target: RolloutTarget, step: number, index: number): Traje
 }
 
 function sameDirectory(a: string, b: string): boolean {
-  const norm = (p: string) => p.replace(/\\/g, '/').replace(/\/+$/, '');
+  const norm = (p: string) => p.replace(/\\/g, '/').replace(/(?<!\/)\/+$/, '');
   return norm(a) === norm(b);
 }

@@ -138,7 +138,7 @@ export class VariableStore {
         size: `${image.width}×${image.height} ${image.format}`,
         tokens: image.tokens,
         tokenStart: image.tokenStart,
-        file: runDirectory ? `${runDirectory.replace(/[\\/]+$/, '')}/${image.file}` : image.file,
+        file: runDirectory ? `${runDirectory.replace(/(?<![\\/])[\\/]+$/, '')}/${image.file}` : image.file,
         sha256: image.sha256,
       }));
   }

@@ -189,8 +189,9 @@ export function formatRewardNumber(x: number, digits: number, signed: boolean): 
   return signed && x > 0 ? `+${text}` : text;
 }
 
+/** Each run of whitespace that breaks a line becomes one ⏎, in one pass (a pattern with `\n` between two `\s*` rescans long runs of spaces). */
 function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ⏎ ');
+  return text.replace(/\s+/g, (run) => (run.includes('\n') ? ' ⏎ ' : run));
 }
 
 function firstLine(text: string): string {

@@ -17,6 +17,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startToolServer, type RunningToolServer } from '../../../trainer/bridges/serve/httpServer';
 import { RewardResponse } from '../../../trainer/contract/protocol/serve';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { slowClient } from '../../helpers/slowClient';
 
 const root = path.resolve(__dirname, '../../..');
 let dir: string;
@@ -162,6 +163,29 @@ const REWARD_BODY = JSON.stringify({
 });
 
 describe('closed to web pages', () => {
+  it("a 403 before the token is checked names none of the machine's host names or addresses", async () => {
+    const everywhere = await startToolServer(await loadConfig(configFile), {
+      host: '0.0.0.0',
+      port: 0,
+      token: 'secret-token',
+    });
+    try {
+      const answer = await rawRequest(`http://127.0.0.1:${new URL(everywhere.url).port}/health`, {
+        headers: { host: 'attacker.example' },
+      });
+      assert.equal(answer.status, 403, answer.body);
+      assert.match(answer.body, /give --allow-host NAME/);
+      const names = [
+        os.hostname(),
+        ...Object.values(os.networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address)),
+      ];
+      const words = new Set(answer.body.toLowerCase().split(/[\s(),;"\\]+/));
+      for (const name of names) assert.ok(!words.has(name.toLowerCase()), `${name} in ${answer.body}`);
+    } finally {
+      await everywhere.close();
+    }
+  });
+
   it('a rebound name in Host (DNS rebinding) gets 403 on every route, even with the token', async () => {
     const port = new URL(server.url).port;
     for (const [route, method, body] of [
@@ -177,6 +201,11 @@ describe('closed to web pages', () => {
       assert.equal(answer.status, 403, `${route}: ${answer.body}`);
       assert.match(answer.body, /Host \\"attacker\.example:\d+\\" is not an address this server listens on/);
     }
+    // Nor which names would do: the 403 comes before the token is checked.
+    assert.doesNotMatch(
+      (await rawRequest(`${server.url}/health`, { headers: { host: 'attacker.example' } })).body,
+      /localhost|127\.0\.0\.1|::1/,
+    );
     // The names of the address it listens on are served.
     const local = await rawRequest(`${server.url}/mcp`, {
       method: 'POST',
@@ -348,5 +377,141 @@ describe('the serve-tools command', () => {
     );
     child.kill('SIGINT');
     assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
+  });
+});
+
+describe('no request freezes the server', () => {
+  const ROW = { id: 'q', prompt: 'x', answer: 'a' };
+  /**
+   * `user\n` and result blocks with no `assistant\n` after them, padded to `bytes` of JSON: the
+   * shape on which the verl splitter's old regular expression tried every way of grouping the
+   * blocks (doubling its time with each one).
+   */
+  function repeatedBlocksBody(bytes: number): string {
+    const body = (response: string) => JSON.stringify({ items: [{ row: ROW, response }] });
+    let response = 'user\n';
+    while (body(response + '<tool_response>\n\n</tool_response>\n').length <= bytes)
+      response += '<tool_response>\n\n</tool_response>\n';
+    return body(response + ' '.repeat(bytes - body(response).length));
+  }
+  /** About `bytes` of JSON: a turn of tool-call and answer openers without closers, and verl text of result blocks. */
+  function openersBody(bytes: number): string {
+    const share = Math.floor(bytes / 3);
+    const turn = '<tool_call>'.repeat(share / 11 / 2) + '<answer>'.repeat(share / 8 / 2);
+    const response = 'user\n' + '<tool_response>\n\n</tool_response>\n'.repeat(share / 37);
+    return JSON.stringify({
+      items: [
+        { row: ROW, messages: [{ role: 'assistant', content: turn }] },
+        {
+          row: ROW,
+          messages: [
+            {
+              role: 'assistant',
+              content: '<tool_call>\n{"name": "lookup", "arguments": {"word": "' + '\\"'.repeat(share / 4),
+            },
+          ],
+        },
+        { row: ROW, response },
+      ],
+    });
+  }
+
+  let child: ReturnType<typeof spawn> | undefined;
+  after(() => void child?.kill('SIGKILL'));
+
+  it('a crafted 1,248-byte /reward answers in 100 ms, a 4 MB one in a second, and /health answers throughout', async () => {
+    // Its own process, so that a frozen server cannot freeze this test's clock or its clients.
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(root, 'trainer/bridges/cli/main.ts'), 'serve-tools', configFile, '--port', '0'],
+      {
+        cwd: root,
+        env: { ...process.env, ROLLOUT_STUDIO_TOKEN: 'token-from-env' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const url = await new Promise<string>((resolve, reject) => {
+      child!.stdout!.on('data', (chunk: Buffer) => {
+        const match = /serving (http:\/\/127\.0\.0\.1:\d+)/.exec(chunk.toString());
+        if (match) resolve(match[1]);
+      });
+      child!.on('exit', (code) => reject(new Error(`serve-tools exited with ${code}`)));
+    });
+    const headers = { Authorization: 'Bearer token-from-env', 'content-type': 'application/json' };
+    const timed = async (body: string) => {
+      const started = performance.now();
+      const res = await fetch(`${url}/reward`, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+      await res.text();
+      return { status: res.status, ms: performance.now() - started };
+    };
+    // Warm: the first requests of each kind load and compile what scoring needs.
+    await timed(REWARD_BODY);
+    await timed(JSON.stringify({ items: [{ row: ROW, response: 'x' }] }));
+
+    let polling = true;
+    const healthMs: number[] = [];
+    const poller = (async () => {
+      while (polling) {
+        const started = performance.now();
+        const res = await fetch(`${url}/health`, { headers, signal: AbortSignal.timeout(5_000) });
+        assert.equal(res.status, 200);
+        await res.text();
+        healthMs.push(performance.now() - started);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    try {
+      const small = repeatedBlocksBody(1248);
+      assert.equal(Buffer.byteLength(small), 1248);
+      // The fastest of three: this machine's other work can delay any one answer by tens of
+      // milliseconds; the old splitter took seconds every time.
+      const tries = [await timed(small), await timed(small), await timed(small)];
+      assert.deepEqual(
+        tries.map((t) => t.status),
+        [200, 200, 200],
+      );
+      assert.ok(
+        Math.min(...tries.map((t) => t.ms)) < 100,
+        `the 1,248-byte body took ${tries.map((t) => t.ms.toFixed(0)).join(', ')} ms`,
+      );
+      const large = openersBody(4 * 1024 * 1024);
+      assert.ok(Buffer.byteLength(large) > 3.9 * 1024 * 1024 && Buffer.byteLength(large) < 8 * 1024 * 1024);
+      const big = await timed(large);
+      assert.equal(big.status, 200);
+      assert.ok(big.ms < 1000, `the 4 MB body took ${big.ms.toFixed(0)} ms`);
+    } finally {
+      polling = false;
+      await poller;
+    }
+    assert.ok(healthMs.length >= 1, 'the poller ran');
+    assert.ok(Math.max(...healthMs) < 1000, `/health took up to ${Math.max(...healthMs).toFixed(0)} ms`);
+  });
+
+  it('a client that sends its headers or its body a byte at a time is cut off with 408', async () => {
+    const slow = await startToolServer(await loadConfig(configFile), {
+      host: '127.0.0.1',
+      port: 0,
+      limits: { headersTimeoutMs: 300, requestTimeoutMs: 600 },
+    });
+    try {
+      const headersLoris = await slowClient(slow.url, {
+        head: 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n',
+        drip: 'X-Slow: 1\r\n',
+        everyMs: 50,
+        giveUpMs: 5000,
+      });
+      assert.ok(headersLoris.closedByServer && headersLoris.openMs < 2000, `open for ${headersLoris.openMs} ms`);
+      assert.match(headersLoris.answer, /^HTTP\/1\.1 408/);
+      const bodyLoris = await slowClient(slow.url, {
+        head: 'POST /reward HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{',
+        drip: ' ',
+        everyMs: 50,
+        giveUpMs: 5000,
+      });
+      assert.ok(bodyLoris.closedByServer && bodyLoris.openMs < 2500, `open for ${bodyLoris.openMs} ms`);
+      assert.match(bodyLoris.answer, /^HTTP\/1\.1 408/);
+    } finally {
+      await slow.close();
+    }
   });
 });

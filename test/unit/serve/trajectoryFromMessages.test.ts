@@ -102,4 +102,17 @@ describe('trajectories from messages', () => {
     );
     assert.equal(t.finishReason, 'max_turns', 'ended on an unanswered call');
   });
+
+  it('takes a turn of 200,000 calls (a request can hold that many; spreading them as arguments overflowed the stack)', () => {
+    const t = trajectoryFromMessages(
+      row,
+      [
+        { role: 'assistant', content: '<tool_call>{</tool_call>'.repeat(200_000) },
+        { role: 'tool', content: 'r' },
+      ],
+      { format, tools },
+    );
+    assert.equal(t.calls.length, 200_000);
+    assert.equal(t.calls[0].error?.kind, 'parse');
+  });
 });

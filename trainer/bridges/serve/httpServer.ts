@@ -12,6 +12,7 @@ import { RewardRequestError, scoreRewardRequest } from './rewards';
 import { ToolCallService } from './toolServer';
 import {
   allowedHostNames,
+  boundedServer,
   checkBatchSize,
   checkCaller,
   checkJsonBody,
@@ -95,7 +96,7 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
   const hosts = allowedHostNames(options.host, options.allowHosts);
   const origins = new Set((options.allowOrigins ?? []).map((o) => o.toLowerCase()));
 
-  const server = http.createServer((req, res) => {
+  const server = boundedServer(routes.limits, (req, res) => {
     const route = new URL(req.url ?? '/', 'http://localhost').pathname;
     try {
       checkCaller(req, hosts, origins);

@@ -5,7 +5,7 @@ import { readErrorObservation } from '../../pipeline/rollout/readErrorObservatio
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../../pipeline/rollout/trajectory';
 import { textResult } from '../../foundations/tools/result';
 import type { ToolSet } from '../../foundations/tools/toolSet';
-import { turnCalls } from '../verl/response';
+import { readTurn } from '../verl/response';
 
 /**
  * A trajectory rebuilt from chat messages alone — what another trainer (verl) can tell us of a
@@ -37,14 +37,10 @@ export function trajectoryFromMessages<Row extends DatasetRow>(
   generated.forEach((message, m) => {
     const index = turns.length;
     if (message.role === 'assistant') {
-      const turnCalls = callsOf(message, options.format, m === generated.length - 1).map((parsed, k) =>
-        unansweredCall(parsed, assistantTurns, k, index),
-      );
-      // A last turn whose unreadable call was dropped (turnCalls) was cut by the budget.
-      const cut =
-        m === generated.length - 1 &&
-        turnCalls.length === 0 &&
-        options.format.parse(contentText(message.content)).length > 0;
+      const read = callsOf(message, options.format, m === generated.length - 1);
+      const turnCalls = read.calls.map((parsed, k) => unansweredCall(parsed, assistantTurns, k, index));
+      // A last turn whose unreadable call was dropped (readTurn) was cut by the budget.
+      const cut = read.cut;
       turns.push({
         index,
         role: 'assistant',
@@ -55,7 +51,7 @@ export function trajectoryFromMessages<Row extends DatasetRow>(
         content: contentText(message.content),
         calls: turnCalls,
       });
-      calls.push(...turnCalls);
+      for (const call of turnCalls) calls.push(call);
       pending = [...turnCalls];
     } else if (message.role === 'tool') {
       turns.push({ index, role: 'tool', tokenStart: 0, tokenEnd: 0 });
@@ -122,9 +118,9 @@ function callsOf(
   message: Extract<ChatMessage, { role: 'assistant' }>,
   format: ToolCallFormat,
   last: boolean,
-): ReadCall[] {
+): { calls: ReadCall[]; cut: boolean } {
   if (message.tool_calls?.length) {
-    return message.tool_calls.map((c) => {
+    const calls = message.tool_calls.map((c) => {
       let args: unknown = c.function.arguments;
       if (typeof args === 'string') {
         try {
@@ -139,13 +135,18 @@ function callsOf(
         raw: JSON.stringify({ name: c.function.name, arguments: c.function.arguments }),
       };
     });
+    return { calls, cut: false };
   }
-  return turnCalls(format, contentText(message.content), last).map(({ name, arguments: args, raw, parseError }) => ({
-    ...(name !== undefined ? { name } : {}),
-    ...(args !== undefined ? { arguments: args } : {}),
-    raw,
-    ...(parseError !== undefined ? { parseError } : {}),
-  }));
+  const { calls, cut } = readTurn(format, contentText(message.content), last);
+  return {
+    calls: calls.map(({ name, arguments: args, raw, parseError }) => ({
+      ...(name !== undefined ? { name } : {}),
+      ...(args !== undefined ? { arguments: args } : {}),
+      raw,
+      ...(parseError !== undefined ? { parseError } : {}),
+    })),
+    cut,
+  };
 }
 
 function answer(

@@ -6,7 +6,7 @@ import { HermesFormat } from '../../pipeline/rollout/formats/hermes';
 import type { ParsedToolCall } from '../../pipeline/rollout/formats/toolCallFormat';
 import { readErrorObservation } from '../../pipeline/rollout/readErrorObservation';
 import type { VerlDumpLine } from './dumps';
-import { splitVerlResponse, turnCalls } from './response';
+import { splitVerlResponse, readTurn } from './response';
 
 /**
  * One step of verl's dumps as our trajectory records, so the Trajectories panel and the replay
@@ -106,9 +106,8 @@ function recordTurns(line: VerlDumpLine, format: HermesFormat) {
   messages.forEach((message, m) => {
     if (message.role === 'assistant') {
       const isLast = m === messages.length - 1;
-      const calls = turnCalls(format, contentText(message.content), isLast);
+      const { calls, cut } = readTurn(format, contentText(message.content), isLast);
       const toolCalls = calls.map((c, k) => toolCallRecord(c, k, dumpedCalls[callCursor++]));
-      const cut = isLast && toolCalls.length === 0 && format.parse(contentText(message.content)).length > 0;
       add(
         {
           role: 'assistant',

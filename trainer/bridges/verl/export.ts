@@ -95,7 +95,7 @@ export async function exportVerl(loaded: LoadedConfig, options: ExportOptions): 
   };
 
   const { train, val } = writeDatasets(loaded, name, out, files);
-  const url = options.url.replace(/\/+$/, '');
+  const url = options.url.replace(/(?<!\/)\/+$/, '');
   const hasTools = config.tools.length > 0 || Object.keys(config.mcpServers).length > 0;
   if (hasTools) writeToolConfig(loaded, url, write);
   write('reward/rollout_studio_reward.py', rewardModuleSource(`${url}/reward`));

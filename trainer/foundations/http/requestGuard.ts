@@ -16,7 +16,9 @@ import * as os from 'node:os';
  * - a POST body must be `application/json`: a page can send `text/plain` across sites without a
  *   CORS preflight, never `application/json`;
  * - the body and the batch have stated maxima: a request past them is refused with 413 before
- *   it is parsed, so one request cannot hold gigabytes.
+ *   it is parsed, so one request cannot hold gigabytes;
+ * - the headers and the whole request must arrive within stated times (`boundedServer`), so a
+ *   client that sends a byte now and then (slow loris) cannot hold a connection for ever.
  */
 
 export interface GuardLimits {
@@ -24,9 +26,36 @@ export interface GuardLimits {
   maxBodyBytes: number;
   /** Most items in one `/reward` request, and most messages in one JSON-RPC batch at `/mcp`. */
   maxBatch: number;
+  /** Longest wait for a request's headers, in milliseconds. */
+  headersTimeoutMs: number;
+  /** Longest wait for a whole request, body included (not its answer: a generation may take longer). */
+  requestTimeoutMs: number;
 }
 
-export const DEFAULT_LIMITS: GuardLimits = { maxBodyBytes: 8 * 1024 * 1024, maxBatch: 1024 };
+export const DEFAULT_LIMITS: GuardLimits = {
+  maxBodyBytes: 8 * 1024 * 1024,
+  maxBatch: 1024,
+  // Generous for a largest body over a slow link (8 MB in a minute is 140 kB/s); Node's own
+  // defaults (60 s, 300 s) are checked only every 30 s.
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+};
+
+/**
+ * An HTTP server whose clients must send their headers and their request within the limits'
+ * times; past them Node answers 408 and closes the connection. Idle keep-alive connections are
+ * bounded separately (`keepAliveTimeout`).
+ */
+export function boundedServer(limits: GuardLimits, handler: http.RequestListener): http.Server {
+  const requestTimeout = limits.requestTimeoutMs;
+  // Node refuses a headers timeout longer than the request timeout.
+  const headersTimeout = Math.min(limits.headersTimeoutMs, requestTimeout);
+  return http.createServer(
+    // Timeouts are checked on this interval: a tenth of the shorter one, so they hold to within 10 %.
+    { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.max(10, Math.round(headersTimeout / 10)) },
+    handler,
+  );
+}
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
 
@@ -70,9 +99,11 @@ export function hostNameOf(header: string | undefined): string | undefined {
 export function checkCaller(req: http.IncomingMessage, hosts: ReadonlySet<string>, origins: ReadonlySet<string>): void {
   const host = hostNameOf(req.headers.host);
   if (host === undefined || !hosts.has(host)) {
+    // Not which names would do: before the token is checked, a caller learns nothing of the
+    // machine (its host name, its interfaces' addresses).
     throw new RefusedRequest(
       403,
-      `Host "${req.headers.host ?? ''}" is not an address this server listens on (${[...hosts].join(', ')}); give --allow-host NAME to accept another name`,
+      `Host "${req.headers.host ?? ''}" is not an address this server listens on; connect by the address it listens on, or give --allow-host NAME to accept another name`,
     );
   }
   const origin = req.headers.origin;

@@ -30,7 +30,11 @@ export function imageBlocks(content: readonly McpContentBlock[]): McpImage[] {
 }
 
 function base64Bytes(data: unknown): number {
-  return typeof data === 'string' ? Math.floor((data.replace(/=+$/, '').length * 3) / 4) : 0;
+  if (typeof data !== 'string') return 0;
+  // A loop, not /=+$/: that one is quadratic on a server's long run of '=' followed by anything else.
+  let length = data.length;
+  while (length > 0 && data[length - 1] === '=') length--;
+  return Math.floor((length * 3) / 4);
 }
 
 /** One block as observation text. */

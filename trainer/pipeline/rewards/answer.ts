@@ -1,6 +1,9 @@
 import { contentStart } from '../rollout/formats/toolCallFormat';
 import { finalContent, type Trajectory } from '../rollout/trajectory';
 
+const OPEN = '<answer>';
+const CLOSE = '</answer>';
+
 /** Pulls the final answer out of a trajectory; undefined when there is none. */
 export type AnswerExtractor = (trajectory: Trajectory<object>) => string | undefined;
 
@@ -11,8 +14,15 @@ export type AnswerExtractor = (trajectory: Trajectory<object>) => string | undef
 export const answerTag: AnswerExtractor = (trajectory) => {
   const text = finalContent(trajectory);
   const body = text.slice(contentStart(text));
+  // indexOf, not a lazy regular expression: that one rescans the rest of the text for every
+  // `<answer>` without a closer (quadratic in what the policy wrote).
   let found: string | undefined;
-  for (const match of body.matchAll(/<answer>([\s\S]*?)<\/answer>/g)) found = match[1];
+  for (let open = body.indexOf(OPEN); open >= 0;) {
+    const close = body.indexOf(CLOSE, open + OPEN.length);
+    if (close < 0) break;
+    found = body.slice(open + OPEN.length, close);
+    open = body.indexOf(OPEN, close + CLOSE.length);
+  }
   return found?.trim();
 };
 

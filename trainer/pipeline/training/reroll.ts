@@ -162,7 +162,10 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
 }
 
 function branchId(request: RerollRequest): string {
-  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, '');
   return `${request.set}-${request.step}-${request.index}-t${request.cut.turn}${request.cut.at === 'call' ? 'c' : 's'}-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
 }
 

@@ -89,6 +89,6 @@ export function warmStartWarning(
 
 /** The last characters of a turn on one line, enough to show the argument a miss is in. */
 function tail(text: string, length = 40): string {
-  const line = text.replace(/\s*\n\s*/g, ' ');
+  const line = text.replace(/\s+/g, (run) => (run.includes('\n') ? ' ' : run));
   return line.length <= length ? line : line.slice(line.length - length);
 }

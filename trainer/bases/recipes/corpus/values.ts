@@ -47,7 +47,7 @@ export function integerValue(random: Random, options: { negative?: number; digit
 export function decimalValue(random: Random, options: { negative?: number } = {}): CorpusValue {
   const whole = digitsOf(random, between(random, 1, 6));
   let fraction = digitsOf(random, between(random, 1, 4));
-  fraction = fraction.replace(/0+$/, '') || String(1 + random.nextInt(9));
+  fraction = fraction.replace(/(?<!0)0+$/, '') || String(1 + random.nextInt(9));
   const text = (chance(random, options.negative ?? 0.15) ? '-' : '') + whole + '.' + fraction;
   const json = Number(text);
   return { kind: 'decimal', text: String(json), json };

@@ -42,6 +42,12 @@ export function readToken(file: string | undefined, given: string | undefined): 
       );
     }
     source = `--token-file ${file}`;
+    // A file given for the token and empty (a failed `openssl … > F`, a wrong path to an empty
+    // file) must not serve without one.
+    if (token.trim() === '')
+      throw new UsageError(
+        `--token-file: token file ${file} is empty (the token is its first line); write one with openssl rand -hex 16 > ${file}`,
+      );
   }
   if (token === undefined || token === '') return undefined;
   if (token.trim().length < 8)

@@ -48,7 +48,7 @@ function readToken(env: NodeJS.ProcessEnv): string | undefined {
 export function hubSettings(): HubSettings {
   const env = process.env;
   return {
-    endpoint: (env['HF_ENDPOINT'] || 'https://huggingface.co').replace(/\/+$/, ''),
+    endpoint: (env['HF_ENDPOINT'] || 'https://huggingface.co').replace(/(?<!\/)\/+$/, ''),
     // @huggingface/hub's lookup follows huggingface_hub's order of variables; only `~` is ours.
     cacheDir: path.resolve(expandHome(getHFHubCachePath())),
     token: readToken(env),

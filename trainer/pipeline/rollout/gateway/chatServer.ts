@@ -11,6 +11,7 @@ import type {
 import type { Tokenizer } from '../../../foundations/models/tokenizer';
 import {
   allowedHostNames,
+  boundedServer,
   checkCaller,
   checkJsonBody,
   DEFAULT_LIMITS,
@@ -106,9 +107,10 @@ function asChatError(error: unknown): ChatRequestError {
   return new ChatRequestError((error as Error)?.message ?? String(error), 500, null, null, 'server_error');
 }
 
+/** The token of `Authorization: Bearer <token>` (a header holds no line breaks, so `.` is any character). */
 function bearer(req: http.IncomingMessage): string | undefined {
-  const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
-  return match?.[1]?.trim();
+  const header = req.headers.authorization ?? '';
+  return /^Bearer\s./i.test(header) ? header.slice('Bearer'.length).trim() : undefined;
 }
 
 function usageOf(choices: readonly ChoiceResult[]): Usage {
@@ -138,7 +140,7 @@ export async function startChatServer(backend: ChatBackend, options: ChatServerO
   const hosts = allowedHostNames(options.host, options.allowHosts);
   const origins = new Set((options.allowOrigins ?? []).map((o) => o.toLowerCase()));
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const server = http.createServer((req, res) => {
+  const server = boundedServer(limits, (req, res) => {
     handle(backend, req, res, { hosts, origins, limits }).catch((error: unknown) => {
       const chatError = asChatError(error);
       if (chatError.status >= 500)
