@@ -29,11 +29,11 @@ export {
   type JavaScriptToolOptions,
 } from './foundations/tools/builtin/javascript';
 export * from './pipeline/rollout';
-export { toTrajectoryRecord, type RecordOptions, type RecordRewards } from './pipeline/training/trajectoryRecord';
+export { toTrajectoryRecord, type RecordOptions, type RecordRewards } from './pipeline/training/step/trajectoryRecord';
 export * from './pipeline/rewards';
 export { toRlSample } from './pipeline/rl/rewardPlacement';
 export * from './foundations/data';
-export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './pipeline/training/trainingConfig';
+export { defineConfig, type TrainingConfig, type TrainingConfigInput } from './pipeline/training/config/trainingConfig';
 /** Hugging Face Hub checkpoints: `pullModel('Qwen/Qwen3-0.6B')` into the Hugging Face cache; `resolveModelPath` for a folder or a repo id. */
 export {
   HubError,

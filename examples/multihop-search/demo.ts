@@ -23,7 +23,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/pipeline/training/sftBaseline';
+import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/pipeline/training/warmStart/sftBaseline';
 import { TrainingRun, type EvaluationResult } from '../../trainer/pipeline/training/trainingRun';
 import { DEFAULTS, generateDataset } from './data';
 import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';

@@ -8,7 +8,7 @@
  *   at a tool turn, after a result     before the next generated turn (after the results)
  *
  * A run of the user's own agent (the record's `agent`) is re-rolled by running the agent again,
- * answered from the record up to the cut (trainer/pipeline/training/rerollAgent.ts): its tools
+ * answered from the record up to the cut (trainer/pipeline/training/reroll/rerollAgent.ts): its tools
  * are its own code, so a call's result cannot be edited or run alone. Before a call means the
  * next generated turn there: the agent runs that call again on the way.
  */

@@ -1,5 +1,5 @@
 import { Random } from '../../trainer/foundations/models/random';
-import type { ScheduleConfig } from '../../trainer/pipeline/training/schedule';
+import type { ScheduleConfig } from '../../trainer/pipeline/training/step/schedule';
 
 /**
  * Equal budgets for the benchmark's arms (rlArms.ts): every arm makes the same optimizer steps over

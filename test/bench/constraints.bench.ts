@@ -21,8 +21,8 @@ import { builtInModelDir } from '../../trainer/foundations/models/builtinModels'
 import { createModel } from '../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../trainer/foundations/models/runtime';
-import { Tokenizer } from '../../trainer/foundations/models/tokenizer';
-import { ChatTemplate } from '../../trainer/foundations/models/chatTemplate';
+import { Tokenizer } from '../../trainer/foundations/models/text/tokenizer';
+import { ChatTemplate } from '../../trainer/foundations/models/text/chatTemplate';
 import { HermesFormat } from '../../trainer/pipeline/rollout/formats/hermes';
 import { parametersJsonSchema } from '../../trainer/foundations/tools/schema';
 import { interleavedPairs, resultLine, seconds } from './lib/pairs';

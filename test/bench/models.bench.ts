@@ -31,7 +31,7 @@ import { exportGguf } from '../../trainer/foundations/models/gguf/ggufExport';
 import { fusedKernelsFor } from '../../trainer/foundations/models/layers/fused';
 import { ModelRuntime } from '../../trainer/foundations/models/runtime';
 import { buildScoringGraph } from '../../trainer/foundations/models/scoring';
-import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../trainer/foundations/models/text/truncateTokenizer';
 import { Random } from '../../trainer/foundations/models/random';
 import {
   formatSpread,

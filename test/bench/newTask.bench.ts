@@ -26,7 +26,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/pipeline/training/sftBaseline';
+import { rlSeconds, sftBaseline, SFT_BASELINE_MEANING } from '../../trainer/pipeline/training/warmStart/sftBaseline';
 import { TrainingRun, type TrainResult } from '../../trainer/pipeline/training/trainingRun';
 import { RunStoreReader } from '../../trainer/contract/runstore';
 import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';

@@ -35,7 +35,7 @@ import { createModel } from '../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../trainer/foundations/models/runtime';
 import { buildScoringGraph } from '../../trainer/foundations/models/scoring';
-import { truncateBpeTokenizer } from '../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../trainer/foundations/models/text/truncateTokenizer';
 import { Random } from '../../trainer/foundations/models/random';
 import { seeded } from '../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer } from '../helpers/tinyLm';

@@ -54,7 +54,7 @@ import {
   CriticSection,
   type LoadedConfig,
   type TrainingConfig,
-} from '../../trainer/pipeline/training/trainingConfig';
+} from '../../trainer/pipeline/training/config/trainingConfig';
 import { TrainingRun, type EvaluationResult } from '../../trainer/pipeline/training/trainingRun';
 import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 import * as deepSearch from '../../examples/deep-search/data';

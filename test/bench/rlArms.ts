@@ -23,7 +23,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { writeJsonl } from '../../trainer/foundations/data';
 import { RunStoreReader } from '../../trainer/contract/runstore';
-import { AlgorithmSection, type LoadedConfig } from '../../trainer/pipeline/training/trainingConfig';
+import { AlgorithmSection, type LoadedConfig } from '../../trainer/pipeline/training/config/trainingConfig';
 import { TrainingRun } from '../../trainer/pipeline/training/trainingRun';
 import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
 import {

@@ -39,7 +39,7 @@ import OpenAI from 'openai';
 import { createDevice } from '../../trainer/foundations/engine/device/device';
 import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSession';
 import { BUILT_IN_PREFIX, builtInModelDir } from '../../trainer/foundations/models/builtinModels';
-import type { ChatTemplate } from '../../trainer/foundations/models/chatTemplate';
+import type { ChatTemplate } from '../../trainer/foundations/models/text/chatTemplate';
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import { exportGguf } from '../../trainer/foundations/models/gguf/ggufExport';
 import { ModelRuntime } from '../../trainer/foundations/models/runtime';

@@ -42,7 +42,7 @@ import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSess
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import { exportGguf } from '../../trainer/foundations/models/gguf/ggufExport';
 import { ModelRuntime } from '../../trainer/foundations/models/runtime';
-import type { Tokenizer } from '../../trainer/foundations/models/tokenizer';
+import type { Tokenizer } from '../../trainer/foundations/models/text/tokenizer';
 import { pickFastest, resultLine, spread, type Spread } from './lib/pairs';
 import { PeerProcess, PYTHON } from './lib/peerProcess';
 import { runsAsTheTrainer } from './lib/trainerAllocator';

@@ -10,7 +10,7 @@ import type { ChatTemplate } from '../../trainer/foundations/models';
 import { parseWith, TrajectoryRecord } from '../../trainer/contract/protocol';
 import { datasetFromRows } from '../../trainer/foundations/data';
 import { AgentLoop, type LengthBudget, type Policy, type Trajectory } from '../../trainer/pipeline/rollout';
-import { toTrajectoryRecord } from '../../trainer/pipeline/training/trajectoryRecord';
+import { toTrajectoryRecord } from '../../trainer/pipeline/training/step/trajectoryRecord';
 import { scoreTrajectories, type BatchRewards } from '../../trainer/pipeline/rewards';
 import type { RlSample } from '../../trainer/pipeline/rl/samples';
 import { ToolSet } from '../../trainer/foundations/tools';

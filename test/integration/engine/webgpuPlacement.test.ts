@@ -16,7 +16,7 @@ import { readProfile, type ProfiledNode } from '../../../trainer/foundations/eng
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import type { TrainingSequence } from '../../../trainer/pipeline/rl/batching';
 import { PolicyTrainer } from '../../../trainer/pipeline/rl/policyTrainer';
 import { Random } from '../../../trainer/foundations/models/random';

@@ -21,7 +21,7 @@ import {
   type ToolCallRequest,
   type ToolRunOutcome,
 } from '../../../trainer/foundations/tools';
-import type { PlacedTools } from '../../../trainer/pipeline/training/trainingConfig';
+import type { PlacedTools } from '../../../trainer/pipeline/training/config/trainingConfig';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 import { PING_GRACE_MS, WorkerTool, type ToolHost } from '../../../trainer/bridges/usercode/toolHost';
 

@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import sharp from 'sharp';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import { checkpointDirName, type TrainingEvent } from '../../../trainer/contract/protocol';
 import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';

@@ -21,7 +21,7 @@ import { builtInModelDir } from '../../../trainer/foundations/models/builtinMode
 import { openModelFolder } from '../../../trainer/foundations/models/modelFolder';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { reroll } from '../../../trainer/pipeline/training/reroll';
+import { reroll } from '../../../trainer/pipeline/training/reroll/reroll';
 import { exchange, CURRENCIES, type Currency } from '../../../examples/currency-agent/tools';
 
 const root = path.resolve(__dirname, '../../..');

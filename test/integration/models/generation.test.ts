@@ -14,7 +14,7 @@ import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import type { TurnOptions } from '../../../trainer/foundations/models/generation/policy';
 import { referenceLogProbs } from '../../helpers/referenceDecoder';
 import { worstRescoringGap } from '../../helpers/rescoring';

@@ -22,9 +22,9 @@ import { ModelPolicy } from '../../../trainer/foundations/models/generation/gene
 import { exportGguf, type GgufExportType } from '../../../trainer/foundations/models/gguf/ggufExport';
 import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { readLoraAdapter, saveLoraAdapter } from '../../../trainer/foundations/models/save';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { readLoraAdapter, saveLoraAdapter } from '../../../trainer/foundations/models/files/save';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { Random } from '../../../trainer/foundations/models/random';
 import { createTrainingFixture } from '../../helpers/trainingFixture';

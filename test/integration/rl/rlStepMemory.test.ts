@@ -17,7 +17,7 @@ import { readModelWeights, uploadModelWeights } from '../../../trainer/foundatio
 import { openModelFolder } from '../../../trainer/foundations/models/modelFolder';
 import { Random } from '../../../trainer/foundations/models/random';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import type { TrainingSequence } from '../../../trainer/pipeline/rl/batching';
 import { PolicyTrainer } from '../../../trainer/pipeline/rl/policyTrainer';
 

@@ -19,8 +19,8 @@ import { ModelPolicy } from '../../../trainer/foundations/models/generation/gene
 import type { AllowedTokens, SequenceConstraint } from '../../../trainer/foundations/models/generation/policy';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
 import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import { HermesFormat } from '../../../trainer/pipeline/rollout/formats/hermes';
 import type { CallTracker } from '../../../trainer/pipeline/rollout/constraints/callConstraint';
 import { parametersJsonSchema } from '../../../trainer/foundations/tools/schema';

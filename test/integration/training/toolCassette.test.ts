@@ -11,7 +11,7 @@ import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
-import { evaluateCheckpoint } from '../../../trainer/pipeline/training/evaluateCheckpoint';
+import { evaluateCheckpoint } from '../../../trainer/pipeline/training/evaluation/evaluateCheckpoint';
 import { readJsonl } from '../../../trainer/contract/runstore';
 import { CassetteEntry } from '../../../trainer/contract/protocol';
 

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { loadJsonlDataset } from '../../../trainer/foundations/data/dataset';
-import { type LoadedConfig } from '../../../trainer/pipeline/training/trainingConfig';
+import { type LoadedConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
 import { exportVerl, type ExportResult } from '../../../trainer/bridges/verl/export';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { MultihopFields, SYSTEM_PROMPT } from '../../../examples/multihop-search/rows';

@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parquetReadObjects } from 'hyparquet';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import { decodeInt32 } from '../../../trainer/contract/protocol/tokens';
 import type { TrajectoryRecord } from '../../../trainer/contract/protocol/runStore';
 import { RunStoreReader } from '../../../trainer/contract/runstore';

@@ -16,7 +16,7 @@ import OpenAI from 'openai';
 import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { decodeInt32 } from '../../../trainer/contract/protocol/tokens';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';

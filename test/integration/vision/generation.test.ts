@@ -16,7 +16,7 @@ import { createModel } from '../../../trainer/foundations/models/createModel';
 import { GenerationSession, ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
 import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import { prepareImage, type PreparedImage } from '../../../trainer/foundations/models/vision/preprocess';
 import { packSequences } from '../../../trainer/pipeline/rl/batching';
 import type { TurnOptions } from '../../../trainer/foundations/models/generation/policy';

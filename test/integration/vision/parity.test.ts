@@ -21,7 +21,7 @@ import { WeightInputs } from '../../../trainer/foundations/models/decoder';
 import { openModelFolder, type ModelFolder } from '../../../trainer/foundations/models/modelFolder';
 import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
 import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import {
   addVisionFeeds,
   encoderFeeds,

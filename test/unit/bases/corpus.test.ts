@@ -3,9 +3,9 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ChatTemplate } from '../../../trainer/foundations/models/chatTemplate';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { ChatTemplate } from '../../../trainer/foundations/models/text/chatTemplate';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import {
   chainEpisode,
   chatAnswerEpisode,

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { builtInModelDir } from '../../../trainer/foundations/models/builtinModels';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import { copyInitModel, fileSha256 } from '../../../trainer/bases/recipes/initModel';
 import { BASE_RECIPE, parseRecipe, recipeHash, type Recipe } from '../../../trainer/bases/recipes/recipe';
 import { qwen3TokenizerDir } from '../../../trainer/bases/recipes/tokenizerSource';

@@ -12,7 +12,7 @@ import { permuteForPairwiseRope } from '../../../trainer/foundations/models/gguf
 import { decodeQ8_0, encodeQ8_0 } from '../../../trainer/foundations/models/gguf/encode';
 import { GGUF_ALIGNMENT, GGUF_MAGIC, meta, writeGguf } from '../../../trainer/foundations/models/gguf/format';
 import { preTokenizerName } from '../../../trainer/foundations/models/gguf/vocabulary';
-import { float16ToFloat32Bits, float32FromBits } from '../../../trainer/foundations/models/halfFloat';
+import { float16ToFloat32Bits, float32FromBits } from '../../../trainer/foundations/models/files/halfFloat';
 
 const half = (bits: number) => float32FromBits(float16ToFloat32Bits(bits));
 

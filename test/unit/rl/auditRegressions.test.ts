@@ -15,7 +15,7 @@ import { lossMasks, prepareBatch, type BatchSettings } from '../../../trainer/pi
 import { toRlSample } from '../../../trainer/pipeline/rl/rewardPlacement';
 import type { ToolCallResult, Trajectory } from '../../../trainer/pipeline/rollout';
 import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
-import { parseConfig, type TrainingConfig } from '../../../trainer/pipeline/training/trainingConfig';
+import { parseConfig, type TrainingConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
 
 const [row] = datasetFromRows('rows.jsonl', [{ id: 'q', prompt: 'q', answer: 'x' }]).rows;
 const search = defineTool({

@@ -18,7 +18,7 @@ import {
   type RolloutObserver,
   type Trajectory,
 } from '../../../trainer/pipeline/rollout';
-import { toTrajectoryRecord } from '../../../trainer/pipeline/training/trajectoryRecord';
+import { toTrajectoryRecord } from '../../../trainer/pipeline/training/step/trajectoryRecord';
 import { exactMatch, scoreTrajectories } from '../../../trainer/pipeline/rewards';
 import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
 import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calculator';

@@ -7,8 +7,8 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { ChatTemplate } from '../../../trainer/foundations/models/chatTemplate';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { ChatTemplate } from '../../../trainer/foundations/models/text/chatTemplate';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import {
   advance,
   callObjectDone,

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { Tokenizer } from '../../../trainer/foundations/models/tokenizer';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
 import { defaultErrorObservation } from '../../../trainer/pipeline/rollout/errorObservation';
 import { fitToTokens, truncateToTokens } from '../../../trainer/pipeline/rollout/truncate';
 

@@ -11,8 +11,8 @@ import {
   lossScaleFactor,
   policyTrainerOptions,
   policyUpdates,
-} from '../../../trainer/pipeline/training/configOptions';
-import { parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
+} from '../../../trainer/pipeline/training/config/configOptions';
+import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
 
 const parse = (extra: Record<string, unknown>) =>
   parseConfig(

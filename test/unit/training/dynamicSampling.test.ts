@@ -8,7 +8,7 @@ import * as assert from 'node:assert/strict';
 import { groupsWithSignal } from '../../../trainer/pipeline/rl/groupSignal';
 import { grpoAdvantages, rlooAdvantages } from '../../../trainer/pipeline/rl/advantages';
 import type { RlSample } from '../../../trainer/pipeline/rl/samples';
-import { GroupSelection, sampledStep, type ScoredRound } from '../../../trainer/pipeline/training/dynamicSampling';
+import { GroupSelection, sampledStep, type ScoredRound } from '../../../trainer/pipeline/training/step/dynamicSampling';
 import type { Trajectory } from '../../../trainer/pipeline/rollout/trajectory';
 import type { BatchRewards, TrajectoryRewards } from '../../../trainer/pipeline/rewards/score';
 

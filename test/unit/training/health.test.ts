@@ -15,10 +15,10 @@ import {
   stepWarnings,
   zeroSignalShare,
   type HealthSample,
-} from '../../../trainer/pipeline/training/health';
-import { HealthSettings } from '../../../trainer/pipeline/training/healthSettings';
-import { planCollapseResponse, withAction } from '../../../trainer/pipeline/training/collapseResponse';
-import { rolloutMetrics } from '../../../trainer/pipeline/training/rolloutMetrics';
+} from '../../../trainer/pipeline/training/health/health';
+import { HealthSettings } from '../../../trainer/pipeline/training/health/healthSettings';
+import { planCollapseResponse, withAction } from '../../../trainer/pipeline/training/health/collapseResponse';
+import { rolloutMetrics } from '../../../trainer/pipeline/training/step/rolloutMetrics';
 import type { Trajectory } from '../../../trainer/pipeline/rollout';
 
 const settings = HealthSettings.parse({});

@@ -2,8 +2,8 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { exactMatch } from '../../../trainer/pipeline/rewards';
-import { agentLoopOptions } from '../../../trainer/pipeline/training/configOptions';
-import { parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
+import { agentLoopOptions } from '../../../trainer/pipeline/training/config/configOptions';
+import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
 import type { ChatTemplate } from '../../../trainer/foundations/models';
 import type { Policy } from '../../../trainer/foundations/models/generation/policy';
 import { ToolSet } from '../../../trainer/foundations/tools';

@@ -7,9 +7,9 @@ import * as assert from 'node:assert/strict';
 import { datasetFromRows } from '../../../trainer/foundations/data';
 import { outcomeReward, scoreTrajectories } from '../../../trainer/pipeline/rewards';
 import type { Trajectory } from '../../../trainer/pipeline/rollout';
-import { parseConfig } from '../../../trainer/pipeline/training/trainingConfig';
-import { rolloutMetrics } from '../../../trainer/pipeline/training/rolloutMetrics';
-import { formatScore, taskMetric } from '../../../trainer/pipeline/training/taskMetric';
+import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
+import { rolloutMetrics } from '../../../trainer/pipeline/training/step/rolloutMetrics';
+import { formatScore, taskMetric } from '../../../trainer/pipeline/training/step/taskMetric';
 import { ToolSet } from '../../../trainer/foundations/tools';
 
 const within = outcomeReward('within_1pct', (_t, row) =>

@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import type { HealthWarning } from '../../../trainer/contract/protocol/runStore';
-import { WarningLog, warningLine } from '../../../trainer/pipeline/training/warningLog';
+import { WarningLog, warningLine } from '../../../trainer/pipeline/training/run/warningLog';
 
 const zeroSignal: HealthWarning = {
   code: 'zero_signal',

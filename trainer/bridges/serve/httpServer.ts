@@ -5,7 +5,7 @@ import { McpServers } from '../../foundations/mcp/servers';
 import { describeIssues } from '../../contract/protocol/parse';
 import { RewardRequest, type RewardResponse, type ServeError } from '../../contract/protocol/serve';
 import { RewardError } from '../../pipeline/rewards/rewardErrors';
-import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../../pipeline/training/trainingConfig';
+import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../../pipeline/training/config/trainingConfig';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { listen, sameSecret, sendJson } from '../../foundations/http/localServer';
 import { RewardRequestError, scoreRewardRequest } from './rewards';

@@ -2,7 +2,7 @@ import { datasetFromRows } from '../../foundations/data/dataset';
 import type { RewardRequest, RewardResponse } from '../../contract/protocol/serve';
 import { scoreTrajectories } from '../../pipeline/rewards/score';
 import { HermesFormat } from '../../pipeline/rollout/formats/hermes';
-import type { TrainingConfig } from '../../pipeline/training/trainingConfig';
+import type { TrainingConfig } from '../../pipeline/training/config/trainingConfig';
 import type { ToolSet } from '../../foundations/tools/toolSet';
 import { splitVerlResponse } from '../verl/response';
 import { trajectoryFromMessages } from './trajectoryFromMessages';

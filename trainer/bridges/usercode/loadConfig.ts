@@ -6,7 +6,7 @@ import {
   isDefinedConfig,
   parseConfig,
   type LoadedConfig,
-} from '../../pipeline/training/trainingConfig';
+} from '../../pipeline/training/config/trainingConfig';
 import { compileUserModule, evaluateUserModule } from './loadUserModule';
 import { isolateTools } from './toolHost';
 import { isolateRewards } from './rewardHost';

@@ -4,7 +4,7 @@ import { withoutTrainerFrames } from '../../foundations/tools/runner';
 import { RewardError, RewardTimeoutError } from '../../pipeline/rewards/rewardErrors';
 import { DEFAULT_REWARD_TIMEOUT_MS, type RewardConfig } from '../../pipeline/rewards/score';
 import type { OutcomeReward, ProcessReward } from '../../pipeline/rewards/types';
-import type { PlacedRewards } from '../../pipeline/training/trainingConfig';
+import type { PlacedRewards } from '../../pipeline/training/config/trainingConfig';
 import type { RewardHostMessage, RewardKind, RewardWorkerData, RewardWorkerMessage } from './rewardWorkerMessages';
 import { rethrown } from './thrownValue';
 import { workerEntry } from './workerEntry';

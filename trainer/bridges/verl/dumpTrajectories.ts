@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../foundations/models/text/tokenizer';
 import { contentText } from '../../contract/protocol/chatMessages';
 import type { ToolCallRecord, TrajectoryRecord, TurnRecord } from '../../contract/protocol/runStore';
 import { encodeFloat32, encodeInt32, encodeUint8 } from '../../contract/protocol/tokens';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadJsonlDataset } from '../../foundations/data/dataset';
-import type { LoadedConfig } from '../../pipeline/training/trainingConfig';
+import type { LoadedConfig } from '../../pipeline/training/config/trainingConfig';
 import { rewardModuleSource } from './rewardModule';
 import { toVerlRows, writeVerlParquet } from './datasetParquet';
 import { mapSettings, shellOverride, type HydraValue, type SettingsMapping } from './verlSettings';

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Tokenizer } from '../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../foundations/models/text/tokenizer';
 import { PROTOCOL_VERSION, type Algorithm, type MetricsRecord } from '../../contract/protocol';
 import { RunStoreWriter } from '../../contract/runstore/writer';
 import { ROLLOUT_STUDIO_VERSION } from '../../version';

@@ -1,6 +1,6 @@
-import { lossScaleFactor } from '../../pipeline/training/configOptions';
-import { CriticSection, type TrainingConfig } from '../../pipeline/training/trainingConfig';
-import { evaluationEvery } from '../../pipeline/training/evaluationSchedule';
+import { lossScaleFactor } from '../../pipeline/training/config/configOptions';
+import { CriticSection, type TrainingConfig } from '../../pipeline/training/config/trainingConfig';
+import { evaluationEvery } from '../../pipeline/training/evaluation/evaluationSchedule';
 
 /**
  * Our config's settings as verl's Hydra overrides, each with where it comes from, plus every

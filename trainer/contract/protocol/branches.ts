@@ -5,7 +5,7 @@ import { TrajectoryRecord, TrajectorySet } from './runStore';
 /**
  * `branches/<id>.json`: one re-roll of a recorded trajectory — the rest of it generated again from
  * a cut point, maybe after an edit, with a chosen checkpoint and sampling, N times. Written whole
- * by `rollout-studio reroll` (training/reroll.ts); never read by training, never in the run's
+ * by `rollout-studio reroll` (training/reroll/reroll.ts); never read by training, never in the run's
  * metrics. Listed under their parent trajectory by the panels and replayable in the debugger.
  */
 

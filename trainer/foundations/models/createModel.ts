@@ -3,8 +3,8 @@ import * as path from 'node:path';
 import { Random } from './random';
 import { ARCHITECTURES, loadModelConfig, type ModelConfig, type ModelFamily } from './modelConfig';
 import { ModelConfigError } from './modelErrors';
-import { writeShardedSafetensors, type ShardedWriteResult } from './safetensorsWriter';
-import { TOKENIZER_FILES, Tokenizer } from './tokenizer';
+import { writeShardedSafetensors, type ShardedWriteResult } from './files/safetensorsWriter';
+import { TOKENIZER_FILES, Tokenizer } from './text/tokenizer';
 import { expectedTensors, type ExpectedTensor } from './weights';
 import { VISION_TOOL_CHAT_TEMPLATE } from './vision/visionChatTemplate';
 import {

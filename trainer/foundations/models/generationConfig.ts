@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { ModelConfigError } from './modelErrors';
-import { readJsonFile } from './jsonFile';
+import { readJsonFile } from './files/jsonFile';
 
 /**
  * `generation_config.json`: the model author's sampling defaults and stop ids. Optional in a

@@ -21,7 +21,7 @@ export {
   type SafetensorsDtype,
   type SafetensorsHeader,
   type TensorInfo,
-} from './safetensors';
+} from './files/safetensors';
 export {
   DEFAULT_MAX_SHARD_BYTES,
   SAVE_DTYPES,
@@ -33,8 +33,8 @@ export {
   type ShardedWriteResult,
   type WritableTensor,
   type WriteOptions,
-} from './safetensorsWriter';
-export { CheckpointReader, type CheckpointTensorInfo } from './checkpointReader';
+} from './files/safetensorsWriter';
+export { CheckpointReader, type CheckpointTensorInfo } from './files/checkpointReader';
 export {
   checkCheckpoint,
   expectedTensors,
@@ -44,7 +44,7 @@ export {
   type WeightRole,
 } from './weights';
 export { loadGenerationConfig, parseGenerationConfig, type GenerationConfig } from './generationConfig';
-export { Tokenizer, type AddedTokenInfo, type ChatTemplateSources, type SpecialTokenStrings } from './tokenizer';
+export { Tokenizer, type AddedTokenInfo, type ChatTemplateSources, type SpecialTokenStrings } from './text/tokenizer';
 export {
   ChatTemplate,
   type AppendOptions,
@@ -53,7 +53,7 @@ export {
   type RenderOptions,
   type TokenizedHistory,
   type TokenizedText,
-} from './chatTemplate';
+} from './text/chatTemplate';
 export { openModelFolder, type ModelFolder } from './modelFolder';
 export { createModel, type CreateModelOptions, type CreatedModel } from './createModel';
 export {
@@ -63,4 +63,4 @@ export {
   float32BitsToFloat16,
   float32Bits,
   float32FromBits,
-} from './halfFloat';
+} from './files/halfFloat';

@@ -1,6 +1,6 @@
 import type { DeviceApi } from '../engine/device/deviceApi';
 import type { HostTensor } from '../engine/runtime/tensors';
-import type { CheckpointReader } from './checkpointReader';
+import type { CheckpointReader } from './files/checkpointReader';
 import type { ModelConfig } from './modelConfig';
 import { expectedTensors } from './weights';
 

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { z } from 'zod';
 import { ModelConfigError } from './modelErrors';
-import { readJsonFile } from './jsonFile';
+import { readJsonFile } from './files/jsonFile';
 import {
   isVisionLanguageType,
   parseVisionLanguageConfig,

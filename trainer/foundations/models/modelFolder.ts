@@ -1,10 +1,10 @@
 import * as path from 'node:path';
-import { ChatTemplate } from './chatTemplate';
-import { CheckpointReader } from './checkpointReader';
+import { ChatTemplate } from './text/chatTemplate';
+import { CheckpointReader } from './files/checkpointReader';
 import { loadModelConfig, type ModelConfig } from './modelConfig';
 import { ModelConfigError } from './modelErrors';
 import { loadGenerationConfig, type GenerationConfig } from './generationConfig';
-import { Tokenizer } from './tokenizer';
+import { Tokenizer } from './text/tokenizer';
 import { validateCheckpoint, type CheckpointProblems } from './weights';
 import { releasedVisionLanguageName } from './vision/visionWeights';
 import { loadImageProcessorConfig, type ImageProcessorConfig } from './vision/preprocess';

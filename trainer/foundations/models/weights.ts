@@ -1,7 +1,7 @@
-import type { CheckpointReader } from './checkpointReader';
+import type { CheckpointReader } from './files/checkpointReader';
 import type { ModelConfig } from './modelConfig';
 import { CheckpointError } from './modelErrors';
-import { READABLE_DTYPES } from './safetensors';
+import { READABLE_DTYPES } from './files/safetensors';
 import type { ExpectedTensor } from './expectedTensor';
 import { visionTensors } from './vision/visionWeights';
 

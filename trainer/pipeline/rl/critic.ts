@@ -8,7 +8,7 @@ import { initLoraWeights, loraModules, loraScale, type LoraConfig } from '../../
 import type { ModelConfig } from '../../foundations/models/modelConfig';
 import { openModelFolder } from '../../foundations/models/modelFolder';
 import type { ModelRuntime } from '../../foundations/models/runtime';
-import { mergeLoraWeight } from '../../foundations/models/save';
+import { mergeLoraWeight } from '../../foundations/models/files/save';
 import { packForScoring } from '../../foundations/models/batch';
 import { buildValueGraph, VALUE_HEAD } from '../../foundations/models/scoring';
 import { addVisionFeeds } from '../../foundations/models/vision/visionBatch';

@@ -1,4 +1,4 @@
-import type { ChatTemplate } from '../../foundations/models/chatTemplate';
+import type { ChatTemplate } from '../../foundations/models/text/chatTemplate';
 import type { ChatMessage, ToolSpec } from '../../contract/protocol/chatMessages';
 import type { DrawSchedule } from '../../contract/protocol/runStore';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';

@@ -1,4 +1,4 @@
-import type { ChatTemplate } from '../../foundations/models/chatTemplate';
+import type { ChatTemplate } from '../../foundations/models/text/chatTemplate';
 import { contentText, type ChatMessage, type ToolSpec } from '../../contract/protocol/chatMessages';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
 import type { PreparedImage } from '../../foundations/models/vision/preprocess';

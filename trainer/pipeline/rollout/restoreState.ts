@@ -1,4 +1,4 @@
-import type { ChatTemplate } from '../../foundations/models/chatTemplate';
+import type { ChatTemplate } from '../../foundations/models/text/chatTemplate';
 import type { DatasetRow } from '../../foundations/data/row';
 import type { ChatMessage } from '../../contract/protocol/chatMessages';
 import { decodeFloat32, decodeInt32, decodeUint8 } from '../../contract/protocol/tokens';

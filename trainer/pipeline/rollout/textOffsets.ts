@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../foundations/models/text/tokenizer';
 
 /**
  * Maps character offsets of a decoded token sequence back to token positions, so that a tool

@@ -1,4 +1,4 @@
-import type { ChatTemplate } from '../../foundations/models/chatTemplate';
+import type { ChatTemplate } from '../../foundations/models/text/chatTemplate';
 import type { ChatMessage, ToolSpec } from '../../contract/protocol/chatMessages';
 import type { PreparedImage } from '../../foundations/models/vision/preprocess';
 import { expandImageTokens } from './images';

@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../foundations/models/text/tokenizer';
 
 /** What replaces the cut part of a long observation; the policy sees it, so it knows text is missing. */
 export type TruncationMarker = (omittedTokens: number) => string;

@@ -7,17 +7,29 @@ import type { DatasetRow } from '../../foundations/data/row';
 import { scoreTrajectories, type BatchRewards } from '../rewards/score';
 import type { Episode, Trajectory } from '../rollout/trajectory';
 import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
-import { batchSettings, criticSchedule, optimizerStepsPerRlStep, policyUpdates, rlSchedule } from './configOptions';
-import { carryOut } from './collapseResponse';
-import { GroupSelection, sampledStep, type SampledStep, type ScoredRound } from './dynamicSampling';
-import { reviewTrainingStep } from './healthReview';
-import { saveRunCheckpoint } from './runCheckpoint';
-import { LiveSnapshot } from './liveSnapshot';
-import { seedFor, type Learners, type RunParts, type RunPosition } from './runParts';
-import { optimizerStepRates } from './schedule';
-import { divergedMessage, logprobAfterUpdate } from './divergence';
-import { stepLogLine, stepMetricsRecord, stepTrajectoryRecords, type StepTimes, type StepUpdate } from './stepRecord';
-import { taskMetric } from './taskMetric';
+import {
+  batchSettings,
+  criticSchedule,
+  optimizerStepsPerRlStep,
+  policyUpdates,
+  rlSchedule,
+} from './config/configOptions';
+import { carryOut } from './health/collapseResponse';
+import { GroupSelection, sampledStep, type SampledStep, type ScoredRound } from './step/dynamicSampling';
+import { reviewTrainingStep } from './health/healthReview';
+import { saveRunCheckpoint } from './checkpoints/runCheckpoint';
+import { LiveSnapshot } from './run/liveSnapshot';
+import { seedFor, type Learners, type RunParts, type RunPosition } from './run/runParts';
+import { optimizerStepRates } from './step/schedule';
+import { divergedMessage, logprobAfterUpdate } from './step/divergence';
+import {
+  stepLogLine,
+  stepMetricsRecord,
+  stepTrajectoryRecords,
+  type StepTimes,
+  type StepUpdate,
+} from './step/stepRecord';
+import { taskMetric } from './step/taskMetric';
 
 /**
  * One RL step, top to bottom: roll out the step's prompts → score the trajectories (with dynamic

@@ -1,5 +1,5 @@
-import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { ChatTemplate } from '../../../foundations/models/text/chatTemplate';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 
 /** What the generators need from the model: its tokenizer and chat template, and the tokens that spell plain ASCII. */
 export class CorpusContext {

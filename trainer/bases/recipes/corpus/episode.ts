@@ -1,5 +1,5 @@
-import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { ChatTemplate } from '../../../foundations/models/text/chatTemplate';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import type { ChatMessage, ToolSpec } from '../../../contract/protocol/chatMessages';
 import { tokenizeDemonstration } from '../../../pipeline/rollout/tokenizeDemonstration';
 

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { truncateBpeTokenizer } from '../../../foundations/models/truncateTokenizer';
+import { truncateBpeTokenizer } from '../../../foundations/models/text/truncateTokenizer';
 import { createModel } from '../../../foundations/models/createModel';
 import type { ModelFamily } from '../../../foundations/models/modelConfig';
 import { isVisionLanguageType, type VisionLanguageFamily } from '../../../foundations/models/vision/visionConfig';

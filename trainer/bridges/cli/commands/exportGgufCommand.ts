@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { readJsonFile } from '../../../foundations/models/jsonFile';
+import { readJsonFile } from '../../../foundations/models/files/jsonFile';
 import { exportGguf, GGUF_TYPES, type GgufExportType } from '../../../foundations/models/gguf/ggufExport';
 import type { RunRecord } from '../../../contract/protocol/runStore';
 import { RunStoreReader } from '../../../contract/runstore/reader';

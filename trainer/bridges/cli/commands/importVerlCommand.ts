@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Tokenizer } from '../../../foundations/models/tokenizer';
+import { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import { Algorithm } from '../../../contract/protocol/runStore';
 import { VerlImport } from '../../verl/import';
 import { UsageError } from '../usage';

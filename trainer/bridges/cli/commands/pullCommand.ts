@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { hubSettings, isRepoId, pullModel } from '../../../foundations/models/hub';
-import { describePull } from '../../../pipeline/training/modelSource';
+import { describePull } from '../../../pipeline/training/config/modelSource';
 import { DownloadProgressBar } from '../downloadProgress';
 import { UsageError } from '../usage';
 

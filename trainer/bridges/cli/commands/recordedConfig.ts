@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { RunRecord } from '../../../contract/protocol/runStore';
-import { configFileSha256 } from '../../../pipeline/training/configFileHash';
+import { configFileSha256 } from '../../../pipeline/training/config/configFileHash';
 import { UsageError } from '../usage';
 
 /**

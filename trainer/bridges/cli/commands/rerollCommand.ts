@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { RunStoreReader } from '../../../contract/runstore/reader';
 import { renderTranscript } from '../../../contract/transcript';
-import { reroll, type RerollRequest, type RerollResult } from '../../../pipeline/training/reroll';
+import { reroll, type RerollRequest, type RerollResult } from '../../../pipeline/training/reroll/reroll';
 import { loadConfig } from '../../usercode/loadConfig';
 import { resolveDevice } from '../resolveDevice';
 import { UsageError } from '../usage';

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createDevice } from '../../../foundations/engine/device/device';
-import { readJsonFile } from '../../../foundations/models/jsonFile';
+import { readJsonFile } from '../../../foundations/models/files/jsonFile';
 import { DEFAULT_LIMITS } from '../../../foundations/http/requestGuard';
 import { ModelPolicy } from '../../../foundations/models/generation/generationSession';
 import { resolveModelPath } from '../../../foundations/models/hub';

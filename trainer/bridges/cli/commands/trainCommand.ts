@@ -8,11 +8,11 @@ import {
   type TrainerMessage,
   type TrainingEvent,
 } from '../../../contract/protocol';
-import { RunControl } from '../../../pipeline/training/runControl';
-import { evaluateCheckpoint } from '../../../pipeline/training/evaluateCheckpoint';
-import { formatScore } from '../../../pipeline/training/taskMetric';
+import { RunControl } from '../../../pipeline/training/run/runControl';
+import { evaluateCheckpoint } from '../../../pipeline/training/evaluation/evaluateCheckpoint';
+import { formatScore } from '../../../pipeline/training/step/taskMetric';
 import { TrainingRun } from '../../../pipeline/training/trainingRun';
-import { exitBySignal } from '../../../pipeline/training/unexpectedExit';
+import { exitBySignal } from '../../../pipeline/training/run/unexpectedExit';
 import { resolveDevice } from '../resolveDevice';
 import { hasParent, sendToParent } from '../ipc';
 import { ProgressLine } from '../progress';

@@ -1,5 +1,5 @@
-import { float32BitsToFloat16 } from '../halfFloat';
-import { elementCount } from '../safetensors';
+import { float32BitsToFloat16 } from '../files/halfFloat';
+import { elementCount } from '../files/safetensors';
 
 /**
  * Tensor encodings a GGUF export writes, bit for bit as gguf-py's `quants.py` produces them:

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { openModelFolder } from '../modelFolder';
-import { mergeLoraWeight, readLoraAdapter } from '../save';
+import { mergeLoraWeight, readLoraAdapter } from '../files/save';
 import { expectedTensors } from '../weights';
 import {
   architectureMetadata,

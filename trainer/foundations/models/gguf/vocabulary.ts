@@ -2,8 +2,8 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import type { ModelConfig } from '../modelConfig';
 import { TokenizerError } from '../modelErrors';
-import { readJsonFile } from '../jsonFile';
-import type { Tokenizer } from '../tokenizer';
+import { readJsonFile } from '../files/jsonFile';
+import type { Tokenizer } from '../text/tokenizer';
 import { meta, type MetadataValue } from './format';
 
 /**

@@ -1,4 +1,4 @@
-import { TOKENIZER_FILES } from '../tokenizer';
+import { TOKENIZER_FILES } from '../text/tokenizer';
 /**
  * Which files of a Hub repo a model needs: its configuration, its tokenizer and chat template,
  * and its safetensors weights — never PyTorch pickles, GGUF, ONNX exports or the extra
@@ -10,7 +10,7 @@ import { TOKENIZER_FILES } from '../tokenizer';
  * `adapter_model.safetensors`.
  */
 
-/** Read by models/config.ts, generationConfig.ts and models/save.ts (an adapter's config). */
+/** Read by modelConfig.ts, generationConfig.ts and files/save.ts (an adapter's config). */
 export const CONFIG_FILES = ['config.json', 'generation_config.json', 'adapter_config.json'] as const;
 
 export const WEIGHTS_INDEX = 'model.safetensors.index.json';

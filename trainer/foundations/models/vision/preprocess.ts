@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { ModelConfigError } from '../modelErrors';
-import { readJsonFile } from '../jsonFile';
+import { readJsonFile } from '../files/jsonFile';
 import type { VisionConfig } from './visionConfig';
 
 /**

@@ -1,5 +1,5 @@
 import type { AllowedTokens, SequenceConstraint } from '../../../foundations/models/generation/policy';
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import type { ToolSpec } from '../../../contract/protocol/chatMessages';
 import { advance, callObjectDone, callStart, DONE, type CallGrammar } from './callFrame';
 import { stateKey, type GrammarState } from './jsonFrames';

@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import { advance, type GrammarState } from './jsonFrames';
 
 /**

@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import type { ChatMessage } from '../../../contract/protocol/chatMessages';
 import { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './toolCallFormat';
 

@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import type { ChatMessage, ToolCallMessagePart, ToolSpec } from '../../../contract/protocol/chatMessages';
 import { ToolCallConstraint } from '../constraints/callConstraint';
 import { contentStart, type ParsedToolCall, type StopConditions, type ToolCallFormat } from './toolCallFormat';

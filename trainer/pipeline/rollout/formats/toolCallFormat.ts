@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import type { ChatMessage, ToolSpec } from '../../../contract/protocol/chatMessages';
 import type { ToolCallConstraint } from '../constraints/callConstraint';
 

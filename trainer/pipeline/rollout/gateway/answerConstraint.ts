@@ -1,6 +1,6 @@
 import type { ToolSpec } from '../../../contract/protocol/chatMessages';
 import type { AllowedTokens, SequenceConstraint } from '../../../foundations/models/generation/policy';
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import { ToolCallConstraint, type CallTracker } from '../constraints/callConstraint';
 import { advance, DONE, stateKey, valueFrame, type GrammarState } from '../constraints/jsonFrames';
 import { ShapeBuilder } from '../constraints/schemaShape';

@@ -1,7 +1,7 @@
 import type { ChatMessage } from '../../../contract/protocol/chatMessages';
 import type { ChatCompletionMessage, ChatFinishReason, OpenAIToolCall } from '../../../contract/protocol/openaiChat';
 import type { GeneratedTurn } from '../../../foundations/models/generation/policy';
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import type { ParsedToolCall, ToolCallFormat } from '../formats/toolCallFormat';
 
 /**

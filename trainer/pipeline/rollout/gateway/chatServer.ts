@@ -8,7 +8,7 @@ import type {
   TokenLogprob,
   Usage,
 } from '../../../contract/protocol/openaiChat';
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import {
   allowedHostNames,
   boundedServer,

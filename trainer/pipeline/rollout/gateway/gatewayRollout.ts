@@ -1,6 +1,6 @@
 import * as crypto from 'node:crypto';
 import type { DatasetRow } from '../../../foundations/data/row';
-import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
+import type { ChatTemplate } from '../../../foundations/models/text/chatTemplate';
 import type {
   Policy,
   GeneratedTurn,
@@ -78,7 +78,7 @@ export interface GatewayRolloutOptions {
   sessionTimeoutMs?: number | undefined;
   /** Images in the agents' requests: the model's vision tower and processor (a text-only model refuses them). */
   images?: RolloutImages | undefined;
-  /** Re-rolls (training/reroll.ts): what each session replays from a recorded run before it samples. */
+  /** Re-rolls (training/reroll/reroll.ts): what each session replays from a recorded run before it samples. */
   replay?: ((session: number) => SessionReplay | undefined) | undefined;
 }
 

@@ -1,5 +1,5 @@
 import { contentText, type ChatMessage, type ToolSpec } from '../../../contract/protocol/chatMessages';
-import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
+import type { ChatTemplate } from '../../../foundations/models/text/chatTemplate';
 import type { DatasetRow } from '../../../foundations/data/row';
 import type { GeneratedTurn } from '../../../foundations/models/generation/policy';
 import { textResult } from '../../../foundations/tools/result';

@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import type { ChatTemplate } from '../../../foundations/models/chatTemplate';
+import type { ChatTemplate } from '../../../foundations/models/text/chatTemplate';
 import type { Policy, TurnRequest } from '../../../foundations/models/generation/policy';
 import { sameSecret } from '../../../foundations/http/localServer';
 import { AddressedDraws, drawSeed } from './addressedDraws';

@@ -1,5 +1,5 @@
 import type { ToolCallDelta } from '../../../contract/protocol/openaiChat';
-import type { Tokenizer } from '../../../foundations/models/tokenizer';
+import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import type { AssistantAnswer } from './assistantAnswer';
 
 /**
