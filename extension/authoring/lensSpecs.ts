@@ -11,7 +11,7 @@ export const AUTHORING_COMMANDS = {
   runMcpTool: 'rolloutStudio.runMcpTool',
   debugTool: 'rolloutStudio.debugTool',
   evaluateReward: 'rolloutStudio.evaluateReward',
-  /** Runs a training command of another module by id (see register.ts), with a clear message when it is missing. */
+  /** Runs a training command of another module by id (registered in registerAuthoring.ts), with a clear message when it is missing. */
   runTrainingCommand: 'rolloutStudio.runTrainingCommand',
   explainLens: 'rolloutStudio.explainCodeLens',
   newTool: 'rolloutStudio.newTool',

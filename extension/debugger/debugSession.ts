@@ -1,9 +1,9 @@
 /**
  * The `rollout` debug adapter: DAP in, a RolloutTarget moved, DAP events out. It maps RL onto
- * the protocol as DESIGN's table says — threads are the step's trajectories, stack frames
+ * the protocol: threads are the step's trajectories, stack frames
  * their turns (innermost the current call), sources their transcripts as `rollout:` documents,
  * scopes the call, turn, rewards and step. No vscode import: VS Code runs it inline
- * (register.ts), tests run it over a socket (standalone.ts).
+ * (registerDebugger.ts), tests run it over a socket (standalone.ts).
  */
 import {
   CapabilitiesEvent,

@@ -1,6 +1,6 @@
 /**
  * What the debug session debugs: a rollout that moves through stop points (timeline.ts) and
- * stops when asked to or when a breakpoint fires. The session (session.ts) only translates DAP
+ * stops when asked to or when a breakpoint fires. The session (debugSession.ts) only translates DAP
  * to this interface, so where trajectories come from is not its business:
  *
  * - replay (replayTarget.ts): a recorded run directory, walked forwards and backwards;

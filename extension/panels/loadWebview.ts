@@ -36,7 +36,7 @@ export interface LoadWebviewOptions {
  * webview does not load until it is shown: it is checked again soon after it is shown.
  *
  * Resolves when the page has started, or when this panel is closed or handed over to its
- * recreated twin: whoever opens a second panel waits for it (see Open Run in register.ts).
+ * recreated twin: whoever opens a second panel waits for it (see Open Run… in runPanelCommands.ts).
  */
 export function loadWebview(
   panel: vscode.WebviewPanel,

@@ -27,7 +27,7 @@ import {
  *
  *   /mcp      the config's tools (its own and its MCP servers') as an MCP server, Streamable HTTP,
  *             stateless (each request stands alone), answers as JSON;
- *   /reward   POST a RewardRequest, get a RewardResponse (trainer/protocol/serve.ts);
+ *   /reward   POST a RewardRequest, get a RewardResponse (contract/protocol/serve.ts);
  *   /health   GET: `{ ok: true, tools: [...] }`.
  *
  * Bound to 127.0.0.1 by default. Another host needs a token: every request must then carry

@@ -37,7 +37,7 @@ export interface SettingsMapping {
 const ESTIMATORS: Record<Exclude<TrainingConfig['algorithm']['name'], 'rft'>, string> = {
   ppo: 'gae',
   grpo: 'grpo',
-  // Dr. GRPO is verl's grpo estimator without the std and with the seq-mean-token-sum-norm loss (docs/algo/grpo.md).
+  // Dr. GRPO is verl's grpo estimator without the std and with the seq-mean-token-sum-norm loss (https://github.com/volcengine/verl/blob/main/docs/algo/grpo.md).
   'dr-grpo': 'grpo',
   'reinforce++': 'reinforce_plus_plus',
   'reinforce++-baseline': 'reinforce_plus_plus_baseline',

@@ -19,7 +19,7 @@ import { ChatMessage } from './chatMessages';
  * `tool_calls` (a `name`, when given, is the call's); the last message is the assistant's
  * answer, with no calls. Other fields of the line are kept as they are (a generator's notes).
  * The warm start trains on the assistant turns only, token-exact as the agent loop lays them out
- * (see rollout/demonstration.ts); tool names and arguments are checked against the config's
+ * (see rollout/tokenizeDemonstration.ts); tool names and arguments are checked against the config's
  * tools when the file is loaded (data/demonstrations.ts).
  */
 export const Demonstration = z

@@ -66,9 +66,9 @@ const KL_IN_REWARD = { coef: 0.001, estimator: 'k1', mode: 'reward' } as const;
 export const ALGORITHM_DEFAULTS: Record<RlAlgorithm, AlgorithmDefaults> = {
   // PPO: no KL term (algorithm.use_kl_in_reward False, actor.use_kl_loss False); a coefficient set later goes into the reward (InstructGPT's placement).
   ppo: { ...COMMON, kl: { coef: 0, estimator: 'k1', mode: 'reward' } },
-  // GRPO: KL as a loss, k3, 0.001 (docs/algo/grpo.md: use_kl_loss True, kl_loss_coef 0.001, kl_loss_type low_var_kl); std normalisation on (norm_adv_by_std_in_grpo True).
+  // GRPO: KL as a loss, k3, 0.001 (verl's https://github.com/volcengine/verl/blob/main/docs/algo/grpo.md: use_kl_loss True, kl_loss_coef 0.001, kl_loss_type low_var_kl); std normalisation on (norm_adv_by_std_in_grpo True).
   grpo: { ...COMMON, dynamicSampling: GROUP_DYNAMIC_SAMPLING, kl: { coef: 0.001, estimator: 'k3', mode: 'loss' } },
-  // Dr. GRPO: no std, no KL, the constant length normaliser (docs/algo/grpo.md "DrGRPO"; Liu et al. 2025, §3.1).
+  // Dr. GRPO: no std, no KL, the constant length normaliser (the same verl doc, "DrGRPO"; Liu et al. 2025, §3.1).
   'dr-grpo': {
     ...COMMON,
     dynamicSampling: GROUP_DYNAMIC_SAMPLING,

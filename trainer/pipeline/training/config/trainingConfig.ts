@@ -330,7 +330,7 @@ export const TrainingConfigSchema = z.strictObject({
     .default([]),
   /** An existing agent to train as it is (see AgentSection); its tools are its own (`tools` then only give the warm start's demonstrations their schemas and per-call reward hooks). */
   agent: AgentSection.optional(),
-  /** MCP servers whose tools join `tools` for the run (started with it, stopped after it); see trainer/foundations/mcp/config.ts. */
+  /** MCP servers whose tools join `tools` for the run (started with it, stopped after it); see trainer/foundations/mcp/mcpConfig.ts. */
   mcpServers: McpServersConfig.default({}),
   rewards: z.custom<RewardConfig>(
     (v) => typeof v === 'object' && v !== null && Array.isArray((v as RewardConfig).outcome),

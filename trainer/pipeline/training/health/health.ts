@@ -378,7 +378,7 @@ export function noGainWarnings(
       // value three times in four, 40 RL steps went 45 % → 45 % (best 48 %), and 80 steps of 16
       // prompts reached 52 % at best; right demonstrations gave 95 %.
       advice:
-        'read the wrong answers in the Rollouts panel. If the demonstrations taught the mistake, fix them and train the warm start again: RL seldom unlearns in a few dozen steps what most demonstrations taught. If the right answer is rare in the training groups (the zero-signal share stays high), raise algorithm.groupSize or rollout.temperature; otherwise train more steps',
+        'read the wrong answers in the Trajectories panel. If the demonstrations taught the mistake, fix them and train the warm start again: RL seldom unlearns in a few dozen steps what most demonstrations taught. If the right answer is rare in the training groups (the zero-signal share stays high), raise algorithm.groupSize or rollout.temperature; otherwise train more steps',
     },
   ];
 }
