@@ -140,14 +140,7 @@ function followRunsFolders(watcher: { watch(): void }, refresh: () => void): vsc
 
 /** The serializers that bring the panels back after a window reload. */
 function panelSerializers(panels: PanelContext): vscode.Disposable[] {
-  return [
-    vscode.window.registerWebviewPanelSerializer(TrajectoriesPanel.viewType, {
-      deserializeWebviewPanel: async (panel, state) => TrajectoriesPanel.restore(panels, panel, state),
-    }),
-    vscode.window.registerWebviewPanelSerializer(MetricsPanel.viewType, {
-      deserializeWebviewPanel: async (panel, state) => MetricsPanel.restore(panels, panel, state),
-    }),
-  ];
+  return [TrajectoriesPanel.serializer(panels), MetricsPanel.serializer(panels)];
 }
 
 function panelsApi(statusBar: RunStatusBar, newestRun: NewestRun, refresh: () => RunEntry[]): PanelsApi {
