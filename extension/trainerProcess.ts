@@ -5,11 +5,11 @@ import { withAllocatorEnv } from '../trainer/contract/allocatorEnv';
 import {
   ControlMessage,
   parseWith,
-  PROTOCOL_VERSION,
   ProtocolError,
   TrainerMessage,
   WAIT_FOR_DEBUGGER_ENV,
 } from '../trainer/contract/protocol';
+import { stamped, type Unstamped } from './protocolStamp';
 import { spawnWorkspaceCode, type WorkspaceCodeUse } from './workspaceCode';
 
 /**
@@ -199,10 +199,10 @@ export class TrainerProcess {
     return this.stderr.trim().split('\n').slice(-lines).join('\n');
   }
 
-  /** Send a control message; false when the channel is closed (the trainer has ended or is ending). */
-  send(message: ControlMessage): boolean {
+  /** Send a control message, stamped with the protocol version; false when the channel is closed (the trainer has ended or is ending). */
+  send(message: Unstamped<ControlMessage>): boolean {
     if (this.done || !this.child.connected) return false;
-    this.child.send(message, (error) => {
+    this.child.send(stamped<ControlMessage>(message), (error) => {
       // The trainer went away between the check and the write: its exit is reported anyway.
       void error;
     });
@@ -215,7 +215,7 @@ export class TrainerProcess {
    */
   async stop(timeoutMs: number): Promise<TrainerExit> {
     if (this.done) return this.exited;
-    if (!this.send({ protocol: PROTOCOL_VERSION, type: 'stop' })) this.child.disconnect?.();
+    if (!this.send({ type: 'stop' })) this.child.disconnect?.();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
     const first = await Promise.race([this.exited, timedOut]);

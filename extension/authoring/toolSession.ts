@@ -4,7 +4,6 @@ import * as path from 'node:path';
 import {
   parseWith,
   ProtocolError,
-  PROTOCOL_VERSION,
   TrainerMessage,
   type ArgumentCheck,
   type ToolInfo,
@@ -12,6 +11,7 @@ import {
   type ToolSelector,
   type ToolSessionRequest,
 } from '../../trainer/contract/protocol';
+import { stamped } from '../protocolStamp';
 import { TrainerProcessError, type TrainerRuntime } from '../trainerProcess';
 import { spawnWorkspaceCode, type WorkspaceCodeUse } from '../workspaceCode';
 
@@ -259,7 +259,7 @@ export class ToolSession {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      const request: ToolSessionRequest = { protocol: PROTOCOL_VERSION, type, id, args };
+      const request = stamped<ToolSessionRequest>({ type, id, args });
       this.child.send(request, (error) => {
         if (error && this.pending.delete(id))
           reject(new TrainerProcessError('Could not reach the tool process.', error.message));

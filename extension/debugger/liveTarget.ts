@@ -21,7 +21,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
   isTrainingEvent,
-  PROTOCOL_VERSION,
   type MetricsRecord,
   type RunRecord,
   type TrainerMessage,
@@ -423,12 +422,11 @@ export class LiveTarget implements RolloutTarget {
     });
     const key = JSON.stringify(config);
     if (key === this.sentConfiguration) return;
-    if (this.trainer.send({ protocol: PROTOCOL_VERSION, type: 'debug.configure', ...config }))
-      this.sentConfiguration = key;
+    if (this.trainer.send({ type: 'debug.configure', ...config })) this.sentConfiguration = key;
   }
 
   private release(id: number): void {
-    this.trainer?.send({ protocol: PROTOCOL_VERSION, type: 'debug.release', id });
+    this.trainer?.send({ type: 'debug.release', id });
   }
 }
 

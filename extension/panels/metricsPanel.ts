@@ -1,24 +1,30 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { MetricsPanelState, type RunRef } from '../../trainer/contract/protocol';
-import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
+import { MetricsPanelState, type MetricsToWebview, type RunRef } from '../../trainer/contract/protocol';
 import { MetricsController, type MetricsHost } from './metricsController';
-import { loadWebview } from './loadWebview';
 import type { PanelContext, PanelPlacement } from './panelContext';
-import { RunFollowing } from './runFollowing';
+import { RunPanelHost, RunPanels } from './runPanelHost';
 import { workspaceRunSummaries } from './workspaceRuns';
+
+const METRICS = new RunPanels<MetricsPanel, MetricsPanelState>({
+  viewType: 'rolloutStudio.metrics',
+  app: 'metrics',
+  name: 'Metrics',
+  saved: MetricsPanelState,
+  savedRunDir: (saved) => saved.runDirs[0],
+});
 
 /**
  * The Metrics webview of one run (with other runs overlaid): VS Code's side of it (the logic is
- * MetricsController). A panel that follows the newest run moves its own run to a run that starts
- * later (RunFollowing); the runs overlaid stay.
+ * MetricsController; the page, its handshake and following the newest run are RunPanelHost's).
+ * A panel that follows the newest run moves its own run to a run that starts later; the runs
+ * overlaid stay.
  */
 export class MetricsPanel {
-  static readonly viewType = 'rolloutStudio.metrics';
-  private static readonly panels = new Set<MetricsPanel>();
+  static readonly viewType = METRICS.kind.viewType;
 
   private readonly controller: MetricsController;
-  private readonly following: RunFollowing;
+  private readonly host: RunPanelHost<MetricsToWebview>;
 
   private constructor(
     readonly panel: vscode.WebviewPanel,
@@ -31,55 +37,36 @@ export class MetricsPanel {
       acquire: (dir) => context.sources.acquire(dir),
       availableRuns: workspaceRunSummaries,
       saveCsv,
-      followNewestRun: (follow) => this.following.setFollowsNewest(follow),
+      followNewestRun: (follow) => this.host.following.setFollowsNewest(follow),
     };
-    this.controller = new MetricsController(host, (message) => void panel.webview.postMessage(message), runDirs);
-    this.following = new RunFollowing(followsNewest, {
-      dir: () => this.runDirs[0],
-      showRun: (dir) => {
-        try {
-          this.controller.replaceOwnRun(dir);
-        } catch (error) {
-          context.log.appendLine(`Metrics: cannot show ${dir}: ${(error as Error).message}`);
-          return false;
-        }
-        panel.title = metricsTitle(context, dir);
-        return true;
-      },
-      newest: () => context.newestRun.run,
-      post: (following) => void panel.webview.postMessage({ type: 'following', following }),
-    });
+    this.controller = new MetricsController(host, (message) => this.host.post(message), runDirs);
     panel.title = metricsTitle(context, runDirs[0]);
-    panel.webview.onDidReceiveMessage((raw) => {
-      try {
-        this.controller.receive(raw);
-        if ((raw as { type?: unknown } | undefined)?.type === 'ready') this.following.announce();
-      } catch (error) {
-        context.log.appendLine(String(error));
-      }
-    });
-    panel.onDidDispose(() => {
-      this.controller.dispose();
-      MetricsPanel.panels.delete(this);
-    });
-    // A frame whose page never starts is replaced by a new panel in the same place, with the same runs.
-    const recreate = () => {
-      const dirs = this.controller.runDirs;
-      const follows = this.following.followsNewest;
-      reopenInPlace(
-        panel,
-        context.extensionUri,
-        (line) => context.log.appendLine(line),
-        (twin) => new MetricsPanel(twin, context, dirs, follows, recreations + 1),
-      );
-    };
-    loadWebview(
+    this.host = new RunPanelHost(
       panel,
-      () => webviewHtml(panel.webview, context.extensionUri, 'metrics', panel.title),
-      (line) => context.log.appendLine(line),
-      { recreate, recreations },
+      context,
+      { panels: METRICS, owner: this },
+      { followsNewest, recreations },
+      {
+        runDir: () => this.runDir,
+        showRun: (dir) => {
+          try {
+            this.controller.replaceOwnRun(dir);
+          } catch (error) {
+            context.log.appendLine(`Metrics: cannot show ${dir}: ${(error as Error).message}`);
+            return false;
+          }
+          panel.title = metricsTitle(context, dir);
+          return true;
+        },
+        receive: (raw) => this.controller.receive(raw),
+        dispose: () => this.controller.dispose(),
+        reopener: () => {
+          const dirs = this.controller.runDirs;
+          const follows = this.followsNewest;
+          return (twin, again) => new MetricsPanel(twin, context, dirs, follows, again);
+        },
+      },
     );
-    MetricsPanel.panels.add(this);
   }
 
   /** The runs shown, the panel's own run first. */
@@ -87,22 +74,27 @@ export class MetricsPanel {
     return this.controller.runDirs;
   }
 
+  /** The panel's own run. */
+  get runDir(): string {
+    return this.controller.runDirs[0];
+  }
+
   get followsNewest(): boolean {
-    return this.following.followsNewest;
+    return this.host.following.followsNewest;
   }
 
   /** A run became the newest: follow it, or (pinned) say that it started. */
   newestRunChanged(run: RunRef): void {
-    this.following.newestChanged(run);
+    this.host.following.newestChanged(run);
   }
 
   static all(): MetricsPanel[] {
-    return [...MetricsPanel.panels];
+    return METRICS.all();
   }
 
   /** The workspace's runs changed: every Metrics panel refreshes its run chooser. */
   static runsChanged(): void {
-    for (const panel of MetricsPanel.panels) panel.controller.runsChanged();
+    for (const panel of METRICS.all()) panel.controller.runsChanged();
   }
 
   /**
@@ -110,47 +102,20 @@ export class MetricsPanel {
    * newest run. Throws when the directory is not a readable run.
    */
   static show(context: PanelContext, runDir: string, options: PanelPlacement = {}): MetricsPanel {
-    const { followsNewest = false, column = vscode.ViewColumn.Active, preserveFocus = false } = options;
+    const existing = METRICS.reveal(runDir, options);
+    if (existing) return existing;
     const dir = path.resolve(runDir);
-    const showing = [...MetricsPanel.panels].filter((p) => p.runDirs[0] === dir);
-    const existing = showing.find((p) => p.followsNewest === followsNewest) ?? showing[0];
-    if (existing) {
-      existing.panel.reveal(undefined, preserveFocus);
-      return existing;
-    }
     const title = metricsTitle(context, dir); // validates the run before a panel opens
-    const panel = vscode.window.createWebviewPanel(
-      MetricsPanel.viewType,
-      title,
-      { viewColumn: column, preserveFocus },
-      webviewOptions(context.extensionUri),
-    );
-    return new MetricsPanel(panel, context, [dir], followsNewest);
+    const panel = METRICS.create(context, title, options);
+    return new MetricsPanel(panel, context, [dir], options.followsNewest ?? false);
   }
 
-  /** WebviewPanelSerializer: bring a panel back after a window reload with the runs, smoothing and band it had. */
-  static restore(context: PanelContext, panel: vscode.WebviewPanel, state: unknown): void {
-    const parsed = MetricsPanelState.safeParse(state);
-    if (!parsed.success) {
-      panel.webview.html = unavailableHtml(
-        'Metrics',
-        'This panel has no saved run to show. Open Metrics again from the Rollout Runs view.',
-      );
-      return;
-    }
-    const { runDirs, followsNewest } = parsed.data;
-    let restored: MetricsPanel;
-    try {
-      restored = new MetricsPanel(panel, context, runDirs, followsNewest);
-    } catch (error) {
-      panel.webview.html = unavailableHtml(
-        'Metrics',
-        `${runDirs[0]} can no longer be shown: ${(error as Error).message}`,
-      );
-      return;
-    }
-    const newest = context.newestRun.run;
-    if (followsNewest && newest) restored.newestRunChanged(newest);
+  /** The serializer that brings a panel back after a window reload with the runs, smoothing and band it had. */
+  static serializer(context: PanelContext): vscode.Disposable {
+    return METRICS.serializer(
+      context,
+      (panel, { runDirs, followsNewest }) => new MetricsPanel(panel, context, runDirs, followsNewest),
+    );
   }
 }
 

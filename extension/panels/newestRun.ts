@@ -22,8 +22,17 @@ export class NewestRun {
 
   /** `listed`: the runs folder now, newest first. */
   constructor(listed: readonly ListedRun[] = []) {
+    this.seed(listed);
+  }
+
+  /**
+   * The runs folder as first listed (newest first; the extension lists it once the workspace is
+   * a Rollout Studio workspace): its newest run is the newest, told to no one — unless a run is
+   * already known to be the newest.
+   */
+  seed(listed: readonly ListedRun[]): void {
     const newest = listed[0];
-    if (newest) this.current = { ref: refOf(newest), createdAt: newest.createdAt };
+    if (newest && !this.current) this.current = { ref: refOf(newest), createdAt: newest.createdAt };
   }
 
   /** The newest run, if there is one. */

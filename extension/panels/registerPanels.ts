@@ -14,6 +14,7 @@ import { RunDirectorySource } from './source/runDirectorySource';
 import { RunSources } from './source/registry';
 import { TrajectoriesPanel } from './trajectoriesPanel';
 import { runsRoots, type RunEntry } from './workspaceRuns';
+import { isRolloutWorkspace, StartOnce } from '../rolloutWorkspace';
 
 /** Setting: Start Training and Debug Training open the new run's panels. */
 const OPEN_ON_TRAINING_START_SETTING = 'panels.openOnTrainingStart';
@@ -140,18 +141,47 @@ function followRunsFolders(watcher: { watch(): void }, refresh: () => void): vsc
 
 /** The serializers that bring the panels back after a window reload. */
 function panelSerializers(panels: PanelContext): vscode.Disposable[] {
-  return [
-    vscode.window.registerWebviewPanelSerializer(TrajectoriesPanel.viewType, {
-      deserializeWebviewPanel: async (panel, state) => TrajectoriesPanel.restore(panels, panel, state),
-    }),
-    vscode.window.registerWebviewPanelSerializer(MetricsPanel.viewType, {
-      deserializeWebviewPanel: async (panel, state) => MetricsPanel.restore(panels, panel, state),
-    }),
-  ];
+  return [TrajectoriesPanel.serializer(panels), MetricsPanel.serializer(panels)];
 }
 
-function panelsApi(statusBar: RunStatusBar, newestRun: NewestRun, refresh: () => RunEntry[]): PanelsApi {
-  return {
+/**
+ * Opens `runsPart` when the workspace is, or becomes, a Rollout Studio workspace (rolloutWorkspace.ts):
+ * checked now, and again as TypeScript files open, a `.rollout/` folder appears, the folders or
+ * the runs folder setting change. Nothing is watched once it is open.
+ */
+function whenRolloutWorkspace(runsPart: StartOnce): vscode.Disposable {
+  const typescript = (d: vscode.TextDocument) => d.languageId === 'typescript' || d.languageId === 'typescriptreact';
+  const folders = () =>
+    (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  const check = (documents: readonly vscode.TextDocument[]) => {
+    const openSources = documents.filter(typescript).map((d) => d.getText());
+    if (!runsPart.started && isRolloutWorkspace({ runsRoots: runsRoots(), folders: folders(), openSources }))
+      runsPart.open();
+    if (runsPart.started) dispose();
+  };
+  const rolloutFolder = vscode.workspace.createFileSystemWatcher('**/.rollout/**', false, true, true);
+  const subscriptions: vscode.Disposable[] = [
+    rolloutFolder,
+    rolloutFolder.onDidCreate(() => check([])),
+    vscode.workspace.onDidOpenTextDocument((document) => check([document])),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => check([])),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('rolloutStudio.runs.directory')) check([]);
+    }),
+  ];
+  const dispose = () => subscriptions.forEach((s) => s.dispose());
+  check(vscode.workspace.textDocuments);
+  return { dispose };
+}
+
+/** What the extension's API shows of the panels; asking is using Rollout Studio, so it starts the runs part. */
+function panelsApi(
+  statusBar: RunStatusBar,
+  newestRun: NewestRun,
+  refresh: () => RunEntry[],
+  runsPart: StartOnce,
+): PanelsApi {
+  const api: PanelsApi = {
     statusBar: () => ({
       text: statusBar.text,
       runDir: statusBar.runDir,
@@ -176,6 +206,18 @@ function panelsApi(statusBar: RunStatusBar, newestRun: NewestRun, refresh: () =>
     newestRun: () => newestRun.run?.dir,
     refreshRuns: refresh,
   };
+  const started = <F extends (...args: never[]) => unknown>(f: F) =>
+    ((...args: never[]) => {
+      runsPart.open();
+      return f(...args);
+    }) as F;
+  return {
+    statusBar: started(api.statusBar),
+    trajectoriesPanels: started(api.trajectoriesPanels),
+    metricsPanels: started(api.metricsPanels),
+    newestRun: started(api.newestRun),
+    refreshRuns: started(api.refreshRuns),
+  };
 }
 
 /**
@@ -194,13 +236,22 @@ export function registerPanels(
     return live?.active ? new LiveRunSource(dir, live) : new RunDirectorySource(dir);
   });
   const runs = new RunsTreeProvider();
-  const newestRun = new NewestRun(listed(runs.refresh()));
+  const newestRun = new NewestRun();
   const panels: PanelContext = { extensionUri: context.extensionUri, sources, log, newestRun };
   const tree = vscode.window.createTreeView('rolloutStudio.runs', { treeDataProvider: runs });
   const statusBar = new RunStatusBar(sources, notifiedKeys(context.workspaceState));
-
   const trainingDirs = () => (trainings?.all() ?? []).map((t) => t.runDirectory);
+  const watcher = runsFolderWatcher(() => refresh());
+  // The workspace's runs (listed, watched, the live one in the status bar) wait for a Rollout Studio workspace.
+  const runsPart = new StartOnce(() => {
+    const entries = runs.refresh();
+    newestRun.seed(listed(entries));
+    statusBar.track(entries, trainingDirs());
+    watcher.watch();
+    context.subscriptions.push(...followRunsFolders(watcher, refresh));
+  });
   const refresh = (): RunEntry[] => {
+    runsPart.open();
     const entries = runs.refresh();
     statusBar.track(entries, trainingDirs());
     MetricsPanel.runsChanged();
@@ -212,8 +263,6 @@ export function registerPanels(
     for (const panel of TrajectoriesPanel.all()) panel.newestRunChanged(run);
     for (const panel of MetricsPanel.all()) panel.newestRunChanged(run);
   });
-  const watcher = runsFolderWatcher(refresh);
-  watcher.watch();
 
   context.subscriptions.push(
     tree,
@@ -223,14 +272,13 @@ export function registerPanels(
     { dispose: stopTellingPanels },
     ...registerRunCommands({ panels, runs, tree, log, trainingDirs, refresh }),
     ...panelSerializers(panels),
-    ...followRunsFolders(watcher, refresh),
+    whenRolloutWorkspace(runsPart),
   );
-  statusBar.track(runs.runs, trainingDirs());
   // A training started here shows in the status bar and the Runs view at once, not at the next file event.
   const stopFollowing = trainings?.onChange((change) => {
     refresh();
     if (change.type === 'started') void trainingStarted(panels, newestRun, log, change.training.runDirectory);
   });
   if (stopFollowing) context.subscriptions.push({ dispose: stopFollowing });
-  return panelsApi(statusBar, newestRun, refresh);
+  return panelsApi(statusBar, newestRun, refresh, runsPart);
 }

@@ -138,7 +138,7 @@ function openPanel(parts: RunCommandParts, arg: unknown, what: (run: RunChoice) 
 
 /** Open Run…: both panels of the run the argument names, else of one picked from a list. */
 async function openRun(parts: RunCommandParts, arg: unknown): Promise<string | undefined> {
-  const chosen = arg === undefined ? await pickRun(parts.runs.refresh()) : arg;
+  const chosen = arg === undefined ? await pickRun(parts.refresh()) : arg;
   const run = chosen === undefined ? undefined : chooseRun(parts, chosen);
   if (!run) return undefined;
   try {

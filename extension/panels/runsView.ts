@@ -12,15 +12,14 @@ const STATUS_ICONS: Record<RunStatus, [string, string]> = {
   interrupted: ['debug-disconnect', 'problemsWarningIcon.foreground'],
 };
 
-/** The Rollout Runs view: the workspace's runs, newest first, with their status. */
+/**
+ * The Rollout Runs view: the workspace's runs, newest first, with their status. It lists none
+ * until it is first refreshed (registerPanels.ts: once the workspace is a Rollout Studio workspace).
+ */
 export class RunsTreeProvider implements vscode.TreeDataProvider<RunEntry> {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeTreeData = this.changed.event;
   private entries: RunEntry[] = [];
-
-  constructor() {
-    this.entries = workspaceRuns();
-  }
 
   /** The runs as last listed. */
   get runs(): readonly RunEntry[] {

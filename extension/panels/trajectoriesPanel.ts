@@ -6,11 +6,10 @@ import {
   TrajectoriesPanelState,
   type RunRef,
   type StepSelection,
+  type TrajectoriesToWebview,
 } from '../../trainer/contract/protocol';
-import { reopenInPlace, unavailableHtml, webviewHtml, webviewOptions } from '../webviewHtml';
-import { loadWebview } from './loadWebview';
 import type { PanelContext, PanelPlacement } from './panelContext';
-import { RunFollowing } from './runFollowing';
+import { RunPanelHost, RunPanels } from './runPanelHost';
 import type { RunSourceLease } from './source/registry';
 import { TrajectoriesController } from './trajectoriesController';
 import { branchesChanged } from '../reroll/branchEvents';
@@ -18,18 +17,23 @@ import { branchesChanged } from '../reroll/branchEvents';
 /** Contributed by the debugger: opens a run in replay at one trajectory. */
 export const OPEN_RUN_IN_DEBUGGER = 'rolloutStudio.openRunInDebugger';
 
+const TRAJECTORIES = new RunPanels<TrajectoriesPanel, TrajectoriesPanelState>({
+  viewType: 'rolloutStudio.trajectories',
+  app: 'trajectories',
+  name: 'Trajectories',
+  saved: TrajectoriesPanelState,
+  savedRunDir: (saved) => saved.runDir,
+});
+
 /**
- * The Trajectories webview of one run: VS Code's side of it (the logic is TrajectoriesController).
- * A panel that follows the newest run moves to a run that starts later (RunFollowing).
+ * The Trajectories webview of one run: VS Code's side of it (the logic is TrajectoriesController;
+ * the page, its handshake and following the newest run are RunPanelHost's).
  */
 export class TrajectoriesPanel {
-  static readonly viewType = 'rolloutStudio.trajectories';
-  private static readonly panels = new Set<TrajectoriesPanel>();
+  static readonly viewType = TRAJECTORIES.kind.viewType;
 
   private controller: TrajectoriesController;
-  private readonly following: RunFollowing;
-  /** Settles when the page has started (or the panel was closed or recreated). */
-  readonly started: Promise<void>;
+  private readonly host: RunPanelHost<TrajectoriesToWebview>;
 
   private constructor(
     readonly panel: vscode.WebviewPanel,
@@ -40,50 +44,37 @@ export class TrajectoriesPanel {
     recreations = 0,
   ) {
     this.controller = this.control(step);
-    this.following = new RunFollowing(followsNewest, {
-      dir: () => this.runDir,
-      showRun: (dir) => this.showRun(dir),
-      newest: () => context.newestRun.run,
-      post: (following) => void panel.webview.postMessage({ type: 'following', following }),
-    });
-    panel.webview.onDidReceiveMessage((raw) => {
-      try {
-        this.controller.receive(raw);
-        if ((raw as { type?: unknown } | undefined)?.type === 'ready') this.following.announce();
-      } catch (error) {
-        context.log.appendLine(String(error));
-      }
-    });
     const branches = branchesChanged.event((e) => this.controller.branchesChanged(e.runDirectory, e.step, e.index));
     // Restricted Mode hides Re-roll…; granting trust brings it back without reopening the panel.
     const trust = vscode.workspace.onDidGrantWorkspaceTrust(() => this.controller.trustChanged());
-    panel.onDidDispose(() => {
-      branches.dispose();
-      trust.dispose();
-      this.controller.dispose();
-      this.lease.release();
-      TrajectoriesPanel.panels.delete(this);
-    });
-    // A frame whose page never starts is replaced by a new panel in the same place, with the same run and step.
-    const recreate = () => {
-      const { runDir } = this;
-      const selection = this.controller.step;
-      const follows = this.following.followsNewest;
-      reopenInPlace(
-        panel,
-        context.extensionUri,
-        (line) => context.log.appendLine(line),
-        (twin) =>
-          new TrajectoriesPanel(twin, context.sources.acquire(runDir), context, selection, follows, recreations + 1),
-      );
-    };
-    this.started = loadWebview(
+    this.host = new RunPanelHost(
       panel,
-      () => webviewHtml(panel.webview, context.extensionUri, 'trajectories', panel.title),
-      (line) => context.log.appendLine(line),
-      { recreate, recreations },
+      context,
+      { panels: TRAJECTORIES, owner: this },
+      { followsNewest, recreations },
+      {
+        runDir: () => this.runDir,
+        showRun: (dir) => this.showRun(dir),
+        receive: (raw) => this.controller.receive(raw),
+        dispose: () => {
+          branches.dispose();
+          trust.dispose();
+          this.controller.dispose();
+          this.lease.release();
+        },
+        reopener: () => {
+          const { runDir, followsNewest: follows } = this;
+          const selection = this.controller.step;
+          return (twin, again) =>
+            new TrajectoriesPanel(twin, context.sources.acquire(runDir), context, selection, follows, again);
+        },
+      },
     );
-    TrajectoriesPanel.panels.add(this);
+  }
+
+  /** Settles when the page has started (or the panel was closed or recreated). */
+  get started(): Promise<void> {
+    return this.host.started;
   }
 
   get runDir(): string {
@@ -91,12 +82,12 @@ export class TrajectoriesPanel {
   }
 
   get followsNewest(): boolean {
-    return this.following.followsNewest;
+    return this.host.following.followsNewest;
   }
 
   /** A run became the newest: follow it, or (pinned) say that it started. */
   newestRunChanged(run: RunRef): void {
-    this.following.newestChanged(run);
+    this.host.following.newestChanged(run);
   }
 
   /** The panel's logic for its current run; titles the panel after it and lets the page read the run's images. */
@@ -109,7 +100,7 @@ export class TrajectoriesPanel {
     const actions = {
       openInDebugger,
       resourceUri,
-      followNewestRun: (follow: boolean) => this.following.setFollowsNewest(follow),
+      followNewestRun: (follow: boolean) => this.host.following.setFollowsNewest(follow),
       trusted: () => vscode.workspace.isTrusted,
       reroll: (args: { runDirectory: string; step: number; index: number }) =>
         void vscode.commands.executeCommand('rolloutStudio.rerollFromHere', args),
@@ -118,12 +109,7 @@ export class TrajectoriesPanel {
       replayBranch: (args: { runDirectory: string; id: string }) =>
         void vscode.commands.executeCommand('rolloutStudio.replayBranch', args),
     };
-    return new TrajectoriesController(
-      this.lease.source,
-      (message) => void this.panel.webview.postMessage(message),
-      actions,
-      step,
-    );
+    return new TrajectoriesController(this.lease.source, (message) => this.host.post(message), actions, step);
   }
 
   /** Show another run here, at its newest step; false (and logged) when it cannot be read. */
@@ -150,7 +136,7 @@ export class TrajectoriesPanel {
   }
 
   static all(): TrajectoriesPanel[] {
-    return [...TrajectoriesPanel.panels.values()];
+    return TRAJECTORIES.all();
   }
 
   /**
@@ -163,47 +149,24 @@ export class TrajectoriesPanel {
     runDir: string,
     options: PanelPlacement & { step?: number } = {},
   ): TrajectoriesPanel {
-    const { step, followsNewest = false, column = vscode.ViewColumn.Active, preserveFocus = false } = options;
-    const dir = path.resolve(runDir);
-    const showing = [...TrajectoriesPanel.panels].filter((p) => p.runDir === dir);
-    const existing = showing.find((p) => p.followsNewest === followsNewest) ?? showing[0];
+    const { step, followsNewest = false } = options;
+    const existing = TRAJECTORIES.reveal(runDir, options);
     if (existing) {
-      existing.panel.reveal(undefined, preserveFocus);
       if (step !== undefined) existing.controller.select(step);
       return existing;
     }
-    const lease = context.sources.acquire(dir);
-    const panel = vscode.window.createWebviewPanel(
-      TrajectoriesPanel.viewType,
-      'Trajectories',
-      { viewColumn: column, preserveFocus },
-      webviewOptions(context.extensionUri),
-    );
+    const lease = context.sources.acquire(path.resolve(runDir));
+    const panel = TRAJECTORIES.create(context, 'Trajectories', options);
     return new TrajectoriesPanel(panel, lease, context, step ?? 'follow', followsNewest);
   }
 
-  /** WebviewPanelSerializer: bring a panel back after a window reload from the state its webview saved. */
-  static restore(context: PanelContext, panel: vscode.WebviewPanel, state: unknown): void {
-    const parsed = TrajectoriesPanelState.safeParse(state);
-    if (!parsed.success) {
-      panel.webview.html = unavailableHtml(
-        'Trajectories',
-        'This panel has no saved run to show. Open Trajectories again from the Rollout Runs view.',
-      );
-      return;
-    }
-    try {
-      const { runDir, step, followsNewest } = parsed.data;
-      const restored = new TrajectoriesPanel(panel, context.sources.acquire(runDir), context, step, followsNewest);
-      // A run that started while the window was away (or before a reload) is the one to follow.
-      const newest = context.newestRun.run;
-      if (followsNewest && newest) restored.newestRunChanged(newest);
-    } catch (error) {
-      panel.webview.html = unavailableHtml(
-        'Trajectories',
-        `${parsed.data.runDir} can no longer be shown: ${(error as Error).message}`,
-      );
-    }
+  /** The serializer that brings a panel back after a window reload from the state its webview saved. */
+  static serializer(context: PanelContext): vscode.Disposable {
+    return TRAJECTORIES.serializer(
+      context,
+      (panel, { runDir, step, followsNewest }) =>
+        new TrajectoriesPanel(panel, context.sources.acquire(runDir), context, step, followsNewest),
+    );
   }
 }
 

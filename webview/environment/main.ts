@@ -1,13 +1,15 @@
-import '../zodConfig';
-import { EnvironmentPanelToWebview, type EnvironmentReport, type ProviderCheck } from '../../trainer/contract/protocol';
-import { button, divider, progressRing, registerComponents, tag } from '../components/toolkit';
+import { panelApp } from '../panelApp';
+import {
+  EnvironmentPanelToWebview,
+  type EnvironmentReport,
+  type EnvironmentWebviewToPanel,
+  type ProviderCheck,
+} from '../../trainer/contract/protocol';
+import { button, divider, progressRing, tag } from '../components/toolkit';
 import { h } from '../dom';
-import { receive } from '../receive';
-import { vscodeApi } from '../vscodeApi';
 import './environment.css';
 
-registerComponents();
-const vscode = vscodeApi<never>();
+const app = panelApp<never, EnvironmentWebviewToPanel>();
 const root = document.getElementById('app')!;
 
 function gib(bytes: number): string {
@@ -18,8 +20,8 @@ function toolbar(): HTMLElement {
   return h(
     'div',
     { class: 'toolbar' },
-    button('Check Again', () => vscode.postMessage({ type: 'recheck' })),
-    button('Copy as JSON', () => vscode.postMessage({ type: 'copyJson' }), 'secondary'),
+    button('Check Again', () => app.post({ type: 'recheck' })),
+    button('Copy as JSON', () => app.post({ type: 'copyJson' }), 'secondary'),
   );
 }
 
@@ -150,11 +152,6 @@ function render(message: EnvironmentPanelToWebview): void {
   }
 }
 
-window.addEventListener('message', (event: MessageEvent) => {
-  try {
-    render(receive(EnvironmentPanelToWebview, event.data));
-  } catch (error) {
-    root.replaceChildren(h('p', { id: 'status', class: 'failed' }, String(error)));
-  }
-});
-vscode.postMessage({ type: 'ready' });
+app.listen(EnvironmentPanelToWebview, render, (error) =>
+  root.replaceChildren(h('p', { id: 'status', class: 'failed' }, String(error))),
+);

@@ -1,4 +1,4 @@
-import '../zodConfig';
+import { panelApp } from '../panelApp';
 import {
   MetricsPanelState,
   MetricsToWebview,
@@ -6,12 +6,10 @@ import {
   type MetricsToHost,
   type RunSummary,
 } from '../../trainer/contract/protocol';
-import { button, dropdown, registerComponents } from '../components/toolkit';
+import { button, dropdown } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';
-import { receive } from '../receive';
 import { runFollowBar } from '../runFollowBar';
-import { vscodeApi } from '../vscodeApi';
 import { MetricsChart } from './chart';
 import { chartData } from './chartData';
 import { metricsCsv } from './csv';
@@ -24,16 +22,14 @@ import { onThemeChange, readTheme, type ChartTheme } from './theme';
 import 'uplot/dist/uPlot.min.css';
 import './metrics.css';
 
-registerComponents();
-const vscode = vscodeApi<MetricsPanelState>();
-const post = (message: MetricsToHost) => vscode.postMessage(message);
-const restored = MetricsPanelState.safeParse(vscode.getState());
+const app = panelApp<MetricsPanelState, MetricsToHost>(MetricsPanelState);
+const { post, restored } = app;
 
 const model = {
-  runDirs: restored.success ? restored.data.runDirs : ([] as string[]),
-  followsNewest: restored.success ? restored.data.followsNewest : false,
-  smoothing: restored.success ? restored.data.smoothing : 0,
-  band: (restored.success ? restored.data.band : 'minmax') as BandMode,
+  runDirs: restored ? restored.runDirs : ([] as string[]),
+  followsNewest: restored ? restored.followsNewest : false,
+  smoothing: restored ? restored.smoothing : 0,
+  band: (restored ? restored.band : 'minmax') as BandMode,
   available: [] as RunSummary[],
   runs: new Map<string, RunMetrics>(),
 };
@@ -43,7 +39,7 @@ let scoreVsTools: ScoreVsToolsChart | undefined;
 
 function saveState(): void {
   if (model.runDirs.length)
-    vscode.setState({
+    app.save({
       runDirs: model.runDirs,
       followsNewest: model.followsNewest,
       smoothing: model.smoothing,
@@ -288,15 +284,8 @@ function render(message: MetricsToWebview): void {
   }
 }
 
-window.addEventListener('message', (event: MessageEvent) => {
-  try {
-    render(receive(MetricsToWebview, event.data));
-  } catch (error) {
-    notices.show('error', String(error));
-  }
-});
 onThemeChange(() => {
   theme = readTheme();
   schedule();
 });
-post({ type: 'ready' });
+app.listen(MetricsToWebview, render, (error) => notices.show('error', String(error)));

@@ -1,4 +1,4 @@
-import '../zodConfig';
+import { panelApp } from '../panelApp';
 import {
   TrajectoriesPanelState,
   TrajectoriesToWebview,
@@ -14,12 +14,9 @@ import {
   type TrajectoryRecord,
   type TrajectoryRow,
 } from '../../trainer/contract/protocol';
-import { registerComponents } from '../components/toolkit';
 import { h } from '../dom';
 import { noticeArea } from '../notices';
-import { receive } from '../receive';
 import { runFollowBar } from '../runFollowBar';
-import { vscodeApi } from '../vscodeApi';
 import { COLUMNS } from './columns';
 import { trajectoryDetail } from './detail';
 import { filtersBar } from './filtersBar';
@@ -28,26 +25,24 @@ import { evaluationLabel, stepBar } from './stepBar';
 import { VirtualTable } from './virtualTable';
 import './trajectories.css';
 
-registerComponents();
-const vscode = vscodeApi<TrajectoriesPanelState>();
-const post = (message: TrajectoriesToHost) => vscode.postMessage(message);
-const restored = TrajectoriesPanelState.safeParse(vscode.getState());
+const app = panelApp<TrajectoriesPanelState, TrajectoriesToHost>(TrajectoriesPanelState);
+const { post, restored } = app;
 
 /** Everything the panel shows; the host owns the run, this owns how it is looked at. */
 const model = {
   run: undefined as RunSummary | undefined,
   /** The host says whether the panel follows the newest run; kept for a reload. */
-  followsNewest: restored.success ? restored.data.followsNewest : false,
+  followsNewest: restored ? restored.followsNewest : false,
   steps: [] as number[],
   evaluations: [] as number[],
-  selection: (restored.success ? restored.data.step : 'follow') as StepSelection,
+  selection: (restored ? restored.step : 'follow') as StepSelection,
   /** The training step or evaluation whose rows the table holds. */
   shown: undefined as ShownSet | undefined,
   rows: [] as TrajectoryRow[],
-  filters: (restored.success ? restored.data.filters : NO_FILTERS) as TrajectoryFilters,
-  sort: (restored.success ? restored.data.sort : DEFAULT_SORT) as SortOrder,
-  selected: (restored.success ? restored.data.selected : null) as number | null,
-  colourBy: (restored.success ? restored.data.colourBy : 'advantage') as TokenColouring,
+  filters: (restored ? restored.filters : NO_FILTERS) as TrajectoryFilters,
+  sort: (restored ? restored.sort : DEFAULT_SORT) as SortOrder,
+  selected: (restored ? restored.selected : null) as number | null,
+  colourBy: (restored ? restored.colourBy : 'advantage') as TokenColouring,
   detail: undefined as TrajectoryRecord | undefined,
   /** URIs of the detail's images by sha256 (from the host). */
   imageUris: {} as Record<string, string>,
@@ -55,12 +50,12 @@ const model = {
   /** Whether the workspace's code may run; Re-roll… is offered only then. False until the host says (fail closed). */
   trusted: false,
   /** Until the first rows arrive, a restored selection is kept for the restored step. */
-  restoring: restored.success,
+  restoring: restored !== undefined,
 };
 
 function saveState(): void {
   if (!model.run) return;
-  vscode.setState({
+  app.save({
     runDir: model.run.dir,
     followsNewest: model.followsNewest,
     step: model.selection,
@@ -266,12 +261,5 @@ function forgetRun(): void {
   refreshTable();
 }
 
-window.addEventListener('message', (event: MessageEvent) => {
-  try {
-    render(receive(TrajectoriesToWebview, event.data));
-  } catch (error) {
-    notices.show('error', String(error));
-  }
-});
 refreshTable();
-post({ type: 'ready' });
+app.listen(TrajectoriesToWebview, render, (error) => notices.show('error', String(error)));

@@ -135,7 +135,7 @@ describe('TrainerProcess', () => {
     assert.equal(exit.error, undefined, 'a kill the extension asked for is not a trainer failure');
     assert.equal(trainer.running, false);
     assert.ok(Date.now() - started < 10_000);
-    assert.equal(trainer.send({ protocol: 1, type: 'stop' }), false, 'nothing is sent to a trainer that has exited');
+    assert.equal(trainer.send({ type: 'stop' }), false, 'nothing is sent to a trainer that has exited');
   });
 
   it('hands each validated message over, and a fatal one as the exit error', async () => {
