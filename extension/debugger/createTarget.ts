@@ -6,11 +6,11 @@ import * as path from 'node:path';
 import type { RolloutLaunchArguments } from '../../trainer/contract/protocol/debugger';
 import type { LiveTrainings } from '../live/liveTrainings';
 import type { TrainerLaunch } from '../trainerProcess';
-import type { BreakpointSet } from './breakpoints';
-import { LiveTarget } from './liveTarget';
-import { RecordedRun } from './recordedRun';
-import { BranchRun } from './branchRun';
-import { ReplayTarget } from './replayTarget';
+import type { BreakpointSet } from './breakpoints/breakpoints';
+import { LiveTarget } from './live/liveTarget';
+import { RecordedRun } from './replay/recordedRun';
+import { BranchRun } from './replay/branchRun';
+import { ReplayTarget } from './replay/replayTarget';
 import type { RolloutTarget, TargetListener } from './rolloutTarget';
 
 /** What live training needs from whoever hosts the adapter. */

@@ -40,10 +40,10 @@ import {
 } from '../../trainer/contract/protocol/debugger';
 import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import { renderTranscript, runEndedPhrase, type RenderedTranscript } from '../../trainer/contract/transcript';
-import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints';
-import { compileExpression } from './expression';
+import { BreakpointSet, EXCEPTION_FILTERS } from './breakpoints/breakpoints';
+import { compileExpression } from './breakpoints/expression';
 import { callFrameName, endFrameName, linePoints, threadName, turnFrameName } from './frames';
-import { describeRecordedRun } from './replaySummary';
+import { describeRecordedRun } from './replay/replaySummary';
 import type { ResumeKind, RolloutTarget, TargetListener, TargetStop, TargetView } from './rolloutTarget';
 import { createTarget, type LiveTrainingHost } from './createTarget';
 import type { StopPoint } from './timeline';
@@ -52,8 +52,8 @@ import {
   transcriptUri,
   TRANSCRIPTS_CHANGED_EVENT,
   type TranscriptsChangedBody,
-} from './transcriptUri';
-import { CONTEXT_NAMES, turnContext } from './turnContext';
+} from './transcripts/transcriptUri';
+import { CONTEXT_NAMES, turnContext } from './breakpoints/turnContext';
 import { VariableStore, type FrameSubject } from './variables';
 
 /** A stack frame: one turn (or call, or the end) of one trajectory of the current step. */

@@ -5,7 +5,7 @@
  */
 import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
 import { renderTranscript } from '../../trainer/contract/transcript';
-import type { LinePoint } from './breakpoints';
+import type { LinePoint } from './breakpoints/breakpoints';
 import type { StopPoint } from './timeline';
 
 /** The transcript lines that stand for the trajectory's stop points, in order. */

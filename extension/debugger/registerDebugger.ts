@@ -8,10 +8,10 @@ import type { LiveTrainings } from '../live/liveTrainings';
 import { registerToolDebugger } from '../live/toolDebugger';
 import { resolveTrainerRuntime, type TrainerLaunch } from '../trainerProcess';
 import { RolloutConfigurationProvider } from './configurationProvider';
-import { openRunInDebugger, pickRun } from './openRun';
+import { openRunInDebugger, pickRun } from './replay/openRun';
 import { RolloutDebugSession } from './debugSession';
-import { TranscriptDocuments } from './transcriptDocuments';
-import { TRANSCRIPT_SCHEME } from './transcriptUri';
+import { TranscriptDocuments } from './transcripts/transcriptDocuments';
+import { TRANSCRIPT_SCHEME } from './transcripts/transcriptUri';
 import { untrustedReason } from '../workspaceTrust';
 
 /** The trainer bundled with the extension, run by the configured runtime (read at each launch). */

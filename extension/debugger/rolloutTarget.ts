@@ -10,9 +10,9 @@
  *   holding. Live training also ends by itself and reports progress.
  */
 import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
-import type { BreakpointStop } from './breakpoints';
+import type { BreakpointStop } from './breakpoints/breakpoints';
 import type { StopPoint } from './timeline';
-import type { ExceptionFact } from './turnContext';
+import type { ExceptionFact } from './breakpoints/turnContext';
 
 export type ResumeKind = 'continue' | 'next' | 'stepIn' | 'stepOut' | 'stepBack' | 'reverseContinue';
 

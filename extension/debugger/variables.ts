@@ -9,9 +9,9 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { Handles } from '@vscode/debugadapter';
 import { decodeUint8 } from '../../trainer/contract/protocol/tokens';
 import type { MetricsRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
-import { display } from './expression';
+import { display } from './breakpoints/expression';
 import type { StopPoint } from './timeline';
-import { callIsDone, callView } from './turnContext';
+import { callIsDone, callView } from './breakpoints/turnContext';
 
 interface Container {
   value: unknown;

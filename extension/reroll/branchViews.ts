@@ -3,7 +3,7 @@ import { startDebugSession } from '../workspaceDebug';
 import { z } from 'zod';
 import type { BranchSet } from '../../trainer/contract/protocol';
 import { readBranchSets } from '../../trainer/contract/runstore/branchStore';
-import { branchTranscriptUri, transcriptUri } from '../debugger/transcriptUri';
+import { branchTranscriptUri, transcriptUri } from '../debugger/transcripts/transcriptUri';
 
 /**
  * A re-roll's branches (rerollCommands.ts): each beside the original trajectory in a diff editor,

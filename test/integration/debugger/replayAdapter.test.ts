@@ -16,7 +16,7 @@ import { PROTOCOL_VERSION, type ToolCallRecord, type TrajectoryRecord } from '..
 import { RunStoreReader, RunStoreWriter, writeBranchSet } from '../../../trainer/contract/runstore';
 import { renderTranscript } from '../../../trainer/contract/transcript';
 import { serveAdapter, type AdapterServer } from '../../../extension/debugger/standalone';
-import { transcriptUri } from '../../../extension/debugger/transcriptUri';
+import { transcriptUri } from '../../../extension/debugger/transcripts/transcriptUri';
 import { buildTrajectory, writeRecordedRun } from '../../fixtures/recordedRun';
 
 const STEPS = 3;

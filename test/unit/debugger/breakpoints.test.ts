@@ -1,8 +1,12 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { BreakpointSet, parseHitCondition, type ReachedPoint } from '../../../extension/debugger/breakpoints';
+import {
+  BreakpointSet,
+  parseHitCondition,
+  type ReachedPoint,
+} from '../../../extension/debugger/breakpoints/breakpoints';
 import type { StopPoint } from '../../../extension/debugger/timeline';
-import { pointFacts, type TurnContext } from '../../../extension/debugger/turnContext';
+import { pointFacts, type TurnContext } from '../../../extension/debugger/breakpoints/turnContext';
 import { buildTrajectory } from '../../fixtures/recordedRun';
 
 const context = (fields: Partial<TurnContext>) => () => ({ ...fields }) as TurnContext;

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { compileExpression } from '../../../extension/debugger/expression';
-import { compileTemplate } from '../../../extension/debugger/logTemplate';
+import { compileExpression } from '../../../extension/debugger/breakpoints/expression';
+import { compileTemplate } from '../../../extension/debugger/breakpoints/logTemplate';
 
 const context = {
   turn: 4,

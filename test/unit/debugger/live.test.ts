@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { holdConfiguration } from '../../../extension/debugger/holdPolicy';
-import { liveFacts, livePosition, liveView } from '../../../extension/debugger/liveView';
-import { callView, turnContext } from '../../../extension/debugger/turnContext';
+import { holdConfiguration } from '../../../extension/debugger/live/holdPolicy';
+import { liveFacts, livePosition, liveView } from '../../../extension/debugger/live/liveView';
+import { callView, turnContext } from '../../../extension/debugger/breakpoints/turnContext';
 import type { ToolCallRecord, TrajectoryRecord } from '../../../trainer/contract/protocol';
 import { renderTranscript } from '../../../trainer/contract/transcript';
 

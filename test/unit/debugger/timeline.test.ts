@@ -1,9 +1,13 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import type { TrajectoryRecord, TurnRecord } from '../../../trainer/contract/protocol';
-import { shownIndices } from '../../../extension/debugger/replayTarget';
+import { shownIndices } from '../../../extension/debugger/replay/replayTarget';
 import { stepTimeline, trajectoryPoints } from '../../../extension/debugger/timeline';
-import { parseTranscriptPath, parseTranscriptUri, transcriptUri } from '../../../extension/debugger/transcriptUri';
+import {
+  parseTranscriptPath,
+  parseTranscriptUri,
+  transcriptUri,
+} from '../../../extension/debugger/transcripts/transcriptUri';
 
 function trajectory(index: number, callsPerAssistantTurn: number[]): TrajectoryRecord {
   const turns: TurnRecord[] = [

@@ -11,7 +11,7 @@ import {
   parseBranchTranscriptPath,
   parseTranscriptUri,
   transcriptUri,
-} from '../../../extension/debugger/transcriptUri';
+} from '../../../extension/debugger/transcripts/transcriptUri';
 import { rerollPoint, rerollPoints } from '../../../extension/reroll/rerollPoint';
 import { renderBranchTranscript } from '../../../extension/reroll/branchTranscript';
 

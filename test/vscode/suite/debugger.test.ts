@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { RolloutConfigurationProvider } from '../../../extension/debugger/configurationProvider';
-import { transcriptUri } from '../../../extension/debugger/transcriptUri';
+import { transcriptUri } from '../../../extension/debugger/transcripts/transcriptUri';
 import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { renderTranscript } from '../../../trainer/contract/transcript';
 import { writeRecordedRun } from '../../fixtures/recordedRun';

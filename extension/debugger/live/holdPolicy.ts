@@ -5,8 +5,8 @@
  * pending. Otherwise the trainer holds only at the kinds of point where something can fire —
  * a function breakpoint only before calls — and BreakpointSet.check decides at each.
  */
-import type { ControlMessage, LivePoint } from '../../trainer/contract/protocol';
-import type { ExceptionFilterId } from './turnContext';
+import type { ControlMessage, LivePoint } from '../../../trainer/contract/protocol';
+import type { ExceptionFilterId } from '../breakpoints/turnContext';
 
 type PointKind = LivePoint['kind'];
 

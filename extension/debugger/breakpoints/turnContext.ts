@@ -15,8 +15,8 @@ import type {
   ToolCallRecord,
   ToolErrorKind,
   TrajectoryRecord,
-} from '../../trainer/contract/protocol/runStore';
-import type { StopPoint } from './timeline';
+} from '../../../trainer/contract/protocol/runStore';
+import type { StopPoint } from '../timeline';
 
 /** Top-level names of the turn context; expressions are checked against them when set. */
 export const CONTEXT_NAMES = [

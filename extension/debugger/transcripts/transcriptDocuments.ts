@@ -12,15 +12,15 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { parseWith } from '../../trainer/contract/protocol/parse';
-import { TranscriptResponseBody } from '../../trainer/contract/protocol/debugger';
-import type { RunStatus, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
-import type { LiveTrainings } from '../live/liveTrainings';
-import { RunStoreReader } from '../../trainer/contract/runstore/reader';
-import { renderTranscript, runEndedPhrase } from '../../trainer/contract/transcript';
-import { renderBranchTranscript } from '../reroll/branchTranscript';
-import { branchDirectoryParts, readBranchSet } from './branchRun';
-import { readBranchSets } from '../../trainer/contract/runstore/branchStore';
+import { parseWith } from '../../../trainer/contract/protocol/parse';
+import { TranscriptResponseBody } from '../../../trainer/contract/protocol/debugger';
+import type { RunStatus, TrajectoryRecord } from '../../../trainer/contract/protocol/runStore';
+import type { LiveTrainings } from '../../live/liveTrainings';
+import { RunStoreReader } from '../../../trainer/contract/runstore/reader';
+import { renderTranscript, runEndedPhrase } from '../../../trainer/contract/transcript';
+import { renderBranchTranscript } from '../../reroll/branchTranscript';
+import { branchDirectoryParts, readBranchSet } from '../replay/branchRun';
+import { readBranchSets } from '../../../trainer/contract/runstore/branchStore';
 import {
   parseBranchTranscriptPath,
   parseTranscriptPath,

@@ -26,13 +26,13 @@ import {
   type TrainerMessage,
   type TrainingEvent,
   type TrajectoryRecord,
-} from '../../trainer/contract/protocol';
-import { RunStoreReader } from '../../trainer/contract/runstore/reader';
-import { formatBytes } from '../../trainer/contract/formatBytes';
-import { TrainerProcess, type TrainerExit, type TrainerLaunch } from '../trainerProcess';
-import type { LiveTraining, LiveTrainings } from '../live/liveTrainings';
-import { markRunStopped } from '../live/stoppedRun';
-import type { BreakpointSet, SteppingTrajectory } from './breakpoints';
+} from '../../../trainer/contract/protocol';
+import { RunStoreReader } from '../../../trainer/contract/runstore/reader';
+import { formatBytes } from '../../../trainer/contract/formatBytes';
+import { TrainerProcess, type TrainerExit, type TrainerLaunch } from '../../trainerProcess';
+import type { LiveTraining, LiveTrainings } from '../../live/liveTrainings';
+import { markRunStopped } from '../../live/stoppedRun';
+import type { BreakpointSet, SteppingTrajectory } from '../breakpoints/breakpoints';
 import { holdConfiguration } from './holdPolicy';
 import { liveFacts, liveView, type Hold } from './liveView';
 import {
@@ -42,8 +42,8 @@ import {
   type TargetListener,
   type TargetStop,
   type TargetView,
-} from './rolloutTarget';
-import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
+} from '../rolloutTarget';
+import { describePoint, isTurnBoundary, type StopPoint } from '../timeline';
 
 export interface LiveTargetOptions {
   /** The training config file (absolute). */

@@ -3,9 +3,9 @@
  * trajectories with its timeline, loaded when first needed and kept for a few steps. Read-only
  * by construction: it holds a RunStoreReader and nothing that writes.
  */
-import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
-import { RunStoreReader } from '../../trainer/contract/runstore/reader';
-import { stepTimeline, type StopPoint } from './timeline';
+import type { MetricsRecord, RunRecord, TrajectoryRecord } from '../../../trainer/contract/protocol/runStore';
+import { RunStoreReader } from '../../../trainer/contract/runstore/reader';
+import { stepTimeline, type StopPoint } from '../timeline';
 
 export interface StepData {
   step: number;

@@ -5,10 +5,10 @@
  * together), and a call that could not be parsed — or that names no tool or has invalid
  * arguments, which only running it finds out — shows its failure at its result.
  */
-import type { LivePoint, MetricsRecord, TrajectoryRecord } from '../../trainer/contract/protocol';
-import type { TargetView } from './rolloutTarget';
-import type { StopPoint } from './timeline';
-import { pointFacts, type PointFacts } from './turnContext';
+import type { LivePoint, MetricsRecord, TrajectoryRecord } from '../../../trainer/contract/protocol';
+import type { TargetView } from '../rolloutTarget';
+import type { StopPoint } from '../timeline';
+import { pointFacts, type PointFacts } from '../breakpoints/turnContext';
 
 export interface Hold {
   id: number;

@@ -5,11 +5,11 @@
  * run's trajectories of the same step and index.
  */
 import * as path from 'node:path';
-import type { BranchSet, RunRecord } from '../../trainer/contract/protocol';
-import { readBranchSets } from '../../trainer/contract/runstore/branchStore';
-import { RunStoreReader } from '../../trainer/contract/runstore/reader';
+import type { BranchSet, RunRecord } from '../../../trainer/contract/protocol';
+import { readBranchSets } from '../../../trainer/contract/runstore/branchStore';
+import { RunStoreReader } from '../../../trainer/contract/runstore/reader';
 import type { RecordedRunSource, StepData } from './recordedRun';
-import { stepTimeline } from './timeline';
+import { stepTimeline } from '../timeline';
 
 /** `<run>/branches/<id>` → the run directory and the branch set's id. */
 export function branchDirectoryParts(directory: string): { runDirectory: string; id: string } | undefined {

@@ -8,7 +8,7 @@
  * the extension's TextDocumentContentProvider serves it. No vscode import: the adapter core
  * builds these outside VS Code too.
  */
-import { stepFileName } from '../../trainer/contract/protocol/runStore';
+import { stepFileName } from '../../../trainer/contract/protocol/runStore';
 
 export const TRANSCRIPT_SCHEME = 'rollout';
 

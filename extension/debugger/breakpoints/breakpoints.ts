@@ -10,9 +10,9 @@
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { compileExpression, display, type CompiledExpression } from './expression';
 import { compileTemplate, type CompiledTemplate } from './logTemplate';
-import { describePoint, type StopPoint } from './timeline';
-import type { BreakpointsDuringStep } from '../../trainer/contract/protocol/debugger';
-import type { MetricsRecord, TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
+import { describePoint, type StopPoint } from '../timeline';
+import type { BreakpointsDuringStep } from '../../../trainer/contract/protocol/debugger';
+import type { MetricsRecord, TrajectoryRecord } from '../../../trainer/contract/protocol/runStore';
 import {
   CONTEXT_NAMES,
   turnContext,

@@ -2,8 +2,8 @@
  * What "Run Without Debugging" prints for a recorded run: there is nothing to run, so it
  * reports what the run holds — status, steps, and each step's headline metrics.
  */
-import { runMetric, scoreKey, type MetricsRecord } from '../../trainer/contract/protocol/runStore';
-import { RunStoreReader } from '../../trainer/contract/runstore/reader';
+import { runMetric, scoreKey, type MetricsRecord } from '../../../trainer/contract/protocol/runStore';
+import { RunStoreReader } from '../../../trainer/contract/runstore/reader';
 
 export function describeRecordedRun(runDirectory: string): string {
   const reader = new RunStoreReader(runDirectory);

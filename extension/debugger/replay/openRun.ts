@@ -7,11 +7,11 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { startDebugSession } from '../workspaceDebug';
-import { OpenRunInDebuggerArgs } from '../../trainer/contract/protocol/panels';
-import { RunStoreReader } from '../../trainer/contract/runstore/reader';
-import { recordedRuns, replayConfiguration, RUNS_FOLDER } from './configurationProvider';
-import { transcriptUri } from './transcriptUri';
+import { startDebugSession } from '../../workspaceDebug';
+import { OpenRunInDebuggerArgs } from '../../../trainer/contract/protocol/panels';
+import { RunStoreReader } from '../../../trainer/contract/runstore/reader';
+import { recordedRuns, replayConfiguration, RUNS_FOLDER } from '../configurationProvider';
+import { transcriptUri } from '../transcripts/transcriptUri';
 
 export async function openRunInDebugger(target?: vscode.Uri | unknown): Promise<boolean> {
   let dir: string | undefined;

@@ -8,7 +8,7 @@
  * `reverseContinue` check every breakpoint at every point, across steps, and stop at the end
  * (or start) of the run so the user can turn around there.
  */
-import type { BreakpointSet, SteppingTrajectory } from './breakpoints';
+import type { BreakpointSet, SteppingTrajectory } from '../breakpoints/breakpoints';
 import type { RecordedRunSource, StepData } from './recordedRun';
 import {
   toTargetStop,
@@ -18,10 +18,10 @@ import {
   type TargetListener,
   type TargetStop,
   type TargetView,
-} from './rolloutTarget';
-import type { TrajectoryRecord } from '../../trainer/contract/protocol/runStore';
-import { describePoint, isTurnBoundary, type StopPoint } from './timeline';
-import { pointFacts } from './turnContext';
+} from '../rolloutTarget';
+import type { TrajectoryRecord } from '../../../trainer/contract/protocol/runStore';
+import { describePoint, isTurnBoundary, type StopPoint } from '../timeline';
+import { pointFacts } from '../breakpoints/turnContext';
 
 interface Cursor {
   /** Index into the run's step list. */
