@@ -12,7 +12,7 @@ import * as path from 'node:path';
 
 /** Whether a TypeScript source imports the 'rollout-studio' package (or a subpath of it). */
 export function importsRolloutStudio(text: string): boolean {
-  return /(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"]rollout-studio(?:\/[^'"]*)?['"]/.test(text);
+  return /(?:\bfrom\s*|\bimport\s*(?:\(\s*)?|\brequire\s*\(\s*)['"]rollout-studio(?:\/[^'"]*)?['"]/.test(text);
 }
 
 /** The workspace as far as the markers go: its runs folders, its folders, and the sources open in the editor. */
