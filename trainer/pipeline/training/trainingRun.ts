@@ -13,7 +13,7 @@ import { reviewEvaluation, type Review } from './health/healthReview';
 import { closeRunParts, loadRunParts } from './run/loadRunParts';
 import type { CassetteOverrides } from './run/runCassette';
 import { RunControl } from './run/runControl';
-import type { Learners, RunParts, RunPosition } from './run/runParts';
+import type { Learners, RunContext, RunParts, StepContext } from './run/runParts';
 import { prepareLearners, releaseLearners } from './run/learners';
 import { RunReporter, type EventSink } from './run/runReporter';
 import { createRun, reopenRun, type OpenedRun } from './run/runStoreOpening';
@@ -92,7 +92,7 @@ export class TrainingRun {
     const exitWatch = markRunOnUnexpectedExit(position.writer);
     try {
       learners = await prepareLearners(parts, opened);
-      const result = await this.trainSteps(parts, position, learners, opened.startStep);
+      const result = await this.trainSteps({ parts, position, learners }, opened.startStep);
       this.report.log(
         `run ${position.writer.record.status} after step ${position.writer.record.lastStep ?? 0} in ${((Date.now() - started) / 1000).toFixed(0)} s: ${position.writer.dir}`,
       );
@@ -154,13 +154,9 @@ export class TrainingRun {
    * A resumed run first repeats the evaluation that followed its checkpoint, if one was due: the
    * resume dropped it with everything else recorded after the checkpoint.
    */
-  private async trainSteps(
-    parts: RunParts,
-    position: RunPosition,
-    learners: Learners,
-    startStep: number,
-  ): Promise<TrainResult> {
-    const { writer } = position;
+  private async trainSteps(run: RunContext, startStep: number): Promise<TrainResult> {
+    const { parts } = run;
+    const { writer } = run.position;
     const evaluating = parts.evalData !== undefined;
     const every = evaluationEvery(parts.config, parts.totalSteps);
     const due = (step: number) =>
@@ -171,9 +167,7 @@ export class TrainingRun {
       this.report.log(
         `held-out evaluation on ${evaluationRows(parts.config, parts.evalData!.rows.length)} of ${parts.evalData!.rows.length} rows ${every > 0 ? `every ${every} steps and ` : ''}at the end; the best is kept as ${BEST_CHECKPOINT}`,
       );
-    const before = due(startStep - 1)
-      ? await this.evaluate(parts, position, learners, startStep - 1, false)
-      : undefined;
+    const before = due(startStep - 1) ? await this.evaluate({ ...run, step: startStep - 1 }, false) : undefined;
     const evalBefore = startStep === 1 ? before : undefined;
     const result = () => ({
       runDir: writer.dir,
@@ -185,14 +179,14 @@ export class TrainingRun {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
       parts.cassette?.cassette.enter('train', step);
-      const outcome = await trainingStep(parts, position, learners, step);
+      const outcome = await trainingStep({ ...run, step });
       if (outcome === 'failed') return result();
       if (outcome === 'stopped') break;
-      if (due(step)) await this.evaluate(parts, position, learners, step, false);
+      if (due(step)) await this.evaluate({ ...run, step }, false);
     }
     const evalAfter =
       evaluating && !this.control.stopping
-        ? await this.evaluate(parts, position, learners, writer.record.lastStep ?? 0, true)
+        ? await this.evaluate({ ...run, step: writer.record.lastStep ?? 0 }, true)
         : undefined;
     writer.finish(this.control.stopping ? 'stopped' : 'finished');
     if (writer.record.best) this.report.log(`best: ${describeBest(writer.record.best)}`);
@@ -204,13 +198,8 @@ export class TrainingRun {
    * best are kept as checkpoints/best; then the response to a held-out collapse, if `onCollapse`
    * has one (not after the final evaluation: the run is ending, and its best is kept).
    */
-  private async evaluate(
-    parts: RunParts,
-    position: RunPosition,
-    learners: Learners,
-    step: number,
-    final: boolean,
-  ): Promise<EvaluationResult | undefined> {
+  private async evaluate(at: StepContext, final: boolean): Promise<EvaluationResult | undefined> {
+    const { parts, position, step } = at;
     let review: Review = { warnings: [] };
     if (this.control.stopping) return undefined;
     parts.cassette?.cassette.enter('eval', step);
@@ -227,8 +216,8 @@ export class TrainingRun {
       if (this.control.stopping) return undefined;
       throw error;
     }
-    await keepBest(parts, position, learners, step, result);
-    if (review.plan) await carryOut(review.plan, parts, position, learners);
+    await keepBest(at, result);
+    if (review.plan) await carryOut(review.plan, at);
     return result;
   }
 }

@@ -1,4 +1,4 @@
-import { recordedDrawSchedule } from '../../contract/protocol/runStore';
+import { recordedDrawSchedule, type MetricsRecord, type TrajectoryRecord } from '../../contract/protocol/runStore';
 import { lossMasks, prepareBatch, scoresNeeded, sequenceImages, type PreparedBatch } from '../rl/prepareBatch';
 import { toRlSample } from '../rl/rewardPlacement';
 import type { RlSample } from '../rl/samples';
@@ -14,18 +14,19 @@ import {
   policyUpdates,
   rlSchedule,
 } from './config/configOptions';
-import { carryOut } from './health/collapseResponse';
+import { carryOut, type CollapsePlan } from './health/collapseResponse';
 import { GroupSelection, sampledStep, type SampledStep, type ScoredRound } from './step/dynamicSampling';
 import { reviewTrainingStep } from './health/healthReview';
 import { saveRunCheckpoint } from './checkpoints/runCheckpoint';
 import { LiveSnapshot } from './run/liveSnapshot';
-import { seedFor, type Learners, type RunParts, type RunPosition } from './run/runParts';
+import { seedFor, type StepContext } from './run/runParts';
 import { optimizerStepRates } from './step/schedule';
 import { divergedMessage, logprobAfterUpdate } from './step/divergence';
 import {
   stepLogLine,
   stepMetricsRecord,
   stepTrajectoryRecords,
+  type StepRecordInputs,
   type StepTimes,
   type StepUpdate,
 } from './step/stepRecord';
@@ -42,19 +43,15 @@ import { taskMetric } from './step/taskMetric';
 
 export type StepOutcome = 'ok' | 'failed' | 'stopped';
 
-export async function trainingStep(
-  parts: RunParts,
-  position: RunPosition,
-  learners: Learners,
-  step: number,
-): Promise<StepOutcome> {
-  const sampled = await sampleStage(parts, position, step);
+export async function trainingStep(at: StepContext): Promise<StepOutcome> {
+  const { parts } = at;
+  const sampled = await sampleStage(at);
   // The generation graphs hold a packed copy of the weights: freed before scoring and the update
   // (at Qwen2.5-0.5B it would add 2 GB to the update's peak), loaded again by the next rollout.
   await parts.loop.releasePolicy();
   if (sampled === 'stopped') return 'stopped';
-  const prepared = await prepareStage(parts, learners, sampled.trained.trajectories, sampled.trained.samples);
-  const updated = await updateStage(parts, position, learners, step, prepared);
+  const prepared = await prepareStage(at, sampled.trained.trajectories, sampled.trained.samples);
+  const updated = await updateStage(at, prepared);
   const times: StepTimes = {
     rolloutSeconds: sampled.rolloutSeconds,
     rewardSeconds: sampled.rewardSeconds,
@@ -62,7 +59,7 @@ export async function trainingStep(
     generatedTokens: sampled.generatedTokens,
     trainedTokens: prepared.sequences.reduce((n, s) => n + s.ids.length, 0) * parts.config.algorithm.epochs,
   };
-  const recorded = recordStage(parts, position, step, {
+  const recorded = recordStage(at, {
     sampled,
     prepared,
     update: updated.metrics,
@@ -70,11 +67,10 @@ export async function trainingStep(
     times,
     ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}),
   });
-  if (updated.probe !== undefined && !Number.isFinite(updated.probe))
-    return failDiverged(parts, position, step, updated.lr);
+  if (updated.probe !== undefined && !Number.isFinite(updated.probe)) return failDiverged(at, updated.lr);
   // A collapse's response comes before the checkpoint: the checkpoint saves what the run goes on from.
-  if (recorded.plan) await carryOut(recorded.plan, parts, position, learners);
-  const outcome = await finishStage(parts, position, learners, step, updated.metrics, recorded);
+  if (recorded.plan) await carryOut(recorded.plan, at);
+  const outcome = await finishStage(at, updated.metrics, recorded);
   return outcome === 'ok' && recorded.plan?.kind === 'stop' ? 'stopped' : outcome;
 }
 
@@ -82,16 +78,17 @@ export async function trainingStep(
  * Roll out and score the step's `promptsPerStep` rows; with dynamic sampling, more rounds of the
  * data cursor's next rows while groups lack signal (dynamicSampling.ts). A stop drops the step.
  */
-async function sampleStage(parts: RunParts, position: RunPosition, step: number): Promise<SampledStep | 'stopped'> {
+async function sampleStage(at: StepContext): Promise<SampledStep | 'stopped'> {
+  const { parts, position } = at;
   const { rollout, algorithm } = parts.config;
   const selection = new GroupSelection(rollout.promptsPerStep, algorithm.dynamicSampling);
   const rounds: ScoredRound[] = [];
   for (let prompts = selection.nextPrompts(); prompts > 0; prompts = selection.nextPrompts()) {
     const rows = position.cursor.take(prompts).map((i) => parts.train.rows[i]);
     const first = { group: selection.groupCount, index: rounds.reduce((n, r) => n + r.trajectories.length, 0) };
-    const rolled = await rolloutStage(parts, position, step, rounds.length, rows, first);
+    const rolled = await rolloutStage(at, rounds.length, rows, first);
     if (rolled === 'stopped') return 'stopped';
-    const scored = await scoreStage(parts, position, step, rolled.trajectories);
+    const scored = await scoreStage(at, rolled.trajectories);
     if (scored === 'stopped') return 'stopped';
     selection.add([...groupsWithSignal(scored.samples)].map(([group, signal]) => ({ group, signal })));
     rounds.push({ ...rolled, ...scored, rolloutSeconds: rolled.seconds, rewardSeconds: scored.seconds });
@@ -105,9 +102,7 @@ async function sampleStage(parts: RunParts, position: RunPosition, step: number)
  * a step without dynamic sampling uses).
  */
 async function rolloutStage(
-  parts: RunParts,
-  position: RunPosition,
-  step: number,
+  { parts, position, step }: StepContext,
   round: number,
   rows: readonly DatasetRow[],
   first: { group: number; index: number },
@@ -143,9 +138,7 @@ async function rolloutStage(
 
 /** Score: outcome and process rewards per trajectory, placed on its tokens for the RL side; a stop drops the step. */
 async function scoreStage(
-  parts: RunParts,
-  position: RunPosition,
-  step: number,
+  { parts, position, step }: StepContext,
   trajectories: Trajectory[],
 ): Promise<{ rewards: BatchRewards; samples: RlSample[]; seconds: number } | 'stopped'> {
   const started = performance.now();
@@ -167,8 +160,7 @@ async function scoreStage(
 
 /** Prepare the batch: the models score what the batch needs (reference log-probs, the critic's values), then rl/ turns it into training sequences. */
 async function prepareStage(
-  parts: RunParts,
-  learners: Learners,
+  { parts, learners }: StepContext,
   trajectories: Trajectory[],
   samples: RlSample[],
 ): Promise<PreparedBatch> {
@@ -197,10 +189,7 @@ async function prepareStage(
  * optimizer step.
  */
 async function updateStage(
-  parts: RunParts,
-  position: RunPosition,
-  learners: Learners,
-  step: number,
+  { parts, position, learners, step }: StepContext,
   prepared: PreparedBatch,
 ): Promise<{ metrics: StepUpdate; lr: number; seconds: number; probe?: number }> {
   const started = performance.now();
@@ -227,7 +216,7 @@ async function updateStage(
 }
 
 /** A diverged update: the run fails at once, its step recorded, no checkpoint of the diverged weights. */
-function failDiverged(parts: RunParts, position: RunPosition, step: number, lr: number): StepOutcome {
+function failDiverged({ parts, position, step }: StepContext, lr: number): StepOutcome {
   const message = divergedMessage(step, lr, position.writer.record.lastCheckpoint);
   position.writer.completeStep(step);
   parts.report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
@@ -236,13 +225,15 @@ function failDiverged(parts: RunParts, position: RunPosition, step: number, lr: 
   return 'failed';
 }
 
+/** What the record stage leaves for the step's end: the step's records and metrics, and the response to a collapse when one is due. */
+interface RecordedStep {
+  trajectories: TrajectoryRecord[];
+  metrics: MetricsRecord;
+  plan?: CollapsePlan;
+}
+
 /** Record: the trajectories (dropped ones marked) and the metrics in the run store, announced live, one line to the terminal. */
-function recordStage(
-  parts: RunParts,
-  position: RunPosition,
-  step: number,
-  inputs: Omit<Parameters<typeof stepMetricsRecord>[1], 'metric'>,
-) {
+function recordStage({ parts, position, step }: StepContext, inputs: Omit<StepRecordInputs, 'metric'>): RecordedStep {
   const metric = taskMetric(parts.config);
   const trajectories = stepTrajectoryRecords(step, inputs.sampled.rollouts, inputs.prepared, parts.model.tokenizer);
   // The images first: a record never points at an image file that is not there.
@@ -264,14 +255,8 @@ function recordStage(
  * of the critic was skipped),
  * mark the step complete, and hold at the debugger's `update` point.
  */
-async function finishStage(
-  parts: RunParts,
-  position: RunPosition,
-  learners: Learners,
-  step: number,
-  update: StepUpdate,
-  recorded: ReturnType<typeof recordStage>,
-): Promise<StepOutcome> {
+async function finishStage(at: StepContext, update: StepUpdate, recorded: RecordedStep): Promise<StepOutcome> {
+  const { parts, position, step } = at;
   const { config: c, report } = parts;
   // A learner whose every update this step was skipped is stuck, even while the other learns (a
   // separate critic has its own learning rate): the step counts as non-finite.
@@ -288,7 +273,7 @@ async function finishStage(
     return 'failed';
   }
   const due = c.output.checkpointEvery > 0 && (step % c.output.checkpointEvery === 0 || step === parts.totalSteps);
-  if (due && !allSkipped) await saveRunCheckpoint(parts, position, learners, step);
+  if (due && !allSkipped) await saveRunCheckpoint(at);
   else position.writer.completeStep(step);
   report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
   // The debugger's `update` point: the step is done and recorded; it sees the scored records (without their token arrays) and the metrics.

@@ -5,7 +5,7 @@ import { checkpointDirName } from '../../../contract/protocol/runStore';
 import { copyCheckpoint, readTrainerState } from './checkpoint';
 import type { EvaluationResult } from '../evaluation/evaluation';
 import { writeRunCheckpoint } from './runCheckpoint';
-import type { Learners, RunParts, RunPosition } from '../run/runParts';
+import type { StepContext } from '../run/runParts';
 import { formatScore } from '../step/taskMetric';
 
 /**
@@ -30,18 +30,13 @@ export function beatsBest(best: RunRecord['best'], evaluation: Pick<EvaluationRe
  * checkpoint when that one holds them (saved at this step), written anew otherwise. Returns
  * whether they did.
  */
-export async function keepBest(
-  parts: RunParts,
-  position: RunPosition,
-  learners: Learners,
-  step: number,
-  evaluation: EvaluationResult,
-): Promise<boolean> {
-  const { writer } = position;
+export async function keepBest(at: StepContext, evaluation: EvaluationResult): Promise<boolean> {
+  const { parts, step } = at;
+  const { writer } = at.position;
   if (!beatsBest(writer.record.best, evaluation)) return false;
   const own = checkpointDirName(step);
   if (holdsStep(writer.dir, own, step)) copyCheckpoint(writer.dir, own, BEST_CHECKPOINT);
-  else await writeRunCheckpoint(parts, position, learners, step, BEST_CHECKPOINT);
+  else await writeRunCheckpoint(at, BEST_CHECKPOINT);
   writer.update({ best: { step, metric: evaluation.metric!, value: evaluation.score!, checkpoint: BEST_CHECKPOINT } });
   parts.report.log(`new best: ${describeBest(writer.record.best!)}`);
   return true;

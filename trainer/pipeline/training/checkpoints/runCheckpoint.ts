@@ -1,19 +1,15 @@
 import { pruneCheckpoints, saveCheckpoint } from './checkpoint';
-import type { Learners, RunParts, RunPosition } from '../run/runParts';
+import type { StepContext } from '../run/runParts';
 
 /**
  * Save the run at `step` (the policy's weights and optimizer, the reference policy when there is
  * a KL term, a separate critic's optimizer, the data position and random state), keep the newest
  * few, and mark the step complete with it.
  */
-export async function saveRunCheckpoint(
-  parts: RunParts,
-  position: RunPosition,
-  learners: Learners,
-  step: number,
-): Promise<void> {
+export async function saveRunCheckpoint(at: StepContext): Promise<void> {
+  const { parts, position, step } = at;
   parts.report.progress(step, 'checkpoint', 0, 1);
-  const relative = await writeRunCheckpoint(parts, position, learners, step);
+  const relative = await writeRunCheckpoint(at);
   pruneCheckpoints(position.writer.dir, parts.config.output.keepCheckpoints);
   position.writer.completeStep(step, relative);
   parts.report.progress(step, 'checkpoint', 1, 1);
@@ -21,10 +17,7 @@ export async function saveRunCheckpoint(
 
 /** Write the run's state at `step` as a checkpoint folder: `checkpoints/step-NNNNNN`, or `relative` (the best checkpoint). */
 export async function writeRunCheckpoint(
-  parts: RunParts,
-  position: RunPosition,
-  learners: Learners,
-  step: number,
+  { parts, position, learners, step }: StepContext,
   relative?: string,
 ): Promise<string> {
   const reference = learners.policy.hasReference ? await parts.model.referenceState() : undefined;

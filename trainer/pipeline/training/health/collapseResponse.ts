@@ -4,7 +4,7 @@ import { describeBest } from '../checkpoints/bestCheckpoint';
 import { loadCheckpoint } from '../checkpoints/checkpoint';
 import type { OnCollapse } from './healthSettings';
 import { restoreLearners } from '../run/learners';
-import type { Learners, RunParts, RunPosition } from '../run/runParts';
+import type { RunContext } from '../run/runParts';
 
 /**
  * What a run does about a collapse (a critical health warning), as `onCollapse` says:
@@ -61,12 +61,7 @@ export function withAction(warnings: HealthWarning[], collapse: HealthWarning, p
  * Carry the plan out: a rollback restores checkpoints/best into the learners (resume's own loader,
  * learners.ts) and lowers the learning rate; a stop asks the run to stop after this step.
  */
-export async function carryOut(
-  plan: CollapsePlan,
-  parts: RunParts,
-  position: RunPosition,
-  learners: Learners,
-): Promise<void> {
+export async function carryOut(plan: CollapsePlan, { parts, position, learners }: RunContext): Promise<void> {
   if (plan.kind === 'warn') return;
   position.health = [];
   parts.report.log(plan.action!);

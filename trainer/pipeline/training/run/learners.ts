@@ -24,7 +24,7 @@ export async function prepareLearners(parts: RunParts, opened: OpenedRun): Promi
       learners.critic = await Critic.create(parts.model, criticOptions(parts.config, parts.loaded.resolve));
     if (resuming) await restoreLearners(parts, learners, opened.checkpoint!, opened.checkpointDir!);
     // A warm start cut short by a stop is not what RL starts from: no checkpoint 0 (the run ends stopped; a new run starts over).
-    else if (!parts.control.stopping) await saveRunCheckpoint(parts, opened.position, learners, 0);
+    else if (!parts.control.stopping) await saveRunCheckpoint({ parts, position: opened.position, learners, step: 0 });
     return learners;
   } catch (error) {
     await releaseLearners(learners);

@@ -88,6 +88,18 @@ export interface Learners {
   critic?: Critic;
 }
 
+/** A run under way as its stages receive it: what it loaded and owns, where it stands, what learns. */
+export interface RunContext {
+  parts: RunParts;
+  position: RunPosition;
+  learners: Learners;
+}
+
+/** A run under way at one step: what every stage of the step (trainingStep.ts) receives. */
+export interface StepContext extends RunContext {
+  step: number;
+}
+
 /** A seed for one purpose (`salt`) at one step, so that a resumed run samples what the uninterrupted one did. */
 export function seedFor(seed: number, step: number, salt: number): number {
   return (seed * 1_000_003 + step * 7_919 + salt) % Number.MAX_SAFE_INTEGER;

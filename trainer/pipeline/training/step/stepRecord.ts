@@ -89,18 +89,18 @@ export function stepTrajectoryRecords(
  * what describes the update (losses, KL, tokens in the loss) covers the trained groups only;
  * `health/dropped_groups` and `rollout/*` say what dynamic sampling did.
  */
-export function stepMetricsRecord(
-  step: number,
-  inputs: {
-    sampled: SampledStep;
-    prepared: PreparedBatch;
-    update: StepUpdate;
-    lr: number;
-    times: StepTimes;
-    metric: string | undefined;
-    logprobAfterUpdate?: number;
-  },
-): MetricsRecord {
+/** What a step's metrics record is made of. */
+export interface StepRecordInputs {
+  sampled: SampledStep;
+  prepared: PreparedBatch;
+  update: StepUpdate;
+  lr: number;
+  times: StepTimes;
+  metric: string | undefined;
+  logprobAfterUpdate?: number;
+}
+
+export function stepMetricsRecord(step: number, inputs: StepRecordInputs): MetricsRecord {
   const { update, times, prepared, sampled } = inputs;
   const stepSeconds = times.rolloutSeconds + times.rewardSeconds + times.updateSeconds;
   const rewards = sampled.firstRound.rewards;
