@@ -22,18 +22,13 @@ export interface LoadWebviewOptions {
  * Give a panel its page, and give it again while the page stays silent. Every page says
  * `ready` as its script starts.
  *
- * In a browser-hosted VS Code (code-server) every webview is served from one origin and each
- * registers the webview service worker with its own id, so webviews that start together
- * replace each other's worker ("Found unexpected service worker controller" in their
- * consoles). The page content sent during that exchange can be lost: about one start in two
- * when Trajectories and Metrics open together in our tests. Setting the HTML anew once the
- * exchange is over loads the page; each reload waits twice as long as the one before, up to
- * `maxWaitMs`, so a page that is merely slow (a busy machine, a trainer loading its model
- * beside it) is not reloaded again and again. Rarely the frame itself stays broken — a page
- * stayed blank through four reloads over 45 s in one test run — so after
- * `reloadsBeforeRecreate` reloads the panel is recreated (a new frame) when the caller says
- * how; otherwise reloads go on at the capped pace for as long as the panel is shown. A hidden
- * webview does not load until it is shown: it is checked again soon after it is shown.
+ * In a browser-hosted VS Code (code-server) webviews that start together replace each other's
+ * service worker, and the page sent meanwhile can be lost; setting the HTML anew once that is over
+ * loads it. Each reload waits twice as long as the one before, up to `maxWaitMs`, so a page that
+ * is merely slow is not reloaded again and again. A frame that stays broken is recreated after
+ * `reloadsBeforeRecreate` reloads when the caller says how; otherwise reloads go on at the capped
+ * pace while the panel is shown. A hidden webview does not load until shown: it is checked again
+ * soon after. How often it happens: extension/README.md.
  *
  * Resolves when the page has started, or when this panel is closed or handed over to its
  * recreated twin: whoever opens a second panel waits for it (see Open Run… in runPanelCommands.ts).

@@ -4,12 +4,11 @@
  * An RL step allocates and frees buffers of tens to hundreds of MiB many times over (each
  * session run's outputs, the KV caches, the gradients). glibc's malloc serves every block above
  * its mmap threshold (at most 32 MiB) with a fresh `mmap` and gives it back with `munmap`, so the
- * kernel zero-fills every page of it again on first touch: at the Qwen2.5-0.5B LoRA shape that
- * was 6.5 million minor page faults per step. With one arena, no mmap and no trimming, freed
- * memory stays in the process and is reused: 0.30 million faults, the step 5 % faster (244 s →
- * 233 s), the peak resident memory unchanged (7,268 → 7,260 MiB; `npm run bench:step`,
- * test/bench/README.md). PyTorch users get the same advice for
- * the same reason (a caching allocator, or jemalloc/tcmalloc preloaded).
+ * kernel zero-fills every page of it again on first touch. With one arena, no mmap and no
+ * trimming, freed memory stays in the process and is reused: far fewer page faults, a faster
+ * step, the same peak memory (`npm run bench:step`; the numbers in test/bench/README.md).
+ * PyTorch users get the same advice for the same reason (a caching allocator, or
+ * jemalloc/tcmalloc preloaded).
  *
  * The settings are environment variables that glibc reads once, when the process starts, so the
  * extension sets them on the trainer it spawns and the CLI starts itself again with them

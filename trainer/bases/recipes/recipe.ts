@@ -46,13 +46,10 @@ export const Recipe = z.strictObject({
   data: z.strictObject({
     /**
      * The mix of the first `steps` steps, before `mix`, and optionally their own row shape.
-     * Copying forms as a sudden phase change (induction heads); plain-text copy episodes, with
-     * no long prompts to read past, bring it on sooner — then the chats build on it. Short rows
-     * (64 tokens, about one episode each) of random-token spans matter most: at initialisation
-     * attention is near-uniform over the row, so the query/key gradient that starts an induction
-     * head shrinks as the row grows (measured: 3.7× smaller at 480 tokens than at 60), and a copy
-     * probe that learns in 150 steps on one-episode rows does not move in 8×512 packed rows
-     * (BASE_RECIPE's comment has the pretraining runs).
+     * Copying (an induction head) forms as a sudden phase change, and sooner on short rows of
+     * plain copy episodes: at initialisation attention is near-uniform over the row, so the
+     * gradient that starts an induction head shrinks as the row grows. The runs that showed it:
+     * trainer/bases/README.md.
      */
     openingMix: z
       .strictObject({
@@ -173,30 +170,15 @@ export function recipeHash(recipe: Recipe): string {
 }
 
 /**
- * The base's recipe (the shipped base is its run base10, 2026-12-04: 2,000 steps in 27.6 min on 2
- * CPU cores with nothing else running): Qwen3's first 1,000 merges (a 1,282-token vocabulary), lr
- * 2e-3, and an opening of 300 steps on 64-token rows, half of them random-token spans repeated —
- * copying (an induction head) starts there, on short rows, and the packed 512-token rows of the
- * main mix then build on it. The main mix holds calls from requests in plain words
- * (`plain_request`: arguments said without their parameters' names), added after base7 (this
- * recipe's 1,000-step predecessor, without them) copied a unit-conversion question's number into
- * the call but never its units. Held-out after 2,000 steps: loss 7.17 → 1.114; teacher-forced exact
- * match number 77 %, name 72 %, string 89 %, span 82 %, lookup 54 %, chat answer 25 %, tool call
- * 11 %, tool answer 10 %. With the opening in 8×512 packed rows of ordinary copy episodes (no
- * random spans), the model learned no copying in 1,000 steps (exact match ≈ 2 % on numbers, run
- * base4); in 32×128 rows of them, none by step 350 (base6).
+ * The base's recipe: Qwen3's first 1,000 merges, lr 2e-3, and an opening of 300 steps on 64-token
+ * rows, half of them random-token spans repeated — copying starts there, on short rows, and the
+ * packed 512-token rows of the main mix build on it. `plain_request` (arguments said without their
+ * parameters' names) teaches copying a request's units into a call.
  *
- * Reproduction: bit for bit. A rerun of this recipe gives the same loss at every step, the same
- * held-out numbers and the same model.safetensors (SHA-256 9a468999…) as the shipped base
- * (measured: a second whole run while other work shared the 2 cores), whatever onnxruntime's
- * thread count (measured over the first 12 steps at 1 and at 2 threads). The stated tolerance is
- * therefore zero, on an x86-64 CPU with AVX-512 as these machines have. Another instruction set
- * (AVX2, ARM) runs other MLAS kernels, whose sums we expect to round differently (not measured):
- * there a rerun would be a different training of the same recipe.
- * How different: before the engine's embedding gradient was made deterministic (its ScatterND
- * raced between threads, vjp.ts), two runs of this recipe (base9 and its rerun) ended at held-out
- * loss 1.139 and 1.197; base10 is 1.114 — so across such runs, expect about ±0.05.
- * `--stop-after N --compare <the base's pretrain_metrics.jsonl>` checks the first N steps.
+ * A rerun is bit for bit on an x86-64 CPU with AVX-512, whatever onnxruntime's thread count; other
+ * instruction sets run other kernels and give another training of the same recipe. `--stop-after N
+ * --compare <the base's pretrain_metrics.jsonl>` checks the first N steps. The runs, their
+ * held-out numbers and the reproduction checks: trainer/bases/README.md.
  */
 export const BASE_RECIPE: Recipe = parseRecipe(
   {
@@ -259,15 +241,10 @@ export const BASE_RECIPE: Recipe = parseRecipe(
  * The long base's recipe (`rollout-studio:base-long`): the base, continued for 600 steps on rows of
  * 1,024 tokens instead of 512, with chains of facts (`fact_chain`: two to four calls, each reading
  * its argument out of the last result beside near misses) added to the base's mix. Why: the base
- * never saw a position past 512, and a task whose tool schemas, calls and results run longer
- * than that — deep-search's trajectories run 660–840 tokens — met a model that had not learnt to
- * read there (its training loss on 1,024-token rows of this corpus was 1.69 at the first step,
- * against 0.65 over its last 50 steps on 512-token rows); and at 512 tokens the base's mix
- * dropped most of its two-call `chain` episodes (780 tokens on average) as longer than a row. The
- * learning rate is re-warmed to 6e-4 (the base's peak was 2e-3, its end 2e-4); AdamW's moments
- * start at zero. The shipped run (2026-12-04, 1,313 s on 2 cores): training loss 0.49 over its
- * last 50 steps; held-out (9 sets of 24) loss 1.092 → 0.510, teacher-forced exact match of the
- * chains' calls 3 % → 60 %, of answers read from a result 10 % → 60 %, copying unchanged.
+ * never saw a position past 512, so tasks whose trajectories run longer met a model that had not
+ * learnt to read there, and 512-token rows dropped most two-call `chain` episodes as too long.
+ * The learning rate is re-warmed to 6e-4 (below the base's 2e-3 peak); AdamW's moments start at
+ * zero. The shipped run's numbers: trainer/bases/README.md.
  */
 export const BASE_LONG_RECIPE: Recipe = parseRecipe(
   {

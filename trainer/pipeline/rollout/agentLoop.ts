@@ -329,12 +329,11 @@ export class AgentLoop {
   ): Promise<void> {
     const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
     // Sequences near the total budget get a smaller limit, each its own (TurnRequest.maxNewTokens),
-    // in one generate call lasting as long as the round's longest turn: 100 held-out prompts of
-    // different lengths near the budget took 539 decoding steps over the whole batch one limit at
-    // a time, where one call takes as many as its longest turn. Runs recorded with the older
-    // `per-limit` schedule keep one call per limit, largest first, for their sampled turns (the
-    // session draws a uniform per row per decoding step, so the split decides every draw); greedy
-    // turns draw nothing and go in one call under either schedule.
+    // in one generate call lasting as long as the round's longest turn; one call per limit would
+    // decode every limit over the whole batch. Runs recorded with the older `per-limit` schedule
+    // keep one call per limit, largest first, for their sampled turns (the session draws a uniform
+    // per row per decoding step, so the split decides every draw); greedy turns draw nothing and
+    // go in one call under either schedule.
     const oneCall = schedule === 'per-round' || this.options.sampling.temperature === 0;
     const byLimit = new Map<number, TrajectoryState<Row>[]>();
     for (const state of active) {

@@ -48,9 +48,8 @@ export interface GenerationSessionOptions {
  * The most tokens (rows × padded width) one run prefills. A longer first turn is fed in slices
  * of the prompts, as vLLM's chunked prefill does: a run's activations and attention scores grow
  * with rows × width × cache, and onnxruntime's arena keeps the largest run's blocks for the
- * session's life. The currency tutorial's held-out evaluation (100 rows of ~250 tokens in one run)
- * took its process from 0.8 GB to 4.5 GB resident; sliced, its 12-step run peaked at 3.0 GB instead
- * of 5.5, with the same results and no loss of speed (test/bench/README.md, "Memory").
+ * session's life, so slicing bounds the resident memory without changing the samples. The
+ * measurements: test/bench/README.md.
  */
 export const PREFILL_TOKENS = 8192;
 
