@@ -65,6 +65,10 @@ describe('run-tool runs the tool as a rollout does', { timeout: 300_000 }, () =>
       /the tool worker of .*tools\.ts exited \(code 0\): process\.exit in a tool or its module ends the worker/,
     );
     assert.doesNotMatch(report!.error!.message, /\n\s+at /, "said in words, without the trainer's stack frames");
+    assert.ok(
+      !report!.error!.message.includes(dir),
+      'the policy reads the file name, not where it lives on this machine',
+    );
   });
 
   it("a tool kept on run-tool's thread (isolation: trainer) that calls process.exit(0) is reported failed, with where it called it, and exits 1", async () => {

@@ -1,4 +1,5 @@
 import * as inspector from 'node:inspector';
+import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { RAW_ARGUMENTS, type ToolContext } from '../../foundations/tools/context';
 import type { ToolOutput } from '../../foundations/tools/result';
@@ -110,14 +111,16 @@ export class ToolHost {
           this.failPending(reason);
         }
       };
+      // The reason becomes the call's observation, which the policy reads: the file's name, not where it lives on this machine.
+      const file = path.basename(this.data.file);
       worker.on('error', (error) =>
         lost(
-          `the tool worker of ${this.data.file} failed: ${error instanceof Error ? withoutTrainerFrames(error.stack ?? error.message) : String(error)}`,
+          `the tool worker of ${file} failed: ${error instanceof Error ? withoutTrainerFrames(error.stack ?? error.message) : String(error)}`,
         ),
       );
       worker.on('exit', (code) =>
         lost(
-          `the tool worker of ${this.data.file} exited (code ${code}): process.exit in a tool or its module ends the worker, not the run; the call fails and the next one starts a new worker`,
+          `the tool worker of ${file} exited (code ${code}): process.exit in a tool or its module ends the worker, not the run; the call fails and the next one starts a new worker`,
         ),
       );
     });
