@@ -15,8 +15,8 @@ import ts from 'typescript';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-// The planted files are not on disk, so no tsconfig.json holds them: for the typed rules, the
-// project service is let to check them in its default project (the root tsconfig.json's options).
+// The planted files are not on disk, so no tsconfig.json's program holds them: for the typed
+// rules, they are checked in the project service's default project (the root tsconfig.json's options).
 const PLANTED = ['trainer/planted.ts', 'webview/planted.ts', 'extension/planted.ts'];
 
 async function lint(file: string, text: string): Promise<string[]> {
@@ -26,7 +26,7 @@ async function lint(file: string, text: string): Promise<string[]> {
     overrideConfigFile: path.join(ROOT, '.build/eslint.config.mjs'),
     overrideConfig: {
       files: PLANTED,
-      languageOptions: { parserOptions: { projectService: { allowDefaultProject: PLANTED } } },
+      languageOptions: { parserOptions: { project: false, projectService: { allowDefaultProject: PLANTED } } },
     },
   });
   const [result] = await eslint.lintText(text, { filePath: path.join(ROOT, file) });
