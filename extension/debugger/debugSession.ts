@@ -126,7 +126,19 @@ export class RolloutDebugSession extends DebugSession {
     this.configured();
   }
 
-  protected override async launchRequest(
+  protected override launchRequest(
+    response: DebugProtocol.LaunchResponse,
+    raw: DebugProtocol.LaunchRequestArguments,
+  ): void {
+    // DebugSession does not await a request handler. What fails before the answer is answered
+    // with the error inside launch(); what fails after it (reading the recorded run, starting
+    // the target) can only be shown, in the debug console.
+    this.launch(response, raw).catch((error: unknown) =>
+      this.output(`The launch failed: ${error instanceof Error ? error.message : String(error)}`, 'stderr'),
+    );
+  }
+
+  private async launch(
     response: DebugProtocol.LaunchResponse,
     raw: DebugProtocol.LaunchRequestArguments,
   ): Promise<void> {
@@ -420,12 +432,14 @@ export class RolloutDebugSession extends DebugSession {
     this.end();
   }
 
-  protected override async disconnectRequest(response: DebugProtocol.DisconnectResponse): Promise<void> {
+  protected override disconnectRequest(response: DebugProtocol.DisconnectResponse): void {
     // Replay holds no process and writes nothing: letting go is all there is. Live, the trainer
     // is stopped (killed if it does not stop in time) before the answer, so a restart never
-    // overlaps two trainers.
-    await this.target?.dispose();
-    this.sendResponse(response);
+    // overlaps two trainers. A failure to stop it is the answer (DebugSession does not await this).
+    Promise.resolve(this.target?.dispose()).then(
+      () => this.sendResponse(response),
+      (error: unknown) => this.fail(response, error instanceof Error ? error.message : String(error)),
+    );
   }
 
   protected override customRequest(command: string, response: DebugProtocol.Response, raw: unknown): void {

@@ -2,8 +2,7 @@ import uPlot from 'uplot';
 import { h } from '../dom';
 import type { ChartData, SeriesData } from './chartData';
 import type { ChartGroup } from './groups';
-import type { ChartTheme } from './theme';
-import { withAlpha } from './theme';
+import { type ChartTheme, withAlpha } from './theme';
 
 const HEIGHT = 200;
 /** Dash patterns that tell metrics apart when colour tells runs apart. */

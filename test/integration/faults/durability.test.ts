@@ -8,9 +8,8 @@
  */
 import { after, afterEach, before, describe, it, mock } from 'node:test';
 import * as assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-// The module object itself, whose functions the trainer calls: the doubles replace them there.
-import nodeFs from 'node:fs';
+// nodeFs: the module object itself, whose functions the trainer calls: the doubles replace them there.
+import nodeFs, * as fs from 'node:fs';
 import * as path from 'node:path';
 import { RunStoreReader } from '../../../trainer/contract/runstore';
 import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';

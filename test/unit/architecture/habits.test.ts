@@ -1,7 +1,8 @@
 /**
  * The habits `npm test` enforces before anything else runs (test/run-all.sh's first stages):
- * typescript-eslint's rules and a function-length limit (`npm run lint`, .build/eslint.config.mjs),
- * Prettier's format (.prettierrc.json), and a tsconfig per runtime — webview code type-checks
+ * typescript-eslint's rules (type-aware promise rules on shipped code), one import per module and a
+ * function-length limit (`npm run lint`, .build/eslint.config.mjs), Prettier's format
+ * (.prettierrc.json), and a tsconfig per runtime — webview code type-checks
  * against the DOM without Node, trainer and extension code against Node without the DOM. Each
  * check is shown to catch a planted mistake, so a configuration that quietly checks nothing fails
  * here.
@@ -14,9 +15,20 @@ import ts from 'typescript';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
+// The planted files are not on disk, so no tsconfig.json's program holds them: for the typed
+// rules, they are checked in the project service's default project (the root tsconfig.json's options).
+const PLANTED = ['trainer/planted.ts', 'webview/planted.ts', 'extension/planted.ts'];
+
 async function lint(file: string, text: string): Promise<string[]> {
   const { ESLint } = await import('eslint');
-  const eslint = new ESLint({ cwd: ROOT, overrideConfigFile: path.join(ROOT, '.build/eslint.config.mjs') });
+  const eslint = new ESLint({
+    cwd: ROOT,
+    overrideConfigFile: path.join(ROOT, '.build/eslint.config.mjs'),
+    overrideConfig: {
+      files: PLANTED,
+      languageOptions: { parserOptions: { project: false, projectService: { allowDefaultProject: PLANTED } } },
+    },
+  });
   const [result] = await eslint.lintText(text, { filePath: path.join(ROOT, file) });
   return result.messages.map((m) => `${m.ruleId}: ${m.message}`);
 }
@@ -81,6 +93,36 @@ describe('lint, format and per-runtime type checks', () => {
     assert.deepEqual(await lint('trainer/planted.ts', eighty), [], 'a function of exactly 80 lines passes');
     const blankAndComments = `export function f(): number {\n${'  // why\n\n'.repeat(90)}  return 1;\n}\n`;
     assert.deepEqual(await lint('trainer/planted.ts', blankAndComments), [], 'blank lines and comments do not count');
+  });
+
+  it('ESLint fails a planted floating or misused promise in shipped code, and a duplicate import', async () => {
+    const floating = 'async function save(): Promise<void> {}\nexport function f(): void {\n  save();\n}\n';
+    assert.deepEqual(
+      (await lint('trainer/planted.ts', floating)).map((m) => m.split(':')[0]),
+      ['@typescript-eslint/no-floating-promises'],
+    );
+    const handled = 'async function save(): Promise<void> {}\nexport function f(): void {\n  void save();\n}\n';
+    assert.deepEqual(await lint('trainer/planted.ts', handled), [], 'a promise marked as ignored passes');
+    const misused = 'export function f(run: () => Promise<void>): void {\n  setTimeout(run, 1);\n}\n';
+    assert.deepEqual(
+      (await lint('extension/planted.ts', misused)).map((m) => m.split(':')[0]),
+      ['@typescript-eslint/no-misused-promises'],
+    );
+    const awaited = 'export async function f(): Promise<number> {\n  return await 1;\n}\n';
+    assert.deepEqual(
+      (await lint('webview/planted.ts', awaited)).map((m) => m.split(':')[0]),
+      ['@typescript-eslint/await-thenable'],
+    );
+    const duplicate =
+      "import { readFileSync } from 'node:fs';\nimport { statSync } from 'node:fs';\nexport const f = [readFileSync, statSync];\n";
+    assert.deepEqual(await lint('trainer/planted.ts', duplicate), [
+      "no-duplicate-imports: 'node:fs' import is duplicated.",
+    ]);
+    assert.deepEqual(
+      await lint('test/unit/planted.test.ts', duplicate),
+      ["no-duplicate-imports: 'node:fs' import is duplicated."],
+      'tests too',
+    );
   });
 
   it('Prettier fails a planted format difference', async () => {

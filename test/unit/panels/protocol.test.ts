@@ -1,6 +1,8 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
+  type MetricsRecord,
+  type RunRecord,
   MetricsPanelState,
   MetricsToHost,
   MetricsToWebview,
@@ -12,7 +14,6 @@ import {
   TrajectoriesToWebview,
 } from '../../../trainer/contract/protocol';
 import { latestTrainMetrics, runStatusText } from '../../../extension/panels/runStatusText';
-import type { MetricsRecord, RunRecord } from '../../../trainer/contract/protocol';
 
 describe('panel messages', () => {
   it('accept what the panels send and name the field of what they must not', () => {

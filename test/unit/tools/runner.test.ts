@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { observationText } from '../../../trainer/foundations/tools/result';
+import { MAX_TOOL_TEXT_CHARS, observationText } from '../../../trainer/foundations/tools/result';
 import { z } from 'zod';
 import { datasetFromRows } from '../../../trainer/foundations/data';
 import {
@@ -12,7 +12,6 @@ import {
   type ToolLogLine,
   type TrajectoryView,
 } from '../../../trainer/foundations/tools';
-import { MAX_TOOL_TEXT_CHARS } from '../../../trainer/foundations/tools/result';
 
 const row = datasetFromRows('runner', [{ id: 'r', prompt: 'x', toolArgs: { echo: { prefix: '>' } } }]).rows[0];
 

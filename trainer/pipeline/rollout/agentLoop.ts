@@ -1,11 +1,10 @@
 import type { ChatTemplate } from '../../foundations/models/text/chatTemplate';
-import type { ChatMessage, ToolSpec } from '../../contract/protocol/chatMessages';
+import type { ChatContentPart, ChatMessage, ToolSpec } from '../../contract/protocol/chatMessages';
 import type { DrawSchedule } from '../../contract/protocol/runStore';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
 import { observationImages } from '../../foundations/tools/result';
 import { decodeBase64, expandImageTokens, hasImages, IMAGE_PLACEHOLDER, policyImage, RolloutImages } from './images';
 import type { PreparedImage } from '../../foundations/models/vision/preprocess';
-import type { ChatContentPart } from '../../contract/protocol/chatMessages';
 import {
   ToolRunner,
   type ToolCallInterceptor,

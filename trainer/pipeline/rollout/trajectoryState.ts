@@ -1,7 +1,6 @@
 import type { DatasetRow } from '../../foundations/data/row';
 import type { ParsedToolCall } from './formats/toolCallFormat';
-import type { RenderedPrompt } from './prompt';
-import { taskText } from './prompt';
+import { type RenderedPrompt, taskText } from './prompt';
 import { imageTokenStarts } from './images';
 import type { FinishReason, Trajectory, TrajectoryImage, TrajectoryTurn, Episode } from './trajectory';
 import type { PreparedImage } from '../../foundations/models/vision/preprocess';

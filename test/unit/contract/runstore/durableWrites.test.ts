@@ -6,9 +6,8 @@
  */
 import { afterEach, describe, it, mock } from 'node:test';
 import * as assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-// The module object itself (not a namespace copy), whose writeSync the run store calls: the test double replaces it there.
-import nodeFs from 'node:fs';
+// nodeFs: the module object itself (not a namespace copy), whose writeSync the run store calls: the test double replaces it there.
+import nodeFs, * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { MetricsRecord } from '../../../../trainer/contract/protocol';

@@ -35,7 +35,10 @@ function transferables(result: unknown): ArrayBuffer[] {
   return buffers;
 }
 
-port.on('message', async (call: Call) => {
+// Each call answers its own failure (the catch below), so nothing is left to await here.
+port.on('message', (call: Call) => void answer(call));
+
+async function answer(call: Call): Promise<void> {
   try {
     const result = await (core[call.method] as (...a: unknown[]) => Promise<unknown>)(...call.args);
     port.postMessage({ id: call.id, result }, transferables(result));
@@ -43,4 +46,4 @@ port.on('message', async (call: Call) => {
     const e = error as Error;
     port.postMessage({ id: call.id, error: { message: e.message ?? String(e), stack: e.stack } });
   }
-});
+}

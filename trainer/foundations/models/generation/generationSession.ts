@@ -1,10 +1,13 @@
 import type { Feed, OutputTarget } from '../../engine/device/device';
 import type { HostTensor } from '../../engine/runtime/tensors';
 import type {
+  AllowedTokens,
   GeneratedTurn,
   Policy,
   PolicySession,
+  SequenceConstraint,
   SessionOptions,
+  TurnImage,
   TurnOptions,
   TurnRequest,
   UniformSource,
@@ -16,7 +19,6 @@ import { GenerationGraphs, promptCacheName, type LoadedGenerationGraph } from '.
 import { planSharedPrefill } from './sharedPrompts';
 import { ImageEncoder } from '../vision/imageEncoder';
 import { multimodalPositions } from '../vision/ropeIndex';
-import type { AllowedTokens, SequenceConstraint, TurnImage } from './policy';
 import { biasRows, biasTable } from '../constraintBias';
 
 /**

@@ -1,7 +1,6 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import type { HubHttpFailure } from './hubErrors';
-import { networkErrorCode } from './hubErrors';
+import { type HubHttpFailure, networkErrorCode } from './hubErrors';
 import { isFileDigest } from './cacheLayout';
 
 /**

@@ -1,6 +1,5 @@
 import type { ChatContentPart, ChatMessage } from '../../../contract/protocol/chatMessages';
-import type { PreparedImage } from '../../../foundations/models/vision/preprocess';
-import { ImageError } from '../../../foundations/models/vision/preprocess';
+import { ImageError, type PreparedImage } from '../../../foundations/models/vision/preprocess';
 import { decodeBase64, type RolloutImages } from '../images';
 import { ChatRequestError } from './chatRequest';
 

@@ -1,7 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { RunRecord } from '../../../contract/protocol/runStore';
-import { checkpointDirName } from '../../../contract/protocol/runStore';
+import { checkpointDirName, type RunRecord } from '../../../contract/protocol/runStore';
 import { copyCheckpoint, readTrainerState } from './checkpoint';
 import type { EvaluationResult } from '../evaluation/evaluation';
 import { writeRunCheckpoint } from './runCheckpoint';
