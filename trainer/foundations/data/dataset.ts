@@ -113,26 +113,44 @@ function checkUniqueIds(rows: readonly DatasetRow[]): void {
   }
 }
 
+function readDatasetFile(origin: string): Buffer {
+  try {
+    return fs.readFileSync(origin);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new DatasetError(
+      code === 'ENOENT'
+        ? `${origin}: dataset file not found`
+        : code === 'ERR_FS_FILE_TOO_LARGE'
+          ? `${origin}: the file is larger than Node reads at once (2 GiB); split the rows into several files`
+          : `${origin}: cannot be read (${(error as Error).message})`,
+    );
+  }
+}
+
+/**
+ * Each line of the file's bytes, decoded one at a time: a file past V8's longest string (about
+ * 512 MB) reads as well as a small one (decoding it whole fails with "Cannot create a string
+ * longer than …").
+ */
+function forEachLine(bytes: Buffer, visit: (line: string, index: number) => void): void {
+  for (let start = 0, index = 0; start <= bytes.length; index++) {
+    const newline = bytes.indexOf(0x0a, start);
+    const end = newline < 0 ? bytes.length : newline;
+    visit(bytes.toString('utf8', start, end), index);
+    start = end + 1;
+  }
+}
+
 /** Reads and validates a JSONL dataset. Blank lines are skipped; anything else must be a valid row. */
 export function loadJsonlDataset<S extends FieldsSchema | undefined = undefined>(
   file: string,
   options: { fields?: S } = {},
 ): Dataset<RowsOf<S>> {
   const origin = path.resolve(file);
-  let text: string;
-  try {
-    text = fs.readFileSync(origin, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new DatasetError(
-      code === 'ENOENT'
-        ? `${origin}: dataset file not found`
-        : `${origin}: cannot be read (${(error as Error).message})`,
-    );
-  }
   const schema = rowSchema(options.fields);
   const rows: DatasetRow[] = [];
-  text.split('\n').forEach((line, i) => {
+  forEachLine(readDatasetFile(origin), (line, i) => {
     if (line.trim() === '') return;
     const source = { file: origin, line: i + 1 };
     let value: unknown;
