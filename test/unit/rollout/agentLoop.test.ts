@@ -456,6 +456,20 @@ describe('AgentLoop (real Qwen3 tokenizer and template, scripted policy)', () =>
     assert.equal(t.turns.at(-1)!.tokenEnd, t.ids.length);
   });
 
+  it('refuses a row far past the budget by its size, before rendering or tokenising it', () => {
+    // 20 MB of text: tokenising it would take the tokeniser's time and memory (a row of ~15 MB
+    // once ended the process out of memory); its size alone says it cannot fit.
+    const huge = 'x'.repeat(20_000_000);
+    const loop = loopWith(
+      scripted(() => 'x'),
+      { budget: { ...BUDGET, maxTotalTokens: 500, maxNewTokensPerTurn: 100 } },
+    );
+    assert.throws(
+      () => loop.checkRows(rows({ id: 'huge', prompt: huge })),
+      /test\.jsonl:1 \(row huge\): the prompt is at least \d+ tokens \(20000000 bytes of text\); with budget\.maxNewTokensPerTurn 100 it needs more than budget\.maxTotalTokens 500/,
+    );
+  });
+
   it('refuses rows whose prompt leaves no room for a turn, naming them, before generating', async () => {
     const policy = scripted(() => 'x');
     const long = 'word '.repeat(400);

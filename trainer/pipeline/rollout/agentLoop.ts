@@ -1,5 +1,10 @@
 import type { ChatTemplate } from '../../foundations/models/text/chatTemplate';
-import type { ChatContentPart, ChatMessage, ToolSpec } from '../../contract/protocol/chatMessages';
+import {
+  contentText,
+  type ChatContentPart,
+  type ChatMessage,
+  type ToolSpec,
+} from '../../contract/protocol/chatMessages';
 import type { DrawSchedule } from '../../contract/protocol/runStore';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
 import { observationImages } from '../../foundations/tools/result';
@@ -233,8 +238,17 @@ export class AgentLoop {
       if (!this.options.tools.get(tool))
         return `${describeRow(row)}: toolArgs names the tool "${tool}", which is not one of the tools (${this.options.tools.names.join(', ') || 'none'})`;
     }
-    const length = (prompt ?? this.renderPrompt(row)).ids.length;
     const { maxNewTokensPerTurn, maxTotalTokens } = this.budget;
+    // A row far past the budget is refused before it is rendered and tokenised (a text of tens of
+    // megabytes would take the tokeniser's time and memory to say what its size already says).
+    const bytes = row.messages.reduce((n, m) => n + Buffer.byteLength(contentText(m.content)), 0);
+    const least = Math.ceil(bytes / this.options.template.tokenizer.longestTokenBytes());
+    if (!prompt && least + maxNewTokensPerTurn > maxTotalTokens)
+      return (
+        `${describeRow(row)}: the prompt is at least ${least} tokens (${bytes} bytes of text); with budget.maxNewTokensPerTurn ` +
+        `${maxNewTokensPerTurn} it needs more than budget.maxTotalTokens ${maxTotalTokens}`
+      );
+    const length = (prompt ?? this.renderPrompt(row)).ids.length;
     if (length + maxNewTokensPerTurn > maxTotalTokens) {
       return (
         `${describeRow(row)}: the prompt is ${length} tokens; with budget.maxNewTokensPerTurn ${maxNewTokensPerTurn} it needs ` +

@@ -100,6 +100,7 @@ export class Tokenizer {
   /** How vocabulary strings map to bytes (see tokenBytes.ts): byte-level BPE or SentencePiece-style. */
   readonly vocabularyEncoding: 'byte-level' | 'sentencepiece';
   private byteTable: (Uint8Array | undefined)[] | undefined;
+  private longest: number | undefined;
 
   private constructor(
     /** The folder the files came from. */
@@ -240,6 +241,16 @@ export class Tokenizer {
       this.addedTokens,
     );
     return this.byteTable;
+  }
+
+  /** The most bytes one token stands for: a text of n bytes is at least n / this many tokens. */
+  longestTokenBytes(): number {
+    if (this.longest === undefined) {
+      let longest = 1;
+      for (const bytes of this.tokenBytes()) if (bytes && bytes.length > longest) longest = bytes.length;
+      this.longest = longest;
+    }
+    return this.longest;
   }
 
   /** Added tokens marked special, by content (`<|im_start|>` → 151644). */
