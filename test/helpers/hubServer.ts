@@ -85,6 +85,8 @@ export class HubServer {
   readonly requests: RecordedRequest[] = [];
   /** Cut the next transfer of this LFS file (by path) after this many bytes, once. */
   cutAfter: { file: string; bytes: number } | undefined;
+  /** Send this file followed by bytes that never end (a hostile or broken server), without a Content-Length. */
+  overrun: { file: string } | undefined;
   /** Send this file in pieces of this many bytes, 20 ms apart (a slow network). */
   trickle: { file: string; bytes: number } | undefined;
   private server!: http.Server;
@@ -223,6 +225,21 @@ export class HubServer {
     error(404, undefined, `not found: ${url.pathname}`);
   }
 
+  /** The file, then zeros for as long as the client reads (at most 256 MB, so a test of old code ends). */
+  private sendEndless(res: http.ServerResponse, body: Buffer, headers: Record<string, string>): void {
+    res.writeHead(200, { ...headers, 'Content-Type': 'application/octet-stream' });
+    let sent = 0;
+    const zeros = Buffer.alloc(1 << 16);
+    const more = () => {
+      while (!res.destroyed && sent < 256 << 20) {
+        sent += zeros.length;
+        if (!res.write(zeros)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    res.write(body, more);
+  }
+
   private sendBytes(
     req: http.IncomingMessage,
     res: http.ServerResponse,
@@ -239,6 +256,7 @@ export class HubServer {
       return;
     }
     const body = file.content.subarray(start, end);
+    if (this.overrun?.file === file.path) return this.sendEndless(res, body, headers);
     res.writeHead(range ? 206 : 200, {
       ...headers,
       'Content-Type': 'application/octet-stream',

@@ -312,6 +312,30 @@ describe('pulling a model from the Hub', () => {
     assert.deepEqual(fs.readFileSync(path.join(again.snapshotDir, 'model.safetensors')), weights.content);
   });
 
+  it('a server that sends more than the listed size is stopped at it, the partial file deleted', async () => {
+    const weights = modelFiles.find((f) => f.path === 'model.safetensors')!;
+    const blobs = path.join(cacheDir, 'models--test-org--tiny-qwen3', 'blobs');
+    fs.rmSync(path.join(cacheDir, 'models--test-org--tiny-qwen3'), { recursive: true, force: true });
+    server.overrun = { file: 'model.safetensors' };
+    try {
+      const error = await rejects(pullModel(REPO));
+      assert.match(
+        error.message,
+        new RegExp(`the server sent more than the ${weights.content.length} bytes the Hub lists for the file; stopped`),
+      );
+      assert.equal(error.name, 'BlobIntegrityError', 'said in words: the CLI prints no stack under it');
+      assert.deepEqual(
+        fs.readdirSync(blobs).filter((f) => f.endsWith('.incomplete')),
+        [],
+        'nothing past the listed size stays on disk',
+      );
+    } finally {
+      server.overrun = undefined;
+    }
+    const again = await pullModel(REPO);
+    assert.deepEqual(fs.readFileSync(path.join(again.snapshotDir, 'model.safetensors')), weights.content);
+  });
+
   it('reports progress in bytes of what is downloaded, file by file, ending finished', async () => {
     const events: { file: string | undefined; done: number; total: number; finished: boolean }[] = [];
     await pullModel(REPO, {

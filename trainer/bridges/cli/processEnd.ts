@@ -50,6 +50,7 @@ export function whenOutputCloses(onClosed: () => void): void {
 
 /** Errors whose message says everything (the file, field or row, and what to do): no stack trace under them. */
 const SELF_EXPLANATORY = new Set([
+  'BlobIntegrityError',
   'BudgetError',
   'ChatTemplateError',
   'CheckpointError',

@@ -70,17 +70,24 @@ async function failureOf(response: Response): Promise<HubHttpFailure> {
   };
 }
 
-/** Append the response body to the partial file from `start`; returns the partial file's size afterwards (even when the body broke off). */
+/**
+ * Append the response body to the partial file from `start`, never past `size` (the listed size:
+ * a server that sends more is not sending this file, and could fill the disk); returns the
+ * partial file's size afterwards (even when the body broke off), and whether the server overran.
+ */
 async function appendBody(
   response: Response,
   incomplete: string,
   start: number,
+  size: number,
   onBytes: ((written: number) => void) | undefined,
-): Promise<{ written: number; error?: unknown }> {
+): Promise<{ written: number; overran?: boolean; error?: unknown }> {
   const handle = await fs.promises.open(incomplete, start > 0 ? 'a' : 'w');
   let written = start;
   try {
     for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      // Leaving the loop cancels the body: nothing more is read.
+      if (written + chunk.byteLength > size) return { written, overran: true };
       await handle.write(chunk);
       written += chunk.byteLength;
       onBytes?.(written);
@@ -152,7 +159,13 @@ export async function downloadBlob(download: BlobDownload): Promise<void> {
         );
       }
     }
-    const { written, error } = await appendBody(response, incomplete, start, download.onBytes);
+    const { written, overran, error } = await appendBody(response, incomplete, start, download.size, download.onBytes);
+    if (overran) {
+      fs.rmSync(incomplete, { force: true });
+      throw new BlobIntegrityError(
+        `${download.url}: the server sent more than the ${download.size} bytes the Hub lists for the file; stopped, the partial file was deleted, pull again`,
+      );
+    }
     if (!error) break;
     if (download.signal?.aborted || attempt >= retries || !networkErrorCode(error)) throw error;
     start = written;
