@@ -119,6 +119,29 @@ describe('a reward that never returns', { timeout: 300_000 }, () => {
     );
   });
 
+  it('is ended by its timeout in `eval` too: the evaluation finishes', async () => {
+    const { config } = await spinningWorkspace('eval', { steps: 1, timeoutMs: 2_000, when: 'once' });
+    const dir = path.dirname(config);
+    const cli = startCli(
+      [
+        'eval',
+        config,
+        '--checkpoint',
+        path.join(dir, 'model'),
+        '--data',
+        'data/train.jsonl',
+        '--samples',
+        '2',
+        '--json',
+      ],
+      { cwd: dir },
+    );
+    started.push(cli);
+    const result = await cli.done;
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(fs.existsSync(path.join(dir, 'spinning.marker')), 'the reward spun');
+  });
+
   it('SIGTERM while it spins stops the run cleanly: stopped, lock released, exit 143', async () => {
     const { config, flag, marker, runDir } = await spinningWorkspace('sigterm', {
       steps: 30,

@@ -11,7 +11,14 @@ import type { GatewayRollout } from '../../rollout/gateway/gatewayRollout';
 import type { ChatTemplate } from '../../../foundations/models/text/chatTemplate';
 import type { Trajectory } from '../../rollout/trajectory';
 import { ToolSet } from '../../../foundations/tools/toolSet';
-import { ConfigError, placeConfigTools, type LoadedConfig, type PlacedTools } from '../config/trainingConfig';
+import {
+  ConfigError,
+  placeConfigRewards,
+  placeConfigTools,
+  type LoadedConfig,
+  type PlacedRewards,
+  type PlacedTools,
+} from '../config/trainingConfig';
 import { agentLoopOptions, evaluationSampling, providerFor, rolloutImagesFor } from '../config/configOptions';
 import { rolloutMetrics } from '../step/rolloutMetrics';
 import { downloadProgressReporter } from '../config/modelSource';
@@ -68,6 +75,7 @@ export async function evaluateCheckpoint(
   let model: ModelRuntime | undefined;
   let mcp: McpServers | undefined;
   let placed: PlacedTools | undefined;
+  let placedRewards: PlacedRewards | undefined;
   let closeLoop: (() => Promise<void>) | undefined;
   try {
     model = await loadCheckpointModel(loaded, checkpointDir, device, report);
@@ -86,9 +94,12 @@ export async function evaluateCheckpoint(
       rows.map((row, i) => ({ row, group: i, sample: 0 })),
       { seed: c.seed },
     );
-    const rewards = await scoreTrajectories(trajectories, c.rewards, tools);
+    // In the reward worker, as a training run scores: a reward that never returns is ended by its deadline.
+    placedRewards = await placeConfigRewards(loaded);
+    const rewards = await scoreTrajectories(trajectories, placedRewards.rewards, tools);
     return evaluationSummary(loaded, rows.length, trajectories, rewards);
   } finally {
+    await placedRewards?.close();
     await closeLoop?.();
     await placed?.close();
     await mcp?.close();

@@ -6,7 +6,7 @@ import type { ChatTemplate } from '../../../foundations/models/text/chatTemplate
 import { ModelPolicy } from '../../../foundations/models/generation/generationSession';
 import type { ModelRuntime } from '../../../foundations/models/runtime';
 import { McpServers } from '../../../foundations/mcp/servers';
-import { scoreTrajectories } from '../../rewards/score';
+import { scoreTrajectories, type RewardConfig } from '../../rewards/score';
 import { AgentLoop } from '../../rollout/agentLoop';
 import { toTrajectoryRecord } from '../step/trajectoryRecord';
 import { cutTokenIndex, generatedTurns, restoreState, type CutPoint } from '../../rollout/restoreState';
@@ -33,7 +33,13 @@ import { agentLoopOptions, evaluationSampling, rolloutSampling } from '../config
 import { EditedResults } from './editedResults';
 import { readCassette } from '../run/runCassette';
 import { seedFor } from '../run/runParts';
-import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../config/trainingConfig';
+import {
+  placeConfigRewards,
+  placeConfigTools,
+  type LoadedConfig,
+  type PlacedRewards,
+  type PlacedTools,
+} from '../config/trainingConfig';
 
 /**
  * `rollout-studio reroll`: what would the agent have done? A recorded trajectory is cut at a turn
@@ -130,6 +136,7 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
   const device = model.device;
   let mcp: McpServers | undefined;
   let placed: PlacedTools | undefined;
+  let placedRewards: PlacedRewards | undefined;
   try {
     const template = model.folder.chatTemplate;
     if (!template) throw new RerollError(`${model.folder.dir}: the tokenizer has no chat template`);
@@ -139,7 +146,9 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
     });
     placed = await placeConfigTools(loaded);
     const tools = new ToolSet([...placed.tools, ...mcp.tools]);
-    const parts = { batch, schedule, parent, row, model, template, tools };
+    // Scored in the reward worker, as a training run scores: a reward that never returns is ended by its deadline.
+    placedRewards = await placeConfigRewards(loaded);
+    const parts = { batch, schedule, parent, row, model, template, tools, rewards: placedRewards.rewards };
     const branches = await (loaded.config.agent !== undefined ? rollAgentBranchSet : rollBranches)(
       loaded,
       request,
@@ -154,6 +163,7 @@ export async function reroll(loaded: LoadedConfig, request: RerollRequest): Prom
     };
     return { branches: set, file: writeBranchSet(request.runDir, set), parent };
   } finally {
+    await placedRewards?.close().catch(() => undefined);
     await placed?.close().catch(() => undefined);
     await mcp?.close().catch(() => undefined);
     model.close();
@@ -201,6 +211,8 @@ interface RerollParts {
   model: ModelRuntime;
   template: ChatTemplate;
   tools: ToolSet;
+  /** The config's rewards as placed (in the reward worker). */
+  rewards: RewardConfig;
 }
 
 type RolledBranches = Omit<BranchSet, 'checkpoint' | 'createdAt' | 'protocol' | 'id'>;
@@ -256,7 +268,7 @@ async function rollBranches(loaded: LoadedConfig, request: RerollRequest, parts:
     edits: request.edits ?? [],
     sampling: { ...sampling, seed, followsParent: follow !== undefined },
     tools: { source: player ? 'cassette' : 'live', ...(player ? { onMiss: request.onMiss ?? 'error' } : {}) },
-    branches: await branchRecords(loaded, request, parts, trajectories),
+    branches: await branchRecords(request, parts, trajectories),
   };
 }
 
@@ -290,7 +302,7 @@ async function rollAgentBranchSet(
     sampling,
     log: request.log,
   });
-  const rewards = await scoreTrajectories(all, loaded.config.rewards, parts.tools);
+  const rewards = await scoreTrajectories(all, parts.rewards, parts.tools);
   const parentIds = decodeInt32(parent.tokens.ids);
   const cutAt = cutTokenIndex(parent, request.cut);
   return {
@@ -385,13 +397,12 @@ function priorResults(
 }
 
 async function branchRecords(
-  loaded: LoadedConfig,
   request: RerollRequest,
   parts: RerollParts,
   trajectories: Trajectory[],
 ): Promise<BranchSet['branches']> {
   // Scored alone, as an evaluation is: no batch statistic (Agent-R1's process normaliser) from training.
-  const rewards = await scoreTrajectories(trajectories, loaded.config.rewards, parts.tools);
+  const rewards = await scoreTrajectories(trajectories, parts.rewards, parts.tools);
   const parentIds = decodeInt32(parts.parent.tokens.ids);
   return trajectories.map((t, k) => ({
     trajectory: toTrajectoryRecord(t, rewards.trajectories[k], {
