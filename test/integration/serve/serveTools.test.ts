@@ -345,6 +345,41 @@ describe('the reward endpoint', () => {
     assert.equal(second.total, 0.5);
   });
 
+  it('a reward that never returns is ended by its deadline: /reward answers, the server goes on', async () => {
+    const spinDir = fs.mkdtempSync(path.join(os.tmpdir(), 'serve-tools-spin-'));
+    const spinConfig = path.join(spinDir, 'spin.config.ts');
+    fs.writeFileSync(
+      spinConfig,
+      CONFIG.replace(
+        'rewards: { outcome: [exactMatch()],',
+        "rewards: { timeoutMs: 1000, outcome: [exactMatch(), { name: 'spin', score: () => { for (;;) {} } }],",
+      ),
+    );
+    const spinning = await startToolServer(await loadConfig(spinConfig), { host: '127.0.0.1', port: 0 });
+    try {
+      const res = await fetch(`${spinning.url}/reward`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          items: [
+            {
+              row: { id: 'q', prompt: 'Q?', answer: 'a' },
+              messages: [{ role: 'assistant', content: '<answer>a</answer>' }],
+            },
+          ],
+        }),
+      });
+      assert.equal(res.status, 200);
+      const [result] = RewardResponse.parse(await res.json()).results;
+      assert.equal(result.components.spin, 0, 'the timed-out reward counts 0');
+      assert.equal(result.components.exact_match, 1, 'the others scored');
+      assert.equal((await fetch(`${spinning.url}/health`)).status, 200);
+    } finally {
+      await spinning.close();
+      fs.rmSync(spinDir, { recursive: true, force: true });
+    }
+  });
+
   it('names what is wrong with a bad request', async () => {
     const missing = await post({ items: [{ row: { id: 'q', prompt: 'x' }, messages: [] }] });
     assert.equal(missing.status, 400);

@@ -5,7 +5,12 @@ import { McpServers } from '../../foundations/mcp/servers';
 import { describeIssues } from '../../contract/protocol/parse';
 import { RewardRequest, type RewardResponse, type ServeError } from '../../contract/protocol/serve';
 import { RewardError } from '../../pipeline/rewards/rewardErrors';
-import { placeConfigTools, type LoadedConfig, type PlacedTools } from '../../pipeline/training/config/trainingConfig';
+import {
+  placeConfigRewards,
+  placeConfigTools,
+  type LoadedConfig,
+  type PlacedTools,
+} from '../../pipeline/training/config/trainingConfig';
 import { ToolSet } from '../../foundations/tools/toolSet';
 import { listen, sameSecret, sendJson } from '../../foundations/http/localServer';
 import { RewardRequestError, scoreRewardRequest } from './rewards';
@@ -86,9 +91,18 @@ export async function startToolServer(loaded: LoadedConfig, options: ServeOption
       `--host ${options.host} is reachable from other machines; set ROLLOUT_STUDIO_TOKEN or give --token-file FILE (clients send "Authorization: Bearer <token>"), or serve on 127.0.0.1`,
     );
   }
-  const { tools, closeTools } = await openServedTools(loaded, options.log);
+  const { tools, closeTools: closeServedTools } = await openServedTools(loaded, options.log);
+  // /reward scores in the reward worker, as a training does: a reward that never returns is ended by its deadline, not the server.
+  const placedRewards = await placeConfigRewards(loaded).catch(async (error: unknown) => {
+    await closeServedTools();
+    throw error;
+  });
+  const closeTools = async () => {
+    await placedRewards.close();
+    await closeServedTools();
+  };
   const routes: Routes = {
-    config: loaded.config,
+    config: { ...loaded.config, rewards: placedRewards.rewards },
     tools,
     service: new ToolCallService(tools, options.log ? { onLog: options.log } : {}),
     limits: { ...DEFAULT_LIMITS, ...options.limits },
