@@ -23,7 +23,8 @@ import {
 } from '../../../trainer/foundations/tools';
 import type { PlacedTools } from '../../../trainer/pipeline/training/config/trainingConfig';
 import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
-import { PING_GRACE_MS, WorkerTool, type ToolHost } from '../../../trainer/bridges/usercode/toolHost';
+import { WorkerTool, type ToolHost } from '../../../trainer/bridges/usercode/toolHost';
+import { PING_GRACE_MS } from '../../../trainer/bridges/usercode/workerEntry';
 
 const CONFIG = `import { isMainThread } from 'node:worker_threads';
 import { defineConfig, defineTool, z } from 'rollout-studio';

@@ -7,7 +7,7 @@ import type { OutcomeReward, ProcessReward } from '../../pipeline/rewards/types'
 import type { PlacedRewards } from '../../pipeline/training/config/trainingConfig';
 import type { RewardHostMessage, RewardKind, RewardWorkerData, RewardWorkerMessage } from './rewardWorkerMessages';
 import { rethrown } from './thrownValue';
-import { workerEntry } from './workerEntry';
+import { answersPing, workerEntry } from './workerEntry';
 
 /**
  * Runs a config's rewards in a worker thread (rewardWorker.ts), where a deadline can stop them.
@@ -28,7 +28,6 @@ import { workerEntry } from './workerEntry';
  */
 
 /** How long a worker has to answer a ping once one of its calls ran out of time. */
-const PING_GRACE_MS = 1_000;
 
 interface PendingScore {
   resolve: (value: unknown) => void;
@@ -148,17 +147,7 @@ export class RewardHost {
   /** After a call ran out of time: a worker that cannot answer a ping is stuck in it and is replaced. */
   private async checkResponsive(worker: Worker, reward: string): Promise<void> {
     const id = this.nextId++;
-    const answered = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => {
-        this.pings.delete(id);
-        resolve(false);
-      }, PING_GRACE_MS);
-      this.pings.set(id, () => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-      worker.postMessage({ type: 'ping', id } satisfies RewardHostMessage);
-    });
+    const answered = await answersPing(worker, this.pings, id);
     if (answered || this.worker !== worker) return;
     this.worker = undefined;
     const message = `the reward worker was restarted: reward "${reward}" ran past rewards.timeoutMs (${this.timeoutMs} ms) without yielding (a synchronous loop?), which stopped every reward waiting beside it`;

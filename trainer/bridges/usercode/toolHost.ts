@@ -7,7 +7,7 @@ import { withoutTrainerFrames } from '../../foundations/tools/runner';
 import { Tool, type ToolInvocation } from '../../foundations/tools/tool';
 import type { ToolSelector } from '../../contract/protocol/authoring';
 import { rethrown } from './thrownValue';
-import { workerEntry } from './workerEntry';
+import { answersPing, workerEntry } from './workerEntry';
 import type { HostMessage, ToolWorkerData, WorkerInvocation, WorkerMessage } from './toolWorkerMessages';
 
 /**
@@ -34,7 +34,6 @@ import type { HostMessage, ToolWorkerData, WorkerInvocation, WorkerMessage } fro
  */
 
 /** How long a worker has to answer a ping after one of its calls ran out of time. */
-export const PING_GRACE_MS = 1_000;
 
 interface PendingCall {
   tool: string;
@@ -197,17 +196,7 @@ export class ToolHost {
   /** After a call ran out of time: a worker that cannot answer a ping is stuck in it and is replaced. */
   private async checkResponsive(worker: Worker, tool: string): Promise<void> {
     const id = this.nextId++;
-    const answered = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => {
-        this.pings.delete(id);
-        resolve(false);
-      }, PING_GRACE_MS);
-      this.pings.set(id, () => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-      worker.postMessage({ type: 'ping', id } satisfies HostMessage);
-    });
+    const answered = await answersPing(worker, this.pings, id);
     if (answered || this.worker !== worker) return;
     this.worker = undefined;
     this.failPending(

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import type { Worker } from 'node:worker_threads';
 import * as path from 'node:path';
 
 /**
@@ -13,4 +14,25 @@ export function workerEntry(bundled: string, source: string): { script: string; 
     script: `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(sourceFile)});`,
     eval: true,
   };
+}
+
+/** How long a worker has to answer a ping before it counts as stuck in a call (a synchronous loop). */
+export const PING_GRACE_MS = 1_000;
+
+/**
+ * Whether `worker` answers a ping within PING_GRACE_MS: it posts `{ type: 'ping', id }` and the
+ * host's message handler calls `pings.get(id)` when the pong comes back.
+ */
+export function answersPing(worker: Worker, pings: Map<number, () => void>, id: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => {
+      pings.delete(id);
+      resolve(false);
+    }, PING_GRACE_MS);
+    pings.set(id, () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+    worker.postMessage({ type: 'ping', id });
+  });
 }
