@@ -33,7 +33,12 @@ describe('RFT on the tiny agent', () => {
     const loaded = await loadConfig(configFile);
     const c = loaded.config;
     c.algorithm = AlgorithmSection.parse({ name: 'rft', groupSize: 4 });
-    c.rewards = { outcome: [formatCheck({ name: 'answered', test: new RegExp(`<answer>${TINY_ANSWER}</answer>`) })] };
+    // Rewards made here, not by the config file: they run on the trainer's thread (the reward
+    // worker evaluates the file again and would not find them).
+    c.rewards = {
+      isolation: 'trainer',
+      outcome: [formatCheck({ name: 'answered', test: new RegExp(`<answer>${TINY_ANSWER}</answer>`) })],
+    };
     c.rollout.temperature = 1.1;
     c.optimization.lr = 3e-4;
     const runDir = path.join(dir, 'runs', 'rft');
