@@ -223,6 +223,15 @@ export const VJP_RULES: Record<string, VjpRule> = {
     }
     return [da, db];
   },
+  // dx = dy · dequantize(W) [rows, columns]: the frozen quantized weight gets no gradient.
+  MatMulNBits: (n, [dy]) => {
+    const [x, data, scales] = n.inputs as Tensor[];
+    const bits = n.int('bits', 4);
+    if (bits !== 4 && bits !== 8) throw new Error(`MatMulNBits: no gradient rule for ${bits}-bit weights`);
+    const w = op.dequantizeRows(data, scales, { bits, blockSize: n.int('block_size', 32) }, 'float32');
+    if (x.rank === 2) return [op.gemm(dy!, w), undefined, undefined];
+    return [op.reshapeTo(op.gemm(flatten2d(dy!), w), op.shapeOf(x), x.shape), undefined, undefined];
+  },
   Gemm: (n, [dy], needs) => {
     const [a, b, c] = n.inputs as Tensor[];
     const transA = n.int('transA', 0) === 1;

@@ -6,3 +6,4 @@ export * from './layout';
 export * from './indexing';
 export * from './nn';
 export type { Operand } from './common';
+export * from './quantized';
