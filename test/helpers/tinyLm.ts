@@ -9,7 +9,7 @@ import { DEFAULT_ADAMW, type AdamWConfig } from '../../trainer/foundations/engin
 import { OptimizerRuntime } from '../../trainer/foundations/engine/optimizerRuntime';
 import type { HostTensor } from '../../trainer/foundations/engine/runtime/tensors';
 import { parseModelConfig, type ModelConfig } from '../../trainer/foundations/models/modelConfig';
-import { decoderTrunk, lmHeadWeight, WeightInputs } from '../../trainer/foundations/models/decoder';
+import { decoderTrunk, lmHeadLogits, WeightInputs } from '../../trainer/foundations/models/decoder';
 import { linear } from '../../trainer/foundations/models/layers/linear';
 import { expectedTensors } from '../../trainer/foundations/models/weights';
 
@@ -56,7 +56,7 @@ export function buildTinyLm(c: TinyLmConfig, name = 'tiny_lm'): { graph: Graph; 
   const positions = g.input('positions', 'int64', ['B', 'T']);
   const weights = new WeightInputs(g, dtype);
   const hidden = decoderTrunk(g, config, weights, { ids, positions, keyMask }, { dtype });
-  const logits = g.withScope('lm_head', () => linear(hidden, lmHeadWeight(config, weights)));
+  const logits = g.withScope('lm_head', () => lmHeadLogits(config, weights, hidden, linear));
   const loss = g.withScope('loss', () => {
     // log p(target) = logit(target) − logsumexp(logits), as the trainer's scoring graph computes it:
     // no [B, T, V] log-probability matrix (and its gradient) is materialised.

@@ -137,7 +137,7 @@ describe('the RL step’s memory', () => {
       const bytes = (t: HostTensor) => t.data.byteLength;
       const largest = Math.max(...Object.values(expected).map(bytes));
       const limit = largest + 1024;
-      const shapes = await uploadModelWeights(device, folder.checkpoint, folder.config, limit);
+      const shapes = await uploadModelWeights(device, folder.checkpoint, folder.config, { maxBytes: limit });
       assert.ok(stateBatches.length > 1, `${stateBatches.length} batches`);
       for (const b of stateBatches) assert.ok(Object.values(b).reduce((n, t) => n + bytes(t), 0) <= limit);
       assert.deepEqual([...shapes.keys()], Object.keys(expected));
@@ -161,7 +161,7 @@ describe('the RL step’s memory', () => {
           return folder.checkpoint.read(name, shape);
         },
       } as typeof folder.checkpoint;
-      await assert.rejects(uploadModelWeights(device, failing, folder.config, 1), /cannot read/);
+      await assert.rejects(uploadModelWeights(device, failing, folder.config, { maxBytes: 1 }), /cannot read/);
       assert.deepEqual(await device.stateNames(), []);
     } finally {
       folder.close();

@@ -1,7 +1,8 @@
 /**
  * A float64 central-difference check of the whole model: the scoring graph's log-probs (every
  * weight of a two-layer Qwen3 and a Qwen2 with LoRA and a value head) projected onto fixed
- * random weights, differentiated with respect to every parameter tensor.
+ * random weights, differentiated with respect to every parameter tensor — and a QLoRA model whose
+ * matrices are 4-bit codes, differentiated with respect to everything that trains over them.
  */
 import { describe, it } from 'node:test';
 import { gradCheck } from '../../helpers/gradcheck';
@@ -12,17 +13,19 @@ import { parseModelConfig, type ModelConfig } from '../../../trainer/foundations
 import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
 import { buildScoringGraph, VALUE_HEAD } from '../../../trainer/foundations/models/scoring';
 import { expectedTensors } from '../../../trainer/foundations/models/weights';
+import { quantizeMatrix, type Quantization } from '../../../trainer/foundations/models/quantized/blockQuantize';
+import { quantizedLayouts, quantizedStateNames } from '../../../trainer/foundations/models/quantized/quantizedWeights';
 import { assertGradients, f64, seeded } from '../../helpers/engine';
 
-function tinyConfig(family: 'qwen2' | 'qwen3'): ModelConfig {
+function tinyConfig(family: 'qwen2' | 'qwen3', sizes = { hidden: 8, intermediate: 12 }): ModelConfig {
   const architectures = { qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' };
   return parseModelConfig(
     {
       architectures: [architectures[family]],
       model_type: family,
       vocab_size: 23,
-      hidden_size: 8,
-      intermediate_size: 12,
+      hidden_size: sizes.hidden,
+      intermediate_size: sizes.intermediate,
       num_hidden_layers: 2,
       num_attention_heads: 4,
       num_key_value_heads: 2,
@@ -37,11 +40,33 @@ function tinyConfig(family: 'qwen2' | 'qwen3'): ModelConfig {
   );
 }
 
-async function checkModel(config: ModelConfig, lora?: LoraConfig, valueHead = false): Promise<void> {
+async function checkModel(
+  config: ModelConfig,
+  lora?: LoraConfig,
+  valueHead = false,
+  quantization?: Quantization,
+): Promise<void> {
   const r = seeded(config.family.length * 31);
   const feeds: Record<string, HostTensor> = {};
-  for (const t of expectedTensors(config))
-    feeds[t.name] = f64(t.shape, r, t.role === 'norm' ? 0.2 : 0.3, t.role === 'norm' ? 1 : 0);
+  const layouts = quantization ? quantizedLayouts(expectedTensors(config), quantization) : new Map();
+  for (const t of expectedTensors(config)) {
+    const values = f64(t.shape, r, t.role === 'norm' ? 0.2 : 0.3, t.role === 'norm' ? 1 : 0);
+    const layout = layouts.get(t.name);
+    if (!layout) feeds[t.name] = values;
+    else {
+      // A quantized base: codes and scales, which take no gradient; the float64 graph dequantizes them.
+      const q = quantizeMatrix(Float32Array.from(values.data as Float64Array), layout.rows, layout.columns, layout);
+      const names = quantizedStateNames(t.name);
+      const blocks = layout.columns / layout.blockSize;
+      feeds[names.data] = {
+        dtype: 'uint8',
+        shape: [layout.rows, blocks, q.data.length / (layout.rows * blocks)],
+        data: q.data,
+      };
+      feeds[names.scales] = { dtype: 'float32', shape: [layout.rows, blocks], data: q.scales };
+    }
+  }
+  const quantized = quantization ? { layouts, accuracyLevel: 0 } : undefined;
   if (lora) {
     for (const m of loraModules(config, lora)) {
       const names = loraTensorNames(m.module);
@@ -64,13 +89,17 @@ async function checkModel(config: ModelConfig, lora?: LoraConfig, valueHead = fa
   feeds.projection = projection;
   feeds.value_projection = valueProjection;
   const build = () => {
-    const scoring = buildScoringGraph(config, { dtype: 'float64', lora, entropy: true, valueHead }, 'gradcheck');
+    const scoring = buildScoringGraph(
+      config,
+      { dtype: 'float64', lora, entropy: true, valueHead, quantized },
+      'gradcheck',
+    );
     const g = scoring.graph;
     const proj = g.input('projection', 'float64', ['B', 'T']);
     let loss = op.reduceSum(op.mul(op.add(scoring.logprobs, op.mul(scoring.entropy!, 0.5)), proj));
     if (scoring.values)
       loss = op.add(loss, op.reduceSum(op.mul(scoring.values, g.input('value_projection', 'float64', ['B', 'T']))));
-    const trainable = [...scoring.weights.used.values()];
+    const trainable = [...scoring.weights.used.values()].filter((t) => t.dtype === 'float64');
     return { loss, wrt: trainable, graph: g };
   };
   const results = await gradCheck(build, feeds, { maxElementsPerTensor: 6, step: 1e-5 });
@@ -84,5 +113,12 @@ describe('whole-model gradients (float64 finite differences)', () => {
       tinyConfig('qwen2'),
       { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] },
       true,
+    ));
+  it('Qwen2 on a 4-bit base (QLoRA): the adapters, norms and biases through the dequantized blocks', () =>
+    checkModel(
+      tinyConfig('qwen2', { hidden: 16, intermediate: 32 }),
+      { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'up_proj', 'down_proj'] },
+      false,
+      { bits: 4, blockSize: 16 },
     ));
 });

@@ -1,3 +1,4 @@
+import type { DType } from '../engine/dtype';
 import type { Graph, Tensor } from '../engine/graph';
 import * as op from '../engine/ops';
 import { ropeInverseFrequencies, type ModelConfig } from './modelConfig';
@@ -15,6 +16,7 @@ import {
 } from './layers/fused';
 import { applyRotary, mropeTables, rotaryTables, type RotaryTables } from './layers/rotary';
 import { loraTensorNames, type LoraConfig } from './lora';
+import { quantizedStateNames, type QuantizedBase } from './quantized/quantizedWeights';
 
 /**
  * The decoder of every supported family (Qwen2/2.5, Qwen3, Llama incl. SmolLM2) as graph
@@ -47,16 +49,58 @@ export class WeightInputs {
     private readonly g: Graph,
     private readonly dtype: ComputeDtype,
     private readonly inputName: (name: string) => string = (name) => name,
+    /** A quantized base: its quantized weights are read as codes and scales (quantizedMatrix). */
+    readonly quantized?: QuantizedBase | undefined,
   ) {}
 
   get(name: string, shape: readonly number[]): Tensor {
+    return this.input(name, this.dtype, shape);
+  }
+
+  /** The weight's codes and scales when the base stores it quantized; undefined when it is float. */
+  quantizedMatrix(name: string): op.QuantizedMatrix | undefined {
+    const layout = this.quantized?.layouts.get(name);
+    if (!layout) return undefined;
+    const { rows, columns, bits, blockSize } = layout;
+    const blocks = columns / blockSize;
+    const names = quantizedStateNames(name);
+    return {
+      data: this.input(names.data, 'uint8', [rows, blocks, (blockSize * bits) / 8]),
+      scales: this.input(names.scales, 'float32', [rows, blocks]),
+      ...layout,
+    };
+  }
+
+  private input(name: string, dtype: DType, shape: readonly number[]): Tensor {
     let t = this.used.get(name);
     if (!t) {
-      t = this.g.input(this.inputName(name), this.dtype, shape);
+      t = this.g.input(this.inputName(name), dtype, shape);
       this.used.set(name, t);
     }
     return t;
   }
+}
+
+/**
+ * x · Wᵀ (+ b) for the weight named `name` [out, in]: MatMulNBits over its codes where the base is
+ * quantized (a float64 graph, which the kernel lacks, multiplies by the dequantized matrix: the
+ * same values), else the float projection `project`.
+ */
+export function weightProjection(
+  x: Tensor,
+  name: string,
+  shape: readonly [number, number],
+  w: WeightInputs,
+  project: (x: Tensor, weight: Tensor, bias?: Tensor) => Tensor,
+  bias?: Tensor,
+): Tensor {
+  const q = w.quantizedMatrix(name);
+  if (!q) return project(x, w.get(name, shape), bias);
+  const y =
+    x.dtype === 'float32'
+      ? op.matMulNBits(x, q, w.quantized!.accuracyLevel)
+      : linear(x, op.dequantizeMatrix(q, x.dtype === 'float64' ? 'float64' : 'float32'));
+  return bias ? op.add(y, bias) : y;
 }
 
 /** Runtime inputs every decoder graph takes: token ids, rotary positions and the padding mask. */
@@ -95,7 +139,14 @@ function adaptedLinear(
 ): Tensor {
   const g = x.graph;
   const project = ctx.fused?.transposedMatMul ? fusedLinear : linear;
-  let y = project(x, w.get(`${module}.weight`, [out, inputs]), bias ? w.get(`${module}.bias`, [out]) : undefined);
+  let y = weightProjection(
+    x,
+    `${module}.weight`,
+    [out, inputs],
+    w,
+    project,
+    bias ? w.get(`${module}.bias`, [out]) : undefined,
+  );
   const target = module.split('.').pop()!;
   if (ctx.lora && ctx.lora.targets.includes(target as never)) {
     const names = loraTensorNames(module);
@@ -267,10 +318,11 @@ export function decoderSegments(
         ? { fused: rotaryCache(s.positions, frequencies) }
         : { plain: rotaryTables(s.positions, frequencies, options.dtype) },
   );
-  const embedding = weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize]);
   const eps = config.rmsNormEps;
   // The residual stream, and the MLP output not yet added to it (added together with the next norm).
-  let hs = segments.map((s) => g.withScope('embed_tokens', () => withImages(op.gather(embedding, s.ids, 0), s.images)));
+  let hs = segments.map((s) =>
+    g.withScope('embed_tokens', () => withImages(embedTokens(config, weights, s.ids, options.dtype), s.images)),
+  );
   let pending: Tensor[] | undefined;
   for (let i = 0; i < config.numLayers; i++) {
     const layer = `model.layers.${i}`;
@@ -297,6 +349,14 @@ export function decoderSegments(
   }
   const finalNorm = weights.get('model.norm.weight', [config.hiddenSize]);
   return hs.map((h, s) => g.withScope('norm', () => addAndNorm(h, pending?.[s], finalNorm, eps, ctx).normed));
+}
+
+/** The embedding rows of `ids` [B, T] → [B, T, hidden]; a quantized embedding dequantizes only the rows it gathers. */
+function embedTokens(config: ModelConfig, weights: WeightInputs, ids: Tensor, dtype: ComputeDtype): Tensor {
+  const name = 'model.embed_tokens.weight';
+  const q = weights.quantizedMatrix(name);
+  if (!q) return op.gather(weights.get(name, [config.vocabSize, config.hiddenSize]), ids, 0);
+  return op.dequantizeRows(op.gather(q.data, ids, 0), op.gather(q.scales, ids, 0), q, dtype);
 }
 
 /** Token embeddings [B, T, H] with the image embeddings written over their tokens (masked_scatter in transformers). */
@@ -348,9 +408,16 @@ export function sharedPrefixCore(prefix: DecoderInputs, suffix: DecoderInputs, d
   };
 }
 
-/** The LM head weight: `lm_head.weight`, or the embedding when the config ties them. */
-export function lmHeadWeight(config: ModelConfig, weights: WeightInputs): Tensor {
-  return config.tieWordEmbeddings
-    ? weights.get('model.embed_tokens.weight', [config.vocabSize, config.hiddenSize])
-    : weights.get('lm_head.weight', [config.vocabSize, config.hiddenSize]);
+/**
+ * The logits h · Wᵀ [..., vocab] of the LM head: `lm_head.weight`, or the embedding when the
+ * config ties them — quantized where the base is.
+ */
+export function lmHeadLogits(
+  config: ModelConfig,
+  weights: WeightInputs,
+  h: Tensor,
+  project: (x: Tensor, weight: Tensor) => Tensor,
+): Tensor {
+  const name = config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
+  return weightProjection(h, name, [config.vocabSize, config.hiddenSize], weights, project);
 }

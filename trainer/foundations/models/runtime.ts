@@ -7,6 +7,14 @@ import { initLoraWeights, loraModules, loraScale, type LoraConfig } from './lora
 import { openModelFolder, type ModelFolder } from './modelFolder';
 import { VALUE_HEAD } from './scoring';
 import { isVisionWeight } from './vision/visionWeights';
+import type { Quantization } from './quantized/blockQuantize';
+import {
+  QUANTIZED_ACCURACY_LEVEL,
+  quantizedLayouts,
+  quantizedStateNames,
+  type QuantizedBase,
+} from './quantized/quantizedWeights';
+import { expectedTensors } from './weights';
 
 /** State-name prefix of the frozen reference copy of the weights. */
 export const REFERENCE_PREFIX = 'reference/';
@@ -19,6 +27,12 @@ export interface ModelRuntimeOptions {
   seed?: number | undefined;
   /** Vision-language models: train the vision tower too (it is frozen by default; LoRA adapts the language model only). */
   trainVision?: boolean | undefined;
+  /**
+   * Keep the frozen base quantized (QLoRA): its matrices become block-quantized codes and scales
+   * as they are read (quantized/quantizedWeights.ts says which). LoRA only: a quantized weight
+   * cannot be trained.
+   */
+  quantize?: Quantization | undefined;
 }
 
 /**
@@ -38,7 +52,10 @@ export class ModelRuntime {
     readonly baseWeights: readonly string[],
     /** Names of adapter / value-head tensors (trainable with LoRA). */
     readonly extraWeights: readonly string[],
+    /** Each weight's parameter shape by state name (a quantized weight's under its codes' name; its scales count none). */
     private readonly shapes: ReadonlyMap<string, readonly number[]>,
+    /** The quantized base, for the graph builders; undefined when the base is float. */
+    readonly quantized: QuantizedBase | undefined,
   ) {}
 
   /**
@@ -61,7 +78,22 @@ export class ModelRuntime {
     try {
       if (options.trainVision && !folder.config.vision)
         throw new Error(`${dir}: trainVision is set, but ${folder.config.architecture} has no vision tower`);
-      const weights = await uploadModelWeights(device, folder.checkpoint, folder.config);
+      if (options.quantize && !options.lora)
+        throw new Error(`${dir}: a quantized base is frozen; quantize needs LoRA adapters to train`);
+      const quantized: QuantizedBase | undefined = options.quantize
+        ? {
+            layouts: quantizedLayouts(expectedTensors(folder.config), options.quantize),
+            accuracyLevel: QUANTIZED_ACCURACY_LEVEL,
+          }
+        : undefined;
+      const weights = await uploadModelWeights(device, folder.checkpoint, folder.config, {
+        quantized: quantized?.layouts,
+      });
+      for (const [name, layout] of quantized?.layouts ?? []) {
+        const names = quantizedStateNames(name);
+        weights.set(names.data, [layout.rows, layout.columns]);
+        weights.delete(names.scales);
+      }
       const extra: Record<string, HostTensor> = {};
       const random = Random.fromSeed(options.seed ?? 0);
       if (options.lora) {
@@ -78,7 +110,11 @@ export class ModelRuntime {
       }
       await device.setState(extra);
       const shapes = new Map([...weights, ...Object.entries(extra).map(([name, t]) => [name, t.shape] as const)]);
-      return new ModelRuntime(device, folder, options, [...weights.keys()], Object.keys(extra), shapes);
+      const base = [
+        ...weights.keys(),
+        ...[...(quantized?.layouts.keys() ?? [])].map((n) => quantizedStateNames(n).scales),
+      ];
+      return new ModelRuntime(device, folder, options, base, Object.keys(extra), shapes, quantized);
     } catch (error) {
       folder.close();
       throw error;

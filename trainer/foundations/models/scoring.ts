@@ -4,7 +4,7 @@ import type { ModelConfig } from './modelConfig';
 import {
   decoderSegments,
   decoderTrunk,
-  lmHeadWeight,
+  lmHeadLogits,
   sharedPrefixCore,
   WeightInputs,
   type ComputeDtype,
@@ -12,6 +12,7 @@ import {
 import { fusedLinear, type FusedKernels } from './layers/fused';
 import { linear } from './layers/linear';
 import type { LoraConfig } from './lora';
+import type { QuantizedBase } from './quantized/quantizedWeights';
 import { logitMask } from './logitMask';
 import { segmentImages } from './vision/graphInputs';
 
@@ -29,6 +30,8 @@ import { segmentImages } from './vision/graphInputs';
 export interface ScoringGraphOptions {
   dtype: ComputeDtype;
   lora?: LoraConfig | undefined;
+  /** A quantized base (ModelRuntime.quantized): its matrices are read through MatMulNBits. */
+  quantized?: QuantizedBase | undefined;
   entropy?: boolean | undefined;
   /** Add a scalar value head (PPO's critic): inputs `v_head.summary.weight` [1, hidden] and `.bias` [1]. */
   valueHead?: boolean | undefined;
@@ -136,11 +139,11 @@ function valueHead(config: ModelConfig, weights: WeightInputs, h: Tensor): Tenso
 
 export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOptions, name = 'score'): ScoringGraph {
   const g = new Graph(name);
-  const weights = new WeightInputs(g, options.dtype);
+  const weights = new WeightInputs(g, options.dtype, undefined, options.quantized);
   const { h, place, inputs } = scoringTrunk(g, config, weights, options);
   const out = g.withScope('score', () => {
     const scaled = op.mul(
-      (options.fused?.transposedMatMul ? fusedLinear : linear)(h, lmHeadWeight(config, weights)),
+      lmHeadLogits(config, weights, h, options.fused?.transposedMatMul ? fusedLinear : linear),
       inputs.invTemperature,
     ); // [N, V]
     const masked = logitMask(g, config, options.dtype);
@@ -175,6 +178,7 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
 export interface ValueGraphOptions {
   dtype: ComputeDtype;
   lora?: LoraConfig | undefined;
+  quantized?: QuantizedBase | undefined;
   sharedPrefix?: boolean | undefined;
   /** The graph input (and device state) name of each weight, e.g. `critic/…` for a critic of its own. */
   inputName?: ((name: string) => string) | undefined;
@@ -191,7 +195,7 @@ export function buildValueGraph(
   name = 'value',
 ): { graph: Graph; weights: WeightInputs; values: Tensor; inputs: ScoringGraph['inputs'] } {
   const g = new Graph(name);
-  const weights = new WeightInputs(g, options.dtype, options.inputName);
+  const weights = new WeightInputs(g, options.dtype, options.inputName, options.quantized);
   const { h, place, inputs } = scoringTrunk(g, config, weights, options);
   const values = g.withScope('value', () => place(valueHead(config, weights, h)));
   return { graph: g, weights, values, inputs };

@@ -5,6 +5,7 @@ import type { HostTensor } from '../../foundations/engine/runtime/tensors';
 import { disposeSerialized, serializeGraph } from '../../foundations/engine/serialize';
 import { readModelWeights } from '../../foundations/models/loadWeights';
 import { initLoraWeights, loraModules, loraScale, type LoraConfig } from '../../foundations/models/lora';
+import type { QuantizedBase } from '../../foundations/models/quantized/quantizedWeights';
 import type { ModelConfig } from '../../foundations/models/modelConfig';
 import { openModelFolder } from '../../foundations/models/modelFolder';
 import type { ModelRuntime } from '../../foundations/models/runtime';
@@ -67,6 +68,8 @@ interface Layout {
   trainable: string[];
   /** State names it reads but never changes. */
   frozen: string[];
+  /** The policy's quantized base, when the critic's adapters sit on it. */
+  quantized?: QuantizedBase | undefined;
 }
 
 export class Critic {
@@ -88,7 +91,13 @@ export class Critic {
       build: (variant) => {
         const built = buildValueGraph(
           layout.config,
-          { dtype: 'float32', lora: options.lora, sharedPrefix: variant === 'shared', inputName: layout.inputName },
+          {
+            dtype: 'float32',
+            lora: options.lora,
+            quantized: layout.quantized,
+            sharedPrefix: variant === 'shared',
+            inputName: layout.inputName,
+          },
           `critic_${variant}`,
         );
         const g = built.graph;
@@ -160,7 +169,12 @@ export class Critic {
     if (!this.scoring) {
       const built = buildValueGraph(
         this.layout.config,
-        { dtype: 'float32', lora: this.options.lora, inputName: this.layout.inputName },
+        {
+          dtype: 'float32',
+          lora: this.options.lora,
+          quantized: this.layout.quantized,
+          inputName: this.layout.inputName,
+        },
         'critic_values',
       );
       built.graph.output(built.values, 'values');
@@ -235,7 +249,7 @@ function freshValueHead(config: ModelConfig, random: Random): Record<string, Hos
  * Whether a model weight belongs in the critic: everything but an untied LM head (a critic has a
  * value head instead; its graph never reads `lm_head.weight`).
  */
-const inCritic = (name: string) => name !== 'lm_head.weight';
+const inCritic = (name: string) => !name.startsWith('lm_head.weight');
 
 const prefixed = (tensors: Record<string, HostTensor>) =>
   Object.fromEntries(Object.entries(tensors).map(([n, t]) => [`${CRITIC_PREFIX}${n}`, t]));
@@ -263,9 +277,14 @@ async function placeWeights(policy: ModelRuntime, options: CriticOptions): Promi
       inputName: (n) => (base.has(n) ? n : prefix(n)),
       trainable: [...adapters, ...Object.keys(head)].map(prefix),
       frozen: policy.baseWeights.filter(inCritic),
+      quantized: policy.quantized,
     };
   }
   // Every weight trains: a copy of the policy as it stands, its adapters merged in.
+  if (policy.quantized)
+    throw new Error(
+      'a critic that trains every weight copies the policy, whose base is quantized (frozen); give it adapters',
+    );
   const copied = policy.baseWeights.filter(inCritic);
   if (policyLora) {
     const state = await device.getState([...copied, ...policy.extraWeights.filter((n) => n.includes('lora_'))]);

@@ -59,7 +59,13 @@ export class DemonstrationCheck {
     if (!session) {
       const graph = buildScoringGraph(
         this.model.config,
-        { dtype: 'float32', lora: this.model.options.lora, sharedPrefix, greedy: true },
+        {
+          dtype: 'float32',
+          lora: this.model.options.lora,
+          quantized: this.model.quantized,
+          sharedPrefix,
+          greedy: true,
+        },
         'demonstration_check',
       );
       graph.graph.output(graph.logprobs, 'logprobs');

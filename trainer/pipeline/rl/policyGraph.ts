@@ -3,6 +3,7 @@ import * as op from '../../foundations/engine/ops';
 import type { LossGraph } from '../../foundations/engine/optimizerRuntime';
 import type { ModelConfig } from '../../foundations/models/modelConfig';
 import type { LoraConfig } from '../../foundations/models/lora';
+import type { QuantizedBase } from '../../foundations/models/quantized/quantizedWeights';
 import { buildScoringGraph } from '../../foundations/models/scoring';
 import { policyLoss, valueLoss, type PolicyLossConfig, type ValueLossConfig } from './losses';
 
@@ -18,6 +19,8 @@ import { policyLoss, valueLoss, type PolicyLossConfig, type ValueLossConfig } fr
  */
 export interface PolicyGraphOptions {
   lora?: LoraConfig | undefined;
+  /** A quantized base (ModelRuntime.quantized). */
+  quantized?: QuantizedBase | undefined;
   /** Names of the parameters to train (graph inputs fed from device state). */
   trainable: readonly string[];
   /** Names among `trainable` without weight decay (norms, biases, the value head's bias). */
@@ -39,6 +42,7 @@ export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOp
     {
       dtype: 'float32',
       lora: options.lora,
+      quantized: options.quantized,
       entropy: options.entropy,
       valueHead: !!options.value,
       sharedPrefix: options.sharedPrefix,

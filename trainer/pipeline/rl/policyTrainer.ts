@@ -99,6 +99,7 @@ export class PolicyTrainer {
         buildPolicyLossGraph(model.config, {
           sharedPrefix: variant === 'shared',
           lora,
+          quantized: model.quantized,
           trainable,
           noDecay,
           policy: options.policy,
@@ -134,6 +135,7 @@ export class PolicyTrainer {
       const graph = buildScoringGraph(this.model.config, {
         dtype: 'float32',
         lora: this.model.options.lora,
+        quantized: this.model.quantized,
         valueHead: !!this.model.options.valueHead,
         sharedPrefix,
         fused: fusedKernelsFor(this.device.provider),

@@ -90,7 +90,12 @@ export class SftTrainer {
       build: (variant) => {
         const scoring = buildScoringGraph(
           model.config,
-          { dtype: 'float32', lora: model.options.lora, sharedPrefix: variant === 'shared' },
+          {
+            dtype: 'float32',
+            lora: model.options.lora,
+            quantized: model.quantized,
+            sharedPrefix: variant === 'shared',
+          },
           `sft_${variant}`,
         );
         const g = scoring.graph;

@@ -1,10 +1,11 @@
 import { Graph, type Tensor } from '../../engine/graph';
 import * as op from '../../engine/ops';
 import type { ModelConfig } from '../modelConfig';
-import { decoderTrunk, lmHeadWeight, visibleKeys, WeightInputs, type AttentionCore } from '../decoder';
+import { decoderTrunk, lmHeadLogits, visibleKeys, WeightInputs, type AttentionCore } from '../decoder';
 import { groupScores, maskBias, mixValues } from '../layers/attention';
 import { fusedLinear, type FusedKernels } from '../layers/fused';
 import { linear } from '../layers/linear';
+import type { QuantizedBase } from '../quantized/quantizedWeights';
 import type { LoraConfig } from '../lora';
 import { logitMask } from '../logitMask';
 
@@ -32,6 +33,8 @@ export type SamplingMode =
 
 export interface GenerationGraphOptions {
   lora?: LoraConfig | undefined;
+  /** A quantized base (ModelRuntime.quantized): its matrices are read through MatMulNBits. */
+  quantized?: QuantizedBase | undefined;
   sampling: SamplingMode;
   /** Also output the whole next-token log-distribution [B, V] (tests, debugging). */
   returnDistribution?: boolean | undefined;
@@ -101,7 +104,7 @@ export function buildGenerationGraph(
     return op.add(op.add(mixValues(pBase, c.baseValue), mixValues(pRecent, c.recentValue)), mixValues(pNew, v));
   };
 
-  const weights = new WeightInputs(g, dtype);
+  const weights = new WeightInputs(g, dtype, undefined, options.quantized);
   const hidden = decoderTrunk(
     g,
     config,
@@ -114,7 +117,7 @@ export function buildGenerationGraph(
     const last = op.squeeze(op.slice(hidden, { starts: [-1], ends: [Number.MAX_SAFE_INTEGER], axes: [1] }), [1]); // [B, H]
     // FusedMatMul where the provider has it: at batch 1 it reads the [V, hidden] head faster than Gemm (measured 4–7 against 6–7 ms for 32000 × 512, one thread).
     const head = options.fused.transposedMatMul ? fusedLinear : linear;
-    const scaled = op.mul(head(last, lmHeadWeight(config, weights)), invTemperature); // [B, V]
+    const scaled = op.mul(lmHeadLogits(config, weights, last, head), invTemperature); // [B, V]
     const masked = logitMask(g, config, dtype);
     let logits = masked ? op.add(scaled, masked) : scaled;
     if (options.constrained) {

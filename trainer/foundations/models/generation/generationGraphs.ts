@@ -58,6 +58,7 @@ export class GenerationGraphs {
     const { graph, weights } = buildGenerationGraph(this.model.config, {
       sampling: mode,
       lora: this.model.options.lora,
+      quantized: this.model.quantized,
       returnDistribution: this.options.captureDistributions,
       fused: fusedKernelsFor(this.model.device.provider),
       constrained: true,

@@ -5,6 +5,7 @@ import { loraModules, loraTensorNames } from '../../../foundations/models/lora';
 import { loadModelConfig } from '../../../foundations/models/modelConfig';
 import { ModelRuntime } from '../../../foundations/models/runtime';
 import { readLoraAdapter } from '../../../foundations/models/files/save';
+import { quantizationOf } from '../../../foundations/models/quantized/blockQuantize';
 import { resolveConfigModel, type ModelSourceReporting } from '../config/modelSource';
 import type { LoadedConfig } from '../config/trainingConfig';
 
@@ -22,7 +23,11 @@ export async function loadCheckpointModel(
   if (!fs.existsSync(path.join(checkpointDir, 'adapter_config.json'))) return ModelRuntime.load(device, checkpointDir);
   const modelDir = await resolveConfigModel(loaded, report);
   const adapter = readLoraAdapter(checkpointDir, loadModelConfig(modelDir));
-  const model = await ModelRuntime.load(device, modelDir, { lora: adapter.lora });
+  const quantize = loaded.config.model.quantize;
+  const model = await ModelRuntime.load(device, modelDir, {
+    lora: adapter.lora,
+    quantize: quantize === undefined ? undefined : quantizationOf(quantize),
+  });
   try {
     const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
     for (const m of loraModules(model.config, adapter.lora)) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { checkBuiltinModelName } from '../../../foundations/models/builtinModels';
 import { LORA_TARGETS } from '../../../foundations/models/lora';
+import { QuantizeSetting } from '../../../foundations/models/quantized/blockQuantize';
 import { Algorithm } from '../../../contract/protocol/runStore';
 import { describeIssues } from '../../../contract/protocol/parse';
 import { checkRewardConfig, type RewardConfig } from '../../rewards/score';
@@ -56,6 +57,12 @@ export const ModelSection = z.strictObject({
   lora: LoraSection.default({ rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }),
   /** Vision-language models: train the vision tower too (frozen by default; LoRA adapts the language model only). */
   trainVision: z.boolean().default(false),
+  /**
+   * QLoRA: keep the frozen base block-quantized — `'int4'` or `'int8'`, or `{ type, blockSize }`
+   * (default blocks of 32, llama.cpp's). The same quantized base samples, scores and trains, so a
+   * 1.5B–3B model fits a laptop's memory; the adapters and the optimizer stay float32. LoRA only.
+   */
+  quantize: QuantizeSetting.optional(),
 });
 
 /**
@@ -489,6 +496,7 @@ export function parseConfig(value: unknown, file: string): TrainingConfig {
     );
   }
   checkAlgorithm(config, file);
+  checkQuantize(config, file);
   if (config.optimization.microBatchSize > config.rollout.promptsPerStep * config.algorithm.groupSize) {
     config.optimization.microBatchSize = config.rollout.promptsPerStep * config.algorithm.groupSize;
   }
@@ -566,6 +574,20 @@ function checkAlgorithm(config: TrainingConfig, file: string): void {
         `${file}: critic.lora: to start from the policy, the critic's adapters take over the policy's, so they need its rank, alpha and targets (${JSON.stringify(policyLora)}); or use critic.lora: false, or critic.model`,
       );
   }
+}
+
+/** A quantized base is frozen: only adapters can train over it. */
+function checkQuantize(config: TrainingConfig, file: string): void {
+  if (config.model.quantize === undefined) return;
+  if (config.model.lora === false)
+    throw new ConfigError(
+      `${file}: model.quantize: a quantized base cannot be trained, and model.lora is false (every weight trains); keep LoRA adapters (the default model.lora) or remove model.quantize`,
+    );
+  const critic = config.critic;
+  if (critic?.network === 'separate' && critic.model === undefined && critic.lora === false)
+    throw new ConfigError(
+      `${file}: critic.lora: false trains a full copy of the policy's weights, which a quantized base (model.quantize) does not keep; give the critic adapters (the default) or a model of its own (critic.model)`,
+    );
 }
 
 /** RFT filters on the outcome, so a KL in the reward would do nothing. */

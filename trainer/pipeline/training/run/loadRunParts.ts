@@ -4,6 +4,7 @@ import type { ExecutionProviderName } from '../../../foundations/engine/runtime/
 import { loadJsonlDataset } from '../../../foundations/data/dataset';
 import { ModelPolicy } from '../../../foundations/models/generation/generationSession';
 import { ModelRuntime } from '../../../foundations/models/runtime';
+import { quantizationOf } from '../../../foundations/models/quantized/blockQuantize';
 import { McpServers } from '../../../foundations/mcp/servers';
 import { AgentLoop } from '../../rollout/agentLoop';
 import { agentRollouts, agentRunner } from './agentRollouts';
@@ -127,6 +128,7 @@ async function openModel(
     valueHead: sharedCritic(c),
     seed: c.seed,
     trainVision: c.model.trainVision,
+    quantize: c.model.quantize === undefined ? undefined : quantizationOf(c.model.quantize),
   });
   opened.model = model;
   const template = model.folder.chatTemplate;

