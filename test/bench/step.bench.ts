@@ -50,6 +50,7 @@ import { describeAllocatorEnv } from '../../trainer/contract/allocatorEnv';
 import { describeSetting, startBestTorchPeer, type TorchSetting } from './lib/torchPeer';
 import {
   buildShapeModel,
+  shapeModelOptions,
   charge,
   createStepTrainer,
   emptyCost,
@@ -154,11 +155,11 @@ async function startOurs(
   provider: ExecutionProviderName,
 ) {
   const device = createDevice(provider, provider === 'cpu' ? { threads } : {});
-  const model = await ModelRuntime.load(device, dir, shape.training === 'lora' ? { lora: LORA, seed: 1 } : { seed: 1 });
+  const model = await ModelRuntime.load(device, dir, shapeModelOptions(shape));
   const trainer = await createStepTrainer(model, shape, work.klCoef);
   const trainable = model.parameterCount(trainer.trainable);
   console.log(
-    `${shape.name}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(1)} M parameters, ${(trainable / 1e6).toFixed(2)} M trained (${shape.training}), micro-batches of ${shape.microBatch}, ${threads} threads`,
+    `${shape.name}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(1)} M parameters, ${(trainable / 1e6).toFixed(2)} M trained (${shape.training}${shape.quantize ? ` over a ${shape.quantize.bits}-bit base, blocks of ${shape.quantize.blockSize}` : ''}), ${work.prompts} prompts, micro-batches of ${shape.microBatch}, ${threads} threads`,
   );
   const policy = new ModelPolicy(model);
   const unshared = new ModelPolicy(model, { sharePrompts: false });
@@ -561,7 +562,10 @@ async function main(): Promise<void> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-step-'));
   const rows = [TABLE_HEADER];
   try {
-    for (const shape of o.shapes) rows.push(...reportShape(await runShape(shape, work, root, o)));
+    for (const shape of o.shapes)
+      rows.push(
+        ...reportShape(await runShape(shape, shape.prompts ? { ...work, prompts: shape.prompts } : work, root, o)),
+      );
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -22,7 +22,7 @@ import {
   emptyCost,
   FULL_WORK,
   groupAdvantages,
-  LORA,
+  shapeModelOptions,
   ourRollout,
   SHAPES,
   stepPrompts,
@@ -55,7 +55,7 @@ async function main() {
   const dir = buildShapeModel(root, shape, true);
   mark('start');
   const device = createDevice('cpu', { worker: !process.env.XINPROC });
-  const model = await ModelRuntime.load(device, dir, shape.training === 'lora' ? { lora: LORA, seed: 1 } : { seed: 1 });
+  const model = await ModelRuntime.load(device, dir, shapeModelOptions(shape));
   mark('model loaded');
   const trainer = await createStepTrainer(model, shape, FULL_WORK.klCoef);
   mark('trainer created');

@@ -10,7 +10,8 @@ import { z } from 'zod';
 import { DEFAULT_ADAMW } from '../../trainer/foundations/engine/optimizer';
 import { createModel } from '../../trainer/foundations/models/createModel';
 import type { LoraConfig } from '../../trainer/foundations/models/lora';
-import type { ModelRuntime } from '../../trainer/foundations/models/runtime';
+import type { Quantization } from '../../trainer/foundations/models/quantized/blockQuantize';
+import type { ModelRuntime, ModelRuntimeOptions } from '../../trainer/foundations/models/runtime';
 import { truncateBpeTokenizer } from '../../trainer/foundations/models/text/truncateTokenizer';
 import { grpoAdvantages } from '../../trainer/pipeline/rl/advantages';
 import type { TrainingSequence } from '../../trainer/pipeline/rl/batching';
@@ -35,6 +36,10 @@ export interface StepShape {
   /** BPE merges of the Qwen3 tokenizer kept (a smaller vocabulary); undefined: all of it. */
   merges?: number;
   training: 'lora' | 'full';
+  /** QLoRA: the base quantized (LoRA shapes only). */
+  quantize?: Quantization;
+  /** Prompts per step when the shape needs fewer than the work's (said in its RESULT line). */
+  prompts?: number;
   /** Sequences per forward/backward pass, both sides. */
   microBatch: number;
 }
@@ -61,6 +66,28 @@ const QWEN25_05B = {
   vocab: 151936,
   ropeTheta: 1000000,
 };
+const QWEN25_15B = {
+  family: 'qwen2' as const,
+  layers: 28,
+  hidden: 1536,
+  heads: 12,
+  kvHeads: 2,
+  intermediate: 8960,
+  vocab: 151936,
+  ropeTheta: 1000000,
+};
+const QWEN25_3B = {
+  family: 'qwen2' as const,
+  layers: 36,
+  hidden: 2048,
+  heads: 16,
+  kvHeads: 2,
+  intermediate: 11008,
+  vocab: 151936,
+  ropeTheta: 1000000,
+};
+const INT4: Quantization = { bits: 4, blockSize: 32 };
+const INT8: Quantization = { bits: 8, blockSize: 32 };
 const TINY = {
   family: 'llama' as const,
   layers: 2,
@@ -82,7 +109,19 @@ export const SHAPES: Record<string, StepShape> = {
   smollm2_135m_lora: { name: 'smollm2_135m_lora', ...SMOLLM2_135M, training: 'lora', microBatch: 2 },
   smollm2_135m_full: { name: 'smollm2_135m_full', ...SMOLLM2_135M, training: 'full', microBatch: 2 },
   qwen25_05b_lora: { name: 'qwen25_05b_lora', ...QWEN25_05B, training: 'lora', microBatch: 2 },
+  qwen25_05b_int4: { name: 'qwen25_05b_int4', ...QWEN25_05B, training: 'lora', quantize: INT4, microBatch: 2 },
+  qwen25_05b_int8: { name: 'qwen25_05b_int8', ...QWEN25_05B, training: 'lora', quantize: INT8, microBatch: 2 },
+  qwen25_1_5b_qlora: { name: 'qwen25_1_5b_qlora', ...QWEN25_15B, training: 'lora', quantize: INT4, microBatch: 2 },
+  qwen25_3b_qlora: {
+    name: 'qwen25_3b_qlora',
+    ...QWEN25_3B,
+    training: 'lora',
+    quantize: INT4,
+    prompts: 2,
+    microBatch: 2,
+  },
   tiny_lora: { name: 'tiny_lora', ...TINY, training: 'lora', microBatch: 2 },
+  tiny_int4: { name: 'tiny_int4', ...TINY, training: 'lora', quantize: INT4, microBatch: 2 },
   tiny_full: { name: 'tiny_full', ...TINY, training: 'full', microBatch: 2 },
 };
 export const FULL_SHAPES = ['smollm2_135m_lora', 'smollm2_135m_full', 'qwen25_05b_lora'];
@@ -121,6 +160,12 @@ export function buildShapeModel(root: string, shape: StepShape, reuse = false): 
     seed: 1,
   });
   return dir;
+}
+
+/** How the shape's model is loaded: LoRA (over a quantized base for the QLoRA shapes) or every weight. */
+export function shapeModelOptions(shape: StepShape): ModelRuntimeOptions {
+  if (shape.training === 'full') return { seed: 1 };
+  return { lora: LORA, seed: 1, quantize: shape.quantize };
 }
 
 /** The trainer of the step: GRPO's clipped loss with the k3 KL to the reference, one pass. */
