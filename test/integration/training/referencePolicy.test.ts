@@ -2,7 +2,8 @@
  * The KL term's reference policy is the policy as RL starts — the warm start — whether the policy
  * trains LoRA adapters or every weight; REINFORCE++ puts that KL in its reward by default. At the
  * first step the policy that sampled the batch *is* the reference, so the measured KL is zero up to
- * float rounding (the sampling graph and the scoring graph agree to about 1e-8).
+ * float rounding (the sampling graph and the scoring graph agree to about 1e-8), over a float base
+ * or a quantized one (QLoRA).
  */
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
@@ -22,6 +23,11 @@ describe('the reference policy', () => {
   for (const [name, model] of [
     ['LoRA', "{ path: 'model', lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] } }"],
     ['full fine-tuning', "{ path: 'model', lora: false }"],
+    // QLoRA: the sampling graph multiplies in int8, but the KL compares two scorings of one quantized base.
+    [
+      'LoRA over a 4-bit base',
+      "{ path: 'model', lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] }, quantize: 'int4' }",
+    ],
   ] as const) {
     it(`is the warm start (${name}): REINFORCE++'s default KL in the reward measures 0 at step 1, and more after`, async (t) => {
       const config = fixture.writeConfig(`reference-${name.replace(/\W+/g, '-')}.config.ts`, {

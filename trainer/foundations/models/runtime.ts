@@ -9,7 +9,7 @@ import { VALUE_HEAD } from './scoring';
 import { isVisionWeight } from './vision/visionWeights';
 import type { Quantization } from './quantized/blockQuantize';
 import {
-  QUANTIZED_ACCURACY_LEVEL,
+  quantizedAccuracyLevel,
   quantizedLayouts,
   quantizedStateNames,
   type QuantizedBase,
@@ -83,7 +83,7 @@ export class ModelRuntime {
       const quantized: QuantizedBase | undefined = options.quantize
         ? {
             layouts: quantizedLayouts(expectedTensors(folder.config), options.quantize),
-            accuracyLevel: QUANTIZED_ACCURACY_LEVEL,
+            accuracyLevel: quantizedAccuracyLevel(options.quantize.bits),
           }
         : undefined;
       const weights = await uploadModelWeights(device, folder.checkpoint, folder.config, {

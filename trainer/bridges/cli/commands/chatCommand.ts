@@ -64,7 +64,11 @@ export async function chatCommand(argv: string[]): Promise<number> {
   const { modelDir, adapterDir } = await resolveChatFolders(values);
   const device = createDevice(await resolveDevice(values.device!));
   const adapter = adapterDir ? await readAdapter(adapterDir, modelDir) : undefined;
-  const model = await ModelRuntime.load(device, modelDir, adapter ? { lora: adapter.lora } : {});
+  const model = await ModelRuntime.load(
+    device,
+    modelDir,
+    adapter ? { lora: adapter.lora, quantize: adapter.baseQuantization } : {},
+  );
   try {
     if (adapter) await setAdapterWeights(device, model, adapter);
     const template = model.folder.chatTemplate;

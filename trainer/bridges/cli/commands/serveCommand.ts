@@ -139,7 +139,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const resolved = await resolveServedSource(source, values.base);
   const device = createDevice(await resolveDevice(values.device!));
   const adapter = resolved.adapterDir ? await readAdapter(resolved.adapterDir, resolved.modelDir) : undefined;
-  const model = await ModelRuntime.load(device, resolved.modelDir, adapter ? { lora: adapter.lora } : {});
+  const model = await ModelRuntime.load(
+    device,
+    resolved.modelDir,
+    adapter ? { lora: adapter.lora, quantize: adapter.baseQuantization } : {},
+  );
   try {
     if (adapter) await setAdapterWeights(device, model, adapter);
     const template = model.folder.chatTemplate;

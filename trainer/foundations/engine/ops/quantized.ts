@@ -31,8 +31,8 @@ export function quantizedMidpoint(bits: 4 | 8): number {
 /**
  * y = x · Wᵀ for x [..., columns] and W quantized (see QuantizedMatrix), by onnxruntime's
  * MatMulNBits. `accuracyLevel` 4 lets the CPU kernel quantize x to int8 per block and multiply in
- * integers (what llama.cpp does for its q4_0/q8_0 dot products); 0 dequantizes W and multiplies in
- * float32. Only float32 x: the kernel has no float64.
+ * integers (what llama.cpp does for its q4_0/q8_0 dot products); 0 multiplies in float32. Only
+ * float32 x: the kernel has no float64.
  *
  * Its gradient with respect to x is dy · dequantize(W) (vjp.ts): the straight-through rule, exact
  * at accuracy level 0. W itself takes no gradient: a quantized base is frozen.

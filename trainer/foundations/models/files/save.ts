@@ -7,6 +7,9 @@ import { TOKENIZER_FILES } from '../text/tokenizer';
 import { CheckpointError } from '../modelErrors';
 import { readJsonFile } from './jsonFile';
 import { LoraConfig, loraModules, loraScale, loraTensorNames, LORA_TARGETS } from '../lora';
+import { dequantizeMatrix, quantizeMatrix, type Quantization } from '../quantized/blockQuantize';
+import { quantizedLayouts } from '../quantized/quantizedWeights';
+import { expectedTensors } from '../weights';
 import { writeSafetensors, writeShardedSafetensors, type SaveDtype, type WritableTensor } from './safetensorsWriter';
 
 /**
@@ -107,7 +110,28 @@ const AdapterConfigJson = z
 export interface LoraAdapter {
   lora: LoraConfig;
   tensors: Record<string, { shape: number[]; data: Float32Array }>;
+  /**
+   * How the base was quantized while the adapter trained over it (QLoRA), from
+   * BASE_QUANTIZATION_FILE: the adapter computes the trained policy over that base, not over the
+   * float weights. Absent for an adapter trained over a float base.
+   */
+  baseQuantization?: Quantization | undefined;
 }
+
+/**
+ * Next to adapter_config.json in a QLoRA adapter: `{ "bits": 4, "blockSize": 32 }`. A file of its
+ * own, because PEFT's adapter_config.json has no such field and older PEFT refuses unknown ones.
+ */
+export const BASE_QUANTIZATION_FILE = 'base_quantization.json';
+
+const BaseQuantizationJson = z.strictObject({
+  bits: z.union([z.literal(4), z.literal(8)]),
+  blockSize: z
+    .number()
+    .int()
+    .min(16)
+    .refine((n) => (n & (n - 1)) === 0, 'a power of two'),
+});
 
 /** A PEFT LoRA adapter folder that `PeftModel.from_pretrained(base, dir)` loads. */
 export function saveLoraAdapter(
@@ -139,6 +163,12 @@ export function saveLoraAdapter(
     { dtype: options.dtype ?? 'float32' },
   );
   copyIfPresent(baseModelDir, outDir, TOKENIZER_FILES);
+  if (adapter.baseQuantization)
+    fs.writeFileSync(
+      path.join(outDir, BASE_QUANTIZATION_FILE),
+      JSON.stringify({ bits: adapter.baseQuantization.bits, blockSize: adapter.baseQuantization.blockSize }, null, 2) +
+        '\n',
+    );
 }
 
 /** Read a PEFT LoRA adapter folder for `config`, checking every expected tensor is there with its shape. */
@@ -172,10 +202,34 @@ export function readLoraAdapter(dir: string, config: ModelConfig): LoraAdapter {
         tensors[name] = { shape: [...shape], data: reader.read(name, shape) };
       }
     }
-    return { lora, tensors };
+    const quantizationFile = path.join(dir, BASE_QUANTIZATION_FILE);
+    const baseQuantization = fs.existsSync(quantizationFile)
+      ? readJsonFile(quantizationFile, BaseQuantizationJson, (m) => new CheckpointError(m))
+      : undefined;
+    return { lora, tensors, baseQuantization };
   } finally {
     reader.close();
   }
+}
+
+/**
+ * The merged model's weight `name` from its float value in the base folder: for a QLoRA adapter
+ * first the value its quantized base stood for (the blocks dequantized), since that is what the
+ * adapter trained over; then W + (alpha/rank)·B·A where the adapter touches it. Returns `base`
+ * itself when neither applies.
+ */
+export function mergedAdapterWeight(
+  name: string,
+  base: Float32Array,
+  adapter: LoraAdapter,
+  config: ModelConfig,
+): Float32Array {
+  let values = base;
+  const layout = adapter.baseQuantization
+    ? quantizedLayouts(expectedTensors(config), adapter.baseQuantization).get(name)
+    : undefined;
+  if (layout) values = dequantizeMatrix(quantizeMatrix(values, layout.rows, layout.columns, layout));
+  return mergeLoraWeight(name, values, adapter, config) ?? values;
 }
 
 /** W + (alpha/rank)·B·A for each adapted projection: the merged model's weight for `name`, or undefined if not adapted. */

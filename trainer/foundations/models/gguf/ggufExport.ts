@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { openModelFolder } from '../modelFolder';
-import { mergeLoraWeight, readLoraAdapter } from '../files/save';
+import { mergedAdapterWeight, readLoraAdapter } from '../files/save';
 import { expectedTensors } from '../weights';
 import {
   architectureMetadata,
@@ -86,7 +86,7 @@ export function exportGguf(options: GgufExportOptions): GgufExportResult {
         type,
         values: () => {
           let values = checkpoint.read(expected.name, expected.shape);
-          if (adapter) values = mergeLoraWeight(expected.name, values, adapter, config) ?? values;
+          if (adapter) values = mergedAdapterWeight(expected.name, values, adapter, config);
           return heads === undefined ? values : permuteForPairwiseRope(values, heads, rowLength);
         },
       });

@@ -29,7 +29,7 @@ export const QuantizeSetting = z.union([
 ]);
 export type QuantizeSetting = z.input<typeof QuantizeSetting>;
 
-/** How a frozen base is quantized: its layers' matrices at `bits`, the embedding and LM head at 8 bits. */
+/** How a frozen base is quantized: its matrices at `bits`, in blocks of `blockSize` weights per scale. */
 export interface Quantization {
   bits: 4 | 8;
   blockSize: number;

@@ -5,10 +5,11 @@ import type { Quantization } from './blockQuantize';
 /**
  * Which of a model's weights a quantized base stores quantized, and under which state names.
  *
- * Rule: every matrix of the language model — the layers' projections at the chosen bits, the
- * token embedding and the LM head at 8 bits (llama.cpp keeps its output matrix wider than the
- * layers too: the logits of every token pass through it) — provided its rows split into whole
+ * Rule: every matrix of the language model — the layers' projections, the token embedding and the
+ * LM head, all at the chosen bits (llama.cpp's "pure" mode) — provided its rows split into whole
  * blocks. Norms, biases and the vision tower stay float32: they are a small share of the bytes.
+ * One width everywhere keeps one accuracy level everywhere (quantizedAccuracyLevel), which is what
+ * makes a 4-bit policy sample exactly what it trains.
  */
 
 /** The shape and code width of one quantized matrix. */
@@ -37,18 +38,25 @@ export function quantizedLayouts(tensors: readonly ExpectedTensor[], q: Quantiza
   const layouts = new Map<string, QuantizedLayout>();
   for (const t of tensors) {
     if (isVisionWeight(t.name) || t.shape.length !== 2) continue;
-    const head = t.role === 'embedding' || t.name === 'lm_head.weight';
-    if (!head && t.role !== 'linear') continue;
+    if (t.role !== 'embedding' && t.role !== 'linear') continue;
     const [rows, columns] = t.shape as [number, number];
     if (columns % q.blockSize !== 0) continue;
-    layouts.set(t.name, { rows, columns, bits: head ? 8 : q.bits, blockSize: q.blockSize });
+    layouts.set(t.name, { rows, columns, bits: q.bits, blockSize: q.blockSize });
   }
   return layouts;
 }
 
 /**
- * The accuracy level the graphs ask MatMulNBits for. 8-bit weights need level 4 (int8 activations):
- * onnxruntime's CPU kernel packs them for that level only, and at level 0 it dequantizes the whole
- * matrix at every call. 4-bit weights use it too, for the same integer dot products llama.cpp uses.
+ * The accuracy level the graphs ask MatMulNBits for. The scoring and update graphs read the codes
+ * as inputs, which the kernel dequantizes and multiplies in float32 whatever the level; generation
+ * freezes them, and the kernel packs them for the level asked.
+ *
+ * - 4 bits: level 0, float32 products on packed codes — the same numbers as scoring and training,
+ *   so the sampler's log-probs are the trained policy's.
+ * - 8 bits: level 4, int8 products (llama.cpp's q8_0 dot product): onnxruntime packs 8-bit codes
+ *   for that level only, and at any other it dequantizes the whole matrix at every call. The
+ *   sampler then differs from the scored policy by the activations' rounding to 8 bits.
  */
-export const QUANTIZED_ACCURACY_LEVEL = 4;
+export function quantizedAccuracyLevel(bits: 4 | 8): number {
+  return bits === 4 ? 0 : 4;
+}

@@ -151,7 +151,7 @@ async function writeWeights(
       const names = loraTensorNames(m.module);
       for (const n of [names.a, names.b]) adapter[n] = { shape: [...tensors[n].shape], data: f32(tensors[n]) };
     }
-    saveLoraAdapter(staging, model.folder.dir, { lora, tensors: adapter });
+    saveLoraAdapter(staging, model.folder.dir, { lora, tensors: adapter, baseQuantization: model.options.quantize });
     return 'lora';
   }
   // Full fine-tuning: trained weights from the optimizer, the rest (if any) from the device.

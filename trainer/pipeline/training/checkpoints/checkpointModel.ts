@@ -23,10 +23,11 @@ export async function loadCheckpointModel(
   if (!fs.existsSync(path.join(checkpointDir, 'adapter_config.json'))) return ModelRuntime.load(device, checkpointDir);
   const modelDir = await resolveConfigModel(loaded, report);
   const adapter = readLoraAdapter(checkpointDir, loadModelConfig(modelDir));
-  const quantize = loaded.config.model.quantize;
+  // The adapter says how its base was quantized while it trained; older checkpoints, the config.
+  const configured = loaded.config.model.quantize;
   const model = await ModelRuntime.load(device, modelDir, {
     lora: adapter.lora,
-    quantize: quantize === undefined ? undefined : quantizationOf(quantize),
+    quantize: adapter.baseQuantization ?? (configured === undefined ? undefined : quantizationOf(configured)),
   });
   try {
     const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
