@@ -20,7 +20,12 @@ import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
 import { packForScoring } from '../../../trainer/foundations/models/batch';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
-import { saveModelFolder } from '../../../trainer/foundations/models/files/save';
+import {
+  mergedAdapterWeight,
+  readLoraAdapter,
+  saveLoraAdapter,
+  saveModelFolder,
+} from '../../../trainer/foundations/models/files/save';
 import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
 import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
 import { loadModelConfig } from '../../../trainer/foundations/models/modelConfig';
@@ -245,6 +250,58 @@ describe('a quantized base (QLoRA)', () => {
       if (bits === 4) assert.ok(diff < 1e-4, `int4: next-token log-probs differ by ${diff}`);
       else assert.ok(diff > 0 && diff < 0.05, `int8: next-token log-probs differ by ${diff}`);
     }
+  });
+
+  it('a QLoRA adapter keeps its base quantization: reloaded, and merged into float weights, it is the same policy', async () => {
+    const q: Quantization = { bits: 4, blockSize: 32 };
+    const dir = path.join(root, 'qwen2');
+    const trained = await withModel(dir, { lora, quantize: q }, async (device, model) => {
+      const logprobs = await scoredLogprobs(device, model);
+      const tensors = Object.fromEntries(
+        Object.entries(adapters(model)).map(([n, t]) => [n, { shape: t.shape, data: t.data }]),
+      );
+      saveLoraAdapter(path.join(root, 'qlora-adapter'), dir, {
+        lora,
+        tensors,
+        baseQuantization: model.options.quantize,
+      });
+      return logprobs;
+    });
+    const adapter = readLoraAdapter(path.join(root, 'qlora-adapter'), loadModelConfig(dir));
+    assert.deepEqual(adapter.baseQuantization, q, 'base_quantization.json says how the base was quantized');
+    // As chat and serve load it: the base quantized again as the adapter says.
+    const reloaded = await withModel(dir, { lora: adapter.lora, quantize: adapter.baseQuantization }, scoredLogprobs);
+    assert.deepEqual(reloaded, trained);
+    // As export merges it: the adapter added to the values the quantized base stood for.
+    const config = loadModelConfig(dir);
+    const reader = CheckpointReader.open(dir);
+    const weights = readModelWeights(reader, config);
+    reader.close();
+    saveModelFolder(
+      path.join(root, 'qlora-merged'),
+      dir,
+      Object.entries(weights).map(([name, t]) => ({
+        name,
+        shape: t.shape,
+        data: mergedAdapterWeight(name, t.data as Float32Array, adapter, config),
+      })),
+    );
+    const merged = await withModel(path.join(root, 'qlora-merged'), {}, async (device, model) => {
+      const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
+      scoring.graph.output(scoring.logprobs, 'logprobs');
+      const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+      const out = await device.run(
+        session,
+        {
+          ...packForScoring(sequences).feeds,
+          ...model.weightFeeds(scoring.weights),
+          inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
+        },
+        { logprobs: 'return' },
+      );
+      return out.logprobs.data as Float32Array;
+    });
+    assert.ok(maxDiff(merged, trained) < 1e-4, `the merged model differs by ${maxDiff(merged, trained)}`);
   });
 
   it('MatMulNBits gradients equal the float graph with the dequantized matrix', async () => {

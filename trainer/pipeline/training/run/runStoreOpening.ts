@@ -71,6 +71,7 @@ function modelSummary(parts: RunParts): RunRecord['model'] {
           },
         }
       : {}),
+    quantize: model.options.quantize,
   };
 }
 
