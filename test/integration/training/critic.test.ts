@@ -41,6 +41,7 @@ function tensors(dir: string, file = 'model.safetensors'): Map<string, Float32Ar
 const checkpoint = (runDir: string, step: number) =>
   path.join(runDir, 'checkpoints', `step-${String(step).padStart(6, '0')}`);
 const LORA = "{ path: 'model', lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] } }";
+const QLORA = "{ path: 'model', lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj'] }, quantize: 'int4' }";
 const PPO = "{ name: 'ppo', groupSize: 2 }";
 
 describe("PPO's critic", () => {
@@ -165,51 +166,61 @@ describe("PPO's critic", () => {
     assert.ok(moved > 10, `the warm start moved the policy away from the folder (${moved} tensors)`);
   });
 
-  it('resumed after step 2, steps 3 and 4 equal the uninterrupted run exactly (LoRA policy and critic, warm start, KL in the reward)', async () => {
-    const config = fixture.writeConfig('ppo-resume.config.ts', {
-      model: LORA,
-      algorithm: "{ name: 'ppo', groupSize: 2, kl: { coef: 0.01 } }",
-      critic: '{ lr: 1e-3 }',
-      steps: '4',
-      evaluation: '{ samples: 2 }',
-    });
-    const straight = path.join(fixture.dir, 'runs', 'ppo-straight');
-    const interrupted = path.join(fixture.dir, 'runs', 'ppo-interrupted');
-    await train(config, { runDir: straight });
-    await train(config, { runDir: interrupted, steps: 2 });
-    await train(config, { resume: interrupted, steps: 4 });
-    assert.ok(
-      fs.existsSync(path.join(checkpoint(interrupted, 2), 'reference.safetensors')),
-      'the reference policy (the warm start) is in the checkpoint',
-    );
-    const pick = (dir: string) => new RunStoreReader(dir).metrics().records.filter((m) => m.kind === 'train');
-    for (const step of [3, 4]) {
-      const x = pick(straight).find((m) => m.step === step)!.values;
-      const y = pick(interrupted).find((m) => m.step === step)!.values;
-      for (const key of [
-        'reward/mean',
-        'loss/total',
-        'loss/policy',
-        'loss/value',
-        'grad/norm',
-        'critic/grad_norm',
-        'kl/mean',
-      ]) {
-        assert.equal(typeof x[key], 'number', `step ${step} ${key} recorded`);
-        assert.equal(y[key], x[key], `step ${step} ${key}`);
+  for (const [base, model] of [
+    ['a float base', LORA],
+    ['a 4-bit base (QLoRA)', QLORA],
+  ] as const)
+    it(`resumed after step 2, steps 3 and 4 equal the uninterrupted run exactly (LoRA policy and critic over ${base}, warm start, KL in the reward)`, async () => {
+      const name = base === 'a float base' ? 'ppo' : 'ppo-qlora';
+      const config = fixture.writeConfig(`${name}-resume.config.ts`, {
+        model,
+        algorithm: "{ name: 'ppo', groupSize: 2, kl: { coef: 0.01 } }",
+        critic: '{ lr: 1e-3 }',
+        steps: '4',
+        evaluation: '{ samples: 2 }',
+      });
+      const straight = path.join(fixture.dir, 'runs', `${name}-straight`);
+      const interrupted = path.join(fixture.dir, 'runs', `${name}-interrupted`);
+      await train(config, { runDir: straight });
+      await train(config, { runDir: interrupted, steps: 2 });
+      await train(config, { resume: interrupted, steps: 4 });
+      assert.ok(
+        fs.existsSync(path.join(checkpoint(interrupted, 2), 'reference.safetensors')),
+        'the reference policy (the warm start) is in the checkpoint',
+      );
+      assert.equal(
+        fs.existsSync(path.join(checkpoint(interrupted, 2), 'base_quantization.json')),
+        model === QLORA,
+        'a QLoRA checkpoint says how its base was quantized',
+      );
+      const pick = (dir: string) => new RunStoreReader(dir).metrics().records.filter((m) => m.kind === 'train');
+      for (const step of [3, 4]) {
+        const x = pick(straight).find((m) => m.step === step)!.values;
+        const y = pick(interrupted).find((m) => m.step === step)!.values;
+        for (const key of [
+          'reward/mean',
+          'loss/total',
+          'loss/policy',
+          'loss/value',
+          'grad/norm',
+          'critic/grad_norm',
+          'kl/mean',
+        ]) {
+          assert.equal(typeof x[key], 'number', `step ${step} ${key} recorded`);
+          assert.equal(y[key], x[key], `step ${step} ${key}`);
+        }
       }
-    }
-    for (const file of [
-      'adapter_model.safetensors',
-      'optimizer.safetensors',
-      'critic/optimizer.safetensors',
-      'reference.safetensors',
-    ]) {
-      const a = tensors(checkpoint(straight, 4), file);
-      const b = tensors(checkpoint(interrupted, 4), file);
-      for (const [name, data] of a) assert.deepEqual(b.get(name), data, `${file}: ${name}`);
-    }
-  });
+      for (const file of [
+        'adapter_model.safetensors',
+        'optimizer.safetensors',
+        'critic/optimizer.safetensors',
+        'reference.safetensors',
+      ]) {
+        const a = tensors(checkpoint(straight, 4), file);
+        const b = tensors(checkpoint(interrupted, 4), file);
+        for (const [name, data] of a) assert.deepEqual(b.get(name), data, `${file}: ${name}`);
+      }
+    });
 
   it('a shared-trunk critic (critic.network "shared") trains a value head on the policy; it cannot warm up', async () => {
     const config = fixture.writeConfig('shared.config.ts', {
