@@ -102,7 +102,7 @@ function blockCodes4(values: Float32Array, start: number, size: number, codes: I
   const d = Math.fround(signed / -8);
   const inverse = d ? Math.fround(1 / d) : 0;
   for (let i = 0; i < size; i++)
-    codes[i] = Math.min(15, Math.trunc(Math.fround(values[start + i] * inverse) + 8.5)) - 8;
+    codes[i] = Math.min(15, Math.fround(Math.fround(values[start + i] * inverse) + 8.5) | 0) - 8; // float32 sum, as C's; positive, so `| 0` truncates like its (int8_t) cast
   return d;
 }
 
@@ -114,7 +114,7 @@ function blockCodes8(values: Float32Array, start: number, size: number, codes: I
   const inverse = d ? Math.fround(1 / d) : 0;
   for (let i = 0; i < size; i++) {
     const x = Math.fround(values[start + i] * inverse);
-    codes[i] = Math.sign(x) * Math.round(Math.abs(x));
+    codes[i] = x >= 0 ? (x + 0.5) | 0 : -((0.5 - x) | 0); // roundf: half away from zero
   }
   return d;
 }
