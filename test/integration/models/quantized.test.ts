@@ -30,7 +30,7 @@ import { readModelWeights } from '../../../trainer/foundations/models/loadWeight
 import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
 import { loadModelConfig } from '../../../trainer/foundations/models/modelConfig';
 import {
-  dequantizeMatrix,
+  dequantizeOnHost,
   quantizeMatrix,
   type Quantization,
 } from '../../../trainer/foundations/models/quantized/blockQuantize';
@@ -89,7 +89,7 @@ function dequantizedFolder(family: string, q: Quantization): string {
       return {
         name,
         shape: t.shape,
-        data: layout ? dequantizeMatrix(quantizeMatrix(data, layout.rows, layout.columns, layout)) : data,
+        data: layout ? dequantizeOnHost(quantizeMatrix(data, layout.rows, layout.columns, layout)) : data,
       };
     }),
   );
@@ -329,7 +329,7 @@ describe('a quantized base (QLoRA)', () => {
               },
               0,
             )
-          : op.matmul(input, op.transpose(g.constant(dequantizeMatrix(q), 'float32', [rows, columns]), [1, 0]));
+          : op.matmul(input, op.transpose(g.constant(dequantizeOnHost(q), 'float32', [rows, columns]), [1, 0]));
         const loss = op.reduceSum(op.mul(op.mul(y, y), op.sin(y)));
         g.output(loss, 'loss');
         g.output(grad(loss, [input])[0], 'dx');

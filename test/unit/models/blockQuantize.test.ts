@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { dequantizeMatrix, quantizeMatrix } from '../../../trainer/foundations/models/quantized/blockQuantize';
+import { dequantizeOnHost, quantizeMatrix } from '../../../trainer/foundations/models/quantized/blockQuantize';
 
 /** A block of 32 whose first values are `head`, the rest 0. */
 function block(head: number[]): Float32Array {
@@ -32,7 +32,7 @@ describe('block quantization (q4_0 / q8_0)', () => {
     assert.deepEqual(codes4(positive.data).slice(0, 2), [-8, 7]);
     assert.ok(positive.scales[0] < 0);
     assert.deepEqual(
-      Array.from(dequantizeMatrix(positive).slice(0, 2)),
+      Array.from(dequantizeOnHost(positive).slice(0, 2)),
       [1.599609375, -1.399658203125], // −8·d and 7·d, d = −0.2 in float16
     );
   });
@@ -52,7 +52,7 @@ describe('block quantization (q4_0 / q8_0)', () => {
       const q = quantizeMatrix(new Float32Array(64), 2, 32, { bits, blockSize: 32 });
       assert.ok(q.scales.every((d) => d === 0)); // −0 at 4 bits (0 / −8), as llama.cpp's
       assert.ok(q.data.every((b) => b === (bits === 4 ? 0x88 : 128)));
-      assert.ok(dequantizeMatrix(q).every((v) => v === 0));
+      assert.ok(dequantizeOnHost(q).every((v) => v === 0));
     }
   });
 
@@ -68,7 +68,7 @@ describe('block quantization (q4_0 / q8_0)', () => {
     ] as const) {
       const q = quantizeMatrix(values, rows, columns, { bits, blockSize });
       assert.equal(q.scales.length, (rows * columns) / blockSize);
-      const back = dequantizeMatrix(q);
+      const back = dequantizeOnHost(q);
       values.forEach((x, i) => {
         const d = Math.abs(q.scales[Math.floor(i / blockSize)]);
         const step = bits === 4 && Math.abs(x) > 7 * d ? d : d * 0.5;

@@ -7,7 +7,7 @@ import { TOKENIZER_FILES } from '../text/tokenizer';
 import { CheckpointError } from '../modelErrors';
 import { readJsonFile } from './jsonFile';
 import { LoraConfig, loraModules, loraScale, loraTensorNames, LORA_TARGETS } from '../lora';
-import { dequantizeMatrix, quantizeMatrix, type Quantization } from '../quantized/blockQuantize';
+import { dequantizeOnHost, quantizeMatrix, type Quantization } from '../quantized/blockQuantize';
 import { quantizedLayouts } from '../quantized/quantizedWeights';
 import { expectedTensors } from '../weights';
 import { writeSafetensors, writeShardedSafetensors, type SaveDtype, type WritableTensor } from './safetensorsWriter';
@@ -228,7 +228,7 @@ export function mergedAdapterWeight(
   const layout = adapter.baseQuantization
     ? quantizedLayouts(expectedTensors(config), adapter.baseQuantization).get(name)
     : undefined;
-  if (layout) values = dequantizeMatrix(quantizeMatrix(values, layout.rows, layout.columns, layout));
+  if (layout) values = dequantizeOnHost(quantizeMatrix(values, layout.rows, layout.columns, layout));
   return mergeLoraWeight(name, values, adapter, config) ?? values;
 }
 

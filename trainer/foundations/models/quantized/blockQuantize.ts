@@ -120,7 +120,7 @@ function blockCodes8(values: Float32Array, start: number, size: number, codes: I
 }
 
 /** The float32 values a quantized matrix stands for: (code − midpoint) · scale. */
-export function dequantizeMatrix(m: HostQuantizedMatrix): Float32Array {
+export function dequantizeOnHost(m: HostQuantizedMatrix): Float32Array {
   const out = new Float32Array(m.rows * m.columns);
   const bytesPerBlock = (m.blockSize * m.bits) / 8;
   for (let block = 0; block < m.scales.length; block++) {
