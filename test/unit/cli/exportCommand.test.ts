@@ -28,7 +28,7 @@ describe('export command', () => {
     assert.match(first, /export gguf .* \| export verl /);
     assert.match(
       exportUsage,
-      /rollout-studio export gguf <run\|checkpoint\|model> --out FILE \[--type f32\|f16\|q8_0\]/,
+      /rollout-studio export gguf <run\|checkpoint\|model> --out FILE \[--type f32\|f16\|q8_0\|q4_0\]/,
     );
     assert.match(exportUsage, /rollout-studio export verl <config\.ts> --out DIR/);
   });

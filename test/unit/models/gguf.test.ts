@@ -1,6 +1,6 @@
 /**
  * The pieces of the GGUF export that llama.cpp's round trip (test/integration/models/gguf.test.ts)
- * checks only as a whole: Q8_0 blocks bit for bit, the container's layout, the q/k row
+ * checks only as a whole: Q8_0 and Q4_0 blocks bit for bit, the container's layout, the q/k row
  * permutation, and the pre-tokenizer names.
  */
 import { describe, it } from 'node:test';
@@ -9,12 +9,21 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { permuteForPairwiseRope } from '../../../trainer/foundations/models/gguf/architecture';
-import { decodeQ8_0, encodeQ8_0 } from '../../../trainer/foundations/models/gguf/encode';
+import {
+  decodeQ4_0,
+  decodeQ8_0,
+  encodeQ4_0,
+  encodeQ8_0,
+  encodedBytes,
+} from '../../../trainer/foundations/models/gguf/encode';
 import { GGUF_ALIGNMENT, GGUF_MAGIC, meta, writeGguf } from '../../../trainer/foundations/models/gguf/format';
 import { preTokenizerName } from '../../../trainer/foundations/models/gguf/vocabulary';
 import { float16ToFloat32Bits, float32FromBits } from '../../../trainer/foundations/models/files/halfFloat';
+import { dequantizeMatrix, quantizeMatrix } from '../../../trainer/foundations/models/quantized/blockQuantize';
+import { Random } from '../../../trainer/foundations/models/random';
 
 const half = (bits: number) => float32FromBits(float16ToFloat32Bits(bits));
+const hex = (byte: number) => byte.toString(16).padStart(2, '0');
 
 describe('GGUF encoding', () => {
   it('Q8_0: scale max|x|/127 as float16, then round-half-away-from-zero of x/scale', () => {
@@ -48,6 +57,62 @@ describe('GGUF encoding', () => {
     const view = new DataView(encodeQ8_0(values).buffer);
     assert.equal(view.getInt8(3), 3);
     assert.equal(view.getInt8(4), -3);
+  });
+
+  it("Q4_0: the bytes of llama.cpp's quantize_row_q4_0_ref, worked out by hand", () => {
+    // d = m / −8 for m the first value of largest magnitude; q = min(15, trunc(x·(1/d) + 8.5)) with
+    // every step in float32; byte j = q[j] | q[j + 16] << 4 after the float16 scale.
+    const values = new Float32Array(4 * 32);
+    // Block 0: m = −8, so d = 1 (float16 0x3c00). 8 at index 16 is as large but comes later.
+    values.set([-8, 0.5, -0.5, 6.5 - 2 ** -21, 1.25, -3.7], 0);
+    values.set([8, -7.5, 7.49, -2.5], 16);
+    // Block 1: m = 4 is positive, d = −0.5 (0xb800), 1/d = −2; −4 comes later.
+    values.set([4, -4, 1, -0.25], 32);
+    values.set([0.75, -1.75], 48);
+    // Block 2: d = 0.1 / 8 = 0.0125 is no float16: stored as 0x2266, codes from the float32 d.
+    values.set([-0.1, 0.05, 0.1, -0.03], 64);
+    // Block 3: all zero: d = 0 / −8 = −0 (0x8000), every code 8.
+    const bytes = encodeQ4_0(values);
+    assert.equal(bytes.length, 4 * 18);
+    assert.equal(encodedBytes('Q4_0', [2, 64]), 4 * 18);
+    const rest = (n: number) => new Array<number>(n).fill(0x88);
+    const expected = [
+      // −8 → 0.5 → 0 | 8 → 16.5 → 16, clamped to 15
+      // 0.5 → 9 exactly → 9 | −7.5 → 1 exactly → 1
+      // −0.5 → 8 exactly → 8 | 7.49 → 15.99 → 15
+      // 6.5 − 2⁻²¹ → 15 − 2⁻²¹, which float32 rounds (to even) up to 15 → 15 (float64: 14) | −2.5 → 6
+      // 1.25 → 9.75 → 9 | 0 → 8; −3.7 → 4.8 → 4 | 0 → 8
+      ...[0x00, 0x3c, 0xf0, 0x19, 0xf8, 0x6f, 0x89, 0x84, ...rest(10)],
+      // 4 → −8 + 8.5 → 0 | 0.75 → 7 exactly; −4 → 16.5 → 15 | −1.75 → 12 exactly;
+      // 1 → 6.5 → 6 | 0 → 8; −0.25 → 9 exactly | 0 → 8
+      ...[0x00, 0xb8, 0x70, 0xcf, 0x86, 0x89, ...rest(12)],
+      // 1/d = 80: −0.1 → 0; 0.05 → 12.5 → 12; 0.1 → 16.5 → 15; −0.03 → 6.1 → 6
+      ...[0x66, 0x22, 0x80, 0x8c, 0x8f, 0x86, ...rest(12)],
+      ...[0x00, 0x80, ...rest(16)],
+    ];
+    assert.deepEqual([...bytes].map(hex), expected.map(hex));
+    const back = decodeQ4_0(bytes, values.length, half);
+    assert.deepEqual([...back.subarray(0, 4)], [-8, 1, 0, 7]);
+    assert.equal(back[16], 7, 'the clamped code stands for 7·d');
+  });
+
+  it("Q4_0 holds the codes and scales of a QLoRA base at 4 bits, from MatMulNBits' order to ggml's", () => {
+    const [rows, columns] = [6, 96];
+    const values = new Float32Array(rows * columns);
+    Random.fromSeed(5).fillNormal(values, 0, 0.05);
+    const q = quantizeMatrix(values, rows, columns, { bits: 4, blockSize: 32 });
+    const bytes = encodeQ4_0(values);
+    for (let block = 0; block < q.scales.length; block++) {
+      const view = new DataView(bytes.buffer, block * 18, 18);
+      assert.equal(half(view.getUint16(0, true)), q.scales[block], `block ${block}: scale`);
+      for (let i = 0; i < 32; i++) {
+        // MatMulNBits: value i in byte i/2, low nibble for even i; ggml: byte i mod 16, high nibble from 16 on.
+        const ours = (q.data[block * 16 + (i >> 1)] >> ((i & 1) * 4)) & 15;
+        const ggml = (view.getUint8(2 + (i & 15)) >> ((i >> 4) * 4)) & 15;
+        assert.equal(ggml, ours, `block ${block}, value ${i}`);
+      }
+    }
+    assert.deepEqual(decodeQ4_0(bytes, values.length, half), dequantizeMatrix(q));
   });
 });
 

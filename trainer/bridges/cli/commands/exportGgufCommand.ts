@@ -8,14 +8,15 @@ import type { RunRecord } from '../../../contract/protocol/runStore';
 import { RunStoreReader } from '../../../contract/runstore/reader';
 import { UsageError } from '../usage';
 
-export const exportGgufUsage = `rollout-studio export gguf <run|checkpoint|model> --out FILE [--type f32|f16|q8_0] [options]
+export const exportGgufUsage = `rollout-studio export gguf <run|checkpoint|model> --out FILE [--type f32|f16|q8_0|q4_0] [options]
 
 Writes the model as one GGUF file for llama.cpp, Ollama or LM Studio. The source is
   a run folder (holding run.json)   its newest checkpoint
   a checkpoint folder               a LoRA adapter (merged into its base model first) or full weights
   a Hugging Face model folder       as it is
   --out FILE     the .gguf file to write
-  --type T       f32 (default), f16 or q8_0 (8-bit blocks, about a quarter of f32's size)
+  --type T       f32 (default), f16, q8_0 (8-bit blocks, about a quarter of f32's size) or
+                 q4_0 (4-bit blocks, about a seventh: the quantization of model.quantize: 'int4')
   --base DIR     the base model of a LoRA checkpoint (default: the run's model, else the
                  adapter's base_model_name_or_path)
   --name NAME    general.name in the file (default: the model folder's name)`;

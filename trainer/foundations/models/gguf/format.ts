@@ -209,7 +209,7 @@ export function writeGguf(
 }
 
 /** ggml type ids (ggml.h's enum ggml_type). */
-export const GGML_TYPE_ID: Record<GgmlType, number> = { F32: 0, F16: 1, Q8_0: 8 };
+export const GGML_TYPE_ID: Record<GgmlType, number> = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8 };
 
 /** fs.writeSync writes at most 2 GiB at a time, and may write less than asked. */
 function writeAll(fd: number, bytes: Uint8Array): void {

@@ -20,15 +20,16 @@ import { vocabularyMetadata } from './vocabulary';
  * GGUF file that llama.cpp, Ollama and LM Studio load.
  *
  * Types follow convert_hf_to_gguf.py: one-dimensional tensors (norms, biases, rope factors)
- * stay float32; matrices take the requested type, and a matrix whose rows are not whole Q8_0
- * blocks falls back to F16.
+ * stay float32; matrices take the requested type, and a matrix whose rows are not whole Q8_0 or
+ * Q4_0 blocks falls back to F16. q4_0 quantizes every matrix, the embedding and output too
+ * (llama-quantize's --pure): the same codes as a QLoRA base at 4 bits in blocks of 32.
  */
-export const GGUF_TYPES = ['f32', 'f16', 'q8_0'] as const;
+export const GGUF_TYPES = ['f32', 'f16', 'q8_0', 'q4_0'] as const;
 export type GgufExportType = (typeof GGUF_TYPES)[number];
 
-const MATRIX_TYPE: Record<GgufExportType, GgmlType> = { f32: 'F32', f16: 'F16', q8_0: 'Q8_0' };
-/** llama.cpp's llama_ftype for the file as a whole. */
-const FILE_TYPE: Record<GgufExportType, number> = { f32: 0, f16: 1, q8_0: 7 };
+const MATRIX_TYPE: Record<GgufExportType, GgmlType> = { f32: 'F32', f16: 'F16', q8_0: 'Q8_0', q4_0: 'Q4_0' };
+/** llama.cpp's llama_ftype for the file as a whole (LLAMA_FTYPE_ALL_F32, MOSTLY_F16, MOSTLY_Q8_0, MOSTLY_Q4_0). */
+const FILE_TYPE: Record<GgufExportType, number> = { f32: 0, f16: 1, q8_0: 7, q4_0: 2 };
 
 export interface GgufExportOptions {
   modelDir: string;

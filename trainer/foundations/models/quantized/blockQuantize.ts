@@ -5,9 +5,10 @@ import { float16ToFloat32Bits, float32Bits, float32BitsToFloat16, float32FromBit
  * Block quantization of a frozen base's matrices, as llama.cpp's q4_0 and q8_0 compute it: each
  * row is cut into blocks of `blockSize` columns; a block keeps one scale (rounded to float16, as
  * GGUF stores it) and a signed code per weight — 4 bits: d = m / −8 where m is the block's value
- * of largest magnitude, code = min(7, ⌊x/d + 0.5⌋); 8 bits: d = max|x| / 127, code = round(x/d).
- * Codes are stored offset by the midpoint (8 or 128) in onnxruntime MatMulNBits' layout
- * (engine/ops/quantized.ts), so the same bytes feed the kernel and a GGUF writer.
+ * of largest magnitude, code = min(15, trunc(x·(1/d) + 8.5)) − 8; 8 bits: d = max|x| / 127,
+ * code = round(x·(1/d)). Codes are stored offset by the midpoint (8 or 128) in onnxruntime
+ * MatMulNBits' layout (engine/ops/quantized.ts); a GGUF writer takes the same blocks from
+ * quantizeBlock and lays them out as ggml does (gguf/encode.ts).
  */
 
 /** `model.quantize` in a training config: 'int4', 'int8', or either with its block size. */
@@ -55,10 +56,6 @@ export interface HostQuantizedMatrix {
   scales: Float32Array;
 }
 
-function toHalfPrecision(value: number): number {
-  return float32FromBits(float16ToFloat32Bits(float32BitsToFloat16(float32Bits(value))));
-}
-
 /** Quantizes a row-major float32 [rows, columns] matrix; `columns` must be a multiple of the block size. */
 export function quantizeMatrix(
   values: Float32Array,
@@ -75,48 +72,61 @@ export function quantizeMatrix(
   const bytesPerBlock = (blockSize * bits) / 8;
   const data = new Uint8Array(rows * blocks * bytesPerBlock);
   const scales = new Float32Array(rows * blocks);
-  const codes = new Int32Array(blockSize);
+  const codes = new Uint8Array(blockSize);
   for (let block = 0; block < rows * blocks; block++) {
-    const start = block * blockSize; // rows are whole blocks, so block b covers values [b·size, (b+1)·size)
-    const scale =
-      bits === 4 ? blockCodes4(values, start, blockSize, codes) : blockCodes8(values, start, blockSize, codes);
-    scales[block] = toHalfPrecision(scale);
+    // Rows are whole blocks, so block b covers values [b·size, (b+1)·size).
+    const half = quantizeBlock(values, block * blockSize, blockSize, bits, codes);
+    scales[block] = float32FromBits(float16ToFloat32Bits(half));
     const out = block * bytesPerBlock;
-    if (bits === 8) for (let i = 0; i < blockSize; i++) data[out + i] = codes[i] + 128;
-    else for (let i = 0; i < blockSize; i += 2) data[out + i / 2] = (codes[i] + 8) | ((codes[i + 1] + 8) << 4);
+    if (bits === 8) data.set(codes, out);
+    else for (let i = 0; i < blockSize; i += 2) data[out + i / 2] = codes[i] | (codes[i + 1] << 4);
   }
   return { rows, columns, bits, blockSize, data, scales };
 }
 
-/** q4_0: d = m / −8 for the value m of largest magnitude; codes in [−8, 7]. Returns d. */
-function blockCodes4(values: Float32Array, start: number, size: number, codes: Int32Array): number {
-  let largest = 0;
-  let signed = 0;
-  for (let i = 0; i < size; i++) {
-    const v = values[start + i];
-    if (Math.abs(v) > largest) {
-      largest = Math.abs(v);
-      signed = v;
+const f32 = Math.fround;
+
+/**
+ * One block, bit for bit as llama.cpp's quantize_row_q4_0_ref (4 bits) or quantize_row_q8_0_ref
+ * (8 bits) computes it: writes `size` codes offset by the midpoint (0…15 or 1…255) to `codes` and
+ * returns the scale d as float16 bits. Every step rounds to float32 as the C code does, the sum
+ * x·(1/d) + 8.5 included: a sum just below an integer can round up to it, and trunc then differs.
+ */
+export function quantizeBlock(
+  values: Float32Array,
+  start: number,
+  size: number,
+  bits: 4 | 8,
+  codes: Uint8Array,
+): number {
+  let d: number;
+  if (bits === 4) {
+    // d = m / −8 for the value m of largest magnitude (the first one, on ties): m's code is 0.
+    let largest = 0;
+    let signed = 0;
+    for (let i = 0; i < size; i++) {
+      const v = values[start + i];
+      if (Math.abs(v) > largest) {
+        largest = Math.abs(v);
+        signed = v;
+      }
+    }
+    d = f32(signed / -8);
+    const inverse = d ? f32(1 / d) : 0;
+    // The sum is positive, so `| 0` truncates like C's (int8_t) cast.
+    for (let i = 0; i < size; i++) codes[i] = Math.min(15, f32(f32(values[start + i] * inverse) + 8.5) | 0);
+  } else {
+    // d = max|x| / 127; codes in [−127, 127], rounded half away from zero (C's roundf).
+    let largest = 0;
+    for (let i = 0; i < size; i++) largest = Math.max(largest, Math.abs(values[start + i]));
+    d = f32(largest / 127);
+    const inverse = d ? f32(1 / d) : 0;
+    for (let i = 0; i < size; i++) {
+      const x = f32(values[start + i] * inverse);
+      codes[i] = 128 + (x >= 0 ? (x + 0.5) | 0 : -((0.5 - x) | 0));
     }
   }
-  const d = Math.fround(signed / -8);
-  const inverse = d ? Math.fround(1 / d) : 0;
-  for (let i = 0; i < size; i++)
-    codes[i] = Math.min(15, Math.fround(Math.fround(values[start + i] * inverse) + 8.5) | 0) - 8; // float32 sum, as C's; positive, so `| 0` truncates like its (int8_t) cast
-  return d;
-}
-
-/** q8_0: d = max|x| / 127; codes in [−127, 127], rounded half away from zero. Returns d. */
-function blockCodes8(values: Float32Array, start: number, size: number, codes: Int32Array): number {
-  let largest = 0;
-  for (let i = 0; i < size; i++) largest = Math.max(largest, Math.abs(values[start + i]));
-  const d = Math.fround(largest / 127);
-  const inverse = d ? Math.fround(1 / d) : 0;
-  for (let i = 0; i < size; i++) {
-    const x = Math.fround(values[start + i] * inverse);
-    codes[i] = x >= 0 ? (x + 0.5) | 0 : -((0.5 - x) | 0); // roundf: half away from zero
-  }
-  return d;
+  return float32BitsToFloat16(float32Bits(d));
 }
 
 /** The float32 values a quantized matrix stands for: (code − midpoint) · scale. */
