@@ -19,7 +19,7 @@ import {
 import { GGUF_ALIGNMENT, GGUF_MAGIC, meta, writeGguf } from '../../../trainer/foundations/models/gguf/format';
 import { preTokenizerName } from '../../../trainer/foundations/models/gguf/vocabulary';
 import { float16ToFloat32Bits, float32FromBits } from '../../../trainer/foundations/models/files/halfFloat';
-import { dequantizeMatrix, quantizeMatrix } from '../../../trainer/foundations/models/quantized/blockQuantize';
+import { dequantizeOnHost, quantizeMatrix } from '../../../trainer/foundations/models/quantized/blockQuantize';
 import { Random } from '../../../trainer/foundations/models/random';
 
 const half = (bits: number) => float32FromBits(float16ToFloat32Bits(bits));
@@ -112,7 +112,7 @@ describe('GGUF encoding', () => {
         assert.equal(ggml, ours, `block ${block}, value ${i}`);
       }
     }
-    assert.deepEqual(decodeQ4_0(bytes, values.length, half), dequantizeMatrix(q));
+    assert.deepEqual(decodeQ4_0(bytes, values.length, half), dequantizeOnHost(q));
   });
 });
 
