@@ -4,6 +4,7 @@ import type { ModelRuntime } from '../../foundations/models/runtime';
 import { buildScoringGraph } from '../../foundations/models/scoring';
 import { packSequences } from './batching';
 import type { SftSequence } from './sft';
+import { definedFields } from '../../contract/definedFields';
 
 /**
  * How well a model reproduces demonstrations, teacher-forced: each demonstration scored in one
@@ -123,7 +124,7 @@ export class DemonstrationCheck {
               const expected = sequence.ids.slice(from, t + 1);
               firstCallMiss = {
                 demonstration: start + b,
-                ...(sequence.source ? { source: sequence.source } : {}),
+                ...definedFields({ source: sequence.source || undefined }),
                 expected,
                 wrote: [...expected.slice(0, -1), greedy[row + t]],
               };
@@ -142,7 +143,7 @@ export class DemonstrationCheck {
       loss: nll / Math.max(1, tokens),
       callTurns,
       textTurns,
-      ...(firstCallMiss ? { firstCallMiss } : {}),
+      ...definedFields({ firstCallMiss }),
     };
   }
 

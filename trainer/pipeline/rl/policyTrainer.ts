@@ -16,6 +16,7 @@ import {
 } from './batching';
 import type { PolicyLossConfig, ValueLossConfig } from './losses';
 import { buildPolicyLossGraph } from './policyGraph';
+import { definedFields } from '../../contract/definedFields';
 
 export interface PolicyTrainerOptions {
   policy: PolicyLossConfig;
@@ -202,10 +203,10 @@ export class PolicyTrainer {
         out.reference!.push(...unpack(ref.logprobs.data as Float32Array));
       }
       if (want.values || want.policy) {
-        const outputs = {
-          ...(want.values ? { values: 'return' as const } : {}),
-          ...(want.policy ? { logprobs: 'return' as const } : {}),
-        };
+        const outputs = definedFields({
+          values: want.values ? ('return' as const) : undefined,
+          logprobs: want.policy ? ('return' as const) : undefined,
+        });
         const current = await this.device.run(
           id,
           { ...base, ...this.model.weightFeeds(weights), ...this.model.loraScaleFeed(true) },
@@ -253,7 +254,7 @@ export class PolicyTrainer {
           ref: this.options.policy.klCoef > 0,
           padId: 0,
           vision: this.model.config.vision,
-          ...(this.options.constrained ? { constrainedVocab: this.model.config.vocabSize } : {}),
+          ...definedFields({ constrainedVocab: this.options.constrained ? this.model.config.vocabSize : undefined }),
         });
         const out = await this.optimizer.accumulate(
           { ...packed.feeds, ...this.model.loraScaleFeed(true) },
@@ -275,18 +276,18 @@ export class PolicyTrainer {
       sums.valueLoss += metrics.value_loss ?? 0;
     }
     const mean = (x: number) => x / Math.max(steps, 1);
-    return {
+    return definedFields({
       loss: mean(sums.loss),
       policyLoss: mean(sums.policyLoss),
       clipFraction: mean(sums.clipFraction),
       approxKl: mean(sums.approxKl),
       gradNorm: mean(sums.gradNorm),
-      ...(this.options.policy.klCoef > 0 ? { klLoss: mean(sums.klLoss) } : {}),
-      ...(this.options.policy.entropyCoef > 0 ? { entropy: mean(sums.entropy) } : {}),
-      ...(this.options.value ? { valueLoss: mean(sums.valueLoss) } : {}),
+      klLoss: this.options.policy.klCoef > 0 ? mean(sums.klLoss) : undefined,
+      entropy: this.options.policy.entropyCoef > 0 ? mean(sums.entropy) : undefined,
+      valueLoss: this.options.value ? mean(sums.valueLoss) : undefined,
       steps,
       skipped,
-    };
+    });
   }
 
   async release(): Promise<void> {

@@ -31,6 +31,7 @@ import {
   type StepUpdate,
 } from './step/stepRecord';
 import { taskMetric } from './step/taskMetric';
+import { definedFields } from '../../contract/definedFields';
 
 /**
  * One RL step, top to bottom: roll out the step's prompts → score the trajectories (with dynamic
@@ -65,7 +66,7 @@ export async function trainingStep(at: StepContext): Promise<StepOutcome> {
     update: updated.metrics,
     lr: updated.lr,
     times,
-    ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}),
+    ...definedFields({ logprobAfterUpdate: updated.probe }),
   });
   if (updated.probe !== undefined && !Number.isFinite(updated.probe)) return failDiverged(at, updated.lr);
   // A collapse's response comes before the checkpoint: the checkpoint saves what the run goes on from.
@@ -170,7 +171,7 @@ async function prepareStage(
     ids: t.ids,
     mask: masks[i],
     ...sequenceImages(t),
-    ...(t.constrained ? { constraints: t.constrained } : {}),
+    ...definedFields({ constraints: t.constrained }),
   }));
   const needed = scoresNeeded(settings);
   const scores = await learners.policy.scoreReferenceAndValues(sequences, {
@@ -212,7 +213,7 @@ async function updateStage(
     metrics.policy && metrics.policy.skipped < metrics.policy.steps
       ? await logprobAfterUpdate(learners.policy, prepared)
       : undefined;
-  return { metrics, lr, seconds: (performance.now() - started) / 1000, ...(probe !== undefined ? { probe } : {}) };
+  return definedFields({ metrics, lr, seconds: (performance.now() - started) / 1000, probe });
 }
 
 /** A diverged update: the run fails at once, its step recorded, no checkpoint of the diverged weights. */
@@ -246,7 +247,7 @@ function recordStage({ parts, position, step }: StepContext, inputs: Omit<StepRe
   parts.report.progress(step, 'update', 1, 1, inputs.times.trainedTokens / inputs.times.updateSeconds);
   parts.report.log(stepLogLine(metrics, parts.totalSteps, metric, inputs.update));
   parts.report.stepWarnings(step, metrics.warnings ?? []);
-  return { trajectories, metrics, ...(plan ? { plan } : {}) };
+  return { trajectories, metrics, ...definedFields({ plan }) };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { MetricsRecord, TrainingEvent, TrainingPhase } from '../../../contr
 import type { HealthWarning } from '../../../contract/protocol/runStore';
 import type { RunStoreWriter } from '../../../contract/runstore/writer';
 import { WarningLog } from './warningLog';
+import { definedFields } from '../../../contract/definedFields';
 
 export type EventSink = (event: TrainingEvent) => void;
 
@@ -39,7 +40,7 @@ export class RunReporter {
       phase,
       done,
       total,
-      ...(tokensPerSecond !== undefined ? { tokensPerSecond } : {}),
+      ...definedFields({ tokensPerSecond }),
     });
   }
 
