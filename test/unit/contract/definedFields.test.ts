@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { definedFields } from '../../../trainer/contract/definedFields';
+import { definedFields } from '#trainer/contract/definedFields';
 
 describe('definedFields', () => {
   it('drops the undefined fields and keeps every other value, falsy ones included', () => {

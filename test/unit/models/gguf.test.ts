@@ -8,11 +8,11 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { permuteForPairwiseRope } from '../../../trainer/foundations/models/gguf/architecture';
-import { decodeQ8_0, encodeQ8_0 } from '../../../trainer/foundations/models/gguf/encode';
-import { GGUF_ALIGNMENT, GGUF_MAGIC, meta, writeGguf } from '../../../trainer/foundations/models/gguf/format';
-import { preTokenizerName } from '../../../trainer/foundations/models/gguf/vocabulary';
-import { float16ToFloat32Bits, float32FromBits } from '../../../trainer/foundations/models/files/halfFloat';
+import { permuteForPairwiseRope } from '#trainer/foundations/models/gguf/architecture';
+import { decodeQ8_0, encodeQ8_0 } from '#trainer/foundations/models/gguf/encode';
+import { GGUF_ALIGNMENT, GGUF_MAGIC, meta, writeGguf } from '#trainer/foundations/models/gguf/format';
+import { preTokenizerName } from '#trainer/foundations/models/gguf/vocabulary';
+import { float16ToFloat32Bits, float32FromBits } from '#trainer/foundations/models/files/halfFloat';
 
 const half = (bits: number) => float32FromBits(float16ToFloat32Bits(bits));
 
