@@ -1,5 +1,4 @@
 import type { ExecutionProviderName } from '../../foundations/engine/runtime/providers';
-import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
 import type { RunRecord } from '../../contract/protocol/runStore';
 import { liveRunLock, RunLockedError } from '../../contract/runstore/runLock';
 import type { RunStoreWriter } from '../../contract/runstore/writer';
@@ -81,7 +80,6 @@ export class TrainingRun {
     if (parts.cassette?.record)
       parts.cassette.cassette.recordInto((entries) => position.writer.appendCassette(entries));
     this.report.emit({
-      protocol: PROTOCOL_VERSION,
       type: 'run.started',
       runDirectory: position.writer.dir,
       run: position.writer.record,
@@ -111,7 +109,7 @@ export class TrainingRun {
       position.writer.close();
       // A listener that throws here must not keep the parts below open.
       try {
-        this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.ended', run: position.writer.record });
+        this.report.emit({ type: 'run.ended', run: position.writer.record });
       } catch {
         // Reported by the run's own error, if any; nothing to add.
       }

@@ -6,7 +6,6 @@ import { groupsWithSignal } from '../rl/groupSignal';
 import type { DatasetRow } from '../../foundations/data/row';
 import { scoreTrajectories, type BatchRewards } from '../rewards/score';
 import type { Episode, Trajectory } from '../rollout/trajectory';
-import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
 import {
   batchSettings,
   criticSchedule,
@@ -220,7 +219,7 @@ async function updateStage(
 function failDiverged({ parts, position, step }: StepContext, lr: number): StepOutcome {
   const message = divergedMessage(step, lr, position.writer.record.lastCheckpoint);
   position.writer.completeStep(step);
-  parts.report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  parts.report.emit({ type: 'step.completed', step });
   position.writer.finish('failed', { message, step });
   parts.report.log(message);
   return 'failed';
@@ -268,7 +267,7 @@ async function finishStage(at: StepContext, update: StepUpdate, recorded: Record
   if (position.consecutiveNonFinite >= c.nonFinite.maxConsecutive) {
     const message = `${position.consecutiveNonFinite} steps in a row had only non-finite losses or gradients; stopped. The last good checkpoint is ${position.writer.record.lastCheckpoint ?? 'none'}.`;
     position.writer.completeStep(step);
-    report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+    report.emit({ type: 'step.completed', step });
     position.writer.finish('failed', { message, step });
     report.log(message);
     return 'failed';
@@ -276,7 +275,7 @@ async function finishStage(at: StepContext, update: StepUpdate, recorded: Record
   const due = c.output.checkpointEvery > 0 && (step % c.output.checkpointEvery === 0 || step === parts.totalSteps);
   if (due && !allSkipped) await saveRunCheckpoint(at);
   else position.writer.completeStep(step);
-  report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  report.emit({ type: 'step.completed', step });
   // The debugger's `update` point: the step is done and recorded; it sees the scored records (without their token arrays) and the metrics.
   const light = recorded.trajectories.map((r) => ({
     ...r,

@@ -1,4 +1,4 @@
-import { PROTOCOL_VERSION } from '../../../contract/protocol/protocolVersion';
+import { PROTOCOL_VERSION, type Unstamped } from '../../../contract/protocol/protocolVersion';
 import type { MetricsRecord, TrainingEvent, TrainingPhase } from '../../../contract/protocol';
 import type { HealthWarning } from '../../../contract/protocol/runStore';
 import type { RunStoreWriter } from '../../../contract/runstore/writer';
@@ -28,13 +28,13 @@ export class RunReporter {
     this.warningLog.step(step, warnings);
   }
 
-  emit(event: TrainingEvent): void {
-    this.sink(event);
+  /** Announces a live event, stamped here with the protocol version (callers leave it out). */
+  emit(event: Unstamped<TrainingEvent>): void {
+    this.sink({ protocol: PROTOCOL_VERSION, ...event } as TrainingEvent);
   }
 
   progress(step: number, phase: TrainingPhase, done: number, total: number, tokensPerSecond?: number): void {
-    this.sink({
-      protocol: PROTOCOL_VERSION,
+    this.emit({
       type: 'progress',
       step,
       phase,
@@ -47,6 +47,6 @@ export class RunReporter {
   metrics(record: MetricsRecord): void {
     if (!this.writer) throw new Error('metrics reported before the run store was opened');
     this.writer.appendMetrics(record);
-    this.sink({ protocol: PROTOCOL_VERSION, type: 'metrics', record });
+    this.emit({ type: 'metrics', record });
   }
 }
