@@ -1,7 +1,7 @@
 import { serializeGraph } from '../../foundations/engine/serialize';
 import type { HostTensor } from '../../foundations/engine/runtime/tensors';
 import type { ModelRuntime } from '../../foundations/models/runtime';
-import { buildScoringGraph } from '../../foundations/models/scoring';
+import { buildScoringGraph, type ScoringSession } from '../../foundations/models/scoring';
 import { packSequences } from './batching';
 import type { SftSequence } from './sft';
 import { definedFields } from '../../contract/definedFields';
@@ -45,10 +45,7 @@ export interface DemonstrationScore {
 
 export class DemonstrationCheck {
   /** One graph for batches that share a prefix (the system prompt, given once) and one for those that do not. */
-  private readonly sessions = new Map<
-    boolean,
-    { id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }
-  >();
+  private readonly sessions = new Map<boolean, ScoringSession>();
 
   constructor(
     private readonly model: ModelRuntime,

@@ -4,7 +4,7 @@ import { OptimizerRuntime } from '../../foundations/engine/optimizerRuntime';
 import { serializeGraph } from '../../foundations/engine/serialize';
 import type { ModelRuntime } from '../../foundations/models/runtime';
 import { fusedKernelsFor } from '../../foundations/models/layers/fused';
-import { buildScoringGraph, VALUE_HEAD } from '../../foundations/models/scoring';
+import { buildScoringGraph, VALUE_HEAD, type ScoringSession } from '../../foundations/models/scoring';
 import type { Random } from '../../foundations/models/random';
 import {
   constraintFeeds,
@@ -68,10 +68,7 @@ export interface UpdateMetrics {
  * (PPO). Parameters and optimizer state stay on the device across steps.
  */
 export class PolicyTrainer {
-  private readonly scoringSessions = new Map<
-    boolean,
-    { id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }
-  >();
+  private readonly scoringSessions = new Map<boolean, ScoringSession>();
 
   private constructor(
     private readonly model: ModelRuntime,
@@ -128,9 +125,7 @@ export class PolicyTrainer {
     return this.model.device;
   }
 
-  private async scoring(
-    sharedPrefix: boolean,
-  ): Promise<{ id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }> {
+  private async scoring(sharedPrefix: boolean): Promise<ScoringSession> {
     let loaded = this.scoringSessions.get(sharedPrefix);
     if (!loaded) {
       const graph = buildScoringGraph(this.model.config, {
