@@ -61,6 +61,12 @@ export default tseslint.config(
     files: ['trainer/**/*.ts', 'extension/**/*.ts', 'webview/**/*.ts', 'examples/**/*.ts'],
     rules: {
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
+      // `#trainer/…` (tsconfig.json's paths) is the tests' way into the trainer; the shipped code
+      // imports by relative path, which every bundler and the user's Node resolve without it.
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^#trainer/', message: 'Import by relative path: #trainer/ is for the tests.' }] },
+      ],
     },
   },
   {

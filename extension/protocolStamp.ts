@@ -1,4 +1,4 @@
-import { PROTOCOL_VERSION } from '../trainer/contract/protocol';
+import { PROTOCOL_VERSION, type Unstamped } from '../trainer/contract/protocol';
 
 /**
  * The one place the extension writes the protocol version onto a message it sends: the
@@ -9,9 +9,6 @@ import { PROTOCOL_VERSION } from '../trainer/contract/protocol';
  * bundle. They leave through one helper each way too: RunPanelHost.post and the webview's
  * panelApp `post`.
  */
-
-/** A protocol message as its sender builds it: everything but the version, which its send helper adds. */
-export type Unstamped<M> = M extends { protocol: unknown } ? Omit<M, 'protocol'> : never;
 
 /** `message` with this build's protocol version. */
 export function stamped<M extends { protocol: typeof PROTOCOL_VERSION }>(message: Unstamped<M>): M {

@@ -8,8 +8,9 @@ import {
   ProtocolError,
   TrainerMessage,
   WAIT_FOR_DEBUGGER_ENV,
+  type Unstamped,
 } from '../trainer/contract/protocol';
-import { stamped, type Unstamped } from './protocolStamp';
+import { stamped } from './protocolStamp';
 import { spawnWorkspaceCode, type WorkspaceCodeUse } from './workspaceCode';
 
 /**

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { resolveTrainerRuntime, TrainerProcessError, type TrainerRuntime } from '../trainerProcess';
+import { resolveTrainerRuntime, TrainerProcessError, type TrainerLaunch } from '../trainerProcess';
 import type { ResultDocuments } from './resultDocuments';
 import { RestrictedModeError } from '../workspaceCode';
 import { showRestrictedMode } from '../workspaceTrust';
@@ -11,7 +11,7 @@ export interface AuthoringContext {
   results: ResultDocuments;
 }
 
-export function trainerLaunch(context: AuthoringContext): { runtime: TrainerRuntime; cliPath: string } {
+export function trainerLaunch(context: AuthoringContext): TrainerLaunch {
   const configured = vscode.workspace.getConfiguration('rolloutStudio').get<string>('trainer.nodePath');
   return {
     runtime: resolveTrainerRuntime(configured),

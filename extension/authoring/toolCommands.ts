@@ -10,6 +10,7 @@ import type { ToolTarget } from './lensSpecs';
 import { ToolSession } from './toolSession';
 import { requireTrust } from '../workspaceTrust';
 import type { WorkspaceCodeUse } from '../workspaceCode';
+import type { TrainerLaunch } from '../trainerProcess';
 
 /**
  * Run Tool… and Debug Tool. Both start a trainer process that loads the tool (ToolSession), ask
@@ -45,7 +46,7 @@ function isToolTarget(value: unknown): value is ToolTarget {
 function loadToolSession(
   context: AuthoringContext,
   target: ToolTarget,
-  { runtime, cliPath }: ReturnType<typeof trainerLaunch>,
+  { runtime, cliPath }: TrainerLaunch,
   debug: boolean,
   use: WorkspaceCodeUse,
 ): Thenable<ToolSession> {

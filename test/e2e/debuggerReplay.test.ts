@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { repoRoot, testOutputDir } from '../harness/paths';
 import { addFunctionBreakpoint, openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
 import { writeRecordedRun } from '../fixtures/recordedRun';
-import { RunStoreReader } from '../../trainer/contract/runstore';
+import { RunStoreReader } from '#trainer/contract/runstore';
 
 /** A copy of the fixture workspace with a recorded run in .rollout/runs and a launch.json that replays it. */
 function workspaceWithRecordedRun(): string {

@@ -19,9 +19,9 @@ import {
   type Workbench,
 } from '../harness/workbench';
 import { writeTinyAgentWorkspace } from '../fixtures/tinyAgent';
-import { RunStoreReader, readBranchSets } from '../../trainer/contract/runstore';
-import { TrainingRun } from '../../trainer/pipeline/training/trainingRun';
-import { loadConfig } from '../../trainer/bridges/usercode/loadConfig';
+import { RunStoreReader, readBranchSets } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 const EDITED = 'Nobody by that name works anywhere.';
 

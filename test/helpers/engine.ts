@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import type { HostTensor } from '../../trainer/foundations/engine/runtime/tensors';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
 import type { TensorGradCheck } from './gradcheck';
 
 /** A seeded stream of uniform numbers in [0, 1) for test data (mulberry32). */

@@ -1,8 +1,8 @@
-import { grad } from '../../trainer/foundations/engine/autodiff';
-import { Graph, type Tensor } from '../../trainer/foundations/engine/graph';
-import { disposeSerialized, serializeGraph } from '../../trainer/foundations/engine/serialize';
-import { createSession, releaseSession } from '../../trainer/foundations/engine/runtime/ortSession';
-import { fromOrtTensor, toOrtTensor, type HostTensor } from '../../trainer/foundations/engine/runtime/tensors';
+import { grad } from '#trainer/foundations/engine/autodiff';
+import { Graph, type Tensor } from '#trainer/foundations/engine/graph';
+import { disposeSerialized, serializeGraph } from '#trainer/foundations/engine/serialize';
+import { createSession, releaseSession } from '#trainer/foundations/engine/runtime/ortSession';
+import { fromOrtTensor, toOrtTensor, type HostTensor } from '#trainer/foundations/engine/runtime/tensors';
 
 /**
  * Central finite-difference check of the engine's analytic gradients, in float64.

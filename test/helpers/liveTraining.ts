@@ -7,8 +7,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { TrainerLaunch } from '../../extension/trainerProcess';
-import { RunRecord } from '../../trainer/contract/protocol';
-import { parseWith } from '../../trainer/contract/protocol/parse';
+import { RunRecord } from '#trainer/contract/protocol';
+import { parseWith } from '#trainer/contract/protocol/parse';
 
 const ROOT = path.resolve(__dirname, '../..');
 

@@ -6,19 +6,19 @@
  * then only adds what needs a model: e.g. recompute the log-probs of `samples[i]` with the
  * training graph and compare them with `trajectories[i].logprobs` at the mask.
  */
-import type { ChatTemplate } from '../../trainer/foundations/models';
-import { parseWith, TrajectoryRecord } from '../../trainer/contract/protocol';
-import { datasetFromRows } from '../../trainer/foundations/data';
-import { AgentLoop, type LengthBudget, type Policy, type Trajectory } from '../../trainer/pipeline/rollout';
-import { toTrajectoryRecord } from '../../trainer/pipeline/training/step/trajectoryRecord';
-import { scoreTrajectories, type BatchRewards } from '../../trainer/pipeline/rewards';
-import type { RlSample } from '../../trainer/pipeline/rl/samples';
-import { ToolSet } from '../../trainer/foundations/tools';
+import type { ChatTemplate } from '#trainer/foundations/models';
+import { parseWith, TrajectoryRecord } from '#trainer/contract/protocol';
+import { datasetFromRows } from '#trainer/foundations/data';
+import { AgentLoop, type LengthBudget, type Policy, type Trajectory } from '#trainer/pipeline/rollout';
+import { toTrajectoryRecord } from '#trainer/pipeline/training/step/trajectoryRecord';
+import { scoreTrajectories, type BatchRewards } from '#trainer/pipeline/rewards';
+import type { RlSample } from '#trainer/pipeline/rl/samples';
+import { ToolSet } from '#trainer/foundations/tools';
 import { generateQuestions, splitPeople } from '../../examples/multihop-search/data';
 import { rewards as multihopRewards } from '../../examples/multihop-search/rewards';
 import { MultihopFields, type MultihopRow } from '../../examples/multihop-search/rows';
 import { knowledgeBase, tools } from '../../examples/multihop-search/tools';
-import { toRlSample } from '../../trainer/pipeline/rl/rewardPlacement';
+import { toRlSample } from '#trainer/pipeline/rl/rewardPlacement';
 
 export interface MultihopRolloutOptions {
   template: ChatTemplate;

@@ -1,16 +1,16 @@
-import { splitVerlResponse } from '../../trainer/bridges/verl/response';
-import { hostNameOf } from '../../trainer/foundations/http/requestGuard';
-import { blockText } from '../../trainer/foundations/mcp/content';
-import { answerTag } from '../../trainer/pipeline/rewards/answer';
-import { normalizeAnswer } from '../../trainer/pipeline/rewards/answerText';
-import { CodeBlockFormat } from '../../trainer/pipeline/rollout/formats/codeBlock';
-import { HermesFormat } from '../../trainer/pipeline/rollout/formats/hermes';
-import { contentStart } from '../../trainer/pipeline/rollout/formats/toolCallFormat';
-import { splitReasoning } from '../../trainer/pipeline/rollout/gateway/assistantAnswer';
-import { parseArguments, readChatRequest } from '../../trainer/pipeline/rollout/gateway/chatRequest';
-import { decodeBase64 } from '../../trainer/pipeline/rollout/images';
-import { readErrorObservation } from '../../trainer/pipeline/rollout/readErrorObservation';
-import type { Trajectory } from '../../trainer/pipeline/rollout/trajectory';
+import { splitVerlResponse } from '#trainer/bridges/verl/response';
+import { hostNameOf } from '#trainer/foundations/http/requestGuard';
+import { blockText } from '#trainer/foundations/mcp/content';
+import { answerTag } from '#trainer/pipeline/rewards/answer';
+import { normalizeAnswer } from '#trainer/pipeline/rewards/answerText';
+import { CodeBlockFormat } from '#trainer/pipeline/rollout/formats/codeBlock';
+import { HermesFormat } from '#trainer/pipeline/rollout/formats/hermes';
+import { contentStart } from '#trainer/pipeline/rollout/formats/toolCallFormat';
+import { splitReasoning } from '#trainer/pipeline/rollout/gateway/assistantAnswer';
+import { parseArguments, readChatRequest } from '#trainer/pipeline/rollout/gateway/chatRequest';
+import { decodeBase64 } from '#trainer/pipeline/rollout/images';
+import { readErrorObservation } from '#trainer/pipeline/rollout/readErrorObservation';
+import type { Trajectory } from '#trainer/pipeline/rollout/trajectory';
 
 /**
  * Every reader of untrusted text — what a policy wrote, what a client sent, what a tool or an MCP

@@ -4,7 +4,7 @@
  * transformers modelling code — no graph, no batching, no shared code with trainer/foundations/models
  * except the config type and the rotary frequencies (checked against Python in their own test).
  */
-import { ropeInverseFrequencies, type ModelConfig } from '../../trainer/foundations/models/modelConfig';
+import { ropeInverseFrequencies, type ModelConfig } from '#trainer/foundations/models/modelConfig';
 
 export type Weights = Record<string, Float32Array | Float64Array>;
 

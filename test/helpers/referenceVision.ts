@@ -8,8 +8,8 @@
  * `input_tokens.index` walk, `masked_scatter` of the image embeddings, and the Qwen2 decoder with
  * `apply_multimodal_rotary_pos_emb`.
  */
-import type { ModelConfig } from '../../trainer/foundations/models/modelConfig';
-import type { VisionConfig } from '../../trainer/foundations/models/vision/visionConfig';
+import type { ModelConfig } from '#trainer/foundations/models/modelConfig';
+import type { VisionConfig } from '#trainer/foundations/models/vision/visionConfig';
 
 export type Weights = Record<string, Float32Array | Float64Array>;
 type Vec = Float64Array;

@@ -3,12 +3,12 @@
  * the largest difference to what the policy sampled them with is what a test bounds (token-exact
  * trajectories; a first PPO epoch's ratio of 1).
  */
-import type { Device } from '../../trainer/foundations/engine/device/device';
-import { serializeGraph } from '../../trainer/foundations/engine/serialize';
-import { packForScoring } from '../../trainer/foundations/models/batch';
-import type { GeneratedTurn } from '../../trainer/foundations/models/generation/policy';
-import type { ModelRuntime } from '../../trainer/foundations/models/runtime';
-import { buildScoringGraph } from '../../trainer/foundations/models/scoring';
+import type { Device } from '#trainer/foundations/engine/device/device';
+import { serializeGraph } from '#trainer/foundations/engine/serialize';
+import { packForScoring } from '#trainer/foundations/models/batch';
+import type { GeneratedTurn } from '#trainer/foundations/models/generation/policy';
+import type { ModelRuntime } from '#trainer/foundations/models/runtime';
+import { buildScoringGraph } from '#trainer/foundations/models/scoring';
 
 /** The largest |sampled − recomputed| log-prob over the tokens of `turns[b]`, each scored after `prompts[b]`. */
 export async function worstRescoringGap(

@@ -7,8 +7,8 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { MetricsRecord, TrajectoryRecord } from '../../trainer/contract/protocol';
-import { RunStoreReader } from '../../trainer/contract/runstore';
+import type { MetricsRecord, TrajectoryRecord } from '#trainer/contract/protocol';
+import { RunStoreReader } from '#trainer/contract/runstore';
 
 function withoutClock(record: MetricsRecord): unknown {
   const values = Object.fromEntries(

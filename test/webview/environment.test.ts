@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
-import type { EnvironmentReport } from '../../trainer/contract/protocol';
+import type { EnvironmentReport } from '#trainer/contract/protocol';
 import { launchBrowser } from '../harness/browser';
 import { openWebviewApp } from '../harness/webviewApp';
 

@@ -1,7 +1,7 @@
 import uPlot from 'uplot';
 import { h } from '../dom';
 import { formatValue } from './chart';
-import { scoreVsToolCalls } from './scoreVsToolsData';
+import { scoreVsToolCalls, type RunScoreVsCalls } from './scoreVsToolsData';
 import type { RunMetrics } from './store';
 import type { ChartTheme } from './theme';
 
@@ -63,7 +63,7 @@ export class ScoreVsToolsChart {
     if (this.plot && width > 0 && width !== this.plot.width) this.plot.setSize({ width, height: HEIGHT });
   }
 
-  private options(series: ReturnType<typeof scoreVsToolCalls>, theme: ChartTheme, shownRuns: number): uPlot.Options {
+  private options(series: RunScoreVsCalls[], theme: ChartTheme, shownRuns: number): uPlot.Options {
     const axis: uPlot.Axis = {
       stroke: theme.foreground,
       grid: { stroke: theme.grid, width: 1 },
@@ -113,12 +113,7 @@ export class ScoreVsToolsChart {
   }
 
   /** Each run's evaluations as points joined in step order, each labelled with its step. */
-  private drawPaths(
-    u: uPlot,
-    series: ReturnType<typeof scoreVsToolCalls>,
-    colour: (i: number) => string,
-    theme: ChartTheme,
-  ): void {
+  private drawPaths(u: uPlot, series: RunScoreVsCalls[], colour: (i: number) => string, theme: ChartTheme): void {
     const ctx = u.ctx;
     ctx.save();
     ctx.font = `${Math.round(10 * devicePixelRatio)}px ${theme.font}`;

@@ -9,10 +9,15 @@ export interface EvaluationPoint {
   score: number;
 }
 
+/** A run's evaluations that recorded both its task score (`metric`) and its tool calls per trajectory. */
+export interface RunScoreVsCalls {
+  run: RunMetrics;
+  metric: string;
+  points: EvaluationPoint[];
+}
+
 /** Per run, its evaluations that recorded both the task score and the tool calls per trajectory, in step order. */
-export function scoreVsToolCalls(
-  runs: readonly RunMetrics[],
-): Array<{ run: RunMetrics; metric: string; points: EvaluationPoint[] }> {
+export function scoreVsToolCalls(runs: readonly RunMetrics[]): RunScoreVsCalls[] {
   return runs.map((run) => {
     const metric = run.run.metric ?? 'exact_match';
     const scores = run.values.get(`score/${metric}`);

@@ -12,11 +12,11 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { openModelFolder } from '../../../trainer/foundations/models/modelFolder';
-import { SKILLS } from '../../../trainer/bases/recipes/corpus/episode';
-import { fileSha256 } from '../../../trainer/bases/recipes/initModel';
-import { pretrain, type PretrainResult } from '../../../trainer/bases/recipes/pretrain';
-import { BASE_RECIPE, parseRecipe, type Recipe } from '../../../trainer/bases/recipes/recipe';
+import { openModelFolder } from '#trainer/foundations/models/modelFolder';
+import { SKILLS } from '#trainer/bases/recipes/corpus/episode';
+import { fileSha256 } from '#trainer/bases/recipes/initModel';
+import { pretrain, type PretrainResult } from '#trainer/bases/recipes/pretrain';
+import { BASE_RECIPE, parseRecipe, type Recipe } from '#trainer/bases/recipes/recipe';
 
 const TINY: Recipe = parseRecipe(
   {

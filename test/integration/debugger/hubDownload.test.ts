@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { serveAdapter, type AdapterServer } from '../../../extension/debugger/standalone';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { RunStoreReader } from '#trainer/contract/runstore';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { fakeCommit, filesFromFolder, HubServer, type HubRepo } from '../../helpers/hubServer';
 import { runsOf, sourceTrainerLaunch } from '../../helpers/liveTraining';

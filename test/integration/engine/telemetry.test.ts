@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { EnvironmentReport, parseWith } from '../../../trainer/contract/protocol';
+import { EnvironmentReport, parseWith } from '#trainer/contract/protocol';
 
 const root = path.resolve(__dirname, '../../..');
 

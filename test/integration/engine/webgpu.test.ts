@@ -8,12 +8,12 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createDevice } from '../../../trainer/foundations/engine/device/device';
-import { createModel } from '../../../trainer/foundations/models/createModel';
-import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
-import { ModelRuntime, type ModelRuntimeOptions } from '../../../trainer/foundations/models/runtime';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
-import { momentName } from '../../../trainer/foundations/engine/optimizer';
+import { createDevice } from '#trainer/foundations/engine/device/device';
+import { createModel } from '#trainer/foundations/models/createModel';
+import { ModelPolicy } from '#trainer/foundations/models/generation/generationSession';
+import { ModelRuntime, type ModelRuntimeOptions } from '#trainer/foundations/models/runtime';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
+import { momentName } from '#trainer/foundations/engine/optimizer';
 import { seeded } from '../../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
 

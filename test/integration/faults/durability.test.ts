@@ -11,9 +11,9 @@ import * as assert from 'node:assert/strict';
 // nodeFs: the module object itself, whose functions the trainer calls: the doubles replace them there.
 import nodeFs, * as fs from 'node:fs';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { assertSameCheckpoint, assertSameRecords } from '../../helpers/runComparison';
 

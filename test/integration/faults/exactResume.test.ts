@@ -16,10 +16,10 @@ import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { checkpointDirName, type TrainingEvent } from '../../../trainer/contract/protocol';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { checkpointDirName, type TrainingEvent } from '#trainer/contract/protocol';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { assertSameCheckpoint, assertSameRecords } from '../../helpers/runComparison';
 

@@ -9,7 +9,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { pullModel } from '../../../trainer/foundations/models/hub';
+import { pullModel } from '#trainer/foundations/models/hub';
 import { fakeCommit, HubServer, type HubFile } from '../../helpers/hubServer';
 
 const COMMIT = fakeCommit('malicious');

@@ -12,7 +12,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { datasetFromRows } from '../../../trainer/foundations/data';
+import { datasetFromRows } from '#trainer/foundations/data';
 import {
   observationImages,
   observationText,
@@ -20,11 +20,11 @@ import {
   ToolSet,
   type ToolCallRequest,
   type ToolRunOutcome,
-} from '../../../trainer/foundations/tools';
-import type { PlacedTools } from '../../../trainer/pipeline/training/config/trainingConfig';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
-import { WorkerTool, type ToolHost } from '../../../trainer/bridges/usercode/toolHost';
-import { PING_GRACE_MS } from '../../../trainer/bridges/usercode/workerEntry';
+} from '#trainer/foundations/tools';
+import type { PlacedTools } from '#trainer/pipeline/training/config/trainingConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
+import { WorkerTool, type ToolHost } from '#trainer/bridges/usercode/toolHost';
+import { PING_GRACE_MS } from '#trainer/bridges/usercode/workerEntry';
 
 const CONFIG = `import { isMainThread } from 'node:worker_threads';
 import { defineConfig, defineTool, z } from 'rollout-studio';

@@ -13,11 +13,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import sharp from 'sharp';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
-import { checkpointDirName, type TrainingEvent } from '../../../trainer/contract/protocol';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
+import { checkpointDirName, type TrainingEvent } from '#trainer/contract/protocol';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { assertSameCheckpoint, assertSameRecords } from '../../helpers/runComparison';
 import { createTinyVisionModel, QWEN3_TOKENIZER } from '../../helpers/visionFixture';
 

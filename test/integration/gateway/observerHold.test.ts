@@ -8,14 +8,14 @@
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { builtInModelDir } from '../../../trainer/foundations/models/builtinModels';
-import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
-import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { functionAgent } from '../../../trainer/pipeline/rollout/gateway/agentRunner';
-import { GatewayRollout } from '../../../trainer/pipeline/rollout/gateway/gatewayRollout';
-import type { RolloutObserver } from '../../../trainer/pipeline/rollout/observer';
-import type { DatasetRow } from '../../../trainer/foundations/data/row';
+import { createDevice, type Device } from '#trainer/foundations/engine/device/device';
+import { builtInModelDir } from '#trainer/foundations/models/builtinModels';
+import { ModelPolicy } from '#trainer/foundations/models/generation/generationSession';
+import { ModelRuntime } from '#trainer/foundations/models/runtime';
+import { functionAgent } from '#trainer/pipeline/rollout/gateway/agentRunner';
+import { GatewayRollout } from '#trainer/pipeline/rollout/gateway/gatewayRollout';
+import type { RolloutObserver } from '#trainer/pipeline/rollout/observer';
+import type { DatasetRow } from '#trainer/foundations/data/row';
 
 let device: Device;
 let model: ModelRuntime;

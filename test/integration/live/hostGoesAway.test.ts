@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { RunStoreReader } from '#trainer/contract/runstore';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 import { processGone, readRun } from '../../helpers/liveTraining';
 

@@ -8,11 +8,11 @@ import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { McpServers } from '../../../trainer/foundations/mcp/servers';
-import { McpServersConfig } from '../../../trainer/foundations/mcp/mcpConfig';
-import { ToolRunner, type ToolCallRequest } from '../../../trainer/foundations/tools/runner';
-import { ToolSet } from '../../../trainer/foundations/tools/toolSet';
-import { observationText } from '../../../trainer/foundations/tools/result';
+import { McpServers } from '#trainer/foundations/mcp/servers';
+import { McpServersConfig } from '#trainer/foundations/mcp/mcpConfig';
+import { ToolRunner, type ToolCallRequest } from '#trainer/foundations/tools/runner';
+import { ToolSet } from '#trainer/foundations/tools/toolSet';
+import { observationText } from '#trainer/foundations/tools/result';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const SEARCH_SERVER = path.join(ROOT, 'test/fixtures/mcp/searchServer.mjs');

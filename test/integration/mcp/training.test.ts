@@ -12,12 +12,12 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { McpServers } from '../../../trainer/foundations/mcp/servers';
-import { McpServersConfig } from '../../../trainer/foundations/mcp/mcpConfig';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { McpServers } from '#trainer/foundations/mcp/servers';
+import { McpServersConfig } from '#trainer/foundations/mcp/mcpConfig';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const SEARCH_SERVER = path.join(ROOT, 'test/fixtures/mcp/searchServer.mjs');

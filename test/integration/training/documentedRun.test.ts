@@ -27,9 +27,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
 import * as calculator from '../../../examples/calculator/data';
 import * as multihop from '../../../examples/multihop-search/data';
 

@@ -7,11 +7,11 @@
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import type { TrajectoryRecord } from '../../../trainer/contract/protocol/runStore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { CheckpointReader } from '#trainer/foundations/models/files/checkpointReader';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import type { TrajectoryRecord } from '#trainer/contract/protocol/runStore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 
 let fixture: TrainingFixture;

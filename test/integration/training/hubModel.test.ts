@@ -9,13 +9,13 @@ import * as assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { TrainingEvent } from '../../../trainer/contract/protocol';
-import { evaluateCheckpoint } from '../../../trainer/pipeline/training/evaluation/evaluateCheckpoint';
-import { resolveConfigModel } from '../../../trainer/pipeline/training/config/modelSource';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
+import type { TrainingEvent } from '#trainer/contract/protocol';
+import { evaluateCheckpoint } from '#trainer/pipeline/training/evaluation/evaluateCheckpoint';
+import { resolveConfigModel } from '#trainer/pipeline/training/config/modelSource';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
 import { fakeCommit, filesFromFolder, HubServer, type HubRepo } from '../../helpers/hubServer';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 const root = path.resolve(__dirname, '..', '..', '..');
 const REPO = 'test-org/tiny-agent';

@@ -9,10 +9,10 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 let dir: string;
 let configFile: string;

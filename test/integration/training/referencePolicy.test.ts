@@ -8,9 +8,9 @@
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 
 let fixture: TrainingFixture;

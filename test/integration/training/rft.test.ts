@@ -12,12 +12,12 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { formatCheck } from '../../../trainer/pipeline/rewards';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { decodeFloat32, decodeUint8 } from '../../../trainer/contract/protocol/tokens';
-import { AlgorithmSection } from '../../../trainer/pipeline/training/config/trainingConfig';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { formatCheck } from '#trainer/pipeline/rewards';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { decodeFloat32, decodeUint8 } from '#trainer/contract/protocol/tokens';
+import { AlgorithmSection } from '#trainer/pipeline/training/config/trainingConfig';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 import { TINY_ANSWER, writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
 
 let dir: string;

@@ -7,12 +7,12 @@ import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { readJsonl, RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
+import { readJsonl, RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
-import { evaluateCheckpoint } from '../../../trainer/pipeline/training/evaluation/evaluateCheckpoint';
-import { CassetteEntry } from '../../../trainer/contract/protocol';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
+import { evaluateCheckpoint } from '#trainer/pipeline/training/evaluation/evaluateCheckpoint';
+import { CassetteEntry } from '#trainer/contract/protocol';
 
 let fixture: TrainingFixture;
 /** The recorded run of the first test, for the evaluation tests. */

@@ -7,11 +7,11 @@ import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
+import { CheckpointReader } from '#trainer/foundations/models/files/checkpointReader';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 let fixture: TrainingFixture;
 before(() => {

@@ -11,12 +11,12 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
-import { loadJsonlDataset } from '../../../trainer/foundations/data/dataset';
-import { type LoadedConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
-import { exportVerl, type ExportResult } from '../../../trainer/bridges/verl/export';
+import { loadJsonlDataset } from '#trainer/foundations/data/dataset';
+import { type LoadedConfig } from '#trainer/pipeline/training/config/trainingConfig';
+import { exportVerl, type ExportResult } from '#trainer/bridges/verl/export';
 import { createTrainingFixture, type TrainingFixture } from '../../helpers/trainingFixture';
 import { MultihopFields, SYSTEM_PROMPT } from '../../../examples/multihop-search/rows';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 const root = path.resolve(__dirname, '../../..');
 const VERL_KEYS = new Set(

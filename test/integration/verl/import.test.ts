@@ -11,10 +11,10 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { decodeUint8 } from '../../../trainer/contract/protocol/tokens';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { VerlImport } from '../../../trainer/bridges/verl/import';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { decodeUint8 } from '#trainer/contract/protocol/tokens';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { VerlImport } from '#trainer/bridges/verl/import';
 
 const root = path.resolve(__dirname, '../../..');
 const FIXTURE = path.join(root, 'test/fixtures/verl/run');

@@ -17,15 +17,15 @@ import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parquetReadObjects } from 'hyparquet';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { decodeInt32 } from '../../../trainer/contract/protocol/tokens';
-import type { TrajectoryRecord } from '../../../trainer/contract/protocol/runStore';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
-import { startToolServer, type RunningToolServer } from '../../../trainer/bridges/serve/httpServer';
-import { exportVerl } from '../../../trainer/bridges/verl/export';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { decodeInt32 } from '#trainer/contract/protocol/tokens';
+import type { TrajectoryRecord } from '#trainer/contract/protocol/runStore';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
+import { startToolServer, type RunningToolServer } from '#trainer/bridges/serve/httpServer';
+import { exportVerl } from '#trainer/bridges/verl/export';
 import { writeTinyAgentWorkspace } from '../../fixtures/tinyAgent';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 const PYTHON = '/usr/bin/python3';
 const DRIVER = `import importlib.util, json, sys

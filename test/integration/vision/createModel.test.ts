@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { openModelFolder } from '../../../trainer/foundations/models/modelFolder';
+import { openModelFolder } from '#trainer/foundations/models/modelFolder';
 import { QWEN3_TOKENIZER } from '../../helpers/visionFixture';
 
 const repo = path.resolve(__dirname, '../../..');

@@ -10,30 +10,26 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { Graph } from '../../../trainer/foundations/engine/graph';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { packForScoring, packWithSharedPrefix, type PackedBatch } from '../../../trainer/foundations/models/batch';
-import type { ModelConfig } from '../../../trainer/foundations/models/modelConfig';
-import { packSequences } from '../../../trainer/pipeline/rl/batching';
-import { WeightInputs } from '../../../trainer/foundations/models/decoder';
-import { openModelFolder, type ModelFolder } from '../../../trainer/foundations/models/modelFolder';
-import { readModelWeights } from '../../../trainer/foundations/models/loadWeights';
-import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import {
-  addVisionFeeds,
-  encoderFeeds,
-  type ImageSequence,
-} from '../../../trainer/foundations/models/vision/visionBatch';
-import type { VisionLanguageFamily } from '../../../trainer/foundations/models/vision/visionConfig';
-import { visionEncoder, visionGraphInputs } from '../../../trainer/foundations/models/vision/encoder';
+import { createDevice, type Device } from '#trainer/foundations/engine/device/device';
+import { Graph } from '#trainer/foundations/engine/graph';
+import { serializeGraph } from '#trainer/foundations/engine/serialize';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { packForScoring, packWithSharedPrefix, type PackedBatch } from '#trainer/foundations/models/batch';
+import type { ModelConfig } from '#trainer/foundations/models/modelConfig';
+import { packSequences } from '#trainer/pipeline/rl/batching';
+import { WeightInputs } from '#trainer/foundations/models/decoder';
+import { openModelFolder, type ModelFolder } from '#trainer/foundations/models/modelFolder';
+import { readModelWeights } from '#trainer/foundations/models/loadWeights';
+import { buildScoringGraph } from '#trainer/foundations/models/scoring';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { addVisionFeeds, encoderFeeds, type ImageSequence } from '#trainer/foundations/models/vision/visionBatch';
+import type { VisionLanguageFamily } from '#trainer/foundations/models/vision/visionConfig';
+import { visionEncoder, visionGraphInputs } from '#trainer/foundations/models/vision/encoder';
 import {
   loadImageProcessorConfig,
   prepareImage,
   type PreparedImage,
-} from '../../../trainer/foundations/models/vision/preprocess';
+} from '#trainer/foundations/models/vision/preprocess';
 import { referenceVisionEncoder, referenceVisionLanguageLogProbs, type Weights } from '../../helpers/referenceVision';
 import { createTinyVisionModel, QWEN3_TOKENIZER, randomPng } from '../../helpers/visionFixture';
 

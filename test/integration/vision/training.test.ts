@@ -12,13 +12,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import sharp from 'sharp';
-import { CheckpointReader } from '../../../trainer/foundations/models/files/checkpointReader';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { sftBaseline } from '../../../trainer/pipeline/training/warmStart/sftBaseline';
-import { TrainingRun } from '../../../trainer/pipeline/training/trainingRun';
+import { CheckpointReader } from '#trainer/foundations/models/files/checkpointReader';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { sftBaseline } from '#trainer/pipeline/training/warmStart/sftBaseline';
+import { TrainingRun } from '#trainer/pipeline/training/trainingRun';
 import { createTinyVisionModel, QWEN3_TOKENIZER } from '../../helpers/visionFixture';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
 
 let dir: string;
 before(async () => {

@@ -125,6 +125,15 @@ describe('lint, format and per-runtime type checks', () => {
     );
   });
 
+  it("ESLint fails the tests' #trainer/ alias in shipped code, and only there", async () => {
+    const aliased = "import { formatBytes } from '#trainer/contract/formatBytes';\nexport const f = formatBytes;\n";
+    assert.deepEqual(
+      (await lint('extension/planted.ts', aliased)).map((m) => m.split(':')[0]),
+      ['no-restricted-imports'],
+    );
+    assert.deepEqual(await lint('test/unit/planted.test.ts', aliased), [], 'tests import the trainer through it');
+  });
+
   it('Prettier fails a planted format difference', async () => {
     assert.equal(await formatted('trainer/planted.ts', "export const x = { a: 1, b: 'two' };\n"), true);
     assert.equal(await formatted('trainer/planted.ts', 'export const x = {a:1, b:"two"}\n'), false);

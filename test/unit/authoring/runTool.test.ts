@@ -4,9 +4,9 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { runToolOnce } from '../../../trainer/bridges/authoring/runTool';
-import { selectTool } from '../../../trainer/bridges/usercode/selectTool';
-import { loadUserModule } from '../../../trainer/bridges/usercode/loadUserModule';
+import { runToolOnce } from '#trainer/bridges/authoring/runTool';
+import { selectTool } from '#trainer/bridges/usercode/selectTool';
+import { loadUserModule } from '#trainer/bridges/usercode/loadUserModule';
 import { ToolSession } from '../../../extension/authoring/toolSession';
 import { buildKnowledgeBase } from '../../../examples/multihop-search/kb';
 

@@ -3,24 +3,24 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ChatTemplate } from '../../../trainer/foundations/models/text/chatTemplate';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
+import { ChatTemplate } from '#trainer/foundations/models/text/chatTemplate';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
 import {
   chainEpisode,
   chatAnswerEpisode,
   plainRequestEpisode,
   toolEpisode,
-} from '../../../trainer/bases/recipes/corpus/chatEpisodes';
-import { CorpusContext } from '../../../trainer/bases/recipes/corpus/corpusContext';
-import { encodeSegments, ROLE_ID, SKILL_ID, type CorpusEpisode } from '../../../trainer/bases/recipes/corpus/episode';
-import { EPISODE_KINDS, packStep } from '../../../trainer/bases/recipes/corpus/mix';
-import { factChainEpisode } from '../../../trainer/bases/recipes/corpus/factChainEpisodes';
-import { inductionEpisode, lookupEpisode, repeatEpisode } from '../../../trainer/bases/recipes/corpus/textEpisodes';
-import { generateTool } from '../../../trainer/bases/recipes/corpus/tools';
-import { BASE_RECIPE } from '../../../trainer/bases/recipes/recipe';
-import { qwen3TokenizerDir } from '../../../trainer/bases/recipes/tokenizerSource';
-import { Random } from '../../../trainer/foundations/models/random';
+} from '#trainer/bases/recipes/corpus/chatEpisodes';
+import { CorpusContext } from '#trainer/bases/recipes/corpus/corpusContext';
+import { encodeSegments, ROLE_ID, SKILL_ID, type CorpusEpisode } from '#trainer/bases/recipes/corpus/episode';
+import { EPISODE_KINDS, packStep } from '#trainer/bases/recipes/corpus/mix';
+import { factChainEpisode } from '#trainer/bases/recipes/corpus/factChainEpisodes';
+import { inductionEpisode, lookupEpisode, repeatEpisode } from '#trainer/bases/recipes/corpus/textEpisodes';
+import { generateTool } from '#trainer/bases/recipes/corpus/tools';
+import { BASE_RECIPE } from '#trainer/bases/recipes/recipe';
+import { qwen3TokenizerDir } from '#trainer/bases/recipes/tokenizerSource';
+import { Random } from '#trainer/foundations/models/random';
 
 let context: CorpusContext;
 let tokenizer: Tokenizer;

@@ -7,11 +7,11 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { builtInModelDir } from '../../../trainer/foundations/models/builtinModels';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
-import { copyInitModel, fileSha256 } from '../../../trainer/bases/recipes/initModel';
-import { BASE_RECIPE, parseRecipe, recipeHash, type Recipe } from '../../../trainer/bases/recipes/recipe';
-import { qwen3TokenizerDir } from '../../../trainer/bases/recipes/tokenizerSource';
+import { builtInModelDir } from '#trainer/foundations/models/builtinModels';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
+import { copyInitModel, fileSha256 } from '#trainer/bases/recipes/initModel';
+import { BASE_RECIPE, parseRecipe, recipeHash, type Recipe } from '#trainer/bases/recipes/recipe';
+import { qwen3TokenizerDir } from '#trainer/bases/recipes/tokenizerSource';
 
 let dir: string;
 let tokenizerDir: string;

@@ -3,8 +3,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { builtInModelDir, BUILT_IN_MODEL_NAMES } from '../../../trainer/foundations/models/builtinModels';
-import { fileSha256 } from '../../../trainer/bases/recipes/initModel';
+import { builtInModelDir, BUILT_IN_MODEL_NAMES } from '#trainer/foundations/models/builtinModels';
+import { fileSha256 } from '#trainer/bases/recipes/initModel';
 import {
   BASE_LONG_RECIPE,
   BASE_RECIPE,
@@ -13,7 +13,7 @@ import {
   dataForStep,
   parseRecipe,
   recipeHash,
-} from '../../../trainer/bases/recipes/recipe';
+} from '#trainer/bases/recipes/recipe';
 
 describe('pretraining recipe', () => {
   it('names the field and what was expected', () => {

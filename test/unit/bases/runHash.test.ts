@@ -8,13 +8,13 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ChatTemplate } from '../../../trainer/foundations/models/text/chatTemplate';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
-import { CorpusContext } from '../../../trainer/bases/recipes/corpus/corpusContext';
-import { BASE_RECIPE } from '../../../trainer/bases/recipes/recipe';
-import { corpusFingerprint, pretrainRunHash } from '../../../trainer/bases/recipes/runHash';
-import { qwen3TokenizerDir } from '../../../trainer/bases/recipes/tokenizerSource';
+import { ChatTemplate } from '#trainer/foundations/models/text/chatTemplate';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
+import { CorpusContext } from '#trainer/bases/recipes/corpus/corpusContext';
+import { BASE_RECIPE } from '#trainer/bases/recipes/recipe';
+import { corpusFingerprint, pretrainRunHash } from '#trainer/bases/recipes/runHash';
+import { qwen3TokenizerDir } from '#trainer/bases/recipes/tokenizerSource';
 
 let context: CorpusContext;
 

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { armBudget, demonstrationPasses, scoreGrid } from '../../bench/armBudget';
 import { pairedBootstrap, separation } from '../../bench/bootstrap';
-import { learningRate } from '../../../trainer/pipeline/training/step/schedule';
+import { learningRate } from '#trainer/pipeline/training/step/schedule';
 
 describe('the paired bootstrap over (seed, question)', () => {
   it('one seed, 400 questions, half right: the normal interval 0.5 ± 1.96·√(0.25/400)', () => {

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { describeFailure } from '../../../trainer/bridges/cli/processEnd';
-import { BlobIntegrityError } from '../../../trainer/foundations/models/hub/downloadBlob';
+import { describeFailure } from '#trainer/bridges/cli/processEnd';
+import { BlobIntegrityError } from '#trainer/foundations/models/hub/downloadBlob';
 
 /** What a command prints for the error that ends it: the message alone when it says everything, the stack otherwise. */
 describe('describeFailure', () => {

@@ -3,8 +3,8 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { DownloadProgressBar } from '../../../trainer/bridges/cli/downloadProgress';
-import type { PullProgress } from '../../../trainer/foundations/models/hub';
+import { DownloadProgressBar } from '#trainer/bridges/cli/downloadProgress';
+import type { PullProgress } from '#trainer/foundations/models/hub';
 
 function stream(isTTY: boolean): { isTTY: boolean; text: string; write(chunk: string): boolean } {
   return {

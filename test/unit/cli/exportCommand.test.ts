@@ -1,7 +1,7 @@
 /** `rollout-studio export <target>`: the target picks the command, which then checks its own arguments. */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { exportCommand, exportUsage } from '../../../trainer/bridges/cli/commands/exportCommand';
+import { exportCommand, exportUsage } from '#trainer/bridges/cli/commands/exportCommand';
 
 const message = (argv: string[]) =>
   exportCommand(argv).then(

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { shouldRelaunch, type RelaunchContext } from '../../../trainer/bridges/cli/relaunch';
+import { shouldRelaunch, type RelaunchContext } from '#trainer/bridges/cli/relaunch';
 
 const terminal: RelaunchContext = { command: 'train', env: {}, platform: 'linux', hasIpc: false, inspecting: false };
 

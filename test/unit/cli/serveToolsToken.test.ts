@@ -7,8 +7,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { readToken, TOKEN_VARIABLE } from '../../../trainer/bridges/cli/commands/serveToolsCommand';
-import { UsageError } from '../../../trainer/bridges/cli/usage';
+import { readToken, TOKEN_VARIABLE } from '#trainer/bridges/cli/commands/serveToolsCommand';
+import { UsageError } from '#trainer/bridges/cli/usage';
 
 let dir: string;
 let saved: string | undefined;

@@ -6,7 +6,7 @@ import {
   wantsAllocatorEnv,
   withAllocatorEnv,
   withoutAllocatorEnv,
-} from '../../../trainer/contract/allocatorEnv';
+} from '#trainer/contract/allocatorEnv';
 
 describe('the allocator settings of a trainer process', () => {
   it('adds the glibc settings on Linux and keeps every other variable', () => {

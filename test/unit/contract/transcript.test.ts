@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { TrajectoryRecord } from '../../../trainer/contract/protocol';
-import { formatRewardNumber, renderTranscript } from '../../../trainer/contract/transcript';
+import type { TrajectoryRecord } from '#trainer/contract/protocol';
+import { formatRewardNumber, renderTranscript } from '#trainer/contract/transcript';
 import { buildTrajectory } from '../../fixtures/recordedRun';
 
 function twoCallTrajectory(): TrajectoryRecord {

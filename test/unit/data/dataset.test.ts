@@ -4,13 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
-import {
-  datasetFromRows,
-  DatasetError,
-  describeRow,
-  loadJsonlDataset,
-  writeJsonl,
-} from '../../../trainer/foundations/data';
+import { datasetFromRows, DatasetError, describeRow, loadJsonlDataset, writeJsonl } from '#trainer/foundations/data';
 
 describe('JSONL datasets', () => {
   let dir: string;

@@ -8,9 +8,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { loadDemonstrations } from '../../../trainer/foundations/data';
-import { Demonstration } from '../../../trainer/contract/protocol';
-import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
+import { loadDemonstrations } from '#trainer/foundations/data';
+import { Demonstration } from '#trainer/contract/protocol';
+import { defineTool, ToolSet } from '#trainer/foundations/tools';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'demonstrations-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));

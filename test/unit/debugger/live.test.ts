@@ -3,8 +3,8 @@ import * as assert from 'node:assert/strict';
 import { holdConfiguration } from '../../../extension/debugger/live/holdPolicy';
 import { liveFacts, livePosition, liveView } from '../../../extension/debugger/live/liveView';
 import { callView, turnContext } from '../../../extension/debugger/breakpoints/turnContext';
-import type { ToolCallRecord, TrajectoryRecord } from '../../../trainer/contract/protocol';
-import { renderTranscript } from '../../../trainer/contract/transcript';
+import type { ToolCallRecord, TrajectoryRecord } from '#trainer/contract/protocol';
+import { renderTranscript } from '#trainer/contract/transcript';
 
 const none = { tools: false, filters: [], lines: false };
 

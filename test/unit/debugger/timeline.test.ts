@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { TrajectoryRecord, TurnRecord } from '../../../trainer/contract/protocol';
+import type { TrajectoryRecord, TurnRecord } from '#trainer/contract/protocol';
 import { shownIndices } from '../../../extension/debugger/replay/replayTarget';
 import { stepTimeline, trajectoryPoints } from '../../../extension/debugger/timeline';
 import {

@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { grad } from '../../../trainer/foundations/engine/autodiff';
-import { Graph, GraphBuildError } from '../../../trainer/foundations/engine/graph';
-import * as op from '../../../trainer/foundations/engine/ops';
-import { runGraphOnce } from '../../../trainer/foundations/engine/runtime/run';
+import { grad } from '#trainer/foundations/engine/autodiff';
+import { Graph, GraphBuildError } from '#trainer/foundations/engine/graph';
+import * as op from '#trainer/foundations/engine/ops';
+import { runGraphOnce } from '#trainer/foundations/engine/runtime/run';
 import { f64, seeded } from '../../helpers/engine';
 
 describe('grad', () => {

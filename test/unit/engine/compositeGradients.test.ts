@@ -6,13 +6,13 @@
  */
 import { describe, it } from 'node:test';
 import { gradCheck } from '../../helpers/gradcheck';
-import type { Graph } from '../../../trainer/foundations/engine/graph';
-import * as op from '../../../trainer/foundations/engine/ops';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { parseModelConfig } from '../../../trainer/foundations/models/modelConfig';
-import { decoderTrunk, WeightInputs } from '../../../trainer/foundations/models/decoder';
-import { linear } from '../../../trainer/foundations/models/layers/linear';
-import { expectedTensors } from '../../../trainer/foundations/models/weights';
+import type { Graph } from '#trainer/foundations/engine/graph';
+import * as op from '#trainer/foundations/engine/ops';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { parseModelConfig } from '#trainer/foundations/models/modelConfig';
+import { decoderTrunk, WeightInputs } from '#trainer/foundations/models/decoder';
+import { linear } from '#trainer/foundations/models/layers/linear';
+import { expectedTensors } from '#trainer/foundations/models/weights';
 import { assertGradients, f64, i64, seeded } from '../../helpers/engine';
 
 const B = 2;

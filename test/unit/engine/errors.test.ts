@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { createDevice } from '../../../trainer/foundations/engine/device/device';
-import { Graph, GraphBuildError } from '../../../trainer/foundations/engine/graph';
-import * as op from '../../../trainer/foundations/engine/ops';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
+import { createDevice } from '#trainer/foundations/engine/device/device';
+import { Graph, GraphBuildError } from '#trainer/foundations/engine/graph';
+import * as op from '#trainer/foundations/engine/ops';
+import { serializeGraph } from '#trainer/foundations/engine/serialize';
 
 describe('build-time checks', () => {
   it('a shape mismatch names the op, the scope and both shapes', () => {

@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { createDevice, type Device } from '../../../trainer/foundations/engine/device/device';
-import { Graph } from '../../../trainer/foundations/engine/graph';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
-import { linear } from '../../../trainer/foundations/models/layers/linear';
+import { createDevice, type Device } from '#trainer/foundations/engine/device/device';
+import { Graph } from '#trainer/foundations/engine/graph';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { serializeGraph } from '#trainer/foundations/engine/serialize';
+import { linear } from '#trainer/foundations/models/layers/linear';
 
 const IN = 3;
 const OUT = 2;

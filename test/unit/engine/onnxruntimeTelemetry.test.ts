@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import {
   describeOnnxRuntimeTelemetry,
   optOutOfOnnxRuntimeTelemetry,
-} from '../../../trainer/foundations/engine/runtime/onnxruntime';
+} from '#trainer/foundations/engine/runtime/onnxruntime';
 
 describe("onnxruntime's telemetry setting", () => {
   it('is set to 1 (off) where the user set nothing', () => {

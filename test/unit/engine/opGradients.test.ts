@@ -5,9 +5,9 @@
  */
 import { describe, it } from 'node:test';
 import { gradCheck } from '../../helpers/gradcheck';
-import { Graph, type Tensor } from '../../../trainer/foundations/engine/graph';
-import * as op from '../../../trainer/foundations/engine/ops';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
+import { Graph, type Tensor } from '#trainer/foundations/engine/graph';
+import * as op from '#trainer/foundations/engine/ops';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
 import { assertGradients, f64, i64, seeded } from '../../helpers/engine';
 
 interface Case {

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { createDevice } from '../../../trainer/foundations/engine/device/device';
+import { createDevice } from '#trainer/foundations/engine/device/device';
 import {
   buildApplyGraph,
   DEFAULT_ADAMW,
@@ -8,9 +8,9 @@ import {
   momentName,
   nextName,
   type AdamWConfig,
-} from '../../../trainer/foundations/engine/optimizer';
-import { serializeGraph } from '../../../trainer/foundations/engine/serialize';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
+} from '#trainer/foundations/engine/optimizer';
+import { serializeGraph } from '#trainer/foundations/engine/serialize';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
 import { seeded } from '../../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
 

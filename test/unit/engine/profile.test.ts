@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { matrixFlops, readProfile } from '../../../trainer/foundations/engine/runtime/profile';
+import { matrixFlops, readProfile } from '#trainer/foundations/engine/runtime/profile';
 
 const node = (op: string, a: number[], b: number[], out: number[]) => ({
   op,

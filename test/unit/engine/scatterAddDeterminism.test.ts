@@ -6,12 +6,12 @@
  */
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { grad } from '../../../trainer/foundations/engine/autodiff';
-import { Graph } from '../../../trainer/foundations/engine/graph';
-import * as op from '../../../trainer/foundations/engine/ops';
-import { serializeGraph, disposeSerialized } from '../../../trainer/foundations/engine/serialize';
-import { createSession, releaseSession } from '../../../trainer/foundations/engine/runtime/ortSession';
-import { fromOrtTensor, toOrtTensor } from '../../../trainer/foundations/engine/runtime/tensors';
+import { grad } from '#trainer/foundations/engine/autodiff';
+import { Graph } from '#trainer/foundations/engine/graph';
+import * as op from '#trainer/foundations/engine/ops';
+import { serializeGraph, disposeSerialized } from '#trainer/foundations/engine/serialize';
+import { createSession, releaseSession } from '#trainer/foundations/engine/runtime/ortSession';
+import { fromOrtTensor, toOrtTensor } from '#trainer/foundations/engine/runtime/tensors';
 import { f32, seeded } from '../../helpers/engine';
 
 const ROWS = 6;

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { createDevice } from '../../../trainer/foundations/engine/device/device';
-import { DEFAULT_ADAMW } from '../../../trainer/foundations/engine/optimizer';
+import { createDevice } from '#trainer/foundations/engine/device/device';
+import { DEFAULT_ADAMW } from '#trainer/foundations/engine/optimizer';
 import { seeded } from '../../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../../helpers/tinyLm';
 

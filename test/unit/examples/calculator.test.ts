@@ -1,17 +1,17 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { contentText } from '../../../trainer/contract/protocol/chatMessages';
+import { contentText } from '#trainer/contract/protocol/chatMessages';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadJsonlDataset } from '../../../trainer/foundations/data';
-import type { Trajectory } from '../../../trainer/pipeline/rollout';
-import { Tool } from '../../../trainer/foundations/tools';
-import { evaluateArithmetic, formatNumber } from '../../../trainer/foundations/tools/builtin/arithmetic';
+import { loadJsonlDataset } from '#trainer/foundations/data';
+import type { Trajectory } from '#trainer/pipeline/rollout';
+import { Tool } from '#trainer/foundations/tools';
+import { evaluateArithmetic, formatNumber } from '#trainer/foundations/tools/builtin/arithmetic';
 import { generateDataset, generateDemonstrations, generateProblems } from '../../../examples/calculator/data';
 import { CalculatorFields, type CalculatorRow } from '../../../examples/calculator/rows';
 import { numericMatch, parseNumber } from '../../../examples/calculator/rewards';
-import { loadTools } from '../../../trainer/bridges/usercode/loadTools';
+import { loadTools } from '#trainer/bridges/usercode/loadTools';
 
 describe('examples/calculator', () => {
   it('generates problems with exact answers, held-out ones distinct from training ones', () => {

@@ -8,10 +8,10 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { datasetFromRows, loadJsonlDataset } from '../../../trainer/foundations/data';
-import { scoreTrajectories } from '../../../trainer/pipeline/rewards';
-import { AgentLoop } from '../../../trainer/pipeline/rollout';
-import { ToolSet } from '../../../trainer/foundations/tools';
+import { datasetFromRows, loadJsonlDataset } from '#trainer/foundations/data';
+import { scoreTrajectories } from '#trainer/pipeline/rewards';
+import { AgentLoop } from '#trainer/pipeline/rollout';
+import { ToolSet } from '#trainer/foundations/tools';
 import {
   DEFAULTS,
   generateDataset,

@@ -5,8 +5,8 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { contentText } from '../../../trainer/contract/protocol/chatMessages';
-import { observationText, type ToolContext } from '../../../trainer/foundations/tools';
+import { contentText } from '#trainer/contract/protocol/chatMessages';
+import { observationText, type ToolContext } from '#trainer/foundations/tools';
 import { buildKnowledgeBase, KB_OPTIONS, queryFor, type Relation } from '../../../examples/multihop-search/kb';
 import {
   DEFAULTS,

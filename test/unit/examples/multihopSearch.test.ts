@@ -1,14 +1,14 @@
 import { describe, it, before } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { contentText } from '../../../trainer/contract/protocol/chatMessages';
+import { contentText } from '#trainer/contract/protocol/chatMessages';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadJsonlDataset } from '../../../trainer/foundations/data';
-import { AgentLoop, HermesFormat, tokenizeDemonstration } from '../../../trainer/pipeline/rollout';
-import { scoreTrajectories } from '../../../trainer/pipeline/rewards';
-import { tokenRewards } from '../../../trainer/pipeline/rl/samples';
-import { Tool, ToolSet } from '../../../trainer/foundations/tools';
+import { loadJsonlDataset } from '#trainer/foundations/data';
+import { AgentLoop, HermesFormat, tokenizeDemonstration } from '#trainer/pipeline/rollout';
+import { scoreTrajectories } from '#trainer/pipeline/rewards';
+import { tokenRewards } from '#trainer/pipeline/rl/samples';
+import { Tool, ToolSet } from '#trainer/foundations/tools';
 import {
   buildKnowledgeBase,
   KB_OPTIONS,
@@ -29,13 +29,13 @@ import {
 import { MultihopFields, type MultihopRow } from '../../../examples/multihop-search/rows';
 import { rewards } from '../../../examples/multihop-search/rewards';
 import { KnowledgeBaseSearch, knowledgeBase, search, searchOver, tools } from '../../../examples/multihop-search/tools';
-import { BASE_RECIPE } from '../../../trainer/bases/recipes/recipe';
-import { qwen3TokenizerDir } from '../../../trainer/bases/recipes/tokenizerSource';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { truncateBpeTokenizer } from '../../../trainer/foundations/models/text/truncateTokenizer';
+import { BASE_RECIPE } from '#trainer/bases/recipes/recipe';
+import { qwen3TokenizerDir } from '#trainer/bases/recipes/tokenizerSource';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
 import { rolloutMultihopExample } from '../../helpers/multihopRollout';
 import { qwen3, ScriptedPolicy } from '../../helpers/scriptedPolicy';
-import { loadTools } from '../../../trainer/bridges/usercode/loadTools';
+import { loadTools } from '#trainer/bridges/usercode/loadTools';
 
 const EXAMPLE = path.resolve(__dirname, '../../../examples/multihop-search');
 

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { contentText } from '../../../trainer/contract/protocol/chatMessages';
+import { contentText } from '#trainer/contract/protocol/chatMessages';
 import { convert } from '../../bench/unit-conversion/units';
 import { generateDemonstrations, generateQuestions } from '../../bench/unit-conversion/data';
 import { convertUnits } from '../../bench/unit-conversion/tools';

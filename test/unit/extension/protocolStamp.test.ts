@@ -7,7 +7,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { stamped } from '../../../extension/protocolStamp';
-import { ControlMessage, parseWith, PROTOCOL_VERSION } from '../../../trainer/contract/protocol';
+import { ControlMessage, parseWith, PROTOCOL_VERSION } from '#trainer/contract/protocol';
 
 const root = path.resolve(__dirname, '..', '..', '..');
 const STAMPING_MODULE = 'extension/protocolStamp.ts';

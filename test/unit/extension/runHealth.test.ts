@@ -7,7 +7,7 @@ import {
   shortName,
   type NotifiedKeys,
 } from '../../../extension/panels/runHealth';
-import type { HealthWarning, MetricsRecord } from '../../../trainer/contract/protocol';
+import type { HealthWarning, MetricsRecord } from '#trainer/contract/protocol';
 
 const zeroSignal: HealthWarning = {
   code: 'zero_signal',

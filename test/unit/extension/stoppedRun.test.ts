@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { markRunStopped } from '../../../extension/live/stoppedRun';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { RunStoreReader } from '#trainer/contract/runstore';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
 
 describe('markRunStopped (a trainer that had to be killed)', () => {

@@ -8,7 +8,7 @@ import {
   TrainerProcessError,
   type TrainerRuntime,
 } from '../../../extension/trainerProcess';
-import { ALLOCATOR_ENV } from '../../../trainer/contract/allocatorEnv';
+import { ALLOCATOR_ENV } from '#trainer/contract/allocatorEnv';
 
 const fixtures = path.resolve(__dirname, '../../fixtures/trainers');
 const node: TrainerRuntime = { command: process.execPath, env: process.env, description: "the test runner's Node" };

@@ -6,9 +6,9 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { ChatMessage, ToolSpec } from '../../../trainer/contract/protocol/chatMessages';
-import { matchHistory } from '../../../trainer/pipeline/rollout/gateway/historyMatch';
-import { readChatRequest } from '../../../trainer/pipeline/rollout/gateway/chatRequest';
+import type { ChatMessage, ToolSpec } from '#trainer/contract/protocol/chatMessages';
+import { matchHistory } from '#trainer/pipeline/rollout/gateway/historyMatch';
+import { readChatRequest } from '#trainer/pipeline/rollout/gateway/chatRequest';
 
 const tools: ToolSpec[] = [
   {

@@ -6,13 +6,13 @@
  */
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { boundedServer, DEFAULT_LIMITS } from '../../../trainer/foundations/http/requestGuard';
-import { listen } from '../../../trainer/foundations/http/localServer';
+import { boundedServer, DEFAULT_LIMITS } from '#trainer/foundations/http/requestGuard';
+import { listen } from '#trainer/foundations/http/localServer';
 import {
   startChatServer,
   type ChatBackend,
   type RunningChatServer,
-} from '../../../trainer/pipeline/rollout/gateway/chatServer';
+} from '#trainer/pipeline/rollout/gateway/chatServer';
 import { slowClient } from '../../helpers/slowClient';
 
 const unused = () => {

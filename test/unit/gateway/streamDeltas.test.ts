@@ -7,11 +7,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { builtInModelDir } from '../../../trainer/foundations/models/builtinModels';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { HermesFormat } from '../../../trainer/pipeline/rollout/formats/hermes';
-import { assistantAnswer } from '../../../trainer/pipeline/rollout/gateway/assistantAnswer';
-import { StreamDeltas, type Delta } from '../../../trainer/pipeline/rollout/gateway/streamDeltas';
+import { builtInModelDir } from '#trainer/foundations/models/builtinModels';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { HermesFormat } from '#trainer/pipeline/rollout/formats/hermes';
+import { assistantAnswer } from '#trainer/pipeline/rollout/gateway/assistantAnswer';
+import { StreamDeltas, type Delta } from '#trainer/pipeline/rollout/gateway/streamDeltas';
 
 const tokenizer = Tokenizer.load(path.join(builtInModelDir('base')));
 const end = tokenizer.tokenId('<|im_end|>');

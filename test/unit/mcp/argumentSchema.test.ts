@@ -4,9 +4,9 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { argumentsFromJsonSchema } from '../../../trainer/foundations/mcp/argumentSchema';
-import { isZodObjectSchema } from '../../../trainer/foundations/tools/schema';
-import { ToolDefinitionError } from '../../../trainer/foundations/tools/toolErrors';
+import { argumentsFromJsonSchema } from '#trainer/foundations/mcp/argumentSchema';
+import { isZodObjectSchema } from '#trainer/foundations/tools/schema';
+import { ToolDefinitionError } from '#trainer/foundations/tools/toolErrors';
 
 const schema = {
   type: 'object',

@@ -1,8 +1,8 @@
 /** MCP result content as observations: text as it is, binary blocks as a note, images kept apart in `data`. */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { errorText, imageBlocks, toToolResult } from '../../../trainer/foundations/mcp/content';
-import { observationText } from '../../../trainer/foundations/tools/result';
+import { errorText, imageBlocks, toToolResult } from '#trainer/foundations/mcp/content';
+import { observationText } from '#trainer/foundations/tools/result';
 
 describe('MCP content as observations', () => {
   it('keeps text, notes images, audio and resources, and keeps the images and structured content as data', () => {

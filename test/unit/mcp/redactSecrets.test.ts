@@ -7,10 +7,10 @@ import {
   McpServerConfig,
   McpServersConfig,
   recordableServers,
-} from '../../../trainer/foundations/mcp/mcpConfig';
-import { maskSecrets, redactArguments, redactUrl } from '../../../trainer/foundations/mcp/redactSecrets';
-import { exactMatch } from '../../../trainer/pipeline/rewards';
-import { hashable, parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
+} from '#trainer/foundations/mcp/mcpConfig';
+import { maskSecrets, redactArguments, redactUrl } from '#trainer/foundations/mcp/redactSecrets';
+import { exactMatch } from '#trainer/pipeline/rewards';
+import { hashable, parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
 
 /** Fake secrets of each shape, made at run time so that no scanner mistakes this file for a leak. */
 const fake = (prefix: string, n = 36) => `${prefix}${'a1B2'.repeat(Math.ceil(n / 4)).slice(0, n)}`;

@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { dequantizeOnHost, quantizeMatrix } from '../../../trainer/foundations/models/quantized/blockQuantize';
+import { dequantizeOnHost, quantizeMatrix } from '#trainer/foundations/models/quantized/blockQuantize';
 
 /** A block of 32 whose first values are `head`, the rest 0. */
 function block(head: number[]): Float32Array {

@@ -3,10 +3,10 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { builtInModelDir, checkBuiltinModelName } from '../../../trainer/foundations/models/builtinModels';
-import { resolveModelPath } from '../../../trainer/foundations/models/hub';
-import { loadConfig } from '../../../trainer/bridges/usercode/loadConfig';
-import { BUILT_IN_RECIPES, parseRecipe, recipeHash } from '../../../trainer/bases/recipes/recipe';
+import { builtInModelDir, checkBuiltinModelName } from '#trainer/foundations/models/builtinModels';
+import { resolveModelPath } from '#trainer/foundations/models/hub';
+import { loadConfig } from '#trainer/bridges/usercode/loadConfig';
+import { BUILT_IN_RECIPES, parseRecipe, recipeHash } from '#trainer/bases/recipes/recipe';
 
 const ROOT = path.resolve(__dirname, '../../..');
 

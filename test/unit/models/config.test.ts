@@ -8,7 +8,7 @@ import {
   ModelConfigError,
   ropeInverseFrequencies,
   type ModelConfig,
-} from '../../../trainer/foundations/models';
+} from '#trainer/foundations/models';
 
 // config.json files as released on the Hugging Face Hub (copied field for field).
 const QWEN25_05B_INSTRUCT = {

@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadGenerationConfig, ModelConfigError } from '../../../trainer/foundations/models';
+import { loadGenerationConfig, ModelConfigError } from '#trainer/foundations/models';
 
 describe('loadGenerationConfig', () => {
   let root: string;

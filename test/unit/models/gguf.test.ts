@@ -8,19 +8,13 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { permuteForPairwiseRope } from '../../../trainer/foundations/models/gguf/architecture';
-import {
-  decodeQ4_0,
-  decodeQ8_0,
-  encodeQ4_0,
-  encodeQ8_0,
-  encodedBytes,
-} from '../../../trainer/foundations/models/gguf/encode';
-import { GGUF_ALIGNMENT, GGUF_MAGIC, meta, writeGguf } from '../../../trainer/foundations/models/gguf/format';
-import { preTokenizerName } from '../../../trainer/foundations/models/gguf/vocabulary';
-import { float16ToFloat32Bits, float32FromBits } from '../../../trainer/foundations/models/files/halfFloat';
-import { dequantizeOnHost, quantizeMatrix } from '../../../trainer/foundations/models/quantized/blockQuantize';
-import { Random } from '../../../trainer/foundations/models/random';
+import { permuteForPairwiseRope } from '#trainer/foundations/models/gguf/architecture';
+import { decodeQ4_0, decodeQ8_0, encodeQ4_0, encodeQ8_0, encodedBytes } from '#trainer/foundations/models/gguf/encode';
+import { GGUF_ALIGNMENT, GGUF_MAGIC, meta, writeGguf } from '#trainer/foundations/models/gguf/format';
+import { preTokenizerName } from '#trainer/foundations/models/gguf/vocabulary';
+import { float16ToFloat32Bits, float32FromBits } from '#trainer/foundations/models/files/halfFloat';
+import { dequantizeOnHost, quantizeMatrix } from '#trainer/foundations/models/quantized/blockQuantize';
+import { Random } from '#trainer/foundations/models/random';
 
 const half = (bits: number) => float32FromBits(float16ToFloat32Bits(bits));
 const hex = (byte: number) => byte.toString(16).padStart(2, '0');

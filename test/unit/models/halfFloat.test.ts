@@ -7,7 +7,7 @@ import {
   float32BitsToBfloat16,
   float32BitsToFloat16,
   float32FromBits,
-} from '../../../trainer/foundations/models';
+} from '#trainer/foundations/models';
 
 const toF16 = (x: number) => float32BitsToFloat16(float32Bits(x));
 const fromF16 = (h: number) => float32FromBits(float16ToFloat32Bits(h));

@@ -7,14 +7,10 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { classifyModelPath, hubSettings, isRepoId, resolveModelPath } from '../../../trainer/foundations/models/hub';
-import { httpFailureError, networkErrorCode } from '../../../trainer/foundations/models/hub/hubErrors';
-import {
-  missingFromSnapshot,
-  selectModelFiles,
-  shardsFromIndex,
-} from '../../../trainer/foundations/models/hub/modelFiles';
-import { formatBytes } from '../../../trainer/contract/formatBytes';
+import { classifyModelPath, hubSettings, isRepoId, resolveModelPath } from '#trainer/foundations/models/hub';
+import { httpFailureError, networkErrorCode } from '#trainer/foundations/models/hub/hubErrors';
+import { missingFromSnapshot, selectModelFiles, shardsFromIndex } from '#trainer/foundations/models/hub/modelFiles';
+import { formatBytes } from '#trainer/contract/formatBytes';
 
 const savedEnv = { ...process.env };
 afterEach(() => {

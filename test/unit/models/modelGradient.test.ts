@@ -6,15 +6,15 @@
  */
 import { describe, it } from 'node:test';
 import { gradCheck } from '../../helpers/gradcheck';
-import * as op from '../../../trainer/foundations/engine/ops';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { packForScoring } from '../../../trainer/foundations/models/batch';
-import { parseModelConfig, type ModelConfig } from '../../../trainer/foundations/models/modelConfig';
-import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
-import { buildScoringGraph, VALUE_HEAD } from '../../../trainer/foundations/models/scoring';
-import { expectedTensors } from '../../../trainer/foundations/models/weights';
-import { quantizeMatrix, type Quantization } from '../../../trainer/foundations/models/quantized/blockQuantize';
-import { quantizedLayouts, quantizedStateNames } from '../../../trainer/foundations/models/quantized/quantizedWeights';
+import * as op from '#trainer/foundations/engine/ops';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { packForScoring } from '#trainer/foundations/models/batch';
+import { parseModelConfig, type ModelConfig } from '#trainer/foundations/models/modelConfig';
+import { loraModules, loraTensorNames, type LoraConfig } from '#trainer/foundations/models/lora';
+import { buildScoringGraph, VALUE_HEAD } from '#trainer/foundations/models/scoring';
+import { expectedTensors } from '#trainer/foundations/models/weights';
+import { quantizeMatrix, type Quantization } from '#trainer/foundations/models/quantized/blockQuantize';
+import { quantizedLayouts, quantizedStateNames } from '#trainer/foundations/models/quantized/quantizedWeights';
 import { assertGradients, f64, seeded } from '../../helpers/engine';
 
 function tinyConfig(family: 'qwen2' | 'qwen3', sizes = { hidden: 8, intermediate: 12 }): ModelConfig {

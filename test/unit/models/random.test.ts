@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { Random } from '../../../trainer/foundations/models/random';
+import { Random } from '#trainer/foundations/models/random';
 
 describe('Random (xoshiro128**)', () => {
   it('matches the reference xoshiro128** output for the state [1, 2, 3, 4]', () => {

@@ -12,7 +12,7 @@ import {
   writeSafetensors,
   writeShardedSafetensors,
   type WritableTensor,
-} from '../../../trainer/foundations/models';
+} from '#trainer/foundations/models';
 
 let root: string;
 let counter = 0;

@@ -5,14 +5,14 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { grad } from '../../../trainer/foundations/engine/autodiff';
-import * as op from '../../../trainer/foundations/engine/ops';
-import { runGraphOnce } from '../../../trainer/foundations/engine/runtime/run';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { packForScoring, packWithSharedPrefix, sharedPrefixLength } from '../../../trainer/foundations/models/batch';
-import { parseModelConfig } from '../../../trainer/foundations/models/modelConfig';
-import { buildScoringGraph, VALUE_HEAD } from '../../../trainer/foundations/models/scoring';
-import { expectedTensors } from '../../../trainer/foundations/models/weights';
+import { grad } from '#trainer/foundations/engine/autodiff';
+import * as op from '#trainer/foundations/engine/ops';
+import { runGraphOnce } from '#trainer/foundations/engine/runtime/run';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { packForScoring, packWithSharedPrefix, sharedPrefixLength } from '#trainer/foundations/models/batch';
+import { parseModelConfig } from '#trainer/foundations/models/modelConfig';
+import { buildScoringGraph, VALUE_HEAD } from '#trainer/foundations/models/scoring';
+import { expectedTensors } from '#trainer/foundations/models/weights';
 import { f64, seeded } from '../../helpers/engine';
 
 const config = parseModelConfig(

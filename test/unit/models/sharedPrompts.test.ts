@@ -4,7 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { planSharedPrefill } from '../../../trainer/foundations/models/generation/sharedPrompts';
+import { planSharedPrefill } from '#trainer/foundations/models/generation/sharedPrompts';
 
 describe('planSharedPrefill', () => {
   it('prefills each distinct prompt once, without its last token, and maps every row to it', () => {

@@ -9,15 +9,15 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { gradCheck } from '../../helpers/gradcheck';
-import * as op from '../../../trainer/foundations/engine/ops';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { packForScoring } from '../../../trainer/foundations/models/batch';
-import { parseModelConfig, type ModelConfig } from '../../../trainer/foundations/models/modelConfig';
-import { loraModules, loraTensorNames, type LoraConfig } from '../../../trainer/foundations/models/lora';
-import { buildScoringGraph } from '../../../trainer/foundations/models/scoring';
-import { addVisionFeeds, type BatchImage } from '../../../trainer/foundations/models/vision/visionBatch';
-import { isVisionWeight } from '../../../trainer/foundations/models/vision/visionWeights';
-import { expectedTensors } from '../../../trainer/foundations/models/weights';
+import * as op from '#trainer/foundations/engine/ops';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { packForScoring } from '#trainer/foundations/models/batch';
+import { parseModelConfig, type ModelConfig } from '#trainer/foundations/models/modelConfig';
+import { loraModules, loraTensorNames, type LoraConfig } from '#trainer/foundations/models/lora';
+import { buildScoringGraph } from '#trainer/foundations/models/scoring';
+import { addVisionFeeds, type BatchImage } from '#trainer/foundations/models/vision/visionBatch';
+import { isVisionWeight } from '#trainer/foundations/models/vision/visionWeights';
+import { expectedTensors } from '#trainer/foundations/models/weights';
 import { assertGradients, f64, seeded } from '../../helpers/engine';
 
 function tinyConfig(family: 'qwen2_vl' | 'qwen2_5_vl'): ModelConfig {

@@ -7,7 +7,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { parseModelConfig } from '../../../trainer/foundations/models/modelConfig';
+import { parseModelConfig } from '#trainer/foundations/models/modelConfig';
 import {
   defaultImageProcessor,
   DEFAULT_IMAGE_MEAN,
@@ -17,8 +17,8 @@ import {
   prepareImage,
   roundHalfEven,
   smartResize,
-} from '../../../trainer/foundations/models/vision/preprocess';
-import { imageRuns, multimodalPositions } from '../../../trainer/foundations/models/vision/ropeIndex';
+} from '#trainer/foundations/models/vision/preprocess';
+import { imageRuns, multimodalPositions } from '#trainer/foundations/models/vision/ropeIndex';
 import { referenceRopeIndex } from '../../helpers/referenceVision';
 
 describe('smart_resize', () => {

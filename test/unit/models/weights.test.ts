@@ -11,7 +11,7 @@ import {
   validateCheckpoint,
   writeSafetensors,
   type ModelConfig,
-} from '../../../trainer/foundations/models';
+} from '#trainer/foundations/models';
 
 const base = {
   vocab_size: 11,

@@ -9,8 +9,8 @@ import { RunSources } from '../../../extension/panels/source/registry';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import type { RunUpdate } from '../../../extension/panels/source/runSource';
 import { latestTrainMetrics, runStatusText } from '../../../extension/panels/runStatusText';
-import { PROTOCOL_VERSION, type TrainingEvent } from '../../../trainer/contract/protocol';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { PROTOCOL_VERSION, type TrainingEvent } from '#trainer/contract/protocol';
+import { RunStoreReader } from '#trainer/contract/runstore';
 import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
 
 /** A training's event feed, driven by the test (the real one is LiveTarget's). */

@@ -10,8 +10,8 @@ import { RunSources } from '../../../extension/panels/source/registry';
 import { runSummaryOf } from '../../../extension/panels/source/summarize';
 import { writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
 import { HEALTH_RUN_BEST, writeRecordedHealthRun } from '../../fixtures/recordedHealthRun';
-import { listRuns } from '../../../trainer/contract/runstore';
-import { MetricsToWebview, type MetricsRecord } from '../../../trainer/contract/protocol';
+import { listRuns } from '#trainer/contract/runstore';
+import { MetricsToWebview, type MetricsRecord } from '#trainer/contract/protocol';
 
 function setup() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-ctl-'));

@@ -12,7 +12,7 @@ import {
   TrajectoriesPanelState,
   TrajectoriesToHost,
   TrajectoriesToWebview,
-} from '../../../trainer/contract/protocol';
+} from '#trainer/contract/protocol';
 import { latestTrainMetrics, runStatusText } from '../../../extension/panels/runStatusText';
 
 describe('panel messages', () => {

@@ -7,7 +7,7 @@ import { RunDirectorySource } from '../../../extension/panels/source/runDirector
 import { RunSources } from '../../../extension/panels/source/registry';
 import type { RunUpdate } from '../../../extension/panels/source/runSource';
 import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { RunStoreReader } from '#trainer/contract/runstore';
 
 function recordedRun(options: { steps: number; batch: number; status?: 'running' | 'finished' }): string {
   return writeRecordedRun(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'source-test-')), 'run-1'), {

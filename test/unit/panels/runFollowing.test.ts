@@ -20,8 +20,8 @@ import {
   TrajectoriesToWebview,
   type RunFollowingState,
   type RunRef,
-} from '../../../trainer/contract/protocol';
-import { listRuns } from '../../../trainer/contract/runstore';
+} from '#trainer/contract/protocol';
+import { listRuns } from '#trainer/contract/runstore';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
 
 /** Run directories on disk (NewestRun checks that its run still exists). */

@@ -6,13 +6,13 @@ import * as path from 'node:path';
 import { RunDirectorySource } from '../../../extension/panels/source/runDirectorySource';
 import { ROWS_PER_MESSAGE, TrajectoriesController } from '../../../extension/panels/trajectoriesController';
 import { buildTrajectory, writeRecordedRun, recordedRunWriter } from '../../fixtures/recordedRun';
-import { RunStoreReader, writeBranchSet } from '../../../trainer/contract/runstore';
+import { RunStoreReader, writeBranchSet } from '#trainer/contract/runstore';
 import {
   PROTOCOL_VERSION,
   TrajectoriesToWebview,
   type OpenRunInDebuggerArgs,
   type StepSelection,
-} from '../../../trainer/contract/protocol';
+} from '#trainer/contract/protocol';
 
 function setup(options: {
   steps: number;

@@ -7,13 +7,13 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { splitVerlResponse } from '../../../trainer/bridges/verl/response';
-import { answerTag } from '../../../trainer/pipeline/rewards/answer';
-import { normalizeAnswer } from '../../../trainer/pipeline/rewards/answerText';
-import { HermesFormat } from '../../../trainer/pipeline/rollout/formats/hermes';
-import { contentStart } from '../../../trainer/pipeline/rollout/formats/toolCallFormat';
-import { decodeBase64 } from '../../../trainer/pipeline/rollout/images';
-import type { Trajectory } from '../../../trainer/pipeline/rollout/trajectory';
+import { splitVerlResponse } from '#trainer/bridges/verl/response';
+import { answerTag } from '#trainer/pipeline/rewards/answer';
+import { normalizeAnswer } from '#trainer/pipeline/rewards/answerText';
+import { HermesFormat } from '#trainer/pipeline/rollout/formats/hermes';
+import { contentStart } from '#trainer/pipeline/rollout/formats/toolCallFormat';
+import { decodeBase64 } from '#trainer/pipeline/rollout/images';
+import type { Trajectory } from '#trainer/pipeline/rollout/trajectory';
 import { PARSERS } from '../../helpers/parsers';
 
 const RUNS = { numRuns: 3000, seed: 53 };

@@ -4,12 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import {
-  type BranchSet,
-  PROTOCOL_VERSION,
-  type TrajectoryRecord,
-  type TurnRecord,
-} from '../../../trainer/contract/protocol';
+import { type BranchSet, PROTOCOL_VERSION, type TrajectoryRecord, type TurnRecord } from '#trainer/contract/protocol';
 import {
   branchTranscriptUri,
   parseBranchTranscriptPath,

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { datasetFromRows, type DatasetRow } from '../../../trainer/foundations/data';
-import type { ToolCallResult, Trajectory } from '../../../trainer/pipeline/rollout';
+import { datasetFromRows, type DatasetRow } from '#trainer/foundations/data';
+import type { ToolCallResult, Trajectory } from '#trainer/pipeline/rollout';
 import {
   answerTag,
   exactMatch,
@@ -18,11 +18,11 @@ import {
   substringMatch,
   tokenF1,
   type RewardConfig,
-} from '../../../trainer/pipeline/rewards';
-import { MAX_ABS_REWARD } from '../../../trainer/pipeline/rewards/score';
-import { rewardToGo, tokenRewards } from '../../../trainer/pipeline/rl/samples';
-import { defineTool, ToolSet, type ToolCallOutcome } from '../../../trainer/foundations/tools';
-import { toRlSample } from '../../../trainer/pipeline/rl/rewardPlacement';
+} from '#trainer/pipeline/rewards';
+import { MAX_ABS_REWARD } from '#trainer/pipeline/rewards/score';
+import { rewardToGo, tokenRewards } from '#trainer/pipeline/rl/samples';
+import { defineTool, ToolSet, type ToolCallOutcome } from '#trainer/foundations/tools';
+import { toRlSample } from '#trainer/pipeline/rl/rewardPlacement';
 
 const rowsOf = (values: Record<string, unknown>[]) => datasetFromRows('rewards.jsonl', values).rows;
 

@@ -5,9 +5,9 @@ import {
   grpoAdvantages,
   reinforcePlusPlusAdvantages,
   rlooAdvantages,
-} from '../../../trainer/pipeline/rl/advantages';
-import { klPenalty } from '../../../trainer/pipeline/rl/kl';
-import type { RlSample } from '../../../trainer/pipeline/rl/samples';
+} from '#trainer/pipeline/rl/advantages';
+import { klPenalty } from '#trainer/pipeline/rl/kl';
+import type { RlSample } from '#trainer/pipeline/rl/samples';
 
 /**
  * A sample whose policy tokens are at `policy`, with rewards {position: value}: the value on the

@@ -8,14 +8,14 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { datasetFromRows, type DatasetRow } from '../../../trainer/foundations/data';
-import { exactMatch, RewardError, scoreTrajectories, type RewardConfig } from '../../../trainer/pipeline/rewards';
-import { grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '../../../trainer/pipeline/rl/advantages';
-import { lossMasks, prepareBatch, type BatchSettings } from '../../../trainer/pipeline/rl/prepareBatch';
-import { toRlSample } from '../../../trainer/pipeline/rl/rewardPlacement';
-import type { ToolCallResult, Trajectory } from '../../../trainer/pipeline/rollout';
-import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
-import { parseConfig, type TrainingConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
+import { datasetFromRows, type DatasetRow } from '#trainer/foundations/data';
+import { exactMatch, RewardError, scoreTrajectories, type RewardConfig } from '#trainer/pipeline/rewards';
+import { grpoAdvantages, reinforcePlusPlusAdvantages, rlooAdvantages } from '#trainer/pipeline/rl/advantages';
+import { lossMasks, prepareBatch, type BatchSettings } from '#trainer/pipeline/rl/prepareBatch';
+import { toRlSample } from '#trainer/pipeline/rl/rewardPlacement';
+import type { ToolCallResult, Trajectory } from '#trainer/pipeline/rollout';
+import { defineTool, ToolSet } from '#trainer/foundations/tools';
+import { parseConfig, type TrainingConfig } from '#trainer/pipeline/training/config/trainingConfig';
 
 const [row] = datasetFromRows('rows.jsonl', [{ id: 'q', prompt: 'q', answer: 'x' }]).rows;
 const search = defineTool({

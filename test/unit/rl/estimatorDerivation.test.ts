@@ -9,8 +9,8 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { computeAdvantages, type EstimatorSettings } from '../../../trainer/pipeline/rl/advantageEstimators';
-import type { RlSample } from '../../../trainer/pipeline/rl/samples';
+import { computeAdvantages, type EstimatorSettings } from '#trainer/pipeline/rl/advantageEstimators';
+import type { RlSample } from '#trainer/pipeline/rl/samples';
 
 interface HandSample {
   group: number;

@@ -1,12 +1,12 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { gradCheck } from '../../helpers/gradcheck';
-import { Graph } from '../../../trainer/foundations/engine/graph';
-import * as op from '../../../trainer/foundations/engine/ops';
-import { runGraphOnce } from '../../../trainer/foundations/engine/runtime/run';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { klTerm, policyLoss, valueLoss, type PolicyLossConfig } from '../../../trainer/pipeline/rl/losses';
-import { klEstimate } from '../../../trainer/pipeline/rl/kl';
+import { Graph } from '#trainer/foundations/engine/graph';
+import * as op from '#trainer/foundations/engine/ops';
+import { runGraphOnce } from '#trainer/foundations/engine/runtime/run';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { klTerm, policyLoss, valueLoss, type PolicyLossConfig } from '#trainer/pipeline/rl/losses';
+import { klEstimate } from '#trainer/pipeline/rl/kl';
 import { assertGradients, seeded } from '../../helpers/engine';
 
 const B = 3;

@@ -5,17 +5,17 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { grad } from '../../../trainer/foundations/engine/autodiff';
-import { Graph } from '../../../trainer/foundations/engine/graph';
-import { runGraphOnce } from '../../../trainer/foundations/engine/runtime/run';
-import type { HostTensor } from '../../../trainer/foundations/engine/runtime/tensors';
-import { computeAdvantages, type EstimatorSettings } from '../../../trainer/pipeline/rl/advantageEstimators';
-import { rftAdvantages } from '../../../trainer/pipeline/rl/advantages';
-import { policyBatchFeeds, stepTotals } from '../../../trainer/pipeline/rl/batching';
-import { policyLoss, type PolicyLossConfig } from '../../../trainer/pipeline/rl/losses';
-import { lossMasks, prepareBatch } from '../../../trainer/pipeline/rl/prepareBatch';
-import type { RlSample } from '../../../trainer/pipeline/rl/samples';
-import type { Trajectory } from '../../../trainer/pipeline/rollout/trajectory';
+import { grad } from '#trainer/foundations/engine/autodiff';
+import { Graph } from '#trainer/foundations/engine/graph';
+import { runGraphOnce } from '#trainer/foundations/engine/runtime/run';
+import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
+import { computeAdvantages, type EstimatorSettings } from '#trainer/pipeline/rl/advantageEstimators';
+import { rftAdvantages } from '#trainer/pipeline/rl/advantages';
+import { policyBatchFeeds, stepTotals } from '#trainer/pipeline/rl/batching';
+import { policyLoss, type PolicyLossConfig } from '#trainer/pipeline/rl/losses';
+import { lossMasks, prepareBatch } from '#trainer/pipeline/rl/prepareBatch';
+import type { RlSample } from '#trainer/pipeline/rl/samples';
+import type { Trajectory } from '#trainer/pipeline/rollout/trajectory';
 import { gradCheck } from '../../helpers/gradcheck';
 import { assertGradients } from '../../helpers/engine';
 

@@ -1,7 +1,7 @@
 import { describe, it, before } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import type { ChatTemplate, Tokenizer } from '../../../trainer/foundations/models';
+import type { ChatTemplate, Tokenizer } from '#trainer/foundations/models';
 import {
   decodeFloat32,
   decodeInt32,
@@ -9,24 +9,24 @@ import {
   parseWith,
   TrajectoryRecord,
   type ChatMessage,
-} from '../../../trainer/contract/protocol';
-import { datasetFromRows, type DatasetRow } from '../../../trainer/foundations/data';
+} from '#trainer/contract/protocol';
+import { datasetFromRows, type DatasetRow } from '#trainer/foundations/data';
 import {
   AgentLoop,
   CodeBlockFormat,
   HermesFormat,
   type RolloutObserver,
   type Trajectory,
-} from '../../../trainer/pipeline/rollout';
-import { toTrajectoryRecord } from '../../../trainer/pipeline/training/step/trajectoryRecord';
-import { exactMatch, scoreTrajectories } from '../../../trainer/pipeline/rewards';
-import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
-import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calculator';
-import { JavaScriptTool } from '../../../trainer/foundations/tools/builtin/javascript';
-import { SearchTool } from '../../../trainer/foundations/tools/builtin/search';
+} from '#trainer/pipeline/rollout';
+import { toTrajectoryRecord } from '#trainer/pipeline/training/step/trajectoryRecord';
+import { exactMatch, scoreTrajectories } from '#trainer/pipeline/rewards';
+import { defineTool, ToolSet } from '#trainer/foundations/tools';
+import { CalculatorTool } from '#trainer/foundations/tools/builtin/calculator';
+import { JavaScriptTool } from '#trainer/foundations/tools/builtin/javascript';
+import { SearchTool } from '#trainer/foundations/tools/builtin/search';
 import { fakeEntropy, fakeLogprob, qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
-import { toRlSample } from '../../../trainer/pipeline/rl/rewardPlacement';
-import { tokenRewards } from '../../../trainer/pipeline/rl/samples';
+import { toRlSample } from '#trainer/pipeline/rl/rewardPlacement';
+import { tokenRewards } from '#trainer/pipeline/rl/samples';
 
 const DOCS = [
   { id: 'p-ada', title: 'Ada Brenner', text: 'Ada Brenner is a chemist who works at Northwind Labs.' },

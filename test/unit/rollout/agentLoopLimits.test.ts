@@ -1,22 +1,22 @@
 import { describe, it, before } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import type { ChatTemplate, Tokenizer } from '../../../trainer/foundations/models';
-import { datasetFromRows, type DatasetRow } from '../../../trainer/foundations/data';
+import type { ChatTemplate, Tokenizer } from '#trainer/foundations/models';
+import { datasetFromRows, type DatasetRow } from '#trainer/foundations/data';
 import {
   AgentLoop,
   BudgetError,
   checkBudget,
   PolicyContractError,
   type AgentLoopOptions,
-} from '../../../trainer/pipeline/rollout';
-import type { Policy } from '../../../trainer/foundations/models/generation/policy';
-import { scoreTrajectories } from '../../../trainer/pipeline/rewards';
-import { defineTool, ToolSet } from '../../../trainer/foundations/tools';
-import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calculator';
+} from '#trainer/pipeline/rollout';
+import type { Policy } from '#trainer/foundations/models/generation/policy';
+import { scoreTrajectories } from '#trainer/pipeline/rewards';
+import { defineTool, ToolSet } from '#trainer/foundations/tools';
+import { CalculatorTool } from '#trainer/foundations/tools/builtin/calculator';
 import { qwen3, ScriptedPolicy, type Script } from '../../helpers/scriptedPolicy';
-import { toRlSample } from '../../../trainer/pipeline/rl/rewardPlacement';
-import { tokenRewards } from '../../../trainer/pipeline/rl/samples';
+import { toRlSample } from '#trainer/pipeline/rl/rewardPlacement';
+import { tokenRewards } from '#trainer/pipeline/rl/samples';
 
 const SAMPLING = { temperature: 0.7, topK: 0, topP: 1 };
 const BUDGET = { maxTurns: 4, maxNewTokensPerTurn: 120, maxTotalTokens: 1500, maxToolResultTokens: 60 };
@@ -362,7 +362,7 @@ describe('AgentLoop failures, budgets and truncation', () => {
 
   it('ends a trajectory with error when the template refuses the history, and goes on with the others', async () => {
     // A template that raises once a tool message follows an assistant turn.
-    const strict = new (template.constructor as typeof import('../../../trainer/foundations/models').ChatTemplate)(
+    const strict = new (template.constructor as typeof import('#trainer/foundations/models').ChatTemplate)(
       tokenizer,
       {
         default:

@@ -7,20 +7,20 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { ChatTemplate } from '../../../trainer/foundations/models/text/chatTemplate';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
+import { ChatTemplate } from '#trainer/foundations/models/text/chatTemplate';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
 import {
   advance,
   callObjectDone,
   callStart,
   DONE,
   type CallGrammar,
-} from '../../../trainer/pipeline/rollout/constraints/callFrame';
-import { ToolCallConstraint } from '../../../trainer/pipeline/rollout/constraints/callConstraint';
-import type { GrammarState } from '../../../trainer/pipeline/rollout/constraints/jsonFrames';
-import { ShapeBuilder } from '../../../trainer/pipeline/rollout/constraints/schemaShape';
-import { TokenIndex } from '../../../trainer/pipeline/rollout/constraints/tokenIndex';
-import { parametersJsonSchema } from '../../../trainer/foundations/tools/schema';
+} from '#trainer/pipeline/rollout/constraints/callFrame';
+import { ToolCallConstraint } from '#trainer/pipeline/rollout/constraints/callConstraint';
+import type { GrammarState } from '#trainer/pipeline/rollout/constraints/jsonFrames';
+import { ShapeBuilder } from '#trainer/pipeline/rollout/constraints/schemaShape';
+import { TokenIndex } from '#trainer/pipeline/rollout/constraints/tokenIndex';
+import { parametersJsonSchema } from '#trainer/foundations/tools/schema';
 
 const BASE = path.resolve(__dirname, '../../../trainer/bases/weights/base');
 const CURRENCIES = ['USD', 'EUR', 'GBP'] as const;

@@ -5,11 +5,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { Demonstration } from '../../../trainer/contract/protocol';
-import { defaultErrorObservation, demonstrate, DemonstrationScriptError } from '../../../trainer/pipeline/rollout';
-import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calculator';
-import { defineTool, observationText, ToolRunner, ToolSet } from '../../../trainer/foundations/tools';
-import { datasetFromRows } from '../../../trainer/foundations/data';
+import { Demonstration } from '#trainer/contract/protocol';
+import { defaultErrorObservation, demonstrate, DemonstrationScriptError } from '#trainer/pipeline/rollout';
+import { CalculatorTool } from '#trainer/foundations/tools/builtin/calculator';
+import { defineTool, observationText, ToolRunner, ToolSet } from '#trainer/foundations/tools';
+import { datasetFromRows } from '#trainer/foundations/data';
 
 const calculator = new CalculatorTool();
 const rows = [

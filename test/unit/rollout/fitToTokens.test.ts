@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { Tokenizer } from '../../../trainer/foundations/models/text/tokenizer';
-import { defaultErrorObservation } from '../../../trainer/pipeline/rollout/errorObservation';
-import { fitToTokens, truncateToTokens } from '../../../trainer/pipeline/rollout/truncate';
+import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
+import { defaultErrorObservation } from '#trainer/pipeline/rollout/errorObservation';
+import { fitToTokens, truncateToTokens } from '#trainer/pipeline/rollout/truncate';
 
 const tokenizer = Tokenizer.load(path.resolve(__dirname, '../../../trainer/bases/weights/base'));
 

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { CodeBlockFormat, HermesFormat } from '../../../trainer/pipeline/rollout';
+import { CodeBlockFormat, HermesFormat } from '#trainer/pipeline/rollout';
 
 describe('HermesFormat', () => {
   const hermes = new HermesFormat();

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { datasetFromRows } from '../../../trainer/foundations/data';
-import { checkTrajectory, TrajectoryInvariantError, type Trajectory } from '../../../trainer/pipeline/rollout';
+import { datasetFromRows } from '#trainer/foundations/data';
+import { checkTrajectory, TrajectoryInvariantError, type Trajectory } from '#trainer/pipeline/rollout';
 
 /** prompt (3) · assistant turn with a call ending on token 4 (2) · tool turn (2) · assistant answer (2) */
 function valid(): Trajectory {

@@ -6,11 +6,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { datasetFromRows } from '../../../trainer/foundations/data/dataset';
-import { HermesFormat } from '../../../trainer/pipeline/rollout/formats/hermes';
-import { trajectoryFromMessages } from '../../../trainer/bridges/serve/trajectoryFromMessages';
-import { defineTool } from '../../../trainer/foundations/tools/tool';
-import { ToolSet } from '../../../trainer/foundations/tools/toolSet';
+import { datasetFromRows } from '#trainer/foundations/data/dataset';
+import { HermesFormat } from '#trainer/pipeline/rollout/formats/hermes';
+import { trajectoryFromMessages } from '#trainer/bridges/serve/trajectoryFromMessages';
+import { defineTool } from '#trainer/foundations/tools/tool';
+import { ToolSet } from '#trainer/foundations/tools/toolSet';
 
 const tools = new ToolSet([
   defineTool({

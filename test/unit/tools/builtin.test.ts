@@ -1,15 +1,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { observationText } from '../../../trainer/foundations/tools/result';
-import {
-  ArithmeticError,
-  evaluateArithmetic,
-  formatNumber,
-} from '../../../trainer/foundations/tools/builtin/arithmetic';
-import { CalculatorTool } from '../../../trainer/foundations/tools/builtin/calculator';
-import { JavaScriptTool, runJavaScript, SandboxError } from '../../../trainer/foundations/tools/builtin/javascript';
-import { SearchTool } from '../../../trainer/foundations/tools/builtin/search';
-import { ToolDefinitionError, ToolSet } from '../../../trainer/foundations/tools';
+import { observationText } from '#trainer/foundations/tools/result';
+import { ArithmeticError, evaluateArithmetic, formatNumber } from '#trainer/foundations/tools/builtin/arithmetic';
+import { CalculatorTool } from '#trainer/foundations/tools/builtin/calculator';
+import { JavaScriptTool, runJavaScript, SandboxError } from '#trainer/foundations/tools/builtin/javascript';
+import { SearchTool } from '#trainer/foundations/tools/builtin/search';
+import { ToolDefinitionError, ToolSet } from '#trainer/foundations/tools';
 
 describe('arithmetic (the calculator grammar)', () => {
   it('evaluates with the usual precedence and associativity', () => {

@@ -6,17 +6,11 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { datasetFromRows } from '../../../trainer/foundations/data';
-import {
-  defineTool,
-  ToolRunner,
-  ToolSet,
-  type ToolCallRequest,
-  type TrajectoryView,
-} from '../../../trainer/foundations/tools';
-import { canonicalJson, CassettePlayer, ToolCassette } from '../../../trainer/foundations/tools/cassette';
-import { CassetteEntry } from '../../../trainer/contract/protocol/cassetteFile';
-import { parseWith } from '../../../trainer/contract/protocol/parse';
+import { datasetFromRows } from '#trainer/foundations/data';
+import { defineTool, ToolRunner, ToolSet, type ToolCallRequest, type TrajectoryView } from '#trainer/foundations/tools';
+import { canonicalJson, CassettePlayer, ToolCassette } from '#trainer/foundations/tools/cassette';
+import { CassetteEntry } from '#trainer/contract/protocol/cassetteFile';
+import { parseWith } from '#trainer/contract/protocol/parse';
 
 const row = datasetFromRows('cassette', [{ id: 'r', prompt: 'x' }]).rows[0];
 

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { z } from 'zod';
-import { summarizeIssues } from '../../../trainer/foundations/tools/issueSummary';
+import { summarizeIssues } from '#trainer/foundations/tools/issueSummary';
 
 const convert = z.object({
   value: z.number(),

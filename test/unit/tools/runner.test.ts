@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { MAX_TOOL_TEXT_CHARS, observationText } from '../../../trainer/foundations/tools/result';
+import { MAX_TOOL_TEXT_CHARS, observationText } from '#trainer/foundations/tools/result';
 import { z } from 'zod';
-import { datasetFromRows } from '../../../trainer/foundations/data';
+import { datasetFromRows } from '#trainer/foundations/data';
 import {
   defineTool,
   ToolRunner,
@@ -11,7 +11,7 @@ import {
   type ToolCallRequest,
   type ToolLogLine,
   type TrajectoryView,
-} from '../../../trainer/foundations/tools';
+} from '#trainer/foundations/tools';
 
 const row = datasetFromRows('runner', [{ id: 'r', prompt: 'x', toolArgs: { echo: { prefix: '>' } } }]).rows[0];
 

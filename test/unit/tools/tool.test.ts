@@ -8,7 +8,7 @@ import {
   ToolDefinitionError,
   ToolSet,
   type ToolContext,
-} from '../../../trainer/foundations/tools';
+} from '#trainer/foundations/tools';
 
 const SearchArgs = z.object({
   query: z.string().describe('What to look for'),

@@ -5,14 +5,14 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { exactMatch } from '../../../trainer/pipeline/rewards';
+import { exactMatch } from '#trainer/pipeline/rewards';
 import {
   criticOptions,
   lossScaleFactor,
   policyTrainerOptions,
   policyUpdates,
-} from '../../../trainer/pipeline/training/config/configOptions';
-import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
+} from '#trainer/pipeline/training/config/configOptions';
+import { parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
 
 const parse = (extra: Record<string, unknown>) =>
   parseConfig(

@@ -5,12 +5,12 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { groupsWithSignal } from '../../../trainer/pipeline/rl/groupSignal';
-import { grpoAdvantages, rlooAdvantages } from '../../../trainer/pipeline/rl/advantages';
-import type { RlSample } from '../../../trainer/pipeline/rl/samples';
-import { GroupSelection, sampledStep, type ScoredRound } from '../../../trainer/pipeline/training/step/dynamicSampling';
-import type { Trajectory } from '../../../trainer/pipeline/rollout/trajectory';
-import type { BatchRewards, TrajectoryRewards } from '../../../trainer/pipeline/rewards/score';
+import { groupsWithSignal } from '#trainer/pipeline/rl/groupSignal';
+import { grpoAdvantages, rlooAdvantages } from '#trainer/pipeline/rl/advantages';
+import type { RlSample } from '#trainer/pipeline/rl/samples';
+import { GroupSelection, sampledStep, type ScoredRound } from '#trainer/pipeline/training/step/dynamicSampling';
+import type { Trajectory } from '#trainer/pipeline/rollout/trajectory';
+import type { BatchRewards, TrajectoryRewards } from '#trainer/pipeline/rewards/score';
 
 /** A sample of `group` with this outcome reward and these call rewards (tokens 1, 2, … ; outcome on the last). */
 function sample(group: number, outcome: number, calls: number[] = []): RlSample {

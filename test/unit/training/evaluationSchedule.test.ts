@@ -5,9 +5,9 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { outcomeReward } from '../../../trainer/pipeline/rewards';
-import { evaluationEvery, evaluationRows } from '../../../trainer/pipeline/training/evaluation/evaluationSchedule';
-import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
+import { outcomeReward } from '#trainer/pipeline/rewards';
+import { evaluationEvery, evaluationRows } from '#trainer/pipeline/training/evaluation/evaluationSchedule';
+import { parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
 
 const reward = outcomeReward('exact_match', () => 0);
 const config = (extra: Record<string, unknown>) =>

@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { MetricsRecord } from '../../../trainer/contract/protocol/runStore';
+import type { MetricsRecord } from '#trainer/contract/protocol/runStore';
 import {
   collapseOf,
   evaluationWarnings,
@@ -15,11 +15,11 @@ import {
   stepWarnings,
   zeroSignalShare,
   type HealthSample,
-} from '../../../trainer/pipeline/training/health/health';
-import { HealthSettings } from '../../../trainer/pipeline/training/health/healthSettings';
-import { planCollapseResponse, withAction } from '../../../trainer/pipeline/training/health/collapseResponse';
-import { rolloutMetrics } from '../../../trainer/pipeline/training/step/rolloutMetrics';
-import type { Trajectory } from '../../../trainer/pipeline/rollout';
+} from '#trainer/pipeline/training/health/health';
+import { HealthSettings } from '#trainer/pipeline/training/health/healthSettings';
+import { planCollapseResponse, withAction } from '#trainer/pipeline/training/health/collapseResponse';
+import { rolloutMetrics } from '#trainer/pipeline/training/step/rolloutMetrics';
+import type { Trajectory } from '#trainer/pipeline/rollout';
 
 const settings = HealthSettings.parse({});
 const SCORE = 'score/exact_match';

@@ -6,17 +6,9 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import {
-  learningRate,
-  optimizerStepRates,
-  type ScheduleConfig,
-} from '../../../trainer/pipeline/training/step/schedule';
-import {
-  optimizerStepsPerRlStep,
-  rlSchedule,
-  criticSchedule,
-} from '../../../trainer/pipeline/training/config/configOptions';
-import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
+import { learningRate, optimizerStepRates, type ScheduleConfig } from '#trainer/pipeline/training/step/schedule';
+import { optimizerStepsPerRlStep, rlSchedule, criticSchedule } from '#trainer/pipeline/training/config/configOptions';
+import { parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
 
 const close = (a: number, b: number) => assert.ok(Math.abs(a - b) < 1e-15, `${a} vs ${b}`);
 /** Every optimizer step's rate over a run of `rlSteps` RL steps with `perStep` optimizer steps each. */

@@ -4,9 +4,9 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { exactMatch } from '../../../trainer/pipeline/rewards';
-import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
-import { quantizationOf } from '../../../trainer/foundations/models/quantized/blockQuantize';
+import { exactMatch } from '#trainer/pipeline/rewards';
+import { parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
+import { quantizationOf } from '#trainer/foundations/models/quantized/blockQuantize';
 
 const parse = (model: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   parseConfig(

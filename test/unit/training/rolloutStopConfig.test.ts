@@ -1,12 +1,12 @@
 /** `rollout.stop` in a config: what reaches the agent loop, and what is refused. */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { exactMatch } from '../../../trainer/pipeline/rewards';
-import { agentLoopOptions } from '../../../trainer/pipeline/training/config/configOptions';
-import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
-import type { ChatTemplate } from '../../../trainer/foundations/models';
-import type { Policy } from '../../../trainer/foundations/models/generation/policy';
-import { ToolSet } from '../../../trainer/foundations/tools';
+import { exactMatch } from '#trainer/pipeline/rewards';
+import { agentLoopOptions } from '#trainer/pipeline/training/config/configOptions';
+import { parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
+import type { ChatTemplate } from '#trainer/foundations/models';
+import type { Policy } from '#trainer/foundations/models/generation/policy';
+import { ToolSet } from '#trainer/foundations/tools';
 
 const parse = (rollout: Record<string, unknown>) =>
   parseConfig(

@@ -4,13 +4,13 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { datasetFromRows } from '../../../trainer/foundations/data';
-import { outcomeReward, scoreTrajectories } from '../../../trainer/pipeline/rewards';
-import type { Trajectory } from '../../../trainer/pipeline/rollout';
-import { parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
-import { rolloutMetrics } from '../../../trainer/pipeline/training/step/rolloutMetrics';
-import { formatScore, taskMetric } from '../../../trainer/pipeline/training/step/taskMetric';
-import { ToolSet } from '../../../trainer/foundations/tools';
+import { datasetFromRows } from '#trainer/foundations/data';
+import { outcomeReward, scoreTrajectories } from '#trainer/pipeline/rewards';
+import type { Trajectory } from '#trainer/pipeline/rollout';
+import { parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
+import { rolloutMetrics } from '#trainer/pipeline/training/step/rolloutMetrics';
+import { formatScore, taskMetric } from '#trainer/pipeline/training/step/taskMetric';
+import { ToolSet } from '#trainer/foundations/tools';
 
 const within = outcomeReward('within_1pct', (_t, row) =>
   Number((row as unknown as { answer: string }).answer) > 10 ? 1 : 0,

@@ -1,16 +1,16 @@
 /** The warm start's check in words (warmStartCheck.ts): which demonstrations it reads, the warning, the config's hash. */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { exactMatch } from '../../../trainer/pipeline/rewards';
-import type { DemonstrationScore } from '../../../trainer/pipeline/rl/demonstrationCheck';
-import type { SftSequence } from '../../../trainer/pipeline/rl/sft';
-import { hashable, parseConfig } from '../../../trainer/pipeline/training/config/trainingConfig';
+import { exactMatch } from '#trainer/pipeline/rewards';
+import type { DemonstrationScore } from '#trainer/pipeline/rl/demonstrationCheck';
+import type { SftSequence } from '#trainer/pipeline/rl/sft';
+import { hashable, parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
 import {
   checkValues,
   describeScore,
   splitForCheck,
   warmStartWarning,
-} from '../../../trainer/pipeline/training/warmStart/warmStartCheck';
+} from '#trainer/pipeline/training/warmStart/warmStartCheck';
 
 const sequences: SftSequence[] = Array.from({ length: 100 }, (_, i) => ({
   ids: [i, i + 1],

@@ -4,8 +4,8 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { HealthWarning } from '../../../trainer/contract/protocol/runStore';
-import { WarningLog, warningLine } from '../../../trainer/pipeline/training/run/warningLog';
+import type { HealthWarning } from '#trainer/contract/protocol/runStore';
+import { WarningLog, warningLine } from '#trainer/pipeline/training/run/warningLog';
 
 const zeroSignal: HealthWarning = {
   code: 'zero_signal',

@@ -1,15 +1,15 @@
 import { describe, it, before, after } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { observationText } from '../../../trainer/foundations/tools/result';
+import { observationText } from '#trainer/foundations/tools/result';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
-import { datasetFromRows } from '../../../trainer/foundations/data/index';
-import * as rolloutStudio from '../../../trainer/index';
-import { Tool, ToolRunner, ToolSet, UserCodeError } from '../../../trainer/foundations/tools/index';
-import { loadTools } from '../../../trainer/bridges/usercode/loadTools';
-import { loadUserModule } from '../../../trainer/bridges/usercode/loadUserModule';
+import { datasetFromRows } from '#trainer/foundations/data/index';
+import * as rolloutStudio from '#trainer/index';
+import { Tool, ToolRunner, ToolSet, UserCodeError } from '#trainer/foundations/tools/index';
+import { loadTools } from '#trainer/bridges/usercode/loadTools';
+import { loadUserModule } from '#trainer/bridges/usercode/loadUserModule';
 
 /**
  * A user's workspace: TypeScript tool files that import from 'rollout-studio', from a sibling

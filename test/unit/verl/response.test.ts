@@ -4,10 +4,10 @@
  */
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { splitVerlResponse } from '../../../trainer/bridges/verl/response';
-import { defaultErrorObservation } from '../../../trainer/pipeline/rollout/errorObservation';
-import { readErrorObservation } from '../../../trainer/pipeline/rollout/readErrorObservation';
-import type { ToolErrorKind } from '../../../trainer/contract/protocol/runStore';
+import { splitVerlResponse } from '#trainer/bridges/verl/response';
+import { defaultErrorObservation } from '#trainer/pipeline/rollout/errorObservation';
+import { readErrorObservation } from '#trainer/pipeline/rollout/readErrorObservation';
+import type { ToolErrorKind } from '#trainer/contract/protocol/runStore';
 
 describe('verl responses as messages', () => {
   it('splits turns at the tool-response blocks the Qwen template leaves once special tokens are skipped', () => {

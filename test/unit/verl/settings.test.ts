@@ -7,12 +7,9 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import {
-  TrainingConfigSchema,
-  type TrainingConfigInput,
-} from '../../../trainer/pipeline/training/config/trainingConfig';
-import { CodeBlockFormat } from '../../../trainer/pipeline/rollout/formats/codeBlock';
-import { hydraValue, mapSettings, shellOverride } from '../../../trainer/bridges/verl/verlSettings';
+import { TrainingConfigSchema, type TrainingConfigInput } from '#trainer/pipeline/training/config/trainingConfig';
+import { CodeBlockFormat } from '#trainer/pipeline/rollout/formats/codeBlock';
+import { hydraValue, mapSettings, shellOverride } from '#trainer/bridges/verl/verlSettings';
 
 const KEYS = new Set(
   fs

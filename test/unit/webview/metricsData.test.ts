@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { HealthWarning, MetricsColumns, RunSummary } from '../../../trainer/contract/protocol';
+import type { HealthWarning, MetricsColumns, RunSummary } from '#trainer/contract/protocol';
 import { chartData, ema, unionSteps } from '../../../webview/metrics/chartData';
 import { csvField, metricsCsv } from '../../../webview/metrics/csv';
 import { groupMetrics } from '../../../webview/metrics/groups';

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { encodeFloat32, encodeInt32, encodeUint8 } from '../../../trainer/contract/protocol';
+import { encodeFloat32, encodeInt32, encodeUint8 } from '#trainer/contract/protocol';
 import { colourTokens, decodeTokens, displayPiece, type TokenData } from '../../../webview/trajectories/tokenColours';
 
 function data(values: { mask: number[]; logprobs: number[]; entropies?: number[]; advantages?: number[] }): TokenData {

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
-import type { TrajectoryRow } from '../../../trainer/contract/protocol';
+import type { TrajectoryRow } from '#trainer/contract/protocol';
 import {
   adjacentStep,
   DEFAULT_SORT,

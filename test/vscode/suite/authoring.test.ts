@@ -2,8 +2,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RewardEvaluation, ToolRunReport } from '../../../trainer/contract/protocol';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
+import type { RewardEvaluation, ToolRunReport } from '#trainer/contract/protocol';
+import { RunStoreReader } from '#trainer/contract/runstore';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
 import { rowsForRecordedRun } from '../../fixtures/recordedRows';
 

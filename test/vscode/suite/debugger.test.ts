@@ -4,8 +4,8 @@ import * as vscode from 'vscode';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { RolloutConfigurationProvider } from '../../../extension/debugger/configurationProvider';
 import { transcriptUri } from '../../../extension/debugger/transcripts/transcriptUri';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { renderTranscript } from '../../../trainer/contract/transcript';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { renderTranscript } from '#trainer/contract/transcript';
 import { writeRecordedRun } from '../../fixtures/recordedRun';
 
 /** Poll until `probe` returns something, or fail saying what never happened. */

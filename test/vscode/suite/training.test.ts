@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { RolloutStudioApi } from '../../../extension/extension';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
+import { RunStoreReader } from '#trainer/contract/runstore';
 
 const EXTENSION_ID = 'rollout-studio.rollout-studio';
 

@@ -4,8 +4,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { RolloutStudioApi } from '../../../extension/extension';
-import { RunStoreReader } from '../../../trainer/contract/runstore';
-import { VerlImport } from '../../../trainer/bridges/verl/import';
+import { RunStoreReader } from '#trainer/contract/runstore';
+import { VerlImport } from '#trainer/bridges/verl/import';
 
 /**
  * A verl run, imported: its dumps and metrics in verl's own formats (test/fixtures/verl/run, written

@@ -2,7 +2,7 @@ import { serializeGraph } from '../../foundations/engine/serialize';
 import type { HostTensor } from '../../foundations/engine/runtime/tensors';
 import { packForScoring } from '../../foundations/models/batch';
 import type { ModelRuntime } from '../../foundations/models/runtime';
-import { buildScoringGraph } from '../../foundations/models/scoring';
+import { buildScoringGraph, type ScoringSession } from '../../foundations/models/scoring';
 import { Random } from '../../foundations/models/random';
 import { chainEpisode, chatAnswerEpisode, toolEpisode } from './corpus/chatEpisodes';
 import type { CorpusContext } from './corpus/corpusContext';
@@ -59,7 +59,7 @@ export function heldoutEpisodes(context: CorpusContext, seed: number, perSet: nu
 }
 
 export class HeldoutEvaluator {
-  private session: { id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] } | undefined;
+  private session: ScoringSession | undefined;
 
   constructor(
     private readonly model: ModelRuntime,

@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { PROTOCOL_VERSION } from '../../contract/protocol';
 import { createModelCommand, createModelUsage } from './commands/createModelCommand';
 import { envCommand, envUsage } from './commands/envCommand';
 import { pretrainCommand, pretrainUsage } from './commands/pretrainCommand';
@@ -91,7 +90,6 @@ function runHere(): void {
           process.stderr.write(`rollout-studio: ${describeFailure(err, verbose)}\n`);
           if (hasParent())
             await sendToParent({
-              protocol: PROTOCOL_VERSION,
               type: 'fatal',
               message: err.message,
               ...(err.stack ? { stack: err.stack } : {}),

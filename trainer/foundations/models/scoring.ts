@@ -62,6 +62,12 @@ export interface ScoringGraphOptions {
   constrained?: boolean | undefined;
 }
 
+/** A scoring graph loaded on a device: its session id and the weight inputs each run feeds. */
+export interface ScoringSession {
+  id: number;
+  weights: ScoringGraph['weights'];
+}
+
 export interface ScoringGraph {
   graph: Graph;
   weights: WeightInputs;

@@ -1,9 +1,10 @@
 import { serializeGraph } from '../../foundations/engine/serialize';
 import type { HostTensor } from '../../foundations/engine/runtime/tensors';
 import type { ModelRuntime } from '../../foundations/models/runtime';
-import { buildScoringGraph } from '../../foundations/models/scoring';
+import { buildScoringGraph, type ScoringSession } from '../../foundations/models/scoring';
 import { packSequences } from './batching';
 import type { SftSequence } from './sft';
+import { definedFields } from '../../contract/definedFields';
 
 /**
  * How well a model reproduces demonstrations, teacher-forced: each demonstration scored in one
@@ -44,10 +45,7 @@ export interface DemonstrationScore {
 
 export class DemonstrationCheck {
   /** One graph for batches that share a prefix (the system prompt, given once) and one for those that do not. */
-  private readonly sessions = new Map<
-    boolean,
-    { id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }
-  >();
+  private readonly sessions = new Map<boolean, ScoringSession>();
 
   constructor(
     private readonly model: ModelRuntime,
@@ -123,7 +121,7 @@ export class DemonstrationCheck {
               const expected = sequence.ids.slice(from, t + 1);
               firstCallMiss = {
                 demonstration: start + b,
-                ...(sequence.source ? { source: sequence.source } : {}),
+                ...definedFields({ source: sequence.source || undefined }),
                 expected,
                 wrote: [...expected.slice(0, -1), greedy[row + t]],
               };
@@ -142,7 +140,7 @@ export class DemonstrationCheck {
       loss: nll / Math.max(1, tokens),
       callTurns,
       textTurns,
-      ...(firstCallMiss ? { firstCallMiss } : {}),
+      ...definedFields({ firstCallMiss }),
     };
   }
 

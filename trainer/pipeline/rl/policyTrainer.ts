@@ -4,7 +4,7 @@ import { OptimizerRuntime } from '../../foundations/engine/optimizerRuntime';
 import { serializeGraph } from '../../foundations/engine/serialize';
 import type { ModelRuntime } from '../../foundations/models/runtime';
 import { fusedKernelsFor } from '../../foundations/models/layers/fused';
-import { buildScoringGraph, VALUE_HEAD } from '../../foundations/models/scoring';
+import { buildScoringGraph, VALUE_HEAD, type ScoringSession } from '../../foundations/models/scoring';
 import type { Random } from '../../foundations/models/random';
 import {
   constraintFeeds,
@@ -16,6 +16,7 @@ import {
 } from './batching';
 import type { PolicyLossConfig, ValueLossConfig } from './losses';
 import { buildPolicyLossGraph } from './policyGraph';
+import { definedFields } from '../../contract/definedFields';
 
 export interface PolicyTrainerOptions {
   policy: PolicyLossConfig;
@@ -67,10 +68,7 @@ export interface UpdateMetrics {
  * (PPO). Parameters and optimizer state stay on the device across steps.
  */
 export class PolicyTrainer {
-  private readonly scoringSessions = new Map<
-    boolean,
-    { id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }
-  >();
+  private readonly scoringSessions = new Map<boolean, ScoringSession>();
 
   private constructor(
     private readonly model: ModelRuntime,
@@ -127,9 +125,7 @@ export class PolicyTrainer {
     return this.model.device;
   }
 
-  private async scoring(
-    sharedPrefix: boolean,
-  ): Promise<{ id: number; weights: ReturnType<typeof buildScoringGraph>['weights'] }> {
+  private async scoring(sharedPrefix: boolean): Promise<ScoringSession> {
     let loaded = this.scoringSessions.get(sharedPrefix);
     if (!loaded) {
       const graph = buildScoringGraph(this.model.config, {
@@ -202,10 +198,10 @@ export class PolicyTrainer {
         out.reference!.push(...unpack(ref.logprobs.data as Float32Array));
       }
       if (want.values || want.policy) {
-        const outputs = {
-          ...(want.values ? { values: 'return' as const } : {}),
-          ...(want.policy ? { logprobs: 'return' as const } : {}),
-        };
+        const outputs = definedFields({
+          values: want.values ? ('return' as const) : undefined,
+          logprobs: want.policy ? ('return' as const) : undefined,
+        });
         const current = await this.device.run(
           id,
           { ...base, ...this.model.weightFeeds(weights), ...this.model.loraScaleFeed(true) },
@@ -253,7 +249,7 @@ export class PolicyTrainer {
           ref: this.options.policy.klCoef > 0,
           padId: 0,
           vision: this.model.config.vision,
-          ...(this.options.constrained ? { constrainedVocab: this.model.config.vocabSize } : {}),
+          ...definedFields({ constrainedVocab: this.options.constrained ? this.model.config.vocabSize : undefined }),
         });
         const out = await this.optimizer.accumulate(
           { ...packed.feeds, ...this.model.loraScaleFeed(true) },
@@ -275,18 +271,18 @@ export class PolicyTrainer {
       sums.valueLoss += metrics.value_loss ?? 0;
     }
     const mean = (x: number) => x / Math.max(steps, 1);
-    return {
+    return definedFields({
       loss: mean(sums.loss),
       policyLoss: mean(sums.policyLoss),
       clipFraction: mean(sums.clipFraction),
       approxKl: mean(sums.approxKl),
       gradNorm: mean(sums.gradNorm),
-      ...(this.options.policy.klCoef > 0 ? { klLoss: mean(sums.klLoss) } : {}),
-      ...(this.options.policy.entropyCoef > 0 ? { entropy: mean(sums.entropy) } : {}),
-      ...(this.options.value ? { valueLoss: mean(sums.valueLoss) } : {}),
+      klLoss: this.options.policy.klCoef > 0 ? mean(sums.klLoss) : undefined,
+      entropy: this.options.policy.entropyCoef > 0 ? mean(sums.entropy) : undefined,
+      valueLoss: this.options.value ? mean(sums.valueLoss) : undefined,
       steps,
       skipped,
-    };
+    });
   }
 
   async release(): Promise<void> {

@@ -4,6 +4,7 @@ import type { BatchImage } from '../../foundations/models/vision/visionBatch';
 import type { TrainingSequence } from './batching';
 import { klPenalty, meanKl, type KlEstimator } from './kl';
 import type { Advantages, RlSample } from './samples';
+import { definedFields } from '../../contract/definedFields';
 
 /**
  * From scored trajectories to what the update trains on: the loss mask, the KL to the reference
@@ -58,11 +59,12 @@ export function lossMasks(
 
 /** The images of a trajectory's image-token runs, in order, as the batch packer takes them. */
 export function sequenceImages(trajectory: Trajectory<object>): { images?: BatchImage[] } {
-  return trajectory.images?.length
-    ? {
-        images: trajectory.images.map(({ image }) => ({ key: image.sha256, grid: image.grid, patches: image.patches })),
-      }
-    : {};
+  const images = trajectory.images?.map(({ image }) => ({
+    key: image.sha256,
+    grid: image.grid,
+    patches: image.patches,
+  }));
+  return definedFields({ images: images?.length ? images : undefined });
 }
 
 /** What the model must score for this batch before `prepareBatch`. */
@@ -110,11 +112,14 @@ export function prepareBatch(
     ids: t.ids,
     mask: masks[i],
     ...sequenceImages(t),
-    ...(t.constrained ? { constraints: t.constrained } : {}),
-    logprobs: samplingLogprobs(t, scores.policy?.[i]),
-    advantages: advantages.advantages[i],
-    ...(advantages.returns ? { returns: advantages.returns[i], values: scores.values![i] } : {}),
-    ...(scores.reference ? { refLogprobs: scores.reference[i] } : {}),
+    ...definedFields({
+      constraints: t.constrained,
+      logprobs: samplingLogprobs(t, scores.policy?.[i]),
+      advantages: advantages.advantages[i],
+      returns: advantages.returns?.[i],
+      values: advantages.returns ? scores.values![i] : undefined,
+      refLogprobs: scores.reference?.[i],
+    }),
   }));
   // RFT trains on the kept trajectories only, so its token-mean is over their tokens, as SFT on them would be.
   const kept = advantages.kept;
@@ -123,9 +128,9 @@ export function prepareBatch(
       sequences: sequences.filter((_, i) => kept[i]),
       advantages,
       keptFraction: kept.filter(Boolean).length / Math.max(kept.length, 1),
-      ...(klMean !== undefined ? { klMean } : {}),
+      ...definedFields({ klMean }),
     };
-  return { sequences, advantages, ...(klMean !== undefined ? { klMean } : {}) };
+  return { sequences, advantages, ...definedFields({ klMean }) };
 }
 
 /**

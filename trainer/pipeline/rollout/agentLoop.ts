@@ -7,6 +7,7 @@ import {
 } from '../../contract/protocol/chatMessages';
 import type { DrawSchedule } from '../../contract/protocol/runStore';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
+import { definedFields } from '../../contract/definedFields';
 import { observationImages } from '../../foundations/tools/result';
 import { decodeBase64, expandImageTokens, hasImages, IMAGE_PLACEHOLDER, policyImage, RolloutImages } from './images';
 import type { PreparedImage } from '../../foundations/models/vision/preprocess';
@@ -193,10 +194,7 @@ export class AgentLoop {
   private images(): RolloutImages {
     this.imageStore ??=
       this.options.images ??
-      new RolloutImages({
-        architecture: 'this model',
-        ...(this.budget.maxImagePixels !== undefined ? { maxImagePixels: this.budget.maxImagePixels } : {}),
-      });
+      new RolloutImages(definedFields({ architecture: 'this model', maxImagePixels: this.budget.maxImagePixels }));
     return this.imageStore;
   }
 
@@ -210,7 +208,7 @@ export class AgentLoop {
       tools: this.specs,
       systemPrompt: this.options.systemPrompt,
       templateKwargs: this.options.templateKwargs,
-      ...(images?.length ? { images: { list: images, placeholder: IMAGE_PLACEHOLDER } } : {}),
+      ...definedFields({ images: images?.length ? { list: images, placeholder: IMAGE_PLACEHOLDER } : undefined }),
     });
   }
 
@@ -363,19 +361,19 @@ export class AgentLoop {
       const requests: TurnRequest[] = group.map((s) => {
         const tracker = this.callConstraint?.begin();
         if (tracker) trackers.set(s.trajectory.index, tracker);
-        return {
+        return definedFields({
           sequence: s.trajectory.index,
           append: s.pending,
-          ...(s.pendingImages.length ? { images: s.pendingImages.map(policyImage) } : {}),
-          ...(tracker ? { constraint: tracker } : {}),
-          ...(s.turnLimit < limit ? { maxNewTokens: s.turnLimit } : {}),
-        };
+          images: s.pendingImages.length ? s.pendingImages.map(policyImage) : undefined,
+          constraint: tracker,
+          maxNewTokens: s.turnLimit < limit ? s.turnLimit : undefined,
+        });
       });
       const generated = await session.generate(requests, {
         ...this.options.sampling,
         maxNewTokens: limit,
         stopTokenIds: this.stopTokenIds,
-        ...(this.stopStrings.length ? { stopStrings: this.stopStrings } : {}),
+        ...definedFields({ stopStrings: this.stopStrings.length ? this.stopStrings : undefined }),
       });
       const bySequence = new Map(generated.map((g) => [g.sequence, g]));
       if (bySequence.size !== generated.length || generated.length !== group.length) {
@@ -558,26 +556,22 @@ export class AgentLoop {
     const { text, truncated } = error
       ? fitToTokens(tokenizer, shown, this.budget.maxToolResultTokens)
       : truncateToTokens(tokenizer, shown, this.budget.maxToolResultTokens, this.truncationMarker);
-    return {
+    return definedFields({
       turn: turn.assistantTurn!,
       turnIndex: turn.index,
       index: call.index,
-      ...(parsed.name !== undefined ? { name: parsed.name } : {}),
-      ...(outcome
-        ? { arguments: outcome.arguments }
-        : parsed.arguments !== undefined
-          ? { arguments: parsed.arguments }
-          : {}),
+      name: parsed.name,
+      arguments: outcome ? outcome.arguments : parsed.arguments,
       raw: parsed.raw,
       observation: text,
       truncated,
-      ...(error ? { error } : {}),
-      ...(outcome?.result ? { result: outcome.result } : {}),
+      error,
+      result: outcome?.result,
       latencyMs: outcome?.latencyMs ?? 0,
       tokenEnd: call.tokenEnd,
       logs: outcome?.logs ?? [],
-      ...(images.length ? { images } : {}),
-    };
+      images: images.length ? images : undefined,
+    });
   }
 
   /** The images of a tool's result, prepared; errors say which call returned which content part. */
@@ -610,7 +604,7 @@ export class AgentLoop {
       content: call.images?.length
         ? [...call.images.map((): ChatContentPart => ({ type: 'image' })), { type: 'text', text: call.observation }]
         : call.observation,
-      ...(call.name !== undefined ? { name: call.name } : {}),
+      ...definedFields({ name: call.name }),
     }));
     const callImages = (turn.calls ?? []).flatMap((call) => call.images ?? []);
     const lastToken = t.ids[t.ids.length - 1];

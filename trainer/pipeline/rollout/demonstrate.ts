@@ -3,6 +3,7 @@ import { datasetFromRows } from '../../foundations/data/dataset';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
 import type { ChatMessage } from '../../contract/protocol/chatMessages';
 import { Demonstration } from '../../contract/protocol/demonstration';
+import { definedFields } from '../../contract/definedFields';
 import { parseWith } from '../../contract/protocol/parse';
 import type { CallView, TrajectoryView } from '../../foundations/tools/context';
 import type { ToolResult } from '../../foundations/tools/result';
@@ -216,14 +217,9 @@ function recordTurn(
       raw: JSON.stringify({ name: wanted[k].name, arguments: wanted[k].arguments }),
       observation,
       truncated: false,
-      ...(outcome.error ? { error: outcome.error } : {}),
-      ...(outcome.result ? { result: outcome.result } : {}),
+      ...definedFields({ error: outcome.error, result: outcome.result }),
       latencyMs: outcome.latencyMs,
     });
-    return {
-      observation,
-      ...(outcome.result ? { result: outcome.result } : {}),
-      ...(outcome.error ? { error: outcome.error } : {}),
-    };
+    return definedFields({ observation, result: outcome.result, error: outcome.error });
   });
 }

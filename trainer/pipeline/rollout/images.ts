@@ -12,6 +12,7 @@ import {
 } from '../../foundations/models/vision/preprocess';
 import { contentImages, type ChatImagePart, type ChatMessage } from '../../contract/protocol/chatMessages';
 import { describeRow, type DatasetRow } from '../../foundations/data/row';
+import { definedFields } from '../../contract/definedFields';
 
 /**
  * The images of a rollout: a dataset row's image parts (a file path relative to the dataset, or
@@ -31,13 +32,16 @@ export interface RolloutImageOptions {
 /** How a model's folder reads images: its vision tower and image processor, if it has one. */
 export function modelImages(folder: ModelFolder, maxImagePixels?: number): RolloutImages {
   const { config, imageProcessor } = folder;
-  return new RolloutImages({
-    architecture: config.architecture,
-    ...(config.vision && imageProcessor
-      ? { vision: { config: config.vision, processor: imageProcessor, architecture: config.architecture } }
-      : {}),
-    ...(maxImagePixels !== undefined ? { maxImagePixels } : {}),
-  });
+  return new RolloutImages(
+    definedFields({
+      architecture: config.architecture,
+      vision:
+        config.vision && imageProcessor
+          ? { config: config.vision, processor: imageProcessor, architecture: config.architecture }
+          : undefined,
+      maxImagePixels,
+    }),
+  );
 }
 
 /** The image placeholder the Qwen2-VL family's templates write once per image, before expansion. */
@@ -69,9 +73,12 @@ export class RolloutImages {
     const seen = this.byHash.get(crypto.createHash('sha256').update(bytes).digest('hex'));
     if (seen) return seen;
     try {
-      const image = await prepareImage(bytes, vision.processor, vision.config.inChannels, {
-        ...(this.options.maxImagePixels !== undefined ? { maxInputPixels: this.options.maxImagePixels } : {}),
-      });
+      const image = await prepareImage(
+        bytes,
+        vision.processor,
+        vision.config.inChannels,
+        definedFields({ maxInputPixels: this.options.maxImagePixels }),
+      );
       const known = this.byHash.get(image.sha256);
       if (known) return known;
       this.byHash.set(image.sha256, image);

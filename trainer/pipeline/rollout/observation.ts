@@ -1,5 +1,6 @@
 import { observationText } from '../../foundations/tools/result';
 import type { ToolRunOutcome } from '../../foundations/tools/runner';
+import { definedFields } from '../../contract/definedFields';
 import type { ErrorObservation, ObservedError } from './errorObservation';
 
 /**
@@ -13,7 +14,7 @@ export function renderObservation(
   errorObservation: ErrorObservation,
 ): string {
   if (outcome.error) {
-    const error: ObservedError = { ...outcome.error, ...(tool !== undefined ? { tool } : {}) };
+    const error: ObservedError = { ...outcome.error, ...definedFields({ tool }) };
     return errorObservation(error);
   }
   return observationText(outcome.result!);

@@ -2,6 +2,7 @@ import type { ChatTemplate } from '../../foundations/models/text/chatTemplate';
 import type { DatasetRow } from '../../foundations/data/row';
 import type { ChatMessage } from '../../contract/protocol/chatMessages';
 import { decodeFloat32, decodeInt32, decodeUint8 } from '../../contract/protocol/tokens';
+import { definedFields } from '../../contract/definedFields';
 import type { TrajectoryRecord } from '../../contract/protocol/runStore';
 import type { ToolResult } from '../../foundations/tools/result';
 import type { AgentLoop } from './agentLoop';
@@ -177,7 +178,7 @@ function appendGenerated<Row extends DatasetRow>(
     tokenEnd: recorded.tokenEnd,
     assistantTurn: g,
     content,
-    ...(recorded.finish ? { finish: recorded.finish } : {}),
+    ...definedFields({ finish: recorded.finish }),
   };
   const format = context.loop.format;
   const message: ChatMessage =
@@ -232,28 +233,30 @@ function appendRecordedResults<Row extends DatasetRow>(
 ): void {
   const t = state.trajectory;
   const g = turn.assistantTurn!;
-  turn.calls = (recorded.toolCalls ?? []).map((call): ToolCallResult => ({
-    turn: g,
-    turnIndex: turn.index,
-    index: call.index,
-    ...(call.name !== undefined ? { name: call.name } : {}),
-    ...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
-    raw: call.raw,
-    observation: call.observation,
-    truncated: call.truncated,
-    ...(call.error ? { error: call.error } : {}),
-    ...(call.error
-      ? {}
-      : { result: options.priorResult?.(g, call.index) ?? { content: [{ type: 'text', text: call.observation }] } }),
-    latencyMs: call.latencyMs,
-    tokenEnd: call.tokenEnd,
-    logs: call.logs ?? [],
-  }));
+  turn.calls = (recorded.toolCalls ?? []).map((call): ToolCallResult =>
+    definedFields({
+      turn: g,
+      turnIndex: turn.index,
+      index: call.index,
+      name: call.name,
+      arguments: call.arguments,
+      raw: call.raw,
+      observation: call.observation,
+      truncated: call.truncated,
+      error: call.error,
+      result: call.error
+        ? undefined
+        : (options.priorResult?.(g, call.index) ?? { content: [{ type: 'text', text: call.observation }] }),
+      latencyMs: call.latencyMs,
+      tokenEnd: call.tokenEnd,
+      logs: call.logs ?? [],
+    }),
+  );
   t.calls.push(...turn.calls);
   const toolMessages: ChatMessage[] = turn.calls.map((call) => ({
     role: 'tool',
     content: call.observation,
-    ...(call.name !== undefined ? { name: call.name } : {}),
+    ...definedFields({ name: call.name }),
   }));
   const recordedIds = arrays.ids.slice(recorded.tokenEnd, next.tokenStart);
   const { template } = context;

@@ -1,5 +1,4 @@
 import type { ExecutionProviderName } from '../../foundations/engine/runtime/providers';
-import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
 import type { RunRecord } from '../../contract/protocol/runStore';
 import { liveRunLock, RunLockedError } from '../../contract/runstore/runLock';
 import type { RunStoreWriter } from '../../contract/runstore/writer';
@@ -20,6 +19,7 @@ import { createRun, reopenRun, type OpenedRun } from './run/runStoreOpening';
 import type { LoadedConfig } from './config/trainingConfig';
 import { trainingStep } from './trainingStep';
 import { markRunOnUnexpectedExit } from './run/unexpectedExit';
+import { definedFields } from '../../contract/definedFields';
 
 export type { EvaluationResult, EventSink };
 
@@ -80,7 +80,6 @@ export class TrainingRun {
     if (parts.cassette?.record)
       parts.cassette.cassette.recordInto((entries) => position.writer.appendCassette(entries));
     this.report.emit({
-      protocol: PROTOCOL_VERSION,
       type: 'run.started',
       runDirectory: position.writer.dir,
       run: position.writer.record,
@@ -110,7 +109,7 @@ export class TrainingRun {
       position.writer.close();
       // A listener that throws here must not keep the parts below open.
       try {
-        this.report.emit({ protocol: PROTOCOL_VERSION, type: 'run.ended', run: position.writer.record });
+        this.report.emit({ type: 'run.ended', run: position.writer.record });
       } catch {
         // Reported by the run's own error, if any; nothing to add.
       }
@@ -134,8 +133,10 @@ export class TrainingRun {
       totalSteps,
       control: this.control,
       report: this.report,
-      ...(this.options.inProcessDevice ? { inProcessDevice: true } : {}),
-      ...(this.options.toolCassette ? { toolCassette: this.options.toolCassette } : {}),
+      ...definedFields({
+        inProcessDevice: this.options.inProcessDevice || undefined,
+        toolCassette: this.options.toolCassette,
+      }),
     });
     try {
       const opened = this.options.resume
@@ -169,12 +170,8 @@ export class TrainingRun {
       );
     const before = due(startStep - 1) ? await this.evaluate({ ...run, step: startStep - 1 }, false) : undefined;
     const evalBefore = startStep === 1 ? before : undefined;
-    const result = () => ({
-      runDir: writer.dir,
-      run: writer.record,
-      ...(writer.record.best ? { best: writer.record.best } : {}),
-      ...(evalBefore ? { evalBefore } : {}),
-    });
+    const result = (): TrainResult =>
+      definedFields({ runDir: writer.dir, run: writer.record, best: writer.record.best, evalBefore });
     for (let step = startStep; step <= parts.totalSteps && !this.control.stopping; step++) {
       await this.control.waitWhilePaused();
       if (this.control.stopping) break;
@@ -190,7 +187,7 @@ export class TrainingRun {
         : undefined;
     writer.finish(this.control.stopping ? 'stopped' : 'finished');
     if (writer.record.best) this.report.log(`best: ${describeBest(writer.record.best)}`);
-    return { ...result(), ...(evalAfter ? { evalAfter } : {}) };
+    return { ...result(), ...definedFields({ evalAfter }) };
   }
 
   /**
@@ -229,11 +226,10 @@ export class TrainingRun {
  */
 function failRun(writer: RunStoreWriter, error: Error, report: RunReporter): void {
   try {
-    writer.finish('failed', {
-      message: error.message,
-      ...(error.stack ? { stack: error.stack } : {}),
-      ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}),
-    });
+    writer.finish(
+      'failed',
+      definedFields({ message: error.message, stack: error.stack || undefined, step: writer.record.lastStep }),
+    );
   } catch (secondary) {
     report.log(`the run could not be marked failed: ${(secondary as Error).message}`);
   }

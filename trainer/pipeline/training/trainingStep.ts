@@ -6,7 +6,6 @@ import { groupsWithSignal } from '../rl/groupSignal';
 import type { DatasetRow } from '../../foundations/data/row';
 import { scoreTrajectories, type BatchRewards } from '../rewards/score';
 import type { Episode, Trajectory } from '../rollout/trajectory';
-import { PROTOCOL_VERSION } from '../../contract/protocol/protocolVersion';
 import {
   batchSettings,
   criticSchedule,
@@ -31,6 +30,7 @@ import {
   type StepUpdate,
 } from './step/stepRecord';
 import { taskMetric } from './step/taskMetric';
+import { definedFields } from '../../contract/definedFields';
 
 /**
  * One RL step, top to bottom: roll out the step's prompts → score the trajectories (with dynamic
@@ -65,7 +65,7 @@ export async function trainingStep(at: StepContext): Promise<StepOutcome> {
     update: updated.metrics,
     lr: updated.lr,
     times,
-    ...(updated.probe !== undefined ? { logprobAfterUpdate: updated.probe } : {}),
+    ...definedFields({ logprobAfterUpdate: updated.probe }),
   });
   if (updated.probe !== undefined && !Number.isFinite(updated.probe)) return failDiverged(at, updated.lr);
   // A collapse's response comes before the checkpoint: the checkpoint saves what the run goes on from.
@@ -170,7 +170,7 @@ async function prepareStage(
     ids: t.ids,
     mask: masks[i],
     ...sequenceImages(t),
-    ...(t.constrained ? { constraints: t.constrained } : {}),
+    ...definedFields({ constraints: t.constrained }),
   }));
   const needed = scoresNeeded(settings);
   const scores = await learners.policy.scoreReferenceAndValues(sequences, {
@@ -212,14 +212,14 @@ async function updateStage(
     metrics.policy && metrics.policy.skipped < metrics.policy.steps
       ? await logprobAfterUpdate(learners.policy, prepared)
       : undefined;
-  return { metrics, lr, seconds: (performance.now() - started) / 1000, ...(probe !== undefined ? { probe } : {}) };
+  return definedFields({ metrics, lr, seconds: (performance.now() - started) / 1000, probe });
 }
 
 /** A diverged update: the run fails at once, its step recorded, no checkpoint of the diverged weights. */
 function failDiverged({ parts, position, step }: StepContext, lr: number): StepOutcome {
   const message = divergedMessage(step, lr, position.writer.record.lastCheckpoint);
   position.writer.completeStep(step);
-  parts.report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  parts.report.emit({ type: 'step.completed', step });
   position.writer.finish('failed', { message, step });
   parts.report.log(message);
   return 'failed';
@@ -246,7 +246,7 @@ function recordStage({ parts, position, step }: StepContext, inputs: Omit<StepRe
   parts.report.progress(step, 'update', 1, 1, inputs.times.trainedTokens / inputs.times.updateSeconds);
   parts.report.log(stepLogLine(metrics, parts.totalSteps, metric, inputs.update));
   parts.report.stepWarnings(step, metrics.warnings ?? []);
-  return { trajectories, metrics, ...(plan ? { plan } : {}) };
+  return { trajectories, metrics, ...definedFields({ plan }) };
 }
 
 /**
@@ -267,7 +267,7 @@ async function finishStage(at: StepContext, update: StepUpdate, recorded: Record
   if (position.consecutiveNonFinite >= c.nonFinite.maxConsecutive) {
     const message = `${position.consecutiveNonFinite} steps in a row had only non-finite losses or gradients; stopped. The last good checkpoint is ${position.writer.record.lastCheckpoint ?? 'none'}.`;
     position.writer.completeStep(step);
-    report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+    report.emit({ type: 'step.completed', step });
     position.writer.finish('failed', { message, step });
     report.log(message);
     return 'failed';
@@ -275,7 +275,7 @@ async function finishStage(at: StepContext, update: StepUpdate, recorded: Record
   const due = c.output.checkpointEvery > 0 && (step % c.output.checkpointEvery === 0 || step === parts.totalSteps);
   if (due && !allSkipped) await saveRunCheckpoint(at);
   else position.writer.completeStep(step);
-  report.emit({ protocol: PROTOCOL_VERSION, type: 'step.completed', step });
+  report.emit({ type: 'step.completed', step });
   // The debugger's `update` point: the step is done and recorded; it sees the scored records (without their token arrays) and the metrics.
   const light = recorded.trajectories.map((r) => ({
     ...r,

@@ -6,7 +6,7 @@ import {
   ProtocolError,
   PROTOCOL_VERSION,
   TrainerMessage,
-} from '../../../../trainer/contract/protocol';
+} from '#trainer/contract/protocol';
 
 describe('parseWith', () => {
   it('names the source, the path of the bad field and what was expected', () => {

@@ -10,8 +10,8 @@ import * as assert from 'node:assert/strict';
 import nodeFs, * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { MetricsRecord } from '../../../../trainer/contract/protocol';
-import { appendJsonl, readJsonl, writeFileAtomic } from '../../../../trainer/contract/runstore/jsonl';
+import { MetricsRecord } from '#trainer/contract/protocol';
+import { appendJsonl, readJsonl, writeFileAtomic } from '#trainer/contract/runstore/jsonl';
 import { recordedRunWriter, writeRecordedRun } from '../../../fixtures/recordedRun';
 
 function tmpDir(): string {

@@ -17,7 +17,7 @@ import {
   TrajectoryRecordWithoutTokens,
   type RunLockRecord,
   type RunRecord,
-} from '../../../../trainer/contract/protocol';
+} from '#trainer/contract/protocol';
 import {
   JsonlTail,
   RunDirectoryLock,
@@ -25,10 +25,10 @@ import {
   RunStoreWriter,
   listRuns,
   readRunLock,
-} from '../../../../trainer/contract/runstore';
-import { metricsKey, trajectoryKey } from '../../../../trainer/contract/runstore/recordKeys';
+} from '#trainer/contract/runstore';
+import { metricsKey, trajectoryKey } from '#trainer/contract/runstore/recordKeys';
 import { buildTrajectory } from '../../../fixtures/recordedRun';
-import { LOCK_FILE, STALE_AFTER_MS } from '../../../../trainer/contract/runstore/runLock';
+import { LOCK_FILE, STALE_AFTER_MS } from '#trainer/contract/runstore/runLock';
 
 const ROOT = path.resolve(__dirname, '../../../..');
 const TSX = pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;

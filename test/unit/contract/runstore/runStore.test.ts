@@ -13,9 +13,9 @@ import {
   PROTOCOL_VERSION,
   type RunRecord,
   type TrajectoryRecord,
-} from '../../../../trainer/contract/protocol';
-import { listRuns, RunStoreReader, RunStoreWriter } from '../../../../trainer/contract/runstore';
-import { dropRecordsAfterStep } from '../../../../trainer/contract/runstore/writer';
+} from '#trainer/contract/protocol';
+import { listRuns, RunStoreReader, RunStoreWriter } from '#trainer/contract/runstore';
+import { dropRecordsAfterStep } from '#trainer/contract/runstore/writer';
 
 function tmpDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'runstore-test-'));

@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { JsonlTail } from '../../../../trainer/contract/runstore';
+import { JsonlTail } from '#trainer/contract/runstore';
 
 const Row = z.object({ n: z.number().int() });
 

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { truncateBpeTokenizer } from '../../../foundations/models/text/truncateTokenizer';
-import { createModel } from '../../../foundations/models/createModel';
+import { createModel, type CreatedModel } from '../../../foundations/models/createModel';
 import type { ModelFamily } from '../../../foundations/models/modelConfig';
 import { isVisionLanguageType, type VisionLanguageFamily } from '../../../foundations/models/vision/visionConfig';
 import { ModelConfigError, TokenizerError } from '../../../foundations/models/modelErrors';
@@ -146,7 +146,7 @@ const VISION_FLAGS = [
 export async function createModelCommand(argv: string[]): Promise<number> {
   const values = parseCreateModelArgs(argv);
   const options = await createOptions(values);
-  let created: ReturnType<typeof createModel>;
+  let created: CreatedModel;
   try {
     created = createModel(options);
   } catch (error) {
@@ -229,7 +229,7 @@ function visionOptions(values: CreateModelValues, family: ModelFamily | VisionLa
 }
 
 /** What was written: the architecture's sizes, the vision tower's, the parameter count and the files. */
-function describeCreated(outDir: string, dtype: string | undefined, created: ReturnType<typeof createModel>): string {
+function describeCreated(outDir: string, dtype: string | undefined, created: CreatedModel): string {
   const { config } = created;
   return (
     `wrote ${outDir}: ${config.family} (${config.architecture}), ${config.numLayers} layers, hidden ${config.hiddenSize}, ` +

@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
 import {
   ExecutionProviderName,
-  PROTOCOL_VERSION,
   type ProviderCheck,
   type TrainerMessage,
+  type Unstamped,
 } from '../../../contract/protocol';
 import { loadOnnxRuntime } from '../../../foundations/engine/runtime/onnxruntime';
 import { describeWebGpuAdapter, runProviderCheck } from '../../environment/providerCheck';
@@ -30,7 +30,7 @@ export async function envCommand(argv: string[]): Promise<number> {
   if (values.probe !== undefined) return probeCommand(values.probe);
   const report = await collectEnvironmentReport();
   if (values.ipc) {
-    const message: TrainerMessage = { protocol: PROTOCOL_VERSION, type: 'environment.report', report };
+    const message: Unstamped<TrainerMessage> = { type: 'environment.report', report };
     await sendToParent(message);
   } else if (values.json) {
     process.stdout.write(JSON.stringify(report, null, 2) + '\n');

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { PROTOCOL_VERSION, RewardKind, type TrajectoryRecord } from '../../../contract/protocol';
+import { RewardKind, type TrajectoryRecord } from '../../../contract/protocol';
 import { evaluateReward, type RecordedSamples } from '../../authoring/evaluateReward';
 import { formatRewardEvaluation } from '../../../contract/authoringReport';
 import { loadJsonlDataset, type FieldsSchema } from '../../../foundations/data/dataset';
@@ -95,7 +95,7 @@ export async function evalRewardCommand(argv: string[]): Promise<number> {
     samples,
     ...(loaded ? { tools: new ToolSet(loaded.config.tools) } : {}),
   });
-  if (values.ipc) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'reward.evaluation', evaluation });
+  if (values.ipc) await sendToParent({ type: 'reward.evaluation', evaluation });
   else
     process.stdout.write(values.json ? JSON.stringify(evaluation, null, 2) + '\n' : formatRewardEvaluation(evaluation));
   return 0;

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as inspector from 'node:inspector';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseWith, PROTOCOL_VERSION, ToolSessionRequest, type ToolSelector } from '../../../contract/protocol';
+import { parseWith, ToolSessionRequest, type ToolSelector } from '../../../contract/protocol';
 import { checkArguments, runToolOnce, toolInfo } from '../../authoring/runTool';
 import { watchExitDuringCall, type WriteEndedCall } from '../../authoring/exitDuringCall';
 import { formatToolRun } from '../../../contract/authoringReport';
@@ -145,11 +145,9 @@ function serve(tool: Tool, run: (args: unknown) => Promise<ToolRunReport>): Prom
       const answer =
         request.type === 'tool.check'
           ? checkArguments(tool, request.args).then((check) =>
-              sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.checked', id: request.id, check }),
+              sendToParent({ type: 'tool.checked', id: request.id, check }),
             )
-          : run(request.args).then((report) =>
-              sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.result', id: request.id, report }),
-            );
+          : run(request.args).then((report) => sendToParent({ type: 'tool.result', id: request.id, report }));
       answer.catch(reject);
     });
     process.on('disconnect', () => resolve(0));
@@ -230,7 +228,6 @@ async function runLoaded(
       inspectorUrl = inspector.url();
     }
     await sendToParent({
-      protocol: PROTOCOL_VERSION,
       type: 'tool.ready',
       tool: toolInfo(tool),
       file,
@@ -239,7 +236,7 @@ async function runLoaded(
     return serve(tool, run);
   }
   const report = await run(args);
-  if (values.ipc) await sendToParent({ protocol: PROTOCOL_VERSION, type: 'tool.result', report });
+  if (values.ipc) await sendToParent({ type: 'tool.result', report });
   else process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatToolRun(report, file) + '\n');
   // Over IPC the failure travels in the report; the process itself did its job.
   return report.error && !values.ipc ? 1 : 0;

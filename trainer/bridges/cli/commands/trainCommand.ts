@@ -4,9 +4,9 @@ import { parseArgs } from 'node:util';
 import {
   ControlMessage,
   parseWith,
-  PROTOCOL_VERSION,
   type TrainerMessage,
   type TrainingEvent,
+  type Unstamped,
 } from '../../../contract/protocol';
 import { RunControl } from '../../../pipeline/training/run/runControl';
 import { evaluateCheckpoint } from '../../../pipeline/training/evaluation/evaluateCheckpoint';
@@ -76,7 +76,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
   if (!ipc) whenOutputCloses(() => control.stop());
   // Once the extension is gone (its window closed or reloaded) there is nobody to tell: the run
   // stops (see 'disconnect' below) and what it still reports is dropped instead of failing it.
-  const send = (message: TrainerMessage) => {
+  const send = (message: Unstamped<TrainerMessage>) => {
     if (hasParent()) void sendToParent(message).catch(() => control.stop());
   };
   // Listening before the config loads: a stop or a disconnect during loading is not missed.
@@ -99,7 +99,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
     control,
     log: (line) => {
       progress?.clear();
-      if (ipc) send({ protocol: PROTOCOL_VERSION, type: 'log', level: 'info', message: line });
+      if (ipc) send({ type: 'log', level: 'info', message: line });
       else process.stdout.write(line + '\n');
     },
   });
@@ -121,7 +121,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
  * The extension's control messages (pause, resume, stop, the debugger's holds) drive the run; its
  * going away stops it; the run's holds are reported back to it.
  */
-function listenToExtension(control: RunControl, send: (message: TrainerMessage) => void): void {
+function listenToExtension(control: RunControl, send: (message: Unstamped<TrainerMessage>) => void): void {
   process.on('message', (raw) => {
     const message = parseWith(ControlMessage, raw, 'control message from the extension');
     switch (message.type) {
@@ -151,7 +151,6 @@ function listenToExtension(control: RunControl, send: (message: TrainerMessage) 
   if (!process.connected) control.stop();
   control.onHold = (id, point, trajectories, metrics) =>
     send({
-      protocol: PROTOCOL_VERSION,
       type: 'debug.hold',
       id,
       point,

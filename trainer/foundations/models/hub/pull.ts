@@ -18,6 +18,7 @@ import {
   selectModelFiles,
   shardsFromIndex,
   WEIGHTS_INDEX,
+  type FileSelection,
   type ModelFileSet,
   type RepoFile,
 } from './modelFiles';
@@ -85,7 +86,7 @@ export async function pullModel(repo: string, options: PullOptions = {}): Promis
   const session = hubSession(repo, revision, settings, cache, options);
   const commit = await resolveCommit(session);
   const listed = await listRepoFiles(session, commit);
-  let selection: ReturnType<typeof selectModelFiles>;
+  let selection: FileSelection;
   try {
     selection = selectModelFiles(repo, [...listed.values()], set);
   } catch (error) {

@@ -8,24 +8,11 @@ import type { VisionConfig } from './visionConfig';
 
 /**
  * Images as Qwen2-VL's image processor prepares them (image_processing_qwen2_vl.py at
- * huggingface/transformers@cb0fc56f3caccab77d00d44051a67d4b0980cbd2):
- *
- * 1. decode and convert to RGB (transparency composited onto white, as `convert_to_rgb` does);
- * 2. `smart_resize`: both sides to multiples of patch_size × merge_size, the area kept within
- *    [min_pixels, max_pixels], the aspect ratio as close as that allows;
- * 3. rescale to [0, 1] and normalise with the configured mean and std;
- * 4. cut into patches of temporal_patch_size × patch_size × patch_size: a still image is one
- *    frame, repeated to fill the temporal patch (the reference repeats the last frame), and the
- *    patches are ordered so that each merge_size × merge_size group is contiguous (the order
- *    the vision encoder and its patch merger expect).
- *
- * Decoding and resizing use sharp (libvips). Resampling differs from the reference: transformers
- * resizes with PIL's BICUBIC filter (a = −0.5, support widened by the scale factor when
- * shrinking), sharp with libvips' Catmull-Rom `cubic` kernel (the same a = −0.5 cubic; libvips
- * also widens it when shrinking, but it computes and rounds the two axes in its own order).
- * Both round to 8-bit, so the resized pixels can differ by a few levels; the grid, the token
- * count and every later step are exactly the reference's. An image already of the target size
- * is not resampled at all, by either.
+ * huggingface/transformers@cb0fc56f3caccab77d00d44051a67d4b0980cbd2): RGB on white, `smart_resize`
+ * to multiples of patch_size × merge_size within [min_pixels, max_pixels], rescaled and
+ * normalised, then cut into temporal × patch × patch patches with each merge group contiguous.
+ * The grid, the token count and every step after the resize are exactly the reference's; the
+ * resized pixels may differ by a few 8-bit levels (sharp is not PIL: vision/README.md says why).
  */
 
 export const DEFAULT_IMAGE_MEAN = [0.48145466, 0.4578275, 0.40821073];

@@ -3,28 +3,13 @@ import { z } from 'zod';
 import { Tool } from '../tool';
 
 /**
- * Runs a snippet of model-written JavaScript — the code tool of the ReTool-style code-block
- * format — in a fresh worker thread, inside a `node:vm` context with nothing in it.
- *
- * What it can do: plain JavaScript (statements, functions, loops, Math, JSON, BigInt, Array,
- * Map, Set, Date, RegExp, promises); `print(...)` / `console.log(...)` lines and the value of the
- * last expression come back as the observation.
- *
- * What it cannot do: `require`/`import`, `process`, the file system, the network, timers
- * (`setTimeout` and friends do not exist), `eval` or `new Function` (code generation from
- * strings is disabled), WebAssembly. Each run gets a new worker and context; nothing survives
- * between calls.
- *
- * Why a worker and not just `vm` in the trainer's thread: a vm timeout cannot stop an endless
- * promise job, a rejected promise in the context is an unhandled rejection of the whole
- * process, and vm's own microtask isolation corrupts Node's async-hook stack on timeout (a hard
- * process abort, seen under the test runner). In a worker, the run is killed at the deadline
- * whatever it is doing, a crash or an out-of-memory ends only the worker (its heap is capped),
- * and the trainer's thread is never blocked.
- *
- * It is still NOT a security boundary against a determined adversary (a vm context can be
- * escaped; the worker shares the process). It protects a training run from accidents of a
- * model's code. Run untrusted code in a separate process or container.
+ * Runs a snippet of model-written JavaScript (the code tool of the ReTool-style code-block
+ * format) in a fresh worker thread, in an empty `node:vm` context: plain JavaScript, with
+ * `print`/`console.log` lines and the last expression's value as the observation; no
+ * `require`/`import`, `process`, files, network, timers, `eval`/`new Function` or WebAssembly,
+ * and nothing kept between calls. A worker, because only terminating one stops any run at its
+ * deadline and keeps a crash out of the trainer's thread. NOT a security boundary (a vm context
+ * can be escaped; the worker shares the process): run untrusted code in a container.
  */
 
 export interface JavaScriptRun {

@@ -5,6 +5,7 @@ import { advance, callObjectDone, callStart, DONE, type CallGrammar } from './ca
 import { stateKey, type GrammarState } from './jsonFrames';
 import { ShapeBuilder } from './schemaShape';
 import { TokenIndex } from './tokenIndex';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * Schema-constrained tool calls for formats that wrap a JSON call in markers (Hermes/Qwen
@@ -40,7 +41,7 @@ export class ToolCallConstraint {
     this.grammar = {
       names: tools.map((t) => utf8.encode(JSON.stringify(t.function.name))),
       argumentShapes: tools.map((t) => shapes.fromSchema(t.function.parameters)),
-      ...(this.closeId === undefined ? { closing: utf8.encode(markers.close) } : {}),
+      ...definedFields({ closing: this.closeId === undefined ? utf8.encode(markers.close) : undefined }),
     };
     this.index = TokenIndex.of(tokenizer);
   }

@@ -1,4 +1,5 @@
 import type { DatasetRow } from '../../../foundations/data/row';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * The seam between a training run and an agent we did not write: the run gives each rollout a
@@ -68,7 +69,7 @@ export function readAgentOutcome(value: unknown): AgentOutcome | undefined {
     throw new AgentError(`the agent returned answer: ${JSON.stringify(answer)}; expected a string`, 'result');
   if (reward !== undefined && (typeof reward !== 'number' || !Number.isFinite(reward)))
     throw new AgentError(`the agent returned reward: ${JSON.stringify(reward)}; expected a finite number`, 'result');
-  return { ...(answer !== undefined ? { answer } : {}), ...(reward !== undefined ? { reward } : {}) };
+  return definedFields({ answer, reward });
 }
 
 /** A function agent on the trainer's thread (configs made in code, tests). */

@@ -3,6 +3,7 @@ import type { ChatCompletionMessage, ChatFinishReason, OpenAIToolCall } from '..
 import type { GeneratedTurn } from '../../../foundations/models/generation/policy';
 import type { Tokenizer } from '../../../foundations/models/text/tokenizer';
 import type { ParsedToolCall, ToolCallFormat } from '../formats/toolCallFormat';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * A generated turn as Chat Completions answers it: the text the policy wrote, read by the model
@@ -89,8 +90,10 @@ export function assistantAnswer(
     role: 'assistant',
     content: answerText === '' && toolCalls.length ? null : answerText,
     refusal: null,
-    ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
-    ...(reasoning ? { reasoning_content: reasoning } : {}),
+    ...definedFields({
+      tool_calls: toolCalls.length ? toolCalls : undefined,
+      reasoning_content: reasoning || undefined,
+    }),
   };
   const historyMessage: ChatMessage =
     history.role === 'assistant' && history.tool_calls

@@ -12,6 +12,7 @@ import {
   type OpenAITool,
   type OpenAIToolChoice,
 } from '../../../contract/protocol/openaiChat';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * A Chat Completions request read into what the policy works with: our chat messages (as the
@@ -145,7 +146,7 @@ function toChatMessages(messages: readonly OpenAIMessage[]): ChatMessage[] {
           role: 'tool',
           content: textOf(m.content, where),
           tool_call_id: m.tool_call_id,
-          ...(name !== undefined ? { name } : {}),
+          ...definedFields({ name }),
         };
       }
       case 'function':
@@ -172,7 +173,7 @@ function toToolSpecs(tools: readonly OpenAITool[]): ToolSpec[] {
       type: 'function',
       function: {
         name: t.function.name,
-        ...(t.function.description !== undefined ? { description: t.function.description } : {}),
+        ...definedFields({ description: t.function.description }),
         parameters: t.function.parameters ?? { type: 'object', properties: {} },
       },
     };

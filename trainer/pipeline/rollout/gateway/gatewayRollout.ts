@@ -34,6 +34,7 @@ import { GatewaySequence } from './gatewaySequence';
 import { matchHistory } from './historyMatch';
 import { prepareRequestImages } from './requestImages';
 import { StreamDeltas } from './streamDeltas';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * Rollouts of an agent we did not write: each episode is one session of the user's agent (its
@@ -305,7 +306,7 @@ export class GatewayRollout implements ChatBackend {
     return new GatewaySequence(
       index,
       session.episode,
-      { session: session.id, part: session.sequences.length, ...(split ? { split } : {}) },
+      { session: session.id, part: session.sequences.length, ...definedFields({ split: split || undefined }) },
       this.options.template,
       this.options.templateKwargs,
       this.options.images?.imageTokenId,
@@ -375,9 +376,7 @@ export class GatewayRollout implements ChatBackend {
     for (const q of session.sequences)
       q.trajectory.agent = {
         ...q.trajectory.agent!,
-        ...(error !== undefined ? { error } : {}),
-        ...(outcome?.answer !== undefined ? { answer: outcome.answer } : {}),
-        ...(outcome?.reward !== undefined ? { reward: outcome.reward } : {}),
+        ...definedFields({ error, answer: outcome?.answer, reward: outcome?.reward }),
       };
   }
 
@@ -438,7 +437,7 @@ export class GatewayRollout implements ChatBackend {
           ...this.options.sampling,
           maxNewTokens: Math.max(...group.map((g) => g.request.maxNewTokens!)),
           stopTokenIds: [...this.endIds],
-          ...(stopStrings.length ? { stopStrings } : {}),
+          ...definedFields({ stopStrings: stopStrings.length ? stopStrings : undefined }),
           onToken: (sequence, token) =>
             group.find((g) => g.request.sequence === sequence)?.waiting.call.onToken?.(0, token),
         },
@@ -485,13 +484,13 @@ export class GatewayRollout implements ChatBackend {
     const replay = this.options.replay?.(session.index);
     const address = replay?.draws ?? { seed: batch.seed, session: session.index };
     batch.draws.address(session.index, drawSeed(address.seed, address.session, session.answers));
-    const turnRequest: TurnRequest = {
+    const turnRequest: TurnRequest = definedFields({
       sequence: session.index,
       append: seq.pending,
-      ...(seq.pendingImages.length ? { images: seq.pendingImages.map(policyImage) } : {}),
+      images: seq.pendingImages.length ? seq.pendingImages.map(policyImage) : undefined,
       maxNewTokens: limit,
-      ...(constraint ? { constraint } : {}),
-    };
+      constraint,
+    });
     return { request: turnRequest, constraint };
   }
 

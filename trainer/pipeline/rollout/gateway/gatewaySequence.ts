@@ -11,6 +11,7 @@ import { readErrorObservation } from '../readErrorObservation';
 import { TextOffsets } from '../textOffsets';
 import type { AnswerConstraint } from './answerConstraint';
 import type { AssistantAnswer } from './assistantAnswer';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * One token sequence of an agent's session, kept token-exact as the built-in loop keeps its
@@ -90,7 +91,7 @@ export class GatewaySequence {
       template: this.template,
       tools,
       templateKwargs: this.kwargs(kwargs),
-      ...(images.length ? { images: { list: images, placeholder: IMAGE_PLACEHOLDER } } : {}),
+      ...definedFields({ images: images.length ? { list: images, placeholder: IMAGE_PLACEHOLDER } : undefined }),
     });
     const t = this.trajectory;
     t.prompt = taskText(messages);

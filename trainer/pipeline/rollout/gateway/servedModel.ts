@@ -12,6 +12,7 @@ import type { ToolCallFormat } from '../formats/toolCallFormat';
 import type { PreparedImage } from '../../../foundations/models/vision/preprocess';
 import { expandImageTokens, policyImage, RolloutImages } from '../images';
 import { prepareRequestImages } from './requestImages';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * A model served over Chat Completions (`rollout-studio serve`). Every request is rendered by
@@ -220,13 +221,15 @@ export class ServedModel implements ChatBackend {
     rows.forEach((r, b) => draws.address(b, drawSeed(r.w.seed, r.choice)));
     const session = await this.options.policy.startSession(rows.length, 0, { uniforms: draws });
     const trackers = rows.map((r) => this.constraints.begin(r.w.request));
-    const requests: TurnRequest[] = rows.map((r, b) => ({
-      sequence: b,
-      append: r.w.prompt,
-      ...(r.w.images.length ? { images: r.w.images.map(policyImage) } : {}),
-      maxNewTokens: r.w.limit,
-      ...(trackers[b] ? { constraint: trackers[b] } : {}),
-    }));
+    const requests: TurnRequest[] = rows.map((r, b) =>
+      definedFields({
+        sequence: b,
+        append: r.w.prompt,
+        images: r.w.images.length ? r.w.images.map(policyImage) : undefined,
+        maxNewTokens: r.w.limit,
+        constraint: trackers[b],
+      }),
+    );
     const first = batch[0].request;
     const stopStrings = [...new Set([...first.stop, ...(this.options.stop ?? [])])];
     let turns;
@@ -237,7 +240,7 @@ export class ServedModel implements ChatBackend {
         topK: 0,
         maxNewTokens: Math.max(...rows.map((r) => r.w.limit)),
         stopTokenIds: [...this.endIds],
-        ...(stopStrings.length ? { stopStrings } : {}),
+        ...definedFields({ stopStrings: stopStrings.length ? stopStrings : undefined }),
         onToken: (b, token) => rows[b].w.call.onToken?.(rows[b].choice, token),
       });
     } finally {

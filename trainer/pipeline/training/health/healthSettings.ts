@@ -2,10 +2,9 @@ import { z } from 'zod';
 
 /**
  * The thresholds of the per-step health checks (health.ts): when a number the run records is
- * worth a warning. The defaults are the config's `health` section left out; each can be set
- * there. They are deliberately loose — a warning should mean something — and were chosen from
- * the failures in issue 31 (a collapse: entropy 0.06 → 0.27 with the tool error rate at 84 %;
- * a held-out score falling from 22 % to 8 %; 16 of 32 groups without signal).
+ * worth a warning. The defaults apply where the config's `health` section leaves one out. They
+ * are deliberately loose, so that a warning means something; the failures they were chosen from
+ * are in HEALTH.md.
  */
 export const HealthSettings = z.strictObject({
   /** Recent training steps the trends compare with (their median), and how many must be there before a trend is judged. */

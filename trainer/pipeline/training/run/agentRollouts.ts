@@ -11,6 +11,7 @@ import {
   type LoadedConfig,
   type ModuleOrCommandAgent,
 } from '../config/trainingConfig';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * The config's `agent` as rollouts (rollout/gateway): where it runs — a function here, a module
@@ -47,7 +48,7 @@ export function agentRollouts(
   return new GatewayRollout({
     ...parts,
     budget: r.budget,
-    ...(r.format ? { format: r.format } : {}),
+    ...definedFields({ format: r.format }),
     templateKwargs: r.templateKwargs,
     stop: r.stop,
     constrainCalls: r.constrainToolCalls,

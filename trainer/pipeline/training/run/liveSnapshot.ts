@@ -4,6 +4,7 @@ import { encodeUint8 } from '../../../contract/protocol/tokens';
 import type { PendingCall } from '../../rollout/observer';
 import { callRecord, imageRecord, turnRecord } from '../step/trajectoryRecord';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../../rollout/trajectory';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * The step's rollout as the debugger sees it at a held stop point: every trajectory of the
@@ -87,9 +88,11 @@ export class LiveSnapshot {
       prompt: t.prompt,
       turns,
       finishReason: t.finishReason,
-      ...(t.error !== undefined ? { error: t.error } : {}),
-      ...(t.historyRewrites.length ? { historyRewrites: t.historyRewrites.map((r) => ({ ...r })) } : {}),
-      ...(t.images?.length ? { images: t.images.map(imageRecord) } : {}),
+      ...definedFields({
+        error: t.error,
+        historyRewrites: t.historyRewrites.length ? t.historyRewrites.map((r) => ({ ...r })) : undefined,
+        images: t.images?.length ? t.images.map(imageRecord) : undefined,
+      }),
       rewards: { outcome: 0, process: 0, total: 0, components: {} },
       lengths: { prompt: t.promptLength, response: t.mask.reduce((a, m) => a + m, 0), total: t.ids.length },
       tokens: { ids: '', pieces: [], mask: encodeUint8(t.mask), logprobs: '' },
@@ -102,7 +105,7 @@ function pendingRecord(call: PendingCall): ToolCallRecord {
   return {
     index: call.index,
     name: call.name,
-    ...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
+    ...definedFields({ arguments: call.arguments }),
     raw: call.raw,
     observation: '',
     truncated: false,

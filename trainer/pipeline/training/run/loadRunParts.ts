@@ -31,6 +31,7 @@ import {
 } from '../config/trainingConfig';
 import type { ChatTemplate } from '../../../foundations/models/text/chatTemplate';
 import { ChatTemplateError } from '../../../foundations/models/modelErrors';
+import { definedFields } from '../../../contract/definedFields';
 
 /** How a run loads: where its tensors run, how long it is, and the run's control and reporting. */
 interface LoadRunSettings {
@@ -98,7 +99,7 @@ export async function loadRunParts(loaded: LoadedConfig, settings: LoadRunSettin
       control: settings.control,
       report: settings.report,
       live,
-      ...(cassette ? { cassette } : {}),
+      ...definedFields({ cassette }),
     };
   } catch (error) {
     await closeOpened(opened);
@@ -154,7 +155,7 @@ function runLoops(
   const loopParts = {
     ...agentLoopOptions(c, { policy: new ModelPolicy(model), template, tools }),
     images,
-    ...(cassette ? { toolInterceptor: cassette.cassette } : {}),
+    ...definedFields({ toolInterceptor: cassette?.cassette }),
   };
   const observer = rolloutHooks(settings.control, settings.report, live);
   if (c.agent !== undefined) {
@@ -162,11 +163,11 @@ function runLoops(
     const gateway = { policy: loopParts.policy, template, images, agent: agentRunner(loaded, settings.report.log) };
     const loop = agentRollouts(loaded, { ...gateway, sampling: rolloutSampling(c), observer });
     const evalLoop = agentRollouts(loaded, { ...gateway, sampling: evaluationSampling(c) });
-    return { images, loop, evalLoop, ...(cassette ? { cassette } : {}) };
+    return { images, loop, evalLoop, ...definedFields({ cassette }) };
   }
   const loop = new AgentLoop({ ...loopParts, sampling: rolloutSampling(c), observer });
   const evalLoop = new AgentLoop({ ...loopParts, sampling: evaluationSampling(c) });
-  return { images, loop, evalLoop, ...(cassette ? { cassette } : {}) };
+  return { images, loop, evalLoop, ...definedFields({ cassette }) };
 }
 
 /** Close what loadRunParts opened: the tool worker, the MCP servers, the model, the device (its worker thread). */

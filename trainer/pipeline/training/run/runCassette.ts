@@ -4,6 +4,7 @@ import { CASSETTE_FILE, CassetteEntry } from '../../../contract/protocol/cassett
 import { appendJsonl, readJsonl } from '../../../contract/runstore/jsonl';
 import { CassettePlayer, ToolCassette, type CassetteMiss } from '../../../foundations/tools/cassette';
 import { ConfigError, type LoadedConfig } from '../config/trainingConfig';
+import { definedFields } from '../../../contract/definedFields';
 
 /** A cassette's recordings: `cassette.jsonl` of a run directory, or a cassette file. */
 export function readCassette(source: string): CassettePlayer {
@@ -42,7 +43,7 @@ export function runCassette(
         : undefined;
   if (!record && replay === undefined) return undefined;
   const cassette = new ToolCassette({
-    ...(replay !== undefined ? { player: readCassette(replay) } : {}),
+    ...definedFields({ player: replay !== undefined ? readCassette(replay) : undefined }),
     onMiss: overrides.onMiss ?? settings?.onMiss ?? 'error',
   });
   return { cassette, record };
@@ -62,7 +63,7 @@ export function evalCassette(settings: EvalCassette | undefined): ToolCassette |
   const record = settings.record;
   if (record !== undefined) fs.rmSync(record, { force: true });
   const cassette = new ToolCassette({
-    ...(settings.replay !== undefined ? { player: readCassette(settings.replay) } : {}),
+    ...definedFields({ player: settings.replay !== undefined ? readCassette(settings.replay) : undefined }),
     onMiss: settings.onMiss ?? 'error',
     ...(record !== undefined
       ? {

@@ -1,8 +1,9 @@
-import { PROTOCOL_VERSION } from '../../../contract/protocol/protocolVersion';
+import { PROTOCOL_VERSION, type Unstamped } from '../../../contract/protocol/protocolVersion';
 import type { MetricsRecord, TrainingEvent, TrainingPhase } from '../../../contract/protocol';
 import type { HealthWarning } from '../../../contract/protocol/runStore';
 import type { RunStoreWriter } from '../../../contract/runstore/writer';
 import { WarningLog } from './warningLog';
+import { definedFields } from '../../../contract/definedFields';
 
 export type EventSink = (event: TrainingEvent) => void;
 
@@ -27,25 +28,25 @@ export class RunReporter {
     this.warningLog.step(step, warnings);
   }
 
-  emit(event: TrainingEvent): void {
-    this.sink(event);
+  /** Announces a live event, stamped here with the protocol version (callers leave it out). */
+  emit(event: Unstamped<TrainingEvent>): void {
+    this.sink({ protocol: PROTOCOL_VERSION, ...event } as TrainingEvent);
   }
 
   progress(step: number, phase: TrainingPhase, done: number, total: number, tokensPerSecond?: number): void {
-    this.sink({
-      protocol: PROTOCOL_VERSION,
+    this.emit({
       type: 'progress',
       step,
       phase,
       done,
       total,
-      ...(tokensPerSecond !== undefined ? { tokensPerSecond } : {}),
+      ...definedFields({ tokensPerSecond }),
     });
   }
 
   metrics(record: MetricsRecord): void {
     if (!this.writer) throw new Error('metrics reported before the run store was opened');
     this.writer.appendMetrics(record);
-    this.sink({ protocol: PROTOCOL_VERSION, type: 'metrics', record });
+    this.emit({ type: 'metrics', record });
   }
 }

@@ -17,6 +17,7 @@ import { scoreKey, taskMetric } from '../step/taskMetric';
 import { hashable } from '../config/trainingConfig';
 import { configDifferences } from '../config/configDifferences';
 import { configFileSha256 } from '../config/configFileHash';
+import { definedFields } from '../../../contract/definedFields';
 
 /** A run that cannot be resumed, said in terms of what to do; printed without a stack trace. */
 export class ResumeError extends Error {
@@ -96,8 +97,7 @@ export function createRun(parts: RunParts, provider: ExecutionProviderName, runD
     drawSchedule: 'per-round',
     config: { ...hashable(c), configHash: loaded.hash },
     configPath: loaded.file,
-    ...(configSha256 !== undefined ? { configSha256 } : {}),
-    ...(metric !== undefined ? { metric } : {}),
+    ...definedFields({ configSha256, metric }),
   });
   return {
     position: {

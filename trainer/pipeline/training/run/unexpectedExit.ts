@@ -1,5 +1,6 @@
 import * as os from 'node:os';
 import type { RunStoreWriter } from '../../../contract/runstore/writer';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * A run whose process ends while it is still `running` — `process.exit` called by a tool kept on
@@ -64,10 +65,7 @@ export function markRunOnUnexpectedExit(writer: RunStoreWriter): { dispose(): vo
     if (writer.record.status !== 'running') return;
     const message = announced ?? reason ?? `the process exited (code ${code}) while the run was in progress`;
     try {
-      writer.finish('failed', {
-        message,
-        ...(writer.record.lastStep !== undefined ? { step: writer.record.lastStep } : {}),
-      });
+      writer.finish('failed', definedFields({ message, step: writer.record.lastStep }));
     } catch {
       // The disk that cannot take the record: the lock goes with the process, and readers show the run interrupted.
     }

@@ -1,5 +1,6 @@
 import type { PolicyTrainer } from '../../rl/policyTrainer';
 import type { PreparedBatch } from '../../rl/prepareBatch';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * After an update: does the policy still compute finite log-probs? An update the optimizer let
@@ -13,14 +14,7 @@ export async function logprobAfterUpdate(trainer: PolicyTrainer, prepared: Prepa
   if (!probe) return undefined;
   // The whole sequence as trained, its images included (a vision-language model's image tokens need them).
   const scored = await trainer.scoreReferenceAndValues(
-    [
-      {
-        ids: probe.ids,
-        mask: probe.mask,
-        ...(probe.images ? { images: probe.images } : {}),
-        ...(probe.constraints ? { constraints: probe.constraints } : {}),
-      },
-    ],
+    [definedFields({ ids: probe.ids, mask: probe.mask, images: probe.images, constraints: probe.constraints })],
     { reference: false, values: false, policy: true },
   );
   const logprobs = scored.policy![0];

@@ -9,6 +9,7 @@ import type { MetricsRecord, TrajectoryRecord } from '../../../contract/protocol
 import { zeroSignalShare } from '../health/health';
 import { finiteValues, rolloutMetrics } from './rolloutMetrics';
 import { formatScore, scoreKey } from './taskMetric';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * What a training step records: one trajectory record per trajectory (with its rewards and
@@ -31,24 +32,21 @@ export function updateCounts(update: StepUpdate): { steps: number; skipped: numb
 }
 
 /** The policy's metrics (absent during a critic warm-up) and the critic's. */
-function updateValues(update: StepUpdate): Record<string, number> {
-  const p = update.policy;
-  const c = update.critic;
-  return {
-    ...(p
-      ? {
-          'loss/total': p.loss,
-          'loss/policy': p.policyLoss,
-          'clip/fraction': p.clipFraction,
-          'kl/approx_update': p.approxKl,
-          'grad/norm': p.gradNorm,
-          ...(p.klLoss !== undefined ? { 'loss/kl': p.klLoss } : {}),
-          ...(p.entropy !== undefined ? { 'loss/entropy': p.entropy } : {}),
-          ...(p.valueLoss !== undefined ? { 'loss/value': p.valueLoss } : {}),
-        }
-      : {}),
-    ...(c ? { 'loss/value': c.valueLoss, 'critic/grad_norm': c.gradNorm } : {}),
-  };
+function updateValues({ policy: p, critic: c }: StepUpdate): Record<string, number> {
+  const policy =
+    p &&
+    definedFields({
+      'loss/total': p.loss,
+      'loss/policy': p.policyLoss,
+      'clip/fraction': p.clipFraction,
+      'kl/approx_update': p.approxKl,
+      'grad/norm': p.gradNorm,
+      'loss/kl': p.klLoss,
+      'loss/entropy': p.entropy,
+      'loss/value': p.valueLoss,
+    });
+  // A separate critic's value loss replaces the policy's.
+  return { ...policy, ...definedFields({ 'loss/value': c?.valueLoss, 'critic/grad_norm': c?.gradNorm }) };
 }
 
 /** Seconds each phase of the step took, and the tokens each processed. */
@@ -74,21 +72,10 @@ export function stepTrajectoryRecords(
     if (dropped !== undefined) return { ...toTrajectoryRecord(t, rollouts.rewards[i], { step, tokenizer }), dropped };
     const advantages = prepared.advantages.advantages[trained++];
     const advantage = scalarAdvantage(advantages, t.mask);
-    return toTrajectoryRecord(t, rollouts.rewards[i], {
-      step,
-      tokenizer,
-      advantages,
-      ...(advantage !== undefined ? { advantage } : {}),
-    });
+    return toTrajectoryRecord(t, rollouts.rewards[i], definedFields({ step, tokenizer, advantages, advantage }));
   });
 }
 
-/**
- * The step's metrics record. The rollout statistics (reward, score, tools, lengths, entropy)
- * describe the first round's groups, dropped ones included (dynamicSampling.ts SampledStep);
- * what describes the update (losses, KL, tokens in the loss) covers the trained groups only;
- * `health/dropped_groups` and `rollout/*` say what dynamic sampling did.
- */
 /** What a step's metrics record is made of. */
 export interface StepRecordInputs {
   sampled: SampledStep;
@@ -99,6 +86,13 @@ export interface StepRecordInputs {
   metric: string | undefined;
   logprobAfterUpdate?: number;
 }
+
+/**
+ * The step's metrics record. The rollout statistics (reward, score, tools, lengths, entropy)
+ * describe the first round's groups, dropped ones included (dynamicSampling.ts SampledStep);
+ * what describes the update (losses, KL, tokens in the loss) covers the trained groups only;
+ * `health/dropped_groups` and `rollout/*` say what dynamic sampling did.
+ */
 
 export function stepMetricsRecord(step: number, inputs: StepRecordInputs): MetricsRecord {
   const { update, times, prepared, sampled } = inputs;
@@ -124,12 +118,13 @@ export function stepMetricsRecord(step: number, inputs: StepRecordInputs): Metri
     'time/reward_s': times.rewardSeconds,
     'time/update_s': times.updateSeconds,
     'time/step_s': stepSeconds,
-    ...(prepared.klMean !== undefined ? { 'kl/mean': prepared.klMean } : {}),
-    ...(prepared.keptFraction !== undefined ? { 'rft/kept_fraction': prepared.keptFraction } : {}),
-    ...(rewards.processMagnitude !== undefined
-      ? { 'reward/process_scale': rewards.processScale, 'reward/process_magnitude': rewards.processMagnitude }
-      : {}),
-    ...(inputs.logprobAfterUpdate !== undefined ? { 'logprob/after_update': inputs.logprobAfterUpdate } : {}),
+    ...definedFields({
+      'kl/mean': prepared.klMean,
+      'rft/kept_fraction': prepared.keptFraction,
+      'reward/process_scale': rewards.processMagnitude !== undefined ? rewards.processScale : undefined,
+      'reward/process_magnitude': rewards.processMagnitude,
+      'logprob/after_update': inputs.logprobAfterUpdate,
+    }),
   };
   const { steps, skipped } = updateCounts(update);
   return {

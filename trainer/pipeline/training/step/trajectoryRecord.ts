@@ -9,6 +9,7 @@ import {
 } from '../../../contract/protocol/runStore';
 import type { ToolCallResult, Trajectory, TrajectoryTurn } from '../../rollout/trajectory';
 import type { CallReward, TrajectoryRewards } from '../../rewards/score';
+import { definedFields } from '../../../contract/definedFields';
 
 /**
  * The rewards of one trajectory as the record needs them: the scorer's own TrajectoryRewards
@@ -73,22 +74,19 @@ export function toTrajectoryRecord(
     prompt: trajectory.prompt,
     turns,
     finishReason: trajectory.finishReason,
-    ...(trajectory.error !== undefined ? { error: trajectory.error } : {}),
-    ...(trajectory.historyRewrites.length
-      ? { historyRewrites: trajectory.historyRewrites.map((r) => ({ ...r })) }
-      : {}),
-    ...(rewards.answer !== undefined ? { answer: rewards.answer } : {}),
-    ...(trajectory.agent ? { agent: { ...trajectory.agent } } : {}),
-    rewards: {
-      outcome: rewards.outcome,
-      process: rewards.process,
-      total: rewards.total,
-      components: rewards.components,
-      ...(rewards.processScale !== undefined ? { processScale: rewards.processScale } : {}),
-      ...(rewards.errors?.length ? { errors: rewards.errors.map((e) => ({ ...e })) } : {}),
-    },
-    ...(options.advantage !== undefined ? { advantage: options.advantage } : {}),
-    ...(trajectory.images?.length ? { images: trajectory.images.map(imageRecord) } : {}),
+    ...definedFields({
+      error: trajectory.error,
+      historyRewrites: trajectory.historyRewrites.length
+        ? trajectory.historyRewrites.map((r) => ({ ...r }))
+        : undefined,
+      answer: rewards.answer,
+      agent: trajectory.agent ? { ...trajectory.agent } : undefined,
+    }),
+    rewards: rewardsRecord(rewards),
+    ...definedFields({
+      advantage: options.advantage,
+      images: trajectory.images?.length ? trajectory.images.map(imageRecord) : undefined,
+    }),
     lengths: { prompt: trajectory.promptLength, response, total: trajectory.ids.length },
     tokens: {
       ids: encodeInt32(trajectory.ids),
@@ -96,8 +94,22 @@ export function toTrajectoryRecord(
       mask: encodeUint8(trajectory.mask),
       logprobs: encodeFloat32(trajectory.logprobs),
       entropies: encodeFloat32(trajectory.entropies),
-      ...(options.advantages ? { advantages: encodeFloat32(options.advantages) } : {}),
+      ...definedFields({ advantages: options.advantages ? encodeFloat32(options.advantages) : undefined }),
     },
+  };
+}
+
+/** The record's rewards: the totals and components, the process scale and the reward errors when there are any. */
+function rewardsRecord(rewards: RecordRewards): TrajectoryRecord['rewards'] {
+  return {
+    outcome: rewards.outcome,
+    process: rewards.process,
+    total: rewards.total,
+    components: rewards.components,
+    ...definedFields({
+      processScale: rewards.processScale,
+      errors: rewards.errors?.length ? rewards.errors.map((e) => ({ ...e })) : undefined,
+    }),
   };
 }
 
@@ -126,21 +138,21 @@ export function turnRecord(trajectory: Trajectory, turn: TrajectoryTurn, tokeniz
 
 /** A finished call's record; `reward` is its process reward once the batch is scored. */
 export function callRecord(call: ToolCallResult, reward?: RecordCallReward): ToolCallRecord {
-  return {
+  return definedFields({
     index: call.index,
-    ...(call.name !== undefined ? { name: call.name } : {}),
-    ...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
+    name: call.name,
+    arguments: call.arguments,
     raw: call.raw,
     observation: call.observation,
     truncated: call.truncated,
-    ...(call.error ? { error: { kind: call.error.kind, message: call.error.message } } : {}),
+    error: call.error ? { kind: call.error.kind, message: call.error.message } : undefined,
     latencyMs: call.latencyMs,
-    ...(reward?.processReward !== undefined ? { processReward: reward.processReward } : {}),
-    ...(reward && Object.keys(reward.components).length ? { rewardComponents: reward.components } : {}),
-    ...(call.logs.length ? { logs: call.logs } : {}),
+    processReward: reward?.processReward,
+    rewardComponents: reward && Object.keys(reward.components).length ? reward.components : undefined,
+    logs: call.logs.length ? call.logs : undefined,
     tokenEnd: call.tokenEnd,
-    ...(call.images?.length ? { images: call.images.map((image) => image.sha256) } : {}),
-  };
+    images: call.images?.length ? call.images.map((image) => image.sha256) : undefined,
+  });
 }
 
 /** An image's reference in the record; the bytes go to the run directory (RunStoreWriter.writeImages). */
