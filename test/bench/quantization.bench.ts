@@ -29,7 +29,7 @@ const ROWS = 24;
 
 interface Scored {
   logprobs: Float32Array;
-  /** 0 where the scored token is the greedy choice. */
+  /** The most likely next token at each scored position. */
   greedy: Float32Array;
   mask: Uint8Array[];
 }
@@ -51,10 +51,10 @@ async function score(dir: string, quantize: Quantization | undefined, texts: str
       dtype: 'float32',
       lora: model.options.lora,
       quantized: model.quantized,
-      argmaxGap: true,
+      greedy: true,
     });
     graph.graph.output(graph.logprobs, 'logprobs');
-    graph.graph.output(graph.argmaxGap!, 'gap');
+    graph.graph.output(graph.greedy!, 'greedy');
     const session = await device.load({ model: serializeGraph(graph.graph), settings: { memoryArena: false } });
     const packed = packForScoring(
       tokens.map((t) => t.ids),
@@ -68,11 +68,11 @@ async function score(dir: string, quantize: Quantization | undefined, texts: str
         ...model.loraScaleFeed(true),
         inv_temperature: { dtype: 'float32', shape: [], data: Float32Array.of(1) },
       },
-      { logprobs: 'return', gap: 'return' },
+      { logprobs: 'return', greedy: 'return' },
     );
     return {
       logprobs: out.logprobs.data as Float32Array,
-      greedy: out.gap.data as Float32Array,
+      greedy: out.greedy.data as Float32Array,
       mask: tokens.map((t) => t.mask),
     };
   } finally {
@@ -97,7 +97,7 @@ function compare(name: string, float: Scored, quantized: Scored): void {
       delta -= d;
       absolute += Math.abs(d);
       worst = Math.max(worst, Math.abs(d));
-      if ((float.greedy[i] === 0) === (quantized.greedy[i] === 0)) agree++;
+      if (float.greedy[i] === quantized.greedy[i]) agree++;
     }
   });
   console.log(

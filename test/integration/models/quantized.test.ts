@@ -67,6 +67,20 @@ before(() => {
       seed: 11,
       init: 'varied',
     });
+  // Vocabulary × hidden over 2^25 values: the scoring graphs read its LM head in two blocks of rows.
+  createModel({
+    family: 'qwen2',
+    layers: 1,
+    hidden: 256,
+    heads: 4,
+    kvHeads: 2,
+    intermediate: 128,
+    tieEmbeddings: true,
+    tokenizer,
+    outDir: path.join(root, 'wide'),
+    seed: 12,
+    init: 'varied',
+  });
   sequences = [tokenizer.encode('The tool returned three documents about the river'), tokenizer.encode('Answer: 42')];
 });
 after(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -206,8 +220,8 @@ async function withModel<T>(
 }
 
 describe('a quantized base (QLoRA)', () => {
-  for (const family of ['qwen2', 'llama'] as const)
-    for (const bits of [4, 8] as const) {
+  for (const family of ['qwen2', 'llama', 'wide'] as const)
+    for (const bits of family === 'wide' ? ([4] as const) : ([4, 8] as const)) {
       const q: Quantization = { bits, blockSize: 32 };
       it(`${family}, int${bits}: scoring equals the dequantized float model within 1e-4, adapters on`, async () => {
         const quantized = await withModel(path.join(root, family), { lora, quantize: q }, scoredLogprobs);

@@ -417,7 +417,34 @@ export function lmHeadLogits(
   weights: WeightInputs,
   h: Tensor,
   project: (x: Tensor, weight: Tensor) => Tensor,
+  options: { chunked?: boolean } = {},
 ): Tensor {
   const name = config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
+  const q = weights.quantizedMatrix(name);
+  if (q && options.chunked && h.dtype === 'float32')
+    return chunkedQuantizedLogits(h, q, weights.quantized!.accuracyLevel);
   return weightProjection(h, name, [config.vocabSize, config.hiddenSize], weights, project);
+}
+
+/** Float32 values per chunk of a quantized LM head read as an input (128 MB). */
+const LM_HEAD_CHUNK_VALUES = 2 ** 25;
+
+/**
+ * The logits over a quantized LM head read as a graph input, a block of vocabulary rows at a time.
+ * Reading codes that are not packed, MatMulNBits dequantizes the whole matrix into a float32
+ * buffer, and its gradient multiplies by the dequantized matrix too: for a 150k-token vocabulary
+ * that is about a gigabyte twice over, at the update's peak. In blocks, one block's floats at a
+ * time. (Generation packs the codes once and has no such buffer.)
+ */
+function chunkedQuantizedLogits(h: Tensor, q: op.QuantizedMatrix, accuracyLevel: number): Tensor {
+  const rowsPerChunk = Math.max(1, Math.floor(LM_HEAD_CHUNK_VALUES / q.columns));
+  if (q.rows <= rowsPerChunk) return op.matMulNBits(h, q, accuracyLevel);
+  const parts: Tensor[] = [];
+  for (let start = 0; start < q.rows; start += rowsPerChunk) {
+    const end = Math.min(q.rows, start + rowsPerChunk);
+    const rows = { starts: [start], ends: [end], axes: [0] };
+    const chunk = { ...q, data: op.slice(q.data, rows), scales: op.slice(q.scales, rows), rows: end - start };
+    parts.push(op.matMulNBits(h, chunk, accuracyLevel));
+  }
+  return op.concat(parts, -1);
 }

@@ -149,7 +149,7 @@ export function buildScoringGraph(config: ModelConfig, options: ScoringGraphOpti
   const { h, place, inputs } = scoringTrunk(g, config, weights, options);
   const out = g.withScope('score', () => {
     const scaled = op.mul(
-      lmHeadLogits(config, weights, h, options.fused?.transposedMatMul ? fusedLinear : linear),
+      lmHeadLogits(config, weights, h, options.fused?.transposedMatMul ? fusedLinear : linear, { chunked: true }),
       inputs.invTemperature,
     ); // [N, V]
     const masked = logitMask(g, config, options.dtype);
