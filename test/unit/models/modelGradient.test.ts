@@ -14,7 +14,11 @@ import { loraModules, loraTensorNames, type LoraConfig } from '#trainer/foundati
 import { buildScoringGraph, VALUE_HEAD } from '#trainer/foundations/models/scoring';
 import { expectedTensors } from '#trainer/foundations/models/weights';
 import { quantizeMatrix, type Quantization } from '#trainer/foundations/models/quantized/blockQuantize';
-import { quantizedLayouts, quantizedStateNames } from '#trainer/foundations/models/quantized/quantizedWeights';
+import {
+  quantizedLayouts,
+  quantizedShapes,
+  quantizedStateNames,
+} from '#trainer/foundations/models/quantized/quantizedWeights';
 import { assertGradients, f64, seeded } from '../../helpers/engine';
 
 function tinyConfig(family: 'qwen2' | 'qwen3', sizes = { hidden: 8, intermediate: 12 }): ModelConfig {
@@ -57,13 +61,9 @@ async function checkModel(
       // A quantized base: codes and scales, which take no gradient; the float64 graph dequantizes them.
       const q = quantizeMatrix(Float32Array.from(values.data as Float64Array), layout.rows, layout.columns, layout);
       const names = quantizedStateNames(t.name);
-      const blocks = layout.columns / layout.blockSize;
-      feeds[names.data] = {
-        dtype: 'uint8',
-        shape: [layout.rows, blocks, q.data.length / (layout.rows * blocks)],
-        data: q.data,
-      };
-      feeds[names.scales] = { dtype: 'float32', shape: [layout.rows, blocks], data: q.scales };
+      const shapes = quantizedShapes(layout);
+      feeds[names.data] = { dtype: 'uint8', shape: shapes.data, data: q.data };
+      feeds[names.scales] = { dtype: 'float32', shape: shapes.scales, data: q.scales };
     }
   }
   const quantized = quantization ? { layouts, accuracyLevel: 0 } : undefined;

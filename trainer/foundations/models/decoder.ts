@@ -16,7 +16,7 @@ import {
 } from './layers/fused';
 import { applyRotary, mropeTables, rotaryTables, type RotaryTables } from './layers/rotary';
 import { loraTensorNames, type LoraConfig } from './lora';
-import { quantizedStateNames, type QuantizedBase } from './quantized/quantizedWeights';
+import { quantizedShapes, quantizedStateNames, type QuantizedBase } from './quantized/quantizedWeights';
 
 /**
  * The decoder of every supported family (Qwen2/2.5, Qwen3, Llama incl. SmolLM2) as graph
@@ -61,12 +61,11 @@ export class WeightInputs {
   quantizedMatrix(name: string): op.QuantizedMatrix | undefined {
     const layout = this.quantized?.layouts.get(name);
     if (!layout) return undefined;
-    const { rows, columns, bits, blockSize } = layout;
-    const blocks = columns / blockSize;
     const names = quantizedStateNames(name);
+    const shapes = quantizedShapes(layout);
     return {
-      data: this.input(names.data, 'uint8', [rows, blocks, (blockSize * bits) / 8]),
-      scales: this.input(names.scales, 'float32', [rows, blocks]),
+      data: this.input(names.data, 'uint8', shapes.data),
+      scales: this.input(names.scales, 'float32', shapes.scales),
       ...layout,
     };
   }
@@ -99,7 +98,7 @@ export function weightProjection(
   const y =
     x.dtype === 'float32'
       ? op.matMulNBits(x, q, w.quantized!.accuracyLevel)
-      : linear(x, op.dequantizeMatrix(q, x.dtype === 'float64' ? 'float64' : 'float32'));
+      : linear(x, op.dequantizeMatrix(q, 'float64'));
   return bias ? op.add(y, bias) : y;
 }
 

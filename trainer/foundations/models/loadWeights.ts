@@ -4,7 +4,7 @@ import type { CheckpointReader } from './files/checkpointReader';
 import type { ModelConfig } from './modelConfig';
 import { expectedTensors } from './weights';
 import { quantizeMatrix } from './quantized/blockQuantize';
-import { quantizedStateNames, type QuantizedLayout } from './quantized/quantizedWeights';
+import { quantizedShapes, quantizedStateNames, type QuantizedLayout } from './quantized/quantizedWeights';
 
 /** The model's weights one float32 host tensor at a time, read as they are asked for. */
 function* modelTensors(
@@ -46,12 +46,9 @@ function* deviceTensors(
     }
     const q = quantizeMatrix(tensor.data as Float32Array, layout.rows, layout.columns, layout);
     const names = quantizedStateNames(name);
-    const blocks = layout.columns / layout.blockSize;
-    yield [
-      names.data,
-      { dtype: 'uint8', shape: [layout.rows, blocks, q.data.length / (layout.rows * blocks)], data: q.data },
-    ];
-    yield [names.scales, { dtype: 'float32', shape: [layout.rows, blocks], data: q.scales }];
+    const shapes = quantizedShapes(layout);
+    yield [names.data, { dtype: 'uint8', shape: shapes.data, data: q.data }];
+    yield [names.scales, { dtype: 'float32', shape: shapes.scales, data: q.scales }];
   }
 }
 

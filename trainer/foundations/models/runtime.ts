@@ -86,13 +86,15 @@ export class ModelRuntime {
             accuracyLevel: quantizedAccuracyLevel(options.quantize.bits),
           }
         : undefined;
-      const weights = await uploadModelWeights(device, folder.checkpoint, folder.config, {
+      const stored = await uploadModelWeights(device, folder.checkpoint, folder.config, {
         quantized: quantized?.layouts,
       });
+      // Parameters count as the model's: a quantized weight's [rows, columns] under its codes' name, its scales none.
+      const parameterShapes = new Map(stored);
       for (const [name, layout] of quantized?.layouts ?? []) {
         const names = quantizedStateNames(name);
-        weights.set(names.data, [layout.rows, layout.columns]);
-        weights.delete(names.scales);
+        parameterShapes.set(names.data, [layout.rows, layout.columns]);
+        parameterShapes.delete(names.scales);
       }
       const extra: Record<string, HostTensor> = {};
       const random = Random.fromSeed(options.seed ?? 0);
@@ -109,12 +111,11 @@ export class ModelRuntime {
         extra[VALUE_HEAD.bias] = { dtype: 'float32', shape: [1], data: new Float32Array(1) };
       }
       await device.setState(extra);
-      const shapes = new Map([...weights, ...Object.entries(extra).map(([name, t]) => [name, t.shape] as const)]);
-      const base = [
-        ...weights.keys(),
-        ...[...(quantized?.layouts.keys() ?? [])].map((n) => quantizedStateNames(n).scales),
-      ];
-      return new ModelRuntime(device, folder, options, base, Object.keys(extra), shapes, quantized);
+      const shapes = new Map([
+        ...parameterShapes,
+        ...Object.entries(extra).map(([name, t]) => [name, t.shape] as const),
+      ]);
+      return new ModelRuntime(device, folder, options, [...stored.keys()], Object.keys(extra), shapes, quantized);
     } catch (error) {
       folder.close();
       throw error;

@@ -7,7 +7,7 @@ import { TOKENIZER_FILES } from '../text/tokenizer';
 import { CheckpointError } from '../modelErrors';
 import { readJsonFile } from './jsonFile';
 import { LoraConfig, loraModules, loraScale, loraTensorNames, LORA_TARGETS } from '../lora';
-import { dequantizeOnHost, quantizeMatrix, type Quantization } from '../quantized/blockQuantize';
+import { BlockSize, dequantizeOnHost, quantizeMatrix, type Quantization } from '../quantized/blockQuantize';
 import { quantizedLayouts } from '../quantized/quantizedWeights';
 import { expectedTensors } from '../weights';
 import { writeSafetensors, writeShardedSafetensors, type SaveDtype, type WritableTensor } from './safetensorsWriter';
@@ -126,11 +126,7 @@ export const BASE_QUANTIZATION_FILE = 'base_quantization.json';
 
 const BaseQuantizationJson = z.strictObject({
   bits: z.union([z.literal(4), z.literal(8)]),
-  blockSize: z
-    .number()
-    .int()
-    .min(16)
-    .refine((n) => (n & (n - 1)) === 0, 'a power of two'),
+  blockSize: BlockSize,
 });
 
 /** A PEFT LoRA adapter folder that `PeftModel.from_pretrained(base, dir)` loads. */

@@ -11,6 +11,14 @@ import { float16ToFloat32Bits, float32Bits, float32BitsToFloat16, float32FromBit
  * quantizeBlock and lays them out as ggml does (gguf/encode.ts).
  */
 
+/** Weights per scale: a power of two from 16 to 256, as MatMulNBits takes. */
+export const BlockSize = z
+  .number()
+  .int()
+  .min(16)
+  .max(256)
+  .refine((n) => (n & (n - 1)) === 0, 'blockSize must be a power of two (16, 32, 64, 128 or 256)');
+
 /** `model.quantize` in a training config: 'int4', 'int8', or either with its block size. */
 export const QuantizeSetting = z.union([
   z.enum(['int4', 'int8']),
@@ -18,13 +26,7 @@ export const QuantizeSetting = z.union([
     .object({
       type: z.enum(['int4', 'int8']),
       /** Weights per scale: 32 is llama.cpp's q4_0/q8_0 block; onnxruntime's tools default to 128 (smaller, a little less exact). */
-      blockSize: z
-        .number()
-        .int()
-        .min(16)
-        .max(256)
-        .refine((n) => (n & (n - 1)) === 0, 'blockSize must be a power of two (16, 32, 64, 128 or 256)')
-        .default(32),
+      blockSize: BlockSize.default(32),
     })
     .strict(),
 ]);

@@ -34,6 +34,12 @@ export function quantizedStateNames(name: string): { data: string; scales: strin
   return { data: `${name}.qdata`, scales: `${name}.qscales` };
 }
 
+/** The state tensors' shapes: codes uint8 [rows, blocks, bytes per block], scales float32 [rows, blocks]. */
+export function quantizedShapes(layout: QuantizedLayout): { data: number[]; scales: number[] } {
+  const blocks = layout.columns / layout.blockSize;
+  return { data: [layout.rows, blocks, (layout.blockSize * layout.bits) / 8], scales: [layout.rows, blocks] };
+}
+
 export function quantizedLayouts(tensors: readonly ExpectedTensor[], q: Quantization): Map<string, QuantizedLayout> {
   const layouts = new Map<string, QuantizedLayout>();
   for (const t of tensors) {
