@@ -14,7 +14,22 @@ export class ProtocolError extends Error {
 
 /** "report.providers.cpu.available: expected boolean, received string" — one line per issue. */
 export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
-  return issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`).join('; ');
+  return issues.flatMap((issue) => describeIssue(issue, [])).join('; ');
+}
+
+/**
+ * Rule: a value that fits no member of a union is explained by the member it fitted furthest —
+ * the one whose issues lie deepest — so `{ type: 'int4', lowMemory: 'yes' }` names
+ * `quantize.lowMemory` rather than "Invalid input" at `quantize`. Ties keep the union's message.
+ */
+function describeIssue(issue: z.core.$ZodIssue, prefix: readonly PropertyKey[]): string[] {
+  const at = [...prefix, ...issue.path];
+  if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+    const depth = (branch: readonly z.core.$ZodIssue[]) => Math.max(0, ...branch.map((i) => i.path.length));
+    const furthest = issue.errors.reduce((best, branch) => (depth(branch) > depth(best) ? branch : best));
+    if (depth(furthest) > 0) return furthest.flatMap((i) => describeIssue(i, at));
+  }
+  return [`${at.length ? at.map(String).join('.') : '(root)'}: ${issue.message}`];
 }
 
 /**
