@@ -27,6 +27,9 @@ export class GraphBuildError extends Error {
   }
 }
 
+/** What an input twin's name adds to its input's (Graph.inputTwin). */
+export const INPUT_TWIN_SUFFIX = '#twin';
+
 export type TensorKind = 'input' | 'initializer' | 'node';
 
 /** A value in a graph: a graph input, an initializer, or the output of a node. */
@@ -102,6 +105,9 @@ export class Graph {
   readonly outputs: Tensor[] = [];
   /** Tensors whose gradient must not flow (stop-gradient points, frozen parameters). */
   readonly noGradient = new Set<Tensor>();
+  /** Inputs fed as another input is (inputTwin): twin name → that input's name. */
+  readonly twins = new Map<string, string>();
+  private readonly twinOf = new Map<Tensor, Tensor>();
   private readonly names = new Set<string>();
   private readonly counters = new Map<string, number>();
   private readonly constantCache = new Map<string, Tensor>();
@@ -145,6 +151,26 @@ export class Graph {
     const tensor = new Tensor(this, this.claim(name), dtype, [...shape], 'input');
     this.inputs.push(tensor);
     return tensor;
+  }
+
+  /**
+   * A second graph input that the caller feeds exactly as `input` (twins: twin name → input name).
+   * Rule: a backward rule that needs a frozen weight's value in a form other than the forward's
+   * reads it through a twin. A caller may bake the forward's input into the session as an
+   * initializer (packed for its kernel, device `frozenInputs`), and onnxruntime would then fold the
+   * backward's transformation of it into a second constant of its own — a float32 copy of a whole
+   * quantized matrix per session. The twin stays an input, so nothing is folded.
+   */
+  inputTwin(input: Tensor): Tensor {
+    if (input.kind !== 'input' || input.graph !== this)
+      throw new GraphBuildError(`inputTwin: ${input.name} is not an input of graph "${this.name}"`);
+    let twin = this.twinOf.get(input);
+    if (!twin) {
+      twin = this.input(`${input.name}${INPUT_TWIN_SUFFIX}`, input.dtype, input.shape);
+      this.twinOf.set(input, twin);
+      this.twins.set(twin.name, input.name);
+    }
+    return twin;
   }
 
   /** A constant embedded in the model. Small ones are shared, and their values kept for folding. */

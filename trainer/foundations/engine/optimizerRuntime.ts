@@ -47,6 +47,12 @@ export interface OptimizerRuntimeOptions {
   initial?: Record<string, HostTensor> | undefined;
   /** Non-trainable graph inputs already on the device (frozen weights), fed by state. */
   resident: readonly string[];
+  /**
+   * Resident inputs baked into the loss graphs' sessions as initializers (device `frozenInputs`),
+   * so that their kernels pack them once: a quantized base's codes, which MatMulNBits otherwise
+   * dequantizes at every run. Each session holds its own packed copy.
+   */
+  frozen?: readonly string[] | undefined;
   /** Use accumulate + apply graphs (several micro-batches per step). */
   accumulate: boolean;
   optimization?: GraphOptimization | undefined;
@@ -55,6 +61,14 @@ export interface OptimizerRuntimeOptions {
    * keeps its largest run's blocks for good; off, the update's activations go back after each run.
    */
   memoryArena?: boolean | undefined;
+}
+
+/** The loaded sessions: a fused step, or accumulating variants (loaded on first use) and the apply graph. */
+interface OptimizerSessions {
+  fused?: number;
+  accumulate?: Map<string, Promise<number>>;
+  loadVariant?: (variant: string) => Promise<number>;
+  apply?: number;
 }
 
 export interface OptimizerStep {
@@ -90,9 +104,10 @@ export class OptimizerRuntime {
     private readonly device: Device,
     private readonly options: OptimizerRuntimeOptions,
     private readonly params: ReadonlyArray<{ name: string; shape: number[]; decay: boolean }>,
-    private readonly sessions: { fused?: number; accumulate?: Map<string, number>; apply?: number },
+    private readonly sessions: OptimizerSessions,
     metricNames: string[],
     private readonly dtype: FloatDtype,
+    private readonly twins: ReadonlyMap<string, string>,
   ) {
     this.metricNames = metricNames;
   }
@@ -105,14 +120,18 @@ export class OptimizerRuntime {
     const params = loss.params.map((p) => ({ name: p.tensor.name, shape: p.tensor.shape.map(Number), decay: p.decay }));
     const metricNames = Object.keys(loss.metrics ?? {});
     for (const [name, t] of Object.entries(loss.metrics ?? {})) loss.graph.output(t, name);
-    const sessions: { fused?: number; accumulate?: Map<string, number>; apply?: number } = {};
-    const load = async (graph: Graph, resident: string[]) => {
+    const sessions: OptimizerSessions = {};
+    // Inputs fed as another input is (Graph.inputTwin), over every loss graph.
+    const twins = new Map<string, string>();
+    const frozenInputs = Object.fromEntries((options.frozen ?? []).map((name) => [name, name]));
+    const load = async (graph: Graph, resident: string[], frozen: Record<string, string> = {}) => {
       const model = serializeGraph(graph);
       try {
         return await device.load({
           model,
           settings: { optimization: options.optimization ?? 'all', memoryArena: options.memoryArena },
           residentOutputs: resident,
+          frozenInputs: frozen,
         });
       } finally {
         disposeSerialized(model);
@@ -120,24 +139,26 @@ export class OptimizerRuntime {
     };
     const names = params.map((p) => p.name);
     if (options.accumulate) {
-      sessions.accumulate = new Map();
-      for (const [i, variant] of variants.entries()) {
-        const graph = i === 0 ? loss : options.build(variant);
-        if (i > 0) {
+      // The first variant now; the others when a micro-batch first asks for one (each session of a
+      // quantized base holds a packed copy of it, and a run may never need the other layout).
+      const loadVariant = async (variant: string, built?: LossGraph): Promise<number> => {
+        const graph = built ?? options.build(variant);
+        if (!built) {
           for (const [name, t] of Object.entries(graph.metrics ?? {})) graph.graph.output(t, name);
           const got = graph.params.map((p) => p.tensor.name).join(',');
           if (got !== names.join(','))
             throw new Error(`graph variant "${variant}" trains other parameters than "${variants[0]}"`);
         }
         addGradientAccumulation(graph.graph, graph.loss, graph.params);
-        sessions.accumulate.set(
-          variant,
-          await load(
-            graph.graph,
-            names.map((n) => nextName(gradName(n))),
-          ),
+        for (const [twin, input] of graph.graph.twins) twins.set(twin, input);
+        return load(
+          graph.graph,
+          names.map((n) => nextName(gradName(n))),
+          frozenInputs,
         );
-      }
+      };
+      sessions.loadVariant = loadVariant;
+      sessions.accumulate = new Map([[variants[0], Promise.resolve(await loadVariant(variants[0], loss))]]);
       const apply = buildApplyGraph(params, options.adamw, dtype, !zeroOnDevice(device));
       sessions.apply = await load(
         apply,
@@ -150,9 +171,11 @@ export class OptimizerRuntime {
       );
     } else {
       addTrainStep(loss.graph, loss.loss, loss.params, options.adamw);
+      for (const [twin, input] of loss.graph.twins) twins.set(twin, input);
       sessions.fused = await load(
         loss.graph,
         names.flatMap((n) => [nextName(n), nextName(momentName(n, 'm')), nextName(momentName(n, 'v'))]),
+        frozenInputs,
       );
     }
     await device.setState({ ...(options.initial ?? {}) });
@@ -166,7 +189,7 @@ export class OptimizerRuntime {
       for (const n of names) zeroed[n] = { dtype, shape: p.shape };
     }
     await device.setZeros(zeroed);
-    return new OptimizerRuntime(device, options, params, sessions, metricNames, dtype);
+    return new OptimizerRuntime(device, options, params, sessions, metricNames, dtype, twins);
   }
 
   /** Optimizer steps applied so far (AdamW's t). */
@@ -178,6 +201,7 @@ export class OptimizerRuntime {
     const feeds: Record<string, Feed> = { ...batch };
     for (const name of this.options.resident) feeds[name] = { state: name };
     for (const p of this.params) feeds[p.name] = { state: p.name };
+    for (const [twin, input] of this.twins) feeds[twin] = feeds[input];
     return feeds;
   }
 
@@ -215,8 +239,17 @@ export class OptimizerRuntime {
     variant = this.options.variants?.[0] ?? 'default',
   ): Promise<{ loss: number; metrics: Record<string, number> }> {
     if (this.sessions.accumulate === undefined) throw new Error('this optimizer does not accumulate: call step()');
-    const session = this.sessions.accumulate.get(variant);
-    if (session === undefined) throw new Error(`no graph variant "${variant}"`);
+    let loading = this.sessions.accumulate.get(variant);
+    if (loading === undefined) {
+      if (!(this.options.variants ?? ['default']).includes(variant)) throw new Error(`no graph variant "${variant}"`);
+      // A load that failed is not kept: the next micro-batch tries again.
+      loading = this.sessions.loadVariant!(variant).catch((error: unknown) => {
+        this.sessions.accumulate!.delete(variant);
+        throw error;
+      });
+      this.sessions.accumulate.set(variant, loading);
+    }
+    const session = await loading;
     const feeds = this.commonFeeds(batch);
     const outputs: Record<string, OutputTarget> = { loss: 'return' };
     for (const n of this.metricNames) outputs[n] = 'return';
@@ -287,7 +320,9 @@ export class OptimizerRuntime {
   }
 
   async release(): Promise<void> {
-    for (const id of [this.sessions.fused, this.sessions.apply, ...(this.sessions.accumulate?.values() ?? [])])
+    const variants = await Promise.allSettled([...(this.sessions.accumulate?.values() ?? [])]);
+    const loaded = variants.flatMap((v) => (v.status === 'fulfilled' ? [v.value] : []));
+    for (const id of [this.sessions.fused, this.sessions.apply, ...loaded])
       if (id !== undefined) await this.device.release(id);
   }
 }

@@ -223,9 +223,13 @@ export const VJP_RULES: Record<string, VjpRule> = {
     }
     return [da, db];
   },
-  // dx = dy · dequantize(W) [rows, columns]: the frozen quantized weight gets no gradient.
+  // dx = dy · dequantize(W) [rows, columns]: the frozen quantized weight gets no gradient. Codes
+  // read from graph inputs are dequantized from their twins (Graph.inputTwin), so a session may
+  // bake the forward's codes in, packed, without onnxruntime folding a float32 copy of W.
   MatMulNBits: (n, [dy]) => {
-    const [x, data, scales] = n.inputs as Tensor[];
+    const [x, data, scales] = (n.inputs as Tensor[]).map((t, i) =>
+      i > 0 && t.kind === 'input' ? t.graph.inputTwin(t) : t,
+    );
     const bits = n.int('bits', 4);
     if (bits !== 4 && bits !== 8) throw new Error(`MatMulNBits: no gradient rule for ${bits}-bit weights`);
     const w = op.dequantizeRows(data, scales, { bits, blockSize: n.int('block_size', 32) }, 'float32');
