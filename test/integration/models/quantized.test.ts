@@ -1,9 +1,12 @@
 /**
  * QLoRA's quantized base against an independent reference: the model whose weights are the
- * dequantized blocks, in float32, computed by the plain graphs. Scoring (the graphs that give old,
- * reference and trained log-probs) must agree to 1e-4 in log-probs with the adapters on, and so
- * must a 4-bit base's generation graph (packed codes, float32 products); an 8-bit base's generation
- * multiplies in int8 (accuracy level 4) and is held to what that costs.
+ * dequantized blocks, in float32, computed by the plain graphs. With `lowMemory` (float32
+ * products), scoring (the graphs that give old, reference and trained log-probs) must agree to 1e-4
+ * in log-probs with the adapters on, and so must a 4-bit base's generation graph (packed codes,
+ * float32 products); an 8-bit base's generation multiplies in int8 (accuracy level 4) and is held
+ * to what that costs. By default every session packs the codes and multiplies in int8: there
+ * scoring and generation must agree with each other to float rounding, and with the reference
+ * within the int8 products' rounding.
  * Gradients through MatMulNBits must equal the float graph's with the same dequantized matrix.
  */
 import { after, before, describe, it } from 'node:test';
@@ -130,7 +133,9 @@ async function scoredLogprobs(device: Device, model: ModelRuntime): Promise<Floa
   await device.setState(adapters(model));
   const scoring = buildScoringGraph(model.config, { dtype: 'float32', lora, quantized: model.quantized });
   scoring.graph.output(scoring.logprobs, 'logprobs');
-  const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+  // As the trainer loads it: the codes baked in and packed, unless the base is lowMemory.
+  const frozenInputs = Object.fromEntries(model.packedInputs(scoring.weights.used.keys()).map((n) => [n, n]));
+  const session = await device.load({ model: serializeGraph(scoring.graph), settings: {}, frozenInputs });
   const packed = packForScoring(sequences);
   const out = await device.run(
     session,
@@ -146,7 +151,11 @@ async function scoredLogprobs(device: Device, model: ModelRuntime): Promise<Floa
 }
 
 /** The next-token log-distribution after the first sequence, by the generation graph (frozen weights, MatMulNBits packed). */
-async function nextTokenDistribution(device: Device, model: ModelRuntime): Promise<Float32Array> {
+function nextTokenDistribution(device: Device, model: ModelRuntime): Promise<Float32Array> {
+  return distributionAfter(device, model, sequences[0]);
+}
+
+async function distributionAfter(device: Device, model: ModelRuntime, ids: readonly number[]): Promise<Float32Array> {
   const { graph, weights } = buildGenerationGraph(model.config, {
     lora,
     quantized: model.quantized,
@@ -162,9 +171,8 @@ async function nextTokenDistribution(device: Device, model: ModelRuntime): Promi
       .map(([input, ref]) => [input, ref.state]),
   );
   const session = await device.load({ model: serializeGraph(graph), settings: {}, frozenInputs });
-  const ids = sequences[0];
   const T = ids.length;
-  const i64 = (shape: number[], values: number[]) => ({
+  const i64 = (shape: number[], values: readonly number[]) => ({
     dtype: 'int64' as const,
     shape,
     data: BigInt64Array.from(values, BigInt),
@@ -222,8 +230,8 @@ async function withModel<T>(
 describe('a quantized base (QLoRA)', () => {
   for (const family of ['qwen2', 'llama', 'wide'] as const)
     for (const bits of family === 'wide' ? ([4] as const) : ([4, 8] as const)) {
-      const q: Quantization = { bits, blockSize: 32 };
-      it(`${family}, int${bits}: scoring equals the dequantized float model within 1e-4, adapters on`, async () => {
+      const q: Quantization = { bits, blockSize: 32, lowMemory: true };
+      it(`${family}, int${bits}, lowMemory: scoring equals the dequantized float model within 1e-4, adapters on`, async () => {
         const quantized = await withModel(path.join(root, family), { lora, quantize: q }, scoredLogprobs);
         const reference = await withModel(dequantizedFolder(family, q), { lora }, scoredLogprobs);
         const original = await withModel(path.join(root, family), { lora }, scoredLogprobs);
@@ -255,14 +263,48 @@ describe('a quantized base (QLoRA)', () => {
     });
   });
 
-  it('generation samples the scored policy: exactly at 4 bits, within the int8 products’ rounding at 8', async () => {
+  it('lowMemory: generation samples the scored policy exactly at 4 bits, within the int8 products’ rounding at 8', async () => {
     for (const bits of [4, 8] as const) {
-      const q: Quantization = { bits, blockSize: 32 };
+      const q: Quantization = { bits, blockSize: 32, lowMemory: true };
       const quantized = await withModel(path.join(root, 'qwen2'), { lora, quantize: q }, nextTokenDistribution);
       const reference = await withModel(dequantizedFolder('qwen2', q), { lora }, nextTokenDistribution);
       const diff = maxDiff(quantized, reference);
       if (bits === 4) assert.ok(diff < 1e-4, `int4: next-token log-probs differ by ${diff}`);
       else assert.ok(diff > 0 && diff < 0.05, `int8: next-token log-probs differ by ${diff}`);
+    }
+  });
+
+  it('packed in every session (the default below 1B parameters): scoring and generation multiply in int8 alike', async () => {
+    const ids = sequences[0];
+    for (const bits of [4, 8] as const) {
+      const q: Quantization = { bits, blockSize: 32 };
+      // Log-probs of the sequence's last tokens: scored in one pass, and sampled token by token.
+      const positions = [ids.length - 1, ids.length - 3];
+      const read = async (device: Device, model: ModelRuntime) => {
+        assert.equal(model.quantized?.lowMemory, false, 'a model this small packs by default');
+        const scored = await scoredLogprobs(device, model); // [2, T]: the first row is ids
+        const sampled: number[] = [];
+        for (const t of positions) sampled.push((await distributionAfter(device, model, ids.slice(0, t)))[ids[t]]);
+        return { scored: positions.map((t) => scored[t]), sampled };
+      };
+      const packed = await withModel(path.join(root, 'qwen2'), { lora, quantize: q }, read);
+      const floatProducts = await withModel(
+        path.join(root, 'qwen2'),
+        { lora, quantize: { ...q, lowMemory: true } },
+        scoredLogprobs,
+      );
+      const reference = await withModel(dequantizedFolder('qwen2', q), { lora }, scoredLogprobs);
+      positions.forEach((t, i) => {
+        const apart = Math.abs(packed.scored[i] - packed.sampled[i]);
+        assert.ok(apart < 1e-5, `int${bits}, token ${t}: the sampler's log-prob is ${apart} from the scored one`);
+        const rounding = Math.abs(packed.scored[i] - reference[t]);
+        assert.ok(rounding < 0.05, `int${bits}, token ${t}: int8 products move the log-prob by ${rounding}`);
+      });
+      // The packed sessions multiply in int8: not the float32 products of lowMemory.
+      assert.ok(
+        positions.some((t, i) => packed.scored[i] !== floatProducts[t]),
+        `int${bits}: packed scoring gave float32 products' values`,
+      );
     }
   });
 
@@ -283,6 +325,8 @@ describe('a quantized base (QLoRA)', () => {
     });
     const adapter = readLoraAdapter(path.join(root, 'qlora-adapter'), loadModelConfig(dir));
     assert.deepEqual(adapter.baseQuantization, q, 'base_quantization.json says how the base was quantized');
+    // The merged weights are the values the base stood for: equal to float32 products over the codes.
+    const floatProducts = await withModel(dir, { lora, quantize: { ...q, lowMemory: true } }, scoredLogprobs);
     // As chat and serve load it: the base quantized again as the adapter says.
     const reloaded = await withModel(dir, { lora: adapter.lora, quantize: adapter.baseQuantization }, scoredLogprobs);
     assert.deepEqual(reloaded, trained);
@@ -315,7 +359,11 @@ describe('a quantized base (QLoRA)', () => {
       );
       return out.logprobs.data as Float32Array;
     });
-    assert.ok(maxDiff(merged, trained) < 1e-4, `the merged model differs by ${maxDiff(merged, trained)}`);
+    assert.ok(maxDiff(merged, floatProducts) < 1e-4, `the merged model differs by ${maxDiff(merged, floatProducts)}`);
+    assert.ok(
+      maxDiff(merged, trained) < 0.05,
+      `int8 products differ from the merged model by ${maxDiff(merged, trained)}`,
+    );
   });
 
   it('MatMulNBits gradients equal the float graph with the dequantized matrix', async () => {

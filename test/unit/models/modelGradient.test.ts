@@ -66,7 +66,7 @@ async function checkModel(
       feeds[names.scales] = { dtype: 'float32', shape: shapes.scales, data: q.scales };
     }
   }
-  const quantized = quantization ? { layouts, accuracyLevel: 0 } : undefined;
+  const quantized = quantization ? { layouts, accuracyLevel: 0, lowMemory: true } : undefined;
   if (lora) {
     for (const m of loraModules(config, lora)) {
       const names = loraTensorNames(m.module);

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { exactMatch } from '#trainer/pipeline/rewards';
 import { parseConfig } from '#trainer/pipeline/training/config/trainingConfig';
-import { quantizationOf } from '#trainer/foundations/models/quantized/blockQuantize';
+import { lowMemoryFor, quantizationOf } from '#trainer/foundations/models/quantized/blockQuantize';
 
 const parse = (model: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   parseConfig(
@@ -30,6 +30,16 @@ describe('model.quantize', () => {
       blockSize: 128,
     });
     assert.equal(parse({}).model.quantize, undefined, 'off unless asked for');
+  });
+
+  it('reads lowMemory, and leaves it to the base’s size when unset', () => {
+    const q = quantizationOf(parse({ quantize: { type: 'int8', lowMemory: true } }).model.quantize!);
+    assert.deepEqual(q, { bits: 8, blockSize: 32, lowMemory: true });
+    assert.throws(() => parse({ quantize: { type: 'int4', lowMemory: 'yes' } }), /lowMemory/);
+    const unset = quantizationOf('int4');
+    assert.equal(lowMemoryFor(unset, 494e6), false, 'Qwen2.5-0.5B packs its codes in every session');
+    assert.equal(lowMemoryFor(unset, 1.54e9), true, 'Qwen2.5-1.5B reads them unpacked');
+    assert.equal(lowMemoryFor({ ...unset, lowMemory: false }, 3.1e9), false, 'a config that says so wins');
   });
 
   it('refuses what the kernel cannot read, naming the field', () => {

@@ -68,8 +68,14 @@ export const RunRecord = z.object({
     parameters: z.number().int().nonnegative(),
     trainableParameters: z.number().int().nonnegative(),
     lora: z.object({ rank: z.number().int(), alpha: z.number(), targets: z.array(z.string()) }).optional(),
-    /** QLoRA: the frozen base's quantization (bits per weight, weights per scale). */
-    quantize: z.object({ bits: z.union([z.literal(4), z.literal(8)]), blockSize: z.number().int() }).optional(),
+    /** QLoRA: the frozen base's quantization (bits per weight, weights per scale, codes read unpacked). */
+    quantize: z
+      .object({
+        bits: z.union([z.literal(4), z.literal(8)]),
+        blockSize: z.number().int(),
+        lowMemory: z.boolean().optional(),
+      })
+      .optional(),
   }),
   versions: z.object({ rolloutStudio: z.string(), onnxruntime: z.string().optional(), node: z.string() }),
   /**

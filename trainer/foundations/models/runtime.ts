@@ -7,7 +7,8 @@ import { initLoraWeights, loraModules, loraScale, type LoraConfig } from './lora
 import { openModelFolder, type ModelFolder } from './modelFolder';
 import { VALUE_HEAD } from './scoring';
 import { isVisionWeight } from './vision/visionWeights';
-import type { Quantization } from './quantized/blockQuantize';
+import { lowMemoryFor, type Quantization } from './quantized/blockQuantize';
+import type { ModelConfig } from './modelConfig';
 import {
   quantizedAccuracyLevel,
   quantizedLayouts,
@@ -68,6 +69,19 @@ export class ModelRuntime {
     return [...this.baseWeights.filter((n) => this.options.trainVision || !isVisionWeight(n)), ...this.extraWeights];
   }
 
+  /**
+   * The state tensors of a quantized base (codes and scales) among `names`: the inputs the
+   * scoring and update sessions bake in as initializers, so that MatMulNBits packs them once
+   * instead of dequantizing every matrix at every run (quantized/README.md, "Where the time goes").
+   */
+  packedInputs(names: Iterable<string>): string[] {
+    if (!this.quantized || this.quantized.lowMemory) return [];
+    const quantized = new Set(
+      [...this.quantized.layouts.keys()].flatMap((name) => Object.values(quantizedStateNames(name))),
+    );
+    return [...names].filter((name) => quantized.has(name));
+  }
+
   /** Total elements of the named weights. */
   parameterCount(names: readonly string[]): number {
     return names.reduce((n, name) => n + (this.shapes.get(name)?.reduce((a, b) => a * b, 1) ?? 0), 0);
@@ -80,12 +94,7 @@ export class ModelRuntime {
         throw new Error(`${dir}: trainVision is set, but ${folder.config.architecture} has no vision tower`);
       if (options.quantize && !options.lora)
         throw new Error(`${dir}: a quantized base is frozen; quantize needs LoRA adapters to train`);
-      const quantized: QuantizedBase | undefined = options.quantize
-        ? {
-            layouts: quantizedLayouts(expectedTensors(folder.config), options.quantize),
-            accuracyLevel: quantizedAccuracyLevel(options.quantize.bits),
-          }
-        : undefined;
+      const quantized = options.quantize && quantizedBase(folder.config, options.quantize);
       const stored = await uploadModelWeights(device, folder.checkpoint, folder.config, {
         quantized: quantized?.layouts,
       });
@@ -186,4 +195,16 @@ export class ModelRuntime {
   close(): void {
     this.folder.close();
   }
+}
+
+/** The graph builders' view of a quantized base, `lowMemory` resolved by the base's size when unset. */
+function quantizedBase(config: ModelConfig, q: Quantization): QuantizedBase {
+  const tensors = expectedTensors(config);
+  const parameters = tensors.reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
+  const lowMemory = lowMemoryFor(q, parameters);
+  return {
+    layouts: quantizedLayouts(tensors, q),
+    accuracyLevel: quantizedAccuracyLevel(q.bits, lowMemory),
+    lowMemory,
+  };
 }

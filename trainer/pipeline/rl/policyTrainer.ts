@@ -107,6 +107,7 @@ export class PolicyTrainer {
         }),
       adamw: options.adamw,
       resident,
+      frozen: model.packedInputs(resident),
       accumulate: true,
       // Two update graphs (shared prefix and plain) and the scoring graphs are each run over whole
       // micro-batches: with an arena apiece, each kept its largest run's activations for good (at
@@ -140,7 +141,13 @@ export class PolicyTrainer {
       graph.graph.output(graph.logprobs, 'logprobs');
       if (graph.values) graph.graph.output(graph.values, 'values');
       loaded = {
-        id: await this.device.load({ model: serializeGraph(graph.graph), settings: { memoryArena: false } }),
+        id: await this.device.load({
+          model: serializeGraph(graph.graph),
+          settings: { memoryArena: false },
+          frozenInputs: Object.fromEntries(
+            this.model.packedInputs(graph.weights.used.keys()).map((name) => [name, name]),
+          ),
+        }),
         weights: graph.weights,
       };
       this.scoringSessions.set(sharedPrefix, loaded);

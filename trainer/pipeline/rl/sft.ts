@@ -84,6 +84,9 @@ export class SftTrainer {
     if (trainable.length === 0)
       throw new Error('nothing to train: load the model with LoRA adapters, or train it fully');
     const noDecay = new Set(trainable.filter((n) => /norm\.weight$|\.bias$/.test(n)));
+    const resident = [...model.baseWeights, ...model.extraWeights].filter(
+      (n) => !trainable.includes(n) && n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias,
+    );
     const optimizer = await OptimizerRuntime.create(model.device, {
       // Demonstrations begin with the same system prompt: the shared-prefix graph runs it once per micro-batch.
       variants: ['shared', 'plain'],
@@ -109,9 +112,8 @@ export class SftTrainer {
         };
       },
       adamw: options.adamw,
-      resident: [...model.baseWeights, ...model.extraWeights].filter(
-        (n) => !trainable.includes(n) && n !== VALUE_HEAD.weight && n !== VALUE_HEAD.bias,
-      ),
+      resident,
+      frozen: model.packedInputs(resident),
       accumulate: true,
     });
     return new SftTrainer(model, optimizer, options);

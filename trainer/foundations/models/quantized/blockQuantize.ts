@@ -27,6 +27,13 @@ export const QuantizeSetting = z.union([
       type: z.enum(['int4', 'int8']),
       /** Weights per scale: 32 is llama.cpp's q4_0/q8_0 block; onnxruntime's tools default to 128 (smaller, a little less exact). */
       blockSize: BlockSize.default(32),
+      /**
+       * Give up speed for memory: scoring and the update read the codes as they are stored and
+       * dequantize each matrix at every pass, instead of holding a copy packed for the kernel per
+       * session (quantized/README.md). 4-bit products are then float32 ones. Default: on for a
+       * base of more than LOW_MEMORY_ABOVE parameters.
+       */
+      lowMemory: z.boolean().optional(),
     })
     .strict(),
 ]);
@@ -36,6 +43,20 @@ export type QuantizeSetting = z.input<typeof QuantizeSetting>;
 export interface Quantization {
   bits: 4 | 8;
   blockSize: number;
+  /** Scoring and the update dequantize the codes at every pass rather than pack them (QuantizeSetting); unset: by size. */
+  lowMemory?: boolean | undefined;
+}
+
+/**
+ * Base parameters above which `lowMemory` is on unless a config says otherwise. Measured at
+ * Qwen2.5-1.5B (quantized/README.md): packed codes in every session peak at 13.4 GB, over what a
+ * 16 GB laptop can give; read as stored, 5.8 GB.
+ */
+export const LOW_MEMORY_ABOVE = 1e9;
+
+/** Whether scoring and the update read a base of `parameters` weights unpacked: as set, else by size. */
+export function lowMemoryFor(q: Quantization, parameters: number): boolean {
+  return q.lowMemory ?? parameters > LOW_MEMORY_ABOVE;
 }
 
 export const DEFAULT_BLOCK_SIZE = 32;
@@ -43,7 +64,9 @@ export const DEFAULT_BLOCK_SIZE = 32;
 export function quantizationOf(setting: QuantizeSetting): Quantization {
   const parsed = QuantizeSetting.parse(setting);
   if (typeof parsed === 'string') return { bits: parsed === 'int4' ? 4 : 8, blockSize: DEFAULT_BLOCK_SIZE };
-  return { bits: parsed.type === 'int4' ? 4 : 8, blockSize: parsed.blockSize };
+  const q: Quantization = { bits: parsed.type === 'int4' ? 4 : 8, blockSize: parsed.blockSize };
+  if (parsed.lowMemory !== undefined) q.lowMemory = parsed.lowMemory;
+  return q;
 }
 
 /** One quantized matrix on the host: codes and scales in MatMulNBits' layout. */

@@ -27,6 +27,8 @@ export interface QuantizedLayout {
 export interface QuantizedBase {
   layouts: ReadonlyMap<string, QuantizedLayout>;
   accuracyLevel: number;
+  /** Scoring and the update read the codes unpacked (Quantization.lowMemory, resolved). */
+  lowMemory: boolean;
 }
 
 /** The two state tensors that replace a quantized weight on the device. */
@@ -53,16 +55,18 @@ export function quantizedLayouts(tensors: readonly ExpectedTensor[], q: Quantiza
 }
 
 /**
- * The accuracy level the graphs ask MatMulNBits for. The scoring and update graphs read the codes
- * as inputs, which the kernel dequantizes and multiplies in float32 whatever the level; generation
- * freezes them, and the kernel packs them for the level asked.
+ * The accuracy level the graphs ask MatMulNBits for. Rule: every session that computes the policy
+ * multiplies the same way, so the sampler's log-probs are the trained policy's.
  *
- * - 4 bits: level 0, float32 products on packed codes — the same numbers as scoring and training,
- *   so the sampler's log-probs are the trained policy's.
- * - 8 bits: level 4, int8 products (llama.cpp's q8_0 dot product): onnxruntime packs 8-bit codes
- *   for that level only, and at any other it dequantizes the whole matrix at every call. The
- *   sampler then differs from the scored policy by the activations' rounding to 8 bits.
+ * - By default every session bakes the codes in (ModelRuntime.packedInputs) and the kernel packs
+ *   them for level 4: int8 products, llama.cpp's q4_0/q8_0 dot product, the fastest on the CPU.
+ * - With `lowMemory`, scoring and the update read the codes as inputs, which the kernel
+ *   dequantizes and multiplies in float32 whatever the level. 4 bits then use level 0 (float32
+ *   products on packed codes) in generation too, the same numbers again. 8 bits keep level 4:
+ *   onnxruntime packs 8-bit codes for that level only, and at any other it dequantizes the whole
+ *   matrix at every call; the sampler then differs from the scored policy by the activations'
+ *   rounding to 8 bits (measured in quantized/README.md).
  */
-export function quantizedAccuracyLevel(bits: 4 | 8): number {
-  return bits === 4 ? 0 : 4;
+export function quantizedAccuracyLevel(bits: 4 | 8, lowMemory: boolean): number {
+  return lowMemory && bits === 4 ? 0 : 4;
 }

@@ -72,7 +72,7 @@ function modelSummary(parts: RunParts): RunRecord['model'] {
           },
         }
       : {}),
-    quantize: model.options.quantize,
+    quantize: model.options.quantize && { ...model.options.quantize, lowMemory: model.quantized?.lowMemory },
   };
 }
 
