@@ -3,8 +3,10 @@
  * base (rollout-studio:base) and a Qwen2.5-0.5B-shaped model with random weights, each scored
  * float32 and over an 8- and a 4-bit base (model.quantize, blocks of 32) on held-out text — the
  * multi-hop example's demonstrations, rendered by each model's chat template, assistant tokens
- * scored. Per model and width:
- *   RESULT <model>_<int8|int4>_nll_delta=…   mean increase of −log p per scored token (nats)
+ * scored. Each base is scored twice, as the trainer's sessions compute it: with lowMemory (codes
+ * read unpacked, float32 products: the quantization's own cost) and packed (int8 products, the
+ * default below 1B parameters: that plus the activations' rounding). Per model, width and mode:
+ *   RESULT <model>_<int8|int4>[_packed]_nll_delta=…   mean increase of −log p per scored token (nats)
  *          mean_abs_logprob_delta=…  max_abs_logprob_delta=…  greedy_agreement=…  tokens=…
  * greedy_agreement: the share of scored positions whose most likely next token is the same as the
  * float32 model's. A random-weight model's log-probs are close to uniform, so its numbers say how
@@ -55,7 +57,13 @@ async function score(dir: string, quantize: Quantization | undefined, texts: str
     });
     graph.graph.output(graph.logprobs, 'logprobs');
     graph.graph.output(graph.greedy!, 'greedy');
-    const session = await device.load({ model: serializeGraph(graph.graph), settings: { memoryArena: false } });
+    // As the trainer's scoring loads it: the codes baked in and packed unless lowMemory.
+    const frozenInputs = Object.fromEntries(model.packedInputs(graph.weights.used.keys()).map((n) => [n, n]));
+    const session = await device.load({
+      model: serializeGraph(graph.graph),
+      settings: { memoryArena: false },
+      frozenInputs,
+    });
     const packed = packForScoring(
       tokens.map((t) => t.ids),
       tokens.map((t) => t.mask),
@@ -116,8 +124,10 @@ async function main(): Promise<void> {
     ];
     for (const [name, dir] of models) {
       const float = await score(dir, undefined, texts);
-      for (const bits of [8, 4] as const)
-        compare(`${name}_int${bits}`, float, await score(dir, { bits, blockSize: 32 }, texts));
+      for (const bits of [8, 4] as const) {
+        compare(`${name}_int${bits}`, float, await score(dir, { bits, blockSize: 32, lowMemory: true }, texts));
+        compare(`${name}_int${bits}_packed`, float, await score(dir, { bits, blockSize: 32, lowMemory: false }, texts));
+      }
     }
   } finally {
     fs.rmSync(root, { recursive: true, force: true });

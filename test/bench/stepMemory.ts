@@ -6,7 +6,9 @@
  * memory, its peak since the last line (VmHWM, reset per line), minor faults and the live
  * JavaScript buffers. --generation samples the trajectories with the policy instead (slow).
  *
- *   nice -n 19 npx tsx test/bench/stepMemory.ts <shape> [sequences=4] [--generation]
+ *   nice -n 19 npx tsx test/bench/stepMemory.ts <shape> [sequences=4] [--generation] [--packed | --low-memory]
+ *
+ * --packed / --low-memory set a quantized shape's `lowMemory` (unset: by the model's size).
  *
  * XINPROC=1 runs the device in this thread; XGC=1 (with node --expose-gc) collects before each line.
  */
@@ -55,7 +57,15 @@ async function main() {
   const dir = buildShapeModel(root, shape, true);
   mark('start');
   const device = createDevice('cpu', { worker: !process.env.XINPROC });
-  const model = await ModelRuntime.load(device, dir, shapeModelOptions(shape));
+  const options = shapeModelOptions(shape);
+  const lowMemory = process.argv.includes('--packed')
+    ? false
+    : process.argv.includes('--low-memory')
+      ? true
+      : undefined;
+  if (options.quantize && lowMemory !== undefined) options.quantize = { ...options.quantize, lowMemory };
+  const model = await ModelRuntime.load(device, dir, options);
+  console.log(`quantized: ${model.quantized ? `lowMemory ${model.quantized.lowMemory}` : 'no'}`);
   mark('model loaded');
   const trainer = await createStepTrainer(model, shape, FULL_WORK.klCoef);
   mark('trainer created');
