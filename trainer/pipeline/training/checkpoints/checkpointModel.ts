@@ -24,10 +24,13 @@ export async function loadCheckpointModel(
   const modelDir = await resolveConfigModel(loaded, report);
   const adapter = readLoraAdapter(checkpointDir, loadModelConfig(modelDir));
   // The adapter says how its base was quantized while it trained; older checkpoints, the config.
-  const configured = loaded.config.model.quantize;
+  // The config's lowMemory (how the sessions multiply) applies either way.
+  const configured =
+    loaded.config.model.quantize === undefined ? undefined : quantizationOf(loaded.config.model.quantize);
+  const stored = adapter.baseQuantization;
   const model = await ModelRuntime.load(device, modelDir, {
     lora: adapter.lora,
-    quantize: adapter.baseQuantization ?? (configured === undefined ? undefined : quantizationOf(configured)),
+    quantize: stored ? { ...stored, lowMemory: configured?.lowMemory } : configured,
   });
   try {
     const state: Record<string, { dtype: 'float32'; shape: number[]; data: Float32Array }> = {};
