@@ -75,11 +75,12 @@ describe('WebGPU provider', () => {
   const variants: Array<[string, ModelRuntimeOptions]> = [
     ['a float base', {}],
     // MatMulNBits on WebGPU: the codes read as inputs on the device, as the CPU reads them packed.
+    // lowMemory: float32 products on the CPU too (packed, the CPU multiplies in int8).
     [
       'a 4-bit base (QLoRA)',
       {
         lora: { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'down_proj'] },
-        quantize: { bits: 4, blockSize: 16 },
+        quantize: { bits: 4, blockSize: 16, lowMemory: true },
       },
     ],
   ];

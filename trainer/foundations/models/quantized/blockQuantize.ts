@@ -48,9 +48,10 @@ export interface Quantization {
 }
 
 /**
- * Base parameters above which `lowMemory` is on unless a config says otherwise. Measured at
- * Qwen2.5-1.5B (quantized/README.md): packed codes in every session peak at 13.4 GB, over what a
- * 16 GB laptop can give; read as stored, 5.8 GB.
+ * Base parameters above which `lowMemory` is on unless a config says otherwise. Rule: the default
+ * must leave a 16 GB laptop room for its editor and system. Measured at Qwen2.5-1.5B
+ * (quantized/README.md): scoring and the update peak at 11.0 GB with packed codes, 5.8 GB with the
+ * codes read as stored.
  */
 export const LOW_MEMORY_ABOVE = 1e9;
 
