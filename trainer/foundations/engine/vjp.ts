@@ -224,12 +224,11 @@ export const VJP_RULES: Record<string, VjpRule> = {
     return [da, db];
   },
   // dx = dy · dequantize(W) [rows, columns]: the frozen quantized weight gets no gradient. Codes
-  // read from graph inputs are dequantized from their twins (Graph.inputTwin), so a session may
-  // bake the forward's codes in, packed, without onnxruntime folding a float32 copy of W.
+  // read from graph inputs, directly or through a Slice (a block of an LM head's rows), are
+  // dequantized from their twins (Graph.inputTwin), so a session may bake the forward's codes in,
+  // packed, without onnxruntime folding a float32 copy of W.
   MatMulNBits: (n, [dy]) => {
-    const [x, data, scales] = (n.inputs as Tensor[]).map((t, i) =>
-      i > 0 && t.kind === 'input' ? t.graph.inputTwin(t) : t,
-    );
+    const [x, data, scales] = (n.inputs as Tensor[]).map((t, i) => (i > 0 ? fromTwin(t) : t));
     const bits = n.int('bits', 4);
     if (bits !== 4 && bits !== 8) throw new Error(`MatMulNBits: no gradient rule for ${bits}-bit weights`);
     const w = op.dequantizeRows(data, scales, { bits, blockSize: n.int('block_size', 32) }, 'float32');
@@ -454,4 +453,14 @@ function sliceGrad(n: Node, dy: Tensor): ReadonlyArray<Tensor | undefined> {
           0,
         );
   return [op.pad(dy, pads, x.shape), undefined, undefined, undefined, undefined];
+}
+
+/** `t` recomputed from its graph input's twin: the input itself, or a Slice of it; else `t`. */
+function fromTwin(t: Tensor): Tensor {
+  if (t.kind === 'input') return t.graph.inputTwin(t);
+  const slice = t.producer;
+  const source = slice?.inputs[0];
+  if (slice?.opType !== 'Slice' || source?.kind !== 'input') return t;
+  const twin = t.graph.inputTwin(source);
+  return t.graph.addNode('Slice', [twin, ...slice.inputs.slice(1)], [{ dtype: t.dtype, shape: t.shape }])[0];
 }
