@@ -430,10 +430,10 @@ const LM_HEAD_CHUNK_VALUES = 2 ** 25;
 
 /**
  * The logits over a quantized LM head read as a graph input, a block of vocabulary rows at a time.
- * Reading codes that are not packed, MatMulNBits dequantizes the whole matrix into a float32
- * buffer, and its gradient multiplies by the dequantized matrix too: for a 150k-token vocabulary
- * that is about a gigabyte twice over, at the update's peak. In blocks, one block's floats at a
- * time. (Generation packs the codes once and has no such buffer.)
+ * Reading codes that are not packed (lowMemory), MatMulNBits dequantizes the whole matrix into a
+ * float32 buffer, and its gradient multiplies by the dequantized matrix too, packed or not: for a
+ * 150k-token vocabulary that is about a gigabyte twice over, at the update's peak. In blocks, one
+ * block's floats at a time. (Generation has no gradient and reads the codes packed.)
  */
 function chunkedQuantizedLogits(h: Tensor, q: op.QuantizedMatrix, accuracyLevel: number): Tensor {
   const rowsPerChunk = Math.max(1, Math.floor(LM_HEAD_CHUNK_VALUES / q.columns));
