@@ -24,7 +24,7 @@ import { seeded } from '../helpers/engine';
 import { buildTinyLm, initTinyLm, lmBatch, tinyLmOptimizer, type TinyLmConfig } from '../helpers/tinyLm';
 import { FmaPeakProgram } from './lib/fmaPeak';
 import { formatSpread, interleavedPairs, ownCpuSeconds, pickFastest, resultLine, seconds, spread } from './lib/pairs';
-import { settingResult, startBestTorchPeer } from './lib/torchPeer';
+import { requirePyTorch, settingResult, startBestTorchPeer } from './lib/torchPeer';
 import { runsAsTheTrainer } from './lib/trainerAllocator';
 
 const REFERENCE = { vocab: 4096, hidden: 256, layers: 4, heads: 4, ffn: 1024, seq: 256, batch: 8 };
@@ -98,6 +98,7 @@ async function ours(threads: number) {
 }
 
 async function main(): Promise<void> {
+  requirePyTorch();
   const threads = Number(process.env.BENCH_THREADS ?? defaultThreads());
   console.log(
     `reference decoder ${JSON.stringify(REFERENCE)}, ${threads} threads, ${PAIRS} interleaved pairs per ratio`,

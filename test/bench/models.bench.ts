@@ -51,7 +51,7 @@ import {
   type PairedResult,
 } from './lib/pairs';
 import { PeerProcess } from './lib/peerProcess';
-import { settingResult, startBestTorchPeer } from './lib/torchPeer';
+import { requirePyTorch, settingResult, startBestTorchPeer } from './lib/torchPeer';
 import { runsAsTheTrainer } from './lib/trainerAllocator';
 
 const SHAPE = { vocab: 32000, hidden: 512, layers: 8, heads: 8, kvHeads: 8, ffn: 1408 };
@@ -147,6 +147,7 @@ async function startLlamaCpp(file: string, threads: number, prompts: Record<Batc
 }
 
 async function main(): Promise<void> {
+  requirePyTorch();
   const threads = defaultThreads();
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-models-'));
   const closers: Array<() => Promise<void>> = [];

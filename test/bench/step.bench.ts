@@ -47,7 +47,7 @@ import { pickFastest, resultLine, spread, type Spread } from './lib/pairs';
 import { PeerProcess, PYTHON } from './lib/peerProcess';
 import { runsAsTheTrainer } from './lib/trainerAllocator';
 import { describeAllocatorEnv } from '../../trainer/contract/allocatorEnv';
-import { describeSetting, startBestTorchPeer, type TorchSetting } from './lib/torchPeer';
+import { describeSetting, requirePyTorch, startBestTorchPeer, type TorchSetting } from './lib/torchPeer';
 import {
   buildShapeModel,
   shapeModelOptions,
@@ -555,6 +555,7 @@ function printTable(rows: readonly string[][]): void {
 
 async function main(): Promise<void> {
   const o = options();
+  if (o.peers) requirePyTorch();
   const work = o.smoke ? SMOKE_WORK : FULL_WORK;
   console.log(
     `bench:step: ${JSON.stringify(work)}, shapes ${o.shapes.map((s) => s.name).join(', ')}, ours on ${o.device}, ${o.repeats} measured step(s) per side, load average ${loadAverage()}; our allocator: ${describeAllocatorEnv(process.env)}`,

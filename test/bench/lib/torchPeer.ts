@@ -6,9 +6,23 @@
  * allocator where page faults are dear (`keepFreedMemory`). Every setting a competent user would
  * try runs the benchmark's own probe; the fastest is kept, and the table of all of them printed.
  */
+import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { median } from './pairs';
 import { PeerProcess, PYTHON } from './peerProcess';
+
+/**
+ * Fails at once, with what to install, when the Python the PyTorch peers run on cannot import
+ * torch: a benchmark calls it before its first measurement, not after minutes of ours.
+ */
+export function requirePyTorch(): void {
+  const probe = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' });
+  if (probe.status === 0) return;
+  const why = probe.error ? probe.error.message : (probe.stderr.trim().split('\n').at(-1) ?? `exit ${probe.status}`);
+  throw new Error(
+    `the PyTorch peer cannot start: ${PYTHON} -c "import torch" failed (${why}). Install Debian's python3-torch and libopenblas0-pthread (apt-get install python3-torch libopenblas0-pthread), or set BENCH_PYTHON to a Python that has torch`,
+  );
+}
 
 export interface TorchSetting {
   torchThreads: number;
