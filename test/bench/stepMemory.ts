@@ -8,7 +8,8 @@
  *
  *   nice -n 19 npx tsx test/bench/stepMemory.ts <shape> [sequences=4] [--generation] [--packed | --low-memory]
  *
- * --packed / --low-memory set a quantized shape's `lowMemory` (unset: by the model's size).
+ * --packed / --low-memory set a quantized shape's `lowMemory` (unset: by the model's size);
+ * --checkpoint-layers / --no-checkpoint-layers its gradient checkpointing (unset: by the size).
  *
  * XINPROC=1 runs the device in this thread; XGC=1 (with node --expose-gc) collects before each line.
  */
@@ -67,7 +68,13 @@ async function main() {
   const model = await ModelRuntime.load(device, dir, options);
   console.log(`quantized: ${model.quantized ? `lowMemory ${model.quantized.lowMemory}` : 'no'}`);
   mark('model loaded');
-  const trainer = await createStepTrainer(model, shape, FULL_WORK.klCoef);
+  const checkpointing = process.argv.includes('--checkpoint-layers')
+    ? true
+    : process.argv.includes('--no-checkpoint-layers')
+      ? false
+      : undefined;
+  console.log(`gradient checkpointing: ${model.checkpointsLayers(checkpointing)}`);
+  const trainer = await createStepTrainer(model, shape, FULL_WORK.klCoef, checkpointing);
   mark('trainer created');
   const work = { ...FULL_WORK, prompts: Math.max(1, n / FULL_WORK.samples), samples: Math.min(n, FULL_WORK.samples) };
   const prompts = stepPrompts(model.tokenizer, work);

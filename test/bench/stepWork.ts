@@ -172,7 +172,12 @@ export function shapeModelOptions(shape: StepShape): ModelRuntimeOptions {
 }
 
 /** The trainer of the step: GRPO's clipped loss with the k3 KL to the reference, one pass. */
-export function createStepTrainer(model: ModelRuntime, shape: StepShape, klCoef: number): Promise<PolicyTrainer> {
+export function createStepTrainer(
+  model: ModelRuntime,
+  shape: StepShape,
+  klCoef: number,
+  gradientCheckpointing?: boolean,
+): Promise<PolicyTrainer> {
   return PolicyTrainer.create(model, {
     policy: { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', klCoef, klEstimator: 'k3', entropyCoef: 0 },
     adamw: DEFAULT_ADAMW,
@@ -182,6 +187,7 @@ export function createStepTrainer(model: ModelRuntime, shape: StepShape, klCoef:
     microBatchSize: shape.microBatch,
     fullFineTuning: shape.training === 'full',
     reference: true,
+    gradientCheckpointing,
   });
 }
 

@@ -1,8 +1,9 @@
 /**
  * What keeps the RL step's memory down (issue 35, test/bench/README.md's bench:step): the policy
  * trainer's update and scoring graphs run without onnxruntime's per-session memory arena, the
- * accumulators are zeroed by the device instead of by an apply-graph output, and a model's weights
- * go to the device in bounded batches.
+ * accumulators are zeroed by the device instead of by an apply-graph output, a model's weights
+ * go to the device in bounded batches, and gradient checkpointing recomputes each layer's
+ * activations in the update's backward without changing the step.
  */
 import { after, before, describe, it } from 'node:test';
 import * as assert from 'node:assert/strict';
@@ -44,6 +45,7 @@ after(() => fs.rmSync(root, { recursive: true, force: true }));
 function recordingDevice() {
   const device = createDevice('cpu', { worker: false });
   const loads: LoadRequest['settings'][] = [];
+  const models: LoadRequest['model'][] = [];
   const stateBatches: Record<string, HostTensor>[] = [];
   const runOutputs: string[][] = [];
   const recorded = new Proxy(device, {
@@ -52,13 +54,14 @@ function recordingDevice() {
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         if (key === 'load') loads.push((args[0] as LoadRequest).settings);
+        if (key === 'load') models.push((args[0] as LoadRequest).model);
         if (key === 'setState') stateBatches.push(args[0] as Record<string, HostTensor>);
         if (key === 'run') runOutputs.push(Object.keys(args[2] as object));
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
   }) as Device;
-  return { device: recorded, loads, stateBatches, runOutputs };
+  return { device: recorded, loads, models, stateBatches, runOutputs };
 }
 
 const sequence = (ids: number[], prompt: number, advantage: number): TrainingSequence => ({
@@ -126,6 +129,68 @@ describe('the RL step’s memory', () => {
       await trainer.release();
       model.close();
       await device.close();
+    }
+  });
+
+  it('gradient checkpointing recomputes in the update’s backward and takes the same step', async () => {
+    const batch = [sequence([5, 6, 7, 8, 9], 2, 1), sequence([5, 6, 9, 10, 3], 2, -1), sequence([11, 12, 13], 1, 0.5)];
+    const step = async (gradientCheckpointing: boolean) => {
+      const { device, models } = recordingDevice();
+      const lora = { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'gate_proj', 'down_proj'] as never };
+      const model = await ModelRuntime.load(device, path.join(root, 'model'), { seed: 1, lora });
+      assert.equal(model.checkpointsLayers(undefined), false, 'off by default for a small model');
+      const trainer = await PolicyTrainer.create(model, {
+        policy: {
+          clipLow: 0.2,
+          clipHigh: 0.28,
+          aggregation: 'token-mean',
+          klCoef: 0.04,
+          klEstimator: 'k3',
+          entropyCoef: 0,
+        },
+        adamw: DEFAULT_ADAMW,
+        temperature: 1,
+        miniBatches: 1,
+        epochs: 1,
+        microBatchSize: 2,
+        fullFineTuning: false,
+        reference: true,
+        gradientCheckpointing,
+      });
+      try {
+        const metrics = await trainer.update(batch, 1e-2, Random.fromSeed(1));
+        const parameters = await trainer.optimizer.parameters();
+        // The update graphs' nodes, as onnxruntime received them.
+        const recomputed = models.some(
+          (m) => m.kind === 'bytes' && Buffer.from(m.bytes).includes(Buffer.from('recompute/')),
+        );
+        return { metrics, parameters, recomputed };
+      } finally {
+        await trainer.release();
+        model.close();
+        await device.close();
+      }
+    };
+    const plain = await step(false);
+    const checkpointed = await step(true);
+    assert.equal(plain.recomputed, false);
+    assert.equal(checkpointed.recomputed, true, 'the update graph recomputes');
+    assert.equal(checkpointed.metrics.steps, 1);
+    assert.ok(plain.metrics.gradNorm > 0);
+    const close = (a: number, b: number) => Math.abs(a - b) <= 1e-5 * Math.max(1, Math.abs(a));
+    assert.ok(
+      close(checkpointed.metrics.loss, plain.metrics.loss),
+      `loss ${checkpointed.metrics.loss} vs ${plain.metrics.loss}`,
+    );
+    assert.ok(
+      close(checkpointed.metrics.gradNorm, plain.metrics.gradNorm),
+      `gradient norm ${checkpointed.metrics.gradNorm} vs ${plain.metrics.gradNorm}`,
+    );
+    for (const [name, t] of Object.entries(plain.parameters)) {
+      const other = checkpointed.parameters[name].data as Float32Array;
+      (t.data as Float32Array).forEach((x, i) =>
+        assert.ok(Math.abs(x - other[i]) <= 1e-6, `${name}[${i}]: ${x} vs ${other[i]}`),
+      );
     }
   });
 

@@ -3,8 +3,13 @@
  * weight of a two-layer Qwen3 and a Qwen2 with LoRA and a value head) projected onto fixed
  * random weights, differentiated with respect to every parameter tensor — and a QLoRA model whose
  * matrices are 4-bit codes, differentiated with respect to everything that trains over them.
+ * With each layer checkpointed (gradient checkpointing) the same checks hold, and the backward
+ * pass reads none of a layer's own activations: it recomputes them.
  */
+import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { grad } from '#trainer/foundations/engine/autodiff';
+import type { Graph, Node } from '#trainer/foundations/engine/graph';
 import { gradCheck } from '../../helpers/gradcheck';
 import * as op from '#trainer/foundations/engine/ops';
 import type { HostTensor } from '#trainer/foundations/engine/runtime/tensors';
@@ -49,6 +54,7 @@ async function checkModel(
   lora?: LoraConfig,
   valueHead = false,
   quantization?: Quantization,
+  checkpointLayers = false,
 ): Promise<void> {
   const r = seeded(config.family.length * 31);
   const feeds: Record<string, HostTensor> = {};
@@ -91,7 +97,7 @@ async function checkModel(
   const build = () => {
     const scoring = buildScoringGraph(
       config,
-      { dtype: 'float64', lora, entropy: true, valueHead, quantized },
+      { dtype: 'float64', lora, entropy: true, valueHead, quantized, checkpointLayers },
       'gradcheck',
     );
     const g = scoring.graph;
@@ -121,4 +127,64 @@ describe('whole-model gradients (float64 finite differences)', () => {
       false,
       { bits: 4, blockSize: 16 },
     ));
+  it('Qwen3 with every layer checkpointed: every weight', () =>
+    checkModel(tinyConfig('qwen3'), undefined, false, undefined, true));
+  it('Qwen2 on a 4-bit base with LoRA and a value head, every layer checkpointed', () =>
+    checkModel(
+      tinyConfig('qwen2', { hidden: 16, intermediate: 32 }),
+      { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'up_proj', 'down_proj'] },
+      true,
+      { bits: 4, blockSize: 16 },
+      true,
+    ));
+});
+
+/**
+ * The nodes of checkpointed segments (among the first `forwardEnd` nodes) that compute a layer's
+ * own activations: they depend on a value made before their segment, not on weights and constants
+ * alone, and no forward node after the segment reads them (the segment's outputs, which the next
+ * layer reads, are kept either way).
+ */
+function segmentActivations(g: Graph, ranges: Graph['checkpoints'], forwardEnd: number): Set<Node> {
+  const activations = new Set<Node>();
+  for (const { start, end } of ranges) {
+    for (const node of g.nodes.slice(start, end)) {
+      const reads = node.inputs.some((t) => t?.producer && (t.producer.index < start || activations.has(t.producer)));
+      if (reads) activations.add(node);
+    }
+    for (const later of g.nodes.slice(end, forwardEnd))
+      for (const t of later.inputs) if (t?.producer && t.producer.index >= start) activations.delete(t.producer);
+  }
+  return activations;
+}
+
+describe('gradient checkpointing', () => {
+  /** What the backward reads of the layers' activations; `ranges`: the layers' nodes (default: the graph's checkpoints). */
+  const backwardReads = (checkpointLayers: boolean, ranges?: Graph['checkpoints']) => {
+    const config = tinyConfig('qwen2', { hidden: 16, intermediate: 32 });
+    const lora: LoraConfig = { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] };
+    const scoring = buildScoringGraph(config, { dtype: 'float32', lora, checkpointLayers }, 'checkpointed');
+    const g = scoring.graph;
+    const forwardEnd = g.nodes.length;
+    const wrt = [...scoring.weights.used.entries()].filter(([name]) => name.includes('lora')).map(([, t]) => t);
+    grad(op.reduceSum(scoring.logprobs), wrt);
+    const layers = ranges ?? g.checkpoints;
+    const activations = segmentActivations(g, layers, forwardEnd);
+    const read = g.nodes
+      .slice(forwardEnd)
+      .flatMap((n) => n.inputs)
+      .filter((t) => t?.producer && activations.has(t.producer));
+    return { layers, activations: activations.size, read: new Set(read).size };
+  };
+
+  it('marks each layer and recomputes its activations instead of reading them in the backward', () => {
+    const checkpointed = backwardReads(true);
+    assert.equal(checkpointed.layers.length, 2, 'one segment per layer');
+    assert.ok(checkpointed.activations > 20, `a layer computes many activations (${checkpointed.activations})`);
+    assert.equal(checkpointed.read, 0, 'the backward reads no activation of a checkpointed layer');
+    // The same layers' nodes built without checkpoints: the backward reads their activations.
+    const plain = backwardReads(false, checkpointed.layers);
+    assert.equal(plain.activations, checkpointed.activations, 'the same forward');
+    assert.ok(plain.read > 10, `without checkpoints the backward reads ${plain.read} activations`);
+  });
 });

@@ -2,6 +2,7 @@ import { isFloat } from './dtype';
 import { GraphBuildError, type Node, type Tensor } from './graph';
 import { add } from './ops/elementwise';
 import { fullLike } from './ops/layout';
+import { SegmentRecomputation } from './recompute';
 import { formatShape } from './shape';
 import { VJP_RULES, NON_DIFFERENTIABLE } from './vjp';
 
@@ -14,6 +15,9 @@ import { VJP_RULES, NON_DIFFERENTIABLE } from './vjp';
  * Only nodes on a path from `wrt` to `loss` are differentiated; integer tensors, shapes and
  * stop-gradient points carry no gradient; fan-out accumulates by addition; a node with no
  * rule fails loudly, naming the op and its scope.
+ *
+ * Nodes built under `Graph.checkpoint` are differentiated from a recomputation of their segment
+ * (recompute.ts): their rules read copies fed from the segment's inputs, not the forward's values.
  */
 export function grad(loss: Tensor, wrt: readonly Tensor[], options: { seed?: Tensor } = {}): Tensor[] {
   const g = loss.graph;
@@ -52,6 +56,8 @@ export function grad(loss: Tensor, wrt: readonly Tensor[], options: { seed?: Ten
     grads.set(t, prior ? add(prior, dt) : dt);
   };
   grads.set(loss, options.seed ?? g.scalar(1, loss.dtype));
+  const segments = g.checkpoints.map((range) => new SegmentRecomputation(g, range));
+  let segment = segments.length - 1;
 
   for (let n = g.nodes.length - 1; n >= 0; n--) {
     const node = g.nodes[n];
@@ -63,12 +69,16 @@ export function grad(loss: Tensor, wrt: readonly Tensor[], options: { seed?: Ten
     if (!needs.some(Boolean)) continue;
     if (NON_DIFFERENTIABLE.has(node.opType)) continue;
     const rule = VJP_RULES[node.opType];
+    while (segment >= 0 && node.index < segments[segment].start) segment--;
+    const recomputation = segment >= 0 && segments[segment].contains(node) ? segments[segment] : undefined;
     if (!rule) {
       throw new GraphBuildError(
         `grad: no gradient rule for ${node.opType} (node ${node.name}${node.scope ? ` in scope "${node.scope}"` : ''}); it lies between the loss and a differentiated input`,
       );
     }
-    const inputGrads = g.withScope('grad', () => g.withScope(node.scope || 'root', () => rule(node, outGrads, needs)));
+    recomputation?.begin(outGrads.find((dy) => dy !== undefined)!);
+    const read = recomputation ? recomputation.node(node) : node;
+    const inputGrads = g.withScope('grad', () => g.withScope(node.scope || 'root', () => rule(read, outGrads, needs)));
     node.inputs.forEach((input, i) => {
       const dInput = inputGrads[i];
       if (input && needs[i] && dInput) accumulate(input, dInput);

@@ -107,7 +107,13 @@ export class Graph {
   readonly noGradient = new Set<Tensor>();
   /** Inputs fed as another input is (inputTwin): twin name → that input's name. */
   readonly twins = new Map<string, string>();
+  /**
+   * Ranges of `nodes` [start, end) whose activations the backward pass recomputes instead of
+   * keeping (Graph.checkpoint), in the order they were built.
+   */
+  readonly checkpoints: Array<{ start: number; end: number }> = [];
   private readonly twinOf = new Map<Tensor, Tensor>();
+  private inCheckpoint = false;
   private readonly names = new Set<string>();
   private readonly counters = new Map<string, number>();
   private readonly constantCache = new Map<string, Tensor>();
@@ -127,6 +133,25 @@ export class Graph {
       return build();
     } finally {
       this.scopes.pop();
+    }
+  }
+
+  /**
+   * Build a checkpointed segment (gradient checkpointing, PyTorch's `torch.utils.checkpoint`): a
+   * backward pass (`grad`) keeps only the values the segment reads from before it and recomputes
+   * the rest from them, just before it differentiates the segment. Rule: wrap one repeated block
+   * (a decoder layer), so that the backward holds one block's activations at a time, at the price
+   * of a second forward pass through it. Graphs without a backward ignore it.
+   */
+  checkpoint<T>(build: () => T): T {
+    if (this.inCheckpoint) throw new GraphBuildError(`checkpoint: segments do not nest (scope "${this.scope}")`);
+    const start = this.nodes.length;
+    this.inCheckpoint = true;
+    try {
+      return build();
+    } finally {
+      this.inCheckpoint = false;
+      if (this.nodes.length > start) this.checkpoints.push({ start, end: this.nodes.length });
     }
   }
 

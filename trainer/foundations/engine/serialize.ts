@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { onnx } from 'onnx-proto';
 import { ONNX_DTYPE, type HostArray } from './dtype';
-import type { AttributeValue, ConstantData, Graph, Initializer, Tensor } from './graph';
+import type { AttributeValue, ConstantData, Graph, Initializer, Node, Tensor } from './graph';
 
 export const DEFAULT_OPSET = 18;
 const IR_VERSION = 8;
@@ -71,16 +71,19 @@ function externalProto(init: Initializer, location: string, offset: number, leng
  * onnxruntime resolves external data relative to the model file.
  */
 export function serializeGraph(graph: Graph, options: { opset?: number; workDir?: string } = {}): SerializedModel {
-  const embeddedBytes = graph.initializers.reduce((n, i) => n + (i.data ? i.data.data.byteLength : 0), 0);
+  const nodes = liveNodes(graph);
+  const read = new Set(nodes.flatMap((n) => n.inputs));
+  const used = graph.initializers.filter((i) => read.has(i.tensor));
+  const embeddedBytes = used.reduce((n, i) => n + (i.data ? i.data.data.byteLength : 0), 0);
   const spill = embeddedBytes > EMBED_LIMIT_BYTES;
-  const hasExternal = spill || graph.initializers.some((i) => i.external);
+  const hasExternal = spill || used.some((i) => i.external);
   const dir = hasExternal ? fs.mkdtempSync(path.join(options.workDir ?? os.tmpdir(), 'rollout-graph-')) : undefined;
   const hash = createHash('sha256');
   const initializers: onnx.ITensorProto[] = [];
   const linked = new Map<string, string>();
   let spillFd: number | undefined;
   let spillOffset = 0;
-  for (const init of graph.initializers) {
+  for (const init of used) {
     if (init.external) {
       const source = path.resolve(init.external.file);
       let link = linked.get(source);
@@ -107,7 +110,7 @@ export function serializeGraph(graph: Graph, options: { opset?: number; workDir?
     }
   }
   if (spillFd !== undefined) fs.closeSync(spillFd);
-  const domains = new Set(graph.nodes.map((n) => n.domain).filter((d) => d !== ''));
+  const domains = new Set(nodes.map((n) => n.domain).filter((d) => d !== ''));
   const model = onnx.ModelProto.create({
     irVersion: IR_VERSION,
     producerName: 'rollout-studio',
@@ -120,7 +123,7 @@ export function serializeGraph(graph: Graph, options: { opset?: number; workDir?
       input: graph.inputs.map(valueInfo),
       output: graph.outputs.map(valueInfo),
       initializer: initializers,
-      node: graph.nodes.map((n) => ({
+      node: nodes.map((n) => ({
         opType: n.opType,
         domain: n.domain,
         name: n.name,
@@ -137,6 +140,23 @@ export function serializeGraph(graph: Graph, options: { opset?: number; workDir?
   const file = path.join(dir, 'model.onnx');
   fs.writeFileSync(file, bytes);
   return { kind: 'file', path: file, dir, hash: digest };
+}
+
+/**
+ * The nodes some graph output depends on, in build order. The others compute nothing anyone
+ * reads — a recomputed node whose gradient rule needed no values (recompute.ts), say — and
+ * onnxruntime would run them all the same.
+ */
+function liveNodes(graph: Graph): Node[] {
+  const live = new Set<Node>();
+  const pending = [...graph.outputs];
+  while (pending.length) {
+    const producer = pending.pop()!.producer;
+    if (!producer || live.has(producer)) continue;
+    live.add(producer);
+    for (const t of producer.inputs) if (t) pending.push(t);
+  }
+  return graph.nodes.filter((n) => live.has(n));
 }
 
 /** Remove the folder of a model serialised to disk. */

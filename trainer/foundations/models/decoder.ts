@@ -36,6 +36,13 @@ export interface DecoderOptions {
    * embeddings and — where the provider has it — the projections. Float32 only; no gradient.
    */
   fused?: FusedKernels | undefined;
+  /**
+   * Each decoder layer is a checkpointed segment (Graph.checkpoint): a backward pass keeps the
+   * residual stream between layers and recomputes each layer's activations as it reaches the
+   * layer. Rule: the backward then holds one layer's activations instead of every layer's, for
+   * about one more forward pass of time.
+   */
+  checkpointLayers?: boolean | undefined;
 }
 
 /**
@@ -325,7 +332,8 @@ export function decoderSegments(
   let pending: Tensor[] | undefined;
   for (let i = 0; i < config.numLayers; i++) {
     const layer = `model.layers.${i}`;
-    g.withScope(`layers.${i}`, () => {
+    const build = options.checkpointLayers ? <T>(f: () => T) => g.checkpoint(f) : <T>(f: () => T) => f();
+    build(() => g.withScope(`layers.${i}`, () => {
       const inputNorm = weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]);
       const first = hs.map((h, s) =>
         g.withScope('input_layernorm', () => addAndNorm(h, pending?.[s], inputNorm, eps, ctx)),
@@ -344,7 +352,7 @@ export function decoderSegments(
       );
       hs = second.map((x) => x.sum);
       pending = second.map((x) => g.withScope('mlp', () => mlp(x.normed, `${layer}.mlp`, weights, ctx)));
-    });
+    }));
   }
   const finalNorm = weights.get('model.norm.weight', [config.hiddenSize]);
   return hs.map((h, s) => g.withScope('norm', () => addAndNorm(h, pending?.[s], finalNorm, eps, ctx).normed));

@@ -7,7 +7,7 @@ import { initLoraWeights, loraModules, loraScale, type LoraConfig } from './lora
 import { openModelFolder, type ModelFolder } from './modelFolder';
 import { VALUE_HEAD } from './scoring';
 import { isVisionWeight } from './vision/visionWeights';
-import { lowMemoryFor, type Quantization } from './quantized/blockQuantize';
+import { LOW_MEMORY_ABOVE, lowMemoryFor, type Quantization } from './quantized/blockQuantize';
 import type { ModelConfig } from './modelConfig';
 import {
   quantizedAccuracyLevel,
@@ -80,6 +80,16 @@ export class ModelRuntime {
       [...this.quantized.layouts.keys()].flatMap((name) => Object.values(quantizedStateNames(name))),
     );
     return [...names].filter((name) => quantized.has(name));
+  }
+
+  /**
+   * Whether updates recompute each decoder layer's activations in the backward pass (gradient
+   * checkpointing, DecoderOptions.checkpointLayers): as `setting` says, else for a base of more
+   * than LOW_MEMORY_ABOVE parameters — where the activations of one sequence, not the base, are
+   * most of an update's memory (quantized/README.md).
+   */
+  checkpointsLayers(setting: boolean | undefined): boolean {
+    return checkpointsLayers(this.config, setting);
   }
 
   /** Total elements of the named weights. */
@@ -197,11 +207,20 @@ export class ModelRuntime {
   }
 }
 
+/** The parameters of a model of `config`: every weight its checkpoint holds. */
+function parameterCountOf(config: ModelConfig): number {
+  return expectedTensors(config).reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
+}
+
+/** ModelRuntime.checkpointsLayers for a network of `config` (a critic of its own, say). */
+export function checkpointsLayers(config: ModelConfig, setting: boolean | undefined): boolean {
+  return setting ?? parameterCountOf(config) > LOW_MEMORY_ABOVE;
+}
+
 /** The graph builders' view of a quantized base, `lowMemory` resolved by the base's size when unset. */
 function quantizedBase(config: ModelConfig, q: Quantization): QuantizedBase {
   const tensors = expectedTensors(config);
-  const parameters = tensors.reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
-  const lowMemory = lowMemoryFor(q, parameters);
+  const lowMemory = lowMemoryFor(q, parameterCountOf(config));
   return {
     layouts: quantizedLayouts(tensors, q),
     accuracyLevel: quantizedAccuracyLevel(q.bits, lowMemory),

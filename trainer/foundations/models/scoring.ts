@@ -60,6 +60,8 @@ export interface ScoringGraphOptions {
    * so log-probs and entropies are those of the distribution the tokens were sampled from.
    */
   constrained?: boolean | undefined;
+  /** Recompute each layer's activations in the backward pass (DecoderOptions.checkpointLayers). */
+  checkpointLayers?: boolean | undefined;
 }
 
 /** A scoring graph loaded on a device: its session id and the weight inputs each run feeds. */
@@ -86,7 +88,7 @@ function scoringTrunk(
   g: Graph,
   config: ModelConfig,
   weights: WeightInputs,
-  options: Pick<ScoringGraphOptions, 'dtype' | 'lora' | 'sharedPrefix' | 'fused'>,
+  options: Pick<ScoringGraphOptions, 'dtype' | 'lora' | 'sharedPrefix' | 'fused' | 'checkpointLayers'>,
 ) {
   const dtype = options.dtype;
   const ids = g.input('ids', 'int64', ['B', 'T']);
@@ -112,7 +114,7 @@ function scoringTrunk(
       config,
       weights,
       [prefix, suffix],
-      { dtype, lora: options.lora, fused: options.fused },
+      { dtype, lora: options.lora, fused: options.fused, checkpointLayers: options.checkpointLayers },
       sharedPrefixCore(prefix, suffix, dtype),
     )[1];
   } else
@@ -121,7 +123,7 @@ function scoringTrunk(
       config,
       weights,
       { ids, positions, keyMask, images: images?.rows },
-      { dtype, lora: options.lora, fused: options.fused },
+      { dtype, lora: options.lora, fused: options.fused, checkpointLayers: options.checkpointLayers },
     );
   const flatHidden = op.reshape(hidden, [-1, config.hiddenSize]); // [B·T, H]
   // Token j is predicted (and valued) from position j − 1.
@@ -188,6 +190,8 @@ export interface ValueGraphOptions {
   sharedPrefix?: boolean | undefined;
   /** The graph input (and device state) name of each weight, e.g. `critic/…` for a critic of its own. */
   inputName?: ((name: string) => string) | undefined;
+  /** Recompute each layer's activations in the backward pass (DecoderOptions.checkpointLayers). */
+  checkpointLayers?: boolean | undefined;
 }
 
 /**

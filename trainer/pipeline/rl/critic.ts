@@ -8,7 +8,7 @@ import { initLoraWeights, loraModules, loraScale, type LoraConfig } from '../../
 import type { QuantizedBase } from '../../foundations/models/quantized/quantizedWeights';
 import type { ModelConfig } from '../../foundations/models/modelConfig';
 import { openModelFolder } from '../../foundations/models/modelFolder';
-import type { ModelRuntime } from '../../foundations/models/runtime';
+import { checkpointsLayers, type ModelRuntime } from '../../foundations/models/runtime';
 import { mergeLoraWeight } from '../../foundations/models/files/save';
 import { packForScoring } from '../../foundations/models/batch';
 import { buildValueGraph, VALUE_HEAD } from '../../foundations/models/scoring';
@@ -50,6 +50,8 @@ export interface CriticOptions {
   microBatchSize: number;
   /** Seeds the value head (and fresh adapters). */
   seed: number;
+  /** Recompute each layer's activations in the backward (ModelRuntime.checkpointsLayers); unset: by the critic's size. */
+  gradientCheckpointing?: boolean | undefined;
 }
 
 export interface CriticMetrics {
@@ -103,6 +105,7 @@ export class Critic {
             quantized: layout.quantized,
             sharedPrefix: variant === 'shared',
             inputName: layout.inputName,
+            checkpointLayers: checkpointsLayers(layout.config, options.gradientCheckpointing),
           },
           `critic_${variant}`,
         );

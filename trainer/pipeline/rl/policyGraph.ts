@@ -34,6 +34,8 @@ export interface PolicyGraphOptions {
   sharedPrefix?: boolean | undefined;
   /** Constrained positions get their sampling masks (see buildScoringGraph). */
   constrained?: boolean | undefined;
+  /** Recompute each layer's activations in the backward (gradient checkpointing; DecoderOptions.checkpointLayers). */
+  checkpointLayers?: boolean | undefined;
 }
 
 export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOptions): LossGraph {
@@ -47,6 +49,7 @@ export function buildPolicyLossGraph(config: ModelConfig, options: PolicyGraphOp
       valueHead: !!options.value,
       sharedPrefix: options.sharedPrefix,
       constrained: options.constrained,
+      checkpointLayers: options.checkpointLayers,
     },
     'policy_update',
   );

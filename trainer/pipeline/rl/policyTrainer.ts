@@ -38,6 +38,8 @@ export interface PolicyTrainerOptions {
    * update graph applies each sequence's recorded allowed sets (TrainingSequence.constraints).
    */
   constrained?: boolean;
+  /** Recompute each layer's activations in the update's backward (ModelRuntime.checkpointsLayers); unset: by the base's size. */
+  gradientCheckpointing?: boolean | undefined;
 }
 
 /** The learning rate of the k-th (0-based) optimizer step of an update: a schedule counted in optimizer steps. */
@@ -104,6 +106,7 @@ export class PolicyTrainer {
           value: options.value,
           entropy: options.policy.entropyCoef > 0,
           constrained: !!options.constrained,
+          checkpointLayers: model.checkpointsLayers(options.gradientCheckpointing),
         }),
       adamw: options.adamw,
       resident,

@@ -43,6 +43,8 @@ export interface SftOptions {
   /** Sequences per forward/backward pass (a batch larger than this accumulates). */
   microBatchSize: number;
   fullFineTuning: boolean;
+  /** Recompute each layer's activations in the backward (ModelRuntime.checkpointsLayers); unset: by the base's size. */
+  gradientCheckpointing?: boolean | undefined;
 }
 
 /** What one optimizer step did: the loss (weighted nats per unit weight) and the gradient norm before clipping. */
@@ -98,6 +100,7 @@ export class SftTrainer {
             lora: model.options.lora,
             quantized: model.quantized,
             sharedPrefix: variant === 'shared',
+            checkpointLayers: model.checkpointsLayers(options.gradientCheckpointing),
           },
           `sft_${variant}`,
         );

@@ -109,6 +109,7 @@ export function policyTrainerOptions(config: TrainingConfig): PolicyTrainerOptio
     miniBatches: a.miniBatches,
     epochs: a.epochs,
     microBatchSize: config.optimization.microBatchSize,
+    gradientCheckpointing: config.optimization.gradientCheckpointing,
     fullFineTuning: config.model.lora === false,
     reference: a.kl.coef > 0,
     constrained: config.rollout.constrainToolCalls,
@@ -127,6 +128,7 @@ export function sftOptions(config: TrainingConfig): SftOptions {
     adamw: adamwOptions(config),
     batchSize: sft.batchSize,
     microBatchSize: config.optimization.microBatchSize,
+    gradientCheckpointing: config.optimization.gradientCheckpointing,
     fullFineTuning: config.model.lora === false,
   };
 }
@@ -166,6 +168,7 @@ export function criticOptions(config: TrainingConfig, resolve: (p: string) => st
     miniBatches: config.algorithm.miniBatches,
     epochs: config.algorithm.epochs,
     microBatchSize: o.microBatchSize,
+    gradientCheckpointing: o.gradientCheckpointing,
     seed: config.seed,
   };
 }

@@ -278,6 +278,13 @@ export const OptimizationSection = z.strictObject({
   eps: z.number().positive().default(1e-8),
   /** Sequences per forward/backward pass (memory); larger batches accumulate gradients. */
   microBatchSize: positiveInt.default(8),
+  /**
+   * Recompute each decoder layer's activations in the backward pass instead of keeping them
+   * (Hugging Face's `gradient_checkpointing`): an update holds one layer's activations rather
+   * than every layer's, for about a third more update time. Unset: on for a base of more than 1B
+   * parameters (ModelRuntime.checkpointsLayers).
+   */
+  gradientCheckpointing: z.boolean().optional(),
 });
 
 export const SftSection = z.strictObject({
