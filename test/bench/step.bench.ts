@@ -159,7 +159,7 @@ async function startOurs(
   const trainer = await createStepTrainer(model, shape, work.klCoef);
   const trainable = model.parameterCount(trainer.trainable);
   console.log(
-    `${shape.name}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(1)} M parameters, ${(trainable / 1e6).toFixed(2)} M trained (${shape.training}${shape.quantize ? ` over a ${shape.quantize.bits}-bit base, blocks of ${shape.quantize.blockSize}` : ''}), ${work.prompts} prompts, micro-batches of ${shape.microBatch}, ${threads} threads`,
+    `${shape.name}: ${(model.parameterCount(model.baseWeights) / 1e6).toFixed(1)} M parameters, ${(trainable / 1e6).toFixed(2)} M trained (${shape.training}${shape.quantize ? ` over a ${shape.quantize.bits}-bit base, blocks of ${shape.quantize.blockSize}` : ''}), ${work.prompts} prompts, micro-batches of ${shape.microBatch}${model.checkpointsLayers(undefined) ? ', gradient checkpointing' : ''}, ${threads} threads`,
   );
   const policy = new ModelPolicy(model);
   const unshared = new ModelPolicy(model, { sharePrompts: false });

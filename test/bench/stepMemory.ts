@@ -9,7 +9,8 @@
  *   nice -n 19 npx tsx test/bench/stepMemory.ts <shape> [sequences=4] [--generation] [--packed | --low-memory]
  *
  * --packed / --low-memory set a quantized shape's `lowMemory` (unset: by the model's size);
- * --checkpoint-layers / --no-checkpoint-layers its gradient checkpointing (unset: by the size).
+ * --checkpoint-layers / --no-checkpoint-layers its gradient checkpointing (unset: by the size);
+ * --micro-batch N the sequences per scoring and update pass (default: the shape's).
  *
  * XINPROC=1 runs the device in this thread; XGC=1 (with node --expose-gc) collects before each line.
  */
@@ -49,7 +50,9 @@ function mark(what: string) {
 }
 
 async function main() {
-  const shape = SHAPES[process.argv[2]];
+  const named = SHAPES[process.argv[2]];
+  const microBatch = process.argv.indexOf('--micro-batch');
+  const shape = named && microBatch > 0 ? { ...named, microBatch: Number(process.argv[microBatch + 1]) } : named;
   if (!shape) throw new Error(`unknown shape "${process.argv[2]}"; expected one of ${Object.keys(SHAPES).join(', ')}`);
   const n = Number(process.argv[3] ?? 4);
   const gen = process.argv.includes('--generation');
@@ -73,7 +76,9 @@ async function main() {
     : process.argv.includes('--no-checkpoint-layers')
       ? false
       : undefined;
-  console.log(`gradient checkpointing: ${model.checkpointsLayers(checkpointing)}`);
+  console.log(
+    `gradient checkpointing: ${model.checkpointsLayers(checkpointing)}, micro-batches of ${shape.microBatch}`,
+  );
   const trainer = await createStepTrainer(model, shape, FULL_WORK.klCoef, checkpointing);
   mark('trainer created');
   const work = { ...FULL_WORK, prompts: Math.max(1, n / FULL_WORK.samples), samples: Math.min(n, FULL_WORK.samples) };

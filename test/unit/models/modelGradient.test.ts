@@ -142,7 +142,7 @@ describe('whole-model gradients (float64 finite differences)', () => {
 /**
  * The nodes of checkpointed segments (among the first `forwardEnd` nodes) that compute a layer's
  * own activations: they depend on a value made before their segment, not on weights and constants
- * alone, and no forward node after the segment reads them (the segment's outputs, which the next
+ * alone, and give floating-point values (not shapes), and no forward node after the segment reads them (the segment's outputs, which the next
  * layer reads, are kept either way).
  */
 function segmentActivations(g: Graph, ranges: Graph['checkpoints'], forwardEnd: number): Set<Node> {
@@ -150,7 +150,8 @@ function segmentActivations(g: Graph, ranges: Graph['checkpoints'], forwardEnd: 
   for (const { start, end } of ranges) {
     for (const node of g.nodes.slice(start, end)) {
       const reads = node.inputs.some((t) => t?.producer && (t.producer.index < start || activations.has(t.producer)));
-      if (reads) activations.add(node);
+      // Values, not shapes: the integers a Shape node gives may be kept (recompute.ts).
+      if (reads && node.outputs.some((o) => o.dtype.startsWith('float'))) activations.add(node);
     }
     for (const later of g.nodes.slice(end, forwardEnd))
       for (const t of later.inputs) if (t?.producer && t.producer.index >= start) activations.delete(t.producer);

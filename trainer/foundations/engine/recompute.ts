@@ -12,7 +12,9 @@ import * as op from './ops';
  *   read as the forward left it; it stays alive until the backward, as it would anyway.
  * - A node is copied only when it depends on such a value (an activation). Nodes of graph inputs
  *   and constants alone (a reshaped adapter, a sliced block of codes) are read as they are:
- *   copying them would recompute nothing per token.
+ *   copying them would recompute nothing per token. Nor are shapes (Shape, Size) and what is
+ *   computed from them: a copy has its original's shape, and the forward's few integers cost
+ *   nothing to keep, where copies would be more nodes for onnxruntime to plan.
  * - Each float value read from outside passes through a gate, x + 0·g, where g is one element of
  *   the gradient that reached the segment. The gate changes no value (0·g = ±0 for every finite g;
  *   a non-finite g makes the gradients non-finite, and the update is skipped as it would be), but it
@@ -22,6 +24,9 @@ import * as op from './ops';
  * - A rule may leave a copy unread (an Add's rule needs no values); serializeGraph leaves out nodes
  *   no output depends on.
  */
+/** Ops whose output depends only on their input's shape. */
+const SHAPE_OPS = new Set(['Shape', 'Size']);
+
 export class SegmentRecomputation {
   private readonly copies = new Map<Node, Node>();
   private readonly gated = new Map<Tensor, Tensor>();
@@ -58,6 +63,8 @@ export class SegmentRecomputation {
     if (!this.trigger) throw new Error('SegmentRecomputation.node before begin');
     const known = this.copies.get(n);
     if (known) return known;
+    // A copy has the shape of what it copies: read the forward's (a few integers, kept for nothing).
+    if (SHAPE_OPS.has(n.opType)) return n;
     const inputs = n.inputs.map((t) => t && this.value(t));
     if (inputs.every((t, i) => t === n.inputs[i])) {
       this.copies.set(n, n);
