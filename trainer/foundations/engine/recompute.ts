@@ -2,6 +2,9 @@ import { isFloat } from './dtype';
 import type { Graph, Node, Tensor } from './graph';
 import * as op from './ops';
 
+/** Ops whose output depends only on their input's shape. */
+const SHAPE_OPS = new Set(['Shape', 'Size']);
+
 /**
  * The backward pass's second forward through one checkpointed segment (Graph.checkpoint).
  *
@@ -24,9 +27,6 @@ import * as op from './ops';
  * - A rule may leave a copy unread (an Add's rule needs no values); serializeGraph leaves out nodes
  *   no output depends on.
  */
-/** Ops whose output depends only on their input's shape. */
-const SHAPE_OPS = new Set(['Shape', 'Size']);
-
 export class SegmentRecomputation {
   private readonly copies = new Map<Node, Node>();
   private readonly gated = new Map<Tensor, Tensor>();

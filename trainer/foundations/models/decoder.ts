@@ -330,29 +330,33 @@ export function decoderSegments(
     g.withScope('embed_tokens', () => withImages(embedTokens(config, weights, s.ids, options.dtype), s.images)),
   );
   let pending: Tensor[] | undefined;
+  const eachLayer = options.checkpointLayers
+    ? (build: () => void) => g.checkpoint(build)
+    : (build: () => void) => build();
   for (let i = 0; i < config.numLayers; i++) {
     const layer = `model.layers.${i}`;
-    const build = options.checkpointLayers ? <T>(f: () => T) => g.checkpoint(f) : <T>(f: () => T) => f();
-    build(() => g.withScope(`layers.${i}`, () => {
-      const inputNorm = weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]);
-      const first = hs.map((h, s) =>
-        g.withScope('input_layernorm', () => addAndNorm(h, pending?.[s], inputNorm, eps, ctx)),
-      );
-      hs = first.map((f) => f.sum);
-      const attended = g.withScope('self_attn', () => {
-        const projected = first.map((f, s) => project(f.normed, `${layer}.self_attn`, weights, ctx, rotary[s]));
-        const contexts = g.withScope('scores', () => core(i, projected));
-        return contexts.map((context, s) =>
-          outputProjection(context, first[s].normed, `${layer}.self_attn`, weights, ctx),
+    eachLayer(() =>
+      g.withScope(`layers.${i}`, () => {
+        const inputNorm = weights.get(`${layer}.input_layernorm.weight`, [config.hiddenSize]);
+        const first = hs.map((h, s) =>
+          g.withScope('input_layernorm', () => addAndNorm(h, pending?.[s], inputNorm, eps, ctx)),
         );
-      });
-      const postNorm = weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]);
-      const second = hs.map((h, s) =>
-        g.withScope('post_attention_layernorm', () => addAndNorm(h, attended[s], postNorm, eps, ctx)),
-      );
-      hs = second.map((x) => x.sum);
-      pending = second.map((x) => g.withScope('mlp', () => mlp(x.normed, `${layer}.mlp`, weights, ctx)));
-    }));
+        hs = first.map((f) => f.sum);
+        const attended = g.withScope('self_attn', () => {
+          const projected = first.map((f, s) => project(f.normed, `${layer}.self_attn`, weights, ctx, rotary[s]));
+          const contexts = g.withScope('scores', () => core(i, projected));
+          return contexts.map((context, s) =>
+            outputProjection(context, first[s].normed, `${layer}.self_attn`, weights, ctx),
+          );
+        });
+        const postNorm = weights.get(`${layer}.post_attention_layernorm.weight`, [config.hiddenSize]);
+        const second = hs.map((h, s) =>
+          g.withScope('post_attention_layernorm', () => addAndNorm(h, attended[s], postNorm, eps, ctx)),
+        );
+        hs = second.map((x) => x.sum);
+        pending = second.map((x) => g.withScope('mlp', () => mlp(x.normed, `${layer}.mlp`, weights, ctx)));
+      }),
+    );
   }
   const finalNorm = weights.get('model.norm.weight', [config.hiddenSize]);
   return hs.map((h, s) => g.withScope('norm', () => addAndNorm(h, pending?.[s], finalNorm, eps, ctx).normed));
