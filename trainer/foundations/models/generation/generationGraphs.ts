@@ -6,8 +6,12 @@ import { fusedKernelsFor } from '../layers/fused';
 import type { ModelRuntime } from '../runtime';
 import { buildGenerationGraph, cacheName, type SamplingMode } from './generationGraph';
 
-/** The share graph's input holding one layer's keys or values of the prefilled prompts. */
+/** The state holding one layer's keys or values of the prefilled prompts. */
 export const promptCacheName = (kind: 'key' | 'value', layer: number) => `prompt_${kind}_${layer}`;
+
+/** The fold and share graphs' names for the one layer's cache block a run reads, and its prompts. */
+export const layerCacheName = (block: 'base' | 'recent', kind: 'key' | 'value') => `${block}_${kind}`;
+export const layerPromptName = (kind: 'key' | 'value') => `prompt_${kind}`;
 
 /** A generation graph loaded on the device, with the weight feeds it reads. */
 export interface LoadedGenerationGraph {
@@ -86,7 +90,13 @@ export class GenerationGraphs {
     return { id, weights: feeds };
   }
 
-  /** The graph that appends the recent cache block to the base block (base ← concat(base, recent)). */
+  /**
+   * The graph that appends one layer's recent cache block to its base block
+   * (`base_<kind>.next` ← concat(`base_<kind>`, `recent_<kind>`)), run once per layer. One layer a
+   * run, because onnxruntime-node copies every output into a new JavaScript buffer: a run over the
+   * whole cache held the old base, onnxruntime's new one and that copy at once — three caches (at
+   * 1.5B and 32 rows, 0.8 GB each) — where a layer at a time adds two layers' worth.
+   */
   foldGraph(): Promise<number> {
     this.fold ??= this.loadFold().catch((error: unknown) => {
       this.fold = undefined;
@@ -96,14 +106,12 @@ export class GenerationGraphs {
   }
 
   private async loadFold(): Promise<number> {
-    const { numLayers, numKvHeads, headDim } = this.model.config;
+    const { numKvHeads, headDim } = this.model.config;
     const g = new Graph('fold_cache');
-    for (let l = 0; l < numLayers; l++) {
-      for (const kind of ['key', 'value'] as const) {
-        const base = g.input(cacheName('base', kind, l), 'float32', ['B', numKvHeads, 'Pb', headDim]);
-        const recent = g.input(cacheName('recent', kind, l), 'float32', ['B', numKvHeads, 'Pr', headDim]);
-        g.output(op.concat([base, recent], 2), `${cacheName('base', kind, l)}.next`);
-      }
+    for (const kind of ['key', 'value'] as const) {
+      const base = g.input(layerCacheName('base', kind), 'float32', ['B', numKvHeads, 'Pb', headDim]);
+      const recent = g.input(layerCacheName('recent', kind), 'float32', ['B', numKvHeads, 'Pr', headDim]);
+      g.output(op.concat([base, recent], 2), `${layerCacheName('base', kind)}.next`);
     }
     return this.model.device.load({
       model: serializeGraph(g),
@@ -113,9 +121,10 @@ export class GenerationGraphs {
   }
 
   /**
-   * The graph that gives rows a prompt prefilled once (a group's shared prompt): each row's base
-   * block is extended by the prefilled slots of its prompt, `base ← concat(base, prompt[rows])`,
-   * with inputs `prompt_<kind>_<layer>` [prompts, kv, P, hd] and `rows` [B] (a prompt per row).
+   * The graph that gives rows a prompt prefilled once (a group's shared prompt), one layer a run
+   * (see foldGraph): each row's base block is extended by the prefilled slots of its prompt,
+   * `base_<kind>.next` ← concat(`base_<kind>`, `prompt_<kind>`[rows]), with `prompt_<kind>`
+   * [prompts, kv, P, hd] and `rows` [B] (a prompt per row).
    */
   shareGraph(): Promise<number> {
     this.share ??= this.loadShare().catch((error: unknown) => {
@@ -126,15 +135,14 @@ export class GenerationGraphs {
   }
 
   private async loadShare(): Promise<number> {
-    const { numLayers, numKvHeads, headDim } = this.model.config;
+    const { numKvHeads, headDim } = this.model.config;
     const g = new Graph('share_prompt_cache');
     const rows = g.input('rows', 'int64', ['B']);
-    for (let l = 0; l < numLayers; l++)
-      for (const kind of ['key', 'value'] as const) {
-        const base = g.input(cacheName('base', kind, l), 'float32', ['B', numKvHeads, 'Pb', headDim]);
-        const prompt = g.input(promptCacheName(kind, l), 'float32', ['prompts', numKvHeads, 'P', headDim]);
-        g.output(op.concat([base, op.gather(prompt, rows, 0)], 2), `${cacheName('base', kind, l)}.next`);
-      }
+    for (const kind of ['key', 'value'] as const) {
+      const base = g.input(layerCacheName('base', kind), 'float32', ['B', numKvHeads, 'Pb', headDim]);
+      const prompt = g.input(layerPromptName(kind), 'float32', ['prompts', numKvHeads, 'P', headDim]);
+      g.output(op.concat([base, op.gather(prompt, rows, 0)], 2), `${layerCacheName('base', kind)}.next`);
+    }
     return this.model.device.load({
       model: serializeGraph(g),
       settings: {},

@@ -15,7 +15,13 @@ import type {
 import { Random } from '../random';
 import type { ModelRuntime } from '../runtime';
 import { cacheName, type SamplingMode } from './generationGraph';
-import { GenerationGraphs, promptCacheName, type LoadedGenerationGraph } from './generationGraphs';
+import {
+  GenerationGraphs,
+  layerCacheName,
+  layerPromptName,
+  promptCacheName,
+  type LoadedGenerationGraph,
+} from './generationGraphs';
 import { planSharedPrefill } from './sharedPrompts';
 import { ImageEncoder } from '../vision/imageEncoder';
 import { multimodalPositions } from '../vision/ropeIndex';
@@ -396,22 +402,26 @@ export class GenerationSession implements PolicySession {
 
   /** base ← concat(base, prompt[row's prompt]): each prefilled row's prompt slots, masked slots for the others. */
   private async appendPrefilled(rowPrefix: readonly number[], masks: readonly number[][]): Promise<void> {
-    const { numLayers } = this.model.config;
     const share = await this.graphs.shareGraph();
-    const feeds: Record<string, Feed> = {
-      rows: { dtype: 'int64', shape: [this.size], data: BigInt64Array.from(rowPrefix, (p) => BigInt(Math.max(p, 0))) },
+    const rows: HostTensor = {
+      dtype: 'int64',
+      shape: [this.size],
+      data: BigInt64Array.from(rowPrefix, (p) => BigInt(Math.max(p, 0))),
     };
-    const outputs: Record<string, OutputTarget> = {};
-    const prompts: string[] = [];
-    for (let l = 0; l < numLayers; l++)
+    // A layer a run (see GenerationGraphs.shareGraph), each layer's prompts dropped once copied.
+    for (let l = 0; l < this.model.config.numLayers; l++) {
+      const feeds: Record<string, Feed> = { rows };
+      const outputs: Record<string, OutputTarget> = {};
+      const prompts: string[] = [];
       for (const kind of ['key', 'value'] as const) {
-        feeds[cacheName('base', kind, l)] = { state: this.state('base', kind, l) };
-        feeds[promptCacheName(kind, l)] = { state: this.promptState(kind, l) };
-        outputs[`${cacheName('base', kind, l)}.next`] = { state: this.state('base', kind, l) };
+        feeds[layerCacheName('base', kind)] = { state: this.state('base', kind, l) };
+        feeds[layerPromptName(kind)] = { state: this.promptState(kind, l) };
+        outputs[`${layerCacheName('base', kind)}.next`] = { state: this.state('base', kind, l) };
         prompts.push(this.promptState(kind, l));
       }
-    await this.model.device.run(share, feeds, outputs);
-    await this.model.device.deleteState(prompts);
+      await this.model.device.run(share, feeds, outputs);
+      await this.model.device.deleteState(prompts);
+    }
     rowPrefix.forEach((p, b) => this.baseMask[b].push(...(p < 0 ? masks[0].map(() => 0) : masks[p])));
   }
 
@@ -436,20 +446,19 @@ export class GenerationSession implements PolicySession {
     };
   }
 
-  /** base ← concat(base, recent); recent ← one masked slot. One copy of the cache (see foldThreshold). */
+  /** base ← concat(base, recent); recent ← one masked slot. One copy of the cache (see foldThreshold), a layer a run. */
   private async foldRecentIntoBase(): Promise<void> {
-    const { numLayers } = this.model.config;
     const fold = await this.graphs.foldGraph();
-    const feeds: Record<string, Feed> = {};
-    const outputs: Record<string, OutputTarget> = {};
-    for (let l = 0; l < numLayers; l++) {
+    for (let l = 0; l < this.model.config.numLayers; l++) {
+      const feeds: Record<string, Feed> = {};
+      const outputs: Record<string, OutputTarget> = {};
       for (const kind of ['key', 'value'] as const) {
-        feeds[cacheName('base', kind, l)] = { state: this.state('base', kind, l) };
-        feeds[cacheName('recent', kind, l)] = { state: this.state('recent', kind, l) };
-        outputs[`${cacheName('base', kind, l)}.next`] = { state: this.state('base', kind, l) };
+        feeds[layerCacheName('base', kind)] = { state: this.state('base', kind, l) };
+        feeds[layerCacheName('recent', kind)] = { state: this.state('recent', kind, l) };
+        outputs[`${layerCacheName('base', kind)}.next`] = { state: this.state('base', kind, l) };
       }
+      await this.model.device.run(fold, feeds, outputs);
     }
-    await this.model.device.run(fold, feeds, outputs);
     this.recentMask.forEach((m, b) => {
       this.baseMask[b].push(...m);
       m.length = 0;
