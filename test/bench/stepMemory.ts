@@ -6,11 +6,13 @@
  * memory, its peak since the last line (VmHWM, reset per line), minor faults and the live
  * JavaScript buffers. --generation samples the trajectories with the policy instead (slow).
  *
- *   nice -n 19 npx tsx test/bench/stepMemory.ts <shape> [sequences=4] [--generation] [--packed | --low-memory]
+ *   nice -n 19 npx tsx test/bench/stepMemory.ts <shape> [sequences=4] [--generation | --generation-only] [--packed | --low-memory]
  *
  * --packed / --low-memory set a quantized shape's `lowMemory` (unset: by the model's size);
  * --checkpoint-layers / --no-checkpoint-layers its gradient checkpointing (unset: by the size);
- * --micro-batch N the sequences per scoring and update pass (default: the shape's).
+ * --micro-batch N the sequences per scoring and update pass (default: the shape's);
+ * --generation-only samples the step's `sequences` trajectories once and stops (no trainer built):
+ * generation's own peak, since the trainer frees the generation graphs before it learns.
  *
  * XINPROC=1 runs the device in this thread; XGC=1 (with node --expose-gc) collects before each line.
  */
@@ -55,7 +57,8 @@ async function main() {
   const shape = named && microBatch > 0 ? { ...named, microBatch: Number(process.argv[microBatch + 1]) } : named;
   if (!shape) throw new Error(`unknown shape "${process.argv[2]}"; expected one of ${Object.keys(SHAPES).join(', ')}`);
   const n = Number(process.argv[3] ?? 4);
-  const gen = process.argv.includes('--generation');
+  const generationOnly = process.argv.includes('--generation-only');
+  const gen = generationOnly || process.argv.includes('--generation');
   const root = path.join(os.tmpdir(), 'stepmem-models');
   fs.mkdirSync(root, { recursive: true });
   const dir = buildShapeModel(root, shape, true);
@@ -79,10 +82,18 @@ async function main() {
   console.log(
     `gradient checkpointing: ${model.checkpointsLayers(checkpointing)}, micro-batches of ${shape.microBatch}`,
   );
-  const trainer = await createStepTrainer(model, shape, FULL_WORK.klCoef, checkpointing);
-  mark('trainer created');
   const work = { ...FULL_WORK, prompts: Math.max(1, n / FULL_WORK.samples), samples: Math.min(n, FULL_WORK.samples) };
   const prompts = stepPrompts(model.tokenizer, work);
+  if (generationOnly) {
+    const policy = new ModelPolicy(model);
+    const rollouts = await ourRollout(policy, model.tokenizer, prompts, work, 1, emptyCost());
+    mark(`generation of ${rollouts.length} rows`);
+    await policy.release();
+    await device.close();
+    return;
+  }
+  const trainer = await createStepTrainer(model, shape, FULL_WORK.klCoef, checkpointing);
+  mark('trainer created');
   for (let step = 0; step < 2; step++) {
     let rollouts;
     if (gen) {
