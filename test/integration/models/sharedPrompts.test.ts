@@ -167,6 +167,29 @@ describe('a prompt shared by several rows', () => {
     assert.ok(compare(mixed.result, await rollout(false, 3, calls)) < 1e-5);
   });
 
+  it("grows the cache a layer a run: each copy into the base block writes one layer's keys and values", async () => {
+    // Rebuilding every layer's cache in one run held three caches at once (models/quantized/README.md).
+    const run = device.run.bind(device);
+    const copies: string[][] = [];
+    device.run = (session, feeds, outputs) => {
+      if (!('ids' in feeds)) copies.push(Object.keys(outputs));
+      return run(session, feeds, outputs);
+    };
+    try {
+      const prompt = encode('You are a helpful assistant. Which city is the capital of France?');
+      await rollout(true, 3, [[0, 1, 2].map((b) => ({ sequence: b, append: prompt }))], {
+        ...greedy,
+        maxNewTokens: 12,
+      });
+    } finally {
+      device.run = run;
+    }
+    const { numLayers } = model.config;
+    // The shared prompt's copy (a run per layer), then at least one fold of the recent block (recentLimit 6).
+    assert.ok(copies.length >= 2 * numLayers, `${copies.length} copy runs for ${numLayers} layers`);
+    for (const outputs of copies) assert.deepEqual(outputs.sort(), ['base_key.next', 'base_value.next']);
+  });
+
   it('samples reproducibly from a seed, with the log-probs the scoring graph recomputes', async () => {
     const prompt = encode('The answer to the question is');
     const group = [0, 1, 2, 3].map((b) => ({ sequence: b, append: prompt }));
